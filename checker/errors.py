@@ -1,0 +1,31 @@
+"""The one exception hierarchy of kmc.
+
+Every error a user can cause (a bad spec file, a bad option, a missing file) is a
+``KmcError`` whose message is one line naming the file and the key at fault; the CLI
+prints it and exits with code 2, never with a traceback.
+"""
+
+
+class KmcError(Exception):
+    """Base class of every error kmc reports to a user."""
+
+    exit_code = 2
+
+
+class SpecError(KmcError):
+    """A spec file is missing, unreadable, malformed, or holds an unknown or bad value."""
+
+    def __init__(self, path, key, message):
+        self.path = str(path)
+        self.key = key
+        self.detail = message
+        where = f"{self.path}: {key}: " if key else f"{self.path}: "
+        super().__init__(where + message)
+
+
+class UsageError(KmcError):
+    """A command-line option has a bad value."""
+
+
+class EngineError(KmcError):
+    """An engine could not run (for example Spark could not start)."""

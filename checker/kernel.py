@@ -1,0 +1,52 @@
+"""The expand-and-check kernel shared by every engine.
+
+Both the local engine and the Spark engine call these functions, so successor
+generation, fingerprinting and property checking cannot drift between them.
+"""
+
+from __future__ import annotations
+
+from .fingerprint import fingerprint
+from .protocol import ALWAYS, STEP, successors
+
+
+def split_properties(properties):
+    """Split properties into (state invariants, step properties), keeping their order."""
+    props = list(properties)
+    return (
+        tuple(p for p in props if p.kind == ALWAYS),
+        tuple(p for p in props if p.kind == STEP),
+    )
+
+
+def check_state(model, state, invariants):
+    """The ``(name, explanation)`` of every state invariant ``state`` violates, in order."""
+    out = []
+    for p in invariants:
+        why = p.check(model, state)
+        if why is not None:
+            out.append((p.name, why))
+    return out
+
+
+def check_step(model, before, action, after, step_props):
+    """The ``(name, explanation)`` of every step property the transition violates."""
+    out = []
+    for p in step_props:
+        why = p.check(model, before, action, after)
+        if why is not None:
+            out.append((p.name, why))
+    return out
+
+
+def expand(model, state, step_props=()):
+    """Every successor of ``state``, in the model's fixed order.
+
+    Returns a list of ``(choice, action, successor, fingerprint, step_violations)``, where
+    ``choice`` is the action's position among the state's enabled actions.
+    """
+    out = []
+    for choice, (action, nxt) in enumerate(successors(model, state)):
+        bad = check_step(model, state, action, nxt, step_props) if step_props else ()
+        out.append((choice, action, nxt, fingerprint(model, nxt), bad))
+    return out

@@ -1,0 +1,119 @@
+"""Values the engines return: statistics, counterexample paths, verdicts.
+
+Rendering them (terminal, JSON, Markdown) is ``reports``' job, never the engine's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+HOLDS = "holds"
+VIOLATED = "violated"
+UNKNOWN = "unknown"  # the search stopped before the property could be decided
+
+
+@attrs.frozen
+class Step:
+    """One state of a path and the action that led to it (``None`` for the initial state)."""
+
+    action: Any
+    state: Any
+
+
+@attrs.frozen
+class Path:
+    """A behaviour from an initial state: its states and the actions between them.
+
+    ``init_index`` and ``choices`` identify the path independently of the engine: the
+    initial state's position in ``init_states()`` and, for each step, the position of the
+    action taken in the enabled-action list of the state before it.
+    """
+
+    steps: tuple[Step, ...]
+    init_index: int = 0
+    choices: tuple[int, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @property
+    def states(self) -> tuple:
+        return tuple(s.state for s in self.steps)
+
+    @property
+    def actions(self) -> tuple:
+        return tuple(s.action for s in self.steps[1:])
+
+
+@attrs.frozen
+class Violation:
+    """A property that failed, the explanation of the failure, and a shortest path to it.
+
+    For an ``always`` property the last state of ``path`` violates it; for a ``step``
+    property the last step of ``path`` does.
+    """
+
+    property: str
+    kind: str
+    explanation: str
+    path: Path
+
+
+@attrs.define
+class Stats:
+    """What a run measured. Counting follows TLC (see MODEL.md, "Precise readings")."""
+
+    distinct: int = 0
+    generated: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    terminal: int = 0
+    queue: int = 0
+    levels: list[int] = attrs.field(factory=list)
+    fired: dict[str, int] = attrs.field(factory=dict)
+    new: dict[str, int] = attrs.field(factory=dict)
+
+    @property
+    def states_per_second(self) -> float:
+        return self.distinct / self.seconds if self.seconds > 0 else 0.0
+
+
+@attrs.define
+class CheckResult:
+    """The outcome of a run.
+
+    Attributes:
+        engine: ``"local"`` or ``"spark"``.
+        checked: the names of the properties that were checked, in order.
+        violations: the first (shortest) violation of each property that failed.
+        complete: True when every reachable state (within ``max_depth``) was explored.
+        stopped: why the run ended early (``"violation"``, ``"max-depth"``,
+            ``"max-states"``, ``"interrupted"``, ...) or ``None`` when it ran out of states.
+    """
+
+    engine: str
+    checked: list[str]
+    stats: Stats
+    violations: dict[str, Violation] = attrs.field(factory=dict)
+    complete: bool = True
+    stopped: str | None = None
+    max_depth: int | None = None
+    extra: dict = attrs.field(factory=dict)
+
+    def verdict(self, name: str) -> str:
+        if name in self.violations:
+            return VIOLATED
+        return HOLDS if self.complete else UNKNOWN
+
+    @property
+    def holds(self) -> bool:
+        return not self.violations
+
+    @property
+    def first_violation(self) -> Violation | None:
+        """The violation found first: the shortest, then the first in path order."""
+        if not self.violations:
+            return None
+        return min(self.violations.values(), key=lambda v: (len(v.path), v.path.choices))

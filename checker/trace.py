@@ -1,0 +1,57 @@
+"""Rebuilding counterexample paths by re-executing the model (as TLC does).
+
+Engines keep fingerprints and parent pointers, not whole states; a path is recovered
+by replaying actions from an initial state.
+"""
+
+from __future__ import annotations
+
+from .errors import EngineError
+from .fingerprint import fingerprint
+from .protocol import successors
+from .result import Path, Step
+
+
+def replay_choices(model, init_index, choices):
+    """The path that starts at ``init_states()[init_index]`` and takes, at each step, the
+    enabled action at position ``choices[i]``."""
+    state = model.init_states()[init_index]
+    steps = [Step(None, state)]
+    for i, choice in enumerate(choices):
+        succ = successors(model, state)
+        if not 0 <= choice < len(succ):
+            raise EngineError(f"trace replay failed at step {i + 2}: no action number {choice}")
+        action, state = succ[choice]
+        steps.append(Step(action, state))
+    return Path(tuple(steps), init_index, tuple(choices))
+
+
+def replay_fingerprints(model, fps):
+    """The path through the states with fingerprints ``fps`` (initial state first).
+
+    At each step the first enabled action whose successor has the next fingerprint is
+    taken, which is the action a breadth-first search discovers that state by.
+    """
+    inits = model.init_states()
+    init_index = next((i for i, s in enumerate(inits) if fingerprint(model, s) == fps[0]), None)
+    if init_index is None:
+        raise EngineError("trace replay failed: no initial state has the trace's fingerprint")
+    state = inits[init_index]
+    steps = [Step(None, state)]
+    choices = []
+    for i, want in enumerate(fps[1:]):
+        for choice, (action, nxt) in enumerate(successors(model, state)):
+            if fingerprint(model, nxt) == want:
+                break
+        else:
+            raise EngineError(f"trace replay failed at step {i + 2}: no successor matches")
+        choices.append(choice)
+        steps.append(Step(action, nxt))
+        state = nxt
+    return Path(tuple(steps), init_index, tuple(choices))
+
+
+def extend(model, path, choice):
+    """``path`` with one more step: the enabled action at position ``choice``."""
+    action, nxt = successors(model, path.steps[-1].state)[choice]
+    return Path(path.steps + (Step(action, nxt),), path.init_index, path.choices + (choice,))

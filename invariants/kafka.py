@@ -1,0 +1,90 @@
+"""The properties of the Kafka replication model (MODEL.md, "Invariants and properties").
+
+Each check is a plain module-level function (so it pickles to Spark executors) that
+returns ``None`` when the property holds and a one-sentence explanation when it does not.
+"""
+
+from __future__ import annotations
+
+from checker.protocol import ALWAYS, STEP, Property
+from model.state import leader_of
+
+
+def _record(epoch, rid):
+    return f"record {rid} (epoch {epoch})"
+
+
+def high_watermark_below_log_end(model, state):
+    """Every replica: ``hw <= LEO``."""
+    for r, rep in enumerate(state.replicas):
+        if rep.hw > len(rep.log):
+            return (f"replica {model.name(r)}'s high watermark {rep.hw} is past its log end "
+                    f"{len(rep.log)}")
+    return None
+
+
+def committed_never_lost(model, state):
+    """When some replica leads, every committed record is in its log at its offset."""
+    l = leader_of(state)
+    if l is None:
+        return None
+    log = state.replicas[l].log
+    for offset, epoch, rid in state.committed:
+        if offset >= len(log):
+            return (f"{_record(epoch, rid)} at offset {offset} was committed but leader "
+                    f"{model.name(l)}'s log ends at {len(log)}")
+        if log[offset] != (epoch, rid):
+            return (f"{_record(epoch, rid)} at offset {offset} was committed but leader "
+                    f"{model.name(l)} holds {_record(*log[offset])} there")
+    return None
+
+
+def logs_never_diverge(model, state):
+    """Live replicas on the current epoch agree below the smaller of their HWs."""
+    q = state.quorum
+    current = [r for r, rep in enumerate(state.replicas) if rep.alive and rep.epoch == q.epoch]
+    for i, a in enumerate(current):
+        ra = state.replicas[a]
+        for b in current[i + 1:]:
+            rb = state.replicas[b]
+            for offset in range(min(ra.hw, rb.hw, len(ra.log), len(rb.log))):
+                if ra.log[offset] != rb.log[offset]:
+                    return (f"replicas {model.name(a)} and {model.name(b)} disagree at offset "
+                            f"{offset}, below both high watermarks ({model.name(a)} "
+                            f"{ra.hw}, {model.name(b)} {rb.hw}): {model.name(a)} holds "
+                            f"{_record(*ra.log[offset])}, {model.name(b)} holds "
+                            f"{_record(*rb.log[offset])}")
+    return None
+
+
+def leader_epoch_monotonic(model, before, action, after):
+    """The controller's epoch never decreases; a live replica's epoch never decreases
+    except to -1 on restart."""
+    if after.quorum.epoch < before.quorum.epoch:
+        return (f"the controller's leader epoch went down from {before.quorum.epoch} to "
+                f"{after.quorum.epoch} by {model.format_action(action)}")
+    for r, (b, a) in enumerate(zip(before.replicas, after.replicas)):
+        if not a.alive or a.epoch >= b.epoch:
+            continue
+        if a.epoch == -1 and not b.alive:
+            continue  # a restart forgets the epoch
+        return (f"replica {model.name(r)}'s leader epoch went down from {b.epoch} to "
+                f"{a.epoch} by {model.format_action(action)}")
+    return None
+
+
+HighWatermarkBelowLogEnd = Property(
+    "HighWatermarkBelowLogEnd", ALWAYS, high_watermark_below_log_end,
+    "every replica's high watermark is at most its log end offset")
+CommittedNeverLost = Property(
+    "CommittedNeverLost", ALWAYS, committed_never_lost,
+    "when a replica leads, every committed record is in its log at its offset")
+LogsNeverDiverge = Property(
+    "LogsNeverDiverge", ALWAYS, logs_never_diverge,
+    "live replicas on the current leader epoch agree below the smaller of their high watermarks")
+LeaderEpochMonotonic = Property(
+    "LeaderEpochMonotonic", STEP, leader_epoch_monotonic,
+    "leader epochs never go down (except a replica's to -1 on restart)")
+
+ALL = (HighWatermarkBelowLogEnd, CommittedNeverLost, LogsNeverDiverge, LeaderEpochMonotonic)
+BY_NAME = {p.name: p for p in ALL}

@@ -1,0 +1,262 @@
+"""The Kafka replication model: one partition, its replicas, the controller and a producer.
+
+The transition system of MODEL.md, action for action. ``KafkaModel`` follows
+``checker.protocol.Model``; the engines know nothing else about it.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from .config import HIGH_WATERMARK, Config
+from .state import Fetch, Quorum, Replica, State, encode, leader_of, leads
+from .truncation import truncation_offset
+
+# Action names, in the order MODEL.md enumerates them.
+PRODUCE = "Produce"
+FETCH_REQUEST = "FetchRequest"
+FETCH_RESPONSE = "FetchResponse"
+CRASH = "Crash"
+RESTART = "Restart"
+ELECT_LEADER = "ElectLeader"
+BECOME_FOLLOWER = "BecomeFollower"
+SHRINK_ISR = "ShrinkIsr"
+EXPAND_ISR = "ExpandIsr"
+ACTION_NAMES = (
+    PRODUCE, FETCH_REQUEST, FETCH_RESPONSE, CRASH, RESTART,
+    ELECT_LEADER, BECOME_FOLLOWER, SHRINK_ISR, EXPAND_ISR,
+)
+
+
+@attrs.frozen
+class Action:
+    """One step: the action's name, the replica it acts on, and (for a lossy crash) how
+    many records of the log survive."""
+
+    name: str
+    replica: int
+    cut: int | None = None
+
+
+def _put(replicas, i, rep):
+    return replicas[:i] + (rep,) + replicas[i + 1:]
+
+
+def _advance_hw(rep, l, isr, committed):
+    """HW(l) of MODEL.md: the leader's HW rises to the smallest log end in the ISR.
+
+    Returns the leader's replica and the new ``committed`` set.
+    """
+    m = len(rep.log)
+    remote = rep.remote_leo
+    for f in isr:
+        if f != l and remote[f] < m:
+            m = remote[f]
+    if m <= rep.hw:
+        return rep, committed
+    log = rep.log
+    added = {(o,) + log[o] for o in range(rep.hw, m)}
+    return attrs.evolve(rep, hw=m), tuple(sorted(added.union(committed)))
+
+
+@attrs.frozen
+class KafkaModel:
+    """The model for one ``Config``.
+
+    Args:
+        config: the model constants.
+    """
+
+    config: Config = Config()
+
+    # -- protocol -----------------------------------------------------------------
+
+    def init_states(self):
+        n = self.config.n
+        zeros = (0,) * n
+        rep = Replica(alive=True, log=(), hw=0, epoch=0, leader=0, remote_leo=zeros)
+        return (State(replicas=(rep,) * n, quorum=Quorum(0, 0, tuple(range(n)))),)
+
+    def encode(self, state) -> bytes:
+        return encode(state)
+
+    def properties(self):
+        from invariants import ALL
+
+        return ALL
+
+    def actions(self, state):
+        return [a for a, _ in self.successors(state)]
+
+    def next_state(self, state, action):
+        for a, nxt in self.successors(state):
+            if a == action:
+                return nxt
+        raise ValueError(f"{self.format_action(action)} is not enabled")
+
+    def successors(self, state):
+        """Every enabled action with its successor, in MODEL.md's order (actions 1–9,
+        then replica order, then cut point)."""
+        cfg = self.config
+        reps = state.replicas
+        q = state.quorum
+        n = len(reps)
+        lead = leader_of(state)
+        out = []
+        # 1. Produce
+        if lead is not None and state.produced < cfg.max_messages and len(q.isr) >= cfg.min_insync_replicas:
+            out.append((Action(PRODUCE, lead), self._produce(state, lead)))
+        # 2. FetchRequest
+        if lead is not None:
+            le = reps[lead].epoch
+            for f in range(n):
+                r = reps[f]
+                if f != lead and r.alive and r.leader == lead and r.epoch == le and r.inflight is None:
+                    out.append((Action(FETCH_REQUEST, f), self._fetch_request(state, f, lead)))
+        # 3. FetchResponse
+        for f in range(n):
+            if reps[f].inflight is not None:
+                out.append((Action(FETCH_RESPONSE, f), self._fetch_response(state, f)))
+        # 4. Crash
+        if state.crashes < cfg.max_crashes:
+            for r in range(n):
+                if reps[r].alive:
+                    if cfg.unflushed_loss:
+                        for cut in range(len(reps[r].log) + 1):
+                            out.append((Action(CRASH, r, cut), self._crash(state, r, cut)))
+                    else:
+                        out.append((Action(CRASH, r), self._crash(state, r, None)))
+        # 5. Restart
+        for r in range(n):
+            if not reps[r].alive:
+                out.append((Action(RESTART, r), self._restart(state, r)))
+        # 6. ElectLeader
+        if q.epoch < cfg.max_leader_epoch:
+            for cand in self._electable(state):
+                out.append((Action(ELECT_LEADER, cand), self._elect(state, cand)))
+        # 7. BecomeFollower
+        ql = q.leader
+        if ql is not None and (cfg.truncation == HIGH_WATERMARK or lead == ql):
+            for r in range(n):
+                if r != ql and reps[r].alive and reps[r].epoch < q.epoch:
+                    out.append((Action(BECOME_FOLLOWER, r), self._become_follower(state, r, ql)))
+        # 8. ShrinkIsr, 9. ExpandIsr
+        if lead is not None:
+            l = reps[lead]
+            for r in q.isr:
+                if r != lead and (not reps[r].alive or l.remote_leo[r] < len(l.log)):
+                    out.append((Action(SHRINK_ISR, r), self._shrink(state, r, lead)))
+            for r in range(n):
+                f = reps[r]
+                if (r not in q.isr and f.alive and f.leader == lead and f.epoch == q.epoch
+                        and l.remote_leo[r] >= l.hw):
+                    out.append((Action(EXPAND_ISR, r), self._expand(state, r)))
+        return out
+
+    # -- actions ------------------------------------------------------------------
+
+    def _produce(self, s, l):
+        rep = s.replicas[l]
+        rep = attrs.evolve(rep, log=rep.log + ((rep.epoch, s.produced),))
+        rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed)
+        return attrs.evolve(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1,
+                            committed=committed)
+
+    def _fetch_request(self, s, f, l):
+        reps = s.replicas
+        fol, led = reps[f], reps[l]
+        o = min(len(fol.log), len(led.log))
+        led = attrs.evolve(led, remote_leo=_put(led.remote_leo, f, o))
+        led, committed = _advance_hw(led, l, s.quorum.isr, s.committed)
+        fol = attrs.evolve(fol, inflight=Fetch(l, led.epoch, o, led.log[o:], led.hw))
+        reps = _put(_put(reps, l, led), f, fol)
+        return attrs.evolve(s, replicas=reps, committed=committed)
+
+    def _fetch_response(self, s, f):
+        fol = s.replicas[f]
+        resp = fol.inflight
+        if fol.alive and fol.leader == resp.leader and fol.epoch == resp.epoch:
+            log = fol.log[:resp.start] + resp.records
+            fol = attrs.evolve(fol, log=log, hw=min(resp.leader_hw, len(log)), inflight=None)
+        else:  # stale: dropped
+            fol = attrs.evolve(fol, inflight=None)
+        return attrs.evolve(s, replicas=_put(s.replicas, f, fol))
+
+    def _crash(self, s, r, cut):
+        rep = s.replicas[r]
+        if cut is None:
+            rep = attrs.evolve(rep, alive=False, inflight=None)
+        else:
+            rep = attrs.evolve(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut))
+        return attrs.evolve(s, replicas=_put(s.replicas, r, rep), crashes=s.crashes + 1)
+
+    def _restart(self, s, r):
+        rep = attrs.evolve(s.replicas[r], alive=True, epoch=-1, leader=None,
+                           remote_leo=(0,) * len(s.replicas))
+        return attrs.evolve(s, replicas=_put(s.replicas, r, rep))
+
+    def _electable(self, s):
+        """The replicas the controller may elect now, in replica order."""
+        cfg = self.config
+        reps = s.replicas
+        q = s.quorum
+        ql = q.leader
+        replaceable = ql is None or not reps[ql].alive or reps[ql].epoch != q.epoch
+        preferred = cfg.preferred_election and ql is not None and leads(s, ql)
+        if not (replaceable or preferred):
+            return []
+        live_isr = [r for r in q.isr if reps[r].alive]
+        out = []
+        for c in range(len(reps)):
+            if not reps[c].alive or (not replaceable and c == ql):
+                continue
+            if c in q.isr or (cfg.unclean_leader_election and not live_isr):
+                out.append(c)
+        return out
+
+    def _elect(self, s, c):
+        reps = s.replicas
+        q = s.quorum
+        if c in q.isr:
+            isr = tuple(r for r in q.isr if reps[r].alive)
+        else:  # unclean
+            isr = (c,)
+        epoch = q.epoch + 1
+        rep = attrs.evolve(reps[c], leader=c, epoch=epoch, remote_leo=(0,) * len(reps), inflight=None)
+        rep, committed = _advance_hw(rep, c, isr, s.committed)
+        return attrs.evolve(s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr),
+                            committed=committed)
+
+    def _become_follower(self, s, r, l):
+        rep = s.replicas[r]
+        t = truncation_offset(self.config.truncation, rep.log, rep.hw, s.replicas[l].log)
+        rep = attrs.evolve(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l,
+                           epoch=s.quorum.epoch, inflight=None)
+        return attrs.evolve(s, replicas=_put(s.replicas, r, rep))
+
+    def _shrink(self, s, r, l):
+        isr = tuple(x for x in s.quorum.isr if x != r)
+        rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed)
+        return attrs.evolve(s, replicas=_put(s.replicas, l, rep),
+                            quorum=attrs.evolve(s.quorum, isr=isr), committed=committed)
+
+    def _expand(self, s, r):
+        isr = tuple(sorted(s.quorum.isr + (r,)))
+        return attrs.evolve(s, quorum=attrs.evolve(s.quorum, isr=isr))
+
+    # -- naming -------------------------------------------------------------------
+
+    def name(self, r) -> str:
+        """The spec's name of replica number ``r`` (``"none"`` for None)."""
+        return "none" if r is None else self.config.replicas[r]
+
+    def format_action(self, action) -> str:
+        """``Crash(B, keeps 1)``-style text for an action."""
+        who = self.name(action.replica)
+        if action.cut is not None:
+            return f"{action.name}({who}, keeps {action.cut})"
+        return f"{action.name}({who})"
+
+    def format_record(self, record) -> str:
+        epoch, rid = record
+        return f"record {rid} (epoch {epoch})"

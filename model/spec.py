@@ -1,0 +1,275 @@
+"""Spec files: TOML documents that name a configuration, what to check, and the verdict
+expected of it.
+
+    title = "..."                 # optional, one line
+    description = "..."           # optional
+    [model]                       # the constants of MODEL.md
+    replicas = 2                  # a count (A, B, ...) or a list of names
+    max_messages = 2
+    ...
+    [check]                       # optional
+    invariants = ["CommittedNeverLost"]   # default: all
+    keep_going = false            # after a failure, keep exploring to decide the others
+    max_depth = 30
+    max_states = 1000000
+    engine = "local"              # or "spark"
+    [spark]                       # optional
+    master = "local[*]"
+    partitions = 4
+    [expect]                      # optional: invariant = "holds" | "violated"
+    CommittedNeverLost = "violated"
+
+A spec is untrusted input: every key is checked, every number is bounded, and every
+error is a one-line ``SpecError`` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from pathlib import Path
+
+import attrs
+
+from checker.errors import SpecError
+from checker.result import HOLDS, VIOLATED
+
+from .config import TRUNCATION_RULES, Config
+
+MAX_REPLICAS = 7
+MAX_SPEC_BYTES = 1 << 20
+ENGINES = ("local", "spark")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,15}$")
+
+# key -> (default, low, high) for the integer constants of [model]
+_MODEL_INTS = {
+    "max_messages": (2, 0, 16),
+    "max_crashes": (1, 0, 16),
+    "max_leader_epoch": (2, 0, 16),
+}
+_MODEL_BOOLS = ("unclean_leader_election", "unflushed_loss", "preferred_election")
+_MODEL_KEYS = ("replicas", "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS)
+_CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "engine")
+_SPARK_KEYS = ("master", "partitions")
+_TOP_KEYS = ("title", "description", "model", "check", "spark", "expect")
+LIMITS = {
+    "check.max_depth": (1, 100_000),
+    "check.max_states": (1, 10**12),
+    "spark.partitions": (1, 100_000),
+}
+
+
+@attrs.frozen
+class Spec:
+    """A loaded spec file.
+
+    Attributes:
+        path: where it was read from.
+        sha256: the hex digest of its bytes (checkpoints and results name it).
+        config: the model constants.
+        invariants: the names of the properties to check, in the model's order.
+        expect: invariant name -> ``"holds"`` or ``"violated"``.
+    """
+
+    path: str
+    sha256: str
+    config: Config
+    title: str = ""
+    description: str = ""
+    invariants: tuple = ()
+    keep_going: bool = False
+    max_depth: int | None = None
+    max_states: int | None = None
+    engine: str = "local"
+    spark_master: str | None = None
+    spark_partitions: int | None = None
+    expect: dict = attrs.field(factory=dict)
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).stem
+
+    def model(self):
+        """The ``KafkaModel`` of this spec."""
+        from .kafka import KafkaModel
+
+        return KafkaModel(self.config)
+
+    def properties(self, names=None):
+        """The ``Property`` values to check (``names`` overrides the spec's list)."""
+        from invariants import BY_NAME
+
+        return [BY_NAME[n] for n in (names or self.invariants)]
+
+
+def property_names():
+    from invariants import ALL
+
+    return [p.name for p in ALL]
+
+
+def load_spec(path) -> Spec:
+    """Read and validate a spec file.
+
+    Raises:
+        SpecError: the file is missing or unreadable, is not TOML, or has an unknown key,
+            a value of the wrong type, or a value out of range.
+    """
+    path = str(path)
+    p = Path(path)
+    try:
+        if not p.is_file():
+            raise SpecError(path, None, "no such spec file" if not p.exists() else "not a file")
+        if p.stat().st_size > MAX_SPEC_BYTES:
+            raise SpecError(path, None, f"the file is larger than {MAX_SPEC_BYTES} bytes")
+        data = p.read_bytes()
+    except OSError as e:
+        raise SpecError(path, None, f"cannot read the file ({e.strerror or e})") from None
+    return parse_spec(data, path)
+
+
+def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
+    """Validate the bytes of a spec file; see ``load_spec``."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(path, None, f"not UTF-8 text (byte {e.start})") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(path, None, f"not valid TOML: {e}") from None
+    except RecursionError:
+        raise SpecError(path, None, "not valid TOML: nested too deeply") from None
+    _only(path, "", doc, _TOP_KEYS)
+    title = _str(path, "title", doc.get("title", ""))
+    description = _str(path, "description", doc.get("description", ""))
+    model = _table(path, "model", doc.get("model"), required=True)
+    check = _table(path, "check", doc.get("check", {}))
+    spark = _table(path, "spark", doc.get("spark", {}))
+    expect = _table(path, "expect", doc.get("expect", {}))
+    config = _config(path, model)
+
+    _only(path, "check.", check, _CHECK_KEYS)
+    names = property_names()
+    if "invariants" in check:
+        inv = check["invariants"]
+        if not isinstance(inv, list) or not inv or not all(isinstance(x, str) for x in inv):
+            raise SpecError(path, "check.invariants", "must be a non-empty list of invariant names")
+        for x in inv:
+            if x not in names:
+                raise SpecError(path, "check.invariants", f"unknown invariant {x!r} (known: {', '.join(names)})")
+        invariants = tuple(n for n in names if n in inv)
+    else:
+        invariants = tuple(names)
+    keep_going = _bool(path, "check.keep_going", check.get("keep_going", False))
+    max_depth = _opt_int(path, "check.max_depth", check.get("max_depth"))
+    max_states = _opt_int(path, "check.max_states", check.get("max_states"))
+    engine = check.get("engine", "local")
+    if engine not in ENGINES:
+        raise SpecError(path, "check.engine", f"must be one of {', '.join(map(repr, ENGINES))}, got {_show(engine)}")
+
+    _only(path, "spark.", spark, _SPARK_KEYS)
+    master = spark.get("master")
+    if master is not None:
+        master = _str(path, "spark.master", master)
+        if not master:
+            raise SpecError(path, "spark.master", "must not be empty")
+    partitions = _opt_int(path, "spark.partitions", spark.get("partitions"))
+
+    verdicts = {}
+    for key, value in expect.items():
+        if key not in names:
+            raise SpecError(path, f"expect.{key}", f"unknown invariant (known: {', '.join(names)})")
+        if key not in invariants:
+            raise SpecError(path, f"expect.{key}", "this invariant is not checked (see check.invariants)")
+        if value not in (HOLDS, VIOLATED):
+            raise SpecError(path, f"expect.{key}", f"must be \"holds\" or \"violated\", got {_show(value)}")
+        verdicts[key] = value
+    return Spec(
+        path=path, sha256=hashlib.sha256(data).hexdigest(), config=config, title=title,
+        description=description, invariants=invariants, keep_going=keep_going,
+        max_depth=max_depth, max_states=max_states, engine=engine, spark_master=master,
+        spark_partitions=partitions, expect=verdicts,
+    )
+
+
+def _config(path, model) -> Config:
+    _only(path, "model.", model, _MODEL_KEYS)
+    if "replicas" not in model:
+        raise SpecError(path, "model.replicas", "missing (a count, or a list of names)")
+    reps = model["replicas"]
+    if isinstance(reps, bool) or not isinstance(reps, (int, list)):
+        raise SpecError(path, "model.replicas", f"must be a count or a list of names, got {_show(reps)}")
+    if isinstance(reps, int):
+        if not 1 <= reps <= MAX_REPLICAS:
+            raise SpecError(path, "model.replicas", f"must be between 1 and {MAX_REPLICAS}, got {reps}")
+        names = tuple(chr(ord("A") + i) for i in range(reps))
+    else:
+        if not 1 <= len(reps) <= MAX_REPLICAS:
+            raise SpecError(path, "model.replicas", f"must name between 1 and {MAX_REPLICAS} replicas, got {len(reps)}")
+        for x in reps:
+            if not isinstance(x, str) or not _NAME.match(x):
+                raise SpecError(path, "model.replicas",
+                                f"{_show(x)} is not a replica name (a letter, then up to 15 letters, digits, '_' or '-')")
+        if len(set(reps)) != len(reps):
+            raise SpecError(path, "model.replicas", "replica names must be unique")
+        names = tuple(reps)
+    values = {}
+    for key, (default, lo, hi) in _MODEL_INTS.items():
+        values[key] = _int(path, f"model.{key}", model.get(key, default), lo, hi)
+    for key in _MODEL_BOOLS:
+        values[key] = _bool(path, f"model.{key}", model.get(key, False))
+    if "truncation" not in model:
+        raise SpecError(path, "model.truncation", f"missing (one of {', '.join(TRUNCATION_RULES)})")
+    rule = model["truncation"]
+    if rule not in TRUNCATION_RULES:
+        raise SpecError(path, "model.truncation", f"must be one of {', '.join(TRUNCATION_RULES)}, got {_show(rule)}")
+    min_isr = _int(path, "model.min_insync_replicas", model.get("min_insync_replicas", 1), 1, len(names))
+    return Config(replicas=names, truncation=rule, min_insync_replicas=min_isr, **values)
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _only(path, prefix, table, allowed):
+    for key in table:
+        if key not in allowed:
+            raise SpecError(path, f"{prefix}{key}", f"unknown key (allowed: {', '.join(allowed)})")
+
+
+def _table(path, key, value, required=False):
+    if value is None and required:
+        raise SpecError(path, f"[{key}]", "missing table")
+    if not isinstance(value, dict):
+        raise SpecError(path, key, f"must be a table, got {_show(value)}")
+    return value
+
+
+def _str(path, key, value):
+    if not isinstance(value, str):
+        raise SpecError(path, key, f"must be a string, got {_show(value)}")
+    return value
+
+
+def _bool(path, key, value):
+    if not isinstance(value, bool):
+        raise SpecError(path, key, f"must be true or false, got {_show(value)}")
+    return value
+
+
+def _int(path, key, value, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(path, key, f"must be an integer, got {_show(value)}")
+    if not lo <= value <= hi:
+        raise SpecError(path, key, f"must be between {lo} and {hi}, got {_show(value)}")
+    return value
+
+
+def _opt_int(path, key, value):
+    if value is None:
+        return None
+    lo, hi = LIMITS[key]
+    return _int(path, key, value, lo, hi)

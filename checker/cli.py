@@ -1,0 +1,81 @@
+"""The ``kmc`` command line.
+
+Each subcommand lives in its own module under ``checker/commands`` with two functions:
+``register(subparsers)`` adds its parser, and ``run(args, out, err) -> int`` runs it
+with two rich consoles (results on standard output, progress and errors on standard
+error) and returns the exit code.
+
+Exit codes: 0 everything holds, 1 a property is violated, 2 bad input (a one-line
+message naming the file and the key, never a traceback), 3 (with ``--check-expect``)
+the result contradicts the spec's ``[expect]`` table, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__
+from .errors import KmcError
+
+EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_UNEXPECTED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def _commands():
+    from .commands import bench, check, invariants
+
+    return [check, bench, invariants]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line and exit with code 2."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="kmc",
+        description="An explicit-state model checker for Apache Kafka's replication protocol. "
+        "Give it a spec file (replicas, messages, crashes, truncation rule); it explores every "
+        "interleaving and either proves the invariants or prints a shortest counterexample.",
+        epilog="Exit codes: 0 all hold, 1 a violation, 2 bad input, 3 result contradicts the "
+        "spec's [expect] (with --check-expect), 130 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"kmc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for cmd in _commands():
+        cmd.register(sub)
+    return parser
+
+
+def consoles():
+    """The (standard output, standard error) rich consoles."""
+    from rich.console import Console
+
+    return Console(highlight=False), Console(stderr=True, highlight=False)
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    out, err = consoles()
+    try:
+        return args.run(args, out, err)
+    except KmcError as e:
+        err.print(f"kmc: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        return e.exit_code
+    except KeyboardInterrupt:
+        err.print("kmc: interrupted", markup=False)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def run():  # console-script entry point
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,74 @@
+"""What several subcommands share: loading a spec, choosing properties and engines."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import UsageError
+from ..local import LocalEngine, Options
+
+ENGINES = ("local", "spark")
+
+
+def positive_int(text):
+    """An argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_spec_argument(parser):
+    parser.add_argument("spec", metavar="SPEC", help="the spec file (TOML), e.g. specs/hw-data-loss.toml")
+
+
+def add_engine_arguments(parser):
+    g = parser.add_argument_group("engine")
+    g.add_argument("--engine", choices=ENGINES, help="where to explore (default: the spec's [check] engine, else local)")
+    g.add_argument("--master", metavar="URL", help="Spark master URL, e.g. local[4] or spark://host:7077 (default: the spec's [spark] master, else local[*])")
+    g.add_argument("--partitions", type=positive_int, metavar="N", help="Spark partitions of the frontier (default: the spec's, else the cluster's parallelism)")
+    g.add_argument("--verbose", action="store_true", help="show Spark's and the JVM's own log output")
+
+
+def load(path):
+    from model.spec import load_spec
+
+    return load_spec(path)
+
+
+def select_properties(spec, names):
+    """The properties to check: ``--invariant`` names if given, else the spec's."""
+    if not names:
+        return spec.properties()
+    from model.spec import property_names
+
+    known = property_names()
+    for n in names:
+        if n not in known:
+            raise UsageError(f"--invariant: unknown invariant {n!r} (known: {', '.join(known)})")
+    return spec.properties([n for n in known if n in names])
+
+
+def make_engine(spec, model, properties, options, progress, args):
+    """The engine the command line (first) or the spec asks for."""
+    engine = getattr(args, "engine", None) or spec.engine
+    if engine == "spark":
+        from ..spark import SparkEngine
+
+        return SparkEngine(
+            model, properties, options, progress,
+            master=getattr(args, "master", None) or spec.spark_master,
+            partitions=getattr(args, "partitions", None) or spec.spark_partitions,
+            verbose=getattr(args, "verbose", False),
+        )
+    return LocalEngine(model, properties, options, progress)
+
+
+def options_from(spec, args) -> Options:
+    max_depth = args.max_depth if getattr(args, "max_depth", None) is not None else spec.max_depth
+    max_states = args.max_states if getattr(args, "max_states", None) is not None else spec.max_states
+    keep_going = getattr(args, "keep_going", False) or spec.keep_going
+    return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states)

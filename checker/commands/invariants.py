@@ -1,0 +1,21 @@
+"""``kmc invariants``: list the properties kmc can check."""
+
+from __future__ import annotations
+
+
+def register(sub):
+    p = sub.add_parser("invariants", help="list the properties kmc can check",
+                       description="List the properties kmc can check, with what each says.")
+    p.set_defaults(run=run)
+
+
+def run(args, out, err) -> int:
+    from rich.table import Table
+
+    from invariants import ALL
+
+    table = Table("name", "kind", "what it says", box=None)
+    for p in ALL:
+        table.add_row(p.name, p.kind, p.description)
+    out.print(table)
+    return 0

@@ -42,6 +42,34 @@ def _put(replicas, i, rep):
     return replicas[:i] + (rep,) + replicas[i + 1:]
 
 
+# The search loop builds millions of states: these construct them directly, which is
+# about three times faster than ``attrs.evolve`` (no field introspection per call).
+_KEEP = object()
+
+
+def _replica(r, alive=_KEEP, log=_KEEP, hw=_KEEP, epoch=_KEEP, leader=_KEEP, remote_leo=_KEEP,
+             inflight=_KEEP):
+    return Replica(
+        r.alive if alive is _KEEP else alive,
+        r.log if log is _KEEP else log,
+        r.hw if hw is _KEEP else hw,
+        r.epoch if epoch is _KEEP else epoch,
+        r.leader if leader is _KEEP else leader,
+        r.remote_leo if remote_leo is _KEEP else remote_leo,
+        r.inflight if inflight is _KEEP else inflight,
+    )
+
+
+def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, committed=_KEEP):
+    return State(
+        s.replicas if replicas is _KEEP else replicas,
+        s.quorum if quorum is _KEEP else quorum,
+        s.produced if produced is _KEEP else produced,
+        s.crashes if crashes is _KEEP else crashes,
+        s.committed if committed is _KEEP else committed,
+    )
+
+
 def _advance_hw(rep, l, isr, committed):
     """HW(l) of MODEL.md: the leader's HW rises to the smallest log end in the ISR.
 
@@ -56,7 +84,7 @@ def _advance_hw(rep, l, isr, committed):
         return rep, committed
     log = rep.log
     added = {(o,) + log[o] for o in range(rep.hw, m)}
-    return attrs.evolve(rep, hw=m), tuple(sorted(added.union(committed)))
+    return _replica(rep, hw=m), tuple(sorted(added.union(committed)))
 
 
 @attrs.frozen
@@ -157,43 +185,43 @@ class KafkaModel:
 
     def _produce(self, s, l):
         rep = s.replicas[l]
-        rep = attrs.evolve(rep, log=rep.log + ((rep.epoch, s.produced),))
+        rep = _replica(rep, log=rep.log + ((rep.epoch, s.produced),))
         rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed)
-        return attrs.evolve(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1,
+        return _state(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1,
                             committed=committed)
 
     def _fetch_request(self, s, f, l):
         reps = s.replicas
         fol, led = reps[f], reps[l]
         o = min(len(fol.log), len(led.log))
-        led = attrs.evolve(led, remote_leo=_put(led.remote_leo, f, o))
+        led = _replica(led, remote_leo=_put(led.remote_leo, f, o))
         led, committed = _advance_hw(led, l, s.quorum.isr, s.committed)
-        fol = attrs.evolve(fol, inflight=Fetch(l, led.epoch, o, led.log[o:], led.hw))
+        fol = _replica(fol, inflight=Fetch(l, led.epoch, o, led.log[o:], led.hw))
         reps = _put(_put(reps, l, led), f, fol)
-        return attrs.evolve(s, replicas=reps, committed=committed)
+        return _state(s, replicas=reps, committed=committed)
 
     def _fetch_response(self, s, f):
         fol = s.replicas[f]
         resp = fol.inflight
         if fol.alive and fol.leader == resp.leader and fol.epoch == resp.epoch:
             log = fol.log[:resp.start] + resp.records
-            fol = attrs.evolve(fol, log=log, hw=min(resp.leader_hw, len(log)), inflight=None)
+            fol = _replica(fol, log=log, hw=min(resp.leader_hw, len(log)), inflight=None)
         else:  # stale: dropped
-            fol = attrs.evolve(fol, inflight=None)
-        return attrs.evolve(s, replicas=_put(s.replicas, f, fol))
+            fol = _replica(fol, inflight=None)
+        return _state(s, replicas=_put(s.replicas, f, fol))
 
     def _crash(self, s, r, cut):
         rep = s.replicas[r]
         if cut is None:
-            rep = attrs.evolve(rep, alive=False, inflight=None)
+            rep = _replica(rep, alive=False, inflight=None)
         else:
-            rep = attrs.evolve(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut))
-        return attrs.evolve(s, replicas=_put(s.replicas, r, rep), crashes=s.crashes + 1)
+            rep = _replica(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut))
+        return _state(s, replicas=_put(s.replicas, r, rep), crashes=s.crashes + 1)
 
     def _restart(self, s, r):
-        rep = attrs.evolve(s.replicas[r], alive=True, epoch=-1, leader=None,
+        rep = _replica(s.replicas[r], alive=True, epoch=-1, leader=None,
                            remote_leo=(0,) * len(s.replicas))
-        return attrs.evolve(s, replicas=_put(s.replicas, r, rep))
+        return _state(s, replicas=_put(s.replicas, r, rep))
 
     def _electable(self, s):
         """The replicas the controller may elect now, in replica order."""
@@ -222,27 +250,27 @@ class KafkaModel:
         else:  # unclean
             isr = (c,)
         epoch = q.epoch + 1
-        rep = attrs.evolve(reps[c], leader=c, epoch=epoch, remote_leo=(0,) * len(reps), inflight=None)
+        rep = _replica(reps[c], leader=c, epoch=epoch, remote_leo=(0,) * len(reps), inflight=None)
         rep, committed = _advance_hw(rep, c, isr, s.committed)
-        return attrs.evolve(s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr),
+        return _state(s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr),
                             committed=committed)
 
     def _become_follower(self, s, r, l):
         rep = s.replicas[r]
         t = truncation_offset(self.config.truncation, rep.log, rep.hw, s.replicas[l].log)
-        rep = attrs.evolve(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l,
+        rep = _replica(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l,
                            epoch=s.quorum.epoch, inflight=None)
-        return attrs.evolve(s, replicas=_put(s.replicas, r, rep))
+        return _state(s, replicas=_put(s.replicas, r, rep))
 
     def _shrink(self, s, r, l):
         isr = tuple(x for x in s.quorum.isr if x != r)
         rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed)
-        return attrs.evolve(s, replicas=_put(s.replicas, l, rep),
-                            quorum=attrs.evolve(s.quorum, isr=isr), committed=committed)
+        return _state(s, replicas=_put(s.replicas, l, rep),
+                            quorum=Quorum(s.quorum.leader, s.quorum.epoch, isr), committed=committed)
 
     def _expand(self, s, r):
         isr = tuple(sorted(s.quorum.isr + (r,)))
-        return attrs.evolve(s, quorum=attrs.evolve(s.quorum, isr=isr))
+        return _state(s, quorum=Quorum(s.quorum.leader, s.quorum.epoch, isr))
 
     # -- naming -------------------------------------------------------------------
 

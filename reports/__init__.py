@@ -1,0 +1,27 @@
+"""Rendering the results of kmc: the terminal (rich), JSON and progress output.
+
+The engines return plain values (``checker.result``); this package turns them into what
+people and programs read. It is the only package that imports rich.
+"""
+
+from .json_result import (
+    SCHEMA_VERSION,
+    action_to_dict,
+    expectation,
+    result_to_dict,
+    state_from_dict,
+    state_to_dict,
+    trace_to_dict,
+    verdicts,
+    write_json,
+)
+from .markdown import result_to_markdown, trace_to_markdown
+from .progress import ProgressDisplay
+from .terminal import ResultView, StateView, TraceView, describe_step, diff_lines
+
+__all__ = [
+    "ProgressDisplay", "ResultView", "SCHEMA_VERSION", "StateView", "TraceView",
+    "action_to_dict", "describe_step", "diff_lines", "expectation", "result_to_dict",
+    "result_to_markdown", "state_from_dict", "state_to_dict", "trace_to_dict",
+    "trace_to_markdown", "verdicts", "write_json",
+]

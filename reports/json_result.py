@@ -1,0 +1,260 @@
+"""The machine-readable result of ``kmc check`` (schema documented in docs/json-schema.md).
+
+Everything here is plain data: dicts, lists, strings, numbers, booleans and ``None``,
+ready for ``json.dumps``. Nothing imports rich. ``kmc replay`` reads these documents
+back, so a change to their shape is a change to ``SCHEMA_VERSION``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from checker.result import UNKNOWN
+from model.kafka import ACTION_NAMES
+from model.state import Fetch, Quorum, Replica, State
+
+SCHEMA_VERSION = 1
+
+
+# -- verdicts and expectations ----------------------------------------------------------
+
+def verdicts(result) -> dict:
+    """``{property: "holds" | "violated" | "unknown"}`` for every checked property, in order."""
+    return {name: result.verdict(name) for name in result.checked}
+
+
+def expectation(spec, result) -> dict:
+    """Compare the verdicts of a run with the ``[expect]`` table of its spec.
+
+    Args:
+        spec: the ``model.spec.Spec`` that was checked, or ``None``.
+        result: the ``CheckResult``.
+
+    Returns:
+        ``{"expected": {name: verdict}, "got": {name: verdict}, "matched": bool,
+        "mismatches": [str, ...]}``. ``got`` holds the verdict of every checked property.
+        An expected verdict is missed when the property was decided otherwise, was left
+        ``unknown`` (the search stopped before deciding it), or was not checked at all.
+        Without a spec or an ``[expect]`` table, ``expected`` is ``{}`` and ``matched``
+        is True.
+    """
+    expected = dict(spec.expect) if spec is not None and spec.expect else {}
+    got = verdicts(result)
+    mismatches = []
+    for name, want in expected.items():
+        have = got.get(name)
+        if have is None:
+            mismatches.append(f"{name}: expected {want}, but it was not checked")
+        elif have == UNKNOWN:
+            mismatches.append(f"{name}: expected {want}, got unknown (the search stopped before deciding it)")
+        elif have != want:
+            mismatches.append(f"{name}: expected {want}, got {have}")
+    return {"expected": expected, "got": got, "matched": not mismatches, "mismatches": mismatches}
+
+
+# -- states and traces --------------------------------------------------------------------
+
+def _records(records) -> list:
+    return [[epoch, rid] for epoch, rid in records]
+
+
+def _name(model, r):
+    return None if r is None else model.name(r)
+
+
+def state_to_dict(model, state) -> dict:
+    """Every variable of a model state, replicas named as in the spec.
+
+    Args:
+        model: the ``KafkaModel`` the state belongs to (for the replica names).
+        state: a ``model.state.State``.
+    """
+    replicas = {}
+    for r, rep in enumerate(state.replicas):
+        f = rep.inflight
+        replicas[model.name(r)] = {
+            "alive": rep.alive,
+            "log": _records(rep.log),
+            "leo": len(rep.log),
+            "hw": rep.hw,
+            "epoch": rep.epoch,
+            "leader": _name(model, rep.leader),
+            "remote_leo": {model.name(i): n for i, n in enumerate(rep.remote_leo)},
+            "inflight": None if f is None else {
+                "leader": model.name(f.leader),
+                "epoch": f.epoch,
+                "start": f.start,
+                "records": _records(f.records),
+                "leader_hw": f.leader_hw,
+            },
+        }
+    q = state.quorum
+    return {
+        "replicas": replicas,
+        "quorum": {"leader": _name(model, q.leader), "epoch": q.epoch,
+                   "isr": [model.name(r) for r in q.isr]},
+        "produced": state.produced,
+        "crashes": state.crashes,
+        "committed": [list(c) for c in state.committed],
+    }
+
+
+def state_from_dict(model, doc) -> State:
+    """The inverse of ``state_to_dict`` (``kmc replay`` and the tests use it to check that
+    a document describes a state completely).
+
+    Raises:
+        KeyError, ValueError, TypeError: the document does not describe a state of
+            ``model`` (an unknown replica name, a missing field).
+    """
+    index = {name: i for i, name in enumerate(model.config.replicas)}
+
+    def num(name):
+        return None if name is None else index[name]
+
+    def recs(rows):
+        return tuple((int(e), int(i)) for e, i in rows)
+
+    names = list(doc["replicas"])
+    if names != list(model.config.replicas):
+        raise ValueError(f"the state names replicas {names}, the model {list(model.config.replicas)}")
+    replicas = []
+    for name in names:
+        d = doc["replicas"][name]
+        f = d["inflight"]
+        fetch = None if f is None else Fetch(index[f["leader"]], f["epoch"], f["start"],
+                                             recs(f["records"]), f["leader_hw"])
+        replicas.append(Replica(
+            alive=bool(d["alive"]), log=recs(d["log"]), hw=d["hw"], epoch=d["epoch"],
+            leader=num(d["leader"]),
+            remote_leo=tuple(d["remote_leo"][n] for n in names), inflight=fetch))
+    q = doc["quorum"]
+    quorum = Quorum(num(q["leader"]), q["epoch"], tuple(sorted(index[n] for n in q["isr"])))
+    return State(replicas=tuple(replicas), quorum=quorum, produced=doc["produced"],
+                 crashes=doc["crashes"], committed=tuple(tuple(c) for c in doc["committed"]))
+
+
+def action_to_dict(model, action) -> dict | None:
+    """``{"name", "replica", "cut", "text"}`` of an action, ``None`` for no action."""
+    if action is None:
+        return None
+    return {"name": action.name, "replica": model.name(action.replica), "cut": action.cut,
+            "text": model.format_action(action)}
+
+
+def trace_to_dict(model, path) -> dict:
+    """A counterexample path: how to replay it, and every state along it.
+
+    ``init_index`` and ``choices`` replay the path with ``checker.replay_choices``; the
+    steps are numbered from 1 like the terminal trace (``State 1`` is the initial state).
+    """
+    return {
+        "init_index": path.init_index,
+        "choices": list(path.choices),
+        "length": len(path),
+        "steps": [{"index": i, "action": action_to_dict(model, step.action),
+                   "state": state_to_dict(model, step.state)}
+                  for i, step in enumerate(path.steps, 1)],
+    }
+
+
+# -- the whole result ---------------------------------------------------------------------
+
+def spec_to_dict(spec, model) -> dict:
+    """The spec's identity and the constants that were actually run (``model.config``,
+    which command-line overrides may have changed); path, sha256 and title are ``None``
+    when the run had no spec file."""
+    return {
+        "path": None if spec is None else spec.path,
+        "sha256": None if spec is None else spec.sha256,
+        "title": None if spec is None else spec.title,
+        "model": model.config.as_dict(),
+    }
+
+
+def stats_to_dict(stats) -> dict:
+    return {
+        "distinct_states": stats.distinct,
+        "states_generated": stats.generated,
+        "depth": stats.depth,
+        "seconds": round(stats.seconds, 6),
+        "states_per_second": round(stats.states_per_second, 1),
+        "terminal_states": stats.terminal,
+        "levels": list(stats.levels),
+        "actions": {name: {"fired": stats.fired.get(name, 0), "new": stats.new.get(name, 0)}
+                    for name in ACTION_NAMES},
+    }
+
+
+def result_to_dict(spec, model, result) -> dict:
+    """The whole outcome of a run as a JSON-ready dict (schema version ``SCHEMA_VERSION``).
+
+    Args:
+        spec: the ``Spec`` that was checked, or ``None``.
+        model: the ``KafkaModel`` that was explored.
+        result: the engine's ``CheckResult``.
+    """
+    from checker import __version__
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kmc_version": __version__,
+        "spec": spec_to_dict(spec, model),
+        "engine": result.engine,
+        "checked": list(result.checked),
+        "complete": result.complete,
+        "stopped": result.stopped,
+        "max_depth": result.max_depth,
+        "stats": stats_to_dict(result.stats),
+        "verdicts": verdicts(result),
+        "expectation": expectation(spec, result),
+        "violations": [
+            {"property": v.property, "kind": v.kind, "explanation": v.explanation,
+             "trace": trace_to_dict(model, v.path)}
+            for v in (result.violations[name] for name in result.checked
+                      if name in result.violations)
+        ],
+    }
+
+
+def write_json(path, doc) -> None:
+    """Write ``doc`` to ``path`` as UTF-8 JSON (indent 2, keys in insertion order).
+
+    The file is written next to its destination and renamed over it, so a reader never
+    sees half a document and an interrupted write leaves the old file in place.
+
+    Raises:
+        OSError: the directory is missing or not writable (the temporary file is removed).
+    """
+    path = os.fspath(path)
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".kmc-", suffix=".json.tmp", dir=directory)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give it a normal file's mode
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+__all__ = [
+    "SCHEMA_VERSION", "action_to_dict", "expectation",
+    "result_to_dict", "spec_to_dict", "state_from_dict", "state_to_dict", "stats_to_dict",
+    "trace_to_dict", "verdicts", "write_json",
+]

@@ -1,0 +1,80 @@
+"""A live, transient progress line while an engine explores.
+
+    with ProgressDisplay(console) as progress:
+        result = LocalEngine(model, props, options, progress=progress.update).run()
+
+The line disappears when the block ends, so what is printed afterwards (the result)
+is not mixed with it.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.text import Text
+
+
+def _elapsed(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def progress_text(stats, title: str = "exploring") -> Text:
+    """The progress line for a ``Stats`` snapshot (without the spinner)."""
+    text = Text()
+    text.append(title, "bold")
+    for label, value, after in (
+            ("", f"{stats.distinct:,}", " distinct states"),
+            ("", f"{stats.queue:,}", " in queue"),
+            ("depth ", f"{stats.depth}", ""),
+            ("", f"{stats.states_per_second:,.0f}", " states/s"),
+            ("", _elapsed(stats.seconds), "")):
+        text.append("  ·  ", "dim")
+        text.append(label, "dim")
+        text.append(value, "cyan")
+        text.append(after, "dim")
+    return text
+
+
+class ProgressDisplay:
+    """A context manager showing the latest ``Stats`` snapshot on one transient line.
+
+    Args:
+        console: the rich ``Console`` to draw on.
+        enabled: when False nothing is drawn and ``update`` does nothing (for
+            ``--no-progress`` and for output that is not a terminal).
+        title: the word at the start of the line.
+    """
+
+    def __init__(self, console: Console, *, enabled: bool = True, title: str = "exploring"):
+        self.console = console
+        self.enabled = enabled
+        self.title = title
+        self.last = None  # the latest snapshot, kept even when disabled
+        self._spinner = Spinner("dots", text=Text(f"{title} …", "bold"), style="cyan")
+        self._live = None
+
+    def __enter__(self) -> "ProgressDisplay":
+        if self.enabled:
+            self._live = Live(self._spinner, console=self.console, transient=True,
+                              refresh_per_second=8, redirect_stdout=False, redirect_stderr=False)
+            self._live.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        return False
+
+    def update(self, stats) -> None:
+        """Show a new snapshot (``checker.result.Stats``); called by the engine."""
+        self.last = stats
+        if self._live is None:
+            return
+        self._spinner.update(text=progress_text(stats, self.title))
+
+    __call__ = update  # so the display itself can be passed as an engine's ``progress``

@@ -1,0 +1,628 @@
+"""The terminal face of ``kmc check``: counterexample traces and the run's outcome, drawn
+with rich through ``__rich_console__`` (the engines never import rich).
+
+``TraceView`` shows one counterexample the way TLC numbers it (``State 1: initial``,
+``State 2: Produce(A)``, ...), each state as a table of replicas plus the controller and
+the history variables, with every value that changed since the previous state
+highlighted. ``ResultView`` shows a whole run: constants, verdicts, statistics, per-action
+counts, the counterexamples and a one-line summary.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+
+from checker.result import HOLDS, UNKNOWN, VIOLATED
+from model.kafka import (
+    ACTION_NAMES, BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST,
+    FETCH_RESPONSE, PRODUCE, RESTART, SHRINK_ISR,
+)
+from model.state import leader_of, leads
+
+from .json_result import expectation
+
+__all__ = [
+    "EPOCH_STYLES", "ResultView", "StateView", "TraceView", "column_widths", "describe_step",
+    "diff_lines", "expectation", "stop_reason",
+]
+
+# One colour per leader epoch (cycled past the end), so that records written in
+# different epochs are told apart at a glance. Red and yellow are left for verdicts.
+EPOCH_STYLES = (
+    "cyan", "magenta", "green", "bright_blue", "dark_orange", "orchid", "spring_green3",
+    "steel_blue1",
+)
+CHANGED = Style(bold=True, reverse=True)  # a value that differs from the previous state
+CHANGED_MARK = "*"  # appended to changed values when the console shows no colour
+DIM = Style(dim=True)
+ARROW = " → "
+
+UNCLEAN_NOTE = ("Unclean leader election is enabled: electing a replica outside the ISR "
+                "loses committed records by design (availability over durability), so "
+                "a CommittedNeverLost violation is expected here.")
+
+
+def epoch_style(epoch: int) -> str:
+    return EPOCH_STYLES[epoch % len(EPOCH_STYLES)]
+
+
+# -- small formatters ---------------------------------------------------------------------
+
+def _record(epoch, rid, offset=None) -> Text:
+    text = f"e{epoch}·r{rid}" if offset is None else f"{offset}:e{epoch}·r{rid}"
+    return Text(text, style=epoch_style(epoch))
+
+
+def _join(parts, sep=" ", open_="", close="") -> Text:
+    out = Text(open_)
+    for i, part in enumerate(parts):
+        if i:
+            out.append(sep)
+        out.append_text(part)
+    out.append(close)
+    return out
+
+
+def _log(log, offsets=True) -> Text:
+    """A log as ``0:e0·r0 1:e0·r1`` (table) or ``[e0·r0, e0·r1]`` (diff)."""
+    if offsets:
+        return _join([_record(e, i, o) for o, (e, i) in enumerate(log)]) if log else Text("empty", DIM)
+    return _join([_record(e, i) for e, i in log], ", ", "[", "]")
+
+
+def _names(model, members) -> str:
+    return "{" + ",".join(model.name(r) for r in members) + "}"
+
+
+def _fetch(model, f) -> Text:
+    out = Text(f"from {model.name(f.leader)} e{f.epoch} @{f.start} ")
+    out.append_text(_log(f.records, offsets=False))
+    out.append(f" hw={f.leader_hw}")
+    return out
+
+
+def _committed(committed) -> Text:
+    return _join([_record(e, i, o) for o, e, i in committed], ", ", "{", "}")
+
+
+def _count(n) -> str:
+    return f"{n:,}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
+
+
+def _plural(n, word) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# -- what a step did, in words ------------------------------------------------------------
+
+def describe_step(model, before, action, after) -> str:
+    """One sentence saying what ``action`` did between two states (for a trace header).
+
+    Returns an empty string for an action this module does not know.
+    """
+    name = model.name
+    r = action.replica
+    who = name(r)
+    b, a = before.replicas[r], after.replicas[r]
+    if action.name == PRODUCE:
+        offset = len(a.log) - 1
+        return f"{who} appends {model.format_record(a.log[-1])} at offset {offset}"
+    if action.name == FETCH_REQUEST:
+        f = a.inflight
+        n = len(f.records)
+        return (f"{name(f.leader)} answers {who}'s fetch from offset {f.start}: "
+                f"{_plural(n, 'record')}, high watermark {f.leader_hw}")
+    if action.name == FETCH_RESPONSE:
+        f = b.inflight
+        sender = name(f.leader)
+        if not (b.alive and b.leader == f.leader and b.epoch == f.epoch):
+            return f"{who} drops a stale response from {sender} (epoch {f.epoch})"
+        what = (f"{_plural(len(f.records), 'record')} at offset {f.start}" if f.records
+                else "no new records")
+        if len(b.log) > f.start:
+            what = f"truncates to offset {f.start}, {what}"
+        return f"{who} takes {sender}'s response: {what}, high watermark {a.hw}"
+    if action.name == CRASH:
+        text = f"{who} crashes; the controller is not told"
+        if action.cut is not None and action.cut < len(b.log):
+            lost = len(b.log) - action.cut
+            text += f"; {_plural(lost, 'unflushed record')} lost"
+        return text
+    if action.name == RESTART:
+        return f"{who} restarts with its log and high watermark from disk, no leader, epoch -1"
+    if action.name == ELECT_LEADER:
+        q = after.quorum
+        text = f"the controller elects {who} in epoch {q.epoch}, ISR {_names(model, q.isr)}"
+        if r not in before.quorum.isr:
+            text += f" (unclean: {who} was not in the ISR)"
+        return text
+    if action.name == BECOME_FOLLOWER:
+        leader = name(after.quorum.leader)
+        text = f"{who} follows {leader} in epoch {a.epoch}"
+        if len(a.log) < len(b.log):
+            return text + f", truncating its log to offset {len(a.log)}"
+        return text + ", keeping its log"
+    if action.name in (SHRINK_ISR, EXPAND_ISR):
+        leader = leader_of(before)
+        by = "" if leader is None else f"{name(leader)} "
+        if action.name == SHRINK_ISR:
+            why = "down" if not b.alive else "lagging"
+            return f"{by}removes {who} ({why}) from the ISR"
+        return f"{by}adds {who} back to the ISR"
+    return ""
+
+
+# -- one state as cells -------------------------------------------------------------------
+
+COLUMNS = ("replica", "alive", "role", "epoch", "log", "LEO", "HW", "remote LEO", "in flight")
+_RIGHT = {"epoch", "LEO", "HW"}
+_WRAPS = {"role", "log", "remote LEO", "in flight"}  # may wrap (at spaces) on a narrow console
+_MIN_WIDTHS = {"log": 8, "in flight": 10}  # never cut a record short
+
+
+def _role(model, state, r) -> tuple[str, Text]:
+    rep = state.replicas[r]
+    if leads(state, r):
+        return "leader", Text("leader", "bold green")
+    if rep.leader is None:
+        return "none", Text("—", DIM)
+    if rep.leader == r:
+        if not rep.alive:
+            return "leader-down", Text("leader (down)", DIM)
+        return "deposed", Text("deposed", "bold dark_orange")
+    text = f"follower of {model.name(rep.leader)}"
+    return text, Text(text, DIM if not rep.alive else "")
+
+
+def _replica_cells(model, state, r) -> dict:
+    """column -> (comparison key, Text) for one replica."""
+    rep = state.replicas[r]
+    cells = {
+        "replica": (None, Text(model.name(r), "bold")),
+        "alive": (rep.alive, Text("up", "green") if rep.alive else Text("DOWN", "bold red")),
+        "role": _role(model, state, r),
+        "epoch": (rep.epoch, Text(str(rep.epoch), DIM if rep.epoch < 0 else "")),
+        "log": (rep.log, _log(rep.log)),
+        "LEO": (len(rep.log), Text(str(len(rep.log)))),
+        "HW": (rep.hw, Text(str(rep.hw))),
+    }
+    if leads(state, r):
+        others = [i for i in range(len(state.replicas)) if i != r]
+        key = tuple(rep.remote_leo[i] for i in others)
+        cells["remote LEO"] = (key, Text(" ".join(f"{model.name(i)}={rep.remote_leo[i]}" for i in others)))
+    else:
+        cells["remote LEO"] = (None, Text(""))
+    f = rep.inflight
+    cells["in flight"] = (f, Text("") if f is None else _fetch(model, f))
+    return cells
+
+
+def _summary_cells(model, state) -> dict:
+    """The controller and history values: name -> (comparison key, label, Text)."""
+    q = state.quorum
+    leader = Text(model.name(q.leader)) if q.leader is not None else Text("none", DIM)
+    return {
+        "quorum.leader": (q.leader, "leader", leader),
+        "quorum.epoch": (q.epoch, "epoch", Text(str(q.epoch))),
+        "quorum.isr": (q.isr, "ISR", Text(_names(model, q.isr))),
+        "produced": (state.produced, "produced", Text(str(state.produced))),
+        "crashes": (state.crashes, "crashes", Text(str(state.crashes))),
+        "committed": (state.committed, "committed", _committed(state.committed)),
+    }
+
+
+def _mark(text: Text, changed: bool, plain: bool) -> Text:
+    """Highlight a changed value (a ``*`` after it when the console shows no colour)."""
+    if not changed:
+        return text
+    text = text.copy()
+    if not text.plain:
+        text = Text("—", DIM)
+    text.stylize(CHANGED)
+    if plain:
+        text.append(CHANGED_MARK)
+    return text
+
+
+def _no_colour(console: Console) -> bool:
+    return console.no_color or console.color_system is None
+
+
+class StateView:
+    """One state of a trace: the replica table, then the controller and history lines.
+
+    Args:
+        model: the ``KafkaModel``.
+        state: the state to show.
+        previous: the state before it, whose differences are highlighted (or ``None``).
+    """
+
+    def __init__(self, model, state, previous=None, *, widths=None):
+        self.model = model
+        self.state = state
+        self.previous = previous
+        self.widths = widths or {}
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        plain = _no_colour(console)
+        model, state, prev = self.model, self.state, self.previous
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold dim",
+                      padding=(0, 1))
+        widths = self.widths
+        if sum(widths.values()) + 3 * len(COLUMNS) > options.max_width:  # padding and rules
+            widths = {}  # too narrow to line the tables up: let rich fit each one
+        for col in COLUMNS:
+            wraps = col in _WRAPS
+            table.add_column(col, justify="right" if col in _RIGHT else "left", no_wrap=not wraps,
+                             overflow="fold" if wraps else "ellipsis",
+                             min_width=widths.get(col, _MIN_WIDTHS.get(col)))
+        for r in range(len(state.replicas)):
+            cells = _replica_cells(model, state, r)
+            old = _replica_cells(model, prev, r) if prev is not None else None
+            table.add_row(*(_mark(cells[c][1], old is not None and old[c][0] != cells[c][0], plain)
+                            for c in COLUMNS))
+        yield table
+        now = _summary_cells(model, state)
+        old = _summary_cells(model, prev) if prev is not None else None
+        for label, keys in (("controller", ("quorum.leader", "quorum.epoch", "quorum.isr")),
+                            ("history", ("produced", "crashes", "committed"))):
+            line = Text()
+            line.append(f"{label:<11}", "bold dim")
+            for i, key in enumerate(keys):
+                if i:
+                    line.append("  ·  ", DIM)
+                value, name, text = now[key]
+                line.append(f"{name} ", DIM)
+                line.append_text(_mark(text, old is not None and old[key][0] != value, plain))
+            yield line
+
+
+# -- the field-by-field difference of two states -----------------------------------------
+
+def _fields(model, state) -> list[tuple[str, object, Text]]:
+    """Every variable of a state as ``(name, comparison key, Text)``, in a fixed order."""
+    out = []
+    for r, rep in enumerate(state.replicas):
+        n = model.name(r)
+        out.append((f"{n}.alive", rep.alive, Text("up", "green") if rep.alive else Text("DOWN", "bold red")))
+        out.append((f"{n}.log", rep.log, _log(rep.log, offsets=False)))
+        out.append((f"{n}.hw", rep.hw, Text(str(rep.hw))))
+        out.append((f"{n}.epoch", rep.epoch, Text(str(rep.epoch))))
+        out.append((f"{n}.leader", rep.leader, Text(model.name(rep.leader))))
+        for i, v in enumerate(rep.remote_leo):
+            if i != r:
+                out.append((f"{n}.remote_leo[{model.name(i)}]", v, Text(str(v))))
+        f = rep.inflight
+        out.append((f"{n}.inflight", f, Text("none", DIM) if f is None else _fetch(model, f)))
+    for key, (value, _, text) in _summary_cells(model, state).items():
+        out.append((key, value, text))
+    return out
+
+
+def diff_lines(model, before, after) -> list[Text]:
+    """``B.log: [e0·r0] → [e0·r0, e0·r1]`` for every variable that changed."""
+    lines = []
+    for (name, old, old_text), (_, new, new_text) in zip(_fields(model, before), _fields(model, after)):
+        if old == new:
+            continue
+        line = Text()
+        line.append(f"{name}: ", "bold")
+        line.append_text(_dimmed(old_text))
+        line.append(ARROW, DIM)
+        line.append_text(new_text)
+        lines.append(line)
+    return lines
+
+
+def _dimmed(text: Text) -> Text:
+    text = text.copy()
+    text.stylize(DIM)
+    return text
+
+
+# -- a counterexample ---------------------------------------------------------------------
+
+def column_widths(model, states) -> dict:
+    """The widest value of every replica column over ``states`` (so that the tables of a
+    trace line up), counting room for a change mark."""
+    widths = {c: len(c) for c in COLUMNS}
+    for state in states:
+        for r in range(len(state.replicas)):
+            for col, (_, text) in _replica_cells(model, state, r).items():
+                widths[col] = max(widths[col], text.cell_len + len(CHANGED_MARK))
+    return widths
+
+
+class TraceView:
+    """One violation's counterexample, state by state, then the violated property.
+
+    Args:
+        model: the ``KafkaModel`` the path belongs to (names, action texts).
+        violation: a ``checker.result.Violation``.
+        diff: show, after the first state, only the action and the variables it changed.
+    """
+
+    def __init__(self, model, violation, *, diff=False):
+        self.model = model
+        self.violation = violation
+        self.diff = diff
+
+    def _header(self, index, step, previous) -> Text:
+        head = Text()
+        head.append(f"State {index}: ", "bold")
+        if step.action is None:
+            head.append("initial", "bold")
+            return head
+        head.append(self.model.format_action(step.action), "bold cyan")
+        gloss = describe_step(self.model, previous.state, step.action, step.state)
+        if gloss:
+            head.append(f"  {gloss}", "italic dim")
+        return head
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        model, v = self.model, self.violation
+        steps = v.path.steps
+        widths = column_widths(model, [s.state for s in steps])
+        if _no_colour(console) and not self.diff:
+            yield Text(f"{CHANGED_MARK} marks a value that changed since the previous state.", DIM)
+        for index, step in enumerate(steps, 1):
+            previous = steps[index - 2] if index > 1 else None
+            header = self._header(index, step, previous)
+            if header.cell_len + 6 <= options.max_width:
+                yield Rule(header, align="left", style="dim")
+            else:  # a rule would cut the header short: let it wrap instead
+                yield header
+            if index == 1 or not self.diff:
+                yield StateView(model, step.state, previous.state if previous else None, widths=widths)
+            else:
+                lines = diff_lines(model, previous.state, step.state)
+                yield Padding(Group(*lines) if lines else Text("(no change)", DIM), (0, 0, 0, 2), expand=False)
+            yield Text("")
+        yield self.verdict_panel()
+
+    def verdict_panel(self) -> Panel:
+        model, v = self.model, self.violation
+        n = len(v.path)
+        text = Text()
+        text.append(f"✗ {v.property}", "bold red")
+        if v.kind == "step" and n > 1:
+            action = model.format_action(v.path.steps[-1].action)
+            text.append(f" is violated by the last transition, State {n - 1} → State {n} "
+                        f"({action}):\n", "red")
+        else:
+            text.append(f" is violated in State {n}:\n", "red")
+        text.append(v.explanation, "red")
+        if v.property == "CommittedNeverLost" and model.config.unclean_leader_election:
+            text.append("\n" + UNCLEAN_NOTE, "dim")
+        return Panel(text, border_style="red", expand=False, padding=(0, 1))
+
+
+# -- a whole run --------------------------------------------------------------------------
+
+_VERDICT_TEXT = {
+    HOLDS: Text("holds", "bold green"),
+    VIOLATED: Text("VIOLATED", "bold red"),
+    UNKNOWN: Text("unknown", "bold yellow"),
+}
+
+
+def stop_reason(result, spec=None) -> str | None:
+    """Why the search did not explore every reachable state, in words (``None`` if it did)."""
+    if result.complete:
+        return None
+    stopped = result.stopped
+    if stopped == "violation":
+        return ("stopped after the first level with a violation (keep_going is off), "
+                "so properties not violated by then are unknown")
+    if stopped == "max-depth":
+        return f"stopped at the depth bound (max_depth = {result.max_depth}): states deeper than that were not explored"
+    if stopped == "max-states":
+        bound = f" (max_states = {spec.max_states:,})" if spec is not None and spec.max_states else ""
+        return f"stopped at the state bound{bound}: the rest of the state space was not explored"
+    if stopped == "max-memory":
+        return "stopped at the memory bound (max_memory): the rest of the state space was not explored"
+    if stopped == "interrupted":
+        return "interrupted before the search finished"
+    return f"stopped early ({stopped})" if stopped else "the search did not finish"
+
+
+def _never_fired_note(model, name, result) -> str:
+    cfg = model.config
+    if name in ("Crash", "Restart") and cfg.max_crashes == 0:
+        return "never fired (max_crashes = 0)"
+    if name == "Produce" and cfg.max_messages == 0:
+        return "never fired (max_messages = 0)"
+    if name in ("ElectLeader", "BecomeFollower") and cfg.max_leader_epoch == 0:
+        return "never fired (max_leader_epoch = 0)"
+    if not result.complete:
+        return "never fired before the search stopped"
+    return "never fired — a modelling bug or an unreachable action?"
+
+
+def _flags(cfg) -> str:
+    on = [name for name in ("unclean_leader_election", "unflushed_loss", "preferred_election")
+          if getattr(cfg, name)]
+    return ", ".join(on) if on else "none"
+
+
+class ResultView:
+    """The outcome of ``kmc check``: what was checked, the verdicts, the statistics and
+    the counterexamples.
+
+    Args:
+        spec: the ``model.spec.Spec`` (``None`` when there is none: no title, no
+            expectation).
+        model: the ``KafkaModel`` that was explored.
+        result: the engine's ``CheckResult``.
+        diff: show counterexamples in the compact changed-fields form.
+        show_traces: show the counterexamples at all.
+    """
+
+    def __init__(self, spec, model, result, *, diff=False, show_traces=True):
+        self.spec = spec
+        self.model = model
+        self.result = result
+        self.diff = diff
+        self.show_traces = show_traces
+        self.expectation = expectation(spec, result)
+
+    # the parts, in order
+
+    def header(self):
+        spec, cfg = self.spec, self.model.config
+        if spec is not None:
+            title = Text("kmc check  ", "bold")
+            title.append(spec.path, "bold cyan")
+            yield title
+            if spec.title:
+                yield Text(spec.title, "bold")
+            if spec.description.strip():
+                yield Padding(Text(" ".join(spec.description.split()), "dim italic"), (0, 0, 0, 2),
+                              expand=False)
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="dim")
+        grid.add_column()
+        grid.add_row("replicas", f"{', '.join(cfg.replicas)}  (min ISR {cfg.min_insync_replicas})")
+        grid.add_row("truncation", cfg.truncation)
+        grid.add_row("bounds", f"≤ {cfg.max_messages} messages · ≤ {cfg.max_crashes} crashes · "
+                               f"leader epochs ≤ {cfg.max_leader_epoch}")
+        grid.add_row("flags", _flags(cfg))
+        grid.add_row("engine", self.result.engine)
+        yield Padding(grid, (1, 0, 0, 2), expand=False)
+
+    def verdict_table(self) -> Table:
+        from invariants import BY_NAME
+
+        result, expected = self.result, self.expectation["expected"]
+        table = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
+        table.add_column("property", style="bold", no_wrap=True)
+        table.add_column("verdict", no_wrap=True)
+        table.add_column("expectation", no_wrap=True)
+        table.add_column("meaning", style="dim")
+        for name in result.checked:
+            verdict = result.verdict(name)
+            cell = _VERDICT_TEXT[verdict].copy()
+            if verdict == UNKNOWN:
+                cell.append("  search stopped before this was decided", "yellow")
+            want = expected.get(name)
+            if want is None:
+                exp = Text("")
+            elif want == verdict:
+                exp = Text("as expected", "green")
+            else:
+                exp = Text(f"UNEXPECTED (expected {want})", "bold red")
+            prop = BY_NAME.get(name)
+            table.add_row(name, cell, exp, prop.description if prop is not None else "")
+        return table
+
+    def statistics(self):
+        s = self.result.stats
+        line = Text()
+        parts = ((_count(s.distinct), " distinct states"), (_count(s.generated), " generated"),
+                 ("depth ", str(s.depth)), (_count(s.terminal), " terminal"),
+                 (_duration(s.seconds), ""), (f"{s.states_per_second:,.0f}", " states/s"))
+        for i, (a, b) in enumerate(parts):
+            if i:
+                line.append("  ·  ", "dim")
+            if a.endswith(" "):  # "depth 10": the label comes first
+                line.append(a)
+                line.append(b, "bold")
+            else:
+                line.append(a, "bold")
+                line.append(b)
+        yield line
+        reason = stop_reason(self.result, self.spec)
+        if reason is not None:
+            yield Text(f"incomplete: {reason}", "yellow")
+
+    def action_table(self) -> Table:
+        s = self.result.stats
+        table = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
+        table.add_column("action", no_wrap=True)
+        table.add_column("fired", justify="right")
+        table.add_column("new states", justify="right")
+        table.add_column("")
+        for name in ACTION_NAMES:
+            fired, new = s.fired.get(name, 0), s.new.get(name, 0)
+            note = Text("") if fired else Text(_never_fired_note(self.model, name, self.result), "yellow")
+            table.add_row(name, _count(fired), _count(new), note)
+        return table
+
+    def violations(self) -> list:
+        """The violations, shortest counterexample first."""
+        return sorted(self.result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
+
+    def summary(self):
+        result, model = self.result, self.model
+        ordered = self.violations()
+        n = len(result.checked)
+        if not ordered:
+            states = _count(result.stats.distinct)
+            steps = any(_kind(p) == "step" for p in result.checked)
+            what = ("property" if steps else "invariant") if n == 1 else ("properties" if steps else "invariants")
+            if not result.complete:
+                yield Text(f"No violation in {states} distinct states, but the search is "
+                           f"incomplete: {n} {what} unknown.", "bold yellow")
+            elif n == 1:
+                yield Text(f"✓ {result.checked[0]} holds over {states} distinct states.", "bold green")
+            else:
+                yield Text(f"✓ All {n} {what} hold over {states} distinct states.", "bold green")
+        else:
+            first = ordered[0]
+            text = Text(f"✗ {first.property} violated: shortest counterexample has "
+                        f"{len(first.path)} states.", "bold red")
+            rest = [f"{v.property} ({len(v.path)} states)" for v in ordered[1:]]
+            if rest:
+                text.append(f" Also violated: {', '.join(rest)}.", "red")
+            unknown = [p for p in result.checked if result.verdict(p) == UNKNOWN]
+            if unknown:
+                text.append(f" Unknown: {', '.join(unknown)}.", "yellow")
+            yield text
+            if "CommittedNeverLost" in result.violations and model.config.unclean_leader_election:
+                yield Text(UNCLEAN_NOTE, "dim")
+        exp = self.expectation
+        if exp["expected"]:
+            if exp["matched"]:
+                yield Text("This matches the spec's expectation.", "green")
+            else:
+                yield Text("This does NOT match the spec's expectation: "
+                           + "; ".join(exp["mismatches"]) + ".", "bold red")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.header()
+        yield Text("")
+        yield self.verdict_table()
+        yield Text("")
+        yield from self.statistics()
+        yield Text("")
+        yield self.action_table()
+        if self.show_traces:
+            for v in self.violations():
+                yield Text("")
+                yield Rule(Text(f"Counterexample: {v.property} ({len(v.path)} states)", "bold red"),
+                           style="red")
+                yield TraceView(self.model, v, diff=self.diff)
+        yield Text("")
+        yield from self.summary()
+
+
+def _kind(name) -> str | None:
+    from invariants import BY_NAME
+
+    prop = BY_NAME.get(name)
+    return None if prop is None else prop.kind

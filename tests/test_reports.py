@@ -1,0 +1,455 @@
+"""The reports package: terminal traces and results, JSON documents, progress line.
+
+Everything is rendered from real runs of shipped specs and checked against the numbers
+the model pins (MODEL.md; hw-data-loss: 1834 distinct states, depth 10, a 10-state trace).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import attrs
+import pytest
+from rich.console import Console
+from rich.segment import Segment
+
+import checker
+from checker.local import LocalEngine, Options
+from checker.result import HOLDS, UNKNOWN, VIOLATED, Stats, Violation
+from model.config import Config
+from model.kafka import ACTION_NAMES, KafkaModel
+from model.spec import load_spec
+from reports import (
+    SCHEMA_VERSION, ProgressDisplay, ResultView, TraceView, expectation, result_to_dict,
+    state_from_dict, state_to_dict, trace_to_dict, write_json,
+)
+from reports.progress import progress_text
+from reports.terminal import EPOCH_STYLES, diff_lines
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPECS = os.path.join(os.path.dirname(HERE), "specs")
+
+SEED_ACTIONS = [
+    "Produce(A)", "FetchRequest(B)", "FetchResponse(B)", "FetchRequest(B)", "Crash(A)",
+    "Crash(B)", "Restart(B)", "BecomeFollower(B)", "ElectLeader(B)",
+]
+
+
+def run(name, **overrides):
+    spec = load_spec(os.path.join(SPECS, name))
+    if overrides:
+        spec = attrs.evolve(spec, **overrides)
+    model = spec.model()
+    result = LocalEngine(model, spec.properties(), Options(keep_going=spec.keep_going)).run()
+    return spec, model, result
+
+
+@pytest.fixture(scope="module")
+def data_loss():
+    return run("hw-data-loss.toml")
+
+
+@pytest.fixture(scope="module")
+def unclean():
+    return run("hw-unclean.toml")
+
+
+@pytest.fixture(scope="module")
+def holds():
+    return run("le-data-loss.toml")
+
+
+def console(colour=False):
+    if colour:
+        return Console(record=True, width=160, file=io.StringIO(), force_terminal=True,
+                       color_system="truecolor")
+    return Console(record=True, width=160, file=io.StringIO())
+
+
+def text_of(renderable, colour=False) -> str:
+    c = console(colour)
+    c.print(renderable)
+    return c.export_text()
+
+
+def lines_of(renderable, colour=False) -> list[list[Segment]]:
+    c = console(colour)
+    return list(Segment.split_lines(c.render(renderable, c.options)))
+
+
+def plain(line) -> str:
+    return "".join(s.text for s in line)
+
+
+def highlighted_by_state(renderable) -> dict[int, list[str]]:
+    """State number -> the texts drawn in the 'changed' style in that state's block."""
+    out, current = {}, None
+    for line in lines_of(renderable):
+        text = plain(line)
+        if text.startswith("State "):
+            current = int(text.split(":")[0].split()[1])
+            out[current] = []
+            continue
+        if current is None:
+            continue
+        run_ = ""
+        for seg in line + [Segment("")]:
+            if seg.style is not None and seg.style.reverse:
+                run_ += seg.text
+            elif run_:
+                out[current].append(run_.strip())
+                run_ = ""
+    return out
+
+
+# -- the terminal trace -------------------------------------------------------------------
+
+def test_data_loss_run_is_pinned(data_loss):
+    _, _, result = data_loss
+    assert result.stats.distinct == 1834
+    assert result.stats.depth == 10
+    assert len(result.violations["CommittedNeverLost"].path) == 10
+
+
+def test_trace_shows_every_state_in_order(data_loss):
+    _, model, result = data_loss
+    out = text_of(TraceView(model, result.violations["CommittedNeverLost"]))
+    headers = ["State 1: initial"] + [f"State {i}: {a}" for i, a in enumerate(SEED_ACTIONS, 2)]
+    positions = [out.index(h) for h in headers]
+    assert positions == sorted(positions)
+    assert "State 11" not in out
+    # what each step did, in words
+    assert "A answers B's fetch from offset 1: 0 records, high watermark 1" in out
+    assert "B follows A in epoch 0, truncating its log to offset 0" in out
+
+
+def test_trace_ends_with_the_explanation(data_loss):
+    _, model, result = data_loss
+    v = result.violations["CommittedNeverLost"]
+    out = text_of(TraceView(model, v))
+    tail = out[out.index("State 10:"):]
+    assert "CommittedNeverLost is violated in State 10" in tail
+    assert " ".join(v.explanation.split()) in " ".join(tail.replace("│", " ").split())
+    assert v.explanation == "record 0 (epoch 0) at offset 0 was committed but leader B's log ends at 0"
+
+
+def test_trace_table_contents(data_loss):
+    _, model, result = data_loss
+    out = text_of(TraceView(model, result.violations["CommittedNeverLost"]))
+    block5 = out[out.index("State 5:"):out.index("State 6:")]
+    a_row = next(l for l in block5.splitlines() if l.startswith("A "))
+    b_row = next(l for l in block5.splitlines() if l.startswith("B "))
+    assert "leader" in a_row and "0:e0·r0" in a_row and "B=1" in a_row
+    assert "follower of A" in b_row and "from A e0 @1 [] hw=1" in b_row
+    assert "controller leader A  ·  epoch 0  ·  ISR {A,B}" in block5
+    assert "committed {0:e0·r0}" in block5
+    block6 = out[out.index("State 6:"):out.index("State 7:")]
+    assert "DOWN" in next(l for l in block6.splitlines() if l.startswith("A "))
+    block8 = out[out.index("State 8:"):out.index("State 9:")]
+    b_row = next(l for l in block8.splitlines() if l.startswith("B "))
+    assert "—" in b_row and "-1" in b_row  # restarted: no leader, epoch -1
+    block10 = out[out.index("State 10:"):]
+    assert "leader B" in block10 and "ISR {B}" in block10
+
+
+def test_changed_cells_are_highlighted(data_loss):
+    _, model, result = data_loss
+    marks = highlighted_by_state(TraceView(model, result.violations["CommittedNeverLost"]))
+    assert sorted(marks) == list(range(1, 11))
+    assert marks[1] == []  # nothing to compare the initial state with
+    assert marks[2] == ["0:e0·r0", "1", "1"]  # A's log, A's LEO, produced
+    assert marks[3] == ["from A e0 @0 [e0·r0] hw=0"]
+    assert marks[5] == ["1", "B=1", "from A e0 @1 [] hw=1", "{0:e0·r0}"]
+    assert marks[6] == ["DOWN", "leader (down)", "—", "1"]  # alive, role, remote LEO, crashes
+    assert marks[8] == ["up", "—", "-1"]
+    assert marks[9] == ["follower of A", "0", "empty", "0"]
+    assert marks[10] == ["leader", "1", "A=0", "B", "1", "{B}"]  # row B, then the controller
+
+
+def test_plain_console_marks_changes_and_colour_console_does_not(data_loss):
+    _, model, result = data_loss
+    view = TraceView(model, result.violations["CommittedNeverLost"])
+    out = text_of(view)
+    assert "* marks a value that changed" in out
+    assert "ISR {B}*" in out
+    coloured = console(colour=True)
+    coloured.print(view)
+    ansi = coloured.file.getvalue()
+    assert "\x1b[1;7m" in ansi  # bold reverse
+    assert "ISR {B}*" not in coloured.export_text()
+
+
+def test_records_are_coloured_by_epoch(unclean):
+    _, model, result = unclean
+    styles = {}
+    for line in lines_of(TraceView(model, result.violations["LogsNeverDiverge"])):
+        for seg in line:
+            if seg.text in ("0:e0·r0", "0:e1·r1") and seg.style is not None and not seg.style.reverse:
+                styles.setdefault(seg.text, set()).add(seg.style.color.name)
+    assert styles == {"0:e0·r0": {EPOCH_STYLES[0]}, "0:e1·r1": {EPOCH_STYLES[1]}}
+
+
+def test_diff_view(data_loss):
+    _, model, result = data_loss
+    v = result.violations["CommittedNeverLost"]
+    out = text_of(TraceView(model, v, diff=True))
+    assert out.count("replica ") == 1  # only the first state is a whole table
+    for header in [f"State {i}: {a}" for i, a in enumerate(SEED_ACTIONS, 2)]:
+        assert header in out
+    for line in ("A.log: [] → [e0·r0]", "produced: 0 → 1", "A.remote_leo[B]: 0 → 1",
+                 "committed: {} → {0:e0·r0}", "A.alive: up → DOWN",
+                 "B.inflight: from A e0 @1 [] hw=1 → none", "B.epoch: 0 → -1",
+                 "B.leader: A → none", "B.log: [e0·r0] → []", "quorum.isr: {A,B} → {B}",
+                 "quorum.leader: A → B", "quorum.epoch: 0 → 1"):
+        assert line in out, line
+    assert "CommittedNeverLost is violated in State 10" in out
+    # State 9 changed exactly B's log, epoch and leader
+    steps = v.path.steps
+    assert [l.plain for l in diff_lines(model, steps[7].state, steps[8].state)] == [
+        "B.log: [e0·r0] → []", "B.epoch: -1 → 0", "B.leader: none → A"]
+
+
+def test_step_property_names_the_last_transition(data_loss):
+    _, model, result = data_loss
+    path = result.violations["CommittedNeverLost"].path
+    v = Violation("LeaderEpochMonotonic", "step", "made-up explanation for the test", path)
+    out = text_of(TraceView(model, v))
+    assert "LeaderEpochMonotonic is violated by the last transition" in out
+    assert "State 9 → State 10 (ElectLeader(B))" in out
+    assert "made-up explanation for the test" in out
+
+
+# -- the whole result ---------------------------------------------------------------------
+
+def test_result_view_of_a_violated_spec(data_loss):
+    spec, model, result = data_loss
+    out = text_of(ResultView(spec, model, result))
+    assert "specs/hw-data-loss.toml" in out
+    assert spec.title in out
+    assert "high-watermark" in out and "A, B" in out
+    row = next(l for l in out.splitlines() if l.strip().startswith("CommittedNeverLost"))
+    assert "VIOLATED" in row and "as expected" in row
+    assert "1,834 distinct states" in out and "3,455 generated" in out and "depth 10" in out
+    assert "stopped after the first level with a violation" in out
+    for name in ACTION_NAMES:
+        assert any(l.strip().startswith(name + " ") for l in out.splitlines()), name
+    assert "never fired" not in out
+    assert "Counterexample: CommittedNeverLost (10 states)" in out
+    assert "State 10: ElectLeader(B)" in out
+    assert "CommittedNeverLost violated: shortest counterexample has 10 states." in out
+    assert "This matches the spec's expectation." in out
+
+
+def test_result_view_of_a_holding_spec(holds):
+    spec, model, result = holds
+    assert result.complete and not result.violations
+    out = text_of(ResultView(spec, model, result))
+    for name in result.checked:
+        row = next(l for l in out.splitlines() if l.strip().startswith(name))
+        assert "holds" in row and "as expected" in row
+    assert "incomplete" not in out and "Counterexample" not in out
+    assert "All 4 properties hold over 4,274 distinct states." in out
+    assert "This matches the spec's expectation." in out
+
+
+def test_result_view_without_traces_and_unclean_note(unclean):
+    spec, model, result = unclean
+    out = text_of(ResultView(spec, model, result, show_traces=False))
+    assert "State 1:" not in out
+    assert "unclean_leader_election" in out
+    assert "CommittedNeverLost violated: shortest counterexample has 5 states." in out
+    assert "LogsNeverDiverge (8 states)" in out
+    assert "by design" in out
+    full = text_of(ResultView(spec, model, result))
+    # shortest counterexample first
+    assert full.index("Counterexample: CommittedNeverLost (5 states)") < full.index(
+        "Counterexample: LogsNeverDiverge (8 states)")
+
+
+def test_unexpected_verdict(data_loss):
+    spec, model, result = data_loss
+    wrong = attrs.evolve(spec, expect={"CommittedNeverLost": HOLDS})
+    exp = expectation(wrong, result)
+    assert exp == {"expected": {"CommittedNeverLost": HOLDS}, "got": {"CommittedNeverLost": VIOLATED},
+                   "matched": False, "mismatches": ["CommittedNeverLost: expected holds, got violated"]}
+    out = text_of(ResultView(wrong, model, result, show_traces=False))
+    assert "UNEXPECTED (expected holds)" in out
+    assert "does NOT match the spec's expectation" in out
+
+
+def test_unknown_verdicts_when_the_search_stops_early():
+    spec, model, result = run("hw-unclean.toml", keep_going=False)
+    assert not result.complete and result.stopped == "violation"
+    assert result.verdict("HighWatermarkBelowLogEnd") == UNKNOWN
+    out = text_of(ResultView(spec, model, result, show_traces=False))
+    row = next(l for l in out.splitlines() if l.strip().startswith("HighWatermarkBelowLogEnd"))
+    assert "unknown" in row and "search stopped before this was decided" in row
+    exp = expectation(spec, result)
+    assert not exp["matched"]
+    assert any(m.startswith("HighWatermarkBelowLogEnd: expected holds, got unknown") for m in exp["mismatches"])
+
+
+def test_expectation_without_a_spec_or_expect(data_loss):
+    spec, model, result = data_loss
+    assert expectation(None, result) == {"expected": {}, "got": {"CommittedNeverLost": VIOLATED},
+                                         "matched": True, "mismatches": []}
+    assert expectation(attrs.evolve(spec, expect={}), result)["matched"] is True
+    out = text_of(ResultView(None, model, result, show_traces=False))
+    assert "kmc check" not in out and "expectation" not in out.split("\n\n")[-1]
+    assert "CommittedNeverLost violated" in out
+
+
+def test_actions_that_never_fired():
+    model = KafkaModel(Config(max_crashes=0, max_messages=1))
+    result = checker.check(model)
+    out = text_of(ResultView(None, model, result, show_traces=False))
+    crash = next(l for l in out.splitlines() if l.strip().startswith("Crash "))
+    assert "never fired (max_crashes = 0)" in crash
+    # an action that should fire but did not is flagged as suspicious
+    stats = attrs.evolve(result.stats, fired={k: v for k, v in result.stats.fired.items() if k != "Produce"})
+    fake = attrs.evolve(result, stats=stats)
+    out = text_of(ResultView(None, model, fake, show_traces=False))
+    produce = next(l for l in out.splitlines() if l.strip().startswith("Produce "))
+    assert "a modelling bug or an unreachable action?" in produce
+
+
+def test_stop_reasons(data_loss):
+    _, model, result = data_loss
+    for stopped, words in (("max-depth", "depth bound (max_depth = 5)"), ("max-states", "state bound"),
+                           ("max-memory", "memory bound"), ("interrupted", "interrupted"),
+                           ("some-new-reason", "stopped early (some-new-reason)")):
+        r = attrs.evolve(result, complete=False, stopped=stopped, max_depth=5, violations={})
+        out = text_of(ResultView(None, model, r, show_traces=False))
+        assert words in out
+        assert "incomplete: 1 invariant unknown" in out
+
+
+# -- JSON ---------------------------------------------------------------------------------
+
+def test_json_document(data_loss):
+    spec, model, result = data_loss
+    doc = result_to_dict(spec, model, result)
+    assert json.loads(json.dumps(doc)) == doc
+    assert doc["schema_version"] == SCHEMA_VERSION == 1
+    assert doc["kmc_version"] == checker.__version__
+    assert doc["spec"] == {"path": spec.path, "sha256": spec.sha256, "title": spec.title,
+                           "model": spec.config.as_dict()}
+    assert doc["engine"] == "local" and doc["checked"] == ["CommittedNeverLost"]
+    assert doc["complete"] is False and doc["stopped"] == "violation" and doc["max_depth"] is None
+    st = doc["stats"]
+    assert (st["distinct_states"], st["states_generated"], st["depth"]) == (1834, 3455, 10)
+    assert st["levels"] == [1, 4, 12, 31, 68, 127, 220, 337, 454, 580]
+    assert list(st["actions"]) == list(ACTION_NAMES)
+    assert st["actions"]["Crash"] == {"fired": 835, "new": 476}
+    assert sum(a["new"] for a in st["actions"].values()) == 1834 - 1
+    assert sum(a["fired"] for a in st["actions"].values()) == 3455 - 1
+    assert doc["verdicts"] == {"CommittedNeverLost": "violated"}
+    assert doc["expectation"]["matched"] is True
+    (v,) = doc["violations"]
+    assert (v["property"], v["kind"]) == ("CommittedNeverLost", "always")
+    assert v["explanation"] == result.violations["CommittedNeverLost"].explanation
+    trace = v["trace"]
+    assert trace["length"] == 10 and len(trace["steps"]) == 10
+    assert [s["index"] for s in trace["steps"]] == list(range(1, 11))
+    assert trace["steps"][0]["action"] is None
+    assert [s["action"]["text"] for s in trace["steps"][1:]] == SEED_ACTIONS
+    assert trace["steps"][5]["action"] == {"name": "Crash", "replica": "A", "cut": None, "text": "Crash(A)"}
+
+
+def test_json_trace_replays_and_describes_every_state(data_loss):
+    _, model, result = data_loss
+    path = result.violations["CommittedNeverLost"].path
+    trace = json.loads(json.dumps(trace_to_dict(model, path)))
+    replayed = checker.replay_choices(model, trace["init_index"], trace["choices"])
+    assert replayed.states == path.states
+    for step, want in zip(trace["steps"], path.steps):
+        assert step["state"] == state_to_dict(model, want.state)
+        assert state_from_dict(model, step["state"]) == want.state
+
+
+def test_json_state_shape(data_loss):
+    _, model, result = data_loss
+    steps = result.violations["CommittedNeverLost"].path.steps
+    s5 = state_to_dict(model, steps[4].state)
+    assert s5 == {
+        "replicas": {
+            "A": {"alive": True, "log": [[0, 0]], "leo": 1, "hw": 1, "epoch": 0, "leader": "A",
+                  "remote_leo": {"A": 0, "B": 1}, "inflight": None},
+            "B": {"alive": True, "log": [[0, 0]], "leo": 1, "hw": 0, "epoch": 0, "leader": "A",
+                  "remote_leo": {"A": 0, "B": 0},
+                  "inflight": {"leader": "A", "epoch": 0, "start": 1, "records": [], "leader_hw": 1}},
+        },
+        "quorum": {"leader": "A", "epoch": 0, "isr": ["A", "B"]},
+        "produced": 1, "crashes": 0, "committed": [[0, 0, 0]],
+    }
+    s8 = state_to_dict(model, steps[7].state)
+    assert s8["replicas"]["B"]["leader"] is None and s8["replicas"]["B"]["epoch"] == -1
+
+
+def test_json_of_a_holding_spec_and_without_a_spec(holds):
+    spec, model, result = holds
+    doc = json.loads(json.dumps(result_to_dict(spec, model, result)))
+    assert doc["violations"] == [] and doc["complete"] is True and doc["stopped"] is None
+    assert set(doc["verdicts"].values()) == {"holds"}
+    assert doc["stats"]["distinct_states"] == 4274
+    bare = result_to_dict(None, model, result)
+    assert bare["spec"] == {"path": None, "sha256": None, "title": None, "model": model.config.as_dict()}
+    assert bare["expectation"] == {"expected": {}, "got": doc["verdicts"], "matched": True, "mismatches": []}
+
+
+def test_write_json_is_atomic(tmp_path, data_loss):
+    spec, model, result = data_loss
+    doc = result_to_dict(spec, model, result)
+    target = tmp_path / "result.json"
+    target.write_text("old")
+    write_json(target, doc)
+    text = target.read_text(encoding="utf-8")
+    assert json.loads(text) == doc
+    assert text.startswith('{\n  "schema_version": 1,')  # insertion order, indent 2
+    assert os.listdir(tmp_path) == ["result.json"]
+    with pytest.raises(OSError):
+        write_json(tmp_path / "missing" / "result.json", doc)
+    with pytest.raises(TypeError):
+        write_json(target, {"not json": object()})
+    assert json.loads(target.read_text(encoding="utf-8")) == doc  # the old file survives
+    assert os.listdir(tmp_path) == ["result.json"]
+
+
+# -- progress -----------------------------------------------------------------------------
+
+def test_progress_disabled_is_silent():
+    c = Console(file=io.StringIO(), force_terminal=True)
+    with ProgressDisplay(c, enabled=False) as p:
+        p.update(Stats(distinct=5))
+    assert c.file.getvalue() == ""
+    assert p.last.distinct == 5
+
+
+def test_progress_line_follows_a_real_run():
+    c = Console(file=io.StringIO(), force_terminal=True, width=160)
+    spec = load_spec(os.path.join(SPECS, "hw-data-loss.toml"))
+    with ProgressDisplay(c, title="exploring") as p:
+        result = LocalEngine(spec.model(), spec.properties(), progress=p.update).run()
+    assert p.last is not None and p.last.distinct == result.stats.distinct
+    assert "1,834" in c.file.getvalue()  # drawn at least once before it was erased
+    line = progress_text(Stats(distinct=1834, queue=580, depth=10, seconds=3725.0)).plain
+    assert line.startswith("exploring")
+    for part in ("1,834 distinct states", "580 in queue", "depth 10", "0 states/s", "1:02:05"):
+        assert part in line
+
+
+# -- markdown -----------------------------------------------------------------------------
+
+def test_markdown_summary(data_loss, holds):
+    from reports import result_to_markdown
+
+    spec, model, result = data_loss
+    md = result_to_markdown(spec, model, result)
+    assert "| CommittedNeverLost | violated | violated ✓ |" in md
+    assert "### Counterexample: CommittedNeverLost (10 states)" in md
+    assert "| 10 | `ElectLeader(B)` the controller elects B in epoch 1, ISR {B} |" in md
+    assert "leader B's log ends at 0" in md
+    md = result_to_markdown(None, *holds[1:])
+    assert "Counterexample" not in md and "| LogsNeverDiverge | holds |  |" in md

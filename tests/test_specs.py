@@ -1,0 +1,275 @@
+"""Every shipped spec, run through the local engine, against pinned numbers.
+
+The numbers follow MODEL.md's counting (TLC's): distinct states include the initial
+state, states generated = 1 + every successor computed, depth = states on the longest
+shortest path, a trace's length = its number of states. A change to any of them is a
+change to the transition system (or to the engine) and must be explained, not re-pinned
+blindly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checker.local import LocalEngine, Options
+from checker.protocol import ALWAYS
+from checker.result import HOLDS, VIOLATED
+from checker.trace import replay_choices
+from invariants import ALL, BY_NAME
+from model import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, Config, KafkaModel
+from model.spec import load_spec
+from model.truncation import offsets_for_leader_epoch
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+
+CNL, LND = "CommittedNeverLost", "LogsNeverDiverge"
+HWB, LEM = "HighWatermarkBelowLogEnd", "LeaderEpochMonotonic"
+ALL4 = (HWB, CNL, LND, LEM)
+
+# Specs not pinned here, each with the reason.
+EXCLUDED = {
+    # A benchmark (millions of states), pinned by the benchmark's own tests, too slow here.
+    "three-replicas-large",
+}
+
+# name: (distinct states, depth, states generated, checked invariants, violated invariant
+#        -> shortest trace length, why the run stopped)
+PINNED = {
+    "hw-data-loss": (1834, 10, 3455, (CNL,), {CNL: 10}, "violation"),
+    "hw-divergence": (3754, 10, 7696, (LND,), {LND: 10}, "violation"),
+    "hw-fast-leader-change": (76116, 28, 154855, ALL4, {CNL: 9, LND: 12}, None),
+    "hw-unclean": (5548, 21, 12276, ALL4, {CNL: 5, LND: 8}, None),
+    "hw-unflushed": (10717, 20, 25566, ALL4, {CNL: 6, LND: 10}, None),
+    "kip279-data-loss": (4267, 17, 9202, ALL4, {}, None),
+    "kip279-fast-leader-change": (47577, 22, 98343, ALL4, {}, None),
+    "kip279-unclean": (4770, 17, 10406, ALL4, {CNL: 5}, None),
+    "kip279-unflushed": (10652, 19, 24480, ALL4, {CNL: 6}, None),
+    "le-data-loss": (4274, 17, 9213, ALL4, {}, None),
+    "le-fast-leader-change": (48499, 22, 100059, ALL4, {LND: 9}, None),
+    "le-three-replicas": (50294, 24, 168775, ALL4, {}, None),
+    "le-unclean": (4958, 19, 10787, ALL4, {CNL: 5, LND: 8}, None),
+    "le-unflushed": (10960, 20, 25087, ALL4, {CNL: 6, LND: 10}, None),
+}
+
+
+class _Runs:
+    """Runs each spec at most once per module (the big ones take seconds)."""
+
+    def __init__(self):
+        self._done = {}
+
+    def __getitem__(self, name):
+        if name not in self._done:
+            spec = load_spec(SPECS / f"{name}.toml")
+            model = spec.model()
+            result = LocalEngine(model, spec.properties(),
+                                 Options(keep_going=spec.keep_going, max_depth=spec.max_depth)).run()
+            self._done[name] = (spec, model, result)
+        return self._done[name]
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return _Runs()
+
+
+def actions(model, violation):
+    return [model.format_action(a) for a in violation.path.actions]
+
+
+# -- coverage of specs/ ----------------------------------------------------------------
+
+
+def test_every_spec_is_pinned_or_excluded():
+    shipped = {p.stem for p in SPECS.glob("*.toml")}
+    unpinned = shipped - set(PINNED) - EXCLUDED
+    assert not unpinned, f"spec(s) with no pinned numbers: {sorted(unpinned)}"
+    missing = set(PINNED) - shipped
+    assert not missing, f"pinned spec(s) no longer shipped: {sorted(missing)}"
+    assert not set(PINNED) & EXCLUDED
+
+
+# -- pinned numbers --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_spec_counts(runs, name):
+    distinct, depth, generated, _, _, _ = PINNED[name]
+    _, _, result = runs[name]
+    assert (result.stats.distinct, result.stats.depth, result.stats.generated) == (distinct, depth, generated)
+    assert result.engine == "local"
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_spec_verdicts_and_trace_lengths(runs, name):
+    _, _, _, checked, violated, stopped = PINNED[name]
+    spec, model, result = runs[name]
+    assert tuple(result.checked) == checked
+    for prop in checked:
+        assert result.verdict(prop) == (VIOLATED if prop in violated else HOLDS), prop
+    assert {p: len(v.path) for p, v in result.violations.items()} == violated
+    assert result.stopped == stopped
+    # A run that stops at the first violation has unexplored states left; one that ran
+    # out of states is complete.
+    assert result.complete == (stopped is None)
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_spec_expect_table_matches(runs, name):
+    spec, _, result = runs[name]
+    assert spec.expect, f"{name} has no [expect] table"
+    for prop, want in spec.expect.items():
+        assert result.verdict(prop) == want, prop
+    # Every checked invariant has an expectation, so the spec documents its whole verdict.
+    assert set(spec.expect) == set(result.checked)
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_spec_traces_replay_and_end_in_violation(runs, name):
+    _, model, result = runs[name]
+    for prop, v in result.violations.items():
+        path = v.path
+        assert replay_choices(model, path.init_index, path.choices) == path
+        assert path.steps[0].action is None
+        assert path.states[0] == model.init_states()[0]
+        p = BY_NAME[prop]
+        assert p.kind == ALWAYS
+        assert p.check(model, path.states[-1]) == v.explanation
+        # Shortest: no earlier state on the path violates it.
+        assert all(p.check(model, s) is None for s in path.states[:-1])
+
+
+# -- the two seed scenarios and the KIP-279 case -----------------------------------------
+
+
+def test_seed_scenario_1_hw_data_loss(runs):
+    _, model, result = runs["hw-data-loss"]
+    v = result.violations[CNL]
+    assert actions(model, v) == [
+        "Produce(A)", "FetchRequest(B)", "FetchResponse(B)", "FetchRequest(B)",
+        "Crash(A)", "Crash(B)", "Restart(B)", "BecomeFollower(B)", "ElectLeader(B)"]
+    assert v.explanation == "record 0 (epoch 0) at offset 0 was committed but leader B's log ends at 0"
+    states = v.path.states
+    # The second FetchRequest commits record 0 on A; the response that would tell B is in
+    # flight when B crashes, so B's HW is still 0.
+    assert states[4].replicas[0].hw == 1 and states[4].committed == ((0, 0, 0),)
+    assert states[4].replicas[1].hw == 0 and states[4].replicas[1].inflight is not None
+    # BecomeFollower truncates B to that stale HW.
+    assert states[8].replicas[1].log == ()
+
+
+def test_seed_scenario_2_hw_divergence(runs):
+    _, model, result = runs["hw-divergence"]
+    v = result.violations[LND]
+    assert actions(model, v) == [
+        "Produce(A)", "ShrinkIsr(B)", "FetchRequest(B)", "FetchResponse(B)",
+        "Crash(A, keeps 0)", "Restart(A)", "ElectLeader(A)", "Produce(A)", "BecomeFollower(B)"]
+    assert v.explanation == (
+        "replicas A and B disagree at offset 0, below both high watermarks (A 1, B 1): "
+        "A holds record 1 (epoch 1), B holds record 0 (epoch 0)")
+    last = v.path.states[-1]
+    assert last.replicas[1].log == ((0, 0),)     # B kept its record: its HW said so
+    assert last.replicas[0].log == ((1, 1),)
+
+
+def test_le_fast_leader_change_is_the_kip279_story(runs):
+    _, model, result = runs["le-fast-leader-change"]
+    v = result.violations[LND]
+    assert actions(model, v) == [
+        "Produce(A)", "ElectLeader(B)", "Produce(B)", "ElectLeader(A)", "Produce(A)",
+        "BecomeFollower(B)", "FetchRequest(B)", "FetchResponse(B)"]
+    assert v.explanation == (
+        "replicas A and B disagree at offset 0, below both high watermarks (A 1, B 1): "
+        "A holds record 0 (epoch 0), B holds record 1 (epoch 1)")
+    s = v.path.states
+    A, B = 0, 1
+    # A holds an unreplicated record when leadership moves to B (A still alive).
+    assert s[1].replicas[A].log == ((0, 0),) and s[1].replicas[B].log == ()
+    assert s[2].quorum.leader == B and s[2].replicas[A].alive
+    # B writes its own record at that offset, in its epoch 1.
+    assert s[3].replicas[B].log == ((1, 1),)
+    # Straight back to A, which writes in its new epoch 2.
+    assert s[4].quorum.leader == A and s[4].quorum.epoch == 2
+    assert s[5].replicas[A].log == ((0, 0), (2, 2))
+    # B asks for the end of its epoch 1 and gets its own log end, so keeps its record.
+    assert offsets_for_leader_epoch(s[5].replicas[A].log, 1) == len(s[5].replicas[B].log) == 1
+    assert s[6].replicas[B].log == ((1, 1),)
+    # ... a record A never had.
+    assert (1, 1) not in s[-1].replicas[A].log
+    assert s[-1].replicas[B].log == ((1, 1), (2, 2))
+
+
+# -- MODEL.md's table of known verdicts, all 12 cells --------------------------------------
+
+
+def _row(rule, row):
+    base = dict(replicas=("A", "B"), truncation=rule, min_insync_replicas=1)
+    if row == "fast":
+        return Config(**base, max_messages=4, max_crashes=1, max_leader_epoch=2, preferred_election=True)
+    extra = {"clean": {}, "unflushed": {"unflushed_loss": True},
+             "unclean": {"unclean_leader_election": True}}[row]
+    return Config(**base, max_messages=2, max_crashes=2, max_leader_epoch=2, **extra)
+
+
+V, H = VIOLATED, HOLDS
+# (row, rule): (spec that covers the cell or None, {CNL: verdict, LND: verdict})
+KNOWN = {
+    ("clean", HIGH_WATERMARK): ("hw-data-loss", {CNL: V, LND: V}),  # LND: see below
+    ("clean", LEADER_EPOCH): ("le-data-loss", {CNL: H, LND: H}),
+    ("clean", LEADER_EPOCH_KIP279): ("kip279-data-loss", {CNL: H, LND: H}),
+    ("unflushed", HIGH_WATERMARK): ("hw-unflushed", {CNL: V, LND: V}),
+    ("unflushed", LEADER_EPOCH): ("le-unflushed", {CNL: V, LND: V}),
+    ("unflushed", LEADER_EPOCH_KIP279): ("kip279-unflushed", {CNL: V, LND: H}),
+    ("unclean", HIGH_WATERMARK): ("hw-unclean", {CNL: V, LND: V}),
+    ("unclean", LEADER_EPOCH): ("le-unclean", {CNL: V, LND: V}),
+    ("unclean", LEADER_EPOCH_KIP279): ("kip279-unclean", {CNL: V, LND: H}),
+    ("fast", HIGH_WATERMARK): ("hw-fast-leader-change", {CNL: V, LND: V}),
+    ("fast", LEADER_EPOCH): ("le-fast-leader-change", {CNL: H, LND: V}),
+    ("fast", LEADER_EPOCH_KIP279): ("kip279-fast-leader-change", {CNL: H, LND: H}),
+}
+
+
+def test_known_verdict_table_is_complete():
+    rows = {"clean", "unflushed", "unclean", "fast"}
+    assert set(KNOWN) == {(r, t) for r in rows for t in (HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279)}
+
+
+@pytest.mark.parametrize("cell", sorted(KNOWN))
+def test_known_verdict(runs, cell):
+    name, want = KNOWN[cell]
+    spec, _, result = runs[name]
+    assert spec.config == _row(cell[1], cell[0]), f"{name} is not the configuration of {cell}"
+    for prop, verdict in want.items():
+        if prop in result.checked:
+            assert result.verdict(prop) == verdict, (cell, prop)
+        else:
+            # hw-data-loss checks CNL only: its LND cell is run below.
+            assert cell == ("clean", HIGH_WATERMARK) and prop == LND
+
+
+@pytest.fixture(scope="module")
+def hw_clean_all():
+    """The first row under high-watermark, every property, run to the end."""
+    model = KafkaModel(_row(HIGH_WATERMARK, "clean"))
+    return model, LocalEngine(model, list(ALL), Options(keep_going=True)).run()
+
+
+def test_known_verdict_hw_clean_all_properties(hw_clean_all):
+    model, result = hw_clean_all
+    assert (result.stats.distinct, result.stats.depth, result.stats.generated) == (4913, 20, 10749)
+    assert result.complete
+    assert {p: result.verdict(p) for p in ALL4} == {HWB: H, CNL: V, LND: V, LEM: H}
+    assert {p: len(v.path) for p, v in result.violations.items()} == {CNL: 10, LND: 13}
+    # LND: seed scenario 1, then the new leader B writes at offset 0 and the restarted A,
+    # trusting its HW, keeps its own record there.
+    assert actions(model, result.violations[LND]) == [
+        "Produce(A)", "FetchRequest(B)", "FetchResponse(B)", "FetchRequest(B)",
+        "Crash(A)", "Crash(B)", "Restart(B)", "BecomeFollower(B)", "ElectLeader(B)",
+        "Produce(B)", "Restart(A)", "BecomeFollower(A)"]
+    assert result.violations[LND].explanation == (
+        "replicas A and B disagree at offset 0, below both high watermarks (A 1, B 1): "
+        "A holds record 0 (epoch 0), B holds record 1 (epoch 1)")
+    # The CNL trace is seed scenario 1's, whatever else is checked.
+    assert len(result.violations[CNL].path) == 10

@@ -15,6 +15,7 @@ import time
 
 import attrs
 
+from .checkpoint import resident_bytes
 from .fingerprint import fingerprint
 from .kernel import check_state, expand, split_properties
 from .result import CheckResult, Stats, Violation
@@ -32,12 +33,15 @@ class Options:
         keep_going: after a property fails, keep exploring to decide the others; the run
             then ends when every checked property has failed or no state is left.
         max_states: stop cleanly once this many distinct states are stored.
+        max_memory: stop cleanly once the process's resident memory passes this many
+            bytes (looked at every few thousand states and at every level boundary).
         progress_seconds: how often ``progress`` is called during a level.
     """
 
     max_depth: int | None = None
     keep_going: bool = False
     max_states: int | None = None
+    max_memory: int | None = None
     progress_seconds: float = 0.25
 
 
@@ -49,6 +53,10 @@ class LocalEngine:
         properties: the properties to check (default: all of ``model.properties()``).
         options: an ``Options``.
         progress: called with a ``Stats`` snapshot now and then, and after every level.
+
+    ``on_level``, if set, is called with the engine at every level boundary (after the
+    level is counted, before the run decides whether to stop); ``snapshot()`` is valid
+    there. A checkpoint writer uses it.
     """
 
     name = "local"
@@ -60,6 +68,7 @@ class LocalEngine:
         self.options = options or Options()
         self.progress = progress
         self.stop_requested = None  # set to a reason (str) to stop at the next state
+        self.on_level = None  # called with the engine at every level boundary
         self.stats = Stats()
         self.seen: dict[int, int | None] = {}  # fingerprint -> parent fingerprint
         self.frontier: list = []  # (fingerprint, state) of the level being expanded
@@ -73,17 +82,20 @@ class LocalEngine:
         stats = self.stats
         if not self.seen:
             self._start()
-        stopped = self._stop_reason_after_level() if self.frontier else None
+        # After restore() the run may already be decided (a violation, an empty frontier).
+        stopped = self._stop_reason_after_level()
         last_tick = time.perf_counter()
         model, step_props, invariants = self.model, self.step_props, self.invariants
+        partial = None  # the counts of a level left half-expanded by a stop
         seen, fired, new = self.seen, stats.fired, stats.new
-        max_depth = self.options.max_depth
+        max_depth, max_memory = self.options.max_depth, self.options.max_memory
         while self.frontier and stopped is None:
             if max_depth is not None and stats.depth >= max_depth:
                 stopped = "max-depth"
                 break
             level_found: dict[str, tuple] = {}
             nxt = []
+            boundary = (stats.generated, stats.terminal, dict(fired), dict(new))
             for count, (fp, state) in enumerate(self.frontier):
                 if self.stop_requested is not None:
                     stopped = self.stop_requested
@@ -106,15 +118,29 @@ class LocalEngine:
                     for prop, why in check_state(model, succ, invariants):
                         if prop not in self.found and prop not in level_found:
                             level_found[prop] = ("always", why, sfp)
+                if count % _PROGRESS_EVERY == 0 and max_memory is not None and _over(max_memory):
+                    stopped = "max-memory"
+                    break
                 if count % _PROGRESS_EVERY == 0 and self.progress is not None:
                     now = time.perf_counter()
                     if now - last_tick >= self.options.progress_seconds:
                         last_tick = now
                         self._tick(started, len(self.frontier) - count - 1 + len(nxt))
             if stopped is not None:
-                # Interrupted inside a level: the level is incomplete, so the numbers
-                # are a lower bound; the frontier still holds the unexpanded states.
+                # Stopped inside a level: the result reports the partial counts (a lower
+                # bound), but the engine goes back to the level boundary, so snapshot()
+                # and a later run() re-expand the whole level and end with the counts of
+                # a run that was never stopped. Every state added to `seen` in this level
+                # is in `nxt`, so undoing the level is cheap.
                 stats.distinct = len(seen)
+                partial = attrs.evolve(stats, levels=list(stats.levels), fired=dict(fired), new=dict(new))
+                for sfp, _ in nxt:
+                    del seen[sfp]
+                stats.generated, stats.terminal = boundary[0], boundary[1]
+                fired.clear()
+                fired.update(boundary[2])
+                new.clear()
+                new.update(boundary[3])
                 break
             self.found.update(level_found)
             self.frontier = nxt
@@ -123,10 +149,17 @@ class LocalEngine:
                 stats.levels.append(len(nxt))
             stats.distinct = len(seen)
             self._tick(started, len(nxt))
+            if self.on_level is not None:
+                stats.queue = len(nxt)
+                self.on_level(self)
             stopped = self._stop_reason_after_level()
-        stats.seconds += time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        stats.seconds += elapsed
         stats.distinct = len(seen)
         stats.queue = len(self.frontier)
+        if partial is not None:
+            partial.seconds += elapsed
+            return self._result(stopped, partial)
         return self._result(stopped)
 
     def _start(self):
@@ -153,7 +186,34 @@ class LocalEngine:
         limit = self.options.max_states
         if limit is not None and len(self.seen) >= limit and self.frontier:
             return "max-states"
+        if self.options.max_memory is not None and self.frontier and _over(self.options.max_memory):
+            return "max-memory"
         return None
+
+    # -- checkpoints --------------------------------------------------------------
+
+    def snapshot(self) -> dict:
+        """The search at its last level boundary, as picklable data (see ``checker.checkpoint``).
+
+        Valid between levels: from ``on_level`` or after ``run()`` returned (a run stopped
+        inside a level has gone back to that level's start). The dict shares the engine's
+        containers; write it out before running on.
+        """
+        return {
+            "engine": self.name,
+            "stats": attrs.asdict(self.stats),
+            "found": self.found,
+            "frontier": self.frontier,
+            "seen": self.seen,
+        }
+
+    def restore(self, snapshot: dict) -> None:
+        """Continue from a ``snapshot()`` (of this model, properties and options): the
+        next ``run()`` goes on from its level boundary."""
+        self.stats = Stats(**snapshot["stats"])
+        self.found = dict(snapshot["found"])
+        self.frontier = list(snapshot["frontier"])
+        self.seen = snapshot["seen"]
 
     def _tick(self, started, queue):
         if self.progress is None:
@@ -173,7 +233,7 @@ class LocalEngine:
         chain.reverse()
         return chain
 
-    def _result(self, stopped) -> CheckResult:
+    def _result(self, stopped, stats=None) -> CheckResult:
         violations = {}
         for prop in (p.name for p in self.properties):
             if prop not in self.found:
@@ -189,12 +249,17 @@ class LocalEngine:
         return CheckResult(
             engine=self.name,
             checked=[p.name for p in self.properties],
-            stats=self.stats,
+            stats=self.stats if stats is None else stats,
             violations=violations,
             complete=complete,
             stopped=stopped,
             max_depth=self.options.max_depth,
         )
+
+
+def _over(limit) -> bool:
+    rss = resident_bytes()
+    return rss is not None and rss > limit
 
 
 def check(model, properties=None, options=None, progress=None) -> CheckResult:

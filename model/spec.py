@@ -12,6 +12,7 @@ expected of it.
     keep_going = false            # after a failure, keep exploring to decide the others
     max_depth = 30
     max_states = 1000000
+    max_memory = "8G"             # stop cleanly past this resident memory (or bytes)
     engine = "local"              # or "spark"
     [spark]                       # optional
     master = "local[*]"
@@ -50,12 +51,13 @@ _MODEL_INTS = {
 }
 _MODEL_BOOLS = ("unclean_leader_election", "unflushed_loss", "preferred_election")
 _MODEL_KEYS = ("replicas", "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS)
-_CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "engine")
+_CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine")
 _SPARK_KEYS = ("master", "partitions")
 _TOP_KEYS = ("title", "description", "model", "check", "spark", "expect")
 LIMITS = {
     "check.max_depth": (1, 100_000),
     "check.max_states": (1, 10**12),
+    "check.max_memory": (1 << 24, 1 << 50),  # 16M .. 1P bytes
     "spark.partitions": (1, 100_000),
 }
 
@@ -81,6 +83,7 @@ class Spec:
     keep_going: bool = False
     max_depth: int | None = None
     max_states: int | None = None
+    max_memory: int | None = None
     engine: str = "local"
     spark_master: str | None = None
     spark_partitions: int | None = None
@@ -138,7 +141,9 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise SpecError(path, None, f"not valid TOML: {e}") from None
+        raise SpecError(path, None, f"not valid TOML: {_clip(str(e), 200)}") from None
+    except ValueError:  # tomllib's only other error: an integer past int()'s digit limit
+        raise SpecError(path, None, "not valid TOML: an integer has too many digits") from None
     except RecursionError:
         raise SpecError(path, None, "not valid TOML: nested too deeply") from None
     _only(path, "", doc, _TOP_KEYS)
@@ -158,13 +163,14 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
             raise SpecError(path, "check.invariants", "must be a non-empty list of invariant names")
         for x in inv:
             if x not in names:
-                raise SpecError(path, "check.invariants", f"unknown invariant {x!r} (known: {', '.join(names)})")
+                raise SpecError(path, "check.invariants", f"unknown invariant {_show(x)} (known: {', '.join(names)})")
         invariants = tuple(n for n in names if n in inv)
     else:
         invariants = tuple(names)
     keep_going = _bool(path, "check.keep_going", check.get("keep_going", False))
     max_depth = _opt_int(path, "check.max_depth", check.get("max_depth"))
     max_states = _opt_int(path, "check.max_states", check.get("max_states"))
+    max_memory = _size(path, "check.max_memory", check.get("max_memory"))
     engine = check.get("engine", "local")
     if engine not in ENGINES:
         raise SpecError(path, "check.engine", f"must be one of {', '.join(map(repr, ENGINES))}, got {_show(engine)}")
@@ -180,7 +186,7 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
     verdicts = {}
     for key, value in expect.items():
         if key not in names:
-            raise SpecError(path, f"expect.{key}", f"unknown invariant (known: {', '.join(names)})")
+            raise SpecError(path, _key("expect.", key), f"unknown invariant (known: {', '.join(names)})")
         if key not in invariants:
             raise SpecError(path, f"expect.{key}", "this invariant is not checked (see check.invariants)")
         if value not in (HOLDS, VIOLATED):
@@ -189,7 +195,7 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
     return Spec(
         path=path, sha256=hashlib.sha256(data).hexdigest(), config=config, title=title,
         description=description, invariants=invariants, keep_going=keep_going,
-        max_depth=max_depth, max_states=max_states, engine=engine, spark_master=master,
+        max_depth=max_depth, max_states=max_states, max_memory=max_memory, engine=engine, spark_master=master,
         spark_partitions=partitions, expect=verdicts,
     )
 
@@ -230,14 +236,26 @@ def _config(path, model) -> Config:
 
 
 def _show(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return _clip(repr(value), 40)
+
+
+def _clip(text, width) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+
+
+def _key(prefix, key) -> str:
+    """A key from the file, for a message: as written when short and bare, else quoted
+    (keys may hold newlines, and a message is one line)."""
+    return prefix + (key if _BARE_KEY.match(key) else _show(key))
 
 
 def _only(path, prefix, table, allowed):
     for key in table:
         if key not in allowed:
-            raise SpecError(path, f"{prefix}{key}", f"unknown key (allowed: {', '.join(allowed)})")
+            raise SpecError(path, _key(prefix, key), f"unknown key (allowed: {', '.join(allowed)})")
 
 
 def _table(path, key, value, required=False):
@@ -266,6 +284,18 @@ def _int(path, key, value, lo, hi):
     if not lo <= value <= hi:
         raise SpecError(path, key, f"must be between {lo} and {hi}, got {_show(value)}")
     return value
+
+
+def _size(path, key, value):
+    """A size in bytes: an integer, or a string such as "8G" or "512M"."""
+    if isinstance(value, str):
+        from checker.checkpoint import parse_size
+
+        try:
+            value = parse_size(value)
+        except ValueError:
+            raise SpecError(path, key, f"must be a size such as \"8G\" or \"512M\", got {_show(value)}") from None
+    return _opt_int(path, key, value)
 
 
 def _opt_int(path, key, value):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from .. import cli
+import argparse
+import contextlib
+import os
+
+from .. import __version__, checkpoint, cli
+from ..errors import UsageError
 from .common import (
     add_engine_arguments,
-    add_spec_argument,
     load,
     make_engine,
     options_from,
@@ -23,7 +27,8 @@ def register(sub):
         "shortest counterexample, step by step, and says whether the result matches the spec's "
         "[expect] table.",
     )
-    add_spec_argument(p)
+    p.add_argument("spec", metavar="SPEC", nargs="?",
+                   help="the spec file (TOML), e.g. specs/hw-data-loss.toml (optional with --resume)")
     p.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
                    help="check only this invariant (repeatable; default: the spec's list, else all; see 'kmc invariants')")
     p.add_argument("--max-depth", type=positive_int, metavar="N", help="do not explore past depth N (the initial state has depth 1)")
@@ -36,26 +41,122 @@ def register(sub):
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
     p.add_argument("--check-expect", action="store_true",
                    help="exit 0 when the result matches the spec's [expect] table and 3 when it does not")
+    g = p.add_argument_group("long runs (see docs/long-runs.md)")
+    g.add_argument("--checkpoint", metavar="DIR",
+                   help="write checkpoints into DIR at level boundaries and when the run stops")
+    g.add_argument("--checkpoint-every", type=_seconds, default=60.0, metavar="SECONDS",
+                   help="at most one level-boundary checkpoint every SECONDS (default 60; 0: every level)")
+    g.add_argument("--resume", metavar="DIR",
+                   help="continue the run checkpointed in DIR (and keep checkpointing there)")
+    g.add_argument("--max-memory", type=_size, metavar="SIZE",
+                   help=f"stop cleanly (exit {EXIT_RESOURCE_LIMIT}) once resident memory passes SIZE, e.g. 8G or 512M")
     add_engine_arguments(p)
     p.set_defaults(run=run)
+
+
+EXIT_RESOURCE_LIMIT = 4  # stopped at --max-memory: no verdict yet, the run can be resumed
+
+
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    return value
+
+
+def _size(text):
+    try:
+        value = checkpoint.parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if value < 1 << 24:
+        raise argparse.ArgumentTypeError(f"must be at least 16M, got {text}")
+    return value
+
+
+def _from_checkpoint(args, header):
+    """Fill what the command line leaves out from the checkpoint being resumed."""
+    opts = header.get("options") or {}
+    if args.spec is None:
+        args.spec = header.get("spec_path")
+    if args.max_depth is None:
+        args.max_depth = opts.get("max_depth")
+    args.keep_going = args.keep_going or bool(opts.get("keep_going"))
+    if not args.invariants:
+        args.invariants = header.get("properties")
 
 
 def run(args, out, err) -> int:
     from reports import ProgressDisplay, ResultView, expectation, result_to_dict, write_json
 
+    header = checkpoint.read_header(args.resume) if args.resume else None
+    if header is not None:
+        _from_checkpoint(args, header)
+    elif args.spec is None:
+        raise UsageError("check: a SPEC is required (or --resume DIR)")
     spec = load(args.spec)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     options = options_from(spec, args)
     show_progress = not args.no_progress and err.is_terminal
-    with ProgressDisplay(err, enabled=show_progress, title=spec.name) as progress:
-        engine = make_engine(spec, model, properties, options, progress.update, args)
-        result = engine.run()
+    identity = {"kmc_version": __version__, "spec_sha256": spec.sha256,
+                "properties": [p.name for p in properties],
+                "options": {"max_depth": options.max_depth, "keep_going": options.keep_going}}
+    directory = args.checkpoint or args.resume
+    resuming_here = args.resume and os.path.realpath(directory) == os.path.realpath(args.resume)
+    if directory and not resuming_here and checkpoint.exists(directory):
+        raise UsageError(f"--checkpoint: {directory} already holds a checkpoint; continue it with "
+                         f"--resume {directory}, or choose another directory")
+    with contextlib.ExitStack() as stack:
+        writer = None
+        if directory:  # holds the directory's lock until the final checkpoint is written
+            writer = stack.enter_context(checkpoint.Checkpointer(directory, {
+                **identity, "spec_path": os.path.abspath(spec.path),
+                "limits": {"max_states": options.max_states, "max_memory": options.max_memory},
+            }, args.checkpoint_every))
+        with ProgressDisplay(err, enabled=show_progress, title=spec.name) as progress:
+            engine = make_engine(spec, model, properties, options, progress.update, args)
+            if (header is not None or writer) and not hasattr(engine, "snapshot"):
+                raise UsageError(f"--checkpoint/--resume: the {engine.name} engine cannot checkpoint yet")
+            if header is not None:
+                checkpoint.ensure_compatible(args.resume, header, {"engine": engine.name, **identity})
+                engine.restore(checkpoint.read(args.resume)[1])
+            if writer:
+                engine.on_level = writer.on_level
+            with checkpoint.StopOnSignals(engine) as signals:
+                result = engine.run()
+        if writer:  # first: the work done is worth more than its report
+            writer.save(engine)
     out.print(ResultView(spec, model, result, diff=args.diff, show_traces=not args.no_trace))
     if args.json:
         write_json(args.json, result_to_dict(spec, model, result))
+    _say_how_to_continue(err, result, directory if writer else None, options)
+    if result.stopped == "interrupted":  # before --check-expect: a stopped run has not answered
+        return signals.exit_code
     if args.check_expect:
         return cli.EXIT_OK if expectation(spec, result)["matched"] else cli.EXIT_UNEXPECTED
-    if result.stopped == "interrupted":
-        return cli.EXIT_INTERRUPTED
-    return cli.EXIT_VIOLATION if result.violations else cli.EXIT_OK
+    if result.violations:
+        return cli.EXIT_VIOLATION
+    return EXIT_RESOURCE_LIMIT if result.stopped == "max-memory" else cli.EXIT_OK
+
+
+def _say_how_to_continue(err, result, directory, options):
+    if result.stopped not in ("interrupted", "max-memory"):
+        return
+    if result.stopped == "max-memory":
+        err.print(f"kmc: stopped: resident memory passed --max-memory {checkpoint.format_size(options.max_memory)} "
+                  "before the search was complete.", markup=False)
+    else:
+        err.print("kmc: interrupted before the search was complete.", markup=False)
+    if directory:
+        more = " --max-memory LARGER" if result.stopped == "max-memory" else ""
+        err.print(f"kmc: checkpoint saved in {directory}; continue with: kmc check --resume {directory}{more}",
+                  markup=False, soft_wrap=True)
+    else:
+        err.print("kmc: no checkpoint was written; run with --checkpoint DIR to be able to resume.", markup=False)
+    if result.stopped == "max-memory":
+        err.print("kmc: to finish, use a machine with more memory (then --resume with a higher --max-memory), "
+                  "or --engine spark, which keeps its states on the cluster.", markup=False, soft_wrap=True)

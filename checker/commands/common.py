@@ -71,4 +71,5 @@ def options_from(spec, args) -> Options:
     max_depth = args.max_depth if getattr(args, "max_depth", None) is not None else spec.max_depth
     max_states = args.max_states if getattr(args, "max_states", None) is not None else spec.max_states
     keep_going = getattr(args, "keep_going", False) or spec.keep_going
-    return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states)
+    max_memory = getattr(args, "max_memory", None) or spec.max_memory
+    return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states, max_memory=max_memory)

@@ -1,0 +1,459 @@
+"""What lets a long run survive: checkpoints, clean stops on signals, a memory ceiling.
+
+A checkpoint is one file, ``DIR/checkpoint.kmc``, holding a search at a level boundary:
+every state of depth <= d has been stored and every state of depth < d expanded. Resuming
+re-expands level d from its start, so a resumed run ends with exactly the counts, verdicts
+and counterexamples of a run that was never stopped.
+
+File layout (``FORMAT`` 1)::
+
+    b"KMC-CHECKPOINT\\n"      magic
+    8 bytes, big-endian      length of the header
+    header                   UTF-8 JSON (see ``write``): format, kmc and spec identity, ...
+    payload                  the engine's snapshot, pickled
+    32 bytes                 sha256 of everything before them
+
+Writing goes to a temporary file in DIR, which is flushed, fsynced, renamed over
+``checkpoint.kmc`` and followed by an fsync of DIR. A reader therefore finds the previous
+checkpoint or the new one, never half of one, even after SIGKILL or a power cut; the
+checksum catches a file damaged or cut short afterwards (a bad disk, a partial copy).
+
+The snapshot is the contract between an engine and this module: a dict with at least
+``"engine"`` (its name), ``"stats"`` (the fields of ``checker.result.Stats``) and
+``"found"`` (keyed by the names of the properties violated so far; the values are the
+engine's own, e.g. ``(kind, explanation, where)`` for the local engine). The local engine adds ``"frontier"`` (``[(fingerprint, state), ...]``) and ``"seen"``
+(fingerprint -> parent fingerprint). An engine whose frontier and seen-set live outside
+the process (Spark) writes them under ``data_dir(DIR, depth)`` first and names that
+directory in its snapshot; the checkpoint file, replaced last, is the commit point.
+
+Known limitation: the payload is a pickle, and loading a pickle runs code named in it.
+Resume only checkpoints your own runs wrote. The checksum detects accidents, not attacks.
+The kmc version is checked on resume, but two checkouts of the same version with different
+state classes are not told apart: unpickling then fails (refused) or, if the classes still
+load, the resumed run explores with the new code from the old frontier.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pickle
+import re
+import signal
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import KmcError
+
+FORMAT = 1
+FILE_NAME = "checkpoint.kmc"
+MAGIC = b"KMC-CHECKPOINT\n"
+_LOCK_NAME = ".lock"
+_TMP_PREFIX = ".checkpoint-"
+_TMP_SUFFIX = ".tmp"
+_DIGEST = 32
+_MAX_HEADER = 1 << 20
+_CHUNK = 1 << 20
+
+
+class CheckpointError(KmcError):
+    """A checkpoint is missing, damaged, in use, or was written for another run."""
+
+
+# -- the file ----------------------------------------------------------------------------
+
+def checkpoint_file(directory) -> Path:
+    """The checkpoint file of a checkpoint directory."""
+    return Path(directory) / FILE_NAME
+
+
+def data_dir(directory, depth: int) -> Path:
+    """Where an engine keeps out-of-process data (files) for the checkpoint of ``depth``."""
+    return Path(directory) / f"level-{depth:06d}"
+
+
+def exists(directory) -> bool:
+    return checkpoint_file(directory).is_file()
+
+
+def write(directory, run: dict, snapshot: dict) -> Path:
+    """Write ``snapshot`` as the checkpoint of ``directory``, atomically.
+
+    Args:
+        directory: the checkpoint directory (it must exist).
+        run: what identifies the run, copied into the header: ``kmc_version``,
+            ``spec_sha256``, ``spec_path``, ``properties`` (names), ``options`` (the
+            options that change what is explored), ``limits`` (resource limits, not
+            compared on resume).
+        snapshot: the engine's snapshot (see the module docstring).
+
+    Returns:
+        The path of the checkpoint file.
+
+    Raises:
+        OSError: the directory is not writable or the disk is full (the temporary file is
+            removed and the previous checkpoint is left as it was).
+    """
+    stats = snapshot["stats"]
+    header = {
+        "format": FORMAT,
+        **run,
+        "engine": snapshot["engine"],
+        "depth": stats["depth"],
+        "distinct": stats["distinct"],
+        "generated": stats["generated"],
+        "violated": sorted(snapshot["found"]),
+        "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    head = json.dumps(header, sort_keys=True).encode("utf-8")
+    target = checkpoint_file(directory)
+    tmp = target.with_name(f"{_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}{_TMP_SUFFIX}")
+    try:
+        with open(tmp, "xb") as f:
+            out = _HashingWriter(f)
+            out.write(MAGIC)
+            out.write(len(head).to_bytes(8, "big"))
+            out.write(head)
+            # Streamed through the hash: no second copy of a payload that can be gigabytes.
+            pickle.dump(snapshot, out, protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(out.digest.digest())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(target.parent)
+    return target
+
+
+def read_header(directory) -> dict:
+    """The header of ``directory``'s checkpoint, after verifying the whole file's checksum.
+
+    Raises:
+        CheckpointError: no checkpoint, or it is truncated, corrupted or not a checkpoint.
+    """
+    with _open(directory) as (f, header, _):
+        return header
+
+
+def read(directory) -> tuple[dict, dict]:
+    """The ``(header, snapshot)`` of ``directory``'s checkpoint; see ``read_header``."""
+    with _open(directory) as (f, header, end):
+        where = checkpoint_file(directory)
+        try:
+            snapshot = pickle.load(f)
+        except Exception as e:  # a class that moved or changed since the file was written
+            raise CheckpointError(f"{where}: cannot load its states ({type(e).__name__}: {_one_line(e)})") from None
+        if f.tell() != end or not isinstance(snapshot, dict):
+            raise CheckpointError(f"{where}: corrupted (the payload does not end where the header says)")
+        return header, snapshot
+
+
+@contextlib.contextmanager
+def _open(directory):
+    where = checkpoint_file(directory)
+    if not Path(directory).is_dir():
+        raise CheckpointError(f"{directory}: no such checkpoint directory")
+    if not where.is_file():
+        raise CheckpointError(f"{directory}: no checkpoint here (no {FILE_NAME}; was the run started with --checkpoint?)")
+    damaged = f"{where}: truncated or corrupted ({{}}); it cannot be resumed, start a new run"
+    try:
+        f = open(where, "rb")
+    except OSError as e:
+        raise CheckpointError(f"{where}: cannot read it ({e.strerror or e})") from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(len(MAGIC))
+        if head != MAGIC:
+            if MAGIC.startswith(head):  # empty, or cut inside the magic
+                raise CheckpointError(damaged.format("too short"))
+            raise CheckpointError(f"{where}: not a kmc checkpoint")
+        fixed = len(MAGIC) + 8 + _DIGEST
+        if size < fixed:
+            raise CheckpointError(damaged.format("too short"))
+        digest = hashlib.sha256(MAGIC)
+        f.seek(len(MAGIC))
+        left = size - _DIGEST - len(MAGIC)
+        while left:
+            chunk = f.read(min(_CHUNK, left))
+            if not chunk:
+                raise CheckpointError(damaged.format("too short"))
+            digest.update(chunk)
+            left -= len(chunk)
+        if f.read(_DIGEST) != digest.digest():
+            raise CheckpointError(damaged.format("checksum mismatch"))
+        f.seek(len(MAGIC))
+        length = int.from_bytes(f.read(8), "big")
+        if length > min(_MAX_HEADER, size - fixed):
+            raise CheckpointError(damaged.format("bad header length"))
+        try:
+            header = json.loads(f.read(length).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise CheckpointError(damaged.format("unreadable header")) from None
+        if not isinstance(header, dict) or not isinstance(header.get("format"), int):
+            raise CheckpointError(damaged.format("unreadable header"))
+        if header["format"] != FORMAT:
+            raise CheckpointError(f"{where}: written in checkpoint format {header['format']}; "
+                                  f"this kmc reads format {FORMAT}")
+        yield f, header, size - _DIGEST
+
+
+class _HashingWriter:
+    """A binary file wrapper that hashes what goes through it."""
+
+    def __init__(self, f):
+        self.f = f
+        self.digest = hashlib.sha256()
+
+    def write(self, data):
+        self.digest.update(data)
+        return self.f.write(data)
+
+
+def _fsync_dir(path):
+    # Makes the rename durable; some platforms and file systems cannot open a directory.
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _one_line(e) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+# -- resuming: is this the same run? --------------------------------------------------------
+
+_SAME = (
+    ("engine", "the {} engine"),
+    ("kmc_version", "kmc {}"),
+    ("spec_sha256", "spec sha256 {:.12}"),
+    ("properties", "invariants {}"),
+    ("options", "options {}"),
+)
+
+
+def ensure_compatible(directory, header: dict, want: dict) -> None:
+    """Refuse to resume a checkpoint that was written for another run.
+
+    Args:
+        directory: the checkpoint directory (named in the message).
+        header: the checkpoint's header.
+        want: the values this run has, under the header's keys: ``engine``,
+            ``kmc_version``, ``spec_sha256``, ``properties``, ``options``; keys left out
+            are not compared.
+
+    Raises:
+        CheckpointError: with a one-line message naming the first difference.
+    """
+    for key, show in _SAME:
+        if key not in want:
+            continue
+        have, need = header.get(key), want[key]
+        if isinstance(need, tuple):
+            need = list(need)
+        if have == need:
+            continue
+        what = {"engine": "engine differs", "kmc_version": "kmc version differs",
+                "spec_sha256": "spec differs", "properties": "invariants differ",
+                "options": "options differ"}[key]
+        hint = {
+            "engine": "resume it with the engine that wrote it",
+            "kmc_version": "finish it with that version, or start a new run",
+            "spec_sha256": f"resume it with the spec it was written for ({header.get('spec_path')}), "
+                           "or start a new run",
+            "properties": "resume it with the same --invariant choices, or start a new run",
+            "options": "resume it with the same options, or start a new run",
+        }[key]
+        raise CheckpointError(f"{directory}: cannot resume, the {what}: the checkpoint has "
+                              f"{_show(show, have)}, this run has {_show(show, need)}; {hint}")
+
+
+def _show(fmt, value):
+    if isinstance(value, list):
+        value = ", ".join(map(str, value)) or "none"
+    elif isinstance(value, dict):
+        value = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+    return fmt.format(value if value is not None else "?")
+
+
+# -- writing checkpoints during a run -------------------------------------------------------
+
+class Checkpointer:
+    """Writes a run's checkpoints into one directory, at most once every ``every`` seconds.
+
+    Use it as a context manager (it creates the directory and holds a lock on it, so two
+    runs cannot write one checkpoint), pass ``on_level`` to the engine, and call ``save``
+    once the engine has returned.
+
+    Args:
+        directory: the checkpoint directory.
+        run: the run's identity (see ``write``).
+        every: the least number of seconds between two checkpoints written at level
+            boundaries (0: every level).
+    """
+
+    def __init__(self, directory, run: dict, every: float = 60.0, clock=time.monotonic):
+        self.directory = Path(directory)
+        self.run = run
+        self.every = every
+        self.clock = clock
+        self.last = clock()
+        self.written = None  # (depth, distinct, generated) of the last checkpoint written
+        self._lock = None
+
+    def __enter__(self):
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._lock = open(self.directory / _LOCK_NAME, "a+b")
+        except OSError as e:
+            raise CheckpointError(f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})") from None
+        try:
+            import fcntl
+
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # not POSIX: no lock
+            pass
+        except OSError:
+            self._lock.close()
+            self._lock = None
+            raise CheckpointError(f"{self.directory}: in use by another kmc run") from None
+        # Temporary files left by a run that was killed while writing (we hold the lock).
+        for stale in self.directory.glob(f"{_TMP_PREFIX}*{_TMP_SUFFIX}"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+        return self
+
+    def __exit__(self, *exc):
+        if self._lock is not None:
+            self._lock.close()  # releases the lock
+            self._lock = None
+
+    def on_level(self, engine) -> None:
+        """The engine's level-boundary callback: write a checkpoint if one is due."""
+        if self.clock() - self.last >= self.every:
+            self.save(engine)
+
+    def save(self, engine) -> Path | None:
+        """Write the engine's snapshot now, unless it is the one last written.
+
+        Raises:
+            CheckpointError: the write failed (disk full, permissions).
+        """
+        snap = engine.snapshot()
+        stats = snap["stats"]
+        key = (stats["depth"], stats["distinct"], stats["generated"])
+        if key == self.written:
+            return None
+        try:
+            path = write(self.directory, self.run, snap)
+        except OSError as e:
+            raise CheckpointError(f"{self.directory}: cannot write the checkpoint ({e.strerror or e})") from None
+        self.written = key
+        self.last = self.clock()
+        return path
+
+
+# -- stopping cleanly on signals --------------------------------------------------------------
+
+class StopOnSignals:
+    """While active, SIGINT and SIGTERM ask ``engine`` to stop at its next safe point.
+
+    The first signal sets ``engine.stop_requested`` to ``"interrupted"`` and records the
+    signal in ``signum``; from then on a second SIGINT raises ``KeyboardInterrupt`` and a
+    second SIGTERM kills the process, so a user who does not want to wait never has to.
+    Outside the main thread (where Python cannot install handlers) it does nothing.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, engine, reason: str = "interrupted"):
+        self.engine = engine
+        self.reason = reason
+        self.signum = None
+        self._old = {}
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number (130 for SIGINT, 143 for SIGTERM), as a shell reports it."""
+        return 128 + (self.signum or signal.SIGINT)
+
+    def __enter__(self):
+        for s in self.SIGNALS:
+            try:
+                self._old[s] = signal.signal(s, self._handle)
+            except ValueError:  # not the main thread
+                break
+        return self
+
+    def __exit__(self, *exc):
+        for s, old in self._old.items():
+            signal.signal(s, old)
+        self._old.clear()
+
+    def _handle(self, signum, frame):
+        if self.signum is None:
+            self.signum = signum
+        self.engine.stop_requested = self.reason
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+# -- memory ----------------------------------------------------------------------------------
+
+_SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text) -> int:
+    """Bytes from a size such as ``8G``, ``512M``, ``1.5GiB`` or ``1000000`` (units of 1024).
+
+    Raises:
+        ValueError: not a size.
+    """
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ValueError(f"{str(text)[:40]!r} is not a size (e.g. 8G, 512M, 1.5G)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def format_size(n: int) -> str:
+    """``n`` bytes as a short size (``1.5G``)."""
+    for unit in ("T", "G", "M", "K"):
+        if n >= _UNITS[unit]:
+            return f"{n / _UNITS[unit]:.3g}{unit}"
+    return f"{n}B"
+
+
+def resident_bytes() -> int | None:
+    """The resident memory of this process in bytes, or ``None`` when it cannot be read.
+
+    Reads ``/proc/self/statm`` (Linux; cheap enough to call every few thousand states).
+    Elsewhere falls back to the peak resident size from ``getrusage``, which never goes
+    down: a ceiling is then reached no later than with the current size, only earlier.
+    """
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+    except (ImportError, OSError):
+        return None

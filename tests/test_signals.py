@@ -1,0 +1,137 @@
+"""SIGINT and SIGTERM stop a run cleanly: statistics, a checkpoint, exit 130 or 143."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from checker import LocalEngine, Options, checkpoint
+from checker.checkpoint import CheckpointError, StopOnSignals
+from model.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "specs"
+LE3 = SPECS / "le-three-replicas.toml"
+HW_FAST = SPECS / "hw-fast-leader-change.toml"
+
+
+def kmc(*args) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "checker.cli", *map(str, args)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def kmc_run(*args, timeout=120):
+    p = kmc(*args)
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, out, err
+
+
+def wait_for_checkpoint(directory, proc, min_depth, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if checkpoint.read_header(directory)["depth"] >= min_depth:
+                return
+        except CheckpointError:  # none yet
+            pass
+        if proc.poll() is not None:
+            pytest.fail(f"kmc exited ({proc.returncode}) before a checkpoint at depth {min_depth}")
+        time.sleep(0.02)
+    proc.kill()
+    pytest.fail(f"no checkpoint at depth {min_depth} within {timeout} s")
+
+
+def assert_le3_counts(doc):
+    stats = doc["stats"]
+    assert (stats["distinct_states"], stats["states_generated"], stats["depth"]) == (50294, 168775, 24)
+    assert doc["complete"] is True and set(doc["verdicts"].values()) == {"holds"}
+
+
+def test_sigint_prints_statistics_exits_130_and_the_checkpoint_resumes(tmp_path):
+    ck = tmp_path / "ck"
+    proc = kmc("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
+               "--json", tmp_path / "partial.json")
+    wait_for_checkpoint(ck, proc, min_depth=8)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "distinct states" in out and "interrupted" in out
+    assert f"checkpoint saved in {ck}" in err and f"--resume {ck}" in err
+    partial = json.loads((tmp_path / "partial.json").read_text())
+    assert partial["stopped"] == "interrupted" and partial["complete"] is False
+    assert set(partial["verdicts"].values()) == {"unknown"}
+    header = checkpoint.read_header(ck)
+    assert 8 <= header["depth"] < 24
+    assert header["distinct"] <= partial["stats"]["distinct_states"] < 50294
+
+    code, out, err = kmc_run("check", "--resume", ck, "--no-progress", "--json", tmp_path / "r.json")
+    assert code == 0, err
+    assert_le3_counts(json.loads((tmp_path / "r.json").read_text()))
+
+
+def test_sigterm_exits_143_with_a_checkpoint(tmp_path):
+    ck = tmp_path / "ck"
+    proc = kmc("check", HW_FAST, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress")
+    wait_for_checkpoint(ck, proc, min_depth=4)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and "distinct states" in out
+    assert checkpoint.read_header(ck)["depth"] >= 4
+
+
+def test_a_second_sigint_exits_at_once_and_leaves_a_valid_checkpoint(tmp_path):
+    ck = tmp_path / "ck"
+    proc = kmc("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress")
+    wait_for_checkpoint(ck, proc, min_depth=6)
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    assert checkpoint.read_header(ck)["depth"] >= 6  # the old one or the new one, whole
+
+
+def test_a_signal_stops_an_in_process_run_at_a_level_boundary():
+    spec = load_spec(SPECS / "hw-unclean.toml")
+    engine = LocalEngine(spec.model(), spec.properties(), Options(keep_going=True, progress_seconds=0))
+    engine.progress = lambda stats: os.kill(os.getpid(), signal.SIGINT) if stats.depth == 5 else None
+    with StopOnSignals(engine) as stop:
+        result = engine.run()
+    assert result.stopped == "interrupted" and not result.complete
+    assert stop.signum == signal.SIGINT and stop.exit_code == 130
+    assert engine.stats.depth == 5  # gone back to the boundary the interrupted level started from
+
+
+# -- the handler itself, in-process ------------------------------------------------------------
+
+class _Engine:
+    stop_requested = None
+
+
+def test_first_signal_asks_to_stop_second_sigint_raises():
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    engine = _Engine()
+    with StopOnSignals(engine) as stop:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert engine.stop_requested == "interrupted" and stop.exit_code == 130
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # a second SIGTERM kills
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_sigterm_is_reported_as_143():
+    engine = _Engine()
+    with StopOnSignals(engine) as stop:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert engine.stop_requested == "interrupted"
+    assert stop.signum == signal.SIGTERM and stop.exit_code == 143

@@ -237,8 +237,6 @@ def test_bench_reports_bad_spec_the_same_way(tmp_path):
     assert_one_line_error(kmc("bench", path), path, "model.max_messages")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: --json into a missing directory ends in a FileNotFoundError "
-                   "traceback (checker/commands/check.py, bench.py); remove this mark once fixed")
 @pytest.mark.parametrize("command", ["check", "bench"])
 def test_json_into_missing_directory_is_bad_input(tmp_path, command):
     target = tmp_path / "no-such-dir" / "out.json"

@@ -8,7 +8,7 @@ import resource
 import sys
 import time
 
-from .common import add_engine_arguments, add_spec_argument, load, make_engine, options_from, positive_int
+from .common import add_engine_arguments, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int
 
 
 def register(sub):
@@ -38,6 +38,7 @@ def run(args, out, err) -> int:
     from rich.table import Table
 
     spec = load(args.spec)
+    check_output_path("--json", args.json)
     model = spec.model()
     props = spec.properties()
     runs = []

@@ -10,6 +10,7 @@ from .. import __version__, checkpoint, cli
 from ..errors import UsageError
 from .common import (
     add_engine_arguments,
+    check_output_path,
     load,
     make_engine,
     options_from,
@@ -98,6 +99,7 @@ def run(args, out, err) -> int:
     elif args.spec is None:
         raise UsageError("check: a SPEC is required (or --resume DIR)")
     spec = load(args.spec)
+    check_output_path("--json", args.json)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     options = options_from(spec, args)

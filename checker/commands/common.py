@@ -73,3 +73,18 @@ def options_from(spec, args) -> Options:
     keep_going = getattr(args, "keep_going", False) or spec.keep_going
     max_memory = getattr(args, "max_memory", None) or spec.max_memory
     return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states, max_memory=max_memory)
+
+
+def check_output_path(option, path):
+    """Refuse, before a long run starts, an output file that could not be written."""
+    if not path:
+        return
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"{option}: {path} is a directory")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{option}: the folder {folder} is not writable")

@@ -7,7 +7,8 @@ error) and returns the exit code.
 
 Exit codes: 0 everything holds, 1 a property is violated, 2 bad input (a one-line
 message naming the file and the key, never a traceback), 3 (with ``--check-expect``)
-the result contradicts the spec's ``[expect]`` table, 130 interrupted.
+the result contradicts the spec's ``[expect]`` table, 4 stopped at ``--max-memory`` before
+any violation was found, 130 interrupted by SIGINT, 143 stopped by SIGTERM.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_UNEXPECTED, EXIT_INTERRUPTED = 0, 
 
 
 def _commands():
-    from .commands import bench, check, invariants
+    from .commands import bench, check, graph, invariants, matrix, replay, simulate
 
-    return [check, bench, invariants]
+    return [check, bench, invariants, matrix, replay, simulate, graph]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Give it a spec file (replicas, messages, crashes, truncation rule); it explores every "
         "interleaving and either proves the invariants or prints a shortest counterexample.",
         epilog="Exit codes: 0 all hold, 1 a violation, 2 bad input, 3 result contradicts the "
-        "spec's [expect] (with --check-expect), 130 interrupted.",
+        "spec's [expect] (with --check-expect), 4 stopped at --max-memory, 130 interrupted (SIGINT), "
+        "143 stopped (SIGTERM).",
     )
     parser.add_argument("--version", action="version", version=f"kmc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

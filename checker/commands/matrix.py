@@ -1,0 +1,395 @@
+"""``kmc matrix [SPEC_DIR] --out DIR``: check a grid of configurations, write a results table.
+
+Without SPEC_DIR the grid is truncation rule × replicas × min.insync.replicas × unclean
+election × unflushed loss; with it, every ``*.toml`` spec in the directory. Every row
+runs the local engine with all four invariants and keep-going, so every invariant gets
+a verdict; the rows go to DIR/RESULTS.md and DIR/results.json (reports/matrix.py), and
+each row's shortest counterexamples to DIR/traces/<row id>-<invariant>.json, in the JSON
+result format of ``kmc check --json`` that ``kmc replay`` reads.
+
+The default grid's constants (``BASE``) are chosen so that the whole grid runs in a few
+minutes on two cores: with three replicas, one crash (two crashes make a single row take
+30–90 s and the grid about half an hour).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from pathlib import Path
+
+from ..errors import UsageError
+from .common import positive_int
+
+# replica count -> (max_messages, max_crashes, max_leader_epoch) of the default grid
+BASE = {2: (2, 2, 2), 3: (2, 1, 2)}
+FALLBACK_BASE = (2, 1, 2)  # for replica counts BASE does not name
+DEFAULT_MAX_STATES = 2_000_000
+RULE_ALIASES = {
+    "hw": "high-watermark", "high-watermark": "high-watermark",
+    "le": "leader-epoch", "leader-epoch": "leader-epoch", "kip101": "leader-epoch",
+    "kip279": "leader-epoch-kip279", "leader-epoch-kip279": "leader-epoch-kip279",
+}
+
+# MODEL.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages, 2 crashes, epochs <= 2.
+# (rule, unclean, unflushed) -> expected verdicts of CommittedNeverLost, LogsNeverDiverge.
+KNOWN_CONSTANTS = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2,
+                       min_insync_replicas=1, preferred_election=False)
+_V, _H = "violated", "holds"
+KNOWN_VERDICTS = {
+    ("high-watermark", False, False): (_V, _V),
+    ("leader-epoch", False, False): (_H, _H),
+    ("leader-epoch-kip279", False, False): (_H, _H),
+    ("high-watermark", False, True): (_V, _V),
+    ("leader-epoch", False, True): (_V, _V),
+    ("leader-epoch-kip279", False, True): (_V, _H),
+    ("high-watermark", True, False): (_V, _V),
+    ("leader-epoch", True, False): (_V, _V),
+    ("leader-epoch-kip279", True, False): (_V, _H),
+}
+
+
+def register(sub):
+    p = sub.add_parser(
+        "matrix",
+        help="check a grid of configurations (or a directory of specs) and write a results table",
+        description="Check every configuration of a grid — truncation rule × replicas × "
+        "min.insync.replicas × unclean election × unflushed loss — or, given SPEC_DIR, every "
+        "spec file in it, each completely and with all four invariants. Writes DIR/RESULTS.md "
+        "(a Markdown table), DIR/results.json (schema in docs/results.md) and every shortest "
+        "counterexample to DIR/traces/ (read them with 'kmc replay'). Default grid constants: "
+        "2 replicas: 2 messages, 2 crashes, epochs <= 2; 3 replicas: 2 messages, 1 crash, "
+        "epochs <= 2.",
+        epilog="Exit codes: 0 every row with an expected verdict (a spec's [expect], or "
+        "MODEL.md's known-verdict table) matches it, 3 some row does not, 2 bad input.",
+    )
+    p.add_argument("spec_dir", metavar="SPEC_DIR", nargs="?",
+                   help="a directory of spec files to run instead of the grid")
+    p.add_argument("--out", metavar="DIR", required=True, help="where to write RESULTS.md, results.json and traces/")
+    g = p.add_argument_group("grid (without SPEC_DIR)")
+    g.add_argument("--rules", metavar="LIST", default="hw,le,kip279",
+                   help="truncation rules: hw, le, kip279 or full names (default: all three)")
+    g.add_argument("--replicas", metavar="LIST", default="2,3", help="replica counts (default 2,3)")
+    g.add_argument("--min-isr", metavar="LIST", default="all",
+                   help="min.insync.replicas values; 'all' = 1..replicas (default), larger values are skipped")
+    g.add_argument("--unclean", metavar="LIST", default="off,on", help="unclean election: off,on (default both)")
+    g.add_argument("--unflushed", metavar="LIST", default="off,on", help="unflushed loss: off,on (default both)")
+    g.add_argument("--messages", type=int, metavar="N", help="max_messages for every row (default: per replica count)")
+    g.add_argument("--crashes", type=int, metavar="N", help="max_crashes for every row (default: per replica count)")
+    g.add_argument("--epochs", type=int, metavar="N", help="max_leader_epoch for every row (default: per replica count)")
+    p.add_argument("--max-states", type=positive_int, metavar="N", default=DEFAULT_MAX_STATES,
+                   help=f"stop a row at N distinct states; its undecided verdicts are 'unknown' (default {DEFAULT_MAX_STATES:,})")
+    p.add_argument("--jobs", type=positive_int, metavar="N", default=1,
+                   help="rows to run at once, in separate processes (default 1; times are per row)")
+    p.add_argument("--title", metavar="TEXT", help="the title of RESULTS.md")
+    p.set_defaults(run=run, _defaults={d: p.get_default(d) for d in _OPTIONS})
+
+
+_GRID_OPTIONS = ("rules", "replicas", "min_isr", "unclean", "unflushed", "messages", "crashes", "epochs")
+_OPTIONS = _GRID_OPTIONS + ("max_states", "jobs", "title")
+
+
+# -- the configurations ---------------------------------------------------------------------
+
+def _list(text, option, parse):
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise UsageError(f"{option}: give a comma-separated list")
+    out = []
+    for t in items:
+        try:
+            value = parse(t)
+        except (ValueError, KeyError):
+            raise UsageError(f"{option}: {t!r} is not a valid value") from None
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def _on_off(t):
+    return {"on": True, "off": False, "true": True, "false": False}[t.lower()]
+
+
+def _bounded(option, value, lo, hi):
+    if value is not None and not lo <= value <= hi:
+        raise UsageError(f"{option}: must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def row_id(config) -> str:
+    """``hw-r2-isr1-clean-flushed``: the rule, replicas, min ISR, unclean, unflushed loss."""
+    from reports.matrix import RULE_SHORT
+
+    return (f"{RULE_SHORT[config.truncation]}-r{config.n}-isr{config.min_insync_replicas}-"
+            f"{'unclean' if config.unclean_leader_election else 'clean'}-"
+            f"{'unflushed' if config.unflushed_loss else 'flushed'}")
+
+
+def grid(rules, replicas, min_isr, unclean, unflushed, messages=None, crashes=None, epochs=None):
+    """The grid's configurations, in table order: rule, replicas, min ISR, unclean, unflushed.
+
+    Args:
+        rules: truncation rule names; replicas: replica counts; min_isr: values or ``None``
+            for 1..replicas (values above a row's replica count are skipped); unclean,
+            unflushed: lists of bools; messages, crashes, epochs: override ``BASE``.
+
+    Returns:
+        a list of ``model.config.Config``.
+    """
+    from model.config import Config
+
+    out = []
+    for rule in rules:
+        for n in replicas:
+            m, c, e = BASE.get(n, FALLBACK_BASE)
+            m = m if messages is None else messages
+            c = c if crashes is None else crashes
+            e = e if epochs is None else epochs
+            names = tuple(chr(ord("A") + i) for i in range(n))
+            for isr in (range(1, n + 1) if min_isr is None else [k for k in min_isr if k <= n]):
+                for unc in unclean:
+                    for unf in unflushed:
+                        out.append(Config(replicas=names, max_messages=m, max_crashes=c,
+                                          max_leader_epoch=e, truncation=rule,
+                                          min_insync_replicas=isr, unclean_leader_election=unc,
+                                          unflushed_loss=unf))
+    return out
+
+
+def known_verdicts(config) -> dict:
+    """MODEL.md's known verdicts for ``config``, or ``{}`` when its table has no such row."""
+    for key, value in KNOWN_CONSTANTS.items():
+        if getattr(config, key) != value:
+            return {}
+    found = KNOWN_VERDICTS.get((config.truncation, config.unclean_leader_election, config.unflushed_loss))
+    if found is None:
+        return {}
+    return {"CommittedNeverLost": found[0], "LogsNeverDiverge": found[1]}
+
+
+# -- running one row ------------------------------------------------------------------------
+
+def run_row(item):
+    """Check one configuration; returns ``(row dict, {invariant: trace document})``.
+
+    ``item`` is ``(row id, Config, Spec or None, max_states)``. A module-level function of
+    plain values, so ``--jobs`` can run it in another process.
+    """
+    from checker.local import LocalEngine, Options
+    from invariants import ALL
+    from model.kafka import KafkaModel
+    from reports.json_result import expectation, result_to_dict, verdicts
+
+    rid, config, spec, max_states = item
+    model = KafkaModel(config)
+    limit = max_states
+    if spec is not None and spec.max_states is not None:
+        limit = min(limit, spec.max_states) if limit else spec.max_states
+    options = Options(keep_going=True, max_states=limit,
+                      max_depth=spec.max_depth if spec is not None else None)
+    result = LocalEngine(model, list(ALL), options).run()
+    if spec is not None:
+        exp = expectation(spec, result)
+        expected, source = exp["expected"], "spec"
+    else:
+        expected, source = known_verdicts(config), "MODEL.md"
+        exp = expectation(None, result)
+        got = exp["got"]
+        exp["mismatches"] = [f"{n}: expected {w}, got {got.get(n)}" for n, w in expected.items()
+                             if got.get(n) != w]
+    full = result_to_dict(spec, model, result)
+    traces, counterexamples = {}, {}
+    for v in full["violations"]:
+        name = v["property"]
+        doc = dict(full, violations=[v])
+        traces[name] = doc
+        counterexamples[name] = {"length": v["trace"]["length"], "kind": v["kind"],
+                                 "explanation": v["explanation"],
+                                 "trace": f"traces/{rid}-{name}.json"}
+    st = result.stats
+    row = {
+        "id": rid,
+        "spec": None if spec is None else spec.path,
+        "title": "" if spec is None else spec.title,
+        "model": config.as_dict(),
+        "verdicts": verdicts(result),
+        "expected": dict(expected),
+        "expected_from": source if expected else None,
+        "matched": (not exp["mismatches"]) if expected else None,
+        "mismatches": list(exp["mismatches"]) if expected else [],
+        "distinct_states": st.distinct,
+        "states_generated": st.generated,
+        "depth": st.depth,
+        "seconds": round(st.seconds, 3),
+        "complete": result.complete,
+        "stopped": result.stopped,
+        "counterexamples": counterexamples,
+    }
+    return row, traces
+
+
+def _results(items, jobs):
+    """Yield ``run_row``'s results in ``items`` order (in ``jobs`` processes when > 1)."""
+    if jobs <= 1 or len(items) <= 1:
+        for item in items:
+            yield run_row(item)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        yield from pool.map(run_row, items)
+
+
+# -- the command ----------------------------------------------------------------------------
+
+def _items(args):
+    """``(items, source, constants, spec_dir)`` from the command line."""
+    if args.spec_dir is not None:
+        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS
+                   if getattr(args, k) != args._defaults[k]]
+        if changed:
+            raise UsageError(f"{', '.join(changed)}: grid options cannot be combined with SPEC_DIR")
+        d = Path(args.spec_dir)
+        if not d.is_dir():
+            raise UsageError(f"{args.spec_dir}: no such directory")
+        files = sorted(d.glob("*.toml"))
+        if not files:
+            raise UsageError(f"{args.spec_dir}: holds no spec files (*.toml)")
+        from model.spec import load_spec
+
+        specs = [load_spec(f) for f in files]  # every file is checked before any row runs
+        items = [(s.name, s.config, s, args.max_states) for s in specs]
+        return items, "specs", {}, str(d)
+    rules = _list(args.rules, "--rules", lambda t: RULE_ALIASES[t.lower()])
+    replicas = _list(args.replicas, "--replicas", int)
+    for n in replicas:
+        _bounded("--replicas", n, 1, 7)
+    min_isr = None if args.min_isr.strip().lower() == "all" else _list(args.min_isr, "--min-isr", int)
+    for k in min_isr or ():
+        _bounded("--min-isr", k, 1, 7)
+    unclean = _list(args.unclean, "--unclean", _on_off)
+    unflushed = _list(args.unflushed, "--unflushed", _on_off)
+    _bounded("--messages", args.messages, 0, 16)
+    _bounded("--crashes", args.crashes, 0, 16)
+    _bounded("--epochs", args.epochs, 0, 16)
+    configs = grid(rules, replicas, min_isr, unclean, unflushed, args.messages, args.crashes, args.epochs)
+    if not configs:
+        raise UsageError("--min-isr: no value fits any replica count, so the grid is empty")
+    constants = {}
+    for c in configs:
+        constants.setdefault(c.n, {"max_messages": c.max_messages, "max_crashes": c.max_crashes,
+                                   "max_leader_epoch": c.max_leader_epoch})
+    items = [(row_id(c), c, None, args.max_states) for c in configs]
+    return items, "grid", constants, None
+
+
+def command_line(args) -> str:
+    """The command that makes the same table: SPEC_DIR, the options that differ from
+    their defaults (except --jobs, which changes nothing in it), and --out."""
+    words = ["kmc", "matrix"]
+    if args.spec_dir is not None:
+        words.append(args.spec_dir)
+    for k in _OPTIONS:
+        value = getattr(args, k)
+        if k != "jobs" and value != args._defaults[k]:
+            words += [f"--{k.replace('_', '-')}", str(value)]
+    words += ["--out", args.out]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _default_note(source, constants) -> str:
+    if source != "grid":
+        return ""
+    note = ("The first three rows of MODEL.md's known-verdict table are rows of this grid "
+            "(2 replicas, min ISR 1); the *expected* column compares them with it. With "
+            "unclean election on, CNL fails by design: a replica outside the ISR may be "
+            "elected.")
+    if 3 in constants and constants[3]["max_crashes"] < 2:
+        note += (" Three-replica rows allow one crash only: with two, a single row takes "
+                 "30–90 s and the grid about half an hour on two cores. The high-watermark "
+                 "rule's data loss needs two crashes (a follower's, so that it truncates to a "
+                 "stale high watermark, and then the leader's, so that it is elected), which is "
+                 "why that rule holds there under clean elections and flushed logs.")
+    return note
+
+
+def run(args, out, err) -> int:
+    from reports.json_result import write_json
+    from reports.matrix import results_document, to_markdown, validate
+
+    from .. import cli
+
+    items, source, constants, spec_dir = _items(args)
+    out_dir = Path(args.out)
+    traces_dir = out_dir / "traces"
+    try:
+        traces_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{args.out}: cannot create the directory ({e.strerror or e})") from None
+    started = time.perf_counter()
+    rows, written = [], set()
+    width = len(str(len(items)))
+    for i, (row, traces) in enumerate(_results(items, args.jobs), 1):
+        rows.append(row)
+        for name, doc in traces.items():
+            path = out_dir / row["counterexamples"][name]["trace"]
+            _write(path, lambda p=path, d=doc: write_json(p, d))
+            written.add(path.name)
+        bad = [n for n, v in row["verdicts"].items() if v != "holds"]
+        status = ("all hold" if not bad else
+                  ", ".join(f"{n} {row['verdicts'][n]}" for n in bad))
+        if row["matched"] is False:
+            status += "  [UNEXPECTED]"
+        err.print(f"[{i:>{width}}/{len(items)}] {row['id']}: {status} "
+                  f"({row['distinct_states']:,} states, {row['seconds']:.1f} s)",
+                  markup=False, highlight=False, soft_wrap=True)
+    _remove_stale_traces(traces_dir, [r["id"] for r in rows], written)
+    total = time.perf_counter() - started
+    title = args.title or ("kmc results: the default configuration grid" if source == "grid"
+                           else f"kmc results: the specs in {spec_dir}")
+    doc = results_document(
+        rows=rows, command=command_line(args), title=title,
+        source=source, invariants=list(rows[0]["verdicts"]), constants=constants,
+        spec_dir=spec_dir, max_states=args.max_states, total_seconds=total,
+        note=_default_note(source, constants))
+    problems = validate(doc)
+    if problems:  # a bug in kmc, not bad input: say so plainly
+        raise RuntimeError("results.json does not follow its schema: " + "; ".join(problems))
+    _write(out_dir / "results.json", lambda: write_json(out_dir / "results.json", doc))
+    text = to_markdown(doc)
+    tmp = out_dir / ".RESULTS.md.tmp"
+
+    def write_md():
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out_dir / "RESULTS.md")
+
+    _write(out_dir / "RESULTS.md", write_md)
+    unexpected = [r["id"] for r in rows if r["matched"] is False]
+    out.print(f"{len(rows)} configurations in {total:.1f} s: wrote {out_dir / 'RESULTS.md'}, "
+              f"{out_dir / 'results.json'} and {len(written)} traces in {traces_dir}",
+              markup=False, highlight=False, soft_wrap=True)
+    if unexpected:
+        out.print(f"unexpected verdicts in: {', '.join(unexpected)}", markup=False, highlight=False, soft_wrap=True)
+        return cli.EXIT_UNEXPECTED
+    return cli.EXIT_OK
+
+
+def _write(path, write):
+    try:
+        write()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write ({e.strerror or e})") from None
+
+
+def _remove_stale_traces(traces_dir, ids, written):
+    """Remove trace files left by an earlier run of these same rows (a verdict that no
+    longer fails would otherwise keep a dead counterexample next to the table)."""
+    for path in traces_dir.glob("*.json"):
+        if path.name in written:
+            continue
+        if any(path.name.startswith(rid + "-") for rid in ids):
+            try:
+                path.unlink()
+            except OSError:
+                pass

@@ -1,0 +1,112 @@
+"""``kmc simulate SPEC``: seeded random walks that check the spec's invariants at every step.
+
+The defaults (20,000 walks of at most 30 steps, seed 0) are chosen to find the
+high-watermark data loss of specs/hw-data-loss.toml: its shortest counterexample has 9
+steps, but uniform walks spend most of their steps in fetch request/response cycles, and
+1,000 walks of 50 steps find it for only about a third of the seeds; 20,000 walks of 30
+steps found it for every one of 40 seeds tried, in about 2 s each.
+"""
+
+from __future__ import annotations
+
+from .. import cli
+from ..errors import UsageError
+from .common import add_spec_argument, load, positive_int, select_properties
+
+DEFAULT_RUNS = 20_000
+DEFAULT_DEPTH = 30
+DEFAULT_SEED = 0
+
+
+def _seed(text):
+    import argparse
+
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def register(sub):
+    p = sub.add_parser(
+        "simulate",
+        help="random walks through a spec, checking its invariants at every step",
+        description="Walk from the initial state choosing uniformly among the enabled actions, "
+        "up to --depth steps or a state with no enabled action, --runs times, checking the "
+        "spec's invariants at every state and step. Stops at the first violation and prints it "
+        "(it is not necessarily a shortest one). Reproducible: the same seed gives the same walks. "
+        "A walk proves nothing; 'kmc check' does.",
+    )
+    add_spec_argument(p)
+    p.add_argument("--runs", type=positive_int, default=DEFAULT_RUNS, metavar="N",
+                   help=f"walks to make at most (default {DEFAULT_RUNS:,})")
+    p.add_argument("--depth", type=positive_int, default=DEFAULT_DEPTH, metavar="D",
+                   help=f"steps (actions) a walk takes at most (default {DEFAULT_DEPTH})")
+    p.add_argument("--seed", type=_seed, default=DEFAULT_SEED, metavar="S",
+                   help=f"the random seed (default {DEFAULT_SEED})")
+    p.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
+                   help="check only this invariant (repeatable; default: the spec's list)")
+    p.add_argument("--diff", action="store_true", help="show only what changes at each step of the walk")
+    p.add_argument("--json", metavar="PATH", help="also write the outcome as JSON (kmc replay reads it)")
+    p.set_defaults(run=run)
+
+
+def result_to_dict(spec, model, sim) -> dict:
+    """The outcome of a simulation as a JSON-ready dict (schema version 1)::
+
+        {"schema_version": 1, "kind": "kmc-simulation", "spec": {...},
+         "seed", "runs", "depth", "checked": [...],
+         "stats": {"runs", "steps", "distinct_states", "terminal_runs", "longest_walk",
+                   "seconds", "actions": {name: fired}},
+         "violation": null | {"property", "kind", "explanation", "run", "trace"}}
+    """
+    from reports.json_result import spec_to_dict, trace_to_dict
+
+    st = sim.stats
+    v = sim.violation
+    return {
+        "schema_version": 1,
+        "kind": "kmc-simulation",
+        "spec": spec_to_dict(spec, model),
+        "seed": sim.seed,
+        "runs": sim.max_runs,
+        "depth": sim.max_steps,
+        "checked": list(sim.checked),
+        "stats": {"runs": st.runs, "steps": st.steps, "distinct_states": st.distinct,
+                  "terminal_runs": st.terminal, "longest_walk": st.longest,
+                  "seconds": round(st.seconds, 6), "actions": dict(st.fired)},
+        "violation": None if v is None else {
+            "property": v.property, "kind": v.kind, "explanation": v.explanation,
+            "run": sim.violation_run, "trace": trace_to_dict(model, v.path)},
+    }
+
+
+def run(args, out, err) -> int:
+    from reports import TraceView, write_json
+
+    from ..simulate import simulate
+
+    spec = load(args.spec)
+    model = spec.model()
+    properties = select_properties(spec, args.invariants)
+    sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed)
+    st = sim.stats
+    if sim.violation is not None:
+        out.print(TraceView(model, sim.violation, diff=args.diff))
+        out.print(f"{sim.violation.property} violated in walk {sim.violation_run:,} of at most "
+                  f"{sim.max_runs:,} (seed {sim.seed}), after {len(sim.violation.path) - 1} steps; "
+                  f"{st.steps:,} steps in all, {st.distinct:,} distinct states visited, "
+                  f"{st.seconds:.2f} s. The walk is not necessarily a shortest counterexample: "
+                  f"'kmc check {spec.path}' finds one.", markup=False, highlight=False, soft_wrap=True)
+    else:
+        out.print(f"No violation of {', '.join(sim.checked)} in {st.runs:,} walks of at most "
+                  f"{sim.max_steps} steps (seed {sim.seed}): {st.steps:,} steps, "
+                  f"{st.distinct:,} distinct states visited, {st.terminal:,} walks reached a "
+                  f"state with no enabled action, {st.seconds:.2f} s. A simulation proves "
+                  "nothing: 'kmc check' explores every state.", markup=False, highlight=False, soft_wrap=True)
+    if args.json:
+        try:
+            write_json(args.json, result_to_dict(spec, model, sim))
+        except OSError as e:
+            raise UsageError(f"{args.json}: cannot write the JSON result ({e.strerror or e})") from None
+    return cli.EXIT_VIOLATION if sim.violation is not None else cli.EXIT_OK

@@ -1,0 +1,173 @@
+"""The reachable state graph of a model, as a networkx graph, and its export to files.
+
+Nodes are states, keyed by their fingerprint written as 16 hex digits (the fingerprint is
+a state's identity for every engine); edges are transitions. The graph is built by the
+same breadth-first order as the local engine, so it has exactly the engine's distinct
+states, and one edge per generated transition: since a state's enabled actions are all
+different, that is also the number of distinct ``(from, to, action)`` triples.
+
+Generic: the model supplies the texts through the ``label`` and ``action_text``
+functions the caller passes in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import networkx as nx
+
+from .errors import UsageError
+from .fingerprint import fingerprint
+from .kernel import check_state, check_step, split_properties
+from .protocol import successors
+
+FORMATS = (".dot", ".graphml", ".gexf")
+DEFAULT_MAX_STATES = 20_000
+
+
+class GraphTooLarge(UsageError):
+    """The reachable state graph has more states than the limit allows."""
+
+
+def node_id(fp: int) -> str:
+    """The node key of a state with fingerprint ``fp``."""
+    return f"{fp:016x}"
+
+
+def state_graph(model, properties=None, *, max_states=DEFAULT_MAX_STATES, label=None,
+                action_text=None) -> nx.MultiDiGraph:
+    """Explore every reachable state of ``model`` and return its state graph.
+
+    Args:
+        model: an object following ``checker.protocol.Model``.
+        properties: the properties to mark violations of (default: the model's).
+        max_states: refuse graphs with more distinct states than this.
+        label: ``label(state) -> str``, a node's readable text (default: ``repr``).
+        action_text: ``action_text(action) -> str``, an edge's text (default: ``str``).
+
+    Returns:
+        A ``networkx.MultiDiGraph``. Node attributes: ``label``, ``depth`` (the initial
+        state has depth 1), ``initial`` (bool), ``violates`` (the names of the state
+        invariants the state violates, comma-separated, ``""`` for none), ``terminal``
+        (no enabled action). Edge attributes: ``label`` (the action's text), ``action``
+        (its name), ``choice`` (its position among the enabled actions), ``violates``
+        (the step properties the transition violates, comma-separated). The graph's own
+        attributes hold ``distinct_states`` and ``transitions``.
+
+    Raises:
+        GraphTooLarge: more than ``max_states`` states are reachable. The exploration
+            stops as soon as the limit is passed, before any graph is built.
+    """
+    label = label or repr
+    action_text = action_text or str
+    props = list(model.properties() if properties is None else properties)
+    invariants, step_props = split_properties(props)
+    nodes: dict[int, tuple] = {}  # fp -> (state, depth, initial); insertion order = BFS order
+    edges: list[tuple] = []
+    frontier = []
+    for state in model.init_states():
+        fp = fingerprint(model, state)
+        if fp not in nodes:
+            nodes[fp] = (state, 1, True)
+            frontier.append((fp, state))
+    _limit(nodes, max_states)
+    depth = 1
+    while frontier:
+        depth += 1
+        nxt = []
+        for fp, state in frontier:
+            for choice, (action, succ) in enumerate(successors(model, state)):
+                sfp = fingerprint(model, succ)
+                bad = check_step(model, state, action, succ, step_props) if step_props else ()
+                edges.append((fp, sfp, choice, action, bad))
+                if sfp not in nodes:
+                    nodes[sfp] = (succ, depth, False)
+                    nxt.append((sfp, succ))
+            _limit(nodes, max_states)
+        frontier = nxt
+    g = nx.MultiDiGraph(distinct_states=len(nodes), transitions=len(edges))
+    expanded = {e[0] for e in edges}
+    for fp, (state, d, initial) in nodes.items():
+        bad = check_state(model, state, invariants)
+        g.add_node(node_id(fp), label=label(state), depth=d, initial=initial,
+                   violates=",".join(name for name, _ in bad), terminal=fp not in expanded)
+    for src, dst, choice, action, bad in edges:
+        g.add_edge(node_id(src), node_id(dst), key=choice, label=action_text(action),
+                   action=getattr(action, "name", str(action)), choice=choice,
+                   violates=",".join(name for name, _ in bad))
+    return g
+
+
+def _limit(nodes, max_states):
+    if max_states is not None and len(nodes) > max_states:
+        raise GraphTooLarge(
+            f"the state graph has more than {max_states:,} states; raise --max-states "
+            "or shrink the spec's constants")
+
+
+def write_graph(g, path) -> None:
+    """Write ``g`` to ``path`` in the format its suffix names (``.dot``, ``.graphml``,
+    ``.gexf``).
+
+    DOT is written by networkx when pydot is installed, else by ``write_dot`` below
+    (networkx's own DOT writers need pydot or pygraphviz).
+
+    Raises:
+        UsageError: the suffix is not one of ``FORMATS``.
+        OSError: the file cannot be written.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise UsageError(f"{path}: unknown graph format {suffix or '(no suffix)'!r} "
+                         f"(use one of {', '.join(FORMATS)})")
+    if suffix == ".graphml":
+        nx.write_graphml(g, path)
+    elif suffix == ".gexf":
+        nx.write_gexf(g, path)
+    else:
+        try:
+            import pydot  # noqa: F401  (networkx's DOT writer needs it)
+        except ImportError:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(dot_text(g))
+        else:
+            nx.nx_pydot.write_dot(g, path)
+
+
+def _quote(value) -> str:
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{text}"'
+
+
+def _attrs(data, extra=()) -> str:
+    parts = [f"{k}={_quote(v)}" for k, v in data.items()]
+    parts.extend(extra)
+    return f" [{', '.join(parts)}]" if parts else ""
+
+
+def dot_text(g) -> str:
+    """``g`` as Graphviz DOT text: every node and edge attribute is kept (quoted), and
+    initial and violating states are drawn distinctly (``peripheries``, ``color``)."""
+    kind = "digraph" if g.is_directed() else "graph"
+    arrow = "->" if g.is_directed() else "--"
+    lines = [f"{kind} {{",
+             "  node [shape=box, fontname=\"monospace\", fontsize=10];",
+             "  edge [fontname=\"monospace\", fontsize=9];"]
+    for key, value in g.graph.items():
+        lines.append(f"  {key}={_quote(value)};")
+    for n, data in g.nodes(data=True):
+        extra = []
+        if data.get("initial"):
+            extra.append("peripheries=2")
+        if data.get("violates"):
+            extra.append('color="red"')
+        lines.append(f"  {_quote(n)}{_attrs(data, extra)};")
+    edge_iter = g.edges(keys=True, data=True) if g.is_multigraph() else (
+        (u, v, None, d) for u, v, d in g.edges(data=True))
+    for u, v, _key, data in edge_iter:
+        extra = ['color="red"'] if data.get("violates") else []
+        lines.append(f"  {_quote(u)} {arrow} {_quote(v)}{_attrs(data, extra)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,244 @@
+"""The results of a grid of configurations (``kmc matrix``): RESULTS.md and results.json.
+
+``kmc matrix`` runs one configuration per row and hands this module plain row dicts;
+here they become a versioned JSON document (``results_document``), checked against the
+documented schema (``validate``, see docs/results.md), and a Markdown table
+(``to_markdown``). Nothing here runs an engine.
+
+A row (schema version 1)::
+
+    {"id": "hw-r2-isr1-clean-flushed",   # also the stem of its trace files
+     "spec": null | "specs/x.toml",       # the spec file, for a directory of specs
+     "title": str,
+     "model": {...},                      # model.config.Config.as_dict()
+     "verdicts": {invariant: "holds" | "violated" | "unknown"},
+     "expected": {invariant: "holds" | "violated"},   # {} when nothing is expected
+     "expected_from": null | "spec" | "MODEL.md",
+     "matched": null | bool,              # null when nothing is expected
+     "mismatches": [str],
+     "distinct_states": int, "states_generated": int, "depth": int, "seconds": float,
+     "complete": bool, "stopped": null | str,
+     "counterexamples": {invariant: {"length": int, "kind": str, "explanation": str,
+                                     "trace": "traces/<id>-<invariant>.json"}}}
+"""
+
+from __future__ import annotations
+
+from checker.result import HOLDS, UNKNOWN, VIOLATED
+
+SCHEMA_VERSION = 1
+KIND = "kmc-matrix"
+
+SHORT = {
+    "HighWatermarkBelowLogEnd": "HWLE",
+    "CommittedNeverLost": "CNL",
+    "LogsNeverDiverge": "LND",
+    "LeaderEpochMonotonic": "LEM",
+}
+RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279"}
+
+_ROW_FIELDS = {
+    "id": str, "spec": (str, type(None)), "title": str, "model": dict, "verdicts": dict,
+    "expected": dict, "expected_from": (str, type(None)), "matched": (bool, type(None)),
+    "mismatches": list, "distinct_states": int, "states_generated": int, "depth": int,
+    "seconds": (int, float), "complete": bool, "stopped": (str, type(None)),
+    "counterexamples": dict,
+}
+_DOC_FIELDS = {
+    "schema_version": int, "kind": str, "kmc_version": str, "command": str, "title": str,
+    "source": str, "spec_dir": (str, type(None)), "invariants": list, "constants": dict,
+    "max_states": (int, type(None)), "total_seconds": (int, float), "rows": list,
+}
+
+
+def results_document(*, rows, command, title, source, invariants, constants,
+                     spec_dir=None, max_states=None, total_seconds=0.0, note="") -> dict:
+    """The whole results.json document (schema version ``SCHEMA_VERSION``).
+
+    Args:
+        rows: the row dicts, in table order.
+        command: the command line that produced them (shown in RESULTS.md).
+        title: a one-line title.
+        source: ``"grid"`` or ``"specs"``.
+        invariants: the invariant names every row was checked against, in order.
+        constants: for a grid, ``{replica count: {"max_messages", "max_crashes",
+            "max_leader_epoch"}}`` (keys are strings in JSON); ``{}`` for specs.
+        spec_dir: the directory of spec files, for ``source == "specs"``.
+        max_states: the per-row state limit.
+        total_seconds: the wall time of the whole matrix.
+        note: a paragraph shown under the title (why the constants are what they are).
+    """
+    from checker import __version__
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "kmc_version": __version__,
+        "command": command,
+        "title": title,
+        "note": note,
+        "source": source,
+        "spec_dir": spec_dir,
+        "invariants": list(invariants),
+        "constants": {str(k): dict(v) for k, v in constants.items()},
+        "max_states": max_states,
+        "total_seconds": round(total_seconds, 3),
+        "rows": list(rows),
+    }
+
+
+def validate(doc) -> list[str]:
+    """The ways ``doc`` departs from the results.json schema (version 1); ``[]`` if none."""
+    errors = []
+    if not isinstance(doc, dict):
+        return ["the document is not a JSON object"]
+    for key, kind in _DOC_FIELDS.items():
+        if key not in doc:
+            errors.append(f"missing key {key!r}")
+        elif not isinstance(doc[key], kind) or isinstance(doc[key], bool) and kind is int:
+            errors.append(f"{key!r} has the wrong type")
+    if errors:
+        return errors
+    if doc["schema_version"] != SCHEMA_VERSION:
+        errors.append(f"schema_version is {doc['schema_version']}, expected {SCHEMA_VERSION}")
+    if doc["kind"] != KIND:
+        errors.append(f"kind is {doc['kind']!r}, expected {KIND!r}")
+    if doc["source"] not in ("grid", "specs"):
+        errors.append(f"source is {doc['source']!r}")
+    ids = set()
+    for i, row in enumerate(doc["rows"]):
+        where = f"rows[{i}]"
+        if not isinstance(row, dict):
+            errors.append(f"{where} is not an object")
+            continue
+        for key, kind in _ROW_FIELDS.items():
+            if key not in row:
+                errors.append(f"{where}: missing key {key!r}")
+            elif not isinstance(row[key], kind) or isinstance(row[key], bool) and kind is int:
+                errors.append(f"{where}: {key!r} has the wrong type")
+        if any(e.startswith(where + ":") for e in errors):
+            continue
+        if row["id"] in ids:
+            errors.append(f"{where}: duplicate id {row['id']!r}")
+        ids.add(row["id"])
+        for name, verdict in row["verdicts"].items():
+            if verdict not in (HOLDS, VIOLATED, UNKNOWN):
+                errors.append(f"{where}: verdict of {name} is {verdict!r}")
+            if (verdict == VIOLATED) != (name in row["counterexamples"]):
+                errors.append(f"{where}: {name} is {verdict} but its counterexample is "
+                              f"{'present' if name in row['counterexamples'] else 'missing'}")
+        for name, verdict in row["expected"].items():
+            if verdict not in (HOLDS, VIOLATED):
+                errors.append(f"{where}: expected verdict of {name} is {verdict!r}")
+        if (row["matched"] is None) != (not row["expected"]):
+            errors.append(f"{where}: 'matched' must be null exactly when nothing is expected")
+        for name, cx in row["counterexamples"].items():
+            if not isinstance(cx, dict) or not isinstance(cx.get("length"), int) \
+                    or not isinstance(cx.get("trace"), str) or not cx["trace"].startswith("traces/"):
+                errors.append(f"{where}: counterexample of {name} needs an int 'length' and a "
+                              "'trace' path under traces/")
+    return errors
+
+
+# -- Markdown -----------------------------------------------------------------------------
+
+def _seconds(s: float) -> str:
+    if s < 60:
+        return f"{s:.1f} s"
+    return f"{int(s // 60)} min {s % 60:.0f} s"
+
+
+def _cell(row, name) -> str:
+    verdict = row["verdicts"].get(name)
+    if verdict is None:
+        return "–"
+    if verdict == VIOLATED:
+        cx = row["counterexamples"][name]
+        return f"**violated** [{cx['length']} states]({cx['trace']})"
+    return verdict
+
+
+def _expected_cell(row) -> str:
+    if row["matched"] is None:
+        return ""
+    if row["matched"]:
+        src = " (MODEL.md)" if row["expected_from"] == "MODEL.md" else ""
+        return f"as expected{src}"
+    return "**unexpected**: " + "; ".join(row["mismatches"])
+
+
+def _flag(value) -> str:
+    return "on" if value else "off"
+
+
+def _bounds(m) -> str:
+    text = f"{m['max_messages']} msg, {m['max_crashes']} crash, ep ≤ {m['max_leader_epoch']}"
+    return text + (", preferred" if m.get("preferred_election") else "")
+
+
+def _constants_text(constants) -> str:
+    parts = []
+    for r, c in constants.items():
+        crashes = c["max_crashes"]
+        parts.append(f"{r} replicas: {c['max_messages']} messages, {crashes} "
+                     f"crash{'es' if crashes != 1 else ''}, leader epochs ≤ {c['max_leader_epoch']}")
+    return "; ".join(parts)
+
+
+def to_markdown(doc) -> str:
+    """RESULTS.md for a results document: a header saying how it was made, then one
+    table row per configuration."""
+    inv = doc["invariants"]
+    rows = doc["rows"]
+    lines = [f"# {doc['title']}", ""]
+    lines.append(f"Generated by `{doc['command']}` (kmc {doc['kmc_version']}) in "
+                 f"{_seconds(doc['total_seconds'])}. Do not edit by hand: see docs/results.md.")
+    lines.append("")
+    if doc["constants"]:
+        lines.append(f"Constants: {_constants_text(doc['constants'])}.")
+        lines.append("")
+    if doc.get("note"):
+        lines.append(doc["note"])
+        lines.append("")
+    lines.append("Every configuration is explored completely, breadth-first, checking all four "
+                 "invariants and keeping going after a violation, so each invariant gets a "
+                 "verdict. A violated cell links to the shortest counterexample "
+                 "(its length in states, the initial state included); "
+                 "`kmc replay <trace file>` shows it, `--format tla` as TLC would. "
+                 "Bounds: messages produced, crashes, highest leader epoch.")
+    lines.append("")
+    lines.append("Invariants: " + ", ".join(f"{SHORT.get(n, n)} = `{n}`" for n in inv) + ".")
+    limit = doc.get("max_states")
+    if limit:
+        lines.append(f"A run stops at {limit:,} distinct states; its undecided invariants "
+                     "then read *unknown*.")
+    lines.append("")
+    violated = sum(1 for r in rows for v in r["verdicts"].values() if v == VIOLATED)
+    expected = [r for r in rows if r["matched"] is not None]
+    unexpected = [r for r in expected if not r["matched"]]
+    lines.append(f"{len(rows)} configurations, {sum(r['distinct_states'] for r in rows):,} "
+                 f"distinct states in all, {violated} violated verdicts; "
+                 f"{len(expected) - len(unexpected)} of {len(expected)} rows with an expected "
+                 "verdict match it.")
+    lines.append("")
+    head = ["configuration", "rule", "replicas", "bounds", "min ISR", "unclean", "unflushed"]
+    head += [SHORT.get(n, n) for n in inv]
+    head += ["states", "depth", "time", "expected"]
+    lines.append("| " + " | ".join(head) + " |")
+    align = ["---"] * 7 + [":---:"] * len(inv) + ["---:", "---:", "---:", "---"]
+    lines.append("|" + "|".join(align) + "|")
+    for row in rows:
+        m = row["model"]
+        cells = [f"`{row['id']}`", m["truncation"], str(len(m["replicas"])),
+                 _bounds(m), str(m["min_insync_replicas"]),
+                 _flag(m["unclean_leader_election"]), _flag(m["unflushed_loss"])]
+        cells += [_cell(row, n) for n in inv]
+        cells += [f"{row['distinct_states']:,}", str(row["depth"]), _seconds(row["seconds"]),
+                  _expected_cell(row)]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+__all__ = ["KIND", "RULE_SHORT", "SCHEMA_VERSION", "SHORT", "results_document", "to_markdown",
+           "validate"]

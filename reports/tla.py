@@ -1,0 +1,134 @@
+"""Counterexamples as TLC prints them: ``State n: <Action>`` and ``/\\ var = value`` lines.
+
+The text reads like the error trace of TLC, the TLA+ model checker, so that people who
+know TLC (or keep a TLA+ rendering of the same rules) can compare the two line by line.
+Every variable of MODEL.md ("State") is printed for every state, as a TLA+ value:
+
+- replicas are model values (``A``), "no replica" is the model value ``None``;
+- per-replica variables are functions over the replicas: ``(A :> 1 @@ B :> 0)``;
+- a log is a sequence of records: ``<<[epoch |-> 0, id |-> 0]>>``;
+- an in-flight fetch response and the controller state are records;
+- the ISR is a set ``{A, B}``; ``committed`` is the set of ``<<offset, record>>`` pairs.
+
+Variables are printed in MODEL.md's order, not alphabetically. TLC names a state by the
+action's definition and its location in the module; kmc has no module, so a header
+names the action as ``kmc check`` does, e.g. ``State 3: <Crash(B, keeps 1)>``.
+"""
+
+from __future__ import annotations
+
+VARIABLES = ("alive", "log", "hw", "epoch", "leader", "remote_leo", "inflight",
+             "quorum", "produced", "crashes", "committed")
+
+
+def boolean(value: bool) -> str:
+    return "TRUE" if value else "FALSE"
+
+
+def sequence(items) -> str:
+    return "<<" + ", ".join(items) + ">>"
+
+
+def tla_set(items) -> str:
+    return "{" + ", ".join(items) + "}"
+
+
+def record(fields) -> str:
+    """A TLA+ record from ``(field, text)`` pairs, in the given order."""
+    return "[" + ", ".join(f"{k} |-> {v}" for k, v in fields) + "]"
+
+
+def function(pairs) -> str:
+    """A function written with TLC's ``:>`` and ``@@`` operators from ``(key, text)``."""
+    return "(" + " @@ ".join(f"{k} :> {v}" for k, v in pairs) + ")"
+
+
+def _replica(model, r) -> str:
+    return "None" if r is None else model.name(r)
+
+
+def _record(rec) -> str:
+    epoch, rid = rec
+    return record((("epoch", str(epoch)), ("id", str(rid))))
+
+
+def _log(log) -> str:
+    return sequence(_record(x) for x in log)
+
+
+def _fetch(model, f) -> str:
+    if f is None:
+        return "None"
+    return record((("leader", _replica(model, f.leader)), ("epoch", str(f.epoch)),
+                   ("start", str(f.start)), ("records", _log(f.records)),
+                   ("leader_hw", str(f.leader_hw))))
+
+
+def state_variables(model, state) -> list[tuple[str, str]]:
+    """``(variable, TLA+ value)`` for every variable of a Kafka model state, in
+    ``VARIABLES`` order."""
+    reps = list(enumerate(state.replicas))
+    names = [model.name(r) for r, _ in reps]
+
+    def per_replica(fn):
+        return function((names[r], fn(rep)) for r, rep in reps)
+
+    q = state.quorum
+    return [
+        ("alive", per_replica(lambda rep: boolean(rep.alive))),
+        ("log", per_replica(lambda rep: _log(rep.log))),
+        ("hw", per_replica(lambda rep: str(rep.hw))),
+        ("epoch", per_replica(lambda rep: str(rep.epoch))),
+        ("leader", per_replica(lambda rep: _replica(model, rep.leader))),
+        ("remote_leo", per_replica(
+            lambda rep: function((names[i], str(n)) for i, n in enumerate(rep.remote_leo)))),
+        ("inflight", per_replica(lambda rep: _fetch(model, rep.inflight))),
+        ("quorum", record((("leader", _replica(model, q.leader)), ("epoch", str(q.epoch)),
+                           ("isr", tla_set(model.name(r) for r in q.isr))))),
+        ("produced", str(state.produced)),
+        ("crashes", str(state.crashes)),
+        ("committed", tla_set(sequence((str(offset), _record((epoch, rid))))
+                              for offset, epoch, rid in state.committed)),
+    ]
+
+
+def state_text(model, state) -> str:
+    """A state as TLC's conjunction of ``/\\ var = value`` lines."""
+    return "\n".join(f"/\\ {name} = {value}" for name, value in state_variables(model, state))
+
+
+def step_header(model, index, action) -> str:
+    """``State 1: <Initial predicate>`` or ``State n: <Action(R)>``."""
+    if action is None:
+        return f"State {index}: <Initial predicate>"
+    return f"State {index}: <{model.format_action(action)}>"
+
+
+def trace_text(model, path) -> str:
+    """Every state of a ``checker.result.Path``, a header and its variables each,
+    separated by blank lines."""
+    blocks = []
+    for index, step in enumerate(path.steps, 1):
+        blocks.append(step_header(model, index, step.action) + "\n" + state_text(model, step.state))
+    return "\n\n".join(blocks) + "\n"
+
+
+def violation_text(model, violation, stats=None) -> str:
+    """A violation the way TLC reports one: the error line, the behaviour, then (as a
+    TLA+ comment) kmc's explanation, and, given a ``stats`` dict of the JSON result
+    format (``distinct_states``, ``states_generated``, ``depth``), TLC's closing counts.
+    """
+    kind = "Action property" if violation.kind == "step" else "Invariant"
+    lines = [f"Error: {kind} {violation.property} is violated.",
+             "Error: The behavior up to this point is:",
+             trace_text(model, violation.path)]
+    lines.append(f"\\* {violation.property}: {violation.explanation}")
+    if stats:
+        lines.append(f"{stats['states_generated']} states generated, "
+                     f"{stats['distinct_states']} distinct states found.")
+        lines.append(f"The depth of the complete state graph search is {stats['depth']}.")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["VARIABLES", "state_text", "state_variables", "step_header", "trace_text",
+           "violation_text"]

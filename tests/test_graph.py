@@ -1,0 +1,110 @@
+"""``kmc graph``: the reachable state graph, exported as DOT, GraphML and GEXF.
+
+Edges are counted as generated transitions: one per (state, enabled action), which is
+also the number of distinct (from, to, action) triples, since a state's enabled actions
+are all different. It equals the local engine's "states generated" minus the initial
+states.
+"""
+
+from __future__ import annotations
+
+import re
+
+import networkx as nx
+import pytest
+
+from checker.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from checker.graph import GraphTooLarge, dot_text, state_graph
+from checker.local import LocalEngine, Options
+from model import Config, KafkaModel
+from model.spec import load_spec
+
+TINY = """title = "tiny"
+[model]
+replicas = 2
+max_messages = 1
+max_crashes = 0
+max_leader_epoch = 1
+truncation = "high-watermark"
+"""
+TINY_STATES, TINY_TRANSITIONS = 18, 27
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    return path
+
+
+def test_tiny_counts_equal_the_local_engine(tiny):
+    spec = load_spec(tiny)
+    result = LocalEngine(spec.model(), spec.properties(), Options(keep_going=True)).run()
+    assert result.stats.distinct == TINY_STATES
+    assert result.stats.generated - 1 == TINY_TRANSITIONS
+    g = state_graph(spec.model(), spec.properties())
+    assert (g.number_of_nodes(), g.number_of_edges()) == (TINY_STATES, TINY_TRANSITIONS)
+    triples = {(u, v, d["label"]) for u, v, d in g.edges(data=True)}
+    assert len(triples) == TINY_TRANSITIONS
+
+
+@pytest.mark.parametrize("suffix", [".dot", ".graphml", ".gexf"])
+def test_tiny_export_in_every_format(tiny, tmp_path, suffix, capsys):
+    out = tmp_path / f"g{suffix}"
+    assert main(["graph", str(tiny), "--out", str(out)]) == EXIT_OK
+    assert f"{TINY_STATES} states, {TINY_TRANSITIONS} transitions" in capsys.readouterr().out
+    if suffix == ".dot":
+        text = out.read_text()
+        assert text.startswith("digraph {")
+        edges = [line for line in text.splitlines() if " -> " in line]
+        nodes = [line for line in text.splitlines() if re.match(r'^  "[0-9a-f]{16}" \[', line)]
+        assert (len(nodes), len(edges)) == (TINY_STATES, TINY_TRANSITIONS)
+        assert sum("initial=\"true\"" in line for line in nodes) == 1
+        return
+    g = nx.read_graphml(out) if suffix == ".graphml" else nx.read_gexf(out)
+    assert (g.number_of_nodes(), g.number_of_edges()) == (TINY_STATES, TINY_TRANSITIONS)
+    initial = [n for n, d in g.nodes(data=True) if d["initial"] in (True, "true")]
+    assert len(initial) == 1
+    assert g.nodes[initial[0]]["label"] == "A* - hw0 e0 | B - hw0 e0 | ctl A e0 isr A,B"
+    labels = sorted({d["label"] for _, _, d in g.edges(data=True)})
+    assert labels == ["ExpandIsr(B)", "FetchRequest(B)", "FetchResponse(B)", "Produce(A)", "ShrinkIsr(B)"]
+
+
+def test_violating_states_are_marked():
+    model = KafkaModel(Config(max_messages=1, max_crashes=1, max_leader_epoch=1, unclean_leader_election=True))
+    g = state_graph(model)
+    assert (g.number_of_nodes(), g.number_of_edges()) == (222, 416)
+    bad = [n for n, d in g.nodes(data=True) if d["violates"]]
+    assert len(bad) == 10
+    assert {g.nodes[n]["violates"] for n in bad} == {"CommittedNeverLost"}
+    assert all(g.nodes[n]["depth"] >= 2 for n in bad)
+    text = dot_text(g)
+    assert text.count('color="red"') == 10  # no step property fails here, so no red edge
+
+
+def test_over_the_limit_is_refused_before_building(tiny, tmp_path, capsys):
+    with pytest.raises(GraphTooLarge):
+        state_graph(load_spec(tiny).model(), max_states=TINY_STATES - 1)
+    out = tmp_path / "g.dot"
+    assert main(["graph", str(tiny), "--out", str(out), "--max-states", str(TINY_STATES - 1)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "more than 17 states" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+    assert main(["graph", str(tiny), "--out", str(out), "--max-states", str(TINY_STATES)]) == EXIT_OK
+
+
+@pytest.mark.parametrize("name", ["g.png", "g", "g.json"])
+def test_unknown_suffix_is_a_one_line_error(tiny, tmp_path, capsys, name):
+    assert main(["graph", str(tiny), "--out", str(tmp_path / name)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "unknown graph format" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / name).exists()
+
+
+def test_dot_quotes_awkward_labels():
+    g = nx.MultiDiGraph()
+    g.add_node("a", label='say "hi"\\ there\nnext', initial=True, violates="")
+    g.add_edge("a", "a", label="loop")
+    text = dot_text(g)
+    assert r'label="say \"hi\"\\ there\nnext"' in text
+    assert '"a" -> "a" [label="loop"];' in text

@@ -1,0 +1,185 @@
+"""``kmc matrix``: a grid of configurations, or a directory of specs, into a results table."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checker.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED, main
+from checker.commands.matrix import grid, known_verdicts, row_id
+from checker.commands.replay import load_document, replay
+from reports.matrix import validate
+
+REPO = Path(__file__).resolve().parent.parent
+INVARIANTS = ["HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic"]
+
+# MODEL.md, "Known verdicts this model must reproduce": 2 replicas, min ISR 1, 2 messages,
+# 2 crashes, epochs <= 2. (rule, unclean, unflushed) -> (CommittedNeverLost, LogsNeverDiverge).
+# Written out again here, independently of checker/commands/matrix.py's copy.
+MODEL_MD = {
+    ("high-watermark", False, False): ("violated", "violated"),
+    ("leader-epoch", False, False): ("holds", "holds"),
+    ("leader-epoch-kip279", False, False): ("holds", "holds"),
+    ("high-watermark", False, True): ("violated", "violated"),
+    ("leader-epoch", False, True): ("violated", "violated"),
+    ("leader-epoch-kip279", False, True): ("violated", "holds"),
+    ("high-watermark", True, False): ("violated", "violated"),
+    ("leader-epoch", True, False): ("violated", "violated"),
+    ("leader-epoch-kip279", True, False): ("violated", "holds"),
+}
+
+
+@pytest.fixture(scope="module")
+def small_grid(tmp_path_factory):
+    """The 2-replica, min-ISR-1 slice of the default grid: 3 rules x unclean x unflushed."""
+    out = tmp_path_factory.mktemp("grid")
+    code = main(["matrix", "--replicas", "2", "--min-isr", "1", "--out", str(out)])
+    return code, out, json.loads((out / "results.json").read_text())
+
+
+def test_small_grid_verdicts_match_model_md(small_grid):
+    code, out, doc = small_grid
+    assert code == EXIT_OK
+    assert len(doc["rows"]) == 12
+    checked = 0
+    for row in doc["rows"]:
+        m = row["model"]
+        assert row["verdicts"]["HighWatermarkBelowLogEnd"] == "holds"
+        assert row["verdicts"]["LeaderEpochMonotonic"] == "holds"
+        key = (m["truncation"], m["unclean_leader_election"], m["unflushed_loss"])
+        if key in MODEL_MD:
+            cnl, lnd = MODEL_MD[key]
+            assert row["verdicts"]["CommittedNeverLost"] == cnl, row["id"]
+            assert row["verdicts"]["LogsNeverDiverge"] == lnd, row["id"]
+            assert row["matched"] is True and row["expected_from"] == "MODEL.md"
+            checked += 1
+        else:
+            assert row["matched"] is None and row["expected"] == {}
+    assert checked == 9
+
+
+def test_small_grid_pinned_numbers(small_grid):
+    _, _, doc = small_grid
+    rows = {r["id"]: r for r in doc["rows"]}
+    seed = rows["hw-r2-isr1-clean-flushed"]
+    assert (seed["distinct_states"], seed["depth"]) == (4913, 20)
+    assert seed["counterexamples"]["CommittedNeverLost"]["length"] == 10
+    assert seed["complete"] is True
+    assert rows["kip279-r2-isr1-clean-flushed"]["distinct_states"] == 4267
+
+
+def test_results_json_follows_its_schema(small_grid):
+    _, _, doc = small_grid
+    assert doc["schema_version"] == 1 and doc["kind"] == "kmc-matrix"
+    assert validate(doc) == []
+    assert doc["invariants"] == INVARIANTS
+    assert doc["constants"] == {"2": {"max_messages": 2, "max_crashes": 2, "max_leader_epoch": 2}}
+    assert doc["command"].startswith("kmc matrix --replicas 2 --min-isr 1 --out ")
+    broken = json.loads(json.dumps(doc))
+    broken["rows"][0]["verdicts"]["CommittedNeverLost"] = "maybe"
+    del broken["rows"][1]["depth"]
+    errors = validate(broken)
+    assert any("maybe" in e for e in errors) and any("depth" in e for e in errors)
+    assert validate({"schema_version": 2}) != []
+
+
+def test_results_md_links_every_trace_and_the_traces_replay(small_grid):
+    _, out, doc = small_grid
+    text = (out / "RESULTS.md").read_text()
+    table = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(table) == 12
+    links = re.findall(r"\]\((traces/[^)]+\.json)\)", text)
+    expected = [cx["trace"] for r in doc["rows"] for cx in r["counterexamples"].values()]
+    assert sorted(links) == sorted(expected) and links
+    assert sorted(p.name for p in (out / "traces").iterdir()) == sorted(Path(x).name for x in expected)
+    row = next(r for r in doc["rows"] if r["id"] == "le-r2-isr1-clean-unflushed")
+    cx = row["counterexamples"]["LogsNeverDiverge"]
+    model, violation = replay(cx["trace"], load_document(out / cx["trace"]), "LogsNeverDiverge")
+    assert len(violation.path) == cx["length"]
+    assert model.config.truncation == "leader-epoch" and model.config.unflushed_loss
+
+
+def test_spec_dir_reports_expected_equals_got(tmp_path, capsys):
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for name in ("hw-data-loss", "le-unflushed", "kip279-unclean"):
+        shutil.copy(REPO / "specs" / f"{name}.toml", specs)
+    out = tmp_path / "out"
+    assert main(["matrix", str(specs), "--out", str(out)]) == EXIT_OK
+    doc = json.loads((out / "results.json").read_text())
+    assert validate(doc) == [] and doc["source"] == "specs"
+    assert [r["id"] for r in doc["rows"]] == ["hw-data-loss", "kip279-unclean", "le-unflushed"]
+    for row in doc["rows"]:
+        assert row["expected_from"] == "spec" and row["matched"] is True
+        for name, want in row["expected"].items():
+            assert row["verdicts"][name] == want
+        assert list(row["verdicts"]) == INVARIANTS  # all four, whatever the spec checks
+    assert "as expected" in (out / "RESULTS.md").read_text()
+
+
+def test_spec_dir_with_a_wrong_expectation_exits_3(tmp_path, capsys):
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    text = (REPO / "specs" / "hw-data-loss.toml").read_text()
+    (specs / "wrong.toml").write_text(text.replace('CommittedNeverLost = "violated"', 'CommittedNeverLost = "holds"'))
+    out = tmp_path / "out"
+    assert main(["matrix", str(specs), "--out", str(out)]) == EXIT_UNEXPECTED
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["rows"][0]["matched"] is False
+    assert "**unexpected**" in (out / "RESULTS.md").read_text()
+
+
+@pytest.mark.parametrize("argv", [
+    ["--rules", "hw,nope"],
+    ["--replicas", "two"],
+    ["--unclean", "maybe"],
+    ["--min-isr", "9"],
+    ["--crashes", "99"],
+])
+def test_bad_grid_options_are_one_line_errors(argv, tmp_path, capsys):
+    assert main(["matrix", *argv, "--out", str(tmp_path)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_spec_dir_errors(tmp_path, capsys):
+    assert main(["matrix", str(tmp_path / "none"), "--out", str(tmp_path)]) == EXIT_BAD_INPUT
+    assert main(["matrix", str(tmp_path), "--out", str(tmp_path / "o")]) == EXIT_BAD_INPUT  # no specs
+    (tmp_path / "a.toml").write_text("[model]\nreplicas = 2\n")  # no truncation
+    assert main(["matrix", str(tmp_path), "--out", str(tmp_path / "o")]) == EXIT_BAD_INPUT
+    assert main(["matrix", str(tmp_path), "--rules", "hw", "--out", str(tmp_path / "o")]) == EXIT_BAD_INPUT
+    assert "cannot be combined" in capsys.readouterr().err
+
+
+def test_grid_shape_and_ids():
+    configs = grid(["high-watermark", "leader-epoch", "leader-epoch-kip279"], [2, 3], None,
+                   [False, True], [False, True])
+    assert len(configs) == 3 * (2 + 3) * 2 * 2
+    ids = [row_id(c) for c in configs]
+    assert len(set(ids)) == len(ids)
+    assert ids[0] == "hw-r2-isr1-clean-flushed" and ids[-1] == "kip279-r3-isr3-unclean-unflushed"
+    three = next(c for c in configs if c.n == 3)
+    assert (three.max_messages, three.max_crashes, three.max_leader_epoch) == (2, 1, 2)
+    assert known_verdicts(configs[0]) == {"CommittedNeverLost": "violated", "LogsNeverDiverge": "violated"}
+    assert known_verdicts(three) == {}
+
+
+def test_published_results_are_current():
+    """reports/results.json is the default grid's output: it follows the schema, covers the
+    whole grid, and agrees with MODEL.md wherever MODEL.md has a verdict."""
+    path = REPO / "reports" / "results.json"
+    if not path.exists():
+        pytest.skip("reports/results.json not generated yet (kmc matrix --out reports)")
+    doc = json.loads(path.read_text())
+    assert validate(doc) == []
+    assert doc["command"] == "kmc matrix --out reports"
+    assert len(doc["rows"]) == 60
+    assert all(r["matched"] is not False for r in doc["rows"])
+    assert sum(r["matched"] is True for r in doc["rows"]) == 9
+    for row in doc["rows"]:
+        for cx in row["counterexamples"].values():
+            assert (REPO / "reports" / cx["trace"]).is_file()

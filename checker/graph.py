@@ -125,49 +125,23 @@ def write_graph(g, path) -> None:
     elif suffix == ".gexf":
         nx.write_gexf(g, path)
     else:
-        try:
-            import pydot  # noqa: F401  (networkx's DOT writer needs it)
-        except ImportError:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(dot_text(g))
-        else:
-            nx.nx_pydot.write_dot(g, path)
-
-
-def _quote(value) -> str:
-    if isinstance(value, bool):
-        value = "true" if value else "false"
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{text}"'
-
-
-def _attrs(data, extra=()) -> str:
-    parts = [f"{k}={_quote(v)}" for k, v in data.items()]
-    parts.extend(extra)
-    return f" [{', '.join(parts)}]" if parts else ""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(dot_text(g))
 
 
 def dot_text(g) -> str:
-    """``g`` as Graphviz DOT text: every node and edge attribute is kept (quoted), and
-    initial and violating states are drawn distinctly (``peripheries``, ``color``)."""
-    kind = "digraph" if g.is_directed() else "graph"
-    arrow = "->" if g.is_directed() else "--"
-    lines = [f"{kind} {{",
-             "  node [shape=box, fontname=\"monospace\", fontsize=10];",
-             "  edge [fontname=\"monospace\", fontsize=9];"]
-    for key, value in g.graph.items():
-        lines.append(f"  {key}={_quote(value)};")
-    for n, data in g.nodes(data=True):
-        extra = []
+    """``g`` as Graphviz DOT text, written by pydot through networkx: every node and edge
+    attribute is kept, initial states get a double border and violating states and
+    transitions are drawn red."""
+    h = g.copy()
+    for _, data in h.nodes(data=True):
         if data.get("initial"):
-            extra.append("peripheries=2")
+            data["peripheries"] = 2
         if data.get("violates"):
-            extra.append('color="red"')
-        lines.append(f"  {_quote(n)}{_attrs(data, extra)};")
-    edge_iter = g.edges(keys=True, data=True) if g.is_multigraph() else (
-        (u, v, None, d) for u, v, d in g.edges(data=True))
-    for u, v, _key, data in edge_iter:
-        extra = ['color="red"'] if data.get("violates") else []
-        lines.append(f"  {_quote(u)} {arrow} {_quote(v)}{_attrs(data, extra)};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+            data["color"] = "red"
+    for *_, data in h.edges(data=True):
+        if data.get("violates"):
+            data["color"] = "red"
+    h.graph["node"] = {"shape": "box", "fontname": "monospace", "fontsize": "10"}
+    h.graph["edge"] = {"fontname": "monospace", "fontsize": "9"}
+    return nx.nx_pydot.to_pydot(h).to_string()

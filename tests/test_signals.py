@@ -5,47 +5,19 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from checker import LocalEngine, Options, checkpoint
-from checker.checkpoint import CheckpointError, StopOnSignals
+from checker.checkpoint import StopOnSignals
 from model.spec import load_spec
+from test_checkpoint import kmc, kmc_run, wait_for_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
 LE3 = SPECS / "le-three-replicas.toml"
 HW_FAST = SPECS / "hw-fast-leader-change.toml"
-
-
-def kmc(*args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "checker.cli", *map(str, args)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def kmc_run(*args, timeout=120):
-    p = kmc(*args)
-    out, err = p.communicate(timeout=timeout)
-    return p.returncode, out, err
-
-
-def wait_for_checkpoint(directory, proc, min_depth, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if checkpoint.read_header(directory)["depth"] >= min_depth:
-                return
-        except CheckpointError:  # none yet
-            pass
-        if proc.poll() is not None:
-            pytest.fail(f"kmc exited ({proc.returncode}) before a checkpoint at depth {min_depth}")
-        time.sleep(0.02)
-    proc.kill()
-    pytest.fail(f"no checkpoint at depth {min_depth} within {timeout} s")
 
 
 def assert_le3_counts(doc):

@@ -17,11 +17,12 @@ from .json_result import (
 )
 from .markdown import result_to_markdown, trace_to_markdown
 from .progress import ProgressDisplay
+from .tla import state_text, trace_text, violation_text
 from .terminal import ResultView, StateView, TraceView, describe_step, diff_lines
 
 __all__ = [
     "ProgressDisplay", "ResultView", "SCHEMA_VERSION", "StateView", "TraceView",
     "action_to_dict", "describe_step", "diff_lines", "expectation", "result_to_dict",
-    "result_to_markdown", "state_from_dict", "state_to_dict", "trace_to_dict",
-    "trace_to_markdown", "verdicts", "write_json",
+    "result_to_markdown", "state_from_dict", "state_text", "state_to_dict", "trace_text",
+    "trace_to_dict", "trace_to_markdown", "violation_text", "verdicts", "write_json",
 ]

@@ -1,0 +1,691 @@
+"""The Spark engine: the local engine's breadth-first search, distributed with Apache Spark.
+
+The search is level-synchronous, like ``checker.local``. Every state and every seen
+fingerprint lives in one RDD, partitioned by fingerprint: partition ``fp % n`` owns the
+fingerprint ``fp``. Each partition of that RDD holds
+
+- one *seen block*: the partition's share of the seen-set, as three flat arrays
+  (fingerprint, parent fingerprint, choice; an initial state has parent 0 and choice
+  ``-1 - init_index``): TLC's parent pointers, kept on the executors;
+- the partition's share of the frontier (the newest level), as pickled chunks of
+  ``(fingerprint, path, state)``, where ``path = (init_index, choice, ...)``;
+- one summary record: what the driver needs to know about the level.
+
+One level is one Spark job of two stages. The first expands the frontier on the
+executors with the shared kernel (``checker.kernel.expand``), drops the successors its
+own partition has already seen, and routes the others to the partitions that own their
+fingerprints (a shuffle of pickled blobs, one per chunk and owner). The second reads
+each partition's seen block and its incoming successors side by side (the union of two
+RDDs with the same partitioner, which Spark lays out partition by partition, so the
+seen-set never moves), drops what was seen, checks the invariants on the new states, and
+writes the next version of the partition. The driver collects only the summaries:
+counts, per-action counters and, per property, the violation with the least path.
+
+Why the counterexamples equal the local engine's: the local engine expands a level in
+discovery order and successors in action order, so the path it reports for a state is the
+lexicographically least of its shortest paths, and the violation it reports for a
+property is the one with the least path in the first level where the property fails.
+This engine carries each frontier state's path, keeps the least path when one
+fingerprint arrives several times in a level, and picks the least path among a level's
+violations, so both engines report the same paths; the full states of a counterexample
+are recovered on the driver by replaying the path (``checker.trace.replay_choices``).
+
+Fault tolerance: tasks have no side effects besides the data they return, and every
+count is computed from that data (no accumulators), so a task Spark retries or runs twice
+cannot change a result. Lineage is cut after every level: the new RDD is persisted and
+locally checkpointed (or, with ``checkpoint_dir``, checkpointed to that directory), and
+the previous level's RDD is unpersisted.
+
+Known limitation: a local checkpoint lives in the executors' block managers. When an
+executor is lost (a cluster node dies), the blocks it held cannot be recomputed and the
+run fails with an ``EngineError``; give ``checkpoint_dir`` (a directory every node can
+reach, e.g. on HDFS) to survive that, at the price of writing the seen-set once a level.
+"""
+
+from __future__ import annotations
+
+import io
+import operator
+import os
+import pickle
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from array import array
+from functools import partial
+
+import attrs
+
+from .errors import EngineError
+from .fingerprint import fingerprint
+from .kernel import check_state, expand, split_properties
+from .local import Options
+from .result import CheckResult, Stats, Violation
+from .trace import replay_choices
+
+_SEEN = "seen"  # record tags of the state RDD
+_FRONT = "front"
+_SUMMARY = "sum"
+_CHUNK = 2048  # frontier states per pickled chunk
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: |$)")
+
+# Spark's own start-up messages ("Using Spark's default log4j profile", native-library
+# warnings) are printed before setLogLevel can run; this configuration silences them. The
+# root level stays at WARN until setLogLevel("ERROR") right after start-up: a PySpark
+# driver whose root level is not WARN prints "Setting default log level" on stderr.
+_QUIET_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+"""
+# Lines the JVM prints on stderr before any logging is configured.
+_JVM_NOISE = ("WARNING: Using incubator modules",)
+
+
+class SparkEngine:
+    """Breadth-first exploration of a model on Apache Spark.
+
+    Gives exactly the ``LocalEngine``'s counts, verdicts and counterexample paths.
+
+    Args:
+        model: an object following ``checker.protocol.Model``; it, its states and the
+            property functions are pickled to the executors.
+        properties: the properties to check (default: all of ``model.properties()``).
+        options: a ``checker.local.Options`` (``progress_seconds`` is not used: progress
+            is reported once a level).
+        progress: called with a ``Stats`` snapshot after every level.
+        master: the Spark master URL for a session this engine creates (default
+            ``"local[*]"``); ignored when a SparkContext is already running (for example
+            under ``spark-submit``), which is then used.
+        partitions: how many partitions the state space is split into (default:
+            ``spark.default.parallelism`` if set, else twice the default parallelism).
+        verbose: keep Spark's own log messages.
+        checkpoint_dir: checkpoint every level reliably into this directory instead of
+            checkpointing locally (see the module's docstring).
+
+    Set ``stop_requested`` to a reason (e.g. ``"interrupted"``) from another thread or a
+    signal handler to stop at the next level boundary; ``cancel()`` also aborts the level
+    being computed, whose partial work is then dropped.
+    """
+
+    name = "spark"
+
+    def __init__(self, model, properties=None, options=None, progress=None, *,
+                 master=None, partitions=None, verbose=False, checkpoint_dir=None,
+                 _fail_first_attempt=False):
+        self.model = model
+        self.properties = list(model.properties() if properties is None else properties)
+        self.invariants, self.step_props = split_properties(self.properties)
+        self.options = options or Options()
+        self.progress = progress
+        self.master = master
+        self.partitions = partitions
+        self.verbose = verbose
+        self.checkpoint_dir = checkpoint_dir
+        # Test hook: every expansion task of partition 0 fails on its first attempt, so
+        # that Spark retries it; the result must not change.
+        self._fail_first_attempt = _fail_first_attempt
+        self.stop_requested = None
+        self.stats = Stats()
+        self.found: dict[str, tuple] = {}  # property -> (kind, explanation, path, fp)
+        self._sc = None
+        self._group = f"kmc-{id(self):x}"
+
+    # -- the search ---------------------------------------------------------------
+
+    def run(self) -> CheckResult:
+        """Explore, and return the result (with full counterexample paths).
+
+        Raises:
+            EngineError: Spark could not start, or a Spark job failed.
+        """
+        if partitions_bad(self.partitions):
+            raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
+        started = time.perf_counter()
+        sc, owned = spark_context(self.master, self.verbose)
+        self._sc = sc
+        try:
+            return self._explore(sc, started)
+        finally:
+            self._sc = None
+            if owned:
+                sc.stop()
+
+    def cancel(self, reason="interrupted"):
+        """Stop as soon as possible: abort the level being computed (it is dropped)."""
+        self.stop_requested = reason
+        sc = self._sc
+        if sc is not None:
+            try:
+                sc.cancelJobGroup(self._group)
+            except Exception:  # the context may be stopping; the flag is enough then
+                pass
+
+    def _explore(self, sc, started) -> CheckResult:
+        from pyspark import StorageLevel
+
+        model, stats = self.model, self.stats
+        n = self.partitions or _default_partitions(sc)
+        sc.setJobGroup(self._group, "kmc breadth-first search", interruptOnCancel=False)
+        if self.checkpoint_dir:
+            sc.setCheckpointDir(self.checkpoint_dir)
+        merge = partial(_merge_partition, model, self.invariants)
+        grow = partial(_expand_partition, model, self.step_props, n, self._fail_first_attempt)
+
+        def materialize(rdd):
+            rdd.persist(StorageLevel.MEMORY_AND_DISK)
+            if self.checkpoint_dir:
+                rdd.checkpoint()
+            else:
+                rdd.localCheckpoint()
+            try:
+                return rdd.filter(_is_summary).map(_payload).collect()
+            except Exception as e:
+                rdd.unpersist()
+                if self.stop_requested is not None:
+                    return None
+                raise EngineError(f"a Spark job failed at depth {stats.depth + 1}: {_one_line(e)}") from e
+
+        # Level 1: the initial states, deduplicated on the driver (they are few).
+        inits = model.init_states()
+        stats.generated = len(inits)
+        buckets: dict[int, list] = {}
+        where = set()
+        for i, state in enumerate(inits):
+            fp = fingerprint(model, state)
+            if fp not in where:
+                where.add(fp)
+                buckets.setdefault(fp % n, []).append((fp, (i,), None, None, state))
+        blobs = [(owner, _dumps(items)) for owner, items in buckets.items()]
+        start = sc.parallelize(blobs, max(1, min(n, len(blobs)))).partitionBy(n, _owner)
+        current = start.mapPartitionsWithIndex(merge, preservesPartitioning=True)
+        summaries = materialize(current)
+        if summaries is None:
+            return self._result(self.stop_requested, 0, started)
+        level_new = self._absorb(summaries)
+        stats.depth = 1 if level_new else 0
+        stats.levels = [level_new]
+        frontier = level_new
+        stopped = self._stop_reason_after_level(frontier)
+
+        max_depth = self.options.max_depth
+        while frontier and stopped is None:
+            if self.stop_requested is not None:
+                stopped = self.stop_requested
+                break
+            if max_depth is not None and stats.depth >= max_depth:
+                stopped = "max-depth"
+                break
+            routed = current.mapPartitionsWithIndex(grow).partitionBy(n, _owner)
+            both = _union(sc, current, routed)
+            following = both.mapPartitionsWithIndex(merge, preservesPartitioning=True)
+            summaries = materialize(following)
+            if summaries is None:  # cancelled: the level is dropped, the last one stands
+                stopped = self.stop_requested
+                break
+            current.unpersist()
+            current = following
+            frontier = self._absorb(summaries)
+            if frontier:
+                stats.depth += 1
+                stats.levels.append(frontier)
+            self._tick(started, frontier)
+            stopped = self._stop_reason_after_level(frontier)
+        current.unpersist()
+        return self._result(stopped, frontier, started)
+
+    def _absorb(self, summaries):
+        """Add a level's summaries to the stats and its violations to ``found``.
+
+        Returns the number of new states. A property that already failed keeps its
+        first (shallower) violation; one that fails for the first time gets the violation
+        with the least path of this level, which is the one the local engine meets first.
+        """
+        stats = self.stats
+        new_states = 0
+        candidates: dict[str, tuple] = {}  # property -> (path, kind, explanation, fp)
+        for _index, count, new_by_action, state_bad, metas in summaries:
+            new_states += count
+            for name, k in new_by_action.items():
+                stats.new[name] = stats.new.get(name, 0) + k
+            for prop, (path, why, fp) in state_bad.items():
+                _keep_least(candidates, prop, (path, "always", why, fp))
+            for terminal, generated, fired, step_bad in metas:
+                stats.terminal += terminal
+                stats.generated += generated
+                for name, k in fired.items():
+                    stats.fired[name] = stats.fired.get(name, 0) + k
+                for prop, (path, why) in step_bad.items():
+                    _keep_least(candidates, prop, (path, "step", why, None))
+        stats.distinct += new_states
+        for prop, (path, kind, why, fp) in candidates.items():
+            if prop not in self.found:
+                self.found[prop] = (kind, why, path, fp)
+        return new_states
+
+    def _stop_reason_after_level(self, frontier):
+        if self.found:
+            if not self.options.keep_going:
+                return "violation"
+            if all(p.name in self.found for p in self.properties):
+                return "violation"
+        limit = self.options.max_states
+        if limit is not None and self.stats.distinct >= limit and frontier:
+            return "max-states"
+        return None
+
+    def _tick(self, started, queue):
+        if self.progress is None:
+            return
+        self.stats.queue = queue
+        self.progress(attrs.evolve(self.stats, seconds=self.stats.seconds + time.perf_counter() - started,
+                                   levels=list(self.stats.levels), fired=dict(self.stats.fired),
+                                   new=dict(self.stats.new)))
+
+    # -- results ------------------------------------------------------------------
+
+    def _result(self, stopped, frontier, started) -> CheckResult:
+        stats = self.stats
+        stats.seconds += time.perf_counter() - started
+        stats.queue = frontier
+        violations = {}
+        for prop in (p.name for p in self.properties):
+            if prop not in self.found:
+                continue
+            kind, why, path, fp = self.found[prop]
+            trace = replay_choices(self.model, path[0], path[1:])
+            if fp is not None and fingerprint(self.model, trace.steps[-1].state) != fp:
+                raise EngineError(f"trace replay for {prop} does not reach the violating state")
+            violations[prop] = Violation(prop, kind, why, trace)
+        complete = stopped is None or (stopped == "violation" and not frontier)
+        return CheckResult(
+            engine=self.name,
+            checked=[p.name for p in self.properties],
+            stats=stats,
+            violations=violations,
+            complete=complete,
+            stopped=stopped,
+            max_depth=self.options.max_depth,
+        )
+
+def spark_context(master=None, verbose=False):
+    """The running SparkContext, or a new one.
+
+    Args:
+        master: the master URL of a new context (default ``"local[*]"``).
+        verbose: keep Spark's log messages.
+
+    Returns:
+        ``(context, created)``: ``created`` is True when the caller started the context
+        and should stop it.
+
+    Raises:
+        EngineError: pyspark or Java is missing, or Spark could not start.
+    """
+    try:
+        from pyspark import SparkConf, SparkContext
+    except ImportError as e:
+        raise EngineError(f"the spark engine needs pyspark ({e})") from None
+    active = SparkContext._active_spark_context
+    if active is not None:
+        return active, False
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise EngineError("the spark engine needs Java: no 'java' on PATH and JAVA_HOME is not set")
+    master = master or "local[*]"
+    if master.startswith("local") or master.startswith("spark://127."):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Executors must run the driver's Python (same version, same installed packages).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = (SparkConf().setMaster(master).setAppName("kmc")
+            .set("spark.ui.enabled", "false"))
+    log_config = None
+    if not verbose:
+        conf.set("spark.ui.showConsoleProgress", "false")
+        fd, log_config = tempfile.mkstemp(prefix="kmc-log4j2-", suffix=".properties")
+        with os.fdopen(fd, "w") as f:
+            f.write(_QUIET_LOG4J2)
+        conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
+    # PySpark replaces the SIGINT handler when a context starts; keep the caller's,
+    # which is expected to set ``stop_requested`` (or call ``cancel``).
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGINT) if main else None
+    gateway = relay = None
+    try:
+        if SparkContext._gateway is None and not verbose:
+            gateway, relay = _quiet_gateway(conf)
+        sc = SparkContext(conf=conf, gateway=gateway)
+    except Exception as e:
+        why = str(e) if isinstance(e, EngineError) else _one_line(e)
+        raise EngineError(f"could not start Spark (master {master!r}): {why}") from None
+    finally:
+        if relay is not None:
+            relay.release()
+        if main and handler is not None:
+            signal.signal(signal.SIGINT, handler)
+        if log_config is not None:
+            os.unlink(log_config)
+    if not verbose:
+        sc.setLogLevel("ERROR")
+    return sc, True
+
+
+def check(model, properties=None, options=None, progress=None, **spark_kwargs) -> CheckResult:
+    """Run the Spark engine once; see ``SparkEngine``."""
+    return SparkEngine(model, properties, options, progress, **spark_kwargs).run()
+
+
+def _quiet_gateway(conf):
+    """Start PySpark's JVM with its stderr relayed through a filter of start-up noise.
+
+    PySpark starts one JVM per process and reuses it for every later context, so this
+    only runs for the first context of a process. Returns ``(gateway, relay)``; the
+    relay holds the JVM's output until ``relay.release()``, so that a JVM that fails to
+    start is reported by one line of an ``EngineError`` rather than by its stack trace.
+    """
+    from pyspark.java_gateway import launch_gateway
+
+    relay = _Relay()
+    read_end, write_end = os.pipe()
+    relay.start(os.fdopen(read_end, "rb"))
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+    except Exception as e:
+        os.close(write_end)
+        relay.wait(10)  # the JVM has exited: read to the end of what it printed
+        raise EngineError(relay.reason() or _one_line(e)) from None
+    os.close(write_end)
+    return gateway, relay
+
+
+class _Relay:
+    """Copies a JVM's stderr to ours, without its start-up noise, once released."""
+
+    def __init__(self):
+        self.held: list[str] = []
+        self.released = False
+        self.lock = threading.Lock()
+
+    def start(self, stream):
+        self.thread = threading.Thread(target=self._pump, args=(stream,), name="kmc-spark-stderr", daemon=True)
+        self.thread.start()
+
+    def wait(self, seconds):
+        self.thread.join(seconds)
+
+    def _pump(self, stream):
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            if line.startswith(_JVM_NOISE):
+                continue
+            with self.lock:
+                if not self.released:
+                    self.held.append(line)
+                    continue
+            sys.stderr.write(line)
+            sys.stderr.flush()
+        stream.close()
+
+    def release(self):
+        with self.lock:
+            self.released = True
+            held, self.held = self.held, []
+        sys.stderr.writelines(held)
+
+    def reason(self) -> str | None:
+        """The JVM's own one-line account of why it stopped, if it printed one."""
+        with self.lock:
+            lines = [line.strip() for line in self.held if line.strip()]
+        for line in reversed(lines):
+            if "Exception" in line or "Error" in line:
+                return line.split(": ", 1)[-1] if line.startswith("Exception in thread") else line
+        return None
+
+
+def partitions_bad(partitions) -> bool:
+    """True when ``partitions`` is neither ``None`` nor a positive integer."""
+    if partitions is None:
+        return False
+    return isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1
+
+
+# -- what runs on the executors ---------------------------------------------------
+# Plain module-level functions (bound with functools.partial), so that the tasks carry
+# only the model and the properties, and hold no state between calls.
+
+
+def _owner(key):
+    """The partition function: PySpark sends a record with key ``k`` to partition
+    ``_owner(k) % n``.
+
+    The keys are partition numbers: an expansion task groups the successors of state
+    ``fp`` under ``fp % n``, the partition that owns ``fp``, so a fingerprint's owner is a
+    deterministic function of the fingerprint alone. The negative keys are free:
+    expansion task ``i`` sends its counters under ``-1 - i``, to any partition.
+    """
+    return key
+
+
+def _is_summary(record):
+    return record[0] == _SUMMARY
+
+
+def _payload(record):
+    return record[1]
+
+
+def _expand_partition(model, step_props, n, fail_first_attempt, index, records):
+    """Expand the frontier states of one partition.
+
+    Yields ``(owner, blob)``: ``blob`` is a pickled list of ``(fp, path, parent fp, action
+    name, successor)`` for successors owned by partition ``owner``, keeping within a chunk
+    of the frontier only the least path to each successor; then ``(-1 - index,
+    (terminal, generated, fired, step violations))``, where the step violations map a
+    property to the least ``(path, explanation)`` among this partition's violating edges.
+
+    Successors that this partition owns and has already seen are dropped here rather
+    than after the shuffle: most successors are old states, and shipping a state costs
+    more than generating it.
+    """
+    if fail_first_attempt and index == 0:
+        from pyspark import TaskContext
+
+        if TaskContext.get().attemptNumber() == 0:
+            raise RuntimeError("kmc test hook: the first attempt of this task fails")
+    terminal = generated = 0
+    fired: dict[str, int] = {}
+    step_bad: dict[str, tuple] = {}
+    known: set = set()
+    for tag, payload in records:
+        if tag == _SEEN:  # the merge writes the seen block before the frontier
+            known = set(payload[0])
+            continue
+        if tag != _FRONT:
+            continue
+        best: dict[int, tuple] = {}
+        for fp, path, state in pickle.loads(payload):
+            edges = expand(model, state, step_props)
+            if not edges:
+                terminal += 1
+            generated += len(edges)
+            for choice, action, succ, sfp, bad in edges:
+                name = action.name
+                fired[name] = fired.get(name, 0) + 1
+                spath = path + (choice,)
+                for prop, why in bad:
+                    old = step_bad.get(prop)
+                    if old is None or spath < old[0]:
+                        step_bad[prop] = (spath, why)
+                old = best.get(sfp)
+                if old is None or spath < old[0]:
+                    best[sfp] = (spath, fp, name, succ)
+        buckets: dict[int, list] = {}
+        for sfp, (spath, fp, name, succ) in best.items():
+            owner = sfp % n
+            if owner == index and sfp in known:
+                continue
+            buckets.setdefault(owner, []).append((sfp, spath, fp, name, succ))
+        for owner, items in buckets.items():
+            yield (owner, _dumps(items))
+    yield (-1 - index, (terminal, generated, fired, step_bad))
+
+
+def _merge_partition(model, invariants, index, records):
+    """Merge one partition's seen block with the successors routed to it.
+
+    ``records`` is the partition's previous version (only its seen block is used)
+    followed by the blobs of successors routed to it and the expansion tasks' counters
+    (see ``_expand_partition``). Yields the new seen block, the new frontier in pickled
+    chunks, and one summary ``(index, new states, new states per action, state
+    violations, counters)``; a state violation maps a property to the least ``(path,
+    explanation, fp)`` among this partition's new states.
+    """
+    block = None
+    incoming: dict[int, tuple] = {}
+    metas = []
+    for key, value in records:
+        if key.__class__ is str:
+            if key == _SEEN:
+                block = value
+            continue
+        if key < 0:
+            metas.append(value)
+            continue
+        for fp, path, parent, name, state in pickle.loads(value):
+            old = incoming.get(fp)
+            if old is None or path < old[0]:
+                incoming[fp] = (path, parent, name, state)
+    fps, parents, choices = block if block is not None else (array("Q"), array("Q"), array("q"))
+    known = set(fps)
+    new_by_action: dict[str, int] = {}
+    state_bad: dict[str, tuple] = {}
+    fresh = []
+    for fp, (path, parent, name, state) in incoming.items():
+        if fp in known:
+            continue
+        fps.append(fp)
+        if parent is None:  # an initial state
+            parents.append(0)
+            choices.append(-1 - path[0])
+        else:
+            parents.append(parent)
+            choices.append(path[-1])
+            new_by_action[name] = new_by_action.get(name, 0) + 1
+        for prop, why in check_state(model, state, invariants):
+            old = state_bad.get(prop)
+            if old is None or path < old[0]:
+                state_bad[prop] = (path, why, fp)
+        fresh.append((fp, path, state))
+    del incoming, known
+    yield (_SEEN, (fps, parents, choices))
+    for i in range(0, len(fresh), _CHUNK):
+        yield (_FRONT, _dumps(fresh[i:i + _CHUNK]))
+    yield (_SUMMARY, (index, len(fresh), new_by_action, state_bad, metas))
+
+
+class _Pickler(pickle.Pickler):
+    """A pickler that writes plain attrs instances as a call of their class.
+
+    attrs pickles a slotted frozen instance through ``__getstate__``/``__setstate__``
+    written in Python, which makes pickling the frontier and the successors cost more
+    than generating them. An instance of a class whose fields are all positional
+    ``__init__`` arguments without converters is rebuilt equal by calling the class
+    with its field values, which pickle does in C. Anything else is pickled as usual.
+    """
+
+    def __init__(self, file):
+        super().__init__(file, pickle.HIGHEST_PROTOCOL)
+        self._getters: dict = {}
+
+    def reducer_override(self, obj):
+        cls = obj.__class__
+        try:
+            getter = self._getters[cls]
+        except KeyError:
+            getter = self._getters[cls] = _fields_getter(cls)
+        if getter is None:
+            return NotImplemented
+        return cls, getter(obj)
+
+
+def _fields_getter(cls):
+    if not isinstance(cls, type) or not attrs.has(cls):
+        return None
+    fields = attrs.fields(cls)
+    if not fields or not all(f.init and f.converter is None and not f.kw_only for f in fields):
+        return None
+    if len(fields) == 1:
+        name = fields[0].name
+        return lambda obj: (getattr(obj, name),)
+    return operator.attrgetter(*(f.name for f in fields))
+
+
+def _dumps(obj) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer).dump(obj)
+    return buffer.getvalue()
+
+
+# -- driver helpers ------------------------------------------------------------------
+
+
+def _keep_least(candidates, prop, entry):
+    old = candidates.get(prop)
+    if old is None or entry[0] < old[0]:
+        candidates[prop] = entry
+
+
+def _union(sc, left, right):
+    """The union of two RDDs with the same partitioner, partition by partition.
+
+    Spark lays the union of RDDs that share a partitioner out partition by partition
+    (``PartitionerAwareUnionRDD``), so partition ``i`` of the result is partition ``i`` of
+    ``left`` followed by partition ``i`` of ``right``: no data moves. ``RDD.union`` would
+    re-serialize ``right`` first (it comes out of a shuffle in a different batch format),
+    an extra pass over the data; both formats are streams of pickled lists, which the
+    default deserializer reads alike, so the JVM union is wrapped directly.
+    """
+    from pyspark import RDD
+
+    if left.partitioner != right.partitioner or left.partitioner is None:
+        raise EngineError("internal error: the seen-set and the successors are not co-partitioned")
+    both = RDD(left._jrdd.union(right._jrdd), sc, sc.serializer)
+    if both.getNumPartitions() != left.getNumPartitions():
+        raise EngineError("internal error: Spark did not line the seen-set up with the successors")
+    both.partitioner = left.partitioner
+    return both
+
+
+def _default_partitions(sc) -> int:
+    configured = sc.getConf().get("spark.default.parallelism")
+    if configured:
+        try:
+            return max(1, int(configured))
+        except ValueError:
+            pass
+    return max(2, 2 * sc.defaultParallelism)
+
+
+def _one_line(error) -> str:
+    """A one-line description of a (possibly Java) exception."""
+    java = getattr(error, "java_exception", None)
+    text = str(error)
+    if java is not None:
+        try:
+            text = str(java.toString())
+        except Exception:
+            pass
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # A failed Python task's message ends with the Python exception's own line.
+    python = [line for line in lines if _PYTHON_ERROR.match(line)]
+    line = python[-1] if python else (lines[0] if lines else type(error).__name__)
+    return line if len(line) <= 300 else line[:297] + "..."

@@ -1,0 +1,317 @@
+"""The Spark engine gives exactly the local engine's results.
+
+One SparkContext on ``local[2,3]`` (two cores, a failed task is tried up to three times)
+serves the whole module; a standalone cluster on loopback and the start-up errors run in
+subprocesses, because a process holds one SparkContext at a time.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from checker.local import LocalEngine, Options
+from checker.spark import SparkEngine, spark_context
+from model.spec import load_spec
+
+REPO = Path(__file__).resolve().parent.parent
+MASTER = "local[2,3]"
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(shutil.which("java") is None, reason="the Spark engine needs Java: no 'java' on PATH"),
+]
+
+# Specs that are benchmarks, not tests: listed here so that none is left out silently.
+BENCHMARKS = {
+    "three-replicas-large": "over a million states: a benchmark (docs/spark.md), too slow for CI",
+}
+# spec -> (distinct states, states generated, depth, {property: trace length})
+PINNED = {
+    "hw-data-loss": (1834, 3455, 10, {"CommittedNeverLost": 10}),
+    "hw-divergence": (3754, 7696, 10, {"LogsNeverDiverge": 10}),
+    "hw-fast-leader-change": (76116, 154855, 28, {"CommittedNeverLost": 9, "LogsNeverDiverge": 12}),
+    "hw-unclean": (5548, 12276, 21, {"CommittedNeverLost": 5, "LogsNeverDiverge": 8}),
+    "hw-unflushed": (10717, 25566, 20, {"CommittedNeverLost": 6, "LogsNeverDiverge": 10}),
+    "kip279-data-loss": (4267, 9202, 17, {}),
+    "kip279-fast-leader-change": (47577, 98343, 22, {}),
+    "kip279-unclean": (4770, 10406, 17, {"CommittedNeverLost": 5}),
+    "kip279-unflushed": (10652, 24480, 19, {"CommittedNeverLost": 6}),
+    "le-data-loss": (4274, 9213, 17, {}),
+    "le-fast-leader-change": (48499, 100059, 22, {"LogsNeverDiverge": 9}),
+    "le-three-replicas": (50294, 168775, 24, {}),
+    "le-unclean": (4958, 10787, 19, {"CommittedNeverLost": 5, "LogsNeverDiverge": 8}),
+    "le-unflushed": (10960, 25087, 20, {"CommittedNeverLost": 6, "LogsNeverDiverge": 10}),
+}
+# The specs that also run on three partitions (a stop at a violation, keep_going with
+# two violations, lossy crashes); the limits tests below run on three partitions too.
+PARTITIONED = ("hw-data-loss", "hw-unclean", "le-unflushed")
+
+
+def _spec_params():
+    params = []
+    for path in sorted((REPO / "specs").glob("*.toml")):
+        reason = BENCHMARKS.get(path.stem)
+        marks = [pytest.mark.skip(reason=reason)] if reason else []
+        params.append(pytest.param(path.stem, id=path.stem, marks=marks))
+    return params
+
+
+@pytest.fixture(scope="module")
+def sc():
+    """One local SparkContext for the module (stopped at the end if this module made it)."""
+    context, created = spark_context(MASTER)
+    if not created and context.master != MASTER:
+        # Another module left a context running; the retry test needs local[2,3].
+        context.stop()
+        context, created = spark_context(MASTER)
+    yield context
+    if created:
+        context.stop()
+
+
+def _options(spec):
+    return Options(max_depth=spec.max_depth, keep_going=spec.keep_going, max_states=spec.max_states)
+
+
+@lru_cache(maxsize=None)
+def _local(name):
+    spec = load_spec(REPO / "specs" / f"{name}.toml")
+    return LocalEngine(spec.model(), spec.properties(), _options(spec)).run()
+
+
+def _spark(name, **kwargs):
+    spec = load_spec(REPO / "specs" / f"{name}.toml")
+    return SparkEngine(spec.model(), spec.properties(), _options(spec), **kwargs).run()
+
+
+def assert_same(spark, local):
+    """Every number, verdict and counterexample of the two results is the same."""
+    assert spark.engine == "spark"
+    for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
+        assert getattr(spark.stats, field) == getattr(local.stats, field), field
+    assert (spark.complete, spark.stopped, spark.checked) == (local.complete, local.stopped, local.checked)
+    assert spark.violations.keys() == local.violations.keys()
+    for name, want in local.violations.items():
+        got = spark.violations[name]
+        assert (got.property, got.kind, got.explanation) == (want.property, want.kind, want.explanation)
+        assert (got.path.init_index, got.path.choices) == (want.path.init_index, want.path.choices)
+        assert got.path == want.path  # the same states and actions, replayed on the driver
+
+
+@pytest.mark.parametrize("name", _spec_params())
+def test_every_spec_same_as_local(sc, name):
+    local = _local(name)
+    spark = _spark(name, partitions=1)
+    assert_same(spark, local)
+    if name in PINNED:
+        distinct, generated, depth, traces = PINNED[name]
+        assert (spark.stats.distinct, spark.stats.generated, spark.stats.depth) == (distinct, generated, depth)
+        assert {p: len(v.path) for p, v in spark.violations.items()} == traces
+    spec = load_spec(REPO / "specs" / f"{name}.toml")
+    for prop, verdict in spec.expect.items():
+        assert spark.verdict(prop) == verdict, prop
+
+
+@pytest.mark.parametrize("name", PARTITIONED)
+def test_three_partitions_same_as_local(sc, name):
+    assert_same(_spark(name, partitions=3), _local(name))
+
+
+@pytest.mark.parametrize("options", [
+    Options(max_depth=5),
+    Options(max_states=1000),
+    Options(max_depth=7, keep_going=True),
+], ids=["max-depth", "max-states", "keep-going"])
+def test_limits_same_as_local(sc, options):
+    spec = load_spec(REPO / "specs" / "hw-unclean.toml")
+    local = LocalEngine(spec.model(), spec.properties(), options).run()
+    spark = SparkEngine(spec.model(), spec.properties(), options, partitions=3).run()
+    assert_same(spark, local)
+    assert spark.stopped == local.stopped is not None
+
+
+def test_progress_once_per_level(sc):
+    seen = []
+    spec = load_spec(REPO / "specs" / "le-data-loss.toml")
+    result = SparkEngine(spec.model(), spec.properties(), progress=seen.append, partitions=2).run()
+    levels = result.stats.levels
+    # every level is expanded once; the last expansion finds nothing new
+    assert len(seen) == len(levels) == 17
+    for i, snap in enumerate(seen):
+        depth = min(i + 2, len(levels))
+        assert snap.depth == depth
+        assert snap.levels == levels[:depth]
+        assert snap.distinct == sum(levels[:depth])
+        assert snap.queue == (levels[i + 1] if i + 1 < len(levels) else 0)
+        assert snap.seconds >= 0
+    assert [s.generated for s in seen] == sorted(s.generated for s in seen)
+    assert seen[-1].generated == result.stats.generated
+
+
+def test_stop_requested_stops_at_a_level_boundary(sc):
+    spec = load_spec(REPO / "specs" / "le-data-loss.toml")
+    calls = []
+
+    def progress(snapshot):
+        calls.append(snapshot)
+        if len(calls) == 3:
+            engine.stop_requested = "interrupted"
+
+    engine = SparkEngine(spec.model(), spec.properties(), progress=progress, partitions=2)
+    result = engine.run()
+    assert (result.stopped, result.complete) == ("interrupted", False)
+    # three levels expanded: the same numbers as a local run cut at depth 4
+    local = LocalEngine(spec.model(), spec.properties(), Options(max_depth=4)).run()
+    for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
+        assert getattr(result.stats, field) == getattr(local.stats, field), field
+
+
+@pytest.mark.parametrize("name", ["le-unclean"])
+def test_retried_tasks_change_nothing(sc, name):
+    # Every expansion task of partition 0 fails on its first attempt; the run can only
+    # succeed because Spark retried them (local[2,3] allows three attempts).
+    assert_same(_spark(name, partitions=2, _fail_first_attempt=True), _local(name))
+
+
+def test_engine_knows_nothing_of_kafka():
+    tree = ast.parse((REPO / "checker" / "spark.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            imported.add(node.module.split(".")[0])
+    assert not imported & {"model", "invariants", "reports"}
+
+
+_START_ERRORS = r"""
+import os, sys
+from checker.errors import EngineError
+from checker.spark import SparkEngine
+from model.spec import load_spec
+
+spec = load_spec(sys.argv[1])
+saved = dict(os.environ)
+os.environ["PATH"] = os.path.dirname(sys.executable)
+os.environ.pop("JAVA_HOME", None)
+for master in (None, "nonsense://nowhere"):
+    try:
+        SparkEngine(spec.model(), spec.properties(), master=master).run()
+    except EngineError as e:
+        print("EngineError:", e)
+    os.environ.clear()
+    os.environ.update(saved)
+"""
+
+
+def test_start_up_errors_are_one_line_engine_errors():
+    out = subprocess.run([sys.executable, "-c", _START_ERRORS, str(REPO / "specs" / "hw-data-loss.toml")],
+                         capture_output=True, text=True, timeout=180, cwd=REPO)
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2, out.stdout + out.stderr
+    assert lines[0].startswith("EngineError: the spark engine needs Java")
+    assert lines[1].startswith("EngineError: could not start Spark (master 'nonsense://nowhere')")
+    assert "Master must either be yarn or start with spark" in lines[1]
+    assert "Traceback" not in out.stderr
+
+
+# -- a standalone cluster on loopback -------------------------------------------------
+
+_DRIVER = r"""
+import json, sys
+from checker.local import Options
+from checker.spark import SparkEngine
+from model.spec import load_spec
+
+spec = load_spec(sys.argv[1])
+r = SparkEngine(spec.model(), spec.properties(), Options(keep_going=spec.keep_going),
+                master=sys.argv[2], partitions=3).run()
+print(json.dumps({"master": sys.argv[2], "distinct": r.stats.distinct, "generated": r.stats.generated,
+                  "depth": r.stats.depth, "stopped": r.stopped, "levels": r.stats.levels,
+                  "violations": {k: list(v.path.choices) for k, v in r.violations.items()}}))
+"""
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _spark_class():
+    import pyspark
+
+    home = Path(pyspark.__file__).resolve().parent
+    return home, home / "bin" / "spark-class"
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+
+
+def _wait_for(path, text, proc, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if text in path.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.5)
+    pytest.fail(f"no {text!r} in {path.name} within {seconds} s:\n{path.read_text(errors='replace')[-3000:]}")
+
+
+@pytest.mark.slow
+def test_standalone_cluster_on_loopback(tmp_path):
+    home, spark_class = _spark_class()
+    assert spark_class.is_file(), f"pyspark has no {spark_class}"
+    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               SPARK_WORKER_DIR=str(tmp_path / "work"),
+               PYSPARK_SUBMIT_ARGS="--conf spark.executor.memory=512m --conf spark.cores.max=2 pyspark-shell")
+    port = _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    master_log, worker_log = tmp_path / "master.log", tmp_path / "worker.log"
+    procs = []
+    try:
+        with open(master_log, "w") as log:
+            procs.append(subprocess.Popen(
+                [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                 "--port", str(port), "--webui-port", str(_free_port())],
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        _wait_for(master_log, "I have been elected leader", procs[0], 90)
+        with open(worker_log, "w") as log:
+            procs.append(subprocess.Popen(
+                [str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                 "--cores", "2", "--memory", "1g", "--webui-port", str(_free_port()),
+                 "--work-dir", str(tmp_path / "work")],
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        _wait_for(worker_log, "Successfully registered with master", procs[1], 90)
+        out = subprocess.run([sys.executable, "-c", _DRIVER, str(REPO / "specs" / "hw-data-loss.toml"), url],
+                             capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+        assert out.returncode == 0, out.stderr[-3000:]
+        got = json.loads(out.stdout.splitlines()[-1])
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+    local = _local("hw-data-loss")
+    assert (got["distinct"], got["generated"], got["depth"]) == (1834, 3455, 10)
+    assert got["stopped"] == "violation" and got["levels"] == local.stats.levels
+    assert got["violations"] == {"CommittedNeverLost": list(local.violations["CommittedNeverLost"].path.choices)}
+    assert len(got["violations"]["CommittedNeverLost"]) == 9  # 10 states

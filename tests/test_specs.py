@@ -44,6 +44,7 @@ PINNED = {
     "hw-unflushed": (10717, 20, 25566, ALL4, {CNL: 6, LND: 10}, None),
     "kip279-data-loss": (4267, 17, 9202, ALL4, {}, None),
     "kip279-fast-leader-change": (47577, 22, 98343, ALL4, {}, None),
+    "kip279-isr-expansion": (51649, 23, 181744, ALL4, {CNL: 13}, None),
     "kip279-unclean": (4770, 17, 10406, ALL4, {CNL: 5}, None),
     "kip279-unflushed": (10652, 19, 24480, ALL4, {CNL: 6}, None),
     "le-data-loss": (4274, 17, 9213, ALL4, {}, None),
@@ -273,3 +274,19 @@ def test_known_verdict_hw_clean_all_properties(hw_clean_all):
         "A holds record 0 (epoch 0), B holds record 1 (epoch 1)")
     # The CNL trace is seed scenario 1's, whatever else is checked.
     assert len(result.violations[CNL].path) == 10
+
+
+def test_isr_expansion_finding_trace(runs):
+    """ExpandIsr compares the follower with a new leader's lagging HW: C, with an empty log,
+    rejoins the ISR and is then cleanly elected, losing a committed record."""
+    _, model, result = runs["kip279-isr-expansion"]
+    v = result.violations[CNL]
+    assert actions(model, v) == [
+        "Produce(A)", "FetchRequest(B)", "FetchResponse(B)", "FetchRequest(B)", "ShrinkIsr(C)",
+        "Crash(A)", "Restart(A)", "ElectLeader(B)", "BecomeFollower(C)", "ExpandIsr(C)",
+        "Crash(B)", "ElectLeader(C)",
+    ]
+    assert v.explanation == "record 0 (epoch 0) at offset 0 was committed but leader C's log ends at 0"
+    before_expand = v.path.states[-4]
+    assert before_expand.replicas[1].hw == 0 and before_expand.replicas[2].log == ()
+    assert (0, 0, 0) in before_expand.committed

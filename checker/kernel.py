@@ -50,3 +50,21 @@ def expand(model, state, step_props=()):
         bad = check_step(model, state, action, nxt, step_props) if step_props else ()
         out.append((choice, action, nxt, fingerprint(model, nxt), bad))
     return out
+
+
+def stop_after_level(found, properties, options, distinct, frontier_left):
+    """Why a run stops at a level boundary, or ``None`` to go on: the policy every engine
+    shares, so that they stop at the same level.
+
+    Args:
+        found: the names of the properties that have failed so far.
+        properties: the properties being checked.
+        options: ``checker.local.Options`` (``keep_going``, ``max_states``).
+        distinct: the distinct states stored so far.
+        frontier_left: whether the next level has any state to expand.
+    """
+    if found and (not options.keep_going or all(p.name in found for p in properties)):
+        return "violation"
+    if options.max_states is not None and distinct >= options.max_states and frontier_left:
+        return "max-states"
+    return None

@@ -17,7 +17,7 @@ import attrs
 
 from .checkpoint import resident_bytes
 from .fingerprint import fingerprint
-from .kernel import check_state, expand, split_properties
+from .kernel import check_state, expand, split_properties, stop_after_level
 from .result import CheckResult, Stats, Violation
 from .trace import extend, replay_fingerprints
 
@@ -178,17 +178,11 @@ class LocalEngine:
         stats.levels = [len(self.frontier)]
 
     def _stop_reason_after_level(self):
-        if self.found:
-            if not self.options.keep_going:
-                return "violation"
-            if all(p.name in self.found for p in self.properties):
-                return "violation"
-        limit = self.options.max_states
-        if limit is not None and len(self.seen) >= limit and self.frontier:
-            return "max-states"
-        if self.options.max_memory is not None and self.frontier and _over(self.options.max_memory):
+        reason = stop_after_level(self.found, self.properties, self.options, len(self.seen),
+                                  bool(self.frontier))
+        if reason is None and self.options.max_memory is not None and self.frontier and _over(self.options.max_memory):
             return "max-memory"
-        return None
+        return reason
 
     # -- checkpoints --------------------------------------------------------------
 

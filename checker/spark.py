@@ -62,7 +62,7 @@ import attrs
 
 from .errors import EngineError
 from .fingerprint import fingerprint
-from .kernel import check_state, expand, split_properties
+from .kernel import check_state, expand, split_properties, stop_after_level
 from .local import Options
 from .result import CheckResult, Stats, Violation
 from .trace import replay_choices
@@ -274,15 +274,8 @@ class SparkEngine:
         return new_states
 
     def _stop_reason_after_level(self, frontier):
-        if self.found:
-            if not self.options.keep_going:
-                return "violation"
-            if all(p.name in self.found for p in self.properties):
-                return "violation"
-        limit = self.options.max_states
-        if limit is not None and self.stats.distinct >= limit and frontier:
-            return "max-states"
-        return None
+        return stop_after_level(self.found, self.properties, self.options, self.stats.distinct,
+                                bool(frontier))
 
     def _tick(self, started, queue):
         if self.progress is None:

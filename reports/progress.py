@@ -39,6 +39,19 @@ def progress_text(stats, title: str = "exploring") -> Text:
     return text
 
 
+def level_text(stats, level_seconds: float) -> Text:
+    """The lasting line printed when a level completes."""
+    text = Text()
+    text.append(f"level {stats.depth}", "bold")
+    for value, after in ((f"{stats.queue:,}", " in the frontier"),
+                         (f"{stats.distinct:,}", " distinct states"),
+                         (f"{level_seconds:.1f}", " s")):
+        text.append("  ·  ", "dim")
+        text.append(value, "cyan")
+        text.append(after, "dim")
+    return text
+
+
 class ProgressDisplay:
     """A context manager showing the latest ``Stats`` snapshot on one transient line.
 
@@ -47,13 +60,19 @@ class ProgressDisplay:
         enabled: when False nothing is drawn and ``update`` does nothing (for
             ``--no-progress`` and for output that is not a terminal).
         title: the word at the start of the line.
+        levels: also print a lasting line for every completed level (level, frontier
+            size, distinct states so far, the level's time): for engines that report once
+            a level, such as Spark, where a level can take minutes.
     """
 
-    def __init__(self, console: Console, *, enabled: bool = True, title: str = "exploring"):
+    def __init__(self, console: Console, *, enabled: bool = True, title: str = "exploring",
+                 levels: bool = False):
         self.console = console
         self.enabled = enabled
         self.title = title
+        self.levels = levels
         self.last = None  # the latest snapshot, kept even when disabled
+        self._level_started = 0.0
         self._spinner = Spinner("dots", text=Text(f"{title} …", "bold"), style="cyan")
         self._live = None
 
@@ -72,9 +91,12 @@ class ProgressDisplay:
 
     def update(self, stats) -> None:
         """Show a new snapshot (``checker.result.Stats``); called by the engine."""
-        self.last = stats
+        previous, self.last = self.last, stats
         if self._live is None:
             return
+        if self.levels and (previous is None or stats.depth != previous.depth):
+            self._live.console.print(level_text(stats, stats.seconds - self._level_started))
+            self._level_started = stats.seconds
         self._spinner.update(text=progress_text(stats, self.title))
 
     __call__ = update  # so the display itself can be passed as an engine's ``progress``

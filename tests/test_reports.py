@@ -453,3 +453,22 @@ def test_markdown_summary(data_loss, holds):
     assert "leader B's log ends at 0" in md
     md = result_to_markdown(None, *holds[1:])
     assert "Counterexample" not in md and "| LogsNeverDiverge | holds |  |" in md
+
+
+def test_progress_prints_one_lasting_line_per_level():
+    import io
+
+    from rich.console import Console
+
+    from checker.result import Stats
+    from reports.progress import ProgressDisplay
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=120, color_system=None)
+    with ProgressDisplay(console, enabled=True, title="t", levels=True) as progress:
+        for depth, distinct, queue, seconds in ((1, 1, 1, 0.5), (2, 3, 2, 1.5), (2, 4, 1, 1.7), (3, 9, 5, 4.0)):
+            progress.update(Stats(distinct=distinct, depth=depth, queue=queue, seconds=seconds))
+    lines = [line for line in buf.getvalue().splitlines() if "level " in line]
+    assert [line.split("·")[0].strip().split()[-1] for line in lines] == ["1", "2", "3"]
+    assert "2 in the frontier" in lines[1] and "3 distinct states" in lines[1] and "1.0 s" in lines[1]
+    assert "9 distinct states" in lines[2] and "2.5 s" in lines[2]

@@ -24,7 +24,8 @@ The snapshot is the contract between an engine and this module: a dict with at l
 engine's own, e.g. ``(kind, explanation, where)`` for the local engine). The local engine adds ``"frontier"`` (``[(fingerprint, state), ...]``) and ``"seen"``
 (fingerprint -> parent fingerprint). An engine whose frontier and seen-set live outside
 the process (Spark) writes them under ``data_dir(DIR, depth)`` first and names that
-directory in its snapshot; the checkpoint file, replaced last, is the commit point.
+directory in its snapshot under ``"data"`` (its name); the checkpoint file, replaced last,
+is the commit point, after which ``Checkpointer`` removes every other level directory.
 
 Known limitation: the payload is a pickle, and loading a pickle runs code named in it.
 Resume only checkpoints your own runs wrote. The checksum detects accidents, not attacks.
@@ -41,6 +42,7 @@ import json
 import os
 import pickle
 import re
+import shutil
 import signal
 import time
 from datetime import datetime, timezone
@@ -73,6 +75,14 @@ def checkpoint_file(directory) -> Path:
 def data_dir(directory, depth: int) -> Path:
     """Where an engine keeps out-of-process data (files) for the checkpoint of ``depth``."""
     return Path(directory) / f"level-{depth:06d}"
+
+
+def prune_data(directory, keep=None) -> None:
+    """Remove the level directories (``data_dir``) of ``directory`` other than ``keep`` (a
+    directory name): those of older checkpoints, and those a killed run left unnamed."""
+    for path in Path(directory).glob("level-*"):
+        if path.name != keep and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def exists(directory) -> bool:
@@ -363,6 +373,9 @@ class Checkpointer:
             raise CheckpointError(f"{self.directory}: cannot write the checkpoint ({e.strerror or e})") from None
         self.written = key
         self.last = self.clock()
+        # Only now is an older level directory no longer named by the checkpoint file.
+        data = snap.get("data")
+        prune_data(self.directory, data if isinstance(data, str) else None)
         return path
 
 
@@ -371,9 +384,11 @@ class Checkpointer:
 class StopOnSignals:
     """While active, SIGINT and SIGTERM ask ``engine`` to stop at its next safe point.
 
-    The first signal sets ``engine.stop_requested`` to ``"interrupted"`` and records the
-    signal in ``signum``; from then on a second SIGINT raises ``KeyboardInterrupt`` and a
-    second SIGTERM kills the process, so a user who does not want to wait never has to.
+    The first signal sets ``engine.stop_requested`` to ``"interrupted"`` (by calling
+    ``engine.cancel(reason)`` when the engine has one, which also aborts work in flight)
+    and records the signal in ``signum``; from then on a second SIGINT raises
+    ``KeyboardInterrupt`` and a second SIGTERM kills the process, so a user who does not
+    want to wait never has to.
     Outside the main thread (where Python cannot install handlers) it does nothing.
     """
 
@@ -406,7 +421,11 @@ class StopOnSignals:
     def _handle(self, signum, frame):
         if self.signum is None:
             self.signum = signum
-        self.engine.stop_requested = self.reason
+        cancel = getattr(self.engine, "cancel", None)
+        if cancel is not None:
+            cancel(self.reason)
+        else:
+            self.engine.stop_requested = self.reason
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 

@@ -36,6 +36,14 @@ cannot change a result. Lineage is cut after every level: the new RDD is persist
 locally checkpointed (or, with ``checkpoint_dir``, checkpointed to that directory), and
 the previous level's RDD is unpersisted.
 
+Checkpoints for resuming (``snapshot``/``restore``, driven by ``checker.checkpoint``): a
+level's partitions, without their summaries, are saved with ``saveAsPickleFile`` under
+``data_dir(data_root, depth)``, and the checkpoint file written after them names the
+directory and the size and SHA-256 of its part files. Resuming loads them with
+``pickleFile`` and re-routes every fingerprint to ``fp % n`` for this run's ``n``, which
+can differ from the saved run's: no result depends on the order or chunking of states
+inside a partition, because every choice the engine makes is by least path.
+
 Known limitation: a local checkpoint lives in the executors' block managers. When an
 executor is lost (a cluster node dies), the blocks it held cannot be recomputed and the
 run fails with an ``EngineError``; give ``checkpoint_dir`` (a directory every node can
@@ -44,7 +52,10 @@ reach, e.g. on HDFS) to survive that, at the price of writing the seen-set once 
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
+import logging
 import operator
 import os
 import pickle
@@ -57,9 +68,11 @@ import threading
 import time
 from array import array
 from functools import partial
+from pathlib import Path
 
 import attrs
 
+from .checkpoint import CheckpointError, data_dir
 from .errors import EngineError
 from .fingerprint import fingerprint
 from .kernel import check_state, expand, split_properties, stop_after_level
@@ -70,6 +83,7 @@ from .trace import replay_choices
 _SEEN = "seen"  # record tags of the state RDD
 _FRONT = "front"
 _SUMMARY = "sum"
+_LEVEL_DATA = (_SEEN, _FRONT)  # what a checkpoint saves of a partition
 _CHUNK = 2048  # frontier states per pickled chunk
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: |$)")
 
@@ -116,6 +130,14 @@ class SparkEngine:
     Set ``stop_requested`` to a reason (e.g. ``"interrupted"``) from another thread or a
     signal handler to stop at the next level boundary; ``cancel()`` also aborts the level
     being computed, whose partial work is then dropped.
+
+    Checkpoints (see ``checker.checkpoint``): set ``data_root`` to the checkpoint
+    directory and ``on_level`` to a callback; ``snapshot()``, valid in ``on_level`` and
+    after ``run()``, saves the level's partitions under ``data_dir(data_root, depth)``
+    (with ``saveAsPickleFile``) and returns a dict naming them; ``restore()`` before
+    ``run()`` continues from such a dict, on any number of partitions. The directory
+    must be reachable at the same path from the driver and every executor (always true
+    with a ``local`` master; on a cluster, a shared file system).
     """
 
     name = "spark"
@@ -136,10 +158,21 @@ class SparkEngine:
         # that Spark retries it; the result must not change.
         self._fail_first_attempt = _fail_first_attempt
         self.stop_requested = None
+        self.on_level = None  # called with the engine at every level boundary
+        self.data_root = None  # the checkpoint directory snapshot() saves levels under
         self.stats = Stats()
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, path, fp)
         self._sc = None
         self._group = f"kmc-{id(self):x}"
+        self._canceller = None  # the thread that cancels the running job (see cancel)
+        # The last complete level: its RDD (while run() runs) and its number of states.
+        self._current = None
+        self._frontier = 0
+        # Where the last complete level's data is saved: ((depth, distinct, generated),
+        # directory, {file name: (size, sha256)}), or None.
+        self._saved = None
+        self._restored = None  # the directory run() loads its first level from
+        self._partitions_used = None
 
     # -- the search ---------------------------------------------------------------
 
@@ -152,84 +185,95 @@ class SparkEngine:
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
         started = time.perf_counter()
+        if self._restored is not None:
+            # A restored run may be decided already (a violation, an empty frontier, its
+            # depth limit): its result needs no Spark.
+            stopped = self._stop_reason_after_level(self._frontier)
+            if stopped is None and self._frontier and self._at_max_depth():
+                stopped = "max-depth"
+            if stopped is not None or not self._frontier:
+                return self._result(stopped, self._frontier, started)
         sc, owned = spark_context(self.master, self.verbose)
         self._sc = sc
+        leave_running = False
         try:
-            return self._explore(sc, started)
+            with _quiet_py4j(not self.verbose):
+                return self._explore(sc, started)
+        except KeyboardInterrupt:
+            # A second Ctrl-C, most likely inside a py4j call whose answer is still on
+            # this thread's connection: stopping the context now could hang. The JVM
+            # exits with this process (PySpark's gateway watches its stdin).
+            leave_running = True
+            raise
         finally:
             self._sc = None
-            if owned:
+            self._current = None
+            if owned and not leave_running:
                 sc.stop()
 
     def cancel(self, reason="interrupted"):
-        """Stop as soon as possible: abort the level being computed (it is dropped)."""
+        """Stop as soon as possible: abort the level being computed (it is dropped).
+
+        Safe to call from a signal handler: the job is cancelled from another thread,
+        because PySpark gives each thread its own py4j connection and the handler may
+        have interrupted a call on this thread's.
+        """
         self.stop_requested = reason
         sc = self._sc
-        if sc is not None:
-            try:
-                sc.cancelJobGroup(self._group)
-            except Exception:  # the context may be stopping; the flag is enough then
-                pass
+        if sc is not None and self._canceller is None:
+            self._canceller = threading.Thread(target=_cancel_group, args=(sc, self._group),
+                                               name="kmc-spark-cancel", daemon=True)
+            self._canceller.start()
 
     def _explore(self, sc, started) -> CheckResult:
-        from pyspark import StorageLevel
-
         model, stats = self.model, self.stats
-        n = self.partitions or _default_partitions(sc)
+        n = self._partitions_used = self.partitions or _default_partitions(sc)
         sc.setJobGroup(self._group, "kmc breadth-first search", interruptOnCancel=False)
         if self.checkpoint_dir:
             sc.setCheckpointDir(self.checkpoint_dir)
         merge = partial(_merge_partition, model, self.invariants)
         grow = partial(_expand_partition, model, self.step_props, n, self._fail_first_attempt)
 
-        def materialize(rdd):
-            rdd.persist(StorageLevel.MEMORY_AND_DISK)
-            if self.checkpoint_dir:
-                rdd.checkpoint()
-            else:
-                rdd.localCheckpoint()
-            try:
-                return rdd.filter(_is_summary).map(_payload).collect()
-            except Exception as e:
-                rdd.unpersist()
-                if self.stop_requested is not None:
-                    return None
-                raise EngineError(f"a Spark job failed at depth {stats.depth + 1}: {_one_line(e)}") from e
-
-        # Level 1: the initial states, deduplicated on the driver (they are few).
-        inits = model.init_states()
-        stats.generated = len(inits)
-        buckets: dict[int, list] = {}
-        where = set()
-        for i, state in enumerate(inits):
-            fp = fingerprint(model, state)
-            if fp not in where:
-                where.add(fp)
-                buckets.setdefault(fp % n, []).append((fp, (i,), None, None, state))
-        blobs = [(owner, _dumps(items)) for owner, items in buckets.items()]
-        start = sc.parallelize(blobs, max(1, min(n, len(blobs)))).partitionBy(n, _owner)
-        current = start.mapPartitionsWithIndex(merge, preservesPartitioning=True)
-        summaries = materialize(current)
-        if summaries is None:
-            return self._result(self.stop_requested, 0, started)
-        level_new = self._absorb(summaries)
-        stats.depth = 1 if level_new else 0
-        stats.levels = [level_new]
-        frontier = level_new
+        if self._restored is not None:
+            current = self._load(sc, n)
+            if current is None:  # cancelled while loading: nothing has changed
+                return self._result(self.stop_requested, self._frontier, started)
+            frontier = self._frontier
+        else:
+            # Level 1: the initial states, deduplicated on the driver (they are few).
+            inits = model.init_states()
+            buckets: dict[int, list] = {}
+            where = set()
+            for i, state in enumerate(inits):
+                fp = fingerprint(model, state)
+                if fp not in where:
+                    where.add(fp)
+                    buckets.setdefault(fp % n, []).append((fp, (i,), None, None, state))
+            blobs = [(owner, _dumps(items)) for owner, items in buckets.items()]
+            start = sc.parallelize(blobs, max(1, min(n, len(blobs)))).partitionBy(n, _owner)
+            current = start.mapPartitionsWithIndex(merge, preservesPartitioning=True)
+            summaries = self._materialize(current)
+            if summaries is None:
+                return self._result(self.stop_requested, 0, started)
+            stats.generated = len(inits)
+            level_new = self._absorb(summaries)
+            stats.depth = 1 if level_new else 0
+            stats.levels = [level_new]
+            frontier = level_new
+        self._current, self._frontier = current, frontier
         stopped = self._stop_reason_after_level(frontier)
 
-        max_depth = self.options.max_depth
         while frontier and stopped is None:
             if self.stop_requested is not None:
                 stopped = self.stop_requested
                 break
-            if max_depth is not None and stats.depth >= max_depth:
+            if self._at_max_depth():
                 stopped = "max-depth"
                 break
             routed = current.mapPartitionsWithIndex(grow).partitionBy(n, _owner)
             both = _union(sc, current, routed)
             following = both.mapPartitionsWithIndex(merge, preservesPartitioning=True)
-            summaries = materialize(following)
+            summaries = self._materialize(following)
             if summaries is None:  # cancelled: the level is dropped, the last one stands
                 stopped = self.stop_requested
                 break
@@ -239,10 +283,41 @@ class SparkEngine:
             if frontier:
                 stats.depth += 1
                 stats.levels.append(frontier)
+            self._current, self._frontier = current, frontier
             self._tick(started, frontier)
+            if self.on_level is not None:
+                stats.queue = frontier
+                self.on_level(self)
             stopped = self._stop_reason_after_level(frontier)
+        if self.data_root is not None and frontier:
+            # The last level must be on disk before the context goes: the final
+            # checkpoint is written after run() returns.
+            self._save_level()
         current.unpersist()
         return self._result(stopped, frontier, started)
+
+    def _materialize(self, rdd):
+        """Persist and checkpoint ``rdd``, and collect its summary records.
+
+        Returns ``None`` when the job was cancelled by a stop request.
+        """
+        from pyspark import StorageLevel
+
+        rdd.persist(StorageLevel.MEMORY_AND_DISK)
+        if self.checkpoint_dir:
+            rdd.checkpoint()
+        else:
+            rdd.localCheckpoint()
+        try:
+            return rdd.filter(_is_summary).map(_payload).collect()
+        except Exception as e:
+            rdd.unpersist()
+            if self.stop_requested is not None:
+                return None
+            raise EngineError(f"a Spark job failed at depth {self.stats.depth + 1}: {_one_line(e)}") from e
+
+    def _at_max_depth(self):
+        return self.options.max_depth is not None and self.stats.depth >= self.options.max_depth
 
     def _absorb(self, summaries):
         """Add a level's summaries to the stats and its violations to ``found``.
@@ -284,6 +359,139 @@ class SparkEngine:
         self.progress(attrs.evolve(self.stats, seconds=self.stats.seconds + time.perf_counter() - started,
                                    levels=list(self.stats.levels), fired=dict(self.stats.fired),
                                    new=dict(self.stats.new)))
+
+    # -- checkpoints --------------------------------------------------------------
+
+    def snapshot(self) -> dict:
+        """The search at its last complete level, for ``checker.checkpoint``.
+
+        Valid from ``on_level`` and after ``run()`` returned (a level that was cancelled is
+        dropped: the snapshot is the level before it). Inside ``run()`` it first saves the
+        level's partitions (seen blocks and frontier chunks) under
+        ``data_dir(data_root, depth)``, once per level; ``run()`` saves the last level
+        before it returns whenever ``data_root`` is set.
+
+        Returns:
+            ``{"engine", "stats", "found", "frontier"`` (the number of states of the
+            level), ``"data"`` (the level directory's name in ``data_root``, ``None`` when
+            the frontier is empty and nothing remains to expand), ``"files"`` (size and
+            SHA-256 of every part file, checked on resume), ``"partitions"}``.
+
+        Raises:
+            EngineError: the level's data is needed but was never saved (no
+                ``data_root`` during ``run()``).
+            CheckpointError: the level's data cannot be written.
+        """
+        data, files = None, {}
+        if self._frontier:
+            self._save_level()
+            key, where, files = self._saved
+            root = Path(self.data_root).resolve()
+            if where.parent != root:
+                # Resumed from another directory and stopped before a new level: the
+                # checkpoint written here must not depend on the old directory.
+                target = _fresh_dir(data_dir(root, self.stats.depth))
+                shutil.copytree(where, target)
+                self._saved = key, target, files
+                where = target
+            data = where.name
+        return {
+            "engine": self.name,
+            "stats": attrs.asdict(self.stats),
+            "found": dict(self.found),
+            "frontier": self._frontier,
+            "data": data,
+            "files": files,
+            "partitions": self._partitions_used,
+        }
+
+    def restore(self, snapshot: dict) -> None:
+        """Continue from a ``snapshot()`` (of this model, properties and options) whose
+        checkpoint directory is ``data_root``: the next ``run()`` loads the level saved
+        there, re-routed to this run's partitions (their number may differ), and goes on.
+
+        Raises:
+            CheckpointError: the level directory is missing or its files differ from
+                those the snapshot lists (damaged, cut short, a file added or removed).
+        """
+        stats = Stats(**snapshot["stats"])
+        self.stats = stats
+        self.found = dict(snapshot["found"])
+        self._frontier = snapshot["frontier"]
+        if stats.depth == 0 and not self.found:
+            self.stats, self._restored, self._saved = Stats(), None, None  # nothing was explored
+            return
+        self._restored = True
+        self._saved = None
+        if self._frontier:
+            if self.data_root is None:
+                raise EngineError("restore: set data_root to the checkpoint directory first")
+            where = Path(self.data_root).resolve() / snapshot["data"]
+            _verify_level(where, snapshot["files"])
+            self._restored = where
+            self._saved = (self._level_key(), where, snapshot["files"])
+
+    def _level_key(self):
+        return self.stats.depth, self.stats.distinct, self.stats.generated
+
+    def _save_level(self):
+        """Save the last complete level under ``data_dir(data_root, depth)``, unless done."""
+        key = self._level_key()
+        if self._saved is not None and self._saved[0] == key:
+            return
+        sc, current = self._sc, self._current
+        if sc is None or current is None or self.data_root is None:
+            raise EngineError("snapshot: the level's states were not saved (set data_root before run())")
+        # A directory of this depth that is not the saved one was left by a run killed
+        # between saving it and writing its checkpoint file: no checkpoint names it.
+        target = _fresh_dir(data_dir(Path(self.data_root).resolve(), self.stats.depth))
+        if self._canceller is not None:
+            self._canceller.join(10)
+        # Another job group: a Ctrl-C during the save cancels the search, not the save.
+        sc.setJobGroup(f"{self._group}-save", "kmc checkpoint", interruptOnCancel=False)
+        try:
+            for attempt in (1, 2):
+                try:
+                    current.filter(_is_level_data).saveAsPickleFile(target.as_uri(), batchSize=1)
+                    files = _manifest(target)
+                    break
+                except Exception as e:
+                    shutil.rmtree(target, ignore_errors=True)
+                    # Ctrl-C in a terminal also reaches Spark's Python workers (one
+                    # process group), failing the tasks it hits: a stopping run retries.
+                    if attempt == 1 and self.stop_requested is not None:
+                        continue
+                    raise CheckpointError(f"{target}: cannot save the level's states ({_one_line(e)})") from None
+        finally:
+            sc.setJobGroup(self._group, "kmc breadth-first search", interruptOnCancel=False)
+        self._saved = (key, target, files)
+
+    def _load(self, sc, n):
+        """The RDD of the restored level, re-routed to ``n`` partitions by ``fp % n``.
+
+        Returns ``None`` when cancelled.
+
+        Raises:
+            CheckpointError: the level does not hold the states its checkpoint counts.
+        """
+        where = self._restored
+        saved = sc.pickleFile(where.as_uri())
+        routed = saved.mapPartitions(partial(_route_saved, n)).partitionBy(n, _owner)
+        current = routed.mapPartitionsWithIndex(_assemble_partition, preservesPartitioning=True)
+        try:
+            summaries = self._materialize(current)
+        except EngineError as e:
+            raise CheckpointError(f"{where}: cannot load the saved level ({e})") from None
+        if summaries is None:
+            return None
+        seen = sum(s[0] for s in summaries)
+        front = sum(s[1] for s in summaries)
+        if (seen, front) != (self.stats.distinct, self._frontier):
+            current.unpersist()
+            raise CheckpointError(f"{where}: holds {seen} states and a frontier of {front}, its checkpoint "
+                                  f"counts {self.stats.distinct} and {self._frontier}; it cannot be resumed")
+        self._saved = (self._level_key(), where, self._saved[2])
+        return current
 
     # -- results ------------------------------------------------------------------
 
@@ -585,6 +793,58 @@ def _merge_partition(model, invariants, index, records):
     yield (_SUMMARY, (index, len(fresh), new_by_action, state_bad, metas))
 
 
+def _is_level_data(record):
+    return record[0] in _LEVEL_DATA
+
+
+def _route_saved(n, records):
+    """Split a saved partition's records by their new owner (``fp % n``).
+
+    Yields ``(owner, (tag, payload, count))``: a seen block or a pickled frontier chunk
+    holding only fingerprints owned by ``owner``, and how many states it holds. Neither
+    the order of a seen block nor the chunking of the frontier changes a result (every
+    choice the engine makes is by least path), so any partition count can resume.
+    """
+    for tag, payload in records:
+        if tag == _SEEN:
+            blocks: dict[int, tuple] = {}
+            for fp, parent, choice in zip(*payload):
+                block = blocks.get(fp % n)
+                if block is None:
+                    block = blocks[fp % n] = (array("Q"), array("Q"), array("q"))
+                block[0].append(fp)
+                block[1].append(parent)
+                block[2].append(choice)
+            for owner, block in blocks.items():
+                yield owner, (_SEEN, block, len(block[0]))
+        elif tag == _FRONT:
+            chunks: dict[int, list] = {}
+            for item in pickle.loads(payload):
+                chunks.setdefault(item[0] % n, []).append(item)
+            for owner, items in chunks.items():
+                yield owner, (_FRONT, _dumps(items), len(items))
+
+
+def _assemble_partition(index, records):
+    """One partition of a restored level, laid out as ``_merge_partition`` writes one:
+    the seen block, the frontier chunks, a summary ``(seen states, frontier states)``."""
+    fps, parents, choices = array("Q"), array("Q"), array("q")
+    chunks = []
+    front = 0
+    for _owner, (tag, payload, count) in records:
+        if tag == _SEEN:
+            fps.extend(payload[0])
+            parents.extend(payload[1])
+            choices.extend(payload[2])
+        else:
+            chunks.append(payload)
+            front += count
+    yield (_SEEN, (fps, parents, choices))
+    for chunk in chunks:
+        yield (_FRONT, chunk)
+    yield (_SUMMARY, (len(fps), front))
+
+
 class _Pickler(pickle.Pickler):
     """A pickler that writes plain attrs instances as a call of their class.
 
@@ -635,6 +895,78 @@ def _keep_least(candidates, prop, entry):
     old = candidates.get(prop)
     if old is None or entry[0] < old[0]:
         candidates[prop] = entry
+
+
+@contextlib.contextmanager
+def _quiet_py4j(enabled):
+    """Silence py4j's Python log messages: a second Ctrl-C inside a py4j call makes it log
+    the interrupt and the closing of its connection, with tracebacks, on stderr."""
+    if not enabled:
+        yield
+        return
+    logger, root = logging.getLogger("py4j"), logging.getLogger()
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    root.addFilter(_not_from_py4j)  # py4j also logs through the root logger
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        root.removeFilter(_not_from_py4j)
+
+
+def _not_from_py4j(record) -> bool:
+    return "py4j" not in Path(record.pathname).parts
+
+
+def _cancel_group(sc, group):
+    try:
+        sc.cancelJobGroup(group)
+    except Exception:  # the context may be stopping; the stop flag is enough then
+        pass
+
+
+def _fresh_dir(path: Path) -> Path:
+    """``path``, removed first if it exists (Hadoop refuses to write into a directory)."""
+    if path.exists():
+        shutil.rmtree(path)
+    return path
+
+
+def _manifest(directory: Path) -> dict:
+    """``{file name: (size, sha256)}`` of the part files of a saved level."""
+    if not (directory / "_SUCCESS").is_file():
+        raise OSError(f"no _SUCCESS marker in {directory}")
+    files = {}
+    for path in sorted(directory.glob("part-*")):
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        files[path.name] = (path.stat().st_size, digest.hexdigest())
+    return files
+
+
+def _verify_level(directory: Path, files: dict) -> None:
+    """Refuse a saved level whose part files are not exactly those of its checkpoint."""
+    damaged = f"{directory}: damaged ({{}}); the checkpoint cannot be resumed, start a new run"
+    if not directory.is_dir():
+        raise CheckpointError(f"{directory}: missing (the checkpoint keeps the last level's states there); "
+                              "the checkpoint cannot be resumed, start a new run")
+    present = {path.name for path in directory.glob("part-*")}
+    if present != set(files):
+        what = sorted(set(files) - present) or sorted(present - set(files))
+        verb = "missing" if set(files) - present else "unexpected"
+        raise CheckpointError(damaged.format(f"{verb} {what[0]}"))
+    try:
+        actual = _manifest(directory)
+    except OSError as e:
+        raise CheckpointError(damaged.format(e.strerror or str(e))) from None
+    for name, (size, digest) in sorted(files.items()):
+        if actual[name][0] != size:
+            raise CheckpointError(damaged.format(f"{name} has {actual[name][0]} bytes, not {size}"))
+        if actual[name][1] != digest:
+            raise CheckpointError(damaged.format(f"{name}: checksum mismatch"))
 
 
 def _union(sc, left, right):

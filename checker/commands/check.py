@@ -88,6 +88,8 @@ def _from_checkpoint(args, header):
     args.keep_going = args.keep_going or bool(opts.get("keep_going"))
     if not args.invariants:
         args.invariants = header.get("properties")
+    if args.engine is None:  # the engine that wrote it; another one is refused
+        args.engine = header.get("engine")
 
 
 def run(args, out, err) -> int:
@@ -119,15 +121,18 @@ def run(args, out, err) -> int:
                 **identity, "spec_path": os.path.abspath(spec.path),
                 "limits": {"max_states": options.max_states, "max_memory": options.max_memory},
             }, args.checkpoint_every))
-        with ProgressDisplay(err, enabled=show_progress, title=spec.name) as progress:
+        with ProgressDisplay(err, enabled=show_progress, title=spec.name,
+                             levels=(args.engine or spec.engine) == "spark") as progress:
             engine = make_engine(spec, model, properties, options, progress.update, args)
             if (header is not None or writer) and not hasattr(engine, "snapshot"):
                 raise UsageError(f"--checkpoint/--resume: the {engine.name} engine cannot checkpoint yet")
             if header is not None:
                 checkpoint.ensure_compatible(args.resume, header, {"engine": engine.name, **identity})
+                engine.data_root = args.resume  # where an engine finds its out-of-process data
                 engine.restore(checkpoint.read(args.resume)[1])
             if writer:
                 engine.on_level = writer.on_level
+                engine.data_root = directory  # where an engine saves its out-of-process data
             with checkpoint.StopOnSignals(engine) as signals:
                 result = engine.run()
         if writer:  # first: the work done is worth more than its report

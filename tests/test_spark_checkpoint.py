@@ -1,0 +1,205 @@
+"""Checkpoints of the Spark engine: killed, interrupted or damaged, a run resumes to exactly
+the result of a run never stopped, or is refused in one line.
+
+Every test runs ``kmc check --engine spark`` in a subprocess (a process holds one
+SparkContext, and SIGKILL needs a process of its own), so each pays a JVM start-up of
+several seconds: the specs are small and the subprocesses few. The refusals need no JVM,
+since a checkpoint is verified before Spark starts.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from checker import checkpoint
+from test_checkpoint import comparable, kmc, kmc_run, one_line_error, reference, small_checkpoint, wait_for_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "specs"
+HW_UNCLEAN = SPECS / "hw-unclean.toml"  # keep_going: 5548 distinct, depth 21, traces of 5 and 8 states
+HW_DATA_LOSS = SPECS / "hw-data-loss.toml"  # stops at a violation: 1834 distinct, depth 10
+SPARK = ("--engine", "spark", "--master", "local[2]")
+TIMEOUT = 150  # seconds for one Spark subprocess (a JVM start-up plus some 20 levels)
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(shutil.which("java") is None, reason="the Spark engine needs Java: no 'java' on PATH"),
+]
+
+
+def levels(directory) -> list[str]:
+    return sorted(p.name for p in Path(directory).glob("level-*"))
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory):
+    """A checkpoint directory of hw-unclean on three partitions, SIGKILLed mid-way."""
+    ck = tmp_path_factory.mktemp("killed") / "ck"
+    proc = kmc("check", HW_UNCLEAN, *SPARK, "--partitions", "3", "--checkpoint", ck,
+               "--checkpoint-every", "0", "--no-progress")
+    wait_for_checkpoint(ck, proc, min_depth=8, timeout=TIMEOUT)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    return ck
+
+
+def copy_of(ck, tmp_path) -> Path:
+    target = tmp_path / "ck"
+    shutil.copytree(ck, target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def hw_unclean_reference():
+    return reference(HW_UNCLEAN)
+
+
+# -- SIGKILL, then --resume ---------------------------------------------------------------------
+
+def test_sigkill_then_resume_on_other_partitions_gives_the_pinned_result(killed, tmp_path, hw_unclean_reference):
+    ck = copy_of(killed, tmp_path)
+    header, snap = checkpoint.read(ck)
+    assert header["engine"] == "spark" and 8 <= header["depth"] < 21 and header["distinct"] < 5548
+    assert snap["partitions"] == 3 and snap["data"] in levels(ck)  # and perhaps one half-written
+
+    # --engine is taken from the checkpoint; two partitions instead of three: re-routed.
+    code, out, err = kmc_run("check", "--resume", ck, "--master", "local[2]", "--partitions", "2",
+                             "--no-progress", "--json", tmp_path / "r.json", timeout=TIMEOUT)
+    assert code == 1, err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["engine"] == "spark"
+    assert comparable(doc) == comparable(hw_unclean_reference)
+    stats = doc["stats"]
+    assert (stats["distinct_states"], stats["states_generated"], stats["depth"]) == (5548, 12276, 21)
+    lengths = {v["property"]: len(v["trace"]["steps"]) for v in doc["violations"]}
+    assert lengths == {"CommittedNeverLost": 5, "LogsNeverDiverge": 8}
+    assert doc["complete"] is True and "5,548 distinct states" in out
+    final = checkpoint.read_header(ck)
+    assert (final["depth"], final["distinct"], final["generated"]) == (21, 5548, 12276)
+    assert levels(ck) == []  # nothing left to expand: no level kept, older ones pruned
+
+
+# -- refusals, before Spark starts ----------------------------------------------------------------
+
+def _damage_part(level):
+    part = max(level.glob("part-*"), key=lambda p: p.stat().st_size)
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0x20
+    part.write_bytes(bytes(data))
+    return f"{part.name}: checksum mismatch"
+
+
+def _drop_part(level):
+    part = sorted(level.glob("part-*"))[-1]
+    part.unlink()
+    return f"missing {part.name}"
+
+
+def _drop_level(level):
+    shutil.rmtree(level)
+    return "missing"
+
+
+@pytest.mark.parametrize("damage", [_damage_part, _drop_part, _drop_level], ids=["flip", "part", "level"])
+def test_a_damaged_level_directory_is_refused_in_one_line(killed, tmp_path, damage):
+    ck = copy_of(killed, tmp_path)
+    level = ck / checkpoint.read(ck)[1]["data"]
+    words = damage(level)
+    code, out, err = kmc_run("check", "--resume", ck, "--no-progress")
+    assert code == 2
+    line = one_line_error(err)
+    assert str(level) in line and words in line and "cannot be resumed" in line
+
+
+def test_a_checkpoint_of_the_other_engine_is_refused(killed, tmp_path):
+    ck = copy_of(killed, tmp_path)
+    code, out, err = kmc_run("check", "--resume", ck, "--engine", "local", "--no-progress")
+    assert code == 2 and "the engine differs" in one_line_error(err)
+    small_checkpoint(tmp_path / "local")  # written by the local engine
+    code, out, err = kmc_run("check", "--resume", tmp_path / "local", "--engine", "spark", "--no-progress")
+    assert code == 2
+    line = one_line_error(err)
+    assert "the engine differs" in line and "the local engine" in line
+
+
+def test_a_resumed_level_is_copied_into_a_new_checkpoint_directory(killed, tmp_path):
+    # --resume A --checkpoint B, stopped before a new level: B must not depend on A.
+    from checker.spark import SparkEngine
+    from model.spec import load_spec
+
+    ck = copy_of(killed, tmp_path)
+    snap = checkpoint.read(ck)[1]
+    spec = load_spec(HW_UNCLEAN)
+    engine = SparkEngine(spec.model(), spec.properties())
+    engine.data_root = ck
+    engine.restore(snap)
+    engine.data_root = tmp_path / "other"
+    again = engine.snapshot()
+    assert again["data"] == snap["data"] and again["files"] == snap["files"]
+    assert (again["stats"], again["found"], again["frontier"]) == (snap["stats"], snap["found"], snap["frontier"])
+    copied = tmp_path / "other" / again["data"]
+    assert sorted(p.name for p in copied.glob("part-*")) == sorted(snap["files"])
+
+
+# -- signals ------------------------------------------------------------------------------------
+
+def test_sigint_prints_statistics_exits_130_and_the_checkpoint_resumes(tmp_path):
+    ck = tmp_path / "ck"
+    proc = kmc("check", HW_DATA_LOSS, *SPARK, "--checkpoint", ck, "--checkpoint-every", "0",
+               "--no-progress", "--json", tmp_path / "partial.json")
+    wait_for_checkpoint(ck, proc, min_depth=4, timeout=TIMEOUT)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "distinct states" in out and "interrupted" in out
+    assert f"checkpoint saved in {ck}" in err and f"--resume {ck}" in err
+    partial = json.loads((tmp_path / "partial.json").read_text())
+    assert partial["stopped"] == "interrupted" and partial["complete"] is False
+    header = checkpoint.read_header(ck)
+    assert 4 <= header["depth"] < 10
+    # Spark stops at the last complete level: the printed counts are the checkpoint's.
+    assert header["distinct"] == partial["stats"]["distinct_states"] < 1834
+    assert len(levels(ck)) == 1
+
+    code, out, err = kmc_run("check", "--resume", ck, "--master", "local[2]", "--no-progress",
+                             "--json", tmp_path / "r.json", timeout=TIMEOUT)
+    assert code == 1, err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert comparable(doc) == comparable(reference(HW_DATA_LOSS))
+    stats = doc["stats"]
+    assert (stats["distinct_states"], stats["states_generated"], stats["depth"]) == (1834, 3455, 10)
+    assert [len(v["trace"]["steps"]) for v in doc["violations"]] == [10]
+
+
+def test_a_second_sigint_exits_at_once_and_leaves_a_valid_checkpoint(tmp_path):
+    ck = tmp_path / "ck"
+    proc = kmc("check", HW_UNCLEAN, *SPARK, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress")
+    wait_for_checkpoint(ck, proc, min_depth=3, timeout=TIMEOUT)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert time.monotonic() - sent < 15
+    assert "Traceback" not in err
+    assert checkpoint.read_header(ck)["depth"] >= 3  # the old one or the new one, whole
+
+
+def test_sigterm_exits_143_with_a_checkpoint(tmp_path):
+    ck = tmp_path / "ck"
+    proc = kmc("check", HW_DATA_LOSS, *SPARK, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress")
+    wait_for_checkpoint(ck, proc, min_depth=3, timeout=TIMEOUT)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and "distinct states" in out
+    header, snap = checkpoint.read(ck)
+    assert header["depth"] >= 3 and snap["data"] in levels(ck)

@@ -905,6 +905,12 @@ def _quiet_py4j(enabled):
         yield
         return
     logger, root = logging.getLogger("py4j"), logging.getLogger()
+    if not root.handlers:
+        # py4j calls the module-level ``logging.exception`` from its own threads, also after
+        # this block ends (a second Ctrl-C): with no handler on the root logger that call
+        # installs one printing to stderr. A do-nothing handler, left in place, prevents
+        # it; a program that configured logging itself already has a handler and keeps it.
+        root.addHandler(logging.NullHandler())
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     root.addFilter(_not_from_py4j)  # py4j also logs through the root logger

@@ -29,8 +29,12 @@ def register(sub):
 
 
 def seen_set_bytes(seen) -> int:
-    """Bytes held by a local engine's seen-set: the dict and its fingerprint ints (a parent
-    pointer is the same int object as another entry's key, so it is not counted twice)."""
+    """Bytes held by a local engine's seen-set: a ``SeenSet`` counts its own arrays; for a
+    dict, the dict and its fingerprint ints (a parent pointer is the same int object as
+    another entry's key, so it is not counted twice)."""
+    nbytes = getattr(seen, "nbytes", None)
+    if nbytes is not None:
+        return nbytes()
     return sys.getsizeof(seen) + sum(sys.getsizeof(k) for k in seen)
 
 
@@ -66,7 +70,7 @@ def run(args, out, err) -> int:
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
     seen = getattr(engine, "seen", None)
-    if isinstance(seen, dict) and seen:
+    if seen is not None and len(seen):
         doc["seen_set_bytes"] = seen_set_bytes(seen)
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)

@@ -223,14 +223,23 @@ def write_json(path, doc) -> None:
     """Write ``doc`` to ``path`` as UTF-8 JSON (indent 2, keys in insertion order).
 
     The file is written next to its destination and renamed over it, so a reader never
-    sees half a document and an interrupted write leaves the old file in place.
+    sees half a document and an interrupted write leaves the old file in place. A symbolic
+    link is followed (the file it names is replaced, not the link). A destination that
+    exists but is not a regular file (``/dev/stdout``, a named pipe, a terminal) is
+    written to directly: renaming over it would replace the device with a plain file.
 
     Raises:
-        OSError: the directory is missing or not writable (the temporary file is removed).
+        OSError: the directory is missing or not writable, or the write fails (the
+            temporary file is removed).
     """
     path = os.fspath(path)
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+        return
+    path = os.path.realpath(path)
+    directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".kmc-", suffix=".json.tmp", dir=directory)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give it a normal file's mode

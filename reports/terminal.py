@@ -105,7 +105,9 @@ def _duration(seconds: float) -> str:
 
 
 def _plural(n, word) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n} {word}s"
 
 
 # -- what a step did, in words ------------------------------------------------------------
@@ -147,7 +149,8 @@ def describe_step(model, before, action, after) -> str:
         return f"{who} restarts with its log and high watermark from disk, no leader, epoch -1"
     if action.name == ELECT_LEADER:
         q = after.quorum
-        text = f"the controller elects {who} in epoch {q.epoch}, ISR {_names(model, q.isr)}"
+        text = (f"the controller elects {who} in epoch {q.epoch}, ISR {_names(model, q.isr)}, "
+                f"its high watermark {a.hw}")
         if r not in before.quorum.isr:
             text += f" (unclean: {who} was not in the ISR)"
         return text
@@ -162,8 +165,16 @@ def describe_step(model, before, action, after) -> str:
         by = "" if leader is None else f"{name(leader)} "
         if action.name == SHRINK_ISR:
             why = "down" if not b.alive else "lagging"
-            return f"{by}removes {who} ({why}) from the ISR"
-        return f"{by}adds {who} back to the ISR"
+            text = f"{by}removes {who} ({why}) from the ISR"
+            if leader is not None and after.replicas[leader].hw > before.replicas[leader].hw:
+                hw = after.replicas[leader].hw
+                text += f"; {name(leader)}'s high watermark advances to {hw}"
+            return text
+        text = f"{by}adds {who} back to the ISR"
+        if leader is not None:  # the rule's test, which is where ISR expansion goes wrong
+            text += (f": its fetch position {before.replicas[leader].remote_leo[r]} is not below "
+                     f"{name(leader)}'s high watermark {before.replicas[leader].hw}")
+        return text
     return ""
 
 
@@ -246,6 +257,10 @@ def _no_colour(console: Console) -> bool:
 class StateView:
     """One state of a trace: the replica table, then the controller and history lines.
 
+    The table's layout follows the console's width (``table_layout``): every column; or,
+    narrower, "remote LEO" and "in flight" as lines under the table; or, narrower still,
+    one wrapped block of text per replica. No value is ever cut short.
+
     Args:
         model: the ``KafkaModel``.
         state: the state to show.
@@ -261,22 +276,59 @@ class StateView:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         plain = _no_colour(console)
         model, state, prev = self.model, self.state, self.previous
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold dim",
-                      padding=(0, 1))
-        widths = self.widths
-        if sum(widths.values()) + 3 * len(COLUMNS) > options.max_width:  # padding and rules
-            widths = {}  # too narrow to line the tables up: let rich fit each one
-        for col in COLUMNS:
-            wraps = col in _WRAPS
-            table.add_column(col, justify="right" if col in _RIGHT else "left", no_wrap=not wraps,
-                             overflow="fold" if wraps else "ellipsis",
-                             min_width=widths.get(col, _MIN_WIDTHS.get(col)))
+        rows = []  # per replica: column -> the Text to show (marked when it changed)
         for r in range(len(state.replicas)):
             cells = _replica_cells(model, state, r)
             old = _replica_cells(model, prev, r) if prev is not None else None
-            table.add_row(*(_mark(cells[c][1], old is not None and old[c][0] != cells[c][0], plain)
-                            for c in COLUMNS))
-        yield table
+            rows.append({c: (_mark(cells[c][1], old is not None and old[c][0] != cells[c][0], plain),
+                             old is not None and old[c][0] != cells[c][0]) for c in COLUMNS})
+        columns, widths = table_layout(self.widths or column_widths(model, [state]), options.max_width)
+        if columns is None:  # too narrow for any table: one block of text per replica
+            yield from self._stacked(rows)
+        else:
+            table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold dim",
+                          padding=(0, 1))
+            for col in columns:
+                wraps = col in _WRAPS
+                table.add_column(col, justify="right" if col in _RIGHT else "left", no_wrap=not wraps,
+                                 overflow="fold" if wraps else "ellipsis",
+                                 min_width=widths[col], max_width=widths[col] if wraps else None)
+            for row in rows:
+                table.add_row(*(row[c][0] for c in columns))
+            yield table
+            for r, row in enumerate(rows):  # the columns left out, one line per replica
+                for col in COLUMNS:
+                    if col in columns or not (row[col][0].plain or row[col][1]):
+                        continue
+                    line = Text("  ")
+                    line.append(model.name(r), "bold")
+                    line.append(f" {col}: ", DIM)
+                    line.append_text(row[col][0] if row[col][0].plain else Text("—", DIM))
+                    yield line
+        yield from self._summary_lines(plain)
+
+    def _stacked(self, rows):
+        """The replicas as blocks of text that wrap, for a console too narrow for the table."""
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(ratio=1)
+        for r, row in enumerate(rows):
+            text = Text()
+            for col in COLUMNS[1:]:
+                value, changed = row[col]
+                if not value.plain and not changed:
+                    continue
+                if text.plain:
+                    text.append(" · ", DIM)
+                if col not in ("alive", "role"):
+                    text.append(f"{_STACKED_LABELS.get(col, col)} ", DIM)
+                text.append_text(value)
+            grid.add_row(Text(self.model.name(r), "bold"), text)
+        yield grid
+
+    def _summary_lines(self, plain):
+        """The controller's and the history variables' lines."""
+        model, state, prev = self.model, self.state, self.previous
         now = _summary_cells(model, state)
         old = _summary_cells(model, prev) if prev is not None else None
         for label, keys in (("controller", ("quorum.leader", "quorum.epoch", "quorum.isr")),
@@ -290,6 +342,32 @@ class StateView:
                 line.append(f"{name} ", DIM)
                 line.append_text(_mark(text, old is not None and old[key][0] != value, plain))
             yield line
+
+
+_STACKED_LABELS = {"remote LEO": "remote_leo", "in flight": "inflight"}  # one word: no break inside
+_FLEXIBLE_MIN = 16  # the fewest cells the column that takes the leftover room may get
+_NARROW_COLUMNS = tuple(c for c in COLUMNS if c not in ("remote LEO", "in flight"))
+
+
+def table_layout(widths, max_width):
+    """The columns of the replica table, and the width of each, for a console
+    ``max_width`` cells wide: ``(None, None)`` when no table fits.
+
+    ``widths`` holds every column's widest value (``column_widths``). The whole table is
+    used when it fits with its last column ("in flight") wrapped into the room left; else
+    the table without "remote LEO" and "in flight" (shown as lines under it), its "log"
+    column wrapped into the room left. Every state of a trace gets the same layout, so
+    the tables line up.
+    """
+    for columns, flexible in ((COLUMNS, "in flight"), (_NARROW_COLUMNS, "log")):
+        fixed = sum(widths.get(c, len(c)) for c in columns if c != flexible) + 3 * len(columns)
+        room = max_width - fixed
+        want = widths.get(flexible, len(flexible))
+        if room >= min(want, _FLEXIBLE_MIN):
+            out = {c: widths.get(c, len(c)) for c in columns}
+            out[flexible] = min(want, room)
+            return columns, out
+    return None, None
 
 
 # -- the field-by-field difference of two states -----------------------------------------
@@ -414,6 +492,8 @@ class TraceView:
 
 # -- a whole run --------------------------------------------------------------------------
 
+_MEANING_MIN = 24  # below this many cells the "meaning" column is left out
+
 _VERDICT_TEXT = {
     HOLDS: Text("holds", "bold green"),
     VIOLATED: Text("VIOLATED", "bold red"),
@@ -421,19 +501,30 @@ _VERDICT_TEXT = {
 }
 
 
-def stop_reason(result, spec=None) -> str | None:
-    """Why the search did not explore every reachable state, in words (``None`` if it did)."""
+def stop_reason(result, spec=None, max_states=None) -> str | None:
+    """Why the search did not explore every reachable state, in words (``None`` if it did).
+
+    ``max_states`` is the state bound the run used (default: the spec's).
+    """
     if result.complete:
         return None
     stopped = result.stopped
     if stopped == "violation":
-        return ("stopped after the first level with a violation (keep_going is off), "
-                "so properties not violated by then are unknown")
+        unknown = [p for p in result.checked if result.verdict(p) == UNKNOWN]
+        if not unknown:
+            return ("stopped after the first level with a violation (keep_going is off); "
+                    "every checked property is decided")
+        return ("stopped after the first level with a violation (keep_going is off), so "
+                f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} unknown "
+                f"(--keep-going decides {'it' if len(unknown) == 1 else 'them'})")
     if stopped == "max-depth":
         return f"stopped at the depth bound (max_depth = {result.max_depth}): states deeper than that were not explored"
     if stopped == "max-states":
-        bound = f" (max_states = {spec.max_states:,})" if spec is not None and spec.max_states else ""
-        return f"stopped at the state bound{bound}: the rest of the state space was not explored"
+        if max_states is None and spec is not None:
+            max_states = spec.max_states
+        bound = f" (max_states = {max_states:,})" if max_states else ""
+        return (f"stopped at the end of the level that reached the state bound{bound}: "
+                "the rest of the state space was not explored")
     if stopped == "max-memory":
         return "stopped at the memory bound (max_memory): the rest of the state space was not explored"
     if stopped == "interrupted":
@@ -449,6 +540,8 @@ def _never_fired_note(model, name, result) -> str:
         return "never fired (max_messages = 0)"
     if name in ("ElectLeader", "BecomeFollower") and cfg.max_leader_epoch == 0:
         return "never fired (max_leader_epoch = 0)"
+    if name in ("ElectLeader", "BecomeFollower") and cfg.max_crashes == 0 and not cfg.preferred_election:
+        return "never fired (no crash and no preferred election: the first leader stays)"
     if not result.complete:
         return "never fired before the search stopped"
     return "never fired — a modelling bug or an unreachable action?"
@@ -473,8 +566,9 @@ class ResultView:
         show_traces: show the counterexamples at all.
     """
 
-    def __init__(self, spec, model, result, *, diff=False, show_traces=True):
+    def __init__(self, spec, model, result, *, diff=False, show_traces=True, max_states=None):
         self.spec = spec
+        self.max_states = max_states
         self.model = model
         self.result = result
         self.diff = diff
@@ -499,35 +593,46 @@ class ResultView:
         grid.add_column()
         grid.add_row("replicas", f"{', '.join(cfg.replicas)}  (min ISR {cfg.min_insync_replicas})")
         grid.add_row("truncation", cfg.truncation)
-        grid.add_row("bounds", f"≤ {cfg.max_messages} messages · ≤ {cfg.max_crashes} crashes · "
+        grid.add_row("bounds", f"≤ {_plural(cfg.max_messages, 'message')} · "
+                               f"≤ {_plural(cfg.max_crashes, 'crash')} · "
                                f"leader epochs ≤ {cfg.max_leader_epoch}")
         grid.add_row("flags", _flags(cfg))
         grid.add_row("engine", self.result.engine)
         yield Padding(grid, (1, 0, 0, 2), expand=False)
 
-    def verdict_table(self) -> Table:
+    def verdict_table(self, max_width=None) -> Table:
+        """The verdict of every checked property, its expectation and what it means (the
+        meaning is left out when ``max_width`` is too narrow for it: see
+        ``kmc invariants``)."""
         from invariants import BY_NAME
 
         result, expected = self.result, self.expectation["expected"]
-        table = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
-        table.add_column("property", style="bold", no_wrap=True)
-        table.add_column("verdict", no_wrap=True)
-        table.add_column("expectation", no_wrap=True)
-        table.add_column("meaning", style="dim")
+        rows = []
         for name in result.checked:
             verdict = result.verdict(name)
-            cell = _VERDICT_TEXT[verdict].copy()
-            if verdict == UNKNOWN:
-                cell.append("  search stopped before this was decided", "yellow")
             want = expected.get(name)
             if want is None:
                 exp = Text("")
             elif want == verdict:
                 exp = Text("as expected", "green")
+            elif verdict == UNKNOWN:  # not a contradiction: the search did not get there
+                exp = Text(f"not decided (expected {want})", "yellow")
             else:
                 exp = Text(f"UNEXPECTED (expected {want})", "bold red")
             prop = BY_NAME.get(name)
-            table.add_row(name, cell, exp, prop.description if prop is not None else "")
+            rows.append((name, _VERDICT_TEXT[verdict].copy(), exp, prop.description if prop is not None else ""))
+        name_width = max((len(r[0]) for r in rows), default=8)
+        exp_width = max((r[2].cell_len for r in rows), default=0)
+        needed = name_width + len("VIOLATED") + max(exp_width, len("expectation")) + 4 * 3 + _MEANING_MIN
+        show_meaning = max_width is None or needed <= max_width
+        table = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
+        table.add_column("property", style="bold", no_wrap=True, min_width=name_width)
+        table.add_column("verdict", no_wrap=True)
+        table.add_column("expectation")
+        if show_meaning:
+            table.add_column("meaning", style="dim", ratio=1)
+        for name, verdict, exp, meaning in rows:
+            table.add_row(name, verdict, exp, *((meaning,) if show_meaning else ()))
         return table
 
     def statistics(self):
@@ -546,7 +651,7 @@ class ResultView:
                 line.append(a, "bold")
                 line.append(b)
         yield line
-        reason = stop_reason(self.result, self.spec)
+        reason = stop_reason(self.result, self.spec, self.max_states)
         if reason is not None:
             yield Text(f"incomplete: {reason}", "yellow")
 
@@ -597,8 +702,12 @@ class ResultView:
                 yield Text(UNCLEAN_NOTE, "dim")
         exp = self.expectation
         if exp["expected"]:
+            undecided = [n for n in exp["expected"] if exp["got"].get(n) == UNKNOWN]
             if exp["matched"]:
                 yield Text("This matches the spec's expectation.", "green")
+            elif len(undecided) == len(exp["mismatches"]):  # nothing contradicts it
+                yield Text("The spec's expectation is not confirmed yet: the search stopped "
+                           f"before deciding {', '.join(undecided)}.", "yellow")
             else:
                 yield Text("This does NOT match the spec's expectation: "
                            + "; ".join(exp["mismatches"]) + ".", "bold red")
@@ -606,7 +715,7 @@ class ResultView:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield from self.header()
         yield Text("")
-        yield self.verdict_table()
+        yield self.verdict_table(options.max_width)
         yield Text("")
         yield from self.statistics()
         yield Text("")
@@ -614,8 +723,9 @@ class ResultView:
         if self.show_traces:
             for v in self.violations():
                 yield Text("")
-                yield Rule(Text(f"Counterexample: {v.property} ({len(v.path)} states)", "bold red"),
-                           style="red")
+                title = Text(f"Counterexample: {v.property} ({len(v.path)} states)", "bold red")
+                # a rule would cut a title that does not fit: then the title alone, wrapped
+                yield Rule(title, style="red") if title.cell_len + 6 <= options.max_width else title
                 yield TraceView(self.model, v, diff=self.diff)
         yield Text("")
         yield from self.summary()

@@ -245,3 +245,42 @@ def test_json_into_missing_directory_is_bad_input(tmp_path, command):
     no_traceback(proc)
     assert proc.returncode == 2
     assert str(target.parent) in proc.stderr.strip().splitlines()[-1]
+
+
+def test_json_onto_a_full_device_is_one_line_and_leaves_the_device(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    proc = kmc("check", "specs/hw-data-loss.toml", "--no-progress", "--no-trace", "--json", "/dev/full")
+    no_traceback(proc)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["kmc: error: --json: cannot write /dev/full (No space left on device)"]
+    import stat
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # written to, never renamed over
+
+
+def test_simulate_refuses_an_unwritable_json_before_walking_and_bounds_depth(tmp_path):
+    proc = kmc("simulate", "specs/hw-data-loss.toml", "--json", tmp_path / "none" / "s.json")
+    no_traceback(proc)
+    assert proc.returncode == 2 and proc.stdout == ""  # no walk was made
+    assert proc.stderr.startswith("kmc: error: --json:")
+    proc = kmc("simulate", "specs/hw-data-loss.toml", "--depth", "100001")
+    assert proc.returncode == 2 and "at most 100,000" in proc.stderr
+
+
+@pytest.mark.parametrize("command, words", [
+    (["check", "--help"], ["Exit codes", "--check-expect", "--max-memory"]),
+    (["replay", "--help"], ["Exit codes", "no longer replays"]),
+    (["simulate", "--help"], ["Exit codes", "1 a violation"]),
+    (["graph", "--help"], ["Exit codes", "unwritable"]),
+])
+def test_subcommand_help_states_exit_codes(command, words):
+    proc = kmc(*command, columns=200)
+    assert proc.returncode == 0
+    for w in words:
+        assert w in " ".join(proc.stdout.split())
+
+
+def test_check_output_through_a_pipe_has_no_control_codes():
+    proc = kmc("check", "specs/hw-data-loss.toml")
+    assert proc.returncode == 1
+    assert "\x1b" not in proc.stdout and "\x1b" not in proc.stderr and "\r" not in proc.stderr

@@ -110,3 +110,15 @@ def test_dot_quotes_awkward_labels():
     (node,) = [n for n in dot.get_nodes() if n.get_name() == "a"]
     assert node.get("label") == '"say \\"hi\\"\\nthere"'
     assert [e.get("label") for e in dot.get_edges()] == ["loop"]
+
+
+def test_out_errors_name_the_option_and_come_before_exploring(tiny, tmp_path, capsys):
+    assert main(["graph", str(tiny), "--out", str(tmp_path / "g.txt")]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err.startswith("kmc: error: --out:")
+    assert main(["graph", str(tiny), "--out", str(tmp_path / "none" / "g.dot")]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("kmc: error: --out:") and "does not exist" in err
+    (tmp_path / "d.dot").mkdir()
+    assert main(["graph", str(tiny), "--out", str(tmp_path / "d.dot")]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "is a directory" in err and len(err.strip().splitlines()) == 1

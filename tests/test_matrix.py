@@ -202,3 +202,30 @@ def test_published_two_replica_rows_match_the_current_model():
         assert (result.stats.distinct, result.stats.generated, result.stats.depth) == (
             row["distinct_states"], row["states_generated"], row["depth"]), row["id"]
         assert {p.name: result.verdict(p.name) for p in ALL} == row["verdicts"], row["id"]
+
+
+def test_grid_option_errors_say_what_is_valid_and_name_out(tmp_path, capsys):
+    assert main(["matrix", "--rules", "nope", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
+    assert "(use hw, le, kip279" in capsys.readouterr().err
+    assert main(["matrix", "--unclean", "maybe", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
+    assert "(use off, on)" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    assert main(["matrix", "--rules", "hw", "--replicas", "2", "--min-isr", "1", "--unclean", "off",
+                 "--unflushed", "off", "--out", str(tmp_path / "file")]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err.startswith("kmc: error: --out: cannot create the directory")
+
+
+def test_one_row_is_one_configuration(tmp_path, capsys):
+    assert main(["matrix", "--rules", "le", "--replicas", "2", "--min-isr", "1", "--unclean", "off",
+                 "--unflushed", "off", "--messages", "1", "--crashes", "0", "--out", str(tmp_path)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("1 configuration in ") and "and 0 traces in" in out
+
+
+def test_a_row_stopped_by_its_state_bound_is_undecided_not_contradicted(tmp_path, capsys):
+    (tmp_path / "big.toml").write_text('[model]\nreplicas = 2\ntruncation = "leader-epoch"\n'
+                                       "[check]\nmax_states = 10\n[expect]\nCommittedNeverLost = \"holds\"\n")
+    assert main(["matrix", str(tmp_path), "--out", str(tmp_path / "o")]) == EXIT_UNEXPECTED
+    captured = capsys.readouterr()
+    assert "[UNDECIDED: the row stopped at --max-states]" in captured.err and "UNEXPECTED" not in captured.err
+    assert "left undecided" in captured.out

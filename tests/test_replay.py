@@ -196,3 +196,21 @@ def test_a_simulation_result_replays(tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert [state_to_dict(model, s) for s in violation.path.states] == \
         [step["state"] for step in doc["violation"]["trace"]["steps"]]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["violations"][0].update(property="NoSuchProperty"), "unknown property 'NoSuchProperty'"),
+    (lambda d: d["violations"][0].update(kind="step"), "is saved as kind 'step'"),
+    # the states still replay, but the last one does not violate the property named
+    (lambda d: d["violations"][0].update(property="LogsNeverDiverge"), "does not violate LogsNeverDiverge"),
+    (lambda d: d.update(schema_version=True), "schema_version is True"),
+])
+def test_a_trace_is_refused_unless_it_still_violates_its_property(saved, tmp_path, capsys, edit, message):
+    path, _ = saved
+    doc = json.loads(path.read_text())
+    edit(doc)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    assert main(["replay", str(bad), "--format", "tla"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

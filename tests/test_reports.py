@@ -285,7 +285,12 @@ def test_unknown_verdicts_when_the_search_stops_early():
     assert result.verdict("HighWatermarkBelowLogEnd") == UNKNOWN
     out = text_of(ResultView(spec, model, result, show_traces=False))
     row = next(l for l in out.splitlines() if l.strip().startswith("HighWatermarkBelowLogEnd"))
-    assert "unknown" in row and "search stopped before this was decided" in row
+    # an undecided verdict is not a contradiction of [expect]: yellow "not decided", never UNEXPECTED
+    assert "unknown" in row and "not decided (expected holds)" in row and "UNEXPECTED" not in row
+    flat = " ".join(out.split())
+    assert "LeaderEpochMonotonic are unknown (--keep-going decides them)" in flat
+    assert "The spec's expectation is not confirmed yet: the search stopped before deciding" in flat
+    assert "does NOT match" not in flat
     exp = expectation(spec, result)
     assert not exp["matched"]
     assert any(m.startswith("HighWatermarkBelowLogEnd: expected holds, got unknown") for m in exp["mismatches"])
@@ -449,7 +454,7 @@ def test_markdown_summary(data_loss, holds):
     md = result_to_markdown(spec, model, result)
     assert "| CommittedNeverLost | violated | violated ✓ |" in md
     assert "### Counterexample: CommittedNeverLost (10 states)" in md
-    assert "| 10 | `ElectLeader(B)` the controller elects B in epoch 1, ISR {B} |" in md
+    assert "| 10 | `ElectLeader(B)` the controller elects B in epoch 1, ISR {B}, its high watermark 0 |" in md
     assert "leader B's log ends at 0" in md
     md = result_to_markdown(None, *holds[1:])
     assert "Counterexample" not in md and "| LogsNeverDiverge | holds |  |" in md
@@ -472,3 +477,112 @@ def test_progress_prints_one_lasting_line_per_level():
     assert [line.split("·")[0].strip().split()[-1] for line in lines] == ["1", "2", "3"]
     assert "2 in the frontier" in lines[1] and "3 distinct states" in lines[1] and "1.0 s" in lines[1]
     assert "9 distinct states" in lines[2] and "2.5 s" in lines[2]
+
+
+# -- narrow consoles, honest wording, write_json's destinations -----------------------------
+
+@pytest.fixture(scope="module")
+def fast_change():
+    return run("hw-fast-leader-change.toml")
+
+
+@pytest.mark.parametrize("width", [40, 50, 60, 70, 80, 100, 160])
+def test_traces_fit_a_narrow_console_without_cutting_values(width, fast_change):
+    spec, model, result = fast_change
+    c = Console(record=True, width=width, file=io.StringIO())
+    c.print(ResultView(spec, model, result))
+    lines = c.export_text().splitlines()
+    trace = lines[next(i for i, l in enumerate(lines) if l.startswith("State 1:")):]
+    assert all(len(l) <= width for l in trace), [l for l in trace if len(l) > width]
+    assert not any("…" in l for l in trace)
+    flat = " ".join(" ".join(trace).split())
+    # every value of a changed replica is there, whole: the in-flight response and the roles
+    assert "follower of A" in flat and "deposed" in flat
+    assert "hw=1" in flat and "e0·r0" in flat
+
+
+def test_table_layout_tiers():
+    from reports.terminal import COLUMNS, column_widths, table_layout
+
+    spec, model, result = run("hw-data-loss.toml")
+    widths = column_widths(model, result.violations["CommittedNeverLost"].path.states)
+    columns, w = table_layout(widths, 160)
+    assert columns == COLUMNS and w == widths
+    columns, w = table_layout(widths, 80)  # remote LEO and in flight go below the table
+    assert "in flight" not in columns and "log" in columns
+    assert table_layout(widths, 40) == (None, None)  # stacked text blocks
+
+
+def test_narrow_trace_keeps_the_left_out_columns_and_their_changes(data_loss):
+    spec, model, result = data_loss
+    c = Console(record=True, width=80, file=io.StringIO())
+    c.print(TraceView(model, result.violations["CommittedNeverLost"]))
+    out = c.export_text()
+    state5 = out[out.index("State 5:"):out.index("State 6:")]
+    assert "A remote LEO: B=1*" in state5 and "B in flight: from A e0 @1 [] hw=1*" in state5
+    state6 = out[out.index("State 6:"):out.index("State 7:")]
+    assert "A remote LEO: —*" in state6  # a value that disappeared is shown as changed
+
+
+def test_verdict_table_drops_the_meaning_before_cutting_names():
+    spec, model, result = run("hw-unclean.toml", keep_going=False)
+    c = Console(record=True, width=60, file=io.StringIO())
+    c.print(ResultView(spec, model, result, show_traces=False))
+    out = c.export_text()
+    assert "HighWatermarkBelowLogEnd" in out and "…" not in out
+    assert "meaning" not in out
+
+
+def test_stop_reason_wording(data_loss):
+    from reports.terminal import stop_reason
+
+    _, model, result = data_loss
+    # the only checked property is violated: nothing is unknown, and the text says so
+    assert "every checked property is decided" in stop_reason(result)
+    r = attrs.evolve(result, complete=False, stopped="max-states", violations={})
+    assert "(max_states = 1,000)" in stop_reason(r, None, 1000)  # a bound from the command line
+
+
+def test_bounds_and_never_fired_wording():
+    model = KafkaModel(Config(max_crashes=0, max_messages=1, max_leader_epoch=1))
+    result = checker.check(model)
+    out = text_of(ResultView(None, model, result, show_traces=False))
+    assert "≤ 1 message ·" in out and "≤ 0 crashes" in out
+    elect = next(l for l in out.splitlines() if l.strip().startswith("ElectLeader "))
+    assert "no crash and no preferred election" in elect and "modelling bug" not in elect
+
+
+def test_isr_steps_say_why(data_loss):
+    from reports.terminal import describe_step
+
+    spec = load_spec(os.path.join(SPECS, "kip279-isr-expansion.toml"))
+    model = spec.model()
+    result = LocalEngine(model, spec.properties(), Options()).run()
+    steps = result.violations["CommittedNeverLost"].path.steps
+    texts = [describe_step(model, a.state, b.action, b.state) for a, b in zip(steps, steps[1:])]
+    assert "A removes C (lagging) from the ISR; A's high watermark advances to 1" in texts
+    assert "B adds C back to the ISR: its fetch position 0 is not below B's high watermark 0" in texts
+    assert any(t.startswith("the controller elects B in epoch 1") and t.endswith("its high watermark 0")
+               for t in texts)
+
+
+def test_write_json_to_a_pipe_and_through_a_symlink(tmp_path, data_loss):
+    import threading
+
+    spec, model, result = data_loss
+    doc = result_to_dict(spec, model, result)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, encoding="utf-8").read()))
+    reader.start()
+    write_json(fifo, doc)
+    reader.join(10)
+    assert json.loads(got[0]) == doc
+    import stat
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # not replaced by a plain file
+    target = tmp_path / "real.json"
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    write_json(link, doc)
+    assert link.is_symlink() and json.loads(target.read_text()) == doc

@@ -27,13 +27,18 @@ def register(sub):
         "check its invariants. Prints either 'all invariants hold over N distinct states' or a "
         "shortest counterexample, step by step, and says whether the result matches the spec's "
         "[expect] table.",
+        epilog="Exit codes: 0 every checked invariant holds (or none failed in the part explored, "
+        "when a bound stopped the search), 1 a violation, 2 bad input, 3 with --check-expect: "
+        "the result does not match [expect] (an unknown verdict does not match), 4 stopped at "
+        "--max-memory, 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
     p.add_argument("spec", metavar="SPEC", nargs="?",
                    help="the spec file (TOML), e.g. specs/hw-data-loss.toml (optional with --resume)")
     p.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
                    help="check only this invariant (repeatable; default: the spec's list, else all; see 'kmc invariants')")
     p.add_argument("--max-depth", type=positive_int, metavar="N", help="do not explore past depth N (the initial state has depth 1)")
-    p.add_argument("--max-states", type=positive_int, metavar="N", help="stop cleanly once N distinct states are stored")
+    p.add_argument("--max-states", type=positive_int, metavar="N", help="stop at the end of the first level that brings the distinct states to N or more "
+                   "(so the count may exceed N); undecided invariants are then 'unknown'")
     p.add_argument("--keep-going", action="store_true",
                    help="after a violation, keep exploring to decide every other invariant")
     p.add_argument("--json", metavar="PATH", help="also write the result as JSON (schema in docs/json-schema.md)")
@@ -137,9 +142,13 @@ def run(args, out, err) -> int:
                 result = engine.run()
         if writer:  # first: the work done is worth more than its report
             writer.save(engine)
-    out.print(ResultView(spec, model, result, diff=args.diff, show_traces=not args.no_trace))
+    out.print(ResultView(spec, model, result, diff=args.diff, show_traces=not args.no_trace,
+                         max_states=options.max_states))
     if args.json:
-        write_json(args.json, result_to_dict(spec, model, result))
+        try:
+            write_json(args.json, result_to_dict(spec, model, result))
+        except OSError as e:
+            raise UsageError(f"--json: cannot write {args.json} ({e.strerror or e})") from None
     _say_how_to_continue(err, result, directory if writer else None, options)
     if result.stopped == "interrupted":  # before --check-expect: a stopped run has not answered
         return signals.exit_code

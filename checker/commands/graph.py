@@ -8,7 +8,7 @@ text (``Crash(B, keeps 1)``) as the edge label.
 from __future__ import annotations
 
 from ..errors import UsageError
-from .common import add_spec_argument, load, positive_int, select_properties
+from .common import add_spec_argument, check_output_path, load, positive_int, select_properties
 
 
 def register(sub):
@@ -21,6 +21,9 @@ def register(sub):
         "per distinct state (key: its fingerprint; label: a one-line summary; attributes "
         "initial, depth, terminal, violates) and one edge per transition (label: the action). "
         "The format follows FILE's suffix: .dot (Graphviz), .graphml, .gexf (Gephi).",
+        epilog="Exit codes: 0 the graph was written (states that violate an invariant are "
+        "marked in it, not an error), 2 bad input: a spec, an option, an unwritable FILE, or "
+        "more than --max-states states.",
     )
     add_spec_argument(p)
     p.add_argument("--out", metavar="FILE", required=True, help="the file to write: .dot, .graphml or .gexf")
@@ -70,9 +73,10 @@ def run(args, out, err) -> int:
 
     suffix = Path(args.out).suffix.lower()
     if suffix not in FORMATS:
-        raise UsageError(f"{args.out}: unknown graph format {suffix or '(no suffix)'!r} "
+        raise UsageError(f"--out: {args.out}: unknown graph format {suffix or '(no suffix)'!r} "
                          f"(use one of {', '.join(FORMATS)})")
     spec = load(args.spec)
+    check_output_path("--out", args.out)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     try:
@@ -83,7 +87,7 @@ def run(args, out, err) -> int:
     try:
         write_graph(g, args.out)
     except OSError as e:
-        raise UsageError(f"{args.out}: cannot write the graph ({e.strerror or e})") from None
+        raise UsageError(f"--out: cannot write the graph to {args.out} ({e.strerror or e})") from None
     bad = sum(1 for _, d in g.nodes(data=True) if d["violates"])
     out.print(f"wrote {args.out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} "
               f"transitions, {bad:,} states violating an invariant", markup=False, highlight=False, soft_wrap=True)

@@ -92,7 +92,7 @@ _OPTIONS = _GRID_OPTIONS + ("max_states", "jobs", "title")
 
 # -- the configurations ---------------------------------------------------------------------
 
-def _list(text, option, parse):
+def _list(text, option, parse, valid=None):
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
         raise UsageError(f"{option}: give a comma-separated list")
@@ -101,7 +101,8 @@ def _list(text, option, parse):
         try:
             value = parse(t)
         except (ValueError, KeyError):
-            raise UsageError(f"{option}: {t!r} is not a valid value") from None
+            hint = f" (use {valid})" if valid else ""
+            raise UsageError(f"{option}: {t!r} is not a valid value{hint}") from None
         if value not in out:
             out.append(value)
     return out
@@ -252,24 +253,27 @@ def _items(args):
             raise UsageError(f"{', '.join(changed)}: grid options cannot be combined with SPEC_DIR")
         d = Path(args.spec_dir)
         if not d.is_dir():
-            raise UsageError(f"{args.spec_dir}: no such directory")
+            raise UsageError(f"SPEC_DIR: {args.spec_dir}: no such directory")
         files = sorted(d.glob("*.toml"))
         if not files:
-            raise UsageError(f"{args.spec_dir}: holds no spec files (*.toml)")
+            raise UsageError(f"SPEC_DIR: {args.spec_dir} holds no spec files (*.toml)")
         from model.spec import load_spec
 
         specs = [load_spec(f) for f in files]  # every file is checked before any row runs
         items = [(s.name, s.config, s, args.max_states) for s in specs]
         return items, "specs", {}, str(d)
-    rules = _list(args.rules, "--rules", lambda t: RULE_ALIASES[t.lower()])
-    replicas = _list(args.replicas, "--replicas", int)
+    rules = _list(args.rules, "--rules", lambda t: RULE_ALIASES[t.lower()],
+                  "hw, le, kip279 or the full names high-watermark, leader-epoch, leader-epoch-kip279")
+    replicas = _list(args.replicas, "--replicas", int, "whole numbers from 1 to 7")
     for n in replicas:
         _bounded("--replicas", n, 1, 7)
-    min_isr = None if args.min_isr.strip().lower() == "all" else _list(args.min_isr, "--min-isr", int)
+    min_isr = None
+    if args.min_isr.strip().lower() != "all":
+        min_isr = _list(args.min_isr, "--min-isr", int, "'all', or whole numbers from 1 to 7")
     for k in min_isr or ():
         _bounded("--min-isr", k, 1, 7)
-    unclean = _list(args.unclean, "--unclean", _on_off)
-    unflushed = _list(args.unflushed, "--unflushed", _on_off)
+    unclean = _list(args.unclean, "--unclean", _on_off, "off, on")
+    unflushed = _list(args.unflushed, "--unflushed", _on_off, "off, on")
     _bounded("--messages", args.messages, 0, 16)
     _bounded("--crashes", args.crashes, 0, 16)
     _bounded("--epochs", args.epochs, 0, 16)
@@ -326,7 +330,7 @@ def run(args, out, err) -> int:
     try:
         traces_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UsageError(f"{args.out}: cannot create the directory ({e.strerror or e})") from None
+        raise UsageError(f"--out: cannot create the directory {args.out} ({e.strerror or e})") from None
     started = time.perf_counter()
     rows, written = [], set()
     width = len(str(len(items)))
@@ -340,7 +344,9 @@ def run(args, out, err) -> int:
         status = ("all hold" if not bad else
                   ", ".join(f"{n} {row['verdicts'][n]}" for n in bad))
         if row["matched"] is False:
-            status += "  [UNEXPECTED]"
+            undecided = all(row["verdicts"].get(n) == "unknown" for n in row["expected"]
+                            if row["verdicts"].get(n) != row["expected"][n])
+            status += "  [UNDECIDED: the row stopped at --max-states]" if undecided else "  [UNEXPECTED]"
         err.print(f"[{i:>{width}}/{len(items)}] {row['id']}: {status} "
                   f"({row['distinct_states']:,} states, {row['seconds']:.1f} s)",
                   markup=False, highlight=False, soft_wrap=True)
@@ -366,11 +372,14 @@ def run(args, out, err) -> int:
 
     _write(out_dir / "RESULTS.md", write_md)
     unexpected = [r["id"] for r in rows if r["matched"] is False]
-    out.print(f"{len(rows)} configurations in {total:.1f} s: wrote {out_dir / 'RESULTS.md'}, "
-              f"{out_dir / 'results.json'} and {len(written)} traces in {traces_dir}",
+    rows_text = "1 configuration" if len(rows) == 1 else f"{len(rows)} configurations"
+    traces_text = "1 trace" if len(written) == 1 else f"{len(written)} traces"
+    out.print(f"{rows_text} in {total:.1f} s: wrote {out_dir / 'RESULTS.md'}, "
+              f"{out_dir / 'results.json'} and {traces_text} in {traces_dir}",
               markup=False, highlight=False, soft_wrap=True)
     if unexpected:
-        out.print(f"unexpected verdicts in: {', '.join(unexpected)}", markup=False, highlight=False, soft_wrap=True)
+        out.print(f"rows that do not match their expected verdicts (contradicted, or left undecided "
+                  f"by --max-states): {', '.join(unexpected)}", markup=False, highlight=False, soft_wrap=True)
         return cli.EXIT_UNEXPECTED
     return cli.EXIT_OK
 

@@ -26,7 +26,10 @@ def register(sub):
         help="re-execute a saved counterexample and show it (rich, TLC-style text, or JSON)",
         description="Load a saved result (kmc check --json, a kmc matrix trace file, kmc "
         "simulate --json), rebuild the model from its constants, re-execute the "
-        "counterexample's choices, verify that every state equals the saved one, and show it.",
+        "counterexample's choices, verify that every state equals the saved one and that the "
+        "last state (or step) still violates the property, and show it.",
+        epilog="Exit codes: 0 the trace replayed and was shown, 2 bad input: a missing or "
+        "unreadable file, not a kmc result, or a trace that no longer replays.",
     )
     p.add_argument("file", metavar="RESULT.json", help="a saved result or trace file")
     p.add_argument("--format", choices=FORMATS, default="rich",
@@ -76,7 +79,7 @@ def load_document(path) -> dict:
 def violations_of(path, doc) -> list[dict]:
     """The ``{"property", "kind", "explanation", "trace"}`` entries a document holds."""
     version = doc.get("schema_version")
-    if version != 1:
+    if type(version) is not int or version != 1:  # (True == 1 in Python)
         raise ReplayError(f"{path}: schema_version is {version!r}; this kmc reads version 1")
     if doc.get("kind") == "kmc-matrix":
         raise ReplayError(f"{path}: a matrix summary; replay one of the files in its traces/ directory")
@@ -186,7 +189,33 @@ def replay(path, doc, invariant=None):
     kind = entry.get("kind", "always")
     if kind not in ("always", "step"):
         raise ReplayError(f"{path}: the violation of {prop} has an unknown kind {kind!r}")
+    _check_still_violated(path, model, prop, kind, path_)
     return model, Violation(prop, kind, str(entry.get("explanation", "")), path_)
+
+
+def _check_still_violated(path, model, prop, kind, path_):
+    """Refuse a trace whose last state (or step) does not violate the property it is
+    saved for: the states replay, but showing it as a counterexample would be a lie."""
+    from invariants import BY_NAME
+
+    p = BY_NAME.get(prop)
+    if p is None:
+        raise ReplayError(f"{path}: the violation names an unknown property {prop!r} "
+                          f"(known: {', '.join(BY_NAME)})")
+    if p.kind != kind:
+        raise ReplayError(f"{path}: the violation of {prop} is saved as kind {kind!r}, "
+                          f"but {prop} is a property of kind {p.kind!r}")
+    last = path_.steps[-1]
+    if kind == "always":
+        why = p.check(model, last.state)
+    elif len(path_.steps) < 2:
+        why = None
+    else:
+        why = p.check(model, path_.steps[-2].state, last.action, last.state)
+    if why is None:
+        raise ReplayError(f"{path}: the trace of {prop} replays, but its last "
+                          f"{'state' if kind == 'always' else 'step'} does not violate {prop} "
+                          "(the property changed since it was saved, or the file was edited)")
 
 
 def replay_document(doc, model, violation) -> dict:

@@ -11,11 +11,21 @@ from __future__ import annotations
 
 from .. import cli
 from ..errors import UsageError
-from .common import add_spec_argument, load, positive_int, select_properties
+from .common import add_spec_argument, check_output_path, load, positive_int, select_properties
 
 DEFAULT_RUNS = 20_000
 DEFAULT_DEPTH = 30
 DEFAULT_SEED = 0
+MAX_DEPTH = 100_000  # a walk is kept whole in memory; the spec's check.max_depth has the same bound
+
+
+def _depth(text):
+    import argparse
+
+    value = positive_int(text)
+    if value > MAX_DEPTH:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_DEPTH:,}, got {value}")
+    return value
 
 
 def _seed(text):
@@ -36,12 +46,13 @@ def register(sub):
         "spec's invariants at every state and step. Stops at the first violation and prints it "
         "(it is not necessarily a shortest one). Reproducible: the same seed gives the same walks. "
         "A walk proves nothing; 'kmc check' does.",
+        epilog="Exit codes: 0 no walk violated a property, 1 a violation (printed), 2 bad input.",
     )
     add_spec_argument(p)
     p.add_argument("--runs", type=positive_int, default=DEFAULT_RUNS, metavar="N",
                    help=f"walks to make at most (default {DEFAULT_RUNS:,})")
-    p.add_argument("--depth", type=positive_int, default=DEFAULT_DEPTH, metavar="D",
-                   help=f"steps (actions) a walk takes at most (default {DEFAULT_DEPTH})")
+    p.add_argument("--depth", type=_depth, default=DEFAULT_DEPTH, metavar="D",
+                   help=f"steps (actions) a walk takes at most, 1 to {MAX_DEPTH:,} (default {DEFAULT_DEPTH})")
     p.add_argument("--seed", type=_seed, default=DEFAULT_SEED, metavar="S",
                    help=f"the random seed (default {DEFAULT_SEED})")
     p.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
@@ -87,6 +98,7 @@ def run(args, out, err) -> int:
     from ..simulate import simulate
 
     spec = load(args.spec)
+    check_output_path("--json", args.json)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed)
@@ -100,7 +112,7 @@ def run(args, out, err) -> int:
                   f"'kmc check {spec.path}' finds one.", markup=False, highlight=False, soft_wrap=True)
     else:
         out.print(f"No violation of {', '.join(sim.checked)} in {st.runs:,} walks of at most "
-                  f"{sim.max_steps} steps (seed {sim.seed}): {st.steps:,} steps, "
+                  f"{sim.max_steps:,} steps (seed {sim.seed}): {st.steps:,} steps, "
                   f"{st.distinct:,} distinct states visited, {st.terminal:,} walks reached a "
                   f"state with no enabled action, {st.seconds:.2f} s. A simulation proves "
                   "nothing: 'kmc check' explores every state.", markup=False, highlight=False, soft_wrap=True)
@@ -108,5 +120,5 @@ def run(args, out, err) -> int:
         try:
             write_json(args.json, result_to_dict(spec, model, sim))
         except OSError as e:
-            raise UsageError(f"{args.json}: cannot write the JSON result ({e.strerror or e})") from None
+            raise UsageError(f"--json: cannot write {args.json} ({e.strerror or e})") from None
     return cli.EXIT_VIOLATION if sim.violation is not None else cli.EXIT_OK

@@ -101,6 +101,8 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 logger.native.name = org.apache.hadoop.util.NativeCodeLoader
 logger.native.level = error
+logger.deploy.name = org.apache.spark.deploy.client
+logger.deploy.level = error
 """
 # Lines the JVM prints on stderr before any logging is configured.
 _JVM_NOISE = ("WARNING: Using incubator modules",)
@@ -204,6 +206,13 @@ class SparkEngine:
             # this thread's connection: stopping the context now could hang. The JVM
             # exits with this process (PySpark's gateway watches its stdin).
             leave_running = True
+            raise
+        except EngineError:
+            raise
+        except Exception as e:  # py4j: the context died under us (e.g. the master never answered)
+            if type(e).__module__.startswith(("py4j", "pyspark")):
+                where = f" (master {self.master})" if self.master else ""
+                raise EngineError(f"Spark failed{where}: {_one_line(e)}") from None
             raise
         finally:
             self._sc = None
@@ -311,10 +320,15 @@ class SparkEngine:
         try:
             return rdd.filter(_is_summary).map(_payload).collect()
         except Exception as e:
-            rdd.unpersist()
+            try:
+                rdd.unpersist()
+            except Exception:  # the context is gone (e.g. the master never answered)
+                pass
             if self.stop_requested is not None:
                 return None
-            raise EngineError(f"a Spark job failed at depth {self.stats.depth + 1}: {_one_line(e)}") from e
+            where = f" (master {self.master})" if self.master else ""
+            raise EngineError(f"a Spark job failed at depth {self.stats.depth + 1}{where}: "
+                              f"{_one_line(e)}") from None
 
     def _at_max_depth(self):
         return self.options.max_depth is not None and self.stats.depth >= self.options.max_depth

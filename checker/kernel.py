@@ -6,7 +6,7 @@ generation, fingerprinting and property checking cannot drift between them.
 
 from __future__ import annotations
 
-from .fingerprint import DIGEST_BYTES, blake2b
+from .fingerprint import fingerprint_bytes
 from .protocol import ALWAYS, STEP, successors
 
 
@@ -45,14 +45,11 @@ def expand(model, state, step_props=()):
     Returns a list of ``(choice, action, successor, fingerprint, step_violations)``, where
     ``choice`` is the action's position among the state's enabled actions.
     """
-    # This runs for every generated state: fingerprint.fingerprint is inlined, with its
-    # lookups hoisted out of the loop (the digest is the same function of the same bytes).
-    encode, from_bytes = model.encode, int.from_bytes
+    encode = model.encode
     out = []
     for choice, (action, nxt) in enumerate(successors(model, state)):
         bad = check_step(model, state, action, nxt, step_props) if step_props else ()
-        fp = from_bytes(blake2b(encode(nxt), digest_size=DIGEST_BYTES).digest(), "big")
-        out.append((choice, action, nxt, fp, bad))
+        out.append((choice, action, nxt, fingerprint_bytes(encode(nxt)), bad))
     return out
 
 

@@ -39,13 +39,16 @@ def check_step(model, before, action, after, step_props):
     return out
 
 
-def expand(model, state, step_props=()):
+def expand(model, state, step_props=(), encode=None):
     """Every successor of ``state``, in the model's fixed order.
+
+    ``encode`` (default ``model.encode``) gives the bytes a successor is fingerprinted by
+    (``canonical_encoder`` under symmetry reduction).
 
     Returns a list of ``(choice, action, successor, fingerprint, step_violations)``, where
     ``choice`` is the action's position among the state's enabled actions.
     """
-    encode = model.encode
+    encode = encode or model.encode
     out = []
     for choice, (action, nxt) in enumerate(successors(model, state)):
         bad = check_step(model, state, action, nxt, step_props) if step_props else ()
@@ -69,3 +72,15 @@ def stop_after_level(found, properties, options, distinct, frontier_left):
     if options.max_states is not None and distinct >= options.max_states and frontier_left:
         return "max-states"
     return None
+
+
+def canonical_encoder(model):
+    """The encoding of a state's orbit under the model's replica symmetries: the least
+    ``model.encode`` over ``model.symmetries()`` applied by ``model.permute``."""
+    perms = model.symmetries()
+    encode, permute = model.encode, model.permute
+
+    def canonical(state):
+        return min(encode(permute(state, p)) for p in perms)
+
+    return canonical

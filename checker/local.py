@@ -19,8 +19,8 @@ from collections.abc import Mapping
 import attrs
 
 from .checkpoint import resident_bytes
-from .fingerprint import fingerprint
-from .kernel import check_state, expand, split_properties, stop_after_level
+from .fingerprint import fingerprint_bytes
+from .kernel import canonical_encoder, check_state, expand, split_properties, stop_after_level
 from .result import CheckResult, Stats, Violation
 from .trace import extend, replay_fingerprints
 
@@ -46,6 +46,7 @@ class Options:
     max_states: int | None = None
     max_memory: int | None = None
     progress_seconds: float = 0.25
+    symmetry: bool = False
 
 class SeenSet(Mapping):
     """The seen-set: every stored state's fingerprint and parent, as a ``Mapping`` from
@@ -204,6 +205,7 @@ class LocalEngine:
         # keeping no (fingerprint, state) pair per state saves two objects a state.
         self.frontier: list = []
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
+        self.encode = canonical_encoder(model) if self.options.symmetry else model.encode
 
     # -- the search ---------------------------------------------------------------
 
@@ -234,7 +236,7 @@ class LocalEngine:
                 if self.stop_requested is not None:
                     stopped = self.stop_requested
                     break
-                edges = expand(model, state, step_props)
+                edges = expand(model, state, step_props, self.encode)
                 if not edges:
                     stats.terminal += 1
                 parent = first + count
@@ -298,7 +300,7 @@ class LocalEngine:
     def _start(self):
         stats = self.stats
         for state in self.model.init_states():
-            fp = fingerprint(self.model, state)
+            fp = fingerprint_bytes(self.encode(state))
             stats.generated += 1
             if not self.seen.add(fp, -1):
                 continue
@@ -378,9 +380,9 @@ class LocalEngine:
             kind, why, where = self.found[prop]
             if kind == "step":
                 parent, choice = where
-                path = extend(self.model, replay_fingerprints(self.model, self._chain(parent)), choice)
+                path = extend(self.model, replay_fingerprints(self.model, self._chain(parent), self.encode), choice)
             else:
-                path = replay_fingerprints(self.model, self._chain(where))
+                path = replay_fingerprints(self.model, self._chain(where), self.encode)
             violations[prop] = Violation(prop, kind, why, path)
         complete = stopped is None or (stopped == "violation" and not self.frontier)
         return CheckResult(

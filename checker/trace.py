@@ -7,7 +7,7 @@ by replaying actions from an initial state.
 from __future__ import annotations
 
 from .errors import EngineError
-from .fingerprint import fingerprint
+from .fingerprint import fingerprint_bytes
 from .protocol import successors
 from .result import Path, Step
 
@@ -26,14 +26,14 @@ def replay_choices(model, init_index, choices):
     return Path(tuple(steps), init_index, tuple(choices))
 
 
-def replay_fingerprints(model, fps):
+def replay_fingerprints(model, fps, encode=None):
     """The path through the states with fingerprints ``fps`` (initial state first).
 
     At each step the first enabled action whose successor has the next fingerprint is
     taken, which is the action a breadth-first search discovers that state by.
     """
     inits = model.init_states()
-    init_index = next((i for i, s in enumerate(inits) if fingerprint(model, s) == fps[0]), None)
+    init_index = next((i for i, s in enumerate(inits) if fingerprint_bytes(encode(s)) == fps[0]), None)
     if init_index is None:
         raise EngineError("trace replay failed: no initial state has the trace's fingerprint")
     state = inits[init_index]
@@ -41,7 +41,7 @@ def replay_fingerprints(model, fps):
     choices = []
     for i, want in enumerate(fps[1:]):
         for choice, (action, nxt) in enumerate(successors(model, state)):
-            if fingerprint(model, nxt) == want:
+            if fingerprint_bytes(encode(nxt)) == want:
                 break
         else:
             raise EngineError(f"trace replay failed at step {i + 2}: no successor matches")

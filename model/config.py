@@ -35,6 +35,9 @@ class Config:
     unclean_leader_election: bool = False
     unflushed_loss: bool = False
     preferred_election: bool = False
+    hw_requires_min_isr: bool = False
+    eligible_leader_replicas: bool = False
+    initial_leader: str = "first"
 
     @property
     def n(self) -> int:

@@ -108,6 +108,26 @@ class KafkaModel:
     def encode(self, state) -> bytes:
         return encode(state)
 
+    def batch_kernel(self):
+        """The batch form of this model (``model.batch.KafkaBatchKernel``): the fast path
+        of the local and Spark engines."""
+        from .batch import KafkaBatchKernel
+
+        return KafkaBatchKernel(self.config)
+
+    def symmetries(self):
+        """The replica permutations symmetry reduction may apply: every permutation with
+        ``initial_leader = any``, else those that fix the first replica."""
+        from .symmetry import symmetries
+
+        return symmetries(self.config)
+
+    def permute(self, state, perm):
+        """``state`` with replica ``r`` renamed ``perm[r]`` (``model.symmetry.permute``)."""
+        from .symmetry import permute
+
+        return permute(state, perm)
+
     def properties(self):
         from invariants import ALL
 

@@ -37,6 +37,7 @@ class Replica:
     leader: int | None  # whom it believes leads; None after a restart
     remote_leo: tuple  # the leader's view of every replica's log end (own entry unused)
     inflight: Fetch | None = None
+    lossy: bool = False
 
     @property
     def leo(self) -> int:
@@ -50,6 +51,7 @@ class Quorum:
     leader: int | None
     epoch: int
     isr: tuple
+    elr: tuple = ()
 
 
 @attrs.frozen

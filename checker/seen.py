@@ -1,0 +1,145 @@
+"""The batch engine's seen-set: 64-bit fingerprints in sorted runs, and a parent pointer
+and choice per state.
+
+States are numbered in the order they are stored (a breadth-first level is a run of
+consecutive numbers). For state ``i`` the set keeps its parent's number (``uint32``) and
+its choice, the position of the action that led to it among its parent's enabled
+actions (``uint8``; for an initial state, its index in ``init_states()``): 5 bytes. A
+trace is rebuilt from these alone, by re-executing the choices from the initial state,
+as TLC rebuilds one from its trace file.
+
+Membership is answered by the fingerprints, kept in a few sorted ``uint64`` arrays
+(runs) and looked up with a binary search per run (``numpy.searchsorted``): 8 bytes a
+state, so 13 bytes a stored state in all, with no hash-table slack. A level's new
+fingerprints become a run; runs are merged while a newer run is at least half the size
+of the one before it, so there are only about log2(states / level) runs. A merge is a
+concatenation sorted with numpy's stable sort, which is a timsort that merges two
+sorted runs in linear time. The runs of the level being expanded are kept apart from
+the older ones until the level ends, so that a run stopped inside a level can drop
+exactly that level's states (``rollback``).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+
+class CompactSeenSet:
+    """Fingerprints, parent numbers and choices of every stored state."""
+
+    def __init__(self):
+        self._runs: list[np.ndarray] = []  # of completed levels
+        self._level_runs: list[np.ndarray] = []  # of the level being generated
+        self._parents: list[np.ndarray] = []  # chunks, in numbering order
+        self._choices: list[np.ndarray] = []
+        self._starts: list[int] = []  # the number of each chunk's first state
+        self._len = 0
+        self._level_start = 0
+        self._level_chunks = 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def add(self, fps, parents, choices) -> np.ndarray:
+        """Store the states with fingerprints ``fps`` (``uint64``, distinct, in the order
+        they are numbered) unless stored already; return the mask of those that were new.
+
+        Args:
+            fps: fingerprints, no two equal.
+            parents: each state's parent number (-1 for an initial state).
+            choices: each state's choice.
+        """
+        fps = np.asarray(fps, dtype=np.uint64)
+        new = ~self.contains(fps)
+        if new.any():
+            kept = fps[new]
+            self._level_runs.append(np.sort(kept))
+            _merge_tail(self._level_runs)
+            self._starts.append(self._len)
+            self._parents.append(np.asarray(parents, dtype=np.int64)[new].astype(np.uint32))
+            self._choices.append(np.asarray(choices)[new].astype(np.uint8))
+            self._len += len(kept)
+        return new
+
+    def add_sorted(self, fps, parents, choices, order) -> None:
+        """Store new states: ``fps`` sorted and none of them stored yet (see
+        ``contains_sorted``); they are numbered in the order ``fps[order]``, and
+        ``parents``/``choices`` are given in that order."""
+        if not len(fps):
+            return
+        self._level_runs.append(fps)
+        _merge_tail(self._level_runs)
+        self._starts.append(self._len)
+        self._parents.append(np.asarray(parents, dtype=np.int64).astype(np.uint32))
+        self._choices.append(np.asarray(choices).astype(np.uint8))
+        self._len += len(fps)
+
+    def contains(self, fps) -> np.ndarray:
+        """Which of ``fps`` are stored."""
+        fps = np.asarray(fps, dtype=np.uint64)
+        order = np.argsort(fps, kind="stable")
+        found = np.zeros(len(fps), dtype=bool)
+        found[order] = self.contains_sorted(fps[order])
+        return found
+
+    def contains_sorted(self, fps) -> np.ndarray:
+        """Which of the sorted ``fps`` are stored (sorted queries make each binary search
+        cheaper than the one before)."""
+        hit = np.zeros(len(fps), dtype=bool)
+        if not len(fps):
+            return hit
+        for run in self._runs + self._level_runs:
+            at = np.searchsorted(run, fps)
+            at[at == len(run)] = 0
+            hit |= run[at] == fps
+        return hit
+
+    def end_level(self) -> None:
+        """Close the level: its states are kept for good."""
+        self._runs.extend(self._level_runs)
+        self._level_runs = []
+        _merge_tail(self._runs)
+        self._level_start = self._len
+        self._level_chunks = len(self._starts)
+
+    def rollback(self) -> None:
+        """Forget every state added since the last ``end_level``."""
+        self._level_runs = []
+        del self._starts[self._level_chunks:]
+        del self._parents[self._level_chunks:]
+        del self._choices[self._level_chunks:]
+        self._len = self._level_start
+
+    def parent_and_choice(self, i: int) -> tuple[int, int]:
+        """State ``i``'s parent number (-1 for an initial state) and choice."""
+        k = bisect.bisect_right(self._starts, i) - 1
+        j = i - self._starts[k]
+        parent = int(self._parents[k][j])
+        return (-1 if parent == 0xFFFFFFFF else parent), int(self._choices[k][j])
+
+    def path_to(self, i: int) -> tuple[int, list[int]]:
+        """The initial state's index and the choices that lead to state ``i``."""
+        choices = []
+        while True:
+            parent, choice = self.parent_and_choice(i)
+            if parent < 0:
+                choices.reverse()
+                return choice, choices
+            choices.append(choice)
+            i = parent
+
+    def nbytes(self) -> int:
+        """The bytes held by the arrays."""
+        arrays = self._runs + self._level_runs + self._parents + self._choices
+        return sum(a.nbytes for a in arrays)
+
+
+def _merge_tail(runs) -> None:
+    # Keep run sizes geometric: merge the newest run into the one before while it is at
+    # least half that size.
+    while len(runs) > 1 and 2 * len(runs[-1]) >= len(runs[-2]):
+        merged = np.concatenate((runs[-2], runs.pop()))
+        merged.sort(kind="stable")
+        runs[-1] = merged

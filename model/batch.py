@@ -1,0 +1,599 @@
+"""The batch kernel: the Kafka model's nine actions over arrays of rows.
+
+``KafkaBatchKernel.expand(rows)`` computes every successor of every row of a frontier
+chunk with array operations: an action's enabledness is a boolean mask over the chunk,
+its effect a few column updates on a copy of the enabled rows. It returns the
+successors with, for each, the index of its parent row, its *choice* (its position among
+the parent's enabled actions, exactly as ``KafkaModel.successors`` orders them: actions
+1–9, then replica, then cut point) and its action code. The attrs model in
+``model.kafka`` is the reference: differential tests check that both give the same
+successors in the same order, state by state.
+
+Everything here follows MODEL.md action by action; the comments name the rule where
+the array form hides it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .config import HIGH_WATERMARK, LEADER_EPOCH
+from .kafka import ACTION_NAMES, Action
+from .rows import DTYPE, NONE, RowCodec, lexicographic_min
+from .symmetry import symmetries
+
+LEADER_EPOCH_21 = "leader-epoch-2.1"
+
+(PRODUCE, FETCH_REQUEST, FETCH_RESPONSE, CRASH, RESTART, ELECT_LEADER, BECOME_FOLLOWER,
+ SHRINK_ISR, EXPAND_ISR) = range(9)
+
+_POPCOUNT = np.array([bin(x).count("1") for x in range(256)], dtype=np.int8)
+
+
+class KafkaBatchKernel:
+    """The batch form of ``KafkaModel(config)``.
+
+    Args:
+        config: a ``model.Config``.
+    """
+
+    action_names = ACTION_NAMES
+
+    def __init__(self, config):
+        self.config = config
+        self.codec = c = RowCodec(config)
+        self.width = c.width
+        self.n, self.m = c.n, c.m
+        self._perms = None
+
+    # -- the protocol the batch engine uses --------------------------------------------
+
+    def encode(self, state):
+        return self.codec.encode(state)
+
+    def decode(self, row):
+        return self.codec.decode(row)
+
+    def init_rows(self, states):
+        """The rows of ``states`` (the model's initial states), in order."""
+        return np.stack([self.codec.encode(s) for s in states])
+
+    def action(self, code, replica, cut=None):
+        return Action(ACTION_NAMES[code], replica, cut)
+
+    def canonical(self, rows):
+        """The least row over the allowed replica permutations of each row (symmetry)."""
+        if self._perms is None:
+            self._perms = [self.codec.permuter(p) for p in symmetries(self.config)]
+        if len(self._perms) == 1:
+            return rows
+        return lexicographic_min([p(rows) for p in self._perms])
+
+    # -- successors ---------------------------------------------------------------------
+
+    def expand(self, rows):
+        """Every successor of every row.
+
+        Returns ``(parents, choices, codes, successors)``: ``parents`` (``int64``) the
+        index of each successor's parent in ``rows``, ``choices`` (``int16``) its position
+        among the parent's enabled actions, ``codes`` (``int8``) its action (an index of
+        ``ACTION_NAMES``), and ``successors`` the rows. Successors come grouped by
+        action, replica and cut point, each group in parent order; sort by
+        ``(parents, choices)`` for the model's order.
+        """
+        g = _Gen(self, rows)
+        cfg = self.config
+        c = self.codec
+        n = self.n
+        lead = g.lead
+        # 1. Produce
+        if cfg.max_messages:
+            ok = (lead >= 0) & (rows[:, c.PROD] < cfg.max_messages) & (g.isr_size >= cfg.min_insync_replicas)
+            for l in range(n):
+                g.emit(PRODUCE, ok & (lead == l), self._produce, l)
+        # 2. FetchRequest(f) from the leader l
+        for f in range(n):
+            bf = c.block(f)
+            base = (rows[:, bf + c.ALIVE] == 1) & (rows[:, bf + c.IL] == NONE)
+            for l in range(n):
+                if l == f:
+                    continue
+                bl = c.block(l)
+                ok = (base & (lead == l) & (rows[:, bf + c.LDR] == l)
+                      & (rows[:, bf + c.EP] == rows[:, bl + c.EP]))
+                g.emit(FETCH_REQUEST, ok, self._fetch_request, f, l)
+        # 3. FetchResponse(f)
+        for f in range(n):
+            g.emit(FETCH_RESPONSE, rows[:, c.block(f) + c.IL] != NONE, self._fetch_response, f)
+        # 4. Crash(r), one successor per cut point with unflushed loss
+        can_crash = rows[:, c.CRASH] < cfg.max_crashes
+        for r in range(n):
+            b = c.block(r)
+            ok = can_crash & (rows[:, b + c.ALIVE] == 1)
+            if cfg.unflushed_loss:
+                length = rows[:, b + c.LEN]
+                for cut in range(self.m + 1):
+                    g.emit(CRASH, ok & (cut <= length), self._crash, r, cut)
+            else:
+                g.emit(CRASH, ok, self._crash, r, None)
+        # 5. Restart(r)
+        for r in range(n):
+            g.emit(RESTART, rows[:, c.block(r) + c.ALIVE] == 0, self._restart, r)
+        # 6. ElectLeader(n)
+        self._elections(g, rows)
+        # 7. BecomeFollower(r), truncating against the quorum leader ql
+        ql = rows[:, c.QL]
+        qe = rows[:, c.QE]
+        for r in range(n):
+            b = c.block(r)
+            base = (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.EP] < qe)
+            for l in range(n):
+                if l == r:
+                    continue
+                ok = base & (ql == l)
+                if cfg.truncation != HIGH_WATERMARK:
+                    ok &= lead == l  # it answers OffsetsForLeaderEpoch
+                g.emit(BECOME_FOLLOWER, ok, self._become_follower, r, l)
+        # 8. ShrinkIsr(r) and 9. ExpandIsr(r), by the leader l
+        isr = rows[:, c.ISR].astype(np.int64)
+        for r in range(n):
+            b = c.block(r)
+            in_isr = (isr >> r & 1) == 1
+            for l in range(n):
+                if l == r:
+                    continue
+                bl = c.block(l)
+                lagging = (rows[:, b + c.ALIVE] == 0) | (rows[:, bl + c.REM + r] < rows[:, bl + c.LEN])
+                g.emit(SHRINK_ISR, (lead == l) & in_isr & lagging, self._shrink, r, l)
+        for r in range(n):
+            b = c.block(r)
+            out_isr = (isr >> r & 1) == 0
+            for l in range(n):
+                if l == r:
+                    continue
+                bl = c.block(l)
+                remote = rows[:, bl + c.REM + r]
+                ok = ((lead == l) & out_isr & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LDR] == l)
+                      & (rows[:, b + c.EP] == qe) & (remote >= rows[:, bl + c.HW]))
+                if cfg.truncation == LEADER_EPOCH_21:
+                    ok &= remote >= self._leso(rows, l)  # KAFKA-7128
+                g.emit(EXPAND_ISR, ok, self._expand, r, l)
+        return g.result()
+
+    # -- helpers over arrays of rows ------------------------------------------------------
+
+    def _leads(self, rows):
+        """The replica that leads each row, or -1."""
+        c = self.codec
+        lead = np.full(len(rows), -1, dtype=np.int64)
+        ql, qe = rows[:, c.QL], rows[:, c.QE]
+        for r in range(self.n):
+            b = c.block(r)
+            ok = (ql == r) & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LDR] == r) & (rows[:, b + c.EP] == qe)
+            lead[ok] = r
+        return lead
+
+    def _isr_size(self, rows):
+        return _POPCOUNT[rows[:, self.codec.ISR].astype(np.uint8)]
+
+    def _alive_mask(self, rows):
+        c = self.codec
+        out = np.zeros(len(rows), dtype=np.int64)
+        for r in range(self.n):
+            out |= (rows[:, c.block(r) + c.ALIVE].astype(np.int64) & 1) << r
+        return out
+
+    def _leso(self, rows, l):
+        """The leader's epoch start offset: the first offset of its log whose record has
+        its epoch, or its log end."""
+        c = self.codec
+        b = c.block(l)
+        length = rows[:, b + c.LEN].astype(np.int64)
+        out = length.copy()
+        epochs = rows[:, b + c.LE:b + c.LE + self.m]
+        match = (epochs == rows[:, b + c.EP:b + c.EP + 1]) & (np.arange(self.m) < length[:, None])
+        has = match.any(axis=1)
+        out[has] = match[has].argmax(axis=1)
+        return out
+
+    def _advance_hw(self, s, l):
+        """HW(l) on rows ``s`` (in place): the leader's HW rises to the least log end in the
+        ISR, and the records it passes become committed."""
+        c, cfg = self.codec, self.config
+        b = c.block(l)
+        m = s[:, b + c.LEN].astype(np.int64)
+        isr = s[:, c.ISR].astype(np.int64)
+        for f in range(self.n):
+            if f != l:
+                inside = (isr >> f & 1) == 1
+                np.minimum(m, np.where(inside, s[:, b + c.REM + f], m), out=m)
+        hw = s[:, b + c.HW].astype(np.int64)
+        moves = m > hw
+        if cfg.hw_requires_min_isr:
+            moves &= _POPCOUNT[s[:, c.ISR].astype(np.uint8)] >= cfg.min_insync_replicas
+        if not moves.any():
+            return
+        idx = np.nonzero(moves)[0]
+        lo, hi = hw[idx], m[idx]
+        for o in range(self.m):
+            sel = (lo <= o) & (o < hi)
+            if not sel.any():
+                continue
+            ri = idx[sel]
+            rid = s[ri, b + c.LI + o].astype(np.int64)
+            s[ri, c.COFF + rid] = o
+            s[ri, c.CEP + rid] = s[ri, b + c.LE + o]
+        s[idx, b + c.HW] = hi
+
+    def _elr_after(self, s, old_isr, new_isr):
+        """``elr_after(I, I')`` of MODEL.md as bit masks (int64 arrays)."""
+        cfg = self.config
+        if not cfg.eligible_leader_replicas:
+            return np.zeros(len(s), dtype=np.int64)
+        elr = s[:, self.codec.ELR].astype(np.int64)
+        out = (elr | old_isr) & ~new_isr
+        out[_POPCOUNT[new_isr.astype(np.uint8)] >= cfg.min_insync_replicas] = 0
+        return out
+
+    def _cut_log(self, s, b, t):
+        """Truncate the log of the block at ``b`` to ``t`` (an array) in rows ``s``."""
+        c = self.codec
+        gone = np.arange(self.m) >= t[:, None]
+        s[:, b + c.LE:b + c.LE + self.m][gone] = NONE
+        s[:, b + c.LI:b + c.LI + self.m][gone] = NONE
+        s[:, b + c.LEN] = t
+
+    def _clear_inflight(self, s, b):
+        c = self.codec
+        s[:, b + c.IL:b + c.IRI + self.m] = NONE
+
+    # -- the actions (each takes a copy of the enabled rows and changes it in place) ----
+
+    def _produce(self, s, l):
+        c = self.codec
+        b = c.block(l)
+        ri = np.arange(len(s))
+        at = s[:, b + c.LEN].astype(np.int64)
+        s[ri, b + c.LE + at] = s[:, b + c.EP]
+        s[ri, b + c.LI + at] = s[:, c.PROD]
+        s[:, b + c.LEN] += 1
+        s[:, c.PROD] += 1
+        self._advance_hw(s, l)
+
+    def _fetch_request(self, s, f, l):
+        c = self.codec
+        bf, bl = c.block(f), c.block(l)
+        o = np.minimum(s[:, bf + c.LEN], s[:, bl + c.LEN]).astype(np.int64)
+        s[:, bl + c.REM + f] = o
+        self._advance_hw(s, l)
+        s[:, bf + c.IL] = l
+        s[:, bf + c.IE] = s[:, bl + c.EP]
+        s[:, bf + c.IS] = o
+        s[:, bf + c.IH] = s[:, bl + c.HW]
+        length = s[:, bl + c.LEN].astype(np.int64)
+        s[:, bf + c.IN] = length - o
+        ri = np.arange(len(s))
+        for k in range(self.m):
+            src = o + k
+            ok = src < length
+            if not ok.any():
+                break
+            r, at = ri[ok], src[ok]
+            s[r, bf + c.IRE + k] = s[r, bl + c.LE + at]
+            s[r, bf + c.IRI + k] = s[r, bl + c.LI + at]
+
+    def _fetch_response(self, s, f):
+        c = self.codec
+        b = c.block(f)
+        fresh = ((s[:, b + c.ALIVE] == 1) & (s[:, b + c.LDR] == s[:, b + c.IL])
+                 & (s[:, b + c.EP] == s[:, b + c.IE]))
+        if fresh.any():
+            t = s[fresh]
+            start = t[:, b + c.IS].astype(np.int64)
+            count = t[:, b + c.IN].astype(np.int64)
+            end = start + count
+            pos = np.arange(self.m)
+            src = np.clip(pos[None, :] - start[:, None], 0, self.m - 1)
+            from_resp = (pos >= start[:, None]) & (pos < end[:, None])
+            for col, rcol in ((c.LE, c.IRE), (c.LI, c.IRI)):
+                log = t[:, b + col:b + col + self.m]
+                resp = np.take_along_axis(t[:, b + rcol:b + rcol + self.m], src, axis=1)
+                log = np.where(from_resp, resp, log)
+                log[pos >= end[:, None]] = NONE
+                t[:, b + col:b + col + self.m] = log
+            t[:, b + c.LEN] = end
+            t[:, b + c.HW] = np.minimum(t[:, b + c.IH], end)
+            s[fresh] = t
+        self._clear_inflight(s, b)
+
+    def _crash(self, s, r, cut):
+        c, cfg = self.codec, self.config
+        b = c.block(r)
+        s[:, b + c.ALIVE] = 0
+        self._clear_inflight(s, b)
+        s[:, c.CRASH] += 1
+        if cut is not None:
+            if cfg.eligible_leader_replicas:
+                s[:, b + c.LOSSY] = s[:, b + c.LEN] > cut
+            self._cut_log(s, b, np.full(len(s), cut, dtype=np.int64))
+            np.minimum(s[:, b + c.HW], cut, out=s[:, b + c.HW])
+
+    def _restart(self, s, r):
+        c, cfg = self.codec, self.config
+        b = c.block(r)
+        s[:, b + c.ALIVE] = 1
+        s[:, b + c.EP] = NONE
+        s[:, b + c.LDR] = NONE
+        s[:, b + c.REM:b + c.REM + self.n] = 0
+        if not cfg.eligible_leader_replicas:
+            return
+        lossy = s[:, b + c.LOSSY] == 1
+        if not lossy.any():
+            return
+        t = s[lossy]
+        # KIP-966's unclean-shutdown rule: out of the ISR and the ELR, fetch state fenced.
+        old = t[:, c.ISR].astype(np.int64)
+        new = old & ~(1 << r)
+        elr = self._elr_after(t, old, new) & ~(1 << r)
+        t[:, c.ISR] = new
+        t[:, c.ELR] = elr
+        for l in range(self.n):
+            t[:, c.block(l) + c.REM + r] = 0
+        lead = self._leads(t)
+        for q in range(self.n):
+            sel = lead == q
+            if sel.any():
+                u = t[sel]
+                self._advance_hw(u, q)
+                t[sel] = u
+        t[:, b + c.LOSSY] = 0
+        s[lossy] = t
+
+    def _elections(self, g, rows):
+        c, cfg = self.codec, self.config
+        n = self.n
+        ql = rows[:, c.QL].astype(np.int64)
+        qe = rows[:, c.QE]
+        isr = rows[:, c.ISR].astype(np.int64)
+        elr = rows[:, c.ELR].astype(np.int64)
+        alive = g.alive
+        can = qe < cfg.max_leader_epoch
+        # the quorum leader q is none, dead, or restarted since its election
+        replaceable = ql == NONE
+        for q in range(n):
+            b = c.block(q)
+            replaceable |= (ql == q) & ((rows[:, b + c.ALIVE] == 0) | (rows[:, b + c.EP] != qe))
+        preferred = np.zeros(len(rows), dtype=bool)
+        if cfg.preferred_election:
+            preferred = g.lead >= 0
+        live_isr = (isr & alive) != 0
+        live_elr = (elr & alive) != 0
+        for cand in range(n):
+            is_alive = (alive >> cand & 1) == 1
+            trigger = can & is_alive & (replaceable | (preferred & (ql != cand)))
+            in_isr = (isr >> cand & 1) == 1
+            g.emit(ELECT_LEADER, trigger & in_isr, self._elect, cand, "clean")
+            if cfg.eligible_leader_replicas:
+                in_elr = (elr >> cand & 1) == 1
+                g.emit(ELECT_LEADER, trigger & ~live_isr & in_elr, self._elect, cand, "elr")
+            if cfg.unclean_leader_election:
+                g.emit(ELECT_LEADER, trigger & ~live_isr & ~live_elr & ~in_isr, self._elect, cand, "unclean")
+
+    def _elect(self, s, cand, kind):
+        c = self.codec
+        b = c.block(cand)
+        old = s[:, c.ISR].astype(np.int64)
+        if kind == "clean":
+            new = old & self._alive_mask(s)
+            elr = self._elr_after(s, old, new)
+        elif kind == "elr":
+            new = np.full(len(s), 1 << cand, dtype=np.int64)
+            elr = (s[:, c.ELR].astype(np.int64) | old) & ~(1 << cand)
+        else:
+            new = np.full(len(s), 1 << cand, dtype=np.int64)
+            elr = np.zeros(len(s), dtype=np.int64)
+        s[:, c.ISR] = new
+        s[:, c.ELR] = elr
+        s[:, c.QL] = cand
+        s[:, c.QE] += 1
+        s[:, b + c.LDR] = cand
+        s[:, b + c.EP] = s[:, c.QE]
+        s[:, b + c.REM:b + c.REM + self.n] = 0
+        self._clear_inflight(s, b)
+        self._advance_hw(s, cand)
+
+    def _become_follower(self, s, r, l):
+        c, cfg = self.codec, self.config
+        b, bl = c.block(r), c.block(l)
+        hw = s[:, b + c.HW].astype(np.int64)
+        if cfg.truncation == HIGH_WATERMARK:
+            t = hw
+        elif cfg.truncation == LEADER_EPOCH:
+            t = self._offsets_for_leader_epoch(s, b, bl, hw)
+        else:  # leader-epoch-kip279 and leader-epoch-2.1: the longest common prefix
+            t = self._common_prefix(s, b, bl)
+        self._cut_log(s, b, t)
+        s[:, b + c.HW] = np.minimum(hw, t)
+        s[:, b + c.LDR] = l
+        s[:, b + c.EP] = s[:, c.QE]
+        self._clear_inflight(s, b)
+
+    def _common_prefix(self, s, b, bl):
+        c = self.codec
+        m = self.m
+        n_r = s[:, b + c.LEN].astype(np.int64)
+        n_l = s[:, bl + c.LEN].astype(np.int64)
+        pos = np.arange(m)
+        same = ((s[:, b + c.LE:b + c.LE + m] == s[:, bl + c.LE:bl + c.LE + m])
+                & (s[:, b + c.LI:b + c.LI + m] == s[:, bl + c.LI:bl + c.LI + m])
+                & (pos < np.minimum(n_r, n_l)[:, None]))
+        return np.cumprod(same, axis=1).sum(axis=1).astype(np.int64)
+
+    def _offsets_for_leader_epoch(self, s, b, bl, hw):
+        """KIP-101's truncation offset (``model.truncation.truncate_leader_epoch``)."""
+        c = self.codec
+        m = self.m
+        rows = np.arange(len(s))
+        n_r = s[:, b + c.LEN].astype(np.int64)
+        n_l = s[:, bl + c.LEN].astype(np.int64)
+        le_l = s[:, bl + c.LE:bl + c.LE + m].astype(np.int64)
+        e = s[rows, b + c.LE + np.maximum(n_r - 1, 0)].astype(np.int64)  # the follower's last epoch
+        last_l = le_l[rows, np.maximum(n_l - 1, 0)]
+        valid = np.arange(m) < n_l[:, None]
+        later = valid & (le_l > e[:, None])
+        has_later = later.any(axis=1)
+        answer = np.where(has_later, later.argmax(axis=1), n_l)  # end_offset(l.log, e)
+        undefined = (n_l == 0) | (((e < le_l[:, 0]) | ~has_later) & (last_l != e))
+        answer = np.where((n_l > 0) & (last_l == e), n_l, answer)
+        t = np.where(undefined, hw, np.minimum(answer, n_r))
+        return np.where(n_r == 0, 0, t)
+
+    def _shrink(self, s, r, l):
+        c = self.codec
+        old = s[:, c.ISR].astype(np.int64)
+        new = old & ~(1 << r)
+        s[:, c.ELR] = self._elr_after(s, old, new)
+        s[:, c.ISR] = new
+        self._advance_hw(s, l)
+
+    def _expand(self, s, r, l):
+        c = self.codec
+        old = s[:, c.ISR].astype(np.int64)
+        new = old | (1 << r)
+        s[:, c.ELR] = self._elr_after(s, old, new)
+        s[:, c.ISR] = new
+        self._advance_hw(s, l)
+
+    # -- properties ---------------------------------------------------------------------
+
+    def invariant_mask(self, name, rows):
+        """A boolean array: which rows violate the state invariant ``name``, or ``None``
+        when this kernel has no batch form of it."""
+        fn = _INVARIANTS.get(name)
+        return None if fn is None else fn(self, rows)
+
+    def step_mask(self, name, rows, parents, after):
+        """Which transitions ``rows[parents[i]] -> after[i]`` violate the step property
+        ``name``, or ``None`` when this kernel has no batch form of it."""
+        if name != "LeaderEpochMonotonic":
+            return None
+        c = self.codec
+        bad = after[:, c.QE] < rows[parents, c.QE]
+        for r in range(self.n):
+            b = c.block(r)
+            before_ep = rows[parents, b + c.EP]
+            went_down = (after[:, b + c.ALIVE] == 1) & (after[:, b + c.EP] < before_ep)
+            restart = (after[:, b + c.EP] == NONE) & (rows[parents, b + c.ALIVE] == 0)
+            bad |= went_down & ~restart
+        return bad
+
+    def _holds_committed(self, rows, r):
+        """Which rows have every committed record in replica ``r``'s log at its offset."""
+        c = self.codec
+        b = c.block(r)
+        ok = np.ones(len(rows), dtype=bool)
+        length = rows[:, b + c.LEN]
+        ri = np.arange(len(rows))
+        for i in range(self.m):
+            off = rows[:, c.COFF + i].astype(np.int64)
+            committed = off != NONE
+            if not committed.any():
+                continue
+            at = np.clip(off, 0, self.m - 1)
+            there = ((off < length) & (rows[ri, b + c.LE + at] == rows[:, c.CEP + i])
+                     & (rows[ri, b + c.LI + at] == i))
+            ok &= ~committed | there
+        return ok
+
+
+def _hw_below_log_end(kernel, rows):
+    c = kernel.codec
+    bad = np.zeros(len(rows), dtype=bool)
+    for r in range(kernel.n):
+        b = c.block(r)
+        bad |= rows[:, b + c.HW] > rows[:, b + c.LEN]
+    return bad
+
+
+def _committed_never_lost(kernel, rows):
+    lead = kernel._leads(rows)
+    bad = np.zeros(len(rows), dtype=bool)
+    for l in range(kernel.n):
+        sel = lead == l
+        if sel.any():
+            bad[sel] = ~kernel._holds_committed(rows[sel], l)
+    return bad
+
+
+def _logs_never_diverge(kernel, rows):
+    c, m = kernel.codec, kernel.m
+    bad = np.zeros(len(rows), dtype=bool)
+    qe = rows[:, c.QE]
+    pos = np.arange(m)
+    for a in range(kernel.n):
+        ba = c.block(a)
+        cur_a = (rows[:, ba + c.ALIVE] == 1) & (rows[:, ba + c.EP] == qe)
+        for b_ in range(a + 1, kernel.n):
+            bb = c.block(b_)
+            both = cur_a & (rows[:, bb + c.ALIVE] == 1) & (rows[:, bb + c.EP] == qe)
+            if not both.any():
+                continue
+            k = np.minimum(np.minimum(rows[:, ba + c.HW], rows[:, bb + c.HW]),
+                           np.minimum(rows[:, ba + c.LEN], rows[:, bb + c.LEN]))
+            differ = ((rows[:, ba + c.LE:ba + c.LE + m] != rows[:, bb + c.LE:bb + c.LE + m])
+                      | (rows[:, ba + c.LI:ba + c.LI + m] != rows[:, bb + c.LI:bb + c.LI + m]))
+            bad |= both & (differ & (pos < k[:, None])).any(axis=1)
+    return bad
+
+
+def _leader_candidate_completeness(kernel, rows):
+    c = kernel.codec
+    bad = np.zeros(len(rows), dtype=bool)
+    members = rows[:, c.ISR].astype(np.int64) | rows[:, c.ELR].astype(np.int64)
+    for r in range(kernel.n):
+        b = c.block(r)
+        live_member = ((members >> r & 1) == 1) & (rows[:, b + c.ALIVE] == 1)
+        if live_member.any():
+            bad |= live_member & ~kernel._holds_committed(rows, r)
+    return bad
+
+
+_INVARIANTS = {
+    "HighWatermarkBelowLogEnd": _hw_below_log_end,
+    "CommittedNeverLost": _committed_never_lost,
+    "LogsNeverDiverge": _logs_never_diverge,
+    "LeaderCandidateCompleteness": _leader_candidate_completeness,
+}
+
+
+class _Gen:
+    """Collects the successor groups of one ``expand`` call."""
+
+    def __init__(self, kernel, rows):
+        self.kernel = kernel
+        self.rows = rows
+        self.lead = kernel._leads(rows)
+        self.isr_size = kernel._isr_size(rows)
+        self.alive = kernel._alive_mask(rows)
+        self.count = np.zeros(len(rows), dtype=np.int16)  # enabled actions so far, per row
+        self.parts = []
+
+    def emit(self, code, mask, effect, *args):
+        idx = np.nonzero(mask)[0]
+        if not len(idx):
+            return
+        s = self.rows[idx]
+        effect(s, *args)
+        choice = self.count[idx]
+        self.count[idx] += 1
+        self.parts.append((idx, choice, code, s))
+
+    def result(self):
+        if not self.parts:
+            return (np.zeros(0, np.int64), np.zeros(0, np.int16), np.zeros(0, np.int8),
+                    np.zeros((0, self.kernel.width), DTYPE))
+        parents = np.concatenate([p[0] for p in self.parts])
+        choices = np.concatenate([p[1] for p in self.parts])
+        codes = np.concatenate([np.full(len(p[0]), p[2], np.int8) for p in self.parts])
+        succ = np.concatenate([p[3] for p in self.parts])
+        return parents, choices, codes, succ

@@ -1,0 +1,48 @@
+"""Replica permutations of attrs states (MODEL.md, "Symmetry reduction").
+
+The readable form of what ``model.rows.RowCodec.permuter`` does to rows; the per-state
+engine uses it, and the tests compare the two.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from .state import Fetch, Quorum, Replica, State
+
+
+def symmetries(config) -> list[tuple]:
+    """The replica permutations symmetry reduction may apply: those that map the set of
+    initial states onto itself, i.e. all of them with ``initial_leader = any`` and those
+    fixing the first replica otherwise. Each maps replica ``r`` to ``p[r]``; the identity
+    comes first."""
+    n = config.n
+    if config.initial_leader == "any":
+        return list(itertools.permutations(range(n)))
+    return [(0,) + p for p in itertools.permutations(range(1, n))]
+
+
+def permute(state: State, perm) -> State:
+    """``state`` with replica ``r`` renamed ``perm[r]``: replica ids are renamed wherever
+    they occur (leaders, ``remote_leo`` indices, the in-flight leader, the quorum's
+    leader, ISR and ELR); records, epochs, offsets and history are not replica ids."""
+    n = len(state.replicas)
+
+    def rid(r):
+        return None if r is None else perm[r]
+
+    reps = [None] * n
+    for r, rep in enumerate(state.replicas):
+        remote = [0] * n
+        for f in range(n):
+            remote[perm[f]] = rep.remote_leo[f]
+        inflight = rep.inflight
+        if inflight is not None:
+            inflight = Fetch(perm[inflight.leader], inflight.epoch, inflight.start, inflight.records,
+                             inflight.leader_hw)
+        reps[perm[r]] = Replica(rep.alive, rep.log, rep.hw, rep.epoch, rid(rep.leader), tuple(remote),
+                                inflight, rep.lossy)
+    q = state.quorum
+    quorum = Quorum(rid(q.leader), q.epoch, tuple(sorted(perm[r] for r in q.isr)),
+                    tuple(sorted(perm[r] for r in q.elr)))
+    return State(tuple(reps), quorum, state.produced, state.crashes, state.committed)

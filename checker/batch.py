@@ -34,7 +34,7 @@ import numpy as np
 from .checkpoint import resident_bytes
 from .errors import EngineError
 from .fingerprint import fingerprint_rows
-from .kernel import split_properties, stop_after_level
+from .kernel import require_symmetric, split_properties, stop_after_level
 from .local import Options
 from .protocol import successors
 from .result import CheckResult, Stats, Violation
@@ -68,6 +68,8 @@ class BatchEngine:
         self.seen = CompactSeenSet()
         self.frontier: list[np.ndarray] = []  # the level being expanded, as row chunks
         self.found: dict[str, tuple] = {}
+        if self.options.symmetry:
+            require_symmetric(self.properties)
 
     # -- the search ---------------------------------------------------------------------
 

@@ -74,9 +74,23 @@ def stop_after_level(found, properties, options, distinct, frontier_left):
     return None
 
 
+def require_symmetric(properties):
+    """Refuse symmetry reduction for a state invariant not declared symmetric."""
+    from .errors import UsageError
+
+    for p in properties:
+        if p.kind == ALWAYS and not p.symmetric:
+            raise UsageError(f"--symmetry: the invariant {p.name} is not declared symmetric "
+                             "(Property(symmetric=True)); check it without symmetry reduction")
+
+
 def canonical_encoder(model):
     """The encoding of a state's orbit under the model's replica symmetries: the least
     ``model.encode`` over ``model.symmetries()`` applied by ``model.permute``."""
+    from .errors import UsageError
+
+    if not hasattr(model, "symmetries"):
+        raise UsageError("--symmetry: this model declares no symmetries")
     perms = model.symmetries()
     encode, permute = model.encode, model.permute
 

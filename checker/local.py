@@ -20,7 +20,7 @@ import attrs
 
 from .checkpoint import resident_bytes
 from .fingerprint import fingerprint_bytes
-from .kernel import canonical_encoder, check_state, expand, split_properties, stop_after_level
+from .kernel import canonical_encoder, check_state, require_symmetric, expand, split_properties, stop_after_level
 from .result import CheckResult, Stats, Violation
 from .trace import extend, replay_fingerprints
 
@@ -205,7 +205,10 @@ class LocalEngine:
         # keeping no (fingerprint, state) pair per state saves two objects a state.
         self.frontier: list = []
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
-        self.encode = canonical_encoder(model) if self.options.symmetry else model.encode
+        self.encode = model.encode
+        if self.options.symmetry:
+            require_symmetric(self.properties)
+            self.encode = canonical_encoder(model)
 
     # -- the search ---------------------------------------------------------------
 

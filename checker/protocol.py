@@ -35,12 +35,16 @@ class Property:
         check: a plain module-level function returning ``None`` when the property holds
             and a one-sentence explanation when it does not.
         description: what the property says, for help texts and reports.
+        symmetric: the property's verdict does not change when replicas are renamed, so
+            it may be checked on one state per orbit (symmetry reduction refuses the
+            state invariants that do not say so).
     """
 
     name: str
     kind: str = attrs.field(validator=attrs.validators.in_((ALWAYS, STEP)))
     check: Callable[..., str | None]
     description: str = ""
+    symmetric: bool = False
 
 
 class Model(Protocol):

@@ -82,16 +82,16 @@ def leader_epoch_monotonic(model, before, action, after):
 
 HighWatermarkBelowLogEnd = Property(
     "HighWatermarkBelowLogEnd", ALWAYS, high_watermark_below_log_end,
-    "every replica's high watermark is at most its log end offset")
+    "every replica's high watermark is at most its log end offset", symmetric=True)
 CommittedNeverLost = Property(
     "CommittedNeverLost", ALWAYS, committed_never_lost,
-    "when a replica leads, every committed record is in its log at its offset")
+    "when a replica leads, every committed record is in its log at its offset", symmetric=True)
 LogsNeverDiverge = Property(
     "LogsNeverDiverge", ALWAYS, logs_never_diverge,
-    "live replicas on the current leader epoch agree below the smaller of their high watermarks")
+    "live replicas on the current leader epoch agree below the smaller of their high watermarks", symmetric=True)
 LeaderEpochMonotonic = Property(
     "LeaderEpochMonotonic", STEP, leader_epoch_monotonic,
-    "leader epochs never go down (except a replica's to -1 on restart)")
+    "leader epochs never go down (except a replica's to -1 on restart)", symmetric=True)
 
 ALL = (HighWatermarkBelowLogEnd, CommittedNeverLost, LogsNeverDiverge, LeaderEpochMonotonic)
 BY_NAME = {p.name: p for p in ALL}

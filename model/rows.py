@@ -170,7 +170,7 @@ class RowCodec:
         mask_cols = [self.ISR, self.ELR]
 
         def apply(rows):
-            out = rows[:, src]
+            out = np.ascontiguousarray(rows[:, src])
             for c in id_cols:
                 out[:, c] = id_lut[out[:, c].astype(np.intp) + 1]
             for c in mask_cols:

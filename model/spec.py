@@ -10,6 +10,7 @@ expected of it.
     [check]                       # optional
     invariants = ["CommittedNeverLost"]   # default: all
     keep_going = false            # after a failure, keep exploring to decide the others
+    symmetry = false              # one state per orbit of replica permutations
     max_depth = 30
     max_states = 1000000
     max_memory = "8G"             # stop cleanly past this resident memory (or bytes)
@@ -51,7 +52,7 @@ _MODEL_INTS = {
 }
 _MODEL_BOOLS = ("unclean_leader_election", "unflushed_loss", "preferred_election")
 _MODEL_KEYS = ("replicas", "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS)
-_CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine")
+_CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry")
 _SPARK_KEYS = ("master", "partitions")
 _TOP_KEYS = ("title", "description", "model", "check", "spark", "expect")
 LIMITS = {
@@ -81,6 +82,7 @@ class Spec:
     description: str = ""
     invariants: tuple = ()
     keep_going: bool = False
+    symmetry: bool = False
     max_depth: int | None = None
     max_states: int | None = None
     max_memory: int | None = None
@@ -168,6 +170,7 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
     else:
         invariants = tuple(names)
     keep_going = _bool(path, "check.keep_going", check.get("keep_going", False))
+    symmetry = _bool(path, "check.symmetry", check.get("symmetry", False))
     max_depth = _opt_int(path, "check.max_depth", check.get("max_depth"))
     max_states = _opt_int(path, "check.max_states", check.get("max_states"))
     max_memory = _size(path, "check.max_memory", check.get("max_memory"))
@@ -194,7 +197,7 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
         verdicts[key] = value
     return Spec(
         path=path, sha256=hashlib.sha256(data).hexdigest(), config=config, title=title,
-        description=description, invariants=invariants, keep_going=keep_going,
+        description=description, invariants=invariants, keep_going=keep_going, symmetry=symmetry,
         max_depth=max_depth, max_states=max_states, max_memory=max_memory, engine=engine, spark_master=master,
         spark_partitions=partitions, expect=verdicts,
     )

@@ -24,6 +24,9 @@ def register(sub):
     p.add_argument("--max-depth", type=positive_int, metavar="N", help="do not explore past depth N")
     p.add_argument("--max-states", type=positive_int, metavar="N", help="stop once N distinct states are stored")
     p.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
+    p.add_argument("--compare", action="store_true",
+                   help="run the per-state path and the batch path on the spec, each in a process of its "
+                   "own, one after the other, and print both and their ratio")
     add_engine_arguments(p)
     p.set_defaults(run=run)
 
@@ -39,10 +42,10 @@ def seen_set_bytes(seen) -> int:
 
 
 def run(args, out, err) -> int:
-    from rich.table import Table
-
     spec = load(args.spec)
     check_output_path("--json", args.json)
+    if args.compare:
+        return _compare(args, spec, out)
     model = spec.model()
     props = spec.properties()
     runs = []
@@ -74,14 +77,77 @@ def run(args, out, err) -> int:
         doc["seen_set_bytes"] = seen_set_bytes(seen)
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
-    table = Table(title=f"kmc bench {spec.path} ({result.engine}, best of {args.repeat})", box=None)
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    for key, value in doc.items():
-        if key not in ("schema_version", "spec", "engine"):
-            table.add_row(key.replace("_", " "), f"{value:,}" if isinstance(value, (int, float)) else str(value))
-    out.print(table)
+    doc["path"] = getattr(engine, "path", "per-state") if result.engine == "local" else result.engine
+    doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
+    _print(out, f"kmc bench {spec.path} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=2)
     return 0
+
+
+_SHOWN = ("distinct_states", "states_generated", "depth", "wall_seconds", "states_per_second",
+          "generated_per_second", "bytes_per_stored_state", "peak_rss_bytes", "peak_rss_bytes_per_state")
+
+
+def _print(out, title, docs, ratio=None):
+    from rich.table import Table
+
+    table = Table(title=title, box=None)
+    table.add_column("measure")
+    for d in docs:
+        table.add_column(d.get("path", ""), justify="right")
+    if ratio is not None:
+        table.add_column("batch / per-state", justify="right")
+    keys = [k for k in docs[0] if k not in ("schema_version", "spec", "engine", "path")]
+    for key in keys:
+        cells = [f"{d.get(key):,}" if isinstance(d.get(key), (int, float)) and not isinstance(d.get(key), bool)
+                 else str(d.get(key, "")) for d in docs]
+        if ratio is not None:
+            cells.append(f"{ratio[key]:.2f}x" if key in ratio else "")
+        table.add_row(key.replace("_", " "), *cells)
+    out.print(table)
+
+
+def _compare(args, spec, out) -> int:
+    """Both local paths on one spec, each in a fresh process so that each has its own
+    peak resident memory, and the ratio of their figures."""
+    import os
+    import subprocess
+    import tempfile
+
+    from .. import cli
+
+    docs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in ("per-state", "batch"):
+            target = os.path.join(tmp, f"{path}.json")
+            cmd = [sys.executable, "-m", cli.__name__, "bench", args.spec, "--json", target,
+                   "--repeat", str(args.repeat)]
+            cmd += ["--per-state"] if path == "per-state" else []
+            cmd += ["--symmetry"] if getattr(args, "symmetry", False) else []
+            for opt in ("max_depth", "max_states"):
+                if getattr(args, opt, None) is not None:
+                    cmd += [f"--{opt.replace('_', '-')}", str(getattr(args, opt))]
+            done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if done.returncode != 0:
+                from ..errors import EngineError
+
+                raise EngineError(f"bench --compare: the {path} run failed: {done.stderr.strip()[-300:]}")
+            with open(target, encoding="utf-8") as f:
+                docs.append(json.load(f))
+    ratio = {}
+    for key in ("states_per_second", "generated_per_second"):
+        if docs[0].get(key) and docs[1].get(key):
+            ratio[key] = docs[1][key] / docs[0][key]
+    for key in ("wall_seconds", "bytes_per_stored_state", "peak_rss_bytes", "peak_rss_bytes_per_state"):
+        if docs[0].get(key) and docs[1].get(key):
+            ratio[key] = docs[1][key] / docs[0][key]
+    same = all(docs[0][k] == docs[1][k] for k in ("distinct_states", "states_generated", "depth"))
+    _print(out, f"kmc bench --compare {spec.path}", docs, ratio)
+    out.print("Both paths explored the same state space." if same else
+              "[bold red]The two paths disagree on the counts: this is a bug.[/]")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"schema_version": 1, "spec": spec.path, "runs": docs, "ratio": ratio}, f, indent=2)
+    return 0 if same else 1

@@ -91,6 +91,7 @@ def _from_checkpoint(args, header):
     if args.max_depth is None:
         args.max_depth = opts.get("max_depth")
     args.keep_going = args.keep_going or bool(opts.get("keep_going"))
+    args.symmetry = args.symmetry or bool(opts.get("symmetry"))
     if not args.invariants:
         args.invariants = header.get("properties")
     if args.engine is None:  # the engine that wrote it; another one is refused
@@ -113,7 +114,8 @@ def run(args, out, err) -> int:
     show_progress = not args.no_progress and err.is_terminal
     identity = {"kmc_version": __version__, "spec_sha256": spec.sha256,
                 "properties": [p.name for p in properties],
-                "options": {"max_depth": options.max_depth, "keep_going": options.keep_going}}
+                "options": {"max_depth": options.max_depth, "keep_going": options.keep_going,
+                             "symmetry": options.symmetry}}
     directory = args.checkpoint or args.resume
     resuming_here = args.resume and os.path.realpath(directory) == os.path.realpath(args.resume)
     if directory and not resuming_here and checkpoint.exists(directory):

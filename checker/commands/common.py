@@ -31,6 +31,10 @@ def add_engine_arguments(parser):
     g.add_argument("--master", metavar="URL", help="Spark master URL, e.g. local[4] or spark://host:7077 (default: the spec's [spark] master, else local[*])")
     g.add_argument("--partitions", type=positive_int, metavar="N", help="Spark partitions of the frontier (default: the spec's, else the cluster's parallelism)")
     g.add_argument("--verbose", action="store_true", help="show Spark's and the JVM's own log output")
+    g.add_argument("--symmetry", action="store_true",
+                   help="symmetry reduction: count one state per orbit of replica permutations (docs/model.md)")
+    g.add_argument("--per-state", action="store_true",
+                   help="local engine: expand one attrs state at a time (the reference path) instead of the batch kernel")
 
 
 def load(path):
@@ -64,7 +68,11 @@ def make_engine(spec, model, properties, options, progress, args):
             partitions=getattr(args, "partitions", None) or spec.spark_partitions,
             verbose=getattr(args, "verbose", False),
         )
-    return LocalEngine(model, properties, options, progress)
+    if getattr(args, "per_state", False) or not hasattr(model, "batch_kernel"):
+        return LocalEngine(model, properties, options, progress)
+    from ..batch import BatchEngine
+
+    return BatchEngine(model, properties, options, progress)
 
 
 def options_from(spec, args) -> Options:
@@ -72,7 +80,9 @@ def options_from(spec, args) -> Options:
     max_states = args.max_states if getattr(args, "max_states", None) is not None else spec.max_states
     keep_going = getattr(args, "keep_going", False) or spec.keep_going
     max_memory = getattr(args, "max_memory", None) or spec.max_memory
-    return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states, max_memory=max_memory)
+    symmetry = getattr(args, "symmetry", False) or spec.symmetry
+    return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states, max_memory=max_memory,
+                   symmetry=symmetry)
 
 
 def check_output_path(option, path):

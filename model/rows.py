@@ -48,7 +48,8 @@ class RowCodec:
     ALIVE, HW, EP, LDR, LOSSY, REM = range(6)
 
     def __init__(self, config):
-        n, m = config.n, config.max_messages
+        # at least one record slot, so that no array of slots is empty
+        n, m = config.n, max(config.max_messages, 1)
         if max(m, config.max_leader_epoch + 1, config.max_crashes, n) > 127:
             raise ValueError("a row field would not fit one byte")
         self.n, self.m = n, m

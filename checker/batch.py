@@ -41,7 +41,10 @@ from .result import CheckResult, Stats, Violation
 from .seen import CompactSeenSet
 from .trace import extend, replay_choices
 
-CHUNK_ROWS = 1 << 14  # frontier states expanded per kernel call
+CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
+_CHOICES = 256  # a state has fewer enabled actions than this (choices are stored as uint8)
+_INDEX_BITS = 32
+_INDEX_MASK = (1 << _INDEX_BITS) - 1
 ROWS_FORMAT = "rows-1"  # the snapshot format of this engine
 
 
@@ -179,16 +182,24 @@ class BatchEngine:
                 stats.fired[names[code]] = stats.fired.get(names[code], 0) + k
         if not len(succ):
             return succ
-        order = np.argsort(parents * 256 + choices, kind="stable")  # the model's order
+        # A successor's place in the model's order is (parent, choice): `key`. Of the
+        # successors with one fingerprint, the one with the least key is the one the
+        # per-state search meets first; `tagged` carries the key with the successor's
+        # index in its low bits, so one minimum gives both.
+        key = parents * _CHOICES + choices
         if self.step_props:
-            self._check_steps(chunk, first, parents, choices, succ, order, level_found)
-        fps = self._fingerprints(succ)[order]
-        uniq, at = np.unique(fps, return_index=True)  # sorted, with each one's first place
+            self._check_steps(chunk, first, parents, choices, succ, key, level_found)
+        tagged = (key << _INDEX_BITS) | np.arange(len(succ), dtype=np.int64)
+        fps = self._fingerprints(succ)
+        by_fp = np.argsort(fps)
+        fps = fps[by_fp]
+        starts = np.flatnonzero(np.concatenate(([True], fps[1:] != fps[:-1])))
+        uniq = fps[starts]
+        least = np.minimum.reduceat(tagged[by_fp], starts)
         fresh = ~self.seen.contains_sorted(uniq)
-        uniq, at = uniq[fresh], at[fresh]
-        disc = np.argsort(at, kind="stable")  # back to discovery order
-        src = order[at[disc]]
-        self.seen.add_sorted(uniq, first + parents[src], choices[src], disc)
+        uniq, least = uniq[fresh], np.sort(least[fresh])  # discovery order
+        src = least & _INDEX_MASK
+        self.seen.add_sorted(uniq, first + parents[src], choices[src])
         for code, k in enumerate(np.bincount(codes[src], minlength=len(names)).tolist()):
             if k:
                 stats.new[names[code]] = stats.new.get(names[code], 0) + k
@@ -212,7 +223,7 @@ class BatchEngine:
                     raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
                 level_found[prop.name] = ("always", why, first + j)
 
-    def _check_steps(self, chunk, first, parents, choices, succ, order, level_found):
+    def _check_steps(self, chunk, first, parents, choices, succ, key, level_found):
         for prop in self.step_props:
             if prop.name in self.found or prop.name in level_found:
                 continue
@@ -220,9 +231,9 @@ class BatchEngine:
             if mask is None:
                 mask = np.array([self._step_why(prop, chunk[p], c) is not None
                                  for p, c in zip(parents.tolist(), choices.tolist())], dtype=bool)
-            hits = order[mask[order]]
+            hits = np.flatnonzero(mask)
             if len(hits):
-                i = int(hits[0])
+                i = int(hits[np.argmin(key[hits])])
                 why = self._step_why(prop, chunk[parents[i]], int(choices[i]))
                 if why is None:
                     raise EngineError(f"the batch kernel and the model disagree on {prop.name}")

@@ -43,6 +43,7 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = 0x9E3779B97F4A7C15
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_BLOCK_WORDS = 1 << 15
 
 
 def _mix(x):
@@ -67,9 +68,14 @@ def fingerprint_rows(rows) -> "np.ndarray":
     """The 64-bit fingerprints (``uint64``) of the rows of a 2-d array of bytes whose
     width is a multiple of 8."""
     words = np.ascontiguousarray(rows).view(np.uint64)
-    x = words ^ _position_keys(words.shape[1])
-    _mix(x)
+    count, width = words.shape
+    keys = _position_keys(width)
+    h = np.empty(count, dtype=np.uint64)
+    step = max(1, _BLOCK_WORDS // max(width, 1))  # rows a block: its temporaries stay in cache
     with np.errstate(over="ignore"):
-        h = x.sum(axis=1, dtype=np.uint64)
-        h ^= np.uint64(words.shape[1])
+        for i in range(0, count, step):
+            x = words[i:i + step] ^ keys
+            _mix(x)
+            x.sum(axis=1, dtype=np.uint64, out=h[i:i + step])
+        h ^= np.uint64(width)
     return _mix(h)

@@ -63,10 +63,11 @@ class CompactSeenSet:
             self._len += len(kept)
         return new
 
-    def add_sorted(self, fps, parents, choices, order) -> None:
+    def add_sorted(self, fps, parents, choices) -> None:
         """Store new states: ``fps`` sorted and none of them stored yet (see
-        ``contains_sorted``); they are numbered in the order ``fps[order]``, and
-        ``parents``/``choices`` are given in that order."""
+        ``contains_sorted``); ``parents`` and ``choices`` are given in the order the
+        states are numbered in (their discovery order), which need not be the order of
+        ``fps``: membership needs only the fingerprints."""
         if not len(fps):
             return
         self._level_runs.append(fps)
@@ -98,6 +99,10 @@ class CompactSeenSet:
 
     def end_level(self) -> None:
         """Close the level: its states are kept for good."""
+        if len(self._level_runs) > 1:  # one run a level: fewer binary searches later
+            merged = np.concatenate(self._level_runs)
+            merged.sort(kind="stable")
+            self._level_runs = [merged]
         self._runs.extend(self._level_runs)
         self._level_runs = []
         _merge_tail(self._runs)

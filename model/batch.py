@@ -478,12 +478,13 @@ class KafkaBatchKernel:
         if name != "LeaderEpochMonotonic":
             return None
         c = self.codec
-        bad = after[:, c.QE] < rows[parents, c.QE]
+        cols = [c.QE] + [c.block(r) + k for r in range(self.n) for k in (c.EP, c.ALIVE)]
+        before = rows[:, cols][parents]  # only the columns the property reads
+        bad = after[:, c.QE] < before[:, 0]
         for r in range(self.n):
             b = c.block(r)
-            before_ep = rows[parents, b + c.EP]
-            went_down = (after[:, b + c.ALIVE] == 1) & (after[:, b + c.EP] < before_ep)
-            restart = (after[:, b + c.EP] == NONE) & (rows[parents, b + c.ALIVE] == 0)
+            went_down = (after[:, b + c.ALIVE] == 1) & (after[:, b + c.EP] < before[:, 1 + 2 * r])
+            restart = (after[:, b + c.EP] == NONE) & (before[:, 2 + 2 * r] == 0)
             bad |= went_down & ~restart
         return bad
 
@@ -579,21 +580,30 @@ class _Gen:
         self.parts = []
 
     def emit(self, code, mask, effect, *args):
+        """Record a group: the rows where ``mask`` holds take action ``code``, whose
+        effect ``effect(rows, *args)`` is applied later, in ``result``, to their copies
+        in place (so every successor is copied once, straight into the output)."""
         idx = np.nonzero(mask)[0]
         if not len(idx):
             return
-        s = self.rows[idx]
-        effect(s, *args)
         choice = self.count[idx]
         self.count[idx] += 1
-        self.parts.append((idx, choice, code, s))
+        self.parts.append((idx, choice, code, effect, args))
 
     def result(self):
-        if not self.parts:
-            return (np.zeros(0, np.int64), np.zeros(0, np.int16), np.zeros(0, np.int8),
-                    np.zeros((0, self.kernel.width), DTYPE))
-        parents = np.concatenate([p[0] for p in self.parts])
-        choices = np.concatenate([p[1] for p in self.parts])
-        codes = np.concatenate([np.full(len(p[0]), p[2], np.int8) for p in self.parts])
-        succ = np.concatenate([p[3] for p in self.parts])
+        total = sum(len(p[0]) for p in self.parts)
+        succ = np.empty((total, self.kernel.width), dtype=DTYPE)
+        parents = np.empty(total, dtype=np.int64)
+        choices = np.empty(total, dtype=np.int16)
+        codes = np.empty(total, dtype=np.int8)
+        at = 0
+        for idx, choice, code, effect, args in self.parts:
+            end = at + len(idx)
+            view = succ[at:end]
+            np.take(self.rows, idx, axis=0, out=view)
+            effect(view, *args)
+            parents[at:end] = idx
+            choices[at:end] = choice
+            codes[at:end] = code
+            at = end
         return parents, choices, codes, succ

@@ -224,7 +224,7 @@ def test_seen_set_stores_each_fingerprint_once_and_rebuilds_paths():
     fps = np.array([3, 9, 11], np.uint64)  # sorted; 9 is stored already
     fresh = ~seen.contains_sorted(fps)
     assert fresh.tolist() == [True, False, True]
-    seen.add_sorted(fps[fresh], [1, 0], [4, 2], np.array([1, 0]))
+    seen.add_sorted(fps[fresh], [1, 0], [4, 2])
     assert len(seen) == 4
     assert seen.path_to(2) == (1, [4]) and seen.path_to(3) == (0, [2])
     seen.rollback()

@@ -19,7 +19,7 @@ import numpy as np
 
 from .config import HIGH_WATERMARK, LEADER_EPOCH
 from .kafka import ACTION_NAMES, Action
-from .rows import DTYPE, NONE, RowCodec, lexicographic_min
+from .rows import NONE, RowCodec, lexicographic_min
 from .symmetry import symmetries
 
 LEADER_EPOCH_21 = "leader-epoch-2.1"
@@ -190,7 +190,7 @@ class KafkaBatchKernel:
         b = c.block(l)
         length = rows[:, b + c.LEN].astype(np.int64)
         out = length.copy()
-        epochs = rows[:, b + c.LE:b + c.LE + self.m]
+        epochs = rows[:, b + c.LOG:b + c.LOG + self.m] // self.m  # -1 (none) stays -1
         match = (epochs == rows[:, b + c.EP:b + c.EP + 1]) & (np.arange(self.m) < length[:, None])
         has = match.any(axis=1)
         out[has] = match[has].argmax(axis=1)
@@ -220,9 +220,9 @@ class KafkaBatchKernel:
             if not sel.any():
                 continue
             ri = idx[sel]
-            rid = s[ri, b + c.LI + o].astype(np.int64)
+            epoch, rid = np.divmod(s[ri, b + c.LOG + o].astype(np.int64), self.m)
             s[ri, c.COFF + rid] = o
-            s[ri, c.CEP + rid] = s[ri, b + c.LE + o]
+            s[ri, c.CEP + rid] = epoch
         s[idx, b + c.HW] = hi
 
     def _elr_after(self, s, old_isr, new_isr):
@@ -239,13 +239,12 @@ class KafkaBatchKernel:
         """Truncate the log of the block at ``b`` to ``t`` (an array) in rows ``s``."""
         c = self.codec
         gone = np.arange(self.m) >= t[:, None]
-        s[:, b + c.LE:b + c.LE + self.m][gone] = NONE
-        s[:, b + c.LI:b + c.LI + self.m][gone] = NONE
+        s[:, b + c.LOG:b + c.LOG + self.m][gone] = NONE
         s[:, b + c.LEN] = t
 
     def _clear_inflight(self, s, b):
         c = self.codec
-        s[:, b + c.IL:b + c.IRI + self.m] = NONE
+        s[:, b + c.IL:b + c.IREC + self.m] = NONE
 
     # -- the actions (each takes a copy of the enabled rows and changes it in place) ----
 
@@ -254,8 +253,7 @@ class KafkaBatchKernel:
         b = c.block(l)
         ri = np.arange(len(s))
         at = s[:, b + c.LEN].astype(np.int64)
-        s[ri, b + c.LE + at] = s[:, b + c.EP]
-        s[ri, b + c.LI + at] = s[:, c.PROD]
+        s[ri, b + c.LOG + at] = s[:, b + c.EP].astype(np.int64) * self.m + s[:, c.PROD]
         s[:, b + c.LEN] += 1
         s[:, c.PROD] += 1
         self._advance_hw(s, l)
@@ -279,8 +277,7 @@ class KafkaBatchKernel:
             if not ok.any():
                 break
             r, at = ri[ok], src[ok]
-            s[r, bf + c.IRE + k] = s[r, bl + c.LE + at]
-            s[r, bf + c.IRI + k] = s[r, bl + c.LI + at]
+            s[r, bf + c.IREC + k] = s[r, bl + c.LOG + at]
 
     def _fetch_response(self, s, f):
         c = self.codec
@@ -295,12 +292,11 @@ class KafkaBatchKernel:
             pos = np.arange(self.m)
             src = np.clip(pos[None, :] - start[:, None], 0, self.m - 1)
             from_resp = (pos >= start[:, None]) & (pos < end[:, None])
-            for col, rcol in ((c.LE, c.IRE), (c.LI, c.IRI)):
-                log = t[:, b + col:b + col + self.m]
-                resp = np.take_along_axis(t[:, b + rcol:b + rcol + self.m], src, axis=1)
-                log = np.where(from_resp, resp, log)
-                log[pos >= end[:, None]] = NONE
-                t[:, b + col:b + col + self.m] = log
+            log = t[:, b + c.LOG:b + c.LOG + self.m]
+            resp = np.take_along_axis(t[:, b + c.IREC:b + c.IREC + self.m], src, axis=1)
+            log = np.where(from_resp, resp, log)
+            log[pos >= end[:, None]] = NONE
+            t[:, b + c.LOG:b + c.LOG + self.m] = log
             t[:, b + c.LEN] = end
             t[:, b + c.HW] = np.minimum(t[:, b + c.IH], end)
             s[fresh] = t
@@ -424,8 +420,7 @@ class KafkaBatchKernel:
         n_r = s[:, b + c.LEN].astype(np.int64)
         n_l = s[:, bl + c.LEN].astype(np.int64)
         pos = np.arange(m)
-        same = ((s[:, b + c.LE:b + c.LE + m] == s[:, bl + c.LE:bl + c.LE + m])
-                & (s[:, b + c.LI:b + c.LI + m] == s[:, bl + c.LI:bl + c.LI + m])
+        same = ((s[:, b + c.LOG:b + c.LOG + m] == s[:, bl + c.LOG:bl + c.LOG + m])
                 & (pos < np.minimum(n_r, n_l)[:, None]))
         return np.cumprod(same, axis=1).sum(axis=1).astype(np.int64)
 
@@ -436,8 +431,8 @@ class KafkaBatchKernel:
         rows = np.arange(len(s))
         n_r = s[:, b + c.LEN].astype(np.int64)
         n_l = s[:, bl + c.LEN].astype(np.int64)
-        le_l = s[:, bl + c.LE:bl + c.LE + m].astype(np.int64)
-        e = s[rows, b + c.LE + np.maximum(n_r - 1, 0)].astype(np.int64)  # the follower's last epoch
+        le_l = s[:, bl + c.LOG:bl + c.LOG + m].astype(np.int64) // m  # epochs; none stays -1
+        e = s[rows, b + c.LOG + np.maximum(n_r - 1, 0)].astype(np.int64) // m  # the follower's last epoch
         last_l = le_l[rows, np.maximum(n_l - 1, 0)]
         valid = np.arange(m) < n_l[:, None]
         later = valid & (le_l > e[:, None])
@@ -501,8 +496,8 @@ class KafkaBatchKernel:
             if not committed.any():
                 continue
             at = np.clip(off, 0, self.m - 1)
-            there = ((off < length) & (rows[ri, b + c.LE + at] == rows[:, c.CEP + i])
-                     & (rows[ri, b + c.LI + at] == i))
+            code = rows[:, c.CEP + i].astype(np.int64) * self.m + i
+            there = (off < length) & (rows[ri, b + c.LOG + at] == code)
             ok &= ~committed | there
         return ok
 
@@ -541,8 +536,7 @@ def _logs_never_diverge(kernel, rows):
                 continue
             k = np.minimum(np.minimum(rows[:, ba + c.HW], rows[:, bb + c.HW]),
                            np.minimum(rows[:, ba + c.LEN], rows[:, bb + c.LEN]))
-            differ = ((rows[:, ba + c.LE:ba + c.LE + m] != rows[:, bb + c.LE:bb + c.LE + m])
-                      | (rows[:, ba + c.LI:ba + c.LI + m] != rows[:, bb + c.LI:bb + c.LI + m]))
+            differ = rows[:, ba + c.LOG:ba + c.LOG + m] != rows[:, bb + c.LOG:bb + c.LOG + m]
             bad |= both & (differ & (pos < k[:, None])).any(axis=1)
     return bad
 
@@ -592,7 +586,7 @@ class _Gen:
 
     def result(self):
         total = sum(len(p[0]) for p in self.parts)
-        succ = np.empty((total, self.kernel.width), dtype=DTYPE)
+        succ = np.empty((total, self.kernel.width), dtype=self.rows.dtype)
         parents = np.empty(total, dtype=np.int64)
         choices = np.empty(total, dtype=np.int16)
         codes = np.empty(total, dtype=np.int8)

@@ -7,21 +7,25 @@ the same width for every state of a configuration. ``RowCodec.encode`` and
 ``RowCodec.decode`` convert between rows and the readable attrs ``State``; the attrs
 model stays the reference that the rows are tested against.
 
-Layout (one ``int8`` column per field; ``-1`` is "none" and pads unused slots):
+Layout (one column per field, ``int8`` when every value fits, else ``int16``; ``-1`` is
+"none" and pads unused slots). A record ``(epoch, id)`` is one column, its *code*
+``epoch * m + id`` where ``m`` is the number of record slots (``max_messages``, at least
+1): ids are below ``m``, so the code is unambiguous, and two records are equal exactly
+when their codes are.
 
 - global: ``produced``, ``crashes``, ``quorum.leader``, ``quorum.epoch``, ``quorum.isr``
   and ``quorum.elr`` as bit masks (bit ``r`` = replica ``r``), then the committed set as
   two columns per record id ``i``: the offset and epoch at which record ``i`` is
   committed (``-1`` when it is not);
 - per replica, one block each: ``alive``, ``hw``, ``epoch``, ``leader``, ``lossy``,
-  ``remote_leo[0..n)``, the log's length, its records' epochs and ids (``max_messages``
-  slots each), and the in-flight response: leader, epoch, start offset, leader HW,
-  number of records, their epochs and ids.
+  ``remote_leo[0..n)``, the log's length, its records (``m`` slots of codes), and the
+  in-flight response: leader, epoch, start offset, leader HW, number of records, their
+  codes.
 
 The committed set fits one slot per record id because a record keeps one offset and one
 epoch forever: the leader writes record ``i`` once, at its log end, in its epoch, and
 followers copy records to the same offsets. A row is padded with zero bytes to a
-multiple of 8, so that it can be hashed as 64-bit words.
+multiple of 8 bytes, so that it can be hashed as 64-bit words.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ import numpy as np
 
 from .state import Fetch, Quorum, Replica, State
 
-DTYPE = np.int8
 NONE = -1
 
 
@@ -50,8 +53,8 @@ class RowCodec:
     def __init__(self, config):
         # at least one record slot, so that no array of slots is empty
         n, m = config.n, max(config.max_messages, 1)
-        if max(m, config.max_leader_epoch + 1, config.max_crashes, n) > 127:
-            raise ValueError("a row field would not fit one byte")
+        largest = max((config.max_leader_epoch + 1) * m, config.max_crashes, n + 1, (1 << n) - 1)
+        self.dtype = np.dtype(np.int8 if largest <= 127 else np.int16)
         self.n, self.m = n, m
         self.PROD, self.CRASH, self.QL, self.QE, self.ISR, self.ELR = range(6)
         self.COFF = 6
@@ -59,15 +62,14 @@ class RowCodec:
         self.GLOBAL = 6 + 2 * m
         # inside a block, after REM[0..n)
         self.LEN = self.REM + n
-        self.LE = self.LEN + 1
-        self.LI = self.LE + m
-        self.IL = self.LI + m
+        self.LOG = self.LEN + 1
+        self.IL = self.LOG + m
         self.IE, self.IS, self.IH, self.IN = self.IL + 1, self.IL + 2, self.IL + 3, self.IL + 4
-        self.IRE = self.IL + 5
-        self.IRI = self.IRE + m
-        self.BLOCK = self.IRI + m
+        self.IREC = self.IL + 5
+        self.BLOCK = self.IREC + m
         self.used = self.GLOBAL + n * self.BLOCK
-        self.width = -(-self.used // 8) * 8
+        per_word = 8 // self.dtype.itemsize
+        self.width = -(-self.used // per_word) * per_word  # columns; a multiple of 8 bytes
 
     def block(self, r: int) -> int:
         """The first column of replica ``r``'s block."""
@@ -77,7 +79,7 @@ class RowCodec:
 
     def empty(self, count: int) -> np.ndarray:
         """``count`` rows with every field "none" and the padding zero."""
-        rows = np.full((count, self.width), NONE, dtype=DTYPE)
+        rows = np.full((count, self.width), NONE, dtype=self.dtype)
         rows[:, self.used:] = 0
         return rows
 
@@ -106,8 +108,7 @@ class RowCodec:
             row[b + self.REM:b + self.REM + self.n] = rep.remote_leo
             row[b + self.LEN] = len(rep.log)
             for k, (e, i) in enumerate(rep.log):
-                row[b + self.LE + k] = e
-                row[b + self.LI + k] = i
+                row[b + self.LOG + k] = e * self.m + i
             f = rep.inflight
             if f is not None:
                 row[b + self.IL] = f.leader
@@ -116,8 +117,7 @@ class RowCodec:
                 row[b + self.IH] = f.leader_hw
                 row[b + self.IN] = len(f.records)
                 for k, (e, i) in enumerate(f.records):
-                    row[b + self.IRE + k] = e
-                    row[b + self.IRI + k] = i
+                    row[b + self.IREC + k] = e * self.m + i
         return row
 
     def decode(self, row) -> State:
@@ -130,13 +130,13 @@ class RowCodec:
         for r in range(n):
             b = self.block(r)
             length = v[b + self.LEN]
-            log = tuple((v[b + self.LE + k], v[b + self.LI + k]) for k in range(length))
+            log = tuple(divmod(v[b + self.LOG + k], m) for k in range(length))
             inflight = None
             if v[b + self.IL] != NONE:
                 count = v[b + self.IN]
                 inflight = Fetch(
                     v[b + self.IL], v[b + self.IE], v[b + self.IS],
-                    tuple((v[b + self.IRE + k], v[b + self.IRI + k]) for k in range(count)),
+                    tuple(divmod(v[b + self.IREC + k], m) for k in range(count)),
                     v[b + self.IH])
             leader = v[b + self.LDR]
             reps.append(Replica(
@@ -165,9 +165,9 @@ class RowCodec:
             for f in range(n):
                 src[new_b + self.REM + perm[f]] = old_b + self.REM + f
         id_cols = [self.QL] + [self.block(r) + c for r in range(n) for c in (self.LDR, self.IL)]
-        id_lut = np.array([NONE] + list(perm), dtype=DTYPE)  # index value + 1
+        id_lut = np.array([NONE] + list(perm), dtype=self.dtype)  # index value + 1
         mask_lut = np.array([_mask(perm[r] for r in range(n) if x >> r & 1) for x in range(1 << n)],
-                            dtype=DTYPE)
+                            dtype=self.dtype)
         mask_cols = [self.ISR, self.ELR]
 
         def apply(rows):

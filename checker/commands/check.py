@@ -6,7 +6,8 @@ import argparse
 import contextlib
 import os
 
-from .. import __version__, checkpoint, cli
+from .. import __version__, checkpoint
+from ..exitcodes import EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from ..errors import UsageError
 from .common import (
     add_engine_arguments,
@@ -58,9 +59,6 @@ def register(sub):
                    help=f"stop cleanly (exit {EXIT_RESOURCE_LIMIT}) once resident memory passes SIZE, e.g. 8G or 512M")
     add_engine_arguments(p)
     p.set_defaults(run=run)
-
-
-EXIT_RESOURCE_LIMIT = 4  # stopped at --max-memory: no verdict yet, the run can be resumed
 
 
 def _seconds(text):
@@ -153,10 +151,10 @@ def run(args, out, err) -> int:
     if result.stopped == "interrupted":  # before --check-expect: a stopped run has not answered
         return signals.exit_code
     if args.check_expect:
-        return cli.EXIT_OK if expectation(spec, result)["matched"] else cli.EXIT_UNEXPECTED
+        return EXIT_OK if expectation(spec, result)["matched"] else EXIT_UNEXPECTED
     if result.violations:
-        return cli.EXIT_VIOLATION
-    return EXIT_RESOURCE_LIMIT if result.stopped == "max-memory" else cli.EXIT_OK
+        return EXIT_VIOLATION
+    return EXIT_RESOURCE_LIMIT if result.stopped == "max-memory" else EXIT_OK
 
 
 def _say_how_to_continue(err, result, directory, options):

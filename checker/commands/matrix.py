@@ -322,7 +322,7 @@ def run(args, out, err) -> int:
     from reports.json_result import write_json
     from reports.matrix import results_document, to_markdown, validate
 
-    from .. import cli
+    from ..exitcodes import EXIT_OK, EXIT_UNEXPECTED
 
     items, source, constants, spec_dir = _items(args)
     out_dir = Path(args.out)
@@ -380,8 +380,8 @@ def run(args, out, err) -> int:
     if unexpected:
         out.print(f"rows that do not match their expected verdicts (contradicted, or left undecided "
                   f"by --max-states): {', '.join(unexpected)}", markup=False, highlight=False, soft_wrap=True)
-        return cli.EXIT_UNEXPECTED
-    return cli.EXIT_OK
+        return EXIT_UNEXPECTED
+    return EXIT_OK
 
 
 def _write(path, write):

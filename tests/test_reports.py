@@ -47,18 +47,18 @@ def run(name, **overrides):
 
 
 @pytest.fixture(scope="module")
-def data_loss():
-    return run("hw-data-loss.toml")
+def data_loss(explorations):
+    return explorations["hw-data-loss"]
 
 
 @pytest.fixture(scope="module")
-def unclean():
-    return run("hw-unclean.toml")
+def unclean(explorations):
+    return explorations["hw-unclean"]
 
 
 @pytest.fixture(scope="module")
-def holds():
-    return run("le-data-loss.toml")
+def holds(explorations):
+    return explorations["le-data-loss"]
 
 
 def console(colour=False):
@@ -162,10 +162,12 @@ def test_changed_cells_are_highlighted(data_loss):
     assert marks[2] == ["0:e0·r0", "1", "1"]  # A's log, A's LEO, produced
     assert marks[3] == ["from A e0 @0 [e0·r0] hw=0"]
     assert marks[5] == ["1", "B=1", "from A e0 @1 [] hw=1", "{0:e0·r0}"]
-    assert marks[6] == ["DOWN", "leader (down)", "—", "1"]  # alive, role, remote LEO, crashes
+    # alive, role, crashes: A's remote LEO is hidden (A no longer leads) but unchanged
+    assert marks[6] == ["DOWN", "leader (down)", "1"]
     assert marks[8] == ["up", "—", "-1"]
     assert marks[9] == ["follower of A", "0", "empty", "0"]
-    assert marks[10] == ["leader", "1", "A=0", "B", "1", "{B}"]  # row B, then the controller
+    # row B (its remote LEO is shown now that it leads, but was 0 already), then the controller
+    assert marks[10] == ["leader", "1", "B", "1", "{B}"]
 
 
 def test_plain_console_marks_changes_and_colour_console_does_not(data_loss):
@@ -273,7 +275,8 @@ def test_unexpected_verdict(data_loss):
     wrong = attrs.evolve(spec, expect={"CommittedNeverLost": HOLDS})
     exp = expectation(wrong, result)
     assert exp == {"expected": {"CommittedNeverLost": HOLDS}, "got": {"CommittedNeverLost": VIOLATED},
-                   "matched": False, "mismatches": ["CommittedNeverLost: expected holds, got violated"]}
+                   "matched": False, "mismatches": ["CommittedNeverLost: expected holds, got violated"],
+                   "unchecked": []}
     out = text_of(ResultView(wrong, model, result, show_traces=False))
     assert "UNEXPECTED (expected holds)" in out
     assert "does NOT match the spec's expectation" in out
@@ -299,7 +302,7 @@ def test_unknown_verdicts_when_the_search_stops_early():
 def test_expectation_without_a_spec_or_expect(data_loss):
     spec, model, result = data_loss
     assert expectation(None, result) == {"expected": {}, "got": {"CommittedNeverLost": VIOLATED},
-                                         "matched": True, "mismatches": []}
+                                         "matched": True, "mismatches": [], "unchecked": []}
     assert expectation(attrs.evolve(spec, expect={}), result)["matched"] is True
     out = text_of(ResultView(None, model, result, show_traces=False))
     assert "kmc check" not in out and "expectation" not in out.split("\n\n")[-1]
@@ -401,7 +404,7 @@ def test_json_of_a_holding_spec_and_without_a_spec(holds):
     assert doc["stats"]["distinct_states"] == 4274
     bare = result_to_dict(None, model, result)
     assert bare["spec"] == {"path": None, "sha256": None, "title": None, "model": model.config.as_dict()}
-    assert bare["expectation"] == {"expected": {}, "got": doc["verdicts"], "matched": True, "mismatches": []}
+    assert bare["expectation"] == {"expected": {}, "got": doc["verdicts"], "matched": True, "mismatches": [], "unchecked": []}
 
 
 def test_write_json_is_atomic(tmp_path, data_loss):
@@ -445,21 +448,6 @@ def test_progress_line_follows_a_real_run():
         assert part in line
 
 
-# -- markdown -----------------------------------------------------------------------------
-
-def test_markdown_summary(data_loss, holds):
-    from reports import result_to_markdown
-
-    spec, model, result = data_loss
-    md = result_to_markdown(spec, model, result)
-    assert "| CommittedNeverLost | violated | violated ✓ |" in md
-    assert "### Counterexample: CommittedNeverLost (10 states)" in md
-    assert "| 10 | `ElectLeader(B)` the controller elects B in epoch 1, ISR {B}, its high watermark 0 |" in md
-    assert "leader B's log ends at 0" in md
-    md = result_to_markdown(None, *holds[1:])
-    assert "Counterexample" not in md and "| LogsNeverDiverge | holds |  |" in md
-
-
 def test_progress_prints_one_lasting_line_per_level():
     import io
 
@@ -482,8 +470,8 @@ def test_progress_prints_one_lasting_line_per_level():
 # -- narrow consoles, honest wording, write_json's destinations -----------------------------
 
 @pytest.fixture(scope="module")
-def fast_change():
-    return run("hw-fast-leader-change.toml")
+def fast_change(explorations):
+    return explorations["hw-fast-leader-change"]
 
 
 @pytest.mark.parametrize("width", [40, 50, 60, 70, 80, 100, 160])
@@ -501,10 +489,10 @@ def test_traces_fit_a_narrow_console_without_cutting_values(width, fast_change):
     assert "hw=1" in flat and "e0·r0" in flat
 
 
-def test_table_layout_tiers():
+def test_table_layout_tiers(data_loss):
     from reports.terminal import COLUMNS, column_widths, table_layout
 
-    spec, model, result = run("hw-data-loss.toml")
+    spec, model, result = data_loss
     widths = column_widths(model, result.violations["CommittedNeverLost"].path.states)
     columns, w = table_layout(widths, 160)
     assert columns == COLUMNS and w == widths
@@ -521,7 +509,36 @@ def test_narrow_trace_keeps_the_left_out_columns_and_their_changes(data_loss):
     state5 = out[out.index("State 5:"):out.index("State 6:")]
     assert "A remote LEO: B=1*" in state5 and "B in flight: from A e0 @1 [] hw=1*" in state5
     state6 = out[out.index("State 6:"):out.index("State 7:")]
-    assert "A remote LEO: —*" in state6  # a value that disappeared is shown as changed
+    # A crashed: its remote LEO is no longer shown, and is not marked (it did not change)
+    assert "A remote LEO" not in state6
+    state7 = out[out.index("State 7:"):out.index("State 8:")]
+    assert "B in flight: —*" in state7  # a value that was cleared is shown as changed
+
+
+# The replica columns of the full view that are variables, and their names in --diff.
+_DIFF_NAMES = {"alive": "alive", "log": "log", "HW": "hw", "epoch": "epoch",
+               "remote LEO": "remote_leo", "in flight": "inflight"}
+
+
+@pytest.mark.parametrize("name", ["hw-data-loss", "hw-unclean", "hw-fast-leader-change", "le-unflushed"])
+def test_full_view_and_diff_agree_on_what_changed(explorations, name):
+    """A cell of the full view is highlighted exactly when --diff lists that variable (the
+    seed trace once marked A's remote LEO as changed at states 6 and 10: it was hidden or
+    shown, not changed)."""
+    from reports.terminal import _replica_cells
+
+    _, model, result = explorations[name]
+    for v in result.violations.values():
+        states = v.path.states
+        for before, after in zip(states, states[1:]):
+            diff = {line.plain.split(": ")[0] for line in diff_lines(model, before, after)}
+            for r in range(len(after.replicas)):
+                old, new = _replica_cells(model, before, r), _replica_cells(model, after, r)
+                who = model.name(r)
+                for column, var in _DIFF_NAMES.items():
+                    marked = old[column][0] != new[column][0]
+                    listed = any(d == f"{who}.{var}" or d.startswith(f"{who}.{var}[") for d in diff)
+                    assert marked == listed, (name, v.property, who, column)
 
 
 def test_verdict_table_drops_the_meaning_before_cutting_names():

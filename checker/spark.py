@@ -594,11 +594,6 @@ def spark_context(master=None, verbose=False):
     return sc, True
 
 
-def check(model, properties=None, options=None, progress=None, **spark_kwargs) -> CheckResult:
-    """Run the Spark engine once; see ``SparkEngine``."""
-    return SparkEngine(model, properties, options, progress, **spark_kwargs).run()
-
-
 def _quiet_gateway(conf):
     """Start PySpark's JVM with its stderr relayed through a filter of start-up noise.
 

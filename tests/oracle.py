@@ -4,7 +4,7 @@ It shares nothing with the engines or with ``model/kafka.py`` except the attrs s
 classes of ``model/state.py`` (plain data) and ``model.Config`` (the constants): no
 kernel, no fingerprints, no engine code, no successor function of the reference model.
 Whole states go into a Python dict, the search is a plain breadth-first search, and
-every action is written the obvious way with ``attrs.evolve``, in the order MODEL.md
+every action is written the obvious way with ``evolve`` (``attrs.evolve``), in the order MODEL.md
 enumerates them (actions 1–9, then replica order, then cut point). It covers the three
 truncation rules and the options the code has today (unclean election, unflushed loss,
 preferred election, min ISR).
@@ -27,6 +27,14 @@ HW_RULE, LE_RULE, KIP279_RULE = "high-watermark", "leader-epoch", "leader-epoch-
 
 # -- helpers ---------------------------------------------------------------------------
 
+_FIELDS = {cls: tuple(a.name for a in attrs.fields(cls)) for cls in (Replica, State)}
+
+
+def evolve(obj, **changes):
+    """``attrs.evolve`` for the state classes, without its per-call introspection."""
+    return type(obj)(*[changes[n] if n in changes else getattr(obj, n) for n in _FIELDS[type(obj)]])
+
+
 def leads(s: State, r: int) -> bool:
     rep = s.replicas[r]
     return rep.alive and s.quorum.leader == r and rep.leader == r and rep.epoch == s.quorum.epoch
@@ -35,7 +43,7 @@ def leads(s: State, r: int) -> bool:
 def set_replica(s: State, r: int, rep: Replica) -> State:
     reps = list(s.replicas)
     reps[r] = rep
-    return attrs.evolve(s, replicas=tuple(reps))
+    return evolve(s, replicas=tuple(reps))
 
 
 def advance_hw(s: State, l: int) -> State:
@@ -45,8 +53,8 @@ def advance_hw(s: State, l: int) -> State:
     candidates = [len(rep.log)] + [rep.remote_leo[f] for f in s.quorum.isr if f != l]
     new_hw = max(rep.hw, min(candidates))
     added = {(o, rep.log[o][0], rep.log[o][1]) for o in range(rep.hw, new_hw)}
-    s = set_replica(s, l, attrs.evolve(rep, hw=new_hw))
-    return attrs.evolve(s, committed=tuple(sorted(set(s.committed) | added)))
+    s = set_replica(s, l, evolve(rep, hw=new_hw))
+    return evolve(s, committed=tuple(sorted(set(s.committed) | added)))
 
 
 def truncation_point(rule: str, follower: Replica, leader_log: tuple) -> int:
@@ -91,8 +99,8 @@ def successors(cfg, s: State) -> list:
     for l in range(n):
         if leads(s, l) and s.produced < cfg.max_messages and len(q.isr) >= cfg.min_insync_replicas:
             rep = s.replicas[l]
-            t = set_replica(s, l, attrs.evolve(rep, log=rep.log + ((rep.epoch, s.produced),)))
-            t = attrs.evolve(t, produced=s.produced + 1)
+            t = set_replica(s, l, evolve(rep, log=rep.log + ((rep.epoch, s.produced),)))
+            t = evolve(t, produced=s.produced + 1)
             out.append((("Produce", l, None), advance_hw(t, l)))
     # 2. FetchRequest(f)
     for f in range(n):
@@ -104,9 +112,9 @@ def successors(cfg, s: State) -> list:
             led = s.replicas[l]
             remote = list(led.remote_leo)
             remote[f] = o
-            t = advance_hw(set_replica(s, l, attrs.evolve(led, remote_leo=tuple(remote))), l)
+            t = advance_hw(set_replica(s, l, evolve(led, remote_leo=tuple(remote))), l)
             led = t.replicas[l]
-            t = set_replica(t, f, attrs.evolve(fol, inflight=Fetch(l, led.epoch, o, led.log[o:], led.hw)))
+            t = set_replica(t, f, evolve(fol, inflight=Fetch(l, led.epoch, o, led.log[o:], led.hw)))
             out.append((("FetchRequest", f, None), t))
     # 3. FetchResponse(f)
     for f in range(n):
@@ -115,9 +123,9 @@ def successors(cfg, s: State) -> list:
             resp = fol.inflight
             if fol.alive and fol.leader == resp.leader and fol.epoch == resp.epoch:
                 log = fol.log[:resp.start] + resp.records
-                fol = attrs.evolve(fol, log=log, hw=min(resp.leader_hw, len(log)), inflight=None)
+                fol = evolve(fol, log=log, hw=min(resp.leader_hw, len(log)), inflight=None)
             else:
-                fol = attrs.evolve(fol, inflight=None)
+                fol = evolve(fol, inflight=None)
             out.append((("FetchResponse", f, None), set_replica(s, f, fol)))
     # 4. Crash(r)
     for r in range(n):
@@ -125,16 +133,16 @@ def successors(cfg, s: State) -> list:
         if rep.alive and s.crashes < cfg.max_crashes:
             cuts = range(len(rep.log) + 1) if cfg.unflushed_loss else [None]
             for cut in cuts:
-                dead = attrs.evolve(rep, alive=False, inflight=None)
+                dead = evolve(rep, alive=False, inflight=None)
                 if cut is not None:
-                    dead = attrs.evolve(dead, log=rep.log[:cut], hw=min(rep.hw, cut))
-                t = attrs.evolve(set_replica(s, r, dead), crashes=s.crashes + 1)
+                    dead = evolve(dead, log=rep.log[:cut], hw=min(rep.hw, cut))
+                t = evolve(set_replica(s, r, dead), crashes=s.crashes + 1)
                 out.append((("Crash", r, cut), t))
     # 5. Restart(r)
     for r in range(n):
         rep = s.replicas[r]
         if not rep.alive:
-            rep = attrs.evolve(rep, alive=True, epoch=-1, leader=None, remote_leo=(0,) * n)
+            rep = evolve(rep, alive=True, epoch=-1, leader=None, remote_leo=(0,) * n)
             out.append((("Restart", r, None), set_replica(s, r, rep)))
     # 6. ElectLeader(c)
     for c in range(n):
@@ -152,8 +160,8 @@ def successors(cfg, s: State) -> list:
             isr = (c,)
         else:
             continue
-        t = attrs.evolve(s, quorum=Quorum(c, q.epoch + 1, isr))
-        rep = attrs.evolve(s.replicas[c], leader=c, epoch=q.epoch + 1, remote_leo=(0,) * n, inflight=None)
+        t = evolve(s, quorum=Quorum(c, q.epoch + 1, isr))
+        rep = evolve(s.replicas[c], leader=c, epoch=q.epoch + 1, remote_leo=(0,) * n, inflight=None)
         out.append((("ElectLeader", c, None), advance_hw(set_replica(t, c, rep), c)))
     # 7. BecomeFollower(r)
     for r in range(n):
@@ -164,7 +172,7 @@ def successors(cfg, s: State) -> list:
         if cfg.truncation != HW_RULE and not leads(s, l):
             continue
         t = truncation_point(cfg.truncation, rep, s.replicas[l].log)
-        rep = attrs.evolve(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l, epoch=q.epoch, inflight=None)
+        rep = evolve(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l, epoch=q.epoch, inflight=None)
         out.append((("BecomeFollower", r, None), set_replica(s, r, rep)))
     # 8. ShrinkIsr(r)
     for r in range(n):
@@ -173,7 +181,7 @@ def successors(cfg, s: State) -> list:
             continue
         led = s.replicas[l]
         if not s.replicas[r].alive or led.remote_leo[r] < len(led.log):
-            t = attrs.evolve(s, quorum=Quorum(l, q.epoch, tuple(x for x in q.isr if x != r)))
+            t = evolve(s, quorum=Quorum(l, q.epoch, tuple(x for x in q.isr if x != r)))
             out.append((("ShrinkIsr", r, None), advance_hw(t, l)))
     # 9. ExpandIsr(r)
     for r in range(n):
@@ -182,7 +190,7 @@ def successors(cfg, s: State) -> list:
             continue
         fol, led = s.replicas[r], s.replicas[l]
         if fol.alive and fol.leader == l and fol.epoch == q.epoch and led.remote_leo[r] >= led.hw:
-            t = attrs.evolve(s, quorum=Quorum(l, q.epoch, tuple(sorted(q.isr + (r,)))))
+            t = evolve(s, quorum=Quorum(l, q.epoch, tuple(sorted(q.isr + (r,)))))
             out.append((("ExpandIsr", r, None), t))
     return out
 
@@ -261,9 +269,10 @@ def explore(cfg, checked, keep_going=True) -> OracleResult:
                 for name in checked:
                     if name in STEP_PROPERTIES and name not in traces and not STEP_PROPERTIES[name](s, t):
                         traces[name] = depth + 1
-                if t in depth_of:
+                size = len(depth_of)
+                depth_of.setdefault(t, depth + 1)
+                if len(depth_of) == size:  # seen before
                     continue
-                depth_of[t] = depth + 1
                 nxt.append(t)
                 for name in checked:
                     if name in STATE_PROPERTIES and name not in traces and not STATE_PROPERTIES[name](t):

@@ -290,3 +290,15 @@ def test_standalone_cluster_on_loopback(tmp_path):
     assert got["stopped"] == "violation" and got["levels"] == local.stats.levels
     assert got["violations"] == {"CommittedNeverLost": list(local.violations["CommittedNeverLost"].path.choices)}
     assert len(got["violations"]["CommittedNeverLost"]) == 9  # 10 states
+
+
+def test_toy_model_same_counts_on_spark(sc):
+    """The two-counter toy model (tests/toy.py; counts worked out in tests/test_oracle.py)
+    on Spark: the engine needs nothing of Kafka."""
+    from toy import NeverDown, SumBelow, TwoCounters
+
+    sc.addPyFile(str(REPO / "tests" / "toy.py"))  # executors import it by name, as a user's model
+    result = SparkEngine(TwoCounters(), [SumBelow, NeverDown], Options(keep_going=True), partitions=2).run()
+    s = result.stats
+    assert (s.distinct, s.generated, s.depth, s.terminal, s.levels) == (16, 25, 7, 1, [1, 2, 3, 4, 3, 2, 1])
+    assert {p: len(v.path) for p, v in result.violations.items()} == {"SumBelow": 6}

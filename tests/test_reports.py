@@ -467,6 +467,79 @@ def test_progress_prints_one_lasting_line_per_level():
     assert "9 distinct states" in lines[2] and "2.5 s" in lines[2]
 
 
+class _FakeClock:
+    """A monotonic clock that advances by ``step`` seconds at every reading."""
+
+    def __init__(self, step):
+        self.t, self.step = 0.0, step
+
+    def __call__(self):
+        self.t += self.step
+        return self.t
+
+
+def test_plain_progress_lines_when_stderr_is_not_a_terminal(data_loss):
+    """Not a terminal: a plain, lasting line at most every `every` seconds, timestamped, with
+    distinct, generated, queue, depth and rate. The clock is injected: each reading advances
+    it 10 s, so with every=25 one update in three prints, whatever the real time."""
+    from datetime import datetime, timezone
+
+    from reports.progress import plain_line
+
+    buf = io.StringIO()
+    c = Console(file=buf, width=200)
+    assert not c.is_terminal
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    with ProgressDisplay(c, enabled=False, title="hw-data-loss", every=25, clock=_FakeClock(10),
+                         now=lambda: when) as p:
+        for depth in range(1, 10):
+            p.update(Stats(distinct=100 * depth, generated=200 * depth, queue=depth, depth=depth,
+                           seconds=float(depth)))
+    lines = buf.getvalue().splitlines()
+    # the constructor reads 10; the update at depth d reads 10 + 10 d: 30 s have passed at
+    # depth 3 (print, interval restarts at 40), then at depth 6 (70) and depth 9 (100)
+    assert len(lines) == 3, lines
+    assert [l.split("depth ")[1].split()[0] for l in lines] == ["3", "6", "9"]
+    assert lines[0] == ("2026-01-02T03:04:05Z hw-data-loss: 300 distinct · 600 generated · 3 queue "
+                        "· depth 3 · 100 states/s")
+    assert lines[0] == plain_line(Stats(distinct=300, generated=600, queue=3, depth=3, seconds=3.0), when,
+                                  "hw-data-loss")
+    # a live display (a terminal) never writes plain lines; --no-progress passes every=None
+    buf = io.StringIO()
+    with ProgressDisplay(Console(file=buf), enabled=False, every=None, clock=_FakeClock(100)) as p:
+        p.update(Stats(distinct=1))
+    assert buf.getvalue() == ""
+
+
+def test_plain_progress_follows_a_real_run_at_every_level(data_loss):
+    """With an interval the clock always passes, every level boundary of a real run
+    (the engine reports after each level) prints one line: 9 levels after the first."""
+    spec, model, result = data_loss
+    buf = io.StringIO()
+    with ProgressDisplay(Console(file=buf, width=200), enabled=False, every=1, clock=_FakeClock(1)) as p:
+        LocalEngine(model, spec.properties(), Options(progress_seconds=float("inf")), progress=p.update).run()
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == len(result.stats.levels) - 1 == 9
+    # the run stopped at its violation with the last level's 580 states unexpanded
+    assert " 1,834 distinct · 3,455 generated · 580 queue · depth 10 · " in lines[-1]
+
+
+def test_kmc_check_writes_plain_progress_into_a_log(tmp_path):
+    """`kmc check ... 2> log`: stderr is a file, so progress is plain lines in it."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "log"
+    with open(log, "w") as err:
+        proc = subprocess.run([sys.executable, "-m", "checker.cli", "check", os.path.join(SPECS, "hw-data-loss.toml"),
+                               "--progress-every", "0", "--no-trace"], stdout=subprocess.PIPE, stderr=err,
+                              cwd=os.path.dirname(HERE), text=True, timeout=120)
+    assert proc.returncode == 1
+    lines = log.read_text().splitlines()
+    assert lines and all(" distinct · " in l and " states/s" in l and l[4] == "-" for l in lines)
+    assert "1,834 distinct · 3,455 generated" in lines[-1]
+
+
 # -- narrow consoles, honest wording, write_json's destinations -----------------------------
 
 @pytest.fixture(scope="module")

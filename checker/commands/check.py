@@ -45,7 +45,11 @@ def register(sub):
     p.add_argument("--json", metavar="PATH", help="also write the result as JSON (schema in docs/json-schema.md)")
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of a counterexample")
     p.add_argument("--no-trace", action="store_true", help="do not print counterexample traces")
-    p.add_argument("--no-progress", action="store_true", help="no live progress display")
+    p.add_argument("--no-progress", action="store_true", help="no progress output at all")
+    p.add_argument("--progress-every", type=_seconds, default=30.0, metavar="SECONDS",
+                   help="when standard error is not a terminal (CI, nohup, 2> log), write a plain "
+                   "progress line every SECONDS (default 30): time, distinct, generated, queue, "
+                   "depth, states/s")
     p.add_argument("--check-expect", action="store_true",
                    help="exit 0 when the result matches the spec's [expect] table and 3 when it does not")
     g = p.add_argument_group("long runs (see docs/long-runs.md)")
@@ -124,7 +128,8 @@ def run(args, out, err) -> int:
                 **identity, "spec_path": os.path.abspath(spec.path),
                 "limits": {"max_states": options.max_states, "max_memory": options.max_memory},
             }, args.checkpoint_every))
-        with ProgressDisplay(err, enabled=show_progress, title=spec.name,
+        plain_every = None if args.no_progress or err.is_terminal else args.progress_every
+        with ProgressDisplay(err, enabled=show_progress, title=spec.name, every=plain_every,
                              levels=(args.engine or spec.engine) == "spark") as progress:
             engine = make_engine(spec, model, properties, options, progress.update, args)
             if (header is not None or writer) and not hasattr(engine, "snapshot"):

@@ -161,6 +161,9 @@ class SparkEngine:
         self._fail_first_attempt = _fail_first_attempt
         self.stop_requested = None
         self.on_level = None  # called with the engine at every level boundary
+        # Called with a short message at each start-up point (the JVM, the session, the
+        # first job), which can take tens of seconds before the first level is counted.
+        self.on_status = None
         self.data_root = None  # the checkpoint directory snapshot() saves levels under
         self.stats = Stats()
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, path, fp)
@@ -195,7 +198,7 @@ class SparkEngine:
                 stopped = "max-depth"
             if stopped is not None or not self._frontier:
                 return self._result(stopped, self._frontier, started)
-        sc, owned = spark_context(self.master, self.verbose)
+        sc, owned = spark_context(self.master, self.verbose, status=self._status)
         self._sc = sc
         leave_running = False
         try:
@@ -220,6 +223,10 @@ class SparkEngine:
             if owned and not leave_running:
                 sc.stop()
 
+    def _status(self, message):
+        if self.on_status is not None:
+            self.on_status(message)
+
     def cancel(self, reason="interrupted"):
         """Stop as soon as possible: abort the level being computed (it is dropped).
 
@@ -237,6 +244,7 @@ class SparkEngine:
     def _explore(self, sc, started) -> CheckResult:
         model, stats = self.model, self.stats
         n = self._partitions_used = self.partitions or _default_partitions(sc)
+        self._status(f"Spark session ready (master {sc.master}, {n} partitions); running the first job")
         sc.setJobGroup(self._group, "kmc breadth-first search", interruptOnCancel=False)
         if self.checkpoint_dir:
             sc.setCheckpointDir(self.checkpoint_dir)
@@ -533,12 +541,14 @@ class SparkEngine:
             max_depth=self.options.max_depth,
         )
 
-def spark_context(master=None, verbose=False):
+def spark_context(master=None, verbose=False, status=None):
     """The running SparkContext, or a new one.
 
     Args:
         master: the master URL of a new context (default ``"local[*]"``).
         verbose: keep Spark's log messages.
+        status: called with a short message when the JVM and the context are being
+            started (they take seconds to tens of seconds).
 
     Returns:
         ``(context, created)``: ``created`` is True when the caller started the context
@@ -575,9 +585,13 @@ def spark_context(master=None, verbose=False):
     main = threading.current_thread() is threading.main_thread()
     handler = signal.getsignal(signal.SIGINT) if main else None
     gateway = relay = None
+    say = status or (lambda message: None)
     try:
-        if SparkContext._gateway is None and not verbose:
-            gateway, relay = _quiet_gateway(conf)
+        if SparkContext._gateway is None:
+            say("starting the JVM (Spark's driver)")
+            if not verbose:
+                gateway, relay = _quiet_gateway(conf)
+        say(f"starting the Spark session (master {master})")
         sc = SparkContext(conf=conf, gateway=gateway)
     except Exception as e:
         why = str(e) if isinstance(e, EngineError) else _one_line(e)

@@ -130,4 +130,13 @@ class ProgressDisplay:
             self._level_started = stats.seconds
         self._spinner.update(text=progress_text(stats, self.title))
 
+    def status(self, message: str) -> None:
+        """Say what the engine is doing before it has counts to show (Spark's start-up):
+        on the live line, or as a plain timestamped line when there is none."""
+        if self._live is not None:
+            self._spinner.update(text=Text(f"{self.title}: {message} …", "bold"))
+        elif self.every is not None:
+            self.console.print(f"{self._now().strftime('%Y-%m-%dT%H:%M:%SZ')} {self.title}: {message}",
+                               markup=False, highlight=False, soft_wrap=True)
+
     __call__ = update  # so the display itself can be passed as an engine's ``progress``

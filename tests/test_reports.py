@@ -511,6 +511,25 @@ def test_plain_progress_lines_when_stderr_is_not_a_terminal(data_loss):
     assert buf.getvalue() == ""
 
 
+def test_status_messages_live_and_plain():
+    """Spark's start-up messages: on the live line, or as plain timestamped lines."""
+    from datetime import datetime, timezone
+
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    buf = io.StringIO()
+    with ProgressDisplay(Console(file=buf), enabled=False, title="t", every=30, now=lambda: when) as p:
+        p.status("starting the JVM (Spark's driver)")
+    assert buf.getvalue() == "2026-01-02T03:04:05Z t: starting the JVM (Spark's driver)\n"
+    c = Console(file=io.StringIO(), force_terminal=True, width=120)
+    with ProgressDisplay(c, title="t") as p:
+        p.status("starting the Spark session (master local[2])")
+        assert "starting the Spark session" in p._spinner.text.plain
+    buf = io.StringIO()
+    with ProgressDisplay(Console(file=buf), enabled=False, every=None) as p:  # --no-progress
+        p.status("starting the JVM")
+    assert buf.getvalue() == ""
+
+
 def test_plain_progress_follows_a_real_run_at_every_level(data_loss):
     """With an interval the clock always passes, every level boundary of a real run
     (the engine reports after each level) prints one line: 9 levels after the first."""

@@ -298,7 +298,11 @@ def test_toy_model_same_counts_on_spark(sc):
     from toy import NeverDown, SumBelow, TwoCounters
 
     sc.addPyFile(str(REPO / "tests" / "toy.py"))  # executors import it by name, as a user's model
-    result = SparkEngine(TwoCounters(), [SumBelow, NeverDown], Options(keep_going=True), partitions=2).run()
+    engine = SparkEngine(TwoCounters(), [SumBelow, NeverDown], Options(keep_going=True), partitions=2)
+    said = []
+    engine.on_status = said.append  # the start-up messages (the session exists already here)
+    result = engine.run()
+    assert said == [f"Spark session ready (master {MASTER}, 2 partitions); running the first job"]
     s = result.stats
     assert (s.distinct, s.generated, s.depth, s.terminal, s.levels) == (16, 25, 7, 1, [1, 2, 3, 4, 3, 2, 1])
     assert {p: len(v.path) for p, v in result.violations.items()} == {"SumBelow": 6}

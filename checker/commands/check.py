@@ -132,6 +132,8 @@ def run(args, out, err) -> int:
         with ProgressDisplay(err, enabled=show_progress, title=spec.name, every=plain_every,
                              levels=(args.engine or spec.engine) == "spark") as progress:
             engine = make_engine(spec, model, properties, options, progress.update, args)
+            if hasattr(engine, "on_status"):  # Spark: say what its start-up is doing
+                engine.on_status = progress.status
             if (header is not None or writer) and not hasattr(engine, "snapshot"):
                 raise UsageError(f"--checkpoint/--resume: the {engine.name} engine cannot checkpoint yet")
             if header is not None:

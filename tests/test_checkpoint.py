@@ -14,7 +14,6 @@ import pickle
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -42,22 +41,41 @@ def kmc_run(*args, timeout=120):
     return p.returncode, out, err
 
 
-def wait_for_checkpoint(directory, proc, min_depth, timeout=60):
-    """The header of the first checkpoint in ``directory`` at depth >= ``min_depth``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if checkpoint.exists(directory):
-            try:
-                header = checkpoint.read_header(directory)
-            except CheckpointError:  # cannot happen with atomic writes; retry anyway
-                header = None
-            if header and header["depth"] >= min_depth:
-                return header
-        if proc.poll() is not None:
-            pytest.fail(f"kmc exited ({proc.returncode}) before a checkpoint at depth {min_depth}: {proc.stderr.read()}")
-        time.sleep(0.02)
-    proc.kill()
-    pytest.fail(f"no checkpoint at depth {min_depth} within {timeout} s")
+# Runs `kmc` with Checkpointer.save wrapped: right after the checkpoint of level DEPTH is
+# written, the process sends itself the listed signals. The stop happens at that level on
+# every run, whatever the machine's speed (a poller racing the run could miss it).
+_AT_LEVEL = r"""
+import os, signal, sys
+from checker import checkpoint
+from checker.cli import main
+
+depth = int(os.environ["KMC_TEST_DEPTH"])
+signals = [getattr(signal, "SIG" + name) for name in os.environ["KMC_TEST_SIGNALS"].split(",")]
+save = checkpoint.Checkpointer.save
+fired = []
+
+
+def save_then_signal(self, engine):
+    path = save(self, engine)
+    if engine.stats.depth == depth and not fired:
+        fired.append(depth)
+        for signum in signals:
+            os.kill(os.getpid(), signum)
+    return path
+
+
+checkpoint.Checkpointer.save = save_then_signal
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def kmc_at_level(*args, depth, signals=("INT",)) -> subprocess.Popen:
+    """``kmc`` in a subprocess that signals itself (``signals``: names such as "INT",
+    "TERM", "KILL") right after its checkpoint at level ``depth`` is written; needs
+    ``--checkpoint DIR --checkpoint-every 0``."""
+    env = dict(os.environ, KMC_TEST_DEPTH=str(depth), KMC_TEST_SIGNALS=",".join(signals))
+    return subprocess.Popen([sys.executable, "-c", _AT_LEVEL, *map(str, args)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def comparable(doc) -> dict:
@@ -102,12 +120,12 @@ def assert_le3_counts(doc):
 
 def test_sigkill_mid_run_then_resume_gives_the_pinned_counts(tmp_path):
     ck = tmp_path / "ck"
-    proc = kmc("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress")
-    header = wait_for_checkpoint(ck, proc, min_depth=8)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
+    proc = kmc_at_level("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
+                        depth=8, signals=("KILL",))
+    proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL
     header = checkpoint.read_header(ck)  # the last complete checkpoint survives the kill
-    assert 8 <= header["depth"] < 24 and header["distinct"] < 50294
+    assert header["depth"] == 8 and header["distinct"] < 50294
 
     code, out, err = kmc_run("check", "--resume", ck, "--no-progress", "--json", tmp_path / "r.json")
     assert code == 0, err
@@ -125,12 +143,12 @@ def hw_fast_reference():
 
 def test_sigkill_then_resume_reproduces_the_counterexamples(tmp_path, hw_fast_reference):
     ck = tmp_path / "ck"
-    proc = kmc("check", HW_FAST, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress")
-    wait_for_checkpoint(ck, proc, min_depth=10)  # past the depth of the first counterexample
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
+    proc = kmc_at_level("check", HW_FAST, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
+                        depth=10, signals=("KILL",))  # past the depth of the first counterexample
+    proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL
     header = checkpoint.read_header(ck)
-    assert header["depth"] < 28 and "CommittedNeverLost" in header["violated"]
+    assert header["depth"] == 10 and "CommittedNeverLost" in header["violated"]
 
     code, out, err = kmc_run("check", HW_FAST, "--resume", ck, "--no-progress", "--json", tmp_path / "r.json")
     assert code == 1, err

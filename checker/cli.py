@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kmc",
         description="An explicit-state model checker for Apache Kafka's replication protocol. "
         "Give it a spec file (replicas, messages, crashes, truncation rule); it explores every "
-        "interleaving and either proves the invariants or prints a shortest counterexample.",
+        "interleaving and either proves the invariants or prints a shortest counterexample. "
+        "The model is described in docs/model.md.",
         epilog=SUMMARY,
     )
     parser.add_argument("--version", action="version", version=f"kmc {__version__}")

@@ -27,7 +27,8 @@ def register(sub):
         description="Explore every reachable state of the spec's configuration breadth-first and "
         "check its invariants. Prints either 'all invariants hold over N distinct states' or a "
         "shortest counterexample, step by step, and says whether the result matches the spec's "
-        "[expect] table.",
+        "[expect] table. What the model's variables, actions, truncation rules and invariants "
+        "mean, and how states are counted: docs/model.md.",
         epilog="Exit codes: 0 every checked invariant holds (or none failed in the part explored, "
         "when a bound stopped the search), 1 a violation, 2 bad input, 3 with --check-expect: "
         "the result does not match [expect] (an unknown verdict does not match), 4 stopped at "

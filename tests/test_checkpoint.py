@@ -86,14 +86,12 @@ def comparable(doc) -> dict:
 
 
 def reference(spec_path) -> dict:
-    """The JSON result of an uninterrupted in-process run of a spec."""
-    from checker.commands.common import options_from
+    """The JSON result of an uninterrupted in-process run of a shipped spec, with the
+    spec's own options (the session's shared exploration, tests/conftest.py)."""
+    from conftest import EXPLORATIONS
     from reports import result_to_dict
 
-    spec = load_spec(spec_path)
-    model = spec.model()
-    args = type("Args", (), {})()
-    result = LocalEngine(model, spec.properties(), options_from(spec, args)).run()
+    spec, model, result = EXPLORATIONS[Path(spec_path).stem]
     return result_to_dict(spec, model, result)
 
 
@@ -289,12 +287,11 @@ def test_max_memory_in_a_spec(tmp_path):
             parse_spec(text.replace('"1.5G"', bad).encode())
 
 
-def test_memory_stop_inside_a_level_rolls_back_to_the_boundary(monkeypatch):
+def test_memory_stop_inside_a_level_rolls_back_to_the_boundary(monkeypatch, explorations):
     import checker.local
 
-    spec = load_spec(SPECS / "hw-unflushed.toml")
-    model, props = spec.model(), spec.properties()
-    want = LocalEngine(model, props, Options(keep_going=True)).run()
+    spec, model, want = explorations["hw-unflushed"]  # keep_going = true, as here
+    props = spec.properties()
     engine = LocalEngine(model, props, Options(keep_going=True, max_memory=1 << 30))
     # "Memory" grows with the seen-set; looked at every 64 states, it first passes the
     # ceiling inside a level.
@@ -339,11 +336,11 @@ def test_resuming_from_level_boundaries_gives_the_same_result(name, keep_going, 
         assert summary(resumed.run()) == want
 
 
-def test_a_stop_inside_a_level_resumes_to_the_same_result():
-    spec = load_spec(SPECS / "hw-unclean.toml")
-    model, props = spec.model(), spec.properties()
+def test_a_stop_inside_a_level_resumes_to_the_same_result(explorations):
+    spec, model, whole = explorations["hw-unclean"]  # keep_going = true, as here
+    props = spec.properties()
     opts = Options(keep_going=True, progress_seconds=0)
-    want = summary(LocalEngine(model, props, opts).run())
+    want = summary(whole)
     for stop_at in (2, 4, 7):
         engine = LocalEngine(model, props, opts)
         ticks = []

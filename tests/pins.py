@@ -52,3 +52,16 @@ EXCLUDED = {
 # hw-data-loss run with keep-going (every reachable state: the run does not stop once its
 # only property has failed). Recomputed by the oracle in tests/test_oracle.py.
 HW_DATA_LOSS_KEEP_GOING = Pin(4913, 10749, 20, (CNL,), {CNL: 10}, None)
+
+# Specs whose exploration takes several seconds: their tests are marked slow, so that
+# `pytest -m "not slow and not spark"` never explores them.
+SLOW_ABOVE = 20_000
+
+
+def spec_param(name):
+    """``pytest.param(name)``, marked slow when the spec has more than SLOW_ABOVE states."""
+    import pytest
+
+    pin = PINS.get(name)
+    marks = [pytest.mark.slow] if pin is not None and pin.distinct > SLOW_ABOVE else []
+    return pytest.param(name, marks=marks, id=name)

@@ -116,6 +116,7 @@ def assert_le3_counts(doc):
 
 # -- end to end: SIGKILL, then --resume -----------------------------------------------------
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume_gives_the_pinned_counts(tmp_path):
     ck = tmp_path / "ck"
     proc = kmc_at_level("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
@@ -139,6 +140,7 @@ def hw_fast_reference():
     return reference(HW_FAST)
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_reproduces_the_counterexamples(tmp_path, hw_fast_reference):
     ck = tmp_path / "ck"
     proc = kmc_at_level("check", HW_FAST, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",

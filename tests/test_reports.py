@@ -28,6 +28,8 @@ from reports import (
 from reports.progress import progress_text
 from reports.terminal import EPOCH_STYLES, diff_lines
 
+from pins import spec_param
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPECS = os.path.join(os.path.dirname(HERE), "specs")
 
@@ -566,6 +568,7 @@ def fast_change(explorations):
     return explorations["hw-fast-leader-change"]
 
 
+@pytest.mark.slow  # explores hw-fast-leader-change (76,116 states) unless the session has
 @pytest.mark.parametrize("width", [40, 50, 60, 70, 80, 100, 160])
 def test_traces_fit_a_narrow_console_without_cutting_values(width, fast_change):
     spec, model, result = fast_change
@@ -612,7 +615,8 @@ _DIFF_NAMES = {"alive": "alive", "log": "log", "HW": "hw", "epoch": "epoch",
                "remote LEO": "remote_leo", "in flight": "inflight"}
 
 
-@pytest.mark.parametrize("name", ["hw-data-loss", "hw-unclean", "hw-fast-leader-change", "le-unflushed"])
+@pytest.mark.parametrize("name", [spec_param(n) for n in ("hw-data-loss", "hw-unclean", "hw-fast-leader-change",
+                                                          "le-unflushed")])
 def test_full_view_and_diff_agree_on_what_changed(explorations, name):
     """A cell of the full view is highlighted exactly when --diff lists that variable (the
     seed trace once marked A's remote LEO as changed at states 6 and 10: it was hidden or

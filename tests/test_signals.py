@@ -26,6 +26,7 @@ def assert_le3_counts(doc):
     assert doc["complete"] is True and set(doc["verdicts"].values()) == {"holds"}
 
 
+@pytest.mark.slow
 def test_sigint_prints_statistics_exits_130_and_the_checkpoint_resumes(tmp_path):
     ck = tmp_path / "ck"
     proc = kmc_at_level("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
@@ -47,6 +48,7 @@ def test_sigint_prints_statistics_exits_130_and_the_checkpoint_resumes(tmp_path)
     assert_le3_counts(json.loads((tmp_path / "r.json").read_text()))
 
 
+@pytest.mark.slow
 def test_sigterm_exits_143_with_a_checkpoint(tmp_path):
     ck = tmp_path / "ck"
     proc = kmc_at_level("check", HW_FAST, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
@@ -57,6 +59,7 @@ def test_sigterm_exits_143_with_a_checkpoint(tmp_path):
     assert checkpoint.read_header(ck)["depth"] == 4
 
 
+@pytest.mark.slow
 def test_a_second_sigint_exits_at_once_and_leaves_a_valid_checkpoint(tmp_path):
     ck = tmp_path / "ck"
     proc = kmc_at_level("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",

@@ -260,12 +260,14 @@ def damaged_bytes(draw):
 
 # -- the fuzz tests ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @FUZZ
 @given(documents)
 def test_random_toml_documents(doc):
     assert_loads_or_one_line_error(toml_doc(doc).encode("utf-8"))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated_specs())
 def test_edited_shipped_specs(data):
@@ -278,6 +280,7 @@ def test_damaged_shipped_specs(data):
     assert_loads_or_one_line_error(data)
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=40)
 @given(st.one_of(st.binary(max_size=200), documents.map(lambda d: toml_doc(d).encode("utf-8"))))
 def test_through_a_file(tmp_path_factory, data):

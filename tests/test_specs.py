@@ -21,7 +21,7 @@ from invariants import ALL, BY_NAME
 from model import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, Config, KafkaModel
 from model.truncation import offsets_for_leader_epoch
 
-from pins import ALL4, CNL, EXCLUDED, HWB, LEM, LND, PINS
+from pins import ALL4, CNL, EXCLUDED, HWB, LEM, LND, PINS, spec_param
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
@@ -52,7 +52,7 @@ def test_every_spec_is_pinned_or_excluded():
 # -- pinned numbers --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(PINNED))
+@pytest.mark.parametrize("name", [spec_param(n) for n in sorted(PINNED)])
 def test_spec_counts(runs, name):
     distinct, generated, depth = PINNED[name][:3]
     _, _, result = runs[name]
@@ -60,7 +60,7 @@ def test_spec_counts(runs, name):
     assert result.engine == "local"
 
 
-@pytest.mark.parametrize("name", sorted(PINNED))
+@pytest.mark.parametrize("name", [spec_param(n) for n in sorted(PINNED)])
 def test_spec_verdicts_and_trace_lengths(runs, name):
     _, _, _, checked, violated, stopped = PINNED[name]
     spec, model, result = runs[name]
@@ -74,7 +74,7 @@ def test_spec_verdicts_and_trace_lengths(runs, name):
     assert result.complete == (stopped is None)
 
 
-@pytest.mark.parametrize("name", sorted(PINNED))
+@pytest.mark.parametrize("name", [spec_param(n) for n in sorted(PINNED)])
 def test_spec_expect_table_matches(runs, name):
     spec, _, result = runs[name]
     assert spec.expect, f"{name} has no [expect] table"
@@ -84,7 +84,7 @@ def test_spec_expect_table_matches(runs, name):
     assert set(spec.expect) == set(result.checked)
 
 
-@pytest.mark.parametrize("name", sorted(PINNED))
+@pytest.mark.parametrize("name", [spec_param(n) for n in sorted(PINNED)])
 def test_spec_traces_replay_and_end_in_violation(runs, name):
     _, model, result = runs[name]
     for prop, v in result.violations.items():
@@ -132,6 +132,7 @@ def test_seed_scenario_2_hw_divergence(runs):
     assert last.replicas[0].log == ((1, 1),)
 
 
+@pytest.mark.slow
 def test_le_fast_leader_change_is_the_kip279_story(runs):
     _, model, result = runs["le-fast-leader-change"]
     v = result.violations[LND]
@@ -194,7 +195,8 @@ def test_known_verdict_table_is_complete():
     assert set(KNOWN) == {(r, t) for r in rows for t in (HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279)}
 
 
-@pytest.mark.parametrize("cell", sorted(KNOWN))
+@pytest.mark.parametrize("cell", [pytest.param(c, marks=spec_param(KNOWN[c][0]).marks, id="-".join(c))
+                                  for c in sorted(KNOWN)])
 def test_known_verdict(runs, cell):
     name, want = KNOWN[cell]
     spec, _, result = runs[name]
@@ -233,6 +235,7 @@ def test_known_verdict_hw_clean_all_properties(hw_clean_all):
     assert len(result.violations[CNL].path) == 10
 
 
+@pytest.mark.slow
 def test_isr_expansion_finding_trace(runs):
     """ExpandIsr compares the follower with a new leader's lagging HW: C, with an empty log,
     rejoins the ISR and is then cleanly elected, losing a committed record."""

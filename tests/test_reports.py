@@ -109,10 +109,12 @@ def highlighted_by_state(renderable) -> dict[int, list[str]]:
 # -- the terminal trace -------------------------------------------------------------------
 
 def test_data_loss_run_is_pinned(data_loss):
+    from pins import PINS
+
     _, _, result = data_loss
-    assert result.stats.distinct == 1834
-    assert result.stats.depth == 10
-    assert len(result.violations["CommittedNeverLost"].path) == 10
+    pin = PINS["hw-data-loss"]
+    assert (result.stats.distinct, result.stats.depth) == (pin.distinct, pin.depth) == (1834, 10)
+    assert len(result.violations["CommittedNeverLost"].path) == pin.traces["CommittedNeverLost"] == 10
 
 
 def test_trace_shows_every_state_in_order(data_loss):

@@ -49,6 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import KmcError
+from .exitcodes import signal_exit_code
 
 FORMAT = 1
 FILE_NAME = "checkpoint.kmc"
@@ -403,7 +404,7 @@ class StopOnSignals:
     @property
     def exit_code(self) -> int:
         """128 + the signal number (130 for SIGINT, 143 for SIGTERM), as a shell reports it."""
-        return 128 + (self.signum or signal.SIGINT)
+        return signal_exit_code(self.signum or signal.SIGINT)
 
     def __enter__(self):
         for s in self.SIGNALS:

@@ -19,7 +19,10 @@ import sys
 from . import __version__
 from .errors import KmcError
 
-EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_UNEXPECTED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+from .exitcodes import (  # noqa: F401  (re-exported: tests and scripts import them from here)
+    EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_TERMINATED,
+    EXIT_UNEXPECTED, EXIT_VIOLATION, SUMMARY,
+)
 
 
 def _commands():
@@ -29,10 +32,42 @@ def _commands():
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line and exit with code 2."""
+    """argparse, but usage errors are one line and exit with code 2, and an unknown option
+    of a subcommand is reported by that subcommand (pointing to its ``--help``, with the
+    closest option name it knows)."""
 
     def error(self, message):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def parse_args(self, args=None, namespace=None):
+        args, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._subcommand(getattr(args, "command", None))
+            (command or self).error(unknown_options_message(command or self, extras))
+        return args
+
+    def _subcommand(self, name):
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                return action.choices[name]
+        return None
+
+
+def unknown_options_message(parser, extras) -> str:
+    """``unrecognized arguments: --kep-going (did you mean --keep-going?)``."""
+    import difflib
+
+    known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    hints = []
+    for word in extras:
+        if word.startswith("-"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+            if close:
+                hints.append((word, close[0]))
+    text = f"unrecognized arguments: {' '.join(extras)}"
+    if len(hints) == 1:
+        return f"{text} (did you mean {hints[0][1]}?)"
+    return text + (" (" + "; ".join(f"{w}: did you mean {o}?" for w, o in hints) + ")" if hints else "")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,10 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kmc",
         description="An explicit-state model checker for Apache Kafka's replication protocol. "
         "Give it a spec file (replicas, messages, crashes, truncation rule); it explores every "
-        "interleaving and either proves the invariants or prints a shortest counterexample.",
-        epilog="Exit codes: 0 all hold, 1 a violation, 2 bad input, 3 result contradicts the "
-        "spec's [expect] (with --check-expect), 4 stopped at --max-memory, 130 interrupted (SIGINT), "
-        "143 stopped (SIGTERM).",
+        "interleaving and either proves the invariants or prints a shortest counterexample. "
+        "The model is described in docs/model.md.",
+        epilog=SUMMARY,
     )
     parser.add_argument("--version", action="version", version=f"kmc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

@@ -5,11 +5,13 @@ Every error a user can cause (a bad spec file, a bad option, a missing file) is 
 prints it and exits with code 2, never with a traceback.
 """
 
+from .exitcodes import EXIT_BAD_INPUT
+
 
 class KmcError(Exception):
     """Base class of every error kmc reports to a user."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
 
 class SpecError(KmcError):
@@ -29,3 +31,16 @@ class UsageError(KmcError):
 
 class EngineError(KmcError):
     """An engine could not run (for example Spark could not start)."""
+
+
+class PropertyError(KmcError):
+    """A property's check function broke its contract: it returned something that is
+    neither ``None`` (holds) nor a ``str`` (the explanation of a violation). A
+    programming error in the property, not a violation."""
+
+    def __init__(self, name, value):
+        self.property = name
+        self.value = value
+        super().__init__(
+            f"property {name} returned {value!r} ({type(value).__name__}); a property's check "
+            "must return None when it holds and a str explaining the violation when it does not")

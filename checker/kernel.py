@@ -6,6 +6,7 @@ generation, fingerprinting and property checking cannot drift between them.
 
 from __future__ import annotations
 
+from .errors import PropertyError
 from .fingerprint import fingerprint_bytes
 from .protocol import ALWAYS, STEP, successors
 
@@ -20,11 +21,17 @@ def split_properties(properties):
 
 
 def check_state(model, state, invariants):
-    """The ``(name, explanation)`` of every state invariant ``state`` violates, in order."""
+    """The ``(name, explanation)`` of every state invariant ``state`` violates, in order.
+
+    Raises:
+        PropertyError: a check returned neither ``None`` nor a ``str``.
+    """
     out = []
     for p in invariants:
         why = p.check(model, state)
         if why is not None:
+            if type(why) is not str:
+                raise PropertyError(p.name, why)
             out.append((p.name, why))
     return out
 
@@ -35,6 +42,8 @@ def check_step(model, before, action, after, step_props):
     for p in step_props:
         why = p.check(model, before, action, after)
         if why is not None:
+            if type(why) is not str:
+                raise PropertyError(p.name, why)
             out.append((p.name, why))
     return out
 
@@ -62,12 +71,15 @@ def stop_after_level(found, properties, options, distinct, frontier_left):
 
     Args:
         found: the names of the properties that have failed so far.
-        properties: the properties being checked.
+        properties: the properties being checked (unused: kept so every engine calls
+            the policy the same way).
         options: ``checker.local.Options`` (``keep_going``, ``max_states``).
         distinct: the distinct states stored so far.
         frontier_left: whether the next level has any state to expand.
     """
-    if found and (not options.keep_going or all(p.name in found for p in properties)):
+    # With keep_going the whole state space is explored even once every property has
+    # failed (as TLC's -continue does): the counts are then the full ones.
+    if found and not options.keep_going:
         return "violation"
     if options.max_states is not None and distinct >= options.max_states and frontier_left:
         return "max-states"

@@ -33,8 +33,9 @@ class Options:
 
     Attributes:
         max_depth: do not expand states at this depth (the initial state has depth 1).
-        keep_going: after a property fails, keep exploring to decide the others; the run
-            then ends when every checked property has failed or no state is left.
+        keep_going: after a property fails, keep exploring (like TLC's ``-continue``): the
+            run then explores every reachable state and reports the shortest
+            counterexample of every property that fails, with the full counts.
         max_states: stop cleanly once this many distinct states are stored.
         max_memory: stop cleanly once the process's resident memory passes this many
             bytes (looked at every few thousand states and at every level boundary).
@@ -272,7 +273,10 @@ class LocalEngine:
                 # a run that was never stopped. The states added to `seen` in this level
                 # are its newest, so undoing the level is a truncation.
                 stats.distinct = len(seen)
-                partial = attrs.evolve(stats, levels=list(stats.levels), fired=dict(fired), new=dict(new))
+                # States found but not expanded: the rest of this level and what it found.
+                left = len(self.frontier) - count - (stopped == "max-memory") + len(nxt)
+                partial = attrs.evolve(stats, levels=list(stats.levels), fired=dict(fired), new=dict(new),
+                                       queue=left)
                 seen.truncate(stored)
                 stats.generated, stats.terminal = boundary[0], boundary[1]
                 fired.clear()

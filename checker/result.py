@@ -79,6 +79,15 @@ class Stats:
     def states_per_second(self) -> float:
         return self.distinct / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def collision_probability(self) -> float:
+        """TLC's optimistic estimate of the probability that two distinct states shared a
+        64-bit fingerprint (so one of them was never explored): ``distinct * (generated -
+        distinct) / 2**64``. Every successor that was already stored (``generated -
+        distinct`` of them) could have been a new state whose fingerprint equals one of the
+        ``distinct`` stored ones, each with probability ``2**-64``."""
+        return self.distinct * max(self.generated - self.distinct, 0) / 2.0 ** 64
+
 
 @attrs.define
 class CheckResult:
@@ -100,20 +109,8 @@ class CheckResult:
     complete: bool = True
     stopped: str | None = None
     max_depth: int | None = None
-    extra: dict = attrs.field(factory=dict)
 
     def verdict(self, name: str) -> str:
         if name in self.violations:
             return VIOLATED
         return HOLDS if self.complete else UNKNOWN
-
-    @property
-    def holds(self) -> bool:
-        return not self.violations
-
-    @property
-    def first_violation(self) -> Violation | None:
-        """The violation found first: the shortest, then the first in path order."""
-        if not self.violations:
-            return None
-        return min(self.violations.values(), key=lambda v: (len(v.path), v.path.choices))

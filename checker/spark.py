@@ -4,9 +4,8 @@ The search is level-synchronous, like ``checker.local``. Every state and every s
 fingerprint lives in one RDD, partitioned by fingerprint: partition ``fp % n`` owns the
 fingerprint ``fp``. Each partition of that RDD holds
 
-- one *seen block*: the partition's share of the seen-set, as three flat arrays
-  (fingerprint, parent fingerprint, choice; an initial state has parent 0 and choice
-  ``-1 - init_index``): TLC's parent pointers, kept on the executors;
+- one *seen block*: the partition's share of the seen-set, one flat array of
+  fingerprints (no parent pointers: every frontier state carries its path instead);
 - the partition's share of the frontier (the newest level), as pickled chunks of
   ``(fingerprint, path, state)``, where ``path = (init_index, choice, ...)``;
 - one summary record: what the driver needs to know about the level.
@@ -161,6 +160,9 @@ class SparkEngine:
         self._fail_first_attempt = _fail_first_attempt
         self.stop_requested = None
         self.on_level = None  # called with the engine at every level boundary
+        # Called with a short message at each start-up point (the JVM, the session, the
+        # first job), which can take tens of seconds before the first level is counted.
+        self.on_status = None
         self.data_root = None  # the checkpoint directory snapshot() saves levels under
         self.stats = Stats()
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, path, fp)
@@ -195,7 +197,7 @@ class SparkEngine:
                 stopped = "max-depth"
             if stopped is not None or not self._frontier:
                 return self._result(stopped, self._frontier, started)
-        sc, owned = spark_context(self.master, self.verbose)
+        sc, owned = spark_context(self.master, self.verbose, status=self._status)
         self._sc = sc
         leave_running = False
         try:
@@ -220,6 +222,10 @@ class SparkEngine:
             if owned and not leave_running:
                 sc.stop()
 
+    def _status(self, message):
+        if self.on_status is not None:
+            self.on_status(message)
+
     def cancel(self, reason="interrupted"):
         """Stop as soon as possible: abort the level being computed (it is dropped).
 
@@ -237,6 +243,7 @@ class SparkEngine:
     def _explore(self, sc, started) -> CheckResult:
         model, stats = self.model, self.stats
         n = self._partitions_used = self.partitions or _default_partitions(sc)
+        self._status(f"Spark session ready (master {sc.master}, {n} partitions); running the first job")
         sc.setJobGroup(self._group, "kmc breadth-first search", interruptOnCancel=False)
         if self.checkpoint_dir:
             sc.setCheckpointDir(self.checkpoint_dir)
@@ -533,12 +540,14 @@ class SparkEngine:
             max_depth=self.options.max_depth,
         )
 
-def spark_context(master=None, verbose=False):
+def spark_context(master=None, verbose=False, status=None):
     """The running SparkContext, or a new one.
 
     Args:
         master: the master URL of a new context (default ``"local[*]"``).
         verbose: keep Spark's log messages.
+        status: called with a short message when the JVM and the context are being
+            started (they take seconds to tens of seconds).
 
     Returns:
         ``(context, created)``: ``created`` is True when the caller started the context
@@ -575,9 +584,13 @@ def spark_context(master=None, verbose=False):
     main = threading.current_thread() is threading.main_thread()
     handler = signal.getsignal(signal.SIGINT) if main else None
     gateway = relay = None
+    say = status or (lambda message: None)
     try:
-        if SparkContext._gateway is None and not verbose:
-            gateway, relay = _quiet_gateway(conf)
+        if SparkContext._gateway is None:
+            say("starting the JVM (Spark's driver)")
+            if not verbose:
+                gateway, relay = _quiet_gateway(conf)
+        say(f"starting the Spark session (master {master})")
         sc = SparkContext(conf=conf, gateway=gateway)
     except Exception as e:
         why = str(e) if isinstance(e, EngineError) else _one_line(e)
@@ -592,11 +605,6 @@ def spark_context(master=None, verbose=False):
     if not verbose:
         sc.setLogLevel("ERROR")
     return sc, True
-
-
-def check(model, properties=None, options=None, progress=None, **spark_kwargs) -> CheckResult:
-    """Run the Spark engine once; see ``SparkEngine``."""
-    return SparkEngine(model, properties, options, progress, **spark_kwargs).run()
 
 
 def _quiet_gateway(conf):
@@ -722,7 +730,7 @@ def _expand_partition(model, step_props, n, fail_first_attempt, index, records):
     known: set = set()
     for tag, payload in records:
         if tag == _SEEN:  # the merge writes the seen block before the frontier
-            known = set(payload[0])
+            known = set(payload)
             continue
         if tag != _FRONT:
             continue
@@ -779,7 +787,7 @@ def _merge_partition(model, invariants, index, records):
             old = incoming.get(fp)
             if old is None or path < old[0]:
                 incoming[fp] = (path, parent, name, state)
-    fps, parents, choices = block if block is not None else (array("Q"), array("Q"), array("q"))
+    fps = block if block is not None else array("Q")
     known = set(fps)
     new_by_action: dict[str, int] = {}
     state_bad: dict[str, tuple] = {}
@@ -788,12 +796,7 @@ def _merge_partition(model, invariants, index, records):
         if fp in known:
             continue
         fps.append(fp)
-        if parent is None:  # an initial state
-            parents.append(0)
-            choices.append(-1 - path[0])
-        else:
-            parents.append(parent)
-            choices.append(path[-1])
+        if parent is not None:  # not an initial state
             new_by_action[name] = new_by_action.get(name, 0) + 1
         for prop, why in check_state(model, state, invariants):
             old = state_bad.get(prop)
@@ -801,7 +804,7 @@ def _merge_partition(model, invariants, index, records):
                 state_bad[prop] = (path, why, fp)
         fresh.append((fp, path, state))
     del incoming, known
-    yield (_SEEN, (fps, parents, choices))
+    yield (_SEEN, fps)
     for i in range(0, len(fresh), _CHUNK):
         yield (_FRONT, _dumps(fresh[i:i + _CHUNK]))
     yield (_SUMMARY, (index, len(fresh), new_by_action, state_bad, metas))
@@ -821,16 +824,16 @@ def _route_saved(n, records):
     """
     for tag, payload in records:
         if tag == _SEEN:
-            blocks: dict[int, tuple] = {}
-            for fp, parent, choice in zip(*payload):
+            if isinstance(payload, tuple):  # saved by an older kmc: (fps, parents, choices)
+                payload = payload[0]
+            blocks: dict[int, array] = {}
+            for fp in payload:
                 block = blocks.get(fp % n)
                 if block is None:
-                    block = blocks[fp % n] = (array("Q"), array("Q"), array("q"))
-                block[0].append(fp)
-                block[1].append(parent)
-                block[2].append(choice)
+                    block = blocks[fp % n] = array("Q")
+                block.append(fp)
             for owner, block in blocks.items():
-                yield owner, (_SEEN, block, len(block[0]))
+                yield owner, (_SEEN, block, len(block))
         elif tag == _FRONT:
             chunks: dict[int, list] = {}
             for item in pickle.loads(payload):
@@ -842,18 +845,16 @@ def _route_saved(n, records):
 def _assemble_partition(index, records):
     """One partition of a restored level, laid out as ``_merge_partition`` writes one:
     the seen block, the frontier chunks, a summary ``(seen states, frontier states)``."""
-    fps, parents, choices = array("Q"), array("Q"), array("q")
+    fps = array("Q")
     chunks = []
     front = 0
     for _owner, (tag, payload, count) in records:
         if tag == _SEEN:
-            fps.extend(payload[0])
-            parents.extend(payload[1])
-            choices.extend(payload[2])
+            fps.extend(payload)
         else:
             chunks.append(payload)
             front += count
-    yield (_SEEN, (fps, parents, choices))
+    yield (_SEEN, fps)
     for chunk in chunks:
         yield (_FRONT, chunk)
     yield (_SUMMARY, (len(fps), front))

@@ -203,6 +203,23 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
     )
 
 
+# The bounds of the model's constants, for commands that build configurations themselves
+# (kmc matrix); config_from_table is the one validator every way in goes through.
+MODEL_BOUNDS = {"replicas": (1, MAX_REPLICAS), "min_insync_replicas": (1, MAX_REPLICAS),
+                **{key: (lo, hi) for key, (_, lo, hi) in _MODEL_INTS.items()}}
+
+
+def config_from_table(table, path="<config>") -> Config:
+    """The ``Config`` of a ``[model]`` table, validated as a spec file's is: the one
+    validator of model constants (the spec loader, ``kmc replay`` for a saved result's
+    ``spec.model``, and ``kmc matrix`` for every row of its grid use it).
+
+    Raises:
+        SpecError: naming ``path`` and the key (``model.max_crashes``) at fault.
+    """
+    return _config(path, _table(path, "model", table, required=True))
+
+
 def _config(path, model) -> Config:
     _only(path, "model.", model, _MODEL_KEYS)
     if "replicas" not in model:

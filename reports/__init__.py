@@ -1,4 +1,4 @@
-"""Rendering the results of kmc: the terminal (rich), JSON and progress output.
+"""Rendering the results of kmc: the terminal (rich), JSON, TLA+-style text and progress output.
 
 The engines return plain values (``checker.result``); this package turns them into what
 people and programs read. It is the only package that imports rich.
@@ -15,7 +15,6 @@ from .json_result import (
     verdicts,
     write_json,
 )
-from .markdown import result_to_markdown, trace_to_markdown
 from .progress import ProgressDisplay
 from .tla import state_text, trace_text, violation_text
 from .terminal import ResultView, StateView, TraceView, describe_step, diff_lines
@@ -23,6 +22,6 @@ from .terminal import ResultView, StateView, TraceView, describe_step, diff_line
 __all__ = [
     "ProgressDisplay", "ResultView", "SCHEMA_VERSION", "StateView", "TraceView",
     "action_to_dict", "describe_step", "diff_lines", "expectation", "result_to_dict",
-    "result_to_markdown", "state_from_dict", "state_text", "state_to_dict", "trace_text",
-    "trace_to_dict", "trace_to_markdown", "violation_text", "verdicts", "write_json",
+    "state_from_dict", "state_text", "state_to_dict", "trace_text",
+    "trace_to_dict", "violation_text", "verdicts", "write_json",
 ]

@@ -28,30 +28,36 @@ def verdicts(result) -> dict:
 def expectation(spec, result) -> dict:
     """Compare the verdicts of a run with the ``[expect]`` table of its spec.
 
+    Only the properties that were checked are compared: ``--invariant X`` with a spec
+    that also expects a verdict for ``Y`` does not contradict that expectation, it leaves
+    it out (``unchecked``).
+
     Args:
         spec: the ``model.spec.Spec`` that was checked, or ``None``.
         result: the ``CheckResult``.
 
     Returns:
         ``{"expected": {name: verdict}, "got": {name: verdict}, "matched": bool,
-        "mismatches": [str, ...]}``. ``got`` holds the verdict of every checked property.
-        An expected verdict is missed when the property was decided otherwise, was left
-        ``unknown`` (the search stopped before deciding it), or was not checked at all.
-        Without a spec or an ``[expect]`` table, ``expected`` is ``{}`` and ``matched``
-        is True.
+        "mismatches": [str, ...], "unchecked": [name, ...]}``. ``expected`` is the spec's
+        whole table; ``got`` holds the verdict of every checked property. An expected
+        verdict of a checked property is missed when the property was decided otherwise
+        or was left ``unknown`` (the search stopped before deciding it). ``unchecked``
+        names the expected properties that were not checked. Without a spec or an
+        ``[expect]`` table, ``expected`` is ``{}`` and ``matched`` is True.
     """
     expected = dict(spec.expect) if spec is not None and spec.expect else {}
     got = verdicts(result)
-    mismatches = []
+    mismatches, unchecked = [], []
     for name, want in expected.items():
         have = got.get(name)
         if have is None:
-            mismatches.append(f"{name}: expected {want}, but it was not checked")
+            unchecked.append(name)
         elif have == UNKNOWN:
             mismatches.append(f"{name}: expected {want}, got unknown (the search stopped before deciding it)")
         elif have != want:
             mismatches.append(f"{name}: expected {want}, got {have}")
-    return {"expected": expected, "got": got, "matched": not mismatches, "mismatches": mismatches}
+    return {"expected": expected, "got": got, "matched": not mismatches, "mismatches": mismatches,
+            "unchecked": unchecked}
 
 
 # -- states and traces --------------------------------------------------------------------
@@ -182,6 +188,8 @@ def stats_to_dict(stats) -> dict:
         "seconds": round(stats.seconds, 6),
         "states_per_second": round(stats.states_per_second, 1),
         "terminal_states": stats.terminal,
+        "queue": stats.queue,
+        "fingerprint_collision_probability": stats.collision_probability,
         "levels": list(stats.levels),
         "actions": {name: {"fired": stats.fired.get(name, 0), "new": stats.new.get(name, 0)}
                     for name in ACTION_NAMES},

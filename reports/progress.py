@@ -4,10 +4,16 @@
         result = LocalEngine(model, props, options, progress=progress.update).run()
 
 The line disappears when the block ends, so what is printed afterwards (the result)
-is not mixed with it.
+is not mixed with it. When standard error is not a terminal (CI, nohup, ``2> log``) there
+is no live line: ``every`` seconds a plain, lasting line is written instead
+(``plain_line``), with a timestamp, the distinct and generated states, the queue, the
+depth and the rate.
 """
 
 from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
 
 from rich.console import Console
 from rich.live import Live
@@ -52,6 +58,18 @@ def level_text(stats, level_seconds: float) -> Text:
     return text
 
 
+def plain_line(stats, when: datetime, title: str = "kmc") -> str:
+    """One lasting progress line for logs: ``2026-01-02T03:04:05Z kmc: 1,834 distinct ·
+    3,455 generated · 580 queue · depth 10 · 6,400 states/s``."""
+    return (f"{when.strftime('%Y-%m-%dT%H:%M:%SZ')} {title}: {stats.distinct:,} distinct · "
+            f"{stats.generated:,} generated · {stats.queue:,} queue · depth {stats.depth} · "
+            f"{stats.states_per_second:,.0f} states/s")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
 class ProgressDisplay:
     """A context manager showing the latest ``Stats`` snapshot on one transient line.
 
@@ -63,14 +81,22 @@ class ProgressDisplay:
         levels: also print a lasting line for every completed level (level, frontier
             size, distinct states so far, the level's time): for engines that report once
             a level, such as Spark, where a level can take minutes.
+        every: when not ``enabled`` (no live line), write a plain lasting line
+            (``plain_line``) at most once every ``every`` seconds; ``None``: never.
+        clock, now: the monotonic clock that paces the plain lines and the wall clock of
+            their timestamps (injected by tests).
     """
 
     def __init__(self, console: Console, *, enabled: bool = True, title: str = "exploring",
-                 levels: bool = False):
+                 levels: bool = False, every: float | None = None, clock=time.monotonic,
+                 now=_utc_now):
         self.console = console
         self.enabled = enabled
         self.title = title
         self.levels = levels
+        self.every = None if enabled else every
+        self._clock, self._now = clock, now
+        self._last_plain = clock() if self.every is not None else 0.0
         self.last = None  # the latest snapshot, kept even when disabled
         self._level_started = 0.0
         self._spinner = Spinner("dots", text=Text(f"{title} …", "bold"), style="cyan")
@@ -93,10 +119,24 @@ class ProgressDisplay:
         """Show a new snapshot (``checker.result.Stats``); called by the engine."""
         previous, self.last = self.last, stats
         if self._live is None:
+            now = self._clock() if self.every is not None else 0.0
+            if self.every is not None and now - self._last_plain >= self.every:
+                self._last_plain = now
+                self.console.print(plain_line(stats, self._now(), self.title), markup=False,
+                                   highlight=False, soft_wrap=True)
             return
         if self.levels and (previous is None or stats.depth != previous.depth):
             self._live.console.print(level_text(stats, stats.seconds - self._level_started))
             self._level_started = stats.seconds
         self._spinner.update(text=progress_text(stats, self.title))
+
+    def status(self, message: str) -> None:
+        """Say what the engine is doing before it has counts to show (Spark's start-up):
+        on the live line, or as a plain timestamped line when there is none."""
+        if self._live is not None:
+            self._spinner.update(text=Text(f"{self.title}: {message} …", "bold"))
+        elif self.every is not None:
+            self.console.print(f"{self._now().strftime('%Y-%m-%dT%H:%M:%SZ')} {self.title}: {message}",
+                               markup=False, highlight=False, soft_wrap=True)
 
     __call__ = update  # so the display itself can be passed as an engine's ``progress``

@@ -96,6 +96,11 @@ def _count(n) -> str:
     return f"{n:,}"
 
 
+def collision_text(probability: float) -> str:
+    """A probability as TLC prints it: two significant digits, ``1.2E-14``."""
+    return f"{probability:.1E}"
+
+
 def _duration(seconds: float) -> str:
     if seconds < 60:
         return f"{seconds:.2f} s"
@@ -212,12 +217,15 @@ def _replica_cells(model, state, r) -> dict:
         "LEO": (len(rep.log), Text(str(len(rep.log)))),
         "HW": (rep.hw, Text(str(rep.hw))),
     }
+    # The comparison key is the variable itself, not what is shown: remote LEO is shown
+    # only while the replica leads, but it changes only when its values change (so the
+    # full view and --diff agree on what changed; a crash hides it without changing it).
+    others = [i for i in range(len(state.replicas)) if i != r]
+    key = tuple(rep.remote_leo[i] for i in others)
     if leads(state, r):
-        others = [i for i in range(len(state.replicas)) if i != r]
-        key = tuple(rep.remote_leo[i] for i in others)
         cells["remote LEO"] = (key, Text(" ".join(f"{model.name(i)}={rep.remote_leo[i]}" for i in others)))
     else:
-        cells["remote LEO"] = (None, Text(""))
+        cells["remote LEO"] = (key, Text(""))
     f = rep.inflight
     cells["in flight"] = (f, Text("") if f is None else _fetch(model, f))
     return cells
@@ -456,8 +464,7 @@ class TraceView:
         model, v = self.model, self.violation
         steps = v.path.steps
         widths = column_widths(model, [s.state for s in steps])
-        if _no_colour(console) and not self.diff:
-            yield Text(f"{CHANGED_MARK} marks a value that changed since the previous state.", DIM)
+        yield from self.legend(console)
         for index, step in enumerate(steps, 1):
             previous = steps[index - 2] if index > 1 else None
             header = self._header(index, step, previous)
@@ -472,6 +479,30 @@ class TraceView:
                 yield Padding(Group(*lines) if lines else Text("(no change)", DIM), (0, 0, 0, 2), expand=False)
             yield Text("")
         yield self.verdict_panel()
+
+    def legend(self, console: Console):
+        """The lines that explain the notation, once per trace: how a record is written and
+        how a changed value is shown."""
+        text = Text("Records: ", DIM)
+        text.append_text(_record(0, 1, 2))
+        text.append(" is the record at offset 2, written in leader epoch 0, the producer's "
+                    "record 1 (colour = epoch)", DIM)
+        if self.diff:
+            text.append("; ", DIM)
+            text.append_text(_record(0, 1))
+            text.append(" is the same record without its offset.", DIM)
+            yield text
+            yield Text("After State 1, each state lists only the variables that changed "
+                       "(before → after).", DIM)
+            return
+        text.append(".", DIM)
+        yield text
+        if _no_colour(console):
+            yield Text(f"{CHANGED_MARK} marks a value that changed since the previous state.", DIM)
+        else:
+            line = Text("Highlighted", CHANGED)
+            line.append(" values changed since the previous state.", DIM)
+            yield line
 
     def verdict_panel(self) -> Panel:
         model, v = self.model, self.violation
@@ -654,6 +685,10 @@ class ResultView:
         reason = stop_reason(self.result, self.spec, self.max_states)
         if reason is not None:
             yield Text(f"incomplete: {reason}", "yellow")
+            if s.queue:
+                yield Text(f"{_count(s.queue)} states left on the queue (found, not yet expanded)", "yellow")
+        yield Text(f"fingerprint collision probability: calculated (optimistic) "
+                   f"{collision_text(s.collision_probability)} (see docs/model.md, \"Counting\")", "dim")
 
     def action_table(self) -> Table:
         s = self.result.stats
@@ -703,8 +738,13 @@ class ResultView:
         exp = self.expectation
         if exp["expected"]:
             undecided = [n for n in exp["expected"] if exp["got"].get(n) == UNKNOWN]
-            if exp["matched"]:
-                yield Text("This matches the spec's expectation.", "green")
+            checked = [n for n in exp["expected"] if n not in exp["unchecked"]]
+            if not checked:
+                yield Text("The spec's expectation is about properties that were not checked "
+                           f"({', '.join(exp['unchecked'])}).", "dim")
+            elif exp["matched"]:
+                skipped = (f" (not checked: {', '.join(exp['unchecked'])})" if exp["unchecked"] else "")
+                yield Text(f"This matches the spec's expectation{skipped}.", "green")
             elif len(undecided) == len(exp["mismatches"]):  # nothing contradicts it
                 yield Text("The spec's expectation is not confirmed yet: the search stopped "
                            f"before deciding {', '.join(undecided)}.", "yellow")

@@ -1,12 +1,12 @@
-"""Shared fixtures: builders for hand-made model states.
-
-Kept small on purpose; a test file with its own needs (Spark, ...) defines its own
-fixtures.
+"""Shared fixtures: builders for hand-made model states, the explorations of the shipped
+specs (each run once per session by the local engine, whichever modules need it), and the
+one SparkContext of the session.
 """
 
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +39,62 @@ def build():
     """``build.replica(n, ...)``, ``build.state(replicas, ...)``, ``build.model(**config)``,
     ``build.fetch(...)``: builders for hand-made states (see the functions above)."""
     return types.SimpleNamespace(replica=_replica, state=_state, model=_model, fetch=Fetch)
+
+
+# -- explorations shared by the whole session ---------------------------------------------
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+
+
+class Explorations:
+    """``explorations[name]`` -> ``(spec, model, result)``: the shipped spec ``name`` run by
+    the local engine with the spec's own ``[check]`` options, at most once per session.
+
+    Results are shared: a test must not change them.
+    """
+
+    def __init__(self):
+        self._done = {}
+
+    def __getitem__(self, name):
+        if name not in self._done:
+            from checker.local import LocalEngine, Options
+            from model.spec import load_spec
+
+            spec = load_spec(SPECS / f"{name}.toml")
+            model = spec.model()
+            options = Options(keep_going=spec.keep_going, max_depth=spec.max_depth, max_states=spec.max_states)
+            self._done[name] = (spec, model, LocalEngine(model, spec.properties(), options).run())
+        return self._done[name]
+
+
+EXPLORATIONS = Explorations()  # for helpers that are not fixtures; tests use the fixture
+
+
+@pytest.fixture(scope="session")
+def explorations():
+    return EXPLORATIONS
+
+
+# -- the session's one SparkContext -------------------------------------------------------
+
+SPARK_MASTER = "local[2,3]"  # two cores; a failed task is tried up to three times
+
+
+@pytest.fixture(scope="session")
+def spark_sc():
+    """One local SparkContext for every Spark test module of the session (starting the
+    JVM and a context costs tens of seconds; a process holds one context at a time)."""
+    import shutil
+
+    if shutil.which("java") is None:
+        pytest.skip("the Spark engine needs Java: no 'java' on PATH")
+    from checker.spark import spark_context
+
+    context, created = spark_context(SPARK_MASTER)
+    if not created and context.master != SPARK_MASTER:
+        context.stop()
+        context, created = spark_context(SPARK_MASTER)
+    yield context
+    if created:
+        context.stop()

@@ -14,7 +14,6 @@ import pickle
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -42,22 +41,41 @@ def kmc_run(*args, timeout=120):
     return p.returncode, out, err
 
 
-def wait_for_checkpoint(directory, proc, min_depth, timeout=60):
-    """The header of the first checkpoint in ``directory`` at depth >= ``min_depth``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if checkpoint.exists(directory):
-            try:
-                header = checkpoint.read_header(directory)
-            except CheckpointError:  # cannot happen with atomic writes; retry anyway
-                header = None
-            if header and header["depth"] >= min_depth:
-                return header
-        if proc.poll() is not None:
-            pytest.fail(f"kmc exited ({proc.returncode}) before a checkpoint at depth {min_depth}: {proc.stderr.read()}")
-        time.sleep(0.02)
-    proc.kill()
-    pytest.fail(f"no checkpoint at depth {min_depth} within {timeout} s")
+# Runs `kmc` with Checkpointer.save wrapped: right after the checkpoint of level DEPTH is
+# written, the process sends itself the listed signals. The stop happens at that level on
+# every run, whatever the machine's speed (a poller racing the run could miss it).
+_AT_LEVEL = r"""
+import os, signal, sys
+from checker import checkpoint
+from checker.cli import main
+
+depth = int(os.environ["KMC_TEST_DEPTH"])
+signals = [getattr(signal, "SIG" + name) for name in os.environ["KMC_TEST_SIGNALS"].split(",")]
+save = checkpoint.Checkpointer.save
+fired = []
+
+
+def save_then_signal(self, engine):
+    path = save(self, engine)
+    if engine.stats.depth == depth and not fired:
+        fired.append(depth)
+        for signum in signals:
+            os.kill(os.getpid(), signum)
+    return path
+
+
+checkpoint.Checkpointer.save = save_then_signal
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def kmc_at_level(*args, depth, signals=("INT",)) -> subprocess.Popen:
+    """``kmc`` in a subprocess that signals itself (``signals``: names such as "INT",
+    "TERM", "KILL") right after its checkpoint at level ``depth`` is written; needs
+    ``--checkpoint DIR --checkpoint-every 0``."""
+    env = dict(os.environ, KMC_TEST_DEPTH=str(depth), KMC_TEST_SIGNALS=",".join(signals))
+    return subprocess.Popen([sys.executable, "-c", _AT_LEVEL, *map(str, args)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def comparable(doc) -> dict:
@@ -68,14 +86,12 @@ def comparable(doc) -> dict:
 
 
 def reference(spec_path) -> dict:
-    """The JSON result of an uninterrupted in-process run of a spec."""
-    from checker.commands.common import options_from
+    """The JSON result of an uninterrupted in-process run of a shipped spec, with the
+    spec's own options (the session's shared exploration, tests/conftest.py)."""
+    from conftest import EXPLORATIONS
     from reports import result_to_dict
 
-    spec = load_spec(spec_path)
-    model = spec.model()
-    args = type("Args", (), {})()
-    result = LocalEngine(model, spec.properties(), options_from(spec, args)).run()
+    spec, model, result = EXPLORATIONS[Path(spec_path).stem]
     return result_to_dict(spec, model, result)
 
 
@@ -100,14 +116,15 @@ def assert_le3_counts(doc):
 
 # -- end to end: SIGKILL, then --resume -----------------------------------------------------
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume_gives_the_pinned_counts(tmp_path):
     ck = tmp_path / "ck"
-    proc = kmc("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress")
-    header = wait_for_checkpoint(ck, proc, min_depth=8)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
+    proc = kmc_at_level("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
+                        depth=8, signals=("KILL",))
+    proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL
     header = checkpoint.read_header(ck)  # the last complete checkpoint survives the kill
-    assert 8 <= header["depth"] < 24 and header["distinct"] < 50294
+    assert header["depth"] == 8 and header["distinct"] < 50294
 
     code, out, err = kmc_run("check", "--resume", ck, "--no-progress", "--json", tmp_path / "r.json")
     assert code == 0, err
@@ -123,14 +140,15 @@ def hw_fast_reference():
     return reference(HW_FAST)
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_reproduces_the_counterexamples(tmp_path, hw_fast_reference):
     ck = tmp_path / "ck"
-    proc = kmc("check", HW_FAST, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress")
-    wait_for_checkpoint(ck, proc, min_depth=10)  # past the depth of the first counterexample
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
+    proc = kmc_at_level("check", HW_FAST, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
+                        depth=10, signals=("KILL",))  # past the depth of the first counterexample
+    proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL
     header = checkpoint.read_header(ck)
-    assert header["depth"] < 28 and "CommittedNeverLost" in header["violated"]
+    assert header["depth"] == 10 and "CommittedNeverLost" in header["violated"]
 
     code, out, err = kmc_run("check", HW_FAST, "--resume", ck, "--no-progress", "--json", tmp_path / "r.json")
     assert code == 1, err
@@ -271,12 +289,11 @@ def test_max_memory_in_a_spec(tmp_path):
             parse_spec(text.replace('"1.5G"', bad).encode())
 
 
-def test_memory_stop_inside_a_level_rolls_back_to_the_boundary(monkeypatch):
+def test_memory_stop_inside_a_level_rolls_back_to_the_boundary(monkeypatch, explorations):
     import checker.local
 
-    spec = load_spec(SPECS / "hw-unflushed.toml")
-    model, props = spec.model(), spec.properties()
-    want = LocalEngine(model, props, Options(keep_going=True)).run()
+    spec, model, want = explorations["hw-unflushed"]  # keep_going = true, as here
+    props = spec.properties()
     engine = LocalEngine(model, props, Options(keep_going=True, max_memory=1 << 30))
     # "Memory" grows with the seen-set; looked at every 64 states, it first passes the
     # ceiling inside a level.
@@ -321,11 +338,11 @@ def test_resuming_from_level_boundaries_gives_the_same_result(name, keep_going, 
         assert summary(resumed.run()) == want
 
 
-def test_a_stop_inside_a_level_resumes_to_the_same_result():
-    spec = load_spec(SPECS / "hw-unclean.toml")
-    model, props = spec.model(), spec.properties()
+def test_a_stop_inside_a_level_resumes_to_the_same_result(explorations):
+    spec, model, whole = explorations["hw-unclean"]  # keep_going = true, as here
+    props = spec.properties()
     opts = Options(keep_going=True, progress_seconds=0)
-    want = summary(LocalEngine(model, props, opts).run())
+    want = summary(whole)
     for stop_at in (2, 4, 7):
         engine = LocalEngine(model, props, opts)
         ticks = []

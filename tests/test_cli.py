@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from pins import PINS
+
 REPO = Path(__file__).resolve().parent.parent
 
 GOOD_MODEL = '[model]\nreplicas = 2\ntruncation = "high-watermark"\n'
@@ -81,7 +83,7 @@ def test_check_expect_contradicted_spec_exits_3(tmp_path):
 
 def test_invariant_selection(tmp_path):
     out = tmp_path / "r.json"
-    proc = kmc("check", "specs/hw-fast-leader-change.toml", "--no-progress",
+    proc = kmc("check", "specs/le-unflushed.toml", "--no-progress",
                "--invariant", "HighWatermarkBelowLogEnd", "--invariant", "LeaderEpochMonotonic",
                "--json", out, columns=160)
     no_traceback(proc)
@@ -89,7 +91,7 @@ def test_invariant_selection(tmp_path):
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["checked"] == ["HighWatermarkBelowLogEnd", "LeaderEpochMonotonic"]
     assert doc["violations"] == []
-    assert doc["stats"]["distinct_states"] == 76116  # the whole space, as in test_specs
+    assert doc["stats"]["distinct_states"] == PINS["le-unflushed"].distinct  # the whole space
 
 
 def test_invariant_selection_finds_only_that_violation(tmp_path):
@@ -284,3 +286,61 @@ def test_check_output_through_a_pipe_has_no_control_codes():
     proc = kmc("check", "specs/hw-data-loss.toml")
     assert proc.returncode == 1
     assert "\x1b" not in proc.stdout and "\x1b" not in proc.stderr and "\r" not in proc.stderr
+
+
+# -- keep-going, expectations of unchecked properties, option typos (in-process) ----------
+
+def _main(capsys, *argv):
+    from checker.cli import main
+
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as e:  # argparse's usage errors
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_keep_going_explores_everything_and_says_so(tmp_path, capsys):
+    out_json = tmp_path / "r.json"
+    code, out, err = _main(capsys, "check", REPO / "specs" / "hw-data-loss.toml", "--keep-going",
+                           "--no-progress", "--no-trace", "--json", out_json)
+    assert code == 1
+    doc = json.loads(out_json.read_text())
+    # every reachable state, not the 1,834 of the level with the first violation
+    assert (doc["stats"]["distinct_states"], doc["stats"]["depth"]) == (4913, 20)
+    assert doc["complete"] is True and doc["stopped"] is None
+    assert "keep_going is off" not in out and "incomplete" not in out
+    assert "4,913 distinct states" in out
+
+
+def test_check_expect_compares_only_the_checked_properties(capsys):
+    # le-unclean expects all four; only LogsNeverDiverge is checked, and it is violated as expected
+    code, out, _ = _main(capsys, "check", REPO / "specs" / "le-unclean.toml", "--invariant", "LogsNeverDiverge",
+                         "--check-expect", "--no-progress", "--no-trace")
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "This matches the spec's expectation (not checked: " in flat
+    # a checked property that contradicts its expectation still exits 3
+    code, _, _ = _main(capsys, "check", REPO / "specs" / "le-unclean.toml", "--invariant", "LogsNeverDiverge",
+                       "--max-depth", "3", "--check-expect", "--no-progress", "--no-trace")
+    assert code == 3  # LogsNeverDiverge is unknown at depth 3
+
+
+@pytest.mark.parametrize("argv, want", [
+    (["check", "specs/hw-data-loss.toml", "--kep-going"],
+     "kmc check: error: unrecognized arguments: --kep-going (did you mean --keep-going?) (see 'kmc check --help')"),
+    (["replay", "r.json", "--frmat", "tla"],
+     "kmc replay: error: unrecognized arguments: --frmat tla (did you mean --format?) (see 'kmc replay --help')"),
+    (["check", "specs/hw-data-loss.toml", "extra"],
+     "kmc check: error: unrecognized arguments: extra (see 'kmc check --help')"),
+])
+def test_unknown_option_points_to_the_subcommands_help(capsys, argv, want):
+    code, _, err = _main(capsys, *argv)
+    assert code == 2 and err.strip() == want
+
+
+def test_check_help_points_to_the_model_doc():
+    proc = kmc("check", "--help", columns=200)
+    assert "docs/model.md" in proc.stdout
+    assert "--progress-every" in proc.stdout

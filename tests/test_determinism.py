@@ -65,10 +65,13 @@ def test_same_run_under_different_hash_seeds(spec):
 
 
 def test_hw_data_loss_probe_numbers():
-    """The subprocess sees the same pinned numbers as tests/test_specs.py."""
+    """The subprocess sees the pinned numbers (tests/pins.py)."""
+    from pins import PINS
+
+    pin = PINS["hw-data-loss"]
     got = _probe("hw-data-loss.toml", "0")
-    assert (got["distinct"], got["generated"], got["depth"]) == (1834, 3455, 10)
-    assert len(got["violations"]["CommittedNeverLost"]["fps"]) == 10
+    assert (got["distinct"], got["generated"], got["depth"]) == (pin.distinct, pin.generated, pin.depth)
+    assert len(got["violations"]["CommittedNeverLost"]["fps"]) == pin.traces["CommittedNeverLost"]
 
 
 def _kmc_json(tmp_path, seed):

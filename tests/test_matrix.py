@@ -41,6 +41,7 @@ def small_grid(tmp_path_factory):
     return code, out, json.loads((out / "results.json").read_text())
 
 
+@pytest.mark.slow
 def test_small_grid_verdicts_match_model_md(small_grid):
     code, out, doc = small_grid
     assert code == EXIT_OK
@@ -62,6 +63,7 @@ def test_small_grid_verdicts_match_model_md(small_grid):
     assert checked == 9
 
 
+@pytest.mark.slow
 def test_small_grid_pinned_numbers(small_grid):
     _, _, doc = small_grid
     rows = {r["id"]: r for r in doc["rows"]}
@@ -72,6 +74,7 @@ def test_small_grid_pinned_numbers(small_grid):
     assert rows["kip279-r2-isr1-clean-flushed"]["distinct_states"] == 4267
 
 
+@pytest.mark.slow
 def test_results_json_follows_its_schema(small_grid):
     _, _, doc = small_grid
     assert doc["schema_version"] == 1 and doc["kind"] == "kmc-matrix"
@@ -87,6 +90,7 @@ def test_results_json_follows_its_schema(small_grid):
     assert validate({"schema_version": 2}) != []
 
 
+@pytest.mark.slow
 def test_results_md_links_every_trace_and_the_traces_replay(small_grid):
     _, out, doc = small_grid
     text = (out / "RESULTS.md").read_text()
@@ -184,6 +188,7 @@ def test_published_results_are_current():
             assert (REPO / "reports" / cx["trace"]).is_file()
 
 
+@pytest.mark.slow
 def test_published_two_replica_rows_match_the_current_model():
     """The published numbers are those of the model as it is now: every two-replica row of
     reports/results.json is explored again and must give the same counts and verdicts

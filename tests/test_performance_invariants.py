@@ -7,9 +7,8 @@ import random
 
 from checker.local import LocalEngine, Options, SeenSet
 from invariants.kafka import leader_epoch_monotonic, logs_never_diverge
-from model.spec import load_spec
 
-from test_checkpoint import SPECS, summary
+from test_checkpoint import summary
 
 
 def test_seen_set_is_a_mapping_to_parents_through_growth_and_truncation():
@@ -41,12 +40,12 @@ def test_seen_set_from_a_dict_puts_the_frontier_last():
     assert list(seen) == [1, 2, 4, 3] and dict(seen) == mapping
 
 
-def test_resuming_a_checkpoint_with_a_dict_seen_set():
+def test_resuming_a_checkpoint_with_a_dict_seen_set(explorations):
     """A snapshot written before the SeenSet (seen as a dict) resumes to the same result."""
-    spec = load_spec(SPECS / "hw-unclean.toml")
-    model, props = spec.model(), spec.properties()
+    spec, model, whole = explorations["hw-unclean"]  # keep_going = true, as here
+    props = spec.properties()
     opts = Options(keep_going=True)
-    want = summary(LocalEngine(model, props, opts).run())
+    want = summary(whole)
     snaps = []
     engine = LocalEngine(model, props, opts)
     engine.on_level = lambda e: snaps.append(pickle.dumps(e.snapshot()))

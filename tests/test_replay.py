@@ -214,3 +214,23 @@ def test_a_trace_is_refused_unless_it_still_violates_its_property(saved, tmp_pat
     assert main(["replay", str(bad), "--format", "tla"]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("min_insync_replicas", 0, "spec.model.min_insync_replicas: must be between 1 and 2, got 0"),
+    ("min_insync_replicas", 3, "spec.model.min_insync_replicas: must be between 1 and 2, got 3"),
+    ("max_crashes", 17, "spec.model.max_crashes: must be between 0 and 16, got 17"),
+    ("replicas", ["A", "1b"], "spec.model.replicas: '1b' is not a replica name"),
+    ("truncation", "none", "spec.model.truncation: must be one of"),
+])
+def test_saved_constants_pass_the_spec_loaders_validator(saved, tmp_path, capsys, key, value, message):
+    """A saved result's spec.model is validated by the loader's own validator
+    (model.spec.config_from_table): the same bounds and messages as a spec file's."""
+    path, _ = saved
+    doc = json.loads(path.read_text())
+    doc["spec"]["model"][key] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    assert main(["replay", str(bad)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1

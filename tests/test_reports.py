@@ -28,6 +28,8 @@ from reports import (
 from reports.progress import progress_text
 from reports.terminal import EPOCH_STYLES, diff_lines
 
+from pins import spec_param
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPECS = os.path.join(os.path.dirname(HERE), "specs")
 
@@ -47,18 +49,18 @@ def run(name, **overrides):
 
 
 @pytest.fixture(scope="module")
-def data_loss():
-    return run("hw-data-loss.toml")
+def data_loss(explorations):
+    return explorations["hw-data-loss"]
 
 
 @pytest.fixture(scope="module")
-def unclean():
-    return run("hw-unclean.toml")
+def unclean(explorations):
+    return explorations["hw-unclean"]
 
 
 @pytest.fixture(scope="module")
-def holds():
-    return run("le-data-loss.toml")
+def holds(explorations):
+    return explorations["le-data-loss"]
 
 
 def console(colour=False):
@@ -107,10 +109,12 @@ def highlighted_by_state(renderable) -> dict[int, list[str]]:
 # -- the terminal trace -------------------------------------------------------------------
 
 def test_data_loss_run_is_pinned(data_loss):
+    from pins import PINS
+
     _, _, result = data_loss
-    assert result.stats.distinct == 1834
-    assert result.stats.depth == 10
-    assert len(result.violations["CommittedNeverLost"].path) == 10
+    pin = PINS["hw-data-loss"]
+    assert (result.stats.distinct, result.stats.depth) == (pin.distinct, pin.depth) == (1834, 10)
+    assert len(result.violations["CommittedNeverLost"].path) == pin.traces["CommittedNeverLost"] == 10
 
 
 def test_trace_shows_every_state_in_order(data_loss):
@@ -162,10 +166,12 @@ def test_changed_cells_are_highlighted(data_loss):
     assert marks[2] == ["0:e0·r0", "1", "1"]  # A's log, A's LEO, produced
     assert marks[3] == ["from A e0 @0 [e0·r0] hw=0"]
     assert marks[5] == ["1", "B=1", "from A e0 @1 [] hw=1", "{0:e0·r0}"]
-    assert marks[6] == ["DOWN", "leader (down)", "—", "1"]  # alive, role, remote LEO, crashes
+    # alive, role, crashes: A's remote LEO is hidden (A no longer leads) but unchanged
+    assert marks[6] == ["DOWN", "leader (down)", "1"]
     assert marks[8] == ["up", "—", "-1"]
     assert marks[9] == ["follower of A", "0", "empty", "0"]
-    assert marks[10] == ["leader", "1", "A=0", "B", "1", "{B}"]  # row B, then the controller
+    # row B (its remote LEO is shown now that it leads, but was 0 already), then the controller
+    assert marks[10] == ["leader", "1", "B", "1", "{B}"]
 
 
 def test_plain_console_marks_changes_and_colour_console_does_not(data_loss):
@@ -273,7 +279,8 @@ def test_unexpected_verdict(data_loss):
     wrong = attrs.evolve(spec, expect={"CommittedNeverLost": HOLDS})
     exp = expectation(wrong, result)
     assert exp == {"expected": {"CommittedNeverLost": HOLDS}, "got": {"CommittedNeverLost": VIOLATED},
-                   "matched": False, "mismatches": ["CommittedNeverLost: expected holds, got violated"]}
+                   "matched": False, "mismatches": ["CommittedNeverLost: expected holds, got violated"],
+                   "unchecked": []}
     out = text_of(ResultView(wrong, model, result, show_traces=False))
     assert "UNEXPECTED (expected holds)" in out
     assert "does NOT match the spec's expectation" in out
@@ -299,7 +306,7 @@ def test_unknown_verdicts_when_the_search_stops_early():
 def test_expectation_without_a_spec_or_expect(data_loss):
     spec, model, result = data_loss
     assert expectation(None, result) == {"expected": {}, "got": {"CommittedNeverLost": VIOLATED},
-                                         "matched": True, "mismatches": []}
+                                         "matched": True, "mismatches": [], "unchecked": []}
     assert expectation(attrs.evolve(spec, expect={}), result)["matched"] is True
     out = text_of(ResultView(None, model, result, show_traces=False))
     assert "kmc check" not in out and "expectation" not in out.split("\n\n")[-1]
@@ -401,7 +408,7 @@ def test_json_of_a_holding_spec_and_without_a_spec(holds):
     assert doc["stats"]["distinct_states"] == 4274
     bare = result_to_dict(None, model, result)
     assert bare["spec"] == {"path": None, "sha256": None, "title": None, "model": model.config.as_dict()}
-    assert bare["expectation"] == {"expected": {}, "got": doc["verdicts"], "matched": True, "mismatches": []}
+    assert bare["expectation"] == {"expected": {}, "got": doc["verdicts"], "matched": True, "mismatches": [], "unchecked": []}
 
 
 def test_write_json_is_atomic(tmp_path, data_loss):
@@ -445,21 +452,6 @@ def test_progress_line_follows_a_real_run():
         assert part in line
 
 
-# -- markdown -----------------------------------------------------------------------------
-
-def test_markdown_summary(data_loss, holds):
-    from reports import result_to_markdown
-
-    spec, model, result = data_loss
-    md = result_to_markdown(spec, model, result)
-    assert "| CommittedNeverLost | violated | violated ✓ |" in md
-    assert "### Counterexample: CommittedNeverLost (10 states)" in md
-    assert "| 10 | `ElectLeader(B)` the controller elects B in epoch 1, ISR {B}, its high watermark 0 |" in md
-    assert "leader B's log ends at 0" in md
-    md = result_to_markdown(None, *holds[1:])
-    assert "Counterexample" not in md and "| LogsNeverDiverge | holds |  |" in md
-
-
 def test_progress_prints_one_lasting_line_per_level():
     import io
 
@@ -479,13 +471,106 @@ def test_progress_prints_one_lasting_line_per_level():
     assert "9 distinct states" in lines[2] and "2.5 s" in lines[2]
 
 
+class _FakeClock:
+    """A monotonic clock that advances by ``step`` seconds at every reading."""
+
+    def __init__(self, step):
+        self.t, self.step = 0.0, step
+
+    def __call__(self):
+        self.t += self.step
+        return self.t
+
+
+def test_plain_progress_lines_when_stderr_is_not_a_terminal(data_loss):
+    """Not a terminal: a plain, lasting line at most every `every` seconds, timestamped, with
+    distinct, generated, queue, depth and rate. The clock is injected: each reading advances
+    it 10 s, so with every=25 one update in three prints, whatever the real time."""
+    from datetime import datetime, timezone
+
+    from reports.progress import plain_line
+
+    buf = io.StringIO()
+    c = Console(file=buf, width=200)
+    assert not c.is_terminal
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    with ProgressDisplay(c, enabled=False, title="hw-data-loss", every=25, clock=_FakeClock(10),
+                         now=lambda: when) as p:
+        for depth in range(1, 10):
+            p.update(Stats(distinct=100 * depth, generated=200 * depth, queue=depth, depth=depth,
+                           seconds=float(depth)))
+    lines = buf.getvalue().splitlines()
+    # the constructor reads 10; the update at depth d reads 10 + 10 d: 30 s have passed at
+    # depth 3 (print, interval restarts at 40), then at depth 6 (70) and depth 9 (100)
+    assert len(lines) == 3, lines
+    assert [l.split("depth ")[1].split()[0] for l in lines] == ["3", "6", "9"]
+    assert lines[0] == ("2026-01-02T03:04:05Z hw-data-loss: 300 distinct · 600 generated · 3 queue "
+                        "· depth 3 · 100 states/s")
+    assert lines[0] == plain_line(Stats(distinct=300, generated=600, queue=3, depth=3, seconds=3.0), when,
+                                  "hw-data-loss")
+    # a live display (a terminal) never writes plain lines; --no-progress passes every=None
+    buf = io.StringIO()
+    with ProgressDisplay(Console(file=buf), enabled=False, every=None, clock=_FakeClock(100)) as p:
+        p.update(Stats(distinct=1))
+    assert buf.getvalue() == ""
+
+
+def test_status_messages_live_and_plain():
+    """Spark's start-up messages: on the live line, or as plain timestamped lines."""
+    from datetime import datetime, timezone
+
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    buf = io.StringIO()
+    with ProgressDisplay(Console(file=buf), enabled=False, title="t", every=30, now=lambda: when) as p:
+        p.status("starting the JVM (Spark's driver)")
+    assert buf.getvalue() == "2026-01-02T03:04:05Z t: starting the JVM (Spark's driver)\n"
+    c = Console(file=io.StringIO(), force_terminal=True, width=120)
+    with ProgressDisplay(c, title="t") as p:
+        p.status("starting the Spark session (master local[2])")
+        assert "starting the Spark session" in p._spinner.text.plain
+    buf = io.StringIO()
+    with ProgressDisplay(Console(file=buf), enabled=False, every=None) as p:  # --no-progress
+        p.status("starting the JVM")
+    assert buf.getvalue() == ""
+
+
+def test_plain_progress_follows_a_real_run_at_every_level(data_loss):
+    """With an interval the clock always passes, every level boundary of a real run
+    (the engine reports after each level) prints one line: 9 levels after the first."""
+    spec, model, result = data_loss
+    buf = io.StringIO()
+    with ProgressDisplay(Console(file=buf, width=200), enabled=False, every=1, clock=_FakeClock(1)) as p:
+        LocalEngine(model, spec.properties(), Options(progress_seconds=float("inf")), progress=p.update).run()
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == len(result.stats.levels) - 1 == 9
+    # the run stopped at its violation with the last level's 580 states unexpanded
+    assert " 1,834 distinct · 3,455 generated · 580 queue · depth 10 · " in lines[-1]
+
+
+def test_kmc_check_writes_plain_progress_into_a_log(tmp_path):
+    """`kmc check ... 2> log`: stderr is a file, so progress is plain lines in it."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "log"
+    with open(log, "w") as err:
+        proc = subprocess.run([sys.executable, "-m", "checker.cli", "check", os.path.join(SPECS, "hw-data-loss.toml"),
+                               "--progress-every", "0", "--no-trace"], stdout=subprocess.PIPE, stderr=err,
+                              cwd=os.path.dirname(HERE), text=True, timeout=120)
+    assert proc.returncode == 1
+    lines = log.read_text().splitlines()
+    assert lines and all(" distinct · " in l and " states/s" in l and l[4] == "-" for l in lines)
+    assert "1,834 distinct · 3,455 generated" in lines[-1]
+
+
 # -- narrow consoles, honest wording, write_json's destinations -----------------------------
 
 @pytest.fixture(scope="module")
-def fast_change():
-    return run("hw-fast-leader-change.toml")
+def fast_change(explorations):
+    return explorations["hw-fast-leader-change"]
 
 
+@pytest.mark.slow  # explores hw-fast-leader-change (76,116 states) unless the session has
 @pytest.mark.parametrize("width", [40, 50, 60, 70, 80, 100, 160])
 def test_traces_fit_a_narrow_console_without_cutting_values(width, fast_change):
     spec, model, result = fast_change
@@ -501,10 +586,10 @@ def test_traces_fit_a_narrow_console_without_cutting_values(width, fast_change):
     assert "hw=1" in flat and "e0·r0" in flat
 
 
-def test_table_layout_tiers():
+def test_table_layout_tiers(data_loss):
     from reports.terminal import COLUMNS, column_widths, table_layout
 
-    spec, model, result = run("hw-data-loss.toml")
+    spec, model, result = data_loss
     widths = column_widths(model, result.violations["CommittedNeverLost"].path.states)
     columns, w = table_layout(widths, 160)
     assert columns == COLUMNS and w == widths
@@ -521,7 +606,37 @@ def test_narrow_trace_keeps_the_left_out_columns_and_their_changes(data_loss):
     state5 = out[out.index("State 5:"):out.index("State 6:")]
     assert "A remote LEO: B=1*" in state5 and "B in flight: from A e0 @1 [] hw=1*" in state5
     state6 = out[out.index("State 6:"):out.index("State 7:")]
-    assert "A remote LEO: —*" in state6  # a value that disappeared is shown as changed
+    # A crashed: its remote LEO is no longer shown, and is not marked (it did not change)
+    assert "A remote LEO" not in state6
+    state7 = out[out.index("State 7:"):out.index("State 8:")]
+    assert "B in flight: —*" in state7  # a value that was cleared is shown as changed
+
+
+# The replica columns of the full view that are variables, and their names in --diff.
+_DIFF_NAMES = {"alive": "alive", "log": "log", "HW": "hw", "epoch": "epoch",
+               "remote LEO": "remote_leo", "in flight": "inflight"}
+
+
+@pytest.mark.parametrize("name", [spec_param(n) for n in ("hw-data-loss", "hw-unclean", "hw-fast-leader-change",
+                                                          "le-unflushed")])
+def test_full_view_and_diff_agree_on_what_changed(explorations, name):
+    """A cell of the full view is highlighted exactly when --diff lists that variable (the
+    seed trace once marked A's remote LEO as changed at states 6 and 10: it was hidden or
+    shown, not changed)."""
+    from reports.terminal import _replica_cells
+
+    _, model, result = explorations[name]
+    for v in result.violations.values():
+        states = v.path.states
+        for before, after in zip(states, states[1:]):
+            diff = {line.plain.split(": ")[0] for line in diff_lines(model, before, after)}
+            for r in range(len(after.replicas)):
+                old, new = _replica_cells(model, before, r), _replica_cells(model, after, r)
+                who = model.name(r)
+                for column, var in _DIFF_NAMES.items():
+                    marked = old[column][0] != new[column][0]
+                    listed = any(d == f"{who}.{var}" or d.startswith(f"{who}.{var}[") for d in diff)
+                    assert marked == listed, (name, v.property, who, column)
 
 
 def test_verdict_table_drops_the_meaning_before_cutting_names():

@@ -12,7 +12,7 @@ import pytest
 from checker import LocalEngine, Options, checkpoint
 from checker.checkpoint import StopOnSignals
 from model.spec import load_spec
-from test_checkpoint import kmc, kmc_run, wait_for_checkpoint
+from test_checkpoint import kmc_at_level, kmc_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -26,13 +26,12 @@ def assert_le3_counts(doc):
     assert doc["complete"] is True and set(doc["verdicts"].values()) == {"holds"}
 
 
+@pytest.mark.slow
 def test_sigint_prints_statistics_exits_130_and_the_checkpoint_resumes(tmp_path):
     ck = tmp_path / "ck"
-    proc = kmc("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
-               "--json", tmp_path / "partial.json")
-    wait_for_checkpoint(ck, proc, min_depth=8)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    proc = kmc_at_level("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
+                        "--json", tmp_path / "partial.json", depth=8, signals=("INT",))
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert "distinct states" in out and "interrupted" in out
@@ -41,7 +40,7 @@ def test_sigint_prints_statistics_exits_130_and_the_checkpoint_resumes(tmp_path)
     assert partial["stopped"] == "interrupted" and partial["complete"] is False
     assert set(partial["verdicts"].values()) == {"unknown"}
     header = checkpoint.read_header(ck)
-    assert 8 <= header["depth"] < 24
+    assert header["depth"] == 8  # stopped inside level 9: the checkpoint is level 8's
     assert header["distinct"] <= partial["stats"]["distinct_states"] < 50294
 
     code, out, err = kmc_run("check", "--resume", ck, "--no-progress", "--json", tmp_path / "r.json")
@@ -49,27 +48,26 @@ def test_sigint_prints_statistics_exits_130_and_the_checkpoint_resumes(tmp_path)
     assert_le3_counts(json.loads((tmp_path / "r.json").read_text()))
 
 
+@pytest.mark.slow
 def test_sigterm_exits_143_with_a_checkpoint(tmp_path):
     ck = tmp_path / "ck"
-    proc = kmc("check", HW_FAST, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress")
-    wait_for_checkpoint(ck, proc, min_depth=4)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    proc = kmc_at_level("check", HW_FAST, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
+                        depth=4, signals=("TERM",))
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err
     assert "Traceback" not in err and "distinct states" in out
-    assert checkpoint.read_header(ck)["depth"] >= 4
+    assert checkpoint.read_header(ck)["depth"] == 4
 
 
+@pytest.mark.slow
 def test_a_second_sigint_exits_at_once_and_leaves_a_valid_checkpoint(tmp_path):
     ck = tmp_path / "ck"
-    proc = kmc("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress")
-    wait_for_checkpoint(ck, proc, min_depth=6)
-    proc.send_signal(signal.SIGINT)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    proc = kmc_at_level("check", LE3, "--checkpoint", ck, "--checkpoint-every", "0", "--no-progress",
+                        depth=6, signals=("INT", "INT"))
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
     assert "Traceback" not in err
-    assert checkpoint.read_header(ck)["depth"] >= 6  # the old one or the new one, whole
+    assert checkpoint.read_header(ck)["depth"] == 6  # written whole before the signals
 
 
 def test_a_signal_stops_an_in_process_run_at_a_level_boundary():

@@ -1,7 +1,7 @@
 """The Spark engine gives exactly the local engine's results.
 
 One SparkContext on ``local[2,3]`` (two cores, a failed task is tried up to three times)
-serves the whole module; a standalone cluster on loopback and the start-up errors run in
+serves the whole session (``spark_sc`` in tests/conftest.py); a standalone cluster on loopback and the start-up errors run in
 subprocesses, because a process holds one SparkContext at a time.
 """
 
@@ -16,45 +16,27 @@ import socket
 import subprocess
 import sys
 import time
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
 from checker.local import LocalEngine, Options
-from checker.spark import SparkEngine, spark_context
+from checker.spark import SparkEngine
+from conftest import EXPLORATIONS, SPARK_MASTER
 from model.spec import load_spec
+from pins import EXCLUDED, PINS
 
 REPO = Path(__file__).resolve().parent.parent
-MASTER = "local[2,3]"
+MASTER = SPARK_MASTER
 
 pytestmark = [
     pytest.mark.spark,
     pytest.mark.skipif(shutil.which("java") is None, reason="the Spark engine needs Java: no 'java' on PATH"),
 ]
 
-# Specs that are benchmarks, not tests: listed here so that none is left out silently.
-BENCHMARKS = {
-    "three-replicas-large": "over a million states: a benchmark (docs/spark.md), too slow for CI",
-}
-# spec -> (distinct states, states generated, depth, {property: trace length})
-PINNED = {
-    "hw-data-loss": (1834, 3455, 10, {"CommittedNeverLost": 10}),
-    "hw-divergence": (3754, 7696, 10, {"LogsNeverDiverge": 10}),
-    "hw-fast-leader-change": (76116, 154855, 28, {"CommittedNeverLost": 9, "LogsNeverDiverge": 12}),
-    "hw-unclean": (5548, 12276, 21, {"CommittedNeverLost": 5, "LogsNeverDiverge": 8}),
-    "hw-unflushed": (10717, 25566, 20, {"CommittedNeverLost": 6, "LogsNeverDiverge": 10}),
-    "kip279-data-loss": (4267, 9202, 17, {}),
-    "kip279-fast-leader-change": (47577, 98343, 22, {}),
-    "kip279-isr-expansion": (51649, 181744, 23, {"CommittedNeverLost": 13}),
-    "kip279-unclean": (4770, 10406, 17, {"CommittedNeverLost": 5}),
-    "kip279-unflushed": (10652, 24480, 19, {"CommittedNeverLost": 6}),
-    "le-data-loss": (4274, 9213, 17, {}),
-    "le-fast-leader-change": (48499, 100059, 22, {"LogsNeverDiverge": 9}),
-    "le-three-replicas": (50294, 168775, 24, {}),
-    "le-unclean": (4958, 10787, 19, {"CommittedNeverLost": 5, "LogsNeverDiverge": 8}),
-    "le-unflushed": (10960, 25087, 20, {"CommittedNeverLost": 6, "LogsNeverDiverge": 10}),
-}
+# Specs that are benchmarks, not tests, and the pinned numbers: one table, tests/pins.py.
+BENCHMARKS = EXCLUDED
+PINNED = PINS
 # The specs that also run on three partitions (a stop at a violation, keep_going with
 # two violations, lossy crashes); the limits tests below run on three partitions too.
 PARTITIONED = ("hw-data-loss", "hw-unclean", "le-unflushed")
@@ -69,26 +51,19 @@ def _spec_params():
 
 
 @pytest.fixture(scope="module")
-def sc():
-    """One local SparkContext for the module (stopped at the end if this module made it)."""
-    context, created = spark_context(MASTER)
-    if not created and context.master != MASTER:
-        # Another module left a context running; the retry test needs local[2,3].
-        context.stop()
-        context, created = spark_context(MASTER)
-    yield context
-    if created:
-        context.stop()
+def sc(spark_sc):
+    """The session's SparkContext (tests/conftest.py), on local[2,3]."""
+    assert spark_sc.master == MASTER
+    return spark_sc
 
 
 def _options(spec):
     return Options(max_depth=spec.max_depth, keep_going=spec.keep_going, max_states=spec.max_states)
 
 
-@lru_cache(maxsize=None)
 def _local(name):
-    spec = load_spec(REPO / "specs" / f"{name}.toml")
-    return LocalEngine(spec.model(), spec.properties(), _options(spec)).run()
+    """The local engine's result for a shipped spec, explored once per session."""
+    return EXPLORATIONS[name][2]
 
 
 def _spark(name, **kwargs):
@@ -116,7 +91,7 @@ def test_every_spec_same_as_local(sc, name):
     spark = _spark(name, partitions=1)
     assert_same(spark, local)
     if name in PINNED:
-        distinct, generated, depth, traces = PINNED[name]
+        distinct, generated, depth, _, traces, _ = PINNED[name]
         assert (spark.stats.distinct, spark.stats.generated, spark.stats.depth) == (distinct, generated, depth)
         assert {p: len(v.path) for p, v in spark.violations.items()} == traces
     spec = load_spec(REPO / "specs" / f"{name}.toml")
@@ -315,3 +290,19 @@ def test_standalone_cluster_on_loopback(tmp_path):
     assert got["stopped"] == "violation" and got["levels"] == local.stats.levels
     assert got["violations"] == {"CommittedNeverLost": list(local.violations["CommittedNeverLost"].path.choices)}
     assert len(got["violations"]["CommittedNeverLost"]) == 9  # 10 states
+
+
+def test_toy_model_same_counts_on_spark(sc):
+    """The two-counter toy model (tests/toy.py; counts worked out in tests/test_oracle.py)
+    on Spark: the engine needs nothing of Kafka."""
+    from toy import NeverDown, SumBelow, TwoCounters
+
+    sc.addPyFile(str(REPO / "tests" / "toy.py"))  # executors import it by name, as a user's model
+    engine = SparkEngine(TwoCounters(), [SumBelow, NeverDown], Options(keep_going=True), partitions=2)
+    said = []
+    engine.on_status = said.append  # the start-up messages (the session exists already here)
+    result = engine.run()
+    assert said == [f"Spark session ready (master {MASTER}, 2 partitions); running the first job"]
+    s = result.stats
+    assert (s.distinct, s.generated, s.depth, s.terminal, s.levels) == (16, 25, 7, 1, [1, 2, 3, 4, 3, 2, 1])
+    assert {p: len(v.path) for p, v in result.violations.items()} == {"SumBelow": 6}

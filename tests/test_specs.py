@@ -2,9 +2,9 @@
 
 The numbers follow MODEL.md's counting (TLC's): distinct states include the initial
 state, states generated = 1 + every successor computed, depth = states on the longest
-shortest path, a trace's length = its number of states. A change to any of them is a
-change to the transition system (or to the engine) and must be explained, not re-pinned
-blindly.
+shortest path, a trace's length = its number of states. The numbers live in
+``tests/pins.py``; a change to any of them is a change to the transition system (or to
+the engine) and must be explained, not re-pinned blindly.
 """
 
 from __future__ import annotations
@@ -19,61 +19,18 @@ from checker.result import HOLDS, VIOLATED
 from checker.trace import replay_choices
 from invariants import ALL, BY_NAME
 from model import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, Config, KafkaModel
-from model.spec import load_spec
 from model.truncation import offsets_for_leader_epoch
+
+from pins import ALL4, CNL, EXCLUDED, HWB, LEM, LND, PINS, spec_param
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
-CNL, LND = "CommittedNeverLost", "LogsNeverDiverge"
-HWB, LEM = "HighWatermarkBelowLogEnd", "LeaderEpochMonotonic"
-ALL4 = (HWB, CNL, LND, LEM)
-
-# Specs not pinned here, each with the reason.
-EXCLUDED = {
-    # A benchmark (millions of states), pinned by the benchmark's own tests, too slow here.
-    "three-replicas-large",
-}
-
-# name: (distinct states, depth, states generated, checked invariants, violated invariant
-#        -> shortest trace length, why the run stopped)
-PINNED = {
-    "hw-data-loss": (1834, 10, 3455, (CNL,), {CNL: 10}, "violation"),
-    "hw-divergence": (3754, 10, 7696, (LND,), {LND: 10}, "violation"),
-    "hw-fast-leader-change": (76116, 28, 154855, ALL4, {CNL: 9, LND: 12}, None),
-    "hw-unclean": (5548, 21, 12276, ALL4, {CNL: 5, LND: 8}, None),
-    "hw-unflushed": (10717, 20, 25566, ALL4, {CNL: 6, LND: 10}, None),
-    "kip279-data-loss": (4267, 17, 9202, ALL4, {}, None),
-    "kip279-fast-leader-change": (47577, 22, 98343, ALL4, {}, None),
-    "kip279-isr-expansion": (51649, 23, 181744, ALL4, {CNL: 13}, None),
-    "kip279-unclean": (4770, 17, 10406, ALL4, {CNL: 5}, None),
-    "kip279-unflushed": (10652, 19, 24480, ALL4, {CNL: 6}, None),
-    "le-data-loss": (4274, 17, 9213, ALL4, {}, None),
-    "le-fast-leader-change": (48499, 22, 100059, ALL4, {LND: 9}, None),
-    "le-three-replicas": (50294, 24, 168775, ALL4, {}, None),
-    "le-unclean": (4958, 19, 10787, ALL4, {CNL: 5, LND: 8}, None),
-    "le-unflushed": (10960, 20, 25087, ALL4, {CNL: 6, LND: 10}, None),
-}
-
-
-class _Runs:
-    """Runs each spec at most once per module (the big ones take seconds)."""
-
-    def __init__(self):
-        self._done = {}
-
-    def __getitem__(self, name):
-        if name not in self._done:
-            spec = load_spec(SPECS / f"{name}.toml")
-            model = spec.model()
-            result = LocalEngine(model, spec.properties(),
-                                 Options(keep_going=spec.keep_going, max_depth=spec.max_depth)).run()
-            self._done[name] = (spec, model, result)
-        return self._done[name]
+PINNED = PINS
 
 
 @pytest.fixture(scope="module")
-def runs():
-    return _Runs()
+def runs(explorations):
+    return explorations
 
 
 def actions(model, violation):
@@ -85,25 +42,25 @@ def actions(model, violation):
 
 def test_every_spec_is_pinned_or_excluded():
     shipped = {p.stem for p in SPECS.glob("*.toml")}
-    unpinned = shipped - set(PINNED) - EXCLUDED
+    unpinned = shipped - set(PINNED) - set(EXCLUDED)
     assert not unpinned, f"spec(s) with no pinned numbers: {sorted(unpinned)}"
     missing = set(PINNED) - shipped
     assert not missing, f"pinned spec(s) no longer shipped: {sorted(missing)}"
-    assert not set(PINNED) & EXCLUDED
+    assert not set(PINNED) & set(EXCLUDED)
 
 
 # -- pinned numbers --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(PINNED))
+@pytest.mark.parametrize("name", [spec_param(n) for n in sorted(PINNED)])
 def test_spec_counts(runs, name):
-    distinct, depth, generated, _, _, _ = PINNED[name]
+    distinct, generated, depth = PINNED[name][:3]
     _, _, result = runs[name]
     assert (result.stats.distinct, result.stats.depth, result.stats.generated) == (distinct, depth, generated)
     assert result.engine == "local"
 
 
-@pytest.mark.parametrize("name", sorted(PINNED))
+@pytest.mark.parametrize("name", [spec_param(n) for n in sorted(PINNED)])
 def test_spec_verdicts_and_trace_lengths(runs, name):
     _, _, _, checked, violated, stopped = PINNED[name]
     spec, model, result = runs[name]
@@ -117,7 +74,7 @@ def test_spec_verdicts_and_trace_lengths(runs, name):
     assert result.complete == (stopped is None)
 
 
-@pytest.mark.parametrize("name", sorted(PINNED))
+@pytest.mark.parametrize("name", [spec_param(n) for n in sorted(PINNED)])
 def test_spec_expect_table_matches(runs, name):
     spec, _, result = runs[name]
     assert spec.expect, f"{name} has no [expect] table"
@@ -127,7 +84,7 @@ def test_spec_expect_table_matches(runs, name):
     assert set(spec.expect) == set(result.checked)
 
 
-@pytest.mark.parametrize("name", sorted(PINNED))
+@pytest.mark.parametrize("name", [spec_param(n) for n in sorted(PINNED)])
 def test_spec_traces_replay_and_end_in_violation(runs, name):
     _, model, result = runs[name]
     for prop, v in result.violations.items():
@@ -175,6 +132,7 @@ def test_seed_scenario_2_hw_divergence(runs):
     assert last.replicas[0].log == ((1, 1),)
 
 
+@pytest.mark.slow
 def test_le_fast_leader_change_is_the_kip279_story(runs):
     _, model, result = runs["le-fast-leader-change"]
     v = result.violations[LND]
@@ -237,7 +195,8 @@ def test_known_verdict_table_is_complete():
     assert set(KNOWN) == {(r, t) for r in rows for t in (HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279)}
 
 
-@pytest.mark.parametrize("cell", sorted(KNOWN))
+@pytest.mark.parametrize("cell", [pytest.param(c, marks=spec_param(KNOWN[c][0]).marks, id="-".join(c))
+                                  for c in sorted(KNOWN)])
 def test_known_verdict(runs, cell):
     name, want = KNOWN[cell]
     spec, _, result = runs[name]
@@ -276,6 +235,7 @@ def test_known_verdict_hw_clean_all_properties(hw_clean_all):
     assert len(result.violations[CNL].path) == 10
 
 
+@pytest.mark.slow
 def test_isr_expansion_finding_trace(runs):
     """ExpandIsr compares the follower with a new leader's lagging HW: C, with an empty log,
     rejoins the ISR and is then cleanly elected, losing a committed record."""

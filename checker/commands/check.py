@@ -6,7 +6,8 @@ import argparse
 import contextlib
 import os
 
-from .. import __version__, checkpoint, cli
+from .. import __version__, checkpoint
+from ..exitcodes import EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from ..errors import UsageError
 from .common import (
     add_engine_arguments,
@@ -26,7 +27,8 @@ def register(sub):
         description="Explore every reachable state of the spec's configuration breadth-first and "
         "check its invariants. Prints either 'all invariants hold over N distinct states' or a "
         "shortest counterexample, step by step, and says whether the result matches the spec's "
-        "[expect] table.",
+        "[expect] table. What the model's variables, actions, truncation rules and invariants "
+        "mean, and how states are counted: docs/model.md.",
         epilog="Exit codes: 0 every checked invariant holds (or none failed in the part explored, "
         "when a bound stopped the search), 1 a violation, 2 bad input, 3 with --check-expect: "
         "the result does not match [expect] (an unknown verdict does not match), 4 stopped at "
@@ -44,7 +46,11 @@ def register(sub):
     p.add_argument("--json", metavar="PATH", help="also write the result as JSON (schema in docs/json-schema.md)")
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of a counterexample")
     p.add_argument("--no-trace", action="store_true", help="do not print counterexample traces")
-    p.add_argument("--no-progress", action="store_true", help="no live progress display")
+    p.add_argument("--no-progress", action="store_true", help="no progress output at all")
+    p.add_argument("--progress-every", type=_seconds, default=30.0, metavar="SECONDS",
+                   help="when standard error is not a terminal (CI, nohup, 2> log), write a plain "
+                   "progress line every SECONDS (default 30): time, distinct, generated, queue, "
+                   "depth, states/s")
     p.add_argument("--check-expect", action="store_true",
                    help="exit 0 when the result matches the spec's [expect] table and 3 when it does not")
     g = p.add_argument_group("long runs (see docs/long-runs.md)")
@@ -58,9 +64,6 @@ def register(sub):
                    help=f"stop cleanly (exit {EXIT_RESOURCE_LIMIT}) once resident memory passes SIZE, e.g. 8G or 512M")
     add_engine_arguments(p)
     p.set_defaults(run=run)
-
-
-EXIT_RESOURCE_LIMIT = 4  # stopped at --max-memory: no verdict yet, the run can be resumed
 
 
 def _seconds(text):
@@ -128,9 +131,12 @@ def run(args, out, err) -> int:
                 **identity, "spec_path": os.path.abspath(spec.path),
                 "limits": {"max_states": options.max_states, "max_memory": options.max_memory},
             }, args.checkpoint_every))
-        with ProgressDisplay(err, enabled=show_progress, title=spec.name,
+        plain_every = None if args.no_progress or err.is_terminal else args.progress_every
+        with ProgressDisplay(err, enabled=show_progress, title=spec.name, every=plain_every,
                              levels=(args.engine or spec.engine) == "spark") as progress:
             engine = make_engine(spec, model, properties, options, progress.update, args)
+            if hasattr(engine, "on_status"):  # Spark: say what its start-up is doing
+                engine.on_status = progress.status
             if (header is not None or writer) and not hasattr(engine, "snapshot"):
                 raise UsageError(f"--checkpoint/--resume: the {engine.name} engine cannot checkpoint yet")
             if header is not None:
@@ -155,10 +161,10 @@ def run(args, out, err) -> int:
     if result.stopped == "interrupted":  # before --check-expect: a stopped run has not answered
         return signals.exit_code
     if args.check_expect:
-        return cli.EXIT_OK if expectation(spec, result)["matched"] else cli.EXIT_UNEXPECTED
+        return EXIT_OK if expectation(spec, result)["matched"] else EXIT_UNEXPECTED
     if result.violations:
-        return cli.EXIT_VIOLATION
-    return EXIT_RESOURCE_LIMIT if result.stopped == "max-memory" else cli.EXIT_OK
+        return EXIT_VIOLATION
+    return EXIT_RESOURCE_LIMIT if result.stopped == "max-memory" else EXIT_OK
 
 
 def _say_how_to_continue(err, result, directory, options):

@@ -264,22 +264,32 @@ def _items(args):
         return items, "specs", {}, str(d)
     rules = _list(args.rules, "--rules", lambda t: RULE_ALIASES[t.lower()],
                   "hw, le, kip279 or the full names high-watermark, leader-epoch, leader-epoch-kip279")
-    replicas = _list(args.replicas, "--replicas", int, "whole numbers from 1 to 7")
+    from model.spec import MODEL_BOUNDS, config_from_table
+
+    from ..errors import SpecError
+
+    lo, hi = MODEL_BOUNDS["replicas"]
+    replicas = _list(args.replicas, "--replicas", int, f"whole numbers from {lo} to {hi}")
     for n in replicas:
-        _bounded("--replicas", n, 1, 7)
+        _bounded("--replicas", n, lo, hi)
     min_isr = None
     if args.min_isr.strip().lower() != "all":
-        min_isr = _list(args.min_isr, "--min-isr", int, "'all', or whole numbers from 1 to 7")
+        min_isr = _list(args.min_isr, "--min-isr", int, f"'all', or whole numbers from {lo} to {hi}")
     for k in min_isr or ():
-        _bounded("--min-isr", k, 1, 7)
+        _bounded("--min-isr", k, *MODEL_BOUNDS["min_insync_replicas"])
     unclean = _list(args.unclean, "--unclean", _on_off, "off, on")
     unflushed = _list(args.unflushed, "--unflushed", _on_off, "off, on")
-    _bounded("--messages", args.messages, 0, 16)
-    _bounded("--crashes", args.crashes, 0, 16)
-    _bounded("--epochs", args.epochs, 0, 16)
+    _bounded("--messages", args.messages, *MODEL_BOUNDS["max_messages"])
+    _bounded("--crashes", args.crashes, *MODEL_BOUNDS["max_crashes"])
+    _bounded("--epochs", args.epochs, *MODEL_BOUNDS["max_leader_epoch"])
     configs = grid(rules, replicas, min_isr, unclean, unflushed, args.messages, args.crashes, args.epochs)
     if not configs:
         raise UsageError("--min-isr: no value fits any replica count, so the grid is empty")
+    for c in configs:  # every row passes the spec loader's validator, as a spec file would
+        try:
+            config_from_table(c.as_dict(), f"kmc matrix row {row_id(c)}")
+        except SpecError as e:
+            raise UsageError(str(e)) from None
     constants = {}
     for c in configs:
         constants.setdefault(c.n, {"max_messages": c.max_messages, "max_crashes": c.max_crashes,
@@ -322,7 +332,7 @@ def run(args, out, err) -> int:
     from reports.json_result import write_json
     from reports.matrix import results_document, to_markdown, validate
 
-    from .. import cli
+    from ..exitcodes import EXIT_OK, EXIT_UNEXPECTED
 
     items, source, constants, spec_dir = _items(args)
     out_dir = Path(args.out)
@@ -380,8 +390,8 @@ def run(args, out, err) -> int:
     if unexpected:
         out.print(f"rows that do not match their expected verdicts (contradicted, or left undecided "
                   f"by --max-states): {', '.join(unexpected)}", markup=False, highlight=False, soft_wrap=True)
-        return cli.EXIT_UNEXPECTED
-    return cli.EXIT_OK
+        return EXIT_UNEXPECTED
+    return EXIT_OK
 
 
 def _write(path, write):

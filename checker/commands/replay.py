@@ -98,33 +98,19 @@ def violations_of(path, doc) -> list[dict]:
 
 
 def config_from_dict(path, d):
-    """A ``model.config.Config`` from the ``spec.model`` dict of a result document."""
-    import attrs
+    """A ``model.config.Config`` from the ``spec.model`` dict of a result document,
+    validated by the spec loader's validator (``model.spec.config_from_table``)."""
+    from model.spec import config_from_table
 
-    from model.config import TRUNCATION_RULES, Config
+    from ..errors import SpecError
 
     if not isinstance(d, dict):
         raise ReplayError(f"{path}: spec.model: missing (the model's constants are needed to replay)")
-    fields = {f.name: f.type for f in attrs.fields(Config)}
-    for key in d:
-        if key not in fields:
-            raise ReplayError(f"{path}: spec.model.{key}: unknown constant (saved by a newer kmc?)")
-    values = dict(d)
-    reps = values.get("replicas")
-    if not isinstance(reps, list) or not reps or not all(isinstance(x, str) for x in reps) \
-            or len(set(reps)) != len(reps) or len(reps) > 7:
-        raise ReplayError(f"{path}: spec.model.replicas: must be a list of distinct replica names")
-    values["replicas"] = tuple(reps)
-    for key in ("max_messages", "max_crashes", "max_leader_epoch", "min_insync_replicas"):
-        if key in values and (isinstance(values[key], bool) or not isinstance(values[key], int)
-                              or not 0 <= values[key] <= 16):
-            raise ReplayError(f"{path}: spec.model.{key}: must be an integer from 0 to 16")
-    for key in ("unclean_leader_election", "unflushed_loss", "preferred_election"):
-        if key in values and not isinstance(values[key], bool):
-            raise ReplayError(f"{path}: spec.model.{key}: must be true or false")
-    if values.get("truncation", TRUNCATION_RULES[0]) not in TRUNCATION_RULES:
-        raise ReplayError(f"{path}: spec.model.truncation: must be one of {', '.join(TRUNCATION_RULES)}")
-    return Config(**values)
+    try:
+        return config_from_table(d, path)
+    except SpecError as e:
+        key = (e.key or "model").replace("model.", "spec.model.", 1)
+        raise ReplayError(f"{path}: {key}: {e.detail}") from None
 
 
 def replay(path, doc, invariant=None):

@@ -9,7 +9,7 @@ steps found it for every one of 40 seeds tried, in about 2 s each.
 
 from __future__ import annotations
 
-from .. import cli
+from ..exitcodes import EXIT_OK, EXIT_VIOLATION
 from ..errors import UsageError
 from .common import add_spec_argument, check_output_path, load, positive_int, select_properties
 
@@ -121,4 +121,4 @@ def run(args, out, err) -> int:
             write_json(args.json, result_to_dict(spec, model, sim))
         except OSError as e:
             raise UsageError(f"--json: cannot write {args.json} ({e.strerror or e})") from None
-    return cli.EXIT_VIOLATION if sim.violation is not None else cli.EXIT_OK
+    return EXIT_VIOLATION if sim.violation is not None else EXIT_OK

@@ -47,6 +47,7 @@ PINS = {
 # Specs not pinned here, each with the reason.
 EXCLUDED = {
     "three-replicas-large": "a benchmark (2,843,518 states), measured by `kmc bench`, too slow for the suite",
+    "three-replicas-huge": "a benchmark (tens of millions of states), measured by `kmc bench`, too slow for the suite",
 }
 
 # hw-data-loss run with keep-going (every reachable state: the run does not stop once its

@@ -31,11 +31,10 @@ from model import Config, KafkaModel
 from model.batch import KafkaBatchKernel
 from model.spec import load_spec
 from model.symmetry import permute, symmetries
+from pins import PINS
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted(p.stem for p in (ROOT / "specs").glob("*.toml"))
-BENCHMARKS = ("three-replicas-large", "three-replicas-huge")  # millions of states: not run here
-SMALL_SPECS = [s for s in SPECS if s not in BENCHMARKS]
 
 
 def reachable(model, limit):
@@ -151,21 +150,9 @@ def test_row_fingerprints_tell_rows_apart():
 
 # -- full runs ----------------------------------------------------------------------------
 
-def _pinned():
-    sys.path.insert(0, str(Path(__file__).parent))
-    try:
-        from test_specs import PINNED
-    finally:
-        sys.path.pop(0)
-    return PINNED
-
-
-@pytest.mark.parametrize("name", SMALL_SPECS)
+@pytest.mark.parametrize("name", sorted(PINS))
 def test_batch_engine_gives_the_pinned_numbers(name):
-    pinned = _pinned()
-    if name not in pinned:
-        pytest.fail(f"{name} has no pinned numbers")
-    distinct, depth, generated, checked, lengths, stopped = pinned[name]
+    distinct, generated, depth, checked, lengths, stopped = PINS[name]
     spec = load_spec(ROOT / "specs" / f"{name}.toml")
     result = BatchEngine(spec.model(), spec.properties(),
                          Options(keep_going=spec.keep_going, max_depth=spec.max_depth)).run()

@@ -117,8 +117,9 @@ def run(args, out, err) -> int:
     show_progress = not args.no_progress and err.is_terminal
     identity = {"kmc_version": __version__, "spec_sha256": spec.sha256,
                 "properties": [p.name for p in properties],
-                "options": {"max_depth": options.max_depth, "keep_going": options.keep_going,
-                             "symmetry": options.symmetry}}
+                "options": {"max_depth": options.max_depth, "keep_going": options.keep_going}}
+    if options.symmetry:  # named only when on: checkpoints of runs without it stay compatible
+        identity["options"]["symmetry"] = True
     directory = args.checkpoint or args.resume
     resuming_here = args.resume and os.path.realpath(directory) == os.path.realpath(args.resume)
     if directory and not resuming_here and checkpoint.exists(directory):
@@ -142,7 +143,13 @@ def run(args, out, err) -> int:
             if header is not None:
                 checkpoint.ensure_compatible(args.resume, header, {"engine": engine.name, **identity})
                 engine.data_root = args.resume  # where an engine finds its out-of-process data
-                engine.restore(checkpoint.read(args.resume)[1])
+                snapshot = checkpoint.read(args.resume)[1]
+                if getattr(engine, "path", None) == "batch" and "format" not in snapshot:
+                    # written by the per-state path: continue it there
+                    engine = make_engine(spec, model, properties, options, progress.update,
+                                         argparse.Namespace(**{**vars(args), "per_state": True}))
+                    engine.data_root = args.resume
+                engine.restore(snapshot)
             if writer:
                 engine.on_level = writer.on_level
                 engine.data_root = directory  # where an engine saves its out-of-process data

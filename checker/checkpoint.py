@@ -25,7 +25,11 @@ engine's own, e.g. ``(kind, explanation, where)`` for the local engine). The loc
 (fingerprint -> parent fingerprint). An engine whose frontier and seen-set live outside
 the process (Spark) writes them under ``data_dir(DIR, depth)`` first and names that
 directory in its snapshot under ``"data"`` (its name); the checkpoint file, replaced last,
-is the commit point, after which ``Checkpointer`` removes every other level directory.
+is the commit point, after which ``Checkpointer`` removes every other level directory
+that kmc created. kmc deletes only what it wrote: ``DIR/.kmc-checkpoint`` (the manifest)
+lists every level directory before it is created (``claim_data_dir``), only listed
+directories are ever removed, and a non-empty DIR that is not a kmc checkpoint directory
+is refused.
 
 Known limitation: the payload is a pickle, and loading a pickle runs code named in it.
 Resume only checkpoints your own runs wrote. The checksum detects accidents, not attacks.
@@ -54,6 +58,9 @@ FORMAT = 1
 FILE_NAME = "checkpoint.kmc"
 MAGIC = b"KMC-CHECKPOINT\n"
 _LOCK_NAME = ".lock"
+MANIFEST_NAME = ".kmc-checkpoint"  # names the level directories kmc created (see prune_data)
+_MANIFEST_KIND = "kmc-checkpoint-directory"
+_LEVEL_NAME = re.compile(r"level-\d{6}")
 _TMP_PREFIX = ".checkpoint-"
 _TMP_SUFFIX = ".tmp"
 _DIGEST = 32
@@ -79,10 +86,85 @@ def data_dir(directory, depth: int) -> Path:
 
 def prune_data(directory, keep=None) -> None:
     """Remove the level directories (``data_dir``) of ``directory`` other than ``keep`` (a
-    directory name): those of older checkpoints, and those a killed run left unnamed."""
-    for path in Path(directory).glob("level-*"):
-        if path.name != keep and path.is_dir():
+    directory name) that the manifest lists: those of older checkpoints, and those a killed
+    run left unnamed. A directory the manifest does not list is never touched: kmc did not
+    create it."""
+    manifest = read_manifest(directory)
+    if manifest is None:
+        return
+    owned = manifest["owned"]
+    for name in owned:
+        path = Path(directory) / name
+        if name != keep and _LEVEL_NAME.fullmatch(name) and path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
+    left = [name for name in owned if name == keep or (Path(directory) / name).exists()]
+    if left != owned:
+        _write_manifest(directory, left)
+
+
+def claim_data_dir(directory, depth: int) -> Path:
+    """``data_dir(directory, depth)``, listed in the manifest before it is created (so a
+    run killed while writing it still leaves it to be removed), and emptied when an
+    earlier run of kmc left it behind.
+
+    Raises:
+        CheckpointError: the directory exists and kmc did not create it.
+    """
+    path = data_dir(directory, depth)
+    manifest = read_manifest(directory) or {"owned": []}
+    if path.exists() or path.is_symlink():
+        if path.name not in manifest["owned"]:
+            raise CheckpointError(f"{path}: exists and was not created by kmc; it is left as it is "
+                                  "(move it away, or checkpoint into another directory)")
+        shutil.rmtree(path)
+    if path.name not in manifest["owned"]:
+        _write_manifest(directory, [*manifest["owned"], path.name])
+    return path
+
+
+def own_files(directory) -> list[Path]:
+    """The files kmc keeps in a checkpoint directory (outputs must never replace them)."""
+    d = Path(directory)
+    return [d / FILE_NAME, d / _LOCK_NAME, d / MANIFEST_NAME]
+
+
+def read_manifest(directory) -> dict | None:
+    """The manifest of a checkpoint directory: ``{"owned": [level directory names]}``, or
+    ``None`` when there is none (a new directory, or one written by an older kmc)."""
+    path = Path(directory) / MANIFEST_NAME
+    try:
+        doc = json.loads(path.read_bytes()[: _MAX_HEADER].decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        raise CheckpointError(f"{path}: unreadable kmc manifest; kmc will not manage this directory") from None
+    owned = doc.get("owned") if isinstance(doc, dict) else None
+    if doc.get("kind") != _MANIFEST_KIND or not isinstance(owned, list) \
+            or not all(isinstance(x, str) and _LEVEL_NAME.fullmatch(x) for x in owned):
+        raise CheckpointError(f"{path}: not a kmc checkpoint manifest; kmc will not manage this directory")
+    return {"owned": owned}
+
+
+def _write_manifest(directory, owned) -> None:
+    path = Path(directory) / MANIFEST_NAME
+    tmp = path.with_name(f"{_TMP_PREFIX}manifest-{os.getpid()}{_TMP_SUFFIX}")
+    tmp.write_text(json.dumps({"kind": _MANIFEST_KIND, "owned": list(owned)}), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def is_kmc_directory(directory) -> bool:
+    """True when ``directory`` is new, empty, or a checkpoint directory of kmc (it has a
+    manifest or a checkpoint file, or only the files a kmc run leaves)."""
+    d = Path(directory)
+    if not d.exists():
+        return True
+    if (d / MANIFEST_NAME).is_file() or (d / FILE_NAME).is_file():
+        return True
+    try:
+        names = [p.name for p in d.iterdir()]
+    except OSError:
+        return False
+    return all(n == _LOCK_NAME or (n.startswith(_TMP_PREFIX) and n.endswith(_TMP_SUFFIX)) for n in names)
 
 
 def exists(directory) -> bool:
@@ -325,6 +407,11 @@ class Checkpointer:
         self._lock = None
 
     def __enter__(self):
+        if not self.directory.is_dir() and self.directory.exists():
+            raise CheckpointError(f"{self.directory}: not a directory")
+        if not is_kmc_directory(self.directory):
+            raise CheckpointError(f"{self.directory}: not empty and not a kmc checkpoint directory; "
+                                  "kmc checkpoints only into a new or empty directory")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._lock = open(self.directory / _LOCK_NAME, "a+b")
@@ -344,6 +431,14 @@ class Checkpointer:
         for stale in self.directory.glob(f"{_TMP_PREFIX}*{_TMP_SUFFIX}"):
             with contextlib.suppress(OSError):
                 stale.unlink()
+        try:
+            if read_manifest(self.directory) is None:
+                _write_manifest(self.directory, [])
+        except (OSError, CheckpointError) as e:
+            self.__exit__()
+            if isinstance(e, CheckpointError):
+                raise
+            raise CheckpointError(f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})") from None
         return self
 
     def __exit__(self, *exc):

@@ -72,7 +72,7 @@ from pathlib import Path
 
 import attrs
 
-from .checkpoint import CheckpointError, data_dir
+from .checkpoint import CheckpointError, claim_data_dir
 from .errors import EngineError
 from .fingerprint import fingerprint
 from .kernel import check_state, expand, split_properties, stop_after_level
@@ -404,7 +404,7 @@ class SparkEngine:
             if where.parent != root:
                 # Resumed from another directory and stopped before a new level: the
                 # checkpoint written here must not depend on the old directory.
-                target = _fresh_dir(data_dir(root, self.stats.depth))
+                target = claim_data_dir(root, self.stats.depth)
                 shutil.copytree(where, target)
                 self._saved = key, target, files
                 where = target
@@ -457,8 +457,9 @@ class SparkEngine:
         if sc is None or current is None or self.data_root is None:
             raise EngineError("snapshot: the level's states were not saved (set data_root before run())")
         # A directory of this depth that is not the saved one was left by a run killed
-        # between saving it and writing its checkpoint file: no checkpoint names it.
-        target = _fresh_dir(data_dir(Path(self.data_root).resolve(), self.stats.depth))
+        # between saving it and writing its checkpoint file: no checkpoint names it. It
+        # is replaced only if the directory's manifest says kmc created it.
+        target = claim_data_dir(Path(self.data_root).resolve(), self.stats.depth)
         if self._canceller is not None:
             self._canceller.join(10)
         # Another job group: a Ctrl-C during the save cancels the search, not the save.
@@ -944,13 +945,6 @@ def _cancel_group(sc, group):
         sc.cancelJobGroup(group)
     except Exception:  # the context may be stopping; the stop flag is enough then
         pass
-
-
-def _fresh_dir(path: Path) -> Path:
-    """``path``, removed first if it exists (Hadoop refuses to write into a directory)."""
-    if path.exists():
-        shutil.rmtree(path)
-    return path
 
 
 def _manifest(directory: Path) -> dict:

@@ -8,7 +8,7 @@ import resource
 import sys
 import time
 
-from .common import add_engine_arguments, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int
+from .common import add_engine_arguments, add_force_argument, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int
 
 
 def register(sub):
@@ -24,6 +24,7 @@ def register(sub):
     p.add_argument("--max-depth", type=positive_int, metavar="N", help="do not explore past depth N")
     p.add_argument("--max-states", type=positive_int, metavar="N", help="stop once N distinct states are stored")
     p.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
+    add_force_argument(p)
     add_engine_arguments(p)
     p.set_defaults(run=run)
 
@@ -42,7 +43,7 @@ def run(args, out, err) -> int:
     from rich.table import Table
 
     spec = load(args.spec)
-    check_output_path("--json", args.json)
+    check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     model = spec.model()
     props = spec.properties()
     runs = []

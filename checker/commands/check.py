@@ -10,6 +10,7 @@ from .. import __version__, checkpoint, cli
 from ..errors import UsageError
 from .common import (
     add_engine_arguments,
+    add_force_argument,
     check_output_path,
     load,
     make_engine,
@@ -42,6 +43,7 @@ def register(sub):
     p.add_argument("--keep-going", action="store_true",
                    help="after a violation, keep exploring to decide every other invariant")
     p.add_argument("--json", metavar="PATH", help="also write the result as JSON (schema in docs/json-schema.md)")
+    add_force_argument(p)
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of a counterexample")
     p.add_argument("--no-trace", action="store_true", help="do not print counterexample traces")
     p.add_argument("--no-progress", action="store_true", help="no live progress display")
@@ -106,7 +108,9 @@ def run(args, out, err) -> int:
     elif args.spec is None:
         raise UsageError("check: a SPEC is required (or --resume DIR)")
     spec = load(args.spec)
-    check_output_path("--json", args.json)
+    directory = args.checkpoint or args.resume
+    check_output_path("--json", args.json, force=args.force,
+                      protected=[spec.path, *checkpoint.own_files(directory)] if directory else [spec.path])
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     options = options_from(spec, args)
@@ -114,7 +118,6 @@ def run(args, out, err) -> int:
     identity = {"kmc_version": __version__, "spec_sha256": spec.sha256,
                 "properties": [p.name for p in properties],
                 "options": {"max_depth": options.max_depth, "keep_going": options.keep_going}}
-    directory = args.checkpoint or args.resume
     resuming_here = args.resume and os.path.realpath(directory) == os.path.realpath(args.resume)
     if directory and not resuming_here and checkpoint.exists(directory):
         raise UsageError(f"--checkpoint: {directory} already holds a checkpoint; continue it with "
@@ -144,19 +147,32 @@ def run(args, out, err) -> int:
             writer.save(engine)
     out.print(ResultView(spec, model, result, diff=args.diff, show_traces=not args.no_trace,
                          max_states=options.max_states))
+    wrote = True
     if args.json:
         try:
             write_json(args.json, result_to_dict(spec, model, result))
         except OSError as e:
-            raise UsageError(f"--json: cannot write {args.json} ({e.strerror or e})") from None
+            # The verdict is printed and stands; the lost file is one more line.
+            err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
+                      markup=False, highlight=False, soft_wrap=True)
+            wrote = False
     _say_how_to_continue(err, result, directory if writer else None, options)
+    code = _exit_code(args, spec, result, signals, expectation)
+    # A failed write never turns a verdict into "bad input"; with nothing else to
+    # report (exit 0) it must still fail the command.
+    return code if wrote or code != cli.EXIT_OK else cli.EXIT_BAD_INPUT
+
+
+def _exit_code(args, spec, result, signals, expectation) -> int:
     if result.stopped == "interrupted":  # before --check-expect: a stopped run has not answered
         return signals.exit_code
+    if result.stopped == "max-memory" and not result.violations:
+        return EXIT_RESOURCE_LIMIT  # a resource stop is never a verdict, not even with --check-expect
     if args.check_expect:
         return cli.EXIT_OK if expectation(spec, result)["matched"] else cli.EXIT_UNEXPECTED
     if result.violations:
         return cli.EXIT_VIOLATION
-    return EXIT_RESOURCE_LIMIT if result.stopped == "max-memory" else cli.EXIT_OK
+    return cli.EXIT_OK
 
 
 def _say_how_to_continue(err, result, directory, options):

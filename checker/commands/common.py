@@ -75,16 +75,14 @@ def options_from(spec, args) -> Options:
     return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states, max_memory=max_memory)
 
 
-def check_output_path(option, path):
-    """Refuse, before a long run starts, an output file that could not be written."""
-    if not path:
-        return
-    import os
+def add_force_argument(parser):
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing output file even if kmc did not write it")
 
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise UsageError(f"{option}: {path} is a directory")
-    if not os.path.isdir(folder):
-        raise UsageError(f"{option}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"{option}: the folder {folder} is not writable")
+
+def check_output_path(option, path, *, protected=(), force=False, kind="json"):
+    """Refuse, before a long run starts, an output file that could not or must not be
+    written (see ``checker.outputs.check_output_path``)."""
+    from ..outputs import check_output_path as check
+
+    check(option, path, protected=protected, force=force, kind=kind)

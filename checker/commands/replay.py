@@ -52,6 +52,12 @@ def load_document(path) -> dict:
     Raises:
         ReplayError: the file is missing, unreadable, too large, not JSON, or not an object.
     """
+    from ..outputs import check_regular_input
+
+    try:
+        check_regular_input(path, path)  # a named pipe would block the read
+    except UsageError as e:
+        raise ReplayError(str(e)) from None
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_BYTES + 1)

@@ -10,8 +10,7 @@ steps found it for every one of 40 seeds tried, in about 2 s each.
 from __future__ import annotations
 
 from .. import cli
-from ..errors import UsageError
-from .common import add_spec_argument, check_output_path, load, positive_int, select_properties
+from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 DEFAULT_RUNS = 20_000
 DEFAULT_DEPTH = 30
@@ -59,6 +58,7 @@ def register(sub):
                    help="check only this invariant (repeatable; default: the spec's list)")
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of the walk")
     p.add_argument("--json", metavar="PATH", help="also write the outcome as JSON (kmc replay reads it)")
+    add_force_argument(p)
     p.set_defaults(run=run)
 
 
@@ -98,7 +98,7 @@ def run(args, out, err) -> int:
     from ..simulate import simulate
 
     spec = load(args.spec)
-    check_output_path("--json", args.json)
+    check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed)
@@ -116,9 +116,12 @@ def run(args, out, err) -> int:
                   f"{st.distinct:,} distinct states visited, {st.terminal:,} walks reached a "
                   f"state with no enabled action, {st.seconds:.2f} s. A simulation proves "
                   "nothing: 'kmc check' explores every state.", markup=False, highlight=False, soft_wrap=True)
+    code = cli.EXIT_VIOLATION if sim.violation is not None else cli.EXIT_OK
     if args.json:
         try:
             write_json(args.json, result_to_dict(spec, model, sim))
-        except OSError as e:
-            raise UsageError(f"--json: cannot write {args.json} ({e.strerror or e})") from None
-    return cli.EXIT_VIOLATION if sim.violation is not None else cli.EXIT_OK
+        except OSError as e:  # the outcome stands; the lost file is one more line
+            err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
+                      markup=False, highlight=False, soft_wrap=True)
+            return code or cli.EXIT_BAD_INPUT
+    return code

@@ -1,0 +1,156 @@
+"""Issue 12: kmc under hostile inputs: it never deletes or overwrites what a user owns,
+does bounded work on hostile files, and shows untrusted text as text.
+
+The Spark faults of the issue are tested in ``test_spark_faults.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker import checkpoint
+from checker.checkpoint import CheckpointError
+
+REPO = Path(__file__).resolve().parent.parent
+SEED = REPO / "specs" / "hw-data-loss.toml"  # a violation: exit 1
+HOLDS = REPO / "specs" / "le-data-loss.toml"
+
+
+def kmc(*args, env=None, preexec_fn=None, timeout=180):
+    full = dict(os.environ, **(env or {}))
+    full.pop("COLUMNS", None)
+    return subprocess.run([sys.executable, "-m", "checker.cli", *map(str, args)], cwd=REPO, env=full,
+                          capture_output=True, text=True, timeout=timeout, preexec_fn=preexec_fn)
+
+
+def one_line(proc) -> str:
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    return lines[0]
+
+
+# -- data a user owns: checkpoint directories ------------------------------------------------
+
+def test_checkpoint_never_deletes_a_level_directory_it_did_not_create(tmp_path):
+    ck = tmp_path / "d"
+    (ck / "level-designs").mkdir(parents=True)
+    (ck / "level-designs" / "plan.txt").write_text("mine")
+    proc = kmc("check", SEED, "--checkpoint", ck, "--no-progress", "--no-trace")
+    assert proc.returncode == 2
+    assert "not a kmc checkpoint directory" in one_line(proc) and str(ck) in one_line(proc)
+    assert (ck / "level-designs" / "plan.txt").read_text() == "mine"
+
+
+def test_prune_removes_only_what_the_manifest_lists(tmp_path):
+    with checkpoint.Checkpointer(tmp_path, {}):
+        mine = checkpoint.claim_data_dir(tmp_path, 3)
+        mine.mkdir()
+        kept = checkpoint.claim_data_dir(tmp_path, 4)
+        kept.mkdir()
+        (tmp_path / "level-000005").mkdir()  # not kmc's: someone put it there
+        (tmp_path / "level-designs").mkdir()
+        checkpoint.prune_data(tmp_path, keep=kept.name)
+    assert sorted(p.name for p in tmp_path.glob("level-*")) == ["level-000004", "level-000005", "level-designs"]
+    assert checkpoint.read_manifest(tmp_path) == {"owned": ["level-000004"]}
+    with pytest.raises(CheckpointError, match="not created by kmc"):
+        checkpoint.claim_data_dir(tmp_path, 5)
+    assert (tmp_path / "level-000005").is_dir()
+
+
+def test_a_checkpoint_directory_of_kmc_is_still_accepted(tmp_path):
+    ck = tmp_path / "ck"
+    proc = kmc("check", HOLDS, "--checkpoint", ck, "--no-progress", "--max-depth", "5")
+    assert proc.returncode == 0, proc.stderr
+    assert checkpoint.read_manifest(ck) == {"owned": []}
+    proc = kmc("check", "--resume", ck, "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+
+
+# -- data a user owns: output files --------------------------------------------------------
+
+def test_json_onto_the_spec_is_refused_and_the_spec_kept(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_bytes(SEED.read_bytes())
+    for extra in ([], ["--force"]):
+        proc = kmc("check", spec, "--json", spec, "--no-progress", *extra)
+        assert proc.returncode == 2
+        assert "an input of this run" in one_line(proc)
+        assert spec.read_bytes() == SEED.read_bytes()
+
+
+def test_json_onto_a_checkpoint_file_is_refused(tmp_path):
+    ck = tmp_path / "ck"
+    assert kmc("check", HOLDS, "--checkpoint", ck, "--no-progress", "--max-depth", "3").returncode == 0
+    before = (ck / checkpoint.FILE_NAME).read_bytes()
+    proc = kmc("check", "--resume", ck, "--json", ck / checkpoint.FILE_NAME, "--no-progress")
+    assert proc.returncode == 2 and "an input of this run" in one_line(proc)
+    other = tmp_path / "copy.kmc"
+    other.write_bytes(before)
+    proc = kmc("check", HOLDS, "--json", other, "--no-progress", "--force")
+    assert proc.returncode == 2 and "is a kmc checkpoint" in one_line(proc)
+    assert (ck / checkpoint.FILE_NAME).read_bytes() == before == other.read_bytes()
+
+
+def test_an_existing_file_that_is_not_a_kmc_result_needs_force(tmp_path):
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"mine": true}\n')
+    proc = kmc("check", HOLDS, "--json", notes, "--no-progress")
+    assert proc.returncode == 2 and "--force" in one_line(proc)
+    assert notes.read_text() == '{"mine": true}\n'
+    assert kmc("check", HOLDS, "--json", notes, "--no-progress", "--force").returncode == 0
+    assert json.loads(notes.read_text())["schema_version"] == 1
+    # a kmc result is replaced without --force
+    assert kmc("check", HOLDS, "--json", notes, "--no-progress").returncode == 0
+    graph = tmp_path / "g.dot"
+    graph.write_text("digraph mine {}\n")
+    tiny = tmp_path / "tiny.toml"
+    tiny.write_text('[model]\nreplicas = 1\ntruncation = "leader-epoch"\nmax_messages = 1\nmax_crashes = 0\n')
+    proc = kmc("graph", tiny, "--out", graph)
+    assert proc.returncode == 2 and "not a kmc graph" in one_line(proc)
+    assert kmc("graph", tiny, "--out", graph, "--force").returncode == 0
+    assert kmc("graph", tiny, "--out", graph).returncode == 0  # now kmc's own graph
+
+
+@pytest.mark.parametrize("command", ["check", "simulate", "graph", "replay"])
+def test_a_named_pipe_is_refused_up_front(tmp_path, command):
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    if command == "replay":
+        args = ("replay", fifo)
+    elif command == "graph":
+        fifo = tmp_path / "pipe.dot"
+        os.mkfifo(fifo)
+        args = ("graph", SEED, "--out", fifo)
+    else:
+        args = (command, SEED, "--json", fifo, *(["--no-progress"] if command == "check" else []))
+    proc = kmc(*args, timeout=60)  # a hang is a timeout
+    assert proc.returncode == 2
+    assert "named pipe" in one_line(proc) and str(fifo) in one_line(proc)
+
+
+def _small_file_limit():
+    # Python ignores SIGXFSZ, so a write past the limit fails with EFBIG.
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
+
+
+@pytest.mark.parametrize("spec, code", [(SEED, 1), (HOLDS, 2)])
+def test_a_failed_json_write_keeps_the_verdicts_exit_code(tmp_path, spec, code):
+    target = tmp_path / "r.json"
+    proc = kmc("check", spec, "--json", target, "--no-progress", "--no-trace", preexec_fn=_small_file_limit)
+    assert proc.returncode == code  # 1: the violation stands; 0 would hide the failure
+    assert one_line(proc).startswith(f"kmc: error: --json: cannot write {target} (File too large)")
+    assert "CommittedNeverLost" in proc.stdout
+
+
+def test_check_expect_with_a_memory_stop_exits_4(tmp_path):
+    proc = kmc("check", REPO / "specs" / "le-data-loss.toml", "--max-memory", "16M", "--check-expect",
+               "--no-progress")
+    assert proc.returncode == 4, proc.stderr

@@ -78,6 +78,7 @@ from .fingerprint import fingerprint
 from .kernel import check_state, expand, split_properties, stop_after_level
 from .local import Options
 from .result import CheckResult, Stats, Violation
+from .spark_master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
 from .trace import replay_choices
 
 _SEEN = "seen"  # record tags of the state RDD
@@ -88,7 +89,9 @@ _CHUNK = 2048  # frontier states per pickled chunk
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: |$)")
 
 # Spark's own start-up messages ("Using Spark's default log4j profile", native-library
-# warnings) are printed before setLogLevel can run; this configuration silences them. The
+# warnings) are printed before setLogLevel can run; this configuration silences them,
+# and the stack trace SparkContext logs when it cannot start (the exception it raises
+# is reported as one line instead). The
 # root level stays at WARN until setLogLevel("ERROR") right after start-up: a PySpark
 # driver whose root level is not WARN prints "Setting default log level" on stderr.
 _QUIET_LOG4J2 = """\
@@ -103,6 +106,10 @@ logger.native.name = org.apache.hadoop.util.NativeCodeLoader
 logger.native.level = error
 logger.deploy.name = org.apache.spark.deploy.client
 logger.deploy.level = error
+logger.context.name = org.apache.spark.SparkContext
+logger.context.level = off
+logger.backend.name = org.apache.spark.scheduler.cluster
+logger.backend.level = off
 """
 # Lines the JVM prints on stderr before any logging is configured.
 _JVM_NOISE = ("WARNING: Using incubator modules",)
@@ -121,7 +128,7 @@ class SparkEngine:
             is reported once a level).
         progress: called with a ``Stats`` snapshot after every level.
         master: the Spark master URL for a session this engine creates (default
-            ``"local[*]"``); ignored when a SparkContext is already running (for example
+            ``"local[*,4]"``: four attempts per task, so a crashed worker costs a retry); ignored when a SparkContext is already running (for example
             under ``spark-submit``), which is then used.
         partitions: how many partitions the state space is split into (default:
             ``spark.default.parallelism`` if set, else twice the default parallelism).
@@ -185,7 +192,8 @@ class SparkEngine:
             EngineError: Spark could not start, or a Spark job failed.
         """
         if partitions_bad(self.partitions):
-            raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
+            raise EngineError(f"spark partitions must be an integer from 1 to {MAX_PARTITIONS}, "
+                              f"got {self.partitions!r}")
         started = time.perf_counter()
         if self._restored is not None:
             # A restored run may be decided already (a violation, an empty frontier, its
@@ -538,7 +546,8 @@ def spark_context(master=None, verbose=False):
     """The running SparkContext, or a new one.
 
     Args:
-        master: the master URL of a new context (default ``"local[*]"``).
+        master: the master URL of a new context (default ``DEFAULT_MASTER``,
+            ``"local[*,4]"``: local mode with four attempts per task).
         verbose: keep Spark's log messages.
 
     Returns:
@@ -546,7 +555,8 @@ def spark_context(master=None, verbose=False):
         and should stop it.
 
     Raises:
-        EngineError: pyspark or Java is missing, or Spark could not start.
+        EngineError: pyspark or Java is missing, the master URL is malformed or
+            unreachable, or Spark could not start.
     """
     try:
         from pyspark import SparkConf, SparkContext
@@ -557,7 +567,8 @@ def spark_context(master=None, verbose=False):
         return active, False
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise EngineError("the spark engine needs Java: no 'java' on PATH and JAVA_HOME is not set")
-    master = master or "local[*]"
+    master = validate_master(DEFAULT_MASTER if master is None else master)
+    check_reachable(master)  # seconds, not Spark's minute of registration retries
     if master.startswith("local") or master.startswith("spark://127."):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Executors must run the driver's Python (same version, same installed packages).
@@ -668,10 +679,11 @@ class _Relay:
 
 
 def partitions_bad(partitions) -> bool:
-    """True when ``partitions`` is neither ``None`` nor a positive integer."""
+    """True when ``partitions`` is neither ``None`` nor an integer from 1 to ``MAX_PARTITIONS``."""
     if partitions is None:
         return False
-    return isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1
+    return isinstance(partitions, bool) or not isinstance(partitions, int) \
+        or not 1 <= partitions <= MAX_PARTITIONS
 
 
 # -- what runs on the executors ---------------------------------------------------

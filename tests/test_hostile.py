@@ -154,3 +154,91 @@ def test_check_expect_with_a_memory_stop_exits_4(tmp_path):
     proc = kmc("check", REPO / "specs" / "le-data-loss.toml", "--max-memory", "16M", "--check-expect",
                "--no-progress")
     assert proc.returncode == 4, proc.stderr
+
+
+# -- bounded input: names, partitions, masters ---------------------------------------------
+
+def test_a_replica_name_with_a_trailing_newline_is_refused():
+    from checker.errors import SpecError
+    from model.spec import parse_spec
+
+    text = '[model]\nreplicas = ["A\\n", "A"]\ntruncation = "high-watermark"\n'
+    with pytest.raises(SpecError, match="model.replicas"):
+        parse_spec(text.encode())
+
+
+def test_replay_refuses_a_replica_name_with_control_characters(tmp_path):
+    from checker.commands.replay import ReplayError, config_from_dict
+
+    for names in (["A\n", "B"], ["A\x1b[31m", "B"]):
+        with pytest.raises(ReplayError, match="spec.model.replicas"):
+            config_from_dict("r.json", {"replicas": names, "truncation": "high-watermark"})
+
+
+@pytest.mark.parametrize("value", ["4097", "100000", "100000000000000000000"])
+def test_partitions_are_bounded_on_the_command_line(value):
+    proc = kmc("check", SEED, "--engine", "spark", "--partitions", value, "--no-progress")
+    assert proc.returncode == 2
+    assert "--partitions: must be at most 4096" in one_line(proc)
+
+
+def test_partitions_are_bounded_in_a_spec():
+    from checker.errors import SpecError
+    from model.spec import parse_spec
+
+    text = '[model]\nreplicas = 2\ntruncation = "high-watermark"\n[spark]\npartitions = {}\n'
+    assert parse_spec(text.format(4096).encode()).spark_partitions == 4096
+    with pytest.raises(SpecError, match=r"spark.partitions: must be between 1 and 4096"):
+        parse_spec(text.format(4097).encode())
+
+
+@pytest.mark.parametrize("master, words", [
+    ("", "the Spark master URL is empty"),
+    ("local[0]", "needs at least one thread"),
+    ("local[x]", "'local[x]' is not a Spark master URL"),
+    ("spark://host", "'host' is not HOST:PORT"),
+])
+def test_bad_masters_are_refused_before_spark_starts(master, words):
+    proc = kmc("check", SEED, "--engine", "spark", "--master", master, "--no-progress", timeout=30)
+    assert proc.returncode == 2 and words in one_line(proc)
+
+
+def test_a_bad_master_in_a_spec_is_a_spec_error():
+    from checker.errors import SpecError
+    from model.spec import parse_spec
+
+    text = '[model]\nreplicas = 2\ntruncation = "high-watermark"\n[spark]\nmaster = "local[0]"\n'
+    with pytest.raises(SpecError, match="spark.master"):
+        parse_spec(text.encode())
+
+
+def test_an_unreachable_master_is_one_line_naming_the_url_within_seconds(tmp_path):
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"spark://127.0.0.1:{port}"
+    t0 = time.monotonic()
+    proc = kmc("check", SEED, "--engine", "spark", "--master", url, "--no-progress", timeout=60)
+    assert time.monotonic() - t0 < 15
+    assert proc.returncode == 2
+    assert one_line(proc) == f"kmc: error: cannot reach the Spark master {url} (127.0.0.1:{port}: Connection refused)"
+
+
+def test_a_master_that_never_answers_is_given_up_on_in_bounded_time():
+    import socket
+
+    from checker.errors import EngineError
+    from checker.spark_master import REACH_SECONDS, check_reachable
+
+    asked = []
+
+    def silent(address, timeout):
+        asked.append(timeout)
+        raise socket.timeout()
+
+    with pytest.raises(EngineError, match=r"cannot reach the Spark master spark://a:1,b:2 \(b:2: no answer"):
+        check_reachable("spark://a:1,b:2", connect=silent)
+    assert len(asked) == 2 and sum(asked) <= REACH_SECONDS

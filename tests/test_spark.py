@@ -222,8 +222,8 @@ def test_start_up_errors_are_one_line_engine_errors():
     lines = out.stdout.splitlines()
     assert len(lines) == 2, out.stdout + out.stderr
     assert lines[0].startswith("EngineError: the spark engine needs Java")
-    assert lines[1].startswith("EngineError: could not start Spark (master 'nonsense://nowhere')")
-    assert "Master must either be yarn or start with spark" in lines[1]
+    # refused before a JVM starts (issue 12: one line, naming the URL)
+    assert lines[1].startswith("EngineError: 'nonsense://nowhere' is not a Spark master URL")
     assert "Traceback" not in out.stderr
 
 

@@ -21,6 +21,27 @@ def positive_int(text):
     return value
 
 
+def partitions(text):
+    """An argparse type: a number of Spark partitions, 1 to ``MAX_PARTITIONS``."""
+    from ..spark_master import MAX_PARTITIONS
+
+    value = positive_int(text)
+    if value > MAX_PARTITIONS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_PARTITIONS} (the limit of kmc's Spark engine), got {value}")
+    return value
+
+
+def master_url(text):
+    """An argparse type: a Spark master URL (its syntax; reachability is checked at start)."""
+    from ..errors import EngineError
+    from ..spark_master import validate_master
+
+    try:
+        return validate_master(text)
+    except EngineError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_spec_argument(parser):
     parser.add_argument("spec", metavar="SPEC", help="the spec file (TOML), e.g. specs/hw-data-loss.toml")
 
@@ -28,8 +49,11 @@ def add_spec_argument(parser):
 def add_engine_arguments(parser):
     g = parser.add_argument_group("engine")
     g.add_argument("--engine", choices=ENGINES, help="where to explore (default: the spec's [check] engine, else local)")
-    g.add_argument("--master", metavar="URL", help="Spark master URL, e.g. local[4] or spark://host:7077 (default: the spec's [spark] master, else local[*])")
-    g.add_argument("--partitions", type=positive_int, metavar="N", help="Spark partitions of the frontier (default: the spec's, else the cluster's parallelism)")
+    g.add_argument("--master", metavar="URL", type=master_url,
+                   help="Spark master URL, e.g. local[4] or spark://host:7077 (default: the spec's [spark] master, "
+                   "else local[*,4]: all cores, four attempts per task)")
+    g.add_argument("--partitions", type=partitions, metavar="N",
+                   help="Spark partitions of the frontier, 1 to 4096 (default: the spec's, else twice the cluster's parallelism)")
     g.add_argument("--verbose", action="store_true", help="show Spark's and the JVM's own log output")
 
 

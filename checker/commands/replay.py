@@ -117,9 +117,12 @@ def config_from_dict(path, d):
             raise ReplayError(f"{path}: spec.model.{key}: unknown constant (saved by a newer kmc?)")
     values = dict(d)
     reps = values.get("replicas")
-    if not isinstance(reps, list) or not reps or not all(isinstance(x, str) for x in reps) \
+    from model.spec import is_replica_name
+
+    if not isinstance(reps, list) or not reps or not all(is_replica_name(x) for x in reps) \
             or len(set(reps)) != len(reps) or len(reps) > 7:
-        raise ReplayError(f"{path}: spec.model.replicas: must be a list of distinct replica names")
+        raise ReplayError(f"{path}: spec.model.replicas: must be a list of distinct replica names "
+                          "(a letter, then up to 15 letters, digits, '_' or '-')")
     values["replicas"] = tuple(reps)
     for key in ("max_messages", "max_crashes", "max_leader_epoch", "min_insync_replicas"):
         if key in values and (isinstance(values[key], bool) or not isinstance(values[key], int)

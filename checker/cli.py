@@ -66,7 +66,9 @@ def main(argv=None) -> int:
     try:
         return args.run(args, out, err)
     except KmcError as e:
-        err.print(f"kmc: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        from .text import safe_text  # messages quote files and values: never raw escapes
+
+        err.print(f"kmc: error: {safe_text(e)}", markup=False, highlight=False, soft_wrap=True)
         return e.exit_code
     except KeyboardInterrupt:
         err.print("kmc: interrupted", markup=False)

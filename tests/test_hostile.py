@@ -242,3 +242,104 @@ def test_a_master_that_never_answers_is_given_up_on_in_bounded_time():
     with pytest.raises(EngineError, match=r"cannot reach the Spark master spark://a:1,b:2 \(b:2: no answer"):
         check_reachable("spark://a:1,b:2", connect=silent)
     assert len(asked) == 2 and sum(asked) <= REACH_SECONDS
+
+
+# -- bounded work on hostile result files ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def seed_doc(tmp_path_factory):
+    from checker.cli import main
+
+    path = tmp_path_factory.mktemp("seed") / "seed.json"
+    assert main(["check", str(SEED), "--no-progress", "--no-trace", "--json", str(path)]) == 1
+    return json.loads(path.read_text())
+
+
+def _with_choices(doc, choices):
+    """``doc`` whose first trace takes ``choices`` (steps recomputed, so they are legal)."""
+    from checker.trace import replay_choices
+    from model.spec import load_spec
+    from reports.json_result import trace_to_dict
+
+    model = load_spec(SEED).model()
+    doc = json.loads(json.dumps(doc))
+    doc["violations"][0]["trace"] = trace_to_dict(model, replay_choices(model, 0, choices))
+    return doc
+
+
+def test_replay_refuses_a_legal_loop_at_its_first_repeated_state(seed_doc, tmp_path, capsys):
+    from checker.cli import main
+
+    choices = seed_doc["violations"][0]["trace"]["choices"]
+    # FetchRequest(B), FetchResponse(B) from the initial state lead back to it.
+    looped = _with_choices(seed_doc, [1, 1] * 200 + choices)
+    f = tmp_path / "loop.json"
+    f.write_text(json.dumps(looped))
+    assert main(["replay", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "visits state 1 again at state 3: a shortest counterexample never does" in err
+
+
+def test_replay_caps_the_length_before_replaying_anything(seed_doc, tmp_path, capsys):
+    from checker.cli import main
+    from checker.commands import replay
+
+    doc = json.loads(json.dumps(seed_doc))
+    doc["violations"][0]["trace"]["choices"] = [1] * replay.MAX_TRACE_STATES
+    f = tmp_path / "long.json"
+    f.write_text(json.dumps(doc))
+    assert main(["replay", str(f)]) == 2
+    assert f"kmc replays at most {replay.MAX_TRACE_STATES:,}" in capsys.readouterr().err
+
+
+def test_replay_compares_as_it_replays(seed_doc, monkeypatch, tmp_path, capsys):
+    import checker.protocol
+    from checker.cli import main
+
+    doc = json.loads(json.dumps(seed_doc))
+    trace = doc["violations"][0]["trace"]
+    trace["steps"][1]["state"]["produced"] = 7  # state 2 is wrong
+    f = tmp_path / "edited.json"
+    f.write_text(json.dumps(doc))
+    calls = []
+    real = checker.protocol.successors
+    monkeypatch.setattr(checker.protocol, "successors", lambda *a: calls.append(1) or real(*a))
+    assert main(["replay", str(f)]) == 2
+    assert "state 2 differs from the saved one" in capsys.readouterr().err
+    assert len(calls) == 1  # one step replayed, not the nine of the trace
+
+
+def test_replay_shows_the_recomputed_explanation_and_says_the_files_differs(seed_doc, tmp_path, capsys):
+    from checker.cli import main
+
+    doc = json.loads(json.dumps(seed_doc))
+    real = doc["violations"][0]["explanation"]
+    doc["violations"][0]["explanation"] = "all is well \x1b[2J\x1b]0;pwned\x07"
+    f = tmp_path / "lying.json"
+    f.write_text(json.dumps(doc))
+    for fmt in ("rich", "json", "tla"):
+        assert main(["replay", str(f), "--format", fmt]) == 0
+        cap = capsys.readouterr()
+        assert "all is well" not in cap.out and "\x1b" not in cap.out + cap.err
+        assert "explanation of CommittedNeverLost differs from the recomputed one" in cap.err
+        if fmt == "json":
+            assert json.loads(cap.out)["explanation"] == real
+    f.write_text(json.dumps(seed_doc))
+    assert main(["replay", str(f)]) == 0
+    assert "differs" not in capsys.readouterr().err
+
+
+def test_escape_sequences_from_files_never_reach_the_terminal(tmp_path):
+    spec = tmp_path / "evil\x1b[31m.toml"
+    spec.write_text('title = "\\u001b]0;owned\\u0007\\u001b[2J title \\u009b31m"\n'
+                    'description = "\\u001b[5m blink"\n' + SEED.read_text().split("[model]", 1)[1].join(["[model]", ""]))
+    proc = kmc("check", spec, "--no-progress", "--no-trace")
+    assert proc.returncode == 1, proc.stderr
+    for raw in ("\x1b", "\x07", "\x9b"):
+        assert raw not in proc.stdout + proc.stderr
+    assert "\\x1b]0;owned\\x07\\x1b[2J title \\x9b31m" in proc.stdout
+    doc = {"schema_version": 1, "violations": [{"property": "Evil\x1b[2J", "trace": {}}]}
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps(doc))
+    proc = kmc("replay", f, "--invariant", "CommittedNeverLost")
+    assert proc.returncode == 2 and "\x1b" not in proc.stderr and "Evil\\x1b[2J" in one_line(proc)

@@ -75,7 +75,11 @@ def run(args, out, err) -> int:
         doc["seen_set_bytes"] = seen_set_bytes(seen)
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
-    table = Table(title=f"kmc bench {spec.path} ({result.engine}, best of {args.repeat})", box=None)
+    from rich.text import Text
+
+    from ..text import safe_text
+
+    table = Table(title=Text(f"kmc bench {safe_text(spec.path)} ({result.engine}, best of {args.repeat})"), box=None)
     table.add_column("measure")
     table.add_column("value", justify="right")
     for key, value in doc.items():

@@ -8,6 +8,7 @@ import os
 
 from .. import __version__, checkpoint, cli
 from ..errors import UsageError
+from ..text import safe_text
 from .common import (
     add_engine_arguments,
     add_force_argument,
@@ -129,7 +130,7 @@ def run(args, out, err) -> int:
                 **identity, "spec_path": os.path.abspath(spec.path),
                 "limits": {"max_states": options.max_states, "max_memory": options.max_memory},
             }, args.checkpoint_every))
-        with ProgressDisplay(err, enabled=show_progress, title=spec.name,
+        with ProgressDisplay(err, enabled=show_progress, title=safe_text(spec.name),
                              levels=(args.engine or spec.engine) == "spark") as progress:
             engine = make_engine(spec, model, properties, options, progress.update, args)
             if (header is not None or writer) and not hasattr(engine, "snapshot"):

@@ -10,6 +10,7 @@ steps found it for every one of 40 seeds tried, in about 2 s each.
 from __future__ import annotations
 
 from .. import cli
+from ..text import safe_text
 from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 DEFAULT_RUNS = 20_000
@@ -109,7 +110,7 @@ def run(args, out, err) -> int:
                   f"{sim.max_runs:,} (seed {sim.seed}), after {len(sim.violation.path) - 1} steps; "
                   f"{st.steps:,} steps in all, {st.distinct:,} distinct states visited, "
                   f"{st.seconds:.2f} s. The walk is not necessarily a shortest counterexample: "
-                  f"'kmc check {spec.path}' finds one.", markup=False, highlight=False, soft_wrap=True)
+                  f"'kmc check {safe_text(spec.path)}' finds one.", markup=False, highlight=False, soft_wrap=True)
     else:
         out.print(f"No violation of {', '.join(sim.checked)} in {st.runs:,} walks of at most "
                   f"{sim.max_steps:,} steps (seed {sim.seed}): {st.steps:,} steps, "

@@ -5,13 +5,20 @@ every state of depth <= d has been stored and every state of depth < d expanded.
 re-expands level d from its start, so a resumed run ends with exactly the counts, verdicts
 and counterexamples of a run that was never stopped.
 
-File layout (``FORMAT`` 1)::
+File layout (``FORMAT`` 2)::
 
-    b"KMC-CHECKPOINT\\n"      magic
-    8 bytes, big-endian      length of the header
-    header                   UTF-8 JSON (see ``write``): format, kmc and spec identity, ...
+    b"KMC-CHECKPOINT\n"      magic
     payload                  the engine's snapshot, pickled
+    header                   UTF-8 JSON (see ``write``): format, kmc and spec identity,
+                             the payload's size, ...
+    8 bytes, big-endian      length of the header
     32 bytes                 sha256 of everything before them
+
+The header comes after the payload so that it can state the payload's size (the payload
+is streamed, its size known only once written): a reader checks the file's size against
+the header, and every header field, before it hashes a byte of the payload, so a file
+cut short, extended, or sparse (holes where data should be; kmc never writes one) is
+refused at once instead of being hashed for hours.
 
 Writing goes to a temporary file in DIR, which is flushed, fsynced, renamed over
 ``checkpoint.kmc`` and followed by an fsync of DIR. A reader therefore finds the previous
@@ -54,7 +61,7 @@ from pathlib import Path
 
 from .errors import KmcError
 
-FORMAT = 1
+FORMAT = 2
 FILE_NAME = "checkpoint.kmc"
 MAGIC = b"KMC-CHECKPOINT\n"
 _LOCK_NAME = ".lock"
@@ -66,6 +73,7 @@ _TMP_SUFFIX = ".tmp"
 _DIGEST = 32
 _MAX_HEADER = 1 << 20
 _CHUNK = 1 << 20
+_SPARSE_MIN = 1 << 24  # smaller files are not checked for holes (file systems vary)
 
 
 class CheckpointError(KmcError):
@@ -190,27 +198,28 @@ def write(directory, run: dict, snapshot: dict) -> Path:
             removed and the previous checkpoint is left as it was).
     """
     stats = snapshot["stats"]
-    header = {
-        "format": FORMAT,
-        **run,
-        "engine": snapshot["engine"],
-        "depth": stats["depth"],
-        "distinct": stats["distinct"],
-        "generated": stats["generated"],
-        "violated": sorted(snapshot["found"]),
-        "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-    head = json.dumps(header, sort_keys=True).encode("utf-8")
     target = checkpoint_file(directory)
     tmp = target.with_name(f"{_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}{_TMP_SUFFIX}")
     try:
         with open(tmp, "xb") as f:
             out = _HashingWriter(f)
             out.write(MAGIC)
-            out.write(len(head).to_bytes(8, "big"))
-            out.write(head)
             # Streamed through the hash: no second copy of a payload that can be gigabytes.
             pickle.dump(snapshot, out, protocol=pickle.HIGHEST_PROTOCOL)
+            header = {
+                "format": FORMAT,
+                **run,
+                "engine": snapshot["engine"],
+                "depth": stats["depth"],
+                "distinct": stats["distinct"],
+                "generated": stats["generated"],
+                "violated": sorted(snapshot["found"]),
+                "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "payload_bytes": out.count - len(MAGIC),
+            }
+            head = json.dumps(header, sort_keys=True).encode("utf-8")
+            out.write(head)
+            out.write(len(head).to_bytes(8, "big"))
             f.write(out.digest.digest())
             f.flush()
             os.fsync(f.fileno())
@@ -259,7 +268,8 @@ def _open(directory):
     except OSError as e:
         raise CheckpointError(f"{where}: cannot read it ({e.strerror or e})") from None
     with f:
-        size = os.fstat(f.fileno()).st_size
+        st = os.fstat(f.fileno())
+        size = st.st_size
         head = f.read(len(MAGIC))
         if head != MAGIC:
             if MAGIC.startswith(head):  # empty, or cut inside the magic
@@ -268,6 +278,27 @@ def _open(directory):
         fixed = len(MAGIC) + 8 + _DIGEST
         if size < fixed:
             raise CheckpointError(damaged.format("too short"))
+        # The sizes first, from the header at the end: nothing is hashed before they agree.
+        f.seek(size - _DIGEST - 8)
+        length = int.from_bytes(f.read(8), "big")
+        if length > min(_MAX_HEADER, size - fixed):
+            raise CheckpointError(damaged.format("bad header length"))
+        f.seek(size - _DIGEST - 8 - length)
+        try:
+            header = json.loads(f.read(length).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise CheckpointError(damaged.format("unreadable header")) from None
+        if not isinstance(header, dict):
+            raise CheckpointError(damaged.format("unreadable header"))
+        if header.get("format") != FORMAT:
+            raise CheckpointError(f"{where}: written in checkpoint format {_one_line(repr(header.get('format')))[:20]}; "
+                                  f"this kmc reads format {FORMAT}")
+        payload = header.get("payload_bytes")
+        if type(payload) is not int or payload < 1 or len(MAGIC) + payload + length + 8 + _DIGEST != size:
+            raise CheckpointError(damaged.format("its size does not match its header"))
+        blocks = getattr(st, "st_blocks", None)
+        if blocks is not None and size > _SPARSE_MIN and blocks * 512 * 8 < size:
+            raise CheckpointError(damaged.format("a sparse file, with holes where its data should be"))
         digest = hashlib.sha256(MAGIC)
         f.seek(len(MAGIC))
         left = size - _DIGEST - len(MAGIC)
@@ -279,20 +310,48 @@ def _open(directory):
             left -= len(chunk)
         if f.read(_DIGEST) != digest.digest():
             raise CheckpointError(damaged.format("checksum mismatch"))
+        # Checked even though the checksum matched: a file re-sealed after an edit has a
+        # valid checksum, and every field is used (options, paths, counts).
+        _check_header(where, header)
         f.seek(len(MAGIC))
-        length = int.from_bytes(f.read(8), "big")
-        if length > min(_MAX_HEADER, size - fixed):
-            raise CheckpointError(damaged.format("bad header length"))
-        try:
-            header = json.loads(f.read(length).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise CheckpointError(damaged.format("unreadable header")) from None
-        if not isinstance(header, dict) or not isinstance(header.get("format"), int):
-            raise CheckpointError(damaged.format("unreadable header"))
-        if header["format"] != FORMAT:
-            raise CheckpointError(f"{where}: written in checkpoint format {header['format']}; "
-                                  f"this kmc reads format {FORMAT}")
-        yield f, header, size - _DIGEST
+        yield f, header, len(MAGIC) + payload
+
+
+def _check_header(where, header) -> None:
+    """Refuse a header with a missing field or a field of the wrong type or range."""
+    def bad(key, want):
+        raise CheckpointError(f"{where}: corrupted header: {key} must be {want}, got "
+                              f"{_one_line(repr(header.get(key)))[:60]}; it cannot be resumed, start a new run")
+
+    def count(x, low=0):
+        return type(x) is int and low <= x < 1 << 62
+
+    def names(x):
+        return isinstance(x, list) and len(x) <= 64 and all(isinstance(n, str) and 0 < len(n) <= 100 for n in x)
+
+    if header.get("engine") not in ("local", "spark"):
+        bad("engine", "'local' or 'spark'")
+    for key in ("depth", "distinct", "generated", "payload_bytes"):
+        if not count(header.get(key)):
+            bad(key, "a non-negative integer")
+    if not names(header.get("violated")):
+        bad("violated", "a list of property names")
+    for key in ("kmc_version", "spec_sha256", "spec_path", "written"):
+        if key in header and not (isinstance(header[key], str) and 0 < len(header[key]) <= 4096
+                                  and "\x00" not in header[key]):
+            bad(key, "a string")
+    if "properties" in header and not names(header["properties"]):
+        bad("properties", "a list of property names")
+    options = header.get("options", {})
+    if not isinstance(options, dict) or set(options) - {"max_depth", "keep_going"}:
+        bad("options", "a table of max_depth and keep_going")
+    if options.get("max_depth") is not None and not count(options["max_depth"], 1):
+        bad("options", "a table whose max_depth is a positive integer or null")
+    if not isinstance(options.get("keep_going", False), bool):
+        bad("options", "a table whose keep_going is true or false")
+    limits = header.get("limits", {})
+    if not isinstance(limits, dict) or not all(v is None or count(v, 1) for v in limits.values()):
+        bad("limits", "a table of positive integers or nulls")
 
 
 class _HashingWriter:
@@ -301,9 +360,11 @@ class _HashingWriter:
     def __init__(self, f):
         self.f = f
         self.digest = hashlib.sha256()
+        self.count = 0
 
     def write(self, data):
         self.digest.update(data)
+        self.count += len(data)
         return self.f.write(data)
 
 

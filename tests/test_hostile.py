@@ -343,3 +343,72 @@ def test_escape_sequences_from_files_never_reach_the_terminal(tmp_path):
     f.write_text(json.dumps(doc))
     proc = kmc("replay", f, "--invariant", "CommittedNeverLost")
     assert proc.returncode == 2 and "\x1b" not in proc.stderr and "Evil\\x1b[2J" in one_line(proc)
+
+
+# -- checkpoint files: sizes before hashing, every header field ------------------------------
+
+def _checkpoint(directory):
+    from test_checkpoint import small_checkpoint
+
+    return small_checkpoint(directory, depth=3)
+
+
+def test_a_huge_sparse_checkpoint_is_refused_without_hashing_it(tmp_path, monkeypatch):
+    import hashlib
+
+    f = _checkpoint(tmp_path)
+    with open(f, "r+b") as out:
+        out.truncate(1 << 40)  # 1 TiB, all holes past the real data
+    hashed = []
+
+    class Counting:
+        def __init__(self, *a):
+            self.h = hashlib.sha256(*a)
+
+        def update(self, data):
+            hashed.append(len(data))
+            self.h.update(data)
+
+        def digest(self):
+            return self.h.digest()
+
+    monkeypatch.setattr(checkpoint.hashlib, "sha256", Counting)
+    with pytest.raises(CheckpointError, match="truncated or corrupted"):
+        checkpoint.read_header(tmp_path)
+    assert sum(hashed) < 1 << 20
+
+
+def _reseal(f, edit):
+    """Edit a checkpoint's header and recompute its checksum (the file stays "valid")."""
+    import hashlib
+
+    data = f.read_bytes()
+    body = data[:-32]
+    m = len(checkpoint.MAGIC)
+    front = int.from_bytes(body[m:m + 8], "big")
+    if front < 1 << 20 and body[m + 8:m + 9] == b"{":  # format 1 (header first), for comparison
+        header = json.loads(body[m + 8:m + 8 + front])
+        edit(header)
+        head = json.dumps(header).encode()
+        body = body[:m] + len(head).to_bytes(8, "big") + head + body[m + 8 + front:]
+        f.write_bytes(body + hashlib.sha256(body).digest())
+        return
+    length = int.from_bytes(body[-8:], "big")
+    header = json.loads(body[-8 - length:-8])
+    edit(header)
+    head = json.dumps(header).encode()
+    body = body[:-8 - length] + head + len(head).to_bytes(8, "big")
+    f.write_bytes(body + hashlib.sha256(body).digest())
+
+
+@pytest.mark.parametrize("key, value", [
+    ("options", "x"), ("options", {"max_depth": "5"}), ("engine", "quantum"), ("depth", -1),
+    ("properties", [1]), ("spec_path", ["a"]), ("violated", None), ("limits", []),
+])
+def test_a_resealed_header_with_a_bad_field_is_one_line(tmp_path, key, value):
+    f = _checkpoint(tmp_path / "ck")
+    _reseal(f, lambda h: h.__setitem__(key, value))
+    with pytest.raises(CheckpointError, match=f"corrupted header: {key}"):
+        checkpoint.read_header(tmp_path / "ck")
+    proc = kmc("check", "--resume", tmp_path / "ck", "--no-progress")
+    assert proc.returncode == 2 and f"corrupted header: {key}" in one_line(proc)

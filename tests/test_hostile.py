@@ -412,3 +412,39 @@ def test_a_resealed_header_with_a_bad_field_is_one_line(tmp_path, key, value):
         checkpoint.read_header(tmp_path / "ck")
     proc = kmc("check", "--resume", tmp_path / "ck", "--no-progress")
     assert proc.returncode == 2 and f"corrupted header: {key}" in one_line(proc)
+
+
+# -- signals from the first line of start-up ---------------------------------------------
+
+_SIGNAL_ON_IMPORT = r"""
+import os, runpy, signal, sys
+
+target, sig = sys.argv[1], getattr(signal, sys.argv[2])
+
+
+class SignalOnImport:
+    # Sends the signal the moment ``target`` is first imported: an interrupt during
+    # start-up, at a deterministic point.
+    fired = False
+
+    def find_spec(self, name, path=None, target_module=None):
+        if name == target and not SignalOnImport.fired:
+            SignalOnImport.fired = True
+            os.kill(os.getpid(), sig)
+        return None
+
+
+sys.meta_path.insert(0, SignalOnImport())
+sys.argv = ["kmc", *sys.argv[3:]]
+runpy.run_module("checker.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("module", ["checker.local", "rich.console", "reports"])
+@pytest.mark.parametrize("sig, code, line", [("SIGINT", 130, "kmc: interrupted"),
+                                             ("SIGTERM", 143, "kmc: stopped (SIGTERM)")])
+def test_a_signal_during_start_up_is_one_line_and_130_or_143(module, sig, code, line):
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_ON_IMPORT, module, sig, "check", str(SEED),
+                           "--no-progress"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.strip() == line

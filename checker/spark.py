@@ -78,6 +78,7 @@ from .fingerprint import fingerprint
 from .kernel import check_state, expand, split_properties, stop_after_level
 from .local import Options
 from .result import CheckResult, Stats, Violation
+from .hadoop_crc import hadoop_crc_matches
 from .spark_master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
 from .trace import replay_choices
 
@@ -602,7 +603,9 @@ def spark_context(master=None, verbose=False):
         if log_config is not None:
             os.unlink(log_config)
     if not verbose:
-        sc.setLogLevel("ERROR")
+        # Not even ERROR: a failed or cancelled job logs a JVM stack trace per task
+        # attempt, and every failure reaches the caller as an exception (one line).
+        sc.setLogLevel("OFF")
     return sc, True
 
 
@@ -728,7 +731,7 @@ def _expand_partition(model, step_props, n, fail_first_attempt, index, records):
         from pyspark import TaskContext
 
         if TaskContext.get().attemptNumber() == 0:
-            raise RuntimeError("kmc test hook: the first attempt of this task fails")
+            _test_fault(fail_first_attempt)
     terminal = generated = 0
     fired: dict[str, int] = {}
     step_bad: dict[str, tuple] = {}
@@ -765,6 +768,27 @@ def _expand_partition(model, step_props, n, fail_first_attempt, index, records):
         for owner, items in buckets.items():
             yield (owner, _dumps(items))
     yield (-1 - index, (terminal, generated, fired, step_bad))
+
+
+def _test_fault(kind):
+    """Test hooks, on the first attempt of partition 0's expansion tasks: ``True`` raises;
+    ``"kill"`` ends this Python worker as a crash would (the OOM killer, a stray signal);
+    ``"sigint:GROUP:PATH"`` sends SIGINT to the driver's process group ``GROUP`` once, as
+    Ctrl-C in a terminal does, and to this worker (``PATH`` is created to remember it was
+    sent; PySpark's daemon gives its workers a process group of their own, but a worker
+    started without it is in the terminal's group)."""
+    if kind == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if isinstance(kind, str) and kind.startswith("sigint:"):
+        group, _, marker = kind[len("sigint:"):].partition(":")
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        os.killpg(int(group), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # and this worker, as without PySpark's daemon
+        return
+    raise RuntimeError("kmc test hook: the first attempt of this task fails")
 
 
 def _merge_partition(model, invariants, index, records):
@@ -993,6 +1017,12 @@ def _verify_level(directory: Path, files: dict) -> None:
             raise CheckpointError(damaged.format(f"{name} has {actual[name][0]} bytes, not {size}"))
         if actual[name][1] != digest:
             raise CheckpointError(damaged.format(f"{name}: checksum mismatch"))
+    # Hadoop checks a part file against its ".crc" file when Spark reads it, and a bad
+    # one fails the load with pages of JVM stack traces: check them here, in one line.
+    for name in sorted(files):
+        crc = directory / f".{name}.crc"
+        if crc.exists() and not hadoop_crc_matches(directory / name, crc):
+            raise CheckpointError(damaged.format(f"{crc.name} does not match {name}"))
 
 
 def _union(sc, left, right):

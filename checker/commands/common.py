@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from ..errors import UsageError
 from ..local import LocalEngine, Options
@@ -87,8 +88,21 @@ def make_engine(spec, model, properties, options, progress, args):
             master=getattr(args, "master", None) or spec.spark_master,
             partitions=getattr(args, "partitions", None) or spec.spark_partitions,
             verbose=getattr(args, "verbose", False),
+            # Test hook (tests/test_spark_faults.py): a fault in the first attempt of
+            # some tasks; see checker.spark._test_fault.
+            _fail_first_attempt=_test_fault(),
         )
     return LocalEngine(model, properties, options, progress)
+
+
+def _test_fault():
+    """The test hook ``KMC_TEST_SPARK_FAULT`` (``kill``, ``sigint:PATH``), for the Spark
+    engine's ``_fail_first_attempt``; a SIGINT goes to this process's group, as a
+    terminal's Ctrl-C does."""
+    fault = os.environ.get("KMC_TEST_SPARK_FAULT")
+    if fault and fault.startswith("sigint:"):
+        return f"sigint:{os.getpgid(0)}:{fault[len('sigint:'):]}"
+    return fault or False
 
 
 def options_from(spec, args) -> Options:

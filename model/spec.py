@@ -221,7 +221,7 @@ def _config(path, model) -> Config:
         raise SpecError(path, "model.replicas", f"must be a count or a list of names, got {_show(reps)}")
     if isinstance(reps, int):
         if not 1 <= reps <= MAX_REPLICAS:
-            raise SpecError(path, "model.replicas", f"must be between 1 and {MAX_REPLICAS}, got {reps}")
+            raise SpecError(path, "model.replicas", f"must be between 1 and {MAX_REPLICAS}, got {_show(reps)}")
         names = tuple(chr(ord("A") + i) for i in range(reps))
     else:
         if not 1 <= len(reps) <= MAX_REPLICAS:

@@ -138,7 +138,7 @@ def run(args, out, err) -> int:
             if header is not None:
                 checkpoint.ensure_compatible(args.resume, header, {"engine": engine.name, **identity})
                 engine.data_root = args.resume  # where an engine finds its out-of-process data
-                engine.restore(checkpoint.read(args.resume)[1])
+                _restore(engine, args.resume)
             if writer:
                 engine.on_level = writer.on_level
                 engine.data_root = directory  # where an engine saves its out-of-process data
@@ -174,6 +174,20 @@ def _exit_code(args, spec, result, signals, expectation) -> int:
     if result.violations:
         return cli.EXIT_VIOLATION
     return cli.EXIT_OK
+
+
+def _restore(engine, directory):
+    """``engine.restore`` from the checkpoint in ``directory``, a malformed snapshot
+    (re-sealed after an edit: the checksum cannot tell) refused in one line."""
+    header, snapshot = checkpoint.read(directory)
+    if snapshot.get("engine") != header["engine"]:
+        raise checkpoint.CheckpointError(f"{checkpoint.checkpoint_file(directory)}: corrupted (its states "
+                                         "were written by another engine than its header names)")
+    try:
+        engine.restore(snapshot)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        raise checkpoint.CheckpointError(f"{checkpoint.checkpoint_file(directory)}: corrupted (its states do not "
+                                         f"load: {type(e).__name__}); it cannot be resumed, start a new run") from None
 
 
 def _say_how_to_continue(err, result, directory, options):

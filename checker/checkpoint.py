@@ -119,6 +119,7 @@ def claim_data_dir(directory, depth: int) -> Path:
         CheckpointError: the directory exists and kmc did not create it.
     """
     path = data_dir(directory, depth)
+    Path(directory).mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(directory) or {"owned": []}
     if path.exists() or path.is_symlink():
         if path.name not in manifest["owned"]:

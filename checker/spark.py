@@ -219,6 +219,11 @@ class SparkEngine:
         except EngineError:
             raise
         except Exception as e:  # py4j: the context died under us (e.g. the master never answered)
+            if type(e).__module__.startswith(("py4j", "pyspark")) and self.stop_requested is not None:
+                # A second Ctrl-C broke a py4j call on this thread: the user asked to stop
+                # now, which is an interrupt (130), not a failure of Spark (2).
+                leave_running = True
+                raise KeyboardInterrupt from None
             if type(e).__module__.startswith(("py4j", "pyspark")):
                 where = f" (master {self.master})" if self.master else ""
                 raise EngineError(f"Spark failed{where}: {_one_line(e)}") from None

@@ -1,16 +1,44 @@
-"""The generic engines, fingerprints and the command line of kmc."""
+"""The generic engines, fingerprints and the command line of kmc.
+
+The public names are imported on first use (PEP 562), so that ``import checker`` is
+cheap: the ``kmc`` command installs its signal handlers before any heavy import (see
+``checker.cli``).
+"""
 
 from .errors import EngineError, KmcError, SpecError, UsageError
+# Names that are also submodules' names are bound now: importing the submodule later
+# would otherwise leave the package attribute bound to the module, not the function.
 from .fingerprint import fingerprint
-from .graph import GraphTooLarge, state_graph, write_graph
-from .kernel import check_state, check_step, expand, split_properties
-from .local import LocalEngine, Options, check
-from .protocol import ALWAYS, STEP, Model, Property, successors
 from .simulate import SimulationResult, SimulationStats, simulate
-from .result import HOLDS, UNKNOWN, VIOLATED, CheckResult, Path, Stats, Step, Violation
-from .trace import replay_choices, replay_fingerprints
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "GraphTooLarge": ".graph", "state_graph": ".graph", "write_graph": ".graph",
+    "check_state": ".kernel", "check_step": ".kernel", "expand": ".kernel", "split_properties": ".kernel",
+    "LocalEngine": ".local", "Options": ".local", "check": ".local",
+    "ALWAYS": ".protocol", "STEP": ".protocol", "Model": ".protocol", "Property": ".protocol",
+    "successors": ".protocol",
+    "HOLDS": ".result", "UNKNOWN": ".result", "VIOLATED": ".result", "CheckResult": ".result",
+    "Path": ".result", "Stats": ".result", "Step": ".result", "Violation": ".result",
+    "replay_choices": ".trace", "replay_fingerprints": ".trace",
+}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'checker' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "ALWAYS", "CheckResult", "GraphTooLarge", "SimulationResult", "SimulationStats", "EngineError", "HOLDS", "KmcError", "LocalEngine", "Model",

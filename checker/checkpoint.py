@@ -5,13 +5,20 @@ every state of depth <= d has been stored and every state of depth < d expanded.
 re-expands level d from its start, so a resumed run ends with exactly the counts, verdicts
 and counterexamples of a run that was never stopped.
 
-File layout (``FORMAT`` 1)::
+File layout (``FORMAT`` 2)::
 
-    b"KMC-CHECKPOINT\\n"      magic
-    8 bytes, big-endian      length of the header
-    header                   UTF-8 JSON (see ``write``): format, kmc and spec identity, ...
+    b"KMC-CHECKPOINT\n"      magic
     payload                  the engine's snapshot, pickled
+    header                   UTF-8 JSON (see ``write``): format, kmc and spec identity,
+                             the payload's size, ...
+    8 bytes, big-endian      length of the header
     32 bytes                 sha256 of everything before them
+
+The header comes after the payload so that it can state the payload's size (the payload
+is streamed, its size known only once written): a reader checks the file's size against
+the header, and every header field, before it hashes a byte of the payload, so a file
+cut short, extended, or sparse (holes where data should be; kmc never writes one) is
+refused at once instead of being hashed for hours.
 
 Writing goes to a temporary file in DIR, which is flushed, fsynced, renamed over
 ``checkpoint.kmc`` and followed by an fsync of DIR. A reader therefore finds the previous
@@ -25,7 +32,11 @@ engine's own, e.g. ``(kind, explanation, where)`` for the local engine). The loc
 (fingerprint -> parent fingerprint). An engine whose frontier and seen-set live outside
 the process (Spark) writes them under ``data_dir(DIR, depth)`` first and names that
 directory in its snapshot under ``"data"`` (its name); the checkpoint file, replaced last,
-is the commit point, after which ``Checkpointer`` removes every other level directory.
+is the commit point, after which ``Checkpointer`` removes every other level directory
+that kmc created. kmc deletes only what it wrote: ``DIR/.kmc-checkpoint`` (the manifest)
+lists every level directory before it is created (``claim_data_dir``), only listed
+directories are ever removed, and a non-empty DIR that is not a kmc checkpoint directory
+is refused.
 
 Known limitation: the payload is a pickle, and loading a pickle runs code named in it.
 Resume only checkpoints your own runs wrote. The checksum detects accidents, not attacks.
@@ -51,15 +62,19 @@ from pathlib import Path
 from .errors import KmcError
 from .exitcodes import signal_exit_code
 
-FORMAT = 1
+FORMAT = 2
 FILE_NAME = "checkpoint.kmc"
 MAGIC = b"KMC-CHECKPOINT\n"
 _LOCK_NAME = ".lock"
+MANIFEST_NAME = ".kmc-checkpoint"  # names the level directories kmc created (see prune_data)
+_MANIFEST_KIND = "kmc-checkpoint-directory"
+_LEVEL_NAME = re.compile(r"level-\d{6}")
 _TMP_PREFIX = ".checkpoint-"
 _TMP_SUFFIX = ".tmp"
 _DIGEST = 32
 _MAX_HEADER = 1 << 20
 _CHUNK = 1 << 20
+_SPARSE_MIN = 1 << 24  # smaller files are not checked for holes (file systems vary)
 
 
 class CheckpointError(KmcError):
@@ -80,10 +95,86 @@ def data_dir(directory, depth: int) -> Path:
 
 def prune_data(directory, keep=None) -> None:
     """Remove the level directories (``data_dir``) of ``directory`` other than ``keep`` (a
-    directory name): those of older checkpoints, and those a killed run left unnamed."""
-    for path in Path(directory).glob("level-*"):
-        if path.name != keep and path.is_dir():
+    directory name) that the manifest lists: those of older checkpoints, and those a killed
+    run left unnamed. A directory the manifest does not list is never touched: kmc did not
+    create it."""
+    manifest = read_manifest(directory)
+    if manifest is None:
+        return
+    owned = manifest["owned"]
+    for name in owned:
+        path = Path(directory) / name
+        if name != keep and _LEVEL_NAME.fullmatch(name) and path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
+    left = [name for name in owned if name == keep or (Path(directory) / name).exists()]
+    if left != owned:
+        _write_manifest(directory, left)
+
+
+def claim_data_dir(directory, depth: int) -> Path:
+    """``data_dir(directory, depth)``, listed in the manifest before it is created (so a
+    run killed while writing it still leaves it to be removed), and emptied when an
+    earlier run of kmc left it behind.
+
+    Raises:
+        CheckpointError: the directory exists and kmc did not create it.
+    """
+    path = data_dir(directory, depth)
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    manifest = read_manifest(directory) or {"owned": []}
+    if path.exists() or path.is_symlink():
+        if path.name not in manifest["owned"]:
+            raise CheckpointError(f"{path}: exists and was not created by kmc; it is left as it is "
+                                  "(move it away, or checkpoint into another directory)")
+        shutil.rmtree(path)
+    if path.name not in manifest["owned"]:
+        _write_manifest(directory, [*manifest["owned"], path.name])
+    return path
+
+
+def own_files(directory) -> list[Path]:
+    """The files kmc keeps in a checkpoint directory (outputs must never replace them)."""
+    d = Path(directory)
+    return [d / FILE_NAME, d / _LOCK_NAME, d / MANIFEST_NAME]
+
+
+def read_manifest(directory) -> dict | None:
+    """The manifest of a checkpoint directory: ``{"owned": [level directory names]}``, or
+    ``None`` when there is none (a new directory, or one written by an older kmc)."""
+    path = Path(directory) / MANIFEST_NAME
+    try:
+        doc = json.loads(path.read_bytes()[: _MAX_HEADER].decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        raise CheckpointError(f"{path}: unreadable kmc manifest; kmc will not manage this directory") from None
+    owned = doc.get("owned") if isinstance(doc, dict) else None
+    if doc.get("kind") != _MANIFEST_KIND or not isinstance(owned, list) \
+            or not all(isinstance(x, str) and _LEVEL_NAME.fullmatch(x) for x in owned):
+        raise CheckpointError(f"{path}: not a kmc checkpoint manifest; kmc will not manage this directory")
+    return {"owned": owned}
+
+
+def _write_manifest(directory, owned) -> None:
+    path = Path(directory) / MANIFEST_NAME
+    tmp = path.with_name(f"{_TMP_PREFIX}manifest-{os.getpid()}{_TMP_SUFFIX}")
+    tmp.write_text(json.dumps({"kind": _MANIFEST_KIND, "owned": list(owned)}), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def is_kmc_directory(directory) -> bool:
+    """True when ``directory`` is new, empty, or a checkpoint directory of kmc (it has a
+    manifest or a checkpoint file, or only the files a kmc run leaves)."""
+    d = Path(directory)
+    if not d.exists():
+        return True
+    if (d / MANIFEST_NAME).is_file() or (d / FILE_NAME).is_file():
+        return True
+    try:
+        names = [p.name for p in d.iterdir()]
+    except OSError:
+        return False
+    return all(n == _LOCK_NAME or (n.startswith(_TMP_PREFIX) and n.endswith(_TMP_SUFFIX)) for n in names)
 
 
 def exists(directory) -> bool:
@@ -109,27 +200,28 @@ def write(directory, run: dict, snapshot: dict) -> Path:
             removed and the previous checkpoint is left as it was).
     """
     stats = snapshot["stats"]
-    header = {
-        "format": FORMAT,
-        **run,
-        "engine": snapshot["engine"],
-        "depth": stats["depth"],
-        "distinct": stats["distinct"],
-        "generated": stats["generated"],
-        "violated": sorted(snapshot["found"]),
-        "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-    head = json.dumps(header, sort_keys=True).encode("utf-8")
     target = checkpoint_file(directory)
     tmp = target.with_name(f"{_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}{_TMP_SUFFIX}")
     try:
         with open(tmp, "xb") as f:
             out = _HashingWriter(f)
             out.write(MAGIC)
-            out.write(len(head).to_bytes(8, "big"))
-            out.write(head)
             # Streamed through the hash: no second copy of a payload that can be gigabytes.
             pickle.dump(snapshot, out, protocol=pickle.HIGHEST_PROTOCOL)
+            header = {
+                "format": FORMAT,
+                **run,
+                "engine": snapshot["engine"],
+                "depth": stats["depth"],
+                "distinct": stats["distinct"],
+                "generated": stats["generated"],
+                "violated": sorted(snapshot["found"]),
+                "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "payload_bytes": out.count - len(MAGIC),
+            }
+            head = json.dumps(header, sort_keys=True).encode("utf-8")
+            out.write(head)
+            out.write(len(head).to_bytes(8, "big"))
             f.write(out.digest.digest())
             f.flush()
             os.fsync(f.fileno())
@@ -178,7 +270,8 @@ def _open(directory):
     except OSError as e:
         raise CheckpointError(f"{where}: cannot read it ({e.strerror or e})") from None
     with f:
-        size = os.fstat(f.fileno()).st_size
+        st = os.fstat(f.fileno())
+        size = st.st_size
         head = f.read(len(MAGIC))
         if head != MAGIC:
             if MAGIC.startswith(head):  # empty, or cut inside the magic
@@ -187,6 +280,27 @@ def _open(directory):
         fixed = len(MAGIC) + 8 + _DIGEST
         if size < fixed:
             raise CheckpointError(damaged.format("too short"))
+        # The sizes first, from the header at the end: nothing is hashed before they agree.
+        f.seek(size - _DIGEST - 8)
+        length = int.from_bytes(f.read(8), "big")
+        if length > min(_MAX_HEADER, size - fixed):
+            raise CheckpointError(damaged.format("bad header length"))
+        f.seek(size - _DIGEST - 8 - length)
+        try:
+            header = json.loads(f.read(length).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise CheckpointError(damaged.format("unreadable header")) from None
+        if not isinstance(header, dict):
+            raise CheckpointError(damaged.format("unreadable header"))
+        if header.get("format") != FORMAT:
+            raise CheckpointError(f"{where}: written in checkpoint format {_one_line(repr(header.get('format')))[:20]}; "
+                                  f"this kmc reads format {FORMAT}")
+        payload = header.get("payload_bytes")
+        if type(payload) is not int or payload < 1 or len(MAGIC) + payload + length + 8 + _DIGEST != size:
+            raise CheckpointError(damaged.format("its size does not match its header"))
+        blocks = getattr(st, "st_blocks", None)
+        if blocks is not None and size > _SPARSE_MIN and blocks * 512 * 8 < size:
+            raise CheckpointError(damaged.format("a sparse file, with holes where its data should be"))
         digest = hashlib.sha256(MAGIC)
         f.seek(len(MAGIC))
         left = size - _DIGEST - len(MAGIC)
@@ -198,20 +312,48 @@ def _open(directory):
             left -= len(chunk)
         if f.read(_DIGEST) != digest.digest():
             raise CheckpointError(damaged.format("checksum mismatch"))
+        # Checked even though the checksum matched: a file re-sealed after an edit has a
+        # valid checksum, and every field is used (options, paths, counts).
+        _check_header(where, header)
         f.seek(len(MAGIC))
-        length = int.from_bytes(f.read(8), "big")
-        if length > min(_MAX_HEADER, size - fixed):
-            raise CheckpointError(damaged.format("bad header length"))
-        try:
-            header = json.loads(f.read(length).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise CheckpointError(damaged.format("unreadable header")) from None
-        if not isinstance(header, dict) or not isinstance(header.get("format"), int):
-            raise CheckpointError(damaged.format("unreadable header"))
-        if header["format"] != FORMAT:
-            raise CheckpointError(f"{where}: written in checkpoint format {header['format']}; "
-                                  f"this kmc reads format {FORMAT}")
-        yield f, header, size - _DIGEST
+        yield f, header, len(MAGIC) + payload
+
+
+def _check_header(where, header) -> None:
+    """Refuse a header with a missing field or a field of the wrong type or range."""
+    def bad(key, want):
+        raise CheckpointError(f"{where}: corrupted header: {key} must be {want}, got "
+                              f"{_one_line(repr(header.get(key)))[:60]}; it cannot be resumed, start a new run")
+
+    def count(x, low=0):
+        return type(x) is int and low <= x < 1 << 62
+
+    def names(x):
+        return isinstance(x, list) and len(x) <= 64 and all(isinstance(n, str) and 0 < len(n) <= 100 for n in x)
+
+    if header.get("engine") not in ("local", "spark"):
+        bad("engine", "'local' or 'spark'")
+    for key in ("depth", "distinct", "generated", "payload_bytes"):
+        if not count(header.get(key)):
+            bad(key, "a non-negative integer")
+    if not names(header.get("violated")):
+        bad("violated", "a list of property names")
+    for key in ("kmc_version", "spec_sha256", "spec_path", "written"):
+        if key in header and not (isinstance(header[key], str) and 0 < len(header[key]) <= 4096
+                                  and "\x00" not in header[key]):
+            bad(key, "a string")
+    if "properties" in header and not names(header["properties"]):
+        bad("properties", "a list of property names")
+    options = header.get("options", {})
+    if not isinstance(options, dict) or set(options) - {"max_depth", "keep_going"}:
+        bad("options", "a table of max_depth and keep_going")
+    if options.get("max_depth") is not None and not count(options["max_depth"], 1):
+        bad("options", "a table whose max_depth is a positive integer or null")
+    if not isinstance(options.get("keep_going", False), bool):
+        bad("options", "a table whose keep_going is true or false")
+    limits = header.get("limits", {})
+    if not isinstance(limits, dict) or not all(v is None or count(v, 1) for v in limits.values()):
+        bad("limits", "a table of positive integers or nulls")
 
 
 class _HashingWriter:
@@ -220,9 +362,11 @@ class _HashingWriter:
     def __init__(self, f):
         self.f = f
         self.digest = hashlib.sha256()
+        self.count = 0
 
     def write(self, data):
         self.digest.update(data)
+        self.count += len(data)
         return self.f.write(data)
 
 
@@ -326,6 +470,11 @@ class Checkpointer:
         self._lock = None
 
     def __enter__(self):
+        if not self.directory.is_dir() and self.directory.exists():
+            raise CheckpointError(f"{self.directory}: not a directory")
+        if not is_kmc_directory(self.directory):
+            raise CheckpointError(f"{self.directory}: not empty and not a kmc checkpoint directory; "
+                                  "kmc checkpoints only into a new or empty directory")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._lock = open(self.directory / _LOCK_NAME, "a+b")
@@ -345,6 +494,14 @@ class Checkpointer:
         for stale in self.directory.glob(f"{_TMP_PREFIX}*{_TMP_SUFFIX}"):
             with contextlib.suppress(OSError):
                 stale.unlink()
+        try:
+            if read_manifest(self.directory) is None:
+                _write_manifest(self.directory, [])
+        except (OSError, CheckpointError) as e:
+            self.__exit__()
+            if isinstance(e, CheckpointError):
+                raise
+            raise CheckpointError(f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})") from None
         return self
 
     def __exit__(self, *exc):

@@ -14,9 +14,10 @@ any violation was found, 130 interrupted by SIGINT, 143 stopped by SIGTERM.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
-from . import __version__
+from . import __version__  # cheap: the package imports its engines on first use
 from .errors import KmcError
 
 from .exitcodes import (  # noqa: F401  (re-exported: tests and scripts import them from here)
@@ -94,17 +95,63 @@ def consoles():
     return Console(highlight=False), Console(stderr=True, highlight=False)
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived before (or after) a run installed its own handlers."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum, frame):
+    raise Terminated(signum)
+
+
 def main(argv=None) -> int:
+    """Run ``kmc`` with ``argv`` and return its exit code.
+
+    SIGINT and SIGTERM are handled from the first line on, before rich, pyspark or an
+    engine is imported: an interrupt at any moment of start-up ends in one line and exit
+    130 or 143, never a traceback. (A run replaces these handlers with its own, which
+    stop it at a safe point; see ``checker.checkpoint.StopOnSignals``.)
+    """
+    old = {}
+    for s, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _terminate)):
+        try:
+            old[s] = signal.signal(s, handler)
+        except ValueError:  # not the main thread: Python delivers signals to the main thread only
+            break
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        _say("kmc: interrupted")
+        return EXIT_INTERRUPTED
+    except Terminated as t:
+        _say("kmc: stopped (SIGTERM)")
+        return 128 + t.signum
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def _say(line):
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _main(argv) -> int:
     args = build_parser().parse_args(argv)
     out, err = consoles()
     try:
         return args.run(args, out, err)
     except KmcError as e:
-        err.print(f"kmc: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        from .text import safe_text  # messages quote files and values: never raw escapes
+
+        err.print(f"kmc: error: {safe_text(e)}", markup=False, highlight=False, soft_wrap=True)
         return e.exit_code
-    except KeyboardInterrupt:
-        err.print("kmc: interrupted", markup=False)
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
 

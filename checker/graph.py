@@ -22,6 +22,7 @@ from .kernel import check_state, check_step, split_properties
 from .protocol import successors
 
 FORMATS = (".dot", ".graphml", ".gexf")
+GENERATOR = "kmc state graph"  # names kmc in every file it writes (checker.outputs)
 DEFAULT_MAX_STATES = 20_000
 
 
@@ -85,7 +86,7 @@ def state_graph(model, properties=None, *, max_states=DEFAULT_MAX_STATES, label=
                     nxt.append((sfp, succ))
             _limit(nodes, max_states)
         frontier = nxt
-    g = nx.MultiDiGraph(distinct_states=len(nodes), transitions=len(edges))
+    g = nx.MultiDiGraph(name=GENERATOR, distinct_states=len(nodes), transitions=len(edges))
     expanded = {e[0] for e in edges}
     for fp, (state, d, initial) in nodes.items():
         bad = check_state(model, state, invariants)

@@ -71,12 +71,14 @@ from pathlib import Path
 
 import attrs
 
-from .checkpoint import CheckpointError, data_dir
+from .checkpoint import CheckpointError, claim_data_dir
 from .errors import EngineError
 from .fingerprint import fingerprint
 from .kernel import check_state, expand, split_properties, stop_after_level
 from .local import Options
 from .result import CheckResult, Stats, Violation
+from .hadoop_crc import hadoop_crc_matches
+from .spark_master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
 from .trace import replay_choices
 
 _SEEN = "seen"  # record tags of the state RDD
@@ -87,7 +89,9 @@ _CHUNK = 2048  # frontier states per pickled chunk
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: |$)")
 
 # Spark's own start-up messages ("Using Spark's default log4j profile", native-library
-# warnings) are printed before setLogLevel can run; this configuration silences them. The
+# warnings) are printed before setLogLevel can run; this configuration silences them,
+# and the stack trace SparkContext logs when it cannot start (the exception it raises
+# is reported as one line instead). The
 # root level stays at WARN until setLogLevel("ERROR") right after start-up: a PySpark
 # driver whose root level is not WARN prints "Setting default log level" on stderr.
 _QUIET_LOG4J2 = """\
@@ -102,6 +106,10 @@ logger.native.name = org.apache.hadoop.util.NativeCodeLoader
 logger.native.level = error
 logger.deploy.name = org.apache.spark.deploy.client
 logger.deploy.level = error
+logger.context.name = org.apache.spark.SparkContext
+logger.context.level = off
+logger.backend.name = org.apache.spark.scheduler.cluster
+logger.backend.level = off
 """
 # Lines the JVM prints on stderr before any logging is configured.
 _JVM_NOISE = ("WARNING: Using incubator modules",)
@@ -120,7 +128,7 @@ class SparkEngine:
             is reported once a level).
         progress: called with a ``Stats`` snapshot after every level.
         master: the Spark master URL for a session this engine creates (default
-            ``"local[*]"``); ignored when a SparkContext is already running (for example
+            ``"local[*,4]"``: four attempts per task, so a crashed worker costs a retry); ignored when a SparkContext is already running (for example
             under ``spark-submit``), which is then used.
         partitions: how many partitions the state space is split into (default:
             ``spark.default.parallelism`` if set, else twice the default parallelism).
@@ -187,7 +195,8 @@ class SparkEngine:
             EngineError: Spark could not start, or a Spark job failed.
         """
         if partitions_bad(self.partitions):
-            raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
+            raise EngineError(f"spark partitions must be an integer from 1 to {MAX_PARTITIONS}, "
+                              f"got {self.partitions!r}")
         started = time.perf_counter()
         if self._restored is not None:
             # A restored run may be decided already (a violation, an empty frontier, its
@@ -212,6 +221,11 @@ class SparkEngine:
         except EngineError:
             raise
         except Exception as e:  # py4j: the context died under us (e.g. the master never answered)
+            if type(e).__module__.startswith(("py4j", "pyspark")) and self.stop_requested is not None:
+                # A second Ctrl-C broke a py4j call on this thread: the user asked to stop
+                # now, which is an interrupt (130), not a failure of Spark (2).
+                leave_running = True
+                raise KeyboardInterrupt from None
             if type(e).__module__.startswith(("py4j", "pyspark")):
                 where = f" (master {self.master})" if self.master else ""
                 raise EngineError(f"Spark failed{where}: {_one_line(e)}") from None
@@ -411,7 +425,7 @@ class SparkEngine:
             if where.parent != root:
                 # Resumed from another directory and stopped before a new level: the
                 # checkpoint written here must not depend on the old directory.
-                target = _fresh_dir(data_dir(root, self.stats.depth))
+                target = claim_data_dir(root, self.stats.depth)
                 shutil.copytree(where, target)
                 self._saved = key, target, files
                 where = target
@@ -464,8 +478,9 @@ class SparkEngine:
         if sc is None or current is None or self.data_root is None:
             raise EngineError("snapshot: the level's states were not saved (set data_root before run())")
         # A directory of this depth that is not the saved one was left by a run killed
-        # between saving it and writing its checkpoint file: no checkpoint names it.
-        target = _fresh_dir(data_dir(Path(self.data_root).resolve(), self.stats.depth))
+        # between saving it and writing its checkpoint file: no checkpoint names it. It
+        # is replaced only if the directory's manifest says kmc created it.
+        target = claim_data_dir(Path(self.data_root).resolve(), self.stats.depth)
         if self._canceller is not None:
             self._canceller.join(10)
         # Another job group: a Ctrl-C during the save cancels the search, not the save.
@@ -544,7 +559,8 @@ def spark_context(master=None, verbose=False, status=None):
     """The running SparkContext, or a new one.
 
     Args:
-        master: the master URL of a new context (default ``"local[*]"``).
+        master: the master URL of a new context (default ``DEFAULT_MASTER``,
+            ``"local[*,4]"``: local mode with four attempts per task).
         verbose: keep Spark's log messages.
         status: called with a short message when the JVM and the context are being
             started (they take seconds to tens of seconds).
@@ -554,7 +570,8 @@ def spark_context(master=None, verbose=False, status=None):
         and should stop it.
 
     Raises:
-        EngineError: pyspark or Java is missing, or Spark could not start.
+        EngineError: pyspark or Java is missing, the master URL is malformed or
+            unreachable, or Spark could not start.
     """
     try:
         from pyspark import SparkConf, SparkContext
@@ -565,7 +582,8 @@ def spark_context(master=None, verbose=False, status=None):
         return active, False
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise EngineError("the spark engine needs Java: no 'java' on PATH and JAVA_HOME is not set")
-    master = master or "local[*]"
+    master = validate_master(DEFAULT_MASTER if master is None else master)
+    check_reachable(master)  # seconds, not Spark's minute of registration retries
     if master.startswith("local") or master.startswith("spark://127."):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Executors must run the driver's Python (same version, same installed packages).
@@ -603,7 +621,9 @@ def spark_context(master=None, verbose=False, status=None):
         if log_config is not None:
             os.unlink(log_config)
     if not verbose:
-        sc.setLogLevel("ERROR")
+        # Not even ERROR: a failed or cancelled job logs a JVM stack trace per task
+        # attempt, and every failure reaches the caller as an exception (one line).
+        sc.setLogLevel("OFF")
     return sc, True
 
 
@@ -675,10 +695,11 @@ class _Relay:
 
 
 def partitions_bad(partitions) -> bool:
-    """True when ``partitions`` is neither ``None`` nor a positive integer."""
+    """True when ``partitions`` is neither ``None`` nor an integer from 1 to ``MAX_PARTITIONS``."""
     if partitions is None:
         return False
-    return isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1
+    return isinstance(partitions, bool) or not isinstance(partitions, int) \
+        or not 1 <= partitions <= MAX_PARTITIONS
 
 
 # -- what runs on the executors ---------------------------------------------------
@@ -723,7 +744,7 @@ def _expand_partition(model, step_props, n, fail_first_attempt, index, records):
         from pyspark import TaskContext
 
         if TaskContext.get().attemptNumber() == 0:
-            raise RuntimeError("kmc test hook: the first attempt of this task fails")
+            _test_fault(fail_first_attempt)
     terminal = generated = 0
     fired: dict[str, int] = {}
     step_bad: dict[str, tuple] = {}
@@ -760,6 +781,27 @@ def _expand_partition(model, step_props, n, fail_first_attempt, index, records):
         for owner, items in buckets.items():
             yield (owner, _dumps(items))
     yield (-1 - index, (terminal, generated, fired, step_bad))
+
+
+def _test_fault(kind):
+    """Test hooks, on the first attempt of partition 0's expansion tasks: ``True`` raises;
+    ``"kill"`` ends this Python worker as a crash would (the OOM killer, a stray signal);
+    ``"sigint:GROUP:PATH"`` sends SIGINT to the driver's process group ``GROUP`` once, as
+    Ctrl-C in a terminal does, and to this worker (``PATH`` is created to remember it was
+    sent; PySpark's daemon gives its workers a process group of their own, but a worker
+    started without it is in the terminal's group)."""
+    if kind == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if isinstance(kind, str) and kind.startswith("sigint:"):
+        group, _, marker = kind[len("sigint:"):].partition(":")
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        os.killpg(int(group), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # and this worker, as without PySpark's daemon
+        return
+    raise RuntimeError("kmc test hook: the first attempt of this task fails")
 
 
 def _merge_partition(model, invariants, index, records):
@@ -947,13 +989,6 @@ def _cancel_group(sc, group):
         pass
 
 
-def _fresh_dir(path: Path) -> Path:
-    """``path``, removed first if it exists (Hadoop refuses to write into a directory)."""
-    if path.exists():
-        shutil.rmtree(path)
-    return path
-
-
 def _manifest(directory: Path) -> dict:
     """``{file name: (size, sha256)}`` of the part files of a saved level."""
     if not (directory / "_SUCCESS").is_file():
@@ -988,6 +1023,12 @@ def _verify_level(directory: Path, files: dict) -> None:
             raise CheckpointError(damaged.format(f"{name} has {actual[name][0]} bytes, not {size}"))
         if actual[name][1] != digest:
             raise CheckpointError(damaged.format(f"{name}: checksum mismatch"))
+    # Hadoop checks a part file against its ".crc" file when Spark reads it, and a bad
+    # one fails the load with pages of JVM stack traces: check them here, in one line.
+    for name in sorted(files):
+        crc = directory / f".{name}.crc"
+        if crc.exists() and not hadoop_crc_matches(directory / name, crc):
+            raise CheckpointError(damaged.format(f"{crc.name} does not match {name}"))
 
 
 def _union(sc, left, right):

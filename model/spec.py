@@ -59,7 +59,7 @@ LIMITS = {
     "check.max_depth": (1, 100_000),
     "check.max_states": (1, 10**12),
     "check.max_memory": (1 << 24, 1 << 50),  # 16M .. 1P bytes
-    "spark.partitions": (1, 100_000),
+    "spark.partitions": (1, 4096),  # checker.spark_master.MAX_PARTITIONS
 }
 
 
@@ -106,6 +106,11 @@ class Spec:
         from invariants import BY_NAME
 
         return [BY_NAME[n] for n in (names or self.invariants)]
+
+
+def is_replica_name(x) -> bool:
+    """A letter, then up to 15 letters, digits, '_' or '-' (the whole string: no newline)."""
+    return isinstance(x, str) and _NAME.fullmatch(x) is not None
 
 
 def property_names():
@@ -184,6 +189,13 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
         master = _str(path, "spark.master", master)
         if not master:
             raise SpecError(path, "spark.master", "must not be empty")
+        from checker.errors import EngineError
+        from checker.spark_master import validate_master
+
+        try:
+            validate_master(master)
+        except EngineError as e:
+            raise SpecError(path, "spark.master", str(e)) from None
     partitions = _opt_int(path, "spark.partitions", spark.get("partitions"))
 
     verdicts = {}
@@ -229,13 +241,13 @@ def _config(path, model) -> Config:
         raise SpecError(path, "model.replicas", f"must be a count or a list of names, got {_show(reps)}")
     if isinstance(reps, int):
         if not 1 <= reps <= MAX_REPLICAS:
-            raise SpecError(path, "model.replicas", f"must be between 1 and {MAX_REPLICAS}, got {reps}")
+            raise SpecError(path, "model.replicas", f"must be between 1 and {MAX_REPLICAS}, got {_show(reps)}")
         names = tuple(chr(ord("A") + i) for i in range(reps))
     else:
         if not 1 <= len(reps) <= MAX_REPLICAS:
             raise SpecError(path, "model.replicas", f"must name between 1 and {MAX_REPLICAS} replicas, got {len(reps)}")
         for x in reps:
-            if not isinstance(x, str) or not _NAME.match(x):
+            if not is_replica_name(x):
                 raise SpecError(path, "model.replicas",
                                 f"{_show(x)} is not a replica name (a letter, then up to 15 letters, digits, '_' or '-')")
         if len(set(reps)) != len(reps):

@@ -10,6 +10,7 @@ counts, the counterexamples and a one-line summary.
 
 from __future__ import annotations
 
+from checker.text import safe_text
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.padding import Padding
@@ -611,13 +612,14 @@ class ResultView:
     def header(self):
         spec, cfg = self.spec, self.model.config
         if spec is not None:
+            # A spec is untrusted: its text is shown as text, control characters escaped.
             title = Text("kmc check  ", "bold")
-            title.append(spec.path, "bold cyan")
+            title.append(safe_text(spec.path), "bold cyan")
             yield title
             if spec.title:
-                yield Text(spec.title, "bold")
+                yield Text(safe_text(spec.title), "bold")
             if spec.description.strip():
-                yield Padding(Text(" ".join(spec.description.split()), "dim italic"), (0, 0, 0, 2),
+                yield Padding(Text(safe_text(" ".join(spec.description.split())), "dim italic"), (0, 0, 0, 2),
                               expand=False)
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="dim")

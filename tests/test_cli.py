@@ -249,15 +249,17 @@ def test_json_into_missing_directory_is_bad_input(tmp_path, command):
     assert str(target.parent) in proc.stderr.strip().splitlines()[-1]
 
 
-def test_json_onto_a_full_device_is_one_line_and_leaves_the_device(tmp_path):
+def test_json_onto_a_device_is_refused_up_front_and_leaves_the_device(tmp_path):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
     proc = kmc("check", "specs/hw-data-loss.toml", "--no-progress", "--no-trace", "--json", "/dev/full")
     no_traceback(proc)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == ["kmc: error: --json: cannot write /dev/full (No space left on device)"]
+    assert proc.stderr.strip().splitlines() == [
+        "kmc: error: --json: /dev/full is a device, not a regular file; kmc writes its output to regular files only"]
+    assert proc.stdout == ""  # refused before the run
     import stat
-    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # written to, never renamed over
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # never renamed over
 
 
 def test_simulate_refuses_an_unwritable_json_before_walking_and_bounds_depth(tmp_path):

@@ -54,7 +54,7 @@ def test_tiny_export_in_every_format(tiny, tmp_path, suffix, capsys):
     assert main(["graph", str(tiny), "--out", str(out)]) == EXIT_OK
     assert f"{TINY_STATES} states, {TINY_TRANSITIONS} transitions" in capsys.readouterr().out
     if suffix == ".dot":
-        assert out.read_text().startswith("digraph {")
+        assert out.read_text().startswith('digraph "kmc state graph" {')
         (dot,) = pydot.graph_from_dot_file(str(out))
         nodes = [n for n in dot.get_nodes() if n.get_name() not in ("node", "edge", "graph")]
         assert (len(nodes), len(dot.get_edges())) == (TINY_STATES, TINY_TRANSITIONS)

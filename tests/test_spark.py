@@ -197,8 +197,8 @@ def test_start_up_errors_are_one_line_engine_errors():
     lines = out.stdout.splitlines()
     assert len(lines) == 2, out.stdout + out.stderr
     assert lines[0].startswith("EngineError: the spark engine needs Java")
-    assert lines[1].startswith("EngineError: could not start Spark (master 'nonsense://nowhere')")
-    assert "Master must either be yarn or start with spark" in lines[1]
+    # refused before a JVM starts (issue 12: one line, naming the URL)
+    assert lines[1].startswith("EngineError: 'nonsense://nowhere' is not a Spark master URL")
     assert "Traceback" not in out.stderr
 
 
@@ -257,7 +257,9 @@ def _wait_for(path, text, proc, seconds):
 def test_standalone_cluster_on_loopback(tmp_path):
     home, spark_class = _spark_class()
     assert spark_class.is_file(), f"pyspark has no {spark_class}"
+    # The executors run in the worker's directory: they import kmc through PYTHONPATH.
     env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
                SPARK_WORKER_DIR=str(tmp_path / "work"),
                PYSPARK_SUBMIT_ARGS="--conf spark.executor.memory=512m --conf spark.cores.max=2 pyspark-shell")
     port = _free_port()

@@ -104,7 +104,17 @@ def _drop_level(level):
     return "missing"
 
 
-@pytest.mark.parametrize("damage", [_damage_part, _drop_part, _drop_level], ids=["flip", "part", "level"])
+def _damage_crc(level):
+    # Hadoop's side file of a part: Spark would fail the load with pages of JVM traces.
+    crc = sorted(level.glob(".part-*.crc"))[-1]
+    data = bytearray(crc.read_bytes())
+    data[-1] ^= 0x40
+    crc.write_bytes(bytes(data))
+    return f"{crc.name} does not match {crc.name[1:-4]}"
+
+
+@pytest.mark.parametrize("damage", [_damage_part, _drop_part, _drop_level, _damage_crc],
+                         ids=["flip", "part", "level", "crc"])
 def test_a_damaged_level_directory_is_refused_in_one_line(killed, tmp_path, damage):
     ck = copy_of(killed, tmp_path)
     level = ck / checkpoint.read(ck)[1]["data"]

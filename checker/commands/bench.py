@@ -8,7 +8,8 @@ import resource
 import sys
 import time
 
-from .common import add_engine_arguments, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int
+from ..text import safe_text
+from .common import add_engine_arguments, add_force_argument, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int
 
 
 def register(sub):
@@ -27,6 +28,7 @@ def register(sub):
     p.add_argument("--compare", action="store_true",
                    help="run the per-state path and the batch path on the spec, each in a process of its "
                    "own, one after the other, and print both and their ratio")
+    add_force_argument(p)
     add_engine_arguments(p)
     p.set_defaults(run=run)
 
@@ -43,7 +45,7 @@ def seen_set_bytes(seen) -> int:
 
 def run(args, out, err) -> int:
     spec = load(args.spec)
-    check_output_path("--json", args.json)
+    check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     if args.compare:
         return _compare(args, spec, out)
     model = spec.model()
@@ -79,7 +81,7 @@ def run(args, out, err) -> int:
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
     doc["path"] = getattr(engine, "path", "per-state") if result.engine == "local" else result.engine
     doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
-    _print(out, f"kmc bench {spec.path} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
+    _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=2)
@@ -92,8 +94,9 @@ _SHOWN = ("distinct_states", "states_generated", "depth", "wall_seconds", "state
 
 def _print(out, title, docs, ratio=None):
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, box=None)
+    table = Table(title=Text(title), box=None)
     table.add_column("measure")
     for d in docs:
         table.add_column(d.get("path", ""), justify="right")
@@ -144,7 +147,7 @@ def _compare(args, spec, out) -> int:
         if docs[0].get(key) and docs[1].get(key):
             ratio[key] = docs[1][key] / docs[0][key]
     same = all(docs[0][k] == docs[1][k] for k in ("distinct_states", "states_generated", "depth"))
-    _print(out, f"kmc bench --compare {spec.path}", docs, ratio)
+    _print(out, f"kmc bench --compare {safe_text(spec.path)}", docs, ratio)
     out.print("Both paths explored the same state space." if same else
               "[bold red]The two paths disagree on the counts: this is a bug.[/]")
     if args.json:

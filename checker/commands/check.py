@@ -7,10 +7,12 @@ import contextlib
 import os
 
 from .. import __version__, checkpoint
-from ..exitcodes import EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
+from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from ..errors import UsageError
+from ..text import safe_text
 from .common import (
     add_engine_arguments,
+    add_force_argument,
     check_output_path,
     load,
     make_engine,
@@ -44,6 +46,7 @@ def register(sub):
     p.add_argument("--keep-going", action="store_true",
                    help="after a violation, keep exploring to decide every other invariant")
     p.add_argument("--json", metavar="PATH", help="also write the result as JSON (schema in docs/json-schema.md)")
+    add_force_argument(p)
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of a counterexample")
     p.add_argument("--no-trace", action="store_true", help="do not print counterexample traces")
     p.add_argument("--no-progress", action="store_true", help="no progress output at all")
@@ -110,7 +113,9 @@ def run(args, out, err) -> int:
     elif args.spec is None:
         raise UsageError("check: a SPEC is required (or --resume DIR)")
     spec = load(args.spec)
-    check_output_path("--json", args.json)
+    directory = args.checkpoint or args.resume
+    check_output_path("--json", args.json, force=args.force,
+                      protected=[spec.path, *checkpoint.own_files(directory)] if directory else [spec.path])
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     options = options_from(spec, args)
@@ -120,7 +125,6 @@ def run(args, out, err) -> int:
                 "options": {"max_depth": options.max_depth, "keep_going": options.keep_going}}
     if options.symmetry:  # named only when on: checkpoints of runs without it stay compatible
         identity["options"]["symmetry"] = True
-    directory = args.checkpoint or args.resume
     resuming_here = args.resume and os.path.realpath(directory) == os.path.realpath(args.resume)
     if directory and not resuming_here and checkpoint.exists(directory):
         raise UsageError(f"--checkpoint: {directory} already holds a checkpoint; continue it with "
@@ -133,7 +137,7 @@ def run(args, out, err) -> int:
                 "limits": {"max_states": options.max_states, "max_memory": options.max_memory},
             }, args.checkpoint_every))
         plain_every = None if args.no_progress or err.is_terminal else args.progress_every
-        with ProgressDisplay(err, enabled=show_progress, title=spec.name, every=plain_every,
+        with ProgressDisplay(err, enabled=show_progress, title=safe_text(spec.name), every=plain_every,
                              levels=(args.engine or spec.engine) == "spark") as progress:
             engine = make_engine(spec, model, properties, options, progress.update, args)
             if hasattr(engine, "on_status"):  # Spark: say what its start-up is doing
@@ -143,13 +147,9 @@ def run(args, out, err) -> int:
             if header is not None:
                 checkpoint.ensure_compatible(args.resume, header, {"engine": engine.name, **identity})
                 engine.data_root = args.resume  # where an engine finds its out-of-process data
-                snapshot = checkpoint.read(args.resume)[1]
-                if getattr(engine, "path", None) == "batch" and "format" not in snapshot:
-                    # written by the per-state path: continue it there
-                    engine = make_engine(spec, model, properties, options, progress.update,
-                                         argparse.Namespace(**{**vars(args), "per_state": True}))
-                    engine.data_root = args.resume
-                engine.restore(snapshot)
+                engine = _restore(engine, args.resume, lambda: make_engine(
+                    spec, model, properties, options, progress.update,
+                    argparse.Namespace(**{**vars(args), "per_state": True})))
             if writer:
                 engine.on_level = writer.on_level
                 engine.data_root = directory  # where an engine saves its out-of-process data
@@ -159,19 +159,52 @@ def run(args, out, err) -> int:
             writer.save(engine)
     out.print(ResultView(spec, model, result, diff=args.diff, show_traces=not args.no_trace,
                          max_states=options.max_states))
+    wrote = True
     if args.json:
         try:
             write_json(args.json, result_to_dict(spec, model, result))
         except OSError as e:
-            raise UsageError(f"--json: cannot write {args.json} ({e.strerror or e})") from None
+            # The verdict is printed and stands; the lost file is one more line.
+            err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
+                      markup=False, highlight=False, soft_wrap=True)
+            wrote = False
     _say_how_to_continue(err, result, directory if writer else None, options)
+    code = _exit_code(args, spec, result, signals, expectation)
+    # A failed write never turns a verdict into "bad input"; with nothing else to
+    # report (exit 0) it must still fail the command.
+    return code if wrote or code != EXIT_OK else EXIT_BAD_INPUT
+
+
+def _exit_code(args, spec, result, signals, expectation) -> int:
     if result.stopped == "interrupted":  # before --check-expect: a stopped run has not answered
         return signals.exit_code
+    if result.stopped == "max-memory" and not result.violations:
+        return EXIT_RESOURCE_LIMIT  # a resource stop is never a verdict, not even with --check-expect
     if args.check_expect:
         return EXIT_OK if expectation(spec, result)["matched"] else EXIT_UNEXPECTED
     if result.violations:
         return EXIT_VIOLATION
-    return EXIT_RESOURCE_LIMIT if result.stopped == "max-memory" else EXIT_OK
+    return EXIT_OK
+
+
+def _restore(engine, directory, per_state):
+    """``engine.restore`` from the checkpoint in ``directory``, a malformed snapshot
+    (re-sealed after an edit: the checksum cannot tell) refused in one line. A snapshot
+    of the per-state path continues on that path (``per_state()`` makes its engine).
+    Returns the engine that restored it."""
+    header, snapshot = checkpoint.read(directory)
+    if snapshot.get("engine") != header["engine"]:
+        raise checkpoint.CheckpointError(f"{checkpoint.checkpoint_file(directory)}: corrupted (its states "
+                                         "were written by another engine than its header names)")
+    if getattr(engine, "path", None) == "batch" and "format" not in snapshot:
+        engine = per_state()
+        engine.data_root = directory
+    try:
+        engine.restore(snapshot)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        raise checkpoint.CheckpointError(f"{checkpoint.checkpoint_file(directory)}: corrupted (its states do not "
+                                         f"load: {type(e).__name__}); it cannot be resumed, start a new run") from None
+    return engine
 
 
 def _say_how_to_continue(err, result, directory, options):

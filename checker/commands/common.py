@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from ..errors import UsageError
 from ..local import LocalEngine, Options
@@ -21,6 +22,27 @@ def positive_int(text):
     return value
 
 
+def partitions(text):
+    """An argparse type: a number of Spark partitions, 1 to ``MAX_PARTITIONS``."""
+    from ..spark_master import MAX_PARTITIONS
+
+    value = positive_int(text)
+    if value > MAX_PARTITIONS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_PARTITIONS} (the limit of kmc's Spark engine), got {value}")
+    return value
+
+
+def master_url(text):
+    """An argparse type: a Spark master URL (its syntax; reachability is checked at start)."""
+    from ..errors import EngineError
+    from ..spark_master import validate_master
+
+    try:
+        return validate_master(text)
+    except EngineError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_spec_argument(parser):
     parser.add_argument("spec", metavar="SPEC", help="the spec file (TOML), e.g. specs/hw-data-loss.toml")
 
@@ -28,8 +50,11 @@ def add_spec_argument(parser):
 def add_engine_arguments(parser):
     g = parser.add_argument_group("engine")
     g.add_argument("--engine", choices=ENGINES, help="where to explore (default: the spec's [check] engine, else local)")
-    g.add_argument("--master", metavar="URL", help="Spark master URL, e.g. local[4] or spark://host:7077 (default: the spec's [spark] master, else local[*])")
-    g.add_argument("--partitions", type=positive_int, metavar="N", help="Spark partitions of the frontier (default: the spec's, else the cluster's parallelism)")
+    g.add_argument("--master", metavar="URL", type=master_url,
+                   help="Spark master URL, e.g. local[4] or spark://host:7077 (default: the spec's [spark] master, "
+                   "else local[*,4]: all cores, four attempts per task)")
+    g.add_argument("--partitions", type=partitions, metavar="N",
+                   help="Spark partitions of the frontier, 1 to 4096 (default: the spec's, else twice the cluster's parallelism)")
     g.add_argument("--verbose", action="store_true", help="show Spark's and the JVM's own log output")
     g.add_argument("--symmetry", action="store_true",
                    help="symmetry reduction: count one state per orbit of replica permutations (docs/model.md)")
@@ -67,12 +92,25 @@ def make_engine(spec, model, properties, options, progress, args):
             master=getattr(args, "master", None) or spec.spark_master,
             partitions=getattr(args, "partitions", None) or spec.spark_partitions,
             verbose=getattr(args, "verbose", False),
+            # Test hook (tests/test_spark_faults.py): a fault in the first attempt of
+            # some tasks; see checker.spark._test_fault.
+            _fail_first_attempt=_test_fault(),
         )
     if getattr(args, "per_state", False) or not hasattr(model, "batch_kernel"):
         return LocalEngine(model, properties, options, progress)
     from ..batch import BatchEngine
 
     return BatchEngine(model, properties, options, progress)
+
+
+def _test_fault():
+    """The test hook ``KMC_TEST_SPARK_FAULT`` (``kill``, ``sigint:PATH``), for the Spark
+    engine's ``_fail_first_attempt``; a SIGINT goes to this process's group, as a
+    terminal's Ctrl-C does."""
+    fault = os.environ.get("KMC_TEST_SPARK_FAULT")
+    if fault and fault.startswith("sigint:"):
+        return f"sigint:{os.getpgid(0)}:{fault[len('sigint:'):]}"
+    return fault or False
 
 
 def options_from(spec, args) -> Options:
@@ -85,16 +123,14 @@ def options_from(spec, args) -> Options:
                    symmetry=symmetry)
 
 
-def check_output_path(option, path):
-    """Refuse, before a long run starts, an output file that could not be written."""
-    if not path:
-        return
-    import os
+def add_force_argument(parser):
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing output file even if kmc did not write it")
 
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise UsageError(f"{option}: {path} is a directory")
-    if not os.path.isdir(folder):
-        raise UsageError(f"{option}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"{option}: the folder {folder} is not writable")
+
+def check_output_path(option, path, *, protected=(), force=False, kind="json"):
+    """Refuse, before a long run starts, an output file that could not or must not be
+    written (see ``checker.outputs.check_output_path``)."""
+    from ..outputs import check_output_path as check
+
+    check(option, path, protected=protected, force=force, kind=kind)

@@ -8,7 +8,7 @@ text (``Crash(B, keeps 1)``) as the edge label.
 from __future__ import annotations
 
 from ..errors import UsageError
-from .common import add_spec_argument, check_output_path, load, positive_int, select_properties
+from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 
 def register(sub):
@@ -27,6 +27,7 @@ def register(sub):
     )
     add_spec_argument(p)
     p.add_argument("--out", metavar="FILE", required=True, help="the file to write: .dot, .graphml or .gexf")
+    add_force_argument(p)
     p.add_argument("--max-states", type=positive_int, default=DEFAULT_MAX_STATES, metavar="N",
                    help=f"refuse specs with more than N reachable states (default {DEFAULT_MAX_STATES:,})")
     p.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
@@ -76,7 +77,7 @@ def run(args, out, err) -> int:
         raise UsageError(f"--out: {args.out}: unknown graph format {suffix or '(no suffix)'!r} "
                          f"(use one of {', '.join(FORMATS)})")
     spec = load(args.spec)
-    check_output_path("--out", args.out)
+    check_output_path("--out", args.out, protected=[spec.path], force=args.force, kind="graph")
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     try:

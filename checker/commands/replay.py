@@ -4,8 +4,8 @@ Reads a JSON document that holds a trace in the format of ``reports.json_result`
 the result of ``kmc check --json`` (or a matrix trace file, which has the same format),
 the result of ``kmc simulate --json``, or the output of ``kmc replay --format json``.
 The model is rebuilt from the document's ``spec.model`` constants, the trace's
-``init_index`` and ``choices`` are re-executed (``checker.trace.replay_choices``), and
-every replayed state and action must equal the saved ones: a trace that no longer
+``init_index`` and ``choices`` are re-executed step by step, and every replayed state and
+action must equal the saved one as it is replayed: a trace that no longer
 replays (the model's rules changed since it was saved, or the file was edited) is
 refused, never shown as if it still held.
 """
@@ -15,9 +15,14 @@ from __future__ import annotations
 import json
 
 from ..errors import KmcError, UsageError
+from ..text import safe_text
 
 FORMATS = ("rich", "tla", "json")
 MAX_BYTES = 256 << 20
+# The longest trace replayed: the longest walk 'kmc simulate --depth' takes, plus its
+# initial state (a check's shortest counterexample is bounded by [check] max_depth, whose
+# limit is the same).
+MAX_TRACE_STATES = 100_001
 
 
 def register(sub):
@@ -52,6 +57,12 @@ def load_document(path) -> dict:
     Raises:
         ReplayError: the file is missing, unreadable, too large, not JSON, or not an object.
     """
+    from ..outputs import check_regular_input
+
+    try:
+        check_regular_input(path, path)  # a named pipe would block the read
+    except UsageError as e:
+        raise ReplayError(str(e)) from None
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_BYTES + 1)
@@ -132,51 +143,80 @@ def replay(path, doc, invariant=None):
     from reports.json_result import action_to_dict, state_to_dict
 
     from ..result import Violation
-    from ..trace import replay_choices
 
-    found = violations_of(path, doc)
-    if not found:
-        raise ReplayError(f"{path}: holds no counterexample (every checked invariant held)")
-    if invariant is None:
-        entry = found[0]
-    else:
-        matches = [v for v in found if v["property"] == invariant]
-        if not matches:
-            names = ", ".join(v["property"] for v in found)
-            raise ReplayError(f"{path}: --invariant: no counterexample of {invariant!r} (it has counterexamples of: {names})")
-        entry = matches[0]
+    from ..protocol import successors
+    from ..result import Path, Step
+
+    entry = select_entry(path, doc, invariant)
     spec = doc.get("spec")
     model = KafkaModel(config_from_dict(path, spec.get("model") if isinstance(spec, dict) else None))
     trace = entry["trace"]
-    prop = entry["property"]
+    prop = safe_text(entry["property"])
     init_index, choices, saved = trace.get("init_index"), trace.get("choices"), trace.get("steps")
     if not isinstance(init_index, int) or not isinstance(choices, list) \
             or not all(isinstance(c, int) and not isinstance(c, bool) for c in choices) \
             or not isinstance(saved, list):
         raise ReplayError(f"{path}: the trace of {prop} needs 'init_index', 'choices' and 'steps'")
-    if not 0 <= init_index < len(model.init_states()):
-        raise ReplayError(f"{path}: the trace of {prop} starts at initial state {init_index}, "
-                          "which the model does not have")
+    # Bounded work before any: the length is checked first, and the trace is compared
+    # step by step as it is replayed, so a hostile file costs at most its first bad step.
+    if len(choices) + 1 > MAX_TRACE_STATES:
+        raise ReplayError(f"{path}: the trace of {prop} has {len(choices) + 1:,} states; kmc replays at "
+                          f"most {MAX_TRACE_STATES:,} (the longest walk 'kmc simulate' takes)")
     if len(saved) != len(choices) + 1:
         raise ReplayError(f"{path}: the trace of {prop} has {len(saved)} steps for "
                           f"{len(choices)} choices")
-    try:
-        path_ = replay_choices(model, init_index, choices)
-    except KmcError as e:
-        raise ReplayError(f"{path}: the trace of {prop} does not replay ({e}): the model "
-                          "changed since it was saved, or the file was edited") from None
-    for i, (step, want) in enumerate(zip(path_.steps, saved), 1):
-        same = isinstance(want, dict) and want.get("state") == state_to_dict(model, step.state) \
-            and want.get("action") == action_to_dict(model, step.action)
+    inits = model.init_states()
+    if not 0 <= init_index < len(inits):
+        raise ReplayError(f"{path}: the trace of {prop} starts at initial state {init_index}, "
+                          "which the model does not have")
+    # A check's counterexample is a shortest path, which never visits a state twice;
+    # a simulation's walk may.
+    shortest = doc.get("kind") != "kmc-simulation"
+    changed = ("the model changed since it was saved, or the file was edited")
+    state = inits[init_index]
+    steps = [Step(None, state)]
+    visited = {state: 1}
+    for i in range(len(saved)):
+        if i:
+            succ = successors(model, state)
+            choice = choices[i - 1]
+            if not 0 <= choice < len(succ):
+                raise ReplayError(f"{path}: the trace of {prop} does not replay (at state {i + 1}: no action "
+                                  f"number {choice}): {changed}")
+            action, state = succ[choice]
+            steps.append(Step(action, state))
+        want = saved[i]
+        same = isinstance(want, dict) and want.get("state") == state_to_dict(model, state) \
+            and want.get("action") == action_to_dict(model, steps[-1].action)
         if not same:
-            raise ReplayError(f"{path}: the trace of {prop} does not replay: state {i} differs "
-                              "from the saved one (the model changed since it was saved, or "
-                              "the file was edited)")
+            raise ReplayError(f"{path}: the trace of {prop} does not replay: state {i + 1} differs "
+                              f"from the saved one ({changed})")
+        if i and shortest:
+            if state in visited:
+                raise ReplayError(f"{path}: the trace of {prop} visits state {visited[state]} again at "
+                                  f"state {i + 1}: a shortest counterexample never does (the file was edited)")
+            visited[state] = i + 1
+    path_ = Path(tuple(steps), init_index, tuple(choices))
     kind = entry.get("kind", "always")
     if kind not in ("always", "step"):
-        raise ReplayError(f"{path}: the violation of {prop} has an unknown kind {kind!r}")
-    _check_still_violated(path, model, prop, kind, path_)
-    return model, Violation(prop, kind, str(entry.get("explanation", "")), path_)
+        raise ReplayError(f"{path}: the violation of {prop} has an unknown kind {safe_text(repr(kind))}")
+    why = _check_still_violated(path, model, entry["property"], kind, path_)
+    # The explanation shown is the one recomputed now, never the file's text.
+    return model, Violation(entry["property"], kind, why, path_)
+
+
+def select_entry(path, doc, invariant=None) -> dict:
+    """The violation entry of ``doc`` to replay: the first, or the one of ``invariant``."""
+    found = violations_of(path, doc)
+    if not found:
+        raise ReplayError(f"{path}: holds no counterexample (every checked invariant held)")
+    if invariant is None:
+        return found[0]
+    matches = [v for v in found if v["property"] == invariant]
+    if not matches:
+        names = ", ".join(safe_text(v["property"]) for v in found)
+        raise ReplayError(f"{path}: --invariant: no counterexample of {invariant!r} (it has counterexamples of: {names})")
+    return matches[0]
 
 
 def _check_still_violated(path, model, prop, kind, path_):
@@ -186,7 +226,7 @@ def _check_still_violated(path, model, prop, kind, path_):
 
     p = BY_NAME.get(prop)
     if p is None:
-        raise ReplayError(f"{path}: the violation names an unknown property {prop!r} "
+        raise ReplayError(f"{path}: the violation names an unknown property {safe_text(repr(prop))} "
                           f"(known: {', '.join(BY_NAME)})")
     if p.kind != kind:
         raise ReplayError(f"{path}: the violation of {prop} is saved as kind {kind!r}, "
@@ -202,6 +242,7 @@ def _check_still_violated(path, model, prop, kind, path_):
         raise ReplayError(f"{path}: the trace of {prop} replays, but its last "
                           f"{'state' if kind == 'always' else 'step'} does not violate {prop} "
                           "(the property changed since it was saved, or the file was edited)")
+    return why
 
 
 def replay_document(doc, model, violation) -> dict:
@@ -222,6 +263,11 @@ def replay_document(doc, model, violation) -> dict:
 def run(args, out, err) -> int:
     doc = load_document(args.file)
     model, violation = replay(args.file, doc, args.invariant)
+    saved = select_entry(args.file, doc, args.invariant).get("explanation")
+    if saved != violation.explanation:
+        err.print(f"kmc: note: {safe_text(args.file)}: the file's explanation of {violation.property} differs "
+                  f"from the recomputed one, which is shown: {safe_text(repr(saved))[:200]}",
+                  markup=False, highlight=False, soft_wrap=True)
     if args.diff and args.format != "rich":
         raise UsageError("--diff: only with --format rich")
     if args.format == "json":
@@ -237,7 +283,7 @@ def run(args, out, err) -> int:
     else:
         from reports import TraceView
 
-        out.print(f"{args.file}: {violation.property}, {len(violation.path)} states; "
+        out.print(f"{safe_text(args.file)}: {violation.property}, {len(violation.path)} states; "
                   "the replay matches the saved trace.", markup=False, highlight=False, soft_wrap=True)
         out.print(TraceView(model, violation, diff=args.diff))
     return 0

@@ -9,9 +9,9 @@ steps found it for every one of 40 seeds tried, in about 2 s each.
 
 from __future__ import annotations
 
-from ..exitcodes import EXIT_OK, EXIT_VIOLATION
-from ..errors import UsageError
-from .common import add_spec_argument, check_output_path, load, positive_int, select_properties
+from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
+from ..text import safe_text
+from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 DEFAULT_RUNS = 20_000
 DEFAULT_DEPTH = 30
@@ -59,6 +59,7 @@ def register(sub):
                    help="check only this invariant (repeatable; default: the spec's list)")
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of the walk")
     p.add_argument("--json", metavar="PATH", help="also write the outcome as JSON (kmc replay reads it)")
+    add_force_argument(p)
     p.set_defaults(run=run)
 
 
@@ -98,7 +99,7 @@ def run(args, out, err) -> int:
     from ..simulate import simulate
 
     spec = load(args.spec)
-    check_output_path("--json", args.json)
+    check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed)
@@ -109,16 +110,19 @@ def run(args, out, err) -> int:
                   f"{sim.max_runs:,} (seed {sim.seed}), after {len(sim.violation.path) - 1} steps; "
                   f"{st.steps:,} steps in all, {st.distinct:,} distinct states visited, "
                   f"{st.seconds:.2f} s. The walk is not necessarily a shortest counterexample: "
-                  f"'kmc check {spec.path}' finds one.", markup=False, highlight=False, soft_wrap=True)
+                  f"'kmc check {safe_text(spec.path)}' finds one.", markup=False, highlight=False, soft_wrap=True)
     else:
         out.print(f"No violation of {', '.join(sim.checked)} in {st.runs:,} walks of at most "
                   f"{sim.max_steps:,} steps (seed {sim.seed}): {st.steps:,} steps, "
                   f"{st.distinct:,} distinct states visited, {st.terminal:,} walks reached a "
                   f"state with no enabled action, {st.seconds:.2f} s. A simulation proves "
                   "nothing: 'kmc check' explores every state.", markup=False, highlight=False, soft_wrap=True)
+    code = EXIT_VIOLATION if sim.violation is not None else EXIT_OK
     if args.json:
         try:
             write_json(args.json, result_to_dict(spec, model, sim))
-        except OSError as e:
-            raise UsageError(f"--json: cannot write {args.json} ({e.strerror or e})") from None
-    return EXIT_VIOLATION if sim.violation is not None else EXIT_OK
+        except OSError as e:  # the outcome stands; the lost file is one more line
+            err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
+                      markup=False, highlight=False, soft_wrap=True)
+            return code or EXIT_BAD_INPUT
+    return code

@@ -333,12 +333,13 @@ class KafkaModel:
         q = s.quorum
         isr = tuple(sorted(q.isr + (r,)))
         elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
-        quorum = Quorum(q.leader, q.epoch, isr, elr)
-        if not self._gate:  # HW(l) cannot move: adding a member only lowers the ISR minimum
-            return _state(s, quorum=quorum)
-        # With the HW gate, reaching min ISR is what lets a frozen HW move.
+        # Without the HW gate HW(l) never moves here (adding a member only lowers the ISR
+        # minimum); with it, reaching min ISR is what lets a frozen HW move.
         rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed, self._gate)
-        return _state(s, replicas=_put(s.replicas, l, rep), quorum=quorum, committed=committed)
+        if rep is s.replicas[l]:
+            return _state(s, quorum=Quorum(q.leader, q.epoch, isr, elr))
+        return _state(s, replicas=_put(s.replicas, l, rep), quorum=Quorum(q.leader, q.epoch, isr, elr),
+                      committed=committed)
 
     # -- naming -------------------------------------------------------------------
 

@@ -101,7 +101,7 @@ def config_from_dict(path, d):
     """A ``model.config.Config`` from the ``spec.model`` dict of a result document."""
     import attrs
 
-    from model.config import TRUNCATION_RULES, Config
+    from model.config import INITIAL_LEADERS, TRUNCATION_RULES, Config
 
     if not isinstance(d, dict):
         raise ReplayError(f"{path}: spec.model: missing (the model's constants are needed to replay)")
@@ -119,9 +119,12 @@ def config_from_dict(path, d):
         if key in values and (isinstance(values[key], bool) or not isinstance(values[key], int)
                               or not 0 <= values[key] <= 16):
             raise ReplayError(f"{path}: spec.model.{key}: must be an integer from 0 to 16")
-    for key in ("unclean_leader_election", "unflushed_loss", "preferred_election"):
+    for key in ("unclean_leader_election", "unflushed_loss", "preferred_election",
+                "hw_requires_min_isr", "eligible_leader_replicas"):
         if key in values and not isinstance(values[key], bool):
             raise ReplayError(f"{path}: spec.model.{key}: must be true or false")
+    if values.get("initial_leader", INITIAL_LEADERS[0]) not in INITIAL_LEADERS:
+        raise ReplayError(f"{path}: spec.model.initial_leader: must be one of {', '.join(INITIAL_LEADERS)}")
     if values.get("truncation", TRUNCATION_RULES[0]) not in TRUNCATION_RULES:
         raise ReplayError(f"{path}: spec.model.truncation: must be one of {', '.join(TRUNCATION_RULES)}")
     return Config(**values)

@@ -105,10 +105,13 @@ class KafkaModel:
     config: Config = Config()
     # min_insync_replicas under hw_requires_min_isr, else 0: see _advance_hw.
     _gate: int = attrs.field(init=False, repr=False, eq=False)
+    # Does ExpandIsr also ask for the leader's epoch start offset (KAFKA-7128)?
+    _v21: bool = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self):
         cfg = self.config
         object.__setattr__(self, "_gate", cfg.min_insync_replicas if cfg.hw_requires_min_isr else 0)
+        object.__setattr__(self, "_v21", cfg.truncation == LEADER_EPOCH_21)
 
     # -- protocol -----------------------------------------------------------------
 
@@ -196,7 +199,7 @@ class KafkaModel:
                     out.append((Action(SHRINK_ISR, r), self._shrink(state, r, lead)))
             # KAFKA-7128 (2.1): a follower re-joins only once it has fetched up to the
             # leader's epoch start offset; before, only up to the (possibly lagging) HW.
-            floor = leso(state, lead) if cfg.truncation == LEADER_EPOCH_21 else 0
+            floor = leso(state, lead) if self._v21 else 0
             for r in range(n):
                 f = reps[r]
                 if (r not in q.isr and f.alive and f.leader == lead and f.epoch == q.epoch

@@ -128,7 +128,9 @@ def encode(state: State) -> bytes:
     out.append(len(state.committed))
     for c in state.committed:
         out.extend(c)
+    lossy = False
     for r in state.replicas:
+        lossy = lossy or r.lossy
         out.append(1 if r.alive else 0)
         out.append(r.hw)
         out.append(r.epoch)
@@ -146,9 +148,8 @@ def encode(state: State) -> bytes:
             for e, i in f.records:
                 out.append(e)
                 out.append(i)
-    lossy = [1 if r.lossy else 0 for r in state.replicas]
-    if q.elr or any(lossy):
+    if q.elr or lossy:
         out.append(len(q.elr))
         out.extend(q.elr)
-        out.extend(lossy)
+        out.extend(1 if r.lossy else 0 for r in state.replicas)
     return struct.pack(f"<{len(out)}q", *out)

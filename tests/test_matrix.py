@@ -262,3 +262,18 @@ def test_versions_options_errors(tmp_path, capsys):
     assert main(["matrix", "--versions", "--rules", "hw", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
     assert main(["matrix", "--versions", "--kafka", "9.9", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
     assert "(use hw, le, kip279, v21, v21-gate, v21-elr)" in capsys.readouterr().err
+
+
+def test_published_versions_table_is_the_readme_table():
+    """reports/versions is `kmc matrix --versions --out reports/versions`'s output, every row
+    agrees with MODEL.md where MODEL.md has a verdict, and the README shows its table."""
+    from checker.commands.matrix import VERSION_CONFIGS, VERSIONS
+    from reports.matrix import versions_table
+
+    doc = json.loads((REPO / "reports" / "versions" / "results.json").read_text())
+    assert validate(doc) == [] and doc["source"] == "versions"
+    assert doc["command"] == "kmc matrix --versions --out reports/versions"
+    assert len(doc["rows"]) == len(VERSION_CONFIGS) * len(VERSIONS)
+    assert all(r["matched"] is not False and r["complete"] for r in doc["rows"])
+    assert sum(r["matched"] is True for r in doc["rows"]) == 23
+    assert versions_table(doc) in (REPO / "README.md").read_text()

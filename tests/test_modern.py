@@ -4,9 +4,9 @@ replicas, ``initial_leader``, and ``LeaderCandidateCompleteness``.
 Every row of MODEL.md's second known-verdict table is a spec in specs/, run here once per
 session against the verdicts and shortest-trace lengths of that table (TLC's, on an
 independent TLA+ rendering) and against the distinct / depth / generated counts kmc
-reports. The rows with three replicas explore 50,000-600,000 states each (minutes in
-all), so they are marked ``slow`` and run only with ``KMC_SLOW=1``; the two-replica rows
-and the unit tests on hand-built states always run.
+reports. The rows with three replicas explore 50,000 to 1.2 million states each (the
+two-crash rows take minutes each), so they are marked ``slow`` and run only with
+``KMC_SLOW=1``; the two-replica rows and the unit tests on hand-built states always run.
 
 Replicas are numbered A=0, B=1, C=2; records are (epoch, id).
 """
@@ -63,12 +63,12 @@ SLOW_ROWS = {
     "lrs-kip279-gate": (93383, 24, 330539, {CNL: 9, LND: H, LCC: 8}),
     "lrs-kip279-elr": (97976, 24, 342649, {CNL: H, LND: H, LCC: 10}),
     # 3 replicas, min ISR 2, 2 msgs, 2 crashes, preferred
-    "v21-preferred-two-crashes": None,
+    "v21-preferred-two-crashes": (None, None, None, {CNL: H, LND: H, LCC: H}),
     # LRS with 2 crashes
-    "lrs2-v21": None,
-    "lrs2-v21-gate": None,
-    "lrs2-v21-elr": None,
-    "lrs2-kip279-elr": None,
+    "lrs2-v21": (1207522, 27, 4465456, {CNL: 7, LND: H, LCC: 6}),
+    "lrs2-v21-gate": (None, None, None, {CNL: 9, LND: H, LCC: 8}),
+    "lrs2-v21-elr": (None, None, None, {CNL: H, LND: H, LCC: H}),
+    "lrs2-kip279-elr": (None, None, None, {CNL: 12, LND: H}),
 }
 ROWS = {**FAST_ROWS, **SLOW_ROWS}
 
@@ -123,7 +123,8 @@ def test_row(runs, name):
     for prop, verdict in spec.expect.items():
         assert result.verdict(prop) == verdict, prop
     assert set(spec.expect) == set(result.checked)
-    assert (result.stats.distinct, result.stats.depth, result.stats.generated) == (distinct, depth, generated)
+    if distinct is not None:  # None: a two-crash row whose counts are not pinned yet
+        assert (result.stats.distinct, result.stats.depth, result.stats.generated) == (distinct, depth, generated)
 
 
 @pytest.mark.parametrize("name", PARAMS)

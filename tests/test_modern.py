@@ -66,8 +66,8 @@ SLOW_ROWS = {
     "v21-preferred-two-crashes": (None, None, None, {CNL: H, LND: H, LCC: H}),
     # LRS with 2 crashes
     "lrs2-v21": (1207522, 27, 4465456, {CNL: 7, LND: H, LCC: 6}),
-    "lrs2-v21-gate": (None, None, None, {CNL: 9, LND: H, LCC: 8}),
-    "lrs2-v21-elr": (None, None, None, {CNL: H, LND: H, LCC: H}),
+    "lrs2-v21-gate": (1371240, 30, 4995651, {CNL: 9, LND: H, LCC: 8}),
+    "lrs2-v21-elr": (1227129, 29, 4269582, {CNL: H, LND: H, LCC: H}),
     "lrs2-kip279-elr": (None, None, None, {CNL: 12, LND: H}),
 }
 ROWS = {**FAST_ROWS, **SLOW_ROWS}

@@ -3,18 +3,23 @@
 from .kafka import (
     ALL,
     BY_NAME,
+    CLASSIC,
     CommittedNeverLost,
     HighWatermarkBelowLogEnd,
+    LeaderCandidateCompleteness,
     LeaderEpochMonotonic,
     LogsNeverDiverge,
     committed_never_lost,
+    default_properties,
     high_watermark_below_log_end,
+    leader_candidate_completeness,
     leader_epoch_monotonic,
     logs_never_diverge,
 )
 
 __all__ = [
-    "ALL", "BY_NAME", "CommittedNeverLost", "HighWatermarkBelowLogEnd",
-    "LeaderEpochMonotonic", "LogsNeverDiverge", "committed_never_lost",
-    "high_watermark_below_log_end", "leader_epoch_monotonic", "logs_never_diverge",
+    "ALL", "BY_NAME", "CLASSIC", "CommittedNeverLost", "HighWatermarkBelowLogEnd",
+    "LeaderCandidateCompleteness", "LeaderEpochMonotonic", "LogsNeverDiverge",
+    "committed_never_lost", "default_properties", "high_watermark_below_log_end",
+    "leader_candidate_completeness", "leader_epoch_monotonic", "logs_never_diverge",
 ]

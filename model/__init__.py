@@ -2,13 +2,16 @@
 
 from .config import (
     HIGH_WATERMARK,
+    INITIAL_LEADERS,
     LEADER_EPOCH,
+    LEADER_EPOCH_21,
     LEADER_EPOCH_KIP279,
+    LEADER_EPOCH_RULES,
     TRUNCATION_RULES,
     Config,
 )
 from .kafka import ACTION_NAMES, Action, KafkaModel
-from .state import Fetch, Quorum, Replica, State, encode, leader_of, leads
+from .state import Fetch, Quorum, Replica, State, elr_after, encode, leader_of, leads, leso
 from .truncation import (
     end_offset,
     offsets_for_leader_epoch,
@@ -19,9 +22,10 @@ from .truncation import (
 )
 
 __all__ = [
-    "ACTION_NAMES", "Action", "Config", "Fetch", "HIGH_WATERMARK", "KafkaModel",
-    "LEADER_EPOCH", "LEADER_EPOCH_KIP279", "Quorum", "Replica", "State",
-    "TRUNCATION_RULES", "encode", "end_offset", "leader_of", "leads",
+    "ACTION_NAMES", "Action", "Config", "Fetch", "HIGH_WATERMARK", "INITIAL_LEADERS", "KafkaModel",
+    "LEADER_EPOCH", "LEADER_EPOCH_21", "LEADER_EPOCH_KIP279", "LEADER_EPOCH_RULES", "Quorum",
+    "Replica", "State", "TRUNCATION_RULES", "elr_after", "encode", "end_offset", "leader_of",
+    "leads", "leso",
     "offsets_for_leader_epoch", "truncate_high_watermark", "truncate_kip279",
     "truncate_leader_epoch", "truncation_offset",
 ]

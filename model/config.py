@@ -7,7 +7,11 @@ import attrs
 HIGH_WATERMARK = "high-watermark"
 LEADER_EPOCH = "leader-epoch"
 LEADER_EPOCH_KIP279 = "leader-epoch-kip279"
-TRUNCATION_RULES = (HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279)
+LEADER_EPOCH_21 = "leader-epoch-2.1"
+TRUNCATION_RULES = (HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, LEADER_EPOCH_21)
+# The rules under which BecomeFollower asks the leader (OffsetsForLeaderEpoch).
+LEADER_EPOCH_RULES = (LEADER_EPOCH, LEADER_EPOCH_KIP279, LEADER_EPOCH_21)
+INITIAL_LEADERS = ("first", "any")
 
 
 @attrs.frozen
@@ -15,7 +19,8 @@ class Config:
     """The constants of one configuration of the model.
 
     Attributes:
-        replicas: replica names, in order; the first leads at epoch 0.
+        replicas: replica names, in order (the first leads at epoch 0, unless
+            ``initial_leader`` is ``"any"``).
         max_messages: the producer writes at most this many records.
         max_crashes: at most this many Crash steps in a behaviour.
         max_leader_epoch: the controller elects while its epoch is below this.
@@ -24,6 +29,13 @@ class Config:
         unclean_leader_election: may a replica outside the ISR be elected.
         unflushed_loss: may a crash drop the not-yet-fsynced tail of a log.
         preferred_election: may the controller move leadership while the leader is alive.
+        hw_requires_min_isr: the leader's HW does not move while the ISR is smaller than
+            ``min_insync_replicas`` (KAFKA-15583, Kafka 3.7+).
+        eligible_leader_replicas: the controller keeps eligible leader replicas and removes
+            a replica that restarts after a lossy crash from the ISR and ELR (KIP-966).
+            Meaningful only with ``hw_requires_min_isr`` (the spec loader insists).
+        initial_leader: ``"first"``: the first replica leads at epoch 0; ``"any"``: one
+            initial state per replica, each leading at epoch 0.
     """
 
     replicas: tuple = ("A", "B")
@@ -42,6 +54,13 @@ class Config:
     @property
     def n(self) -> int:
         return len(self.replicas)
+
+    @property
+    def modern(self) -> bool:
+        """Does this configuration use anything of MODEL.md's last section (the 2.1 rule,
+        the HW gate or the ELR)? Without it the model is exactly the pre-2.1 one."""
+        return (self.truncation == LEADER_EPOCH_21 or self.hw_requires_min_isr
+                or self.eligible_leader_replicas)
 
     def as_dict(self) -> dict:
         d = attrs.asdict(self)

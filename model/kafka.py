@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import attrs
 
-from .config import HIGH_WATERMARK, Config
-from .state import Fetch, Quorum, Replica, State, encode, leader_of, leads
+from .config import HIGH_WATERMARK, LEADER_EPOCH_21, Config
+from .state import Fetch, Quorum, Replica, State, elr_after, encode, leader_of, leads, leso
 from .truncation import truncation_offset
 
 # Action names, in the order MODEL.md enumerates them.
@@ -48,7 +48,7 @@ _KEEP = object()
 
 
 def _replica(r, alive=_KEEP, log=_KEEP, hw=_KEEP, epoch=_KEEP, leader=_KEEP, remote_leo=_KEEP,
-             inflight=_KEEP):
+             inflight=_KEEP, lossy=_KEEP):
     return Replica(
         r.alive if alive is _KEEP else alive,
         r.log if log is _KEEP else log,
@@ -57,6 +57,7 @@ def _replica(r, alive=_KEEP, log=_KEEP, hw=_KEEP, epoch=_KEEP, leader=_KEEP, rem
         r.leader if leader is _KEEP else leader,
         r.remote_leo if remote_leo is _KEEP else remote_leo,
         r.inflight if inflight is _KEEP else inflight,
+        r.lossy if lossy is _KEEP else lossy,
     )
 
 
@@ -70,11 +71,17 @@ def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, commi
     )
 
 
-def _advance_hw(rep, l, isr, committed):
+def _advance_hw(rep, l, isr, committed, gate=0):
     """HW(l) of MODEL.md: the leader's HW rises to the smallest log end in the ISR.
+
+    ``isr`` is the ISR in force after the step. With ``hw_requires_min_isr`` the caller
+    passes ``gate = min_insync_replicas``: the HW then does not move while the ISR is
+    smaller (otherwise ``gate`` is 0 and never stops it).
 
     Returns the leader's replica and the new ``committed`` set.
     """
+    if len(isr) < gate:
+        return rep, committed
     m = len(rep.log)
     remote = rep.remote_leo
     for f in isr:
@@ -96,14 +103,29 @@ class KafkaModel:
     """
 
     config: Config = Config()
+    # min_insync_replicas under hw_requires_min_isr, else 0: see _advance_hw.
+    _gate: int = attrs.field(init=False, repr=False, eq=False)
+    # Does ExpandIsr also ask for the leader's epoch start offset (KAFKA-7128)?
+    _v21: bool = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self):
+        cfg = self.config
+        object.__setattr__(self, "_gate", cfg.min_insync_replicas if cfg.hw_requires_min_isr else 0)
+        object.__setattr__(self, "_v21", cfg.truncation == LEADER_EPOCH_21)
 
     # -- protocol -----------------------------------------------------------------
 
     def init_states(self):
+        """The initial state with the first replica leading; with ``initial_leader =
+        "any"``, one per replica, in replica order, each with that replica leading."""
         n = self.config.n
         zeros = (0,) * n
-        rep = Replica(alive=True, log=(), hw=0, epoch=0, leader=0, remote_leo=zeros)
-        return (State(replicas=(rep,) * n, quorum=Quorum(0, 0, tuple(range(n)))),)
+        leaders = range(n) if self.config.initial_leader == "any" else (0,)
+        out = []
+        for l in leaders:
+            rep = Replica(alive=True, log=(), hw=0, epoch=0, leader=l, remote_leo=zeros)
+            out.append(State(replicas=(rep,) * n, quorum=Quorum(l, 0, tuple(range(n)))))
+        return tuple(out)
 
     def encode(self, state) -> bytes:
         return encode(state)
@@ -129,9 +151,10 @@ class KafkaModel:
         return permute(state, perm)
 
     def properties(self):
-        from invariants import ALL
+        """The properties checked by default: see ``invariants.default_properties``."""
+        from invariants import default_properties
 
-        return ALL
+        return default_properties(self.config)
 
     def actions(self, state):
         return [a for a, _ in self.successors(state)]
@@ -194,11 +217,14 @@ class KafkaModel:
             for r in q.isr:
                 if r != lead and (not reps[r].alive or l.remote_leo[r] < len(l.log)):
                     out.append((Action(SHRINK_ISR, r), self._shrink(state, r, lead)))
+            # KAFKA-7128 (2.1): a follower re-joins only once it has fetched up to the
+            # leader's epoch start offset; before, only up to the (possibly lagging) HW.
+            floor = leso(state, lead) if self._v21 else 0
             for r in range(n):
                 f = reps[r]
                 if (r not in q.isr and f.alive and f.leader == lead and f.epoch == q.epoch
-                        and l.remote_leo[r] >= l.hw):
-                    out.append((Action(EXPAND_ISR, r), self._expand(state, r)))
+                        and l.remote_leo[r] >= l.hw and l.remote_leo[r] >= floor):
+                    out.append((Action(EXPAND_ISR, r), self._expand(state, r, lead)))
         return out
 
     # -- actions ------------------------------------------------------------------
@@ -206,7 +232,7 @@ class KafkaModel:
     def _produce(self, s, l):
         rep = s.replicas[l]
         rep = _replica(rep, log=rep.log + ((rep.epoch, s.produced),))
-        rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed)
+        rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed, self._gate)
         return _state(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1,
                             committed=committed)
 
@@ -215,7 +241,7 @@ class KafkaModel:
         fol, led = reps[f], reps[l]
         o = min(len(fol.log), len(led.log))
         led = _replica(led, remote_leo=_put(led.remote_leo, f, o))
-        led, committed = _advance_hw(led, l, s.quorum.isr, s.committed)
+        led, committed = _advance_hw(led, l, s.quorum.isr, s.committed, self._gate)
         fol = _replica(fol, inflight=Fetch(l, led.epoch, o, led.log[o:], led.hw))
         reps = _put(_put(reps, l, led), f, fol)
         return _state(s, replicas=reps, committed=committed)
@@ -234,14 +260,41 @@ class KafkaModel:
         rep = s.replicas[r]
         if cut is None:
             rep = _replica(rep, alive=False, inflight=None)
+        elif self.config.eligible_leader_replicas:
+            rep = _replica(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut),
+                           lossy=cut < len(rep.log))
         else:
             rep = _replica(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut))
         return _state(s, replicas=_put(s.replicas, r, rep), crashes=s.crashes + 1)
 
     def _restart(self, s, r):
-        rep = _replica(s.replicas[r], alive=True, epoch=-1, leader=None,
-                           remote_leo=(0,) * len(s.replicas))
-        return _state(s, replicas=_put(s.replicas, r, rep))
+        n = len(s.replicas)
+        rep = _replica(s.replicas[r], alive=True, epoch=-1, leader=None, remote_leo=(0,) * n)
+        if not rep.lossy:  # always, without eligible_leader_replicas
+            return _state(s, replicas=_put(s.replicas, r, rep))
+        # KIP-966's unclean-shutdown rule: the controller removes r from the ISR and the
+        # ELR, and every leader forgets r's fetch position from before the crash (the
+        # fence: KIP-903 broker epochs); then the quorum leader's HW step.
+        q = s.quorum
+        isr = tuple(x for x in q.isr if x != r)
+        elr = tuple(x for x in elr_after(self.config, q.elr, q.isr, isr) if x != r)
+        reps = []
+        for i, other in enumerate(s.replicas):
+            if i == r:
+                reps.append(_replica(rep, lossy=False))
+            elif other.remote_leo[r]:
+                reps.append(_replica(other, remote_leo=_put(other.remote_leo, r, 0)))
+            else:
+                reps.append(other)
+        reps = tuple(reps)
+        quorum = Quorum(q.leader, q.epoch, isr, elr)
+        committed = s.committed
+        out = _state(s, replicas=reps, quorum=quorum)
+        ql = q.leader
+        if ql is not None and leads(out, ql):
+            led, committed = _advance_hw(reps[ql], ql, isr, committed, self._gate)
+            out = _state(out, replicas=_put(reps, ql, led), committed=committed)
+        return out
 
     def _electable(self, s):
         """The replicas the controller may elect now, in replica order."""
@@ -254,26 +307,35 @@ class KafkaModel:
         if not (replaceable or preferred):
             return []
         live_isr = [r for r in q.isr if reps[r].alive]
+        # With no live ISR member: an ELR member may be elected (KIP-966); only when no
+        # ELR member is alive either, and only if enabled, one outside both (unclean).
+        live_elr = [r for r in q.elr if reps[r].alive] if not live_isr else []
+        unclean = cfg.unclean_leader_election and not live_isr and not live_elr
         out = []
         for c in range(len(reps)):
             if not reps[c].alive or (not replaceable and c == ql):
                 continue
-            if c in q.isr or (cfg.unclean_leader_election and not live_isr):
+            if c in q.isr or unclean or c in live_elr:
                 out.append(c)
         return out
 
     def _elect(self, s, c):
         reps = s.replicas
         q = s.quorum
-        if c in q.isr:
+        if c in q.isr:  # clean
             isr = tuple(r for r in q.isr if reps[r].alive)
-        else:  # unclean
+            elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
+        elif c in q.elr:  # from the ELR: the dead ISR members join it
             isr = (c,)
+            elr = tuple(sorted(set(q.elr).union(q.isr).difference(isr)))
+        else:  # unclean: clears the ELR
+            isr = (c,)
+            elr = ()
         epoch = q.epoch + 1
         rep = _replica(reps[c], leader=c, epoch=epoch, remote_leo=(0,) * len(reps), inflight=None)
-        rep, committed = _advance_hw(rep, c, isr, s.committed)
-        return _state(s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr),
-                            committed=committed)
+        rep, committed = _advance_hw(rep, c, isr, s.committed, self._gate)
+        return _state(s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr, elr),
+                      committed=committed)
 
     def _become_follower(self, s, r, l):
         rep = s.replicas[r]
@@ -283,14 +345,24 @@ class KafkaModel:
         return _state(s, replicas=_put(s.replicas, r, rep))
 
     def _shrink(self, s, r, l):
-        isr = tuple(x for x in s.quorum.isr if x != r)
-        rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed)
+        q = s.quorum
+        isr = tuple(x for x in q.isr if x != r)
+        elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
+        rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed, self._gate)
         return _state(s, replicas=_put(s.replicas, l, rep),
-                            quorum=Quorum(s.quorum.leader, s.quorum.epoch, isr), committed=committed)
+                      quorum=Quorum(q.leader, q.epoch, isr, elr), committed=committed)
 
-    def _expand(self, s, r):
-        isr = tuple(sorted(s.quorum.isr + (r,)))
-        return _state(s, quorum=Quorum(s.quorum.leader, s.quorum.epoch, isr))
+    def _expand(self, s, r, l):
+        q = s.quorum
+        isr = tuple(sorted(q.isr + (r,)))
+        elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
+        # Without the HW gate HW(l) never moves here (adding a member only lowers the ISR
+        # minimum); with it, reaching min ISR is what lets a frozen HW move.
+        rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed, self._gate)
+        if rep is s.replicas[l]:
+            return _state(s, quorum=Quorum(q.leader, q.epoch, isr, elr))
+        return _state(s, replicas=_put(s.replicas, l, rep), quorum=Quorum(q.leader, q.epoch, isr, elr),
+                      committed=committed)
 
     # -- naming -------------------------------------------------------------------
 

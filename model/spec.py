@@ -8,7 +8,7 @@ expected of it.
     max_messages = 2
     ...
     [check]                       # optional
-    invariants = ["CommittedNeverLost"]   # default: all
+    invariants = ["CommittedNeverLost"]   # default: see invariants.default_properties
     keep_going = false            # after a failure, keep exploring to decide the others
     symmetry = false              # one state per orbit of replica permutations
     max_depth = 30
@@ -37,7 +37,7 @@ import attrs
 from checker.errors import SpecError
 from checker.result import HOLDS, VIOLATED
 
-from .config import TRUNCATION_RULES, Config
+from .config import INITIAL_LEADERS, TRUNCATION_RULES, Config
 
 MAX_REPLICAS = 7
 MAX_SPEC_BYTES = 1 << 20
@@ -50,8 +50,10 @@ _MODEL_INTS = {
     "max_crashes": (1, 0, 16),
     "max_leader_epoch": (2, 0, 16),
 }
-_MODEL_BOOLS = ("unclean_leader_election", "unflushed_loss", "preferred_election")
-_MODEL_KEYS = ("replicas", "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS)
+_MODEL_BOOLS = ("unclean_leader_election", "unflushed_loss", "preferred_election",
+                "hw_requires_min_isr", "eligible_leader_replicas")
+_MODEL_KEYS = ("replicas", "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS,
+               "initial_leader")
 _CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry")
 _SPARK_KEYS = ("master", "partitions")
 _TOP_KEYS = ("title", "description", "model", "check", "spark", "expect")
@@ -173,7 +175,9 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
                 raise SpecError(path, "check.invariants", f"unknown invariant {_show(x)} (known: {', '.join(names)})")
         invariants = tuple(n for n in names if n in inv)
     else:
-        invariants = tuple(names)
+        from invariants import default_properties
+
+        invariants = tuple(p.name for p in default_properties(config))
     keep_going = _bool(path, "check.keep_going", check.get("keep_going", False))
     symmetry = _bool(path, "check.symmetry", check.get("symmetry", False))
     max_depth = _opt_int(path, "check.max_depth", check.get("max_depth"))
@@ -264,7 +268,15 @@ def _config(path, model) -> Config:
     if rule not in TRUNCATION_RULES:
         raise SpecError(path, "model.truncation", f"must be one of {', '.join(TRUNCATION_RULES)}, got {_show(rule)}")
     min_isr = _int(path, "model.min_insync_replicas", model.get("min_insync_replicas", 1), 1, len(names))
-    return Config(replicas=names, truncation=rule, min_insync_replicas=min_isr, **values)
+    if values["eligible_leader_replicas"] and not values["hw_requires_min_isr"]:
+        raise SpecError(path, "model.eligible_leader_replicas",
+                        "needs model.hw_requires_min_isr = true (KIP-966 relies on the HW gate)")
+    initial = model.get("initial_leader", "first")
+    if initial not in INITIAL_LEADERS:
+        raise SpecError(path, "model.initial_leader",
+                        f"must be one of {', '.join(INITIAL_LEADERS)}, got {_show(initial)}")
+    return Config(replicas=names, truncation=rule, min_insync_replicas=min_isr, initial_leader=initial,
+                  **values)
 
 
 def _show(value) -> str:

@@ -37,7 +37,7 @@ class Replica:
     leader: int | None  # whom it believes leads; None after a restart
     remote_leo: tuple  # the leader's view of every replica's log end (own entry unused)
     inflight: Fetch | None = None
-    lossy: bool = False
+    lossy: bool = False  # down after a crash that lost part of its log (KIP-966)
 
     @property
     def leo(self) -> int:
@@ -46,7 +46,8 @@ class Replica:
 
 @attrs.frozen
 class Quorum:
-    """The controller's view: leader, leader epoch and in-sync replicas (sorted ids)."""
+    """The controller's view: leader, leader epoch, in-sync replicas and eligible leader
+    replicas (both sorted ids; the ELR is always empty without KIP-966)."""
 
     leader: int | None
     epoch: int
@@ -82,10 +83,44 @@ def leader_of(state: State) -> int | None:
     return q if q is not None and leads(state, q) else None
 
 
+def leso(state: State, l: int) -> int:
+    """The leader epoch start offset of replica ``l`` (MODEL.md, "Definitions used by the
+    actions"): the offset of the first record of its log written in its own epoch, or its
+    log end if there is none. Meaningful while ``l`` leads."""
+    rep = state.replicas[l]
+    epoch = rep.epoch
+    for offset, (e, _) in enumerate(rep.log):
+        if e == epoch:
+            return offset
+    return len(rep.log)
+
+
+def elr_after(config, elr: tuple, old_isr: tuple, new_isr: tuple) -> tuple:
+    """The eligible leader replicas after the controller changes the ISR from ``old_isr``
+    to ``new_isr`` (Kafka's ``PartitionChangeBuilder.maybePopulateTargetElr``).
+
+    Args:
+        config: the model's ``Config`` (the ELR option and ``min_insync_replicas``).
+        elr: the ELR before the change.
+        old_isr, new_isr: the ISR before and after.
+
+    Returns:
+        ``()`` without ``eligible_leader_replicas`` or when the new ISR has at least
+        ``min_insync_replicas`` members; else ``(elr ∪ old_isr) − new_isr``, sorted.
+    """
+    if not config.eligible_leader_replicas or len(new_isr) >= config.min_insync_replicas:
+        return ()
+    return tuple(sorted(set(elr).union(old_isr).difference(new_isr)))
+
+
 def encode(state: State) -> bytes:
     """The canonical encoding of a state: every variable, in a fixed order, as 64-bit ints.
 
     Variable-length parts are prefixed by their length, so the encoding is unambiguous.
+    The ELR and the ``lossy`` flags are appended only when one of them is not at its
+    initial value (an ELR member, or a lossy replica): the part before is self-delimiting,
+    so this stays unambiguous, and every state of a pre-2.1 configuration (where both are
+    constant) keeps the encoding and fingerprint it always had.
     """
     q = state.quorum
     out = [state.produced, state.crashes, NONE if q.leader is None else q.leader, q.epoch, len(q.isr)]
@@ -93,7 +128,9 @@ def encode(state: State) -> bytes:
     out.append(len(state.committed))
     for c in state.committed:
         out.extend(c)
+    lossy = False
     for r in state.replicas:
+        lossy = lossy or r.lossy
         out.append(1 if r.alive else 0)
         out.append(r.hw)
         out.append(r.epoch)
@@ -111,4 +148,8 @@ def encode(state: State) -> bytes:
             for e, i in f.records:
                 out.append(e)
                 out.append(i)
+    if q.elr or lossy:
+        out.append(len(q.elr))
+        out.extend(q.elr)
+        out.extend(1 if r.lossy else 0 for r in state.replicas)
     return struct.pack(f"<{len(out)}q", *out)

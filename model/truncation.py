@@ -1,4 +1,4 @@
-"""The three truncation rules a replica applies when it becomes a follower (MODEL.md).
+"""The truncation rules a replica applies when it becomes a follower (MODEL.md).
 
 Each rule is a plain function of the follower's log and high watermark and the leader's
 log, returning the offset the follower truncates its log to.
@@ -6,7 +6,7 @@ log, returning the offset the follower truncates its log to.
 
 from __future__ import annotations
 
-from .config import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279
+from .config import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_21, LEADER_EPOCH_KIP279
 
 UNDEFINED = None  # OffsetsForLeaderEpoch had no answer
 
@@ -66,6 +66,8 @@ RULES = {
     HIGH_WATERMARK: truncate_high_watermark,
     LEADER_EPOCH: truncate_leader_epoch,
     LEADER_EPOCH_KIP279: truncate_kip279,
+    # 2.1 truncates as KIP-279; it differs only in ExpandIsr's guard (model/kafka.py).
+    LEADER_EPOCH_21: truncate_kip279,
 }
 
 

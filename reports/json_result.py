@@ -78,6 +78,9 @@ def state_to_dict(model, state) -> dict:
         state: a ``model.state.State``.
     """
     replicas = {}
+    # The ELR and "lossy" only exist with eligible_leader_replicas (constant otherwise), so
+    # every other document is exactly as it always was.
+    elr_on = model.config.eligible_leader_replicas
     for r, rep in enumerate(state.replicas):
         f = rep.inflight
         replicas[model.name(r)] = {
@@ -96,11 +99,15 @@ def state_to_dict(model, state) -> dict:
                 "leader_hw": f.leader_hw,
             },
         }
+        if elr_on:
+            replicas[model.name(r)]["lossy"] = rep.lossy
     q = state.quorum
+    quorum = {"leader": _name(model, q.leader), "epoch": q.epoch, "isr": [model.name(r) for r in q.isr]}
+    if elr_on:
+        quorum["elr"] = [model.name(r) for r in q.elr]
     return {
         "replicas": replicas,
-        "quorum": {"leader": _name(model, q.leader), "epoch": q.epoch,
-                   "isr": [model.name(r) for r in q.isr]},
+        "quorum": quorum,
         "produced": state.produced,
         "crashes": state.crashes,
         "committed": [list(c) for c in state.committed],
@@ -135,9 +142,11 @@ def state_from_dict(model, doc) -> State:
         replicas.append(Replica(
             alive=bool(d["alive"]), log=recs(d["log"]), hw=d["hw"], epoch=d["epoch"],
             leader=num(d["leader"]),
-            remote_leo=tuple(d["remote_leo"][n] for n in names), inflight=fetch))
+            remote_leo=tuple(d["remote_leo"][n] for n in names), inflight=fetch,
+            lossy=bool(d.get("lossy", False))))
     q = doc["quorum"]
-    quorum = Quorum(num(q["leader"]), q["epoch"], tuple(sorted(index[n] for n in q["isr"])))
+    quorum = Quorum(num(q["leader"]), q["epoch"], tuple(sorted(index[n] for n in q["isr"])),
+                    tuple(sorted(index[n] for n in q.get("elr", ()))))
     return State(replicas=tuple(replicas), quorum=quorum, produced=doc["produced"],
                  crashes=doc["crashes"], committed=tuple(tuple(c) for c in doc["committed"]))
 

@@ -34,8 +34,10 @@ SHORT = {
     "CommittedNeverLost": "CNL",
     "LogsNeverDiverge": "LND",
     "LeaderEpochMonotonic": "LEM",
+    "LeaderCandidateCompleteness": "LCC",
 }
-RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279"}
+RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279",
+              "leader-epoch-2.1": "v21"}
 
 _ROW_FIELDS = {
     "id": str, "spec": (str, type(None)), "title": str, "model": dict, "verdicts": dict,
@@ -59,7 +61,7 @@ def results_document(*, rows, command, title, source, invariants, constants,
         rows: the row dicts, in table order.
         command: the command line that produced them (shown in RESULTS.md).
         title: a one-line title.
-        source: ``"grid"`` or ``"specs"``.
+        source: ``"grid"``, ``"versions"`` or ``"specs"``.
         invariants: the invariant names every row was checked against, in order.
         constants: for a grid, ``{replica count: {"max_messages", "max_crashes",
             "max_leader_epoch"}}`` (keys are strings in JSON); ``{}`` for specs.
@@ -103,7 +105,7 @@ def validate(doc) -> list[str]:
         errors.append(f"schema_version is {doc['schema_version']}, expected {SCHEMA_VERSION}")
     if doc["kind"] != KIND:
         errors.append(f"kind is {doc['kind']!r}, expected {KIND!r}")
-    if doc["source"] not in ("grid", "specs"):
+    if doc["source"] not in ("grid", "versions", "specs"):
         errors.append(f"source is {doc['source']!r}")
     ids = set()
     for i, row in enumerate(doc["rows"]):
@@ -173,7 +175,9 @@ def _flag(value) -> str:
 
 def _bounds(m) -> str:
     text = f"{m['max_messages']} msg, {m['max_crashes']} crash, ep ≤ {m['max_leader_epoch']}"
-    return text + (", preferred" if m.get("preferred_election") else "")
+    text += ", preferred" if m.get("preferred_election") else ""
+    text += ", HW gate" if m.get("hw_requires_min_isr") else ""
+    return text + (", ELR" if m.get("eligible_leader_replicas") else "")
 
 
 def _constants_text(constants) -> str:
@@ -183,6 +187,40 @@ def _constants_text(constants) -> str:
         parts.append(f"{r} replicas: {c['max_messages']} messages, {crashes} "
                      f"crash{'es' if crashes != 1 else ''}, leader epochs ≤ {c['max_leader_epoch']}")
     return "; ".join(parts)
+
+
+def _version_cell(row) -> str:
+    """``✓`` when every checked property holds, else the violated ones with their
+    shortest counterexample's length (in states)."""
+    bad = [n for n, v in row["verdicts"].items() if v != HOLDS]
+    if not bad:
+        return "✓ holds"
+    parts = []
+    for n in bad:
+        cx = row["counterexamples"].get(n)
+        parts.append(f"{SHORT.get(n, n)} ({cx['length']})" if cx else f"{SHORT.get(n, n)} {row['verdicts'][n]}")
+    return "✗ " + ", ".join(parts)
+
+
+def versions_table(doc) -> str:
+    """The "Kafka through the versions" table of a ``kmc matrix --versions`` document:
+    one line per configuration, one column per version, each cell the violated properties
+    and their shortest counterexamples' lengths (``✓ holds`` when none is)."""
+    from checker.commands.matrix import VERSION_CONFIGS, VERSIONS
+
+    cells = {}
+    for row in doc["rows"]:
+        ck, _, vk = row["id"].partition("-")
+        cells[(ck, vk)] = row
+    configs = [c for c in VERSION_CONFIGS if any(k[0] == c for k in cells)]
+    versions = [v for v in VERSIONS if any(k[1] == v for k in cells)]
+    lines = ["| configuration | " + " | ".join(VERSIONS[v][0] for v in versions) + " |",
+             "|---|" + "---|" * len(versions)]
+    for c in configs:
+        row = [VERSION_CONFIGS[c][0]]
+        row += [_version_cell(cells[(c, v)]) if (c, v) in cells else "" for v in versions]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
 
 
 def to_markdown(doc) -> str:
@@ -200,7 +238,13 @@ def to_markdown(doc) -> str:
     if doc.get("note"):
         lines.append(doc["note"])
         lines.append("")
-    lines.append("Every configuration is explored completely, breadth-first, checking all four "
+    if doc["source"] == "versions":
+        lines += ["## Kafka through the versions", "",
+                  "A cell lists the violated properties, each with the length of its shortest "
+                  "counterexample in states (the initial state included).", "",
+                  versions_table(doc), "", "## Every row", ""]
+    every = "all four" if len(inv) == 4 else f"all {len(inv)}" if len(inv) > 1 else "the"
+    lines.append(f"Every configuration is explored completely, breadth-first, checking {every} "
                  "invariants and keeping going after a violation, so each invariant gets a "
                  "verdict. A violated cell links to the shortest counterexample "
                  "(its length in states, the initial state included); "
@@ -241,4 +285,4 @@ def to_markdown(doc) -> str:
 
 
 __all__ = ["KIND", "RULE_SHORT", "SCHEMA_VERSION", "SHORT", "results_document", "to_markdown",
-           "validate"]
+           "validate", "versions_table"]

@@ -25,7 +25,8 @@ from model.kafka import (
     ACTION_NAMES, BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST,
     FETCH_RESPONSE, PRODUCE, RESTART, SHRINK_ISR,
 )
-from model.state import leader_of, leads
+from model.config import LEADER_EPOCH_21
+from model.state import leader_of, leads, leso
 
 from .json_result import expectation
 
@@ -133,8 +134,9 @@ def describe_step(model, before, action, after) -> str:
     if action.name == FETCH_REQUEST:
         f = a.inflight
         n = len(f.records)
-        return (f"{name(f.leader)} answers {who}'s fetch from offset {f.start}: "
+        text = (f"{name(f.leader)} answers {who}'s fetch from offset {f.start}: "
                 f"{_plural(n, 'record')}, high watermark {f.leader_hw}")
+        return text + _rejoin_note(model, after, r, f.leader)
     if action.name == FETCH_RESPONSE:
         f = b.inflight
         sender = name(f.leader)
@@ -150,15 +152,34 @@ def describe_step(model, before, action, after) -> str:
         if action.cut is not None and action.cut < len(b.log):
             lost = len(b.log) - action.cut
             text += f"; {_plural(lost, 'unflushed record')} lost"
+            if a.lossy:
+                text += " (an unclean shutdown: its restart will be reported)"
         return text
     if action.name == RESTART:
-        return f"{who} restarts with its log and high watermark from disk, no leader, epoch -1"
+        text = f"{who} restarts with its log and high watermark from disk, no leader, epoch -1"
+        if b.lossy:
+            qb, qa = before.quorum, after.quorum
+            text += (f"; after its lossy crash the controller removes it from the ISR "
+                     f"{_names(model, qb.isr)} → {_names(model, qa.isr)}")
+            if model.config.eligible_leader_replicas:
+                text += f" and the ELR {_names(model, qb.elr)} → {_names(model, qa.elr)}"
+            text += ", and every leader forgets its fetch position from before the crash"
+            ql = qa.leader
+            if ql is not None and after.replicas[ql].hw > before.replicas[ql].hw:
+                text += f"; {name(ql)}'s high watermark advances to {after.replicas[ql].hw}"
+        return text
     if action.name == ELECT_LEADER:
         q = after.quorum
         text = (f"the controller elects {who} in epoch {q.epoch}, ISR {_names(model, q.isr)}, "
                 f"its high watermark {a.hw}")
-        if r not in before.quorum.isr:
+        if r in before.quorum.elr:
+            text += (f" (from the ELR: no ISR member is alive, and {who} left the ISR while it "
+                     f"was below min ISR, so it holds every committed record; ELR now "
+                     f"{_names(model, q.elr)})")
+        elif r not in before.quorum.isr:
             text += f" (unclean: {who} was not in the ISR)"
+        elif model.config.eligible_leader_replicas and q.elr != before.quorum.elr:
+            text += f", ELR {_names(model, q.elr)}"
         return text
     if action.name == BECOME_FOLLOWER:
         leader = name(after.quorum.leader)
@@ -180,7 +201,22 @@ def describe_step(model, before, action, after) -> str:
         if leader is not None:  # the rule's test, which is where ISR expansion goes wrong
             text += (f": its fetch position {before.replicas[leader].remote_leo[r]} is not below "
                      f"{name(leader)}'s high watermark {before.replicas[leader].hw}")
+            if model.config.truncation == LEADER_EPOCH_21:
+                text += f" nor its epoch start offset {leso(before, leader)}"
         return text
+    return ""
+
+
+def _rejoin_note(model, state, f, l) -> str:
+    """Under the 2.1 rule, why a follower outside the ISR that the pre-2.1 test would let
+    back in may not re-join yet (KAFKA-7128); else ``""``."""
+    if model.config.truncation != LEADER_EPOCH_21 or f in state.quorum.isr or not leads(state, l):
+        return ""
+    led = state.replicas[l]
+    pos, start = led.remote_leo[f], leso(state, l)
+    if led.hw <= pos < start:
+        return (f"; {model.name(f)} may not re-join the ISR: its log ends at {pos}, before the "
+                f"leader's epoch start offset {start}")
     return ""
 
 
@@ -190,6 +226,12 @@ COLUMNS = ("replica", "alive", "role", "epoch", "log", "LEO", "HW", "remote LEO"
 _RIGHT = {"epoch", "LEO", "HW"}
 _WRAPS = {"role", "log", "remote LEO", "in flight"}  # may wrap (at spaces) on a narrow console
 _MIN_WIDTHS = {"log": 8, "in flight": 10}  # never cut a record short
+
+
+def _alive(rep) -> Text:
+    if rep.alive:
+        return Text("up", "green")
+    return Text("DOWN (lossy)", "bold red") if rep.lossy else Text("DOWN", "bold red")
 
 
 def _role(model, state, r) -> tuple[str, Text]:
@@ -211,7 +253,7 @@ def _replica_cells(model, state, r) -> dict:
     rep = state.replicas[r]
     cells = {
         "replica": (None, Text(model.name(r), "bold")),
-        "alive": (rep.alive, Text("up", "green") if rep.alive else Text("DOWN", "bold red")),
+        "alive": ((rep.alive, rep.lossy), _alive(rep)),
         "role": _role(model, state, r),
         "epoch": (rep.epoch, Text(str(rep.epoch), DIM if rep.epoch < 0 else "")),
         "log": (rep.log, _log(rep.log)),
@@ -236,10 +278,15 @@ def _summary_cells(model, state) -> dict:
     """The controller and history values: name -> (comparison key, label, Text)."""
     q = state.quorum
     leader = Text(model.name(q.leader)) if q.leader is not None else Text("none", DIM)
-    return {
+    cells = {
         "quorum.leader": (q.leader, "leader", leader),
         "quorum.epoch": (q.epoch, "epoch", Text(str(q.epoch))),
         "quorum.isr": (q.isr, "ISR", Text(_names(model, q.isr))),
+    }
+    if model.config.eligible_leader_replicas:  # the ELR, next to the ISR
+        cells["quorum.elr"] = (q.elr, "ELR", Text(_names(model, q.elr)))
+    return {
+        **cells,
         "produced": (state.produced, "produced", Text(str(state.produced))),
         "crashes": (state.crashes, "crashes", Text(str(state.crashes))),
         "committed": (state.committed, "committed", _committed(state.committed)),
@@ -340,8 +387,10 @@ class StateView:
         model, state, prev = self.model, self.state, self.previous
         now = _summary_cells(model, state)
         old = _summary_cells(model, prev) if prev is not None else None
-        for label, keys in (("controller", ("quorum.leader", "quorum.epoch", "quorum.isr")),
-                            ("history", ("produced", "crashes", "committed"))):
+        controller = ("quorum.leader", "quorum.epoch", "quorum.isr")
+        if "quorum.elr" in now:
+            controller += ("quorum.elr",)
+        for label, keys in (("controller", controller), ("history", ("produced", "crashes", "committed"))):
             line = Text()
             line.append(f"{label:<11}", "bold dim")
             for i, key in enumerate(keys):
@@ -387,6 +436,8 @@ def _fields(model, state) -> list[tuple[str, object, Text]]:
     for r, rep in enumerate(state.replicas):
         n = model.name(r)
         out.append((f"{n}.alive", rep.alive, Text("up", "green") if rep.alive else Text("DOWN", "bold red")))
+        if model.config.eligible_leader_replicas:
+            out.append((f"{n}.lossy", rep.lossy, Text("true" if rep.lossy else "false")))
         out.append((f"{n}.log", rep.log, _log(rep.log, offsets=False)))
         out.append((f"{n}.hw", rep.hw, Text(str(rep.hw))))
         out.append((f"{n}.epoch", rep.epoch, Text(str(rep.epoch))))
@@ -580,8 +631,11 @@ def _never_fired_note(model, name, result) -> str:
 
 
 def _flags(cfg) -> str:
-    on = [name for name in ("unclean_leader_election", "unflushed_loss", "preferred_election")
+    on = [name for name in ("unclean_leader_election", "unflushed_loss", "preferred_election",
+                            "hw_requires_min_isr", "eligible_leader_replicas")
           if getattr(cfg, name)]
+    if cfg.initial_leader != "first":
+        on.append(f"initial_leader = {cfg.initial_leader}")
     return ", ".join(on) if on else "none"
 
 

@@ -74,6 +74,12 @@ def state_variables(model, state) -> list[tuple[str, str]]:
         return function((names[r], fn(rep)) for r, rep in reps)
 
     q = state.quorum
+    quorum = [("leader", _replica(model, q.leader)), ("epoch", str(q.epoch)),
+              ("isr", tla_set(model.name(r) for r in q.isr))]
+    extra = []
+    if model.config.eligible_leader_replicas:  # constant otherwise: left out, as before
+        quorum.append(("elr", tla_set(model.name(r) for r in q.elr)))
+        extra.append(("lossy", per_replica(lambda rep: boolean(rep.lossy))))
     return [
         ("alive", per_replica(lambda rep: boolean(rep.alive))),
         ("log", per_replica(lambda rep: _log(rep.log))),
@@ -83,8 +89,8 @@ def state_variables(model, state) -> list[tuple[str, str]]:
         ("remote_leo", per_replica(
             lambda rep: function((names[i], str(n)) for i, n in enumerate(rep.remote_leo)))),
         ("inflight", per_replica(lambda rep: _fetch(model, rep.inflight))),
-        ("quorum", record((("leader", _replica(model, q.leader)), ("epoch", str(q.epoch)),
-                           ("isr", tla_set(model.name(r) for r in q.isr))))),
+        *extra,
+        ("quorum", record(quorum)),
         ("produced", str(state.produced)),
         ("crashes", str(state.crashes)),
         ("committed", tla_set(sequence((str(offset), _record((epoch, rid))))

@@ -195,6 +195,15 @@ BAD_SPECS = {
     "duplicate-replicas": ('[model]\nreplicas = ["A", "B", "A"]\ntruncation = "high-watermark"\n',
                            "model.replicas"),
     "bad-keep-going": (GOOD_MODEL + '[check]\nkeep_going = "yes"\n', "check.keep_going"),
+    # MODEL.md's last section
+    "unknown-truncation-lists-four": ('[model]\nreplicas = 2\ntruncation = "leader-epoch-2.2"\n',
+                                      "high-watermark, leader-epoch, leader-epoch-kip279, leader-epoch-2.1"),
+    "elr-without-gate": (GOOD_MODEL + "eligible_leader_replicas = true\n",
+                         "model.eligible_leader_replicas: needs model.hw_requires_min_isr = true"),
+    "string-for-gate": (GOOD_MODEL + 'hw_requires_min_isr = "yes"\n', "model.hw_requires_min_isr"),
+    "bad-initial-leader": (GOOD_MODEL + 'initial_leader = "last"\n',
+                           "model.initial_leader: must be one of first, any"),
+    "int-initial-leader": (GOOD_MODEL + "initial_leader = 1\n", "model.initial_leader"),
 }
 
 

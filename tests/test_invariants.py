@@ -24,10 +24,11 @@ def model(build):
     return build.model(replicas=("A", "B", "C"))
 
 
-def test_the_four_properties_in_order():
+def test_the_properties_in_order():
     assert [p.name for p in ALL] == [
-        "HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic"]
-    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP]
+        "HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic",
+        "LeaderCandidateCompleteness"]
+    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP, ALWAYS]
     assert set(BY_NAME) == {p.name for p in ALL}
     assert all(p.description for p in ALL)
 

@@ -194,7 +194,7 @@ def test_published_two_replica_rows_match_the_current_model():
     reports/results.json is explored again and must give the same counts and verdicts
     (after a change to model/ or invariants/, re-run `kmc matrix --out reports`)."""
     from checker.local import LocalEngine, Options
-    from invariants import ALL
+    from invariants import CLASSIC as ALL  # the default grid checks the pre-2.1 properties
     from model.config import Config
     from model.kafka import KafkaModel
 
@@ -234,3 +234,51 @@ def test_a_row_stopped_by_its_state_bound_is_undecided_not_contradicted(tmp_path
     captured = capsys.readouterr()
     assert "[UNDECIDED: the row stopped at --max-states]" in captured.err and "UNEXPECTED" not in captured.err
     assert "left undecided" in captured.out
+
+
+def test_versions_grid(tmp_path, capsys):
+    """``--versions``: MODEL.md's configurations under each version's rule and options, in a
+    grid of its own (the default grid is unchanged), with the configuration x version table."""
+    from checker.commands.matrix import VERSION_CONFIGS, VERSIONS, version_grid
+    from reports.matrix import versions_table
+
+    everything = version_grid()
+    assert len(everything) == len(VERSION_CONFIGS) * len(VERSIONS)
+    assert [rid for rid, _, _ in everything][:2] == ["c1-hw", "c1-le"]
+    assert main(["matrix", "--versions", "--configs", "c1,c3", "--kafka", "kip279,v21-elr",
+                 "--out", str(tmp_path)]) == EXIT_OK
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert validate(doc) == [] and doc["source"] == "versions"
+    assert doc["command"].startswith("kmc matrix --versions --configs c1,c3 --kafka kip279,v21-elr --out ")
+    assert doc["invariants"] == INVARIANTS + ["LeaderCandidateCompleteness"]
+    rows = {r["id"]: r for r in doc["rows"]}
+    assert list(rows) == ["c1-kip279", "c1-v21-elr", "c3-kip279", "c3-v21-elr"]
+    assert rows["c1-kip279"]["matched"] is True and rows["c1-v21-elr"]["matched"] is None
+    assert rows["c3-kip279"]["counterexamples"]["CommittedNeverLost"]["length"] == 5
+    table = versions_table(doc)
+    assert table.splitlines()[0] == "| configuration | 2.0: KIP-279 | 4.1: + ELR (KIP-966) |"
+    assert "| C1 + unclean election (C3) | ✗ CNL (5), LCC (5) | ✗ CNL (5), LCC (5) |" in table
+    assert "## Kafka through the versions" in (tmp_path / "RESULTS.md").read_text()
+
+
+def test_versions_options_errors(tmp_path, capsys):
+    assert main(["matrix", "--configs", "c1", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
+    assert "only with --versions" in capsys.readouterr().err
+    assert main(["matrix", "--versions", "--rules", "hw", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
+    assert main(["matrix", "--versions", "--kafka", "9.9", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
+    assert "(use hw, le, kip279, v21, v21-gate, v21-elr)" in capsys.readouterr().err
+
+
+def test_published_versions_table_is_the_readme_table():
+    """reports/versions is `kmc matrix --versions --out reports/versions`'s output, every row
+    agrees with MODEL.md where MODEL.md has a verdict, and the README shows its table."""
+    from checker.commands.matrix import VERSION_CONFIGS, VERSIONS
+    from reports.matrix import versions_table
+
+    doc = json.loads((REPO / "reports" / "versions" / "results.json").read_text())
+    assert validate(doc) == [] and doc["source"] == "versions"
+    assert doc["command"] == "kmc matrix --versions --out reports/versions"
+    assert len(doc["rows"]) == len(VERSION_CONFIGS) * len(VERSIONS)
+    assert all(r["matched"] is not False and r["complete"] for r in doc["rows"])
+    assert sum(r["matched"] is True for r in doc["rows"]) == 23
+    assert versions_table(doc) in (REPO / "README.md").read_text()

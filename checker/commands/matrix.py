@@ -30,6 +30,7 @@ RULE_ALIASES = {
     "hw": "high-watermark", "high-watermark": "high-watermark",
     "le": "leader-epoch", "leader-epoch": "leader-epoch", "kip101": "leader-epoch",
     "kip279": "leader-epoch-kip279", "leader-epoch-kip279": "leader-epoch-kip279",
+    "v21": "leader-epoch-2.1", "2.1": "leader-epoch-2.1", "leader-epoch-2.1": "leader-epoch-2.1",
 }
 
 # MODEL.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages, 2 crashes, epochs <= 2.
@@ -50,6 +51,71 @@ KNOWN_VERDICTS = {
 }
 
 
+# -- "Kafka through the versions" (``--versions``) ------------------------------------------
+# A separate grid, so that the default grid's rows (and reports/RESULTS.md) stay as they
+# were: MODEL.md's configurations, each under the rule and options of successive Kafka
+# versions, every row checked against all five properties.
+_C1 = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2, min_insync_replicas=1)
+_LRS = dict(replicas=("A", "B", "C"), max_messages=2, max_crashes=1, max_leader_epoch=2,
+            min_insync_replicas=2, unflushed_loss=True)
+# key -> (label, constants)
+VERSION_CONFIGS = {
+    "c1": ("2 replicas, 2 msgs, 2 crashes (C1)", _C1),
+    "c2": ("C1 + unflushed loss (C2)", dict(_C1, unflushed_loss=True)),
+    "c3": ("C1 + unclean election (C3)", dict(_C1, unclean_leader_election=True)),
+    "c4": ("2 replicas, 4 msgs, 1 crash, preferred election (C4)",
+           dict(_C1, max_messages=4, max_crashes=1, preferred_election=True)),
+    "isr": ("3 replicas, min ISR 1, 1 msg, 2 crashes (ISR re-join)",
+            dict(_C1, replicas=("A", "B", "C"), max_messages=1)),
+    "lrs": ("3 replicas, min ISR 2, 2 msgs, 1 crash, unflushed loss (last replica standing)", _LRS),
+}
+# key -> (label, rule, hw_requires_min_isr, eligible_leader_replicas)
+VERSIONS = {
+    "hw": ("pre-0.11: high watermark", "high-watermark", False, False),
+    "le": ("0.11: leader epoch (KIP-101)", "leader-epoch", False, False),
+    "kip279": ("2.0: KIP-279", "leader-epoch-kip279", False, False),
+    "v21": ("2.1: KAFKA-7128", "leader-epoch-2.1", False, False),
+    "v21-gate": ("3.7: + HW gate (KAFKA-15583)", "leader-epoch-2.1", True, False),
+    "v21-elr": ("4.1: + ELR (KIP-966)", "leader-epoch-2.1", True, True),
+}
+# MODEL.md, both known-verdict tables, where they cover a cell of this grid:
+# (config key, version key) -> {property: verdict}
+_C, _N, _L = "CommittedNeverLost", "LogsNeverDiverge", "LeaderCandidateCompleteness"
+KNOWN_VERSION_VERDICTS = {
+    ("c1", "hw"): {_C: _V, _N: _V}, ("c1", "le"): {_C: _H, _N: _H}, ("c1", "kip279"): {_C: _H, _N: _H},
+    ("c1", "v21"): {_C: _H, _N: _H, _L: _H},
+    ("c2", "hw"): {_C: _V, _N: _V}, ("c2", "le"): {_C: _V, _N: _V}, ("c2", "kip279"): {_C: _V, _N: _H},
+    ("c2", "v21"): {_C: _V, _N: _H, _L: _V}, ("c2", "v21-gate"): {_C: _V, _N: _H, _L: _V},
+    ("c2", "v21-elr"): {_C: _H, _N: _H, _L: _H},
+    ("c3", "hw"): {_C: _V, _N: _V}, ("c3", "le"): {_C: _V, _N: _V}, ("c3", "kip279"): {_C: _V, _N: _H},
+    ("c3", "v21"): {_C: _V, _N: _H, _L: _V},
+    ("c4", "hw"): {_C: _V, _N: _V}, ("c4", "le"): {_C: _H, _N: _V}, ("c4", "kip279"): {_C: _H, _N: _H},
+    ("c4", "v21"): {_C: _H, _N: _H, _L: _H},
+    ("isr", "kip279"): {_C: _V}, ("isr", "v21"): {_C: _H},
+    ("lrs", "v21"): {_C: _V, _N: _H, _L: _V}, ("lrs", "v21-gate"): {_C: _V, _N: _H, _L: _V},
+    ("lrs", "v21-elr"): {_C: _H, _N: _H, _L: _H},
+}
+
+
+def version_grid(configs=None, versions=None):
+    """``[(row id, Config, expected verdicts)]`` of the versions grid, configuration-major.
+
+    Args:
+        configs, versions: keys of ``VERSION_CONFIGS`` and ``VERSIONS`` (default: all).
+    """
+    from model.config import Config
+
+    out = []
+    for ck in configs or VERSION_CONFIGS:
+        _, constants = VERSION_CONFIGS[ck]
+        for vk in versions or VERSIONS:
+            _, rule, gate, elr = VERSIONS[vk]
+            config = Config(truncation=rule, hw_requires_min_isr=gate, eligible_leader_replicas=elr,
+                            **constants)
+            out.append((f"{ck}-{vk}", config, dict(KNOWN_VERSION_VERDICTS.get((ck, vk), {}))))
+    return out
+
+
 def register(sub):
     p = sub.add_parser(
         "matrix",
@@ -67,6 +133,15 @@ def register(sub):
     p.add_argument("spec_dir", metavar="SPEC_DIR", nargs="?",
                    help="a directory of spec files to run instead of the grid")
     p.add_argument("--out", metavar="DIR", required=True, help="where to write RESULTS.md, results.json and traces/")
+    v = p.add_argument_group("Kafka through the versions")
+    v.add_argument("--versions", action="store_true",
+                   help="instead of the grid: MODEL.md's configurations under each Kafka version's rule "
+                   "and options (pre-0.11 .. 4.1), every row with all five properties, and a "
+                   "configuration x version table in RESULTS.md")
+    v.add_argument("--configs", metavar="LIST", default="all",
+                   help=f"with --versions: configurations ({', '.join(VERSION_CONFIGS)}; default all)")
+    v.add_argument("--kafka", metavar="LIST", default="all",
+                   help=f"with --versions: versions ({', '.join(VERSIONS)}; default all)")
     g = p.add_argument_group("grid (without SPEC_DIR)")
     g.add_argument("--rules", metavar="LIST", default="hw,le,kip279",
                    help="truncation rules: hw, le, kip279 or full names (default: all three)")
@@ -87,7 +162,8 @@ def register(sub):
 
 
 _GRID_OPTIONS = ("rules", "replicas", "min_isr", "unclean", "unflushed", "messages", "crashes", "epochs")
-_OPTIONS = _GRID_OPTIONS + ("max_states", "jobs", "title")
+_VERSION_OPTIONS = ("versions", "configs", "kafka")
+_OPTIONS = _GRID_OPTIONS + _VERSION_OPTIONS + ("max_states", "jobs", "title")
 
 
 # -- the configurations ---------------------------------------------------------------------
@@ -174,27 +250,33 @@ def known_verdicts(config) -> dict:
 def run_row(item):
     """Check one configuration; returns ``(row dict, {invariant: trace document})``.
 
-    ``item`` is ``(row id, Config, Spec or None, max_states)``. A module-level function of
-    plain values, so ``--jobs`` can run it in another process.
+    ``item`` is ``(row id, Config, Spec or None, max_states)``, optionally followed by the
+    expected verdicts and the property names to check (the versions grid). A module-level
+    function of plain values, so ``--jobs`` can run it in another process.
     """
     from checker.local import LocalEngine, Options
-    from invariants import ALL
+    from invariants import BY_NAME, default_properties
     from model.kafka import KafkaModel
     from reports.json_result import expectation, result_to_dict, verdicts
 
-    rid, config, spec, max_states = item
+    rid, config, spec, max_states = item[:4]
+    known = item[4] if len(item) > 4 else None
+    names = item[5] if len(item) > 5 else None
     model = KafkaModel(config)
     limit = max_states
     if spec is not None and spec.max_states is not None:
         limit = min(limit, spec.max_states) if limit else spec.max_states
     options = Options(keep_going=True, max_states=limit,
                       max_depth=spec.max_depth if spec is not None else None)
-    result = LocalEngine(model, list(ALL), options).run()
+    # A pre-2.1 row checks the four classic properties, as it always has (so the published
+    # rows stay reproducible); a row of the 2.1 rule or its options adds the fifth.
+    props = [BY_NAME[n] for n in names] if names else list(default_properties(config))
+    result = LocalEngine(model, props, options).run()
     if spec is not None:
         exp = expectation(spec, result)
         expected, source = exp["expected"], "spec"
     else:
-        expected, source = known_verdicts(config), "MODEL.md"
+        expected, source = (known_verdicts(config) if known is None else known), "MODEL.md"
         exp = expectation(None, result)
         got = exp["got"]
         exp["mismatches"] = [f"{n}: expected {w}, got {got.get(n)}" for n, w in expected.items()
@@ -246,6 +328,23 @@ def _results(items, jobs):
 
 def _items(args):
     """``(items, source, constants, spec_dir)`` from the command line."""
+    changed_versions = [f"--{k}" for k in ("configs", "kafka") if getattr(args, k) != args._defaults[k]]
+    if changed_versions and not args.versions:
+        raise UsageError(f"{', '.join(changed_versions)}: only with --versions")
+    if args.versions:
+        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS
+                   if getattr(args, k) != args._defaults[k]]
+        if changed or args.spec_dir is not None:
+            raise UsageError(f"{', '.join(changed) or 'SPEC_DIR'}: cannot be combined with --versions")
+        configs = None if args.configs == "all" else _list(
+            args.configs, "--configs", lambda t: t if t in VERSION_CONFIGS else {}[t], ", ".join(VERSION_CONFIGS))
+        versions = None if args.kafka == "all" else _list(
+            args.kafka, "--kafka", lambda t: t if t in VERSIONS else {}[t], ", ".join(VERSIONS))
+        from invariants import ALL
+
+        every = tuple(p.name for p in ALL)
+        items = [(rid, c, None, args.max_states, known, every) for rid, c, known in version_grid(configs, versions)]
+        return items, "versions", {}, None
     if args.spec_dir is not None:
         changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS
                    if getattr(args, k) != args._defaults[k]]
@@ -307,12 +406,17 @@ def command_line(args) -> str:
     for k in _OPTIONS:
         value = getattr(args, k)
         if k != "jobs" and value != args._defaults[k]:
-            words += [f"--{k.replace('_', '-')}", str(value)]
+            words += [f"--{k.replace('_', '-')}"] if value is True else [f"--{k.replace('_', '-')}", str(value)]
     words += ["--out", args.out]
     return " ".join(shlex.quote(w) for w in words)
 
 
 def _default_note(source, constants) -> str:
+    if source == "versions":
+        return ("MODEL.md's configurations under the truncation rule and options of successive "
+                "Kafka versions; *expected* compares a row with MODEL.md's known-verdict tables "
+                "where they have it. LCC = LeaderCandidateCompleteness: every live ISR or ELR "
+                "member holds every committed record.")
     if source != "grid":
         return ""
     note = ("The first three rows of MODEL.md's known-verdict table are rows of this grid "
@@ -362,11 +466,12 @@ def run(args, out, err) -> int:
                   markup=False, highlight=False, soft_wrap=True)
     _remove_stale_traces(traces_dir, [r["id"] for r in rows], written)
     total = time.perf_counter() - started
-    title = args.title or ("kmc results: the default configuration grid" if source == "grid"
-                           else f"kmc results: the specs in {spec_dir}")
+    title = args.title or {"grid": "kmc results: the default configuration grid",
+                           "versions": "kmc results: Kafka through the versions"}.get(
+                               source, f"kmc results: the specs in {spec_dir}")
     doc = results_document(
         rows=rows, command=command_line(args), title=title,
-        source=source, invariants=list(rows[0]["verdicts"]), constants=constants,
+        source=source, invariants=_invariants(rows), constants=constants,
         spec_dir=spec_dir, max_states=args.max_states, total_seconds=total,
         note=_default_note(source, constants))
     problems = validate(doc)
@@ -392,6 +497,13 @@ def run(args, out, err) -> int:
                   f"by --max-states): {', '.join(unexpected)}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_UNEXPECTED
     return EXIT_OK
+
+
+def _invariants(rows):
+    """Every invariant some row was checked against, in the model's order."""
+    from invariants import ALL
+
+    return [p.name for p in ALL if any(p.name in r["verdicts"] for r in rows)]
 
 
 def _write(path, write):

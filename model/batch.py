@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import HIGH_WATERMARK, LEADER_EPOCH
+from .config import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_21
 from .kafka import ACTION_NAMES, Action
 from .rows import NONE, RowCodec, lexicographic_min
 from .symmetry import symmetries
-
-LEADER_EPOCH_21 = "leader-epoch-2.1"
 
 (PRODUCE, FETCH_REQUEST, FETCH_RESPONSE, CRASH, RESTART, ELECT_LEADER, BECOME_FOLLOWER,
  SHRINK_ISR, EXPAND_ISR) = range(9)

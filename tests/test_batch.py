@@ -27,7 +27,7 @@ from checker.local import LocalEngine, Options
 from checker.protocol import ALWAYS, Property
 from checker.seen import CompactSeenSet
 from checker.trace import replay_choices
-from model import Config, KafkaModel
+from model import INITIAL_LEADERS, TRUNCATION_RULES, Config, KafkaModel
 from model.batch import KafkaBatchKernel
 from model.spec import load_spec
 from model.symmetry import permute, symmetries
@@ -78,8 +78,7 @@ def test_successors_equal_the_model_on_every_shipped_spec(name):
 def _grid():
     from checker.commands.matrix import grid
 
-    return grid(["high-watermark", "leader-epoch", "leader-epoch-kip279"], [2, 3], None,
-                [False, True], [False, True])
+    return grid(list(TRUNCATION_RULES), [2, 3], None, [False, True], [False, True])
 
 
 @pytest.mark.parametrize("config", _grid(), ids=lambda c: f"{c.truncation}-{c.n}-{c.min_insync_replicas}-"
@@ -90,16 +89,19 @@ def test_successors_equal_the_model_on_the_matrix_grid(config):
 
 
 _CONFIGS = st.builds(
-    Config,
+    lambda gate, elr, **kw: Config(hw_requires_min_isr=gate or elr, eligible_leader_replicas=elr, **kw),
+    gate=st.booleans(),
+    elr=st.booleans(),
     replicas=st.sampled_from([("A", "B"), ("A", "B", "C"), ("A", "B", "C", "D")]),
     max_messages=st.integers(0, 4),
     max_crashes=st.integers(0, 3),
     max_leader_epoch=st.integers(0, 4),
-    truncation=st.sampled_from(["high-watermark", "leader-epoch", "leader-epoch-kip279"]),
+    truncation=st.sampled_from(TRUNCATION_RULES),
     min_insync_replicas=st.integers(1, 2),
     unclean_leader_election=st.booleans(),
     unflushed_loss=st.booleans(),
     preferred_election=st.booleans(),
+    initial_leader=st.sampled_from(INITIAL_LEADERS),
 )
 
 
@@ -107,7 +109,7 @@ _CONFIGS = st.builds(
 @given(config=_CONFIGS, walk=st.lists(st.integers(0, 10**6), min_size=1, max_size=40))
 def test_successors_equal_the_model_along_random_walks(config, walk):
     model = KafkaModel(config)
-    state = model.init_states()[0]
+    state = model.init_states()[walk[0] % len(model.init_states())]
     states = [state]
     for pick in walk:
         succ = model.successors(state)

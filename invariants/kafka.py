@@ -119,7 +119,7 @@ LeaderEpochMonotonic = Property(
 
 LeaderCandidateCompleteness = Property(
     "LeaderCandidateCompleteness", ALWAYS, leader_candidate_completeness,
-    "every live replica in the ISR or the ELR holds every committed record")
+    "every live replica in the ISR or the ELR holds every committed record", symmetric=True)
 
 ALL = (HighWatermarkBelowLogEnd, CommittedNeverLost, LogsNeverDiverge, LeaderEpochMonotonic,
        LeaderCandidateCompleteness)

@@ -68,7 +68,7 @@ SLOW_ROWS = {
     "lrs2-v21": (1207522, 27, 4465456, {CNL: 7, LND: H, LCC: 6}),
     "lrs2-v21-gate": (1371240, 30, 4995651, {CNL: 9, LND: H, LCC: 8}),
     "lrs2-v21-elr": (1227129, 29, 4269582, {CNL: H, LND: H, LCC: H}),
-    "lrs2-kip279-elr": (None, None, None, {CNL: 12, LND: H}),
+    "lrs2-kip279-elr": (1471455, 30, 5275876, {CNL: 12, LND: H}),
 }
 ROWS = {**FAST_ROWS, **SLOW_ROWS}
 

@@ -265,9 +265,11 @@ def _wait_for(path, text, proc, seconds):
 def test_standalone_cluster_on_loopback(tmp_path):
     home, spark_class = _spark_class()
     assert spark_class.is_file(), f"pyspark has no {spark_class}"
-    # The executors run in the worker's directory: they import kmc through PYTHONPATH.
+    # The executors import kmc from this working tree (not from an installed copy, which may
+    # be missing or stale): the worker passes PYTHONPATH on to the executors' Python.
+    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+               PYTHONPATH=pythonpath,
                SPARK_WORKER_DIR=str(tmp_path / "work"),
                PYSPARK_SUBMIT_ARGS="--conf spark.executor.memory=512m --conf spark.cores.max=2 pyspark-shell")
     port = _free_port()

@@ -6,8 +6,8 @@ returns ``None`` when the property holds and a one-sentence explanation when it 
 
 from __future__ import annotations
 
-from checker.protocol import ALWAYS, STEP, Property
-from model.state import leader_of
+from kmc.checker.protocol import ALWAYS, STEP, Property
+from kmc.model.state import leader_of
 
 
 def _record(epoch, rid):

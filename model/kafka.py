@@ -152,7 +152,7 @@ class KafkaModel:
 
     def properties(self):
         """The properties checked by default: see ``invariants.default_properties``."""
-        from invariants import default_properties
+        from kmc.invariants import default_properties
 
         return default_properties(self.config)
 

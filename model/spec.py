@@ -34,8 +34,8 @@ from pathlib import Path
 
 import attrs
 
-from checker.errors import SpecError
-from checker.result import HOLDS, VIOLATED
+from kmc.checker.errors import SpecError
+from kmc.checker.result import HOLDS, VIOLATED
 
 from .config import INITIAL_LEADERS, TRUNCATION_RULES, Config
 
@@ -105,7 +105,7 @@ class Spec:
 
     def properties(self, names=None):
         """The ``Property`` values to check (``names`` overrides the spec's list)."""
-        from invariants import BY_NAME
+        from kmc.invariants import BY_NAME
 
         return [BY_NAME[n] for n in (names or self.invariants)]
 
@@ -116,7 +116,7 @@ def is_replica_name(x) -> bool:
 
 
 def property_names():
-    from invariants import ALL
+    from kmc.invariants import ALL
 
     return [p.name for p in ALL]
 
@@ -175,7 +175,7 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
                 raise SpecError(path, "check.invariants", f"unknown invariant {_show(x)} (known: {', '.join(names)})")
         invariants = tuple(n for n in names if n in inv)
     else:
-        from invariants import default_properties
+        from kmc.invariants import default_properties
 
         invariants = tuple(p.name for p in default_properties(config))
     keep_going = _bool(path, "check.keep_going", check.get("keep_going", False))
@@ -193,8 +193,8 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
         master = _str(path, "spark.master", master)
         if not master:
             raise SpecError(path, "spark.master", "must not be empty")
-        from checker.errors import EngineError
-        from checker.spark_master import validate_master
+        from kmc.checker.errors import EngineError
+        from kmc.checker.spark_master import validate_master
 
         try:
             validate_master(master)
@@ -333,7 +333,7 @@ def _int(path, key, value, lo, hi):
 def _size(path, key, value):
     """A size in bytes: an integer, or a string such as "8G" or "512M"."""
     if isinstance(value, str):
-        from checker.checkpoint import parse_size
+        from kmc.checker.checkpoint import parse_size
 
         try:
             value = parse_size(value)

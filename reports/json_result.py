@@ -11,9 +11,9 @@ import json
 import os
 import tempfile
 
-from checker.result import UNKNOWN
-from model.kafka import ACTION_NAMES
-from model.state import Fetch, Quorum, Replica, State
+from kmc.checker.result import UNKNOWN
+from kmc.model.kafka import ACTION_NAMES
+from kmc.model.state import Fetch, Quorum, Replica, State
 
 SCHEMA_VERSION = 1
 
@@ -213,7 +213,7 @@ def result_to_dict(spec, model, result) -> dict:
         model: the ``KafkaModel`` that was explored.
         result: the engine's ``CheckResult``.
     """
-    from checker import __version__
+    from kmc.checker import __version__
 
     return {
         "schema_version": SCHEMA_VERSION,

@@ -24,7 +24,7 @@ A row (schema version 1)::
 
 from __future__ import annotations
 
-from checker.result import HOLDS, UNKNOWN, VIOLATED
+from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED
 
 SCHEMA_VERSION = 1
 KIND = "kmc-matrix"
@@ -70,7 +70,7 @@ def results_document(*, rows, command, title, source, invariants, constants,
         total_seconds: the wall time of the whole matrix.
         note: a paragraph shown under the title (why the constants are what they are).
     """
-    from checker import __version__
+    from kmc.checker import __version__
 
     return {
         "schema_version": SCHEMA_VERSION,
@@ -206,7 +206,7 @@ def versions_table(doc) -> str:
     """The "Kafka through the versions" table of a ``kmc matrix --versions`` document:
     one line per configuration, one column per version, each cell the violated properties
     and their shortest counterexamples' lengths (``✓ holds`` when none is)."""
-    from checker.commands.matrix import VERSION_CONFIGS, VERSIONS
+    from kmc.checker.commands.matrix import VERSION_CONFIGS, VERSIONS
 
     cells = {}
     for row in doc["rows"]:

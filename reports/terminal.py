@@ -10,7 +10,7 @@ counts, the counterexamples and a one-line summary.
 
 from __future__ import annotations
 
-from checker.text import safe_text
+from kmc.checker.text import safe_text
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.padding import Padding
@@ -20,13 +20,13 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from checker.result import HOLDS, UNKNOWN, VIOLATED
-from model.kafka import (
+from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED
+from kmc.model.kafka import (
     ACTION_NAMES, BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST,
     FETCH_RESPONSE, PRODUCE, RESTART, SHRINK_ISR,
 )
-from model.config import LEADER_EPOCH_21
-from model.state import leader_of, leads, leso
+from kmc.model.config import LEADER_EPOCH_21
+from kmc.model.state import leader_of, leads, leso
 
 from .json_result import expectation
 
@@ -691,7 +691,7 @@ class ResultView:
         """The verdict of every checked property, its expectation and what it means (the
         meaning is left out when ``max_width`` is too narrow for it: see
         ``kmc invariants``)."""
-        from invariants import BY_NAME
+        from kmc.invariants import BY_NAME
 
         result, expected = self.result, self.expectation["expected"]
         rows = []
@@ -828,7 +828,7 @@ class ResultView:
 
 
 def _kind(name) -> str | None:
-    from invariants import BY_NAME
+    from kmc.invariants import BY_NAME
 
     prop = BY_NAME.get(name)
     return None if prop is None else prop.kind

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from model import Config, Fetch, KafkaModel, Quorum, Replica, State
+from kmc.model import Config, Fetch, KafkaModel, Quorum, Replica, State
 
 
 def _replica(n, *, alive=True, log=(), hw=0, epoch=0, leader=0, remote=None, inflight=None,
@@ -61,8 +61,8 @@ class Explorations:
 
     def __getitem__(self, name):
         if name not in self._done:
-            from checker.local import LocalEngine, Options
-            from model.spec import load_spec
+            from kmc.checker.local import LocalEngine, Options
+            from kmc.model.spec import load_spec
 
             spec = load_spec(SPECS / f"{name}.toml")
             model = spec.model()
@@ -92,7 +92,7 @@ def spark_sc():
 
     if shutil.which("java") is None:
         pytest.skip("the Spark engine needs Java: no 'java' on PATH")
-    from checker.spark import spark_context
+    from kmc.checker.spark import spark_context
 
     context, created = spark_context(SPARK_MASTER)
     if not created and context.master != SPARK_MASTER:

@@ -20,7 +20,7 @@ from collections import deque
 
 import attrs
 
-from model.state import Fetch, Quorum, Replica, State
+from kmc.model.state import Fetch, Quorum, Replica, State
 
 HW_RULE, LE_RULE, KIP279_RULE = "high-watermark", "leader-epoch", "leader-epoch-kip279"
 

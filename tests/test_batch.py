@@ -20,17 +20,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.batch import BatchEngine
-from checker.errors import UsageError
-from checker.fingerprint import fingerprint_rows
-from checker.local import LocalEngine, Options
-from checker.protocol import ALWAYS, Property
-from checker.seen import CompactSeenSet
-from checker.trace import replay_choices
-from model import INITIAL_LEADERS, TRUNCATION_RULES, Config, KafkaModel
-from model.batch import KafkaBatchKernel
-from model.spec import load_spec
-from model.symmetry import permute, symmetries
+from kmc.checker.batch import BatchEngine
+from kmc.checker.errors import UsageError
+from kmc.checker.fingerprint import fingerprint_rows
+from kmc.checker.local import LocalEngine, Options
+from kmc.checker.protocol import ALWAYS, Property
+from kmc.checker.seen import CompactSeenSet
+from kmc.checker.trace import replay_choices
+from kmc.model import INITIAL_LEADERS, TRUNCATION_RULES, Config, KafkaModel
+from kmc.model.batch import KafkaBatchKernel
+from kmc.model.spec import load_spec
+from kmc.model.symmetry import permute, symmetries
 from pins import PINS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +76,7 @@ def test_successors_equal_the_model_on_every_shipped_spec(name):
 
 
 def _grid():
-    from checker.commands.matrix import grid
+    from kmc.checker.commands.matrix import grid
 
     return grid(list(TRUNCATION_RULES), [2, 3], None, [False, True], [False, True])
 
@@ -130,7 +130,7 @@ def test_rows_round_trip_on_every_state_of_a_small_spec():
 
 
 def test_row_fingerprints_do_not_depend_on_the_process():
-    code = ("import numpy as np; from checker.fingerprint import fingerprint_rows; "
+    code = ("import numpy as np; from kmc.checker.fingerprint import fingerprint_rows; "
             "r = (np.arange(64 * 80) % 251 - 120).astype(np.int8).reshape(64, 80); "
             "print(','.join(map(str, fingerprint_rows(r).tolist())))")
     outs = set()
@@ -279,7 +279,7 @@ def test_symmetry_keeps_verdicts_and_trace_lengths_and_traces_are_real_behaviour
     path = reduced.violations["CommittedNeverLost"].path
     again = replay_choices(model, path.init_index, path.choices)
     assert again.states == path.states  # re-executed from a real initial state
-    from invariants import committed_never_lost
+    from kmc.invariants import committed_never_lost
 
     assert committed_never_lost(model, path.states[-1]) is not None
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-import checker
-from checker import LocalEngine, Options, checkpoint
-from checker.checkpoint import CheckpointError
-from model.spec import load_spec
+from kmc import checker
+from kmc.checker import LocalEngine, Options, checkpoint
+from kmc.checker.checkpoint import CheckpointError
+from kmc.model.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -31,7 +31,7 @@ SPECS = ROOT / "specs"
 
 def kmc(*args, **kw) -> subprocess.Popen:
     """``kmc`` in a subprocess (``python -m checker.cli``: independent of how kmc is installed)."""
-    return subprocess.Popen([sys.executable, "-m", "checker.cli", *map(str, args)], cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "kmc.checker.cli", *map(str, args)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -46,8 +46,8 @@ def kmc_run(*args, timeout=120):
 # every run, whatever the machine's speed (a poller racing the run could miss it).
 _AT_LEVEL = r"""
 import os, signal, sys
-from checker import checkpoint
-from checker.cli import main
+from kmc.checker import checkpoint
+from kmc.checker.cli import main
 
 depth = int(os.environ["KMC_TEST_DEPTH"])
 signals = [getattr(signal, "SIG" + name) for name in os.environ["KMC_TEST_SIGNALS"].split(",")]
@@ -89,7 +89,7 @@ def reference(spec_path) -> dict:
     """The JSON result of an uninterrupted in-process run of a shipped spec, with the
     spec's own options (the session's shared exploration, tests/conftest.py)."""
     from conftest import EXPLORATIONS
-    from reports import result_to_dict
+    from kmc.reports import result_to_dict
 
     spec, model, result = EXPLORATIONS[Path(spec_path).stem]
     return result_to_dict(spec, model, result)
@@ -280,7 +280,7 @@ def test_max_memory_stops_cleanly_and_the_checkpoint_resumes(tmp_path):
 
 
 def test_max_memory_in_a_spec(tmp_path):
-    from model.spec import parse_spec
+    from kmc.model.spec import parse_spec
 
     text = (SPECS / "hw-data-loss.toml").read_text().replace("[check]", '[check]\nmax_memory = "1.5G"')
     assert parse_spec(text.encode()).max_memory == 3 << 29
@@ -290,7 +290,7 @@ def test_max_memory_in_a_spec(tmp_path):
 
 
 def test_memory_stop_inside_a_level_rolls_back_to_the_boundary(monkeypatch, explorations):
-    import checker.local
+    import kmc.checker.local
 
     spec, model, want = explorations["hw-unflushed"]  # keep_going = true, as here
     props = spec.properties()

@@ -18,9 +18,9 @@ SEEDS = ("0", "12345")
 # violation's trace, and a digest of the whole seen-set (every fingerprint, sorted).
 _PROBE = r"""
 import hashlib, json, sys
-from model.spec import load_spec
-from checker.local import LocalEngine, Options
-from checker.fingerprint import fingerprint
+from kmc.model.spec import load_spec
+from kmc.checker.local import LocalEngine, Options
+from kmc.checker.fingerprint import fingerprint
 spec = load_spec(sys.argv[1])
 model = spec.model()
 engine = LocalEngine(model, spec.properties(), Options(keep_going=spec.keep_going))
@@ -77,7 +77,7 @@ def test_hw_data_loss_probe_numbers():
 def _kmc_json(tmp_path, seed):
     out = tmp_path / f"result-{seed}.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "checker.cli", "check", "specs/hw-data-loss.toml", "--json", str(out),
+        [sys.executable, "-m", "kmc.checker.cli", "check", "specs/hw-data-loss.toml", "--json", str(out),
          "--no-progress"],
         cwd=REPO, env=_env(seed), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr          # a violation
@@ -104,7 +104,7 @@ def test_kmc_check_json_identical_across_hash_seeds(tmp_path):
 
 
 def test_two_runs_in_one_process_agree(build):
-    from checker.local import check
+    from kmc.checker.local import check
 
     model = build.model(max_crashes=2, truncation="leader-epoch", unflushed_loss=True)
     r1, r2 = check(model), check(model)

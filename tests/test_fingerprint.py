@@ -11,8 +11,8 @@ import struct
 import attrs
 import pytest
 
-from checker.fingerprint import DIGEST_BYTES, fingerprint, fingerprint_bytes
-from model import Fetch, encode
+from kmc.checker.fingerprint import DIGEST_BYTES, fingerprint, fingerprint_bytes
+from kmc.model import Fetch, encode
 
 A, B = 0, 1
 

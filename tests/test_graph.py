@@ -13,11 +13,11 @@ import networkx as nx
 import pydot
 import pytest
 
-from checker.cli import EXIT_BAD_INPUT, EXIT_OK, main
-from checker.graph import GraphTooLarge, dot_text, state_graph
-from checker.local import LocalEngine, Options
-from model import Config, KafkaModel
-from model.spec import load_spec
+from kmc.checker.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from kmc.checker.graph import GraphTooLarge, dot_text, state_graph
+from kmc.checker.local import LocalEngine, Options
+from kmc.model import Config, KafkaModel
+from kmc.model.spec import load_spec
 
 TINY = """title = "tiny"
 [model]

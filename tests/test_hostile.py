@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from checker import checkpoint
-from checker.checkpoint import CheckpointError
+from kmc.checker import checkpoint
+from kmc.checker.checkpoint import CheckpointError
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = REPO / "specs" / "hw-data-loss.toml"  # a violation: exit 1
@@ -26,7 +26,7 @@ HOLDS = REPO / "specs" / "le-data-loss.toml"
 def kmc(*args, env=None, preexec_fn=None, timeout=180):
     full = dict(os.environ, **(env or {}))
     full.pop("COLUMNS", None)
-    return subprocess.run([sys.executable, "-m", "checker.cli", *map(str, args)], cwd=REPO, env=full,
+    return subprocess.run([sys.executable, "-m", "kmc.checker.cli", *map(str, args)], cwd=REPO, env=full,
                           capture_output=True, text=True, timeout=timeout, preexec_fn=preexec_fn)
 
 
@@ -34,7 +34,7 @@ def kmc_here(capsys, *args):
     """``kmc`` in this process (faster than a subprocess): an object like ``kmc``'s."""
     from types import SimpleNamespace
 
-    from checker.cli import main
+    from kmc.checker.cli import main
 
     try:
         code = main([str(a) for a in args])
@@ -173,8 +173,8 @@ def test_check_expect_with_a_memory_stop_exits_4(tmp_path):
 # -- bounded input: names, partitions, masters ---------------------------------------------
 
 def test_a_replica_name_with_a_trailing_newline_is_refused():
-    from checker.errors import SpecError
-    from model.spec import parse_spec
+    from kmc.checker.errors import SpecError
+    from kmc.model.spec import parse_spec
 
     text = '[model]\nreplicas = ["A\\n", "A"]\ntruncation = "high-watermark"\n'
     with pytest.raises(SpecError, match="model.replicas"):
@@ -182,7 +182,7 @@ def test_a_replica_name_with_a_trailing_newline_is_refused():
 
 
 def test_replay_refuses_a_replica_name_with_control_characters(tmp_path):
-    from checker.commands.replay import ReplayError, config_from_dict
+    from kmc.checker.commands.replay import ReplayError, config_from_dict
 
     for names in (["A\n", "B"], ["A\x1b[31m", "B"]):
         with pytest.raises(ReplayError, match="spec.model.replicas"):
@@ -197,8 +197,8 @@ def test_partitions_are_bounded_on_the_command_line(value, capsys):
 
 
 def test_partitions_are_bounded_in_a_spec():
-    from checker.errors import SpecError
-    from model.spec import parse_spec
+    from kmc.checker.errors import SpecError
+    from kmc.model.spec import parse_spec
 
     text = '[model]\nreplicas = 2\ntruncation = "high-watermark"\n[spark]\npartitions = {}\n'
     assert parse_spec(text.format(4096).encode()).spark_partitions == 4096
@@ -218,8 +218,8 @@ def test_bad_masters_are_refused_before_spark_starts(master, words, capsys):
 
 
 def test_a_bad_master_in_a_spec_is_a_spec_error():
-    from checker.errors import SpecError
-    from model.spec import parse_spec
+    from kmc.checker.errors import SpecError
+    from kmc.model.spec import parse_spec
 
     text = '[model]\nreplicas = 2\ntruncation = "high-watermark"\n[spark]\nmaster = "local[0]"\n'
     with pytest.raises(SpecError, match="spark.master"):
@@ -244,8 +244,8 @@ def test_an_unreachable_master_is_one_line_naming_the_url_within_seconds(tmp_pat
 def test_a_master_that_never_answers_is_given_up_on_in_bounded_time():
     import socket
 
-    from checker.errors import EngineError
-    from checker.spark_master import REACH_SECONDS, check_reachable
+    from kmc.checker.errors import EngineError
+    from kmc.checker.spark_master import REACH_SECONDS, check_reachable
 
     asked = []
 
@@ -262,7 +262,7 @@ def test_a_master_that_never_answers_is_given_up_on_in_bounded_time():
 
 @pytest.fixture(scope="module")
 def seed_doc(tmp_path_factory):
-    from checker.cli import main
+    from kmc.checker.cli import main
 
     path = tmp_path_factory.mktemp("seed") / "seed.json"
     assert main(["check", str(SEED), "--no-progress", "--no-trace", "--json", str(path)]) == 1
@@ -271,9 +271,9 @@ def seed_doc(tmp_path_factory):
 
 def _with_choices(doc, choices):
     """``doc`` whose first trace takes ``choices`` (steps recomputed, so they are legal)."""
-    from checker.trace import replay_choices
-    from model.spec import load_spec
-    from reports.json_result import trace_to_dict
+    from kmc.checker.trace import replay_choices
+    from kmc.model.spec import load_spec
+    from kmc.reports.json_result import trace_to_dict
 
     model = load_spec(SEED).model()
     doc = json.loads(json.dumps(doc))
@@ -282,7 +282,7 @@ def _with_choices(doc, choices):
 
 
 def test_replay_refuses_a_legal_loop_at_its_first_repeated_state(seed_doc, tmp_path, capsys):
-    from checker.cli import main
+    from kmc.checker.cli import main
 
     choices = seed_doc["violations"][0]["trace"]["choices"]
     # FetchRequest(B), FetchResponse(B) from the initial state lead back to it.
@@ -295,8 +295,8 @@ def test_replay_refuses_a_legal_loop_at_its_first_repeated_state(seed_doc, tmp_p
 
 
 def test_replay_caps_the_length_before_replaying_anything(seed_doc, tmp_path, capsys):
-    from checker.cli import main
-    from checker.commands import replay
+    from kmc.checker.cli import main
+    from kmc.checker.commands import replay
 
     doc = json.loads(json.dumps(seed_doc))
     doc["violations"][0]["trace"]["choices"] = [1] * replay.MAX_TRACE_STATES
@@ -307,8 +307,8 @@ def test_replay_caps_the_length_before_replaying_anything(seed_doc, tmp_path, ca
 
 
 def test_replay_compares_as_it_replays(seed_doc, monkeypatch, tmp_path, capsys):
-    import checker.protocol
-    from checker.cli import main
+    from kmc.checker import protocol
+    from kmc.checker.cli import main
 
     doc = json.loads(json.dumps(seed_doc))
     trace = doc["violations"][0]["trace"]
@@ -316,15 +316,15 @@ def test_replay_compares_as_it_replays(seed_doc, monkeypatch, tmp_path, capsys):
     f = tmp_path / "edited.json"
     f.write_text(json.dumps(doc))
     calls = []
-    real = checker.protocol.successors
-    monkeypatch.setattr(checker.protocol, "successors", lambda *a: calls.append(1) or real(*a))
+    real = protocol.successors
+    monkeypatch.setattr(protocol, "successors", lambda *a: calls.append(1) or real(*a))
     assert main(["replay", str(f)]) == 2
     assert "state 2 differs from the saved one" in capsys.readouterr().err
     assert len(calls) == 1  # one step replayed, not the nine of the trace
 
 
 def test_replay_shows_the_recomputed_explanation_and_says_the_files_differs(seed_doc, tmp_path, capsys):
-    from checker.cli import main
+    from kmc.checker.cli import main
 
     doc = json.loads(json.dumps(seed_doc))
     real = doc["violations"][0]["explanation"]
@@ -450,7 +450,7 @@ class SignalOnImport:
 
 sys.meta_path.insert(0, SignalOnImport())
 sys.argv = ["kmc", *sys.argv[3:]]
-runpy.run_module("checker.cli", run_name="__main__", alter_sys=True)
+runpy.run_module("kmc.checker.cli", run_name="__main__", alter_sys=True)
 """
 
 

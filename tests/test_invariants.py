@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from checker.protocol import ALWAYS, STEP
-from invariants import (
+from kmc.checker.protocol import ALWAYS, STEP
+from kmc.invariants import (
     ALL,
     BY_NAME,
     committed_never_lost,
@@ -14,7 +14,7 @@ from invariants import (
     leader_epoch_monotonic,
     logs_never_diverge,
 )
-from model import Action
+from kmc.model import Action
 
 A, B, C = range(3)
 

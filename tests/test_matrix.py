@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED, main
-from checker.commands.matrix import grid, known_verdicts, row_id
-from checker.commands.replay import load_document, replay
-from reports.matrix import validate
+from kmc.checker.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED, main
+from kmc.checker.commands.matrix import grid, known_verdicts, row_id
+from kmc.checker.commands.replay import load_document, replay
+from kmc.reports.matrix import validate
 
 REPO = Path(__file__).resolve().parent.parent
 INVARIANTS = ["HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic"]
@@ -193,10 +193,10 @@ def test_published_two_replica_rows_match_the_current_model():
     """The published numbers are those of the model as it is now: every two-replica row of
     reports/results.json is explored again and must give the same counts and verdicts
     (after a change to model/ or invariants/, re-run `kmc matrix --out reports`)."""
-    from checker.local import LocalEngine, Options
-    from invariants import CLASSIC as ALL  # the default grid checks the pre-2.1 properties
-    from model.config import Config
-    from model.kafka import KafkaModel
+    from kmc.checker.local import LocalEngine, Options
+    from kmc.invariants import CLASSIC as ALL  # the default grid checks the pre-2.1 properties
+    from kmc.model.config import Config
+    from kmc.model.kafka import KafkaModel
 
     doc = json.loads((REPO / "reports" / "results.json").read_text())
     rows = [r for r in doc["rows"] if len(r["model"]["replicas"]) == 2]
@@ -239,8 +239,8 @@ def test_a_row_stopped_by_its_state_bound_is_undecided_not_contradicted(tmp_path
 def test_versions_grid(tmp_path, capsys):
     """``--versions``: MODEL.md's configurations under each version's rule and options, in a
     grid of its own (the default grid is unchanged), with the configuration x version table."""
-    from checker.commands.matrix import VERSION_CONFIGS, VERSIONS, version_grid
-    from reports.matrix import versions_table
+    from kmc.checker.commands.matrix import VERSION_CONFIGS, VERSIONS, version_grid
+    from kmc.reports.matrix import versions_table
 
     everything = version_grid()
     assert len(everything) == len(VERSION_CONFIGS) * len(VERSIONS)
@@ -272,8 +272,8 @@ def test_versions_options_errors(tmp_path, capsys):
 def test_published_versions_table_is_the_readme_table():
     """reports/versions is `kmc matrix --versions --out reports/versions`'s output, every row
     agrees with MODEL.md where MODEL.md has a verdict, and the README shows its table."""
-    from checker.commands.matrix import VERSION_CONFIGS, VERSIONS
-    from reports.matrix import versions_table
+    from kmc.checker.commands.matrix import VERSION_CONFIGS, VERSIONS
+    from kmc.reports.matrix import versions_table
 
     doc = json.loads((REPO / "reports" / "versions" / "results.json").read_text())
     assert validate(doc) == [] and doc["source"] == "versions"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from model import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, Action, Fetch, Quorum
-from model.kafka import ACTION_NAMES
+from kmc.model import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, Action, Fetch, Quorum
+from kmc.model.kafka import ACTION_NAMES
 
 A, B, C, D, E = range(5)
 

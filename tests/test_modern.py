@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from checker.batch import BatchEngine
-from checker.local import LocalEngine, Options
-from checker.protocol import ALWAYS
-from checker.result import HOLDS, VIOLATED
-from checker.trace import replay_choices
-from invariants import ALL, BY_NAME, CLASSIC, default_properties, leader_candidate_completeness
-from model import LEADER_EPOCH_21, LEADER_EPOCH_KIP279, Config, KafkaModel, elr_after, encode, leso
-from model.spec import load_spec
+from kmc.checker.batch import BatchEngine
+from kmc.checker.local import LocalEngine, Options
+from kmc.checker.protocol import ALWAYS
+from kmc.checker.result import HOLDS, VIOLATED
+from kmc.checker.trace import replay_choices
+from kmc.invariants import ALL, BY_NAME, CLASSIC, default_properties, leader_candidate_completeness
+from kmc.model import LEADER_EPOCH_21, LEADER_EPOCH_KIP279, Config, KafkaModel, elr_after, encode, leso
+from kmc.model.spec import load_spec
 from pins import EXCLUDED
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
@@ -377,7 +377,7 @@ def _render(renderable) -> str:
 
 
 def test_terminal_explains_the_21_guard_and_the_elr_election(build):
-    from reports.terminal import describe_step
+    from kmc.reports.terminal import describe_step
 
     b = build.replica(3, log=[(0, 0), (1, 1)], epoch=1, leader=B)
     c = build.replica(3, epoch=1, leader=B)
@@ -385,7 +385,7 @@ def test_terminal_explains_the_21_guard_and_the_elr_election(build):
     s = build.state([a, b, c], leader=B, epoch=1, isr=[A, B], produced=2, committed=[(0, 0, 0)])
     v21 = build.model(replicas=("A", "B", "C"), truncation=LEADER_EPOCH_21)
     after = step(v21, s, "FetchRequest(C)")
-    from model import Action
+    from kmc.model import Action
 
     assert describe_step(v21, s, Action("FetchRequest", C), after).endswith(
         "C may not re-join the ISR: its log ends at 0, before the leader's epoch start offset 1")
@@ -402,8 +402,8 @@ def test_terminal_explains_the_21_guard_and_the_elr_election(build):
 
 
 def test_terminal_shows_the_elr_and_a_lossy_replica(build):
-    from model import Action
-    from reports.terminal import StateView, describe_step
+    from kmc.model import Action
+    from kmc.reports.terminal import StateView, describe_step
 
     model = build.model(truncation=LEADER_EPOCH_21, unflushed_loss=True, hw_requires_min_isr=True,
                         eligible_leader_replicas=True, max_crashes=2)

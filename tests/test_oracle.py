@@ -15,9 +15,9 @@ import os
 import pytest
 
 import oracle
-from checker.errors import PropertyError
-from checker.local import LocalEngine, Options
-from checker.protocol import ALWAYS, Property
+from kmc.checker.errors import PropertyError
+from kmc.checker.local import LocalEngine, Options
+from kmc.checker.protocol import ALWAYS, Property
 from pins import CNL, HW_DATA_LOSS_KEEP_GOING, PINS
 from toy import NeverDown, SumBelow, TwoCounters
 
@@ -74,7 +74,7 @@ def test_keep_going_explores_everything_after_every_property_failed(explorations
 
 def test_oracle_finds_the_seed_scenario_by_its_own_search():
     """A deque BFS of the oracle finds the first committed-record loss at 10 states."""
-    from model import Config
+    from kmc.model import Config
 
     cfg = Config(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2)
     assert oracle.shortest_path_length(cfg, lambda s: not oracle.committed_never_lost(s)) == 10

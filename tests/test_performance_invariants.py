@@ -5,8 +5,8 @@ from __future__ import annotations
 import pickle
 import random
 
-from checker.local import LocalEngine, Options, SeenSet
-from invariants.kafka import leader_epoch_monotonic, logs_never_diverge
+from kmc.checker.local import LocalEngine, Options, SeenSet
+from kmc.invariants.kafka import leader_epoch_monotonic, logs_never_diverge
 
 from test_checkpoint import summary
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, main
-from checker.commands.replay import load_document, replay
-from checker.local import check
-from model.spec import load_spec
-from reports.json_result import state_to_dict
-from reports.tla import trace_text
+from kmc.checker.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, main
+from kmc.checker.commands.replay import load_document, replay
+from kmc.checker.local import check
+from kmc.model.spec import load_spec
+from kmc.reports.json_result import state_to_dict
+from kmc.reports.tla import trace_text
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = str(REPO / "specs" / "hw-data-loss.toml")

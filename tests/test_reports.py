@@ -15,18 +15,18 @@ import pytest
 from rich.console import Console
 from rich.segment import Segment
 
-import checker
-from checker.local import LocalEngine, Options
-from checker.result import HOLDS, UNKNOWN, VIOLATED, Stats, Violation
-from model.config import Config
-from model.kafka import ACTION_NAMES, KafkaModel
-from model.spec import load_spec
-from reports import (
+from kmc import checker
+from kmc.checker.local import LocalEngine, Options
+from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED, Stats, Violation
+from kmc.model.config import Config
+from kmc.model.kafka import ACTION_NAMES, KafkaModel
+from kmc.model.spec import load_spec
+from kmc.reports import (
     SCHEMA_VERSION, ProgressDisplay, ResultView, TraceView, expectation, result_to_dict,
     state_from_dict, state_to_dict, trace_to_dict, write_json,
 )
-from reports.progress import progress_text
-from reports.terminal import EPOCH_STYLES, diff_lines
+from kmc.reports.progress import progress_text
+from kmc.reports.terminal import EPOCH_STYLES, diff_lines
 
 from pins import spec_param
 
@@ -457,8 +457,8 @@ def test_progress_prints_one_lasting_line_per_level():
 
     from rich.console import Console
 
-    from checker.result import Stats
-    from reports.progress import ProgressDisplay
+    from kmc.checker.result import Stats
+    from kmc.reports.progress import ProgressDisplay
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=120, color_system=None)
@@ -488,7 +488,7 @@ def test_plain_progress_lines_when_stderr_is_not_a_terminal(data_loss):
     it 10 s, so with every=25 one update in three prints, whatever the real time."""
     from datetime import datetime, timezone
 
-    from reports.progress import plain_line
+    from kmc.reports.progress import plain_line
 
     buf = io.StringIO()
     c = Console(file=buf, width=200)
@@ -554,7 +554,7 @@ def test_kmc_check_writes_plain_progress_into_a_log(tmp_path):
 
     log = tmp_path / "log"
     with open(log, "w") as err:
-        proc = subprocess.run([sys.executable, "-m", "checker.cli", "check", os.path.join(SPECS, "hw-data-loss.toml"),
+        proc = subprocess.run([sys.executable, "-m", "kmc.checker.cli", "check", os.path.join(SPECS, "hw-data-loss.toml"),
                                "--progress-every", "0", "--no-trace"], stdout=subprocess.PIPE, stderr=err,
                               cwd=os.path.dirname(HERE), text=True, timeout=120)
     assert proc.returncode == 1
@@ -587,7 +587,7 @@ def test_traces_fit_a_narrow_console_without_cutting_values(width, fast_change):
 
 
 def test_table_layout_tiers(data_loss):
-    from reports.terminal import COLUMNS, column_widths, table_layout
+    from kmc.reports.terminal import COLUMNS, column_widths, table_layout
 
     spec, model, result = data_loss
     widths = column_widths(model, result.violations["CommittedNeverLost"].path.states)
@@ -623,7 +623,7 @@ def test_full_view_and_diff_agree_on_what_changed(explorations, name):
     """A cell of the full view is highlighted exactly when --diff lists that variable (the
     seed trace once marked A's remote LEO as changed at states 6 and 10: it was hidden or
     shown, not changed)."""
-    from reports.terminal import _replica_cells
+    from kmc.reports.terminal import _replica_cells
 
     _, model, result = explorations[name]
     for v in result.violations.values():
@@ -649,7 +649,7 @@ def test_verdict_table_drops_the_meaning_before_cutting_names():
 
 
 def test_stop_reason_wording(data_loss):
-    from reports.terminal import stop_reason
+    from kmc.reports.terminal import stop_reason
 
     _, model, result = data_loss
     # the only checked property is violated: nothing is unknown, and the text says so
@@ -668,7 +668,7 @@ def test_bounds_and_never_fired_wording():
 
 
 def test_isr_steps_say_why(data_loss):
-    from reports.terminal import describe_step
+    from kmc.reports.terminal import describe_step
 
     spec = load_spec(os.path.join(SPECS, "kip279-isr-expansion.toml"))
     model = spec.model()

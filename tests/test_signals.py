@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from checker import LocalEngine, Options, checkpoint
-from checker.checkpoint import StopOnSignals
-from model.spec import load_spec
+from kmc.checker import LocalEngine, Options, checkpoint
+from kmc.checker.checkpoint import StopOnSignals
+from kmc.model.spec import load_spec
 from test_checkpoint import kmc_at_level, kmc_run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,12 +9,12 @@ from pathlib import Path
 import attrs
 import pytest
 
-from checker.cli import EXIT_OK, EXIT_VIOLATION, main
-from checker.commands.simulate import DEFAULT_DEPTH, DEFAULT_RUNS, DEFAULT_SEED
-from checker.simulate import simulate
-from checker.trace import replay_choices
-from model import Config, KafkaModel
-from model.spec import load_spec
+from kmc.checker.cli import EXIT_OK, EXIT_VIOLATION, main
+from kmc.checker.commands.simulate import DEFAULT_DEPTH, DEFAULT_RUNS, DEFAULT_SEED
+from kmc.checker.simulate import simulate
+from kmc.checker.trace import replay_choices
+from kmc.model import Config, KafkaModel
+from kmc.model.spec import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = str(REPO / "specs" / "hw-data-loss.toml")
@@ -46,7 +46,7 @@ def test_the_walk_replays_from_its_choices(seed_run):
     path = sim.violation.path
     again = replay_choices(model, path.init_index, path.choices)
     assert again.states == path.states and again.actions == path.actions
-    from invariants import committed_never_lost
+    from kmc.invariants import committed_never_lost
 
     assert committed_never_lost(model, path.states[-1]) is not None
     assert all(committed_never_lost(model, s) is None for s in path.states[:-1])
@@ -90,7 +90,7 @@ def test_terminal_states_end_a_walk():
 
 
 def test_step_properties_are_checked():
-    from checker.protocol import STEP, Property
+    from kmc.checker.protocol import STEP, Property
 
     def no_crash(model, before, action, after):
         return "a crash" if action.name == "Crash" else None

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from checker.local import LocalEngine, Options
-from checker.spark import SparkEngine
+from kmc.checker.local import LocalEngine, Options
+from kmc.checker.spark import SparkEngine
 from conftest import EXPLORATIONS, SPARK_MASTER
-from model.spec import load_spec
+from kmc.model.spec import load_spec
 from pins import EXCLUDED, PINS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -181,9 +181,9 @@ def test_engine_knows_nothing_of_kafka():
 
 _START_ERRORS = r"""
 import os, sys
-from checker.errors import EngineError
-from checker.spark import SparkEngine
-from model.spec import load_spec
+from kmc.checker.errors import EngineError
+from kmc.checker.spark import SparkEngine
+from kmc.model.spec import load_spec
 
 spec = load_spec(sys.argv[1])
 saved = dict(os.environ)
@@ -214,9 +214,9 @@ def test_start_up_errors_are_one_line_engine_errors():
 
 _DRIVER = r"""
 import json, sys
-from checker.local import Options
-from checker.spark import SparkEngine
-from model.spec import load_spec
+from kmc.checker.local import Options
+from kmc.checker.spark import SparkEngine
+from kmc.model.spec import load_spec
 
 spec = load_spec(sys.argv[1])
 r = SparkEngine(spec.model(), spec.properties(), Options(keep_going=spec.keep_going),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from checker import checkpoint
+from kmc.checker import checkpoint
 from test_checkpoint import comparable, kmc_at_level, kmc_run, one_line_error, reference, small_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,8 +138,8 @@ def test_a_checkpoint_of_the_other_engine_is_refused(killed, tmp_path):
 
 def test_a_resumed_level_is_copied_into_a_new_checkpoint_directory(killed, tmp_path):
     # --resume A --checkpoint B, stopped before a new level: B must not depend on A.
-    from checker.spark import SparkEngine
-    from model.spec import load_spec
+    from kmc.checker.spark import SparkEngine
+    from kmc.model.spec import load_spec
 
     ck = copy_of(killed, tmp_path)
     snap = checkpoint.read(ck)[1]

@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.errors import SpecError
-from checker.result import HOLDS, VIOLATED
-from model.config import TRUNCATION_RULES
-from model.spec import (
+from kmc.checker.errors import SpecError
+from kmc.checker.result import HOLDS, VIOLATED
+from kmc.model.config import TRUNCATION_RULES
+from kmc.model.spec import (
     _MODEL_BOOLS, _MODEL_INTS, ENGINES, LIMITS, MAX_REPLICAS, load_spec, parse_spec, property_names,
 )
 
@@ -310,7 +310,7 @@ FOUND = {
 
 @pytest.mark.parametrize("name", sorted(FOUND))
 def test_found_cases_exit_2_with_one_line(tmp_path, name, capsys):
-    from checker.cli import main
+    from kmc.checker.cli import main
 
     f = tmp_path / f"{name}.toml"
     data = FOUND[name]
@@ -324,7 +324,7 @@ def test_found_cases_exit_2_with_one_line(tmp_path, name, capsys):
 def test_found_case_in_a_real_process(tmp_path):
     f = tmp_path / "huge.toml"
     f.write_text(FOUND["huge-int"])
-    p = subprocess.run([sys.executable, "-m", "checker.cli", "check", str(f), "--no-progress"],
+    p = subprocess.run([sys.executable, "-m", "kmc.checker.cli", "check", str(f), "--no-progress"],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == [f"kmc: error: {f}: not valid TOML: an integer has too many digits"]

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from checker.local import LocalEngine, Options
-from checker.protocol import ALWAYS
-from checker.result import HOLDS, VIOLATED
-from checker.trace import replay_choices
-from invariants import BY_NAME, CLASSIC
-from model import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, Config, KafkaModel
-from model.spec import load_spec
-from model.truncation import offsets_for_leader_epoch
+from kmc.checker.local import LocalEngine, Options
+from kmc.checker.protocol import ALWAYS
+from kmc.checker.result import HOLDS, VIOLATED
+from kmc.checker.trace import replay_choices
+from kmc.invariants import BY_NAME, CLASSIC
+from kmc.model import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, Config, KafkaModel
+from kmc.model.spec import load_spec
+from kmc.model.truncation import offsets_for_leader_epoch
 
 from pins import ALL4, CNL, EXCLUDED, HWB, LEM, LND, PINS, spec_param
 

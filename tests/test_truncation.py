@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from model import (
+from kmc.model import (
     HIGH_WATERMARK,
     LEADER_EPOCH,
     LEADER_EPOCH_KIP279,
@@ -19,7 +19,7 @@ from model import (
     truncate_leader_epoch,
     truncation_offset,
 )
-from model.truncation import UNDEFINED
+from kmc.model.truncation import UNDEFINED
 
 # -- end_offset: the first offset whose epoch is above e, else LEO ---------------------
 

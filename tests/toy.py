@@ -13,7 +13,7 @@ import struct
 
 import attrs
 
-from checker.protocol import ALWAYS, STEP, Property
+from kmc.checker.protocol import ALWAYS, STEP, Property
 
 N = 3
 LIMIT = 5

@@ -105,7 +105,7 @@ def _from_checkpoint(args, header):
 
 
 def run(args, out, err) -> int:
-    from reports import ProgressDisplay, ResultView, expectation, result_to_dict, write_json
+    from kmc.reports import ProgressDisplay, ResultView, expectation, result_to_dict, write_json
 
     header = checkpoint.read_header(args.resume) if args.resume else None
     if header is not None:

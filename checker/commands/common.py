@@ -63,7 +63,7 @@ def add_engine_arguments(parser):
 
 
 def load(path):
-    from model.spec import load_spec
+    from kmc.model.spec import load_spec
 
     return load_spec(path)
 
@@ -72,7 +72,7 @@ def select_properties(spec, names):
     """The properties to check: ``--invariant`` names if given, else the spec's."""
     if not names:
         return spec.properties()
-    from model.spec import property_names
+    from kmc.model.spec import property_names
 
     known = property_names()
     for n in names:

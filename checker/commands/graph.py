@@ -49,7 +49,7 @@ def state_label(model, state) -> str:
     controller's leader, epoch and ISR, and the ghost counters: ``p`` records produced,
     ``c`` crashes, ``k`` records committed (only those that are not 0).
     """
-    from model.state import leads
+    from kmc.model.state import leads
 
     parts = []
     for r, rep in enumerate(state.replicas):

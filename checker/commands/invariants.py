@@ -12,7 +12,7 @@ def register(sub):
 def run(args, out, err) -> int:
     from rich.table import Table
 
-    from invariants import ALL
+    from kmc.invariants import ALL
 
     table = Table("name", "kind", "what it says", box=None)
     for p in ALL:

@@ -103,7 +103,7 @@ def version_grid(configs=None, versions=None):
     Args:
         configs, versions: keys of ``VERSION_CONFIGS`` and ``VERSIONS`` (default: all).
     """
-    from model.config import Config
+    from kmc.model.config import Config
 
     out = []
     for ck in configs or VERSION_CONFIGS:
@@ -196,7 +196,7 @@ def _bounded(option, value, lo, hi):
 
 def row_id(config) -> str:
     """``hw-r2-isr1-clean-flushed``: the rule, replicas, min ISR, unclean, unflushed loss."""
-    from reports.matrix import RULE_SHORT
+    from kmc.reports.matrix import RULE_SHORT
 
     return (f"{RULE_SHORT[config.truncation]}-r{config.n}-isr{config.min_insync_replicas}-"
             f"{'unclean' if config.unclean_leader_election else 'clean'}-"
@@ -214,7 +214,7 @@ def grid(rules, replicas, min_isr, unclean, unflushed, messages=None, crashes=No
     Returns:
         a list of ``model.config.Config``.
     """
-    from model.config import Config
+    from kmc.model.config import Config
 
     out = []
     for rule in rules:
@@ -254,10 +254,10 @@ def run_row(item):
     expected verdicts and the property names to check (the versions grid). A module-level
     function of plain values, so ``--jobs`` can run it in another process.
     """
-    from checker.local import LocalEngine, Options
-    from invariants import BY_NAME, default_properties
-    from model.kafka import KafkaModel
-    from reports.json_result import expectation, result_to_dict, verdicts
+    from kmc.checker.local import LocalEngine, Options
+    from kmc.invariants import BY_NAME, default_properties
+    from kmc.model.kafka import KafkaModel
+    from kmc.reports.json_result import expectation, result_to_dict, verdicts
 
     rid, config, spec, max_states = item[:4]
     known = item[4] if len(item) > 4 else None
@@ -340,7 +340,7 @@ def _items(args):
             args.configs, "--configs", lambda t: t if t in VERSION_CONFIGS else {}[t], ", ".join(VERSION_CONFIGS))
         versions = None if args.kafka == "all" else _list(
             args.kafka, "--kafka", lambda t: t if t in VERSIONS else {}[t], ", ".join(VERSIONS))
-        from invariants import ALL
+        from kmc.invariants import ALL
 
         every = tuple(p.name for p in ALL)
         items = [(rid, c, None, args.max_states, known, every) for rid, c, known in version_grid(configs, versions)]
@@ -356,14 +356,14 @@ def _items(args):
         files = sorted(d.glob("*.toml"))
         if not files:
             raise UsageError(f"SPEC_DIR: {args.spec_dir} holds no spec files (*.toml)")
-        from model.spec import load_spec
+        from kmc.model.spec import load_spec
 
         specs = [load_spec(f) for f in files]  # every file is checked before any row runs
         items = [(s.name, s.config, s, args.max_states) for s in specs]
         return items, "specs", {}, str(d)
     rules = _list(args.rules, "--rules", lambda t: RULE_ALIASES[t.lower()],
                   "hw, le, kip279 or the full names high-watermark, leader-epoch, leader-epoch-kip279")
-    from model.spec import MODEL_BOUNDS, config_from_table
+    from kmc.model.spec import MODEL_BOUNDS, config_from_table
 
     from ..errors import SpecError
 
@@ -433,8 +433,8 @@ def _default_note(source, constants) -> str:
 
 
 def run(args, out, err) -> int:
-    from reports.json_result import write_json
-    from reports.matrix import results_document, to_markdown, validate
+    from kmc.reports.json_result import write_json
+    from kmc.reports.matrix import results_document, to_markdown, validate
 
     from ..exitcodes import EXIT_OK, EXIT_UNEXPECTED
 
@@ -501,7 +501,7 @@ def run(args, out, err) -> int:
 
 def _invariants(rows):
     """Every invariant some row was checked against, in the model's order."""
-    from invariants import ALL
+    from kmc.invariants import ALL
 
     return [p.name for p in ALL if any(p.name in r["verdicts"] for r in rows)]
 

@@ -111,7 +111,7 @@ def violations_of(path, doc) -> list[dict]:
 def config_from_dict(path, d):
     """A ``model.config.Config`` from the ``spec.model`` dict of a result document,
     validated by the spec loader's validator (``model.spec.config_from_table``)."""
-    from model.spec import config_from_table
+    from kmc.model.spec import config_from_table
 
     from ..errors import SpecError
 
@@ -139,8 +139,8 @@ def replay(path, doc, invariant=None):
         ReplayError: the document is not a kmc result, holds no such violation, or its
             trace does not replay to the saved states.
     """
-    from model.kafka import KafkaModel
-    from reports.json_result import action_to_dict, state_to_dict
+    from kmc.model.kafka import KafkaModel
+    from kmc.reports.json_result import action_to_dict, state_to_dict
 
     from ..result import Violation
 
@@ -222,7 +222,7 @@ def select_entry(path, doc, invariant=None) -> dict:
 def _check_still_violated(path, model, prop, kind, path_):
     """Refuse a trace whose last state (or step) does not violate the property it is
     saved for: the states replay, but showing it as a counterexample would be a lie."""
-    from invariants import BY_NAME
+    from kmc.invariants import BY_NAME
 
     p = BY_NAME.get(prop)
     if p is None:
@@ -248,7 +248,7 @@ def _check_still_violated(path, model, prop, kind, path_):
 def replay_document(doc, model, violation) -> dict:
     """``kmc replay --format json``: the replayed trace as a versioned document,
     readable by ``kmc replay`` again."""
-    from reports.json_result import trace_to_dict
+    from kmc.reports.json_result import trace_to_dict
 
     return {
         "schema_version": 1,
@@ -274,14 +274,14 @@ def run(args, out, err) -> int:
         out.out(json.dumps(replay_document(doc, model, violation), indent=2, ensure_ascii=False),
                 highlight=False)
     elif args.format == "tla":
-        from reports.tla import violation_text
+        from kmc.reports.tla import violation_text
 
         stats = doc.get("stats") if isinstance(doc.get("stats"), dict) else None
         if stats is not None and not all(k in stats for k in ("states_generated", "distinct_states", "depth")):
             stats = None
         out.out(violation_text(model, violation, stats), highlight=False, end="")
     else:
-        from reports import TraceView
+        from kmc.reports import TraceView
 
         out.print(f"{safe_text(args.file)}: {violation.property}, {len(violation.path)} states; "
                   "the replay matches the saved trace.", markup=False, highlight=False, soft_wrap=True)

@@ -72,7 +72,7 @@ def result_to_dict(spec, model, sim) -> dict:
                    "seconds", "actions": {name: fired}},
          "violation": null | {"property", "kind", "explanation", "run", "trace"}}
     """
-    from reports.json_result import spec_to_dict, trace_to_dict
+    from kmc.reports.json_result import spec_to_dict, trace_to_dict
 
     st = sim.stats
     v = sim.violation
@@ -94,7 +94,7 @@ def result_to_dict(spec, model, sim) -> dict:
 
 
 def run(args, out, err) -> int:
-    from reports import TraceView, write_json
+    from kmc.reports import TraceView, write_json
 
     from ..simulate import simulate
 

@@ -231,14 +231,15 @@ class SparkRowsEngine:
         rows = np.concatenate(local.frontier)
         fps = _fingerprints(self.kernel, rows, symmetry)
         level = len(rows)
-        self._handoff = {int(fp): local.seen.__len__() - level + i for i, fp in enumerate(fps.tolist())}
+        self._handoff = {int(fp): len(local.seen) - level + i for i, fp in enumerate(fps.tolist())}
         # Rank partition j holds the ranks g with g * n // L == j: from ceil(j * L / n) on.
         bounds = [(j * level + n - 1) // n for j in range(n)] + [level]
-        fronts = [(rows[bounds[j]:bounds[j + 1]], fps[bounds[j]:bounds[j + 1]]) for j in range(n)]
-        frontier = sc.parallelize(fronts, n).mapPartitions(_tag_front)
+        ranks = np.arange(level, dtype=np.int64)
+        fronts = [(j, ("s", ranks[bounds[j]:bounds[j + 1]], fps[bounds[j]:bounds[j + 1]],
+                       rows[bounds[j]:bounds[j + 1]])) for j in range(n)]
+        frontier = sc.parallelize(fronts, n).partitionBy(n, _owner)
         counts = [bounds[j + 1] - bounds[j] for j in range(n)]
         seen.persist(StorageLevel.MEMORY_AND_DISK)
-        frontier.persist(StorageLevel.MEMORY_AND_DISK)
         merged = None
         stopped = self.stop_requested  # the driver phase ended with no other reason to stop
         while level and stopped is None:
@@ -251,25 +252,27 @@ class SparkRowsEngine:
             grow = partial(_expand_partition, self.kernel, self.model, self.step_props, found, symmetry,
                            n, offsets, self._fail_first_attempt)
             own = partial(_own_partition, self.kernel, self.model, self.invariants, found, n, level)
+            # One job, two stages: the rank partitions (sort by key, expand) and, after
+            # the shuffle to the owners, the owners (merge, check). The owners' output
+            # holds the new seen blocks and the new states keyed by their next rank
+            # partition; the next level's job starts with that second shuffle.
             routed = frontier.mapPartitionsWithIndex(grow).partitionBy(n, _owner)
             new_merged = _union(sc, seen, routed).mapPartitionsWithIndex(own, preservesPartitioning=True)
             new_merged.persist(StorageLevel.MEMORY_AND_DISK)
             new_merged.localCheckpoint()
-            new_seen = new_merged.filter(_is_seen)
-            # Not filter(): it would keep the owners' partitioner, and partitionBy would
-            # then leave every record where it is.
-            new_frontier = (new_merged.mapPartitions(_routed_only).partitionBy(n, _owner)
-                            .mapPartitionsWithIndex(_rank_partition, preservesPartitioning=True))
-            new_frontier.persist(StorageLevel.MEMORY_AND_DISK)
-            new_frontier.localCheckpoint()
-            summaries = self._collect(new_frontier.filter(_is_summary).map(_payload), (new_merged, new_frontier))
+            summaries = self._collect(new_merged.filter(_is_summary).map(_payload), new_merged)
             if summaries is None:  # cancelled: the level is dropped, the last one stands
                 stopped = self.stop_requested
                 break
-            for old in (merged, frontier, seen):
-                if old is not None:
-                    old.unpersist()
-            merged, seen, frontier = new_merged, new_seen, new_frontier
+            if merged is not None:
+                merged.unpersist()
+            else:
+                seen.unpersist()
+            merged = new_merged
+            seen = merged.filter(_is_seen)  # keeps the owners' partitioner: the seen-set stays
+            # Not filter(): it would keep the owners' partitioner, and partitionBy would
+            # then leave every record where it is.
+            frontier = merged.mapPartitions(_routed_only).partitionBy(n, _owner)
             counts, shipped = self._absorb(summaries)
             level = sum(counts)
             if level:
@@ -287,9 +290,7 @@ class SparkRowsEngine:
             if stopped is None and self.stop_requested is not None:
                 stopped = self.stop_requested
         result = self._result(sc, seen, stopped, level, started)
-        for old in (merged, frontier, seen):
-            if old is not None:
-                old.unpersist()
+        (merged if merged is not None else seen).unpersist()
         return result
 
     def _collect(self, rdd, materialized):
@@ -297,11 +298,10 @@ class SparkRowsEngine:
         try:
             return rdd.collect()
         except Exception as e:
-            for r in materialized:
-                try:
-                    r.unpersist()
-                except Exception:
-                    pass
+            try:
+                materialized.unpersist()
+            except Exception:  # the context is gone
+                pass
             if self.stop_requested is not None:
                 return None
             where = f" (master {self.master})" if self.master else ""
@@ -314,30 +314,29 @@ class SparkRowsEngine:
         Returns the rank partitions' counts (in partition order) and the bytes shipped.
         """
         stats, names = self.stats, self.kernel.action_names
-        counts = [0] * self._n
+        counts = np.zeros(self._n, dtype=np.int64)
         shipped = 0
         candidates: dict[str, tuple] = {}  # property -> (key, kind, explanation, where)
-        for j, count, owners in summaries:
-            counts[j] = count
-            for _i, _new, new_codes, state_bad, metas, out_bytes in owners:
-                shipped += out_bytes
-                _add_counts(stats.new, names, new_codes)
-                for prop, (key, why, fp) in state_bad.items():
-                    _keep_least(candidates, prop, (key, "always", why, ("fp", fp)))
-                for terminal, generated, fired, step_bad, in_bytes in metas:
-                    shipped += in_bytes
-                    stats.terminal += terminal
-                    stats.generated += generated
-                    _add_counts(stats.fired, names, fired)
-                    for prop, (key, why, pfp, choice) in step_bad.items():
-                        _keep_least(candidates, prop, (key, "step", why, ("step", (pfp, choice))))
+        for _i, per_target, new_codes, state_bad, metas, out_bytes in summaries:
+            counts += per_target
+            shipped += out_bytes
+            _add_counts(stats.new, names, new_codes)
+            for prop, (key, why, fp) in state_bad.items():
+                _keep_least(candidates, prop, (key, "always", why, ("fp", fp)))
+            for terminal, generated, fired, step_bad, in_bytes in metas:
+                shipped += in_bytes
+                stats.terminal += terminal
+                stats.generated += generated
+                _add_counts(stats.fired, names, fired)
+                for prop, (key, why, pfp, choice) in step_bad.items():
+                    _keep_least(candidates, prop, (key, "step", why, ("step", (pfp, choice))))
         # The local engine checks step properties while expanding a level and state
         # invariants on its new states; either way a property's first violation is the
         # least key of this level.
         for prop, (_key, kind, why, where) in candidates.items():
             if prop not in self.found:
                 self.found[prop] = (kind, why, where)
-        return counts, shipped
+        return counts.tolist(), shipped
 
     def _tick(self, started, queue):
         if self.progress is None:
@@ -496,11 +495,6 @@ def _tag_seen(records):
         yield ("seen", block)
 
 
-def _tag_front(records):
-    for rows, fps in records:
-        yield ("front", rows, fps)
-
-
 def _is_seen(record):
     return record[0] == "seen"
 
@@ -540,10 +534,12 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, fa
     checks = [p for p in step_props if p.name not in found]
     base = offsets[index]
     nn = np.uint64(n)
-    for record in records:
-        if record[0] != "front":
-            continue
-        rows, fps = record[1], record[2]
+    parts = [value[1:] for _key, value in records]
+    if parts:
+        keys, fps, rows = (np.concatenate(a) for a in zip(*parts))
+        order = np.argsort(keys, kind="stable")  # the rank order: this partition's frontier
+        fps, rows = fps[order], rows[order]
+        del keys, order, parts
         for s in range(0, len(rows), SLICE_ROWS):
             parts = []
             for c in range(s, min(s + SLICE_ROWS, len(rows)), _CHUNK):
@@ -619,6 +615,7 @@ def _own_partition(kernel, model, invariants, found, n, level, index, records):
     if block is None:
         raise EngineError(f"internal error: partition {index} has no seen block")
     new_codes = np.zeros(len(names), dtype=np.int64)
+    per_target = np.zeros(n, dtype=np.int64)
     state_bad: dict[str, tuple] = {}
     shipped = new = 0
     if parts:
@@ -647,6 +644,7 @@ def _own_partition(kernel, model, invariants, found, n, level, index, records):
                     raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
                 state_bad[prop.name] = (int(keys[j]), why, int(fps[j]))
         target = (keys >> 8) * n // level
+        per_target += np.bincount(target, minlength=n)
         by_target = np.argsort(target, kind="stable")
         cuts = np.searchsorted(target[by_target], np.arange(n + 1))
         for t in range(n):
@@ -656,26 +654,7 @@ def _own_partition(kernel, model, invariants, found, n, level, index, records):
                 shipped += sum(a.nbytes for a in payload[1:])
                 yield (t, payload)
     yield ("seen", block)
-    yield (index % n, ("o", (index, new, new_codes, state_bad, metas, shipped)))
-
-
-def _rank_partition(index, records):
-    """Stage 3: the new states of rank partition ``index``, sorted by key, are its part of
-    the next frontier. Yields ``("front", rows, fps)`` and ``("sum", (index, count,
-    owners' summaries))``."""
-    parts, owners = [], []
-    for _key, value in records:
-        if value[0] == "s":
-            parts.append(value[1:])
-        else:
-            owners.append(value[1])
-    count = 0
-    if parts:
-        keys, fps, rows = (np.concatenate(a) for a in zip(*parts))
-        order = np.argsort(keys, kind="stable")
-        count = len(order)
-        yield ("front", rows[order], fps[order])
-    yield ("sum", (index, count, owners))
+    yield ("sum", (index, per_target, new_codes, state_bad, metas, shipped))
 
 
 def _lookup(query, records):

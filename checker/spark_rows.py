@@ -212,7 +212,10 @@ class SparkRowsEngine:
         from pyspark import StorageLevel
 
         local, stats = self._local, self.stats
-        n = self._n = self.partitions or _default_partitions(sc)
+        # One partition a core by default (not SparkEngine's two): a level is three
+        # stages of n tasks, whose fixed cost is most of a small level's time, and rows
+        # keep a partition's memory small enough without more of them.
+        n = self._n = self.partitions or _rows_partitions(sc)
         sc.setJobGroup(self._group, "kmc breadth-first search (rows)", interruptOnCancel=False)
         # One job a level materializes both RDDs of the level; Spark checkpoints only the
         # last marked RDD of a job's lineage unless told to checkpoint every marked one.
@@ -280,7 +283,7 @@ class SparkRowsEngine:
                 stats.levels.append(level)
             stats.distinct += level
             seconds = time.perf_counter() - t0
-            self.metrics["spark_levels"].append((level, round(seconds, 3), shipped))
+            self.metrics["spark_levels"].append((level, round(seconds, 3), shipped, round(self._busy, 3)))
             self.metrics["shuffle_bytes"] += shipped
             self._tick(started, level)
             if self.on_level is not None:
@@ -317,14 +320,17 @@ class SparkRowsEngine:
         counts = np.zeros(self._n, dtype=np.int64)
         shipped = 0
         candidates: dict[str, tuple] = {}  # property -> (key, kind, explanation, where)
-        for _i, per_target, new_codes, state_bad, metas, out_bytes in summaries:
+        busy = 0.0
+        for _i, per_target, new_codes, state_bad, metas, out_bytes, own_busy in summaries:
             counts += per_target
             shipped += out_bytes
+            busy += own_busy
             _add_counts(stats.new, names, new_codes)
             for prop, (key, why, fp) in state_bad.items():
                 _keep_least(candidates, prop, (key, "always", why, ("fp", fp)))
-            for terminal, generated, fired, step_bad, in_bytes in metas:
+            for terminal, generated, fired, step_bad, in_bytes, expand_busy in metas:
                 shipped += in_bytes
+                busy += expand_busy
                 stats.terminal += terminal
                 stats.generated += generated
                 _add_counts(stats.fired, names, fired)
@@ -336,6 +342,7 @@ class SparkRowsEngine:
         for prop, (_key, kind, why, where) in candidates.items():
             if prop not in self.found:
                 self.found[prop] = (kind, why, where)
+        self._busy = busy
         return counts.tolist(), shipped
 
     def _tick(self, started, queue):
@@ -527,6 +534,7 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, fa
 
         if TaskContext.get().attemptNumber() == 0:
             raise RuntimeError("kmc test hook: the first attempt of this task fails")
+    clock = time.perf_counter()
     names = kernel.action_names
     terminal = generated = shipped = 0
     fired = np.zeros(len(names), dtype=np.int64)
@@ -535,6 +543,8 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, fa
     base = offsets[index]
     nn = np.uint64(n)
     parts = [value[1:] for _key, value in records]
+    busy = time.perf_counter() - clock  # not counting the wait for the records
+    clock = time.perf_counter()
     if parts:
         keys, fps, rows = (np.concatenate(a) for a in zip(*parts))
         order = np.argsort(keys, kind="stable")  # the rank order: this partition's frontier
@@ -582,8 +592,11 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, fa
                 if len(sel):
                     payload = ("s", keys[sel], sfps[sel], pfps[sel], codes[sel], succ[sel])
                     shipped += sum(a.nbytes for a in payload[1:])
+                    busy += time.perf_counter() - clock
                     yield (o, payload)
-    yield (index, ("m", (terminal, generated, fired, step_bad, shipped)))
+                    clock = time.perf_counter()
+    busy += time.perf_counter() - clock
+    yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy)))
 
 
 def _step_why(model, kernel, prop, row, choice):
@@ -612,6 +625,7 @@ def _own_partition(kernel, model, invariants, found, n, level, index, records):
             parts.append(value[1:])
         else:
             metas.append(value[1])
+    clock = time.perf_counter()
     if block is None:
         raise EngineError(f"internal error: partition {index} has no seen block")
     new_codes = np.zeros(len(names), dtype=np.int64)
@@ -653,8 +667,9 @@ def _own_partition(kernel, model, invariants, found, n, level, index, records):
                 payload = ("s", keys[sel], fps[sel], rows[sel])
                 shipped += sum(a.nbytes for a in payload[1:])
                 yield (t, payload)
+    busy = time.perf_counter() - clock
     yield ("seen", block)
-    yield ("sum", (index, per_target, new_codes, state_bad, metas, shipped))
+    yield ("sum", (index, per_target, new_codes, state_bad, metas, shipped, busy))
 
 
 def _lookup(query, records):
@@ -664,6 +679,13 @@ def _lookup(query, records):
 
 
 # -- driver helpers ---------------------------------------------------------------------
+
+
+def _rows_partitions(sc) -> int:
+    configured = sc.getConf().get("spark.default.parallelism")
+    if configured:
+        return _default_partitions(sc)
+    return max(1, sc.defaultParallelism)
 
 
 def _add_counts(counter, names, counts):

@@ -21,12 +21,14 @@ Tie-breaking without paths
 number, choice)`` that reaches each new fingerprint. Here every frontier state of level
 ``d`` has a *dense global rank* ``g`` in ``[0, L_d)``, its position in that order. The
 frontier is kept in P *rank partitions*: partition ``j`` holds a contiguous range of
-ranks, sorted, and the driver knows every partition's count, so ``g = offset_j + local
-index`` (the offsets are a few ints in the task closure). A successor's *key* is ``g *
-256 + choice``; the least key reaching a fingerprint is its discovery, and new states in
-key order are the next level's discovery order. One level is one Spark job:
+ranks, and the driver knows every partition's count, so ``g = offset_j + local index``
+(the offsets are a few ints in the task closure). A successor's *key* is ``g * 256 +
+choice``; the least key reaching a fingerprint is its discovery, and the new states in
+key order are the next level's discovery order. One level is one Spark job with two
+shuffles:
 
-1. Expand (rank partition ``j``): ``kernel.expand``; key, fingerprint (of
+1. Rank partition ``j``: its states (routed to it by the previous level) sorted by key
+   are its part of the frontier; ``kernel.expand``; key, fingerprint (of
    ``kernel.canonical(rows)`` under symmetry), parent fingerprint, action code and row of
    every successor; duplicates within a slice dropped (least key kept); step properties
    checked (``kernel.step_mask``), the least-key violator per property reported; the
@@ -35,16 +37,23 @@ key order are the next level's discovery order. One level is one Spark job:
    same partitioner, so the seen-set never moves) and the incoming successors; the least
    key per fingerprint kept, the seen ones dropped, the new ones added to the block (a
    new version of it), the invariants checked on the new rows (``kernel.invariant_mask``;
-   only a violating row is decoded), and the new states routed to the next level's rank
-   partition ``g * P // L_d`` (shuffle 2). That map is monotone in ``g``, so the next
-   level's order is (rank partition, key order inside it).
-3. Rank partition: the arrivals sorted by key are the next frontier of that partition;
-   its count goes to the driver in a small summary.
+   only a violating row is decoded), and the new states keyed by their next rank
+   partition ``g * P // L_d``, which is monotone in ``g``: the next level's order is
+   (rank partition, key order inside it). The owner's summary counts them per rank
+   partition, which gives the driver the next level's offsets.
+3. The job collects the owners' summaries; the next level's job starts by shuffling the
+   new states to their rank partitions (shuffle 2), whose tasks sort them (step 1).
+
+So the sort of step 3 of the design runs inside the next level's expansion tasks: the
+driver needs only the per-rank-partition counts, which the owners know, and a level
+costs three stages (the owners' output read back for shuffle 2, the expansion, the
+owners), not four.
 
 Counts come from the summaries the tasks return (no accumulators), so a retried task
-cannot change a count. Every level's two RDDs (the owners' output, holding the seen
-blocks, and the new frontier) are persisted and locally checkpointed, and the previous
-level's are unpersisted.
+cannot change a count. The owners' output of every level (seen blocks, routed new
+states, summaries) is persisted and locally checkpointed by the level's job (it is the
+marked RDD nearest the job's end, which Spark checkpoints), and the previous level's is
+unpersisted.
 
 Counterexamples: a seen block keeps, per state, its fingerprint, its parent's fingerprint
 and its choice (the states handed over by the driver have choice -1: their path is on
@@ -81,7 +90,6 @@ DRIVER_LEVEL_LIMIT = 50_000  # levels up to this many states are expanded on the
 SLICE_ROWS = 1 << 16  # frontier rows expanded and deduplicated together in a task
 _CHUNK = 1 << 14  # rows per kernel call
 _HANDOFF = "kmc-handoff"  # the driver phase's stop reason when a level outgrows the limit
-_ALL_ANCESTORS = "spark.checkpoint.checkpointAllMarkedAncestors"
 
 
 class SparkRowsEngine:
@@ -132,6 +140,7 @@ class SparkRowsEngine:
         self.metrics: dict = {"session_start_seconds": None, "spark_levels": [], "shuffle_bytes": 0,
                               "driver_levels": 0}
         self._local = None
+        self._probe = None  # test hook: called with each level's owners' RDD after its job
         self._sc = None
         self._group = f"kmc-rows-{id(self):x}"
         self._canceller = None
@@ -217,9 +226,6 @@ class SparkRowsEngine:
         # keep a partition's memory small enough without more of them.
         n = self._n = self.partitions or _rows_partitions(sc)
         sc.setJobGroup(self._group, "kmc breadth-first search (rows)", interruptOnCancel=False)
-        # One job a level materializes both RDDs of the level; Spark checkpoints only the
-        # last marked RDD of a job's lineage unless told to checkpoint every marked one.
-        sc.setLocalProperty(_ALL_ANCESTORS, "true")
         symmetry = bool(self.options.symmetry)
 
         # The hand-over: the driver's seen-set split by owner, its frontier by rank.
@@ -264,6 +270,8 @@ class SparkRowsEngine:
             new_merged.persist(StorageLevel.MEMORY_AND_DISK)
             new_merged.localCheckpoint()
             summaries = self._collect(new_merged.filter(_is_summary).map(_payload), new_merged)
+            if self._probe is not None:
+                self._probe(new_merged)
             if summaries is None:  # cancelled: the level is dropped, the last one stands
                 stopped = self.stop_requested
                 break

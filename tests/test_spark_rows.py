@@ -185,3 +185,36 @@ def test_progress_and_stop_requested(sc):
     for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
         assert getattr(result.stats, field) == getattr(want.stats, field), field
     assert [s.depth for s in calls] == [2, 3, 4]
+
+
+def test_engine_knows_nothing_of_kafka():
+    import ast
+
+    tree = ast.parse((REPO / "checker" / "spark_rows.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            imported.add(node.module.split(".")[0])
+    assert not imported & {"model", "invariants", "reports"}
+
+
+def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
+    import argparse
+
+    from checker.commands.common import make_engine
+    from checker.spark import SparkEngine
+
+    spec = _spec("hw-data-loss")
+    model = spec.model()
+
+    def engine(**kw):
+        args = argparse.Namespace(engine="spark", master=None, partitions=None, verbose=False, **kw)
+        return make_engine(spec, model, spec.properties(), Options(), None, args)
+
+    assert type(engine()) is SparkRowsEngine
+    assert engine().driver_level_limit == 50_000
+    assert engine(driver_level_limit=0).driver_level_limit == 0
+    assert type(engine(per_state=True)) is SparkEngine
+    assert type(engine(checkpoint="ck")) is SparkEngine  # the rows engine cannot checkpoint yet

@@ -43,6 +43,31 @@ def seen_set_bytes(seen) -> int:
     return sys.getsizeof(seen) + sum(sys.getsizeof(k) for k in seen)
 
 
+def spark_measures(metrics) -> dict:
+    """What the Spark rows engine measured (``SparkRowsEngine.metrics``): the session's
+    start time, the levels run on the driver and on Spark, the per-level overhead (the
+    least wall time of a Spark level, which is at least its fixed cost), Spark's own
+    states per second, and the bytes its two shuffles shipped per new state."""
+    if not metrics:
+        return {}
+    levels = metrics["spark_levels"]
+    doc = {"spark_session_start_seconds": metrics["session_start_seconds"],
+           "driver_levels": metrics["driver_levels"], "spark_levels": len(levels)}
+    if levels:
+        states = sum(lv[0] for lv in levels)
+        seconds = sum(lv[1] for lv in levels)
+        doc["spark_level_overhead_seconds"] = min(lv[1] for lv in levels)
+        doc["spark_level_seconds_median"] = sorted(lv[1] for lv in levels)[len(levels) // 2]
+        doc["spark_states_per_second"] = round(states / seconds, 1) if seconds else None
+        # The time the tasks spent in kmc's own code (expanding, merging, checking),
+        # summed over tasks: the rest of a level's wall time is Spark's.
+        doc["spark_task_seconds"] = round(sum(lv[3] for lv in levels), 3)
+        doc["spark_level_seconds"] = round(seconds, 3)
+        doc["shuffle_bytes"] = metrics["shuffle_bytes"]
+        doc["shuffle_bytes_per_state"] = round(metrics["shuffle_bytes"] / max(states, 1), 1)
+    return doc
+
+
 def run(args, out, err) -> int:
     spec = load(args.spec)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
@@ -79,6 +104,7 @@ def run(args, out, err) -> int:
         doc["seen_set_bytes"] = seen_set_bytes(seen)
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
+    doc.update(spark_measures(getattr(engine, "metrics", None)))
     doc["path"] = getattr(engine, "path", "per-state") if result.engine == "local" else result.engine
     doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
     _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])

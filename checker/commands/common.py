@@ -56,6 +56,9 @@ def add_engine_arguments(parser):
     g.add_argument("--partitions", type=partitions, metavar="N",
                    help="Spark partitions of the frontier, 1 to 4096 (default: the spec's, else twice the cluster's parallelism)")
     g.add_argument("--verbose", action="store_true", help="show Spark's and the JVM's own log output")
+    g.add_argument("--driver-level-limit", type=int, metavar="N",
+                   help="spark engine: expand the leading levels of at most N states on the driver (default 50000; "
+                   "0: hand every level after the initial states to Spark)")
     g.add_argument("--symmetry", action="store_true",
                    help="symmetry reduction: count one state per orbit of replica permutations (docs/model.md)")
     g.add_argument("--per-state", action="store_true",
@@ -87,6 +90,20 @@ def make_engine(spec, model, properties, options, progress, args):
     if engine == "spark":
         from ..spark import SparkEngine
 
+        kwargs = dict(
+            master=getattr(args, "master", None) or spec.spark_master,
+            partitions=getattr(args, "partitions", None) or spec.spark_partitions,
+            verbose=getattr(args, "verbose", False),
+        )
+        # The rows engine has no checkpoints yet: --checkpoint/--resume keep the
+        # per-state Spark engine, as --per-state and models without a batch kernel do.
+        checkpointing = getattr(args, "checkpoint", None) or getattr(args, "resume", None)
+        if hasattr(model, "batch_kernel") and not getattr(args, "per_state", False) and not checkpointing:
+            from ..spark_rows import DRIVER_LEVEL_LIMIT, SparkRowsEngine
+
+            limit = getattr(args, "driver_level_limit", None)
+            return SparkRowsEngine(model, properties, options, progress, **kwargs,
+                                   driver_level_limit=DRIVER_LEVEL_LIMIT if limit is None else limit)
         return SparkEngine(
             model, properties, options, progress,
             master=getattr(args, "master", None) or spec.spark_master,

@@ -1,0 +1,220 @@
+"""The Spark rows engine gives exactly the batch engine's results.
+
+One SparkContext on ``local[2,3]`` (two cores; a failed task is tried up to three times,
+which the retry test needs) serves the whole module. Every shipped spec runs with the
+small levels on the driver (no Spark job at all); the Spark path runs, in the default
+selection, on a few specs and limits chosen to cover a stop at a violation, keep_going
+with two violations found on Spark, a step property, the hand-over in the middle of a
+run, symmetry and a retried task. The full matrix (every spec on Spark from the second
+level on, with one and three partitions) is marked ``slow``: a Spark level costs a few
+seconds on a loaded two-core machine.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from kmc.checker.batch import BatchEngine
+from kmc.checker.local import Options
+from kmc.checker.protocol import STEP, Property
+from kmc.checker.spark import spark_context
+from kmc.checker.spark_rows import SparkRowsEngine
+from kmc.model.spec import load_spec
+
+REPO = Path(__file__).resolve().parent.parent
+MASTER = "local[2,3]"
+HUGE = 10 ** 12  # a driver level limit no level reaches: Spark is never used
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(shutil.which("java") is None, reason="the Spark engine needs Java: no 'java' on PATH"),
+]
+
+# Specs that are benchmarks, not tests (docs/spark.md).
+BENCHMARKS = {"three-replicas-large", "three-replicas-huge"}
+SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.toml") if p.stem not in BENCHMARKS)
+
+
+@pytest.fixture(scope="module")
+def sc():
+    """One local SparkContext for the module (stopped at the end if this module made it)."""
+    context, created = spark_context(MASTER)
+    if not created and context.master != MASTER:
+        context.stop()
+        context, created = spark_context(MASTER)
+    yield context
+    if created:
+        context.stop()
+
+
+def _spec(name):
+    return load_spec(REPO / "specs" / f"{name}.toml")
+
+
+def _options(spec, **kw):
+    return Options(max_depth=spec.max_depth, keep_going=spec.keep_going, max_states=spec.max_states, **kw)
+
+
+@lru_cache(maxsize=None)
+def _batch(name, **kw):
+    spec = _spec(name)
+    return BatchEngine(spec.model(), spec.properties(), _options(spec, **kw)).run()
+
+
+def assert_same(got, want):
+    """Every number, verdict and counterexample of the two results is the same."""
+    assert got.engine == "spark"
+    for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
+        assert getattr(got.stats, field) == getattr(want.stats, field), field
+    assert (got.complete, got.stopped, got.checked) == (want.complete, want.stopped, want.checked)
+    assert got.violations.keys() == want.violations.keys()
+    for name, v in want.violations.items():
+        g = got.violations[name]
+        assert (g.property, g.kind, g.explanation) == (v.property, v.kind, v.explanation)
+        assert (g.path.init_index, g.path.choices) == (v.path.init_index, v.path.choices)
+        assert g.path == v.path
+
+
+def _rows(spec, options, **kw):
+    engine = SparkRowsEngine(spec.model(), spec.properties(), options, **kw)
+    return engine, engine.run()
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_every_spec_on_the_driver(name):
+    # With a limit no level reaches, the whole search is BatchEngine's on the driver
+    # and no Spark session is started (the partition count plays no part).
+    spec = _spec(name)
+    engine, result = _rows(spec, _options(spec), partitions=3, driver_level_limit=HUGE)
+    assert_same(result, _batch(name))
+    assert engine.metrics["session_start_seconds"] is None and not engine.metrics["spark_levels"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("name", SPECS)
+def test_every_spec_on_spark(sc, name, partitions):
+    spec = _spec(name)
+    engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=0)
+    assert_same(result, _batch(name))
+    assert engine.metrics["driver_levels"] == 1  # only the initial states
+
+
+@pytest.mark.parametrize("partitions", [pytest.param(1, marks=pytest.mark.slow), 3])
+def test_stop_at_a_violation_on_spark(sc, partitions):
+    engine, result = _rows(_spec("hw-data-loss"), _options(_spec("hw-data-loss")), partitions=partitions,
+                           driver_level_limit=0)
+    assert_same(result, _batch("hw-data-loss"))
+    assert len(engine.metrics["spark_levels"]) == 9
+
+
+def test_keep_going_two_violations_found_on_spark(sc):
+    spec = _spec("hw-unclean")
+    options = Options(max_depth=8, keep_going=True)
+    want = BatchEngine(spec.model(), spec.properties(), options).run()
+    assert set(want.violations) == {"CommittedNeverLost", "LogsNeverDiverge"}
+    _engine, result = _rows(spec, options, partitions=3, driver_level_limit=0)
+    assert_same(result, want)
+
+
+def _no_election_after_a_crash(model, before, action, after):
+    """A made-up step property with no batch form (the engine decodes and asks it).
+
+    Executors cannot import this test module: it is pickled by value (below)."""
+    if action.name == "ElectLeader" and after.crashes:
+        return "a leader was elected after a crash"
+    return None
+
+
+def test_step_property_found_on_spark(sc):
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    spec = _spec("hw-data-loss")
+    props = list(spec.properties()) + [Property("NoElectionAfterCrash", STEP, _no_election_after_a_crash)]
+    options = Options(max_depth=4, keep_going=True)
+    want = BatchEngine(spec.model(), props, options).run()
+    assert want.violations["NoElectionAfterCrash"].kind == "step"
+    result = SparkRowsEngine(spec.model(), props, options, partitions=3, driver_level_limit=0).run()
+    assert_same(result, want)
+
+
+def test_hand_over_in_the_middle_with_symmetry(sc):
+    # Three replicas, symmetry on: the first levels on the driver, the rest on Spark.
+    spec = _spec("kip279-isr-expansion")
+    options = Options(max_depth=14, keep_going=True, symmetry=True)
+    want = BatchEngine(spec.model(), spec.properties(), options).run()
+    assert want.violations  # CommittedNeverLost, found at depth 13
+    engine, result = _rows(spec, options, partitions=2, driver_level_limit=1500)
+    assert_same(result, want)
+    assert engine.metrics["driver_levels"] > 1 and engine.metrics["spark_levels"]
+
+
+def test_retried_tasks_change_nothing(sc):
+    # Every expansion task of rank partition 0 fails on its first attempt; the run can
+    # only succeed because Spark retried them (local[2,3] allows three attempts).
+    spec = _spec("le-unclean")
+    options = Options(max_depth=5, keep_going=True)
+    want = BatchEngine(spec.model(), spec.properties(), options).run()
+    _engine, result = _rows(spec, options, partitions=2, driver_level_limit=0, _fail_first_attempt=True)
+    assert_same(result, want)
+
+
+def test_progress_and_stop_requested(sc):
+    spec = _spec("le-data-loss")
+    calls = []
+
+    def progress(snapshot):
+        calls.append(snapshot)
+        if snapshot.depth == 4:
+            engine.stop_requested = "interrupted"
+
+    engine = SparkRowsEngine(spec.model(), spec.properties(), progress=progress, partitions=2,
+                             driver_level_limit=0)
+    cut = []  # every level's job checkpoints the owners' output: the lineage stays short
+    engine._probe = lambda rdd: cut.append(rdd._jrdd.rdd().isCheckpointed())
+    result = engine.run()
+    assert cut == [True, True, True]
+    assert (result.stopped, result.complete) == ("interrupted", False)
+    want = BatchEngine(spec.model(), spec.properties(), Options(max_depth=4)).run()
+    for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
+        assert getattr(result.stats, field) == getattr(want.stats, field), field
+    assert [s.depth for s in calls] == [2, 3, 4]
+
+
+def test_engine_knows_nothing_of_kafka():
+    import ast
+
+    tree = ast.parse((REPO / "checker" / "spark_rows.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            imported.add(node.module.split(".")[0])
+    assert not imported & {"model", "invariants", "reports"}
+
+
+def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
+    import argparse
+
+    from kmc.checker.commands.common import make_engine
+    from kmc.checker.spark import SparkEngine
+
+    spec = _spec("hw-data-loss")
+    model = spec.model()
+
+    def engine(**kw):
+        args = argparse.Namespace(engine="spark", master=None, partitions=None, verbose=False, **kw)
+        return make_engine(spec, model, spec.properties(), Options(), None, args)
+
+    assert type(engine()) is SparkRowsEngine
+    assert engine().driver_level_limit == 50_000
+    assert engine(driver_level_limit=0).driver_level_limit == 0
+    assert type(engine(per_state=True)) is SparkEngine
+    assert type(engine(checkpoint="ck")) is SparkEngine  # the rows engine cannot checkpoint yet

@@ -365,9 +365,12 @@ class _HashingWriter:
         self.count = 0
 
     def write(self, data):
-        self.digest.update(data)
-        self.count += len(data)
-        return self.f.write(data)
+        # pickle hands large buffers (numpy arrays of the batch engine) over as
+        # PickleBuffer objects, which have no len(): count their bytes.
+        view = memoryview(data)
+        self.digest.update(view)
+        self.count += view.nbytes
+        return self.f.write(view)
 
 
 def _fsync_dir(path):

@@ -233,13 +233,13 @@ def _orbits(model, states):
     Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=1, truncation="leader-epoch-kip279"),
     Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=1, truncation="high-watermark",
            unflushed_loss=True),
-    Config(replicas=("A", "B", "C", "D"), max_messages=1, max_crashes=1, max_leader_epoch=1,
+    Config(replicas=("A", "B", "C", "D"), max_messages=1, max_crashes=0, max_leader_epoch=1,
            truncation="leader-epoch"),
     Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=1, truncation="leader-epoch-2.1",
            initial_leader="any"),
-    Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=1, truncation="leader-epoch-2.1",
-           min_insync_replicas=2, unflushed_loss=True, hw_requires_min_isr=True,
-           eligible_leader_replicas=True, initial_leader="any"),
+    Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=1, max_leader_epoch=1,
+           truncation="leader-epoch-2.1", min_insync_replicas=2, unflushed_loss=True,
+           hw_requires_min_isr=True, eligible_leader_replicas=True, initial_leader="any"),
 ])
 def test_symmetry_counts_the_orbits_found_by_brute_force(config):
     model = KafkaModel(config)

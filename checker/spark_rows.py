@@ -157,6 +157,7 @@ class SparkRowsEngine:
         """
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
+        _check_master(self.master)  # at once, even when every level stays on the driver
         started = time.perf_counter()
         local = self._local = BatchEngine(self.model, self.properties, self.options, self.progress)
         local.on_level = self._driver_level
@@ -706,3 +707,16 @@ def _keep_least(candidates, prop, entry):
     old = candidates.get(prop)
     if old is None or entry[0] < old[0]:
         candidates[prop] = entry
+
+
+def _check_master(master) -> None:
+    """Refuse a malformed or unreachable master before any work, as the Spark session
+    would (``checker.spark_master``), unless a session is already running."""
+    try:
+        from pyspark import SparkContext
+    except ImportError as e:
+        raise EngineError(f"the spark engine needs pyspark ({e})") from None
+    if SparkContext._active_spark_context is None:
+        from .spark_master import DEFAULT_MASTER, check_reachable, validate_master
+
+        check_reachable(validate_master(DEFAULT_MASTER if master is None else master))

@@ -43,7 +43,8 @@ def kmc(*args, fault, timeout=TIMEOUT):
 def test_a_killed_worker_costs_a_retry_under_the_default_master(tmp_path):
     # Partition 0's Python worker dies (SIGKILL) in the first attempt of every level's
     # expansion; no --master: the default must retry it, and the result must not change.
-    code, out, err = kmc("check", LE_UNCLEAN, "--engine", "spark", "--partitions", "2", "--no-progress",
+    # --per-state: the fault hook (KMC_TEST_SPARK_FAULT) lives in that engine's tasks.
+    code, out, err = kmc("check", LE_UNCLEAN, "--engine", "spark", "--per-state", "--partitions", "2", "--no-progress",
                          "--no-trace", "--json", tmp_path / "r.json", fault="kill")
     assert code == 1, err
     assert comparable(json.loads((tmp_path / "r.json").read_text())) == comparable(reference(LE_UNCLEAN))
@@ -51,7 +52,7 @@ def test_a_killed_worker_costs_a_retry_under_the_default_master(tmp_path):
 
 def test_ctrl_c_during_a_spark_job_is_one_line_and_130(tmp_path):
     marker = tmp_path / "sent"
-    code, out, err = kmc("check", LE_UNCLEAN, "--engine", "spark", "--master", "local[2]", "--partitions", "2",
+    code, out, err = kmc("check", LE_UNCLEAN, "--engine", "spark", "--per-state", "--master", "local[2]", "--partitions", "2",
                          "--no-progress", "--no-trace", fault=f"sigint:{marker}")
     ended = time.time()
     assert marker.exists()  # the SIGINT was sent from inside a running task

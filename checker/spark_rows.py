@@ -69,23 +69,30 @@ checkpoints cannot be recomputed).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import shutil
+import threading
 import time
 from functools import partial
+from pathlib import Path
 
 import attrs
 import numpy as np
 
 from .batch import BatchEngine
+from .checkpoint import CheckpointError, claim_data_dir
 from .errors import EngineError
 from .fingerprint import fingerprint_rows
 from .kernel import require_symmetric, split_properties, stop_after_level
 from .local import Options
 from .protocol import successors
 from .result import CheckResult, Stats, Violation
-from .spark import (_cancel_group, _default_partitions, _one_line, _owner, _quiet_py4j, _union,
-                    partitions_bad, spark_context)
+from .spark import _test_fault, _cancel_group, _default_partitions, _one_line, _owner, _quiet_py4j, partitions_bad, spark_context
 from .trace import extend, replay_choices
 
+SNAPSHOT_FORMAT = "spark-rows-1"  # the snapshot format of this engine
 DRIVER_LEVEL_LIMIT = 50_000  # levels up to this many states are expanded on the driver
 SLICE_ROWS = 1 << 16  # frontier rows expanded and deduplicated together in a task
 _CHUNK = 1 << 14  # rows per kernel call
@@ -116,7 +123,7 @@ class SparkRowsEngine:
 
     def __init__(self, model, properties=None, options=None, progress=None, *,
                  master=None, partitions=None, verbose=False, checkpoint_dir=None,
-                 driver_level_limit=DRIVER_LEVEL_LIMIT, _fail_first_attempt=False):
+                 driver_level_limit=DRIVER_LEVEL_LIMIT, store_dir=None, _fail_first_attempt=False):
         self.model = model
         self.kernel = model.batch_kernel()
         self.properties = list(model.properties() if properties is None else properties)
@@ -128,10 +135,22 @@ class SparkRowsEngine:
         self.verbose = verbose
         self.checkpoint_dir = checkpoint_dir
         self.driver_level_limit = driver_level_limit
-        # Test hook: every expansion task of rank partition 0 fails on its first attempt.
+        self.store_dir = store_dir
+        self.data_root = None  # the checkpoint directory snapshot() saves levels under
+        self._store = None
+        self._n = None
+        self._phase = "driver"  # then "spark", once the store holds the search
+        self._restored = None  # what restore() gave run(): ("driver", snapshot) or ("spark", dir, snapshot)
+        self._saved = None  # (level key, directory, files) of the last level saved
+        self._runs = self._counts = self._sources = None
+        self._local_seen = self._handoff = self._handoff_depth = None
+        self._owned = None
+        # Test hook: every expansion task of rank partition 0 fails on its first attempt
+        # (see checker.spark._test_fault).
         self._fail_first_attempt = _fail_first_attempt
         self.stop_requested = None
         self.on_level = None
+        self.on_status = None  # called with a short message while Spark starts
         self.stats = Stats()
         # property -> (kind, explanation, where); where is ("driver", number) or
         # ("driver", (number, choice)) for a violation found on the driver, ("fp", fp) or
@@ -140,7 +159,6 @@ class SparkRowsEngine:
         self.metrics: dict = {"session_start_seconds": None, "spark_levels": [], "shuffle_bytes": 0,
                               "driver_levels": 0}
         self._local = None
-        self._probe = None  # test hook: called with each level's owners' RDD after its job
         self._sc = None
         self._group = f"kmc-rows-{id(self):x}"
         self._canceller = None
@@ -154,14 +172,25 @@ class SparkRowsEngine:
 
         Raises:
             EngineError: Spark could not start, or a Spark job failed.
+            CheckpointError: ``data_root`` is set and the last level cannot be saved.
         """
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
         _check_master(self.master)  # at once, even when every level stays on the driver
         started = time.perf_counter()
+        restored, self._restored = self._restored, None
         local = self._local = BatchEngine(self.model, self.properties, self.options, self.progress)
+        if restored is not None and restored[0] == "spark":
+            snap = restored[2]
+            local.seen = self._local_seen
+            self._n = None  # chosen again: this run's partitions, else the saved level's
+            self._handoff, self._handoff_depth = snap["handoff"], snap["handoff_depth"]
+            return self._spark_phase(partial(self._load_saved, restored[1], snap), started, resumed=True)
         local.on_level = self._driver_level
-        local._start()
+        if restored is not None:
+            local.restore(restored[1])
+        else:
+            local._start()
         if local._frontier_size() > self.driver_level_limit and local._stop_reason_after_level() is None:
             local.stop_requested = _HANDOFF
         if self.stop_requested is not None:
@@ -172,18 +201,29 @@ class SparkRowsEngine:
         if result.stopped != _HANDOFF:
             return attrs.evolve(result, engine=self.name)
         self.found = {prop: (kind, why, ("driver", where)) for prop, (kind, why, where) in local.found.items()}
-        handed_over = time.perf_counter()
-        sc, owned = spark_context(self.master, self.verbose)
-        self.metrics["session_start_seconds"] = round(time.perf_counter() - handed_over, 3)
-        self._sc = sc
+        return self._spark_phase(self._hand_over, time.perf_counter())
+
+    def _spark_phase(self, prepare, started, resumed=False) -> CheckResult:
+        """The levels on Spark, from the files ``prepare(store)`` writes into a new store."""
+        store = self._store = _Store.create(self.store_dir)
+        self._owned = None
         leave_running = False
         try:
+            level, self._counts, self._sources = prepare(store)
+            self._phase = "spark"
+            stopped = self.stop_requested
+            if resumed and stopped is None:  # a checkpoint of a decided run: nothing to run
+                stopped = stop_after_level(self.found, self.properties, self.options, self.stats.distinct,
+                                           bool(level))
             with _quiet_py4j(not self.verbose):
-                return self._explore(sc, handed_over)
+                result = self._levels(started, store, level, stopped)
+            if self.data_root is not None:
+                self._save_level()  # what snapshot() returns once run() has returned
+            return result
         except KeyboardInterrupt:
             leave_running = True  # see SparkEngine.run: stopping now could hang
             raise
-        except EngineError:
+        except (EngineError, CheckpointError):
             raise
         except Exception as e:
             if type(e).__module__.startswith(("py4j", "pyspark")):
@@ -191,9 +231,26 @@ class SparkRowsEngine:
                 raise EngineError(f"Spark failed{where}: {_one_line(e)}") from None
             raise
         finally:
+            sc, owned = self._sc, self._owned
             self._sc = None
             if owned and not leave_running:
                 sc.stop()
+            store.remove()
+            self._store = None
+
+    def _session(self):
+        """The SparkContext, started at the first level that needs it."""
+        if self._sc is None:
+            begin = time.perf_counter()
+            self._sc, self._owned = spark_context(self.master, self.verbose, status=self.on_status)
+            self.metrics["session_start_seconds"] = round(time.perf_counter() - begin, 3)
+            self._sc.setJobGroup(self._group, "kmc breadth-first search (rows)", interruptOnCancel=False)
+            if self._n is None:
+                self._n = self.partitions or _rows_partitions(self._sc)
+            if self.on_status is not None:
+                self.on_status(f"Spark session ready (master {self._sc.master}, {self._n} partitions); "
+                               "running the first level")
+        return self._sc
 
     def cancel(self, reason="interrupted"):
         """Stop as soon as possible: abort the level being computed (it is dropped)."""
@@ -218,74 +275,56 @@ class SparkRowsEngine:
         elif local._frontier_size() > self.driver_level_limit:
             local.stop_requested = _HANDOFF
 
-    def _explore(self, sc, started) -> CheckResult:
-        from pyspark import StorageLevel
-
+    def _hand_over(self, store):
+        """Write the driver's seen-set (split by owner) and frontier (split by rank) into
+        ``store``; return the level's size, its count per rank partition, and the owners
+        that wrote each rank partition's share."""
         local, stats = self._local, self.stats
-        # One partition a core by default (not SparkEngine's two): a level is three
-        # stages of n tasks, whose fixed cost is most of a small level's time, and rows
-        # keep a partition's memory small enough without more of them.
-        n = self._n = self.partitions or _rows_partitions(sc)
-        sc.setJobGroup(self._group, "kmc breadth-first search (rows)", interruptOnCancel=False)
-        symmetry = bool(self.options.symmetry)
-
-        # The hand-over: the driver's seen-set split by owner, its frontier by rank.
+        self._session()
+        n, depth = self._n, stats.depth
         seen_fps = np.concatenate(local.seen._runs + local.seen._level_runs)
-        owners = seen_fps % np.uint64(n)
-        blocks = []
+        owners = _owners(seen_fps, n)
+        self._runs = []
         for i in range(n):
             fps = np.sort(seen_fps[owners == i])
-            blocks.append((i, _SeenBlock.of(fps, np.zeros(len(fps), np.uint64), np.full(len(fps), -1, np.int16))))
-        seen = (sc.parallelize(blocks, n).partitionBy(n, _owner)
-                .mapPartitions(_tag_seen, preservesPartitioning=True))
+            store.save(store.run(i, depth), fps)
+            self._runs.append([(depth, len(fps))])
+        del seen_fps, owners
         rows = np.concatenate(local.frontier)
-        fps = _fingerprints(self.kernel, rows, symmetry)
-        level = len(rows)
-        self._handoff = {int(fp): len(local.seen) - level + i for i, fp in enumerate(fps.tolist())}
-        # Rank partition j holds the ranks g with g * n // L == j: from ceil(j * L / n) on.
-        bounds = [(j * level + n - 1) // n for j in range(n)] + [level]
-        ranks = np.arange(level, dtype=np.int64)
-        fronts = [(j, ("s", ranks[bounds[j]:bounds[j + 1]], fps[bounds[j]:bounds[j + 1]],
-                       rows[bounds[j]:bounds[j + 1]])) for j in range(n)]
-        frontier = sc.parallelize(fronts, n).partitionBy(n, _owner)
-        counts = [bounds[j + 1] - bounds[j] for j in range(n)]
-        seen.persist(StorageLevel.MEMORY_AND_DISK)
-        merged = None
-        stopped = self.stop_requested  # the driver phase ended with no other reason to stop
+        fps = _fingerprints(self.kernel, rows, bool(self.options.symmetry))
+        self._local_seen = local.seen
+        self._handoff = {int(fp): len(local.seen) - len(rows) + i for i, fp in enumerate(fps.tolist())}
+        self._handoff_depth = depth
+        return (len(rows), *_split_frontier(store, depth, n, np.arange(len(rows), dtype=np.int64), fps, rows))
+
+    def _levels(self, started, store, level, stopped) -> CheckResult:
+        stats, symmetry = self.stats, bool(self.options.symmetry)
+        counts, sources = self._counts, self._sources
         while level and stopped is None:
             if self.options.max_depth is not None and stats.depth >= self.options.max_depth:
                 stopped = "max-depth"
                 break
+            sc = self._session()
+            n = self._n
             t0 = time.perf_counter()
+            depth = stats.depth
             offsets = np.concatenate(([0], np.cumsum(counts))).tolist()
             found = frozenset(self.found)
             grow = partial(_expand_partition, self.kernel, self.model, self.step_props, found, symmetry,
-                           n, offsets, self._fail_first_attempt)
-            own = partial(_own_partition, self.kernel, self.model, self.invariants, found, n, level)
-            # One job, two stages: the rank partitions (sort by key, expand) and, after
-            # the shuffle to the owners, the owners (merge, check). The owners' output
-            # holds the new seen blocks and the new states keyed by their next rank
-            # partition; the next level's job starts with that second shuffle.
-            routed = frontier.mapPartitionsWithIndex(grow).partitionBy(n, _owner)
-            new_merged = _union(sc, seen, routed).mapPartitionsWithIndex(own, preservesPartitioning=True)
-            new_merged.persist(StorageLevel.MEMORY_AND_DISK)
-            new_merged.localCheckpoint()
-            summaries = self._collect(new_merged.filter(_is_summary).map(_payload), new_merged)
-            if self._probe is not None:
-                self._probe(new_merged)
+                           n, offsets, store.root, depth, sources, self._fail_first_attempt)
+            own = partial(_own_partition, self.kernel, self.model, self.invariants, found, n, level,
+                          store.root, depth + 1, self._runs)
+            # One job, two stages: the rank partitions (expand their share of the
+            # frontier, read from the store) and, after the shuffle to the owners, the
+            # owners (merge with the seen runs, check, write the next frontier).
+            job = (sc.parallelize(range(n), n).mapPartitionsWithIndex(grow)
+                   .partitionBy(n, _owner).mapPartitionsWithIndex(own))
+            summaries = self._collect(job)
             if summaries is None:  # cancelled: the level is dropped, the last one stands
                 stopped = self.stop_requested
                 break
-            if merged is not None:
-                merged.unpersist()
-            else:
-                seen.unpersist()
-            merged = new_merged
-            seen = merged.filter(_is_seen)  # keeps the owners' partitioner: the seen-set stays
-            # Not filter(): it would keep the owners' partitioner, and partitionBy would
-            # then leave every record where it is.
-            frontier = merged.mapPartitions(_routed_only).partitionBy(n, _owner)
-            counts, shipped = self._absorb(summaries)
+            counts, sources, shipped = self._absorb(summaries, depth + 1)
+            store.drop_front(depth)
             level = sum(counts)
             if level:
                 stats.depth += 1
@@ -294,6 +333,7 @@ class SparkRowsEngine:
             seconds = time.perf_counter() - t0
             self.metrics["spark_levels"].append((level, round(seconds, 3), shipped, round(self._busy, 3)))
             self.metrics["shuffle_bytes"] += shipped
+            self._sources, self._counts = sources, counts
             self._tick(started, level)
             if self.on_level is not None:
                 stats.queue = level
@@ -301,42 +341,42 @@ class SparkRowsEngine:
             stopped = stop_after_level(self.found, self.properties, self.options, stats.distinct, bool(level))
             if stopped is None and self.stop_requested is not None:
                 stopped = self.stop_requested
-        result = self._result(sc, seen, stopped, level, started)
-        (merged if merged is not None else seen).unpersist()
-        return result
+        return self._result(stopped, level, started)
 
-    def _collect(self, rdd, materialized):
+    def _collect(self, rdd):
         """Run the level's job; ``None`` when it was cancelled by a stop request."""
         try:
             return rdd.collect()
         except Exception as e:
-            try:
-                materialized.unpersist()
-            except Exception:  # the context is gone
-                pass
             if self.stop_requested is not None:
                 return None
             where = f" (master {self.master})" if self.master else ""
             raise EngineError(f"a Spark job failed at depth {self.stats.depth + 1}{where}: "
                               f"{_one_line(e)}") from None
 
-    def _absorb(self, summaries):
-        """Add a level's summaries to the stats and its first violations to ``found``.
+    def _absorb(self, summaries, depth):
+        """Add a level's summaries to the stats and its first violations to ``found``;
+        take the owners' new seen runs (dropping the runs they merged).
 
-        Returns the rank partitions' counts (in partition order) and the bytes shipped.
+        Returns the next level's count per rank partition, the owners that wrote a share
+        of each rank partition, and the bytes shipped.
         """
-        stats, names = self.stats, self.kernel.action_names
-        counts = np.zeros(self._n, dtype=np.int64)
+        stats, names, n = self.stats, self.kernel.action_names, self._n
+        counts = np.zeros(n, dtype=np.int64)
+        sources = [[] for _ in range(n)]
         shipped = 0
         candidates: dict[str, tuple] = {}  # property -> (key, kind, explanation, where)
         busy = 0.0
-        for _i, per_target, new_codes, state_bad, metas, out_bytes, own_busy in summaries:
+        for index, per_target, new_codes, state_bad, metas, out_bytes, own_busy, runs in sorted(summaries,
+                                                                                              key=lambda s: s[0]):
             counts += per_target
+            for t in np.flatnonzero(per_target).tolist():
+                sources[t].append(index)
             shipped += out_bytes
             busy += own_busy
             _add_counts(stats.new, names, new_codes)
             for prop, (key, why, fp) in state_bad.items():
-                _keep_least(candidates, prop, (key, "always", why, ("fp", fp)))
+                _keep_least(candidates, prop, (key, "always", why, ("fp", (depth, fp))))
             for terminal, generated, fired, step_bad, in_bytes, expand_busy in metas:
                 shipped += in_bytes
                 busy += expand_busy
@@ -344,7 +384,11 @@ class SparkRowsEngine:
                 stats.generated += generated
                 _add_counts(stats.fired, names, fired)
                 for prop, (key, why, pfp, choice) in step_bad.items():
-                    _keep_least(candidates, prop, (key, "step", why, ("step", (pfp, choice))))
+                    _keep_least(candidates, prop, (key, "step", why, ("step", (depth - 1, pfp, choice))))
+            stale = {d for d, _ in self._runs[index]} - {d for d, _ in runs}
+            for d in stale:
+                self._store.drop_run(index, d)
+            self._runs[index] = runs
         # The local engine checks step properties while expanding a level and state
         # invariants on its new states; either way a property's first violation is the
         # least key of this level.
@@ -352,7 +396,7 @@ class SparkRowsEngine:
             if prop not in self.found:
                 self.found[prop] = (kind, why, where)
         self._busy = busy
-        return counts.tolist(), shipped
+        return counts.tolist(), sources, shipped
 
     def _tick(self, started, queue):
         if self.progress is None:
@@ -362,13 +406,143 @@ class SparkRowsEngine:
                                    levels=list(self.stats.levels), fired=dict(self.stats.fired),
                                    new=dict(self.stats.new)))
 
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def snapshot(self) -> dict:
+        """The search at its last complete level, for ``checker.checkpoint``.
+
+        Valid from ``on_level`` and after ``run()`` returned. While the levels run on the
+        driver it is the driver's ``BatchEngine`` snapshot; once they run on Spark, the
+        store's files of the level (every partition's seen runs and parent pointers, and
+        the frontier) are linked, or copied, under ``data_dir(data_root, depth)`` first,
+        once per level (``run()`` saves the last level before it returns whenever
+        ``data_root`` is set), and the snapshot names them with their sizes and SHA-256.
+
+        Raises:
+            EngineError: the level's files are needed but were never saved (no
+                ``data_root`` during ``run()``).
+            CheckpointError: the level's files cannot be written.
+        """
+        base = {"engine": self.name, "format": SNAPSHOT_FORMAT}
+        if self._phase == "driver":
+            local = self._restored[1] if self._local is None else self._local.snapshot()
+            return {**base, "phase": "driver", "stats": local["stats"], "found": local["found"], "local": local}
+        self._save_level()
+        _key, where, files = self._saved
+        root = Path(self.data_root).resolve()
+        if where.parent != root:
+            # Resumed from another directory and stopped before a new level: the
+            # checkpoint written here must not depend on the old directory.
+            target = claim_data_dir(root, self.stats.depth)
+            shutil.copytree(where, target, dirs_exist_ok=True)
+            self._saved = _key, target, files
+            where = target
+        return {**base, "phase": "spark", "stats": attrs.asdict(self.stats), "found": dict(self.found),
+                "data": where.name, "files": files, "runs": self._runs, "counts": self._counts,
+                "sources": self._sources, "handoff": self._handoff, "handoff_depth": self._handoff_depth,
+                "local_seen": self._local_seen, "partitions": self._n, "frontier": sum(self._counts)}
+
+    def restore(self, snapshot: dict) -> None:
+        """Continue from a ``snapshot()`` (of this model, properties and options) whose
+        checkpoint directory is ``data_root``: the next ``run()`` re-splits the saved level
+        for this run's partitions (their number may differ) and goes on.
+
+        Raises:
+            EngineError: the snapshot is not of this engine.
+            CheckpointError: the level directory is missing or its files differ from
+                those the snapshot lists (damaged, cut short, a file added or removed).
+        """
+        if snapshot.get("format") != SNAPSHOT_FORMAT:
+            raise EngineError("the checkpoint was not written by the Spark rows engine")
+        self.stats = Stats(**snapshot["stats"])
+        self.found = dict(snapshot["found"])
+        if snapshot["phase"] == "driver":
+            self._restored = ("driver", snapshot["local"])
+            return
+        if self.data_root is None:
+            raise EngineError("restore: set data_root to the checkpoint directory first")
+        where = Path(self.data_root).resolve() / snapshot["data"]
+        _verify_files(where, snapshot["files"])
+        self._restored = ("spark", where, snapshot)
+        self._phase = "spark"
+        self._runs, self._counts, self._sources = snapshot["runs"], snapshot["counts"], snapshot["sources"]
+        self._handoff, self._handoff_depth = snapshot["handoff"], snapshot["handoff_depth"]
+        self._local_seen, self._n = snapshot["local_seen"], snapshot["partitions"]
+        self._saved = ((self.stats.depth, self.stats.distinct, self.stats.generated), where, snapshot["files"])
+
+    def _save_level(self):
+        """Link the store's files of the last complete level under ``data_dir(data_root,
+        depth)``, unless done."""
+        key = (self.stats.depth, self.stats.distinct, self.stats.generated)
+        if self._saved is not None and self._saved[0] == key:
+            return
+        store = self._store
+        if store is None or self.data_root is None:
+            raise EngineError("snapshot: the level's files were not saved (set data_root before run())")
+        target = claim_data_dir(Path(self.data_root).resolve(), self.stats.depth)
+        try:
+            target.mkdir()
+            for i, runs in enumerate(self._runs):
+                for d, _ in runs:
+                    _link(store.run(i, d), target / f"run-{i:04d}-{d:06d}.npy")
+                for d in range(self._handoff_depth + 1, self.stats.depth + 1):
+                    meta = _meta_path(store.root, i, d)
+                    if os.path.exists(meta):
+                        _link(meta, target / f"meta-{i:04d}-{d:06d}.bin")
+            for t, owners in enumerate(self._sources):
+                for i in owners:
+                    _link(store.front(self.stats.depth, t, i), target / f"front-{t:04d}-{i:04d}.bin")
+            files = _digests(target)
+        except OSError as e:
+            shutil.rmtree(target, ignore_errors=True)
+            raise CheckpointError(f"{target}: cannot save the level's states ({e.strerror or e})") from None
+        self._saved = (key, target, files)
+
+    def _load_saved(self, where, snap, store):
+        """Write a saved level into ``store``, re-split for this run's partitions."""
+        # The saved level's partition count unless one is asked for: a decided run is
+        # reported again without starting Spark.
+        n = self._n = self.partitions or snap["partitions"]
+        depth, first = self.stats.depth, snap["handoff_depth"] + 1
+        names = sorted(snap["files"])
+        fps = np.concatenate([np.load(where / name) for name in names if name.startswith("run-")]
+                             or [np.zeros(0, np.uint64)])
+        fps.sort()
+        cuts = np.searchsorted(_owners(fps, n), np.arange(n + 1))
+        self._runs = []
+        for i in range(n):
+            store.save(store.run(i, depth), fps[cuts[i]:cuts[i + 1]])
+            self._runs.append([(depth, int(cuts[i + 1] - cuts[i]))])
+        del fps
+        for d in range(first, depth + 1):
+            parts = [_load(where / name, 3) for name in names if name.startswith("meta-") and name.endswith(f"-{d:06d}.bin")]
+            if not parts:
+                continue
+            mfps, parents, choices = (np.concatenate(a) for a in zip(*parts))
+            order = np.argsort(mfps)
+            mfps, parents, choices = mfps[order], parents[order], choices[order]
+            cuts = np.searchsorted(_owners(mfps, n), np.arange(n + 1))
+            for i in range(n):
+                if cuts[i + 1] > cuts[i]:
+                    cut = slice(cuts[i], cuts[i + 1])
+                    store.save(_meta_path(store.root, i, d), mfps[cut], parents[cut], choices[cut])
+        parts = [_load(where / name, 3) for name in names if name.startswith("front-")]
+        if not parts:
+            return 0, [0] * n, [[] for _ in range(n)]
+        keys, ffps, rows = (np.concatenate(a) for a in zip(*parts))
+        order = np.argsort(keys, kind="stable")
+        if len(order) != snap["frontier"]:
+            raise CheckpointError(f"{where}: damaged (it holds {len(order)} frontier states, "
+                                  f"not {snap['frontier']}); the checkpoint cannot be resumed, start a new run")
+        return (len(order), *_split_frontier(store, depth, n, np.arange(len(order), dtype=np.int64),
+                                             ffps[order], rows[order]))
+
     # -- results --------------------------------------------------------------------------
 
-    def _result(self, sc, seen, stopped, frontier, started) -> CheckResult:
+    def _result(self, stopped, frontier, started) -> CheckResult:
         stats = self.stats
         stats.seconds += time.perf_counter() - started  # the driver phase's time is in already
         stats.queue = frontier
-        chains = self._chains(seen)
         violations = {}
         for prop in (p.name for p in self.properties):
             if prop not in self.found:
@@ -382,10 +556,11 @@ class SparkRowsEngine:
                     init, choices = self._local.seen.path_to(where)
                     path = replay_choices(self.model, init, choices)
             elif where_kind == "step":
-                init, choices = chains[where[0]]
-                path = extend(self.model, replay_choices(self.model, init, choices), where[1])
+                depth, parent, choice = where
+                init, choices = self._chain(depth, parent)
+                path = extend(self.model, replay_choices(self.model, init, choices), choice)
             else:
-                init, choices = chains[where]
+                init, choices = self._chain(*where)
                 path = replay_choices(self.model, init, choices)
             violations[prop] = Violation(prop, kind, why, path)
         complete = stopped is None or (stopped == "violation" and not frontier)
@@ -399,150 +574,229 @@ class SparkRowsEngine:
             max_depth=self.options.max_depth,
         )
 
-    def _chains(self, seen):
-        """``{fp: (init index, choices)}`` for the fingerprints the Spark-found violations
-        name: parent pointers followed in the seen blocks (one job a step, every chain at
-        once) back to a state handed over by the driver."""
-        wanted = set()
-        for _kind, _why, (where_kind, where) in self.found.values():
-            if where_kind == "fp":
-                wanted.add(where)
-            elif where_kind == "step":
-                wanted.add(where[0])
-        heads = {fp: fp for fp in wanted}  # chain start -> the fingerprint reached so far
-        tails: dict[int, list] = {fp: [] for fp in wanted}  # choices, last first
-        done = {}
-        while heads:
-            for start, fp in list(heads.items()):
-                if fp in self._handoff:
-                    init, choices = self._local.seen.path_to(self._handoff[fp])
-                    done[start] = (init, choices + tails[start][::-1])
-                    del heads[start]
-            if not heads:
-                break
-            query = np.array(sorted(set(heads.values())), dtype=np.uint64)
-            answers = {}
-            for part in seen.mapPartitions(partial(_lookup, query)).collect():
-                answers.update(part)
-            for start, fp in list(heads.items()):
-                if fp not in answers:
-                    raise EngineError("trace rebuild: a state's parent is missing from the seen-set")
-                parent, choice = answers[fp]
-                if choice < 0:
-                    raise EngineError("trace rebuild: reached a handed-over state the driver does not know")
-                tails[start].append(choice)
-                heads[start] = parent
-        return done
+    def _chain(self, depth, fp):
+        """``(init index, choices)`` of the state ``fp`` of depth ``depth``: its parent
+        pointers followed in the store's per-level records back to a state the driver
+        handed over, whose path the driver's own seen-set gives."""
+        tail = []
+        while depth > self._handoff_depth:
+            parent, choice = self._store.parent(_owner_of(fp, self._n), depth, fp)
+            tail.append(choice)
+            fp, depth = parent, depth - 1
+        if fp not in self._handoff:
+            raise EngineError("trace rebuild: reached a handed-over state the driver does not know")
+        init, choices = self._local.seen.path_to(self._handoff[fp])
+        return init, choices + tail[::-1]
 
 
-# -- the seen blocks --------------------------------------------------------------------
+# -- the store --------------------------------------------------------------------------
 
 
-class _SeenBlock:
-    """A partition's share of the seen-set: sorted runs of fingerprints, each with its
-    states' parent fingerprints and choices (18 bytes a state). Runs are merged while a
-    newer run is at least half the size of the one before it, as in
-    ``checker.seen.CompactSeenSet``."""
+class _Store:
+    """The directory where a run keeps what outlives a level (TLC keeps its fingerprint
+    set and its trace file on disk the same way): for every fingerprint partition ``i``,
+    its sorted runs of fingerprints (``seen/iiii/run-DDDDDD.npy``, the newest named by the
+    depth that wrote it) and, for every depth, its new states' fingerprints, parent
+    fingerprints and choices (``seen/iiii/meta-DDDDDD.bin``); and the frontier of the
+    next level, one file per rank partition and owner (``front/DDDDDD/tTTTT-pIIII.bin``).
 
-    __slots__ = ("runs",)
+    Every file is written whole under a temporary name and renamed, by a task whose
+    output depends only on its inputs: a retried task rewrites the same bytes. The
+    executors and the driver must all see the directory at the same path (on a cluster:
+    a shared file system)."""
 
-    def __init__(self, runs):
-        self.runs = runs  # [(fps sorted, parent fps, choices)]
+    def __init__(self, root):
+        self.root = str(root)
 
     @classmethod
-    def of(cls, fps, parents, choices):
-        return cls([(fps, parents, choices)] if len(fps) else [])
+    def create(cls, parent=None):
+        import tempfile
 
-    def __getstate__(self):
-        return self.runs
+        if parent is not None:
+            os.makedirs(parent, exist_ok=True)
+        return cls(tempfile.mkdtemp(prefix="kmc-rows-", dir=parent))
 
-    def __setstate__(self, runs):
-        self.runs = runs
+    def remove(self):
+        import shutil
 
-    def __len__(self):
-        return sum(len(r[0]) for r in self.runs)
+        shutil.rmtree(self.root, ignore_errors=True)
 
-    def contains_sorted(self, fps):
-        hit = np.zeros(len(fps), dtype=bool)
-        for run, _, _ in self.runs:
-            if not len(run):
-                continue
-            at = np.searchsorted(run, fps)
-            at[at == len(run)] = 0
-            hit |= run[at] == fps
-        return hit
+    # Paths (also used on the executors, through the module functions below).
+    def run(self, i, depth):
+        return _run_path(self.root, i, depth)
 
-    def add_sorted(self, fps, parents, choices):
-        if not len(fps):
-            return
-        runs = self.runs
-        runs.append((fps, parents, choices))
-        while len(runs) > 1 and 2 * len(runs[-1][0]) >= len(runs[-2][0]):
-            b, a = runs.pop(), runs.pop()
-            fp = np.concatenate((a[0], b[0]))
-            order = np.argsort(fp, kind="stable")  # timsort: two sorted runs merge in linear time
-            runs.append((fp[order], np.concatenate((a[1], b[1]))[order], np.concatenate((a[2], b[2]))[order]))
+    def front(self, depth, t, i):
+        return _front_path(self.root, depth, t, i)
 
-    def lookup(self, fps):
-        """``{fp: (parent fp, choice)}`` for those of the sorted ``fps`` held here."""
-        out = {}
-        for run, parents, choices in self.runs:
-            if not len(run):
-                continue
-            at = np.searchsorted(run, fps)
-            at[at == len(run)] = 0
-            for k in np.flatnonzero(run[at] == fps).tolist():
-                out[int(fps[k])] = (int(parents[at[k]]), int(choices[at[k]]))
-        return out
+    def save(self, path, *arrays):
+        _save(path, *arrays)
+
+    def drop_run(self, i, depth):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.run(i, depth))
+
+    def drop_front(self, depth):
+        import shutil
+
+        shutil.rmtree(os.path.join(self.root, "front", f"{depth:06d}"), ignore_errors=True)
+
+    def parent(self, i, depth, fp):
+        fps, parents, choices = _load(_meta_path(self.root, i, depth), 3)
+        at = int(np.searchsorted(fps, np.uint64(fp)))
+        if at == len(fps) or int(fps[at]) != fp:
+            raise EngineError("trace rebuild: a state's parent is missing from the seen-set")
+        return int(parents[at]), int(choices[at])
+
+
+def _split_frontier(store, depth, n, keys, fps, rows):
+    """Write a level (in rank order) into ``store`` as ``n`` rank partitions: partition
+    ``j`` holds the ranks ``g`` with ``g * n // L == j``. Returns the count of each and
+    the owners that wrote each (the driver, as owner 0)."""
+    level = len(keys)
+    bounds = [(j * level + n - 1) // n for j in range(n)] + [level]
+    sources = []
+    for j in range(n):
+        cut = slice(bounds[j], bounds[j + 1])
+        if bounds[j + 1] > bounds[j]:
+            store.save(store.front(depth, j, 0), keys[cut], fps[cut], rows[cut])
+            sources.append([0])
+        else:
+            sources.append([])
+    return [bounds[j + 1] - bounds[j] for j in range(n)], sources
+
+
+def _link(source, target):
+    """Hard-link ``source`` as ``target`` (the store never rewrites a file), or copy it
+    when they are on different file systems."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def _digests(directory) -> dict:
+    """``{file name: (size, sha256)}`` of a saved level's files."""
+    files = {}
+    for path in sorted(Path(directory).iterdir()):
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        files[path.name] = (path.stat().st_size, digest.hexdigest())
+    return files
+
+
+def _verify_files(directory, files) -> None:
+    """Refuse a saved level whose files are not exactly those of its checkpoint."""
+    damaged = f"{directory}: damaged ({{}}); the checkpoint cannot be resumed, start a new run"
+    if not directory.is_dir():
+        raise CheckpointError(f"{directory}: missing (the checkpoint keeps the last level's states there); "
+                              "the checkpoint cannot be resumed, start a new run")
+    try:
+        actual = _digests(directory)
+    except OSError as e:
+        raise CheckpointError(damaged.format(e.strerror or str(e))) from None
+    if set(actual) != set(files):
+        missing = sorted(set(files) - set(actual))
+        raise CheckpointError(damaged.format(f"missing {missing[0]}" if missing
+                                             else f"unexpected {sorted(set(actual) - set(files))[0]}"))
+    for name, (size, digest) in sorted(files.items()):
+        if actual[name][0] != size:
+            raise CheckpointError(damaged.format(f"{name} has {actual[name][0]} bytes, not {size}"))
+        if actual[name][1] != digest:
+            raise CheckpointError(damaged.format(f"{name}: checksum mismatch"))
+
+
+def _run_path(root, i, depth):
+    return os.path.join(root, "seen", f"{i:04d}", f"run-{depth:06d}.npy")
+
+
+def _meta_path(root, i, depth):
+    return os.path.join(root, "seen", f"{i:04d}", f"meta-{depth:06d}.bin")
+
+
+def _front_path(root, depth, t, i):
+    return os.path.join(root, "front", f"{depth:06d}", f"t{t:04d}-p{i:04d}.bin")
+
+
+def _save(path, *arrays):
+    """Write ``arrays`` to ``path`` whole: under a name of this process, then renamed."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as f:
+        for a in arrays:
+            np.save(f, np.ascontiguousarray(a), allow_pickle=False)
+    os.replace(tmp, path)
+    return sum(a.nbytes for a in arrays)
+
+
+def _load(path, count):
+    with open(path, "rb") as f:
+        return [np.load(f, allow_pickle=False) for _ in range(count)]
+
+
+def _owners(fps, n):
+    """The fingerprint partition of each fingerprint: ``floor(fp * n / 2**64)`` (to 32
+    bits), which grows with ``fp``, so that a sorted array of fingerprints splits into
+    its owners' shares by position."""
+    return ((fps >> np.uint64(32)) * np.uint64(n) >> np.uint64(32)).astype(np.int64)
+
+
+def _owner_of(fp, n):
+    return ((int(fp) >> 32) * n) >> 32
+
+
+def _contains(runs, fps):
+    """Which of the sorted ``fps`` are in the sorted runs."""
+    hit = np.zeros(len(fps), dtype=bool)
+    for run in runs:
+        if not len(run) or not len(fps):
+            continue
+        at = np.searchsorted(run, fps)
+        at[at == len(run)] = 0
+        hit |= run[at] == fps
+    return hit
+
+
+def _least_per_fingerprint(keys, fps):
+    """Indices of one successor per distinct fingerprint, the one with the least key (keys
+    are distinct), in fingerprint order."""
+    order = np.argsort(fps, kind="stable")
+    sfps = fps[order]
+    starts = np.flatnonzero(np.concatenate(([True], sfps[1:] != sfps[:-1])))
+    if len(starts) == len(order):
+        return order
+    skeys = keys[order]
+    least = np.minimum.reduceat(skeys, starts)
+    sizes = np.diff(np.append(starts, len(order)))
+    return order[skeys == np.repeat(least, sizes)]
 
 
 # -- what runs on the executors -----------------------------------------------------------
-# Module-level functions bound with functools.partial; records are ("seen", block),
-# ("front", rows, fps), (partition, payload) on their way through a shuffle, and
-# ("sum", summary).
+# Module-level functions bound with functools.partial. On its way through the shuffle a
+# record is (owner, ("s", keys, fps, parent fps, codes, rows)) or (owner, ("m", meta)).
 
 
 def _fingerprints(kernel, rows, symmetry):
     return fingerprint_rows(kernel.canonical(rows) if symmetry else rows)
 
 
-def _tag_seen(records):
-    for _i, block in records:
-        yield ("seen", block)
-
-
-def _is_seen(record):
-    return record[0] == "seen"
-
-
-def _routed_only(records):
-    for record in records:
-        if record[0].__class__ is int:
-            yield record
-
-
-def _is_summary(record):
-    return record[0] == "sum"
-
-
-def _payload(record):
-    return record[1]
-
-
-def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, fail_first_attempt, index, records):
-    """Stage 1: expand rank partition ``index`` (its first rank is ``offsets[index]``).
+def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources,
+                      fail_first_attempt, index, _records):
+    """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
+    rank is ``offsets[index]``), read from the store.
 
     Yields ``(owner, ("s", keys, fps, parent fps, codes, rows))`` for the successors owned
-    by ``owner`` (per slice of the frontier, the least key kept for each fingerprint),
-    then ``(index, ("m", (terminal, generated, fired per code, step violations, bytes)))``
-    where a step violation maps a property to its least ``(key, explanation, parent fp,
-    choice)`` in this partition.
+    by ``owner`` (per slice of the frontier, the successor with the least key of each
+    fingerprint), then ``(index, ("m", (terminal, generated, fired per code, step
+    violations, bytes, seconds)))`` where a step violation maps a property to its least
+    ``(key, explanation, parent fp, choice)`` in this partition.
     """
     if fail_first_attempt and index == 0:
         from pyspark import TaskContext
 
         if TaskContext.get().attemptNumber() == 0:
-            raise RuntimeError("kmc test hook: the first attempt of this task fails")
+            _test_fault(fail_first_attempt)
     clock = time.perf_counter()
     names = kernel.action_names
     terminal = generated = shipped = 0
@@ -550,12 +804,10 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, fa
     step_bad: dict[str, tuple] = {}
     checks = [p for p in step_props if p.name not in found]
     base = offsets[index]
-    nn = np.uint64(n)
-    parts = [value[1:] for _key, value in records]
-    busy = time.perf_counter() - clock  # not counting the wait for the records
-    clock = time.perf_counter()
+    busy = 0.0
+    parts = [_load(_front_path(root, depth, index, i), 3) for i in sources[index]]
     if parts:
-        keys, fps, rows = (np.concatenate(a) for a in zip(*parts))
+        keys, fps, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
         order = np.argsort(keys, kind="stable")  # the rank order: this partition's frontier
         fps, rows = fps[order], rows[order]
         del keys, order, parts
@@ -570,7 +822,6 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, fa
                 if not len(succ):
                     continue
                 keys = (base + c + parents.astype(np.int64)) * 256 + choices
-                order = np.argsort(keys, kind="stable")
                 for prop in checks:
                     if prop.name in step_bad:
                         continue  # an earlier chunk has a smaller key
@@ -578,29 +829,26 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, fa
                     if mask is None:
                         mask = np.array([_step_why(model, kernel, prop, chunk[p], ch) is not None
                                          for p, ch in zip(parents.tolist(), choices.tolist())], dtype=bool)
-                    hits = order[mask[order]]
+                    hits = np.flatnonzero(mask)
                     if len(hits):
-                        i = int(hits[0])
+                        i = int(hits[np.argmin(keys[hits])])
                         why = _step_why(model, kernel, prop, chunk[parents[i]], int(choices[i]))
                         if why is None:
                             raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
                         step_bad[prop.name] = (int(keys[i]), why, int(fps[c + parents[i]]), int(choices[i]))
-                parts.append((keys[order], _fingerprints(kernel, succ, symmetry)[order],
-                              fps[c + parents[order]], codes[order], succ[order]))
+                parts.append((keys, _fingerprints(kernel, succ, symmetry), fps[c + parents], codes, succ))
             if not parts:
                 continue
             keys, sfps, pfps, codes, succ = (np.concatenate(a) for a in zip(*parts))
-            _, first = np.unique(sfps, return_index=True)  # in key order: the least key of each
-            first.sort()
-            keys, sfps, pfps, codes, succ = keys[first], sfps[first], pfps[first], codes[first], succ[first]
-            owner = (sfps % nn).astype(np.int64)
-            by_owner = np.argsort(owner, kind="stable")
-            cuts = np.searchsorted(owner[by_owner], np.arange(n + 1))
+            del parts
+            pick = _least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
+            keys, sfps, pfps, codes, succ = keys[pick], sfps[pick], pfps[pick], codes[pick], succ[pick]
+            cuts = np.searchsorted(_owners(sfps, n), np.arange(n + 1))
             for o in range(n):
-                sel = by_owner[cuts[o]:cuts[o + 1]]
-                if len(sel):
-                    payload = ("s", keys[sel], sfps[sel], pfps[sel], codes[sel], succ[sel])
-                    shipped += sum(a.nbytes for a in payload[1:])
+                a, b = int(cuts[o]), int(cuts[o + 1])
+                if b > a:
+                    payload = ("s", keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b])
+                    shipped += sum(x.nbytes for x in payload[1:])
                     busy += time.perf_counter() - clock
                     yield (o, payload)
                     clock = time.perf_counter()
@@ -614,77 +862,75 @@ def _step_why(model, kernel, prop, row, choice):
     return prop.check(model, state, action, nxt)
 
 
-def _own_partition(kernel, model, invariants, found, n, level, index, records):
-    """Stage 2: merge fingerprint partition ``index``'s seen block with the successors
-    routed to it.
+def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, index, records):
+    """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
+    the least key of each fingerprint, drops those in its seen runs, writes the new ones
+    to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``
+    merges, the level's parent pointers, and their rows routed to their next rank
+    partition ``g * n // level``) and checks the invariants on them.
 
-    Yields the new seen block ``("seen", block)``, the new states routed to their next
-    rank partition ``(g * n // level, ("s", keys, fps, rows))``, and the summary
-    ``(index % n, ("o", (index, new, new per code, state violations, expansion
-    summaries, bytes)))``; a state violation maps a property to its least ``(key,
-    explanation, fp)``.
+    Yields one summary ``(index, new per rank partition, new per code, state violations,
+    expansion summaries, bytes written, seconds, runs)``; a state violation maps a
+    property to its least ``(key, explanation, fp)``; ``runs`` lists the ``(depth,
+    length)`` of the partition's seen runs from now on.
     """
     names = kernel.action_names
-    block = None
     parts, metas = [], []
-    for key, value in records:
-        if key == "seen":
-            block = value
-        elif value[0] == "s":
+    for _key, value in records:
+        if value[0] == "s":
             parts.append(value[1:])
         else:
             metas.append(value[1])
     clock = time.perf_counter()
-    if block is None:
-        raise EngineError(f"internal error: partition {index} has no seen block")
     new_codes = np.zeros(len(names), dtype=np.int64)
     per_target = np.zeros(n, dtype=np.int64)
     state_bad: dict[str, tuple] = {}
-    shipped = new = 0
+    shipped = 0
+    mine = list(runs[index])
     if parts:
-        keys, fps, pfps, codes, rows = (np.concatenate(a) for a in zip(*parts))
-        order = np.lexsort((keys, fps))
-        sfps = fps[order]
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = sfps[1:] != sfps[:-1]
-        sel = order[first]  # one per fingerprint, the least key; sorted by fingerprint
-        sel = sel[~block.contains_sorted(fps[sel])]
-        new = len(sel)
-        block.add_sorted(fps[sel], pfps[sel], (keys[sel] & 255).astype(np.int16))
-        new_codes += np.bincount(codes[sel], minlength=len(names))
-        keys, fps, rows = keys[sel], fps[sel], rows[sel]
-        for prop in invariants:
-            if prop.name in found:
-                continue
-            mask = kernel.invariant_mask(prop.name, rows)
-            if mask is None:
-                mask = np.array([prop.check(model, kernel.decode(r)) is not None for r in rows], dtype=bool)
-            if mask.any():
-                hits = np.flatnonzero(mask)
-                j = int(hits[np.argmin(keys[hits])])
-                why = prop.check(model, kernel.decode(rows[j]))
-                if why is None:
-                    raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
-                state_bad[prop.name] = (int(keys[j]), why, int(fps[j]))
-        target = (keys >> 8) * n // level
-        per_target += np.bincount(target, minlength=n)
-        by_target = np.argsort(target, kind="stable")
-        cuts = np.searchsorted(target[by_target], np.arange(n + 1))
-        for t in range(n):
-            sel = by_target[cuts[t]:cuts[t + 1]]
-            if len(sel):
-                payload = ("s", keys[sel], fps[sel], rows[sel])
-                shipped += sum(a.nbytes for a in payload[1:])
-                yield (t, payload)
+        keys, fps, pfps, codes, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
+        del parts
+        sel = _least_per_fingerprint(keys, fps)  # sorted by fingerprint
+        old = [np.load(_run_path(root, index, d), mmap_mode="r") for d, _ in mine]
+        sel = sel[~_contains(old, fps[sel])]
+        del old
+        if len(sel):
+            keys, fps, pfps, codes, rows = keys[sel], fps[sel], pfps[sel], codes[sel], rows[sel]
+            _save(_meta_path(root, index, depth), fps, pfps, (keys & 255).astype(np.int16))
+            # The new run, merged with the newest runs while it is at least half as large.
+            run, mine = fps, mine + [(depth, len(fps))]
+            while len(mine) > 1 and 2 * mine[-1][1] >= mine[-2][1]:
+                d, _ = mine[-2]
+                run = np.concatenate((np.load(_run_path(root, index, d)), run))
+                run.sort(kind="stable")  # two sorted runs: a linear merge
+                mine[-2:] = [(depth, len(run))]
+            _save(_run_path(root, index, depth), run)
+            del run
+            new_codes += np.bincount(codes, minlength=len(names))
+            for prop in invariants:
+                if prop.name in found:
+                    continue
+                mask = kernel.invariant_mask(prop.name, rows)
+                if mask is None:
+                    mask = np.array([prop.check(model, kernel.decode(r)) is not None for r in rows], dtype=bool)
+                if mask.any():
+                    hits = np.flatnonzero(mask)
+                    j = int(hits[np.argmin(keys[hits])])
+                    why = prop.check(model, kernel.decode(rows[j]))
+                    if why is None:
+                        raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
+                    state_bad[prop.name] = (int(keys[j]), why, int(fps[j]))
+            order = np.argsort(keys)
+            keys, fps, rows = keys[order], fps[order], rows[order]
+            target = (keys >> 8) * n // level  # grows with the key
+            per_target += np.bincount(target, minlength=n)
+            cuts = np.searchsorted(target, np.arange(n + 1))
+            for t in range(n):
+                a, b = int(cuts[t]), int(cuts[t + 1])
+                if b > a:
+                    shipped += _save(_front_path(root, depth, t, index), keys[a:b], fps[a:b], rows[a:b])
     busy = time.perf_counter() - clock
-    yield ("seen", block)
-    yield ("sum", (index, per_target, new_codes, state_bad, metas, shipped, busy))
-
-
-def _lookup(query, records):
-    for record in records:
-        if record[0] == "seen":
-            yield record[1].lookup(query)
+    yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine)
 
 
 # -- driver helpers ---------------------------------------------------------------------

@@ -1,7 +1,11 @@
 """Checkpoints of the Spark engine: killed, interrupted or damaged, a run resumes to exactly
 the result of a run never stopped, or is refused in one line.
 
-Every test runs ``kmc check --engine spark`` in a subprocess (a process holds one
+The subprocess tests run the rows engine (the default) with every level after the
+initial states on Spark (``--driver-level-limit 0``); the per-state engine's checkpoints
+(``--per-state``) are tested in process at the end.
+
+Every subprocess test runs ``kmc check --engine spark`` (a process holds one
 SparkContext, and SIGKILL needs a process of its own), so each pays a JVM start-up of
 several seconds: the specs are small and the subprocesses few. The refusals need no JVM,
 since a checkpoint is verified before Spark starts.
@@ -23,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
 HW_UNCLEAN = SPECS / "hw-unclean.toml"  # keep_going: 5548 distinct, depth 21, traces of 5 and 8 states
 HW_DATA_LOSS = SPECS / "hw-data-loss.toml"  # stops at a violation: 1834 distinct, depth 10
-SPARK = ("--engine", "spark", "--master", "local[2]")
+SPARK = ("--engine", "spark", "--master", "local[2]", "--driver-level-limit", "0")
 TIMEOUT = 150  # seconds for one Spark subprocess (a JVM start-up plus some 20 levels)
 
 pytestmark = [
@@ -80,13 +84,19 @@ def test_sigkill_then_resume_on_other_partitions_gives_the_pinned_result(killed,
     assert doc["complete"] is True and "5,548 distinct states" in out
     final = checkpoint.read_header(ck)
     assert (final["depth"], final["distinct"], final["generated"]) == (21, 5548, 12276)
-    assert levels(ck) == []  # nothing left to expand: no level kept, older ones pruned
+    # Nothing left to expand: the last level's parent pointers are kept (a resumed
+    # decided run prints its counterexamples again), older levels pruned.
+    assert levels(ck) == [final_data(ck)] == ["level-000021"]
 
 
 # -- refusals, before Spark starts ----------------------------------------------------------------
 
+def final_data(ck):
+    return checkpoint.read(ck)[1]["data"]
+
+
 def _damage_part(level):
-    part = max(level.glob("part-*"), key=lambda p: p.stat().st_size)
+    part = max(level.iterdir(), key=lambda p: p.stat().st_size)
     data = bytearray(part.read_bytes())
     data[len(data) // 2] ^= 0x20
     part.write_bytes(bytes(data))
@@ -94,7 +104,7 @@ def _damage_part(level):
 
 
 def _drop_part(level):
-    part = sorted(level.glob("part-*"))[-1]
+    part = sorted(level.glob("front-*"))[-1]
     part.unlink()
     return f"missing {part.name}"
 
@@ -104,17 +114,13 @@ def _drop_level(level):
     return "missing"
 
 
-def _damage_crc(level):
-    # Hadoop's side file of a part: Spark would fail the load with pages of JVM traces.
-    crc = sorted(level.glob(".part-*.crc"))[-1]
-    data = bytearray(crc.read_bytes())
-    data[-1] ^= 0x40
-    crc.write_bytes(bytes(data))
-    return f"{crc.name} does not match {crc.name[1:-4]}"
+def _add_part(level):
+    (level / "run-0007-000001.npy").write_bytes(b"")
+    return "unexpected run-0007-000001.npy"
 
 
-@pytest.mark.parametrize("damage", [_damage_part, _drop_part, _drop_level, _damage_crc],
-                         ids=["flip", "part", "level", "crc"])
+@pytest.mark.parametrize("damage", [_damage_part, _drop_part, _drop_level, _add_part],
+                         ids=["flip", "part", "level", "extra"])
 def test_a_damaged_level_directory_is_refused_in_one_line(killed, tmp_path, damage):
     ck = copy_of(killed, tmp_path)
     level = ck / checkpoint.read(ck)[1]["data"]
@@ -138,13 +144,13 @@ def test_a_checkpoint_of_the_other_engine_is_refused(killed, tmp_path):
 
 def test_a_resumed_level_is_copied_into_a_new_checkpoint_directory(killed, tmp_path):
     # --resume A --checkpoint B, stopped before a new level: B must not depend on A.
-    from kmc.checker.spark import SparkEngine
+    from kmc.checker.spark_rows import SparkRowsEngine
     from kmc.model.spec import load_spec
 
     ck = copy_of(killed, tmp_path)
     snap = checkpoint.read(ck)[1]
     spec = load_spec(HW_UNCLEAN)
-    engine = SparkEngine(spec.model(), spec.properties())
+    engine = SparkRowsEngine(spec.model(), spec.properties())
     engine.data_root = ck
     engine.restore(snap)
     engine.data_root = tmp_path / "other"
@@ -152,7 +158,7 @@ def test_a_resumed_level_is_copied_into_a_new_checkpoint_directory(killed, tmp_p
     assert again["data"] == snap["data"] and again["files"] == snap["files"]
     assert (again["stats"], again["found"], again["frontier"]) == (snap["stats"], snap["found"], snap["frontier"])
     copied = tmp_path / "other" / again["data"]
-    assert sorted(p.name for p in copied.glob("part-*")) == sorted(snap["files"])
+    assert sorted(p.name for p in copied.iterdir()) == sorted(snap["files"])
 
 
 # -- signals ------------------------------------------------------------------------------------
@@ -203,3 +209,35 @@ def test_sigterm_exits_143_with_a_checkpoint(tmp_path):
     assert "Traceback" not in err and "distinct states" in out
     header, snap = checkpoint.read(ck)
     assert header["depth"] >= 3 and snap["data"] in levels(ck)
+
+
+# -- the per-state engine (--per-state), in process -------------------------------------------
+
+def test_per_state_engine_resumes_on_other_partitions(spark_sc, tmp_path):
+    from conftest import EXPLORATIONS
+    from kmc.checker.local import Options
+    from kmc.checker.spark import SparkEngine
+    from kmc.model.spec import load_spec
+
+    spec = load_spec(HW_UNCLEAN)
+    options = Options(keep_going=True)
+    first = SparkEngine(spec.model(), spec.properties(), options, partitions=3)
+    first.data_root = tmp_path
+
+    def stop(engine):
+        if engine.stats.depth >= 8:
+            engine.stop_requested = "interrupted"
+
+    first.on_level = stop
+    assert first.run().stopped == "interrupted"
+    snap = first.snapshot()
+    assert snap["partitions"] == 3 and sorted(snap["files"]) == sorted(p.name for p in
+                                                                      (tmp_path / snap["data"]).glob("part-*"))
+    again = SparkEngine(spec.model(), spec.properties(), options, partitions=2)
+    again.data_root = tmp_path
+    again.restore(snap)
+    got, want = again.run(), EXPLORATIONS["hw-unclean"][2]
+    assert (got.stats.distinct, got.stats.generated, got.stats.depth) == (5548, 12276, 21)
+    for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
+        assert getattr(got.stats, field) == getattr(want.stats, field), field
+    assert {k: v.path for k, v in got.violations.items()} == {k: v.path for k, v in want.violations.items()}

@@ -183,10 +183,21 @@ def test_progress_and_stop_requested(sc):
 
     engine = SparkRowsEngine(spec.model(), spec.properties(), progress=progress, partitions=2,
                              driver_level_limit=0)
-    cut = []  # every level's job checkpoints the owners' output: the lineage stays short
-    engine._probe = lambda rdd: cut.append(rdd._jrdd.rdd().isCheckpointed())
+    held = []  # after every level the store holds that level's frontier and the live runs only
+
+    def on_level(e):
+        root = Path(e._store.root)
+        fronts = sorted(p.name for p in (root / "front").iterdir())
+        runs = sorted(str(p.relative_to(root)) for p in root.glob("seen/*/run-*.npy"))
+        want = sorted(f"seen/{i:04d}/run-{d:06d}.npy" for i, r in enumerate(e._runs) for d, _ in r)
+        held.append((fronts == [f"{e.stats.depth:06d}"], runs == want))
+        stores.append(root)
+
+    stores = []
+    engine.on_level = on_level
     result = engine.run()
-    assert cut == [True, True, True]
+    assert held == [(True, True)] * 3
+    assert not any(root.exists() for root in stores)  # the store is removed at the end
     assert (result.stopped, result.complete) == ("interrupted", False)
     want = BatchEngine(spec.model(), spec.properties(), Options(max_depth=4)).run()
     for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
@@ -224,4 +235,4 @@ def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
     assert engine().driver_level_limit == 50_000
     assert engine(driver_level_limit=0).driver_level_limit == 0
     assert type(engine(per_state=True)) is SparkEngine
-    assert type(engine(checkpoint="ck")) is SparkEngine  # the rows engine cannot checkpoint yet
+    assert type(engine(checkpoint="ck")) is SparkRowsEngine

@@ -196,7 +196,7 @@ def _restore(engine, directory, per_state):
     if snapshot.get("engine") != header["engine"]:
         raise checkpoint.CheckpointError(f"{checkpoint.checkpoint_file(directory)}: corrupted (its states "
                                          "were written by another engine than its header names)")
-    if getattr(engine, "path", None) == "batch" and "format" not in snapshot:
+    if getattr(engine, "path", None) in ("batch", "rows") and "format" not in snapshot:
         engine = per_state()
         engine.data_root = directory
     try:

@@ -95,24 +95,16 @@ def make_engine(spec, model, properties, options, progress, args):
             partitions=getattr(args, "partitions", None) or spec.spark_partitions,
             verbose=getattr(args, "verbose", False),
         )
-        # The rows engine has no checkpoints yet: --checkpoint/--resume keep the
-        # per-state Spark engine, as --per-state and models without a batch kernel do.
-        checkpointing = getattr(args, "checkpoint", None) or getattr(args, "resume", None)
-        if hasattr(model, "batch_kernel") and not getattr(args, "per_state", False) and not checkpointing:
+        # Test hook (tests/test_spark_faults.py): a fault in the first attempt of some
+        # tasks; see checker.spark._test_fault.
+        kwargs["_fail_first_attempt"] = _test_fault()
+        if hasattr(model, "batch_kernel") and not getattr(args, "per_state", False):
             from ..spark_rows import DRIVER_LEVEL_LIMIT, SparkRowsEngine
 
             limit = getattr(args, "driver_level_limit", None)
             return SparkRowsEngine(model, properties, options, progress, **kwargs,
                                    driver_level_limit=DRIVER_LEVEL_LIMIT if limit is None else limit)
-        return SparkEngine(
-            model, properties, options, progress,
-            master=getattr(args, "master", None) or spec.spark_master,
-            partitions=getattr(args, "partitions", None) or spec.spark_partitions,
-            verbose=getattr(args, "verbose", False),
-            # Test hook (tests/test_spark_faults.py): a fault in the first attempt of
-            # some tasks; see checker.spark._test_fault.
-            _fail_first_attempt=_test_fault(),
-        )
+        return SparkEngine(model, properties, options, progress, **kwargs)
     if getattr(args, "per_state", False) or not hasattr(model, "batch_kernel"):
         return LocalEngine(model, properties, options, progress)
     from ..batch import BatchEngine

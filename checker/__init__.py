@@ -1,8 +1,10 @@
-"""The generic engines, fingerprints and the command line of kmc.
+"""The engine core of kmc: the model protocol, the kernel, the engines, fingerprints,
+seen-sets, traces and checkpoints. It knows no model; the Kafka application (the ``kmc``
+command line) lives in ``kmc.checker.app``.
 
-The public names are imported on first use (PEP 562), so that ``import checker`` is
+The public names are imported on first use (PEP 562), so that ``import kmc.checker`` is
 cheap: the ``kmc`` command installs its signal handlers before any heavy import (see
-``checker.cli``).
+``kmc.checker.app.cli``).
 """
 
 from .errors import EngineError, KmcError, SpecError, UsageError

@@ -22,7 +22,7 @@ from .kernel import check_state, check_step, split_properties
 from .protocol import successors
 
 FORMATS = (".dot", ".graphml", ".gexf")
-GENERATOR = "kmc state graph"  # names kmc in every file it writes (checker.outputs)
+GENERATOR = "kmc state graph"  # names kmc in every file it writes (kmc.checker.app.outputs)
 DEFAULT_MAX_STATES = 20_000
 
 

@@ -30,8 +30,8 @@ SPECS = ROOT / "specs"
 # -- helpers (test_signals.py imports these) ----------------------------------------------
 
 def kmc(*args, **kw) -> subprocess.Popen:
-    """``kmc`` in a subprocess (``python -m checker.cli``: independent of how kmc is installed)."""
-    return subprocess.Popen([sys.executable, "-m", "kmc.checker.cli", *map(str, args)], cwd=ROOT,
+    """``kmc`` in a subprocess (``python -m kmc.checker.app.cli``: independent of how kmc is installed)."""
+    return subprocess.Popen([sys.executable, "-m", "kmc.checker.app.cli", *map(str, args)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -47,7 +47,7 @@ def kmc_run(*args, timeout=120):
 _AT_LEVEL = r"""
 import os, signal, sys
 from kmc.checker import checkpoint
-from kmc.checker.cli import main
+from kmc.checker.app.cli import main
 
 depth = int(os.environ["KMC_TEST_DEPTH"])
 signals = [getattr(signal, "SIG" + name) for name in os.environ["KMC_TEST_SIGNALS"].split(",")]

@@ -6,10 +6,10 @@ import argparse
 import contextlib
 import os
 
-from .. import __version__, checkpoint
-from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
-from ..errors import UsageError
-from ..text import safe_text
+from kmc.checker import __version__, checkpoint
+from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
+from kmc.checker.errors import UsageError
+from kmc.checker.text import safe_text
 from .common import (
     add_engine_arguments,
     add_force_argument,

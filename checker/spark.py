@@ -76,6 +76,7 @@ from .errors import EngineError
 from .fingerprint import fingerprint
 from .kernel import check_state, expand, split_properties, stop_after_level
 from .local import Options
+from .protocol import action_name
 from .result import CheckResult, Stats, Violation
 from .hadoop_crc import hadoop_crc_matches
 from .spark_master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
@@ -762,7 +763,7 @@ def _expand_partition(model, step_props, n, fail_first_attempt, index, records):
                 terminal += 1
             generated += len(edges)
             for choice, action, succ, sfp, bad in edges:
-                name = action.name
+                name = action_name(action)
                 fired[name] = fired.get(name, 0) + 1
                 spath = path + (choice,)
                 for prop, why in bad:

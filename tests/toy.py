@@ -28,7 +28,7 @@ class Counters:
 @attrs.frozen
 class Inc:
     name: str
-    replica: int = 0  # engines read action.name only; kept for the shared reports' shape
+    replica: int = 0  # engines read the name only (checker.protocol.action_name); the reports read this
 
 
 def sum_below(model, state):
@@ -70,6 +70,54 @@ class TwoCounters:
 
     def properties(self):
         return (SumBelow, NeverDown)
+
+    def encode(self, state):
+        return struct.pack("<2q", state.x, state.y)
+
+
+# -- the same model with the protocol's defaults only --------------------------------------
+# Actions without a ``name`` attribute (counted under their class's name) and no
+# ``format_action``, ``describe_step`` or ``successors``: what a model owes the engines
+# and nothing more.
+
+
+@attrs.frozen
+class IncX:
+    pass
+
+
+@attrs.frozen
+class IncY:
+    pass
+
+
+def never_down_nameless(model, before, action, after):
+    if after.x < before.x or after.y < before.y:
+        return f"{action} decreased a counter"
+    return None
+
+
+NeverDownNameless = Property("NeverDown", STEP, never_down_nameless, "no counter decreases")
+
+
+@attrs.frozen
+class BareCounters:
+    n: int = N
+    limit: int = LIMIT
+
+    def init_states(self):
+        return (Counters(0, 0),)
+
+    def actions(self, state):
+        return ([IncX()] if state.x < self.n else []) + ([IncY()] if state.y < self.n else [])
+
+    def next_state(self, state, action):
+        if isinstance(action, IncX):
+            return Counters(state.x + 1, state.y)
+        return Counters(state.x, state.y + 1)
+
+    def properties(self):
+        return (SumBelow, NeverDownNameless)
 
     def encode(self, state):
         return struct.pack("<2q", state.x, state.y)

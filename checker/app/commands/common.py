@@ -110,7 +110,7 @@ def make_engine(spec, model, properties, options, progress, args):
             partitions=getattr(args, "partitions", None) or spec.spark_partitions,
             verbose=getattr(args, "verbose", False),
             # Test hook (tests/test_spark_faults.py): a fault in the first attempt of
-            # some tasks; see checker.spark._test_fault.
+            # some tasks; see checker.spark_tasks._test_fault.
             _fail_first_attempt=_test_fault(),
         )
     if getattr(args, "per_state", False) or not hasattr(model, "batch_kernel"):

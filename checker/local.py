@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from .checkpoint import resident_bytes
+from .memory import resident_bytes
 from .fingerprint import fingerprint_bytes
 from .kernel import canonical_encoder, check_state, require_symmetric, expand, split_properties, stop_after_level
 from .protocol import action_name

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kmc import checker
-from kmc.checker import LocalEngine, Options, checkpoint
+from kmc.checker import LocalEngine, Options, checkpoint, memory
 from kmc.checker.checkpoint import CheckpointError
 from kmc.model.spec import load_spec
 
@@ -420,13 +420,13 @@ def test_a_failed_write_keeps_the_previous_checkpoint(tmp_path):
 
 
 def test_sizes():
-    assert checkpoint.parse_size("8G") == 8 << 30
-    assert checkpoint.parse_size("512m") == 512 << 20
-    assert checkpoint.parse_size("1.5GiB") == 3 << 29
-    assert checkpoint.parse_size("1000") == 1000
+    assert memory.parse_size("8G") == 8 << 30
+    assert memory.parse_size("512m") == 512 << 20
+    assert memory.parse_size("1.5GiB") == 3 << 29
+    assert memory.parse_size("1000") == 1000
     for bad in ("", "G", "-1G", "1e9", "8 X", "9" * 40):
         with pytest.raises(ValueError):
-            checkpoint.parse_size(bad)
-    assert checkpoint.format_size(3 << 29) == "1.5G"
-    rss = checkpoint.resident_bytes()
+            memory.parse_size(bad)
+    assert memory.format_size(3 << 29) == "1.5G"
+    rss = memory.resident_bytes()
     assert rss is None or rss > 1 << 20

@@ -113,7 +113,7 @@ def main(argv=None) -> int:
     SIGINT and SIGTERM are handled from the first line on, before rich, pyspark or an
     engine is imported: an interrupt at any moment of start-up ends in one line and exit
     130 or 143, never a traceback. (A run replaces these handlers with its own, which
-    stop it at a safe point; see ``checker.checkpoint.StopOnSignals``.)
+    stop it at a safe point; see ``checker.signals.StopOnSignals``.)
     """
     old = {}
     for s, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _terminate)):

@@ -20,7 +20,8 @@ _LAZY = {
     "check_state": ".kernel", "check_step": ".kernel", "expand": ".kernel", "split_properties": ".kernel",
     "LocalEngine": ".local", "Options": ".local", "check": ".local",
     "ALWAYS": ".protocol", "STEP": ".protocol", "Model": ".protocol", "Property": ".protocol",
-    "successors": ".protocol",
+    "successors": ".protocol", "action_name": ".protocol", "format_action": ".protocol",
+    "describe_step": ".protocol",
     "HOLDS": ".result", "UNKNOWN": ".result", "VIOLATED": ".result", "CheckResult": ".result",
     "Path": ".result", "Stats": ".result", "Step": ".result", "Violation": ".result",
     "replay_choices": ".trace", "replay_fingerprints": ".trace",
@@ -43,7 +44,7 @@ def __dir__():
 
 
 __all__ = [
-    "ALWAYS", "CheckResult", "GraphTooLarge", "SimulationResult", "SimulationStats", "EngineError", "HOLDS", "KmcError", "LocalEngine", "Model",
+    "ALWAYS", "CheckResult", "action_name", "describe_step", "format_action", "GraphTooLarge", "SimulationResult", "SimulationStats", "EngineError", "HOLDS", "KmcError", "LocalEngine", "Model",
     "Options", "Path", "Property", "STEP", "SpecError", "Stats", "Step", "UNKNOWN",
     "UsageError", "VIOLATED", "Violation", "check", "check_state", "check_step", "expand",
     "fingerprint", "simulate", "state_graph", "write_graph", "replay_choices", "replay_fingerprints", "split_properties", "successors",

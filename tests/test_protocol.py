@@ -12,7 +12,7 @@ from kmc.checker.local import LocalEngine, Options
 from kmc.checker.protocol import action_name, describe_step, format_action
 from kmc.checker.simulate import simulate
 from kmc.model.spec import load_spec
-from toy import BareCounters, IncX, NeverDownNameless, SumBelow, TwoCounters
+from toy import BareCounters, IncX, NeverDown, SumBelow, TwoCounters
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"
 
@@ -49,7 +49,7 @@ def test_nameless_actions_run_with_per_action_counters():
     # The same counts as the named toy (tests/test_oracle.py works them out), each
     # action counted under its class's name. Breadth-first, a level lists its states by
     # decreasing x, so every state with y > 0 is first reached by IncY.
-    bare = LocalEngine(BareCounters(), [SumBelow, NeverDownNameless], Options(keep_going=True)).run()
+    bare = LocalEngine(BareCounters(), [SumBelow, NeverDown], Options(keep_going=True)).run()
     s = bare.stats
     assert (s.distinct, s.generated, s.depth, s.terminal) == (16, 25, 7, 1)
     assert s.fired == {"IncX": 12, "IncY": 12}
@@ -66,7 +66,7 @@ def test_nameless_actions_match_the_named_model():
 
 
 def test_nameless_actions_in_simulation_and_graphs():
-    result = simulate(BareCounters(), [NeverDownNameless], runs=5, depth=10, seed=1)
+    result = simulate(BareCounters(), [NeverDown], runs=5, depth=10, seed=1)
     assert set(result.stats.fired) <= {"IncX", "IncY"} and sum(result.stats.fired.values()) > 0
     g = state_graph(BareCounters())
     assert g.number_of_nodes() == 16 and g.number_of_edges() == 24

@@ -13,7 +13,7 @@ import struct
 
 import attrs
 
-from kmc.checker.protocol import ALWAYS, STEP, Property
+from kmc.checker.protocol import ALWAYS, STEP, Property, format_action
 
 N = 3
 LIMIT = 5
@@ -39,7 +39,7 @@ def sum_below(model, state):
 
 def never_down(model, before, action, after):
     if after.x < before.x or after.y < before.y:
-        return f"{action.name} decreased a counter"
+        return f"{format_action(model, action)} decreased a counter"
     return None
 
 
@@ -48,13 +48,25 @@ NeverDown = Property("NeverDown", STEP, never_down, "no counter decreases")
 
 
 @attrs.frozen
-class TwoCounters:
+class _Counters:
+    """What both toy models share: the bounds, the initial state, the properties and the
+    encoding."""
+
     n: int = N
     limit: int = LIMIT
 
     def init_states(self):
         return (Counters(0, 0),)
 
+    def properties(self):
+        return (SumBelow, NeverDown)
+
+    def encode(self, state):
+        return struct.pack("<2q", state.x, state.y)
+
+
+@attrs.frozen
+class TwoCounters(_Counters):
     def actions(self, state):
         out = []
         if state.x < self.n:
@@ -67,12 +79,6 @@ class TwoCounters:
         if action.name == "IncX":
             return Counters(state.x + 1, state.y)
         return Counters(state.x, state.y + 1)
-
-    def properties(self):
-        return (SumBelow, NeverDown)
-
-    def encode(self, state):
-        return struct.pack("<2q", state.x, state.y)
 
 
 # -- the same model with the protocol's defaults only --------------------------------------
@@ -91,23 +97,8 @@ class IncY:
     pass
 
 
-def never_down_nameless(model, before, action, after):
-    if after.x < before.x or after.y < before.y:
-        return f"{action} decreased a counter"
-    return None
-
-
-NeverDownNameless = Property("NeverDown", STEP, never_down_nameless, "no counter decreases")
-
-
 @attrs.frozen
-class BareCounters:
-    n: int = N
-    limit: int = LIMIT
-
-    def init_states(self):
-        return (Counters(0, 0),)
-
+class BareCounters(_Counters):
     def actions(self, state):
         return ([IncX()] if state.x < self.n else []) + ([IncY()] if state.y < self.n else [])
 
@@ -115,9 +106,3 @@ class BareCounters:
         if isinstance(action, IncX):
             return Counters(state.x + 1, state.y)
         return Counters(state.x, state.y + 1)
-
-    def properties(self):
-        return (SumBelow, NeverDownNameless)
-
-    def encode(self, state):
-        return struct.pack("<2q", state.x, state.y)

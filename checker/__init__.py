@@ -1,8 +1,10 @@
-"""The generic engines, fingerprints and the command line of kmc.
+"""The engine core of kmc: the model protocol, the kernel, the engines, fingerprints,
+seen-sets, traces and checkpoints. It knows no model; the Kafka application (the ``kmc``
+command line) lives in ``kmc.checker.app``.
 
-The public names are imported on first use (PEP 562), so that ``import checker`` is
+The public names are imported on first use (PEP 562), so that ``import kmc.checker`` is
 cheap: the ``kmc`` command installs its signal handlers before any heavy import (see
-``checker.cli``).
+``kmc.checker.app.cli``).
 """
 
 from .errors import EngineError, KmcError, SpecError, UsageError
@@ -18,7 +20,8 @@ _LAZY = {
     "check_state": ".kernel", "check_step": ".kernel", "expand": ".kernel", "split_properties": ".kernel",
     "LocalEngine": ".local", "Options": ".local", "check": ".local",
     "ALWAYS": ".protocol", "STEP": ".protocol", "Model": ".protocol", "Property": ".protocol",
-    "successors": ".protocol",
+    "successors": ".protocol", "action_name": ".protocol", "format_action": ".protocol",
+    "describe_step": ".protocol",
     "HOLDS": ".result", "UNKNOWN": ".result", "VIOLATED": ".result", "CheckResult": ".result",
     "Path": ".result", "Stats": ".result", "Step": ".result", "Violation": ".result",
     "replay_choices": ".trace", "replay_fingerprints": ".trace",
@@ -41,7 +44,7 @@ def __dir__():
 
 
 __all__ = [
-    "ALWAYS", "CheckResult", "GraphTooLarge", "SimulationResult", "SimulationStats", "EngineError", "HOLDS", "KmcError", "LocalEngine", "Model",
+    "ALWAYS", "CheckResult", "action_name", "describe_step", "format_action", "GraphTooLarge", "SimulationResult", "SimulationStats", "EngineError", "HOLDS", "KmcError", "LocalEngine", "Model",
     "Options", "Path", "Property", "STEP", "SpecError", "Stats", "Step", "UNKNOWN",
     "UsageError", "VIOLATED", "Violation", "check", "check_state", "check_step", "expand",
     "fingerprint", "simulate", "state_graph", "write_graph", "replay_choices", "replay_fingerprints", "split_properties", "successors",

@@ -31,7 +31,7 @@ import time
 import attrs
 import numpy as np
 
-from .checkpoint import resident_bytes
+from .memory import resident_bytes
 from .errors import EngineError
 from .fingerprint import fingerprint_rows
 from .kernel import require_symmetric, split_properties, stop_after_level

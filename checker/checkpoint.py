@@ -1,4 +1,5 @@
-"""What lets a long run survive: checkpoints, clean stops on signals, a memory ceiling.
+"""Checkpoints: what lets a long run be stopped and resumed (with clean stops on signals,
+``checker.signals``, and a memory ceiling, ``checker.memory``).
 
 A checkpoint is one file, ``DIR/checkpoint.kmc``, holding a search at a level boundary:
 every state of depth <= d has been stored and every state of depth < d expanded. Resuming
@@ -54,13 +55,11 @@ import os
 import pickle
 import re
 import shutil
-import signal
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import KmcError
-from .exitcodes import signal_exit_code
 
 FORMAT = 2
 FILE_NAME = "checkpoint.kmc"
@@ -538,102 +537,3 @@ class Checkpointer:
         data = snap.get("data")
         prune_data(self.directory, data if isinstance(data, str) else None)
         return path
-
-
-# -- stopping cleanly on signals --------------------------------------------------------------
-
-class StopOnSignals:
-    """While active, SIGINT and SIGTERM ask ``engine`` to stop at its next safe point.
-
-    The first signal sets ``engine.stop_requested`` to ``"interrupted"`` (by calling
-    ``engine.cancel(reason)`` when the engine has one, which also aborts work in flight)
-    and records the signal in ``signum``; from then on a second SIGINT raises
-    ``KeyboardInterrupt`` and a second SIGTERM kills the process, so a user who does not
-    want to wait never has to.
-    Outside the main thread (where Python cannot install handlers) it does nothing.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self, engine, reason: str = "interrupted"):
-        self.engine = engine
-        self.reason = reason
-        self.signum = None
-        self._old = {}
-
-    @property
-    def exit_code(self) -> int:
-        """128 + the signal number (130 for SIGINT, 143 for SIGTERM), as a shell reports it."""
-        return signal_exit_code(self.signum or signal.SIGINT)
-
-    def __enter__(self):
-        for s in self.SIGNALS:
-            try:
-                self._old[s] = signal.signal(s, self._handle)
-            except ValueError:  # not the main thread
-                break
-        return self
-
-    def __exit__(self, *exc):
-        for s, old in self._old.items():
-            signal.signal(s, old)
-        self._old.clear()
-
-    def _handle(self, signum, frame):
-        if self.signum is None:
-            self.signum = signum
-        cancel = getattr(self.engine, "cancel", None)
-        if cancel is not None:
-            cancel(self.reason)
-        else:
-            self.engine.stop_requested = self.reason
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-# -- memory ----------------------------------------------------------------------------------
-
-_SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def parse_size(text) -> int:
-    """Bytes from a size such as ``8G``, ``512M``, ``1.5GiB`` or ``1000000`` (units of 1024).
-
-    Raises:
-        ValueError: not a size.
-    """
-    m = _SIZE.match(str(text))
-    if not m:
-        raise ValueError(f"{str(text)[:40]!r} is not a size (e.g. 8G, 512M, 1.5G)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
-
-
-def format_size(n: int) -> str:
-    """``n`` bytes as a short size (``1.5G``)."""
-    for unit in ("T", "G", "M", "K"):
-        if n >= _UNITS[unit]:
-            return f"{n / _UNITS[unit]:.3g}{unit}"
-    return f"{n}B"
-
-
-def resident_bytes() -> int | None:
-    """The resident memory of this process in bytes, or ``None`` when it cannot be read.
-
-    Reads ``/proc/self/statm`` (Linux; cheap enough to call every few thousand states).
-    Elsewhere falls back to the peak resident size from ``getrusage``, which never goes
-    down: a ceiling is then reached no later than with the current size, only earlier.
-    """
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource
-        import sys
-
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak if sys.platform == "darwin" else peak * 1024
-    except (ImportError, OSError):
-        return None

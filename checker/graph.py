@@ -19,10 +19,10 @@ import networkx as nx
 from .errors import UsageError
 from .fingerprint import fingerprint
 from .kernel import check_state, check_step, split_properties
-from .protocol import successors
+from .protocol import action_name, format_action, successors
 
 FORMATS = (".dot", ".graphml", ".gexf")
-GENERATOR = "kmc state graph"  # names kmc in every file it writes (checker.outputs)
+GENERATOR = "kmc state graph"  # names kmc in every file it writes (kmc.checker.app.outputs)
 DEFAULT_MAX_STATES = 20_000
 
 
@@ -44,14 +44,15 @@ def state_graph(model, properties=None, *, max_states=DEFAULT_MAX_STATES, label=
         properties: the properties to mark violations of (default: the model's).
         max_states: refuse graphs with more distinct states than this.
         label: ``label(state) -> str``, a node's readable text (default: ``repr``).
-        action_text: ``action_text(action) -> str``, an edge's text (default: ``str``).
+        action_text: ``action_text(action) -> str``, an edge's text (default: the
+            protocol's ``format_action``).
 
     Returns:
         A ``networkx.MultiDiGraph``. Node attributes: ``label``, ``depth`` (the initial
         state has depth 1), ``initial`` (bool), ``violates`` (the names of the state
         invariants the state violates, comma-separated, ``""`` for none), ``terminal``
         (no enabled action). Edge attributes: ``label`` (the action's text), ``action``
-        (its name), ``choice`` (its position among the enabled actions), ``violates``
+        (its name, ``checker.protocol.action_name``), ``choice`` (its position among the enabled actions), ``violates``
         (the step properties the transition violates, comma-separated). The graph's own
         attributes hold ``distinct_states`` and ``transitions``.
 
@@ -60,7 +61,7 @@ def state_graph(model, properties=None, *, max_states=DEFAULT_MAX_STATES, label=
             stops as soon as the limit is passed, before any graph is built.
     """
     label = label or repr
-    action_text = action_text or str
+    action_text = action_text or (lambda action: format_action(model, action))
     props = list(model.properties() if properties is None else properties)
     invariants, step_props = split_properties(props)
     nodes: dict[int, tuple] = {}  # fp -> (state, depth, initial); insertion order = BFS order
@@ -94,7 +95,7 @@ def state_graph(model, properties=None, *, max_states=DEFAULT_MAX_STATES, label=
                    violates=",".join(name for name, _ in bad), terminal=fp not in expanded)
     for src, dst, choice, action, bad in edges:
         g.add_edge(node_id(src), node_id(dst), key=choice, label=action_text(action),
-                   action=getattr(action, "name", str(action)), choice=choice,
+                   action=action_name(action), choice=choice,
                    violates=",".join(name for name, _ in bad))
     return g
 

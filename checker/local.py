@@ -18,9 +18,10 @@ from collections.abc import Mapping
 
 import attrs
 
-from .checkpoint import resident_bytes
+from .memory import resident_bytes
 from .fingerprint import fingerprint_bytes
 from .kernel import canonical_encoder, check_state, require_symmetric, expand, split_properties, stop_after_level
+from .protocol import action_name
 from .result import CheckResult, Stats, Violation
 from .trace import extend, replay_fingerprints
 
@@ -246,7 +247,7 @@ class LocalEngine:
                 parent = first + count
                 for choice, action, succ, sfp, bad in edges:
                     stats.generated += 1
-                    name = action.name
+                    name = action_name(action)
                     fired[name] = fired.get(name, 0) + 1
                     for prop, why in bad:
                         if prop not in self.found and prop not in level_found:

@@ -9,9 +9,22 @@ A model is any object with
 - ``encode(state)`` -> bytes, a canonical encoding (equal states, equal bytes; the
   fingerprint is a digest of it, so it must not depend on the process);
 
-and optionally ``successors(state)`` -> list of ``(action, next_state)``, a faster way to
-compute both at once. Engines know nothing else about the model; the model never imports
-an engine. Models, states, actions and property functions must pickle (Spark ships them).
+and optionally
+
+- ``successors(state)`` -> list of ``(action, next_state)``, a faster way to compute both
+  at once;
+- ``format_action(action)`` -> str, an action as a trace shows it (default ``str(action)``);
+- ``describe_step(before, action, after)`` -> str, one sentence saying what the action did
+  between two states, for a trace's step headers (default: none).
+
+An action is any value. Engines count the actions that fired and the new states each
+found per action *name*: an action's ``name`` attribute when it has a string one (several
+actions may share a name, e.g. one per replica), else the action itself when it is a
+string, else its class's name (``action_name``). Engines and reports reach these
+through the functions below, never through the attributes directly.
+
+Engines know nothing else about the model; the model never imports an engine. Models,
+states, actions and property functions must pickle (Spark ships them).
 """
 
 from __future__ import annotations
@@ -57,6 +70,30 @@ class Model(Protocol):
     def properties(self) -> Sequence[Property]: ...
 
     def encode(self, state: Any) -> bytes: ...
+
+
+def action_name(action) -> str:
+    """The name ``action`` is counted under: its ``name`` attribute when that is a string,
+    else the action itself when it is a string, else its class's name."""
+    name = getattr(action, "name", None)
+    if name.__class__ is str:
+        return name
+    return action if action.__class__ is str else type(action).__name__
+
+
+def format_action(model, action) -> str:
+    """``action`` as a trace shows it: ``model.format_action(action)`` when the model
+    defines it, else ``str(action)``."""
+    fmt = getattr(model, "format_action", None)
+    return fmt(action) if fmt is not None else str(action)
+
+
+def describe_step(model, before, action, after) -> str:
+    """What ``action`` did between ``before`` and ``after``, in one sentence:
+    ``model.describe_step(...)`` when the model defines it, else ``""`` (nothing to add
+    to the action's own text)."""
+    describe = getattr(model, "describe_step", None)
+    return describe(before, action, after) if describe is not None else ""
 
 
 def successors(model, state):

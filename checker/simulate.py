@@ -21,7 +21,7 @@ import attrs
 
 from .fingerprint import fingerprint
 from .kernel import check_state, check_step, split_properties
-from .protocol import successors
+from .protocol import action_name, successors
 from .result import Path, Step, Violation
 
 
@@ -118,7 +118,8 @@ def simulate(model, properties=None, *, runs=1000, depth=50, seed=0, progress=No
             action, nxt = succ[choice]
             choices.append(choice)
             steps.append(Step(action, nxt))
-            fired[action.name] = fired.get(action.name, 0) + 1
+            name = action_name(action)
+            fired[name] = fired.get(name, 0) + 1
             seen.add(fingerprint(model, nxt))
             # A step property is judged on the transition, before the state it reaches,
             # the order in which the breadth-first engines find them.

@@ -47,25 +47,18 @@ Known limitation: a local checkpoint lives in the executors' block managers. Whe
 executor is lost (a cluster node dies), the blocks it held cannot be recomputed and the
 run fails with an ``EngineError``; give ``checkpoint_dir`` (a directory every node can
 reach, e.g. on HDFS) to survive that, at the price of writing the seen-set once a level.
+
+This module is the driver's side: the level loop, the summaries, checkpoints and results.
+The tasks the executors run are in ``checker.spark_tasks`` (with their pickler,
+``checker.spark_pickle``), a saved level's files are checked by ``checker.spark_store``,
+and starting Spark and keeping its logs quiet is ``checker.spark_session``'s job.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
-import logging
-import operator
-import os
-import pickle
-import re
 import shutil
-import signal
-import sys
-import tempfile
 import threading
 import time
-from array import array
 from functools import partial
 from pathlib import Path
 
@@ -74,45 +67,17 @@ import attrs
 from .checkpoint import CheckpointError, claim_data_dir
 from .errors import EngineError
 from .fingerprint import fingerprint
-from .kernel import check_state, expand, split_properties, stop_after_level
+from .kernel import split_properties, stop_after_level
 from .local import Options
 from .result import CheckResult, Stats, Violation
-from .hadoop_crc import hadoop_crc_matches
-from .spark_master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
+from .spark_master import MAX_PARTITIONS
+from .spark_pickle import dumps
+from .spark_session import (_cancel_group, _default_partitions, _one_line, _quiet_py4j, _union, partitions_bad,
+                            spark_context)
+from .spark_store import manifest, verify_level
+from .spark_tasks import (_assemble_partition, _expand_partition, _is_level_data, _is_summary, _merge_partition,
+                          _owner, _payload, _route_saved)
 from .trace import replay_choices
-
-_SEEN = "seen"  # record tags of the state RDD
-_FRONT = "front"
-_SUMMARY = "sum"
-_LEVEL_DATA = (_SEEN, _FRONT)  # what a checkpoint saves of a partition
-_CHUNK = 2048  # frontier states per pickled chunk
-_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: |$)")
-
-# Spark's own start-up messages ("Using Spark's default log4j profile", native-library
-# warnings) are printed before setLogLevel can run; this configuration silences them,
-# and the stack trace SparkContext logs when it cannot start (the exception it raises
-# is reported as one line instead). The
-# root level stays at WARN until setLogLevel("ERROR") right after start-up: a PySpark
-# driver whose root level is not WARN prints "Setting default log level" on stderr.
-_QUIET_LOG4J2 = """\
-rootLogger.level = warn
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
-logger.native.name = org.apache.hadoop.util.NativeCodeLoader
-logger.native.level = error
-logger.deploy.name = org.apache.spark.deploy.client
-logger.deploy.level = error
-logger.context.name = org.apache.spark.SparkContext
-logger.context.level = off
-logger.backend.name = org.apache.spark.scheduler.cluster
-logger.backend.level = off
-"""
-# Lines the JVM prints on stderr before any logging is configured.
-_JVM_NOISE = ("WARNING: Using incubator modules",)
 
 
 class SparkEngine:
@@ -279,7 +244,7 @@ class SparkEngine:
                 if fp not in where:
                     where.add(fp)
                     buckets.setdefault(fp % n, []).append((fp, (i,), None, None, state))
-            blobs = [(owner, _dumps(items)) for owner, items in buckets.items()]
+            blobs = [(owner, dumps(items)) for owner, items in buckets.items()]
             start = sc.parallelize(blobs, max(1, min(n, len(blobs)))).partitionBy(n, _owner)
             current = start.mapPartitionsWithIndex(merge, preservesPartitioning=True)
             summaries = self._materialize(current)
@@ -462,7 +427,7 @@ class SparkEngine:
             if self.data_root is None:
                 raise EngineError("restore: set data_root to the checkpoint directory first")
             where = Path(self.data_root).resolve() / snapshot["data"]
-            _verify_level(where, snapshot["files"])
+            verify_level(where, snapshot["files"])
             self._restored = where
             self._saved = (self._level_key(), where, snapshot["files"])
 
@@ -489,7 +454,7 @@ class SparkEngine:
             for attempt in (1, 2):
                 try:
                     current.filter(_is_level_data).saveAsPickleFile(target.as_uri(), batchSize=1)
-                    files = _manifest(target)
+                    files = manifest(target)
                     break
                 except Exception as e:
                     shutil.rmtree(target, ignore_errors=True)
@@ -555,524 +520,8 @@ class SparkEngine:
             max_depth=self.options.max_depth,
         )
 
-def spark_context(master=None, verbose=False, status=None):
-    """The running SparkContext, or a new one.
-
-    Args:
-        master: the master URL of a new context (default ``DEFAULT_MASTER``,
-            ``"local[*,4]"``: local mode with four attempts per task).
-        verbose: keep Spark's log messages.
-        status: called with a short message when the JVM and the context are being
-            started (they take seconds to tens of seconds).
-
-    Returns:
-        ``(context, created)``: ``created`` is True when the caller started the context
-        and should stop it.
-
-    Raises:
-        EngineError: pyspark or Java is missing, the master URL is malformed or
-            unreachable, or Spark could not start.
-    """
-    try:
-        from pyspark import SparkConf, SparkContext
-    except ImportError as e:
-        raise EngineError(f"the spark engine needs pyspark ({e})") from None
-    active = SparkContext._active_spark_context
-    if active is not None:
-        return active, False
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise EngineError("the spark engine needs Java: no 'java' on PATH and JAVA_HOME is not set")
-    master = validate_master(DEFAULT_MASTER if master is None else master)
-    check_reachable(master)  # seconds, not Spark's minute of registration retries
-    if master.startswith("local") or master.startswith("spark://127."):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Executors must run the driver's Python (same version, same installed packages).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = (SparkConf().setMaster(master).setAppName("kmc")
-            .set("spark.ui.enabled", "false"))
-    log_config = None
-    if not verbose:
-        conf.set("spark.ui.showConsoleProgress", "false")
-        fd, log_config = tempfile.mkstemp(prefix="kmc-log4j2-", suffix=".properties")
-        with os.fdopen(fd, "w") as f:
-            f.write(_QUIET_LOG4J2)
-        conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
-    # PySpark replaces the SIGINT handler when a context starts; keep the caller's,
-    # which is expected to set ``stop_requested`` (or call ``cancel``).
-    main = threading.current_thread() is threading.main_thread()
-    handler = signal.getsignal(signal.SIGINT) if main else None
-    gateway = relay = None
-    say = status or (lambda message: None)
-    try:
-        if SparkContext._gateway is None:
-            say("starting the JVM (Spark's driver)")
-            if not verbose:
-                gateway, relay = _quiet_gateway(conf)
-        say(f"starting the Spark session (master {master})")
-        sc = SparkContext(conf=conf, gateway=gateway)
-    except Exception as e:
-        why = str(e) if isinstance(e, EngineError) else _one_line(e)
-        raise EngineError(f"could not start Spark (master {master!r}): {why}") from None
-    finally:
-        if relay is not None:
-            relay.release()
-        if main and handler is not None:
-            signal.signal(signal.SIGINT, handler)
-        if log_config is not None:
-            os.unlink(log_config)
-    if not verbose:
-        # Not even ERROR: a failed or cancelled job logs a JVM stack trace per task
-        # attempt, and every failure reaches the caller as an exception (one line).
-        sc.setLogLevel("OFF")
-    return sc, True
-
-
-def _quiet_gateway(conf):
-    """Start PySpark's JVM with its stderr relayed through a filter of start-up noise.
-
-    PySpark starts one JVM per process and reuses it for every later context, so this
-    only runs for the first context of a process. Returns ``(gateway, relay)``; the
-    relay holds the JVM's output until ``relay.release()``, so that a JVM that fails to
-    start is reported by one line of an ``EngineError`` rather than by its stack trace.
-    """
-    from pyspark.java_gateway import launch_gateway
-
-    relay = _Relay()
-    read_end, write_end = os.pipe()
-    relay.start(os.fdopen(read_end, "rb"))
-    try:
-        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
-    except Exception as e:
-        os.close(write_end)
-        relay.wait(10)  # the JVM has exited: read to the end of what it printed
-        raise EngineError(relay.reason() or _one_line(e)) from None
-    os.close(write_end)
-    return gateway, relay
-
-
-class _Relay:
-    """Copies a JVM's stderr to ours, without its start-up noise, once released."""
-
-    def __init__(self):
-        self.held: list[str] = []
-        self.released = False
-        self.lock = threading.Lock()
-
-    def start(self, stream):
-        self.thread = threading.Thread(target=self._pump, args=(stream,), name="kmc-spark-stderr", daemon=True)
-        self.thread.start()
-
-    def wait(self, seconds):
-        self.thread.join(seconds)
-
-    def _pump(self, stream):
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", "replace")
-            if line.startswith(_JVM_NOISE):
-                continue
-            with self.lock:
-                if not self.released:
-                    self.held.append(line)
-                    continue
-            sys.stderr.write(line)
-            sys.stderr.flush()
-        stream.close()
-
-    def release(self):
-        with self.lock:
-            self.released = True
-            held, self.held = self.held, []
-        sys.stderr.writelines(held)
-
-    def reason(self) -> str | None:
-        """The JVM's own one-line account of why it stopped, if it printed one."""
-        with self.lock:
-            lines = [line.strip() for line in self.held if line.strip()]
-        for line in reversed(lines):
-            if "Exception" in line or "Error" in line:
-                return line.split(": ", 1)[-1] if line.startswith("Exception in thread") else line
-        return None
-
-
-def partitions_bad(partitions) -> bool:
-    """True when ``partitions`` is neither ``None`` nor an integer from 1 to ``MAX_PARTITIONS``."""
-    if partitions is None:
-        return False
-    return isinstance(partitions, bool) or not isinstance(partitions, int) \
-        or not 1 <= partitions <= MAX_PARTITIONS
-
-
-# -- what runs on the executors ---------------------------------------------------
-# Plain module-level functions (bound with functools.partial), so that the tasks carry
-# only the model and the properties, and hold no state between calls.
-
-
-def _owner(key):
-    """The partition function: PySpark sends a record with key ``k`` to partition
-    ``_owner(k) % n``.
-
-    The keys are partition numbers: an expansion task groups the successors of state
-    ``fp`` under ``fp % n``, the partition that owns ``fp``, so a fingerprint's owner is a
-    deterministic function of the fingerprint alone. The negative keys are free:
-    expansion task ``i`` sends its counters under ``-1 - i``, to any partition.
-    """
-    return key
-
-
-def _is_summary(record):
-    return record[0] == _SUMMARY
-
-
-def _payload(record):
-    return record[1]
-
-
-def _expand_partition(model, step_props, n, fail_first_attempt, index, records):
-    """Expand the frontier states of one partition.
-
-    Yields ``(owner, blob)``: ``blob`` is a pickled list of ``(fp, path, parent fp, action
-    name, successor)`` for successors owned by partition ``owner``, keeping within a chunk
-    of the frontier only the least path to each successor; then ``(-1 - index,
-    (terminal, generated, fired, step violations))``, where the step violations map a
-    property to the least ``(path, explanation)`` among this partition's violating edges.
-
-    Successors that this partition owns and has already seen are dropped here rather
-    than after the shuffle: most successors are old states, and shipping a state costs
-    more than generating it.
-    """
-    if fail_first_attempt and index == 0:
-        from pyspark import TaskContext
-
-        if TaskContext.get().attemptNumber() == 0:
-            _test_fault(fail_first_attempt)
-    terminal = generated = 0
-    fired: dict[str, int] = {}
-    step_bad: dict[str, tuple] = {}
-    known: set = set()
-    for tag, payload in records:
-        if tag == _SEEN:  # the merge writes the seen block before the frontier
-            known = set(payload)
-            continue
-        if tag != _FRONT:
-            continue
-        best: dict[int, tuple] = {}
-        for fp, path, state in pickle.loads(payload):
-            edges = expand(model, state, step_props)
-            if not edges:
-                terminal += 1
-            generated += len(edges)
-            for choice, action, succ, sfp, bad in edges:
-                name = action.name
-                fired[name] = fired.get(name, 0) + 1
-                spath = path + (choice,)
-                for prop, why in bad:
-                    old = step_bad.get(prop)
-                    if old is None or spath < old[0]:
-                        step_bad[prop] = (spath, why)
-                old = best.get(sfp)
-                if old is None or spath < old[0]:
-                    best[sfp] = (spath, fp, name, succ)
-        buckets: dict[int, list] = {}
-        for sfp, (spath, fp, name, succ) in best.items():
-            owner = sfp % n
-            if owner == index and sfp in known:
-                continue
-            buckets.setdefault(owner, []).append((sfp, spath, fp, name, succ))
-        for owner, items in buckets.items():
-            yield (owner, _dumps(items))
-    yield (-1 - index, (terminal, generated, fired, step_bad))
-
-
-def _test_fault(kind):
-    """Test hooks, on the first attempt of partition 0's expansion tasks: ``True`` raises;
-    ``"kill"`` ends this Python worker as a crash would (the OOM killer, a stray signal);
-    ``"sigint:GROUP:PATH"`` sends SIGINT to the driver's process group ``GROUP`` once, as
-    Ctrl-C in a terminal does, and to this worker (``PATH`` is created to remember it was
-    sent; PySpark's daemon gives its workers a process group of their own, but a worker
-    started without it is in the terminal's group)."""
-    if kind == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    if isinstance(kind, str) and kind.startswith("sigint:"):
-        group, _, marker = kind[len("sigint:"):].partition(":")
-        try:
-            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            return
-        os.killpg(int(group), signal.SIGINT)
-        os.kill(os.getpid(), signal.SIGINT)  # and this worker, as without PySpark's daemon
-        return
-    raise RuntimeError("kmc test hook: the first attempt of this task fails")
-
-
-def _merge_partition(model, invariants, index, records):
-    """Merge one partition's seen block with the successors routed to it.
-
-    ``records`` is the partition's previous version (only its seen block is used)
-    followed by the blobs of successors routed to it and the expansion tasks' counters
-    (see ``_expand_partition``). Yields the new seen block, the new frontier in pickled
-    chunks, and one summary ``(index, new states, new states per action, state
-    violations, counters)``; a state violation maps a property to the least ``(path,
-    explanation, fp)`` among this partition's new states.
-    """
-    block = None
-    incoming: dict[int, tuple] = {}
-    metas = []
-    for key, value in records:
-        if key.__class__ is str:
-            if key == _SEEN:
-                block = value
-            continue
-        if key < 0:
-            metas.append(value)
-            continue
-        for fp, path, parent, name, state in pickle.loads(value):
-            old = incoming.get(fp)
-            if old is None or path < old[0]:
-                incoming[fp] = (path, parent, name, state)
-    fps = block if block is not None else array("Q")
-    known = set(fps)
-    new_by_action: dict[str, int] = {}
-    state_bad: dict[str, tuple] = {}
-    fresh = []
-    for fp, (path, parent, name, state) in incoming.items():
-        if fp in known:
-            continue
-        fps.append(fp)
-        if parent is not None:  # not an initial state
-            new_by_action[name] = new_by_action.get(name, 0) + 1
-        for prop, why in check_state(model, state, invariants):
-            old = state_bad.get(prop)
-            if old is None or path < old[0]:
-                state_bad[prop] = (path, why, fp)
-        fresh.append((fp, path, state))
-    del incoming, known
-    yield (_SEEN, fps)
-    for i in range(0, len(fresh), _CHUNK):
-        yield (_FRONT, _dumps(fresh[i:i + _CHUNK]))
-    yield (_SUMMARY, (index, len(fresh), new_by_action, state_bad, metas))
-
-
-def _is_level_data(record):
-    return record[0] in _LEVEL_DATA
-
-
-def _route_saved(n, records):
-    """Split a saved partition's records by their new owner (``fp % n``).
-
-    Yields ``(owner, (tag, payload, count))``: a seen block or a pickled frontier chunk
-    holding only fingerprints owned by ``owner``, and how many states it holds. Neither
-    the order of a seen block nor the chunking of the frontier changes a result (every
-    choice the engine makes is by least path), so any partition count can resume.
-    """
-    for tag, payload in records:
-        if tag == _SEEN:
-            if isinstance(payload, tuple):  # saved by an older kmc: (fps, parents, choices)
-                payload = payload[0]
-            blocks: dict[int, array] = {}
-            for fp in payload:
-                block = blocks.get(fp % n)
-                if block is None:
-                    block = blocks[fp % n] = array("Q")
-                block.append(fp)
-            for owner, block in blocks.items():
-                yield owner, (_SEEN, block, len(block))
-        elif tag == _FRONT:
-            chunks: dict[int, list] = {}
-            for item in pickle.loads(payload):
-                chunks.setdefault(item[0] % n, []).append(item)
-            for owner, items in chunks.items():
-                yield owner, (_FRONT, _dumps(items), len(items))
-
-
-def _assemble_partition(index, records):
-    """One partition of a restored level, laid out as ``_merge_partition`` writes one:
-    the seen block, the frontier chunks, a summary ``(seen states, frontier states)``."""
-    fps = array("Q")
-    chunks = []
-    front = 0
-    for _owner, (tag, payload, count) in records:
-        if tag == _SEEN:
-            fps.extend(payload)
-        else:
-            chunks.append(payload)
-            front += count
-    yield (_SEEN, fps)
-    for chunk in chunks:
-        yield (_FRONT, chunk)
-    yield (_SUMMARY, (len(fps), front))
-
-
-class _Pickler(pickle.Pickler):
-    """A pickler that writes plain attrs instances as a call of their class.
-
-    attrs pickles a slotted frozen instance through ``__getstate__``/``__setstate__``
-    written in Python, which makes pickling the frontier and the successors cost more
-    than generating them. An instance of a class whose fields are all positional
-    ``__init__`` arguments without converters is rebuilt equal by calling the class
-    with its field values, which pickle does in C. Anything else is pickled as usual.
-    """
-
-    def __init__(self, file):
-        super().__init__(file, pickle.HIGHEST_PROTOCOL)
-        self._getters: dict = {}
-
-    def reducer_override(self, obj):
-        cls = obj.__class__
-        try:
-            getter = self._getters[cls]
-        except KeyError:
-            getter = self._getters[cls] = _fields_getter(cls)
-        if getter is None:
-            return NotImplemented
-        return cls, getter(obj)
-
-
-def _fields_getter(cls):
-    if not isinstance(cls, type) or not attrs.has(cls):
-        return None
-    fields = attrs.fields(cls)
-    if not fields or not all(f.init and f.converter is None and not f.kw_only for f in fields):
-        return None
-    if len(fields) == 1:
-        name = fields[0].name
-        return lambda obj: (getattr(obj, name),)
-    return operator.attrgetter(*(f.name for f in fields))
-
-
-def _dumps(obj) -> bytes:
-    buffer = io.BytesIO()
-    _Pickler(buffer).dump(obj)
-    return buffer.getvalue()
-
-
-# -- driver helpers ------------------------------------------------------------------
-
 
 def _keep_least(candidates, prop, entry):
     old = candidates.get(prop)
     if old is None or entry[0] < old[0]:
         candidates[prop] = entry
-
-
-@contextlib.contextmanager
-def _quiet_py4j(enabled):
-    """Silence py4j's Python log messages: a second Ctrl-C inside a py4j call makes it log
-    the interrupt and the closing of its connection, with tracebacks, on stderr."""
-    if not enabled:
-        yield
-        return
-    logger, root = logging.getLogger("py4j"), logging.getLogger()
-    if not root.handlers:
-        # py4j calls the module-level ``logging.exception`` from its own threads, also after
-        # this block ends (a second Ctrl-C): with no handler on the root logger that call
-        # installs one printing to stderr. A do-nothing handler, left in place, prevents
-        # it; a program that configured logging itself already has a handler and keeps it.
-        root.addHandler(logging.NullHandler())
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    root.addFilter(_not_from_py4j)  # py4j also logs through the root logger
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-        root.removeFilter(_not_from_py4j)
-
-
-def _not_from_py4j(record) -> bool:
-    return "py4j" not in Path(record.pathname).parts
-
-
-def _cancel_group(sc, group):
-    try:
-        sc.cancelJobGroup(group)
-    except Exception:  # the context may be stopping; the stop flag is enough then
-        pass
-
-
-def _manifest(directory: Path) -> dict:
-    """``{file name: (size, sha256)}`` of the part files of a saved level."""
-    if not (directory / "_SUCCESS").is_file():
-        raise OSError(f"no _SUCCESS marker in {directory}")
-    files = {}
-    for path in sorted(directory.glob("part-*")):
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                digest.update(chunk)
-        files[path.name] = (path.stat().st_size, digest.hexdigest())
-    return files
-
-
-def _verify_level(directory: Path, files: dict) -> None:
-    """Refuse a saved level whose part files are not exactly those of its checkpoint."""
-    damaged = f"{directory}: damaged ({{}}); the checkpoint cannot be resumed, start a new run"
-    if not directory.is_dir():
-        raise CheckpointError(f"{directory}: missing (the checkpoint keeps the last level's states there); "
-                              "the checkpoint cannot be resumed, start a new run")
-    present = {path.name for path in directory.glob("part-*")}
-    if present != set(files):
-        what = sorted(set(files) - present) or sorted(present - set(files))
-        verb = "missing" if set(files) - present else "unexpected"
-        raise CheckpointError(damaged.format(f"{verb} {what[0]}"))
-    try:
-        actual = _manifest(directory)
-    except OSError as e:
-        raise CheckpointError(damaged.format(e.strerror or str(e))) from None
-    for name, (size, digest) in sorted(files.items()):
-        if actual[name][0] != size:
-            raise CheckpointError(damaged.format(f"{name} has {actual[name][0]} bytes, not {size}"))
-        if actual[name][1] != digest:
-            raise CheckpointError(damaged.format(f"{name}: checksum mismatch"))
-    # Hadoop checks a part file against its ".crc" file when Spark reads it, and a bad
-    # one fails the load with pages of JVM stack traces: check them here, in one line.
-    for name in sorted(files):
-        crc = directory / f".{name}.crc"
-        if crc.exists() and not hadoop_crc_matches(directory / name, crc):
-            raise CheckpointError(damaged.format(f"{crc.name} does not match {name}"))
-
-
-def _union(sc, left, right):
-    """The union of two RDDs with the same partitioner, partition by partition.
-
-    Spark lays the union of RDDs that share a partitioner out partition by partition
-    (``PartitionerAwareUnionRDD``), so partition ``i`` of the result is partition ``i`` of
-    ``left`` followed by partition ``i`` of ``right``: no data moves. ``RDD.union`` would
-    re-serialize ``right`` first (it comes out of a shuffle in a different batch format),
-    an extra pass over the data; both formats are streams of pickled lists, which the
-    default deserializer reads alike, so the JVM union is wrapped directly.
-    """
-    from pyspark import RDD
-
-    if left.partitioner != right.partitioner or left.partitioner is None:
-        raise EngineError("internal error: the seen-set and the successors are not co-partitioned")
-    both = RDD(left._jrdd.union(right._jrdd), sc, sc.serializer)
-    if both.getNumPartitions() != left.getNumPartitions():
-        raise EngineError("internal error: Spark did not line the seen-set up with the successors")
-    both.partitioner = left.partitioner
-    return both
-
-
-def _default_partitions(sc) -> int:
-    configured = sc.getConf().get("spark.default.parallelism")
-    if configured:
-        try:
-            return max(1, int(configured))
-        except ValueError:
-            pass
-    return max(2, 2 * sc.defaultParallelism)
-
-
-def _one_line(error) -> str:
-    """A one-line description of a (possibly Java) exception."""
-    java = getattr(error, "java_exception", None)
-    text = str(error)
-    if java is not None:
-        try:
-            text = str(java.toString())
-        except Exception:
-            pass
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    # A failed Python task's message ends with the Python exception's own line.
-    python = [line for line in lines if _PYTHON_ERROR.match(line)]
-    line = python[-1] if python else (lines[0] if lines else type(error).__name__)
-    return line if len(line) <= 300 else line[:297] + "..."

@@ -89,7 +89,8 @@ from .kernel import require_symmetric, split_properties, stop_after_level
 from .local import Options
 from .protocol import successors
 from .result import CheckResult, Stats, Violation
-from .spark import _test_fault, _cancel_group, _default_partitions, _one_line, _owner, _quiet_py4j, partitions_bad, spark_context
+from .spark_session import _cancel_group, _default_partitions, _one_line, _quiet_py4j, partitions_bad, spark_context
+from .spark_tasks import _owner, _test_fault
 from .trace import extend, replay_choices
 
 SNAPSHOT_FORMAT = "spark-rows-1"  # the snapshot format of this engine
@@ -146,7 +147,7 @@ class SparkRowsEngine:
         self._local_seen = self._handoff = self._handoff_depth = None
         self._owned = None
         # Test hook: every expansion task of rank partition 0 fails on its first attempt
-        # (see checker.spark._test_fault).
+        # (see checker.spark_tasks._test_fault).
         self._fail_first_attempt = _fail_first_attempt
         self.stop_requested = None
         self.on_level = None

@@ -377,6 +377,12 @@ class KafkaModel:
             return f"{action.name}({who}, keeps {action.cut})"
         return f"{action.name}({who})"
 
+    def describe_step(self, before, action, after) -> str:
+        """What ``action`` did between two states, in one sentence (``model.describe``)."""
+        from .describe import describe_step
+
+        return describe_step(self, before, action, after)
+
     def format_record(self, record) -> str:
         epoch, rid = record
         return f"record {rid} (epoch {epoch})"

@@ -333,7 +333,7 @@ def _int(path, key, value, lo, hi):
 def _size(path, key, value):
     """A size in bytes: an integer, or a string such as "8G" or "512M"."""
     if isinstance(value, str):
-        from kmc.checker.checkpoint import parse_size
+        from kmc.checker.memory import parse_size
 
         try:
             value = parse_size(value)

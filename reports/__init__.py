@@ -17,11 +17,12 @@ from .json_result import (
 )
 from .progress import ProgressDisplay
 from .tla import state_text, trace_text, violation_text
-from .terminal import ResultView, StateView, TraceView, describe_step, diff_lines
+from .result_view import ResultView
+from .terminal import StateView, TraceView, diff_lines
 
 __all__ = [
     "ProgressDisplay", "ResultView", "SCHEMA_VERSION", "StateView", "TraceView",
-    "action_to_dict", "describe_step", "diff_lines", "expectation", "result_to_dict",
+    "action_to_dict", "diff_lines", "expectation", "result_to_dict",
     "state_from_dict", "state_text", "state_to_dict", "trace_text",
     "trace_to_dict", "violation_text", "verdicts", "write_json",
 ]

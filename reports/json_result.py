@@ -11,6 +11,7 @@ import json
 import os
 import tempfile
 
+from kmc.checker.protocol import action_name, format_action
 from kmc.checker.result import UNKNOWN
 from kmc.model.kafka import ACTION_NAMES
 from kmc.model.state import Fetch, Quorum, Replica, State
@@ -155,8 +156,8 @@ def action_to_dict(model, action) -> dict | None:
     """``{"name", "replica", "cut", "text"}`` of an action, ``None`` for no action."""
     if action is None:
         return None
-    return {"name": action.name, "replica": model.name(action.replica), "cut": action.cut,
-            "text": model.format_action(action)}
+    return {"name": action_name(action), "replica": model.name(action.replica), "cut": action.cut,
+            "text": format_action(model, action)}
 
 
 def trace_to_dict(model, path) -> dict:

@@ -1,16 +1,17 @@
-"""The terminal face of ``kmc check``: counterexample traces and the run's outcome, drawn
-with rich through ``__rich_console__`` (the engines never import rich).
+"""The terminal face of a Kafka state and of a counterexample, drawn with rich through
+``__rich_console__`` (the engines never import rich).
 
-``TraceView`` shows one counterexample the way TLC numbers it (``State 1: initial``,
-``State 2: Produce(A)``, ...), each state as a table of replicas plus the controller and
-the history variables, with every value that changed since the previous state
-highlighted. ``ResultView`` shows a whole run: constants, verdicts, statistics, per-action
-counts, the counterexamples and a one-line summary.
+``StateView`` shows one state as a table of replicas plus the controller and the history
+variables, with every value that changed since the previous state highlighted;
+``diff_lines`` lists only the changed variables. ``TraceView`` shows one counterexample
+the way TLC numbers it (``State 1: initial``, ``State 2: Produce(A)``, ...), each step
+headed by the action's text and the model's sentence for what it did
+(``checker.protocol.format_action`` and ``describe_step``). The whole run's view is
+``reports.result_view``.
 """
 
 from __future__ import annotations
 
-from kmc.checker.text import safe_text
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.padding import Padding
@@ -20,19 +21,13 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED
-from kmc.model.kafka import (
-    ACTION_NAMES, BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST,
-    FETCH_RESPONSE, PRODUCE, RESTART, SHRINK_ISR,
-)
-from kmc.model.config import LEADER_EPOCH_21
-from kmc.model.state import leader_of, leads, leso
-
-from .json_result import expectation
+from kmc.checker.protocol import describe_step, format_action
+from kmc.model.describe import replica_set
+from kmc.model.state import leads
 
 __all__ = [
-    "EPOCH_STYLES", "ResultView", "StateView", "TraceView", "column_widths", "describe_step",
-    "diff_lines", "expectation", "stop_reason",
+    "COLUMNS", "EPOCH_STYLES", "StateView", "TraceView", "UNCLEAN_NOTE", "column_widths", "diff_lines",
+    "table_layout",
 ]
 
 # One colour per leader epoch (cycled past the end), so that records written in
@@ -79,10 +74,6 @@ def _log(log, offsets=True) -> Text:
     return _join([_record(e, i) for e, i in log], ", ", "[", "]")
 
 
-def _names(model, members) -> str:
-    return "{" + ",".join(model.name(r) for r in members) + "}"
-
-
 def _fetch(model, f) -> Text:
     out = Text(f"from {model.name(f.leader)} e{f.epoch} @{f.start} ")
     out.append_text(_log(f.records, offsets=False))
@@ -92,132 +83,6 @@ def _fetch(model, f) -> Text:
 
 def _committed(committed) -> Text:
     return _join([_record(e, i, o) for o, e, i in committed], ", ", "{", "}")
-
-
-def _count(n) -> str:
-    return f"{n:,}"
-
-
-def collision_text(probability: float) -> str:
-    """A probability as TLC prints it: two significant digits, ``1.2E-14``."""
-    return f"{probability:.1E}"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.2f} s"
-    minutes, secs = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
-
-
-def _plural(n, word) -> str:
-    if n == 1:
-        return f"{n} {word}"
-    return f"{n} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n} {word}s"
-
-
-# -- what a step did, in words ------------------------------------------------------------
-
-def describe_step(model, before, action, after) -> str:
-    """One sentence saying what ``action`` did between two states (for a trace header).
-
-    Returns an empty string for an action this module does not know.
-    """
-    name = model.name
-    r = action.replica
-    who = name(r)
-    b, a = before.replicas[r], after.replicas[r]
-    if action.name == PRODUCE:
-        offset = len(a.log) - 1
-        return f"{who} appends {model.format_record(a.log[-1])} at offset {offset}"
-    if action.name == FETCH_REQUEST:
-        f = a.inflight
-        n = len(f.records)
-        text = (f"{name(f.leader)} answers {who}'s fetch from offset {f.start}: "
-                f"{_plural(n, 'record')}, high watermark {f.leader_hw}")
-        return text + _rejoin_note(model, after, r, f.leader)
-    if action.name == FETCH_RESPONSE:
-        f = b.inflight
-        sender = name(f.leader)
-        if not (b.alive and b.leader == f.leader and b.epoch == f.epoch):
-            return f"{who} drops a stale response from {sender} (epoch {f.epoch})"
-        what = (f"{_plural(len(f.records), 'record')} at offset {f.start}" if f.records
-                else "no new records")
-        if len(b.log) > f.start:
-            what = f"truncates to offset {f.start}, {what}"
-        return f"{who} takes {sender}'s response: {what}, high watermark {a.hw}"
-    if action.name == CRASH:
-        text = f"{who} crashes; the controller is not told"
-        if action.cut is not None and action.cut < len(b.log):
-            lost = len(b.log) - action.cut
-            text += f"; {_plural(lost, 'unflushed record')} lost"
-            if a.lossy:
-                text += " (an unclean shutdown: its restart will be reported)"
-        return text
-    if action.name == RESTART:
-        text = f"{who} restarts with its log and high watermark from disk, no leader, epoch -1"
-        if b.lossy:
-            qb, qa = before.quorum, after.quorum
-            text += (f"; after its lossy crash the controller removes it from the ISR "
-                     f"{_names(model, qb.isr)} → {_names(model, qa.isr)}")
-            if model.config.eligible_leader_replicas:
-                text += f" and the ELR {_names(model, qb.elr)} → {_names(model, qa.elr)}"
-            text += ", and every leader forgets its fetch position from before the crash"
-            ql = qa.leader
-            if ql is not None and after.replicas[ql].hw > before.replicas[ql].hw:
-                text += f"; {name(ql)}'s high watermark advances to {after.replicas[ql].hw}"
-        return text
-    if action.name == ELECT_LEADER:
-        q = after.quorum
-        text = (f"the controller elects {who} in epoch {q.epoch}, ISR {_names(model, q.isr)}, "
-                f"its high watermark {a.hw}")
-        if r in before.quorum.elr:
-            text += (f" (from the ELR: no ISR member is alive, and {who} left the ISR while it "
-                     f"was below min ISR, so it holds every committed record; ELR now "
-                     f"{_names(model, q.elr)})")
-        elif r not in before.quorum.isr:
-            text += f" (unclean: {who} was not in the ISR)"
-        elif model.config.eligible_leader_replicas and q.elr != before.quorum.elr:
-            text += f", ELR {_names(model, q.elr)}"
-        return text
-    if action.name == BECOME_FOLLOWER:
-        leader = name(after.quorum.leader)
-        text = f"{who} follows {leader} in epoch {a.epoch}"
-        if len(a.log) < len(b.log):
-            return text + f", truncating its log to offset {len(a.log)}"
-        return text + ", keeping its log"
-    if action.name in (SHRINK_ISR, EXPAND_ISR):
-        leader = leader_of(before)
-        by = "" if leader is None else f"{name(leader)} "
-        if action.name == SHRINK_ISR:
-            why = "down" if not b.alive else "lagging"
-            text = f"{by}removes {who} ({why}) from the ISR"
-            if leader is not None and after.replicas[leader].hw > before.replicas[leader].hw:
-                hw = after.replicas[leader].hw
-                text += f"; {name(leader)}'s high watermark advances to {hw}"
-            return text
-        text = f"{by}adds {who} back to the ISR"
-        if leader is not None:  # the rule's test, which is where ISR expansion goes wrong
-            text += (f": its fetch position {before.replicas[leader].remote_leo[r]} is not below "
-                     f"{name(leader)}'s high watermark {before.replicas[leader].hw}")
-            if model.config.truncation == LEADER_EPOCH_21:
-                text += f" nor its epoch start offset {leso(before, leader)}"
-        return text
-    return ""
-
-
-def _rejoin_note(model, state, f, l) -> str:
-    """Under the 2.1 rule, why a follower outside the ISR that the pre-2.1 test would let
-    back in may not re-join yet (KAFKA-7128); else ``""``."""
-    if model.config.truncation != LEADER_EPOCH_21 or f in state.quorum.isr or not leads(state, l):
-        return ""
-    led = state.replicas[l]
-    pos, start = led.remote_leo[f], leso(state, l)
-    if led.hw <= pos < start:
-        return (f"; {model.name(f)} may not re-join the ISR: its log ends at {pos}, before the "
-                f"leader's epoch start offset {start}")
-    return ""
 
 
 # -- one state as cells -------------------------------------------------------------------
@@ -281,10 +146,10 @@ def _summary_cells(model, state) -> dict:
     cells = {
         "quorum.leader": (q.leader, "leader", leader),
         "quorum.epoch": (q.epoch, "epoch", Text(str(q.epoch))),
-        "quorum.isr": (q.isr, "ISR", Text(_names(model, q.isr))),
+        "quorum.isr": (q.isr, "ISR", Text(replica_set(model, q.isr))),
     }
     if model.config.eligible_leader_replicas:  # the ELR, next to the ISR
-        cells["quorum.elr"] = (q.elr, "ELR", Text(_names(model, q.elr)))
+        cells["quorum.elr"] = (q.elr, "ELR", Text(replica_set(model, q.elr)))
     return {
         **cells,
         "produced": (state.produced, "produced", Text(str(state.produced))),
@@ -506,7 +371,7 @@ class TraceView:
         if step.action is None:
             head.append("initial", "bold")
             return head
-        head.append(self.model.format_action(step.action), "bold cyan")
+        head.append(format_action(self.model, step.action), "bold cyan")
         gloss = describe_step(self.model, previous.state, step.action, step.state)
         if gloss:
             head.append(f"  {gloss}", "italic dim")
@@ -562,7 +427,7 @@ class TraceView:
         text = Text()
         text.append(f"✗ {v.property}", "bold red")
         if v.kind == "step" and n > 1:
-            action = model.format_action(v.path.steps[-1].action)
+            action = format_action(model, v.path.steps[-1].action)
             text.append(f" is violated by the last transition, State {n - 1} → State {n} "
                         f"({action}):\n", "red")
         else:
@@ -571,264 +436,3 @@ class TraceView:
         if v.property == "CommittedNeverLost" and model.config.unclean_leader_election:
             text.append("\n" + UNCLEAN_NOTE, "dim")
         return Panel(text, border_style="red", expand=False, padding=(0, 1))
-
-
-# -- a whole run --------------------------------------------------------------------------
-
-_MEANING_MIN = 24  # below this many cells the "meaning" column is left out
-
-_VERDICT_TEXT = {
-    HOLDS: Text("holds", "bold green"),
-    VIOLATED: Text("VIOLATED", "bold red"),
-    UNKNOWN: Text("unknown", "bold yellow"),
-}
-
-
-def stop_reason(result, spec=None, max_states=None) -> str | None:
-    """Why the search did not explore every reachable state, in words (``None`` if it did).
-
-    ``max_states`` is the state bound the run used (default: the spec's).
-    """
-    if result.complete:
-        return None
-    stopped = result.stopped
-    if stopped == "violation":
-        unknown = [p for p in result.checked if result.verdict(p) == UNKNOWN]
-        if not unknown:
-            return ("stopped after the first level with a violation (keep_going is off); "
-                    "every checked property is decided")
-        return ("stopped after the first level with a violation (keep_going is off), so "
-                f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} unknown "
-                f"(--keep-going decides {'it' if len(unknown) == 1 else 'them'})")
-    if stopped == "max-depth":
-        return f"stopped at the depth bound (max_depth = {result.max_depth}): states deeper than that were not explored"
-    if stopped == "max-states":
-        if max_states is None and spec is not None:
-            max_states = spec.max_states
-        bound = f" (max_states = {max_states:,})" if max_states else ""
-        return (f"stopped at the end of the level that reached the state bound{bound}: "
-                "the rest of the state space was not explored")
-    if stopped == "max-memory":
-        return "stopped at the memory bound (max_memory): the rest of the state space was not explored"
-    if stopped == "interrupted":
-        return "interrupted before the search finished"
-    return f"stopped early ({stopped})" if stopped else "the search did not finish"
-
-
-def _never_fired_note(model, name, result) -> str:
-    cfg = model.config
-    if name in ("Crash", "Restart") and cfg.max_crashes == 0:
-        return "never fired (max_crashes = 0)"
-    if name == "Produce" and cfg.max_messages == 0:
-        return "never fired (max_messages = 0)"
-    if name in ("ElectLeader", "BecomeFollower") and cfg.max_leader_epoch == 0:
-        return "never fired (max_leader_epoch = 0)"
-    if name in ("ElectLeader", "BecomeFollower") and cfg.max_crashes == 0 and not cfg.preferred_election:
-        return "never fired (no crash and no preferred election: the first leader stays)"
-    if not result.complete:
-        return "never fired before the search stopped"
-    return "never fired — a modelling bug or an unreachable action?"
-
-
-def _flags(cfg) -> str:
-    on = [name for name in ("unclean_leader_election", "unflushed_loss", "preferred_election",
-                            "hw_requires_min_isr", "eligible_leader_replicas")
-          if getattr(cfg, name)]
-    if cfg.initial_leader != "first":
-        on.append(f"initial_leader = {cfg.initial_leader}")
-    return ", ".join(on) if on else "none"
-
-
-class ResultView:
-    """The outcome of ``kmc check``: what was checked, the verdicts, the statistics and
-    the counterexamples.
-
-    Args:
-        spec: the ``model.spec.Spec`` (``None`` when there is none: no title, no
-            expectation).
-        model: the ``KafkaModel`` that was explored.
-        result: the engine's ``CheckResult``.
-        diff: show counterexamples in the compact changed-fields form.
-        show_traces: show the counterexamples at all.
-    """
-
-    def __init__(self, spec, model, result, *, diff=False, show_traces=True, max_states=None):
-        self.spec = spec
-        self.max_states = max_states
-        self.model = model
-        self.result = result
-        self.diff = diff
-        self.show_traces = show_traces
-        self.expectation = expectation(spec, result)
-
-    # the parts, in order
-
-    def header(self):
-        spec, cfg = self.spec, self.model.config
-        if spec is not None:
-            # A spec is untrusted: its text is shown as text, control characters escaped.
-            title = Text("kmc check  ", "bold")
-            title.append(safe_text(spec.path), "bold cyan")
-            yield title
-            if spec.title:
-                yield Text(safe_text(spec.title), "bold")
-            if spec.description.strip():
-                yield Padding(Text(safe_text(" ".join(spec.description.split())), "dim italic"), (0, 0, 0, 2),
-                              expand=False)
-        grid = Table.grid(padding=(0, 2))
-        grid.add_column(style="dim")
-        grid.add_column()
-        grid.add_row("replicas", f"{', '.join(cfg.replicas)}  (min ISR {cfg.min_insync_replicas})")
-        grid.add_row("truncation", cfg.truncation)
-        grid.add_row("bounds", f"≤ {_plural(cfg.max_messages, 'message')} · "
-                               f"≤ {_plural(cfg.max_crashes, 'crash')} · "
-                               f"leader epochs ≤ {cfg.max_leader_epoch}")
-        grid.add_row("flags", _flags(cfg))
-        grid.add_row("engine", self.result.engine)
-        yield Padding(grid, (1, 0, 0, 2), expand=False)
-
-    def verdict_table(self, max_width=None) -> Table:
-        """The verdict of every checked property, its expectation and what it means (the
-        meaning is left out when ``max_width`` is too narrow for it: see
-        ``kmc invariants``)."""
-        from kmc.invariants import BY_NAME
-
-        result, expected = self.result, self.expectation["expected"]
-        rows = []
-        for name in result.checked:
-            verdict = result.verdict(name)
-            want = expected.get(name)
-            if want is None:
-                exp = Text("")
-            elif want == verdict:
-                exp = Text("as expected", "green")
-            elif verdict == UNKNOWN:  # not a contradiction: the search did not get there
-                exp = Text(f"not decided (expected {want})", "yellow")
-            else:
-                exp = Text(f"UNEXPECTED (expected {want})", "bold red")
-            prop = BY_NAME.get(name)
-            rows.append((name, _VERDICT_TEXT[verdict].copy(), exp, prop.description if prop is not None else ""))
-        name_width = max((len(r[0]) for r in rows), default=8)
-        exp_width = max((r[2].cell_len for r in rows), default=0)
-        needed = name_width + len("VIOLATED") + max(exp_width, len("expectation")) + 4 * 3 + _MEANING_MIN
-        show_meaning = max_width is None or needed <= max_width
-        table = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
-        table.add_column("property", style="bold", no_wrap=True, min_width=name_width)
-        table.add_column("verdict", no_wrap=True)
-        table.add_column("expectation")
-        if show_meaning:
-            table.add_column("meaning", style="dim", ratio=1)
-        for name, verdict, exp, meaning in rows:
-            table.add_row(name, verdict, exp, *((meaning,) if show_meaning else ()))
-        return table
-
-    def statistics(self):
-        s = self.result.stats
-        line = Text()
-        parts = ((_count(s.distinct), " distinct states"), (_count(s.generated), " generated"),
-                 ("depth ", str(s.depth)), (_count(s.terminal), " terminal"),
-                 (_duration(s.seconds), ""), (f"{s.states_per_second:,.0f}", " states/s"))
-        for i, (a, b) in enumerate(parts):
-            if i:
-                line.append("  ·  ", "dim")
-            if a.endswith(" "):  # "depth 10": the label comes first
-                line.append(a)
-                line.append(b, "bold")
-            else:
-                line.append(a, "bold")
-                line.append(b)
-        yield line
-        reason = stop_reason(self.result, self.spec, self.max_states)
-        if reason is not None:
-            yield Text(f"incomplete: {reason}", "yellow")
-            if s.queue:
-                yield Text(f"{_count(s.queue)} states left on the queue (found, not yet expanded)", "yellow")
-        yield Text(f"fingerprint collision probability: calculated (optimistic) "
-                   f"{collision_text(s.collision_probability)} (see docs/model.md, \"Counting\")", "dim")
-
-    def action_table(self) -> Table:
-        s = self.result.stats
-        table = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
-        table.add_column("action", no_wrap=True)
-        table.add_column("fired", justify="right")
-        table.add_column("new states", justify="right")
-        table.add_column("")
-        for name in ACTION_NAMES:
-            fired, new = s.fired.get(name, 0), s.new.get(name, 0)
-            note = Text("") if fired else Text(_never_fired_note(self.model, name, self.result), "yellow")
-            table.add_row(name, _count(fired), _count(new), note)
-        return table
-
-    def violations(self) -> list:
-        """The violations, shortest counterexample first."""
-        return sorted(self.result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
-
-    def summary(self):
-        result, model = self.result, self.model
-        ordered = self.violations()
-        n = len(result.checked)
-        if not ordered:
-            states = _count(result.stats.distinct)
-            steps = any(_kind(p) == "step" for p in result.checked)
-            what = ("property" if steps else "invariant") if n == 1 else ("properties" if steps else "invariants")
-            if not result.complete:
-                yield Text(f"No violation in {states} distinct states, but the search is "
-                           f"incomplete: {n} {what} unknown.", "bold yellow")
-            elif n == 1:
-                yield Text(f"✓ {result.checked[0]} holds over {states} distinct states.", "bold green")
-            else:
-                yield Text(f"✓ All {n} {what} hold over {states} distinct states.", "bold green")
-        else:
-            first = ordered[0]
-            text = Text(f"✗ {first.property} violated: shortest counterexample has "
-                        f"{len(first.path)} states.", "bold red")
-            rest = [f"{v.property} ({len(v.path)} states)" for v in ordered[1:]]
-            if rest:
-                text.append(f" Also violated: {', '.join(rest)}.", "red")
-            unknown = [p for p in result.checked if result.verdict(p) == UNKNOWN]
-            if unknown:
-                text.append(f" Unknown: {', '.join(unknown)}.", "yellow")
-            yield text
-            if "CommittedNeverLost" in result.violations and model.config.unclean_leader_election:
-                yield Text(UNCLEAN_NOTE, "dim")
-        exp = self.expectation
-        if exp["expected"]:
-            undecided = [n for n in exp["expected"] if exp["got"].get(n) == UNKNOWN]
-            checked = [n for n in exp["expected"] if n not in exp["unchecked"]]
-            if not checked:
-                yield Text("The spec's expectation is about properties that were not checked "
-                           f"({', '.join(exp['unchecked'])}).", "dim")
-            elif exp["matched"]:
-                skipped = (f" (not checked: {', '.join(exp['unchecked'])})" if exp["unchecked"] else "")
-                yield Text(f"This matches the spec's expectation{skipped}.", "green")
-            elif len(undecided) == len(exp["mismatches"]):  # nothing contradicts it
-                yield Text("The spec's expectation is not confirmed yet: the search stopped "
-                           f"before deciding {', '.join(undecided)}.", "yellow")
-            else:
-                yield Text("This does NOT match the spec's expectation: "
-                           + "; ".join(exp["mismatches"]) + ".", "bold red")
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield from self.header()
-        yield Text("")
-        yield self.verdict_table(options.max_width)
-        yield Text("")
-        yield from self.statistics()
-        yield Text("")
-        yield self.action_table()
-        if self.show_traces:
-            for v in self.violations():
-                yield Text("")
-                title = Text(f"Counterexample: {v.property} ({len(v.path)} states)", "bold red")
-                # a rule would cut a title that does not fit: then the title alone, wrapped
-                yield Rule(title, style="red") if title.cell_len + 6 <= options.max_width else title
-                yield TraceView(self.model, v, diff=self.diff)
-        yield Text("")
-        yield from self.summary()
-
-
-def _kind(name) -> str | None:
-    from kmc.invariants import BY_NAME
-
-    prop = BY_NAME.get(name)
-    return None if prop is None else prop.kind

@@ -17,6 +17,8 @@ names the action as ``kmc check`` does, e.g. ``State 3: <Crash(B, keeps 1)>``.
 
 from __future__ import annotations
 
+from kmc.checker.protocol import format_action
+
 VARIABLES = ("alive", "log", "hw", "epoch", "leader", "remote_leo", "inflight",
              "quorum", "produced", "crashes", "committed")
 
@@ -107,7 +109,7 @@ def step_header(model, index, action) -> str:
     """``State 1: <Initial predicate>`` or ``State n: <Action(R)>``."""
     if action is None:
         return f"State {index}: <Initial predicate>"
-    return f"State {index}: <{model.format_action(action)}>"
+    return f"State {index}: <{format_action(model, action)}>"
 
 
 def trace_text(model, path) -> str:

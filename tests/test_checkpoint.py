@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kmc import checker
-from kmc.checker import LocalEngine, Options, checkpoint
+from kmc.checker import LocalEngine, Options, checkpoint, memory
 from kmc.checker.checkpoint import CheckpointError
 from kmc.model.spec import load_spec
 
@@ -30,8 +30,8 @@ SPECS = ROOT / "specs"
 # -- helpers (test_signals.py imports these) ----------------------------------------------
 
 def kmc(*args, **kw) -> subprocess.Popen:
-    """``kmc`` in a subprocess (``python -m checker.cli``: independent of how kmc is installed)."""
-    return subprocess.Popen([sys.executable, "-m", "kmc.checker.cli", *map(str, args)], cwd=ROOT,
+    """``kmc`` in a subprocess (``python -m kmc.checker.app.cli``: independent of how kmc is installed)."""
+    return subprocess.Popen([sys.executable, "-m", "kmc.checker.app.cli", *map(str, args)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -47,7 +47,7 @@ def kmc_run(*args, timeout=120):
 _AT_LEVEL = r"""
 import os, signal, sys
 from kmc.checker import checkpoint
-from kmc.checker.cli import main
+from kmc.checker.app.cli import main
 
 depth = int(os.environ["KMC_TEST_DEPTH"])
 signals = [getattr(signal, "SIG" + name) for name in os.environ["KMC_TEST_SIGNALS"].split(",")]
@@ -420,13 +420,13 @@ def test_a_failed_write_keeps_the_previous_checkpoint(tmp_path):
 
 
 def test_sizes():
-    assert checkpoint.parse_size("8G") == 8 << 30
-    assert checkpoint.parse_size("512m") == 512 << 20
-    assert checkpoint.parse_size("1.5GiB") == 3 << 29
-    assert checkpoint.parse_size("1000") == 1000
+    assert memory.parse_size("8G") == 8 << 30
+    assert memory.parse_size("512m") == 512 << 20
+    assert memory.parse_size("1.5GiB") == 3 << 29
+    assert memory.parse_size("1000") == 1000
     for bad in ("", "G", "-1G", "1e9", "8 X", "9" * 40):
         with pytest.raises(ValueError):
-            checkpoint.parse_size(bad)
-    assert checkpoint.format_size(3 << 29) == "1.5G"
-    rss = checkpoint.resident_bytes()
+            memory.parse_size(bad)
+    assert memory.format_size(3 << 29) == "1.5G"
+    rss = memory.resident_bytes()
     assert rss is None or rss > 1 << 20

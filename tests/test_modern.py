@@ -377,7 +377,7 @@ def _render(renderable) -> str:
 
 
 def test_terminal_explains_the_21_guard_and_the_elr_election(build):
-    from kmc.reports.terminal import describe_step
+    from kmc.model.describe import describe_step
 
     b = build.replica(3, log=[(0, 0), (1, 1)], epoch=1, leader=B)
     c = build.replica(3, epoch=1, leader=B)
@@ -403,7 +403,8 @@ def test_terminal_explains_the_21_guard_and_the_elr_election(build):
 
 def test_terminal_shows_the_elr_and_a_lossy_replica(build):
     from kmc.model import Action
-    from kmc.reports.terminal import StateView, describe_step
+    from kmc.model.describe import describe_step
+    from kmc.reports.terminal import StateView
 
     model = build.model(truncation=LEADER_EPOCH_21, unflushed_loss=True, hw_requires_min_isr=True,
                         eligible_leader_replicas=True, max_crashes=2)

@@ -19,7 +19,7 @@ def test_every_source_package_is_installed_under_kmc():
         for root in FOLDERS
         for p in (REPO / root).rglob("__init__.py")
     }
-    assert "checker.commands" in packages
+    assert {"checker.app", "checker.app.commands"} <= packages
     assert set(config["packages"]) == {f"kmc.{p}" for p in packages}
     assert config["package-dir"] == {f"kmc.{p}": p.replace(".", "/") for p in packages}
 
@@ -36,8 +36,61 @@ def test_no_generic_top_level_package_and_no_old_import():
 
 
 def test_the_kmc_namespace_imports():
-    import kmc.checker.cli
+    import kmc.checker.app.cli
     import kmc.model
 
     assert Path(kmc.model.__file__).name == "__init__.py"
-    assert hasattr(kmc.checker.cli, "main")
+    assert hasattr(kmc.checker.app.cli, "main")
+
+
+# -- the engine core knows no application --------------------------------------------------
+
+# What the engine core (kmc.checker outside kmc.checker.app) must never import: the Kafka
+# model's own modules, its properties, its reports, and the application built on them.
+_APPLICATION = ("kmc.model.kafka", "kmc.model.state", "kmc.invariants", "kmc.reports", "kmc.checker.app")
+
+
+def _imported_modules(source, package):
+    """Every module ``source`` imports, at any level (module, function, class), as absolute
+    names, with each imported name also as ``module.name`` (it may be a submodule); a
+    relative import is resolved against ``package`` (e.g. ``"kmc.checker"``)."""
+    import ast
+
+    package = package.split(".")
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _core_modules():
+    return [p for p in sorted((REPO / "checker").rglob("*.py")) if "app" not in p.relative_to(REPO / "checker").parts]
+
+
+def test_the_engine_core_imports_no_application_module():
+    core = _core_modules()
+    assert any(p.name == "kernel.py" for p in core) and not any("app" in p.parts for p in core)
+    bad = []
+    for path in core:
+        package = ".".join(["kmc", *path.parent.relative_to(REPO).parts])
+        for name in sorted(_imported_modules(path.read_text(), package)):
+            if any(name == a or name.startswith(a + ".") for a in _APPLICATION):
+                bad.append(f"{path.relative_to(REPO)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_boundary_check_sees_every_kind_of_import():
+    # The check above is only as good as the import parser: it must see imports inside
+    # functions and classes, and relative imports that reach the application.
+    source = ("import os\n"
+              "def f():\n    from kmc.model.kafka import KafkaModel\n"
+              "class C:\n    def g(self):\n        from .app import cli\n"
+              "from . import kernel\n")
+    names = _imported_modules(source, "kmc.checker")
+    assert {"kmc.model.kafka", "kmc.checker.app.cli", "kmc.checker.kernel", "os"} <= names

@@ -554,7 +554,7 @@ def test_kmc_check_writes_plain_progress_into_a_log(tmp_path):
 
     log = tmp_path / "log"
     with open(log, "w") as err:
-        proc = subprocess.run([sys.executable, "-m", "kmc.checker.cli", "check", os.path.join(SPECS, "hw-data-loss.toml"),
+        proc = subprocess.run([sys.executable, "-m", "kmc.checker.app.cli", "check", os.path.join(SPECS, "hw-data-loss.toml"),
                                "--progress-every", "0", "--no-trace"], stdout=subprocess.PIPE, stderr=err,
                               cwd=os.path.dirname(HERE), text=True, timeout=120)
     assert proc.returncode == 1
@@ -649,7 +649,7 @@ def test_verdict_table_drops_the_meaning_before_cutting_names():
 
 
 def test_stop_reason_wording(data_loss):
-    from kmc.reports.terminal import stop_reason
+    from kmc.reports.result_view import stop_reason
 
     _, model, result = data_loss
     # the only checked property is violated: nothing is unknown, and the text says so
@@ -668,7 +668,7 @@ def test_bounds_and_never_fired_wording():
 
 
 def test_isr_steps_say_why(data_loss):
-    from kmc.reports.terminal import describe_step
+    from kmc.model.describe import describe_step
 
     spec = load_spec(os.path.join(SPECS, "kip279-isr-expansion.toml"))
     model = spec.model()

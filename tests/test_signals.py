@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kmc.checker import LocalEngine, Options, checkpoint
-from kmc.checker.checkpoint import StopOnSignals
+from kmc.checker.signals import StopOnSignals
 from kmc.model.spec import load_spec
 from test_checkpoint import kmc_at_level, kmc_run
 

@@ -175,14 +175,16 @@ def test_retried_tasks_change_nothing(sc, name):
 
 
 def test_engine_knows_nothing_of_kafka():
-    tree = ast.parse((REPO / "checker" / "spark.py").read_text())
+    # Every module of the Spark engines (tests/test_packaging.py checks the whole engine core).
     imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            imported.add(node.module.split(".")[0])
-    assert not imported & {"model", "invariants", "reports"}
+    for path in sorted((REPO / "checker").glob("spark*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                imported.add(node.module)
+    assert not {m for m in imported if m.startswith(("kmc.model", "kmc.invariants", "kmc.reports", "kmc.checker.app"))}
+    assert not {m.split(".")[0] for m in imported} & {"model", "invariants", "reports"}
 
 
 _START_ERRORS = r"""

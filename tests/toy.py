@@ -13,7 +13,7 @@ import struct
 
 import attrs
 
-from kmc.checker.protocol import ALWAYS, STEP, Property
+from kmc.checker.protocol import ALWAYS, STEP, Property, format_action
 
 N = 3
 LIMIT = 5
@@ -28,7 +28,7 @@ class Counters:
 @attrs.frozen
 class Inc:
     name: str
-    replica: int = 0  # engines read action.name only; kept for the shared reports' shape
+    replica: int = 0  # engines read the name only (checker.protocol.action_name); the reports read this
 
 
 def sum_below(model, state):
@@ -39,7 +39,7 @@ def sum_below(model, state):
 
 def never_down(model, before, action, after):
     if after.x < before.x or after.y < before.y:
-        return f"{action.name} decreased a counter"
+        return f"{format_action(model, action)} decreased a counter"
     return None
 
 
@@ -48,13 +48,25 @@ NeverDown = Property("NeverDown", STEP, never_down, "no counter decreases")
 
 
 @attrs.frozen
-class TwoCounters:
+class _Counters:
+    """What both toy models share: the bounds, the initial state, the properties and the
+    encoding."""
+
     n: int = N
     limit: int = LIMIT
 
     def init_states(self):
         return (Counters(0, 0),)
 
+    def properties(self):
+        return (SumBelow, NeverDown)
+
+    def encode(self, state):
+        return struct.pack("<2q", state.x, state.y)
+
+
+@attrs.frozen
+class TwoCounters(_Counters):
     def actions(self, state):
         out = []
         if state.x < self.n:
@@ -68,8 +80,29 @@ class TwoCounters:
             return Counters(state.x + 1, state.y)
         return Counters(state.x, state.y + 1)
 
-    def properties(self):
-        return (SumBelow, NeverDown)
 
-    def encode(self, state):
-        return struct.pack("<2q", state.x, state.y)
+# -- the same model with the protocol's defaults only --------------------------------------
+# Actions without a ``name`` attribute (counted under their class's name) and no
+# ``format_action``, ``describe_step`` or ``successors``: what a model owes the engines
+# and nothing more.
+
+
+@attrs.frozen
+class IncX:
+    pass
+
+
+@attrs.frozen
+class IncY:
+    pass
+
+
+@attrs.frozen
+class BareCounters(_Counters):
+    def actions(self, state):
+        return ([IncX()] if state.x < self.n else []) + ([IncY()] if state.y < self.n else [])
+
+    def next_state(self, state, action):
+        if isinstance(action, IncX):
+            return Counters(state.x + 1, state.y)
+        return Counters(state.x, state.y + 1)

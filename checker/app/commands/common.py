@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..errors import UsageError
-from ..local import LocalEngine, Options
+from kmc.checker.errors import UsageError
+from kmc.checker.local import LocalEngine, Options
 
 ENGINES = ("local", "spark")
 
@@ -24,7 +24,7 @@ def positive_int(text):
 
 def partitions(text):
     """An argparse type: a number of Spark partitions, 1 to ``MAX_PARTITIONS``."""
-    from ..spark_master import MAX_PARTITIONS
+    from kmc.checker.spark_master import MAX_PARTITIONS
 
     value = positive_int(text)
     if value > MAX_PARTITIONS:
@@ -34,8 +34,8 @@ def partitions(text):
 
 def master_url(text):
     """An argparse type: a Spark master URL (its syntax; reachability is checked at start)."""
-    from ..errors import EngineError
-    from ..spark_master import validate_master
+    from kmc.checker.errors import EngineError
+    from kmc.checker.spark_master import validate_master
 
     try:
         return validate_master(text)
@@ -88,7 +88,7 @@ def make_engine(spec, model, properties, options, progress, args):
     """The engine the command line (first) or the spec asks for."""
     engine = getattr(args, "engine", None) or spec.engine
     if engine == "spark":
-        from ..spark import SparkEngine
+        from kmc.checker.spark import SparkEngine
 
         kwargs = dict(
             master=getattr(args, "master", None) or spec.spark_master,
@@ -96,10 +96,10 @@ def make_engine(spec, model, properties, options, progress, args):
             verbose=getattr(args, "verbose", False),
         )
         # Test hook (tests/test_spark_faults.py): a fault in the first attempt of some
-        # tasks; see checker.spark._test_fault.
+        # tasks; see checker.spark_tasks._test_fault.
         kwargs["_fail_first_attempt"] = _test_fault()
         if hasattr(model, "batch_kernel") and not getattr(args, "per_state", False):
-            from ..spark_rows import DRIVER_LEVEL_LIMIT, SparkRowsEngine
+            from kmc.checker.spark_rows import DRIVER_LEVEL_LIMIT, SparkRowsEngine
 
             limit = getattr(args, "driver_level_limit", None)
             return SparkRowsEngine(model, properties, options, progress, **kwargs,
@@ -107,7 +107,7 @@ def make_engine(spec, model, properties, options, progress, args):
         return SparkEngine(model, properties, options, progress, **kwargs)
     if getattr(args, "per_state", False) or not hasattr(model, "batch_kernel"):
         return LocalEngine(model, properties, options, progress)
-    from ..batch import BatchEngine
+    from kmc.checker.batch import BatchEngine
 
     return BatchEngine(model, properties, options, progress)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 
-from ..errors import KmcError, UsageError
-from ..text import safe_text
+from kmc.checker.errors import KmcError, UsageError
+from kmc.checker.text import safe_text
 
 FORMATS = ("rich", "tla", "json")
 MAX_BYTES = 256 << 20
@@ -113,7 +113,7 @@ def config_from_dict(path, d):
     validated by the spec loader's validator (``model.spec.config_from_table``)."""
     from kmc.model.spec import config_from_table
 
-    from ..errors import SpecError
+    from kmc.checker.errors import SpecError
 
     if not isinstance(d, dict):
         raise ReplayError(f"{path}: spec.model: missing (the model's constants are needed to replay)")
@@ -142,10 +142,10 @@ def replay(path, doc, invariant=None):
     from kmc.model.kafka import KafkaModel
     from kmc.reports.json_result import action_to_dict, state_to_dict
 
-    from ..result import Violation
+    from kmc.checker.result import Violation
 
-    from ..protocol import successors
-    from ..result import Path, Step
+    from kmc.checker.protocol import successors
+    from kmc.checker.result import Path, Step
 
     entry = select_entry(path, doc, invariant)
     spec = doc.get("spec")

@@ -8,7 +8,7 @@ import resource
 import sys
 import time
 
-from ..text import safe_text
+from kmc.checker.text import safe_text
 from .common import add_engine_arguments, add_force_argument, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int
 
 
@@ -160,7 +160,7 @@ def _compare(args, spec, out) -> int:
                     cmd += [f"--{opt.replace('_', '-')}", str(getattr(args, opt))]
             done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             if done.returncode != 0:
-                from ..errors import EngineError
+                from kmc.checker.errors import EngineError
 
                 raise EngineError(f"bench --compare: the {path} run failed: {done.stderr.strip()[-300:]}")
             with open(target, encoding="utf-8") as f:

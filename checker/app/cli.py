@@ -1,6 +1,6 @@
 """The ``kmc`` command line.
 
-Each subcommand lives in its own module under ``checker/commands`` with two functions:
+Each subcommand lives in its own module under ``checker/app/commands`` with two functions:
 ``register(subparsers)`` adds its parser, and ``run(args, out, err) -> int`` runs it
 with two rich consoles (results on standard output, progress and errors on standard
 error) and returns the exit code.
@@ -17,10 +17,10 @@ import argparse
 import signal
 import sys
 
-from . import __version__  # cheap: the package imports its engines on first use
-from .errors import KmcError
+from kmc.checker import __version__  # cheap: the package imports its engines on first use
+from kmc.checker.errors import KmcError
 
-from .exitcodes import (  # noqa: F401  (re-exported: tests and scripts import them from here)
+from kmc.checker.exitcodes import (  # noqa: F401  (re-exported: tests and scripts import them from here)
     EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_TERMINATED,
     EXIT_UNEXPECTED, EXIT_VIOLATION, SUMMARY,
 )
@@ -113,7 +113,7 @@ def main(argv=None) -> int:
     SIGINT and SIGTERM are handled from the first line on, before rich, pyspark or an
     engine is imported: an interrupt at any moment of start-up ends in one line and exit
     130 or 143, never a traceback. (A run replaces these handlers with its own, which
-    stop it at a safe point; see ``checker.checkpoint.StopOnSignals``.)
+    stop it at a safe point; see ``checker.signals.StopOnSignals``.)
     """
     old = {}
     for s, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _terminate)):
@@ -148,7 +148,7 @@ def _main(argv) -> int:
     try:
         return args.run(args, out, err)
     except KmcError as e:
-        from .text import safe_text  # messages quote files and values: never raw escapes
+        from kmc.checker.text import safe_text  # messages quote files and values: never raw escapes
 
         err.print(f"kmc: error: {safe_text(e)}", markup=False, highlight=False, soft_wrap=True)
         return e.exit_code

@@ -6,10 +6,11 @@ import argparse
 import contextlib
 import os
 
-from .. import __version__, checkpoint
-from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
-from ..errors import UsageError
-from ..text import safe_text
+from kmc.checker import __version__, checkpoint, memory
+from kmc.checker.signals import StopOnSignals
+from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
+from kmc.checker.errors import UsageError
+from kmc.checker.text import safe_text
 from .common import (
     add_engine_arguments,
     add_force_argument,
@@ -81,7 +82,7 @@ def _seconds(text):
 
 def _size(text):
     try:
-        value = checkpoint.parse_size(text)
+        value = memory.parse_size(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     if value < 1 << 24:
@@ -153,7 +154,7 @@ def run(args, out, err) -> int:
             if writer:
                 engine.on_level = writer.on_level
                 engine.data_root = directory  # where an engine saves its out-of-process data
-            with checkpoint.StopOnSignals(engine) as signals:
+            with StopOnSignals(engine) as signals:
                 result = engine.run()
         if writer:  # first: the work done is worth more than its report
             writer.save(engine)
@@ -211,7 +212,7 @@ def _say_how_to_continue(err, result, directory, options):
     if result.stopped not in ("interrupted", "max-memory"):
         return
     if result.stopped == "max-memory":
-        err.print(f"kmc: stopped: resident memory passed --max-memory {checkpoint.format_size(options.max_memory)} "
+        err.print(f"kmc: stopped: resident memory passed --max-memory {memory.format_size(options.max_memory)} "
                   "before the search was complete.", markup=False)
     else:
         err.print("kmc: interrupted before the search was complete.", markup=False)

@@ -7,12 +7,12 @@ text (``Crash(B, keeps 1)``) as the edge label.
 
 from __future__ import annotations
 
-from ..errors import UsageError
+from kmc.checker.errors import UsageError
 from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 
 def register(sub):
-    from ..graph import DEFAULT_MAX_STATES
+    from kmc.checker.graph import DEFAULT_MAX_STATES
 
     p = sub.add_parser(
         "graph",
@@ -70,7 +70,7 @@ def state_label(model, state) -> str:
 def run(args, out, err) -> int:
     from pathlib import Path
 
-    from ..graph import FORMATS, GraphTooLarge, state_graph, write_graph
+    from kmc.checker.graph import FORMATS, GraphTooLarge, state_graph, write_graph
 
     suffix = Path(args.out).suffix.lower()
     if suffix not in FORMATS:

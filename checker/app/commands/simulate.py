@@ -9,8 +9,8 @@ steps found it for every one of 40 seeds tried, in about 2 s each.
 
 from __future__ import annotations
 
-from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
-from ..text import safe_text
+from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
+from kmc.checker.text import safe_text
 from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 DEFAULT_RUNS = 20_000
@@ -96,7 +96,7 @@ def result_to_dict(spec, model, sim) -> dict:
 def run(args, out, err) -> int:
     from kmc.reports import TraceView, write_json
 
-    from ..simulate import simulate
+    from kmc.checker.simulate import simulate
 
     spec = load(args.spec)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)

@@ -14,7 +14,7 @@ import os
 import re
 import stat
 
-from .errors import UsageError
+from kmc.checker.errors import UsageError
 
 # The first bytes of every JSON document kmc writes (``schema_version`` is its first key).
 _KMC_JSON = re.compile(rb'\A\{\s*"schema_version":\s*\d{1,9}\s*,')

@@ -19,7 +19,7 @@ import shlex
 import time
 from pathlib import Path
 
-from ..errors import UsageError
+from kmc.checker.errors import UsageError
 from .common import positive_int
 
 # replica count -> (max_messages, max_crashes, max_leader_epoch) of the default grid
@@ -365,7 +365,7 @@ def _items(args):
                   "hw, le, kip279 or the full names high-watermark, leader-epoch, leader-epoch-kip279")
     from kmc.model.spec import MODEL_BOUNDS, config_from_table
 
-    from ..errors import SpecError
+    from kmc.checker.errors import SpecError
 
     lo, hi = MODEL_BOUNDS["replicas"]
     replicas = _list(args.replicas, "--replicas", int, f"whole numbers from {lo} to {hi}")
@@ -436,7 +436,7 @@ def run(args, out, err) -> int:
     from kmc.reports.json_result import write_json
     from kmc.reports.matrix import results_document, to_markdown, validate
 
-    from ..exitcodes import EXIT_OK, EXIT_UNEXPECTED
+    from kmc.checker.exitcodes import EXIT_OK, EXIT_UNEXPECTED
 
     items, source, constants, spec_dir = _items(args)
     out_dir = Path(args.out)

@@ -1,0 +1,53 @@
+"""A run's memory ceiling: sizes as users write them (``8G``, ``512M``) and the process's
+resident memory, which the engines compare with ``max_memory``."""
+
+from __future__ import annotations
+
+import os
+import re
+
+
+_SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text) -> int:
+    """Bytes from a size such as ``8G``, ``512M``, ``1.5GiB`` or ``1000000`` (units of 1024).
+
+    Raises:
+        ValueError: not a size.
+    """
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ValueError(f"{str(text)[:40]!r} is not a size (e.g. 8G, 512M, 1.5G)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def format_size(n: int) -> str:
+    """``n`` bytes as a short size (``1.5G``)."""
+    for unit in ("T", "G", "M", "K"):
+        if n >= _UNITS[unit]:
+            return f"{n / _UNITS[unit]:.3g}{unit}"
+    return f"{n}B"
+
+
+def resident_bytes() -> int | None:
+    """The resident memory of this process in bytes, or ``None`` when it cannot be read.
+
+    Reads ``/proc/self/statm`` (Linux; cheap enough to call every few thousand states).
+    Elsewhere falls back to the peak resident size from ``getrusage``, which never goes
+    down: a ceiling is then reached no later than with the current size, only earlier.
+    """
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+    except (ImportError, OSError):
+        return None

@@ -1,0 +1,280 @@
+"""Spark plumbing shared by the Spark engines: starting and stopping a SparkContext,
+keeping Spark's, the JVM's and py4j's log output off the terminal, cancelling a job group,
+one-line error messages, and a partition-by-partition union of RDDs.
+
+Nothing here knows the search: ``checker.spark`` (per-state) and ``checker.spark_rows``
+(rows) build their level loops on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from .errors import EngineError
+from .spark_master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
+
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: |$)")
+
+# Spark's own start-up messages ("Using Spark's default log4j profile", native-library
+# warnings) are printed before setLogLevel can run; this configuration silences them,
+# and the stack trace SparkContext logs when it cannot start (the exception it raises
+# is reported as one line instead). The
+# root level stays at WARN until setLogLevel("ERROR") right after start-up: a PySpark
+# driver whose root level is not WARN prints "Setting default log level" on stderr.
+_QUIET_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+logger.deploy.name = org.apache.spark.deploy.client
+logger.deploy.level = error
+logger.context.name = org.apache.spark.SparkContext
+logger.context.level = off
+logger.backend.name = org.apache.spark.scheduler.cluster
+logger.backend.level = off
+"""
+# Lines the JVM prints on stderr before any logging is configured.
+_JVM_NOISE = ("WARNING: Using incubator modules",)
+
+
+def spark_context(master=None, verbose=False, status=None):
+    """The running SparkContext, or a new one.
+
+    Args:
+        master: the master URL of a new context (default ``DEFAULT_MASTER``,
+            ``"local[*,4]"``: local mode with four attempts per task).
+        verbose: keep Spark's log messages.
+        status: called with a short message when the JVM and the context are being
+            started (they take seconds to tens of seconds).
+
+    Returns:
+        ``(context, created)``: ``created`` is True when the caller started the context
+        and should stop it.
+
+    Raises:
+        EngineError: pyspark or Java is missing, the master URL is malformed or
+            unreachable, or Spark could not start.
+    """
+    try:
+        from pyspark import SparkConf, SparkContext
+    except ImportError as e:
+        raise EngineError(f"the spark engine needs pyspark ({e})") from None
+    active = SparkContext._active_spark_context
+    if active is not None:
+        return active, False
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise EngineError("the spark engine needs Java: no 'java' on PATH and JAVA_HOME is not set")
+    master = validate_master(DEFAULT_MASTER if master is None else master)
+    check_reachable(master)  # seconds, not Spark's minute of registration retries
+    if master.startswith("local") or master.startswith("spark://127."):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Executors must run the driver's Python (same version, same installed packages).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = (SparkConf().setMaster(master).setAppName("kmc")
+            .set("spark.ui.enabled", "false"))
+    log_config = None
+    if not verbose:
+        conf.set("spark.ui.showConsoleProgress", "false")
+        fd, log_config = tempfile.mkstemp(prefix="kmc-log4j2-", suffix=".properties")
+        with os.fdopen(fd, "w") as f:
+            f.write(_QUIET_LOG4J2)
+        conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
+    # PySpark replaces the SIGINT handler when a context starts; keep the caller's,
+    # which is expected to set ``stop_requested`` (or call ``cancel``).
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGINT) if main else None
+    gateway = relay = None
+    say = status or (lambda message: None)
+    try:
+        if SparkContext._gateway is None:
+            say("starting the JVM (Spark's driver)")
+            if not verbose:
+                gateway, relay = _quiet_gateway(conf)
+        say(f"starting the Spark session (master {master})")
+        sc = SparkContext(conf=conf, gateway=gateway)
+    except Exception as e:
+        why = str(e) if isinstance(e, EngineError) else _one_line(e)
+        raise EngineError(f"could not start Spark (master {master!r}): {why}") from None
+    finally:
+        if relay is not None:
+            relay.release()
+        if main and handler is not None:
+            signal.signal(signal.SIGINT, handler)
+        if log_config is not None:
+            os.unlink(log_config)
+    if not verbose:
+        # Not even ERROR: a failed or cancelled job logs a JVM stack trace per task
+        # attempt, and every failure reaches the caller as an exception (one line).
+        sc.setLogLevel("OFF")
+    return sc, True
+
+
+def _quiet_gateway(conf):
+    """Start PySpark's JVM with its stderr relayed through a filter of start-up noise.
+
+    PySpark starts one JVM per process and reuses it for every later context, so this
+    only runs for the first context of a process. Returns ``(gateway, relay)``; the
+    relay holds the JVM's output until ``relay.release()``, so that a JVM that fails to
+    start is reported by one line of an ``EngineError`` rather than by its stack trace.
+    """
+    from pyspark.java_gateway import launch_gateway
+
+    relay = _Relay()
+    read_end, write_end = os.pipe()
+    relay.start(os.fdopen(read_end, "rb"))
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+    except Exception as e:
+        os.close(write_end)
+        relay.wait(10)  # the JVM has exited: read to the end of what it printed
+        raise EngineError(relay.reason() or _one_line(e)) from None
+    os.close(write_end)
+    return gateway, relay
+
+
+class _Relay:
+    """Copies a JVM's stderr to ours, without its start-up noise, once released."""
+
+    def __init__(self):
+        self.held: list[str] = []
+        self.released = False
+        self.lock = threading.Lock()
+
+    def start(self, stream):
+        self.thread = threading.Thread(target=self._pump, args=(stream,), name="kmc-spark-stderr", daemon=True)
+        self.thread.start()
+
+    def wait(self, seconds):
+        self.thread.join(seconds)
+
+    def _pump(self, stream):
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            if line.startswith(_JVM_NOISE):
+                continue
+            with self.lock:
+                if not self.released:
+                    self.held.append(line)
+                    continue
+            sys.stderr.write(line)
+            sys.stderr.flush()
+        stream.close()
+
+    def release(self):
+        with self.lock:
+            self.released = True
+            held, self.held = self.held, []
+        sys.stderr.writelines(held)
+
+    def reason(self) -> str | None:
+        """The JVM's own one-line account of why it stopped, if it printed one."""
+        with self.lock:
+            lines = [line.strip() for line in self.held if line.strip()]
+        for line in reversed(lines):
+            if "Exception" in line or "Error" in line:
+                return line.split(": ", 1)[-1] if line.startswith("Exception in thread") else line
+        return None
+
+
+def partitions_bad(partitions) -> bool:
+    """True when ``partitions`` is neither ``None`` nor an integer from 1 to ``MAX_PARTITIONS``."""
+    if partitions is None:
+        return False
+    return isinstance(partitions, bool) or not isinstance(partitions, int) \
+        or not 1 <= partitions <= MAX_PARTITIONS
+
+
+@contextlib.contextmanager
+def _quiet_py4j(enabled):
+    """Silence py4j's Python log messages: a second Ctrl-C inside a py4j call makes it log
+    the interrupt and the closing of its connection, with tracebacks, on stderr."""
+    if not enabled:
+        yield
+        return
+    logger, root = logging.getLogger("py4j"), logging.getLogger()
+    if not root.handlers:
+        # py4j calls the module-level ``logging.exception`` from its own threads, also after
+        # this block ends (a second Ctrl-C): with no handler on the root logger that call
+        # installs one printing to stderr. A do-nothing handler, left in place, prevents
+        # it; a program that configured logging itself already has a handler and keeps it.
+        root.addHandler(logging.NullHandler())
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    root.addFilter(_not_from_py4j)  # py4j also logs through the root logger
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        root.removeFilter(_not_from_py4j)
+
+
+def _not_from_py4j(record) -> bool:
+    return "py4j" not in Path(record.pathname).parts
+
+
+def _cancel_group(sc, group):
+    try:
+        sc.cancelJobGroup(group)
+    except Exception:  # the context may be stopping; the stop flag is enough then
+        pass
+
+
+def _union(sc, left, right):
+    """The union of two RDDs with the same partitioner, partition by partition.
+
+    Spark lays the union of RDDs that share a partitioner out partition by partition
+    (``PartitionerAwareUnionRDD``), so partition ``i`` of the result is partition ``i`` of
+    ``left`` followed by partition ``i`` of ``right``: no data moves. ``RDD.union`` would
+    re-serialize ``right`` first (it comes out of a shuffle in a different batch format),
+    an extra pass over the data; both formats are streams of pickled lists, which the
+    default deserializer reads alike, so the JVM union is wrapped directly.
+    """
+    from pyspark import RDD
+
+    if left.partitioner != right.partitioner or left.partitioner is None:
+        raise EngineError("internal error: the seen-set and the successors are not co-partitioned")
+    both = RDD(left._jrdd.union(right._jrdd), sc, sc.serializer)
+    if both.getNumPartitions() != left.getNumPartitions():
+        raise EngineError("internal error: Spark did not line the seen-set up with the successors")
+    both.partitioner = left.partitioner
+    return both
+
+
+def _default_partitions(sc) -> int:
+    configured = sc.getConf().get("spark.default.parallelism")
+    if configured:
+        try:
+            return max(1, int(configured))
+        except ValueError:
+            pass
+    return max(2, 2 * sc.defaultParallelism)
+
+
+def _one_line(error) -> str:
+    """A one-line description of a (possibly Java) exception."""
+    java = getattr(error, "java_exception", None)
+    text = str(error)
+    if java is not None:
+        try:
+            text = str(java.toString())
+        except Exception:
+            pass
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # A failed Python task's message ends with the Python exception's own line.
+    python = [line for line in lines if _PYTHON_ERROR.match(line)]
+    line = python[-1] if python else (lines[0] if lines else type(error).__name__)
+    return line if len(line) <= 300 else line[:297] + "..."

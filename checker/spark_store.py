@@ -1,0 +1,53 @@
+"""A saved level of the per-state Spark engine on disk: the size and SHA-256 of its part
+files, written into the checkpoint, and their verification before a resume (Hadoop's
+``.crc`` files included, so that a damaged file is one line, not a JVM stack trace)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from .checkpoint import CheckpointError
+from .hadoop_crc import hadoop_crc_matches
+
+
+def manifest(directory: Path) -> dict:
+    """``{file name: (size, sha256)}`` of the part files of a saved level."""
+    if not (directory / "_SUCCESS").is_file():
+        raise OSError(f"no _SUCCESS marker in {directory}")
+    files = {}
+    for path in sorted(directory.glob("part-*")):
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        files[path.name] = (path.stat().st_size, digest.hexdigest())
+    return files
+
+
+def verify_level(directory: Path, files: dict) -> None:
+    """Refuse a saved level whose part files are not exactly those of its checkpoint."""
+    damaged = f"{directory}: damaged ({{}}); the checkpoint cannot be resumed, start a new run"
+    if not directory.is_dir():
+        raise CheckpointError(f"{directory}: missing (the checkpoint keeps the last level's states there); "
+                              "the checkpoint cannot be resumed, start a new run")
+    present = {path.name for path in directory.glob("part-*")}
+    if present != set(files):
+        what = sorted(set(files) - present) or sorted(present - set(files))
+        verb = "missing" if set(files) - present else "unexpected"
+        raise CheckpointError(damaged.format(f"{verb} {what[0]}"))
+    try:
+        actual = manifest(directory)
+    except OSError as e:
+        raise CheckpointError(damaged.format(e.strerror or str(e))) from None
+    for name, (size, digest) in sorted(files.items()):
+        if actual[name][0] != size:
+            raise CheckpointError(damaged.format(f"{name} has {actual[name][0]} bytes, not {size}"))
+        if actual[name][1] != digest:
+            raise CheckpointError(damaged.format(f"{name}: checksum mismatch"))
+    # Hadoop checks a part file against its ".crc" file when Spark reads it, and a bad
+    # one fails the load with pages of JVM stack traces: check them here, in one line.
+    for name in sorted(files):
+        crc = directory / f".{name}.crc"
+        if crc.exists() and not hadoop_crc_matches(directory / name, crc):
+            raise CheckpointError(damaged.format(f"{crc.name} does not match {name}"))

@@ -1,0 +1,130 @@
+"""What a step of the Kafka model did, in words: the sentence a trace shows under each
+action's name (``KafkaModel.describe_step``, the protocol's ``describe_step`` hook).
+
+It says what the rules of ``model.kafka`` did in one transition, reading the two states
+(which records moved, what was truncated, why a follower may not re-join the ISR), so it
+lives next to them.
+"""
+
+from __future__ import annotations
+
+from .config import LEADER_EPOCH_21
+from .kafka import (
+    BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST, FETCH_RESPONSE, PRODUCE, RESTART,
+    SHRINK_ISR,
+)
+from .state import leader_of, leads, leso
+
+
+def replica_set(model, members) -> str:
+    """Replicas as a set of their names: ``{A,B}``."""
+    return "{" + ",".join(model.name(r) for r in members) + "}"
+
+
+def plural(n, word) -> str:
+    """``1 record``, ``2 records``, ``2 crashes``."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n} {word}s"
+
+
+def describe_step(model, before, action, after) -> str:
+    """One sentence saying what ``action`` did between two states (for a trace header;
+    ``KafkaModel.describe_step``, the protocol's ``describe_step`` hook).
+
+    Returns an empty string for an action this module does not know.
+    """
+    name = model.name
+    r = action.replica
+    who = name(r)
+    b, a = before.replicas[r], after.replicas[r]
+    if action.name == PRODUCE:
+        offset = len(a.log) - 1
+        return f"{who} appends {model.format_record(a.log[-1])} at offset {offset}"
+    if action.name == FETCH_REQUEST:
+        f = a.inflight
+        n = len(f.records)
+        text = (f"{name(f.leader)} answers {who}'s fetch from offset {f.start}: "
+                f"{plural(n, 'record')}, high watermark {f.leader_hw}")
+        return text + _rejoin_note(model, after, r, f.leader)
+    if action.name == FETCH_RESPONSE:
+        f = b.inflight
+        sender = name(f.leader)
+        if not (b.alive and b.leader == f.leader and b.epoch == f.epoch):
+            return f"{who} drops a stale response from {sender} (epoch {f.epoch})"
+        what = (f"{plural(len(f.records), 'record')} at offset {f.start}" if f.records
+                else "no new records")
+        if len(b.log) > f.start:
+            what = f"truncates to offset {f.start}, {what}"
+        return f"{who} takes {sender}'s response: {what}, high watermark {a.hw}"
+    if action.name == CRASH:
+        text = f"{who} crashes; the controller is not told"
+        if action.cut is not None and action.cut < len(b.log):
+            lost = len(b.log) - action.cut
+            text += f"; {plural(lost, 'unflushed record')} lost"
+            if a.lossy:
+                text += " (an unclean shutdown: its restart will be reported)"
+        return text
+    if action.name == RESTART:
+        text = f"{who} restarts with its log and high watermark from disk, no leader, epoch -1"
+        if b.lossy:
+            qb, qa = before.quorum, after.quorum
+            text += (f"; after its lossy crash the controller removes it from the ISR "
+                     f"{replica_set(model, qb.isr)} → {replica_set(model, qa.isr)}")
+            if model.config.eligible_leader_replicas:
+                text += f" and the ELR {replica_set(model, qb.elr)} → {replica_set(model, qa.elr)}"
+            text += ", and every leader forgets its fetch position from before the crash"
+            ql = qa.leader
+            if ql is not None and after.replicas[ql].hw > before.replicas[ql].hw:
+                text += f"; {name(ql)}'s high watermark advances to {after.replicas[ql].hw}"
+        return text
+    if action.name == ELECT_LEADER:
+        q = after.quorum
+        text = (f"the controller elects {who} in epoch {q.epoch}, ISR {replica_set(model, q.isr)}, "
+                f"its high watermark {a.hw}")
+        if r in before.quorum.elr:
+            text += (f" (from the ELR: no ISR member is alive, and {who} left the ISR while it "
+                     f"was below min ISR, so it holds every committed record; ELR now "
+                     f"{replica_set(model, q.elr)})")
+        elif r not in before.quorum.isr:
+            text += f" (unclean: {who} was not in the ISR)"
+        elif model.config.eligible_leader_replicas and q.elr != before.quorum.elr:
+            text += f", ELR {replica_set(model, q.elr)}"
+        return text
+    if action.name == BECOME_FOLLOWER:
+        leader = name(after.quorum.leader)
+        text = f"{who} follows {leader} in epoch {a.epoch}"
+        if len(a.log) < len(b.log):
+            return text + f", truncating its log to offset {len(a.log)}"
+        return text + ", keeping its log"
+    if action.name in (SHRINK_ISR, EXPAND_ISR):
+        leader = leader_of(before)
+        by = "" if leader is None else f"{name(leader)} "
+        if action.name == SHRINK_ISR:
+            why = "down" if not b.alive else "lagging"
+            text = f"{by}removes {who} ({why}) from the ISR"
+            if leader is not None and after.replicas[leader].hw > before.replicas[leader].hw:
+                hw = after.replicas[leader].hw
+                text += f"; {name(leader)}'s high watermark advances to {hw}"
+            return text
+        text = f"{by}adds {who} back to the ISR"
+        if leader is not None:  # the rule's test, which is where ISR expansion goes wrong
+            text += (f": its fetch position {before.replicas[leader].remote_leo[r]} is not below "
+                     f"{name(leader)}'s high watermark {before.replicas[leader].hw}")
+            if model.config.truncation == LEADER_EPOCH_21:
+                text += f" nor its epoch start offset {leso(before, leader)}"
+        return text
+    return ""
+
+
+def _rejoin_note(model, state, f, l) -> str:
+    """Under the 2.1 rule, why a follower outside the ISR that the pre-2.1 test would let
+    back in may not re-join yet (KAFKA-7128); else ``""``."""
+    if model.config.truncation != LEADER_EPOCH_21 or f in state.quorum.isr or not leads(state, l):
+        return ""
+    led = state.replicas[l]
+    pos, start = led.remote_leo[f], leso(state, l)
+    if led.hw <= pos < start:
+        return (f"; {model.name(f)} may not re-join the ISR: its log ends at {pos}, before the "
+                f"leader's epoch start offset {start}")
+    return ""

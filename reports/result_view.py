@@ -1,0 +1,301 @@
+"""The terminal face of ``kmc check``'s outcome, drawn with rich through
+``__rich_console__``: the constants, the verdicts, the statistics, the per-action counts,
+the counterexamples (``reports.terminal.TraceView``) and a one-line summary.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.padding import Padding
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED
+from kmc.checker.text import safe_text
+from kmc.model.describe import plural
+from kmc.model.kafka import ACTION_NAMES
+
+from .json_result import expectation
+from .terminal import UNCLEAN_NOTE, TraceView
+
+__all__ = ["ResultView", "collision_text", "stop_reason"]
+
+
+def _count(n) -> str:
+    return f"{n:,}"
+
+
+def collision_text(probability: float) -> str:
+    """A probability as TLC prints it: two significant digits, ``1.2E-14``."""
+    return f"{probability:.1E}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
+
+
+# -- a whole run --------------------------------------------------------------------------
+
+_MEANING_MIN = 24  # below this many cells the "meaning" column is left out
+
+_VERDICT_TEXT = {
+    HOLDS: Text("holds", "bold green"),
+    VIOLATED: Text("VIOLATED", "bold red"),
+    UNKNOWN: Text("unknown", "bold yellow"),
+}
+
+
+def stop_reason(result, spec=None, max_states=None) -> str | None:
+    """Why the search did not explore every reachable state, in words (``None`` if it did).
+
+    ``max_states`` is the state bound the run used (default: the spec's).
+    """
+    if result.complete:
+        return None
+    stopped = result.stopped
+    if stopped == "violation":
+        unknown = [p for p in result.checked if result.verdict(p) == UNKNOWN]
+        if not unknown:
+            return ("stopped after the first level with a violation (keep_going is off); "
+                    "every checked property is decided")
+        return ("stopped after the first level with a violation (keep_going is off), so "
+                f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} unknown "
+                f"(--keep-going decides {'it' if len(unknown) == 1 else 'them'})")
+    if stopped == "max-depth":
+        return f"stopped at the depth bound (max_depth = {result.max_depth}): states deeper than that were not explored"
+    if stopped == "max-states":
+        if max_states is None and spec is not None:
+            max_states = spec.max_states
+        bound = f" (max_states = {max_states:,})" if max_states else ""
+        return (f"stopped at the end of the level that reached the state bound{bound}: "
+                "the rest of the state space was not explored")
+    if stopped == "max-memory":
+        return "stopped at the memory bound (max_memory): the rest of the state space was not explored"
+    if stopped == "interrupted":
+        return "interrupted before the search finished"
+    return f"stopped early ({stopped})" if stopped else "the search did not finish"
+
+
+def _never_fired_note(model, name, result) -> str:
+    cfg = model.config
+    if name in ("Crash", "Restart") and cfg.max_crashes == 0:
+        return "never fired (max_crashes = 0)"
+    if name == "Produce" and cfg.max_messages == 0:
+        return "never fired (max_messages = 0)"
+    if name in ("ElectLeader", "BecomeFollower") and cfg.max_leader_epoch == 0:
+        return "never fired (max_leader_epoch = 0)"
+    if name in ("ElectLeader", "BecomeFollower") and cfg.max_crashes == 0 and not cfg.preferred_election:
+        return "never fired (no crash and no preferred election: the first leader stays)"
+    if not result.complete:
+        return "never fired before the search stopped"
+    return "never fired — a modelling bug or an unreachable action?"
+
+
+def _flags(cfg) -> str:
+    on = [name for name in ("unclean_leader_election", "unflushed_loss", "preferred_election",
+                            "hw_requires_min_isr", "eligible_leader_replicas")
+          if getattr(cfg, name)]
+    if cfg.initial_leader != "first":
+        on.append(f"initial_leader = {cfg.initial_leader}")
+    return ", ".join(on) if on else "none"
+
+
+class ResultView:
+    """The outcome of ``kmc check``: what was checked, the verdicts, the statistics and
+    the counterexamples.
+
+    Args:
+        spec: the ``model.spec.Spec`` (``None`` when there is none: no title, no
+            expectation).
+        model: the ``KafkaModel`` that was explored.
+        result: the engine's ``CheckResult``.
+        diff: show counterexamples in the compact changed-fields form.
+        show_traces: show the counterexamples at all.
+    """
+
+    def __init__(self, spec, model, result, *, diff=False, show_traces=True, max_states=None):
+        self.spec = spec
+        self.max_states = max_states
+        self.model = model
+        self.result = result
+        self.diff = diff
+        self.show_traces = show_traces
+        self.expectation = expectation(spec, result)
+
+    # the parts, in order
+
+    def header(self):
+        spec, cfg = self.spec, self.model.config
+        if spec is not None:
+            # A spec is untrusted: its text is shown as text, control characters escaped.
+            title = Text("kmc check  ", "bold")
+            title.append(safe_text(spec.path), "bold cyan")
+            yield title
+            if spec.title:
+                yield Text(safe_text(spec.title), "bold")
+            if spec.description.strip():
+                yield Padding(Text(safe_text(" ".join(spec.description.split())), "dim italic"), (0, 0, 0, 2),
+                              expand=False)
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="dim")
+        grid.add_column()
+        grid.add_row("replicas", f"{', '.join(cfg.replicas)}  (min ISR {cfg.min_insync_replicas})")
+        grid.add_row("truncation", cfg.truncation)
+        grid.add_row("bounds", f"≤ {plural(cfg.max_messages, 'message')} · "
+                               f"≤ {plural(cfg.max_crashes, 'crash')} · "
+                               f"leader epochs ≤ {cfg.max_leader_epoch}")
+        grid.add_row("flags", _flags(cfg))
+        grid.add_row("engine", self.result.engine)
+        yield Padding(grid, (1, 0, 0, 2), expand=False)
+
+    def verdict_table(self, max_width=None) -> Table:
+        """The verdict of every checked property, its expectation and what it means (the
+        meaning is left out when ``max_width`` is too narrow for it: see
+        ``kmc invariants``)."""
+        from kmc.invariants import BY_NAME
+
+        result, expected = self.result, self.expectation["expected"]
+        rows = []
+        for name in result.checked:
+            verdict = result.verdict(name)
+            want = expected.get(name)
+            if want is None:
+                exp = Text("")
+            elif want == verdict:
+                exp = Text("as expected", "green")
+            elif verdict == UNKNOWN:  # not a contradiction: the search did not get there
+                exp = Text(f"not decided (expected {want})", "yellow")
+            else:
+                exp = Text(f"UNEXPECTED (expected {want})", "bold red")
+            prop = BY_NAME.get(name)
+            rows.append((name, _VERDICT_TEXT[verdict].copy(), exp, prop.description if prop is not None else ""))
+        name_width = max((len(r[0]) for r in rows), default=8)
+        exp_width = max((r[2].cell_len for r in rows), default=0)
+        needed = name_width + len("VIOLATED") + max(exp_width, len("expectation")) + 4 * 3 + _MEANING_MIN
+        show_meaning = max_width is None or needed <= max_width
+        table = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
+        table.add_column("property", style="bold", no_wrap=True, min_width=name_width)
+        table.add_column("verdict", no_wrap=True)
+        table.add_column("expectation")
+        if show_meaning:
+            table.add_column("meaning", style="dim", ratio=1)
+        for name, verdict, exp, meaning in rows:
+            table.add_row(name, verdict, exp, *((meaning,) if show_meaning else ()))
+        return table
+
+    def statistics(self):
+        s = self.result.stats
+        line = Text()
+        parts = ((_count(s.distinct), " distinct states"), (_count(s.generated), " generated"),
+                 ("depth ", str(s.depth)), (_count(s.terminal), " terminal"),
+                 (_duration(s.seconds), ""), (f"{s.states_per_second:,.0f}", " states/s"))
+        for i, (a, b) in enumerate(parts):
+            if i:
+                line.append("  ·  ", "dim")
+            if a.endswith(" "):  # "depth 10": the label comes first
+                line.append(a)
+                line.append(b, "bold")
+            else:
+                line.append(a, "bold")
+                line.append(b)
+        yield line
+        reason = stop_reason(self.result, self.spec, self.max_states)
+        if reason is not None:
+            yield Text(f"incomplete: {reason}", "yellow")
+            if s.queue:
+                yield Text(f"{_count(s.queue)} states left on the queue (found, not yet expanded)", "yellow")
+        yield Text(f"fingerprint collision probability: calculated (optimistic) "
+                   f"{collision_text(s.collision_probability)} (see docs/model.md, \"Counting\")", "dim")
+
+    def action_table(self) -> Table:
+        s = self.result.stats
+        table = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
+        table.add_column("action", no_wrap=True)
+        table.add_column("fired", justify="right")
+        table.add_column("new states", justify="right")
+        table.add_column("")
+        for name in ACTION_NAMES:
+            fired, new = s.fired.get(name, 0), s.new.get(name, 0)
+            note = Text("") if fired else Text(_never_fired_note(self.model, name, self.result), "yellow")
+            table.add_row(name, _count(fired), _count(new), note)
+        return table
+
+    def violations(self) -> list:
+        """The violations, shortest counterexample first."""
+        return sorted(self.result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
+
+    def summary(self):
+        result, model = self.result, self.model
+        ordered = self.violations()
+        n = len(result.checked)
+        if not ordered:
+            states = _count(result.stats.distinct)
+            steps = any(_kind(p) == "step" for p in result.checked)
+            what = ("property" if steps else "invariant") if n == 1 else ("properties" if steps else "invariants")
+            if not result.complete:
+                yield Text(f"No violation in {states} distinct states, but the search is "
+                           f"incomplete: {n} {what} unknown.", "bold yellow")
+            elif n == 1:
+                yield Text(f"✓ {result.checked[0]} holds over {states} distinct states.", "bold green")
+            else:
+                yield Text(f"✓ All {n} {what} hold over {states} distinct states.", "bold green")
+        else:
+            first = ordered[0]
+            text = Text(f"✗ {first.property} violated: shortest counterexample has "
+                        f"{len(first.path)} states.", "bold red")
+            rest = [f"{v.property} ({len(v.path)} states)" for v in ordered[1:]]
+            if rest:
+                text.append(f" Also violated: {', '.join(rest)}.", "red")
+            unknown = [p for p in result.checked if result.verdict(p) == UNKNOWN]
+            if unknown:
+                text.append(f" Unknown: {', '.join(unknown)}.", "yellow")
+            yield text
+            if "CommittedNeverLost" in result.violations and model.config.unclean_leader_election:
+                yield Text(UNCLEAN_NOTE, "dim")
+        exp = self.expectation
+        if exp["expected"]:
+            undecided = [n for n in exp["expected"] if exp["got"].get(n) == UNKNOWN]
+            checked = [n for n in exp["expected"] if n not in exp["unchecked"]]
+            if not checked:
+                yield Text("The spec's expectation is about properties that were not checked "
+                           f"({', '.join(exp['unchecked'])}).", "dim")
+            elif exp["matched"]:
+                skipped = (f" (not checked: {', '.join(exp['unchecked'])})" if exp["unchecked"] else "")
+                yield Text(f"This matches the spec's expectation{skipped}.", "green")
+            elif len(undecided) == len(exp["mismatches"]):  # nothing contradicts it
+                yield Text("The spec's expectation is not confirmed yet: the search stopped "
+                           f"before deciding {', '.join(undecided)}.", "yellow")
+            else:
+                yield Text("This does NOT match the spec's expectation: "
+                           + "; ".join(exp["mismatches"]) + ".", "bold red")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.header()
+        yield Text("")
+        yield self.verdict_table(options.max_width)
+        yield Text("")
+        yield from self.statistics()
+        yield Text("")
+        yield self.action_table()
+        if self.show_traces:
+            for v in self.violations():
+                yield Text("")
+                title = Text(f"Counterexample: {v.property} ({len(v.path)} states)", "bold red")
+                # a rule would cut a title that does not fit: then the title alone, wrapped
+                yield Rule(title, style="red") if title.cell_len + 6 <= options.max_width else title
+                yield TraceView(self.model, v, diff=self.diff)
+        yield Text("")
+        yield from self.summary()
+
+
+def _kind(name) -> str | None:
+    from kmc.invariants import BY_NAME
+
+    prop = BY_NAME.get(name)
+    return None if prop is None else prop.kind

@@ -4,15 +4,15 @@ Used for every model that has a batch kernel (``model.batch_kernel()``, see
 ``checker.batch``); it reports exactly what ``checker.batch.BatchEngine`` reports (counts,
 per-action counters, verdicts, counterexample paths, choices and explanations).
 
-No Python object per state goes through Spark: a partition's records are a few tuples of
-numpy arrays (rows, fingerprints, keys), pickled as whole arrays.
+No Python object per state goes through Spark: states are rows, always moved as whole
+numpy arrays, and what outlives a level is kept in files (the *store*, ``_Store``).
 
 Small leading levels run on the driver
 --------------------------------------
 While a level has at most ``driver_level_limit`` states, the search runs on the driver
 with ``BatchEngine`` itself (no Spark session is even started). When a level grows past
-the limit, the driver's seen-set is split by ``fp % P`` into P *seen blocks* and its
-frontier into P *rank ranges*, and Spark continues. A spec whose levels all stay small
+the limit, the driver's seen-set is written into the store split by owner, its frontier
+split into P *rank ranges*, and Spark continues. A spec whose levels all stay small
 never starts Spark.
 
 Tie-breaking without paths
@@ -20,51 +20,43 @@ Tie-breaking without paths
 ``BatchEngine`` numbers a level's states in discovery order: by the least ``(parent
 number, choice)`` that reaches each new fingerprint. Here every frontier state of level
 ``d`` has a *dense global rank* ``g`` in ``[0, L_d)``, its position in that order. The
-frontier is kept in P *rank partitions*: partition ``j`` holds a contiguous range of
-ranks, and the driver knows every partition's count, so ``g = offset_j + local index``
-(the offsets are a few ints in the task closure). A successor's *key* is ``g * 256 +
+frontier is kept in P *rank partitions*: partition ``j`` holds a contiguous range of ranks,
+and the driver knows every partition's count, so ``g = offset_j + local index`` (the
+offsets are a few ints in the task closure). A successor's *key* is ``g * 256 +
 choice``; the least key reaching a fingerprint is its discovery, and the new states in
-key order are the next level's discovery order. One level is one Spark job with two
-shuffles:
+key order are the next level's discovery order. A fingerprint's *owner* is
+``floor(fp * P / 2**64)``, so a sorted array of fingerprints splits into owners by
+position. One level is one Spark job of two stages:
 
-1. Rank partition ``j``: its states (routed to it by the previous level) sorted by key
-   are its part of the frontier; ``kernel.expand``; key, fingerprint (of
-   ``kernel.canonical(rows)`` under symmetry), parent fingerprint, action code and row of
-   every successor; duplicates within a slice dropped (least key kept); step properties
-   checked (``kernel.step_mask``), the least-key violator per property reported; the
-   successors routed to their owner ``fp % P`` (shuffle 1).
-2. Owner (fingerprint partition ``i``): its seen block (the union of two RDDs with the
-   same partitioner, so the seen-set never moves) and the incoming successors; the least
-   key per fingerprint kept, the seen ones dropped, the new ones added to the block (a
-   new version of it), the invariants checked on the new rows (``kernel.invariant_mask``;
-   only a violating row is decoded), and the new states keyed by their next rank
-   partition ``g * P // L_d``, which is monotone in ``g``: the next level's order is
-   (rank partition, key order inside it). The owner's summary counts them per rank
-   partition, which gives the driver the next level's offsets.
-3. The job collects the owners' summaries; the next level's job starts by shuffling the
-   new states to their rank partitions (shuffle 2), whose tasks sort them (step 1).
+1. Rank partition ``j`` reads its share of the frontier from the store (one file per
+   owner that found some of it), sorts it by key, runs ``kernel.expand``, checks the
+   step properties (``kernel.step_mask``, the least-key violator per property), keeps
+   the least key of each fingerprint within a slice, and writes the successors (key,
+   fingerprint, parent fingerprint, action code, row) for each owner into the store;
+   one small record per file goes through Spark's shuffle (or, with ``exchange =
+   "shuffle"``, the arrays themselves).
+2. Owner ``i`` reads the successors for it, keeps the least key per fingerprint, drops
+   those in its seen runs, writes the new fingerprints as a run (merged with the newest
+   runs as ``checker.seen.CompactSeenSet`` merges) and the level's parent pointers,
+   checks the invariants on the new rows (``kernel.invariant_mask``; only a violating
+   row is decoded), and writes the new rows for their next rank partition ``g * P //
+   L_d``, which grows with ``g``: the next level's order is (rank partition, key order
+   inside it). It returns one summary, which gives the driver the counts, the
+   violations, its runs and the next level's per-rank-partition counts.
 
-So the sort of step 3 of the design runs inside the next level's expansion tasks: the
-driver needs only the per-rank-partition counts, which the owners know, and a level
-costs three stages (the owners' output read back for shuffle 2, the expansion, the
-owners), not four.
+Counts come from the summaries (no accumulators), every file is written whole under a
+temporary name and renamed by a task whose output depends only on its inputs, and a
+level's job reads only files the driver names: a retried task cannot change anything,
+and no RDD outlives its level.
 
-Counts come from the summaries the tasks return (no accumulators), so a retried task
-cannot change a count. The owners' output of every level (seen blocks, routed new
-states, summaries) is persisted and locally checkpointed by the level's job (it is the
-marked RDD nearest the job's end, which Spark checkpoints), and the previous level's is
-unpersisted.
+Counterexamples: the parent pointers (fingerprint, parent fingerprint, choice) of every
+depth are kept per owner; the driver follows fp -> parent fp down to a state it handed
+over, whose path its own seen-set gives, and replays the choices
+(``checker.trace.replay_choices``, and ``extend`` for a step property).
 
-Counterexamples: a seen block keeps, per state, its fingerprint, its parent's fingerprint
-and its choice (the states handed over by the driver have choice -1: their path is on
-the driver). The driver follows the chain fp -> parent fp with one small lookup job per
-step (all properties at once) back to a state of the level it handed over, whose path its
-own seen-set gives, and replays the choices (``checker.trace.replay_choices``, and
-``extend`` for a step property).
-
-Known limitation: no ``snapshot()``/``restore()`` yet (``--checkpoint`` needs the
-per-state Spark engine, ``--per-state``); a lost executor fails the run (its local
-checkpoints cannot be recomputed).
+Checkpoints: ``snapshot()`` links the store's files of the last complete level under
+``data_dir(data_root, depth)``; ``restore()`` checks them and ``run()`` re-splits them for
+its own partition count.
 """
 
 from __future__ import annotations
@@ -124,7 +116,8 @@ class SparkRowsEngine:
 
     def __init__(self, model, properties=None, options=None, progress=None, *,
                  master=None, partitions=None, verbose=False, checkpoint_dir=None,
-                 driver_level_limit=DRIVER_LEVEL_LIMIT, store_dir=None, _fail_first_attempt=False):
+                 driver_level_limit=DRIVER_LEVEL_LIMIT, store_dir=None, exchange="store",
+                 _fail_first_attempt=False):
         self.model = model
         self.kernel = model.batch_kernel()
         self.properties = list(model.properties() if properties is None else properties)
@@ -137,6 +130,9 @@ class SparkRowsEngine:
         self.checkpoint_dir = checkpoint_dir
         self.driver_level_limit = driver_level_limit
         self.store_dir = store_dir
+        if exchange not in ("store", "shuffle"):
+            raise EngineError(f"exchange must be 'store' or 'shuffle', got {exchange!r}")
+        self.exchange = exchange
         self.data_root = None  # the checkpoint directory snapshot() saves levels under
         self._store = None
         self._n = None
@@ -312,7 +308,8 @@ class SparkRowsEngine:
             offsets = np.concatenate(([0], np.cumsum(counts))).tolist()
             found = frozenset(self.found)
             grow = partial(_expand_partition, self.kernel, self.model, self.step_props, found, symmetry,
-                           n, offsets, store.root, depth, sources, self._fail_first_attempt)
+                           n, offsets, store.root, depth, sources, self.exchange == "store",
+                           self._fail_first_attempt)
             own = partial(_own_partition, self.kernel, self.model, self.invariants, found, n, level,
                           store.root, depth + 1, self._runs)
             # One job, two stages: the rank partitions (expand their share of the
@@ -326,6 +323,7 @@ class SparkRowsEngine:
                 break
             counts, sources, shipped = self._absorb(summaries, depth + 1)
             store.drop_front(depth)
+            store.drop_successors(depth)
             level = sum(counts)
             if level:
                 stats.depth += 1
@@ -613,9 +611,13 @@ class _Store:
     def create(cls, parent=None):
         import tempfile
 
-        if parent is not None:
-            os.makedirs(parent, exist_ok=True)
-        return cls(tempfile.mkdtemp(prefix="kmc-rows-", dir=parent))
+        try:
+            if parent is not None:
+                os.makedirs(parent, exist_ok=True)
+            return cls(tempfile.mkdtemp(prefix="kmc-rows-", dir=parent))
+        except OSError as e:
+            raise EngineError(f"spark store: cannot create a directory in {parent or tempfile.gettempdir()} "
+                              f"({e.strerror or e})") from None
 
     def remove(self):
         import shutil
@@ -640,6 +642,11 @@ class _Store:
         import shutil
 
         shutil.rmtree(os.path.join(self.root, "front", f"{depth:06d}"), ignore_errors=True)
+
+    def drop_successors(self, depth):
+        import shutil
+
+        shutil.rmtree(os.path.join(self.root, "succ", f"{depth:06d}"), ignore_errors=True)
 
     def parent(self, i, depth, fp):
         fps, parents, choices = _load(_meta_path(self.root, i, depth), 3)
@@ -716,6 +723,10 @@ def _meta_path(root, i, depth):
     return os.path.join(root, "seen", f"{i:04d}", f"meta-{depth:06d}.bin")
 
 
+def _succ_path(root, depth, o, i, s):
+    return os.path.join(root, "succ", f"{depth:06d}", f"o{o:04d}-p{i:04d}-{s:09d}.bin")
+
+
 def _front_path(root, depth, t, i):
     return os.path.join(root, "front", f"{depth:06d}", f"t{t:04d}-p{i:04d}.bin")
 
@@ -783,7 +794,7 @@ def _fingerprints(kernel, rows, symmetry):
 
 
 def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources,
-                      fail_first_attempt, index, _records):
+                      through_store, fail_first_attempt, index, _records):
     """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
     rank is ``offsets[index]``), read from the store.
 
@@ -848,8 +859,14 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, ro
             for o in range(n):
                 a, b = int(cuts[o]), int(cuts[o + 1])
                 if b > a:
-                    payload = ("s", keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b])
-                    shipped += sum(x.nbytes for x in payload[1:])
+                    arrays = (keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b])
+                    shipped += sum(x.nbytes for x in arrays)
+                    if through_store:
+                        path = _succ_path(root, depth, o, index, s)
+                        _save(path, *arrays)
+                        payload = ("f", path)
+                    else:
+                        payload = ("s", *arrays)
                     busy += time.perf_counter() - clock
                     yield (o, payload)
                     clock = time.perf_counter()
@@ -877,12 +894,14 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
     """
     names = kernel.action_names
     parts, metas = [], []
+    clock = time.perf_counter()
     for _key, value in records:
         if value[0] == "s":
             parts.append(value[1:])
+        elif value[0] == "f":
+            parts.append(_load(value[1], 5))
         else:
             metas.append(value[1])
-    clock = time.perf_counter()
     new_codes = np.zeros(len(names), dtype=np.int64)
     per_target = np.zeros(n, dtype=np.int64)
     state_bad: dict[str, tuple] = {}

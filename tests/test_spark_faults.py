@@ -43,17 +43,17 @@ def kmc(*args, fault, timeout=TIMEOUT):
 def test_a_killed_worker_costs_a_retry_under_the_default_master(tmp_path):
     # Partition 0's Python worker dies (SIGKILL) in the first attempt of every level's
     # expansion; no --master: the default must retry it, and the result must not change.
-    # --per-state: the fault hook (KMC_TEST_SPARK_FAULT) lives in that engine's tasks.
-    code, out, err = kmc("check", LE_UNCLEAN, "--engine", "spark", "--per-state", "--partitions", "2", "--no-progress",
-                         "--no-trace", "--json", tmp_path / "r.json", fault="kill")
+    # Every level after the initial states on Spark: each one loses a worker.
+    code, out, err = kmc("check", LE_UNCLEAN, "--engine", "spark", "--driver-level-limit", "0", "--partitions", "2",
+                         "--no-progress", "--no-trace", "--json", tmp_path / "r.json", fault="kill")
     assert code == 1, err
     assert comparable(json.loads((tmp_path / "r.json").read_text())) == comparable(reference(LE_UNCLEAN))
 
 
 def test_ctrl_c_during_a_spark_job_is_one_line_and_130(tmp_path):
     marker = tmp_path / "sent"
-    code, out, err = kmc("check", LE_UNCLEAN, "--engine", "spark", "--per-state", "--master", "local[2]", "--partitions", "2",
-                         "--no-progress", "--no-trace", fault=f"sigint:{marker}")
+    code, out, err = kmc("check", LE_UNCLEAN, "--engine", "spark", "--driver-level-limit", "0", "--master", "local[2]",
+                         "--partitions", "2", "--no-progress", "--no-trace", fault=f"sigint:{marker}")
     ended = time.time()
     assert marker.exists()  # the SIGINT was sent from inside a running task
     assert code == 130, err

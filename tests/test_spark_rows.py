@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from kmc.checker.batch import BatchEngine
+from kmc.checker.errors import EngineError
 from kmc.checker.local import Options
 from kmc.checker.protocol import STEP, Property
 from kmc.checker.spark import spark_context
@@ -110,6 +111,24 @@ def test_specs_on_spark(sc, name, partitions):
     engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=0)
     assert_same(result, _batch(name))
     assert engine.metrics["driver_levels"] == 1  # only the initial states
+
+
+def test_successors_through_spark_shuffle(sc):
+    # exchange="shuffle": the successors travel through Spark's shuffle, not the store.
+    spec = _spec("le-unflushed")
+    engine, result = _rows(spec, _options(spec), partitions=2, driver_level_limit=0, exchange="shuffle")
+    assert_same(result, _batch("le-unflushed"))
+    assert engine.metrics["shuffle_bytes"] > 0
+
+
+def test_store_directory_and_its_errors(sc, tmp_path):
+    spec = _spec("le-unflushed")
+    engine, result = _rows(spec, _options(spec), partitions=2, driver_level_limit=2000, store_dir=tmp_path / "s")
+    assert_same(result, _batch("le-unflushed"))
+    assert engine.metrics["spark_levels"] and list((tmp_path / "s").iterdir()) == []  # the run's store is removed
+    (tmp_path / "file").write_text("")
+    with pytest.raises(EngineError, match="spark store: cannot create a directory in .*file"):
+        _rows(spec, _options(spec), partitions=2, driver_level_limit=0, store_dir=tmp_path / "file")
 
 
 @pytest.mark.parametrize("partitions", [pytest.param(1, marks=pytest.mark.slow), 3])

@@ -59,6 +59,10 @@ def add_engine_arguments(parser):
     g.add_argument("--driver-level-limit", type=int, metavar="N",
                    help="spark engine: expand the leading levels of at most N states on the driver (default 50000; "
                    "0: hand every level after the initial states to Spark)")
+    g.add_argument("--spark-store", metavar="DIR",
+                   help="spark engine: where a run keeps its seen-set and frontier files (default: the system's "
+                   "temporary directory; on a cluster of several machines, a shared file system mounted at the "
+                   "same path everywhere)")
     g.add_argument("--symmetry", action="store_true",
                    help="symmetry reduction: count one state per orbit of replica permutations (docs/model.md)")
     g.add_argument("--per-state", action="store_true",
@@ -103,7 +107,8 @@ def make_engine(spec, model, properties, options, progress, args):
 
             limit = getattr(args, "driver_level_limit", None)
             return SparkRowsEngine(model, properties, options, progress, **kwargs,
-                                   driver_level_limit=DRIVER_LEVEL_LIMIT if limit is None else limit)
+                                   driver_level_limit=DRIVER_LEVEL_LIMIT if limit is None else limit,
+                                   store_dir=getattr(args, "spark_store", None))
         return SparkEngine(model, properties, options, progress, **kwargs)
     if getattr(args, "per_state", False) or not hasattr(model, "batch_kernel"):
         return LocalEngine(model, properties, options, progress)

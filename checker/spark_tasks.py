@@ -102,12 +102,19 @@ def _expand_partition(model, step_props, n, fail_first_attempt, index, records):
 
 def _test_fault(kind):
     """Test hooks, on the first attempt of partition 0's expansion tasks: ``True`` raises;
-    ``"kill"`` ends this Python worker as a crash would (the OOM killer, a stray signal);
+    ``"kill"`` ends this Python worker as a crash would (the OOM killer, a stray signal),
+    ``"kill:PATH"`` does so once (``PATH`` is created to remember it);
     ``"sigint:GROUP:PATH"`` sends SIGINT to the driver's process group ``GROUP`` once, as
     Ctrl-C in a terminal does, and to this worker (``PATH`` is created to remember it was
     sent; PySpark's daemon gives its workers a process group of their own, but a worker
     started without it is in the terminal's group)."""
     if kind == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if isinstance(kind, str) and kind.startswith("kill:"):
+        try:
+            os.close(os.open(kind[len("kill:"):], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
         os.kill(os.getpid(), signal.SIGKILL)
     if isinstance(kind, str) and kind.startswith("sigint:"):
         group, _, marker = kind[len("sigint:"):].partition(":")

@@ -44,6 +44,22 @@ def build():
     return types.SimpleNamespace(replica=_replica, state=_state, model=_model, fetch=Fetch)
 
 
+# -- two workers (pytest-xdist) ----------------------------------------------------------------
+
+# Each module runs whole on one of the two workers (--dist loadfile, in pyproject.toml), in
+# this order: the longest first (the Spark modules start JVMs and subprocesses), so that
+# the others fill in beside them instead of after them.
+FIRST = ("test_spark_checkpoint", "test_spark", "test_spark_faults", "test_spark_rows")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        module = item.module.__name__.rpartition(".")[2]
+        return FIRST.index(module) if module in FIRST else len(FIRST)
+
+    items.sort(key=rank)  # stable: the order inside a module is kept
+
+
 # -- explorations shared by the whole session ---------------------------------------------
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"

@@ -45,17 +45,16 @@ BENCHMARKS.update({name: "a three-replica row of MODEL.md's second table: too sl
                                 "v21-preferred-two-crashes", "lrs2-v21", "lrs2-v21-gate",
                                 "lrs2-v21-elr", "lrs2-kip279-elr")})
 PINNED = PINS
-# The specs that also run on three partitions (a stop at a violation, keep_going with
-# two violations, lossy crashes); the limits tests below run on three partitions too.
-PARTITIONED = ("hw-data-loss", "hw-unclean", "le-unflushed")
+# The spec that also runs on three partitions (a stop at a violation); the limits tests
+# below (keep_going with two violations among them) run on three partitions too.
+PARTITIONED = ("hw-data-loss",)
 
 
-# The per-state Spark engine is the fallback (--per-state, --checkpoint, --resume); the
+# The per-state Spark engine is the fallback (--per-state, models without a batch kernel); the
 # rows engine, the default, is compared with the local engine on every spec in
-# tests/test_spark_rows.py. Here: one spec of each rule family, with and without lossy
-# crashes, unclean elections and the KIP-966 options.
-PER_STATE_SPECS = ("hw-data-loss", "hw-unclean", "le-unflushed", "kip279-data-loss", "kip279-unclean",
-                   "v21-elr-unflushed")
+# tests/test_spark_rows.py. Here: one spec of each rule family, with lossy crashes,
+# unclean elections and the KIP-966 options among them.
+PER_STATE_SPECS = ("hw-data-loss", "le-unflushed", "kip279-unclean", "v21-elr-unflushed")
 
 
 def _spec_params():
@@ -167,7 +166,7 @@ def test_stop_requested_stops_at_a_level_boundary(sc):
         assert getattr(result.stats, field) == getattr(local.stats, field), field
 
 
-@pytest.mark.parametrize("name", ["le-unclean"])
+@pytest.mark.parametrize("name", ["hw-data-loss"])
 def test_retried_tasks_change_nothing(sc, name):
     # Every expansion task of partition 0 fails on its first attempt; the run can only
     # succeed because Spark retried them (local[2,3] allows three attempts).
@@ -223,12 +222,12 @@ def test_start_up_errors_are_one_line_engine_errors():
 _DRIVER = r"""
 import json, sys
 from kmc.checker.local import Options
-from kmc.checker.spark import SparkEngine
+from kmc.checker.spark_rows import SparkRowsEngine
 from kmc.model.spec import load_spec
 
 spec = load_spec(sys.argv[1])
-r = SparkEngine(spec.model(), spec.properties(), Options(keep_going=spec.keep_going),
-                master=sys.argv[2], partitions=3).run()
+r = SparkRowsEngine(spec.model(), spec.properties(), Options(keep_going=spec.keep_going),
+                    master=sys.argv[2], partitions=3, driver_level_limit=0).run()
 print(json.dumps({"master": sys.argv[2], "distinct": r.stats.distinct, "generated": r.stats.generated,
                   "depth": r.stats.depth, "stopped": r.stopped, "levels": r.stats.levels,
                   "violations": {k: list(v.path.choices) for k, v in r.violations.items()}}))

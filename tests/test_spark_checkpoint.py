@@ -215,17 +215,15 @@ def test_sigterm_exits_143_with_a_checkpoint(tmp_path):
 
 def test_per_state_engine_resumes_on_other_partitions(spark_sc, tmp_path):
     from conftest import EXPLORATIONS
-    from kmc.checker.local import Options
     from kmc.checker.spark import SparkEngine
     from kmc.model.spec import load_spec
 
-    spec = load_spec(HW_UNCLEAN)
-    options = Options(keep_going=True)
-    first = SparkEngine(spec.model(), spec.properties(), options, partitions=3)
+    spec = load_spec(HW_DATA_LOSS)
+    first = SparkEngine(spec.model(), spec.properties(), partitions=3)
     first.data_root = tmp_path
 
     def stop(engine):
-        if engine.stats.depth >= 8:
+        if engine.stats.depth >= 5:
             engine.stop_requested = "interrupted"
 
     first.on_level = stop
@@ -233,11 +231,11 @@ def test_per_state_engine_resumes_on_other_partitions(spark_sc, tmp_path):
     snap = first.snapshot()
     assert snap["partitions"] == 3 and sorted(snap["files"]) == sorted(p.name for p in
                                                                       (tmp_path / snap["data"]).glob("part-*"))
-    again = SparkEngine(spec.model(), spec.properties(), options, partitions=2)
+    again = SparkEngine(spec.model(), spec.properties(), partitions=2)
     again.data_root = tmp_path
     again.restore(snap)
-    got, want = again.run(), EXPLORATIONS["hw-unclean"][2]
-    assert (got.stats.distinct, got.stats.generated, got.stats.depth) == (5548, 12276, 21)
+    got, want = again.run(), EXPLORATIONS["hw-data-loss"][2]
+    assert (got.stats.distinct, got.stats.generated, got.stats.depth) == (1834, 3455, 10)
     for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
         assert getattr(got.stats, field) == getattr(want.stats, field), field
     assert {k: v.path for k, v in got.violations.items()} == {k: v.path for k, v in want.violations.items()}

@@ -41,12 +41,14 @@ def kmc(*args, fault, timeout=TIMEOUT):
 
 
 def test_a_killed_worker_costs_a_retry_under_the_default_master(tmp_path):
-    # Partition 0's Python worker dies (SIGKILL) in the first attempt of every level's
-    # expansion; no --master: the default must retry it, and the result must not change.
-    # Every level after the initial states on Spark: each one loses a worker.
+    # Partition 0's Python worker dies (SIGKILL) in the first attempt of the first Spark
+    # level's expansion; no --master: the default must retry it, and the result must not
+    # change.
+    marker = tmp_path / "killed"
     code, out, err = kmc("check", LE_UNCLEAN, "--engine", "spark", "--driver-level-limit", "0", "--partitions", "2",
-                         "--no-progress", "--no-trace", "--json", tmp_path / "r.json", fault="kill")
+                         "--no-progress", "--no-trace", "--json", tmp_path / "r.json", fault=f"kill:{marker}")
     assert code == 1, err
+    assert marker.exists()  # the worker was killed
     assert comparable(json.loads((tmp_path / "r.json").read_text())) == comparable(reference(LE_UNCLEAN))
 
 

@@ -123,7 +123,7 @@ def test_successors_through_spark_shuffle(sc):
 
 def test_store_directory_and_its_errors(sc, tmp_path):
     spec = _spec("le-unflushed")
-    engine, result = _rows(spec, _options(spec), partitions=2, driver_level_limit=2000, store_dir=tmp_path / "s")
+    engine, result = _rows(spec, _options(spec), partitions=2, driver_level_limit=500, store_dir=tmp_path / "s")
     assert_same(result, _batch("le-unflushed"))
     assert engine.metrics["spark_levels"] and list((tmp_path / "s").iterdir()) == []  # the run's store is removed
     (tmp_path / "file").write_text("")

@@ -118,7 +118,7 @@ def make_engine(spec, model, properties, options, progress, args):
 
 
 def _test_fault():
-    """The test hook ``KMC_TEST_SPARK_FAULT`` (``kill``, ``sigint:PATH``), for the Spark
+    """The test hook ``KMC_TEST_SPARK_FAULT`` (``kill``, ``kill:PATH``, ``sigint:PATH``), for the Spark
     engine's ``_fail_first_attempt``; a SIGINT goes to this process's group, as a
     terminal's Ctrl-C does."""
     fault = os.environ.get("KMC_TEST_SPARK_FAULT")

@@ -62,7 +62,6 @@ its own partition count.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import threading
@@ -82,6 +81,7 @@ from .local import Options
 from .protocol import successors
 from .result import CheckResult, Stats, Violation
 from .spark_session import _cancel_group, _default_partitions, _one_line, _quiet_py4j, partitions_bad, spark_context
+from .spark_store import digests, verify_files
 from .spark_tasks import _owner, _test_fault
 from .trace import extend, replay_choices
 
@@ -461,7 +461,7 @@ class SparkRowsEngine:
         if self.data_root is None:
             raise EngineError("restore: set data_root to the checkpoint directory first")
         where = Path(self.data_root).resolve() / snapshot["data"]
-        _verify_files(where, snapshot["files"])
+        verify_files(where, snapshot["files"])
         self._restored = ("spark", where, snapshot)
         self._phase = "spark"
         self._runs, self._counts, self._sources = snapshot["runs"], snapshot["counts"], snapshot["sources"]
@@ -684,36 +684,7 @@ def _link(source, target):
 
 def _digests(directory) -> dict:
     """``{file name: (size, sha256)}`` of a saved level's files."""
-    files = {}
-    for path in sorted(Path(directory).iterdir()):
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                digest.update(chunk)
-        files[path.name] = (path.stat().st_size, digest.hexdigest())
-    return files
-
-
-def _verify_files(directory, files) -> None:
-    """Refuse a saved level whose files are not exactly those of its checkpoint."""
-    damaged = f"{directory}: damaged ({{}}); the checkpoint cannot be resumed, start a new run"
-    if not directory.is_dir():
-        raise CheckpointError(f"{directory}: missing (the checkpoint keeps the last level's states there); "
-                              "the checkpoint cannot be resumed, start a new run")
-    try:
-        actual = _digests(directory)
-    except OSError as e:
-        raise CheckpointError(damaged.format(e.strerror or str(e))) from None
-    if set(actual) != set(files):
-        missing = sorted(set(files) - set(actual))
-        raise CheckpointError(damaged.format(f"missing {missing[0]}" if missing
-                                             else f"unexpected {sorted(set(actual) - set(files))[0]}"))
-    for name, (size, digest) in sorted(files.items()):
-        if actual[name][0] != size:
-            raise CheckpointError(damaged.format(f"{name} has {actual[name][0]} bytes, not {size}"))
-        if actual[name][1] != digest:
-            raise CheckpointError(damaged.format(f"{name}: checksum mismatch"))
-
+    return digests(sorted(Path(directory).iterdir()))
 
 def _run_path(root, i, depth):
     return os.path.join(root, "seen", f"{i:04d}", f"run-{depth:06d}.npy")

@@ -1,6 +1,7 @@
-"""A saved level of the per-state Spark engine on disk: the size and SHA-256 of its part
-files, written into the checkpoint, and their verification before a resume (Hadoop's
-``.crc`` files included, so that a damaged file is one line, not a JVM stack trace)."""
+"""A saved level of a Spark engine on disk: the size and SHA-256 of its files, written into
+the checkpoint, and their verification before a resume (for the per-state engine's part
+files, Hadoop's ``.crc`` files included, so that a damaged file is one line, not a JVM
+stack trace)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,10 @@ from .checkpoint import CheckpointError
 from .hadoop_crc import hadoop_crc_matches
 
 
-def manifest(directory: Path) -> dict:
-    """``{file name: (size, sha256)}`` of the part files of a saved level."""
-    if not (directory / "_SUCCESS").is_file():
-        raise OSError(f"no _SUCCESS marker in {directory}")
+def digests(paths) -> dict:
+    """``{file name: (size, sha256)}`` of ``paths``."""
     files = {}
-    for path in sorted(directory.glob("part-*")):
+    for path in paths:
         digest = hashlib.sha256()
         with open(path, "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -25,19 +24,28 @@ def manifest(directory: Path) -> dict:
     return files
 
 
-def verify_level(directory: Path, files: dict) -> None:
-    """Refuse a saved level whose part files are not exactly those of its checkpoint."""
+def manifest(directory: Path) -> dict:
+    """``{file name: (size, sha256)}`` of the part files of a saved level."""
+    if not (directory / "_SUCCESS").is_file():
+        raise OSError(f"no _SUCCESS marker in {directory}")
+    return digests(sorted(directory.glob("part-*")))
+
+
+def verify_files(directory: Path, files: dict, pattern: str = "*", listing=None) -> None:
+    """Refuse a saved level whose files (those matching ``pattern``) are not exactly
+    ``files``, the sizes and SHA-256 its checkpoint lists; ``listing(directory)`` gives
+    the actual ones (default: ``digests`` of the files)."""
     damaged = f"{directory}: damaged ({{}}); the checkpoint cannot be resumed, start a new run"
     if not directory.is_dir():
         raise CheckpointError(f"{directory}: missing (the checkpoint keeps the last level's states there); "
                               "the checkpoint cannot be resumed, start a new run")
-    present = {path.name for path in directory.glob("part-*")}
+    present = {path.name for path in directory.glob(pattern)}
     if present != set(files):
         what = sorted(set(files) - present) or sorted(present - set(files))
         verb = "missing" if set(files) - present else "unexpected"
         raise CheckpointError(damaged.format(f"{verb} {what[0]}"))
     try:
-        actual = manifest(directory)
+        actual = (listing or (lambda d: digests(sorted(d.glob(pattern)))))(directory)
     except OSError as e:
         raise CheckpointError(damaged.format(e.strerror or str(e))) from None
     for name, (size, digest) in sorted(files.items()):
@@ -45,6 +53,12 @@ def verify_level(directory: Path, files: dict) -> None:
             raise CheckpointError(damaged.format(f"{name} has {actual[name][0]} bytes, not {size}"))
         if actual[name][1] != digest:
             raise CheckpointError(damaged.format(f"{name}: checksum mismatch"))
+
+
+def verify_level(directory: Path, files: dict) -> None:
+    """Refuse a saved level whose part files are not exactly those of its checkpoint."""
+    verify_files(directory, files, "part-*", manifest)
+    damaged = f"{directory}: damaged ({{}}); the checkpoint cannot be resumed, start a new run"
     # Hadoop checks a part file against its ".crc" file when Spark reads it, and a bad
     # one fails the load with pages of JVM stack traces: check them here, in one line.
     for name in sorted(files):

@@ -174,6 +174,8 @@ class SparkRowsEngine:
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
         _check_master(self.master)  # at once, even when every level stays on the driver
+        if self.store_dir is not None:
+            _Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
         started = time.perf_counter()
         restored, self._restored = self._restored, None
         local = self._local = BatchEngine(self.model, self.properties, self.options, self.progress)

@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -56,10 +55,9 @@ def test_ctrl_c_during_a_spark_job_is_one_line_and_130(tmp_path):
     marker = tmp_path / "sent"
     code, out, err = kmc("check", LE_UNCLEAN, "--engine", "spark", "--driver-level-limit", "0", "--master", "local[2]",
                          "--partitions", "2", "--no-progress", "--no-trace", fault=f"sigint:{marker}")
-    ended = time.time()
     assert marker.exists()  # the SIGINT was sent from inside a running task
     assert code == 130, err
-    assert ended - marker.stat().st_mtime < 15
+    assert "4,958 distinct states" not in out  # stopped before the end (4,958 in all)
     assert err.splitlines() == ["kmc: interrupted before the search was complete.",
                                 "kmc: no checkpoint was written; run with --checkpoint DIR to be able to resume."]
     assert "interrupted" in out

@@ -5,7 +5,8 @@ Used for every model that has a batch kernel (``model.batch_kernel()``, see
 per-action counters, verdicts, counterexample paths, choices and explanations).
 
 No Python object per state goes through Spark: states are rows, always moved as whole
-numpy arrays, and what outlives a level is kept in files (the *store*, ``_Store``).
+numpy arrays, and what outlives a level is kept in files (the *store*,
+``checker.spark_rows_store.Store``); the executors run ``checker.spark_rows_tasks``.
 
 Small leading levels run on the driver
 --------------------------------------
@@ -61,10 +62,8 @@ its own partition count.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import threading
 import time
 from functools import partial
 from pathlib import Path
@@ -75,20 +74,19 @@ import numpy as np
 from .batch import BatchEngine
 from .checkpoint import CheckpointError, claim_data_dir
 from .errors import EngineError
-from .fingerprint import fingerprint_rows
 from .kernel import require_symmetric, split_properties, stop_after_level
 from .local import Options
-from .protocol import successors
 from .result import CheckResult, Stats, Violation
 from .spark_session import _cancel_group, _default_partitions, _one_line, _quiet_py4j, partitions_bad, spark_context
-from .spark_store import digests, verify_files
-from .spark_tasks import _owner, _test_fault
+from .spark_rows_store import (Store, _digests, _link, _load, _meta_path, _owner_of, _owners,
+                               _split_frontier)
+from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition
+from .spark_store import verify_files
+from .spark_tasks import _owner
 from .trace import extend, replay_choices
 
 SNAPSHOT_FORMAT = "spark-rows-1"  # the snapshot format of this engine
 DRIVER_LEVEL_LIMIT = 50_000  # levels up to this many states are expanded on the driver
-SLICE_ROWS = 1 << 16  # frontier rows expanded and deduplicated together in a task
-_CHUNK = 1 << 14  # rows per kernel call
 _HANDOFF = "kmc-handoff"  # the driver phase's stop reason when a level outgrows the limit
 
 
@@ -175,7 +173,7 @@ class SparkRowsEngine:
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
         _check_master(self.master)  # at once, even when every level stays on the driver
         if self.store_dir is not None:
-            _Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
+            Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
         started = time.perf_counter()
         restored, self._restored = self._restored, None
         local = self._local = BatchEngine(self.model, self.properties, self.options, self.progress)
@@ -204,7 +202,7 @@ class SparkRowsEngine:
 
     def _spark_phase(self, prepare, started, resumed=False) -> CheckResult:
         """The levels on Spark, from the files ``prepare(store)`` writes into a new store."""
-        store = self._store = _Store.create(self.store_dir)
+        store = self._store = Store.create(self.store_dir)
         self._owned = None
         leave_running = False
         try:
@@ -588,342 +586,6 @@ class SparkRowsEngine:
             raise EngineError("trace rebuild: reached a handed-over state the driver does not know")
         init, choices = self._local.seen.path_to(self._handoff[fp])
         return init, choices + tail[::-1]
-
-
-# -- the store --------------------------------------------------------------------------
-
-
-class _Store:
-    """The directory where a run keeps what outlives a level (TLC keeps its fingerprint
-    set and its trace file on disk the same way): for every fingerprint partition ``i``,
-    its sorted runs of fingerprints (``seen/iiii/run-DDDDDD.npy``, the newest named by the
-    depth that wrote it) and, for every depth, its new states' fingerprints, parent
-    fingerprints and choices (``seen/iiii/meta-DDDDDD.bin``); and the frontier of the
-    next level, one file per rank partition and owner (``front/DDDDDD/tTTTT-pIIII.bin``).
-
-    Every file is written whole under a temporary name and renamed, by a task whose
-    output depends only on its inputs: a retried task rewrites the same bytes. The
-    executors and the driver must all see the directory at the same path (on a cluster:
-    a shared file system)."""
-
-    def __init__(self, root):
-        self.root = str(root)
-
-    @classmethod
-    def create(cls, parent=None):
-        import tempfile
-
-        try:
-            if parent is not None:
-                os.makedirs(parent, exist_ok=True)
-            return cls(tempfile.mkdtemp(prefix="kmc-rows-", dir=parent))
-        except OSError as e:
-            raise EngineError(f"spark store: cannot create a directory in {parent or tempfile.gettempdir()} "
-                              f"({e.strerror or e})") from None
-
-    def remove(self):
-        import shutil
-
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    # Paths (also used on the executors, through the module functions below).
-    def run(self, i, depth):
-        return _run_path(self.root, i, depth)
-
-    def front(self, depth, t, i):
-        return _front_path(self.root, depth, t, i)
-
-    def save(self, path, *arrays):
-        _save(path, *arrays)
-
-    def drop_run(self, i, depth):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.run(i, depth))
-
-    def drop_front(self, depth):
-        import shutil
-
-        shutil.rmtree(os.path.join(self.root, "front", f"{depth:06d}"), ignore_errors=True)
-
-    def drop_successors(self, depth):
-        import shutil
-
-        shutil.rmtree(os.path.join(self.root, "succ", f"{depth:06d}"), ignore_errors=True)
-
-    def parent(self, i, depth, fp):
-        fps, parents, choices = _load(_meta_path(self.root, i, depth), 3)
-        at = int(np.searchsorted(fps, np.uint64(fp)))
-        if at == len(fps) or int(fps[at]) != fp:
-            raise EngineError("trace rebuild: a state's parent is missing from the seen-set")
-        return int(parents[at]), int(choices[at])
-
-
-def _split_frontier(store, depth, n, keys, fps, rows):
-    """Write a level (in rank order) into ``store`` as ``n`` rank partitions: partition
-    ``j`` holds the ranks ``g`` with ``g * n // L == j``. Returns the count of each and
-    the owners that wrote each (the driver, as owner 0)."""
-    level = len(keys)
-    bounds = [(j * level + n - 1) // n for j in range(n)] + [level]
-    sources = []
-    for j in range(n):
-        cut = slice(bounds[j], bounds[j + 1])
-        if bounds[j + 1] > bounds[j]:
-            store.save(store.front(depth, j, 0), keys[cut], fps[cut], rows[cut])
-            sources.append([0])
-        else:
-            sources.append([])
-    return [bounds[j + 1] - bounds[j] for j in range(n)], sources
-
-
-def _link(source, target):
-    """Hard-link ``source`` as ``target`` (the store never rewrites a file), or copy it
-    when they are on different file systems."""
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
-
-
-def _digests(directory) -> dict:
-    """``{file name: (size, sha256)}`` of a saved level's files."""
-    return digests(sorted(Path(directory).iterdir()))
-
-def _run_path(root, i, depth):
-    return os.path.join(root, "seen", f"{i:04d}", f"run-{depth:06d}.npy")
-
-
-def _meta_path(root, i, depth):
-    return os.path.join(root, "seen", f"{i:04d}", f"meta-{depth:06d}.bin")
-
-
-def _succ_path(root, depth, o, i, s):
-    return os.path.join(root, "succ", f"{depth:06d}", f"o{o:04d}-p{i:04d}-{s:09d}.bin")
-
-
-def _front_path(root, depth, t, i):
-    return os.path.join(root, "front", f"{depth:06d}", f"t{t:04d}-p{i:04d}.bin")
-
-
-def _save(path, *arrays):
-    """Write ``arrays`` to ``path`` whole: under a name of this process, then renamed."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
-    with open(tmp, "wb") as f:
-        for a in arrays:
-            np.save(f, np.ascontiguousarray(a), allow_pickle=False)
-    os.replace(tmp, path)
-    return sum(a.nbytes for a in arrays)
-
-
-def _load(path, count):
-    with open(path, "rb") as f:
-        return [np.load(f, allow_pickle=False) for _ in range(count)]
-
-
-def _owners(fps, n):
-    """The fingerprint partition of each fingerprint: ``floor(fp * n / 2**64)`` (to 32
-    bits), which grows with ``fp``, so that a sorted array of fingerprints splits into
-    its owners' shares by position."""
-    return ((fps >> np.uint64(32)) * np.uint64(n) >> np.uint64(32)).astype(np.int64)
-
-
-def _owner_of(fp, n):
-    return ((int(fp) >> 32) * n) >> 32
-
-
-def _contains(runs, fps):
-    """Which of the sorted ``fps`` are in the sorted runs."""
-    hit = np.zeros(len(fps), dtype=bool)
-    for run in runs:
-        if not len(run) or not len(fps):
-            continue
-        at = np.searchsorted(run, fps)
-        at[at == len(run)] = 0
-        hit |= run[at] == fps
-    return hit
-
-
-def _least_per_fingerprint(keys, fps):
-    """Indices of one successor per distinct fingerprint, the one with the least key (keys
-    are distinct), in fingerprint order."""
-    order = np.argsort(fps, kind="stable")
-    sfps = fps[order]
-    starts = np.flatnonzero(np.concatenate(([True], sfps[1:] != sfps[:-1])))
-    if len(starts) == len(order):
-        return order
-    skeys = keys[order]
-    least = np.minimum.reduceat(skeys, starts)
-    sizes = np.diff(np.append(starts, len(order)))
-    return order[skeys == np.repeat(least, sizes)]
-
-
-# -- what runs on the executors -----------------------------------------------------------
-# Module-level functions bound with functools.partial. On its way through the shuffle a
-# record is (owner, ("s", keys, fps, parent fps, codes, rows)) or (owner, ("m", meta)).
-
-
-def _fingerprints(kernel, rows, symmetry):
-    return fingerprint_rows(kernel.canonical(rows) if symmetry else rows)
-
-
-def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources,
-                      through_store, fail_first_attempt, index, _records):
-    """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
-    rank is ``offsets[index]``), read from the store.
-
-    Yields ``(owner, ("s", keys, fps, parent fps, codes, rows))`` for the successors owned
-    by ``owner`` (per slice of the frontier, the successor with the least key of each
-    fingerprint), then ``(index, ("m", (terminal, generated, fired per code, step
-    violations, bytes, seconds)))`` where a step violation maps a property to its least
-    ``(key, explanation, parent fp, choice)`` in this partition.
-    """
-    if fail_first_attempt and index == 0:
-        from pyspark import TaskContext
-
-        if TaskContext.get().attemptNumber() == 0:
-            _test_fault(fail_first_attempt)
-    clock = time.perf_counter()
-    names = kernel.action_names
-    terminal = generated = shipped = 0
-    fired = np.zeros(len(names), dtype=np.int64)
-    step_bad: dict[str, tuple] = {}
-    checks = [p for p in step_props if p.name not in found]
-    base = offsets[index]
-    busy = 0.0
-    parts = [_load(_front_path(root, depth, index, i), 3) for i in sources[index]]
-    if parts:
-        keys, fps, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
-        order = np.argsort(keys, kind="stable")  # the rank order: this partition's frontier
-        fps, rows = fps[order], rows[order]
-        del keys, order, parts
-        for s in range(0, len(rows), SLICE_ROWS):
-            parts = []
-            for c in range(s, min(s + SLICE_ROWS, len(rows)), _CHUNK):
-                chunk = rows[c:c + _CHUNK]
-                parents, choices, codes, succ = kernel.expand(chunk)
-                generated += len(succ)
-                terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
-                fired += np.bincount(codes, minlength=len(names))
-                if not len(succ):
-                    continue
-                keys = (base + c + parents.astype(np.int64)) * 256 + choices
-                for prop in checks:
-                    if prop.name in step_bad:
-                        continue  # an earlier chunk has a smaller key
-                    mask = kernel.step_mask(prop.name, chunk, parents, succ)
-                    if mask is None:
-                        mask = np.array([_step_why(model, kernel, prop, chunk[p], ch) is not None
-                                         for p, ch in zip(parents.tolist(), choices.tolist())], dtype=bool)
-                    hits = np.flatnonzero(mask)
-                    if len(hits):
-                        i = int(hits[np.argmin(keys[hits])])
-                        why = _step_why(model, kernel, prop, chunk[parents[i]], int(choices[i]))
-                        if why is None:
-                            raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
-                        step_bad[prop.name] = (int(keys[i]), why, int(fps[c + parents[i]]), int(choices[i]))
-                parts.append((keys, _fingerprints(kernel, succ, symmetry), fps[c + parents], codes, succ))
-            if not parts:
-                continue
-            keys, sfps, pfps, codes, succ = (np.concatenate(a) for a in zip(*parts))
-            del parts
-            pick = _least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
-            keys, sfps, pfps, codes, succ = keys[pick], sfps[pick], pfps[pick], codes[pick], succ[pick]
-            cuts = np.searchsorted(_owners(sfps, n), np.arange(n + 1))
-            for o in range(n):
-                a, b = int(cuts[o]), int(cuts[o + 1])
-                if b > a:
-                    arrays = (keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b])
-                    shipped += sum(x.nbytes for x in arrays)
-                    if through_store:
-                        path = _succ_path(root, depth, o, index, s)
-                        _save(path, *arrays)
-                        payload = ("f", path)
-                    else:
-                        payload = ("s", *arrays)
-                    busy += time.perf_counter() - clock
-                    yield (o, payload)
-                    clock = time.perf_counter()
-    busy += time.perf_counter() - clock
-    yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy)))
-
-
-def _step_why(model, kernel, prop, row, choice):
-    state = kernel.decode(row)
-    action, nxt = successors(model, state)[choice]
-    return prop.check(model, state, action, nxt)
-
-
-def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, index, records):
-    """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
-    the least key of each fingerprint, drops those in its seen runs, writes the new ones
-    to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``
-    merges, the level's parent pointers, and their rows routed to their next rank
-    partition ``g * n // level``) and checks the invariants on them.
-
-    Yields one summary ``(index, new per rank partition, new per code, state violations,
-    expansion summaries, bytes written, seconds, runs)``; a state violation maps a
-    property to its least ``(key, explanation, fp)``; ``runs`` lists the ``(depth,
-    length)`` of the partition's seen runs from now on.
-    """
-    names = kernel.action_names
-    parts, metas = [], []
-    clock = time.perf_counter()
-    for _key, value in records:
-        if value[0] == "s":
-            parts.append(value[1:])
-        elif value[0] == "f":
-            parts.append(_load(value[1], 5))
-        else:
-            metas.append(value[1])
-    new_codes = np.zeros(len(names), dtype=np.int64)
-    per_target = np.zeros(n, dtype=np.int64)
-    state_bad: dict[str, tuple] = {}
-    shipped = 0
-    mine = list(runs[index])
-    if parts:
-        keys, fps, pfps, codes, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
-        del parts
-        sel = _least_per_fingerprint(keys, fps)  # sorted by fingerprint
-        old = [np.load(_run_path(root, index, d), mmap_mode="r") for d, _ in mine]
-        sel = sel[~_contains(old, fps[sel])]
-        del old
-        if len(sel):
-            keys, fps, pfps, codes, rows = keys[sel], fps[sel], pfps[sel], codes[sel], rows[sel]
-            _save(_meta_path(root, index, depth), fps, pfps, (keys & 255).astype(np.int16))
-            # The new run, merged with the newest runs while it is at least half as large.
-            run, mine = fps, mine + [(depth, len(fps))]
-            while len(mine) > 1 and 2 * mine[-1][1] >= mine[-2][1]:
-                d, _ = mine[-2]
-                run = np.concatenate((np.load(_run_path(root, index, d)), run))
-                run.sort(kind="stable")  # two sorted runs: a linear merge
-                mine[-2:] = [(depth, len(run))]
-            _save(_run_path(root, index, depth), run)
-            del run
-            new_codes += np.bincount(codes, minlength=len(names))
-            for prop in invariants:
-                if prop.name in found:
-                    continue
-                mask = kernel.invariant_mask(prop.name, rows)
-                if mask is None:
-                    mask = np.array([prop.check(model, kernel.decode(r)) is not None for r in rows], dtype=bool)
-                if mask.any():
-                    hits = np.flatnonzero(mask)
-                    j = int(hits[np.argmin(keys[hits])])
-                    why = prop.check(model, kernel.decode(rows[j]))
-                    if why is None:
-                        raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
-                    state_bad[prop.name] = (int(keys[j]), why, int(fps[j]))
-            order = np.argsort(keys)
-            keys, fps, rows = keys[order], fps[order], rows[order]
-            target = (keys >> 8) * n // level  # grows with the key
-            per_target += np.bincount(target, minlength=n)
-            cuts = np.searchsorted(target, np.arange(n + 1))
-            for t in range(n):
-                a, b = int(cuts[t]), int(cuts[t + 1])
-                if b > a:
-                    shipped += _save(_front_path(root, depth, t, index), keys[a:b], fps[a:b], rows[a:b])
-    busy = time.perf_counter() - clock
-    yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine)
 
 
 # -- driver helpers ---------------------------------------------------------------------

@@ -1,0 +1,145 @@
+"""The rows engine's store (``checker.spark_rows``): the directory where a run keeps what
+outlives a level, and the owner of a fingerprint."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from .errors import EngineError
+from .spark_store import digests
+
+class Store:
+    """The directory where a run keeps what outlives a level (TLC keeps its fingerprint
+    set and its trace file on disk the same way): for every fingerprint partition ``i``,
+    its sorted runs of fingerprints (``seen/iiii/run-DDDDDD.npy``, the newest named by the
+    depth that wrote it) and, for every depth, its new states' fingerprints, parent
+    fingerprints and choices (``seen/iiii/meta-DDDDDD.bin``); and the frontier of the
+    next level, one file per rank partition and owner (``front/DDDDDD/tTTTT-pIIII.bin``).
+
+    Every file is written whole under a temporary name and renamed, by a task whose
+    output depends only on its inputs: a retried task rewrites the same bytes. The
+    executors and the driver must all see the directory at the same path (on a cluster:
+    a shared file system)."""
+
+    def __init__(self, root):
+        self.root = str(root)
+
+    @classmethod
+    def create(cls, parent=None):
+        try:
+            if parent is not None:
+                os.makedirs(parent, exist_ok=True)
+            return cls(tempfile.mkdtemp(prefix="kmc-rows-", dir=parent))
+        except OSError as e:
+            raise EngineError(f"spark store: cannot create a directory in {parent or tempfile.gettempdir()} "
+                              f"({e.strerror or e})") from None
+
+    def remove(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # Paths (also used on the executors, through the module functions below).
+    def run(self, i, depth):
+        return _run_path(self.root, i, depth)
+
+    def front(self, depth, t, i):
+        return _front_path(self.root, depth, t, i)
+
+    def save(self, path, *arrays):
+        _save(path, *arrays)
+
+    def drop_run(self, i, depth):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.run(i, depth))
+
+    def drop_front(self, depth):
+        shutil.rmtree(os.path.join(self.root, "front", f"{depth:06d}"), ignore_errors=True)
+
+    def drop_successors(self, depth):
+        shutil.rmtree(os.path.join(self.root, "succ", f"{depth:06d}"), ignore_errors=True)
+
+    def parent(self, i, depth, fp):
+        fps, parents, choices = _load(_meta_path(self.root, i, depth), 3)
+        at = int(np.searchsorted(fps, np.uint64(fp)))
+        if at == len(fps) or int(fps[at]) != fp:
+            raise EngineError("trace rebuild: a state's parent is missing from the seen-set")
+        return int(parents[at]), int(choices[at])
+
+
+def _split_frontier(store, depth, n, keys, fps, rows):
+    """Write a level (in rank order) into ``store`` as ``n`` rank partitions: partition
+    ``j`` holds the ranks ``g`` with ``g * n // L == j``. Returns the count of each and
+    the owners that wrote each (the driver, as owner 0)."""
+    level = len(keys)
+    bounds = [(j * level + n - 1) // n for j in range(n)] + [level]
+    sources = []
+    for j in range(n):
+        cut = slice(bounds[j], bounds[j + 1])
+        if bounds[j + 1] > bounds[j]:
+            store.save(store.front(depth, j, 0), keys[cut], fps[cut], rows[cut])
+            sources.append([0])
+        else:
+            sources.append([])
+    return [bounds[j + 1] - bounds[j] for j in range(n)], sources
+
+
+def _link(source, target):
+    """Hard-link ``source`` as ``target`` (the store never rewrites a file), or copy it
+    when they are on different file systems."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def _digests(directory) -> dict:
+    """``{file name: (size, sha256)}`` of a saved level's files."""
+    return digests(sorted(Path(directory).iterdir()))
+
+def _run_path(root, i, depth):
+    return os.path.join(root, "seen", f"{i:04d}", f"run-{depth:06d}.npy")
+
+
+def _meta_path(root, i, depth):
+    return os.path.join(root, "seen", f"{i:04d}", f"meta-{depth:06d}.bin")
+
+
+def _succ_path(root, depth, o, i, s):
+    return os.path.join(root, "succ", f"{depth:06d}", f"o{o:04d}-p{i:04d}-{s:09d}.bin")
+
+
+def _front_path(root, depth, t, i):
+    return os.path.join(root, "front", f"{depth:06d}", f"t{t:04d}-p{i:04d}.bin")
+
+
+def _save(path, *arrays):
+    """Write ``arrays`` to ``path`` whole: under a name of this process, then renamed."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as f:
+        for a in arrays:
+            np.save(f, np.ascontiguousarray(a), allow_pickle=False)
+    os.replace(tmp, path)
+    return sum(a.nbytes for a in arrays)
+
+
+def _load(path, count):
+    with open(path, "rb") as f:
+        return [np.load(f, allow_pickle=False) for _ in range(count)]
+
+
+def _owners(fps, n):
+    """The fingerprint partition of each fingerprint: ``floor(fp * n / 2**64)`` (to 32
+    bits), which grows with ``fp``, so that a sorted array of fingerprints splits into
+    its owners' shares by position."""
+    return ((fps >> np.uint64(32)) * np.uint64(n) >> np.uint64(32)).astype(np.int64)
+
+
+def _owner_of(fp, n):
+    return ((int(fp) >> 32) * n) >> 32

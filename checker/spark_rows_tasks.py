@@ -1,0 +1,208 @@
+"""What the rows engine's executors run (``checker.spark_rows``): plain module-level
+functions, bound with ``functools.partial``. On its way through the shuffle a record is
+``(owner, ("f", path))`` (successors written into the store), ``(owner, ("s", keys, fps,
+parent fps, codes, rows))`` (``exchange="shuffle"``) or ``(owner, ("m", meta))``."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .errors import EngineError
+from .fingerprint import fingerprint_rows
+from .protocol import successors
+from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path, _save, _succ_path
+from .spark_tasks import _test_fault
+
+SLICE_ROWS = 1 << 16  # frontier rows expanded and deduplicated together in a task
+_CHUNK = 1 << 14  # rows per kernel call
+
+def _contains(runs, fps):
+    """Which of the sorted ``fps`` are in the sorted runs."""
+    hit = np.zeros(len(fps), dtype=bool)
+    for run in runs:
+        if not len(run) or not len(fps):
+            continue
+        at = np.searchsorted(run, fps)
+        at[at == len(run)] = 0
+        hit |= run[at] == fps
+    return hit
+
+
+def _least_per_fingerprint(keys, fps):
+    """Indices of one successor per distinct fingerprint, the one with the least key (keys
+    are distinct), in fingerprint order."""
+    order = np.argsort(fps, kind="stable")
+    sfps = fps[order]
+    starts = np.flatnonzero(np.concatenate(([True], sfps[1:] != sfps[:-1])))
+    if len(starts) == len(order):
+        return order
+    skeys = keys[order]
+    least = np.minimum.reduceat(skeys, starts)
+    sizes = np.diff(np.append(starts, len(order)))
+    return order[skeys == np.repeat(least, sizes)]
+
+
+def _fingerprints(kernel, rows, symmetry):
+    return fingerprint_rows(kernel.canonical(rows) if symmetry else rows)
+
+
+def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources,
+                      through_store, fail_first_attempt, index, _records):
+    """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
+    rank is ``offsets[index]``), read from the store.
+
+    Yields ``(owner, ("s", keys, fps, parent fps, codes, rows))`` for the successors owned
+    by ``owner`` (per slice of the frontier, the successor with the least key of each
+    fingerprint), then ``(index, ("m", (terminal, generated, fired per code, step
+    violations, bytes, seconds)))`` where a step violation maps a property to its least
+    ``(key, explanation, parent fp, choice)`` in this partition.
+    """
+    if fail_first_attempt and index == 0:
+        from pyspark import TaskContext
+
+        if TaskContext.get().attemptNumber() == 0:
+            _test_fault(fail_first_attempt)
+    clock = time.perf_counter()
+    names = kernel.action_names
+    terminal = generated = shipped = 0
+    fired = np.zeros(len(names), dtype=np.int64)
+    step_bad: dict[str, tuple] = {}
+    checks = [p for p in step_props if p.name not in found]
+    base = offsets[index]
+    busy = 0.0
+    parts = [_load(_front_path(root, depth, index, i), 3) for i in sources[index]]
+    if parts:
+        keys, fps, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
+        order = np.argsort(keys, kind="stable")  # the rank order: this partition's frontier
+        fps, rows = fps[order], rows[order]
+        del keys, order, parts
+        for s in range(0, len(rows), SLICE_ROWS):
+            parts = []
+            for c in range(s, min(s + SLICE_ROWS, len(rows)), _CHUNK):
+                chunk = rows[c:c + _CHUNK]
+                parents, choices, codes, succ = kernel.expand(chunk)
+                generated += len(succ)
+                terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
+                fired += np.bincount(codes, minlength=len(names))
+                if not len(succ):
+                    continue
+                keys = (base + c + parents.astype(np.int64)) * 256 + choices
+                for prop in checks:
+                    if prop.name in step_bad:
+                        continue  # an earlier chunk has a smaller key
+                    mask = kernel.step_mask(prop.name, chunk, parents, succ)
+                    if mask is None:
+                        mask = np.array([_step_why(model, kernel, prop, chunk[p], ch) is not None
+                                         for p, ch in zip(parents.tolist(), choices.tolist())], dtype=bool)
+                    hits = np.flatnonzero(mask)
+                    if len(hits):
+                        i = int(hits[np.argmin(keys[hits])])
+                        why = _step_why(model, kernel, prop, chunk[parents[i]], int(choices[i]))
+                        if why is None:
+                            raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
+                        step_bad[prop.name] = (int(keys[i]), why, int(fps[c + parents[i]]), int(choices[i]))
+                parts.append((keys, _fingerprints(kernel, succ, symmetry), fps[c + parents], codes, succ))
+            if not parts:
+                continue
+            keys, sfps, pfps, codes, succ = (np.concatenate(a) for a in zip(*parts))
+            del parts
+            pick = _least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
+            keys, sfps, pfps, codes, succ = keys[pick], sfps[pick], pfps[pick], codes[pick], succ[pick]
+            cuts = np.searchsorted(_owners(sfps, n), np.arange(n + 1))
+            for o in range(n):
+                a, b = int(cuts[o]), int(cuts[o + 1])
+                if b > a:
+                    arrays = (keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b])
+                    shipped += sum(x.nbytes for x in arrays)
+                    if through_store:
+                        path = _succ_path(root, depth, o, index, s)
+                        _save(path, *arrays)
+                        payload = ("f", path)
+                    else:
+                        payload = ("s", *arrays)
+                    busy += time.perf_counter() - clock
+                    yield (o, payload)
+                    clock = time.perf_counter()
+    busy += time.perf_counter() - clock
+    yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy)))
+
+
+def _step_why(model, kernel, prop, row, choice):
+    state = kernel.decode(row)
+    action, nxt = successors(model, state)[choice]
+    return prop.check(model, state, action, nxt)
+
+
+def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, index, records):
+    """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
+    the least key of each fingerprint, drops those in its seen runs, writes the new ones
+    to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``
+    merges, the level's parent pointers, and their rows routed to their next rank
+    partition ``g * n // level``) and checks the invariants on them.
+
+    Yields one summary ``(index, new per rank partition, new per code, state violations,
+    expansion summaries, bytes written, seconds, runs)``; a state violation maps a
+    property to its least ``(key, explanation, fp)``; ``runs`` lists the ``(depth,
+    length)`` of the partition's seen runs from now on.
+    """
+    names = kernel.action_names
+    parts, metas = [], []
+    clock = time.perf_counter()
+    for _key, value in records:
+        if value[0] == "s":
+            parts.append(value[1:])
+        elif value[0] == "f":
+            parts.append(_load(value[1], 5))
+        else:
+            metas.append(value[1])
+    new_codes = np.zeros(len(names), dtype=np.int64)
+    per_target = np.zeros(n, dtype=np.int64)
+    state_bad: dict[str, tuple] = {}
+    shipped = 0
+    mine = list(runs[index])
+    if parts:
+        keys, fps, pfps, codes, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
+        del parts
+        sel = _least_per_fingerprint(keys, fps)  # sorted by fingerprint
+        old = [np.load(_run_path(root, index, d), mmap_mode="r") for d, _ in mine]
+        sel = sel[~_contains(old, fps[sel])]
+        del old
+        if len(sel):
+            keys, fps, pfps, codes, rows = keys[sel], fps[sel], pfps[sel], codes[sel], rows[sel]
+            _save(_meta_path(root, index, depth), fps, pfps, (keys & 255).astype(np.int16))
+            # The new run, merged with the newest runs while it is at least half as large.
+            run, mine = fps, mine + [(depth, len(fps))]
+            while len(mine) > 1 and 2 * mine[-1][1] >= mine[-2][1]:
+                d, _ = mine[-2]
+                run = np.concatenate((np.load(_run_path(root, index, d)), run))
+                run.sort(kind="stable")  # two sorted runs: a linear merge
+                mine[-2:] = [(depth, len(run))]
+            _save(_run_path(root, index, depth), run)
+            del run
+            new_codes += np.bincount(codes, minlength=len(names))
+            for prop in invariants:
+                if prop.name in found:
+                    continue
+                mask = kernel.invariant_mask(prop.name, rows)
+                if mask is None:
+                    mask = np.array([prop.check(model, kernel.decode(r)) is not None for r in rows], dtype=bool)
+                if mask.any():
+                    hits = np.flatnonzero(mask)
+                    j = int(hits[np.argmin(keys[hits])])
+                    why = prop.check(model, kernel.decode(rows[j]))
+                    if why is None:
+                        raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
+                    state_bad[prop.name] = (int(keys[j]), why, int(fps[j]))
+            order = np.argsort(keys)
+            keys, fps, rows = keys[order], fps[order], rows[order]
+            target = (keys >> 8) * n // level  # grows with the key
+            per_target += np.bincount(target, minlength=n)
+            cuts = np.searchsorted(target, np.arange(n + 1))
+            for t in range(n):
+                a, b = int(cuts[t]), int(cuts[t + 1])
+                if b > a:
+                    shipped += _save(_front_path(root, depth, t, index), keys[a:b], fps[a:b], rows[a:b])
+    busy = time.perf_counter() - clock
+    yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine)

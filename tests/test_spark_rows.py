@@ -12,6 +12,7 @@ seconds on a loaded two-core machine.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from functools import lru_cache
@@ -91,6 +92,17 @@ def assert_same(got, want):
 def _rows(spec, options, **kw):
     engine = SparkRowsEngine(spec.model(), spec.properties(), options, **kw)
     return engine, engine.run()
+
+
+@pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1",
+                    reason="every spec on Spark, on 1 and 3 partitions: 4 more minutes; set KMC_SLOW=1")
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("name", SPECS)
+def test_every_spec_on_spark(sc, name, partitions):
+    # Every level after the initial states on Spark (the default selection runs ON_SPARK).
+    spec = _spec(name)
+    _engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=0)
+    assert_same(result, _batch(name))
 
 
 @pytest.mark.parametrize("name", SPECS)

@@ -34,7 +34,7 @@ import numpy as np
 from .memory import resident_bytes
 from .errors import EngineError
 from .fingerprint import fingerprint_rows
-from .kernel import require_symmetric, split_properties, stop_after_level
+from .kernel import require_symmetric, result_of, split_properties, stop_after_level
 from .local import Options
 from .protocol import successors
 from .result import CheckResult, Stats, Violation
@@ -177,9 +177,7 @@ class BatchEngine:
         stats.generated += len(succ)
         stats.terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
         names = kernel.action_names
-        for code, k in enumerate(np.bincount(codes, minlength=len(names)).tolist()):
-            if k:
-                stats.fired[names[code]] = stats.fired.get(names[code], 0) + k
+        add_counts(stats.fired, names, np.bincount(codes, minlength=len(names)))
         if not len(succ):
             return succ
         # A successor's place in the model's order is (parent, choice): `key`. Of the
@@ -200,9 +198,7 @@ class BatchEngine:
         uniq, least = uniq[fresh], np.sort(least[fresh])  # discovery order
         src = least & _INDEX_MASK
         self.seen.add_sorted(uniq, first + parents[src], choices[src])
-        for code, k in enumerate(np.bincount(codes[src], minlength=len(names)).tolist()):
-            if k:
-                stats.new[names[code]] = stats.new.get(names[code], 0) + k
+        add_counts(stats.new, names, np.bincount(codes[src], minlength=len(names)))
         rows = succ[src]
         self._check_new(rows, len(self.seen) - len(rows), level_found)
         return rows
@@ -299,16 +295,14 @@ class BatchEngine:
                 init, choices = self.seen.path_to(where)
                 path = replay_choices(self.model, init, choices)
             violations[prop] = Violation(prop, kind, why, path)
-        complete = stopped is None or (stopped == "violation" and not self._frontier_size())
-        return CheckResult(
-            engine=self.name,
-            checked=[p.name for p in self.properties],
-            stats=self.stats if stats is None else stats,
-            violations=violations,
-            complete=complete,
-            stopped=stopped,
-            max_depth=self.options.max_depth,
-        )
+        return result_of(self, violations, stopped, self._frontier_size(), stats)
+
+
+def add_counts(counter, names, counts):
+    """Add per-action-code ``counts`` to ``counter`` (action name -> count)."""
+    for code, k in enumerate(np.asarray(counts).tolist()):
+        if k:
+            counter[names[code]] = counter.get(names[code], 0) + k
 
 
 def _chunks(arrays, size):

@@ -65,6 +65,32 @@ def expand(model, state, step_props=(), encode=None):
     return out
 
 
+def result_of(engine, violations, stopped, frontier_left, stats=None):
+    """The ``CheckResult`` an engine returns: its ``name``, ``properties``, ``options`` and
+    ``stats`` (unless ``stats`` is given), the counterexamples found, and why it stopped.
+    A run is complete when it was not stopped, or stopped at a violation with nothing
+    left to expand."""
+    from .result import CheckResult
+
+    return CheckResult(
+        engine=engine.name,
+        checked=[p.name for p in engine.properties],
+        stats=engine.stats if stats is None else stats,
+        violations=violations,
+        complete=stopped is None or (stopped == "violation" and not frontier_left),
+        stopped=stopped,
+        max_depth=engine.options.max_depth,
+    )
+
+
+def keep_least(candidates, prop, entry):
+    """Keep ``entry`` as ``prop``'s candidate violation if it comes first (``entry[0]``,
+    a path or a key, is the least seen so far): the one every engine reports."""
+    old = candidates.get(prop)
+    if old is None or entry[0] < old[0]:
+        candidates[prop] = entry
+
+
 def stop_after_level(found, properties, options, distinct, frontier_left):
     """Why a run stops at a level boundary, or ``None`` to go on: the policy every engine
     shares, so that they stop at the same level.

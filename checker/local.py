@@ -20,7 +20,8 @@ import attrs
 
 from .memory import resident_bytes
 from .fingerprint import fingerprint_bytes
-from .kernel import canonical_encoder, check_state, require_symmetric, expand, split_properties, stop_after_level
+from .kernel import (canonical_encoder, check_state, expand, require_symmetric,
+                     result_of, split_properties, stop_after_level)
 from .protocol import action_name
 from .result import CheckResult, Stats, Violation
 from .trace import extend, replay_fingerprints
@@ -392,16 +393,7 @@ class LocalEngine:
             else:
                 path = replay_fingerprints(self.model, self._chain(where), self.encode)
             violations[prop] = Violation(prop, kind, why, path)
-        complete = stopped is None or (stopped == "violation" and not self.frontier)
-        return CheckResult(
-            engine=self.name,
-            checked=[p.name for p in self.properties],
-            stats=self.stats if stats is None else stats,
-            violations=violations,
-            complete=complete,
-            stopped=stopped,
-            max_depth=self.options.max_depth,
-        )
+        return result_of(self, violations, stopped, self.frontier, stats)
 
 
 def _over(limit) -> bool:

@@ -67,7 +67,7 @@ import attrs
 from .checkpoint import CheckpointError, claim_data_dir
 from .errors import EngineError
 from .fingerprint import fingerprint
-from .kernel import split_properties, stop_after_level
+from .kernel import keep_least, result_of, split_properties, stop_after_level
 from .local import Options
 from .result import CheckResult, Stats, Violation
 from .spark_master import MAX_PARTITIONS
@@ -334,14 +334,14 @@ class SparkEngine:
             for name, k in new_by_action.items():
                 stats.new[name] = stats.new.get(name, 0) + k
             for prop, (path, why, fp) in state_bad.items():
-                _keep_least(candidates, prop, (path, "always", why, fp))
+                keep_least(candidates, prop, (path, "always", why, fp))
             for terminal, generated, fired, step_bad in metas:
                 stats.terminal += terminal
                 stats.generated += generated
                 for name, k in fired.items():
                     stats.fired[name] = stats.fired.get(name, 0) + k
                 for prop, (path, why) in step_bad.items():
-                    _keep_least(candidates, prop, (path, "step", why, None))
+                    keep_least(candidates, prop, (path, "step", why, None))
         stats.distinct += new_states
         for prop, (path, kind, why, fp) in candidates.items():
             if prop not in self.found:
@@ -509,19 +509,5 @@ class SparkEngine:
             if fp is not None and fingerprint(self.model, trace.steps[-1].state) != fp:
                 raise EngineError(f"trace replay for {prop} does not reach the violating state")
             violations[prop] = Violation(prop, kind, why, trace)
-        complete = stopped is None or (stopped == "violation" and not frontier)
-        return CheckResult(
-            engine=self.name,
-            checked=[p.name for p in self.properties],
-            stats=stats,
-            violations=violations,
-            complete=complete,
-            stopped=stopped,
-            max_depth=self.options.max_depth,
-        )
+        return result_of(self, violations, stopped, frontier, stats)
 
-
-def _keep_least(candidates, prop, entry):
-    old = candidates.get(prop)
-    if old is None or entry[0] < old[0]:
-        candidates[prop] = entry

@@ -34,8 +34,7 @@ position. One level is one Spark job of two stages:
    step properties (``kernel.step_mask``, the least-key violator per property), keeps
    the least key of each fingerprint within a slice, and writes the successors (key,
    fingerprint, parent fingerprint, action code, row) for each owner into the store;
-   one small record per file goes through Spark's shuffle (or, with ``exchange =
-   "shuffle"``, the arrays themselves).
+   one small record per file goes through Spark's shuffle.
 2. Owner ``i`` reads the successors for it, keeps the least key per fingerprint, drops
    those in its seen runs, writes the new fingerprints as a run (merged with the newest
    runs as ``checker.seen.CompactSeenSet`` merges) and the level's parent pointers,
@@ -71,10 +70,10 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from .batch import BatchEngine
+from .batch import BatchEngine, add_counts
 from .checkpoint import CheckpointError, claim_data_dir
 from .errors import EngineError
-from .kernel import require_symmetric, split_properties, stop_after_level
+from .kernel import keep_least, require_symmetric, result_of, split_properties, stop_after_level
 from .local import Options
 from .result import CheckResult, Stats, Violation
 from .spark_session import _cancel_group, _default_partitions, _one_line, _quiet_py4j, partitions_bad, spark_context
@@ -114,7 +113,7 @@ class SparkRowsEngine:
 
     def __init__(self, model, properties=None, options=None, progress=None, *,
                  master=None, partitions=None, verbose=False, checkpoint_dir=None,
-                 driver_level_limit=DRIVER_LEVEL_LIMIT, store_dir=None, exchange="store",
+                 driver_level_limit=DRIVER_LEVEL_LIMIT, store_dir=None,
                  _fail_first_attempt=False):
         self.model = model
         self.kernel = model.batch_kernel()
@@ -128,9 +127,6 @@ class SparkRowsEngine:
         self.checkpoint_dir = checkpoint_dir
         self.driver_level_limit = driver_level_limit
         self.store_dir = store_dir
-        if exchange not in ("store", "shuffle"):
-            raise EngineError(f"exchange must be 'store' or 'shuffle', got {exchange!r}")
-        self.exchange = exchange
         self.data_root = None  # the checkpoint directory snapshot() saves levels under
         self._store = None
         self._n = None
@@ -308,8 +304,7 @@ class SparkRowsEngine:
             offsets = np.concatenate(([0], np.cumsum(counts))).tolist()
             found = frozenset(self.found)
             grow = partial(_expand_partition, self.kernel, self.model, self.step_props, found, symmetry,
-                           n, offsets, store.root, depth, sources, self.exchange == "store",
-                           self._fail_first_attempt)
+                           n, offsets, store.root, depth, sources, self._fail_first_attempt)
             own = partial(_own_partition, self.kernel, self.model, self.invariants, found, n, level,
                           store.root, depth + 1, self._runs)
             # One job, two stages: the rank partitions (expand their share of the
@@ -373,17 +368,17 @@ class SparkRowsEngine:
                 sources[t].append(index)
             shipped += out_bytes
             busy += own_busy
-            _add_counts(stats.new, names, new_codes)
+            add_counts(stats.new, names, new_codes)
             for prop, (key, why, fp) in state_bad.items():
-                _keep_least(candidates, prop, (key, "always", why, ("fp", (depth, fp))))
+                keep_least(candidates, prop, (key, "always", why, ("fp", (depth, fp))))
             for terminal, generated, fired, step_bad, in_bytes, expand_busy in metas:
                 shipped += in_bytes
                 busy += expand_busy
                 stats.terminal += terminal
                 stats.generated += generated
-                _add_counts(stats.fired, names, fired)
+                add_counts(stats.fired, names, fired)
                 for prop, (key, why, pfp, choice) in step_bad.items():
-                    _keep_least(candidates, prop, (key, "step", why, ("step", (depth - 1, pfp, choice))))
+                    keep_least(candidates, prop, (key, "step", why, ("step", (depth - 1, pfp, choice))))
             stale = {d for d, _ in self._runs[index]} - {d for d, _ in runs}
             for d in stale:
                 self._store.drop_run(index, d)
@@ -562,16 +557,7 @@ class SparkRowsEngine:
                 init, choices = self._chain(*where)
                 path = replay_choices(self.model, init, choices)
             violations[prop] = Violation(prop, kind, why, path)
-        complete = stopped is None or (stopped == "violation" and not frontier)
-        return CheckResult(
-            engine=self.name,
-            checked=[p.name for p in self.properties],
-            stats=stats,
-            violations=violations,
-            complete=complete,
-            stopped=stopped,
-            max_depth=self.options.max_depth,
-        )
+        return result_of(self, violations, stopped, frontier, stats)
 
     def _chain(self, depth, fp):
         """``(init index, choices)`` of the state ``fp`` of depth ``depth``: its parent
@@ -597,17 +583,6 @@ def _rows_partitions(sc) -> int:
         return _default_partitions(sc)
     return max(1, sc.defaultParallelism)
 
-
-def _add_counts(counter, names, counts):
-    for code, k in enumerate(np.asarray(counts).tolist()):
-        if k:
-            counter[names[code]] = counter.get(names[code], 0) + k
-
-
-def _keep_least(candidates, prop, entry):
-    old = candidates.get(prop)
-    if old is None or entry[0] < old[0]:
-        candidates[prop] = entry
 
 
 def _check_master(master) -> None:

@@ -1,7 +1,7 @@
 """What the rows engine's executors run (``checker.spark_rows``): plain module-level
 functions, bound with ``functools.partial``. On its way through the shuffle a record is
-``(owner, ("f", path))`` (successors written into the store), ``(owner, ("s", keys, fps,
-parent fps, codes, rows))`` (``exchange="shuffle"``) or ``(owner, ("m", meta))``."""
+``(owner, ("f", path))`` (successors written into the store for ``owner``) or ``(owner,
+("m", meta))``."""
 
 from __future__ import annotations
 
@@ -49,13 +49,13 @@ def _fingerprints(kernel, rows, symmetry):
 
 
 def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources,
-                      through_store, fail_first_attempt, index, _records):
+                      fail_first_attempt, index, _records):
     """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
     rank is ``offsets[index]``), read from the store.
 
-    Yields ``(owner, ("s", keys, fps, parent fps, codes, rows))`` for the successors owned
-    by ``owner`` (per slice of the frontier, the successor with the least key of each
-    fingerprint), then ``(index, ("m", (terminal, generated, fired per code, step
+    Writes the successors owned by ``owner`` (per slice of the frontier, the successor
+    with the least key of each fingerprint: keys, fps, parent fps, codes, rows) into the
+    store and yields ``(owner, ("f", path))`` for each file, then ``(index, ("m", (terminal, generated, fired per code, step
     violations, bytes, seconds)))`` where a step violation maps a property to its least
     ``(key, explanation, parent fp, choice)`` in this partition.
     """
@@ -116,12 +116,9 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, ro
                 if b > a:
                     arrays = (keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b])
                     shipped += sum(x.nbytes for x in arrays)
-                    if through_store:
-                        path = _succ_path(root, depth, o, index, s)
-                        _save(path, *arrays)
-                        payload = ("f", path)
-                    else:
-                        payload = ("s", *arrays)
+                    path = _succ_path(root, depth, o, index, s)
+                    _save(path, *arrays)
+                    payload = ("f", path)
                     busy += time.perf_counter() - clock
                     yield (o, payload)
                     clock = time.perf_counter()
@@ -151,9 +148,7 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
     parts, metas = [], []
     clock = time.perf_counter()
     for _key, value in records:
-        if value[0] == "s":
-            parts.append(value[1:])
-        elif value[0] == "f":
+        if value[0] == "f":
             parts.append(_load(value[1], 5))
         else:
             metas.append(value[1])

@@ -95,6 +95,23 @@ def explorations():
     return EXPLORATIONS
 
 
+# -- comparing two engines' results ----------------------------------------------------------
+
+def assert_same_spark_result(got, want):
+    """A Spark engine's result ``got`` has every number, verdict and counterexample of
+    ``want`` (a local engine's)."""
+    assert got.engine == "spark"
+    for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
+        assert getattr(got.stats, field) == getattr(want.stats, field), field
+    assert (got.complete, got.stopped, got.checked) == (want.complete, want.stopped, want.checked)
+    assert got.violations.keys() == want.violations.keys()
+    for name, v in want.violations.items():
+        g = got.violations[name]
+        assert (g.property, g.kind, g.explanation) == (v.property, v.kind, v.explanation)
+        assert (g.path.init_index, g.path.choices) == (v.path.init_index, v.path.choices)
+        assert g.path == v.path  # the same states and actions, replayed on the driver
+
+
 # -- the session's one SparkContext -------------------------------------------------------
 
 SPARK_MASTER = "local[2,3]"  # two cores; a failed task is tried up to three times

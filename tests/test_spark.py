@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import EXPLORATIONS, SPARK_MASTER
+from conftest import assert_same_spark_result as assert_same
 from kmc.checker.local import LocalEngine, Options
 from kmc.checker.spark import SparkEngine
-from conftest import EXPLORATIONS, SPARK_MASTER
 from kmc.model.spec import load_spec
 from pins import EXCLUDED, PINS
 
@@ -82,20 +83,6 @@ def _local(name):
 def _spark(name, **kwargs):
     spec = load_spec(REPO / "specs" / f"{name}.toml")
     return SparkEngine(spec.model(), spec.properties(), _options(spec), **kwargs).run()
-
-
-def assert_same(spark, local):
-    """Every number, verdict and counterexample of the two results is the same."""
-    assert spark.engine == "spark"
-    for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
-        assert getattr(spark.stats, field) == getattr(local.stats, field), field
-    assert (spark.complete, spark.stopped, spark.checked) == (local.complete, local.stopped, local.checked)
-    assert spark.violations.keys() == local.violations.keys()
-    for name, want in local.violations.items():
-        got = spark.violations[name]
-        assert (got.property, got.kind, got.explanation) == (want.property, want.kind, want.explanation)
-        assert (got.path.init_index, got.path.choices) == (want.path.init_index, want.path.choices)
-        assert got.path == want.path  # the same states and actions, replayed on the driver
 
 
 @pytest.mark.parametrize("name", _spec_params())

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import assert_same_spark_result as assert_same
 from kmc.checker.batch import BatchEngine
 from kmc.checker.errors import EngineError
 from kmc.checker.local import Options
@@ -75,20 +76,6 @@ def _batch(name, **kw):
     return BatchEngine(spec.model(), spec.properties(), _options(spec, **kw)).run()
 
 
-def assert_same(got, want):
-    """Every number, verdict and counterexample of the two results is the same."""
-    assert got.engine == "spark"
-    for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
-        assert getattr(got.stats, field) == getattr(want.stats, field), field
-    assert (got.complete, got.stopped, got.checked) == (want.complete, want.stopped, want.checked)
-    assert got.violations.keys() == want.violations.keys()
-    for name, v in want.violations.items():
-        g = got.violations[name]
-        assert (g.property, g.kind, g.explanation) == (v.property, v.kind, v.explanation)
-        assert (g.path.init_index, g.path.choices) == (v.path.init_index, v.path.choices)
-        assert g.path == v.path
-
-
 def _rows(spec, options, **kw):
     engine = SparkRowsEngine(spec.model(), spec.properties(), options, **kw)
     return engine, engine.run()
@@ -123,14 +110,6 @@ def test_specs_on_spark(sc, name, partitions):
     engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=0)
     assert_same(result, _batch(name))
     assert engine.metrics["driver_levels"] == 1  # only the initial states
-
-
-def test_successors_through_spark_shuffle(sc):
-    # exchange="shuffle": the successors travel through Spark's shuffle, not the store.
-    spec = _spec("le-unflushed")
-    engine, result = _rows(spec, _options(spec), partitions=2, driver_level_limit=0, exchange="shuffle")
-    assert_same(result, _batch("le-unflushed"))
-    assert engine.metrics["shuffle_bytes"] > 0
 
 
 def test_store_directory_and_its_errors(sc, tmp_path):

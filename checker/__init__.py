@@ -19,7 +19,7 @@ _LAZY = {
     "GraphTooLarge": ".graph", "state_graph": ".graph", "write_graph": ".graph",
     "check_state": ".kernel", "check_step": ".kernel", "expand": ".kernel", "split_properties": ".kernel",
     "LocalEngine": ".local", "Options": ".local", "check": ".local",
-    "ALWAYS": ".protocol", "STEP": ".protocol", "Model": ".protocol", "Property": ".protocol",
+    "ALWAYS": ".protocol", "STEP": ".protocol", "POSSIBLY": ".protocol", "Model": ".protocol", "Property": ".protocol",
     "successors": ".protocol", "action_name": ".protocol", "format_action": ".protocol",
     "describe_step": ".protocol",
     "HOLDS": ".result", "UNKNOWN": ".result", "VIOLATED": ".result", "CheckResult": ".result",
@@ -44,7 +44,7 @@ def __dir__():
 
 
 __all__ = [
-    "ALWAYS", "CheckResult", "action_name", "describe_step", "format_action", "GraphTooLarge", "SimulationResult", "SimulationStats", "EngineError", "HOLDS", "KmcError", "LocalEngine", "Model",
+    "ALWAYS", "POSSIBLY", "CheckResult", "action_name", "describe_step", "format_action", "GraphTooLarge", "SimulationResult", "SimulationStats", "EngineError", "HOLDS", "KmcError", "LocalEngine", "Model",
     "Options", "Path", "Property", "STEP", "SpecError", "Stats", "Step", "UNKNOWN",
     "UsageError", "VIOLATED", "Violation", "check", "check_state", "check_step", "expand",
     "fingerprint", "simulate", "state_graph", "write_graph", "replay_choices", "replay_fingerprints", "split_properties", "successors",

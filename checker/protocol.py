@@ -35,6 +35,7 @@ import attrs
 
 ALWAYS = "always"
 STEP = "step"
+POSSIBLY = "possibly"  # AG EF: from every reachable state some goal state stays reachable
 
 
 @attrs.frozen
@@ -43,21 +44,27 @@ class Property:
 
     Args:
         name: the name users select it by (``--invariant NAME``).
-        kind: ``"always"`` (a state invariant: ``check(model, state)``) or ``"step"``
-            (checked on every transition: ``check(model, before, action, after)``).
+        kind: ``"always"`` (a state invariant: ``check(model, state)``), ``"step"``
+            (checked on every transition: ``check(model, before, action, after)``) or
+            ``"possibly"`` (AG EF: ``check(model, state)`` returns True for a *goal* state,
+            and the property holds when a goal state stays reachable from every reachable
+            state; it needs the whole reachable graph).
         check: a plain module-level function returning ``None`` when the property holds
             and a one-sentence explanation when it does not.
         description: what the property says, for help texts and reports.
         symmetric: the property's verdict does not change when replicas are renamed, so
             it may be checked on one state per orbit (symmetry reduction refuses the
             state invariants that do not say so).
+        explain: for a ``"possibly"`` property, ``explain(model, state)`` says in a sentence
+            why no goal state can be reached from the trap ``state`` (default: none).
     """
 
     name: str
-    kind: str = attrs.field(validator=attrs.validators.in_((ALWAYS, STEP)))
-    check: Callable[..., str | None]
+    kind: str = attrs.field(validator=attrs.validators.in_((ALWAYS, STEP, POSSIBLY)))
+    check: Callable[..., Any]
     description: str = ""
     symmetric: bool = False
+    explain: Callable[..., str] | None = None
 
 
 class Model(Protocol):

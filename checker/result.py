@@ -52,13 +52,16 @@ class Violation:
     """A property that failed, the explanation of the failure, and a shortest path to it.
 
     For an ``always`` property the last state of ``path`` violates it; for a ``step``
-    property the last step of ``path`` does.
+    property the last step of ``path`` does; for a ``possibly`` property the last state of
+    ``path`` is the first trap state of the breadth-first order, and ``traps`` is the number
+    of trap states among the distinct states (orbits under symmetry reduction).
     """
 
     property: str
     kind: str
     explanation: str
     path: Path
+    traps: int | None = None
 
 
 @attrs.define
@@ -100,6 +103,10 @@ class CheckResult:
         complete: True when every reachable state (within ``max_depth``) was explored.
         stopped: why the run ended early (``"violation"``, ``"max-depth"``,
             ``"max-states"``, ``"interrupted"``, ...) or ``None`` when it ran out of states.
+        unknown: properties left undecided although the run was complete in its own terms,
+            with a one-line reason each (a ``possibly`` property needs every reachable
+            state: a ``max_depth`` run, or a stop at another property's violation, leaves
+            it unknown).
     """
 
     engine: str
@@ -109,8 +116,11 @@ class CheckResult:
     complete: bool = True
     stopped: str | None = None
     max_depth: int | None = None
+    unknown: dict[str, str] = attrs.field(factory=dict)
 
     def verdict(self, name: str) -> str:
         if name in self.violations:
             return VIOLATED
+        if name in self.unknown:
+            return UNKNOWN
         return HOLDS if self.complete else UNKNOWN

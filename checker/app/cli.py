@@ -112,7 +112,9 @@ def main(argv=None) -> int:
 
     SIGINT and SIGTERM are handled from the first line on, before rich, pyspark or an
     engine is imported: an interrupt at any moment of start-up ends in one line and exit
-    130 or 143, never a traceback. (A run replaces these handlers with its own, which
+    130 or 143, never a traceback. (Before this function runs, the program's imports are
+    covered by ``checker.signals.install_startup_handlers``; after it has returned,
+    ``run`` ignores both signals so that the verdict's exit code stands.) (A run replaces these handlers with its own, which
     stop it at a safe point; see ``checker.signals.StopOnSignals``.)
     """
     old = {}
@@ -157,7 +159,21 @@ def _main(argv) -> int:
 
 
 def run():  # console-script entry point
-    sys.exit(main())
+    code = main()
+    # The verdict is printed and its exit code decided: a signal from now on (while the
+    # interpreter frees the run's memory) must neither kill the process silently nor
+    # change its code. Flush, then ignore SIGINT and SIGTERM (an ignored signal stays
+    # ignored while the interpreter shuts down, in every thread).
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    for s in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(s, signal.SIG_IGN)
+        except ValueError:  # not the main thread
+            break
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -109,9 +109,18 @@ def run(args, out, err) -> int:
     doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
     _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
+        _write_json(args.json, doc)
     return 0
+
+
+def _write_json(path, doc):
+    from kmc.checker.errors import UsageError
+    from kmc.reports import write_json
+
+    try:
+        write_json(path, doc)
+    except OSError as e:
+        raise UsageError(f"--json: cannot write {path} ({e.strerror or e})") from None
 
 
 _SHOWN = ("distinct_states", "states_generated", "depth", "wall_seconds", "states_per_second",
@@ -177,6 +186,5 @@ def _compare(args, spec, out) -> int:
     out.print("Both paths explored the same state space." if same else
               "[bold red]The two paths disagree on the counts: this is a bug.[/]")
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"schema_version": 1, "spec": spec.path, "runs": docs, "ratio": ratio}, f, indent=2)
+        _write_json(args.json, {"schema_version": 1, "spec": spec.path, "runs": docs, "ratio": ratio})
     return 0 if same else 1

@@ -33,7 +33,8 @@ def register(sub):
         "[expect] table. What the model's variables, actions, truncation rules and invariants "
         "mean, and how states are counted: docs/model.md.",
         epilog="Exit codes: 0 every checked invariant holds (or none failed in the part explored, "
-        "when a bound stopped the search), 1 a violation, 2 bad input, 3 with --check-expect: "
+        "when a bound stopped the search), 1 a violation, 2 bad input (or --json could not be "
+        "written; every output path is checked before the search), 3 with --check-expect: "
         "the result does not match [expect] (an unknown verdict does not match), 4 stopped at "
         "--max-memory, 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
@@ -113,6 +114,9 @@ def run(args, out, err) -> int:
         _from_checkpoint(args, header)
     elif args.spec is None:
         raise UsageError("check: a SPEC is required (or --resume DIR)")
+    for option, value in (("--checkpoint", args.checkpoint), ("--resume", args.resume), ("--spark-store", args.spark_store)):
+        if value is not None and not value.strip():
+            raise UsageError(f"{option}: the path is empty; name a directory")
     spec = load(args.spec)
     directory = args.checkpoint or args.resume
     check_output_path("--json", args.json, force=args.force,
@@ -171,9 +175,13 @@ def run(args, out, err) -> int:
             wrote = False
     _say_how_to_continue(err, result, directory if writer else None, options)
     code = _exit_code(args, spec, result, signals, expectation)
-    # A failed write never turns a verdict into "bad input"; with nothing else to
-    # report (exit 0) it must still fail the command.
-    return code if wrote or code != EXIT_OK else EXIT_BAD_INPUT
+    # The path was checked before the search, so a write that fails now is rare (a full
+    # disk, a folder removed meanwhile); a script reading "1 = see the JSON" must not look
+    # for a file that is not there: the verdict is printed, the exit code says the output
+    # failed. (A stop by a signal or --max-memory keeps its own code.)
+    if not wrote and code in (EXIT_OK, EXIT_VIOLATION, EXIT_UNEXPECTED):
+        return EXIT_BAD_INPUT
+    return code
 
 
 def _exit_code(args, spec, result, signals, expectation) -> int:

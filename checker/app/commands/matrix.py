@@ -158,6 +158,8 @@ def register(sub):
     p.add_argument("--jobs", type=positive_int, metavar="N", default=1,
                    help="rows to run at once, in separate processes (default 1; times are per row)")
     p.add_argument("--title", metavar="TEXT", help="the title of RESULTS.md")
+    p.add_argument("--force", action="store_true",
+                   help="replace files in DIR that kmc did not write (RESULTS.md, results.json, traces/*.json)")
     p.set_defaults(run=run, _defaults={d: p.get_default(d) for d in _OPTIONS})
 
 
@@ -438,13 +440,19 @@ def run(args, out, err) -> int:
 
     from kmc.checker.exitcodes import EXIT_OK, EXIT_UNEXPECTED
 
+    if not args.out.strip():
+        raise UsageError("--out: the path is empty; name a directory")
     items, source, constants, spec_dir = _items(args)
     out_dir = Path(args.out)
     traces_dir = out_dir / "traces"
+    _check_out_dir(out_dir, [item[0] for item in items], args.force)
     try:
         traces_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"--out: cannot create the directory {args.out} ({e.strerror or e})") from None
+    from ..outputs import probe_folder
+
+    probe_folder("--out", str(traces_dir))
     started = time.perf_counter()
     rows, written = [], set()
     width = len(str(len(items)))
@@ -513,11 +521,37 @@ def _write(path, write):
         raise UsageError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
+def _check_out_dir(out_dir, ids, force):
+    """Before any row runs: every file the run will write (or remove) in ``out_dir`` is
+    either absent, one kmc wrote, or ``force`` allows replacing it.
+
+    Raises:
+        UsageError: naming the file, one line.
+    """
+    from ..outputs import check_output_path
+
+    for part in (out_dir, out_dir / "traces"):
+        if part.exists() and not part.is_dir():
+            raise UsageError(f"--out: cannot create the directory {part} (a file of that name exists)")
+    for name, kind in (("RESULTS.md", "results"), ("results.json", "json")):
+        path = out_dir / name
+        if path.exists() or path.is_symlink():
+            check_output_path("--out", str(path), force=force, kind=kind)
+    traces = out_dir / "traces"
+    if traces.is_dir():
+        for path in sorted(traces.glob("*.json")):
+            if any(path.name.startswith(rid + "-") for rid in ids):
+                check_output_path("--out", str(path), force=force, kind="json")
+
+
 def _remove_stale_traces(traces_dir, ids, written):
     """Remove trace files left by an earlier run of these same rows (a verdict that no
-    longer fails would otherwise keep a dead counterexample next to the table)."""
+    longer fails would otherwise keep a dead counterexample next to the table); only
+    files kmc wrote."""
+    from ..outputs import is_kmc_output
+
     for path in traces_dir.glob("*.json"):
-        if path.name in written:
+        if path.name in written or not is_kmc_output(path):
             continue
         if any(path.name.startswith(rid + "-") for rid in ids):
             try:

@@ -124,5 +124,5 @@ def run(args, out, err) -> int:
         except OSError as e:  # the outcome stands; the lost file is one more line
             err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
                       markup=False, highlight=False, soft_wrap=True)
-            return code or EXIT_BAD_INPUT
+            return EXIT_BAD_INPUT
     return code

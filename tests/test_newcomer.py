@@ -227,3 +227,37 @@ def test_the_cli_says_it_in_one_line_within_15_s(http_port):
     assert time.monotonic() - started < 15
     assert proc.returncode == 2
     assert one_line(proc).startswith(f"kmc: error: spark://127.0.0.1:{http_port} is not a Spark master: ")
+
+
+# -- pyspark is the spark extra ---------------------------------------------------------------
+
+_HIDE_PYSPARK = '''
+import sys
+class _Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyspark" or name.startswith("pyspark."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, _Hide())
+'''
+
+
+@pytest.mark.parametrize("command", ["check", "bench"])
+def test_the_spark_engine_without_pyspark_names_the_extra(tmp_path, command):
+    (tmp_path / "sitecustomize.py").write_text(_HIDE_PYSPARK)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    proc = kmc(command, HW, "--engine", "spark", env=env)
+    assert proc.returncode == 2
+    assert one_line(proc) == ("kmc: error: the spark engine needs pyspark, which is not installed (the 'spark' "
+                              "extra: pip install '.[spark]' in kmc's folder, or pip install pyspark)")
+
+
+def test_pyspark_is_an_extra_that_the_test_extra_and_ci_bring():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith("pyspark") for d in project["dependencies"])
+    extras = project["optional-dependencies"]
+    assert any(d.startswith("pyspark") for d in extras["spark"])
+    assert any(d.startswith("pyspark") for d in extras["test"])  # the README's 2nd command runs the Spark tests
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert f"pip install '.[{','.join(sorted(extras))}]'" in ci

@@ -9,7 +9,7 @@ import sys
 import time
 
 from kmc.checker.text import safe_text
-from .common import add_engine_arguments, add_force_argument, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int
+from .common import add_engine_arguments, add_force_argument, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int, require_spark
 
 
 def register(sub):
@@ -71,6 +71,7 @@ def spark_measures(metrics) -> dict:
 def run(args, out, err) -> int:
     spec = load(args.spec)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
+    require_spark(spec, args)
     if args.compare:
         return _compare(args, spec, out)
     model = spec.model()

@@ -19,6 +19,7 @@ from .common import (
     make_engine,
     options_from,
     positive_int,
+    require_spark,
     select_properties,
 )
 
@@ -121,6 +122,7 @@ def run(args, out, err) -> int:
     directory = args.checkpoint or args.resume
     check_output_path("--json", args.json, force=args.force,
                       protected=[spec.path, *checkpoint.own_files(directory)] if directory else [spec.path])
+    require_spark(spec, args)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     options = options_from(spec, args)

@@ -137,6 +137,31 @@ def options_from(spec, args) -> Options:
                    symmetry=symmetry)
 
 
+SPARK_EXTRA_HINT = "pip install '.[spark]' in kmc's folder, or pip install pyspark"
+
+
+def require_spark(spec, args) -> None:
+    """Refuse ``--engine spark`` (or a spec's ``[check] engine = "spark"``) in one line
+    when pyspark is not installed: it is the ``spark`` extra, not a dependency.
+
+    Raises:
+        EngineError: naming the extra.
+    """
+    import importlib.util
+
+    if (getattr(args, "engine", None) or spec.engine) != "spark":
+        return
+    try:
+        found = importlib.util.find_spec("pyspark") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        from kmc.checker.errors import EngineError
+
+        raise EngineError(f"the spark engine needs pyspark, which is not installed (the 'spark' extra: "
+                          f"{SPARK_EXTRA_HINT})")
+
+
 def add_force_argument(parser):
     parser.add_argument("--force", action="store_true",
                         help="replace an existing output file even if kmc did not write it")

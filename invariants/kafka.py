@@ -1,4 +1,4 @@
-"""The properties of the Kafka replication model (MODEL.md, "Invariants and properties").
+"""The properties of the Kafka replication model (docs/model.md, "Invariants").
 
 Each check is a plain module-level function (so it pickles to Spark executors) that
 returns ``None`` when the property holds and a one-sentence explanation when it does not.
@@ -124,7 +124,7 @@ LeaderCandidateCompleteness = Property(
 ALL = (HighWatermarkBelowLogEnd, CommittedNeverLost, LogsNeverDiverge, LeaderEpochMonotonic,
        LeaderCandidateCompleteness)
 BY_NAME = {p.name: p for p in ALL}
-# The four properties of the model before MODEL.md's last section: what a configuration
+# The four properties of the model before docs/model.md's "Kafka 2.1 and later": what a configuration
 # that uses none of it (an older rule, both options off) checks by default, so that its
 # runs, published results and pinned numbers are what they always were.
 CLASSIC = ALL[:4]

@@ -9,7 +9,7 @@ the parent's enabled actions, exactly as ``KafkaModel.successors`` orders them: 
 ``model.kafka`` is the reference: differential tests check that both give the same
 successors in the same order, state by state.
 
-Everything here follows MODEL.md action by action; the comments name the rule where
+Everything here follows docs/model.md action by action; the comments name the rule where
 the array form hides it.
 """
 
@@ -224,7 +224,7 @@ class KafkaBatchKernel:
         s[idx, b + c.HW] = hi
 
     def _elr_after(self, s, old_isr, new_isr):
-        """``elr_after(I, I')`` of MODEL.md as bit masks (int64 arrays)."""
+        """``elr_after(I, I')`` of docs/model.md as bit masks (int64 arrays)."""
         cfg = self.config
         if not cfg.eligible_leader_replicas:
             return np.zeros(len(s), dtype=np.int64)

@@ -1,4 +1,4 @@
-"""The model's constants (MODEL.md, "Constants")."""
+"""The model's constants (docs/model.md, "Constants")."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class Config:
 
     @property
     def modern(self) -> bool:
-        """Does this configuration use anything of MODEL.md's last section (the 2.1 rule,
+        """Does this configuration use anything of docs/model.md's "Kafka 2.1 and later" (the 2.1 rule,
         the HW gate or the ELR)? Without it the model is exactly the pre-2.1 one."""
         return (self.truncation == LEADER_EPOCH_21 or self.hw_requires_min_isr
                 or self.eligible_leader_replicas)

@@ -1,6 +1,6 @@
 """The Kafka replication model: one partition, its replicas, the controller and a producer.
 
-The transition system of MODEL.md, action for action. ``KafkaModel`` follows
+The transition system of docs/model.md, action for action. ``KafkaModel`` follows
 ``checker.protocol.Model``; the engines know nothing else about it.
 """
 
@@ -12,7 +12,7 @@ from .config import HIGH_WATERMARK, LEADER_EPOCH_21, Config
 from .state import Fetch, Quorum, Replica, State, elr_after, encode, leader_of, leads, leso
 from .truncation import truncation_offset
 
-# Action names, in the order MODEL.md enumerates them.
+# Action names, in the order docs/model.md enumerates them.
 PRODUCE = "Produce"
 FETCH_REQUEST = "FetchRequest"
 FETCH_RESPONSE = "FetchResponse"
@@ -72,7 +72,7 @@ def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, commi
 
 
 def _advance_hw(rep, l, isr, committed, gate=0):
-    """HW(l) of MODEL.md: the leader's HW rises to the smallest log end in the ISR.
+    """HW(l) of docs/model.md: the leader's HW rises to the smallest log end in the ISR.
 
     ``isr`` is the ISR in force after the step. With ``hw_requires_min_isr`` the caller
     passes ``gate = min_insync_replicas``: the HW then does not move while the ISR is
@@ -166,7 +166,7 @@ class KafkaModel:
         raise ValueError(f"{self.format_action(action)} is not enabled")
 
     def successors(self, state):
-        """Every enabled action with its successor, in MODEL.md's order (actions 1–9,
+        """Every enabled action with its successor, in docs/model.md's order (actions 1–9,
         then replica order, then cut point)."""
         cfg = self.config
         reps = state.replicas

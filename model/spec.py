@@ -3,7 +3,7 @@ expected of it.
 
     title = "..."                 # optional, one line
     description = "..."           # optional
-    [model]                       # the constants of MODEL.md
+    [model]                       # the constants of docs/model.md
     replicas = 2                  # a count (A, B, ...) or a list of names
     max_messages = 2
     ...

@@ -1,4 +1,4 @@
-"""The state of the Kafka replication model (MODEL.md, "State").
+"""The state of the Kafka replication model (docs/model.md, "State").
 
 States are frozen, slotted attrs classes holding only ints, bools, ``None`` and tuples,
 so they are cheap to hash, compare and pickle. Replicas are numbered from 0 in the
@@ -84,8 +84,8 @@ def leader_of(state: State) -> int | None:
 
 
 def leso(state: State, l: int) -> int:
-    """The leader epoch start offset of replica ``l`` (MODEL.md, "Definitions used by the
-    actions"): the offset of the first record of its log written in its own epoch, or its
+    """The leader epoch start offset of replica ``l`` (docs/model.md, "Kafka 2.1 and
+    later"): the offset of the first record of its log written in its own epoch, or its
     log end if there is none. Meaningful while ``l`` leads."""
     rep = state.replicas[l]
     epoch = rep.epoch

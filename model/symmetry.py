@@ -1,4 +1,4 @@
-"""Replica permutations of attrs states (MODEL.md, "Symmetry reduction").
+"""Replica permutations of attrs states (docs/model.md, "Symmetry reduction").
 
 The readable form of what ``model.rows.RowCodec.permuter`` does to rows; the per-state
 engine uses it, and the tests compare the two.

@@ -13,7 +13,7 @@ A row (schema version 1)::
      "model": {...},                      # model.config.Config.as_dict()
      "verdicts": {invariant: "holds" | "violated" | "unknown"},
      "expected": {invariant: "holds" | "violated"},   # {} when nothing is expected
-     "expected_from": null | "spec" | "MODEL.md",
+     "expected_from": null | "spec" | "docs/model.md",
      "matched": null | bool,              # null when nothing is expected
      "mismatches": [str],
      "distinct_states": int, "states_generated": int, "depth": int, "seconds": float,
@@ -164,7 +164,7 @@ def _expected_cell(row) -> str:
     if row["matched"] is None:
         return ""
     if row["matched"]:
-        src = " (MODEL.md)" if row["expected_from"] == "MODEL.md" else ""
+        src = " (docs/model.md)" if row["expected_from"] == "docs/model.md" else ""
         return f"as expected{src}"
     return "**unexpected**: " + "; ".join(row["mismatches"])
 

@@ -1,10 +1,10 @@
-"""An independent oracle: a deliberately naive checker written from MODEL.md alone.
+"""An independent oracle: a deliberately naive checker written from docs/model.md alone.
 
 It shares nothing with the engines or with ``model/kafka.py`` except the attrs state
 classes of ``model/state.py`` (plain data) and ``model.Config`` (the constants): no
 kernel, no fingerprints, no engine code, no successor function of the reference model.
 Whole states go into a Python dict, the search is a plain breadth-first search, and
-every action is written the obvious way with ``evolve`` (``attrs.evolve``), in the order MODEL.md
+every action is written the obvious way with ``evolve`` (``attrs.evolve``), in the order docs/model.md
 enumerates them (actions 1–9, then replica order, then cut point). It covers the three
 truncation rules and the options the code has today (unclean election, unflushed loss,
 preferred election, min ISR).
@@ -91,7 +91,7 @@ def initial(cfg) -> State:
 
 
 def successors(cfg, s: State) -> list:
-    """``[(label, next state)]`` in MODEL.md's order; a label is ``(action, replica, cut)``."""
+    """``[(label, next state)]`` in docs/model.md's order; a label is ``(action, replica, cut)``."""
     n = len(s.replicas)
     q = s.quorum
     out = []
@@ -249,7 +249,7 @@ class OracleResult:
 
 def explore(cfg, checked, keep_going=True) -> OracleResult:
     """Breadth-first search from the initial state; with ``keep_going`` False the run
-    stops after the first level in which a checked property fails (as MODEL.md's
+    stops after the first level in which a checked property fails (as docs/model.md's
     engines do), else it explores everything."""
     init = initial(cfg)
     depth_of = {init: 1}

@@ -1,6 +1,6 @@
 """The pinned numbers of every shipped spec: the one table the tests read them from.
 
-The numbers follow MODEL.md's counting (TLC's): distinct states include the initial
+The numbers follow docs/model.md's counting (TLC's): distinct states include the initial
 state, states generated = 1 + every successor computed, depth = states on the longest
 shortest path, a trace's length = its number of states. Each row is what the local
 engine reports for the spec as shipped (its own ``[check]`` options). A change to any of

@@ -1,4 +1,4 @@
-"""The properties of MODEL.md ("Invariants and properties") on hand-built states, with
+"""The properties of docs/model.md ("Invariants") on hand-built states, with
 the exact sentence each prints when it fails."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from kmc.reports.matrix import validate
 REPO = Path(__file__).resolve().parent.parent
 INVARIANTS = ["HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic"]
 
-# MODEL.md, "Known verdicts this model must reproduce": 2 replicas, min ISR 1, 2 messages,
+# docs/model.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages,
 # 2 crashes, epochs <= 2. (rule, unclean, unflushed) -> (CommittedNeverLost, LogsNeverDiverge).
 # Written out again here, independently of checker/app/commands/matrix.py's copy.
 MODEL_MD = {
@@ -56,7 +56,7 @@ def test_small_grid_verdicts_match_model_md(small_grid):
             cnl, lnd = MODEL_MD[key]
             assert row["verdicts"]["CommittedNeverLost"] == cnl, row["id"]
             assert row["verdicts"]["LogsNeverDiverge"] == lnd, row["id"]
-            assert row["matched"] is True and row["expected_from"] == "MODEL.md"
+            assert row["matched"] is True and row["expected_from"] == "docs/model.md"
             checked += 1
         else:
             assert row["matched"] is None and row["expected"] == {}
@@ -174,7 +174,7 @@ def test_grid_shape_and_ids():
 
 def test_published_results_are_current():
     """reports/results.json is the default grid's output: it follows the schema, covers the
-    whole grid, and agrees with MODEL.md wherever MODEL.md has a verdict."""
+    whole grid, and agrees with docs/model.md wherever docs/model.md has a verdict."""
     path = REPO / "reports" / "results.json"
     assert path.exists(), "reports/results.json is missing: run `kmc matrix --out reports`"
     doc = json.loads(path.read_text())
@@ -237,7 +237,7 @@ def test_a_row_stopped_by_its_state_bound_is_undecided_not_contradicted(tmp_path
 
 
 def test_versions_grid(tmp_path, capsys):
-    """``--versions``: MODEL.md's configurations under each version's rule and options, in a
+    """``--versions``: docs/model.md's configurations under each version's rule and options, in a
     grid of its own (the default grid is unchanged), with the configuration x version table."""
     from kmc.checker.app.commands.matrix import VERSION_CONFIGS, VERSIONS, version_grid
     from kmc.reports.matrix import versions_table
@@ -271,7 +271,7 @@ def test_versions_options_errors(tmp_path, capsys):
 
 def test_published_versions_table_is_the_readme_table():
     """reports/versions is `kmc matrix --versions --out reports/versions`'s output, every row
-    agrees with MODEL.md where MODEL.md has a verdict, and the README shows its table."""
+    agrees with docs/model.md where docs/model.md has a verdict, and the README shows its table."""
     from kmc.checker.app.commands.matrix import VERSION_CONFIGS, VERSIONS
     from kmc.reports.matrix import versions_table
 

@@ -1,7 +1,7 @@
-"""After KIP-279 (MODEL.md's last section): the 2.1 rule, the HW gate, eligible leader
+"""After KIP-279 (docs/model.md's "Kafka 2.1 and later"): the 2.1 rule, the HW gate, eligible leader
 replicas, ``initial_leader``, and ``LeaderCandidateCompleteness``.
 
-Every row of MODEL.md's second known-verdict table is a spec in specs/, run here once per
+Every row of docs/model.md's second known-verdict table is a spec in specs/, run here once per
 session against the verdicts and shortest-trace lengths of that table (TLC's, on an
 independent TLA+ rendering) and against the distinct / depth / generated counts kmc
 reports. The rows with three replicas explore 50,000 to 1.2 million states each (the
@@ -36,7 +36,7 @@ H = HOLDS
 SLOW = pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1",
                           reason="7.9 million states (half a minute on the batch engine): set KMC_SLOW=1")
 
-# MODEL.md, "Known verdicts (TLC on the independent rendering)": spec -> (distinct states,
+# docs/model.md, "Known verdicts", second table: spec -> (distinct states,
 # depth, states generated, {invariant: "holds" or the shortest trace's length}). An
 # invariant the table marks "—" is not checked by the spec and is absent here.
 FAST_ROWS = {
@@ -112,7 +112,7 @@ def runs():
 
 
 def test_every_modern_spec_is_a_row():
-    """Every shipped spec of MODEL.md's last section is pinned here (tests/test_specs.py
+    """Every shipped spec of docs/model.md's "Kafka 2.1 and later" is pinned here (tests/test_specs.py
     pins the others)."""
     modern = {p.stem for p in SPECS.glob("*.toml") if load_spec(p).config.modern}
     assert modern - set(EXCLUDED) == set(ROWS)  # benchmarks are measured, not tested

@@ -261,3 +261,58 @@ def test_pyspark_is_an_extra_that_the_test_extra_and_ci_bring():
     assert any(d.startswith("pyspark") for d in extras["test"])  # the README's 2nd command runs the Spark tests
     ci = (ROOT / ".ci" / "run").read_text()
     assert f"pip install '.[{','.join(sorted(extras))}]'" in ci
+
+
+# -- no reference to a file the repository does not have -----------------------------------------
+
+_OUTSIDE = ("MODEL" + ".md", "../" + "shared")  # spelt in two parts so this file does not match itself
+_SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", ".hypothesis", "build", "dist"}
+
+
+def _repository_files():
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.endswith(".egg-info")]
+        for name in files:
+            yield Path(folder) / name
+
+
+def test_no_file_of_the_repository_points_outside_it():
+    found = []
+    for path in _repository_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        found += [f"{path.relative_to(ROOT)}: {word}" for word in _OUTSIDE if word in text]
+    assert found == []
+
+
+def test_no_help_text_points_outside_the_repository():
+    from kmc.checker.app.cli import build_parser
+
+    parser = build_parser()
+    texts = [parser.format_help()]
+    for action in parser._subparsers._group_actions:
+        texts += [sub.format_help() for sub in action.choices.values()]
+    assert len(texts) >= 8
+    for text in texts:
+        assert not any(word in text for word in _OUTSIDE), text
+    assert "docs/model.md" in "".join(texts)
+
+
+def test_the_model_page_says_it_is_the_definition_and_has_the_verdict_tables():
+    text = (ROOT / "docs" / "model.md").read_text(encoding="utf-8")
+    assert "It is kmc's definition\nof the model" in text
+    assert "## Known verdicts" in text and "(1 to 7, named" in text and "2 to 7" not in text
+    assert "accepts them yet" not in text
+
+
+def test_committed_is_not_acknowledged_is_said_next_to_both_keys():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for key in ("min_insync_replicas", "hw_requires_min_isr"):
+        row = next(line for line in readme.splitlines() if line.startswith(f"| `[model] {key}`"))
+        assert "NOT_ENOUGH_REPLICAS_AFTER_APPEND" in row and "AcknowledgedNeverLost" in row and "`acks`" in row
+    model = (ROOT / "docs" / "model.md").read_text(encoding="utf-8")
+    note = model[model.index("**Committed is not acknowledged below min ISR.**"):model.index("## State")]
+    for words in ("NOT_ENOUGH_REPLICAS_AFTER_APPEND", "`acks` key", "`AcknowledgedNeverLost`", "before 3.7"):
+        assert words in note

@@ -33,7 +33,7 @@ RULE_ALIASES = {
     "v21": "leader-epoch-2.1", "2.1": "leader-epoch-2.1", "leader-epoch-2.1": "leader-epoch-2.1",
 }
 
-# MODEL.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages, 2 crashes, epochs <= 2.
+# docs/model.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages, 2 crashes, epochs <= 2.
 # (rule, unclean, unflushed) -> expected verdicts of CommittedNeverLost, LogsNeverDiverge.
 KNOWN_CONSTANTS = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2,
                        min_insync_replicas=1, preferred_election=False)
@@ -53,7 +53,7 @@ KNOWN_VERDICTS = {
 
 # -- "Kafka through the versions" (``--versions``) ------------------------------------------
 # A separate grid, so that the default grid's rows (and reports/RESULTS.md) stay as they
-# were: MODEL.md's configurations, each under the rule and options of successive Kafka
+# were: docs/model.md's configurations, each under the rule and options of successive Kafka
 # versions, every row checked against all five properties.
 _C1 = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2, min_insync_replicas=1)
 _LRS = dict(replicas=("A", "B", "C"), max_messages=2, max_crashes=1, max_leader_epoch=2,
@@ -78,7 +78,7 @@ VERSIONS = {
     "v21-gate": ("3.7: + HW gate (KAFKA-15583)", "leader-epoch-2.1", True, False),
     "v21-elr": ("4.1: + ELR (KIP-966)", "leader-epoch-2.1", True, True),
 }
-# MODEL.md, both known-verdict tables, where they cover a cell of this grid:
+# docs/model.md, both known-verdict tables, where they cover a cell of this grid:
 # (config key, version key) -> {property: verdict}
 _C, _N, _L = "CommittedNeverLost", "LogsNeverDiverge", "LeaderCandidateCompleteness"
 KNOWN_VERSION_VERDICTS = {
@@ -128,14 +128,14 @@ def register(sub):
         "2 replicas: 2 messages, 2 crashes, epochs <= 2; 3 replicas: 2 messages, 1 crash, "
         "epochs <= 2.",
         epilog="Exit codes: 0 every row with an expected verdict (a spec's [expect], or "
-        "MODEL.md's known-verdict table) matches it, 3 some row does not, 2 bad input.",
+        "docs/model.md's known-verdict table) matches it, 3 some row does not, 2 bad input.",
     )
     p.add_argument("spec_dir", metavar="SPEC_DIR", nargs="?",
                    help="a directory of spec files to run instead of the grid")
     p.add_argument("--out", metavar="DIR", required=True, help="where to write RESULTS.md, results.json and traces/")
     v = p.add_argument_group("Kafka through the versions")
     v.add_argument("--versions", action="store_true",
-                   help="instead of the grid: MODEL.md's configurations under each Kafka version's rule "
+                   help="instead of the grid: docs/model.md's configurations under each Kafka version's rule "
                    "and options (pre-0.11 .. 4.1), every row with all five properties, and a "
                    "configuration x version table in RESULTS.md")
     v.add_argument("--configs", metavar="LIST", default="all",
@@ -237,7 +237,7 @@ def grid(rules, replicas, min_isr, unclean, unflushed, messages=None, crashes=No
 
 
 def known_verdicts(config) -> dict:
-    """MODEL.md's known verdicts for ``config``, or ``{}`` when its table has no such row."""
+    """docs/model.md's known verdicts for ``config``, or ``{}`` when its table has no such row."""
     for key, value in KNOWN_CONSTANTS.items():
         if getattr(config, key) != value:
             return {}
@@ -278,7 +278,7 @@ def run_row(item):
         exp = expectation(spec, result)
         expected, source = exp["expected"], "spec"
     else:
-        expected, source = (known_verdicts(config) if known is None else known), "MODEL.md"
+        expected, source = (known_verdicts(config) if known is None else known), "docs/model.md"
         exp = expectation(None, result)
         got = exp["got"]
         exp["mismatches"] = [f"{n}: expected {w}, got {got.get(n)}" for n, w in expected.items()
@@ -415,13 +415,13 @@ def command_line(args) -> str:
 
 def _default_note(source, constants) -> str:
     if source == "versions":
-        return ("MODEL.md's configurations under the truncation rule and options of successive "
-                "Kafka versions; *expected* compares a row with MODEL.md's known-verdict tables "
+        return ("docs/model.md's configurations under the truncation rule and options of successive "
+                "Kafka versions; *expected* compares a row with docs/model.md's known-verdict tables "
                 "where they have it. LCC = LeaderCandidateCompleteness: every live ISR or ELR "
                 "member holds every committed record.")
     if source != "grid":
         return ""
-    note = ("The first three rows of MODEL.md's known-verdict table are rows of this grid "
+    note = ("The first three rows of docs/model.md's known-verdict table are rows of this grid "
             "(2 replicas, min ISR 1); the *expected* column compares them with it. With "
             "unclean election on, CNL fails by design: a replica outside the ISR may be "
             "elected.")

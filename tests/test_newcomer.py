@@ -316,3 +316,36 @@ def test_committed_is_not_acknowledged_is_said_next_to_both_keys():
     note = model[model.index("**Committed is not acknowledged below min ISR.**"):model.index("## State")]
     for words in ("NOT_ENOUGH_REPLICAS_AFTER_APPEND", "`acks` key", "`AcknowledgedNeverLost`", "before 3.7"):
         assert words in note
+
+
+# -- what the terminal shows --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def piped80():
+    """``kmc check specs/hw-data-loss.toml`` piped, 80 columns wide."""
+    proc = kmc("check", "specs/hw-data-loss.toml", env=dict(os.environ, COLUMNS="80"))
+    assert proc.returncode == 1
+    return proc.stdout.splitlines()
+
+
+def test_piped_output_has_no_trailing_spaces_and_one_space_in_the_echo(piped80):
+    assert piped80[0] == "kmc check specs/hw-data-loss.toml"
+    assert [line for line in piped80 if line != line.rstrip()] == []
+
+
+def test_at_80_columns_the_statistics_break_between_items_and_explain_terminal(piped80):
+    start = next(i for i, line in enumerate(piped80) if "distinct states" in line)
+    stats = piped80[start:start + 2]
+    assert all(len(line) <= 80 for line in stats)
+    assert stats[0] == "1,834 distinct states  ·  3,455 generated  ·  depth 10"
+    assert stats[1].startswith("0 terminal (no action enabled)  ·  ") and stats[1].endswith(" states/s")
+
+
+def test_at_80_columns_every_step_header_keeps_its_rule(piped80):
+    headers = [i for i, line in enumerate(piped80) if line.startswith("State ")]
+    assert len(headers) == 10  # the 10-state counterexample
+    for i in headers:
+        assert len(piped80[i]) <= 80 and piped80[i].endswith("─"), piped80[i]
+    # a header too long for the width keeps the rule; its gloss follows on the next line
+    i = next(i for i in headers if piped80[i].startswith("State 5: FetchRequest(B) "))
+    assert piped80[i + 1] == "  A answers B's fetch from offset 1: 0 records, high watermark 1"

@@ -89,10 +89,55 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def consoles():
-    """The (standard output, standard error) rich consoles."""
+    """The (standard output, standard error) rich consoles. Written to a file or a pipe
+    (not a terminal), their lines carry no trailing spaces (rich pads table cells and
+    paragraphs to the width)."""
     from rich.console import Console
 
-    return Console(highlight=False), Console(stderr=True, highlight=False)
+    def stream(f):
+        return f if _isatty(f) else StripTrailingSpaces(f)
+
+    return (Console(file=stream(sys.stdout), highlight=False),
+            Console(file=stream(sys.stderr), stderr=True, highlight=False))
+
+
+def _isatty(f) -> bool:
+    try:
+        return f.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+class StripTrailingSpaces:
+    """A text stream that writes every complete line to ``target`` without its trailing
+    spaces; a line not yet ended waits for its end (or ``flush``)."""
+
+    def __init__(self, target):
+        self.target = target
+        self._tail = ""
+
+    def write(self, text: str) -> int:
+        text = self._tail + text
+        head, sep, self._tail = text.rpartition("\n")
+        if sep:
+            self.target.write("\n".join(line.rstrip(" ") for line in head.split("\n")) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._tail:
+            self.target.write(self._tail)
+            self._tail = ""
+        self.target.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self.target.fileno()
+
+    @property
+    def encoding(self):
+        return getattr(self.target, "encoding", "utf-8")
 
 
 class Terminated(BaseException):

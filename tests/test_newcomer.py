@@ -349,3 +349,36 @@ def test_at_80_columns_every_step_header_keeps_its_rule(piped80):
     # a header too long for the width keeps the rule; its gloss follows on the next line
     i = next(i for i in headers if piped80[i].startswith("State 5: FetchRequest(B) "))
     assert piped80[i + 1] == "  A answers B's fetch from offset 1: 0 records, high watermark 1"
+
+
+def test_bench_shows_sizes_in_human_units_and_its_help_the_exit_codes(capsys):
+    from kmc.checker.app.cli import build_parser
+    from kmc.checker.app.commands.bench import human_bytes
+
+    assert [human_bytes(n) for n in (512, 1024, 58_814_464, 3 * 1024 ** 3)] == ["512 bytes", "1 KiB", "56.1 MiB", "3 GiB"]
+    assert main(["bench", str(HW), "--max-depth", "3"]) == 0
+    out = capsys.readouterr().out
+    peak = next(line for line in out.splitlines() if line.strip().startswith("peak rss "))
+    assert peak.split()[-1] in ("KiB", "MiB", "GiB") and "," not in peak.split()[-2], peak
+    bench = build_parser()._subparsers._group_actions[0].choices["bench"].format_help()
+    assert "Exit codes: 0 measured" in " ".join(bench.split())
+
+
+def test_graph_labels_write_records_as_traces_do(tmp_path, capsys):
+    import networkx as nx
+
+    out = tmp_path / "g.graphml"
+    assert main(["graph", str(HW), "--out", str(out)]) == 0
+    labels = [d["label"] for _, d in nx.read_graphml(out).nodes(data=True)]
+    assert len(labels) == 4913
+    assert not any("@" in label for label in labels)
+    assert any(label.startswith("A* 0:e0·r0 hw0 e0 | B - hw0 e0") for label in labels)
+    assert any("0:e0·r0,1:e0·r1" in label for label in labels)
+    capsys.readouterr()
+
+
+def test_simulate_takes_no_trace_and_no_progress(capsys):
+    assert main(["simulate", str(HW), "--no-trace", "--no-progress", "--runs", "5000"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("CommittedNeverLost violated in walk ") and " of at most 5,000 (seed 0)" in out
+    assert "State 1" not in out and len(out.strip().splitlines()) == 1

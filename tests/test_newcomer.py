@@ -382,3 +382,11 @@ def test_simulate_takes_no_trace_and_no_progress(capsys):
     out = capsys.readouterr().out
     assert out.startswith("CommittedNeverLost violated in walk ") and " of at most 5,000 (seed 0)" in out
     assert "State 1" not in out and len(out.strip().splitlines()) == 1
+
+
+def test_the_local_engine_needs_no_pyspark(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(_HIDE_PYSPARK)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    proc = kmc("check", HW, "--no-trace", "--no-progress", env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "1,834 distinct states" in proc.stdout  # tests/pins.py: hw-data-loss

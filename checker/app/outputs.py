@@ -20,6 +20,8 @@ from kmc.checker.errors import UsageError
 _KMC_JSON = re.compile(rb'\A\{\s*"schema_version":\s*\d{1,9}\s*,')
 # Every graph kmc writes names its generator (``checker.graph.GENERATOR``).
 GRAPH_MARKER = b"kmc state graph"
+# Every counterexample diagram kmc writes (HTML, SVG, Mermaid) holds this text near its top.
+DIAGRAM_MARKER = b"kmc counterexample diagram"
 CHECKPOINT_MAGIC = b"KMC-CHECKPOINT\n"
 _SNIFF = 1 << 16
 
@@ -62,6 +64,8 @@ def is_kmc_output(path, kind: str = "json") -> bool:
         return True
     if kind == "json":
         return bool(_KMC_JSON.match(head))
+    if kind == "diagram":
+        return DIAGRAM_MARKER in head[:4096]
     return GRAPH_MARKER in head
 
 
@@ -74,7 +78,7 @@ def check_output_path(option, path, *, protected=(), force=False, kind="json") -
         protected: paths of the run's own inputs (the spec, a checkpoint directory's
             files); the output may never be one of them.
         force: allow writing over an existing regular file kmc did not write.
-        kind: ``"json"`` or ``"graph"``: what a file kmc wrote looks like.
+        kind: ``"json"``, ``"graph"`` or ``"diagram"``: what a file kmc wrote looks like.
 
     Raises:
         UsageError: a one-line message naming the option and the path.
@@ -106,7 +110,7 @@ def check_output_path(option, path, *, protected=(), force=False, kind="json") -
     if _starts_with(path, CHECKPOINT_MAGIC):
         raise UsageError(f"{option}: {path} is a kmc checkpoint; choose another file")
     if not force and not is_kmc_output(path, kind):
-        raise UsageError(f"{option}: {path} exists and is not a kmc {'result' if kind == 'json' else 'graph'}; "
+        raise UsageError(f"{option}: {path} exists and is not a kmc {'result' if kind == 'json' else kind}; "
                          "choose another file, or pass --force to replace it")
 
 

@@ -12,7 +12,10 @@ from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, 
 from kmc.checker.errors import UsageError
 from kmc.checker.text import safe_text
 from .common import (
+    add_diagram_arguments,
     add_engine_arguments,
+    check_diagram_paths,
+    write_diagrams,
     add_force_argument,
     check_output_path,
     load,
@@ -47,6 +50,7 @@ def register(sub):
     p.add_argument("--keep-going", action="store_true",
                    help="after a violation, keep exploring to decide every other invariant")
     p.add_argument("--json", metavar="PATH", help="also write the result as JSON (schema in docs/json-schema.md)")
+    add_diagram_arguments(p)
     add_force_argument(p)
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of a counterexample")
     p.add_argument("--no-trace", action="store_true", help="do not print counterexample traces")
@@ -106,7 +110,7 @@ def _from_checkpoint(args, header):
 
 
 def run(args, out, err) -> int:
-    from kmc.reports import ProgressDisplay, ResultView, expectation, result_to_dict, write_json
+    from kmc.reports import ProgressDisplay, ResultView, expectation, pictures, result_to_dict, write_json
 
     header = checkpoint.read_header(args.resume) if args.resume else None
     if header is not None:
@@ -115,8 +119,9 @@ def run(args, out, err) -> int:
         raise UsageError("check: a SPEC is required (or --resume DIR)")
     spec = load(args.spec)
     directory = args.checkpoint or args.resume
-    check_output_path("--json", args.json, force=args.force,
-                      protected=[spec.path, *checkpoint.own_files(directory)] if directory else [spec.path])
+    protected = [spec.path, *checkpoint.own_files(directory)] if directory else [spec.path]
+    check_output_path("--json", args.json, force=args.force, protected=protected)
+    check_diagram_paths(args, protected)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     options = options_from(spec, args)
@@ -169,6 +174,8 @@ def run(args, out, err) -> int:
             err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
                       markup=False, highlight=False, soft_wrap=True)
             wrote = False
+    wrote = write_diagrams(args, err, lambda: pictures.result_page(spec, model, result, f"kmc check {spec.path}"),
+                           lambda: pictures.result_mermaid(spec, model, result)) and wrote
     _say_how_to_continue(err, result, directory if writer else None, options)
     code = _exit_code(args, spec, result, signals, expectation)
     # A failed write never turns a verdict into "bad input"; with nothing else to

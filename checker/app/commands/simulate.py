@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
 from kmc.checker.text import safe_text
-from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
+from .common import (
+    add_diagram_arguments, add_force_argument, add_spec_argument, check_diagram_paths, check_output_path, load,
+    positive_int, select_properties, write_diagrams,
+)
 
 DEFAULT_RUNS = 20_000
 DEFAULT_DEPTH = 30
@@ -59,6 +62,7 @@ def register(sub):
                    help="check only this invariant (repeatable; default: the spec's list)")
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of the walk")
     p.add_argument("--json", metavar="PATH", help="also write the outcome as JSON (kmc replay reads it)")
+    add_diagram_arguments(p)
     add_force_argument(p)
     p.set_defaults(run=run)
 
@@ -100,6 +104,7 @@ def run(args, out, err) -> int:
 
     spec = load(args.spec)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
+    check_diagram_paths(args, [spec.path])
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed)
@@ -118,6 +123,13 @@ def run(args, out, err) -> int:
                   f"state with no enabled action, {st.seconds:.2f} s. A simulation proves "
                   "nothing: 'kmc check' explores every state.", markup=False, highlight=False, soft_wrap=True)
     code = EXIT_VIOLATION if sim.violation is not None else EXIT_OK
+    if args.html or args.mermaid:
+        from kmc.reports.pictures import simulation_outputs
+
+        command = f"kmc simulate {spec.path} --runs {args.runs} --depth {args.depth} --seed {args.seed}"
+        page, text = simulation_outputs(spec, model, sim, command)
+        if not write_diagrams(args, err, lambda: page, lambda: text):
+            code = code or EXIT_BAD_INPUT
     if args.json:
         try:
             write_json(args.json, result_to_dict(spec, model, sim))

@@ -50,6 +50,7 @@ class Box:
     new: bool = False
     lost: bool = False
     ghost: bool = False
+    dropped: bool = False  # a ghost: the unflushed tail a lossy crash dropped
 
     @property
     def text(self) -> str:
@@ -195,7 +196,8 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
     if crashed and old is not None and len(rep.log) < len(old.log):
         cut = len(old.log) - len(rep.log)
         for offset in range(len(rep.log), len(old.log)):
-            boxes.append(Box(offset, *old.log[offset], ghost=True))
+            epoch, rid = old.log[offset]
+            boxes.append(Box(offset, epoch, rid, lost=(offset, epoch, rid) in marked, ghost=True, dropped=True))
     for offset, epoch, rid in ghosts.get(r, ()):
         boxes.append(Box(offset, epoch, rid, lost=True, ghost=True))
     f = rep.inflight

@@ -19,8 +19,8 @@ def escape(text) -> str:
     """Text safe inside a Mermaid message or note: ``#`` and ``;`` as entity codes (a
     semicolon would end the statement), line breaks as ``<br/>``, ``<`` and ``>`` as
     entity codes."""
-    text = str(text).replace("#", "#35;").replace(";", "#59;")
-    return text.replace("<", "#lt;").replace(">", "#gt;").replace("\n", "<br/>")
+    codes = {"#": "#35;", ";": "#59;", "<": "#lt;", ">": "#gt;", "\n": "<br/>"}
+    return "".join(codes.get(ch, ch) for ch in str(text))
 
 
 def _log(cell) -> str:

@@ -79,6 +79,25 @@ def replay_output(fmt, path, doc, model, violation) -> str:
                      counts=counts_from_document(doc), command=f"kmc replay {path} --format html")
 
 
+def trace_page(doc, name, title="") -> str:
+    """The HTML page of a trace file ``kmc matrix`` writes (``doc``: its JSON document, in
+    the format of ``kmc check --json`` with one violation; ``name``: the trace file's name;
+    ``title``: for a row without a spec title). The path is re-executed from its choices."""
+    from kmc.checker.result import Violation
+    from kmc.checker.trace import replay_choices
+    from kmc.model.kafka import KafkaModel
+    from kmc.model.spec import config_from_table
+
+    spec = doc["spec"]
+    model = KafkaModel(config_from_table(spec["model"], name))
+    v = doc["violations"][0]
+    path = replay_choices(model, v["trace"]["init_index"], v["trace"]["choices"])
+    d = build(model, Violation(v["property"], v["kind"], v["explanation"], path, v.get("traps")))
+    return html.page([d], title=spec.get("title") or title, path=name, config=config_lines(model.config),
+                     counts=counts_from_document(doc), command=f"kmc replay {name} --format html")
+
+
 write_text = html.write_text
 
-__all__ = ["FORMATS", "replay_output", "result_mermaid", "result_page", "simulation_outputs", "write_text"]
+__all__ = ["FORMATS", "replay_output", "result_mermaid", "result_page", "simulation_outputs", "trace_page",
+           "write_text"]

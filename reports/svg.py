@@ -110,9 +110,9 @@ def render(d, *, standalone=True) -> str:
     _columns_and_lanes(out, d, lay)
     for i, col in enumerate(d.columns):
         x = lay.col_x(i)
-        _controller(out, col.controller, x, lay.lane_y[CONTROLLER], lay)
+        _controller(out, col.controller, x, lay.lane_y[CONTROLLER], lay, col.number)
         for r, cell in enumerate(col.replicas):
-            _replica(out, cell, x, lay.lane_y[r + 1], lay)
+            _replica(out, cell, x, lay.lane_y[r + 1], lay, f'data-step="{col.number}" data-replica="{_x(d.lanes[r + 1])}"')
         for ev in col.events:
             _event(out, ev, x, lay)
     y = _verdict(out, d, lay)
@@ -162,9 +162,9 @@ def _columns_and_lanes(out, d, lay):
                f'height="{lay.lanes_bottom - PAD - 2}" fill="none" stroke="{colour}" stroke-width="2.5"/>')
 
 
-def _controller(out, c, x, y, lay):
+def _controller(out, c, x, y, lay, step):
     fill = "#fff3c4" if c.changed else "none"
-    out.append(f'<g class="cell controller"><rect x="{x + 1}" y="{y + 1}" width="{lay.col_w - 2}" '
+    out.append(f'<g class="cell controller" data-step="{step}"><rect x="{x + 1}" y="{y + 1}" width="{lay.col_w - 2}" '
                f'height="{lay.lane_h[CONTROLLER] - 2}" fill="{fill}" rx="3"/>')
     lines = [f"leader {c.leader} · e{c.epoch}", f"ISR {c.isr}"] + ([f"ELR {c.elr}"] if c.elr is not None else [])
     out.append(_text(x + 4, y + 16, lines, 9, fill=PURPLE))
@@ -183,11 +183,11 @@ def _role_text(cell):
     return f"{cell.role} e{cell.epoch}", ORANGE, "bold"
 
 
-def _replica(out, cell, x, y, lay):
+def _replica(out, cell, x, y, lay, data):
     h = lay.lane_h[1]
     fill = "#e4e4e4" if not cell.alive else "#fff3c4" if cell.changed else "none"
     classes = "cell replica" + ("" if cell.alive else " down") + (" lossy" if cell.lossy else "")
-    out.append(f'<g class="{classes}"><rect x="{x + 1}" y="{y + 1}" width="{lay.col_w - 2}" height="{h - 2}" '
+    out.append(f'<g class="{classes}" {data}><rect x="{x + 1}" y="{y + 1}" width="{lay.col_w - 2}" height="{h - 2}" '
                f'fill="{fill}" rx="3"/>')
     out.append(f'<g opacity="{1 if cell.alive else 0.55}">')
     text, colour, weight = _role_text(cell)
@@ -207,7 +207,7 @@ def _replica(out, cell, x, y, lay):
     out.append("</g>")
     if cell.crashed:
         cx, cy, k = x + lay.col_w - 13, y + 11, 6
-        out.append(f'<g class="crash"><path d="M{cx - k},{cy - k} L{cx + k},{cy + k} M{cx + k},{cy - k} '
+        out.append(f'<g class="crash{" lossy-crash" if cell.lost_unflushed else ""}"><path d="M{cx - k},{cy - k} L{cx + k},{cy + k} M{cx + k},{cy - k} '
                    f'L{cx - k},{cy + k}" stroke="{RED}" stroke-width="3"/>')
         if cell.lost_unflushed:
             out.append(_text(x + 4, y + h - 5, [f"lossy: {cell.lost_unflushed} lost"], 8.5, fill=RED, weight="bold"))
@@ -219,13 +219,12 @@ def _box(b, x, y, w) -> str:
     colour = epoch_colour(b.epoch)
     if b.ghost:
         stroke = RED if b.lost else GREY
-        cls = "record lost ghost" if b.lost else "record dropped ghost"
-        label = b.text
-        return (f'<g class="{cls}"><rect x="{x}" y="{y}" width="{w}" height="{BOX_H}" fill="#fff" stroke="{stroke}" '
-                f'stroke-width="1.6" stroke-dasharray="3 2" rx="2"/>'
-                + _text(x + w / 2, y + 11, [label], 8, family=MONO, anchor="middle", fill=stroke,
+        cls = "record ghost" + (" lost" if b.lost else "") + (" dropped" if b.dropped else "")
+        return (f'<g class="{cls}" data-epoch="{b.epoch}"><rect x="{x}" y="{y}" width="{w}" height="{BOX_H}" '
+                f'fill="#fff" stroke="{stroke}" stroke-width="1.6" stroke-dasharray="3 2" rx="2"/>'
+                + _text(x + w / 2, y + 11, [b.text], 8, family=MONO, anchor="middle", fill=stroke,
                         weight="bold" if b.lost else "normal",
-                        extra="" if b.lost else ' text-decoration="line-through"')
+                        extra=' text-decoration="line-through"' if b.dropped else "")
                 + "</g>")
     stroke, width = (RED, 2.4) if b.lost else (colour, 2 if b.new else 1)
     cls = "record lost" if b.lost else "record"

@@ -69,7 +69,7 @@ class ReplicaCell:
     inflight: str | None  # the fetch response on its way to this replica
     changed: bool
     crashed: bool = False  # this step crashed it
-    lost_unflushed: int = 0  # records a lossy crash dropped at this step
+    dropped: int = 0  # records this step removed from its log (a lossy crash, a truncation)
 
 
 @attrs.frozen
@@ -192,12 +192,13 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
         new = old is not None and (offset >= len(old.log) or old.log[offset] != (epoch, rid))
         boxes.append(Box(offset, epoch, rid, new=new, lost=(offset, epoch, rid) in marked))
     crashed = action is not None and action_name(action) == "Crash" and action.replica == r
-    cut = 0
-    if crashed and old is not None and len(rep.log) < len(old.log):
-        cut = len(old.log) - len(rep.log)
-        for offset in range(len(rep.log), len(old.log)):
-            epoch, rid = old.log[offset]
-            boxes.append(Box(offset, epoch, rid, lost=(offset, epoch, rid) in marked, ghost=True, dropped=True))
+    dropped = []  # records this step removed from the log: a lossy crash's tail, or a truncation
+    if old is not None:
+        for offset, record in enumerate(old.log):
+            if offset >= len(rep.log) or rep.log[offset] != record:
+                dropped.append((offset,) + tuple(record))
+    for offset, epoch, rid in dropped:
+        boxes.append(Box(offset, epoch, rid, lost=(offset, epoch, rid) in marked, ghost=True, dropped=True))
     for offset, epoch, rid in ghosts.get(r, ()):
         boxes.append(Box(offset, epoch, rid, lost=True, ghost=True))
     f = rep.inflight
@@ -207,7 +208,7 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
         inflight = f"response from {model.name(f.leader)} on its way: {what}, hw {f.leader_hw}"
     return ReplicaCell(alive=rep.alive, lossy=rep.lossy, role=_role(model, state, r), epoch=rep.epoch,
                        boxes=tuple(boxes), hw=rep.hw, leo=len(rep.log), inflight=inflight,
-                       changed=old is not None and old != rep, crashed=crashed, lost_unflushed=cut)
+                       changed=old is not None and old != rep, crashed=crashed, dropped=len(dropped))
 
 
 def _controller_cell(model, state, prev) -> ControllerCell:

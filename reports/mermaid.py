@@ -47,8 +47,8 @@ def _changes(d, prev, col) -> list[str]:
             continue
         if not cell.alive:
             what = "DOWN (lossy)" if cell.lossy else "DOWN"
-            if cell.lost_unflushed:
-                what += f", {cell.lost_unflushed} unflushed lost"
+            if cell.dropped:
+                what += f", {cell.dropped} unflushed lost"
             lines.append(f"{name}: {what}")
         elif (_log(cell) != _log(old)) or not old.alive:
             lines.append(f"{name}: {_log(cell)}")

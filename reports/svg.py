@@ -67,7 +67,7 @@ def slots(cell) -> list[int]:
     used, out = set(), []
     for b in cell.boxes:
         slot = b.offset
-        if slot in used or (b.ghost and b.lost and b.offset < cell.leo):
+        if slot in used or (b.ghost and b.offset < cell.leo):
             slot = max(used | {cell.leo - 1}) + 1
         used.add(slot)
         out.append(slot)
@@ -81,7 +81,9 @@ class _Layout:
         n = len(d.columns)
         self.col_w = max(COL_MIN, min(COL_MAX, (WIDTH - LABEL_W - 2 * PAD) // n))
         inner = self.col_w - 8
-        self.heads = [(wrap(c.action, inner, 9.5, bold=True), wrap(c.description, inner, 8.5)) for c in d.columns]
+        self.head_size = 9.5 if self.col_w >= 96 else 9  # so that FetchResponse fits a narrow column
+        self.heads = [(wrap(c.action, inner, self.head_size, bold=True), wrap(c.description, inner, 8.5))
+                      for c in d.columns]
         self.head_h = 20 + max(len(a) * 11.5 + len(b) * 10.2 for a, b in self.heads)
         boxes = max((max(slots(cell), default=-1) + 1 for c in d.columns for cell in c.replicas), default=0)
         flight = max((len(wrap(cell.inflight, inner, 8)) for c in d.columns for cell in c.replicas
@@ -143,7 +145,7 @@ def _columns_and_lanes(out, d, lay):
         out.append(f'<g class="column" data-step="{col.number}"><title>{_x(col.action)}: {_x(col.description)}</title>'
                    f'<rect x="{x}" y="{PAD}" width="{lay.col_w}" height="{lay.lanes_bottom - PAD}" fill="{shade}"/>')
         out.append(_text(x + 4, PAD + 10, [f"State {col.number}"], 8, fill="#777"))
-        out.append(_text(x + 4, PAD + 21, action, 9.5, weight="bold", fill=RED if i == last else "#1a1a1a"))
+        out.append(_text(x + 4, PAD + 21, action, lay.head_size, weight="bold", fill=RED if i == last else "#1a1a1a"))
         out.append(_text(x + 4, PAD + 21 + len(action) * 11.5, words, 8.5, fill="#555"))
         out.append("</g>")
     for lane, (name, y, h) in enumerate(zip(d.lanes, lay.lane_y, lay.lane_h)):
@@ -207,11 +209,14 @@ def _replica(out, cell, x, y, lay, data):
     out.append("</g>")
     if cell.crashed:
         cx, cy, k = x + lay.col_w - 13, y + 11, 6
-        out.append(f'<g class="crash{" lossy-crash" if cell.lost_unflushed else ""}"><path d="M{cx - k},{cy - k} L{cx + k},{cy + k} M{cx + k},{cy - k} '
+        out.append(f'<g class="crash{" lossy-crash" if cell.dropped else ""}"><path d="M{cx - k},{cy - k} L{cx + k},{cy + k} M{cx + k},{cy - k} '
                    f'L{cx - k},{cy + k}" stroke="{RED}" stroke-width="3"/>')
-        if cell.lost_unflushed:
-            out.append(_text(x + 4, y + h - 5, [f"lossy: {cell.lost_unflushed} lost"], 8.5, fill=RED, weight="bold"))
+        if cell.dropped:
+            out.append(_text(x + 4, y + h - 5, [f"lossy: {cell.dropped} lost"], 8.5, fill=RED, weight="bold"))
         out.append("</g>")
+    elif cell.dropped:
+        out.append(_text(x + 4, y + h - 5, [f"truncated: {cell.dropped}"], 8.5, fill=ORANGE, weight="bold",
+                         extra=' class="truncated"'))
     out.append("</g>")
 
 
@@ -256,8 +261,8 @@ def _event(out, ev, x, lay):
     out.append(f'<g class="event {ev.kind}"><title>{_x(ev.label)}</title>'
                f'<line x1="{ax}" y1="{y1}" x2="{ax}" y2="{y2}" stroke="{colour}" stroke-width="1.8"{dash_attr} '
                f'marker-end="url(#arrow-{marker})"/>'
-               + _text(ax + 3.5, mid, [ev.label], 8.5, fill=colour, anchor="middle",
-                       extra=f' transform="rotate(-90 {ax + 3.5} {mid})" stroke="#fff" stroke-width="3" '
+               + _text(ax - 3, mid, [ev.label], 8.5, fill=colour, anchor="middle",
+                       extra=f' transform="rotate(-90 {ax - 3} {mid})" stroke="#fff" stroke-width="3" '
                              'paint-order="stroke"')
                + "</g>")
 
@@ -300,7 +305,8 @@ def _legend(out, d, lay, y) -> float:
     items = [
         ("epoch colours; offset:epoch·record", None),
         ("— high watermark", "#111"),
-        ("bold border: new record", "#333"), ("red: the lost record, dashed where it is missing", RED),
+        ("bold border: new record", "#333"), ("red: the lost record", RED),
+        ("dashed: not in the log (missing, truncated, lost in a crash)", GREY),
         ("fetch request ⇢", BLUE), ("fetch response →", BLUE), ("controller →", PURPLE),
         ("yellow: changed", "#8a6d00"), ("grey: down", "#777"), ("✕ crash", RED),
     ]

@@ -137,6 +137,9 @@ def test_the_lost_record_dead_replicas_and_messages_are_marked(seed_page):
     lost = [g for g in last.iter(f"{SVG_NS}g") if "lost" in g.get("class", "").split()]
     assert ["".join(g.itertext()) for g in lost] == ["0:e0·r0"]
     assert "ghost" in lost[0].get("class")  # drawn where B's log should hold it
+    # at step 9 B truncates its log to its stale HW 0: the committed record is struck out there
+    truncated = [g for g in _cell(root, 9, "B").iter(f"{SVG_NS}g") if "dropped" in g.get("class", "").split()]
+    assert [("".join(g.itertext()), "lost" in g.get("class")) for g in truncated] == [("0:e0·r0", True)]
     for step, replica, down in ((5, "A", False), (6, "A", True), (7, "B", True), (8, "B", False)):
         assert ("down" in _cell(root, step, replica).get("class").split()) == down
     crashes = [g for g in root.iter(f"{SVG_NS}g") if g.get("class", "").startswith("crash")]
@@ -342,3 +345,15 @@ def test_chromium_draws_the_seed_scenario_page(seed_page, tmp_path):
     # the diagram is drawn where the page puts it: inked rows below the header, down the page
     inked = [y for y, r in enumerate(rows) if r.count(255) < len(r) * 0.97]
     assert inked and inked[-1] > 500
+
+
+def test_the_readme_diagram_is_what_kmc_draws_now(explorations):
+    """docs/seed-scenario-1.svg is the tool's drawing of seed scenario 1, as the README says."""
+    spec, model, result = explorations["hw-data-loss"]
+    drawn = svg.render(diagram.build(model, result.violations["CommittedNeverLost"]))
+    assert (REPO / "docs" / "seed-scenario-1.svg").read_text(encoding="utf-8") == drawn, \
+        "run: kmc check specs/hw-data-loss.toml --json seed1.json && " \
+        "kmc replay seed1.json --format svg --out docs/seed-scenario-1.svg"
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "](docs/seed-scenario-1.svg)" in readme
+    assert "kmc replay seed1.json --format svg --out docs/seed-scenario-1.svg" in readme

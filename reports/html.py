@@ -43,7 +43,8 @@ footer { color: #777; font-size: 12px; margin-top: 16px; }
   @page { size: A4 landscape; margin: 8mm; }
   body { margin: 0; font-size: 11px; }
   .scroll { overflow: visible; }
-  .scroll svg { width: 100%; height: auto; }
+  .scroll svg { width: 100%; height: auto; print-color-adjust: exact; -webkit-print-color-adjust: exact; }
+  dl.facts { grid-template-columns: max-content 1fr max-content 1fr; }
   section.trace { break-before: page; }
   section.trace:first-of-type { break-before: auto; }
   ol.steps { break-inside: auto; }

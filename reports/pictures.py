@@ -6,6 +6,8 @@ and the SVG of a check's result, a simulation's walk or a replayed trace (what
 
 from __future__ import annotations
 
+from kmc.checker.text import safe_text
+
 from . import html, mermaid, svg
 from .diagram import build, config_lines, counts_from_document, counts_from_stats
 
@@ -70,7 +72,7 @@ def replay_output(fmt, path, doc, model, violation) -> str:
     """``kmc replay --format html|mermaid|svg`` of a replayed violation."""
     d = build(model, violation)
     spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
-    title = spec.get("title") if isinstance(spec.get("title"), str) else ""
+    title = safe_text(spec["title"]) if isinstance(spec.get("title"), str) else ""
     if fmt == "mermaid":
         return mermaid.render(d, title=title)
     if fmt == "svg":

@@ -100,6 +100,7 @@ class Column:
     controller: ControllerCell
     replicas: tuple  # of ReplicaCell
     events: tuple  # of Event
+    committed: tuple = ()  # record texts this step committed (below a leader's HW for the first time)
 
 
 @attrs.frozen
@@ -228,8 +229,10 @@ def _column(model, number, step, prev, marked, ghosts, last) -> Column:
         text, name = format_action(model, action), action_name(action)
         description = describe_step(model, prev, action, state)
         events = _events(model, prev, action, state)
+    fresh = () if prev is None else tuple(record_text(*c) for c in state.committed if c not in prev.committed)
     return Column(number=number, action=text, name=name, description=description,
-                  controller=_controller_cell(model, state, prev), replicas=cells, events=events)
+                  controller=_controller_cell(model, state, prev), replicas=cells, events=events,
+                  committed=fresh)
 
 
 def _initial_text(model, state) -> str:

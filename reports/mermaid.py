@@ -52,6 +52,8 @@ def _changes(d, prev, col) -> list[str]:
             lines.append(f"{name}: {what}")
         elif (_log(cell) != _log(old)) or not old.alive:
             lines.append(f"{name}: {_log(cell)}")
+    if col.committed:
+        lines.append(f"committed: {', '.join(col.committed)}")
     return lines
 
 

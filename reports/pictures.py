@@ -76,7 +76,7 @@ def replay_output(fmt, path, doc, model, violation) -> str:
     if fmt == "mermaid":
         return mermaid.render(d, title=title)
     if fmt == "svg":
-        return svg.render(d)
+        return svg.render(d, title=title)
     return html.page([d], title=title, path=str(path), config=config_lines(model.config),
                      counts=counts_from_document(doc), command=f"kmc replay {path} --format html")
 

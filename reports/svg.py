@@ -90,7 +90,10 @@ class _Layout:
                       if cell.inflight), default=0)
         self.stack_h = max(1, boxes) * (BOX_H + BOX_GAP)
         replica_h = 18 + self.stack_h + 14 + flight * 9.6 + 8
+        self.commit_lines = max((len(wrap("commits " + ", ".join(c.committed), inner, 8.5)) for c in d.columns
+                                 if c.committed), default=0)
         controller_h = 10 + LINE * (3 if d.columns[0].controller.elr is not None else 2) + 10
+        controller_h += self.commit_lines * 10.2
         self.lane_h = [controller_h] + [replica_h] * (len(d.lanes) - 1)
         top = PAD + self.head_h
         self.lane_y = []
@@ -104,30 +107,33 @@ class _Layout:
         return PAD + LABEL_W + i * self.col_w
 
 
-def render(d, *, standalone=True) -> str:
+def render(d, *, standalone=True, title="") -> str:
     """The SVG document of a ``reports.diagram.Diagram`` (``standalone``: with an XML
-    declaration, for a file of its own)."""
+    declaration, for a file of its own; ``title``: a line above the diagram)."""
     lay = _Layout(d)
     out = []
     _columns_and_lanes(out, d, lay)
     for i, col in enumerate(d.columns):
         x = lay.col_x(i)
-        _controller(out, col.controller, x, lay.lane_y[CONTROLLER], lay, col.number)
+        _controller(out, col, x, lay.lane_y[CONTROLLER], lay)
         for r, cell in enumerate(col.replicas):
             _replica(out, cell, x, lay.lane_y[r + 1], lay, f'data-step="{col.number}" data-replica="{_x(d.lanes[r + 1])}"')
         for ev in col.events:
             _event(out, ev, x, lay)
     y = _verdict(out, d, lay)
     y = _legend(out, d, lay, y)
-    height = round(y + PAD)
+    lines = wrap(" ".join(str(title).split()), lay.width - 2 * PAD, 13, bold=True) if title else []
+    top = len(lines) * 16 + 6 if lines else 0
+    height = round(y + PAD + top)
     head = '<?xml version="1.0" encoding="UTF-8"?>\n' if standalone else ""
+    heading = (_text(PAD + 2, PAD + 12, lines, 13, weight="bold") + "\n") if lines else ""
     return (f'{head}<svg xmlns="http://www.w3.org/2000/svg" width="{lay.width}" height="{height}" '
             f'viewBox="0 0 {lay.width} {height}" role="img" class="kmc-diagram" '
             f'data-lanes="{len(d.lanes)}" data-columns="{len(d.columns)}">\n'
             f'<!-- {MARKER} -->\n<title>{_x(d.verdict)}</title>\n'
             f'<defs>{_markers()}</defs>\n'
-            f'<rect x="0" y="0" width="{lay.width}" height="{height}" fill="#ffffff"/>\n'
-            + "\n".join(out) + "\n</svg>\n")
+            f'<rect x="0" y="0" width="{lay.width}" height="{height}" fill="#ffffff"/>\n{heading}'
+            f'<g transform="translate(0,{top})">\n' + "\n".join(out) + "\n</g>\n</svg>\n")
 
 
 def _markers() -> str:
@@ -164,12 +170,17 @@ def _columns_and_lanes(out, d, lay):
                f'height="{lay.lanes_bottom - PAD - 2}" fill="none" stroke="{colour}" stroke-width="2.5"/>')
 
 
-def _controller(out, c, x, y, lay, step):
+def _controller(out, col, x, y, lay):
+    c = col.controller
     fill = "#fff3c4" if c.changed else "none"
-    out.append(f'<g class="cell controller" data-step="{step}"><rect x="{x + 1}" y="{y + 1}" width="{lay.col_w - 2}" '
-               f'height="{lay.lane_h[CONTROLLER] - 2}" fill="{fill}" rx="3"/>')
+    out.append(f'<g class="cell controller" data-step="{col.number}"><rect x="{x + 1}" y="{y + 1}" '
+               f'width="{lay.col_w - 2}" height="{lay.lane_h[CONTROLLER] - 2}" fill="{fill}" rx="3"/>')
     lines = [f"leader {c.leader} · e{c.epoch}", f"ISR {c.isr}"] + ([f"ELR {c.elr}"] if c.elr is not None else [])
     out.append(_text(x + 4, y + 16, lines, 9, fill=PURPLE))
+    if col.committed:  # the history variable: records that went below a leader's HW here
+        out.append(_text(x + 4, y + 18 + len(lines) * LINE, wrap("commits " + ", ".join(col.committed),
+                                                                 lay.col_w - 8, 8.5), 8.5, fill="#1b7d1b",
+                         weight="bold", extra=' class="commits"'))
     out.append("</g>")
 
 

@@ -350,7 +350,7 @@ def test_chromium_draws_the_seed_scenario_page(seed_page, tmp_path):
 def test_the_readme_diagram_is_what_kmc_draws_now(explorations):
     """docs/seed-scenario-1.svg is the tool's drawing of seed scenario 1, as the README says."""
     spec, model, result = explorations["hw-data-loss"]
-    drawn = svg.render(diagram.build(model, result.violations["CommittedNeverLost"]))
+    drawn = svg.render(diagram.build(model, result.violations["CommittedNeverLost"]), title=spec.title)
     assert (REPO / "docs" / "seed-scenario-1.svg").read_text(encoding="utf-8") == drawn, \
         "run: kmc check specs/hw-data-loss.toml --json seed1.json && " \
         "kmc replay seed1.json --format svg --out docs/seed-scenario-1.svg"

@@ -357,3 +357,27 @@ def test_the_readme_diagram_is_what_kmc_draws_now(explorations):
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "](docs/seed-scenario-1.svg)" in readme
     assert "kmc replay seed1.json --format svg --out docs/seed-scenario-1.svg" in readme
+
+
+def test_a_spec_s_text_is_shown_as_text(tmp_path):
+    spec = tmp_path / "odd.toml"
+    spec.write_text((REPO / "specs" / "hw-data-loss.toml").read_text(encoding="utf-8").replace(
+        'title = "Seed scenario 1: the high-watermark rule loses a committed record"',
+        'title = "<script src=\'http://x/y.js\'></script> & \\"q\\""'), encoding="utf-8")
+    out = tmp_path / "odd.html"
+    assert main(["check", str(spec), "--no-progress", "--html", str(out)]) == EXIT_VIOLATION
+    parser = _Tags()
+    parser.feed(out.read_text(encoding="utf-8"))
+    assert "script" not in parser.tags and not [a for a in parser.attrs if a[1] == "src"]
+    assert "&lt;script src=&#x27;http://x/y.js&#x27;&gt;&lt;/script&gt; &amp; &quot;q&quot;" in out.read_text()
+
+
+def test_replay_out_keeps_a_file_kmc_did_not_write(tmp_path, capsys):
+    saved, mine = tmp_path / "r.json", tmp_path / "page.html"
+    assert main(["check", SEED1, "--no-progress", "--json", str(saved)]) == EXIT_VIOLATION
+    mine.write_text("<html>mine</html>")
+    assert main(["replay", str(saved), "--format", "html", "--out", str(mine)]) == EXIT_BAD_INPUT
+    assert "exists and is not a kmc diagram" in capsys.readouterr().err and mine.read_text() == "<html>mine</html>"
+    assert main(["replay", str(saved), "--format", "html", "--out", str(mine), "--force"]) == EXIT_OK
+    assert main(["replay", str(saved), "--format", "mermaid", "--out", str(mine)]) == EXIT_OK
+    assert mine.read_text().startswith(f"%% {diagram.MARKER}")

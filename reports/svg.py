@@ -316,7 +316,8 @@ def _legend(out, d, lay, y) -> float:
     items = [
         ("epoch colours; offset:epoch·record", None),
         ("— high watermark", "#111"),
-        ("bold border: new record", "#333"), ("red: the lost record", RED),
+        ("bold border: new record", "#333"),
+        ("red: the records that disagree" if d.property == "LogsNeverDiverge" else "red: the lost record", RED),
         ("dashed: not in the log (missing, truncated, lost in a crash)", GREY),
         ("fetch request ⇢", BLUE), ("fetch response →", BLUE), ("controller →", PURPLE),
         ("yellow: changed", "#8a6d00"), ("grey: down", "#777"), ("✕ crash", RED),

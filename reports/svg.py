@@ -17,7 +17,8 @@ MONO = "Menlo, Consolas, 'DejaVu Sans Mono', monospace"
 WIDTH = 1232  # what a diagram aims to fit: a 1280-pixel window less the margins and a scroll bar
 LABEL_W = 78
 PAD = 8
-COL_MIN, COL_MAX = 78, 150
+COL_MIN, COL_MAX = 76, 104
+ZOOM = 1.25  # a short trace is drawn larger, up to this much, to fill WIDTH
 BOX_H, BOX_GAP = 15, 2
 LINE = 11
 RED, ORANGE, BLUE, PURPLE, GREY = "#c62828", "#e65100", "#1f5fbf", "#6a3fb5", "#9e9e9e"
@@ -29,9 +30,10 @@ def _x(text) -> str:
 
 def wrap(text, width, size, bold=False) -> list[str]:
     """``text`` in lines of at most ``width`` pixels of a ``size``-pixel font (estimated:
-    a sans-serif character is about 0.56 of the size wide, 0.62 in bold). Lines break at
-    spaces, else before a ``(``, else inside a word too long for a line."""
-    per = max(4, int(width / (size * (0.62 if bold else 0.56))))
+    a sans-serif character is at most about 0.53 of the size wide on average, 0.58 in
+    bold). Lines break at spaces, else before a ``(``, else inside a word too long for a
+    line."""
+    per = max(4, int(width / (size * (0.58 if bold else 0.53))))
     pieces = []  # (text, glued to the piece before)
     for word in str(text).split(" "):
         parts = word.replace("(", "\0(").split("\0")
@@ -127,7 +129,9 @@ def render(d, *, standalone=True, title="") -> str:
     height = round(y + PAD + top)
     head = '<?xml version="1.0" encoding="UTF-8"?>\n' if standalone else ""
     heading = (_text(PAD + 2, PAD + 12, lines, 13, weight="bold") + "\n") if lines else ""
-    return (f'{head}<svg xmlns="http://www.w3.org/2000/svg" width="{lay.width}" height="{height}" '
+    zoom = max(1.0, min(ZOOM, WIDTH / lay.width))
+    return (f'{head}<svg xmlns="http://www.w3.org/2000/svg" width="{round(lay.width * zoom)}" '
+            f'height="{round(height * zoom)}" '
             f'viewBox="0 0 {lay.width} {height}" role="img" class="kmc-diagram" '
             f'data-lanes="{len(d.lanes)}" data-columns="{len(d.columns)}">\n'
             f'<!-- {MARKER} -->\n<title>{_x(d.verdict)}</title>\n'

@@ -11,11 +11,9 @@ from kmc.checker.signals import StopOnSignals
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from kmc.checker.errors import UsageError
 from kmc.checker.text import safe_text
+from ..diagram_files import add_diagram_arguments, check_diagram_paths, write_diagrams
 from .common import (
-    add_diagram_arguments,
     add_engine_arguments,
-    check_diagram_paths,
-    write_diagrams,
     add_force_argument,
     check_output_path,
     load,

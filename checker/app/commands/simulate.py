@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
 from kmc.checker.text import safe_text
-from .common import (
-    add_diagram_arguments, add_force_argument, add_spec_argument, check_diagram_paths, check_output_path, load,
-    positive_int, select_properties, write_diagrams,
-)
+from ..diagram_files import add_diagram_arguments, check_diagram_paths, write_diagrams
+from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 DEFAULT_RUNS = 20_000
 DEFAULT_DEPTH = 30

@@ -276,8 +276,8 @@ def _event(out, ev, x, lay):
     out.append(f'<g class="event {ev.kind}"><title>{_x(ev.label)}</title>'
                f'<line x1="{ax}" y1="{y1}" x2="{ax}" y2="{y2}" stroke="{colour}" stroke-width="1.8"{dash_attr} '
                f'marker-end="url(#arrow-{marker})"/>'
-               + _text(ax - 3, mid, [ev.label], 8.5, fill=colour, anchor="middle",
-                       extra=f' transform="rotate(-90 {ax - 3} {mid})" stroke="#fff" stroke-width="3" '
+               + _text(ax + 9.5, mid, [ev.label], 8.5, fill=colour, anchor="middle",
+                       extra=f' transform="rotate(-90 {ax + 9.5} {mid})" stroke="#fff" stroke-width="3" '
                              'paint-order="stroke"')
                + "</g>")
 

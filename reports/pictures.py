@@ -45,7 +45,13 @@ def result_mermaid(spec, model, result) -> str:
     if not ordered:
         return mermaid.no_counterexample(_lanes(model), f"no counterexample in {result.stats.distinct:,} "
                                                         "distinct states")
-    return mermaid.render(build(model, ordered[0]), title=title)
+    text = mermaid.render(build(model, ordered[0]), title=title)
+    if len(ordered) > 1:  # Mermaid draws one diagram per block: say where the others are
+        others = ", ".join(v.property for v in ordered[1:])
+        first, rest = text.split("\n", 1)
+        text = (f"{first}\n%% also violated: {others} (kmc check --json, then kmc replay --invariant NAME "
+                f"--format mermaid)\n{rest}")
+    return text
 
 
 def simulation_outputs(spec, model, sim, command=""):

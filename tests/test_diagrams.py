@@ -381,3 +381,13 @@ def test_replay_out_keeps_a_file_kmc_did_not_write(tmp_path, capsys):
     assert main(["replay", str(saved), "--format", "html", "--out", str(mine), "--force"]) == EXIT_OK
     assert main(["replay", str(saved), "--format", "mermaid", "--out", str(mine)]) == EXIT_OK
     assert mine.read_text().startswith(f"%% {diagram.MARKER}")
+
+
+def test_a_check_with_several_violations(explorations):
+    """The page shows every counterexample, shortest first; the Mermaid text the shortest,
+    naming the others (specs/hw-unflushed.toml: CNL in 6 states, LND in 10, README)."""
+    spec, model, result = explorations["hw-unflushed"]
+    page = pictures.result_page(spec, model, result)
+    assert [s.get("data-columns") for s in _svgs(page)] == ["6", "10"]
+    text = pictures.result_mermaid(spec, model, result)
+    assert text.splitlines()[1].startswith("%% also violated: LogsNeverDiverge")

@@ -156,7 +156,9 @@ def _cell(row, name) -> str:
         return "–"
     if verdict == VIOLATED:
         cx = row["counterexamples"][name]
-        return f"**violated** [{cx['length']} states]({cx['trace']})"
+        diagram = cx["trace"][:-len(".json")] + ".html" if cx["trace"].endswith(".json") else None
+        link = f" ([diagram]({diagram}))" if diagram else ""
+        return f"**violated** [{cx['length']} states]({cx['trace']}){link}"
     return verdict
 
 
@@ -247,7 +249,7 @@ def to_markdown(doc) -> str:
     lines.append(f"Every configuration is explored completely, breadth-first, checking {every} "
                  "invariants and keeping going after a violation, so each invariant gets a "
                  "verdict. A violated cell links to the shortest counterexample "
-                 "(its length in states, the initial state included); "
+                 "(its length in states, the initial state included) and to its diagram (an HTML page); "
                  "`kmc replay <trace file>` shows it, `--format tla` as TLC would. "
                  "Bounds: messages produced, crashes, highest leader epoch.")
     lines.append("")

@@ -99,7 +99,9 @@ def test_results_md_links_every_trace_and_the_traces_replay(small_grid):
     links = re.findall(r"\]\((traces/[^)]+\.json)\)", text)
     expected = [cx["trace"] for r in doc["rows"] for cx in r["counterexamples"].values()]
     assert sorted(links) == sorted(expected) and links
-    assert sorted(p.name for p in (out / "traces").iterdir()) == sorted(Path(x).name for x in expected)
+    pages = [x[:-len(".json")] + ".html" for x in expected]  # each trace's diagram, next to it
+    assert sorted(re.findall(r"\]\((traces/[^)]+\.html)\)", text)) == sorted(pages)
+    assert sorted(p.name for p in (out / "traces").iterdir()) == sorted(Path(x).name for x in expected + pages)
     row = next(r for r in doc["rows"] if r["id"] == "le-r2-isr1-clean-unflushed")
     cx = row["counterexamples"]["LogsNeverDiverge"]
     model, violation = replay(cx["trace"], load_document(out / cx["trace"]), "LogsNeverDiverge")

@@ -11,6 +11,7 @@ from kmc.checker.signals import StopOnSignals
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from kmc.checker.errors import UsageError
 from kmc.checker.text import safe_text
+from ..diagram_files import add_diagram_arguments, check_diagram_paths, write_diagrams
 from .common import (
     add_engine_arguments,
     add_force_argument,
@@ -49,6 +50,7 @@ def register(sub):
     p.add_argument("--keep-going", action="store_true",
                    help="after a violation, keep exploring to decide every other invariant")
     p.add_argument("--json", metavar="PATH", help="also write the result as JSON (schema in docs/json-schema.md)")
+    add_diagram_arguments(p)
     add_force_argument(p)
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of a counterexample")
     p.add_argument("--no-trace", action="store_true", help="do not print counterexample traces")
@@ -108,7 +110,7 @@ def _from_checkpoint(args, header):
 
 
 def run(args, out, err) -> int:
-    from kmc.reports import ProgressDisplay, ResultView, expectation, result_to_dict, write_json
+    from kmc.reports import ProgressDisplay, ResultView, expectation, pictures, result_to_dict, write_json
 
     header = checkpoint.read_header(args.resume) if args.resume else None
     if header is not None:
@@ -120,8 +122,9 @@ def run(args, out, err) -> int:
             raise UsageError(f"{option}: the path is empty; name a directory")
     spec = load(args.spec)
     directory = args.checkpoint or args.resume
-    check_output_path("--json", args.json, force=args.force,
-                      protected=[spec.path, *checkpoint.own_files(directory)] if directory else [spec.path])
+    protected = [spec.path, *checkpoint.own_files(directory)] if directory else [spec.path]
+    check_output_path("--json", args.json, force=args.force, protected=protected)
+    check_diagram_paths(args, protected)
     require_spark(spec, args)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
@@ -175,6 +178,8 @@ def run(args, out, err) -> int:
             err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
                       markup=False, highlight=False, soft_wrap=True)
             wrote = False
+    wrote = write_diagrams(args, err, lambda: pictures.result_page(spec, model, result, f"kmc check {spec.path}"),
+                           lambda: pictures.result_mermaid(spec, model, result)) and wrote
     _say_how_to_continue(err, result, directory if writer else None, options)
     code = _exit_code(args, spec, result, signals, expectation)
     # The path was checked before the search, so a write that fails now is rare (a full

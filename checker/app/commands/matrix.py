@@ -437,6 +437,7 @@ def _default_note(source, constants) -> str:
 def run(args, out, err) -> int:
     from kmc.reports.json_result import write_json
     from kmc.reports.matrix import results_document, to_markdown, validate
+    from kmc.reports.pictures import trace_page, write_text
 
     from kmc.checker.exitcodes import EXIT_OK, EXIT_UNEXPECTED
 
@@ -462,6 +463,10 @@ def run(args, out, err) -> int:
             path = out_dir / row["counterexamples"][name]["trace"]
             _write(path, lambda p=path, d=doc: write_json(p, d))
             written.add(path.name)
+            page = path.with_suffix(".html")  # the trace's swimlane diagram, next to it
+            _write(page, lambda p=page, d=doc, t=row["title"] or row["id"]: write_text(
+                p, trace_page(d, f"traces/{p.name[:-5]}.json", t)))
+            written.add(page.name)
         bad = [n for n, v in row["verdicts"].items() if v != "holds"]
         status = ("all hold" if not bad else
                   ", ".join(f"{n} {row['verdicts'][n]}" for n in bad))
@@ -496,7 +501,8 @@ def run(args, out, err) -> int:
     _write(out_dir / "RESULTS.md", write_md)
     unexpected = [r["id"] for r in rows if r["matched"] is False]
     rows_text = "1 configuration" if len(rows) == 1 else f"{len(rows)} configurations"
-    traces_text = "1 trace" if len(written) == 1 else f"{len(written)} traces"
+    count = sum(1 for name in written if name.endswith(".json"))
+    traces_text = ("1 trace" if count == 1 else f"{count} traces") + (" with their diagrams" if count else "")
     out.print(f"{rows_text} in {total:.1f} s: wrote {out_dir / 'RESULTS.md'}, "
               f"{out_dir / 'results.json'} and {traces_text} in {traces_dir}",
               markup=False, highlight=False, soft_wrap=True)
@@ -550,8 +556,9 @@ def _remove_stale_traces(traces_dir, ids, written):
     files kmc wrote."""
     from ..outputs import is_kmc_output
 
-    for path in traces_dir.glob("*.json"):
-        if path.name in written or not is_kmc_output(path):
+    for path in [*traces_dir.glob("*.json"), *traces_dir.glob("*.html")]:
+        kind = "json" if path.suffix == ".json" else "diagram"
+        if path.name in written or not is_kmc_output(path, kind):
             continue
         if any(path.name.startswith(rid + "-") for rid in ids):
             try:

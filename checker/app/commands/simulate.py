@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
 from kmc.checker.text import safe_text
+from ..diagram_files import add_diagram_arguments, check_diagram_paths, write_diagrams
 from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 DEFAULT_RUNS = 20_000
@@ -63,6 +64,7 @@ def register(sub):
     p.add_argument("--no-progress", action="store_true",
                    help="no progress line (shown on standard error only when it is a terminal)")
     p.add_argument("--json", metavar="PATH", help="also write the outcome as JSON (kmc replay reads it)")
+    add_diagram_arguments(p)
     add_force_argument(p)
     p.set_defaults(run=run)
 
@@ -104,6 +106,7 @@ def run(args, out, err) -> int:
 
     spec = load(args.spec)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
+    check_diagram_paths(args, [spec.path])
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     if args.no_progress or not err.is_terminal:
@@ -132,6 +135,13 @@ def run(args, out, err) -> int:
                   f"state with no enabled action, {st.seconds:.2f} s. A simulation proves "
                   "nothing: 'kmc check' explores every state.", markup=False, highlight=False, soft_wrap=True)
     code = EXIT_VIOLATION if sim.violation is not None else EXIT_OK
+    if args.html or args.mermaid:
+        from kmc.reports.pictures import simulation_outputs
+
+        command = f"kmc simulate {spec.path} --runs {args.runs} --depth {args.depth} --seed {args.seed}"
+        page, text = simulation_outputs(spec, model, sim, command)
+        if not write_diagrams(args, err, lambda: page, lambda: text):
+            code = code or EXIT_BAD_INPUT
     if args.json:
         try:
             write_json(args.json, result_to_dict(spec, model, sim))

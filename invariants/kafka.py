@@ -51,8 +51,12 @@ def acknowledged_never_lost(model, state):
             continue
         where = (f"leader {model.name(l)}'s log ends at {len(log)}" if offset >= len(log)
                  else f"leader {model.name(l)} holds {_record(*log[offset])} there")
+        holders = [model.name(r) for r, rep in enumerate(state.replicas)
+                   if offset < len(rep.log) and rep.log[offset] == (epoch, rid)]
+        left = (f"only {', '.join(holders)} still holds it" if holders
+                else "no replica holds it any more")
         return (f"the producer was told {_record(epoch, rid)} at offset {offset} is written "
-                f"(acks={model.config.acks}) but {where}")
+                f"(acks={model.config.acks}) but {where}; {left}")
     return None
 
 

@@ -428,9 +428,9 @@ class KafkaModel:
 
     def describe_step(self, before, action, after) -> str:
         """What ``action`` did between two states, in one sentence (``model.describe``)."""
-        from .describe import describe_step
+        from .describe import acks_note, describe_step
 
-        return describe_step(self, before, action, after)
+        return describe_step(self, before, action, after) + acks_note(self, before, action, after)
 
     def format_record(self, record) -> str:
         epoch, rid = record

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -338,3 +339,37 @@ def test_json_and_tla_show_acked(build):
     assert "/\\ acked = {<<0, " in state_text(model, s)
     plain = KafkaModel(Config(replicas=("A", "B")))
     assert "acked" not in state_to_dict(plain, plain.init_states()[0])
+
+
+# -- symmetry: acked holds no replica ids --------------------------------------------------------
+
+
+@pytest.mark.parametrize("acks", ["all", "1"])
+def test_symmetry_counts_the_orbits_found_by_brute_force(acks):
+    import itertools
+
+    from kmc.model.symmetry import permute, symmetries
+
+    # no crash: the zombie (preferred election) and the leader's acknowledgements only
+    config = Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=0, max_leader_epoch=1,
+                    truncation=LEADER_EPOCH_21, min_insync_replicas=2, preferred_election=True,
+                    initial_leader="any", acks=acks)
+    model = KafkaModel(config)
+    everything = reachable(model, 10**6)
+    assert any(s.acked for s in everything)
+    orbits = {min(encode(permute(s, p)) for p in symmetries(config)) for s in everything}
+    assert len(orbits) < len(everything)
+    props = [AcknowledgedNeverLost]
+    for engine in (LocalEngine, BatchEngine):
+        reduced = engine(model, props, Options(symmetry=True, keep_going=True)).run()
+        assert reduced.stats.distinct == len(orbits)
+    plain = BatchEngine(model, props, Options(keep_going=True)).run()
+    assert plain.stats.distinct == len(everything)
+    assert {k: len(v.path) for k, v in reduced.violations.items()} == \
+        {k: len(v.path) for k, v in plain.violations.items()}
+    kernel = model.batch_kernel()
+    sample = everything[::11]
+    rows = np.stack([kernel.encode(s) for s in sample])
+    for perm in itertools.permutations(range(3)):
+        moved = kernel.codec.permuter(perm)(rows)
+        assert [kernel.decode(r) for r in moved] == [permute(s, perm) for s in sample]

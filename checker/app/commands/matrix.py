@@ -145,7 +145,7 @@ def register(sub):
     v = p.add_argument_group("Kafka through the versions")
     v.add_argument("--versions", action="store_true",
                    help="instead of the grid: MODEL.md's configurations under each Kafka version's rule "
-                   "and options (pre-0.11 .. 4.1), every row with all five properties, and a "
+                   "and options (pre-0.11 .. 4.1), every row with all five properties (six with acks=all), and a "
                    "configuration x version table in RESULTS.md")
     v.add_argument("--configs", metavar="LIST", default="all",
                    help=f"with --versions: configurations ({', '.join(VERSION_CONFIGS)}; default all)")

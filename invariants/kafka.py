@@ -154,7 +154,7 @@ BY_NAME = {p.name: p for p in ALL}
 # that uses none of it (an older rule, both options off) checks by default, so that its
 # runs, published results and pinned numbers are what they always were.
 CLASSIC = ALL[:4]
-# The five properties of a configuration that uses MODEL.md's 2.1 rule, HW gate or ELR.
+# The five properties of a configuration that uses the 2.1 rule, the HW gate or the ELR.
 MODERN = ALL[:5]
 
 

@@ -264,7 +264,7 @@ class KafkaModel:
         return out
 
     def _acknowledge(self, before, after):
-        """The acknowledgements of ``acks = "all"`` after one step (MODEL.md's HW(l)): the
+        """The acknowledgements of ``acks = "all"`` after one step (the rule of HW(l)): the
         records that the step brought below the HW of the replica leading after it, and
         that it wrote in the epoch it leads now (their produce requests are still waiting
         there), if the ISR after the step has at least ``min_insync_replicas`` members.

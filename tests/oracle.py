@@ -7,7 +7,7 @@ Whole states go into a Python dict, the search is a plain breadth-first search, 
 every action is written the obvious way with ``evolve`` (``attrs.evolve``), in the order MODEL.md
 enumerates them (actions 1–9, then replica order, then cut point). It covers the three
 truncation rules and the options the code has today (unclean election, unflushed loss,
-preferred election, min ISR), plus, from MODEL.md's later sections, the 2.1 rule's ISR
+preferred election, min ISR), plus, from the later sections, the 2.1 rule's ISR
 guard, the HW gate and producer acknowledgements (``acks``); not eligible leader replicas.
 
 It is slow (a few thousand states a second) and meant for specs of at most tens of

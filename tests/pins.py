@@ -70,10 +70,10 @@ def spec_param(name):
 
 # -- producer acknowledgements (model.acks) ----------------------------------------------
 #
-# The specs that track acknowledgements, one per row of MODEL.md's acks verdict table (plus
+# The specs that track acknowledgements, one per row of the acks verdict table (TLC's; plus
 # acks-all-two-replicas-min-isr, the docs' worked example), run with the spec's own [check]
 # options (keep-going: every reachable state). tests/test_acks.py checks them, the verdicts
-# and trace lengths against that table (TLC's), and the small ones against the oracle.
+# and trace lengths against that table, and the small ones against the oracle.
 LCC, ANL = "LeaderCandidateCompleteness", "AcknowledgedNeverLost"
 ALL6 = (HWB, CNL, LND, LEM, LCC, ANL)
 ACKS_PINS = {

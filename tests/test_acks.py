@@ -1,6 +1,6 @@
 """Producer acknowledgements: ``acks = "all" | "1"``, zombie writes and AcknowledgedNeverLost.
 
-Every row of MODEL.md's acks verdict table is a shipped spec (``specs/acks*.toml``); each is
+Every row of the model's acks verdict table is a shipped spec (``specs/acks*.toml``); each is
 run here against that table's verdicts and shortest-trace lengths (TLC's, on an independent
 rendering), against its ``[expect]`` table, and against the distinct / generated / depth
 counts pinned in ``tests/pins.py``. Those of at most 20,000 states are also explored by the
@@ -40,7 +40,7 @@ A, B, C = range(3)
 H = HOLDS
 ORACLE_LIMIT = 20_000
 
-# MODEL.md's acks table (TLC on the independent rendering): spec -> {CNL, ANL: "holds" or
+# The acks verdict table (TLC on an independent TLA+ rendering): spec -> {CNL, ANL: "holds" or
 # the length of the shortest counterexample, in states}. acks-all-two-replicas-min-isr is
 # not a row of it: it is the docs' worked example, pinned like the others and checked by
 # the oracle.
@@ -373,3 +373,28 @@ def test_symmetry_counts_the_orbits_found_by_brute_force(acks):
     for perm in itertools.permutations(range(3)):
         moved = kernel.codec.permuter(perm)(rows)
         assert [kernel.decode(r) for r in moved] == [permute(s, perm) for s in sample]
+
+
+@pytest.mark.parametrize("text, words", [
+    (b'acks = "0"\n', "model.acks: must be"),
+    (b'[check]\ninvariants = ["AcknowledgedNeverLost"]\n', "check.invariants: AcknowledgedNeverLost needs model.acks"),
+])
+def test_kmc_check_bad_acks_spec_exits_2_with_one_line(tmp_path, capsys, text, words):
+    from kmc.checker.app.cli import main
+
+    path = tmp_path / "bad.toml"
+    path.write_bytes(BASE + text)
+    try:
+        code = main(["check", str(path), "--no-progress"])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and str(path) in err and words in err, err
+    assert "Traceback" not in err
+    path.write_bytes(BASE)  # a good spec, but --invariant AcknowledgedNeverLost without acks
+    try:
+        code = main(["check", str(path), "--no-progress", "--invariant", "AcknowledgedNeverLost"])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "has no model.acks" in err, err

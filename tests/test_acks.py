@@ -145,6 +145,23 @@ def test_oracle_agrees(name):
         assert (v.path.choices, v.explanation, v.path.states) == (w.path.choices, w.explanation, w.path.states)
 
 
+# The larger specs the oracle can run (no eligible leader replicas, under 200,000 states):
+# seconds each, with KMC_ORACLE_ALL=1 as in tests/test_oracle.py.
+LARGER = [n for n, p in ACKS_PINS.items() if ORACLE_LIMIT < p.distinct < 200_000
+          and not load_spec(SPECS / f"{n}.toml").config.eligible_leader_replicas]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("KMC_ORACLE_ALL") != "1", reason="set KMC_ORACLE_ALL=1")
+@pytest.mark.parametrize("name", LARGER)
+def test_oracle_agrees_on_the_larger_specs(runs, name):
+    spec, model, result = runs(name)
+    want = oracle.explore(model.config, list(result.checked), keep_going=spec.keep_going)
+    assert (result.stats.distinct, result.stats.generated, result.stats.depth) == (
+        want.distinct, want.generated, want.depth)
+    assert {p: len(v.path) for p, v in result.violations.items()} == want.traces
+
+
 # -- per-state and batch successors ----------------------------------------------------------
 
 _CONFIGS = st.builds(

@@ -91,7 +91,6 @@ def runs():
 
 # -- the shipped specs ---------------------------------------------------------------------
 
-
 def test_every_acks_spec_is_pinned_and_a_row():
     shipped = {p.stem for p in SPECS.glob("*.toml") if load_spec(p).config.acks is not None}
     assert shipped == set(ACKS_PINS) == set(TABLE) | set(EXAMPLE)
@@ -207,7 +206,6 @@ def test_batch_successors_equal_the_model_with_zombies():
 
 # -- acks = "all" is a history variable ----------------------------------------------------
 
-
 def test_acks_all_only_adds_a_history_variable():
     """``acks = "all"`` changes no guard: forgetting ``acked``, the reachable states are
     exactly those without ``acks``. The counts still differ, even with min ISR 1: a record
@@ -249,7 +247,6 @@ def test_acks_all_counts_equal_without_elections_when_min_isr_cannot_be_missed(e
 
 
 # -- the trace: acknowledgements, refusals and zombies -----------------------------------------
-
 
 def test_a_zombie_write_is_shown_as_one():
     """ElectLeader(B) by preferred election, then Produce(A) by the deposed A: acknowledged
@@ -354,7 +351,6 @@ def test_json_and_tla_show_acked(build):
 
 
 # -- symmetry: acked holds no replica ids --------------------------------------------------------
-
 
 @pytest.mark.parametrize("acks", ["all", "1"])
 def test_symmetry_counts_the_orbits_found_by_brute_force(acks):

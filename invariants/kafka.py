@@ -39,6 +39,27 @@ def committed_never_lost(model, state):
     return None
 
 
+def acknowledged_never_lost(model, state):
+    """When some replica leads, every record the producer was told is written is in its
+    log at its offset (meaningful with ``acks`` set; ``acked`` is empty otherwise)."""
+    l = leader_of(state)
+    if l is None or not state.acked:
+        return None
+    log = state.replicas[l].log
+    for offset, epoch, rid in state.acked:
+        if offset < len(log) and log[offset] == (epoch, rid):
+            continue
+        where = (f"leader {model.name(l)}'s log ends at {len(log)}" if offset >= len(log)
+                 else f"leader {model.name(l)} holds {_record(*log[offset])} there")
+        holders = [model.name(r) for r, rep in enumerate(state.replicas)
+                   if offset < len(rep.log) and rep.log[offset] == (epoch, rid)]
+        left = (f"only {', '.join(holders)} still holds it" if holders
+                else "no replica holds it any more")
+        return (f"the producer was told {_record(epoch, rid)} at offset {offset} is written "
+                f"(acks={model.config.acks}) but {where}; {left}")
+    return None
+
+
 def logs_never_diverge(model, state):
     """Live replicas on the current epoch agree below the smaller of their HWs."""
     q = state.quorum
@@ -121,17 +142,26 @@ LeaderCandidateCompleteness = Property(
     "LeaderCandidateCompleteness", ALWAYS, leader_candidate_completeness,
     "every live replica in the ISR or the ELR holds every committed record", symmetric=True)
 
+AcknowledgedNeverLost = Property(
+    "AcknowledgedNeverLost", ALWAYS, acknowledged_never_lost,
+    "when a replica leads, every record acknowledged to the producer is in its log at its offset "
+    "(needs model.acks)", symmetric=True)
+
 ALL = (HighWatermarkBelowLogEnd, CommittedNeverLost, LogsNeverDiverge, LeaderEpochMonotonic,
-       LeaderCandidateCompleteness)
+       LeaderCandidateCompleteness, AcknowledgedNeverLost)
 BY_NAME = {p.name: p for p in ALL}
 # The four properties of the model before docs/model.md's "Kafka 2.1 and later": what a configuration
 # that uses none of it (an older rule, both options off) checks by default, so that its
 # runs, published results and pinned numbers are what they always were.
 CLASSIC = ALL[:4]
+# The five properties of a configuration that uses the 2.1 rule, the HW gate or the ELR.
+MODERN = ALL[:5]
 
 
 def default_properties(config):
     """The properties a run of ``config`` checks unless told otherwise: ``ALL`` for a
     configuration that uses the 2.1 rule, the HW gate or the ELR; ``CLASSIC`` (without
-    ``LeaderCandidateCompleteness``) for the pre-2.1 model."""
-    return ALL if config.modern else CLASSIC
+    ``LeaderCandidateCompleteness``) for the pre-2.1 model; either followed by
+    ``AcknowledgedNeverLost`` when the configuration tracks acknowledgements (``acks``)."""
+    base = MODERN if config.modern else CLASSIC
+    return base + (AcknowledgedNeverLost,) if getattr(config, "acks", None) else base

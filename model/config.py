@@ -12,6 +12,10 @@ TRUNCATION_RULES = (HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, LEADER_EP
 # The rules under which BecomeFollower asks the leader (OffsetsForLeaderEpoch).
 LEADER_EPOCH_RULES = (LEADER_EPOCH, LEADER_EPOCH_KIP279, LEADER_EPOCH_21)
 INITIAL_LEADERS = ("first", "any")
+# The producer's acks setting, when acknowledgements are tracked (None: not tracked).
+ACKS_ALL = "all"
+ACKS_ONE = "1"
+ACKS = (ACKS_ALL, ACKS_ONE)
 
 
 @attrs.frozen
@@ -36,6 +40,10 @@ class Config:
             Meaningful only with ``hw_requires_min_isr`` (the spec loader insists).
         initial_leader: ``"first"``: the first replica leads at epoch 0; ``"any"``: one
             initial state per replica, each leading at epoch 0.
+        acks: ``None`` (acknowledgements are not tracked), ``"all"`` (a record is
+            acknowledged when its leader's HW passes it with the ISR at least
+            ``min_insync_replicas``) or ``"1"`` (acknowledged on append, by any replica
+            that believes it leads).
     """
 
     replicas: tuple = ("A", "B")
@@ -50,6 +58,7 @@ class Config:
     hw_requires_min_isr: bool = False
     eligible_leader_replicas: bool = False
     initial_leader: str = "first"
+    acks: str | None = None
 
     @property
     def n(self) -> int:
@@ -65,4 +74,6 @@ class Config:
     def as_dict(self) -> dict:
         d = attrs.asdict(self)
         d["replicas"] = list(self.replicas)
+        if d["acks"] is None:  # not tracked: the [model] table as it was before the key existed
+            del d["acks"]
         return d

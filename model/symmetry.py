@@ -45,4 +45,4 @@ def permute(state: State, perm) -> State:
     q = state.quorum
     quorum = Quorum(rid(q.leader), q.epoch, tuple(sorted(perm[r] for r in q.isr)),
                     tuple(sorted(perm[r] for r in q.elr)))
-    return State(tuple(reps), quorum, state.produced, state.crashes, state.committed)
+    return State(tuple(reps), quorum, state.produced, state.crashes, state.committed, state.acked)

@@ -35,6 +35,7 @@ SHORT = {
     "LogsNeverDiverge": "LND",
     "LeaderEpochMonotonic": "LEM",
     "LeaderCandidateCompleteness": "LCC",
+    "AcknowledgedNeverLost": "ANL",
 }
 RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279",
               "leader-epoch-2.1": "v21"}

@@ -155,6 +155,7 @@ def _summary_cells(model, state) -> dict:
         "produced": (state.produced, "produced", Text(str(state.produced))),
         "crashes": (state.crashes, "crashes", Text(str(state.crashes))),
         "committed": (state.committed, "committed", _committed(state.committed)),
+        "acked": (state.acked, "acked", _committed(state.acked)),
     }
 
 
@@ -255,7 +256,10 @@ class StateView:
         controller = ("quorum.leader", "quorum.epoch", "quorum.isr")
         if "quorum.elr" in now:
             controller += ("quorum.elr",)
-        for label, keys in (("controller", controller), ("history", ("produced", "crashes", "committed"))):
+        history = ("produced", "crashes", "committed")
+        if getattr(model.config, "acks", None):  # what the producer was told, next to committed
+            history += ("acked",)
+        for label, keys in (("controller", controller), ("history", history)):
             line = Text()
             line.append(f"{label:<11}", "bold dim")
             for i, key in enumerate(keys):

@@ -97,6 +97,9 @@ def state_variables(model, state) -> list[tuple[str, str]]:
         ("crashes", str(state.crashes)),
         ("committed", tla_set(sequence((str(offset), _record((epoch, rid))))
                               for offset, epoch, rid in state.committed)),
+        *([("acked", tla_set(sequence((str(offset), _record((epoch, rid))))
+                             for offset, epoch, rid in state.acked))]
+          if getattr(model.config, "acks", None) else []),
     ]
 
 

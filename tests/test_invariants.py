@@ -27,8 +27,8 @@ def model(build):
 def test_the_properties_in_order():
     assert [p.name for p in ALL] == [
         "HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic",
-        "LeaderCandidateCompleteness"]
-    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP, ALWAYS]
+        "LeaderCandidateCompleteness", "AcknowledgedNeverLost"]
+    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP, ALWAYS, ALWAYS]
     assert set(BY_NAME) == {p.name for p in ALL}
     assert all(p.description for p in ALL)
 

@@ -85,6 +85,11 @@ def select_properties(spec, names):
     for n in names:
         if n not in known:
             raise UsageError(f"--invariant: unknown invariant {n!r} (known: {', '.join(known)})")
+    from kmc.model.spec import ACKED_PROPERTY
+
+    if ACKED_PROPERTY in names and spec.config.acks is None:
+        raise UsageError(f"--invariant {ACKED_PROPERTY}: {spec.path} has no model.acks "
+                         "(\"all\" or \"1\"), so no acknowledgement is tracked")
     return spec.properties([n for n in known if n in names])
 
 

@@ -54,7 +54,8 @@ KNOWN_VERDICTS = {
 # -- "Kafka through the versions" (``--versions``) ------------------------------------------
 # A separate grid, so that the default grid's rows (and reports/RESULTS.md) stay as they
 # were: docs/model.md's configurations, each under the rule and options of successive Kafka
-# versions, every row checked against all five properties.
+# versions, every row checked against all five properties (and AcknowledgedNeverLost on the
+# rows with acks = "all").
 _C1 = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2, min_insync_replicas=1)
 _LRS = dict(replicas=("A", "B", "C"), max_messages=2, max_crashes=1, max_leader_epoch=2,
             min_insync_replicas=2, unflushed_loss=True)
@@ -68,6 +69,11 @@ VERSION_CONFIGS = {
     "isr": ("3 replicas, min ISR 1, 1 msg, 2 crashes (ISR re-join)",
             dict(_C1, replicas=("A", "B", "C"), max_messages=1)),
     "lrs": ("3 replicas, min ISR 2, 2 msgs, 1 crash, unflushed loss (last replica standing)", _LRS),
+    # With acks = "all" tracked, a row also checks AcknowledgedNeverLost (ANL): "the producer
+    # was told it is written and it was lost", next to CNL's "consumers may have read it".
+    "c3m2_acks": ("C3 + min ISR 2, acks=all", dict(_C1, unclean_leader_election=True,
+                                                      min_insync_replicas=2, acks="all")),
+    "lrs_acks": ("last replica standing, acks=all", dict(_LRS, acks="all")),
 }
 # key -> (label, rule, hw_requires_min_isr, eligible_leader_replicas)
 VERSIONS = {
@@ -81,6 +87,7 @@ VERSIONS = {
 # docs/model.md, both known-verdict tables, where they cover a cell of this grid:
 # (config key, version key) -> {property: verdict}
 _C, _N, _L = "CommittedNeverLost", "LogsNeverDiverge", "LeaderCandidateCompleteness"
+_A = "AcknowledgedNeverLost"
 KNOWN_VERSION_VERDICTS = {
     ("c1", "hw"): {_C: _V, _N: _V}, ("c1", "le"): {_C: _H, _N: _H}, ("c1", "kip279"): {_C: _H, _N: _H},
     ("c1", "v21"): {_C: _H, _N: _H, _L: _H},
@@ -94,6 +101,8 @@ KNOWN_VERSION_VERDICTS = {
     ("isr", "kip279"): {_C: _V}, ("isr", "v21"): {_C: _H},
     ("lrs", "v21"): {_C: _V, _N: _H, _L: _V}, ("lrs", "v21-gate"): {_C: _V, _N: _H, _L: _V},
     ("lrs", "v21-elr"): {_C: _H, _N: _H, _L: _H},
+    ("lrs_acks", "v21"): {_C: _V, _A: _V}, ("lrs_acks", "v21-gate"): {_C: _V, _A: _V},
+    ("lrs_acks", "v21-elr"): {_C: _H, _A: _H},
 }
 
 
@@ -136,7 +145,7 @@ def register(sub):
     v = p.add_argument_group("Kafka through the versions")
     v.add_argument("--versions", action="store_true",
                    help="instead of the grid: docs/model.md's configurations under each Kafka version's rule "
-                   "and options (pre-0.11 .. 4.1), every row with all five properties, and a "
+                   "and options (pre-0.11 .. 4.1), every row with all five properties (six with acks=all), and a "
                    "configuration x version table in RESULTS.md")
     v.add_argument("--configs", metavar="LIST", default="all",
                    help=f"with --versions: configurations ({', '.join(VERSION_CONFIGS)}; default all)")
@@ -345,7 +354,10 @@ def _items(args):
         from kmc.invariants import ALL
 
         every = tuple(p.name for p in ALL)
-        items = [(rid, c, None, args.max_states, known, every) for rid, c, known in version_grid(configs, versions)]
+        # AcknowledgedNeverLost only on the rows that track acknowledgements
+        unacked = tuple(n for n in every if n != _A)
+        items = [(rid, c, None, args.max_states, known, every if c.acks else unacked)
+                 for rid, c, known in version_grid(configs, versions)]
         return items, "versions", {}, None
     if args.spec_dir is not None:
         changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS

@@ -175,7 +175,7 @@ class SparkRowsEngine:
         local = self._local = BatchEngine(self.model, self.properties, self.options, self.progress)
         if restored is not None and restored[0] == "spark":
             snap = restored[2]
-            local.seen = self._local_seen
+            local.search.seen = self._local_seen
             self._n = None  # chosen again: this run's partitions, else the saved level's
             self._handoff, self._handoff_depth = snap["handoff"], snap["handoff_depth"]
             return self._spark_phase(partial(self._load_saved, restored[1], snap), started, resumed=True)
@@ -183,8 +183,8 @@ class SparkRowsEngine:
         if restored is not None:
             local.restore(restored[1])
         else:
-            local._start()
-        if local._frontier_size() > self.driver_level_limit and local._stop_reason_after_level() is None:
+            local.start()
+        if local.frontier_size() > self.driver_level_limit and local.stop_reason_after_level() is None:
             local.stop_requested = _HANDOFF
         if self.stop_requested is not None:
             local.stop_requested = self.stop_requested
@@ -265,7 +265,7 @@ class SparkRowsEngine:
             self.on_level(self)
         if self.stop_requested is not None:
             local.stop_requested = self.stop_requested
-        elif local._frontier_size() > self.driver_level_limit:
+        elif local.frontier_size() > self.driver_level_limit:
             local.stop_requested = _HANDOFF
 
     def _hand_over(self, store):

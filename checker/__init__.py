@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "GraphTooLarge": ".graph", "state_graph": ".graph", "write_graph": ".graph",
     "check_state": ".kernel", "check_step": ".kernel", "expand": ".kernel", "split_properties": ".kernel",
-    "LocalEngine": ".local", "Options": ".local", "check": ".local",
+    "LocalEngine": ".local", "Options": ".options", "check": ".local",
     "ALWAYS": ".protocol", "STEP": ".protocol", "POSSIBLY": ".protocol", "Model": ".protocol", "Property": ".protocol",
     "successors": ".protocol", "action_name": ".protocol", "format_action": ".protocol",
     "describe_step": ".protocol",

@@ -30,7 +30,7 @@ import numpy as np
 
 from .driver import LevelDriver
 from .errors import EngineError
-from .fingerprint import fingerprint_rows
+from .fingerprint import kernel_fingerprints
 from .options import Options
 from .protocol import successors
 from .seen import CompactSeenSet
@@ -58,9 +58,7 @@ class RowsSearch:
         self.next: list[np.ndarray] = []
 
     def fingerprints(self, rows):
-        if self.symmetry:
-            rows = self.kernel.canonical(rows)
-        return fingerprint_rows(rows)
+        return kernel_fingerprints(self.kernel, rows, self.symmetry)
 
     def start(self, stats, found):
         states = list(self.model.init_states())
@@ -201,15 +199,17 @@ class RowsSearch:
 
 class BatchEngine(LevelDriver):
     """Breadth-first exploration of a model that has a batch kernel (see
-    ``checker.driver.LevelDriver`` for the arguments)."""
+    ``checker.driver.LevelDriver`` for the arguments); ``kernel`` replaces the model's own
+    (``checker.states_kernel.StatesKernel`` runs a per-state model on rows)."""
 
     name = "local"
     path = "batch"
 
-    def __init__(self, model, properties=None, options=None, progress=None, *, on_level=None):
+    def __init__(self, model, properties=None, options=None, progress=None, *, on_level=None,
+                 kernel=None):
         options = options or Options()
         super().__init__(model, None, properties, options, progress, on_level=on_level)
-        self.kernel = model.batch_kernel()
+        self.kernel = model.batch_kernel() if kernel is None else kernel
         self.search = RowsSearch(model, self.kernel, self.invariants, self.step_props, options.symmetry)
 
 

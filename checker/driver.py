@@ -203,9 +203,10 @@ class LevelDriver:
         head = {"engine": self.name, **parts.pop("head", {})}
         return {**head, "stats": attrs.asdict(self.stats), "found": self.search.found_out(self.found), **parts}
 
-    def restore(self, snapshot: dict) -> None:
+    def restore(self, snapshot: dict, directory=None) -> None:
         """Continue from a ``snapshot()`` (of this model, properties and options): the
-        next ``run()`` goes on from its level boundary."""
+        next ``run()`` goes on from its level boundary. (``directory``, the checkpoint's,
+        is for engines that keep files beside the snapshot.)"""
         self.search.restore_parts(snapshot)
         self.stats = Stats(**snapshot["stats"])
         self.found = self.search.found_in(dict(snapshot["found"]))

@@ -79,3 +79,13 @@ def fingerprint_rows(rows) -> "np.ndarray":
             x.sum(axis=1, dtype=np.uint64, out=h[i:i + step])
         h ^= np.uint64(width)
     return _mix(h)
+
+
+def kernel_fingerprints(kernel, rows, symmetry=False) -> "np.ndarray":
+    """The fingerprints of a batch kernel's ``rows`` (of their orbits' canonical rows under
+    symmetry reduction): the kernel's own ``fingerprints(rows, symmetry)`` when it has
+    one (``checker.states_kernel.StatesKernel``), else ``fingerprint_rows``."""
+    own = getattr(kernel, "fingerprints", None)
+    if own is not None:
+        return own(rows, symmetry)
+    return fingerprint_rows(kernel.canonical(rows) if symmetry else rows)

@@ -15,7 +15,10 @@ and optionally
   at once;
 - ``format_action(action)`` -> str, an action as a trace shows it (default ``str(action)``);
 - ``describe_step(before, action, after)`` -> str, one sentence saying what the action did
-  between two states, for a trace's step headers (default: none).
+  between two states, for a trace's step headers (default: none);
+- ``action_names()`` -> every action name the model can fire, in a fixed order: the Spark
+  engine counts actions by their position there when the model has no batch kernel;
+- ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows.
 
 An action is any value. Engines count the actions that fired and the new states each
 found per action *name*: an action's ``name`` attribute when it has a string one (several

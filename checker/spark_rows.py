@@ -73,18 +73,19 @@ import numpy as np
 from .batch import BatchEngine, add_counts
 from .checkpoint import CheckpointError, claim_data_dir
 from .errors import EngineError
-from .kernel import keep_least, require_symmetric, result_of, split_properties, stop_after_level
+from .kernel import canonical_encoder, keep_least, require_symmetric, result_of, split_properties, stop_after_level
 from .local import Options
 from .result import CheckResult, Stats, Violation
 from .spark_session import _cancel_group, _default_partitions, _one_line, _quiet_py4j, partitions_bad, spark_context
 from .spark_rows_store import (Store, _digests, _link, _load, _meta_path, _owner_of, _owners,
                                _split_frontier)
-from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition
+from .states_kernel import StatesKernel
+from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition, _owner
 from .spark_store import verify_files
-from .spark_tasks import _owner
 from .trace import extend, replay_choices
 
 SNAPSHOT_FORMAT = "spark-rows-1"  # the snapshot format of this engine
+STATES_FORMAT = "spark-states-1"  # ... on the per-state path (rows of Python states)
 DRIVER_LEVEL_LIMIT = 50_000  # levels up to this many states are expanded on the driver
 _HANDOFF = "kmc-handoff"  # the driver phase's stop reason when a level outgrows the limit
 
@@ -92,13 +93,17 @@ _HANDOFF = "kmc-handoff"  # the driver phase's stop reason when a level outgrows
 class SparkRowsEngine:
     """Breadth-first exploration of a model with a batch kernel, on Apache Spark.
 
-    Same arguments, attributes and hooks as ``checker.spark.SparkEngine`` (``run()``,
-    ``stop_requested``, ``cancel()``, ``on_level``), and gives exactly the results of
-    ``checker.batch.BatchEngine``.
+    Same hooks as ``checker.driver.LevelDriver`` (``run()``, ``stop_requested``,
+    ``on_level``, ``snapshot()``/``restore()``) and ``cancel()``; gives exactly the
+    results of ``checker.batch.BatchEngine`` (and so of ``checker.local.LocalEngine``).
 
     Args:
-        model, properties, options, progress, master, partitions, verbose: as
-            ``SparkEngine``.
+        model, properties, options, progress: as ``checker.local.LocalEngine``.
+        master: the Spark master URL (default ``local[*]``); partitions: the number of
+            partitions (default: Spark's parallelism); verbose: Spark's own log lines.
+        per_state: run the model's own successor function over rows of Python states
+            (``checker.states_kernel.StatesKernel``) instead of its batch kernel; a model
+            without a batch kernel always runs so.
         driver_level_limit: leading levels of at most this many states are expanded on
             the driver (``BatchEngine``); 0 hands over to Spark right after the initial
             states.
@@ -113,10 +118,17 @@ class SparkRowsEngine:
 
     def __init__(self, model, properties=None, options=None, progress=None, *,
                  master=None, partitions=None, verbose=False, checkpoint_dir=None,
-                 driver_level_limit=DRIVER_LEVEL_LIMIT, store_dir=None,
-                 _fail_first_attempt=False):
+                 driver_level_limit=DRIVER_LEVEL_LIMIT, store_dir=None, per_state=False,
+                 on_level=None, on_status=None, data_root=None, _fail_first_attempt=False):
         self.model = model
-        self.kernel = model.batch_kernel()
+        if per_state or not hasattr(model, "batch_kernel"):
+            # The per-state model as rows of Python states: the same search, for models
+            # with no batch kernel and for comparing a batch kernel with its model.
+            self.kernel = StatesKernel(model)
+            self.path, self._format = "per-state", STATES_FORMAT
+        else:
+            self.kernel = model.batch_kernel()
+            self._format = SNAPSHOT_FORMAT
         self.properties = list(model.properties() if properties is None else properties)
         self.invariants, self.step_props = split_properties(self.properties)
         self.options = options or Options()
@@ -127,7 +139,7 @@ class SparkRowsEngine:
         self.checkpoint_dir = checkpoint_dir
         self.driver_level_limit = driver_level_limit
         self.store_dir = store_dir
-        self.data_root = None  # the checkpoint directory snapshot() saves levels under
+        self.data_root = data_root  # the checkpoint directory snapshot() saves levels under
         self._store = None
         self._n = None
         self._phase = "driver"  # then "spark", once the store holds the search
@@ -137,11 +149,11 @@ class SparkRowsEngine:
         self._local_seen = self._handoff = self._handoff_depth = None
         self._owned = None
         # Test hook: every expansion task of rank partition 0 fails on its first attempt
-        # (see checker.spark_tasks._test_fault).
+        # (see checker.spark_rows_tasks._test_fault).
         self._fail_first_attempt = _fail_first_attempt
         self.stop_requested = None
-        self.on_level = None
-        self.on_status = None  # called with a short message while Spark starts
+        self.on_level = on_level
+        self.on_status = on_status  # called with a short message while Spark starts
         self.stats = Stats()
         # property -> (kind, explanation, where); where is ("driver", number) or
         # ("driver", (number, choice)) for a violation found on the driver, ("fp", fp) or
@@ -155,6 +167,8 @@ class SparkRowsEngine:
         self._canceller = None
         if self.options.symmetry:
             require_symmetric(self.properties)
+            if isinstance(self.kernel, StatesKernel):
+                canonical_encoder(model)  # refuses a model that declares no symmetries
 
     # -- the search ---------------------------------------------------------------------
 
@@ -172,14 +186,14 @@ class SparkRowsEngine:
             Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
         started = time.perf_counter()
         restored, self._restored = self._restored, None
-        local = self._local = BatchEngine(self.model, self.properties, self.options, self.progress)
+        local = self._local = BatchEngine(self.model, self.properties, self.options, self.progress,
+                                          kernel=self.kernel, on_level=self._driver_level)
         if restored is not None and restored[0] == "spark":
             snap = restored[2]
             local.search.seen = self._local_seen
             self._n = None  # chosen again: this run's partitions, else the saved level's
             self._handoff, self._handoff_depth = snap["handoff"], snap["handoff_depth"]
             return self._spark_phase(partial(self._load_saved, restored[1], snap), started, resumed=True)
-        local.on_level = self._driver_level
         if restored is not None:
             local.restore(restored[1])
         else:
@@ -214,7 +228,7 @@ class SparkRowsEngine:
                 self._save_level()  # what snapshot() returns once run() has returned
             return result
         except KeyboardInterrupt:
-            leave_running = True  # see SparkEngine.run: stopping now could hang
+            leave_running = True  # SparkContext.stop() inside a signal's unwinding can hang
             raise
         except (EngineError, CheckpointError):
             raise
@@ -417,7 +431,7 @@ class SparkRowsEngine:
                 ``data_root`` during ``run()``).
             CheckpointError: the level's files cannot be written.
         """
-        base = {"engine": self.name, "format": SNAPSHOT_FORMAT}
+        base = {"engine": self.name, "format": self._format}
         if self._phase == "driver":
             local = self._restored[1] if self._local is None else self._local.snapshot()
             return {**base, "phase": "driver", "stats": local["stats"], "found": local["found"], "local": local}
@@ -436,26 +450,32 @@ class SparkRowsEngine:
                 "sources": self._sources, "handoff": self._handoff, "handoff_depth": self._handoff_depth,
                 "local_seen": self._local_seen, "partitions": self._n, "frontier": sum(self._counts)}
 
-    def restore(self, snapshot: dict) -> None:
+    def restore(self, snapshot: dict, directory=None) -> None:
         """Continue from a ``snapshot()`` (of this model, properties and options) whose
-        checkpoint directory is ``data_root``: the next ``run()`` re-splits the saved level
-        for this run's partitions (their number may differ) and goes on.
+        checkpoint directory is ``directory`` (default ``data_root``): the next ``run()``
+        re-splits the saved level for this run's partitions (their number may differ) and
+        goes on.
 
         Raises:
             EngineError: the snapshot is not of this engine.
             CheckpointError: the level directory is missing or its files differ from
                 those the snapshot lists (damaged, cut short, a file added or removed).
         """
-        if snapshot.get("format") != SNAPSHOT_FORMAT:
-            raise EngineError("the checkpoint was not written by the Spark rows engine")
+        if snapshot.get("format") not in (SNAPSHOT_FORMAT, STATES_FORMAT):
+            raise CheckpointError("the checkpoint was written by the retired per-state Spark engine, whose "
+                                  "format this kmc no longer reads; start a new run")
+        if snapshot["format"] != self._format:
+            path = "--per-state" if snapshot["format"] == STATES_FORMAT else "without --per-state"
+            raise EngineError(f"the checkpoint was written on the other path of the Spark engine; resume it {path}")
         self.stats = Stats(**snapshot["stats"])
         self.found = dict(snapshot["found"])
         if snapshot["phase"] == "driver":
             self._restored = ("driver", snapshot["local"])
             return
-        if self.data_root is None:
-            raise EngineError("restore: set data_root to the checkpoint directory first")
-        where = Path(self.data_root).resolve() / snapshot["data"]
+        directory = self.data_root if directory is None else directory
+        if directory is None:
+            raise EngineError("restore: name the checkpoint directory")
+        where = Path(directory).resolve() / snapshot["data"]
         verify_files(where, snapshot["files"])
         self._restored = ("spark", where, snapshot)
         self._phase = "spark"

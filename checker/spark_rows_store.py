@@ -124,14 +124,15 @@ def _save(path, *arrays):
     tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     with open(tmp, "wb") as f:
         for a in arrays:
-            np.save(f, np.ascontiguousarray(a), allow_pickle=False)
+            np.save(f, np.ascontiguousarray(a), allow_pickle=a.dtype == object)
     os.replace(tmp, path)
     return sum(a.nbytes for a in arrays)
 
 
 def _load(path, count):
     with open(path, "rb") as f:
-        return [np.load(f, allow_pickle=False) for _ in range(count)]
+        # Rows of Python states (``checker.states_kernel``) are object arrays, pickled.
+        return [np.load(f, allow_pickle=True) for _ in range(count)]
 
 
 def _owners(fps, n):

@@ -25,7 +25,7 @@ from kmc.checker.batch import BatchEngine
 from kmc.checker.errors import EngineError
 from kmc.checker.local import Options
 from kmc.checker.protocol import STEP, Property
-from kmc.checker.spark import spark_context
+from kmc.checker.spark_session import spark_context
 from kmc.checker.spark_rows import SparkRowsEngine
 from kmc.model.spec import load_spec
 
@@ -232,7 +232,6 @@ def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
     import argparse
 
     from kmc.checker.app.commands.common import make_engine
-    from kmc.checker.spark import SparkEngine
 
     spec = _spec("hw-data-loss")
     model = spec.model()
@@ -244,5 +243,5 @@ def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
     assert type(engine()) is SparkRowsEngine
     assert engine().driver_level_limit == 50_000
     assert engine(driver_level_limit=0).driver_level_limit == 0
-    assert type(engine(per_state=True)) is SparkEngine
+    assert engine(per_state=True).path == "per-state" and type(engine(per_state=True)) is SparkRowsEngine
     assert type(engine(checkpoint="ck")) is SparkRowsEngine

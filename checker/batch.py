@@ -48,6 +48,7 @@ class RowsSearch:
     piece, expanded by the model's batch kernel, stored in a ``CompactSeenSet``."""
 
     every = 1
+    possibly: list = []  # (property, EdgeLog) of the always-possibly properties (the driver's)
 
     def __init__(self, model, kernel, invariants, step_props, symmetry=False):
         self.model, self.kernel = model, kernel
@@ -56,6 +57,7 @@ class RowsSearch:
         self.seen = CompactSeenSet()
         self.frontier: list[np.ndarray] = []  # the level being expanded, as row chunks
         self.next: list[np.ndarray] = []
+        self._numbered: list[np.ndarray] = []  # fingerprints in number order (always-possibly only)
 
     def fingerprints(self, rows):
         return kernel_fingerprints(self.kernel, rows, self.symmetry)
@@ -72,6 +74,7 @@ class RowsSearch:
         self.seen.add(fps[keep], np.full(len(keep), -1), keep)  # choice: the initial state's index
         self.seen.end_level()
         self.frontier = [rows[keep]]
+        self._log_states(0, rows[keep], fps[keep])
         level_found: dict[str, tuple] = {}
         self._check_new(rows[keep], 0, level_found, found)
         for prop, value in level_found.items():
@@ -100,6 +103,9 @@ class RowsSearch:
     def rollback(self):
         self.seen.rollback()
         self.next = []
+        if self._numbered:
+            kept = np.concatenate(self._numbered)[:len(self.seen)]
+            self._numbered = [kept]
 
     def expand(self, chunk, first, stats, level_found, found):
         """Expand one chunk whose first state is number ``first``; store its new
@@ -120,7 +126,7 @@ class RowsSearch:
         if self.step_props:
             self._check_steps(chunk, first, parents, choices, succ, key, level_found, found)
         tagged = (key << _INDEX_BITS) | np.arange(len(succ), dtype=np.int64)
-        fps = self.fingerprints(succ)
+        fps = all_fps = self.fingerprints(succ)
         by_fp = np.argsort(fps)
         fps = fps[by_fp]
         starts = np.flatnonzero(np.concatenate(([True], fps[1:] != fps[:-1])))
@@ -135,6 +141,26 @@ class RowsSearch:
         self._check_new(rows, len(self.seen) - len(rows), level_found, found)
         if len(rows):
             self.next.append(rows)
+        if self.possibly:
+            self._log_states(len(self.seen) - len(rows), rows, all_fps[src])
+            for _prop, log in self.possibly:
+                log.add_edges(first + parents, all_fps)
+
+    def _log_states(self, first, rows, fps):
+        if not self.possibly:
+            return
+        self._numbered.append(fps)
+        goal_mask = getattr(self.kernel, "goal_mask", None)
+        for prop, log in self.possibly:
+            goal = goal_mask(prop.name, rows) if goal_mask is not None else None
+            if goal is None:
+                goal = np.array([bool(prop.check(self.model, self.kernel.decode(r))) for r in rows], dtype=bool)
+            log.add_states(first, goal)
+
+    def numbers_of(self, fps):
+        numbered = np.concatenate(self._numbered) if self._numbered else np.zeros(0, np.uint64)
+        order = np.argsort(numbered)
+        return order[np.searchsorted(numbered[order], fps)].astype(np.int64)
 
     def _check_new(self, rows, first, level_found, found):
         """Check the state invariants on new rows numbered from ``first``."""
@@ -180,13 +206,17 @@ class RowsSearch:
     # -- checkpoints --------------------------------------------------------------
 
     def snapshot_parts(self) -> dict:
-        return {"head": {"format": ROWS_FORMAT}, "frontier": self.frontier, "seen": self.seen}
+        parts = {"head": {"format": ROWS_FORMAT}, "frontier": self.frontier, "seen": self.seen}
+        if self._numbered:
+            parts["numbered"] = self._numbered
+        return parts
 
     def restore_parts(self, snapshot):
         if snapshot.get("format") != ROWS_FORMAT:
             raise EngineError("the checkpoint was written by the per-state engine; resume it with --per-state")
         self.frontier = list(snapshot["frontier"])
         self.seen = snapshot["seen"]
+        self._numbered = list(snapshot.get("numbered", []))
 
     @staticmethod
     def found_out(found) -> dict:

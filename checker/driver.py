@@ -45,6 +45,8 @@ import attrs
 from .kernel import require_symmetric, result_of, split_properties, stop_after_level
 from .memory import resident_bytes
 from .options import Options
+from .possibly import EdgeLog
+from .protocol import POSSIBLY
 from .result import CheckResult, Stats, Violation
 from .trace import extend
 
@@ -82,6 +84,8 @@ class LevelDriver:
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
         self.search = search
         self._started = False
+        # One edge log per always-possibly property (``checker.possibly``).
+        self.possibly = [(p, EdgeLog()) for p in self.properties if p.kind == POSSIBLY]
 
     # the store and the frontier, for the engines built on this one and for the tests
     @property
@@ -100,6 +104,7 @@ class LevelDriver:
     def start(self) -> None:
         """Store the initial states (``run()`` does it unless the search was restored)."""
         stats = self.stats
+        self.search.possibly = self.possibly
         self.search.start(stats, self.found)
         size = self.search.size()
         stats.distinct = len(self.search.seen)
@@ -113,6 +118,7 @@ class LevelDriver:
         stats, search = self.stats, self.search
         if not self._started:
             self.start()
+        search.possibly = self.possibly
         # After restore() the run may already be decided (a violation, an empty frontier).
         stopped = self.stop_reason_after_level()
         last_tick = time.perf_counter()
@@ -151,6 +157,8 @@ class LevelDriver:
                 partial = attrs.evolve(stats, levels=list(stats.levels), fired=dict(stats.fired),
                                        new=dict(stats.new), queue=size - done + search.next_size())
                 search.rollback()
+                for _prop, log in self.possibly:
+                    log.rollback(len(search.seen))
                 stats.generated, stats.terminal = boundary[0], boundary[1]
                 stats.fired, stats.new = boundary[2], boundary[3]
                 break
@@ -201,7 +209,10 @@ class LevelDriver:
         """
         parts = self.search.snapshot_parts()
         head = {"engine": self.name, **parts.pop("head", {})}
-        return {**head, "stats": attrs.asdict(self.stats), "found": self.search.found_out(self.found), **parts}
+        snap = {**head, "stats": attrs.asdict(self.stats), "found": self.search.found_out(self.found), **parts}
+        if self.possibly:  # named only then: other checkpoints keep their old form
+            snap["possibly"] = {prop.name: log for prop, log in self.possibly}
+        return snap
 
     def restore(self, snapshot: dict, directory=None) -> None:
         """Continue from a ``snapshot()`` (of this model, properties and options): the
@@ -210,6 +221,8 @@ class LevelDriver:
         self.search.restore_parts(snapshot)
         self.stats = Stats(**snapshot["stats"])
         self.found = self.search.found_in(dict(snapshot["found"]))
+        logs = snapshot.get("possibly", {})
+        self.possibly = [(prop, logs.get(prop.name, log)) for prop, log in self.possibly]
         self._started = True
 
     # -- results ------------------------------------------------------------------
@@ -227,7 +240,28 @@ class LevelDriver:
             else:
                 path = self.search.path(where)
             violations[prop] = Violation(prop, kind, why, path)
-        return result_of(self, violations, stopped, self.search.size(), stats)
+        result = result_of(self, violations, stopped, self.search.size(), stats)
+        for prop, log in self.possibly:
+            self._decide_possibly(result, prop, log, stopped)
+        return result
+
+    def _decide_possibly(self, result, prop, log, stopped):
+        """An always-possibly property's verdict: from the edge log when every reachable
+        state was explored, else unknown with the reason."""
+        if stopped is not None or self.search.size():
+            why = {"max-depth": f"the run stopped at max_depth {self.options.max_depth}",
+                   "max-states": f"the run stopped at max_states {self.options.max_states}",
+                   "violation": "the run stopped at another property's violation (--keep-going explores them all)",
+                   }.get(stopped, f"the run stopped early ({stopped})")
+            result.unknown[prop.name] = f"{prop.name} needs every reachable state; {why}"
+            return
+        count, least = log.traps(self.search.numbers_of)
+        if count:
+            path = self.search.path(least)
+            state = path.steps[-1].state
+            why = prop.explain(self.model, state) if prop.explain is not None else None
+            why = why or f"no state where {prop.name} holds can be reached from this state"
+            result.violations[prop.name] = Violation(prop.name, POSSIBLY, why, path, traps=count)
 
 
 def _over(limit) -> bool:

@@ -8,6 +8,8 @@ and a parent number a state; the frontier keeps the states of the level being ex
 
 from __future__ import annotations
 
+import numpy as np
+
 from .driver import LevelDriver
 from .fingerprint import fingerprint_bytes
 from .kernel import canonical_encoder, check_state, expand
@@ -26,6 +28,7 @@ class PerStateSearch:
     """The per-state search object of ``checker.driver.LevelDriver``: one state a piece."""
 
     every = _PROGRESS_EVERY
+    possibly: list = []  # (property, EdgeLog) of the always-possibly properties (the driver's)
 
     def __init__(self, model, invariants, step_props, symmetry=False):
         self.model = model
@@ -48,6 +51,7 @@ class PerStateSearch:
             self.frontier.append(state)
             for prop, why in check_state(self.model, state, self.invariants):
                 found.setdefault(prop, ("always", why, len(self.seen) - 1))
+        self._log_states(0, self.frontier)
 
     def size(self) -> int:
         return len(self.frontier)
@@ -69,6 +73,8 @@ class PerStateSearch:
     def expand(self, state, parent, stats, level_found, found):
         model, seen, fired, new, nxt = self.model, self.seen, stats.fired, stats.new, self.next
         edges = expand(model, state, self.step_props, self.encode)
+        if self.possibly:
+            stored, before = len(seen), len(nxt)
         if not edges:
             stats.terminal += 1
         for choice, action, succ, sfp, bad in edges:
@@ -85,6 +91,19 @@ class PerStateSearch:
             for prop, why in check_state(model, succ, self.invariants):
                 if prop not in found and prop not in level_found:
                     level_found[prop] = ("always", why, len(seen) - 1)
+        if self.possibly:
+            self._log_states(stored, nxt[before:])
+            dst = np.array([e[3] for e in edges], dtype=np.uint64)
+            for _prop, log in self.possibly:
+                log.add_edges(np.full(len(dst), parent, dtype=np.int64), dst)
+
+    def _log_states(self, first, states):
+        for prop, log in self.possibly:
+            log.add_states(first, np.array([bool(prop.check(self.model, s)) for s in states], dtype=bool))
+
+    def numbers_of(self, fps):
+        number = self.seen.number
+        return np.fromiter((number(fp) for fp in fps.tolist()), dtype=np.int64, count=len(fps))
 
     def end_level(self):
         self.frontier, self.next = self.next, []

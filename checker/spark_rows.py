@@ -72,7 +72,8 @@ import numpy as np
 
 from .batch import BatchEngine, add_counts
 from .checkpoint import CheckpointError, claim_data_dir
-from .errors import EngineError
+from .errors import EngineError, UsageError
+from .protocol import POSSIBLY
 from .kernel import canonical_encoder, keep_least, require_symmetric, result_of, split_properties, stop_after_level
 from .local import Options
 from .result import CheckResult, Stats, Violation
@@ -121,6 +122,10 @@ class SparkRowsEngine:
                  driver_level_limit=DRIVER_LEVEL_LIMIT, store_dir=None, per_state=False,
                  on_level=None, on_status=None, data_root=None, _fail_first_attempt=False):
         self.model = model
+        for p in (model.properties() if properties is None else properties):
+            if p.kind == POSSIBLY:
+                raise UsageError(f"{p.name} (an always-possibly property) is checked by the local engine only; "
+                                 "run without --engine spark")
         if per_state or not hasattr(model, "batch_kernel"):
             # The per-state model as rows of Python states: the same search, for models
             # with no batch kernel and for comparing a batch kernel with its model.

@@ -2,7 +2,7 @@
 
 It explores exactly what ``LocalEngine`` explores, in the same order, and reports the
 same counts and the same counterexamples, but a frontier chunk at a time: the model's
-batch kernel (``model.batch_kernel()``, see ``BatchKernel`` below) computes every
+batch kernel (``model.batch_kernel()``, see ``checker.protocol.BatchKernel``) computes every
 successor of a chunk with array operations, the rows are fingerprinted together
 (``checker.fingerprint.fingerprint_rows``), duplicates are dropped with one sort, and the
 seen-set (``checker.seen.CompactSeenSet``) keeps 13 bytes a state. The frontier is kept
@@ -13,15 +13,7 @@ successors are sorted by (parent, choice), the order in which ``LocalEngine`` me
 them, and chunks are taken in frontier order, so the first state of every fingerprint
 to be stored is the one the per-state search would store, with the same parent.
 
-A model offers the fast path with ``batch_kernel()`` returning an object with:
-
-- ``width`` (bytes a row), ``action_names`` (codes -> names);
-- ``init_rows(states)``, ``encode(state)``, ``decode(row)``;
-- ``expand(rows) -> (parents, choices, codes, successors)``;
-- ``canonical(rows)`` (for symmetry reduction);
-- ``invariant_mask(name, rows)`` / ``step_mask(name, rows, parents, after)``: boolean arrays of
-  the rows or transitions that violate a property, or ``None`` when the kernel has no
-  batch form of it (the engine then decodes and calls the property itself).
+The kernel's contract is ``checker.protocol.BatchKernel``.
 """
 
 from __future__ import annotations

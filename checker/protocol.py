@@ -82,6 +82,49 @@ class Model(Protocol):
     def encode(self, state: Any) -> bytes: ...
 
 
+class BatchKernel(Protocol):
+    """The fast path a model may offer with ``batch_kernel()``: its states as fixed-width
+    rows of bytes (a two-dimensional ``uint8`` array, one row a state, the width a multiple
+    of 8), expanded a chunk at a time with array operations.
+
+    Determinism contract (what makes every engine store the same states in the same
+    order, and so report the same counts and counterexamples):
+
+    - ``expand(rows)`` returns ``(parents, choices, codes, successors)``: for every
+      successor, its parent's position in ``rows``, its *choice* (the position of the
+      action among the parent's enabled actions, as ``Model.actions`` orders them, less
+      than 256), the code of its action's name in ``action_names``, and its row; every
+      enabled action of every parent once, and ``decode`` of a successor's row is exactly
+      ``successors(model, decode(parent row))[choice][1]``. Successor order is ``(parent,
+      choice)``: the engines sort by that key (the order in which the per-state search
+      meets the successors), so a kernel may return them in any order, but the pair
+      must be exact.
+    - ``encode``/``decode`` are inverse, and two rows are equal exactly when their states
+      are: a row's bytes are its fingerprint's input.
+    - ``canonical(rows)`` maps every row to one row of its orbit under the model's
+      symmetries, the same for every member of the orbit.
+    - ``invariant_mask``/``step_mask`` agree with the properties' own checks; ``None``
+      means no array form (the engine asks the property state by state).
+    """
+
+    width: int
+    action_names: Sequence[str]
+
+    def init_rows(self, states: Sequence[Any]) -> Any: ...
+
+    def encode(self, state: Any) -> Any: ...
+
+    def decode(self, row: Any) -> Any: ...
+
+    def expand(self, rows: Any) -> tuple[Any, Any, Any, Any]: ...
+
+    def canonical(self, rows: Any) -> Any: ...
+
+    def invariant_mask(self, name: str, rows: Any) -> Any: ...
+
+    def step_mask(self, name: str, rows: Any, parents: Any, after: Any) -> Any: ...
+
+
 def action_name(action) -> str:
     """The name ``action`` is counted under: its ``name`` attribute when that is a string,
     else the action itself when it is a string, else its class's name."""

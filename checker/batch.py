@@ -96,7 +96,7 @@ class RowsSearch:
         self.seen.rollback()
         self.next = []
         if self._numbered:
-            kept = np.concatenate(self._numbered)[:len(self.seen)]
+            kept = np.concatenate(self._numbered)[: len(self.seen)]
             self._numbered = [kept]
 
     def expand(self, chunk, first, stats, level_found, found):
@@ -161,8 +161,7 @@ class RowsSearch:
                 continue
             mask = self.kernel.invariant_mask(prop.name, rows)
             if mask is None:  # no batch form: decode and ask the property
-                mask = np.array([prop.check(self.model, self.kernel.decode(r)) is not None for r in rows],
-                                dtype=bool)
+                mask = np.array([prop.check(self.model, self.kernel.decode(r)) is not None for r in rows], dtype=bool)
             if mask.any():
                 j = int(np.argmax(mask))
                 why = prop.check(self.model, self.kernel.decode(rows[j]))
@@ -176,8 +175,10 @@ class RowsSearch:
                 continue
             mask = self.kernel.step_mask(prop.name, chunk, parents, succ)
             if mask is None:
-                mask = np.array([self._step_why(prop, chunk[p], c) is not None
-                                 for p, c in zip(parents.tolist(), choices.tolist())], dtype=bool)
+                mask = np.array(
+                    [self._step_why(prop, chunk[p], c) is not None for p, c in zip(parents.tolist(), choices.tolist())],
+                    dtype=bool,
+                )
             hits = np.flatnonzero(mask)
             if len(hits):
                 i = int(hits[np.argmin(key[hits])])
@@ -227,8 +228,7 @@ class BatchEngine(LevelDriver):
     name = "local"
     path = "batch"
 
-    def __init__(self, model, properties=None, options=None, progress=None, *, on_level=None,
-                 kernel=None):
+    def __init__(self, model, properties=None, options=None, progress=None, *, on_level=None, kernel=None):
         options = options or Options()
         super().__init__(model, None, properties, options, progress, on_level=on_level)
         self.kernel = model.batch_kernel() if kernel is None else kernel
@@ -249,7 +249,7 @@ def _chunks(arrays, size):
         start = 0
         while start < len(a):
             take = min(size - count, len(a) - start)
-            buf.append(a[start:start + take])
+            buf.append(a[start : start + take])
             count += take
             start += take
             if count >= size:

@@ -29,7 +29,8 @@ checksum catches a file damaged or cut short afterwards (a bad disk, a partial c
 The snapshot is the contract between an engine and this module: a dict with at least
 ``"engine"`` (its name), ``"stats"`` (the fields of ``checker.result.Stats``) and
 ``"found"`` (keyed by the names of the properties violated so far; the values are the
-engine's own, e.g. ``(kind, explanation, where)`` for the local engine). The local engine adds ``"frontier"`` (``[(fingerprint, state), ...]``) and ``"seen"``
+engine's own, e.g. ``(kind, explanation, where)`` for the local engine). The local engine
+adds ``"frontier"`` (``[(fingerprint, state), ...]``) and ``"seen"``
 (fingerprint -> parent fingerprint). An engine whose frontier and seen-set live outside
 the process (Spark) writes them under ``data_dir(DIR, depth)`` first and names that
 directory in its snapshot under ``"data"`` (its name); the checkpoint file, replaced last,
@@ -56,7 +57,7 @@ import pickle
 import re
 import shutil
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import KmcError
@@ -215,7 +216,7 @@ def write(directory, run: dict, snapshot: dict) -> Path:
                 "distinct": stats["distinct"],
                 "generated": stats["generated"],
                 "violated": sorted(snapshot["found"]),
-                "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "written": datetime.now(UTC).isoformat(timespec="seconds"),
                 "payload_bytes": out.count - len(MAGIC),
             }
             head = json.dumps(header, sort_keys=True).encode("utf-8")
@@ -262,7 +263,9 @@ def _open(directory):
     if not Path(directory).is_dir():
         raise CheckpointError(f"{directory}: no such checkpoint directory")
     if not where.is_file():
-        raise CheckpointError(f"{directory}: no checkpoint here (no {FILE_NAME}; was the run started with --checkpoint?)")
+        raise CheckpointError(
+            f"{directory}: no checkpoint here (no {FILE_NAME}; was the run started with --checkpoint?)"
+        )
     damaged = f"{where}: truncated or corrupted ({{}}); it cannot be resumed, start a new run"
     try:
         f = open(where, "rb")
@@ -292,7 +295,8 @@ def _open(directory):
         if not isinstance(header, dict):
             raise CheckpointError(damaged.format("unreadable header"))
         if header.get("format") != FORMAT:
-            raise CheckpointError(f"{where}: written in checkpoint format {_one_line(repr(header.get('format')))[:20]}; "
+            fmt = _one_line(repr(header.get("format")))[:20]
+            raise CheckpointError(f"{where}: written in checkpoint format {fmt}; "
                                   f"this kmc reads format {FORMAT}")
         payload = header.get("payload_bytes")
         if type(payload) is not int or payload < 1 or len(MAGIC) + payload + length + 8 + _DIGEST != size:
@@ -468,7 +472,7 @@ class Checkpointer:
         self.every = every
         self.clock = clock
         self.last = clock()
-        self.written = None  # (depth, distinct, generated) of the last checkpoint written
+        self.written: tuple | None = None  # (depth, distinct, generated) of the last checkpoint written
         self._lock = None
 
     def __enter__(self):
@@ -481,7 +485,9 @@ class Checkpointer:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._lock = open(self.directory / _LOCK_NAME, "a+b")
         except OSError as e:
-            raise CheckpointError(f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})") from None
+            raise CheckpointError(
+                f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})"
+            ) from None
         try:
             import fcntl
 
@@ -503,7 +509,9 @@ class Checkpointer:
             self.__exit__()
             if isinstance(e, CheckpointError):
                 raise
-            raise CheckpointError(f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})") from None
+            raise CheckpointError(
+                f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})"
+            ) from None
         return self
 
     def __exit__(self, *exc):

@@ -154,8 +154,13 @@ class LevelDriver:
                 # Stopped inside a level: report the partial counts, go back to the
                 # level boundary (the level's states are the newest: a truncation).
                 stats.distinct = len(search.seen)
-                partial = attrs.evolve(stats, levels=list(stats.levels), fired=dict(stats.fired),
-                                       new=dict(stats.new), queue=size - done + search.next_size())
+                partial = attrs.evolve(
+                    stats,
+                    levels=list(stats.levels),
+                    fired=dict(stats.fired),
+                    new=dict(stats.new),
+                    queue=size - done + search.next_size(),
+                )
                 search.rollback()
                 for _prop, log in self.possibly:
                     log.rollback(len(search.seen))
@@ -249,10 +254,11 @@ class LevelDriver:
         """An always-possibly property's verdict: from the edge log when every reachable
         state was explored, else unknown with the reason."""
         if stopped is not None or self.search.size():
-            why = {"max-depth": f"the run stopped at max_depth {self.options.max_depth}",
-                   "max-states": f"the run stopped at max_states {self.options.max_states}",
-                   "violation": "the run stopped at another property's violation (--keep-going explores them all)",
-                   }.get(stopped, f"the run stopped early ({stopped})")
+            why = {
+                "max-depth": f"the run stopped at max_depth {self.options.max_depth}",
+                "max-states": f"the run stopped at max_states {self.options.max_states}",
+                "violation": "the run stopped at another property's violation (--keep-going explores them all)",
+            }.get(stopped, f"the run stopped early ({stopped})")
             result.unknown[prop.name] = f"{prop.name} needs every reachable state; {why}"
             return
         count, least = log.traps(self.search.numbers_of)

@@ -13,9 +13,24 @@ from .options import Options
 ENGINES = ("local", "spark")
 
 
-def make_engine(model, properties=None, options=None, *, engine="local", per_state=False, progress=None,
-                on_level=None, on_status=None, data_root=None, master=None, partitions=None, verbose=False,
-                driver_level_limit=None, store_dir=None, _fail_first_attempt=False):
+def make_engine(
+    model,
+    properties=None,
+    options=None,
+    *,
+    engine="local",
+    per_state=False,
+    progress=None,
+    on_level=None,
+    on_status=None,
+    data_root=None,
+    master=None,
+    partitions=None,
+    verbose=False,
+    driver_level_limit=None,
+    store_dir=None,
+    _fail_first_attempt=False,
+):
     """The engine ``engine`` (``"local"`` or ``"spark"``) for ``model``.
 
     Args:
@@ -43,10 +58,20 @@ def make_engine(model, properties=None, options=None, *, engine="local", per_sta
     if engine == "spark":
         from .spark_rows import DRIVER_LEVEL_LIMIT, SparkRowsEngine
 
-        return SparkRowsEngine(model, properties, options, progress, master=master, partitions=partitions,
-                               verbose=verbose, per_state=not batch, on_level=on_level, on_status=on_status,
-                               data_root=data_root, store_dir=store_dir,
-                               driver_level_limit=DRIVER_LEVEL_LIMIT if driver_level_limit is None
-                               else driver_level_limit,
-                               _fail_first_attempt=_fail_first_attempt)
+        return SparkRowsEngine(
+            model,
+            properties,
+            options,
+            progress,
+            master=master,
+            partitions=partitions,
+            verbose=verbose,
+            per_state=not batch,
+            on_level=on_level,
+            on_status=on_status,
+            data_root=data_root,
+            store_dir=store_dir,
+            driver_level_limit=DRIVER_LEVEL_LIMIT if driver_level_limit is None else driver_level_limit,
+            _fail_first_attempt=_fail_first_attempt,
+        )
     raise UsageError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")

@@ -74,9 +74,9 @@ def fingerprint_rows(rows) -> "np.ndarray":
     step = max(1, _BLOCK_WORDS // max(width, 1))  # rows a block: its temporaries stay in cache
     with np.errstate(over="ignore"):
         for i in range(0, count, step):
-            x = words[i:i + step] ^ keys
+            x = words[i : i + step] ^ keys
             _mix(x)
-            x.sum(axis=1, dtype=np.uint64, out=h[i:i + step])
+            x.sum(axis=1, dtype=np.uint64, out=h[i : i + step])
         h ^= np.uint64(width)
     return _mix(h)
 

@@ -118,8 +118,10 @@ def require_symmetric(properties):
 
     for p in properties:
         if p.kind == ALWAYS and not p.symmetric:
-            raise UsageError(f"--symmetry: the invariant {p.name} is not declared symmetric "
-                             "(Property(symmetric=True)); check it without symmetry reduction")
+            raise UsageError(
+                f"--symmetry: the invariant {p.name} is not declared symmetric "
+                "(Property(symmetric=True)); check it without symmetry reduction"
+            )
 
 
 def canonical_encoder(model):

@@ -138,20 +138,24 @@ class PerStateSearch:
         last = [fp for fp, _ in front]
         # The frontier must be the newest states of the seen-set, in order. A checkpoint
         # of an older kmc holds a dict instead of a SeenSet.
-        if not isinstance(seen, SeenSet) or list(seen.fps[len(seen) - len(last):]) != last:
+        if not isinstance(seen, SeenSet) or list(seen.fps[len(seen) - len(last) :]) != last:
             seen = SeenSet.from_mapping(seen, last)
         self.seen = seen
         self.frontier = [state for _, state in front]
 
     def found_out(self, found) -> dict:
         fps = self.seen.fps
-        return {prop: (kind, why, (fps[where[0]], where[1]) if kind == "step" else fps[where])
-                for prop, (kind, why, where) in found.items()}
+        return {
+            prop: (kind, why, (fps[where[0]], where[1]) if kind == "step" else fps[where])
+            for prop, (kind, why, where) in found.items()
+        }
 
     def found_in(self, found) -> dict:
         number = self.seen.number
-        return {prop: (kind, why, (number(where[0]), where[1]) if kind == "step" else number(where))
-                for prop, (kind, why, where) in found.items()}
+        return {
+            prop: (kind, why, (number(where[0]), where[1]) if kind == "step" else number(where))
+            for prop, (kind, why, where) in found.items()
+        }
 
 
 class LocalEngine(LevelDriver):

@@ -32,7 +32,8 @@ states, actions and property functions must pickle (Spark ships them).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import attrs
 

@@ -115,9 +115,9 @@ class CompactSeenSet:
     def rollback(self) -> None:
         """Forget every state added since the last ``end_level``."""
         self._level_runs = []
-        del self._starts[self._level_chunks:]
-        del self._parents[self._level_chunks:]
-        del self._choices[self._level_chunks:]
+        del self._starts[self._level_chunks :]
+        del self._parents[self._level_chunks :]
+        del self._choices[self._level_chunks :]
         self._len = self._level_start
 
     def parent_and_choice(self, i: int) -> tuple[int, int]:
@@ -129,7 +129,7 @@ class CompactSeenSet:
 
     def path_to(self, i: int) -> tuple[int, list[int]]:
         """The initial state's index and the choices that lead to state ``i``."""
-        choices = []
+        choices: list[int] = []
         while True:
             parent, choice = self.parent_and_choice(i)
             if parent < 0:

@@ -73,16 +73,15 @@ import numpy as np
 from .batch import BatchEngine, add_counts
 from .checkpoint import CheckpointError, claim_data_dir
 from .errors import EngineError, UsageError
-from .protocol import POSSIBLY
 from .kernel import canonical_encoder, keep_least, require_symmetric, result_of, split_properties, stop_after_level
 from .local import Options
+from .protocol import POSSIBLY
 from .result import CheckResult, Stats, Violation
-from .spark_session import _cancel_group, _default_partitions, _one_line, _quiet_py4j, partitions_bad, spark_context
-from .spark_rows_store import (Store, _digests, _link, _load, _meta_path, _owner_of, _owners,
-                               _split_frontier)
-from .states_kernel import StatesKernel
+from .spark_rows_store import Store, _digests, _link, _load, _meta_path, _owner_of, _owners, _split_frontier
 from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition, _owner
+from .spark_session import _cancel_group, _default_partitions, _one_line, _quiet_py4j, partitions_bad, spark_context
 from .spark_store import verify_files
+from .states_kernel import StatesKernel
 from .trace import extend, replay_choices
 
 SNAPSHOT_FORMAT = "spark-rows-1"  # the snapshot format of this engine
@@ -117,15 +116,32 @@ class SparkRowsEngine:
     name = "spark"
     path = "rows"
 
-    def __init__(self, model, properties=None, options=None, progress=None, *,
-                 master=None, partitions=None, verbose=False, checkpoint_dir=None,
-                 driver_level_limit=DRIVER_LEVEL_LIMIT, store_dir=None, per_state=False,
-                 on_level=None, on_status=None, data_root=None, _fail_first_attempt=False):
+    def __init__(
+        self,
+        model,
+        properties=None,
+        options=None,
+        progress=None,
+        *,
+        master=None,
+        partitions=None,
+        verbose=False,
+        checkpoint_dir=None,
+        driver_level_limit=DRIVER_LEVEL_LIMIT,
+        store_dir=None,
+        per_state=False,
+        on_level=None,
+        on_status=None,
+        data_root=None,
+        _fail_first_attempt=False,
+    ):
         self.model = model
-        for p in (model.properties() if properties is None else properties):
+        for p in model.properties() if properties is None else properties:
             if p.kind == POSSIBLY:
-                raise UsageError(f"{p.name} (an always-possibly property) is checked by the local engine only; "
-                                 "run without --engine spark")
+                raise UsageError(
+                    f"{p.name} (an always-possibly property) is checked by the local engine only; "
+                    "run without --engine spark"
+                )
         if per_state or not hasattr(model, "batch_kernel"):
             # The per-state model as rows of Python states: the same search, for models
             # with no batch kernel and for comparing a batch kernel with its model.
@@ -164,8 +180,7 @@ class SparkRowsEngine:
         # ("driver", (number, choice)) for a violation found on the driver, ("fp", fp) or
         # ("step", (parent fp, choice)) for one found on Spark.
         self.found: dict[str, tuple] = {}
-        self.metrics: dict = {"session_start_seconds": None, "spark_levels": [], "shuffle_bytes": 0,
-                              "driver_levels": 0}
+        self.metrics: dict = {"session_start_seconds": None, "spark_levels": [], "shuffle_bytes": 0, "driver_levels": 0}
         self._local = None
         self._sc = None
         self._group = f"kmc-rows-{id(self):x}"
@@ -191,8 +206,9 @@ class SparkRowsEngine:
             Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
         started = time.perf_counter()
         restored, self._restored = self._restored, None
-        local = self._local = BatchEngine(self.model, self.properties, self.options, self.progress,
-                                          kernel=self.kernel, on_level=self._driver_level)
+        local = self._local = BatchEngine(
+            self.model, self.properties, self.options, self.progress, kernel=self.kernel, on_level=self._driver_level
+        )
         if restored is not None and restored[0] == "spark":
             snap = restored[2]
             local.search.seen = self._local_seen
@@ -225,8 +241,7 @@ class SparkRowsEngine:
             self._phase = "spark"
             stopped = self.stop_requested
             if resumed and stopped is None:  # a checkpoint of a decided run: nothing to run
-                stopped = stop_after_level(self.found, self.properties, self.options, self.stats.distinct,
-                                           bool(level))
+                stopped = stop_after_level(self.found, self.properties, self.options, self.stats.distinct, bool(level))
             with _quiet_py4j(not self.verbose):
                 result = self._levels(started, store, level, stopped)
             if self.data_root is not None:
@@ -260,8 +275,9 @@ class SparkRowsEngine:
             if self._n is None:
                 self._n = self.partitions or _rows_partitions(self._sc)
             if self.on_status is not None:
-                self.on_status(f"Spark session ready (master {self._sc.master}, {self._n} partitions); "
-                               "running the first level")
+                self.on_status(
+                    f"Spark session ready (master {self._sc.master}, {self._n} partitions); running the first level"
+                )
         return self._sc
 
     def cancel(self, reason="interrupted"):
@@ -273,8 +289,9 @@ class SparkRowsEngine:
         if sc is not None and self._canceller is None:
             import threading
 
-            self._canceller = threading.Thread(target=_cancel_group, args=(sc, self._group),
-                                               name="kmc-spark-cancel", daemon=True)
+            self._canceller = threading.Thread(
+                target=_cancel_group, args=(sc, self._group), name="kmc-spark-cancel", daemon=True
+            )
             self._canceller.start()
 
     def _driver_level(self, local):
@@ -322,15 +339,41 @@ class SparkRowsEngine:
             depth = stats.depth
             offsets = np.concatenate(([0], np.cumsum(counts))).tolist()
             found = frozenset(self.found)
-            grow = partial(_expand_partition, self.kernel, self.model, self.step_props, found, symmetry,
-                           n, offsets, store.root, depth, sources, self._fail_first_attempt)
-            own = partial(_own_partition, self.kernel, self.model, self.invariants, found, n, level,
-                          store.root, depth + 1, self._runs)
+            grow = partial(
+                _expand_partition,
+                self.kernel,
+                self.model,
+                self.step_props,
+                found,
+                symmetry,
+                n,
+                offsets,
+                store.root,
+                depth,
+                sources,
+                self._fail_first_attempt,
+            )
+            own = partial(
+                _own_partition,
+                self.kernel,
+                self.model,
+                self.invariants,
+                found,
+                n,
+                level,
+                store.root,
+                depth + 1,
+                self._runs,
+            )
             # One job, two stages: the rank partitions (expand their share of the
             # frontier, read from the store) and, after the shuffle to the owners, the
             # owners (merge with the seen runs, check, write the next frontier).
-            job = (sc.parallelize(range(n), n).mapPartitionsWithIndex(grow)
-                   .partitionBy(n, _owner).mapPartitionsWithIndex(own))
+            job = (
+                sc.parallelize(range(n), n)
+                .mapPartitionsWithIndex(grow)
+                .partitionBy(n, _owner)
+                .mapPartitionsWithIndex(own)
+            )
             summaries = self._collect(job)
             if summaries is None:  # cancelled: the level is dropped, the last one stands
                 stopped = self.stop_requested
@@ -364,8 +407,7 @@ class SparkRowsEngine:
             if self.stop_requested is not None:
                 return None
             where = f" (master {self.master})" if self.master else ""
-            raise EngineError(f"a Spark job failed at depth {self.stats.depth + 1}{where}: "
-                              f"{_one_line(e)}") from None
+            raise EngineError(f"a Spark job failed at depth {self.stats.depth + 1}{where}: {_one_line(e)}") from None
 
     def _absorb(self, summaries, depth):
         """Add a level's summaries to the stats and its first violations to ``found``;
@@ -380,8 +422,9 @@ class SparkRowsEngine:
         shipped = 0
         candidates: dict[str, tuple] = {}  # property -> (key, kind, explanation, where)
         busy = 0.0
-        for index, per_target, new_codes, state_bad, metas, out_bytes, own_busy, runs in sorted(summaries,
-                                                                                              key=lambda s: s[0]):
+        for index, per_target, new_codes, state_bad, metas, out_bytes, own_busy, runs in sorted(
+            summaries, key=lambda s: s[0]
+        ):
             counts += per_target
             for t in np.flatnonzero(per_target).tolist():
                 sources[t].append(index)
@@ -415,9 +458,15 @@ class SparkRowsEngine:
         if self.progress is None:
             return
         self.stats.queue = queue
-        self.progress(attrs.evolve(self.stats, seconds=self.stats.seconds + time.perf_counter() - started,
-                                   levels=list(self.stats.levels), fired=dict(self.stats.fired),
-                                   new=dict(self.stats.new)))
+        self.progress(
+            attrs.evolve(
+                self.stats,
+                seconds=self.stats.seconds + time.perf_counter() - started,
+                levels=list(self.stats.levels),
+                fired=dict(self.stats.fired),
+                new=dict(self.stats.new),
+            )
+        )
 
     # -- checkpoints ------------------------------------------------------------------------
 
@@ -450,10 +499,22 @@ class SparkRowsEngine:
             shutil.copytree(where, target, dirs_exist_ok=True)
             self._saved = _key, target, files
             where = target
-        return {**base, "phase": "spark", "stats": attrs.asdict(self.stats), "found": dict(self.found),
-                "data": where.name, "files": files, "runs": self._runs, "counts": self._counts,
-                "sources": self._sources, "handoff": self._handoff, "handoff_depth": self._handoff_depth,
-                "local_seen": self._local_seen, "partitions": self._n, "frontier": sum(self._counts)}
+        return {
+            **base,
+            "phase": "spark",
+            "stats": attrs.asdict(self.stats),
+            "found": dict(self.found),
+            "data": where.name,
+            "files": files,
+            "runs": self._runs,
+            "counts": self._counts,
+            "sources": self._sources,
+            "handoff": self._handoff,
+            "handoff_depth": self._handoff_depth,
+            "local_seen": self._local_seen,
+            "partitions": self._n,
+            "frontier": sum(self._counts),
+        }
 
     def restore(self, snapshot: dict, directory=None) -> None:
         """Continue from a ``snapshot()`` (of this model, properties and options) whose
@@ -467,8 +528,10 @@ class SparkRowsEngine:
                 those the snapshot lists (damaged, cut short, a file added or removed).
         """
         if snapshot.get("format") not in (SNAPSHOT_FORMAT, STATES_FORMAT):
-            raise CheckpointError("the checkpoint was written by the retired per-state Spark engine, whose "
-                                  "format this kmc no longer reads; start a new run")
+            raise CheckpointError(
+                "the checkpoint was written by the retired per-state Spark engine, whose "
+                "format this kmc no longer reads; start a new run"
+            )
         if snapshot["format"] != self._format:
             path = "--per-state" if snapshot["format"] == STATES_FORMAT else "without --per-state"
             raise EngineError(f"the checkpoint was written on the other path of the Spark engine; resume it {path}")
@@ -524,17 +587,20 @@ class SparkRowsEngine:
         n = self._n = self.partitions or snap["partitions"]
         depth, first = self.stats.depth, snap["handoff_depth"] + 1
         names = sorted(snap["files"])
-        fps = np.concatenate([np.load(where / name) for name in names if name.startswith("run-")]
-                             or [np.zeros(0, np.uint64)])
+        fps = np.concatenate(
+            [np.load(where / name) for name in names if name.startswith("run-")] or [np.zeros(0, np.uint64)]
+        )
         fps.sort()
         cuts = np.searchsorted(_owners(fps, n), np.arange(n + 1))
         self._runs = []
         for i in range(n):
-            store.save(store.run(i, depth), fps[cuts[i]:cuts[i + 1]])
+            store.save(store.run(i, depth), fps[cuts[i] : cuts[i + 1]])
             self._runs.append([(depth, int(cuts[i + 1] - cuts[i]))])
         del fps
         for d in range(first, depth + 1):
-            parts = [_load(where / name, 3) for name in names if name.startswith("meta-") and name.endswith(f"-{d:06d}.bin")]
+            parts = [
+                _load(where / name, 3) for name in names if name.startswith("meta-") and name.endswith(f"-{d:06d}.bin")
+            ]
             if not parts:
                 continue
             mfps, parents, choices = (np.concatenate(a) for a in zip(*parts))
@@ -551,10 +617,14 @@ class SparkRowsEngine:
         keys, ffps, rows = (np.concatenate(a) for a in zip(*parts))
         order = np.argsort(keys, kind="stable")
         if len(order) != snap["frontier"]:
-            raise CheckpointError(f"{where}: damaged (it holds {len(order)} frontier states, "
-                                  f"not {snap['frontier']}); the checkpoint cannot be resumed, start a new run")
-        return (len(order), *_split_frontier(store, depth, n, np.arange(len(order), dtype=np.int64),
-                                             ffps[order], rows[order]))
+            raise CheckpointError(
+                f"{where}: damaged (it holds {len(order)} frontier states, "
+                f"not {snap['frontier']}); the checkpoint cannot be resumed, start a new run"
+            )
+        return (
+            len(order),
+            *_split_frontier(store, depth, n, np.arange(len(order), dtype=np.int64), ffps[order], rows[order]),
+        )
 
     # -- results --------------------------------------------------------------------------
 
@@ -607,7 +677,6 @@ def _rows_partitions(sc) -> int:
     if configured:
         return _default_partitions(sc)
     return max(1, sc.defaultParallelism)
-
 
 
 def _check_master(master) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from .errors import EngineError
 from .spark_store import digests
 
+
 class Store:
     """The directory where a run keeps what outlives a level (TLC keeps its fingerprint
     set and its trace file on disk the same way): for every fingerprint partition ``i``,
@@ -38,8 +39,9 @@ class Store:
                 os.makedirs(parent, exist_ok=True)
             return cls(tempfile.mkdtemp(prefix="kmc-rows-", dir=parent))
         except OSError as e:
-            raise EngineError(f"spark store: cannot create a directory in {parent or tempfile.gettempdir()} "
-                              f"({e.strerror or e})") from None
+            raise EngineError(
+                f"spark store: cannot create a directory in {parent or tempfile.gettempdir()} ({e.strerror or e})"
+            ) from None
 
     def remove(self):
         shutil.rmtree(self.root, ignore_errors=True)
@@ -101,6 +103,7 @@ def _link(source, target):
 def _digests(directory) -> dict:
     """``{file name: (size, sha256)}`` of a saved level's files."""
     return digests(sorted(Path(directory).iterdir()))
+
 
 def _run_path(root, i, depth):
     return os.path.join(root, "seen", f"{i:04d}", f"run-{depth:06d}.npy")

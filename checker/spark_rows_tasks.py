@@ -19,6 +19,7 @@ from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path
 SLICE_ROWS = 1 << 16  # frontier rows expanded and deduplicated together in a task
 _CHUNK = 1 << 14  # rows per kernel call
 
+
 def _contains(runs, fps):
     """Which of the sorted ``fps`` are in the sorted runs."""
     hit = np.zeros(len(fps), dtype=bool)
@@ -49,14 +50,16 @@ def _fingerprints(kernel, rows, symmetry):
     return kernel_fingerprints(kernel, rows, symmetry)
 
 
-def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources,
-                      fail_first_attempt, index, _records):
+def _expand_partition(
+    kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources, fail_first_attempt, index, _records
+):
     """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
     rank is ``offsets[index]``), read from the store.
 
     Writes the successors owned by ``owner`` (per slice of the frontier, the successor
     with the least key of each fingerprint: keys, fps, parent fps, codes, rows) into the
-    store and yields ``(owner, ("f", path))`` for each file, then ``(index, ("m", (terminal, generated, fired per code, step
+    store and yields ``(owner, ("f", path))`` for each file, then ``(index, ("m", (terminal,
+    generated, fired per code, step
     violations, bytes, seconds)))`` where a step violation maps a property to its least
     ``(key, explanation, parent fp, choice)`` in this partition.
     """
@@ -82,7 +85,7 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, ro
         for s in range(0, len(rows), SLICE_ROWS):
             parts = []
             for c in range(s, min(s + SLICE_ROWS, len(rows)), _CHUNK):
-                chunk = rows[c:c + _CHUNK]
+                chunk = rows[c : c + _CHUNK]
                 parents, choices, codes, succ = kernel.expand(chunk)
                 generated += len(succ)
                 terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
@@ -95,8 +98,13 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, ro
                         continue  # an earlier chunk has a smaller key
                     mask = kernel.step_mask(prop.name, chunk, parents, succ)
                     if mask is None:
-                        mask = np.array([_step_why(model, kernel, prop, chunk[p], ch) is not None
-                                         for p, ch in zip(parents.tolist(), choices.tolist())], dtype=bool)
+                        mask = np.array(
+                            [
+                                _step_why(model, kernel, prop, chunk[p], ch) is not None
+                                for p, ch in zip(parents.tolist(), choices.tolist())
+                            ],
+                            dtype=bool,
+                        )
                     hits = np.flatnonzero(mask)
                     if len(hits):
                         i = int(hits[np.argmin(keys[hits])])
@@ -222,12 +230,12 @@ def _test_fault(kind):
         os.kill(os.getpid(), signal.SIGKILL)
     if isinstance(kind, str) and kind.startswith("kill:"):
         try:
-            os.close(os.open(kind[len("kill:"):], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.close(os.open(kind[len("kill:") :], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return
         os.kill(os.getpid(), signal.SIGKILL)
     if isinstance(kind, str) and kind.startswith("sigint:"):
-        group, _, marker = kind[len("sigint:"):].partition(":")
+        group, _, marker = kind[len("sigint:") :].partition(":")
         try:
             os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:

@@ -83,8 +83,7 @@ def spark_context(master=None, verbose=False, status=None):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Executors must run the driver's Python (same version, same installed packages).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = (SparkConf().setMaster(master).setAppName("kmc")
-            .set("spark.ui.enabled", "false"))
+    conf = SparkConf().setMaster(master).setAppName("kmc").set("spark.ui.enabled", "false")
     log_config = None
     if not verbose:
         conf.set("spark.ui.showConsoleProgress", "false")
@@ -193,8 +192,7 @@ def partitions_bad(partitions) -> bool:
     """True when ``partitions`` is neither ``None`` nor an integer from 1 to ``MAX_PARTITIONS``."""
     if partitions is None:
         return False
-    return isinstance(partitions, bool) or not isinstance(partitions, int) \
-        or not 1 <= partitions <= MAX_PARTITIONS
+    return isinstance(partitions, bool) or not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS
 
 
 @contextlib.contextmanager

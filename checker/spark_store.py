@@ -28,8 +28,10 @@ def verify_files(directory: Path, files: dict, pattern: str = "*", listing=None)
     the actual ones (default: ``digests`` of the files)."""
     damaged = f"{directory}: damaged ({{}}); the checkpoint cannot be resumed, start a new run"
     if not directory.is_dir():
-        raise CheckpointError(f"{directory}: missing (the checkpoint keeps the last level's states there); "
-                              "the checkpoint cannot be resumed, start a new run")
+        raise CheckpointError(
+            f"{directory}: missing (the checkpoint keeps the last level's states there); "
+            "the checkpoint cannot be resumed, start a new run"
+        )
     present = {path.name for path in directory.glob(pattern)}
     if present != set(files):
         what = sorted(set(files) - present) or sorted(present - set(files))

@@ -58,8 +58,10 @@ class StatesKernel:
         for i, state in enumerate(rows):
             for choice, (action, nxt) in enumerate(successors(model, state)):
                 if choice >= MAX_CHOICES:
-                    raise UsageError(f"a state has more than {MAX_CHOICES} enabled actions: the rows search "
-                                     "cannot keep its choices; run with --engine local --per-state")
+                    raise UsageError(
+                        f"a state has more than {MAX_CHOICES} enabled actions: the rows search "
+                        "cannot keep its choices; run with --engine local --per-state"
+                    )
                 name = action_name(action)
                 code = code_of.get(name)
                 if code is None:
@@ -68,8 +70,12 @@ class StatesKernel:
                 choices.append(choice)
                 codes.append(code)
                 out.append(nxt)
-        return (np.array(parents, dtype=np.int64), np.array(choices, dtype=np.int64),
-                np.array(codes, dtype=np.int64), _objects(out))
+        return (
+            np.array(parents, dtype=np.int64),
+            np.array(choices, dtype=np.int64),
+            np.array(codes, dtype=np.int64),
+            _objects(out),
+        )
 
     def fingerprints(self, rows, symmetry=False):
         """The fingerprints of ``rows``: of their orbits under symmetry reduction."""
@@ -97,8 +103,10 @@ def _declared_names(model):
     kernel = getattr(model, "batch_kernel", None)
     if kernel is not None:
         return kernel().action_names
-    raise UsageError("this model has no batch kernel and declares no action_names(): "
-                     "the rows search needs one of them (run with --engine local --per-state)")
+    raise UsageError(
+        "this model has no batch kernel and declares no action_names(): "
+        "the rows search needs one of them (run with --engine local --per-state)"
+    )
 
 
 def _objects(values):

@@ -101,8 +101,8 @@ def test_the_symmetric_spec_counts_by_brute_force(symmetric_spec):
 def test_symmetry_on_every_engine(symmetric_spec, kind, per_state, symmetry, distinct, on_spark):
     model = symmetric_spec.model()
     options = Options(keep_going=True, symmetry=symmetry)
-    # The last 7 to 10 levels on Spark (the level sizes are in the test below).
-    limit = 300 if symmetry else 1000
+    # The last 7 levels on Spark (the level sizes are asserted below).
+    limit = 340 if symmetry else 2000
     result = _engine(kind, per_state, model, symmetric_spec.properties(), options, limit).run()
     if symmetry:
         assert result.stats.levels == [1, 4, 12, 31, 62, 110, 175, 240, 292, 325, 350, 324, 252, 177, 121,
@@ -171,11 +171,11 @@ KAFKA_OPTIONS = {
     "symmetry": Options(keep_going=True, symmetry=True),
 }
 # On Spark (levels from the ninth on, of 337 states or more): keep-going is left out, its
-# result is the symmetry option's on this spec (see below); the per-state path runs two.
+# result is the symmetry option's on this spec (see below); the per-state path runs one.
 SPARK_KAFKA = ([pytest.param("spark", False, o, marks=pytest.mark.spark, id=f"spark-batch-{o}")
                 for o in ("stop-at-violation", "max-depth", "max-states", "symmetry")]
                + [pytest.param("spark", True, o, marks=pytest.mark.spark, id=f"spark-per-state-{o}")
-                  for o in ("stop-at-violation", "symmetry")])
+                  for o in ("symmetry",)])
 
 
 @pytest.fixture(scope="module")

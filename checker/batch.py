@@ -204,7 +204,7 @@ class RowsSearch:
             parts["numbered"] = self._numbered
         return parts
 
-    def restore_parts(self, snapshot):
+    def restore_parts(self, snapshot, directory=None):
         if snapshot.get("format") != ROWS_FORMAT:
             raise EngineError("the checkpoint was written by the per-state engine; resume it with --per-state")
         self.frontier = list(snapshot["frontier"])

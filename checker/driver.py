@@ -30,7 +30,9 @@ A search object provides:
   at the memory;
 - ``begin_level()``, ``expand(piece, first, stats, level_found, found)`` (store the new
   successors of a piece whose first state is number ``first``, count them, record the
-  first violations of the level), ``next_size()``, ``end_level()``, ``rollback()``;
+  first violations of the level; ``False`` when a stop request cancelled it),
+  ``next_size()``, ``end_level()``, ``rollback()``; ``every`` 0 never looks at the
+  memory inside a level (a Spark level is one piece);
 - ``path(number)``: the path to a stored state;
 - ``snapshot_parts()`` / ``restore_parts(snapshot)`` and ``found_out`` / ``found_in``
   (violation records as a checkpoint keeps them).
@@ -124,7 +126,7 @@ class LevelDriver:
         last_tick = time.perf_counter()
         partial = None  # the counts of a level left half-expanded by a stop
         max_depth, max_memory = self.options.max_depth, self.options.max_memory
-        every, found = search.every, self.found
+        found = self.found
         while search.size() and stopped is None:
             if max_depth is not None and stats.depth >= max_depth:
                 stopped = "max-depth"
@@ -139,9 +141,12 @@ class LevelDriver:
                 if self.stop_requested is not None:
                     stopped = self.stop_requested
                     break
-                search.expand(piece, first + done, stats, level_found, found)
+                if search.expand(piece, first + done, stats, level_found, found) is False:
+                    stopped = self.stop_requested  # a stop request cancelled the piece
+                    break
                 done += search.piece_len(piece)
-                if count % every == 0:
+                every = search.every  # read each time: a search may change phase (Spark)
+                if every and count % every == 0:
                     if max_memory is not None and _over(max_memory):
                         stopped = "max-memory"
                         break
@@ -223,7 +228,7 @@ class LevelDriver:
         """Continue from a ``snapshot()`` (of this model, properties and options): the
         next ``run()`` goes on from its level boundary. (``directory``, the checkpoint's,
         is for engines that keep files beside the snapshot.)"""
-        self.search.restore_parts(snapshot)
+        self.search.restore_parts(snapshot, directory)
         self.stats = Stats(**snapshot["stats"])
         self.found = self.search.found_in(dict(snapshot["found"]))
         logs = snapshot.get("possibly", {})

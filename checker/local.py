@@ -132,7 +132,7 @@ class PerStateSearch:
             "seen": self.seen,  # a SeenSet: fingerprint -> parent fingerprint
         }
 
-    def restore_parts(self, snapshot):
+    def restore_parts(self, snapshot, directory=None):
         front = snapshot["frontier"]
         seen = snapshot["seen"]
         last = [fp for fp, _ in front]

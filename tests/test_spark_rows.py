@@ -191,20 +191,19 @@ def test_progress_and_stop_requested(sc):
         if snapshot.depth == 4:
             engine.stop_requested = "interrupted"
 
-    engine = SparkRowsEngine(spec.model(), spec.properties(), progress=progress, partitions=2,
-                             driver_level_limit=0)
     held = []  # after every level the store holds that level's frontier and the live runs only
 
     def on_level(e):
-        root = Path(e._store.root)
+        root = Path(e.search.store.root)
         fronts = sorted(p.name for p in (root / "front").iterdir())
         runs = sorted(str(p.relative_to(root)) for p in root.glob("seen/*/run-*.npy"))
-        want = sorted(f"seen/{i:04d}/run-{d:06d}.npy" for i, r in enumerate(e._runs) for d, _ in r)
+        want = sorted(f"seen/{i:04d}/run-{d:06d}.npy" for i, r in enumerate(e.search.runs) for d, _ in r)
         held.append((fronts == [f"{e.stats.depth:06d}"], runs == want))
         stores.append(root)
 
     stores = []
-    engine.on_level = on_level
+    engine = SparkRowsEngine(spec.model(), spec.properties(), progress=progress, partitions=2,
+                             driver_level_limit=0, on_level=on_level)
     result = engine.run()
     assert held == [(True, True)] * 3
     assert not any(root.exists() for root in stores)  # the store is removed at the end

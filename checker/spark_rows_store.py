@@ -127,15 +127,40 @@ def _save(path, *arrays):
     tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     with open(tmp, "wb") as f:
         for a in arrays:
-            np.save(f, np.ascontiguousarray(a), allow_pickle=a.dtype == object)
+            if a.dtype == object:  # rows of Python states: pickled as Spark pickles them
+                np.save(f, _PICKLED, allow_pickle=False)
+                a = np.frombuffer(_cloudpickle().dumps(list(a)), dtype=np.uint8)
+            np.save(f, np.ascontiguousarray(a), allow_pickle=False)
     os.replace(tmp, path)
     return sum(a.nbytes for a in arrays)
 
 
 def _load(path, count):
     with open(path, "rb") as f:
-        # Rows of Python states (``checker.states_kernel``) are object arrays, pickled.
-        return [np.load(f, allow_pickle=True) for _ in range(count)]
+        return [_load_one(f) for _ in range(count)]
+
+
+# Rows of Python states (``checker.states_kernel``) are object arrays: saved as this marker
+# and the bytes of the list of states, pickled with cloudpickle (a model defined in a
+# script travels by value, as in Spark's own tasks).
+_PICKLED = np.array([b"kmc-pickled-objects"])
+
+
+def _load_one(f):
+    a = np.load(f, allow_pickle=False)
+    if a.dtype.kind != "S" or a.shape != _PICKLED.shape or a[0] != _PICKLED[0]:
+        return a
+    values = _cloudpickle().loads(np.load(f, allow_pickle=False).tobytes())
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+def _cloudpickle():
+    from pyspark import cloudpickle
+
+    return cloudpickle
 
 
 def _owners(fps, n):

@@ -228,3 +228,20 @@ def test_memory_ceiling_on_both_local_paths(kafka, per_state, monkeypatch):
     resumed = _engine("local", per_state, model, props, Options(keep_going=True))
     resumed.restore(snap)
     assert summary(resumed.run()) == summary(ref["keep-going"])
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("per_state", [False, True])
+def test_memory_ceiling_on_spark_stops_at_a_level_boundary(kafka, per_state, monkeypatch, on_spark):
+    """On Spark a level is one job: the ceiling (the driver process's memory) is looked at
+    between levels, and the run stops there with the counts of the levels done."""
+    import kmc.checker.driver
+
+    model, props, ref = kafka
+    engine = _engine("spark", per_state, model, props, Options(keep_going=True, max_memory=1 << 30), limit=300)
+    monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: (1 << 40) * (engine.stats.distinct > 2500))
+    got = engine.run()
+    assert (got.stopped, got.complete) == ("max-memory", False)
+    want = ref["keep-going"].stats.levels
+    # 1 + 4 + ... + 580 = 1834 states after 10 levels, 2513 after 11: the stop follows level 11.
+    assert got.stats.levels == want[:11] and got.stats.distinct == sum(want[:11]) == 2513

@@ -245,3 +245,30 @@ def test_memory_ceiling_on_spark_stops_at_a_level_boundary(kafka, per_state, mon
     want = ref["keep-going"].stats.levels
     # 1 + 4 + ... + 580 = 1834 states after 10 levels, 2513 after 11: the stop follows level 11.
     assert got.stats.levels == want[:11] and got.stats.distinct == sum(want[:11]) == 2513
+
+
+@pytest.mark.spark
+def test_toy_checkpoint_resumes_on_another_partition_count(toy_reference, tmp_path, on_spark):
+    """A run of the toy model stopped at depth 4 on two partitions, resumed from its
+    snapshot on three, ends with the numbers and the trace of a run never stopped."""
+    import pickle
+
+    from toy import TwoCounters
+
+    on_spark.addPyFile(str(REPO / "tests" / "toy.py"))
+    snaps = []
+
+    def stop_at_4(engine):
+        if engine.stats.depth == 4:
+            snaps.append(pickle.dumps(engine.snapshot()))
+            engine.stop_requested = "interrupted"
+
+    first = _engine("spark", True, TwoCounters(), None, Options(keep_going=True), on_level=stop_at_4,
+                    data_root=tmp_path)
+    assert first.run().stopped == "interrupted"
+    snap = pickle.loads(snaps[-1])
+    assert (snap["phase"], snap["partitions"]) == ("spark", 2)
+    again = make_engine(TwoCounters(), None, Options(keep_going=True), engine="spark", per_state=True,
+                        partitions=3, driver_level_limit=0)
+    again.restore(snap, tmp_path)
+    assert summary(again.run()) == summary(toy_reference["keep-going"])

@@ -193,6 +193,11 @@ class LevelDriver:
             return self.result(stopped, partial)
         return self.result(stopped)
 
+    def cancel(self, reason="interrupted") -> None:
+        """Stop at the next piece (a signal handler calls this); the run goes back to the
+        level boundary and reports ``reason``."""
+        self.stop_requested = reason
+
     def stop_reason_after_level(self):
         """Why the run stops at this level boundary, or ``None`` to go on."""
         left = bool(self.search.size())

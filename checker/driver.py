@@ -34,8 +34,11 @@ A search object provides:
   ``next_size()``, ``end_level()``, ``rollback()``; ``every`` 0 never looks at the
   memory inside a level (a Spark level is one piece);
 - ``path(number)``: the path to a stored state;
-- ``snapshot_parts()`` / ``restore_parts(snapshot)`` and ``found_out`` / ``found_in``
-  (violation records as a checkpoint keeps them).
+- ``snapshot_parts()`` / ``restore_parts(snapshot, directory)`` and ``found_out`` /
+  ``found_in`` (violation records as a checkpoint keeps them);
+- ``possibly`` (set by the driver: the ``(property, EdgeLog)`` pairs of the always-possibly
+  properties): the search adds every stored state's goal flag and every expanded edge to
+  them, and ``numbers_of(fps)`` gives the stored numbers of fingerprints for the verdict.
 """
 
 from __future__ import annotations

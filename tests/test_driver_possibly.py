@@ -122,3 +122,9 @@ def test_spark_refuses_in_one_line():
         make_engine(Graph(), [Home], Options(), engine="spark")
     assert str(e.value) == ("Home (an always-possibly property) is checked by the local engine only; "
                             "run without --engine spark")
+
+
+def test_symmetry_refuses_a_goal_not_declared_symmetric():
+    lopsided = Property("Home", POSSIBLY, at_home, symmetric=False)
+    with pytest.raises(UsageError, match="Home is not declared symmetric"):
+        make_engine(Graph(), [lopsided], Options(symmetry=True), engine="local")

@@ -9,6 +9,7 @@ from .kafka import (
     LeaderCandidateCompleteness,
     LeaderEpochMonotonic,
     LogsNeverDiverge,
+    MODERN,
     committed_never_lost,
     default_properties,
     high_watermark_below_log_end,
@@ -16,10 +17,12 @@ from .kafka import (
     leader_epoch_monotonic,
     logs_never_diverge,
 )
+from .availability import PartitionRecoverable, available, explain_trap
 
 __all__ = [
     "ALL", "BY_NAME", "CLASSIC", "CommittedNeverLost", "HighWatermarkBelowLogEnd",
     "LeaderCandidateCompleteness", "LeaderEpochMonotonic", "LogsNeverDiverge",
     "committed_never_lost", "default_properties", "high_watermark_below_log_end",
     "leader_candidate_completeness", "leader_epoch_monotonic", "logs_never_diverge",
+    "MODERN", "PartitionRecoverable", "available", "explain_trap",
 ]

@@ -9,6 +9,8 @@ from __future__ import annotations
 from kmc.checker.protocol import ALWAYS, STEP, Property
 from kmc.model.state import leader_of
 
+from .availability import PartitionRecoverable
+
 
 def _record(epoch, rid):
     return f"record {rid} (epoch {epoch})"
@@ -121,8 +123,12 @@ LeaderCandidateCompleteness = Property(
     "LeaderCandidateCompleteness", ALWAYS, leader_candidate_completeness,
     "every live replica in the ISR or the ELR holds every committed record", symmetric=True)
 
-ALL = (HighWatermarkBelowLogEnd, CommittedNeverLost, LogsNeverDiverge, LeaderEpochMonotonic,
-       LeaderCandidateCompleteness)
+# What a configuration of the 2.1 rule, the HW gate or the ELR checks by default.
+MODERN = (HighWatermarkBelowLogEnd, CommittedNeverLost, LogsNeverDiverge, LeaderEpochMonotonic,
+          LeaderCandidateCompleteness)
+# Every property kmc can check. PartitionRecoverable (availability) is checked only when a
+# run asks for it: it needs the whole reachable graph, so it is never a default.
+ALL = MODERN + (PartitionRecoverable,)
 BY_NAME = {p.name: p for p in ALL}
 # The four properties of the model before MODEL.md's last section: what a configuration
 # that uses none of it (an older rule, both options off) checks by default, so that its
@@ -131,7 +137,8 @@ CLASSIC = ALL[:4]
 
 
 def default_properties(config):
-    """The properties a run of ``config`` checks unless told otherwise: ``ALL`` for a
+    """The properties a run of ``config`` checks unless told otherwise: ``MODERN`` for a
     configuration that uses the 2.1 rule, the HW gate or the ELR; ``CLASSIC`` (without
-    ``LeaderCandidateCompleteness``) for the pre-2.1 model."""
-    return ALL if config.modern else CLASSIC
+    ``LeaderCandidateCompleteness``) for the pre-2.1 model. ``PartitionRecoverable`` is
+    never a default."""
+    return MODERN if config.modern else CLASSIC

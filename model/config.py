@@ -34,6 +34,10 @@ class Config:
         eligible_leader_replicas: the controller keeps eligible leader replicas and removes
             a replica that restarts after a lossy crash from the ISR and ELR (KIP-966).
             Meaningful only with ``hw_requires_min_isr`` (the spec loader insists).
+        last_known_leader: when the ISR and the ELR are both empty, the controller may
+            re-elect the quorum's last leader if it is alive (Kafka's last-known-leader
+            election). Meaningful only with ``eligible_leader_replicas`` (the spec loader
+            insists).
         initial_leader: ``"first"``: the first replica leads at epoch 0; ``"any"``: one
             initial state per replica, each leading at epoch 0.
     """
@@ -50,6 +54,7 @@ class Config:
     hw_requires_min_isr: bool = False
     eligible_leader_replicas: bool = False
     initial_leader: str = "first"
+    last_known_leader: bool = False
 
     @property
     def n(self) -> int:

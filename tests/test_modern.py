@@ -172,10 +172,11 @@ def test_elr_closes_c2_through_the_lossy_restart(runs):
 
 def test_default_properties():
     assert default_properties(Config()) == CLASSIC == ALL[:4]
-    assert ALL[-1].name == LCC
+    assert ALL[4].name == LCC
     for kw in ({"truncation": LEADER_EPOCH_21}, {"hw_requires_min_isr": True},
-               {"hw_requires_min_isr": True, "eligible_leader_replicas": True}):
-        assert default_properties(Config(**kw)) == ALL
+               {"hw_requires_min_isr": True, "eligible_leader_replicas": True},
+               {"hw_requires_min_isr": True, "eligible_leader_replicas": True, "last_known_leader": True}):
+        assert default_properties(Config(**kw)) == ALL[:5]  # never PartitionRecoverable
 
 
 # -- leso, elr_after ---------------------------------------------------------------------

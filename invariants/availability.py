@@ -45,7 +45,7 @@ def explain_trap(model, state) -> str:
     parts.append("unclean election is off" if not cfg.unclean_leader_election
                  else "unclean election is on")
     if not cfg.last_known_leader:
-        parts.append("the last known leader is never re-elected")
+        parts.append("no last-known-leader election")
     committed = {(o, (e, i)) for o, e, i in state.committed}
     for r in sorted(set(q.isr) | set(q.elr)):
         rep = reps[r]
@@ -55,15 +55,10 @@ def explain_trap(model, state) -> str:
         if rep.lossy:
             lost = {i for o, (e, i) in committed if o >= len(rep.log) or rep.log[o] != (e, i)}
             what = f"lost committed {_records(lost)}" if lost else "lost part of its log"
-            parts.append(f"{name} is down after a crash that {what}, so its restart removes it "
-                         f"from the ISR and the ELR")
+            parts.append(f"{name}'s crash {what}, so its restart removes it from the ISR and the ELR")
         else:
             parts.append(f"{name} is down")
-    if not q.isr and not q.elr:
-        parts.append("no replica is left that the controller may elect")
-    else:
-        parts.append("once those restarts happen, no replica is left that the controller may elect")
-    return "; ".join(parts) + ": the partition can never get a leader again"
+    return "; ".join(parts) + ": no replica can ever be elected again"
 
 
 PartitionRecoverable = Property(

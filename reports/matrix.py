@@ -35,6 +35,7 @@ SHORT = {
     "LogsNeverDiverge": "LND",
     "LeaderEpochMonotonic": "LEM",
     "LeaderCandidateCompleteness": "LCC",
+    "PartitionRecoverable": "PR",
 }
 RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279",
               "leader-epoch-2.1": "v21"}
@@ -198,6 +199,10 @@ def _version_cell(row) -> str:
     parts = []
     for n in bad:
         cx = row["counterexamples"].get(n)
+        if cx and cx.get("trap_states") is not None and row["distinct_states"]:
+            share = 100 * cx["trap_states"] / row["distinct_states"]
+            parts.append(f"{SHORT.get(n, n)} ({cx['length']}; {share:.1f}% traps)")
+            continue
         parts.append(f"{SHORT.get(n, n)} ({cx['length']})" if cx else f"{SHORT.get(n, n)} {row['verdicts'][n]}")
     return "✗ " + ", ".join(parts)
 

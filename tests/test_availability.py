@@ -383,3 +383,18 @@ def test_symmetry_keeps_the_verdict_and_the_trace_length():
     assert plain.violations[PR].traps == want.traps
     assert len(plain.violations[PR].path) == len(reduced.violations[PR].path) == want.trap_trace
     assert 0 < reduced.violations[PR].traps < want.traps  # orbits: fewer than the states
+
+
+def test_the_command_line_selects_it(tmp_path, capsys):
+    out_json = tmp_path / "r.json"
+    code, out, err = _main(capsys, "check", SPECS / "avail-c2-elr.toml", "--invariant", PR, "--keep-going",
+                           "--no-progress", "--no-trace", "--check-expect", "--json", out_json)
+    assert code == 0, out + err
+    doc = json.loads(out_json.read_text())
+    assert doc["checked"] == [PR] and doc["verdicts"] == {PR: VIOLATED}
+    assert doc["expectation"]["unchecked"] == [CNL, LCC]
+    code, out, err = _main(capsys, "check", SPECS / "avail-c2-elr.toml", "--invariant", PR, "--max-depth", "3",
+                           "--no-progress", "--json", out_json)
+    doc = json.loads(out_json.read_text())
+    assert doc["verdicts"] == {PR: UNKNOWN} and PR in doc["unknown"]
+    assert f"{PR} is unknown: " in " ".join(out.split())

@@ -39,7 +39,10 @@ AVAIL_PINS = {
     # C5: 3 replicas, min ISR 2, 2 msgs, 1 crash, ELR
     "avail-c5-elr": AvailPin(59506, 204547, 24, {}, 0, None),
     # LRS with 2 crashes: 3 replicas, min ISR 2, 2 msgs, 2 crashes, unflushed loss
+    "avail-lrs2": AvailPin(1207522, 4465456, 27, {CNL: 7, LCC: 6}, 0, None),
     "avail-lrs2-elr": AvailPin(1227129, 4269582, 29, {}, 26134, 7),
+    "avail-lrs2-elr-lkl": AvailPin(1242984, 4326258, 29, {CNL: 11, LCC: 11}, 0, None),
+    "avail-lrs2-elr-unclean": AvailPin(1304857, 4556812, 29, {}, 0, None),  # checks PR only
 }
 
 # More than this many states: the oracle and the engine runs are behind KMC_SLOW=1.

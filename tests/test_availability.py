@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import oracle_available as oracle
 from kmc.checker.errors import SpecError
@@ -30,6 +32,7 @@ from kmc.invariants import BY_NAME, PartitionRecoverable, available, default_pro
 from kmc.model import Config, KafkaModel
 from kmc.model.spec import load_spec, parse_spec
 from pins_availability import AVAIL_PINS, CNL, FAST_LIMIT, LCC, PR
+from test_batch import assert_same_successors, reachable
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
@@ -235,6 +238,28 @@ def test_the_edge_log_finds_the_oracles_traps_on_the_kafka_graph(name):
     assert (depth[least] if least is not None else None) == pin.trap_trace
     if least is not None:
         assert not available(model, order[least])
+
+
+_LKL_CONFIGS = st.builds(
+    lambda **kw: Config(truncation="leader-epoch-2.1", hw_requires_min_isr=True, eligible_leader_replicas=True,
+                        last_known_leader=True, unflushed_loss=True, **kw),
+    replicas=st.sampled_from([("A", "B"), ("A", "B", "C")]),
+    max_messages=st.integers(0, 2), max_crashes=st.integers(1, 3), max_leader_epoch=st.integers(0, 3),
+    min_insync_replicas=st.integers(1, 2), unclean_leader_election=st.booleans(),
+    preferred_election=st.booleans(), initial_leader=st.sampled_from(["first", "any"]))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=_LKL_CONFIGS)
+def test_the_batch_kernel_is_the_model_with_the_last_known_leader(config):
+    """Successors (the fourth kind of ElectLeader among them) and Available, per-state and
+    batch, on the first 400 states of configurations that lose records in crashes."""
+    model = KafkaModel(config)
+    states = reachable(model, 400)
+    assert_same_successors(model, states)
+    kernel = model.batch_kernel()
+    rows = np.stack([kernel.encode(s) for s in states])
+    assert kernel.goal_mask(PR, rows).tolist() == [available(model, s) for s in states]
 
 
 # -- the spec keys --------------------------------------------------------------------------------

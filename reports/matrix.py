@@ -19,7 +19,8 @@ A row (schema version 1)::
      "distinct_states": int, "states_generated": int, "depth": int, "seconds": float,
      "complete": bool, "stopped": null | str,
      "counterexamples": {invariant: {"length": int, "kind": str, "explanation": str,
-                                     "trace": "traces/<id>-<invariant>.json"}}}
+                                     "trace": "traces/<id>-<invariant>.json",
+                                     "trap_states": int}}}   # trap_states: "possibly" only
 """
 
 from __future__ import annotations

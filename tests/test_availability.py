@@ -152,8 +152,13 @@ def test_the_last_known_leader_is_re_elected_with_the_log_it_has_left():
     # only A, the last known leader: B is alive but outside the ISR and the ELR
     assert [model.format_action(a) for a, _ in model.successors(state)
             if a.name == "ElectLeader"] == ["ElectLeader(A)"]
-    after = model.next_state(state, [a for a in model.actions(state) if a.name == "ElectLeader"][0])
+    elect = [a for a in model.actions(state) if a.name == "ElectLeader"][0]
+    after = model.next_state(state, elect)
     assert (after.quorum.leader, after.quorum.epoch, after.quorum.isr, after.quorum.elr) == (0, 1, (0,), ())
+    assert model.describe_step(state, elect, after) == (
+        "the controller elects A in epoch 1, ISR {A}, its high watermark 0 (the last known leader: "
+        "the ISR and the ELR are empty, so the controller re-elects its last leader A with the log "
+        "it has left)")
     assert after.replicas[0].log == () and after.committed == ((0, 0, 0),)  # record 0 is lost
 
 

@@ -428,3 +428,24 @@ def test_the_command_line_selects_it(tmp_path, capsys):
     doc = json.loads(out_json.read_text())
     assert doc["verdicts"] == {PR: UNKNOWN} and PR in doc["unknown"]
     assert f"{PR} is unknown: " in " ".join(out.split())
+
+
+def test_kmc_replay_reads_a_trap(tmp_path, capsys):
+    from kmc.reports.json_result import result_to_dict
+
+    spec = _spec("avail-c2-elr")
+    model = spec.model()
+    path = _replay(model, C2_TRAP)
+    v = Violation(PR, POSSIBLY, explain_trap(model, path.steps[-1].state), path, traps=1296)
+    doc = result_to_dict(spec, model, CheckResult("local", [PR], Stats(distinct=7057), {PR: v}))
+    saved = tmp_path / "trap.json"
+    saved.write_text(json.dumps(doc))
+    code, out, err = _main(capsys, "replay", saved)
+    assert code == 0, err
+    text = " ".join(out.replace("│", " ").split())
+    assert "State 4 is a trap" in text and "1,296 trap states" in text
+    # a trace that stops before the crash ends in a state where A still leads: not a trap
+    short = Violation(PR, POSSIBLY, "edited", _replay(model, C2_TRAP[:2]), traps=1296)
+    saved.write_text(json.dumps(result_to_dict(spec, model, CheckResult("local", [PR], Stats(), {PR: short}))))
+    code, out, err = _main(capsys, "replay", saved)
+    assert code == 2 and "not a trap" in err and "Traceback" not in err

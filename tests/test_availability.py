@@ -347,7 +347,9 @@ ENGINE_SPECS = sorted(n for n, p in AVAIL_PINS.items() if p.distinct <= FAST_LIM
 # Both paths (the per-state reference and the batch kernel) on every spec with eligible leader
 # replicas of up to FAST_LIMIT states; the batch path on the others too.
 PER_STATE_SPECS = [n for n in ENGINE_SPECS if _spec(n).config.eligible_leader_replicas]
-ENGINE_RUNS = [(n, "batch") for n in ENGINE_SPECS] + [(n, "per-state") for n in PER_STATE_SPECS]
+ENGINE_RUNS = ([(n, "batch") for n in ENGINE_SPECS] + [(n, "per-state") for n in PER_STATE_SPECS]
+               + [pytest.param(n, "batch", marks=[pytest.mark.slow, SLOW])  # 60,000 to 1.3 million states
+                  for n in sorted(AVAIL_PINS) if n not in ENGINE_SPECS])
 
 
 @pytest.mark.parametrize("name, path", ENGINE_RUNS)

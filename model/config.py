@@ -70,4 +70,6 @@ class Config:
     def as_dict(self) -> dict:
         d = attrs.asdict(self)
         d["replicas"] = list(self.replicas)
+        if not d["last_known_leader"]:  # off: the [model] table as it was before the key existed
+            del d["last_known_leader"]
         return d

@@ -354,11 +354,14 @@ def test_the_json_of_a_trap():
 
 ENGINE_SPECS = sorted(n for n, p in AVAIL_PINS.items() if p.distinct <= FAST_LIMIT)
 # Both paths (the per-state reference and the batch kernel) on every spec with eligible leader
-# replicas of up to FAST_LIMIT states; the batch path on the others too.
+# replicas of up to FAST_LIMIT states; the batch path on the others too, and on C5 (59,506
+# states, a third of a second); the last-replica-standing specs (1.2 to 1.3 million states,
+# 3 to 4 s each on the batch path) with KMC_SLOW=1.
 PER_STATE_SPECS = [n for n in ENGINE_SPECS if _spec(n).config.eligible_leader_replicas]
-ENGINE_RUNS = ([(n, "batch") for n in ENGINE_SPECS] + [(n, "per-state") for n in PER_STATE_SPECS]
-               + [pytest.param(n, "batch", marks=[pytest.mark.slow, SLOW])  # 60,000 to 1.3 million states
-                  for n in sorted(AVAIL_PINS) if n not in ENGINE_SPECS])
+BATCH_SPECS = ENGINE_SPECS + ["avail-c5-elr"]
+ENGINE_RUNS = ([(n, "batch") for n in BATCH_SPECS] + [(n, "per-state") for n in PER_STATE_SPECS]
+               + [pytest.param(n, "batch", marks=[pytest.mark.slow, SLOW])
+                  for n in sorted(AVAIL_PINS) if n not in BATCH_SPECS])
 
 
 @pytest.mark.parametrize("name, path", ENGINE_RUNS)

@@ -7,6 +7,12 @@ cheap: the ``kmc`` command installs its signal handlers before any heavy import 
 ``kmc.checker.app.cli``).
 """
 
+# First of all, in the ``kmc`` program: a signal during the imports below ends it in one line.
+from .signals import install_startup_handlers as _install
+
+_install()
+del _install
+
 from .errors import EngineError, KmcError, SpecError, UsageError
 # Names that are also submodules' names are bound now: importing the submodule later
 # would otherwise leave the package attribute bound to the module, not the function.

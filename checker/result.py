@@ -66,7 +66,7 @@ class Violation:
 
 @attrs.define
 class Stats:
-    """What a run measured. Counting follows TLC (see MODEL.md, "Precise readings")."""
+    """What a run measured. Counting follows TLC (see docs/model.md, "Counting")."""
 
     distinct: int = 0
     generated: int = 0

@@ -3,13 +3,15 @@
 from .kafka import (
     ALL,
     BY_NAME,
+    MODERN,
+    AcknowledgedNeverLost,
+    acknowledged_never_lost,
     CLASSIC,
     CommittedNeverLost,
     HighWatermarkBelowLogEnd,
     LeaderCandidateCompleteness,
     LeaderEpochMonotonic,
     LogsNeverDiverge,
-    MODERN,
     committed_never_lost,
     default_properties,
     high_watermark_below_log_end,
@@ -20,9 +22,9 @@ from .kafka import (
 from .availability import PartitionRecoverable, available, explain_trap
 
 __all__ = [
-    "ALL", "BY_NAME", "CLASSIC", "CommittedNeverLost", "HighWatermarkBelowLogEnd",
+    "ALL", "AcknowledgedNeverLost", "BY_NAME", "CLASSIC", "CommittedNeverLost", "HighWatermarkBelowLogEnd",
     "LeaderCandidateCompleteness", "LeaderEpochMonotonic", "LogsNeverDiverge",
-    "committed_never_lost", "default_properties", "high_watermark_below_log_end",
+    "MODERN", "acknowledged_never_lost", "committed_never_lost", "default_properties", "high_watermark_below_log_end",
     "leader_candidate_completeness", "leader_epoch_monotonic", "logs_never_diverge",
-    "MODERN", "PartitionRecoverable", "available", "explain_trap",
+    "PartitionRecoverable", "available", "explain_trap",
 ]

@@ -1,4 +1,4 @@
-"""The properties of the Kafka replication model (MODEL.md, "Invariants and properties").
+"""The properties of the Kafka replication model (docs/model.md, "Invariants").
 
 Each check is a plain module-level function (so it pickles to Spark executors) that
 returns ``None`` when the property holds and a one-sentence explanation when it does not.
@@ -38,6 +38,27 @@ def committed_never_lost(model, state):
         if log[offset] != (epoch, rid):
             return (f"{_record(epoch, rid)} at offset {offset} was committed but leader "
                     f"{model.name(l)} holds {_record(*log[offset])} there")
+    return None
+
+
+def acknowledged_never_lost(model, state):
+    """When some replica leads, every record the producer was told is written is in its
+    log at its offset (meaningful with ``acks`` set; ``acked`` is empty otherwise)."""
+    l = leader_of(state)
+    if l is None or not state.acked:
+        return None
+    log = state.replicas[l].log
+    for offset, epoch, rid in state.acked:
+        if offset < len(log) and log[offset] == (epoch, rid):
+            continue
+        where = (f"leader {model.name(l)}'s log ends at {len(log)}" if offset >= len(log)
+                 else f"leader {model.name(l)} holds {_record(*log[offset])} there")
+        holders = [model.name(r) for r, rep in enumerate(state.replicas)
+                   if offset < len(rep.log) and rep.log[offset] == (epoch, rid)]
+        left = (f"only {', '.join(holders)} still holds it" if holders
+                else "no replica holds it any more")
+        return (f"the producer was told {_record(epoch, rid)} at offset {offset} is written "
+                f"(acks={model.config.acks}) but {where}; {left}")
     return None
 
 
@@ -123,22 +144,29 @@ LeaderCandidateCompleteness = Property(
     "LeaderCandidateCompleteness", ALWAYS, leader_candidate_completeness,
     "every live replica in the ISR or the ELR holds every committed record", symmetric=True)
 
-# What a configuration of the 2.1 rule, the HW gate or the ELR checks by default.
-MODERN = (HighWatermarkBelowLogEnd, CommittedNeverLost, LogsNeverDiverge, LeaderEpochMonotonic,
-          LeaderCandidateCompleteness)
+AcknowledgedNeverLost = Property(
+    "AcknowledgedNeverLost", ALWAYS, acknowledged_never_lost,
+    "when a replica leads, every record acknowledged to the producer is in its log at its offset "
+    "(needs model.acks)", symmetric=True)
+
 # Every property kmc can check. PartitionRecoverable (availability) is checked only when a
 # run asks for it: it needs the whole reachable graph, so it is never a default.
-ALL = MODERN + (PartitionRecoverable,)
+ALL = (HighWatermarkBelowLogEnd, CommittedNeverLost, LogsNeverDiverge, LeaderEpochMonotonic,
+       LeaderCandidateCompleteness, AcknowledgedNeverLost, PartitionRecoverable)
 BY_NAME = {p.name: p for p in ALL}
-# The four properties of the model before MODEL.md's last section: what a configuration
+# The four properties of the model before docs/model.md's "Kafka 2.1 and later": what a configuration
 # that uses none of it (an older rule, both options off) checks by default, so that its
 # runs, published results and pinned numbers are what they always were.
 CLASSIC = ALL[:4]
+# The five properties of a configuration that uses the 2.1 rule, the HW gate or the ELR.
+MODERN = ALL[:5]
 
 
 def default_properties(config):
     """The properties a run of ``config`` checks unless told otherwise: ``MODERN`` for a
     configuration that uses the 2.1 rule, the HW gate or the ELR; ``CLASSIC`` (without
-    ``LeaderCandidateCompleteness``) for the pre-2.1 model. ``PartitionRecoverable`` is
-    never a default."""
-    return MODERN if config.modern else CLASSIC
+    ``LeaderCandidateCompleteness``) for the pre-2.1 model; either followed by
+    ``AcknowledgedNeverLost`` when the configuration tracks acknowledgements (``acks``).
+    ``PartitionRecoverable`` is never a default."""
+    base = MODERN if config.modern else CLASSIC
+    return base + (AcknowledgedNeverLost,) if getattr(config, "acks", None) else base

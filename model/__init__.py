@@ -1,4 +1,4 @@
-"""The Kafka replication model (see MODEL.md)."""
+"""The Kafka replication model (see docs/model.md)."""
 
 from .config import (
     HIGH_WATERMARK,

@@ -9,7 +9,7 @@ the parent's enabled actions, exactly as ``KafkaModel.successors`` orders them: 
 ``model.kafka`` is the reference: differential tests check that both give the same
 successors in the same order, state by state.
 
-Everything here follows MODEL.md action by action; the comments name the rule where
+Everything here follows docs/model.md action by action; the comments name the rule where
 the array form hides it.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_21
+from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_21
 from .kafka import ACTION_NAMES, Action
 from .rows import NONE, RowCodec, lexicographic_min
 from .symmetry import symmetries
@@ -85,7 +85,14 @@ class KafkaBatchKernel:
         n = self.n
         lead = g.lead
         # 1. Produce
-        if cfg.max_messages:
+        if cfg.max_messages and cfg.acks == ACKS_ONE:
+            # acks=1: any replica that believes it leads, min ISR not applied
+            room = rows[:, c.PROD] < cfg.max_messages
+            for l in range(n):
+                b = c.block(l)
+                ok = room & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LDR] == l)
+                g.emit(PRODUCE, ok, self._produce_acks_one, l)
+        elif cfg.max_messages:
             ok = (lead >= 0) & (rows[:, c.PROD] < cfg.max_messages) & (g.isr_size >= cfg.min_insync_replicas)
             for l in range(n):
                 g.emit(PRODUCE, ok & (lead == l), self._produce, l)
@@ -213,6 +220,9 @@ class KafkaBatchKernel:
             return
         idx = np.nonzero(moves)[0]
         lo, hi = hw[idx], m[idx]
+        acks_all = cfg.acks == ACKS_ALL
+        if acks_all:  # acks=all: acknowledged only with the ISR (after the step) at min ISR
+            enough = _POPCOUNT[s[idx, c.ISR].astype(np.uint8)] >= cfg.min_insync_replicas
         for o in range(self.m):
             sel = (lo <= o) & (o < hi)
             if not sel.any():
@@ -221,10 +231,15 @@ class KafkaBatchKernel:
             epoch, rid = np.divmod(s[ri, b + c.LOG + o].astype(np.int64), self.m)
             s[ri, c.COFF + rid] = o
             s[ri, c.CEP + rid] = epoch
+            if acks_all:
+                # ... and only records of the leader's own epoch (their requests wait there)
+                ack = enough[sel] & (epoch == s[ri, b + c.EP])
+                s[ri[ack], c.AOFF + rid[ack]] = o
+                s[ri[ack], c.AEP + rid[ack]] = epoch[ack]
         s[idx, b + c.HW] = hi
 
     def _elr_after(self, s, old_isr, new_isr):
-        """``elr_after(I, I')`` of MODEL.md as bit masks (int64 arrays)."""
+        """``elr_after(I, I')`` of docs/model.md as bit masks (int64 arrays)."""
         cfg = self.config
         if not cfg.eligible_leader_replicas:
             return np.zeros(len(s), dtype=np.int64)
@@ -255,6 +270,25 @@ class KafkaBatchKernel:
         s[:, b + c.LEN] += 1
         s[:, c.PROD] += 1
         self._advance_hw(s, l)
+
+    def _produce_acks_one(self, s, l):
+        """Produce under acks=1 by ``l``, which believes it leads: the record is
+        acknowledged on append; HW(l) only in the rows where ``l`` really leads."""
+        c = self.codec
+        b = c.block(l)
+        leading = self._leads(s) == l
+        ri = np.arange(len(s))
+        at = s[:, b + c.LEN].astype(np.int64)
+        rid = s[:, c.PROD].astype(np.int64)
+        s[ri, b + c.LOG + at] = s[:, b + c.EP].astype(np.int64) * self.m + rid
+        s[ri, c.AOFF + rid] = at
+        s[ri, c.AEP + rid] = s[:, b + c.EP]
+        s[:, b + c.LEN] += 1
+        s[:, c.PROD] += 1
+        if leading.any():
+            t = s[leading]
+            self._advance_hw(t, l)
+            s[leading] = t
 
     def _fetch_request(self, s, f, l):
         c = self.codec
@@ -513,20 +547,22 @@ class KafkaBatchKernel:
             bad |= went_down & ~restart
         return bad
 
-    def _holds_committed(self, rows, r):
-        """Which rows have every committed record in replica ``r``'s log at its offset."""
+    def _holds_committed(self, rows, r, acked=False):
+        """Which rows have every committed record (with ``acked``, every acknowledged
+        one) in replica ``r``'s log at its offset."""
         c = self.codec
+        coff, cep = (c.AOFF, c.AEP) if acked else (c.COFF, c.CEP)
         b = c.block(r)
         ok = np.ones(len(rows), dtype=bool)
         length = rows[:, b + c.LEN]
         ri = np.arange(len(rows))
         for i in range(self.m):
-            off = rows[:, c.COFF + i].astype(np.int64)
+            off = rows[:, coff + i].astype(np.int64)
             committed = off != NONE
             if not committed.any():
                 continue
             at = np.clip(off, 0, self.m - 1)
-            code = rows[:, c.CEP + i].astype(np.int64) * self.m + i
+            code = rows[:, cep + i].astype(np.int64) * self.m + i
             there = (off < length) & (rows[ri, b + c.LOG + at] == code)
             ok &= ~committed | there
         return ok
@@ -548,6 +584,18 @@ def _committed_never_lost(kernel, rows):
         sel = lead == l
         if sel.any():
             bad[sel] = ~kernel._holds_committed(rows[sel], l)
+    return bad
+
+
+def _acknowledged_never_lost(kernel, rows):
+    bad = np.zeros(len(rows), dtype=bool)
+    if kernel.codec.AOFF is None:  # acks not set: nothing is ever acknowledged
+        return bad
+    lead = kernel._leads(rows)
+    for l in range(kernel.n):
+        sel = lead == l
+        if sel.any():
+            bad[sel] = ~kernel._holds_committed(rows[sel], l, acked=True)
     return bad
 
 
@@ -588,6 +636,7 @@ _INVARIANTS = {
     "CommittedNeverLost": _committed_never_lost,
     "LogsNeverDiverge": _logs_never_diverge,
     "LeaderCandidateCompleteness": _leader_candidate_completeness,
+    "AcknowledgedNeverLost": _acknowledged_never_lost,
 }
 
 

@@ -1,4 +1,4 @@
-"""The model's constants (MODEL.md, "Constants")."""
+"""The model's constants (docs/model.md, "Constants")."""
 
 from __future__ import annotations
 
@@ -12,6 +12,10 @@ TRUNCATION_RULES = (HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, LEADER_EP
 # The rules under which BecomeFollower asks the leader (OffsetsForLeaderEpoch).
 LEADER_EPOCH_RULES = (LEADER_EPOCH, LEADER_EPOCH_KIP279, LEADER_EPOCH_21)
 INITIAL_LEADERS = ("first", "any")
+# The producer's acks setting, when acknowledgements are tracked (None: not tracked).
+ACKS_ALL = "all"
+ACKS_ONE = "1"
+ACKS = (ACKS_ALL, ACKS_ONE)
 
 
 @attrs.frozen
@@ -40,6 +44,10 @@ class Config:
             insists).
         initial_leader: ``"first"``: the first replica leads at epoch 0; ``"any"``: one
             initial state per replica, each leading at epoch 0.
+        acks: ``None`` (acknowledgements are not tracked), ``"all"`` (a record is
+            acknowledged when its leader's HW passes it with the ISR at least
+            ``min_insync_replicas``) or ``"1"`` (acknowledged on append, by any replica
+            that believes it leads).
     """
 
     replicas: tuple = ("A", "B")
@@ -55,6 +63,7 @@ class Config:
     eligible_leader_replicas: bool = False
     initial_leader: str = "first"
     last_known_leader: bool = False
+    acks: str | None = None
 
     @property
     def n(self) -> int:
@@ -62,7 +71,7 @@ class Config:
 
     @property
     def modern(self) -> bool:
-        """Does this configuration use anything of MODEL.md's last section (the 2.1 rule,
+        """Does this configuration use anything of docs/model.md's "Kafka 2.1 and later" (the 2.1 rule,
         the HW gate or the ELR)? Without it the model is exactly the pre-2.1 one."""
         return (self.truncation == LEADER_EPOCH_21 or self.hw_requires_min_isr
                 or self.eligible_leader_replicas)
@@ -72,4 +81,6 @@ class Config:
         d["replicas"] = list(self.replicas)
         if not d["last_known_leader"]:  # off: the [model] table as it was before the key existed
             del d["last_known_leader"]
+        if d["acks"] is None:  # not tracked: the [model] table as it was before the key existed
+            del d["acks"]
         return d

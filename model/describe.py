@@ -132,3 +132,42 @@ def _rejoin_note(model, state, f, l) -> str:
         return (f"; {model.name(f)} may not re-join the ISR: its log ends at {pos}, before the "
                 f"leader's epoch start offset {start}")
     return ""
+
+
+def acks_note(model, before, action, after) -> str:
+    """What the producer was told in this step, when the configuration tracks
+    acknowledgements (``acks``): ``""`` when it was told nothing (and always without
+    ``acks``).
+
+    Under ``acks = "1"`` a Produce is acknowledged at once, by a replica that only
+    *believes* it leads too (a zombie: the note says who leads since). Under
+    ``acks = "all"`` the records the leader's HW passes in its own epoch are acknowledged
+    if the ISR has at least min ISR members; if not, the producer is refused
+    (NOT_ENOUGH_REPLICAS_AFTER_APPEND) although the records are committed.
+    """
+    acks = getattr(model.config, "acks", None)
+    if acks is None:
+        return ""
+    name = model.name
+    new = sorted(set(after.acked) - set(before.acked))
+    told = ", ".join(f"{model.format_record((e, i))} at offset {o}" for o, e, i in new)
+    text = ""
+    if new:
+        text = f"; the producer is told {told} is written (acks={acks})"
+    if action.name == PRODUCE and acks == "1" and not leads(before, action.replica):
+        r = action.replica
+        q = before.quorum
+        text += (f"; {name(r)} still believes it leads epoch {before.replicas[r].epoch}; the controller "
+                 f"moved leadership to {name(q.leader)} in epoch {q.epoch}")
+    if acks == "all":
+        l = leader_of(after)
+        if l is not None and len(after.quorum.isr) < model.config.min_insync_replicas:
+            rep = after.replicas[l]
+            refused = [(o,) + rep.log[o] for o in range(before.replicas[l].hw, rep.hw)
+                       if rep.log[o][0] == rep.epoch]
+            if refused:
+                what = ", ".join(f"{model.format_record((e, i))} at offset {o}" for o, e, i in refused)
+                text += (f"; {what} committed with the ISR {replica_set(model, after.quorum.isr)} below "
+                         f"min ISR {model.config.min_insync_replicas}: the producer is refused "
+                         f"(NOT_ENOUGH_REPLICAS_AFTER_APPEND), not acknowledged")
+    return text

@@ -1,6 +1,6 @@
 """The Kafka replication model: one partition, its replicas, the controller and a producer.
 
-The transition system of MODEL.md, action for action. ``KafkaModel`` follows
+The transition system of docs/model.md, action for action. ``KafkaModel`` follows
 ``checker.protocol.Model``; the engines know nothing else about it.
 """
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import attrs
 
-from .config import HIGH_WATERMARK, LEADER_EPOCH_21, Config
+from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21, Config
 from .state import Fetch, Quorum, Replica, State, elr_after, encode, leader_of, leads, leso
 from .truncation import truncation_offset
 
-# Action names, in the order MODEL.md enumerates them.
+# Action names, in the order docs/model.md enumerates them.
 PRODUCE = "Produce"
 FETCH_REQUEST = "FetchRequest"
 FETCH_RESPONSE = "FetchResponse"
@@ -61,18 +61,20 @@ def _replica(r, alive=_KEEP, log=_KEEP, hw=_KEEP, epoch=_KEEP, leader=_KEEP, rem
     )
 
 
-def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, committed=_KEEP):
+def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, committed=_KEEP,
+           acked=_KEEP):
     return State(
         s.replicas if replicas is _KEEP else replicas,
         s.quorum if quorum is _KEEP else quorum,
         s.produced if produced is _KEEP else produced,
         s.crashes if crashes is _KEEP else crashes,
         s.committed if committed is _KEEP else committed,
+        s.acked if acked is _KEEP else acked,
     )
 
 
 def _advance_hw(rep, l, isr, committed, gate=0):
-    """HW(l) of MODEL.md: the leader's HW rises to the smallest log end in the ISR.
+    """HW(l) of docs/model.md: the leader's HW rises to the smallest log end in the ISR.
 
     ``isr`` is the ISR in force after the step. With ``hw_requires_min_isr`` the caller
     passes ``gate = min_insync_replicas``: the HW then does not move while the ISR is
@@ -166,7 +168,7 @@ class KafkaModel:
         raise ValueError(f"{self.format_action(action)} is not enabled")
 
     def successors(self, state):
-        """Every enabled action with its successor, in MODEL.md's order (actions 1–9,
+        """Every enabled action with its successor, in docs/model.md's order (actions 1–9,
         then replica order, then cut point)."""
         cfg = self.config
         reps = state.replicas
@@ -175,7 +177,9 @@ class KafkaModel:
         lead = leader_of(state)
         out = []
         # 1. Produce
-        if lead is not None and state.produced < cfg.max_messages and len(q.isr) >= cfg.min_insync_replicas:
+        if cfg.acks == ACKS_ONE:
+            out.extend(self._produce_acks_one(state))
+        elif lead is not None and state.produced < cfg.max_messages and len(q.isr) >= cfg.min_insync_replicas:
             out.append((Action(PRODUCE, lead), self._produce(state, lead)))
         # 2. FetchRequest
         if lead is not None:
@@ -225,6 +229,8 @@ class KafkaModel:
                 if (r not in q.isr and f.alive and f.leader == lead and f.epoch == q.epoch
                         and l.remote_leo[r] >= l.hw and l.remote_leo[r] >= floor):
                     out.append((Action(EXPAND_ISR, r), self._expand(state, r, lead)))
+        if cfg.acks == ACKS_ALL:
+            out = [(a, self._acknowledge(state, t)) for a, t in out]
         return out
 
     # -- actions ------------------------------------------------------------------
@@ -235,6 +241,49 @@ class KafkaModel:
         rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed, self._gate)
         return _state(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1,
                             committed=committed)
+
+    def _produce_acks_one(self, s):
+        """Produce under ``acks = "1"``: every replica that believes it leads (alive and its
+        own leader, whatever the controller decided since) may append, min ISR or not, and
+        the record is acknowledged at once; HW(l) follows only if ``l`` really leads."""
+        if s.produced >= self.config.max_messages:
+            return []
+        out = []
+        for l, rep in enumerate(s.replicas):
+            if not (rep.alive and rep.leader == l):
+                continue
+            record = (rep.epoch, s.produced)
+            acked = tuple(sorted(s.acked + ((len(rep.log),) + record,)))
+            rep = _replica(rep, log=rep.log + (record,))
+            committed = s.committed
+            if leads(s, l):
+                rep, committed = _advance_hw(rep, l, s.quorum.isr, committed, self._gate)
+            out.append((Action(PRODUCE, l), _state(s, replicas=_put(s.replicas, l, rep),
+                                                   produced=s.produced + 1, committed=committed,
+                                                   acked=acked)))
+        return out
+
+    def _acknowledge(self, before, after):
+        """The acknowledgements of ``acks = "all"`` after one step (the rule of HW(l)): the
+        records that the step brought below the HW of the replica leading after it, and
+        that it wrote in the epoch it leads now (their produce requests are still waiting
+        there), if the ISR after the step has at least ``min_insync_replicas`` members.
+
+        Reading the two states is exact: HW(l) is the only way the HW of a leading replica
+        moves (a follower's HW is set by its own fetch response, truncation or crash, and
+        none of those replicas leads after the step), and ElectLeader's HW(n) passes only
+        records of older epochs, which this rule never acknowledges.
+        """
+        l = leader_of(after)
+        if l is None or len(after.quorum.isr) < self.config.min_insync_replicas:
+            return after
+        old, rep = before.replicas[l].hw, after.replicas[l]
+        if rep.hw <= old:
+            return after
+        new = [(o,) + rep.log[o] for o in range(old, rep.hw) if rep.log[o][0] == rep.epoch]
+        if not new:
+            return after
+        return _state(after, acked=tuple(sorted(set(after.acked).union(new))))
 
     def _fetch_request(self, s, f, l):
         reps = s.replicas
@@ -389,9 +438,9 @@ class KafkaModel:
 
     def describe_step(self, before, action, after) -> str:
         """What ``action`` did between two states, in one sentence (``model.describe``)."""
-        from .describe import describe_step
+        from .describe import acks_note, describe_step
 
-        return describe_step(self, before, action, after)
+        return describe_step(self, before, action, after) + acks_note(self, before, action, after)
 
     def format_record(self, record) -> str:
         epoch, rid = record

@@ -22,7 +22,11 @@ when their codes are.
   in-flight response: leader, epoch, start offset, leader HW, number of records, their
   codes.
 
-The committed set fits one slot per record id because a record keeps one offset and one
+With ``acks`` set, two more columns per record id follow the last replica block: the
+offset and epoch at which record ``i`` was acknowledged (``-1`` when it was not). Without
+``acks`` they are absent, so rows and their fingerprints are what they were before.
+
+The committed set (and the acknowledged one) fits one slot per record id because a record keeps one offset and one
 epoch forever: the leader writes record ``i`` once, at its log end, in its epoch, and
 followers copy records to the same offsets. A row is padded with zero bytes to a
 multiple of 8 bytes, so that it can be hashed as 64-bit words.
@@ -68,6 +72,12 @@ class RowCodec:
         self.IREC = self.IL + 5
         self.BLOCK = self.IREC + m
         self.used = self.GLOBAL + n * self.BLOCK
+        # the acknowledged set, after the blocks, only when acknowledgements are tracked
+        self.acks = getattr(config, "acks", None)
+        self.AOFF = self.AEP = None
+        if self.acks is not None:
+            self.AOFF, self.AEP = self.used, self.used + m
+            self.used += 2 * m
         per_word = 8 // self.dtype.itemsize
         self.width = -(-self.used // per_word) * per_word  # columns; a multiple of 8 bytes
 
@@ -98,6 +108,12 @@ class RowCodec:
                 raise ValueError(f"record {rid} is committed at two offsets")
             row[self.COFF + rid] = offset
             row[self.CEP + rid] = epoch
+        if state.acked:
+            if self.acks is None:
+                raise ValueError("an acknowledged record in a configuration without acks")
+            for offset, epoch, rid in state.acked:
+                row[self.AOFF + rid] = offset
+                row[self.AEP + rid] = epoch
         for r, rep in enumerate(state.replicas):
             b = self.block(r)
             row[b + self.ALIVE] = rep.alive
@@ -146,7 +162,11 @@ class RowCodec:
         ql = v[self.QL]
         quorum = Quorum(None if ql == NONE else ql, v[self.QE], _ids(v[self.ISR], n),
                         _ids(v[self.ELR], n))
-        return State(tuple(reps), quorum, v[self.PROD], v[self.CRASH], committed)
+        acked = ()
+        if self.acks is not None:
+            acked = tuple(sorted(
+                (v[self.AOFF + i], v[self.AEP + i], i) for i in range(m) if v[self.AOFF + i] != NONE))
+        return State(tuple(reps), quorum, v[self.PROD], v[self.CRASH], committed, acked)
 
     # -- symmetry -----------------------------------------------------------------------
 

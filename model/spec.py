@@ -3,10 +3,11 @@ expected of it.
 
     title = "..."                 # optional, one line
     description = "..."           # optional
-    [model]                       # the constants of MODEL.md
+    [model]                       # the constants of docs/model.md
     replicas = 2                  # a count (A, B, ...) or a list of names
     max_messages = 2
     ...
+    acks = "all"                  # optional: "all" or "1" (track acknowledgements)
     [check]                       # optional
     invariants = ["CommittedNeverLost"]   # default: see invariants.default_properties
     keep_going = false            # after a failure, keep exploring to decide the others
@@ -37,7 +38,7 @@ import attrs
 from kmc.checker.errors import SpecError
 from kmc.checker.result import HOLDS, VIOLATED
 
-from .config import INITIAL_LEADERS, TRUNCATION_RULES, Config
+from .config import ACKS, INITIAL_LEADERS, TRUNCATION_RULES, Config
 
 MAX_REPLICAS = 7
 MAX_SPEC_BYTES = 1 << 20
@@ -53,7 +54,9 @@ _MODEL_INTS = {
 _MODEL_BOOLS = ("unclean_leader_election", "unflushed_loss", "preferred_election",
                 "hw_requires_min_isr", "eligible_leader_replicas", "last_known_leader")
 _MODEL_KEYS = ("replicas", "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS,
-               "initial_leader")
+               "initial_leader", "acks")
+# The property that reads the acknowledgements: meaningful only with model.acks.
+ACKED_PROPERTY = "AcknowledgedNeverLost"
 _CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry")
 _SPARK_KEYS = ("master", "partitions")
 _TOP_KEYS = ("title", "description", "model", "check", "spark", "expect")
@@ -174,6 +177,10 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
             if x not in names:
                 raise SpecError(path, "check.invariants", f"unknown invariant {_show(x)} (known: {', '.join(names)})")
         invariants = tuple(n for n in names if n in inv)
+        if ACKED_PROPERTY in invariants and config.acks is None:
+            raise SpecError(path, "check.invariants",
+                            f"{ACKED_PROPERTY} needs model.acks (\"all\" or \"1\"): without it no "
+                            "acknowledgement is tracked")
     else:
         from kmc.invariants import default_properties
 
@@ -206,6 +213,9 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
     for key, value in expect.items():
         if key not in names:
             raise SpecError(path, _key("expect.", key), f"unknown invariant (known: {', '.join(names)})")
+        if key == ACKED_PROPERTY and config.acks is None:
+            raise SpecError(path, f"expect.{key}",
+                            "needs model.acks (\"all\" or \"1\"): without it no acknowledgement is tracked")
         if key not in invariants:
             raise SpecError(path, f"expect.{key}", "this invariant is not checked (see check.invariants)")
         if value not in (HOLDS, VIOLATED):
@@ -279,8 +289,13 @@ def _config(path, model) -> Config:
     if initial not in INITIAL_LEADERS:
         raise SpecError(path, "model.initial_leader",
                         f"must be one of {', '.join(INITIAL_LEADERS)}, got {_show(initial)}")
+    acks = model.get("acks")
+    if acks is not None and acks not in ACKS:
+        raise SpecError(path, "model.acks",
+                        f"must be \"all\" or \"1\" (a string; leave it out not to track acknowledgements), "
+                        f"got {_show(acks)}")
     return Config(replicas=names, truncation=rule, min_insync_replicas=min_isr, initial_leader=initial,
-                  **values)
+                  acks=acks, **values)
 
 
 def _show(value) -> str:

@@ -1,4 +1,4 @@
-"""The state of the Kafka replication model (MODEL.md, "State").
+"""The state of the Kafka replication model (docs/model.md, "State").
 
 States are frozen, slotted attrs classes holding only ints, bools, ``None`` and tuples,
 so they are cheap to hash, compare and pickle. Replicas are numbered from 0 in the
@@ -60,7 +60,9 @@ class State:
     """A whole model state, history (ghost) variables included.
 
     ``committed`` is the sorted tuple of ``(offset, epoch, id)`` of every record that was
-    ever below a leader's high watermark.
+    ever below a leader's high watermark. ``acked`` is the sorted tuple of ``(offset,
+    epoch, id)`` of every record the producer was told is written (always ``()`` unless
+    the configuration sets ``acks``).
     """
 
     replicas: tuple
@@ -68,6 +70,7 @@ class State:
     produced: int = 0
     crashes: int = 0
     committed: tuple = ()
+    acked: tuple = ()
 
 
 def leads(state: State, r: int) -> bool:
@@ -84,8 +87,8 @@ def leader_of(state: State) -> int | None:
 
 
 def leso(state: State, l: int) -> int:
-    """The leader epoch start offset of replica ``l`` (MODEL.md, "Definitions used by the
-    actions"): the offset of the first record of its log written in its own epoch, or its
+    """The leader epoch start offset of replica ``l`` (docs/model.md, "Kafka 2.1 and
+    later"): the offset of the first record of its log written in its own epoch, or its
     log end if there is none. Meaningful while ``l`` leads."""
     rep = state.replicas[l]
     epoch = rep.epoch
@@ -120,7 +123,9 @@ def encode(state: State) -> bytes:
     The ELR and the ``lossy`` flags are appended only when one of them is not at its
     initial value (an ELR member, or a lossy replica): the part before is self-delimiting,
     so this stays unambiguous, and every state of a pre-2.1 configuration (where both are
-    constant) keeps the encoding and fingerprint it always had.
+    constant) keeps the encoding and fingerprint it always had. The acknowledged records
+    come last, only when there are some, and then always after the ELR part (written even
+    when it is at its initial value), so the three shapes have three lengths.
     """
     q = state.quorum
     out = [state.produced, state.crashes, NONE if q.leader is None else q.leader, q.epoch, len(q.isr)]
@@ -148,8 +153,12 @@ def encode(state: State) -> bytes:
             for e, i in f.records:
                 out.append(e)
                 out.append(i)
-    if q.elr or lossy:
+    if q.elr or lossy or state.acked:
         out.append(len(q.elr))
         out.extend(q.elr)
         out.extend(1 if r.lossy else 0 for r in state.replicas)
+    if state.acked:
+        out.append(len(state.acked))
+        for c in state.acked:
+            out.extend(c)
     return struct.pack(f"<{len(out)}q", *out)

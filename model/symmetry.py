@@ -1,4 +1,4 @@
-"""Replica permutations of attrs states (MODEL.md, "Symmetry reduction").
+"""Replica permutations of attrs states (docs/model.md, "Symmetry reduction").
 
 The readable form of what ``model.rows.RowCodec.permuter`` does to rows; the per-state
 engine uses it, and the tests compare the two.
@@ -45,4 +45,4 @@ def permute(state: State, perm) -> State:
     q = state.quorum
     quorum = Quorum(rid(q.leader), q.epoch, tuple(sorted(perm[r] for r in q.isr)),
                     tuple(sorted(perm[r] for r in q.elr)))
-    return State(tuple(reps), quorum, state.produced, state.crashes, state.committed)
+    return State(tuple(reps), quorum, state.produced, state.crashes, state.committed, state.acked)

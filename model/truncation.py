@@ -1,4 +1,4 @@
-"""The truncation rules a replica applies when it becomes a follower (MODEL.md).
+"""The truncation rules a replica applies when it becomes a follower (docs/model.md).
 
 Each rule is a plain function of the follower's log and high watermark and the leader's
 log, returning the offset the follower truncates its log to.

@@ -109,13 +109,16 @@ def state_to_dict(model, state) -> dict:
     quorum = {"leader": _name(model, q.leader), "epoch": q.epoch, "isr": [model.name(r) for r in q.isr]}
     if elr_on:
         quorum["elr"] = [model.name(r) for r in q.elr]
-    return {
+    doc = {
         "replicas": replicas,
         "quorum": quorum,
         "produced": state.produced,
         "crashes": state.crashes,
         "committed": [list(c) for c in state.committed],
     }
+    if getattr(model.config, "acks", None):  # tracked only with acks: absent otherwise, as before
+        doc["acked"] = [list(c) for c in state.acked]
+    return doc
 
 
 def state_from_dict(model, doc) -> State:
@@ -152,7 +155,8 @@ def state_from_dict(model, doc) -> State:
     quorum = Quorum(num(q["leader"]), q["epoch"], tuple(sorted(index[n] for n in q["isr"])),
                     tuple(sorted(index[n] for n in q.get("elr", ()))))
     return State(replicas=tuple(replicas), quorum=quorum, produced=doc["produced"],
-                 crashes=doc["crashes"], committed=tuple(tuple(c) for c in doc["committed"]))
+                 crashes=doc["crashes"], committed=tuple(tuple(c) for c in doc["committed"]),
+                 acked=tuple(tuple(c) for c in doc.get("acked", ())))
 
 
 def action_to_dict(model, action) -> dict | None:

@@ -13,7 +13,7 @@ A row (schema version 1)::
      "model": {...},                      # model.config.Config.as_dict()
      "verdicts": {invariant: "holds" | "violated" | "unknown"},
      "expected": {invariant: "holds" | "violated"},   # {} when nothing is expected
-     "expected_from": null | "spec" | "MODEL.md",
+     "expected_from": null | "spec" | "docs/model.md",
      "matched": null | bool,              # null when nothing is expected
      "mismatches": [str],
      "distinct_states": int, "states_generated": int, "depth": int, "seconds": float,
@@ -36,6 +36,7 @@ SHORT = {
     "LogsNeverDiverge": "LND",
     "LeaderEpochMonotonic": "LEM",
     "LeaderCandidateCompleteness": "LCC",
+    "AcknowledgedNeverLost": "ANL",
     "PartitionRecoverable": "PR",
 }
 RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279",
@@ -158,7 +159,9 @@ def _cell(row, name) -> str:
         return "–"
     if verdict == VIOLATED:
         cx = row["counterexamples"][name]
-        return f"**violated** [{cx['length']} states]({cx['trace']})"
+        diagram = cx["trace"][:-len(".json")] + ".html" if cx["trace"].endswith(".json") else None
+        link = f" ([diagram]({diagram}))" if diagram else ""
+        return f"**violated** [{cx['length']} states]({cx['trace']}){link}"
     return verdict
 
 
@@ -166,7 +169,7 @@ def _expected_cell(row) -> str:
     if row["matched"] is None:
         return ""
     if row["matched"]:
-        src = " (MODEL.md)" if row["expected_from"] == "MODEL.md" else ""
+        src = " (docs/model.md)" if row["expected_from"] == "docs/model.md" else ""
         return f"as expected{src}"
     return "**unexpected**: " + "; ".join(row["mismatches"])
 
@@ -253,7 +256,7 @@ def to_markdown(doc) -> str:
     lines.append(f"Every configuration is explored completely, breadth-first, checking {every} "
                  "invariants and keeping going after a violation, so each invariant gets a "
                  "verdict. A violated cell links to the shortest counterexample "
-                 "(its length in states, the initial state included); "
+                 "(its length in states, the initial state included) and to its diagram (an HTML page); "
                  "`kmc replay <trace file>` shows it, `--format tla` as TLC would. "
                  "Bounds: messages produced, crashes, highest leader epoch.")
     lines.append("")

@@ -51,6 +51,21 @@ _VERDICT_TEXT = {
 }
 
 
+def join_fitting(pieces, separator, max_width=None):
+    """``pieces`` joined by ``separator`` on as few lines as fit in ``max_width`` cells,
+    breaking only between pieces (a line never ends in a separator, no piece is cut)."""
+    line = Text()
+    for piece in pieces:
+        if line.cell_len and max_width is not None and line.cell_len + separator.cell_len + piece.cell_len > max_width:
+            yield line
+            line = Text()
+        if line.cell_len:
+            line.append_text(separator)
+        line.append_text(piece)
+    if line.cell_len:
+        yield line
+
+
 def stop_reason(result, spec=None, max_states=None) -> str | None:
     """Why the search did not explore every reachable state, in words (``None`` if it did).
 
@@ -134,7 +149,7 @@ class ResultView:
         spec, cfg = self.spec, self.model.config
         if spec is not None:
             # A spec is untrusted: its text is shown as text, control characters escaped.
-            title = Text("kmc check  ", "bold")
+            title = Text("kmc check ", "bold")
             title.append(safe_text(spec.path), "bold cyan")
             yield title
             if spec.title:
@@ -189,22 +204,23 @@ class ResultView:
             table.add_row(name, verdict, exp, *((meaning,) if show_meaning else ()))
         return table
 
-    def statistics(self):
+    def statistics(self, max_width=None):
         s = self.result.stats
-        line = Text()
         parts = ((_count(s.distinct), " distinct states"), (_count(s.generated), " generated"),
-                 ("depth ", str(s.depth)), (_count(s.terminal), " terminal"),
+                 ("depth ", str(s.depth)),
+                 (_count(s.terminal), " terminal (no action enabled)"),
                  (_duration(s.seconds), ""), (f"{s.states_per_second:,.0f}", " states/s"))
-        for i, (a, b) in enumerate(parts):
-            if i:
-                line.append("  ·  ", "dim")
+        pieces = []
+        for a, b in parts:
+            piece = Text()
             if a.endswith(" "):  # "depth 10": the label comes first
-                line.append(a)
-                line.append(b, "bold")
+                piece.append(a)
+                piece.append(b, "bold")
             else:
-                line.append(a, "bold")
-                line.append(b)
-        yield line
+                piece.append(a, "bold")
+                piece.append(b)
+            pieces.append(piece)
+        yield from join_fitting(pieces, Text("  ·  ", "dim"), max_width)
         reason = stop_reason(self.result, self.spec, self.max_states)
         if reason is not None:
             yield Text(f"incomplete: {reason}", "yellow")
@@ -292,7 +308,7 @@ class ResultView:
         yield Text("")
         yield self.verdict_table(options.max_width)
         yield Text("")
-        yield from self.statistics()
+        yield from self.statistics(options.max_width)
         yield Text("")
         yield self.action_table()
         if self.show_traces:

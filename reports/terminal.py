@@ -155,6 +155,7 @@ def _summary_cells(model, state) -> dict:
         "produced": (state.produced, "produced", Text(str(state.produced))),
         "crashes": (state.crashes, "crashes", Text(str(state.crashes))),
         "committed": (state.committed, "committed", _committed(state.committed)),
+        "acked": (state.acked, "acked", _committed(state.acked)),
     }
 
 
@@ -255,7 +256,10 @@ class StateView:
         controller = ("quorum.leader", "quorum.epoch", "quorum.isr")
         if "quorum.elr" in now:
             controller += ("quorum.elr",)
-        for label, keys in (("controller", controller), ("history", ("produced", "crashes", "committed"))):
+        history = ("produced", "crashes", "committed")
+        if getattr(model.config, "acks", None):  # what the producer was told, next to committed
+            history += ("acked",)
+        for label, keys in (("controller", controller), ("history", history)):
             line = Text()
             line.append(f"{label:<11}", "bold dim")
             for i, key in enumerate(keys):
@@ -384,6 +388,8 @@ class TraceView:
             head.append("initial", "bold")
             return head
         head.append(format_action(self.model, step.action), "bold cyan")
+        if previous is None:  # the action alone (a narrow terminal: the gloss goes below)
+            return head
         gloss = describe_step(self.model, previous.state, step.action, step.state)
         if gloss:
             head.append(f"  {gloss}", "italic dim")
@@ -399,8 +405,16 @@ class TraceView:
             header = self._header(index, step, previous)
             if header.cell_len + 6 <= options.max_width:
                 yield Rule(header, align="left", style="dim")
-            else:  # a rule would cut the header short: let it wrap instead
-                yield header
+            else:  # a rule would cut the header short: the step in the rule, its gloss below
+                short = self._header(index, step, None) if step.action is not None else header
+                if short.cell_len + 6 <= options.max_width:
+                    yield Rule(short, align="left", style="dim")
+                    gloss = describe_step(model, previous.state, step.action, step.state)
+                    if gloss:
+                        yield Padding(Text(gloss, "italic dim"), (0, 0, 0, 2), expand=False)
+                else:
+                    yield header
+                    yield Rule(style="dim")
             if index == 1 or not self.diff:
                 yield StateView(model, step.state, previous.state if previous else None, widths=widths)
             else:

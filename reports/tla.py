@@ -2,7 +2,7 @@
 
 The text reads like the error trace of TLC, the TLA+ model checker, so that people who
 know TLC (or keep a TLA+ rendering of the same rules) can compare the two line by line.
-Every variable of MODEL.md ("State") is printed for every state, as a TLA+ value:
+Every variable of docs/model.md ("State") is printed for every state, as a TLA+ value:
 
 - replicas are model values (``A``), "no replica" is the model value ``None``;
 - per-replica variables are functions over the replicas: ``(A :> 1 @@ B :> 0)``;
@@ -10,7 +10,7 @@ Every variable of MODEL.md ("State") is printed for every state, as a TLA+ value
 - an in-flight fetch response and the controller state are records;
 - the ISR is a set ``{A, B}``; ``committed`` is the set of ``<<offset, record>>`` pairs.
 
-Variables are printed in MODEL.md's order, not alphabetically. TLC names a state by the
+Variables are printed in docs/model.md's order, not alphabetically. TLC names a state by the
 action's definition and its location in the module; kmc has no module, so a header
 names the action as ``kmc check`` does, e.g. ``State 3: <Crash(B, keeps 1)>``.
 """
@@ -97,6 +97,9 @@ def state_variables(model, state) -> list[tuple[str, str]]:
         ("crashes", str(state.crashes)),
         ("committed", tla_set(sequence((str(offset), _record((epoch, rid))))
                               for offset, epoch, rid in state.committed)),
+        *([("acked", tla_set(sequence((str(offset), _record((epoch, rid))))
+                             for offset, epoch, rid in state.acked))]
+          if getattr(model.config, "acks", None) else []),
     ]
 
 

@@ -1,13 +1,14 @@
-"""An independent oracle: a deliberately naive checker written from MODEL.md alone.
+"""An independent oracle: a deliberately naive checker written from docs/model.md alone.
 
 It shares nothing with the engines or with ``model/kafka.py`` except the attrs state
 classes of ``model/state.py`` (plain data) and ``model.Config`` (the constants): no
 kernel, no fingerprints, no engine code, no successor function of the reference model.
 Whole states go into a Python dict, the search is a plain breadth-first search, and
-every action is written the obvious way with ``evolve`` (``attrs.evolve``), in the order MODEL.md
+every action is written the obvious way with ``evolve`` (``attrs.evolve``), in the order docs/model.md
 enumerates them (actions 1–9, then replica order, then cut point). It covers the three
 truncation rules and the options the code has today (unclean election, unflushed loss,
-preferred election, min ISR).
+preferred election, min ISR), plus, from the later sections, the 2.1 rule's ISR
+guard, the HW gate and producer acknowledgements (``acks``); not eligible leader replicas.
 
 It is slow (a few thousand states a second) and meant for specs of at most tens of
 thousands of states. The tests compare its distinct/generated counts, depth and shortest
@@ -23,6 +24,7 @@ import attrs
 from kmc.model.state import Fetch, Quorum, Replica, State
 
 HW_RULE, LE_RULE, KIP279_RULE = "high-watermark", "leader-epoch", "leader-epoch-kip279"
+V21_RULE = "leader-epoch-2.1"
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -46,22 +48,33 @@ def set_replica(s: State, r: int, rep: Replica) -> State:
     return evolve(s, replicas=tuple(reps))
 
 
-def advance_hw(s: State, l: int) -> State:
+def advance_hw(s: State, l: int, cfg=None) -> State:
     """HW(l): l.hw := max(l.hw, min({LEO(l)} ∪ {l.remote_leo[f] : f ∈ isr \\ {l}})); every
-    record newly below it joins ``committed``."""
+    record newly below it joins ``committed``. With the HW gate nothing moves while the ISR
+    is below min ISR; with ``acks = "all"`` the new records of l's own epoch also join
+    ``acked`` if the ISR (after the step: the caller has already changed it) is at least
+    min ISR."""
     rep = s.replicas[l]
+    big_enough = cfg is None or len(s.quorum.isr) >= cfg.min_insync_replicas
+    if cfg is not None and cfg.hw_requires_min_isr and not big_enough:
+        return s
     candidates = [len(rep.log)] + [rep.remote_leo[f] for f in s.quorum.isr if f != l]
     new_hw = max(rep.hw, min(candidates))
     added = {(o, rep.log[o][0], rep.log[o][1]) for o in range(rep.hw, new_hw)}
     s = set_replica(s, l, evolve(rep, hw=new_hw))
-    return evolve(s, committed=tuple(sorted(set(s.committed) | added)))
+    s = evolve(s, committed=tuple(sorted(set(s.committed) | added)))
+    if cfg is not None and cfg.acks == "all" and big_enough:
+        mine = {c for c in added if c[1] == rep.epoch}
+        if mine:
+            s = evolve(s, acked=tuple(sorted(set(s.acked) | mine)))
+    return s
 
 
 def truncation_point(rule: str, follower: Replica, leader_log: tuple) -> int:
     log = follower.log
     if rule == HW_RULE:
         return follower.hw
-    if rule == KIP279_RULE:
+    if rule in (KIP279_RULE, V21_RULE):
         t = 0
         while t < len(log) and t < len(leader_log) and log[t] == leader_log[t]:
             t += 1
@@ -91,17 +104,26 @@ def initial(cfg) -> State:
 
 
 def successors(cfg, s: State) -> list:
-    """``[(label, next state)]`` in MODEL.md's order; a label is ``(action, replica, cut)``."""
+    """``[(label, next state)]`` in docs/model.md's order; a label is ``(action, replica, cut)``."""
     n = len(s.replicas)
     q = s.quorum
     out = []
-    # 1. Produce(l)
+    # 1. Produce(l); with acks = "1" by every replica that believes it leads, min ISR or
+    # not, acknowledged on append, and HW(l) only if l really leads
+    acks_one = cfg.acks == "1"
     for l in range(n):
-        if leads(s, l) and s.produced < cfg.max_messages and len(q.isr) >= cfg.min_insync_replicas:
-            rep = s.replicas[l]
-            t = set_replica(s, l, evolve(rep, log=rep.log + ((rep.epoch, s.produced),)))
-            t = evolve(t, produced=s.produced + 1)
-            out.append((("Produce", l, None), advance_hw(t, l)))
+        rep = s.replicas[l]
+        if acks_one:
+            if not (rep.alive and rep.leader == l and s.produced < cfg.max_messages):
+                continue
+        elif not (leads(s, l) and s.produced < cfg.max_messages and len(q.isr) >= cfg.min_insync_replicas):
+            continue
+        record = (rep.epoch, s.produced)
+        t = set_replica(s, l, evolve(rep, log=rep.log + (record,)))
+        t = evolve(t, produced=s.produced + 1)
+        if acks_one:
+            t = evolve(t, acked=tuple(sorted(s.acked + ((len(rep.log),) + record,))))
+        out.append((("Produce", l, None), advance_hw(t, l, cfg) if leads(s, l) else t))
     # 2. FetchRequest(f)
     for f in range(n):
         fol = s.replicas[f]
@@ -112,7 +134,7 @@ def successors(cfg, s: State) -> list:
             led = s.replicas[l]
             remote = list(led.remote_leo)
             remote[f] = o
-            t = advance_hw(set_replica(s, l, evolve(led, remote_leo=tuple(remote))), l)
+            t = advance_hw(set_replica(s, l, evolve(led, remote_leo=tuple(remote))), l, cfg)
             led = t.replicas[l]
             t = set_replica(t, f, evolve(fol, inflight=Fetch(l, led.epoch, o, led.log[o:], led.hw)))
             out.append((("FetchRequest", f, None), t))
@@ -162,7 +184,7 @@ def successors(cfg, s: State) -> list:
             continue
         t = evolve(s, quorum=Quorum(c, q.epoch + 1, isr))
         rep = evolve(s.replicas[c], leader=c, epoch=q.epoch + 1, remote_leo=(0,) * n, inflight=None)
-        out.append((("ElectLeader", c, None), advance_hw(set_replica(t, c, rep), c)))
+        out.append((("ElectLeader", c, None), advance_hw(set_replica(t, c, rep), c, cfg)))
     # 7. BecomeFollower(r)
     for r in range(n):
         rep = s.replicas[r]
@@ -182,16 +204,20 @@ def successors(cfg, s: State) -> list:
         led = s.replicas[l]
         if not s.replicas[r].alive or led.remote_leo[r] < len(led.log):
             t = evolve(s, quorum=Quorum(l, q.epoch, tuple(x for x in q.isr if x != r)))
-            out.append((("ShrinkIsr", r, None), advance_hw(t, l)))
+            out.append((("ShrinkIsr", r, None), advance_hw(t, l, cfg)))
     # 9. ExpandIsr(r)
     for r in range(n):
         l = q.leader
         if l is None or not leads(s, l) or r in q.isr:
             continue
         fol, led = s.replicas[r], s.replicas[l]
+        if cfg.truncation == V21_RULE:  # KAFKA-7128: up to the leader's epoch start offset
+            start = next((o for o, (e, _) in enumerate(led.log) if e == led.epoch), len(led.log))
+            if led.remote_leo[r] < start:
+                continue
         if fol.alive and fol.leader == l and fol.epoch == q.epoch and led.remote_leo[r] >= led.hw:
             t = evolve(s, quorum=Quorum(l, q.epoch, tuple(sorted(q.isr + (r,)))))
-            out.append((("ExpandIsr", r, None), t))
+            out.append((("ExpandIsr", r, None), advance_hw(t, l, cfg)))
     return out
 
 
@@ -206,6 +232,23 @@ def committed_never_lost(s):
         if leads(s, l):
             log = s.replicas[l].log
             return all(o < len(log) and log[o] == (e, i) for o, e, i in s.committed)
+    return True
+
+
+def acknowledged_never_lost(s):
+    for l in range(len(s.replicas)):
+        if leads(s, l):
+            log = s.replicas[l].log
+            return all(o < len(log) and log[o] == (e, i) for o, e, i in s.acked)
+    return True
+
+
+def leader_candidate_completeness(s):
+    # without eligible leader replicas (not in this oracle) the candidates are the ISR's
+    for r in s.quorum.isr:
+        rep = s.replicas[r]
+        if rep.alive and not all(o < len(rep.log) and rep.log[o] == (e, i) for o, e, i in s.committed):
+            return False
     return True
 
 
@@ -232,6 +275,8 @@ STATE_PROPERTIES = {
     "HighWatermarkBelowLogEnd": hw_below_log_end,
     "CommittedNeverLost": committed_never_lost,
     "LogsNeverDiverge": logs_never_diverge,
+    "LeaderCandidateCompleteness": leader_candidate_completeness,
+    "AcknowledgedNeverLost": acknowledged_never_lost,
 }
 STEP_PROPERTIES = {"LeaderEpochMonotonic": epoch_monotonic}
 
@@ -249,8 +294,10 @@ class OracleResult:
 
 def explore(cfg, checked, keep_going=True) -> OracleResult:
     """Breadth-first search from the initial state; with ``keep_going`` False the run
-    stops after the first level in which a checked property fails (as MODEL.md's
+    stops after the first level in which a checked property fails (as docs/model.md's
     engines do), else it explores everything."""
+    if cfg.eligible_leader_replicas or cfg.initial_leader != "first":
+        raise ValueError("the oracle has no eligible leader replicas and one initial leader")
     init = initial(cfg)
     depth_of = {init: 1}
     traces = {}

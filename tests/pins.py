@@ -1,6 +1,6 @@
 """The pinned numbers of every shipped spec: the one table the tests read them from.
 
-The numbers follow MODEL.md's counting (TLC's): distinct states include the initial
+The numbers follow docs/model.md's counting (TLC's): distinct states include the initial
 state, states generated = 1 + every successor computed, depth = states on the longest
 shortest path, a trace's length = its number of states. Each row is what the local
 engine reports for the spec as shipped (its own ``[check]`` options). A change to any of
@@ -66,3 +66,30 @@ def spec_param(name):
     pin = PINS.get(name)
     marks = [pytest.mark.slow] if pin is not None and pin.distinct > SLOW_ABOVE else []
     return pytest.param(name, marks=marks, id=name)
+
+
+# -- producer acknowledgements (model.acks) ----------------------------------------------
+#
+# The specs that track acknowledgements, one per row of the acks verdict table (TLC's; plus
+# acks-all-two-replicas-min-isr, the docs' worked example), run with the spec's own [check]
+# options (keep-going: every reachable state). tests/test_acks.py checks them, the verdicts
+# and trace lengths against that table, and the small ones against the oracle.
+LCC, ANL = "LeaderCandidateCompleteness", "AcknowledgedNeverLost"
+ALL6 = (HWB, CNL, LND, LEM, LCC, ANL)
+ACKS_PINS = {
+    "acks-all-data-loss": Pin(5589, 11568, 18, ALL6, {}, None),
+    "acks1-data-loss": Pin(4355, 9341, 17, ALL6, {ANL: 4}, None),
+    "acks-all-two-replicas-min-isr": Pin(2213, 4229, 20, ALL6, {CNL: 6, LCC: 5, ANL: 8}, None),
+    "acks1-zombie-preferred": Pin(81506, 163456, 22, ALL6, {ANL: 3}, None),
+    "acks-all-min-isr": Pin(97047, 311488, 28, ALL6, {}, None),
+    "acks1-min-isr": Pin(49646, 165725, 22, ALL6, {ANL: 4}, None),
+    "acks-all-lrs": Pin(175914, 583116, 28, ALL6, {CNL: 7, LCC: 6, ANL: 9}, None),
+    "acks-all-lrs-gate": Pin(100230, 340572, 26, ALL6, {CNL: 9, LCC: 8, ANL: 9}, None),
+    "acks-all-lrs-elr": Pin(97385, 323606, 26, ALL6, {}, None),
+    "acks1-lrs-elr": Pin(91970, 312889, 24, ALL6, {ANL: 4}, None),
+    "acks-all-lrs2": Pin(2683315, 9730608, 33, ALL6, {CNL: 7, LCC: 6, ANL: 9}, None),
+    "acks-all-lrs2-elr": Pin(1528475, 5233966, 31, ALL6, {}, None),
+    "acks-all-unclean-two-crashes": Pin(1020165, 3578586, 34, ALL6, {CNL: 6, LCC: 6, ANL: 9}, None),
+    "acks-all-kip279-unclean-two-crashes": Pin(1076889, 3791710, 35, (HWB, CNL, LND, LEM, ANL),
+                                               {CNL: 6, ANL: 9}, None),
+}

@@ -195,7 +195,7 @@ BAD_SPECS = {
     "duplicate-replicas": ('[model]\nreplicas = ["A", "B", "A"]\ntruncation = "high-watermark"\n',
                            "model.replicas"),
     "bad-keep-going": (GOOD_MODEL + '[check]\nkeep_going = "yes"\n', "check.keep_going"),
-    # MODEL.md's last section
+    # docs/model.md's "Kafka 2.1 and later"
     "unknown-truncation-lists-four": ('[model]\nreplicas = 2\ntruncation = "leader-epoch-2.2"\n',
                                       "high-watermark, leader-epoch, leader-epoch-kip279, leader-epoch-2.1"),
     "elr-without-gate": (GOOD_MODEL + "eligible_leader_replicas = true\n",

@@ -1,6 +1,6 @@
 """State identity: the canonical encoding and its 64-bit fingerprint (checker/fingerprint.py).
 
-Every variable is part of a state (MODEL.md, "Precise readings"), the ghost ones
+Every variable is part of a state (docs/model.md, "Counting"), the ghost ones
 included, so states differing in any one of them have different fingerprints.
 """
 
@@ -16,7 +16,7 @@ from kmc.model import Fetch, encode
 
 A, B = 0, 1
 
-# The initial state of the default 2-replica model, encoded by hand as MODEL.md's
+# The initial state of the default 2-replica model, encoded by hand as docs/model.md's
 # variables in encode()'s order: produced, crashes, quorum leader, quorum epoch, |isr|,
 # isr..., |committed|, then per replica alive, hw, epoch, leader, remote_leo..., |log|,
 # inflight (-1 = none).

@@ -1,4 +1,4 @@
-"""The properties of MODEL.md ("Invariants and properties") on hand-built states, with
+"""The properties of docs/model.md ("Invariants") on hand-built states, with
 the exact sentence each prints when it fails."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ def model(build):
 def test_the_properties_in_order():
     assert [p.name for p in ALL] == [
         "HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic",
-        "LeaderCandidateCompleteness", "PartitionRecoverable"]
-    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP, ALWAYS, POSSIBLY]
+        "LeaderCandidateCompleteness", "AcknowledgedNeverLost", "PartitionRecoverable"]
+    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP, ALWAYS, ALWAYS, POSSIBLY]
     assert set(BY_NAME) == {p.name for p in ALL}
     assert all(p.description for p in ALL)
 

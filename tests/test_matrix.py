@@ -17,7 +17,7 @@ from kmc.reports.matrix import validate
 REPO = Path(__file__).resolve().parent.parent
 INVARIANTS = ["HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic"]
 
-# MODEL.md, "Known verdicts this model must reproduce": 2 replicas, min ISR 1, 2 messages,
+# docs/model.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages,
 # 2 crashes, epochs <= 2. (rule, unclean, unflushed) -> (CommittedNeverLost, LogsNeverDiverge).
 # Written out again here, independently of checker/app/commands/matrix.py's copy.
 MODEL_MD = {
@@ -56,7 +56,7 @@ def test_small_grid_verdicts_match_model_md(small_grid):
             cnl, lnd = MODEL_MD[key]
             assert row["verdicts"]["CommittedNeverLost"] == cnl, row["id"]
             assert row["verdicts"]["LogsNeverDiverge"] == lnd, row["id"]
-            assert row["matched"] is True and row["expected_from"] == "MODEL.md"
+            assert row["matched"] is True and row["expected_from"] == "docs/model.md"
             checked += 1
         else:
             assert row["matched"] is None and row["expected"] == {}
@@ -99,7 +99,9 @@ def test_results_md_links_every_trace_and_the_traces_replay(small_grid):
     links = re.findall(r"\]\((traces/[^)]+\.json)\)", text)
     expected = [cx["trace"] for r in doc["rows"] for cx in r["counterexamples"].values()]
     assert sorted(links) == sorted(expected) and links
-    assert sorted(p.name for p in (out / "traces").iterdir()) == sorted(Path(x).name for x in expected)
+    pages = [x[:-len(".json")] + ".html" for x in expected]  # each trace's diagram, next to it
+    assert sorted(re.findall(r"\]\((traces/[^)]+\.html)\)", text)) == sorted(pages)
+    assert sorted(p.name for p in (out / "traces").iterdir()) == sorted(Path(x).name for x in expected + pages)
     row = next(r for r in doc["rows"] if r["id"] == "le-r2-isr1-clean-unflushed")
     cx = row["counterexamples"]["LogsNeverDiverge"]
     model, violation = replay(cx["trace"], load_document(out / cx["trace"]), "LogsNeverDiverge")
@@ -174,7 +176,7 @@ def test_grid_shape_and_ids():
 
 def test_published_results_are_current():
     """reports/results.json is the default grid's output: it follows the schema, covers the
-    whole grid, and agrees with MODEL.md wherever MODEL.md has a verdict."""
+    whole grid, and agrees with docs/model.md wherever docs/model.md has a verdict."""
     path = REPO / "reports" / "results.json"
     assert path.exists(), "reports/results.json is missing: run `kmc matrix --out reports`"
     doc = json.loads(path.read_text())
@@ -237,7 +239,7 @@ def test_a_row_stopped_by_its_state_bound_is_undecided_not_contradicted(tmp_path
 
 
 def test_versions_grid(tmp_path, capsys):
-    """``--versions``: MODEL.md's configurations under each version's rule and options, in a
+    """``--versions``: docs/model.md's configurations under each version's rule and options, in a
     grid of its own (the default grid is unchanged), with the configuration x version table."""
     from kmc.checker.app.commands.matrix import VERSION_CONFIGS, VERSIONS, version_grid
     from kmc.reports.matrix import versions_table
@@ -271,7 +273,7 @@ def test_versions_options_errors(tmp_path, capsys):
 
 def test_published_versions_table_is_the_readme_table():
     """reports/versions is `kmc matrix --versions --out reports/versions`'s output, every row
-    agrees with MODEL.md where MODEL.md has a verdict, and the README shows its table."""
+    agrees with docs/model.md where docs/model.md has a verdict, and the README shows its table."""
     from kmc.checker.app.commands.matrix import VERSION_CONFIGS, VERSIONS
     from kmc.reports.matrix import versions_table
 
@@ -280,5 +282,6 @@ def test_published_versions_table_is_the_readme_table():
     assert doc["command"] == "kmc matrix --versions --out reports/versions"
     assert len(doc["rows"]) == len(VERSION_CONFIGS) * len(VERSIONS)
     assert all(r["matched"] is not False and r["complete"] for r in doc["rows"])
-    assert sum(r["matched"] is True for r in doc["rows"]) == 24  # 23 + c2-v41 (4.1 with the last-known-leader election)
+    # 23 + the three acks=all rows with a known verdict + c2-v41 (4.1 with the last-known-leader election)
+    assert sum(r["matched"] is True for r in doc["rows"]) == 27
     assert versions_table(doc) in (REPO / "README.md").read_text()

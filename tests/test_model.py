@@ -1,4 +1,4 @@
-"""The actions of MODEL.md, one by one, on hand-built states: guards, effects, and the
+"""The actions of docs/model.md, one by one, on hand-built states: guards, effects, and the
 order in which they are enumerated.
 
 Replicas are numbered A=0, B=1, C=2, ...; records are (epoch, id).
@@ -514,7 +514,7 @@ def test_deposed_leader_becomes_follower_keeping_stale_remote_leo(build):
 
 def test_fetch_responses_are_never_stale_when_they_arrive(build):
     """Every action that changes a follower's alive, leader or epoch clears its in-flight
-    response (MODEL.md), so in every reachable state the response matches its receiver;
+    response (docs/model.md), so in every reachable state the response matches its receiver;
     and a response from a leader that crashed since is reachable (still delivered)."""
     model = build.model(truncation=LEADER_EPOCH, max_crashes=2, unflushed_loss=True,
                         preferred_election=True, max_leader_epoch=2)
@@ -608,7 +608,7 @@ def test_expand_isr_guards(build):
 
 
 def test_enumeration_order_actions_then_replicas_then_cuts(build):
-    """One state with every action enabled: 1-9 in MODEL.md's order, replicas in order
+    """One state with every action enabled: 1-9 in docs/model.md's order, replicas in order
     within an action, cut points in order within a lossy crash."""
     model = build.model(replicas=("A", "B", "C", "D", "E"), max_messages=4, max_crashes=2,
                         max_leader_epoch=3, unflushed_loss=True, preferred_election=True)

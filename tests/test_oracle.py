@@ -1,6 +1,6 @@
 """The local engine against an independent oracle (tests/oracle.py) and a toy model.
 
-The oracle is a naive breadth-first search written from MODEL.md over whole states, with
+The oracle is a naive breadth-first search written from docs/model.md over whole states, with
 no fingerprints, no kernel and none of the engine's or the reference model's code. On
 every shipped spec small enough it must give the engine's distinct and generated counts,
 depth and shortest trace lengths, which are also the pinned numbers (tests/pins.py).

@@ -1,7 +1,7 @@
 """The reports package: terminal traces and results, JSON documents, progress line.
 
 Everything is rendered from real runs of shipped specs and checked against the numbers
-the model pins (MODEL.md; hw-data-loss: 1834 distinct states, depth 10, a 10-state trace).
+the model pins (docs/model.md; hw-data-loss: 1834 distinct states, depth 10, a 10-state trace).
 """
 
 from __future__ import annotations

@@ -105,3 +105,70 @@ def test_sigterm_is_reported_as_143():
         os.kill(os.getpid(), signal.SIGTERM)
         assert engine.stop_requested == "interrupted"
     assert stop.signum == signal.SIGTERM and stop.exit_code == 143
+
+
+# -- a signal at any moment of start-up (and of the end) --------------------------------------
+
+def _importing_numpy(pid) -> bool:
+    """Whether process ``pid`` has begun loading numpy (Linux: /proc/PID/maps), which the
+    ``kmc`` program does first thing when it imports ``kmc.checker``."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return "numpy" in f.read()
+    except OSError:
+        return False
+
+
+def _signal_after(delay, signum):
+    """Start ``kmc check`` on LE3 and send it ``signum`` ``delay`` seconds after it began
+    importing its modules (where /proc tells it; else after its start). Before, the Python
+    interpreter is still starting (site, .pth files) and no program can catch a signal."""
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "kmc.checker.app.cli", "check", str(LE3)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if os.path.exists(f"/proc/{proc.pid}/status"):
+        deadline = time.monotonic() + 30
+        while not _importing_numpy(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+    time.sleep(delay)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_start_up_ends_in_one_line_and_130_or_143(signum):
+    """The delays (from the start of kmc's imports) span the imports (numpy, rich, the model),
+    the spec's loading, the search (about 0.3 s here) and the end; whatever the moment, one line on standard error (two
+    more, saying no checkpoint was written, when the search itself was stopped), never a
+    traceback, never a silent kill; or, when the signal comes after the verdict, that verdict."""
+    expected = 128 + signum
+    line = "kmc: interrupted" if signum == signal.SIGINT else "kmc: stopped (SIGTERM)"
+    for delay in (0.0, 0.03, 0.08, 0.15, 0.25, 0.4, 0.55):
+        code, out, err = _signal_after(delay, signum)
+        where = f"signal after {delay} s: exit {code}, stderr {err[-300:]!r}"
+        assert "Traceback" not in err, where
+        if code == 0:  # the signal came after the verdict: it stands
+            assert "hold over 50,294 distinct states" in out and err == "", where
+            continue
+        assert code == expected, where
+        lines = err.splitlines()
+        if "interrupted before the search was complete" in err:  # the search stopped at a safe point
+            assert lines[0] == "kmc: interrupted before the search was complete.", where
+            assert "distinct states" in out, where
+        else:
+            assert lines == [line], where
+
+
+def test_startup_handlers_are_installed_in_the_kmc_program_only():
+    from kmc.checker.signals import is_kmc_program
+
+    assert is_kmc_program("/venv/bin/kmc", ["/venv/bin/python", "/venv/bin/kmc", "check"])
+    assert is_kmc_program("-m", ["python", "-m", "kmc.checker.app.cli", "check"])
+    assert not is_kmc_program("/venv/bin/pytest", ["python", "/venv/bin/pytest"])
+    assert not is_kmc_program("-m", ["python", "-m", "pytest", "-k", "kmc.checker.app.cli"])
+    # this very process (pytest) kept its own handlers
+    assert signal.getsignal(signal.SIGTERM) is not None and "exit_at_startup" not in repr(signal.getsignal(signal.SIGINT))

@@ -37,10 +37,10 @@ pytestmark = [
 
 # Specs that are benchmarks, not tests, and the pinned numbers: one table, tests/pins.py.
 BENCHMARKS = dict(EXCLUDED)
-# The three-replica rows of MODEL.md's second known-verdict table: 50,000-600,000 states
+# The three-replica rows of docs/model.md's second known-verdict table: 50,000-600,000 states
 # each, minutes on Spark's local mode; tests/test_modern.py pins them on the local engine.
 # Their two-replica rows run here.
-BENCHMARKS.update({name: "a three-replica row of MODEL.md's second table: too slow for CI on Spark"
+BENCHMARKS.update({name: "a three-replica row of docs/model.md's second table: too slow for CI on Spark"
                    for name in ("v21-min-isr", "v21-gate-min-isr", "v21-elr-min-isr", "lrs-v21",
                                 "lrs-v21-gate", "lrs-v21-elr", "lrs-kip279-gate", "lrs-kip279-elr",
                                 "v21-preferred-two-crashes", "lrs2-v21", "lrs2-v21-gate",

@@ -43,6 +43,9 @@ pytestmark = [
 # tests/test_modern.py runs them on the batch engine), are not run here.
 BENCHMARKS = {"three-replicas-large", "three-replicas-huge", "lrs2-v21", "lrs2-v21-gate", "lrs2-v21-elr",
               "lrs2-kip279-elr", "v21-preferred-two-crashes"}
+# The same for the acks specs of one to three million states (tests/test_acks.py).
+BENCHMARKS |= {"acks-all-lrs2", "acks-all-lrs2-elr", "acks-all-unclean-two-crashes",
+               "acks-all-kip279-unclean-two-crashes"}
 SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.toml") if p.stem not in BENCHMARKS)
 # Every level on Spark costs a job (about a second on two cores): the Spark path runs on
 # specs chosen to cover each rule family, a violation stop, keep_going and lossy crashes;

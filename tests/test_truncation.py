@@ -1,4 +1,4 @@
-"""The three truncation rules of MODEL.md ("Truncation rules"), on hand-built logs.
+"""The three truncation rules of docs/model.md ("Truncation rules"), on hand-built logs.
 
 A record is ``(epoch, id)``; offset = index. The follower's HW is given separately; the
 rules return the offset the follower truncates its log to.
@@ -150,7 +150,7 @@ def test_kip279_ignores_hw_where_leader_epoch_falls_back():
     assert truncate_kip279(log, 2, ()) == 0
 
 
-# -- the fast leader change (MODEL.md, last row) ----------------------------------------
+# -- the fast leader change (docs/model.md, last row) ----------------------------------------
 
 
 def test_fast_leader_change_leader_epoch_keeps_what_kip279_truncates():

@@ -89,10 +89,55 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def consoles():
-    """The (standard output, standard error) rich consoles."""
+    """The (standard output, standard error) rich consoles. Written to a file or a pipe
+    (not a terminal), their lines carry no trailing spaces (rich pads table cells and
+    paragraphs to the width)."""
     from rich.console import Console
 
-    return Console(highlight=False), Console(stderr=True, highlight=False)
+    def stream(f):
+        return f if _isatty(f) else StripTrailingSpaces(f)
+
+    return (Console(file=stream(sys.stdout), highlight=False),
+            Console(file=stream(sys.stderr), stderr=True, highlight=False))
+
+
+def _isatty(f) -> bool:
+    try:
+        return f.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+class StripTrailingSpaces:
+    """A text stream that writes every complete line to ``target`` without its trailing
+    spaces; a line not yet ended waits for its end (or ``flush``)."""
+
+    def __init__(self, target):
+        self.target = target
+        self._tail = ""
+
+    def write(self, text: str) -> int:
+        text = self._tail + text
+        head, sep, self._tail = text.rpartition("\n")
+        if sep:
+            self.target.write("\n".join(line.rstrip(" ") for line in head.split("\n")) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._tail:
+            self.target.write(self._tail)
+            self._tail = ""
+        self.target.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self.target.fileno()
+
+    @property
+    def encoding(self):
+        return getattr(self.target, "encoding", "utf-8")
 
 
 class Terminated(BaseException):
@@ -112,7 +157,9 @@ def main(argv=None) -> int:
 
     SIGINT and SIGTERM are handled from the first line on, before rich, pyspark or an
     engine is imported: an interrupt at any moment of start-up ends in one line and exit
-    130 or 143, never a traceback. (A run replaces these handlers with its own, which
+    130 or 143, never a traceback. (Before this function runs, the program's imports are
+    covered by ``checker.signals.install_startup_handlers``; after it has returned,
+    ``run`` ignores both signals so that the verdict's exit code stands.) (A run replaces these handlers with its own, which
     stop it at a safe point; see ``checker.signals.StopOnSignals``.)
     """
     old = {}
@@ -157,7 +204,21 @@ def _main(argv) -> int:
 
 
 def run():  # console-script entry point
-    sys.exit(main())
+    code = main()
+    # The verdict is printed and its exit code decided: a signal from now on (while the
+    # interpreter frees the run's memory) must neither kill the process silently nor
+    # change its code. Flush, then ignore SIGINT and SIGTERM (an ignored signal stays
+    # ignored while the interpreter shuts down, in every thread).
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    for s in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(s, signal.SIG_IGN)
+        except ValueError:  # not the main thread
+            break
+    sys.exit(code)
 
 
 if __name__ == "__main__":

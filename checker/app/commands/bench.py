@@ -9,7 +9,7 @@ import sys
 import time
 
 from kmc.checker.text import safe_text
-from .common import add_engine_arguments, add_force_argument, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int
+from .common import add_engine_arguments, add_force_argument, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int, require_spark
 
 
 def register(sub):
@@ -18,7 +18,11 @@ def register(sub):
         help="measure states/second and bytes per stored state on a spec",
         description="Run a spec's check without progress display and report distinct states, "
         "wall time, states/second, and (local engine) the bytes each stored state costs in the "
-        "seen-set, plus the process's peak resident memory. With --repeat, the fastest run counts.",
+        "seen-set, plus the process's peak resident memory. With --repeat, the fastest run counts. "
+        "Sizes are shown in binary units (KiB, MiB, GiB); --json keeps them in bytes.",
+        epilog="Exit codes: 0 measured (a violation in the spec is not an error here), 1 with "
+        "--compare: the two paths disagree on the counts (a bug), 2 bad input (a spec, an option, "
+        "an unwritable --json), 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
     add_spec_argument(p)
     p.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="runs to make (default 1)")
@@ -71,6 +75,7 @@ def spark_measures(metrics) -> dict:
 def run(args, out, err) -> int:
     spec = load(args.spec)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
+    require_spark(spec, args)
     if args.compare:
         return _compare(args, spec, out)
     model = spec.model()
@@ -109,9 +114,18 @@ def run(args, out, err) -> int:
     doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
     _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
+        _write_json(args.json, doc)
     return 0
+
+
+def _write_json(path, doc):
+    from kmc.checker.errors import UsageError
+    from kmc.reports import write_json
+
+    try:
+        write_json(path, doc)
+    except OSError as e:
+        raise UsageError(f"--json: cannot write {path} ({e.strerror or e})") from None
 
 
 _SHOWN = ("distinct_states", "states_generated", "depth", "wall_seconds", "states_per_second",
@@ -122,7 +136,8 @@ def _print(out, title, docs, ratio=None):
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=Text(title), box=None)
+    out.print(Text(title), soft_wrap=True)  # a line of its own: a table's title wraps at its width
+    table = Table(box=None)
     table.add_column("measure")
     for d in docs:
         table.add_column(d.get("path", ""), justify="right")
@@ -130,12 +145,32 @@ def _print(out, title, docs, ratio=None):
         table.add_column("batch / per-state", justify="right")
     keys = [k for k in docs[0] if k not in ("schema_version", "spec", "engine", "path")]
     for key in keys:
-        cells = [f"{d.get(key):,}" if isinstance(d.get(key), (int, float)) and not isinstance(d.get(key), bool)
-                 else str(d.get(key, "")) for d in docs]
+        cells = [_cell(key, d.get(key)) for d in docs]
         if ratio is not None:
             cells.append(f"{ratio[key]:.2f}x" if key in ratio else "")
-        table.add_row(key.replace("_", " "), *cells)
+        label = key.replace("_", " ")
+        if key in ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes"):
+            label = label[:-len(" bytes")]  # "peak rss 56.1 MiB"
+        table.add_row(label, *cells)
     out.print(table)
+
+
+def human_bytes(n) -> str:
+    """``58,814,464`` bytes as ``56.1 MiB`` (binary units, three significant digits)."""
+    value, unit = float(n), "bytes"
+    for next_unit in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, next_unit
+    return f"{int(value)} bytes" if unit == "bytes" else f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
+
+
+def _cell(key, value) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "" if value is None else str(value)
+    if key in ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes"):  # sizes: human units
+        return human_bytes(value)
+    return f"{value:,}"
 
 
 def _compare(args, spec, out) -> int:
@@ -177,6 +212,5 @@ def _compare(args, spec, out) -> int:
     out.print("Both paths explored the same state space." if same else
               "[bold red]The two paths disagree on the counts: this is a bug.[/]")
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"schema_version": 1, "spec": spec.path, "runs": docs, "ratio": ratio}, f, indent=2)
+        _write_json(args.json, {"schema_version": 1, "spec": spec.path, "runs": docs, "ratio": ratio})
     return 0 if same else 1

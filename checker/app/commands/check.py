@@ -11,6 +11,7 @@ from kmc.checker.signals import StopOnSignals
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from kmc.checker.errors import UsageError
 from kmc.checker.text import safe_text
+from ..diagram_files import add_diagram_arguments, check_diagram_paths, write_diagrams
 from .common import (
     add_engine_arguments,
     add_force_argument,
@@ -19,6 +20,7 @@ from .common import (
     make_engine,
     options_from,
     positive_int,
+    require_spark,
     select_properties,
 )
 
@@ -33,7 +35,8 @@ def register(sub):
         "[expect] table. What the model's variables, actions, truncation rules and invariants "
         "mean, and how states are counted: docs/model.md.",
         epilog="Exit codes: 0 every checked invariant holds (or none failed in the part explored, "
-        "when a bound stopped the search), 1 a violation, 2 bad input, 3 with --check-expect: "
+        "when a bound stopped the search), 1 a violation, 2 bad input (or --json could not be "
+        "written; every output path is checked before the search), 3 with --check-expect: "
         "the result does not match [expect] (an unknown verdict does not match), 4 stopped at "
         "--max-memory, 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
@@ -47,6 +50,7 @@ def register(sub):
     p.add_argument("--keep-going", action="store_true",
                    help="after a violation, keep exploring to decide every other invariant")
     p.add_argument("--json", metavar="PATH", help="also write the result as JSON (schema in docs/json-schema.md)")
+    add_diagram_arguments(p)
     add_force_argument(p)
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of a counterexample")
     p.add_argument("--no-trace", action="store_true", help="do not print counterexample traces")
@@ -106,17 +110,22 @@ def _from_checkpoint(args, header):
 
 
 def run(args, out, err) -> int:
-    from kmc.reports import ProgressDisplay, ResultView, expectation, result_to_dict, write_json
+    from kmc.reports import ProgressDisplay, ResultView, expectation, pictures, result_to_dict, write_json
 
     header = checkpoint.read_header(args.resume) if args.resume else None
     if header is not None:
         _from_checkpoint(args, header)
     elif args.spec is None:
         raise UsageError("check: a SPEC is required (or --resume DIR)")
+    for option, value in (("--checkpoint", args.checkpoint), ("--resume", args.resume), ("--spark-store", args.spark_store)):
+        if value is not None and not value.strip():
+            raise UsageError(f"{option}: the path is empty; name a directory")
     spec = load(args.spec)
     directory = args.checkpoint or args.resume
-    check_output_path("--json", args.json, force=args.force,
-                      protected=[spec.path, *checkpoint.own_files(directory)] if directory else [spec.path])
+    protected = [spec.path, *checkpoint.own_files(directory)] if directory else [spec.path]
+    check_output_path("--json", args.json, force=args.force, protected=protected)
+    check_diagram_paths(args, protected)
+    require_spark(spec, args)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     options = options_from(spec, args)
@@ -169,11 +178,17 @@ def run(args, out, err) -> int:
             err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
                       markup=False, highlight=False, soft_wrap=True)
             wrote = False
+    wrote = write_diagrams(args, err, lambda: pictures.result_page(spec, model, result, f"kmc check {spec.path}"),
+                           lambda: pictures.result_mermaid(spec, model, result)) and wrote
     _say_how_to_continue(err, result, directory if writer else None, options)
     code = _exit_code(args, spec, result, signals, expectation)
-    # A failed write never turns a verdict into "bad input"; with nothing else to
-    # report (exit 0) it must still fail the command.
-    return code if wrote or code != EXIT_OK else EXIT_BAD_INPUT
+    # The path was checked before the search, so a write that fails now is rare (a full
+    # disk, a folder removed meanwhile); a script reading "1 = see the JSON" must not look
+    # for a file that is not there: the verdict is printed, the exit code says the output
+    # failed. (A stop by a signal or --max-memory keeps its own code.)
+    if not wrote and code in (EXIT_OK, EXIT_VIOLATION, EXIT_UNEXPECTED):
+        return EXIT_BAD_INPUT
+    return code
 
 
 def _exit_code(args, spec, result, signals, expectation) -> int:

@@ -85,6 +85,11 @@ def select_properties(spec, names):
     for n in names:
         if n not in known:
             raise UsageError(f"--invariant: unknown invariant {n!r} (known: {', '.join(known)})")
+    from kmc.model.spec import ACKED_PROPERTY
+
+    if ACKED_PROPERTY in names and spec.config.acks is None:
+        raise UsageError(f"--invariant {ACKED_PROPERTY}: {spec.path} has no model.acks "
+                         "(\"all\" or \"1\"), so no acknowledgement is tracked")
     return spec.properties([n for n in known if n in names])
 
 
@@ -135,6 +140,31 @@ def options_from(spec, args) -> Options:
     symmetry = getattr(args, "symmetry", False) or spec.symmetry
     return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states, max_memory=max_memory,
                    symmetry=symmetry)
+
+
+SPARK_EXTRA_HINT = "pip install '.[spark]' in kmc's folder, or pip install pyspark"
+
+
+def require_spark(spec, args) -> None:
+    """Refuse ``--engine spark`` (or a spec's ``[check] engine = "spark"``) in one line
+    when pyspark is not installed: it is the ``spark`` extra, not a dependency.
+
+    Raises:
+        EngineError: naming the extra.
+    """
+    import importlib.util
+
+    if (getattr(args, "engine", None) or spec.engine) != "spark":
+        return
+    try:
+        found = importlib.util.find_spec("pyspark") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        from kmc.checker.errors import EngineError
+
+        raise EngineError(f"the spark engine needs pyspark, which is not installed (the 'spark' extra: "
+                          f"{SPARK_EXTRA_HINT})")
 
 
 def add_force_argument(parser):

@@ -18,8 +18,9 @@ def register(sub):
         "graph",
         help="export the reachable state graph (.dot, .graphml or .gexf)",
         description="Explore every reachable state of a spec and write the state graph: one node "
-        "per distinct state (key: its fingerprint; label: a one-line summary; attributes "
-        "initial, depth, terminal, violates) and one edge per transition (label: the action). "
+        "per distinct state (key: its fingerprint; label: a one-line summary, records written "
+        "as in traces, 0:e0·r0; attributes initial, depth, terminal (no action is enabled in "
+        "it), violates) and one edge per transition (label: the action). "
         "The format follows FILE's suffix: .dot (Graphviz), .graphml, .gexf (Gephi).",
         epilog="Exit codes: 0 the graph was written (states that violate an invariant are "
         "marked in it, not an error), 2 bad input: a spec, an option, an unwritable FILE, or "
@@ -36,15 +37,17 @@ def register(sub):
 
 
 def _records(log) -> str:
-    return ",".join(f"{rid}@{epoch}" for epoch, rid in log) or "-"
+    """``0:e0·r0,1:e0·r1``: offset, epoch and record number, as traces write a record."""
+    return ",".join(f"{offset}:e{epoch}·r{rid}" for offset, (epoch, rid) in enumerate(log)) or "-"
 
 
 def state_label(model, state) -> str:
     """A one-line summary of a Kafka model state, e.g.
-    ``A* 0@0,1@0 hw2 e1 | B! 0@0 hw1 e0 | ctl A e1 isr A,B | c1``.
+    ``A* 0:e0·r0,1:e0·r1 hw2 e1 | B! 0:e0·r0 hw1 e0 | ctl A e1 isr A,B | c1``.
 
     Per replica: its name, ``*`` if it leads, ``!`` if it is down, ``?`` if it restarted
-    and has not yet learnt the epoch; its log (``id@epoch`` per record); ``hw``; ``e`` its
+    and has not yet learnt the epoch; its log (``offset:e<epoch>·r<record>`` per record, as
+    traces write it); ``hw``; ``e`` its
     epoch; ``>o:n`` a fetch response in flight (start offset, record count). Then the
     controller's leader, epoch and ISR, and the ghost counters: ``p`` records produced,
     ``c`` crashes, ``k`` records committed (only those that are not 0).

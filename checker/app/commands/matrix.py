@@ -33,7 +33,7 @@ RULE_ALIASES = {
     "v21": "leader-epoch-2.1", "2.1": "leader-epoch-2.1", "leader-epoch-2.1": "leader-epoch-2.1",
 }
 
-# MODEL.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages, 2 crashes, epochs <= 2.
+# docs/model.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages, 2 crashes, epochs <= 2.
 # (rule, unclean, unflushed) -> expected verdicts of CommittedNeverLost, LogsNeverDiverge.
 KNOWN_CONSTANTS = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2,
                        min_insync_replicas=1, preferred_election=False)
@@ -53,8 +53,9 @@ KNOWN_VERDICTS = {
 
 # -- "Kafka through the versions" (``--versions``) ------------------------------------------
 # A separate grid, so that the default grid's rows (and reports/RESULTS.md) stay as they
-# were: MODEL.md's configurations, each under the rule and options of successive Kafka
-# versions, every row checked against all five properties.
+# were: docs/model.md's configurations, each under the rule and options of successive Kafka
+# versions, every row checked against all five properties (and AcknowledgedNeverLost on the
+# rows with acks = "all").
 _C1 = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2, min_insync_replicas=1)
 _LRS = dict(replicas=("A", "B", "C"), max_messages=2, max_crashes=1, max_leader_epoch=2,
             min_insync_replicas=2, unflushed_loss=True)
@@ -68,6 +69,11 @@ VERSION_CONFIGS = {
     "isr": ("3 replicas, min ISR 1, 1 msg, 2 crashes (ISR re-join)",
             dict(_C1, replicas=("A", "B", "C"), max_messages=1)),
     "lrs": ("3 replicas, min ISR 2, 2 msgs, 1 crash, unflushed loss (last replica standing)", _LRS),
+    # With acks = "all" tracked, a row also checks AcknowledgedNeverLost (ANL): "the producer
+    # was told it is written and it was lost", next to CNL's "consumers may have read it".
+    "c3m2_acks": ("C3 + min ISR 2, acks=all", dict(_C1, unclean_leader_election=True,
+                                                      min_insync_replicas=2, acks="all")),
+    "lrs_acks": ("last replica standing, acks=all", dict(_LRS, acks="all")),
 }
 # key -> (label, rule, hw_requires_min_isr, eligible_leader_replicas)
 VERSIONS = {
@@ -81,9 +87,10 @@ VERSIONS = {
 }
 # The versions that also elect the last known leader when the ISR and the ELR are empty.
 LAST_KNOWN_LEADER_VERSIONS = ("v41",)
-# MODEL.md, both known-verdict tables, where they cover a cell of this grid:
+# docs/model.md, both known-verdict tables, where they cover a cell of this grid:
 # (config key, version key) -> {property: verdict}
 _C, _N, _L = "CommittedNeverLost", "LogsNeverDiverge", "LeaderCandidateCompleteness"
+_A = "AcknowledgedNeverLost"
 _P = "PartitionRecoverable"
 KNOWN_VERSION_VERDICTS = {
     ("c1", "hw"): {_C: _V, _N: _V}, ("c1", "le"): {_C: _H, _N: _H}, ("c1", "kip279"): {_C: _H, _N: _H},
@@ -98,6 +105,8 @@ KNOWN_VERSION_VERDICTS = {
     ("isr", "kip279"): {_C: _V}, ("isr", "v21"): {_C: _H},
     ("lrs", "v21"): {_C: _V, _N: _H, _L: _V}, ("lrs", "v21-gate"): {_C: _V, _N: _H, _L: _V},
     ("lrs", "v21-elr"): {_C: _H, _N: _H, _L: _H},
+    ("lrs_acks", "v21"): {_C: _V, _A: _V}, ("lrs_acks", "v21-gate"): {_C: _V, _A: _V},
+    ("lrs_acks", "v21-elr"): {_C: _H, _A: _H},
 }
 
 
@@ -132,15 +141,15 @@ def register(sub):
         "2 replicas: 2 messages, 2 crashes, epochs <= 2; 3 replicas: 2 messages, 1 crash, "
         "epochs <= 2.",
         epilog="Exit codes: 0 every row with an expected verdict (a spec's [expect], or "
-        "MODEL.md's known-verdict table) matches it, 3 some row does not, 2 bad input.",
+        "docs/model.md's known-verdict table) matches it, 3 some row does not, 2 bad input.",
     )
     p.add_argument("spec_dir", metavar="SPEC_DIR", nargs="?",
                    help="a directory of spec files to run instead of the grid")
     p.add_argument("--out", metavar="DIR", required=True, help="where to write RESULTS.md, results.json and traces/")
     v = p.add_argument_group("Kafka through the versions")
     v.add_argument("--versions", action="store_true",
-                   help="instead of the grid: MODEL.md's configurations under each Kafka version's rule "
-                   "and options (pre-0.11 .. 4.1), every row with all five properties, and a "
+                   help="instead of the grid: docs/model.md's configurations under each Kafka version's rule "
+                   "and options (pre-0.11 .. 4.1), every row with all five properties (six with acks=all), and a "
                    "configuration x version table in RESULTS.md")
     v.add_argument("--configs", metavar="LIST", default="all",
                    help=f"with --versions: configurations ({', '.join(VERSION_CONFIGS)}; default all)")
@@ -162,6 +171,8 @@ def register(sub):
     p.add_argument("--jobs", type=positive_int, metavar="N", default=1,
                    help="rows to run at once, in separate processes (default 1; times are per row)")
     p.add_argument("--title", metavar="TEXT", help="the title of RESULTS.md")
+    p.add_argument("--force", action="store_true",
+                   help="replace files in DIR that kmc did not write (RESULTS.md, results.json, traces/*.json)")
     p.add_argument("--atlas", action="store_true",
                    help="instead: the durability x availability atlas (configurations x Kafka policies, "
                    "each cell CommittedNeverLost and PartitionRecoverable) in DIR/ATLAS.md and DIR/atlas.json")
@@ -242,7 +253,7 @@ def grid(rules, replicas, min_isr, unclean, unflushed, messages=None, crashes=No
 
 
 def known_verdicts(config) -> dict:
-    """MODEL.md's known verdicts for ``config``, or ``{}`` when its table has no such row."""
+    """docs/model.md's known verdicts for ``config``, or ``{}`` when its table has no such row."""
     for key, value in KNOWN_CONSTANTS.items():
         if getattr(config, key) != value:
             return {}
@@ -283,7 +294,7 @@ def run_row(item):
         exp = expectation(spec, result)
         expected, source = exp["expected"], "spec"
     else:
-        expected, source = (known_verdicts(config) if known is None else known), "MODEL.md"
+        expected, source = (known_verdicts(config) if known is None else known), "docs/model.md"
         exp = expectation(None, result)
         got = exp["got"]
         exp["mismatches"] = [f"{n}: expected {w}, got {got.get(n)}" for n, w in expected.items()
@@ -352,7 +363,10 @@ def _items(args):
         from kmc.invariants import ALL
 
         every = tuple(p.name for p in ALL)
-        items = [(rid, c, None, args.max_states, known, every) for rid, c, known in version_grid(configs, versions)]
+        # AcknowledgedNeverLost only on the rows that track acknowledgements
+        unacked = tuple(n for n in every if n != _A)
+        items = [(rid, c, None, args.max_states, known, every if c.acks else unacked)
+                 for rid, c, known in version_grid(configs, versions)]
         return items, "versions", {}, None
     if args.spec_dir is not None:
         changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS
@@ -422,13 +436,13 @@ def command_line(args) -> str:
 
 def _default_note(source, constants) -> str:
     if source == "versions":
-        return ("MODEL.md's configurations under the truncation rule and options of successive "
-                "Kafka versions; *expected* compares a row with MODEL.md's known-verdict tables "
+        return ("docs/model.md's configurations under the truncation rule and options of successive "
+                "Kafka versions; *expected* compares a row with docs/model.md's known-verdict tables "
                 "where they have it. LCC = LeaderCandidateCompleteness: every live ISR or ELR "
                 "member holds every committed record.")
     if source != "grid":
         return ""
-    note = ("The first three rows of MODEL.md's known-verdict table are rows of this grid "
+    note = ("The first three rows of docs/model.md's known-verdict table are rows of this grid "
             "(2 replicas, min ISR 1); the *expected* column compares them with it. With "
             "unclean election on, CNL fails by design: a replica outside the ISR may be "
             "elected.")
@@ -444,9 +458,12 @@ def _default_note(source, constants) -> str:
 def run(args, out, err) -> int:
     from kmc.reports.json_result import write_json
     from kmc.reports.matrix import results_document, to_markdown, validate
+    from kmc.reports.pictures import trace_page, write_text
 
     from kmc.checker.exitcodes import EXIT_OK, EXIT_UNEXPECTED
 
+    if not args.out.strip():
+        raise UsageError("--out: the path is empty; name a directory")
     if getattr(args, "atlas", False):
         from .atlas import run_atlas
 
@@ -454,10 +471,14 @@ def run(args, out, err) -> int:
     items, source, constants, spec_dir = _items(args)
     out_dir = Path(args.out)
     traces_dir = out_dir / "traces"
+    _check_out_dir(out_dir, [item[0] for item in items], args.force)
     try:
         traces_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"--out: cannot create the directory {args.out} ({e.strerror or e})") from None
+    from ..outputs import probe_folder
+
+    probe_folder("--out", str(traces_dir))
     started = time.perf_counter()
     rows, written = [], set()
     width = len(str(len(items)))
@@ -467,6 +488,10 @@ def run(args, out, err) -> int:
             path = out_dir / row["counterexamples"][name]["trace"]
             _write(path, lambda p=path, d=doc: write_json(p, d))
             written.add(path.name)
+            page = path.with_suffix(".html")  # the trace's swimlane diagram, next to it
+            _write(page, lambda p=page, d=doc, t=row["title"] or row["id"]: write_text(
+                p, trace_page(d, f"traces/{p.name[:-5]}.json", t)))
+            written.add(page.name)
         bad = [n for n, v in row["verdicts"].items() if v != "holds"]
         status = ("all hold" if not bad else
                   ", ".join(f"{n} {row['verdicts'][n]}" for n in bad))
@@ -501,7 +526,8 @@ def run(args, out, err) -> int:
     _write(out_dir / "RESULTS.md", write_md)
     unexpected = [r["id"] for r in rows if r["matched"] is False]
     rows_text = "1 configuration" if len(rows) == 1 else f"{len(rows)} configurations"
-    traces_text = "1 trace" if len(written) == 1 else f"{len(written)} traces"
+    count = sum(1 for name in written if name.endswith(".json"))
+    traces_text = ("1 trace" if count == 1 else f"{count} traces") + (" with their diagrams" if count else "")
     out.print(f"{rows_text} in {total:.1f} s: wrote {out_dir / 'RESULTS.md'}, "
               f"{out_dir / 'results.json'} and {traces_text} in {traces_dir}",
               markup=False, highlight=False, soft_wrap=True)
@@ -526,11 +552,38 @@ def _write(path, write):
         raise UsageError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
+def _check_out_dir(out_dir, ids, force):
+    """Before any row runs: every file the run will write (or remove) in ``out_dir`` is
+    either absent, one kmc wrote, or ``force`` allows replacing it.
+
+    Raises:
+        UsageError: naming the file, one line.
+    """
+    from ..outputs import check_output_path
+
+    for part in (out_dir, out_dir / "traces"):
+        if part.exists() and not part.is_dir():
+            raise UsageError(f"--out: cannot create the directory {part} (a file of that name exists)")
+    for name, kind in (("RESULTS.md", "results"), ("results.json", "json")):
+        path = out_dir / name
+        if path.exists() or path.is_symlink():
+            check_output_path("--out", str(path), force=force, kind=kind)
+    traces = out_dir / "traces"
+    if traces.is_dir():
+        for path in sorted(traces.glob("*.json")):
+            if any(path.name.startswith(rid + "-") for rid in ids):
+                check_output_path("--out", str(path), force=force, kind="json")
+
+
 def _remove_stale_traces(traces_dir, ids, written):
     """Remove trace files left by an earlier run of these same rows (a verdict that no
-    longer fails would otherwise keep a dead counterexample next to the table)."""
-    for path in traces_dir.glob("*.json"):
-        if path.name in written:
+    longer fails would otherwise keep a dead counterexample next to the table); only
+    files kmc wrote."""
+    from ..outputs import is_kmc_output
+
+    for path in [*traces_dir.glob("*.json"), *traces_dir.glob("*.html")]:
+        kind = "json" if path.suffix == ".json" else "diagram"
+        if path.name in written or not is_kmc_output(path, kind):
             continue
         if any(path.name.startswith(rid + "-") for rid in ids):
             try:

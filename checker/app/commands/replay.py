@@ -17,7 +17,8 @@ import json
 from kmc.checker.errors import KmcError, UsageError
 from kmc.checker.text import safe_text
 
-FORMATS = ("rich", "tla", "json")
+FORMATS = ("rich", "tla", "json", "html", "mermaid", "svg")
+DIAGRAMS = ("html", "mermaid", "svg")
 MAX_BYTES = 256 << 20
 # The longest trace replayed: the longest walk 'kmc simulate --depth' takes, plus its
 # initial state (a check's shortest counterexample is bounded by [check] max_depth, whose
@@ -39,7 +40,14 @@ def register(sub):
     p.add_argument("file", metavar="RESULT.json", help="a saved result or trace file")
     p.add_argument("--format", choices=FORMATS, default="rich",
                    help="rich: tables (default); tla: the way TLC prints an error trace; "
-                   "json: the trace as a versioned JSON document (docs/results.md)")
+                   "json: the trace as a versioned JSON document (docs/results.md); html: one "
+                   "self-contained page with the swimlane diagram; svg: the diagram alone; mermaid: "
+                   "a Mermaid sequenceDiagram for Markdown")
+    p.add_argument("--out", metavar="FILE",
+                   help="(html, mermaid, svg) write to FILE instead of standard output; an existing "
+                   "file is replaced only if kmc wrote it, or with --force")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --out file even if kmc did not write it")
     p.add_argument("--diff", action="store_true",
                    help="(rich) show only what changes at each step")
     p.add_argument("--invariant", metavar="NAME",
@@ -274,6 +282,12 @@ def replay_document(doc, model, violation) -> dict:
 
 
 def run(args, out, err) -> int:
+    if args.out and args.format not in DIAGRAMS:
+        raise UsageError("--out: only with --format html, mermaid or svg")
+    if args.out:
+        from ..outputs import check_output_path
+
+        check_output_path("--out", args.out, protected=[args.file], force=args.force, kind="diagram")
     doc = load_document(args.file)
     model, violation = replay(args.file, doc, args.invariant)
     saved = select_entry(args.file, doc, args.invariant).get("explanation")
@@ -283,7 +297,19 @@ def run(args, out, err) -> int:
                   markup=False, highlight=False, soft_wrap=True)
     if args.diff and args.format != "rich":
         raise UsageError("--diff: only with --format rich")
-    if args.format == "json":
+    if args.format in DIAGRAMS:
+        from kmc.reports.pictures import replay_output, write_text
+
+        text = replay_output(args.format, safe_text(args.file), doc, model, violation)
+        if not args.out:
+            out.out(text, highlight=False, end="")
+            return 0
+        try:
+            write_text(args.out, text)
+        except OSError as e:
+            raise UsageError(f"--out: cannot write {args.out} ({e.strerror or e})") from None
+        err.print(f"kmc: wrote {safe_text(args.out)}", markup=False, highlight=False, soft_wrap=True)
+    elif args.format == "json":
         out.out(json.dumps(replay_document(doc, model, violation), indent=2, ensure_ascii=False),
                 highlight=False)
     elif args.format == "tla":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
 from kmc.checker.text import safe_text
+from ..diagram_files import add_diagram_arguments, check_diagram_paths, write_diagrams
 from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 DEFAULT_RUNS = 20_000
@@ -46,7 +47,8 @@ def register(sub):
         "spec's invariants at every state and step. Stops at the first violation and prints it "
         "(it is not necessarily a shortest one). Reproducible: the same seed gives the same walks. "
         "A walk proves nothing; 'kmc check' does.",
-        epilog="Exit codes: 0 no walk violated a property, 1 a violation (printed), 2 bad input.",
+        epilog="Exit codes: 0 no walk violated a property, 1 a violation (printed), 2 bad input "
+        "(or --json could not be written), 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
     add_spec_argument(p)
     p.add_argument("--runs", type=positive_int, default=DEFAULT_RUNS, metavar="N",
@@ -58,7 +60,11 @@ def register(sub):
     p.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
                    help="check only this invariant (repeatable; default: the spec's list)")
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of the walk")
+    p.add_argument("--no-trace", action="store_true", help="do not print the violating walk (its summary line only)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress line (shown on standard error only when it is a terminal)")
     p.add_argument("--json", metavar="PATH", help="also write the outcome as JSON (kmc replay reads it)")
+    add_diagram_arguments(p)
     add_force_argument(p)
     p.set_defaults(run=run)
 
@@ -100,12 +106,23 @@ def run(args, out, err) -> int:
 
     spec = load(args.spec)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
+    check_diagram_paths(args, [spec.path])
     model = spec.model()
     properties = select_properties(spec, args.invariants)
-    sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed)
+    if args.no_progress or not err.is_terminal:
+        sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed)
+    else:
+        with err.status(f"walk 0 of {args.runs:,}") as status:
+            def progress(st):
+                status.update(f"walk {st.runs:,} of {args.runs:,}  ·  {st.steps:,} steps  ·  "
+                              f"{st.distinct:,} distinct states")
+
+            sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed,
+                           progress=progress, progress_every=500)
     st = sim.stats
     if sim.violation is not None:
-        out.print(TraceView(model, sim.violation, diff=args.diff))
+        if not args.no_trace:
+            out.print(TraceView(model, sim.violation, diff=args.diff))
         out.print(f"{sim.violation.property} violated in walk {sim.violation_run:,} of at most "
                   f"{sim.max_runs:,} (seed {sim.seed}), after {len(sim.violation.path) - 1} steps; "
                   f"{st.steps:,} steps in all, {st.distinct:,} distinct states visited, "
@@ -118,11 +135,18 @@ def run(args, out, err) -> int:
                   f"state with no enabled action, {st.seconds:.2f} s. A simulation proves "
                   "nothing: 'kmc check' explores every state.", markup=False, highlight=False, soft_wrap=True)
     code = EXIT_VIOLATION if sim.violation is not None else EXIT_OK
+    if args.html or args.mermaid:
+        from kmc.reports.pictures import simulation_outputs
+
+        command = f"kmc simulate {spec.path} --runs {args.runs} --depth {args.depth} --seed {args.seed}"
+        page, text = simulation_outputs(spec, model, sim, command)
+        if not write_diagrams(args, err, lambda: page, lambda: text):
+            code = code or EXIT_BAD_INPUT
     if args.json:
         try:
             write_json(args.json, result_to_dict(spec, model, sim))
         except OSError as e:  # the outcome stands; the lost file is one more line
             err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
                       markup=False, highlight=False, soft_wrap=True)
-            return code or EXIT_BAD_INPUT
+            return EXIT_BAD_INPUT
     return code

@@ -1,0 +1,51 @@
+"""The options that write counterexample pictures (``--html``, ``--mermaid``): adding them
+to a subcommand, checking their files before a run starts (``outputs.check_output_path``),
+and writing them after it."""
+
+from __future__ import annotations
+
+import os
+
+from kmc.checker.errors import UsageError
+
+from .outputs import check_output_path
+
+
+def add_diagram_arguments(parser):
+    parser.add_argument("--html", metavar="FILE",
+                        help="also write the counterexamples as one self-contained HTML page (swimlane diagrams)")
+    parser.add_argument("--mermaid", metavar="FILE",
+                        help="also write the shortest counterexample as a Mermaid sequenceDiagram")
+
+
+def check_diagram_paths(args, protected):
+    """Refuse, before the run, a ``--html`` or ``--mermaid`` file that could not or must
+    not be written, or two outputs that name one file."""
+    outputs = [(o, p) for o, p in (("--json", getattr(args, "json", None)), ("--html", args.html),
+                                   ("--mermaid", args.mermaid)) if p]
+    for i, (option, path) in enumerate(outputs):
+        for other, earlier in outputs[:i]:
+            if os.path.abspath(path) == os.path.abspath(earlier):
+                raise UsageError(f"{option}: {path} is also the {other} file; choose another file")
+    for option in ("--html", "--mermaid"):
+        check_output_path(option, getattr(args, option[2:]), protected=protected, force=args.force,
+                          kind="diagram")
+
+
+def write_diagrams(args, err, html, mermaid) -> bool:
+    """Write ``--html`` and ``--mermaid`` (``html()`` and ``mermaid()`` make their text);
+    a failed write is one line on ``err``. Returns False when a write failed."""
+    from kmc.reports.pictures import write_text
+
+    ok = True
+    for option, path, make in (("--html", args.html, html), ("--mermaid", args.mermaid, mermaid)):
+        if not path:
+            continue
+        try:
+            write_text(path, make())
+        except OSError as e:
+            err.print(f"kmc: error: {option}: cannot write {path} ({e.strerror or e})",
+                      markup=False, highlight=False, soft_wrap=True)
+            ok = False
+    return ok
+

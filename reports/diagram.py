@@ -1,0 +1,309 @@
+"""The swimlane picture of a counterexample, as plain values: what each lane shows at each
+step, which messages go between lanes, and what the violation marks.
+
+One lane for the controller and one per replica; one column per state of the trace. A
+column carries the action that led to its state and the model's sentence for what it did
+(``checker.protocol.format_action`` and ``describe_step``, as the terminal shows them),
+each replica's log as records with its HW and LEO, the controller's leader, epoch, ISR
+and ELR, and the events of the step: fetch requests and responses between replicas,
+elections, ISR changes and leader changes from the controller, crashes and restarts.
+The renderers (``reports.svg``, ``reports.mermaid``, ``reports.html``) only draw this.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from kmc.checker.protocol import action_name, describe_step, format_action
+from kmc.model.describe import plural, replica_set
+from kmc.model.state import leader_of, leads
+
+from .terminal import EPOCH_STYLES, UNCLEAN_NOTE
+
+CONTROLLER = 0  # the controller's lane; replica r is lane r + 1
+MARKER = "kmc counterexample diagram"  # every diagram file kmc writes holds this text
+
+
+def epoch_colour(epoch: int) -> str:
+    """The terminal's colour of a leader epoch (``reports.terminal.EPOCH_STYLES``), as
+    ``#rrggbb``."""
+    from rich.color import Color
+
+    return Color.parse(EPOCH_STYLES[epoch % len(EPOCH_STYLES)]).get_truecolor().hex
+
+
+def record_text(offset, epoch, rid) -> str:
+    """``0:e0·r0``, as the terminal writes a record at an offset."""
+    return f"{offset}:e{epoch}·r{rid}"
+
+
+@attrs.frozen
+class Box:
+    """A record of a log: its offset, the epoch it was written in and its producer id.
+    ``new``: it was not at this offset in the step before; ``lost``: the committed record
+    the violation lost (or a record of the divergence); ``ghost``: not in the log — where
+    the lost record should be, or the unflushed tail a lossy crash dropped."""
+
+    offset: int
+    epoch: int
+    rid: int
+    new: bool = False
+    lost: bool = False
+    ghost: bool = False
+    dropped: bool = False  # a ghost: the unflushed tail a lossy crash dropped
+
+    @property
+    def text(self) -> str:
+        return record_text(self.offset, self.epoch, self.rid)
+
+
+@attrs.frozen
+class ReplicaCell:
+    alive: bool
+    lossy: bool
+    role: str  # "leader", "follower of A", "deposed", "leader (down)", "—"
+    epoch: int
+    boxes: tuple  # of Box, by offset (ghosts after the log's end, or in place)
+    hw: int
+    leo: int
+    inflight: str | None  # the fetch response on its way to this replica
+    changed: bool
+    crashed: bool = False  # this step crashed it
+    dropped: int = 0  # records this step removed from its log (a lossy crash, a truncation)
+
+
+@attrs.frozen
+class ControllerCell:
+    leader: str
+    epoch: int
+    isr: str
+    elr: str | None  # None without eligible leader replicas
+    changed: bool
+
+
+@attrs.frozen
+class Event:
+    """A message between two lanes (``source`` and ``target`` are lane numbers)."""
+
+    kind: str  # fetch-request, fetch-response, stale-response, elect, follow, isr
+    source: int
+    target: int
+    label: str
+
+
+@attrs.frozen
+class Column:
+    number: int  # the state's number in the trace, 1 for the initial state
+    action: str  # "initial" for the first column
+    name: str  # the action's name ("" for the first column)
+    description: str
+    controller: ControllerCell
+    replicas: tuple  # of ReplicaCell
+    events: tuple  # of Event
+    committed: tuple = ()  # record texts this step committed (below a leader's HW for the first time)
+
+
+@attrs.frozen
+class Diagram:
+    lanes: tuple  # lane names: "controller", then the replicas
+    columns: tuple  # of Column
+    property: str
+    kind: str  # "always", "step" or "possibly"
+    verdict: str  # "CommittedNeverLost is violated in State 10"
+    explanation: str
+    lost: tuple  # record texts the violation marks
+    traps: int | None = None
+    note: str = ""
+
+
+def build(model, violation) -> Diagram:
+    """The diagram of ``violation``'s path (a ``checker.result.Violation``)."""
+    steps = violation.path.steps
+    states = [s.state for s in steps]
+    marked, ghosts = _marks(model, violation.property, states[-1])
+    columns = []
+    for i, step in enumerate(steps):
+        prev = states[i - 1] if i else None
+        last = i == len(steps) - 1
+        columns.append(_column(model, i + 1, step, prev, marked, ghosts if last else {}, last))
+    n = len(steps)
+    if violation.kind == "step" and n > 1:
+        verdict = (f"{violation.property} is violated by the last transition, State {n - 1} → "
+                   f"State {n} ({format_action(model, steps[-1].action)})")
+    elif violation.kind == "possibly":
+        verdict = f"{violation.property} fails: State {n} is a trap"
+    else:
+        verdict = f"{violation.property} is violated in State {n}"
+    note = UNCLEAN_NOTE if (violation.property == "CommittedNeverLost"
+                            and model.config.unclean_leader_election) else ""
+    lost = tuple(record_text(*m) for m in sorted(marked))
+    return Diagram(lanes=("controller",) + tuple(model.config.replicas), columns=tuple(columns),
+                   property=violation.property, kind=violation.kind, verdict=verdict,
+                   explanation=violation.explanation, lost=lost,
+                   traps=getattr(violation, "traps", None), note=note)
+
+
+def _marks(model, prop, state):
+    """The records the violation is about: ``(marked, ghosts)`` where ``marked`` is a set
+    of ``(offset, epoch, id)`` to highlight wherever they appear, and ``ghosts`` maps a
+    replica to the committed records missing from its log in the last state."""
+    marked, ghosts = set(), {}
+    if prop in ("CommittedNeverLost", "LeaderCandidateCompleteness"):
+        if prop == "CommittedNeverLost":
+            l = leader_of(state)
+            who = [] if l is None else [l]
+        else:
+            q = state.quorum
+            who = [r for r in sorted(set(q.isr).union(q.elr)) if state.replicas[r].alive]
+        for r in who:
+            log = state.replicas[r].log
+            for offset, epoch, rid in state.committed:
+                if offset >= len(log) or log[offset] != (epoch, rid):
+                    marked.add((offset, epoch, rid))
+                    ghosts.setdefault(r, []).append((offset, epoch, rid))
+    elif prop == "LogsNeverDiverge":
+        q = state.quorum
+        current = [r for r, rep in enumerate(state.replicas) if rep.alive and rep.epoch == q.epoch]
+        for i, a in enumerate(current):
+            for b in current[i + 1:]:
+                ra, rb = state.replicas[a], state.replicas[b]
+                for offset in range(min(ra.hw, rb.hw, len(ra.log), len(rb.log))):
+                    if ra.log[offset] != rb.log[offset]:
+                        marked.add((offset,) + tuple(ra.log[offset]))
+                        marked.add((offset,) + tuple(rb.log[offset]))
+    return marked, ghosts
+
+
+def _role(model, state, r) -> str:
+    rep = state.replicas[r]
+    if leads(state, r):
+        return "leader"
+    if rep.leader is None:
+        return "—"
+    if rep.leader == r:
+        return "leader (down)" if not rep.alive else "deposed"
+    return f"follower of {model.name(rep.leader)}"
+
+
+def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
+    rep = state.replicas[r]
+    old = prev.replicas[r] if prev is not None else None
+    boxes = []
+    for offset, (epoch, rid) in enumerate(rep.log):
+        new = old is not None and (offset >= len(old.log) or old.log[offset] != (epoch, rid))
+        boxes.append(Box(offset, epoch, rid, new=new, lost=(offset, epoch, rid) in marked))
+    crashed = action is not None and action_name(action) == "Crash" and action.replica == r
+    dropped = []  # records this step removed from the log: a lossy crash's tail, or a truncation
+    if old is not None:
+        for offset, record in enumerate(old.log):
+            if offset >= len(rep.log) or rep.log[offset] != record:
+                dropped.append((offset,) + tuple(record))
+    for offset, epoch, rid in dropped:
+        boxes.append(Box(offset, epoch, rid, lost=(offset, epoch, rid) in marked, ghost=True, dropped=True))
+    for offset, epoch, rid in ghosts.get(r, ()):
+        boxes.append(Box(offset, epoch, rid, lost=True, ghost=True))
+    f = rep.inflight
+    inflight = None
+    if f is not None:
+        what = plural(len(f.records), "record")
+        inflight = f"response from {model.name(f.leader)} on its way: {what}, hw {f.leader_hw}"
+    return ReplicaCell(alive=rep.alive, lossy=rep.lossy, role=_role(model, state, r), epoch=rep.epoch,
+                       boxes=tuple(boxes), hw=rep.hw, leo=len(rep.log), inflight=inflight,
+                       changed=old is not None and old != rep, crashed=crashed, dropped=len(dropped))
+
+
+def _controller_cell(model, state, prev) -> ControllerCell:
+    q = state.quorum
+    elr = replica_set(model, q.elr) if model.config.eligible_leader_replicas else None
+    return ControllerCell(leader=model.name(q.leader), epoch=q.epoch, isr=replica_set(model, q.isr),
+                          elr=elr, changed=prev is not None and prev.quorum != q)
+
+
+def _column(model, number, step, prev, marked, ghosts, last) -> Column:
+    state, action = step.state, step.action
+    cells = tuple(_replica_cell(model, state, prev, r, action, marked, ghosts)
+                  for r in range(len(state.replicas)))
+    if action is None:
+        text, name, description, events = "initial", "", _initial_text(model, state), ()
+    else:
+        text, name = format_action(model, action), action_name(action)
+        description = describe_step(model, prev, action, state)
+        events = _events(model, prev, action, state)
+    fresh = () if prev is None else tuple(record_text(*c) for c in state.committed if c not in prev.committed)
+    return Column(number=number, action=text, name=name, description=description,
+                  controller=_controller_cell(model, state, prev), replicas=cells, events=events,
+                  committed=fresh)
+
+
+def _initial_text(model, state) -> str:
+    q = state.quorum
+    return (f"{model.name(q.leader)} leads in epoch {q.epoch}, ISR {replica_set(model, q.isr)}, "
+            "every log empty")
+
+
+def _events(model, before, action, after) -> tuple:
+    """The messages of one step between lanes."""
+    name, r = action_name(action), action.replica
+    lane = r + 1
+    if name == "FetchRequest":
+        f = after.replicas[r].inflight
+        return (Event("fetch-request", lane, f.leader + 1, f"fetch @{f.start}"),)
+    if name == "FetchResponse":
+        f = before.replicas[r].inflight
+        b = before.replicas[r]
+        if not (b.alive and b.leader == f.leader and b.epoch == f.epoch):
+            return (Event("stale-response", f.leader + 1, lane, "stale: dropped"),)
+        return (Event("fetch-response", f.leader + 1, lane,
+                      f"{plural(len(f.records), 'record')}, hw {f.leader_hw}"),)
+    if name == "ElectLeader":
+        return (Event("elect", CONTROLLER, lane, f"leader, e{after.quorum.epoch}"),)
+    if name == "BecomeFollower":
+        return (Event("follow", CONTROLLER, lane, f"follow {model.name(after.quorum.leader)}"),)
+    if name in ("ShrinkIsr", "ExpandIsr"):
+        sign = "−" if name == "ShrinkIsr" else "+"
+        return (Event("isr", CONTROLLER, lane, f"ISR {sign}{model.name(r)}"),)
+    if name == "Restart" and before.quorum.isr != after.quorum.isr:
+        return (Event("isr", CONTROLLER, lane, f"ISR −{model.name(r)}"),)
+    return ()
+
+
+def config_lines(config) -> list[tuple[str, str]]:
+    """The configuration as ``(label, value)`` pairs, as the terminal's header shows it."""
+    flags = [n for n in ("unclean_leader_election", "unflushed_loss", "preferred_election",
+                         "hw_requires_min_isr", "eligible_leader_replicas") if getattr(config, n)]
+    if config.initial_leader != "first":
+        flags.append(f"initial_leader = {config.initial_leader}")
+    return [
+        ("replicas", f"{', '.join(config.replicas)} (min ISR {config.min_insync_replicas})"),
+        ("truncation", config.truncation),
+        ("bounds", f"≤ {plural(config.max_messages, 'message')} · ≤ {plural(config.max_crashes, 'crash')} · "
+                   f"leader epochs ≤ {config.max_leader_epoch}"),
+        ("flags", ", ".join(flags) if flags else "none"),
+    ]
+
+
+def counts_from_stats(stats) -> list[tuple[str, str]]:
+    """A check's counts (``checker.result.Stats``) as ``(label, value)`` pairs."""
+    return [("distinct states", f"{stats.distinct:,}"), ("generated", f"{stats.generated:,}"),
+            ("depth", str(stats.depth)), ("time", f"{stats.seconds:.2f} s")]
+
+
+def counts_from_document(doc) -> list[tuple[str, str]]:
+    """The counts a saved result holds (``kmc check --json`` or ``kmc simulate --json``),
+    as ``(label, value)`` pairs; ``[]`` when it holds none that can be read."""
+    stats = doc.get("stats")
+    if not isinstance(stats, dict):
+        return []
+    keys = (("distinct_states", "distinct states"), ("states_generated", "generated"), ("depth", "depth"),
+            ("runs", "walks"), ("steps", "steps"))
+    out = []
+    for key, label in keys:
+        value = stats.get(key)
+        if type(value) is int:
+            out.append((label, f"{value:,}"))
+    return out
+
+
+__all__ = ["Box", "CONTROLLER", "Column", "ControllerCell", "Diagram", "Event", "MARKER", "ReplicaCell",
+           "build", "config_lines", "counts_from_document", "counts_from_stats", "epoch_colour",
+           "record_text"]

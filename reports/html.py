@@ -1,0 +1,144 @@
+"""A counterexample as one self-contained HTML page: a header (the spec's title, its
+configuration and the run's counts), then for each violation the swimlane diagram
+(``reports.svg``, inline), the violated property and the steps in words.
+
+Everything is inline: the CSS in a ``<style>`` element, the SVG in the page, no script, no
+font, no image, no link to anything outside the file, so it opens offline and can be sent
+as an attachment. It prints in landscape, one diagram per page.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from html import escape
+
+from . import svg
+from .diagram import MARKER
+
+CSS = """
+:root { color-scheme: light; }
+body { font-family: Helvetica, Arial, 'DejaVu Sans', sans-serif; color: #1a1a1a; margin: 8px;
+       background: #fff; font-size: 14px; }
+header h1 { font-size: 20px; margin: 4px 0; }
+header .path { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; color: #555; margin: 0; }
+header .description { color: #444; font-style: italic; max-width: 1180px; margin: 6px 0; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 8px 0;
+           font-size: 13px; }
+dl.facts dt { color: #666; }
+dl.facts dd { margin: 0; }
+section.trace { margin: 18px 0 8px; }
+section.trace h2 { font-size: 17px; color: #b71c1c; margin: 6px 0; }
+section.trace h2.trap { color: #e65100; }
+.scroll { overflow-x: auto; }
+.scroll svg { display: block; }
+p.note { color: #555; max-width: 1230px; }
+ol.steps { font-size: 13px; max-width: 1230px; padding-left: 28px; }
+ol.steps li { margin: 2px 0; }
+ol.steps code { font-weight: bold; }
+ol.steps .desc { color: #444; }
+ol.steps li.last { color: #b71c1c; }
+footer { color: #777; font-size: 12px; margin-top: 16px; }
+@media print {
+  @page { size: A4 landscape; margin: 8mm; }
+  body { margin: 0; font-size: 11px; }
+  .scroll { overflow: visible; }
+  .scroll svg { width: 100%; height: auto; print-color-adjust: exact; -webkit-print-color-adjust: exact; }
+  dl.facts { grid-template-columns: max-content 1fr max-content 1fr; }
+  section.trace { break-before: page; }
+  section.trace:first-of-type { break-before: auto; }
+  ol.steps { break-inside: auto; }
+}
+"""
+
+
+def _x(text) -> str:
+    return escape(str(text), quote=True)
+
+
+def page(diagrams, *, title="", path=None, description="", config=(), counts=(), verdicts=(),
+         command="", empty="") -> str:
+    """The whole HTML document.
+
+    Args:
+        diagrams: ``reports.diagram.Diagram`` values, one section each.
+        title: the spec's title (else a generic one).
+        path: the spec's (or the saved result's) file name.
+        description: the spec's description.
+        config: ``(label, value)`` pairs of the configuration.
+        counts: ``(label, value)`` pairs of the run's counts.
+        verdicts: ``(property, verdict)`` pairs.
+        command: the command that made the page (shown in the footer).
+        empty: what to say when ``diagrams`` is empty.
+    """
+    from kmc.checker import __version__
+
+    heading = title or "kmc counterexample"
+    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+             f"<!-- {MARKER} -->",
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>{_x(heading)}</title>", f"<style>{CSS}</style>", "</head>", "<body>", "<header>",
+             f"<h1>{_x(heading)}</h1>"]
+    if path:
+        parts.append(f'<p class="path">{_x(path)}</p>')
+    if description.strip():
+        parts.append(f'<p class="description">{_x(" ".join(description.split()))}</p>')
+    facts = list(config) + list(counts)
+    if verdicts:
+        facts.append(("verdicts", ", ".join(f"{n} {v}" for n, v in verdicts)))
+    if facts:
+        parts.append('<dl class="facts">' + "".join(f"<dt>{_x(k)}</dt><dd>{_x(v)}</dd>" for k, v in facts)
+                     + "</dl>")
+    parts.append("</header>")
+    if not diagrams:
+        parts.append(f'<p class="note">{_x(empty or "No counterexample.")}</p>')
+    for d in diagrams:
+        parts.append(_section(d))
+    made = f"Made by kmc {__version__}" + (f": <code>{_x(command)}</code>" if command else "") + "."
+    parts += [f"<footer>{made} Colours: leader epochs, as in the terminal.</footer>", "</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+def _section(d) -> str:
+    trap = d.kind == "possibly"
+    out = [f'<section class="trace" data-property="{_x(d.property)}">',
+           f'<h2 class="{"trap" if trap else "violation"}">✗ {_x(d.property)}: a '
+           f'{"trace to an availability trap" if trap else "counterexample"} of {len(d.columns)} states</h2>',
+           '<div class="scroll">', svg.render(d, standalone=False), "</div>",
+           '<ol class="steps">']
+    for i, col in enumerate(d.columns):
+        cls = ' class="last"' if i == len(d.columns) - 1 else ""
+        out.append(f"<li{cls}><code>{_x(col.action)}</code> <span class=\"desc\">{_x(col.description)}</span></li>")
+    out.append("</ol>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def write_text(path, text) -> None:
+    """Write ``text`` to ``path`` (UTF-8) through a temporary file renamed over it, so that
+    an interrupted write leaves the old file whole; a destination that is not a regular
+    file (``/dev/stdout``) is written to directly.
+
+    Raises:
+        OSError: the write fails (the temporary file is removed).
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+        return
+    path = os.path.realpath(path)
+    fd, tmp = tempfile.mkstemp(prefix=".kmc-", suffix=".tmp", dir=os.path.dirname(path))
+    try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

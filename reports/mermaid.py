@@ -1,0 +1,121 @@
+"""A counterexample as a Mermaid ``sequenceDiagram``, for pasting into Markdown (GitHub,
+GitLab, Confluence): one participant for the controller and one per replica, one message
+or note per step, headed by the step's number, action and the model's sentence for it,
+and the violation in a note at the end. Drawn from ``reports.diagram``.
+"""
+
+from __future__ import annotations
+
+from .diagram import CONTROLLER, MARKER
+
+
+def _ids(d) -> list[str]:
+    """Participant ids: ``ctl`` and ``r0``, ``r1``, ... (a replica's name may hold ``-``,
+    which Mermaid would read as part of an arrow)."""
+    return ["ctl"] + [f"r{i}" for i in range(len(d.lanes) - 1)]
+
+
+def escape(text) -> str:
+    """Text safe inside a Mermaid message or note: ``#`` and ``;`` as entity codes (a
+    semicolon would end the statement), line breaks as ``<br/>``, ``<`` and ``>`` as
+    entity codes."""
+    codes = {"#": "#35;", ";": "#59;", "<": "#lt;", ">": "#gt;", "\n": "<br/>"}
+    return "".join(codes.get(ch, ch) for ch in str(text))
+
+
+def _log(cell) -> str:
+    records = [b.text for b in cell.boxes if not b.ghost]
+    return (" ".join(records) if records else "empty") + f" (hw {cell.hw})"
+
+
+def _changes(d, prev, col) -> list[str]:
+    """What changed in the lanes at this step, one short line each."""
+    lines = []
+    c, pc = col.controller, prev.controller
+    if c.changed:
+        parts = []
+        if (c.leader, c.epoch) != (pc.leader, pc.epoch):
+            parts.append(f"leader {c.leader} e{c.epoch}")
+        if c.isr != pc.isr:
+            parts.append(f"ISR {c.isr}")
+        if c.elr is not None and c.elr != pc.elr:
+            parts.append(f"ELR {c.elr}")
+        if parts:
+            lines.append("controller: " + ", ".join(parts))
+    for name, cell, old in zip(d.lanes[1:], col.replicas, prev.replicas):
+        if not cell.changed:
+            continue
+        if not cell.alive:
+            what = "DOWN (lossy)" if cell.lossy else "DOWN"
+            if cell.dropped:
+                what += f", {cell.dropped} unflushed lost"
+            lines.append(f"{name}: {what}")
+        elif (_log(cell) != _log(old)) or not old.alive:
+            lines.append(f"{name}: {_log(cell)}")
+    if col.committed:
+        lines.append(f"committed: {', '.join(col.committed)}")
+    return lines
+
+
+def render(d, *, title="") -> str:
+    """The Mermaid text of a ``reports.diagram.Diagram`` (``title``: a comment line)."""
+    ids = _ids(d)
+    everyone = f"{ids[0]},{ids[-1]}"
+    lines = [f"%% {MARKER}: {d.property}, {len(d.columns)} states"]
+    if title:
+        lines.append(f"%% {' '.join(str(title).split())}")
+    lines.append("sequenceDiagram")
+    for pid, name in zip(ids, d.lanes):
+        lines.append(f"    participant {pid} as {name}")
+    first = d.columns[0]
+    start = [f"1. initial: {first.description}"]
+    start += [f"{name}: {_log(cell)}" for name, cell in zip(d.lanes[1:], first.replicas)]
+    lines.append(f"    Note over {everyone}: " + "<br/>".join(escape(t) for t in start))
+    last = len(d.columns) - 1
+    for i in range(1, len(d.columns)):
+        col = d.columns[i]
+        if i == last:
+            colour = "255, 236, 214" if d.kind == "possibly" else "253, 228, 228"
+            lines.append(f"    rect rgb({colour})")
+        text = [f"{col.number}. {col.action}: {col.description}"] + _changes(d, d.columns[i - 1], col)
+        body = "<br/>".join(escape(t) for t in text)
+        if col.events:
+            ev = col.events[0]
+            arrow = {"fetch-request": "->>", "fetch-response": "-->>", "stale-response": "--x",
+                     "follow": "-->>"}.get(ev.kind, "->>")
+            lines.append(f"    {ids[ev.source]}{arrow}{ids[ev.target]}: {body}")
+        else:
+            lane = ids[_acting_lane(d, col)]
+            lines.append(f"    Note over {lane}: {body}")
+        if i == last:
+            lines.append(f"    Note over {everyone}: {_verdict(d)}")
+            lines.append("    end")
+    if len(d.columns) == 1:
+        lines.append(f"    Note over {everyone}: {_verdict(d)}")
+    return "\n".join(lines) + "\n"
+
+
+def _acting_lane(d, col) -> int:
+    """The lane of the replica a step without a message acts on (from its action text)."""
+    inside = col.action.partition("(")[2].partition(")")[0].partition(",")[0].strip()
+    names = list(d.lanes)
+    return names.index(inside) if inside in names[1:] else CONTROLLER
+
+
+def _verdict(d) -> str:
+    text = [f"✗ {d.verdict}: {d.explanation}"]
+    if d.lost:
+        label = "diverging" if d.property == "LogsNeverDiverge" else "lost"
+        text.append(f"{label} record{'s' if len(d.lost) > 1 else ''}: {', '.join(d.lost)}")
+    if d.kind == "possibly" and d.traps is not None:
+        text.append(f"availability trap: one of {d.traps:,} trap states")
+    return "<br/>".join(escape(t) for t in text)
+
+
+def no_counterexample(lanes, text) -> str:
+    """A diagram that says no counterexample was found (``lanes``: the participants)."""
+    ids = ["ctl"] + [f"r{i}" for i in range(len(lanes) - 1)]
+    lines = [f"%% {MARKER}: no counterexample", "sequenceDiagram"]
+    lines += [f"    participant {pid} as {name}" for pid, name in zip(ids, lanes)]
+    lines.append(f"    Note over {ids[0]},{ids[-1]}: {escape(text)}")
+    return "\n".join(lines) + "\n"

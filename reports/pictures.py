@@ -1,0 +1,111 @@
+"""The counterexample pictures of a run, ready to write: the HTML page, the Mermaid text
+and the SVG of a check's result, a simulation's walk or a replayed trace (what
+``kmc check --html/--mermaid``, ``kmc simulate --html/--mermaid`` and
+``kmc replay --format html|mermaid|svg`` write).
+"""
+
+from __future__ import annotations
+
+from kmc.checker.text import safe_text
+
+from . import html, mermaid, svg
+from .diagram import build, config_lines, counts_from_document, counts_from_stats
+
+FORMATS = ("html", "mermaid", "svg")
+
+
+def _ordered(result):
+    """A check's violations, shortest counterexample first (as the terminal lists them)."""
+    return sorted(result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
+
+
+def _lanes(model):
+    return ("controller",) + tuple(model.config.replicas)
+
+
+def result_page(spec, model, result, command="") -> str:
+    """The HTML page of ``kmc check``: every violation's diagram, shortest first."""
+    diagrams = [build(model, v) for v in _ordered(result)]
+    verdicts = [(n, result.verdict(n)) for n in result.checked]
+    counts = counts_from_stats(result.stats)
+    distinct = f"{result.stats.distinct:,}"
+    empty = (f"No counterexample: no checked property failed in {distinct} distinct states"
+             + ("." if result.complete else " (the search did not finish)."))
+    return html.page(diagrams, title=spec.title if spec is not None else "", path=spec.path if spec else None,
+                     description=spec.description if spec is not None else "",
+                     config=config_lines(model.config), counts=counts, verdicts=verdicts,
+                     command=command, empty=empty)
+
+
+def result_mermaid(spec, model, result) -> str:
+    """The Mermaid text of ``kmc check``'s shortest counterexample (one diagram: Mermaid
+    draws one per block; ``kmc replay --invariant NAME --format mermaid`` gives the others)."""
+    ordered = _ordered(result)
+    title = spec.title if spec is not None else ""
+    if not ordered:
+        return mermaid.no_counterexample(_lanes(model), f"no counterexample in {result.stats.distinct:,} "
+                                                        "distinct states")
+    text = mermaid.render(build(model, ordered[0]), title=title)
+    if len(ordered) > 1:  # Mermaid draws one diagram per block: say where the others are
+        others = ", ".join(v.property for v in ordered[1:])
+        first, rest = text.split("\n", 1)
+        text = (f"{first}\n%% also violated: {others} (kmc check --json, then kmc replay --invariant NAME "
+                f"--format mermaid)\n{rest}")
+    return text
+
+
+def simulation_outputs(spec, model, sim, command=""):
+    """``(html, mermaid)`` of a simulation's outcome (the walk that violated a property,
+    if any)."""
+    v = sim.violation
+    st = sim.stats
+    counts = [("walks", f"{st.runs:,} (seed {sim.seed})"), ("steps", f"{st.steps:,}"),
+              ("distinct states visited", f"{st.distinct:,}")]
+    if v is None:
+        text = f"No violation in {st.runs:,} walks (seed {sim.seed})."
+        return (html.page([], title=spec.title, path=spec.path, description=spec.description,
+                          config=config_lines(model.config), counts=counts, command=command, empty=text),
+                mermaid.no_counterexample(_lanes(model), text))
+    d = build(model, v)
+    counts.append(("violating walk", f"{sim.violation_run:,}, {len(v.path) - 1} steps "
+                                     "(not necessarily a shortest counterexample)"))
+    return (html.page([d], title=spec.title, path=spec.path, description=spec.description,
+                      config=config_lines(model.config), counts=counts, command=command),
+            mermaid.render(d, title=spec.title))
+
+
+def replay_output(fmt, path, doc, model, violation) -> str:
+    """``kmc replay --format html|mermaid|svg`` of a replayed violation."""
+    d = build(model, violation)
+    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    title = safe_text(spec["title"]) if isinstance(spec.get("title"), str) else ""
+    if fmt == "mermaid":
+        return mermaid.render(d, title=title)
+    if fmt == "svg":
+        return svg.render(d, title=title)
+    return html.page([d], title=title, path=str(path), config=config_lines(model.config),
+                     counts=counts_from_document(doc), command=f"kmc replay {path} --format html")
+
+
+def trace_page(doc, name, title="") -> str:
+    """The HTML page of a trace file ``kmc matrix`` writes (``doc``: its JSON document, in
+    the format of ``kmc check --json`` with one violation; ``name``: the trace file's name;
+    ``title``: for a row without a spec title). The path is re-executed from its choices."""
+    from kmc.checker.result import Violation
+    from kmc.checker.trace import replay_choices
+    from kmc.model.kafka import KafkaModel
+    from kmc.model.spec import config_from_table
+
+    spec = doc["spec"]
+    model = KafkaModel(config_from_table(spec["model"], name))
+    v = doc["violations"][0]
+    path = replay_choices(model, v["trace"]["init_index"], v["trace"]["choices"])
+    d = build(model, Violation(v["property"], v["kind"], v["explanation"], path, v.get("traps")))
+    return html.page([d], title=spec.get("title") or title, path=name, config=config_lines(model.config),
+                     counts=counts_from_document(doc), command=f"kmc replay {name} --format html")
+
+
+write_text = html.write_text
+
+__all__ = ["FORMATS", "replay_output", "result_mermaid", "result_page", "simulation_outputs", "trace_page",
+           "write_text"]

@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "GraphTooLarge": ".graph", "state_graph": ".graph", "write_graph": ".graph",
     "check_state": ".kernel", "check_step": ".kernel", "expand": ".kernel", "split_properties": ".kernel",
-    "LocalEngine": ".local", "Options": ".local", "check": ".local",
+    "LocalEngine": ".local", "Options": ".options", "check": ".local", "make_engine": ".engines",
     "ALWAYS": ".protocol", "STEP": ".protocol", "POSSIBLY": ".protocol", "Model": ".protocol", "Property": ".protocol",
     "successors": ".protocol", "action_name": ".protocol", "format_action": ".protocol",
     "describe_step": ".protocol",
@@ -53,5 +53,5 @@ __all__ = [
     "ALWAYS", "POSSIBLY", "CheckResult", "action_name", "describe_step", "format_action", "GraphTooLarge", "SimulationResult", "SimulationStats", "EngineError", "HOLDS", "KmcError", "LocalEngine", "Model",
     "Options", "Path", "Property", "STEP", "SpecError", "Stats", "Step", "UNKNOWN",
     "UsageError", "VIOLATED", "Violation", "check", "check_state", "check_step", "expand",
-    "fingerprint", "simulate", "state_graph", "write_graph", "replay_choices", "replay_fingerprints", "split_properties", "successors",
+    "fingerprint", "make_engine", "simulate", "state_graph", "write_graph", "replay_choices", "replay_fingerprints", "split_properties", "successors",
 ]

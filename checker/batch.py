@@ -2,7 +2,7 @@
 
 It explores exactly what ``LocalEngine`` explores, in the same order, and reports the
 same counts and the same counterexamples, but a frontier chunk at a time: the model's
-batch kernel (``model.batch_kernel()``, see ``BatchKernel`` below) computes every
+batch kernel (``model.batch_kernel()``, see ``checker.protocol.BatchKernel``) computes every
 successor of a chunk with array operations, the rows are fingerprinted together
 (``checker.fingerprint.fingerprint_rows``), duplicates are dropped with one sort, and the
 seen-set (``checker.seen.CompactSeenSet``) keeps 13 bytes a state. The frontier is kept
@@ -13,33 +13,20 @@ successors are sorted by (parent, choice), the order in which ``LocalEngine`` me
 them, and chunks are taken in frontier order, so the first state of every fingerprint
 to be stored is the one the per-state search would store, with the same parent.
 
-A model offers the fast path with ``batch_kernel()`` returning an object with:
-
-- ``width`` (bytes a row), ``action_names`` (codes -> names);
-- ``init_rows(states)``, ``encode(state)``, ``decode(row)``;
-- ``expand(rows) -> (parents, choices, codes, successors)``;
-- ``canonical(rows)`` (for symmetry reduction);
-- ``invariant_mask(name, rows)`` / ``step_mask(name, rows, parents, after)``: boolean arrays of
-  the rows or transitions that violate a property, or ``None`` when the kernel has no
-  batch form of it (the engine then decodes and calls the property itself).
+The kernel's contract is ``checker.protocol.BatchKernel``.
 """
 
 from __future__ import annotations
 
-import time
-
-import attrs
 import numpy as np
 
-from .memory import resident_bytes
+from .driver import LevelDriver
 from .errors import EngineError
-from .fingerprint import fingerprint_rows
-from .kernel import require_symmetric, result_of, split_properties, stop_after_level
-from .local import Options
+from .fingerprint import kernel_fingerprints
+from .options import Options
 from .protocol import successors
-from .result import CheckResult, Stats, Violation
 from .seen import CompactSeenSet
-from .trace import extend, replay_choices
+from .trace import replay_choices
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
 _CHOICES = 256  # a state has fewer enabled actions than this (choices are stored as uint8)
@@ -48,147 +35,90 @@ _INDEX_MASK = (1 << _INDEX_BITS) - 1
 ROWS_FORMAT = "rows-1"  # the snapshot format of this engine
 
 
-class BatchEngine:
-    """Breadth-first exploration of a model that has a batch kernel.
+class RowsSearch:
+    """The rows search object of ``checker.driver.LevelDriver``: a chunk of frontier rows a
+    piece, expanded by the model's batch kernel, stored in a ``CompactSeenSet``."""
 
-    Same arguments, attributes and hooks as ``checker.local.LocalEngine``
-    (``stop_requested``, ``on_level``, ``snapshot()``/``restore()``).
-    """
+    every = 1
+    possibly: list = []  # (property, EdgeLog) of the always-possibly properties (the driver's)
 
-    name = "local"
-    path = "batch"
-
-    def __init__(self, model, properties=None, options=None, progress=None):
-        self.model = model
-        self.kernel = model.batch_kernel()
-        self.properties = list(model.properties() if properties is None else properties)
-        self.invariants, self.step_props = split_properties(self.properties)
-        self.options = options or Options()
-        self.progress = progress
-        self.stop_requested = None
-        self.on_level = None
-        self.stats = Stats()
+    def __init__(self, model, kernel, invariants, step_props, symmetry=False):
+        self.model, self.kernel = model, kernel
+        self.invariants, self.step_props = invariants, step_props
+        self.symmetry = symmetry
         self.seen = CompactSeenSet()
         self.frontier: list[np.ndarray] = []  # the level being expanded, as row chunks
-        self.found: dict[str, tuple] = {}
-        if self.options.symmetry:
-            require_symmetric(self.properties)
+        self.next: list[np.ndarray] = []
+        self._numbered: list[np.ndarray] = []  # fingerprints in number order (always-possibly only)
 
-    # -- the search ---------------------------------------------------------------------
+    def fingerprints(self, rows):
+        return kernel_fingerprints(self.kernel, rows, self.symmetry)
 
-    def run(self) -> CheckResult:
-        started = time.perf_counter()
-        stats = self.stats
-        if not len(self.seen):
-            self._start()
-        stopped = self._stop_reason_after_level()
-        last_tick = time.perf_counter()
-        partial = None
-        max_depth, max_memory = self.options.max_depth, self.options.max_memory
-        while self._frontier_size() and stopped is None:
-            if max_depth is not None and stats.depth >= max_depth:
-                stopped = "max-depth"
-                break
-            boundary = (stats.generated, stats.terminal, dict(stats.fired), dict(stats.new))
-            level_found: dict[str, tuple] = {}
-            nxt: list[np.ndarray] = []
-            size = self._frontier_size()
-            first = len(self.seen) - size
-            done = 0
-            for chunk in _chunks(self.frontier, CHUNK_ROWS):
-                if self.stop_requested is not None:
-                    stopped = self.stop_requested
-                    break
-                new_rows = self._expand_chunk(chunk, first + done, level_found)
-                if len(new_rows):
-                    nxt.append(new_rows)
-                done += len(chunk)
-                if max_memory is not None and _over(max_memory):
-                    stopped = "max-memory"
-                    break
-                if self.progress is not None:
-                    now = time.perf_counter()
-                    if now - last_tick >= self.options.progress_seconds:
-                        last_tick = now
-                        self._tick(started, size - done + sum(map(len, nxt)))
-            if stopped is not None:
-                # As LocalEngine: report the partial counts, go back to the level start.
-                stats.distinct = len(self.seen)
-                partial = attrs.evolve(stats, levels=list(stats.levels), fired=dict(stats.fired),
-                                       new=dict(stats.new))
-                self.seen.rollback()
-                stats.generated, stats.terminal = boundary[0], boundary[1]
-                stats.fired, stats.new = boundary[2], boundary[3]
-                break
-            self.seen.end_level()
-            self.found.update(level_found)
-            self.frontier = nxt
-            count = self._frontier_size()
-            if count:
-                stats.depth += 1
-                stats.levels.append(count)
-            stats.distinct = len(self.seen)
-            self._tick(started, count)
-            if self.on_level is not None:
-                stats.queue = count
-                self.on_level(self)
-            stopped = self._stop_reason_after_level()
-        elapsed = time.perf_counter() - started
-        stats.seconds += elapsed
-        stats.distinct = len(self.seen)
-        stats.queue = self._frontier_size()
-        if partial is not None:
-            partial.seconds += elapsed
-            return self._result(stopped, partial)
-        return self._result(stopped)
-
-    def _fingerprints(self, rows):
-        if self.options.symmetry:
-            rows = self.kernel.canonical(rows)
-        return fingerprint_rows(rows)
-
-    def _start(self):
-        stats = self.stats
+    def start(self, stats, found):
         states = list(self.model.init_states())
         if not states:
-            stats.levels = [0]
             return
         rows = self.kernel.init_rows(states)
         stats.generated += len(rows)
-        fps = self._fingerprints(rows)
+        fps = self.fingerprints(rows)
         _, first = np.unique(fps, return_index=True)
         keep = np.sort(first)
         self.seen.add(fps[keep], np.full(len(keep), -1), keep)  # choice: the initial state's index
         self.seen.end_level()
         self.frontier = [rows[keep]]
-        found: dict[str, tuple] = {}
-        self._check_new(rows[keep], 0, found)
-        for prop, value in found.items():
-            self.found.setdefault(prop, value)
-        stats.distinct = len(self.seen)
-        stats.depth = 1
-        stats.levels = [len(keep)]
+        self._log_states(0, rows[keep], fps[keep])
+        level_found: dict[str, tuple] = {}
+        self._check_new(rows[keep], 0, level_found, found)
+        for prop, value in level_found.items():
+            found.setdefault(prop, value)
 
-    def _expand_chunk(self, chunk, first, level_found):
+    def size(self) -> int:
+        return sum(len(c) for c in self.frontier)
+
+    def pieces(self):
+        return _chunks(self.frontier, CHUNK_ROWS)
+
+    @staticmethod
+    def piece_len(piece) -> int:
+        return len(piece)
+
+    def begin_level(self):
+        self.next = []
+
+    def next_size(self) -> int:
+        return sum(len(c) for c in self.next)
+
+    def end_level(self):
+        self.seen.end_level()
+        self.frontier, self.next = self.next, []
+
+    def rollback(self):
+        self.seen.rollback()
+        self.next = []
+        if self._numbered:
+            kept = np.concatenate(self._numbered)[: len(self.seen)]
+            self._numbered = [kept]
+
+    def expand(self, chunk, first, stats, level_found, found):
         """Expand one chunk whose first state is number ``first``; store its new
-        successors and return their rows, in discovery order."""
-        stats, kernel = self.stats, self.kernel
+        successors and keep their rows, in discovery order."""
+        kernel = self.kernel
         parents, choices, codes, succ = kernel.expand(chunk)
         stats.generated += len(succ)
         stats.terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
         names = kernel.action_names
         add_counts(stats.fired, names, np.bincount(codes, minlength=len(names)))
         if not len(succ):
-            return succ
+            return
         # A successor's place in the model's order is (parent, choice): `key`. Of the
         # successors with one fingerprint, the one with the least key is the one the
         # per-state search meets first; `tagged` carries the key with the successor's
         # index in its low bits, so one minimum gives both.
         key = parents * _CHOICES + choices
         if self.step_props:
-            self._check_steps(chunk, first, parents, choices, succ, key, level_found)
+            self._check_steps(chunk, first, parents, choices, succ, key, level_found, found)
         tagged = (key << _INDEX_BITS) | np.arange(len(succ), dtype=np.int64)
-        fps = self._fingerprints(succ)
+        fps = all_fps = self.fingerprints(succ)
         by_fp = np.argsort(fps)
         fps = fps[by_fp]
         starts = np.flatnonzero(np.concatenate(([True], fps[1:] != fps[:-1])))
@@ -200,18 +130,38 @@ class BatchEngine:
         self.seen.add_sorted(uniq, first + parents[src], choices[src])
         add_counts(stats.new, names, np.bincount(codes[src], minlength=len(names)))
         rows = succ[src]
-        self._check_new(rows, len(self.seen) - len(rows), level_found)
-        return rows
+        self._check_new(rows, len(self.seen) - len(rows), level_found, found)
+        if len(rows):
+            self.next.append(rows)
+        if self.possibly:
+            self._log_states(len(self.seen) - len(rows), rows, all_fps[src])
+            for _prop, log in self.possibly:
+                log.add_edges(first + parents, all_fps)
 
-    def _check_new(self, rows, first, level_found):
+    def _log_states(self, first, rows, fps):
+        if not self.possibly:
+            return
+        self._numbered.append(fps)
+        goal_mask = getattr(self.kernel, "goal_mask", None)
+        for prop, log in self.possibly:
+            goal = goal_mask(prop.name, rows) if goal_mask is not None else None
+            if goal is None:
+                goal = np.array([bool(prop.check(self.model, self.kernel.decode(r))) for r in rows], dtype=bool)
+            log.add_states(first, goal)
+
+    def numbers_of(self, fps):
+        numbered = np.concatenate(self._numbered) if self._numbered else np.zeros(0, np.uint64)
+        order = np.argsort(numbered)
+        return order[np.searchsorted(numbered[order], fps)].astype(np.int64)
+
+    def _check_new(self, rows, first, level_found, found):
         """Check the state invariants on new rows numbered from ``first``."""
         for prop in self.invariants:
-            if prop.name in self.found or prop.name in level_found:
+            if prop.name in found or prop.name in level_found:
                 continue
             mask = self.kernel.invariant_mask(prop.name, rows)
             if mask is None:  # no batch form: decode and ask the property
-                mask = np.array([prop.check(self.model, self.kernel.decode(r)) is not None for r in rows],
-                                dtype=bool)
+                mask = np.array([prop.check(self.model, self.kernel.decode(r)) is not None for r in rows], dtype=bool)
             if mask.any():
                 j = int(np.argmax(mask))
                 why = prop.check(self.model, self.kernel.decode(rows[j]))
@@ -219,14 +169,16 @@ class BatchEngine:
                     raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
                 level_found[prop.name] = ("always", why, first + j)
 
-    def _check_steps(self, chunk, first, parents, choices, succ, key, level_found):
+    def _check_steps(self, chunk, first, parents, choices, succ, key, level_found, found):
         for prop in self.step_props:
-            if prop.name in self.found or prop.name in level_found:
+            if prop.name in found or prop.name in level_found:
                 continue
             mask = self.kernel.step_mask(prop.name, chunk, parents, succ)
             if mask is None:
-                mask = np.array([self._step_why(prop, chunk[p], c) is not None
-                                 for p, c in zip(parents.tolist(), choices.tolist())], dtype=bool)
+                mask = np.array(
+                    [self._step_why(prop, chunk[p], c) is not None for p, c in zip(parents.tolist(), choices.tolist())],
+                    dtype=bool,
+                )
             hits = np.flatnonzero(mask)
             if len(hits):
                 i = int(hits[np.argmin(key[hits])])
@@ -240,62 +192,47 @@ class BatchEngine:
         action, nxt = successors(self.model, state)[choice]
         return prop.check(self.model, state, action, nxt)
 
-    def _frontier_size(self) -> int:
-        return sum(len(c) for c in self.frontier)
+    def path(self, number):
+        init, choices = self.seen.path_to(number)
+        return replay_choices(self.model, init, choices)
 
-    def _stop_reason_after_level(self):
-        reason = stop_after_level(self.found, self.properties, self.options, len(self.seen),
-                                  bool(self._frontier_size()))
-        if (reason is None and self.options.max_memory is not None and self._frontier_size()
-                and _over(self.options.max_memory)):
-            return "max-memory"
-        return reason
+    # -- checkpoints --------------------------------------------------------------
 
-    def _tick(self, started, queue):
-        if self.progress is None:
-            return
-        self.stats.distinct = len(self.seen)
-        self.stats.queue = queue
-        self.progress(attrs.evolve(self.stats, seconds=self.stats.seconds + time.perf_counter() - started))
+    def snapshot_parts(self) -> dict:
+        parts = {"head": {"format": ROWS_FORMAT}, "frontier": self.frontier, "seen": self.seen}
+        if self._numbered:
+            parts["numbered"] = self._numbered
+        return parts
 
-    # -- checkpoints ----------------------------------------------------------------------
-
-    def snapshot(self) -> dict:
-        """The search at its last level boundary (see ``LocalEngine.snapshot``)."""
-        return {
-            "engine": self.name,
-            "format": ROWS_FORMAT,
-            "stats": attrs.asdict(self.stats),
-            "found": self.found,
-            "frontier": self.frontier,
-            "seen": self.seen,
-        }
-
-    def restore(self, snapshot: dict) -> None:
+    def restore_parts(self, snapshot, directory=None):
         if snapshot.get("format") != ROWS_FORMAT:
             raise EngineError("the checkpoint was written by the per-state engine; resume it with --per-state")
-        self.stats = Stats(**snapshot["stats"])
-        self.found = dict(snapshot["found"])
         self.frontier = list(snapshot["frontier"])
         self.seen = snapshot["seen"]
+        self._numbered = list(snapshot.get("numbered", []))
 
-    # -- results --------------------------------------------------------------------------
+    @staticmethod
+    def found_out(found) -> dict:
+        return found
 
-    def _result(self, stopped, stats=None) -> CheckResult:
-        violations = {}
-        for prop in (p.name for p in self.properties):
-            if prop not in self.found:
-                continue
-            kind, why, where = self.found[prop]
-            if kind == "step":
-                parent, choice = where
-                init, choices = self.seen.path_to(parent)
-                path = extend(self.model, replay_choices(self.model, init, choices), choice)
-            else:
-                init, choices = self.seen.path_to(where)
-                path = replay_choices(self.model, init, choices)
-            violations[prop] = Violation(prop, kind, why, path)
-        return result_of(self, violations, stopped, self._frontier_size(), stats)
+    @staticmethod
+    def found_in(found) -> dict:
+        return found
+
+
+class BatchEngine(LevelDriver):
+    """Breadth-first exploration of a model that has a batch kernel (see
+    ``checker.driver.LevelDriver`` for the arguments); ``kernel`` replaces the model's own
+    (``checker.states_kernel.StatesKernel`` runs a per-state model on rows)."""
+
+    name = "local"
+    path = "batch"
+
+    def __init__(self, model, properties=None, options=None, progress=None, *, on_level=None, kernel=None):
+        options = options or Options()
+        super().__init__(model, None, properties, options, progress, on_level=on_level)
+        self.kernel = model.batch_kernel() if kernel is None else kernel
+        self.search = RowsSearch(model, self.kernel, self.invariants, self.step_props, options.symmetry)
 
 
 def add_counts(counter, names, counts):
@@ -312,7 +249,7 @@ def _chunks(arrays, size):
         start = 0
         while start < len(a):
             take = min(size - count, len(a) - start)
-            buf.append(a[start:start + take])
+            buf.append(a[start : start + take])
             count += take
             start += take
             if count >= size:
@@ -320,8 +257,3 @@ def _chunks(arrays, size):
                 buf, count = [], 0
     if buf:
         yield buf[0] if len(buf) == 1 else np.concatenate(buf)
-
-
-def _over(limit) -> bool:
-    rss = resident_bytes()
-    return rss is not None and rss > limit

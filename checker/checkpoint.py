@@ -29,7 +29,8 @@ checksum catches a file damaged or cut short afterwards (a bad disk, a partial c
 The snapshot is the contract between an engine and this module: a dict with at least
 ``"engine"`` (its name), ``"stats"`` (the fields of ``checker.result.Stats``) and
 ``"found"`` (keyed by the names of the properties violated so far; the values are the
-engine's own, e.g. ``(kind, explanation, where)`` for the local engine). The local engine adds ``"frontier"`` (``[(fingerprint, state), ...]``) and ``"seen"``
+engine's own, e.g. ``(kind, explanation, where)`` for the local engine). The local engine
+adds ``"frontier"`` (``[(fingerprint, state), ...]``) and ``"seen"``
 (fingerprint -> parent fingerprint). An engine whose frontier and seen-set live outside
 the process (Spark) writes them under ``data_dir(DIR, depth)`` first and names that
 directory in its snapshot under ``"data"`` (its name); the checkpoint file, replaced last,
@@ -56,7 +57,7 @@ import pickle
 import re
 import shutil
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import KmcError
@@ -215,7 +216,7 @@ def write(directory, run: dict, snapshot: dict) -> Path:
                 "distinct": stats["distinct"],
                 "generated": stats["generated"],
                 "violated": sorted(snapshot["found"]),
-                "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "written": datetime.now(UTC).isoformat(timespec="seconds"),
                 "payload_bytes": out.count - len(MAGIC),
             }
             head = json.dumps(header, sort_keys=True).encode("utf-8")
@@ -262,7 +263,9 @@ def _open(directory):
     if not Path(directory).is_dir():
         raise CheckpointError(f"{directory}: no such checkpoint directory")
     if not where.is_file():
-        raise CheckpointError(f"{directory}: no checkpoint here (no {FILE_NAME}; was the run started with --checkpoint?)")
+        raise CheckpointError(
+            f"{directory}: no checkpoint here (no {FILE_NAME}; was the run started with --checkpoint?)"
+        )
     damaged = f"{where}: truncated or corrupted ({{}}); it cannot be resumed, start a new run"
     try:
         f = open(where, "rb")
@@ -292,7 +295,8 @@ def _open(directory):
         if not isinstance(header, dict):
             raise CheckpointError(damaged.format("unreadable header"))
         if header.get("format") != FORMAT:
-            raise CheckpointError(f"{where}: written in checkpoint format {_one_line(repr(header.get('format')))[:20]}; "
+            fmt = _one_line(repr(header.get("format")))[:20]
+            raise CheckpointError(f"{where}: written in checkpoint format {fmt}; "
                                   f"this kmc reads format {FORMAT}")
         payload = header.get("payload_bytes")
         if type(payload) is not int or payload < 1 or len(MAGIC) + payload + length + 8 + _DIGEST != size:
@@ -391,149 +395,6 @@ def _one_line(e) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-# -- resuming: is this the same run? --------------------------------------------------------
-
-_SAME = (
-    ("engine", "the {} engine"),
-    ("kmc_version", "kmc {}"),
-    ("spec_sha256", "spec sha256 {:.12}"),
-    ("properties", "invariants {}"),
-    ("options", "options {}"),
-)
-
-
-def ensure_compatible(directory, header: dict, want: dict) -> None:
-    """Refuse to resume a checkpoint that was written for another run.
-
-    Args:
-        directory: the checkpoint directory (named in the message).
-        header: the checkpoint's header.
-        want: the values this run has, under the header's keys: ``engine``,
-            ``kmc_version``, ``spec_sha256``, ``properties``, ``options``; keys left out
-            are not compared.
-
-    Raises:
-        CheckpointError: with a one-line message naming the first difference.
-    """
-    for key, show in _SAME:
-        if key not in want:
-            continue
-        have, need = header.get(key), want[key]
-        if isinstance(need, tuple):
-            need = list(need)
-        if have == need:
-            continue
-        what = {"engine": "engine differs", "kmc_version": "kmc version differs",
-                "spec_sha256": "spec differs", "properties": "invariants differ",
-                "options": "options differ"}[key]
-        hint = {
-            "engine": "resume it with the engine that wrote it",
-            "kmc_version": "finish it with that version, or start a new run",
-            "spec_sha256": f"resume it with the spec it was written for ({header.get('spec_path')}), "
-                           "or start a new run",
-            "properties": "resume it with the same --invariant choices, or start a new run",
-            "options": "resume it with the same options, or start a new run",
-        }[key]
-        raise CheckpointError(f"{directory}: cannot resume, the {what}: the checkpoint has "
-                              f"{_show(show, have)}, this run has {_show(show, need)}; {hint}")
-
-
-def _show(fmt, value):
-    if isinstance(value, list):
-        value = ", ".join(map(str, value)) or "none"
-    elif isinstance(value, dict):
-        value = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
-    return fmt.format(value if value is not None else "?")
-
-
-# -- writing checkpoints during a run -------------------------------------------------------
-
-class Checkpointer:
-    """Writes a run's checkpoints into one directory, at most once every ``every`` seconds.
-
-    Use it as a context manager (it creates the directory and holds a lock on it, so two
-    runs cannot write one checkpoint), pass ``on_level`` to the engine, and call ``save``
-    once the engine has returned.
-
-    Args:
-        directory: the checkpoint directory.
-        run: the run's identity (see ``write``).
-        every: the least number of seconds between two checkpoints written at level
-            boundaries (0: every level).
-    """
-
-    def __init__(self, directory, run: dict, every: float = 60.0, clock=time.monotonic):
-        self.directory = Path(directory)
-        self.run = run
-        self.every = every
-        self.clock = clock
-        self.last = clock()
-        self.written = None  # (depth, distinct, generated) of the last checkpoint written
-        self._lock = None
-
-    def __enter__(self):
-        if not self.directory.is_dir() and self.directory.exists():
-            raise CheckpointError(f"{self.directory}: not a directory")
-        if not is_kmc_directory(self.directory):
-            raise CheckpointError(f"{self.directory}: not empty and not a kmc checkpoint directory; "
-                                  "kmc checkpoints only into a new or empty directory")
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._lock = open(self.directory / _LOCK_NAME, "a+b")
-        except OSError as e:
-            raise CheckpointError(f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})") from None
-        try:
-            import fcntl
-
-            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # not POSIX: no lock
-            pass
-        except OSError:
-            self._lock.close()
-            self._lock = None
-            raise CheckpointError(f"{self.directory}: in use by another kmc run") from None
-        # Temporary files left by a run that was killed while writing (we hold the lock).
-        for stale in self.directory.glob(f"{_TMP_PREFIX}*{_TMP_SUFFIX}"):
-            with contextlib.suppress(OSError):
-                stale.unlink()
-        try:
-            if read_manifest(self.directory) is None:
-                _write_manifest(self.directory, [])
-        except (OSError, CheckpointError) as e:
-            self.__exit__()
-            if isinstance(e, CheckpointError):
-                raise
-            raise CheckpointError(f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})") from None
-        return self
-
-    def __exit__(self, *exc):
-        if self._lock is not None:
-            self._lock.close()  # releases the lock
-            self._lock = None
-
-    def on_level(self, engine) -> None:
-        """The engine's level-boundary callback: write a checkpoint if one is due."""
-        if self.clock() - self.last >= self.every:
-            self.save(engine)
-
-    def save(self, engine) -> Path | None:
-        """Write the engine's snapshot now, unless it is the one last written.
-
-        Raises:
-            CheckpointError: the write failed (disk full, permissions).
-        """
-        snap = engine.snapshot()
-        stats = snap["stats"]
-        key = (stats["depth"], stats["distinct"], stats["generated"])
-        if key == self.written:
-            return None
-        try:
-            path = write(self.directory, self.run, snap)
-        except OSError as e:
-            raise CheckpointError(f"{self.directory}: cannot write the checkpoint ({e.strerror or e})") from None
-        self.written = key
-        self.last = self.clock()
-        # Only now is an older level directory no longer named by the checkpoint file.
-        data = snap.get("data")
-        prune_data(self.directory, data if isinstance(data, str) else None)
-        return path
+# The resume check and the writer live in checker/checkpointer.py (imported last: it uses
+# this module's names).
+from .checkpointer import Checkpointer, ensure_compatible  # noqa: E402, F401

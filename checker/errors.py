@@ -43,4 +43,5 @@ class PropertyError(KmcError):
         self.value = value
         super().__init__(
             f"property {name} returned {value!r} ({type(value).__name__}); a property's check "
-            "must return None when it holds and a str explaining the violation when it does not")
+            "must return None when it holds and a str explaining the violation when it does not"
+        )

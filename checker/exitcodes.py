@@ -16,9 +16,11 @@ EXIT_INTERRUPTED = 130  # SIGINT
 EXIT_TERMINATED = 143  # SIGTERM
 
 # For help texts: every code and what it means, in one place.
-SUMMARY = ("Exit codes: 0 all hold, 1 a violation, 2 bad input, 3 result contradicts the "
-           "spec's [expect] (with --check-expect), 4 stopped at --max-memory, 130 interrupted "
-           "(SIGINT), 143 stopped (SIGTERM).")
+SUMMARY = (
+    "Exit codes: 0 all hold, 1 a violation, 2 bad input, 3 result contradicts the "
+    "spec's [expect] (with --check-expect), 4 stopped at --max-memory, 130 interrupted "
+    "(SIGINT), 143 stopped (SIGTERM)."
+)
 
 
 def signal_exit_code(signum: int) -> int:

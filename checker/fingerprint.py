@@ -74,8 +74,18 @@ def fingerprint_rows(rows) -> "np.ndarray":
     step = max(1, _BLOCK_WORDS // max(width, 1))  # rows a block: its temporaries stay in cache
     with np.errstate(over="ignore"):
         for i in range(0, count, step):
-            x = words[i:i + step] ^ keys
+            x = words[i : i + step] ^ keys
             _mix(x)
-            x.sum(axis=1, dtype=np.uint64, out=h[i:i + step])
+            x.sum(axis=1, dtype=np.uint64, out=h[i : i + step])
         h ^= np.uint64(width)
     return _mix(h)
+
+
+def kernel_fingerprints(kernel, rows, symmetry=False) -> "np.ndarray":
+    """The fingerprints of a batch kernel's ``rows`` (of their orbits' canonical rows under
+    symmetry reduction): the kernel's own ``fingerprints(rows, symmetry)`` when it has
+    one (``checker.states_kernel.StatesKernel``), else ``fingerprint_rows``."""
+    own = getattr(kernel, "fingerprints", None)
+    if own is not None:
+        return own(rows, symmetry)
+    return fingerprint_rows(kernel.canonical(rows) if symmetry else rows)

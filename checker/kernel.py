@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .errors import PropertyError
 from .fingerprint import fingerprint_bytes
-from .protocol import ALWAYS, STEP, successors
+from .protocol import ALWAYS, POSSIBLY, STEP, successors
 
 
 def split_properties(properties):
@@ -117,9 +117,11 @@ def require_symmetric(properties):
     from .errors import UsageError
 
     for p in properties:
-        if p.kind == ALWAYS and not p.symmetric:
-            raise UsageError(f"--symmetry: the invariant {p.name} is not declared symmetric "
-                             "(Property(symmetric=True)); check it without symmetry reduction")
+        if p.kind in (ALWAYS, POSSIBLY) and not p.symmetric:  # a goal predicate too
+            raise UsageError(
+                f"--symmetry: the invariant {p.name} is not declared symmetric "
+                "(Property(symmetric=True)); check it without symmetry reduction"
+            )
 
 
 def canonical_encoder(model):

@@ -15,7 +15,10 @@ and optionally
   at once;
 - ``format_action(action)`` -> str, an action as a trace shows it (default ``str(action)``);
 - ``describe_step(before, action, after)`` -> str, one sentence saying what the action did
-  between two states, for a trace's step headers (default: none).
+  between two states, for a trace's step headers (default: none);
+- ``action_names()`` -> every action name the model can fire, in a fixed order: the Spark
+  engine counts actions by their position there when the model has no batch kernel;
+- ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows.
 
 An action is any value. Engines count the actions that fired and the new states each
 found per action *name*: an action's ``name`` attribute when it has a string one (several
@@ -29,7 +32,8 @@ states, actions and property functions must pickle (Spark ships them).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import attrs
 
@@ -77,6 +81,49 @@ class Model(Protocol):
     def properties(self) -> Sequence[Property]: ...
 
     def encode(self, state: Any) -> bytes: ...
+
+
+class BatchKernel(Protocol):
+    """The fast path a model may offer with ``batch_kernel()``: its states as fixed-width
+    rows of bytes (a two-dimensional ``uint8`` array, one row a state, the width a multiple
+    of 8), expanded a chunk at a time with array operations.
+
+    Determinism contract (what makes every engine store the same states in the same
+    order, and so report the same counts and counterexamples):
+
+    - ``expand(rows)`` returns ``(parents, choices, codes, successors)``: for every
+      successor, its parent's position in ``rows``, its *choice* (the position of the
+      action among the parent's enabled actions, as ``Model.actions`` orders them, less
+      than 256), the code of its action's name in ``action_names``, and its row; every
+      enabled action of every parent once, and ``decode`` of a successor's row is exactly
+      ``successors(model, decode(parent row))[choice][1]``. Successor order is ``(parent,
+      choice)``: the engines sort by that key (the order in which the per-state search
+      meets the successors), so a kernel may return them in any order, but the pair
+      must be exact.
+    - ``encode``/``decode`` are inverse, and two rows are equal exactly when their states
+      are: a row's bytes are its fingerprint's input.
+    - ``canonical(rows)`` maps every row to one row of its orbit under the model's
+      symmetries, the same for every member of the orbit.
+    - ``invariant_mask``/``step_mask`` agree with the properties' own checks; ``None``
+      means no array form (the engine asks the property state by state).
+    """
+
+    width: int
+    action_names: Sequence[str]
+
+    def init_rows(self, states: Sequence[Any]) -> Any: ...
+
+    def encode(self, state: Any) -> Any: ...
+
+    def decode(self, row: Any) -> Any: ...
+
+    def expand(self, rows: Any) -> tuple[Any, Any, Any, Any]: ...
+
+    def canonical(self, rows: Any) -> Any: ...
+
+    def invariant_mask(self, name: str, rows: Any) -> Any: ...
+
+    def step_mask(self, name: str, rows: Any, parents: Any, after: Any) -> Any: ...
 
 
 def action_name(action) -> str:

@@ -89,7 +89,7 @@ class Stats:
         distinct) / 2**64``. Every successor that was already stored (``generated -
         distinct`` of them) could have been a new state whose fingerprint equals one of the
         ``distinct`` stored ones, each with probability ``2**-64``."""
-        return self.distinct * max(self.generated - self.distinct, 0) / 2.0 ** 64
+        return self.distinct * max(self.generated - self.distinct, 0) / 2.0**64
 
 
 @attrs.define

@@ -22,6 +22,9 @@ exactly that level's states (``rollback``).
 from __future__ import annotations
 
 import bisect
+import sys
+from array import array
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -112,9 +115,9 @@ class CompactSeenSet:
     def rollback(self) -> None:
         """Forget every state added since the last ``end_level``."""
         self._level_runs = []
-        del self._starts[self._level_chunks:]
-        del self._parents[self._level_chunks:]
-        del self._choices[self._level_chunks:]
+        del self._starts[self._level_chunks :]
+        del self._parents[self._level_chunks :]
+        del self._choices[self._level_chunks :]
         self._len = self._level_start
 
     def parent_and_choice(self, i: int) -> tuple[int, int]:
@@ -126,7 +129,7 @@ class CompactSeenSet:
 
     def path_to(self, i: int) -> tuple[int, list[int]]:
         """The initial state's index and the choices that lead to state ``i``."""
-        choices = []
+        choices: list[int] = []
         while True:
             parent, choice = self.parent_and_choice(i)
             if parent < 0:
@@ -148,3 +151,129 @@ def _merge_tail(runs) -> None:
         merged = np.concatenate((runs[-2], runs.pop()))
         merged.sort(kind="stable")
         runs[-1] = merged
+
+
+class SeenSet(Mapping):
+    """The seen-set: every stored state's fingerprint and parent, as a ``Mapping`` from
+    fingerprint to parent fingerprint (``None`` for an initial state).
+
+    A dict of Python ints costs about 90 bytes a state (a 36-byte int object per key plus
+    the dict's own table), which is most of what a long run keeps. Here states are
+    numbered in the order they are stored, and three flat arrays hold everything:
+    ``fps[i]`` (8 bytes) and ``parents[i]`` (the parent's number + 1, 0 for none: 4
+    bytes), plus an open-addressing hash table of state numbers + 1 (0 = empty slot;
+    4 bytes a slot, at most half full) indexed by the fingerprint's low bits, which need
+    no further mixing since a fingerprint is a uniform digest: 20 to 28 bytes a state.
+    A lookup probes the table in Python, slower than a dict's, but a small part of
+    expanding a state.
+
+    Storing in numbering order is what the engine relies on: a BFS level is a run of
+    consecutive numbers, so a frontier state's number (its successors' parent) is its
+    position, and going back to a level boundary is ``truncate``.
+    """
+
+    __slots__ = ("fps", "parents", "_slots", "_mask")  # attribute reads in `add` are hot
+    _MIN_SLOTS = 1 << 10
+
+    def __init__(self):
+        self.fps = array("Q")
+        self.parents = array("I")
+        self._slots = array("I", bytes(4 * self._MIN_SLOTS))
+        self._mask = self._MIN_SLOTS - 1
+
+    @classmethod
+    def from_mapping(cls, mapping, last=()):
+        """A seen-set holding ``mapping`` (fingerprint -> parent fingerprint or None), in
+        its order, except that the fingerprints of ``last`` come last, in that order (a
+        checkpoint's frontier must be the newest states)."""
+        seen = cls()
+        tail = set(last)
+        for fp in mapping:
+            if fp not in tail:
+                seen.add(fp, -1)
+        for fp in last:
+            seen.add(fp, -1)
+        parents = seen.parents
+        for i, fp in enumerate(seen.fps):
+            parent = mapping[fp]
+            parents[i] = 0 if parent is None else seen.number(parent) + 1
+        return seen
+
+    def add(self, fp, parent) -> bool:
+        """Store ``fp`` with parent number ``parent`` (-1 for none) unless it is stored
+        already; return whether it was new. Its number is then ``len(self) - 1``."""
+        slots, mask, fps = self._slots, self._mask, self.fps
+        i = fp & mask
+        while True:
+            k = slots[i]
+            if not k:
+                break
+            if fps[k - 1] == fp:
+                return False
+            i = (i + 1) & mask
+        fps.append(fp)
+        self.parents.append(parent + 1)
+        slots[i] = n = len(fps)
+        if 2 * n > mask:
+            self._rehash(2 * (mask + 1))
+        return True
+
+    def number(self, fp) -> int:
+        """The number of stored fingerprint ``fp`` (KeyError if not stored)."""
+        slots, mask, fps = self._slots, self._mask, self.fps
+        i = fp & mask
+        while True:
+            k = slots[i]
+            if not k:
+                raise KeyError(fp)
+            if fps[k - 1] == fp:
+                return k - 1
+            i = (i + 1) & mask
+
+    def parent_number(self, i) -> int:
+        """The number of state ``i``'s parent, -1 for an initial state."""
+        return self.parents[i] - 1
+
+    def truncate(self, n) -> None:
+        """Forget every state numbered ``n`` or more."""
+        del self.fps[n:]
+        del self.parents[n:]
+        self._rehash(self._mask + 1)
+
+    def _rehash(self, size):
+        # Numbers above 2**32 - 1 do not fit the 4-byte arrays: widen them (a local run
+        # that large is not practical, but it must not overflow silently).
+        code = "I" if size <= 1 << 32 else "Q"
+        if code != self.parents.typecode:
+            self.parents = array(code, self.parents)
+        slots = array(code, bytes(array(code).itemsize * size))
+        mask = size - 1
+        for k, fp in enumerate(self.fps, 1):
+            i = fp & mask
+            while slots[i]:
+                i = (i + 1) & mask
+            slots[i] = k
+        self._slots, self._mask = slots, mask
+
+    def nbytes(self) -> int:
+        """The bytes held: the arrays' allocated buffers and the objects themselves."""
+        return sum(sys.getsizeof(x) for x in (self, self.fps, self.parents, self._slots))
+
+    # -- Mapping: fingerprint -> parent fingerprint -----------------------------------
+
+    def __len__(self):
+        return len(self.fps)
+
+    def __iter__(self):
+        return iter(self.fps)
+
+    def __contains__(self, fp):
+        try:
+            self.number(fp)
+        except (KeyError, TypeError):
+            return False
+        return True
+
+    def __getitem__(self, fp):
+        p = self.parents[self.number(fp)]
+        return None if p == 0 else self.fps[p - 1]

@@ -26,7 +26,7 @@ class StopOnSignals:
         self.engine = engine
         self.reason = reason
         self.signum = None
-        self._old = {}
+        self._old: dict = {}
 
     @property
     def exit_code(self) -> int:

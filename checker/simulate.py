@@ -106,7 +106,7 @@ def simulate(model, properties=None, *, runs=1000, depth=50, seed=0, progress=No
         state = inits[init_index]
         seen.add(fingerprint(model, state))
         steps = [Step(None, state)]
-        choices = []
+        choices: list[int] = []
         bad = check_state(model, state, invariants)
         kind = "always"
         while not bad and len(choices) < depth:

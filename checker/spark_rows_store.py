@@ -15,6 +15,7 @@ import numpy as np
 from .errors import EngineError
 from .spark_store import digests
 
+
 class Store:
     """The directory where a run keeps what outlives a level (TLC keeps its fingerprint
     set and its trace file on disk the same way): for every fingerprint partition ``i``,
@@ -38,8 +39,9 @@ class Store:
                 os.makedirs(parent, exist_ok=True)
             return cls(tempfile.mkdtemp(prefix="kmc-rows-", dir=parent))
         except OSError as e:
-            raise EngineError(f"spark store: cannot create a directory in {parent or tempfile.gettempdir()} "
-                              f"({e.strerror or e})") from None
+            raise EngineError(
+                f"spark store: cannot create a directory in {parent or tempfile.gettempdir()} ({e.strerror or e})"
+            ) from None
 
     def remove(self):
         shutil.rmtree(self.root, ignore_errors=True)
@@ -102,6 +104,7 @@ def _digests(directory) -> dict:
     """``{file name: (size, sha256)}`` of a saved level's files."""
     return digests(sorted(Path(directory).iterdir()))
 
+
 def _run_path(root, i, depth):
     return os.path.join(root, "seen", f"{i:04d}", f"run-{depth:06d}.npy")
 
@@ -124,6 +127,9 @@ def _save(path, *arrays):
     tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     with open(tmp, "wb") as f:
         for a in arrays:
+            if a.dtype == object:  # rows of Python states: pickled as Spark pickles them
+                np.save(f, _PICKLED, allow_pickle=False)
+                a = np.frombuffer(_cloudpickle().dumps(list(a)), dtype=np.uint8)
             np.save(f, np.ascontiguousarray(a), allow_pickle=False)
     os.replace(tmp, path)
     return sum(a.nbytes for a in arrays)
@@ -131,7 +137,30 @@ def _save(path, *arrays):
 
 def _load(path, count):
     with open(path, "rb") as f:
-        return [np.load(f, allow_pickle=False) for _ in range(count)]
+        return [_load_one(f) for _ in range(count)]
+
+
+# Rows of Python states (``checker.states_kernel``) are object arrays: saved as this marker
+# and the bytes of the list of states, pickled with cloudpickle (a model defined in a
+# script travels by value, as in Spark's own tasks).
+_PICKLED = np.array([b"kmc-pickled-objects"])
+
+
+def _load_one(f):
+    a = np.load(f, allow_pickle=False)
+    if a.dtype.kind != "S" or a.shape != _PICKLED.shape or a[0] != _PICKLED[0]:
+        return a
+    values = _cloudpickle().loads(np.load(f, allow_pickle=False).tobytes())
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+def _cloudpickle():
+    from pyspark import cloudpickle
+
+    return cloudpickle
 
 
 def _owners(fps, n):

@@ -5,18 +5,20 @@ functions, bound with ``functools.partial``. On its way through the shuffle a re
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import numpy as np
 
 from .errors import EngineError
-from .fingerprint import fingerprint_rows
+from .fingerprint import kernel_fingerprints
 from .protocol import successors
 from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path, _save, _succ_path
-from .spark_tasks import _test_fault
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded and deduplicated together in a task
 _CHUNK = 1 << 14  # rows per kernel call
+
 
 def _contains(runs, fps):
     """Which of the sorted ``fps`` are in the sorted runs."""
@@ -45,17 +47,19 @@ def _least_per_fingerprint(keys, fps):
 
 
 def _fingerprints(kernel, rows, symmetry):
-    return fingerprint_rows(kernel.canonical(rows) if symmetry else rows)
+    return kernel_fingerprints(kernel, rows, symmetry)
 
 
-def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources,
-                      fail_first_attempt, index, _records):
+def _expand_partition(
+    kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources, fail_first_attempt, index, _records
+):
     """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
     rank is ``offsets[index]``), read from the store.
 
     Writes the successors owned by ``owner`` (per slice of the frontier, the successor
     with the least key of each fingerprint: keys, fps, parent fps, codes, rows) into the
-    store and yields ``(owner, ("f", path))`` for each file, then ``(index, ("m", (terminal, generated, fired per code, step
+    store and yields ``(owner, ("f", path))`` for each file, then ``(index, ("m", (terminal,
+    generated, fired per code, step
     violations, bytes, seconds)))`` where a step violation maps a property to its least
     ``(key, explanation, parent fp, choice)`` in this partition.
     """
@@ -81,7 +85,7 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, ro
         for s in range(0, len(rows), SLICE_ROWS):
             parts = []
             for c in range(s, min(s + SLICE_ROWS, len(rows)), _CHUNK):
-                chunk = rows[c:c + _CHUNK]
+                chunk = rows[c : c + _CHUNK]
                 parents, choices, codes, succ = kernel.expand(chunk)
                 generated += len(succ)
                 terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
@@ -94,8 +98,13 @@ def _expand_partition(kernel, model, step_props, found, symmetry, n, offsets, ro
                         continue  # an earlier chunk has a smaller key
                     mask = kernel.step_mask(prop.name, chunk, parents, succ)
                     if mask is None:
-                        mask = np.array([_step_why(model, kernel, prop, chunk[p], ch) is not None
-                                         for p, ch in zip(parents.tolist(), choices.tolist())], dtype=bool)
+                        mask = np.array(
+                            [
+                                _step_why(model, kernel, prop, chunk[p], ch) is not None
+                                for p, ch in zip(parents.tolist(), choices.tolist())
+                            ],
+                            dtype=bool,
+                        )
                     hits = np.flatnonzero(mask)
                     if len(hits):
                         i = int(hits[np.argmin(keys[hits])])
@@ -201,3 +210,37 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
                     shipped += _save(_front_path(root, depth, t, index), keys[a:b], fps[a:b], rows[a:b])
     busy = time.perf_counter() - clock
     yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine)
+
+
+def _owner(key):
+    """The partition function of the shuffle: a record's key is its owner's partition
+    number (PySpark sends key ``k`` to partition ``_owner(k) % n``)."""
+    return key
+
+
+def _test_fault(kind):
+    """Test hooks, on the first attempt of partition 0's expansion tasks: ``True`` raises;
+    ``"kill"`` ends this Python worker as a crash would (the OOM killer, a stray signal),
+    ``"kill:PATH"`` does so once (``PATH`` is created to remember it);
+    ``"sigint:GROUP:PATH"`` sends SIGINT to the driver's process group ``GROUP`` once, as
+    Ctrl-C in a terminal does, and to this worker (``PATH`` is created to remember it was
+    sent; PySpark's daemon gives its workers a process group of their own, but a worker
+    started without it is in the terminal's group)."""
+    if kind == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if isinstance(kind, str) and kind.startswith("kill:"):
+        try:
+            os.close(os.open(kind[len("kill:") :], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
+    if isinstance(kind, str) and kind.startswith("sigint:"):
+        group, _, marker = kind[len("sigint:") :].partition(":")
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        os.killpg(int(group), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # and this worker, as without PySpark's daemon
+        return
+    raise RuntimeError("kmc test hook: the first attempt of this task fails")

@@ -1,9 +1,8 @@
-"""Spark plumbing shared by the Spark engines: starting and stopping a SparkContext,
-keeping Spark's, the JVM's and py4j's log output off the terminal, cancelling a job group,
-one-line error messages, and a partition-by-partition union of RDDs.
+"""Spark plumbing of the Spark engine: starting and stopping a SparkContext, keeping
+Spark's, the JVM's and py4j's log output off the terminal, cancelling a job group, and
+one-line error messages.
 
-Nothing here knows the search: ``checker.spark`` (per-state) and ``checker.spark_rows``
-(rows) build their level loops on it.
+Nothing here knows the search: ``checker.spark_rows`` builds its levels on it.
 """
 
 from __future__ import annotations
@@ -84,8 +83,7 @@ def spark_context(master=None, verbose=False, status=None):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Executors must run the driver's Python (same version, same installed packages).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = (SparkConf().setMaster(master).setAppName("kmc")
-            .set("spark.ui.enabled", "false"))
+    conf = SparkConf().setMaster(master).setAppName("kmc").set("spark.ui.enabled", "false")
     log_config = None
     if not verbose:
         conf.set("spark.ui.showConsoleProgress", "false")
@@ -194,8 +192,7 @@ def partitions_bad(partitions) -> bool:
     """True when ``partitions`` is neither ``None`` nor an integer from 1 to ``MAX_PARTITIONS``."""
     if partitions is None:
         return False
-    return isinstance(partitions, bool) or not isinstance(partitions, int) \
-        or not 1 <= partitions <= MAX_PARTITIONS
+    return isinstance(partitions, bool) or not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS
 
 
 @contextlib.contextmanager
@@ -231,27 +228,6 @@ def _cancel_group(sc, group):
         sc.cancelJobGroup(group)
     except Exception:  # the context may be stopping; the stop flag is enough then
         pass
-
-
-def _union(sc, left, right):
-    """The union of two RDDs with the same partitioner, partition by partition.
-
-    Spark lays the union of RDDs that share a partitioner out partition by partition
-    (``PartitionerAwareUnionRDD``), so partition ``i`` of the result is partition ``i`` of
-    ``left`` followed by partition ``i`` of ``right``: no data moves. ``RDD.union`` would
-    re-serialize ``right`` first (it comes out of a shuffle in a different batch format),
-    an extra pass over the data; both formats are streams of pickled lists, which the
-    default deserializer reads alike, so the JVM union is wrapped directly.
-    """
-    from pyspark import RDD
-
-    if left.partitioner != right.partitioner or left.partitioner is None:
-        raise EngineError("internal error: the seen-set and the successors are not co-partitioned")
-    both = RDD(left._jrdd.union(right._jrdd), sc, sc.serializer)
-    if both.getNumPartitions() != left.getNumPartitions():
-        raise EngineError("internal error: Spark did not line the seen-set up with the successors")
-    both.partitioner = left.partitioner
-    return both
 
 
 def _default_partitions(sc) -> int:

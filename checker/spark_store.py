@@ -1,7 +1,6 @@
-"""A saved level of a Spark engine on disk: the size and SHA-256 of its files, written into
-the checkpoint, and their verification before a resume (for the per-state engine's part
-files, Hadoop's ``.crc`` files included, so that a damaged file is one line, not a JVM
-stack trace)."""
+"""A saved level of the Spark engine on disk: the size and SHA-256 of its files, written
+into the checkpoint, and their verification before a resume (a damaged file is one line,
+not a stack trace)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import hashlib
 from pathlib import Path
 
 from .checkpoint import CheckpointError
-from .hadoop_crc import hadoop_crc_matches
 
 
 def digests(paths) -> dict:
@@ -24,21 +22,16 @@ def digests(paths) -> dict:
     return files
 
 
-def manifest(directory: Path) -> dict:
-    """``{file name: (size, sha256)}`` of the part files of a saved level."""
-    if not (directory / "_SUCCESS").is_file():
-        raise OSError(f"no _SUCCESS marker in {directory}")
-    return digests(sorted(directory.glob("part-*")))
-
-
 def verify_files(directory: Path, files: dict, pattern: str = "*", listing=None) -> None:
     """Refuse a saved level whose files (those matching ``pattern``) are not exactly
     ``files``, the sizes and SHA-256 its checkpoint lists; ``listing(directory)`` gives
     the actual ones (default: ``digests`` of the files)."""
     damaged = f"{directory}: damaged ({{}}); the checkpoint cannot be resumed, start a new run"
     if not directory.is_dir():
-        raise CheckpointError(f"{directory}: missing (the checkpoint keeps the last level's states there); "
-                              "the checkpoint cannot be resumed, start a new run")
+        raise CheckpointError(
+            f"{directory}: missing (the checkpoint keeps the last level's states there); "
+            "the checkpoint cannot be resumed, start a new run"
+        )
     present = {path.name for path in directory.glob(pattern)}
     if present != set(files):
         what = sorted(set(files) - present) or sorted(present - set(files))
@@ -53,15 +46,3 @@ def verify_files(directory: Path, files: dict, pattern: str = "*", listing=None)
             raise CheckpointError(damaged.format(f"{name} has {actual[name][0]} bytes, not {size}"))
         if actual[name][1] != digest:
             raise CheckpointError(damaged.format(f"{name}: checksum mismatch"))
-
-
-def verify_level(directory: Path, files: dict) -> None:
-    """Refuse a saved level whose part files are not exactly those of its checkpoint."""
-    verify_files(directory, files, "part-*", manifest)
-    damaged = f"{directory}: damaged ({{}}); the checkpoint cannot be resumed, start a new run"
-    # Hadoop checks a part file against its ".crc" file when Spark reads it, and a bad
-    # one fails the load with pages of JVM stack traces: check them here, in one line.
-    for name in sorted(files):
-        crc = directory / f".{name}.crc"
-        if crc.exists() and not hadoop_crc_matches(directory / name, crc):
-            raise CheckpointError(damaged.format(f"{crc.name} does not match {name}"))

@@ -290,6 +290,7 @@ def test_max_memory_in_a_spec(tmp_path):
 
 
 def test_memory_stop_inside_a_level_rolls_back_to_the_boundary(monkeypatch, explorations):
+    import kmc.checker.driver
     import kmc.checker.local
 
     spec, model, want = explorations["hw-unflushed"]  # keep_going = true, as here
@@ -297,14 +298,14 @@ def test_memory_stop_inside_a_level_rolls_back_to_the_boundary(monkeypatch, expl
     engine = LocalEngine(model, props, Options(keep_going=True, max_memory=1 << 30))
     # "Memory" grows with the seen-set; looked at every 64 states, it first passes the
     # ceiling inside a level.
-    monkeypatch.setattr(checker.local, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 2000))
-    monkeypatch.setattr(checker.local, "_PROGRESS_EVERY", 64)
+    monkeypatch.setattr(checker.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 2000))
+    monkeypatch.setattr(checker.local.PerStateSearch, "every", 64)
     partial = engine.run()
     assert partial.stopped == "max-memory" and not partial.complete
     snap = engine.snapshot()
     assert snap["stats"]["distinct"] == len(snap["seen"]) <= 2000 < partial.stats.distinct
     assert snap["stats"]["levels"] == want.stats.levels[: snap["stats"]["depth"]]
-    monkeypatch.setattr(checker.local, "resident_bytes", lambda: 0)
+    monkeypatch.setattr(checker.driver, "resident_bytes", lambda: 0)
     resumed = LocalEngine(model, props, Options(keep_going=True))
     resumed.restore(pickle.loads(pickle.dumps(snap)))
     assert summary(resumed.run()) == summary(want)

@@ -455,7 +455,7 @@ runpy.run_module("kmc.checker.app.cli", run_name="__main__", alter_sys=True)
 """
 
 
-@pytest.mark.parametrize("module", ["kmc.checker.local", "rich.console", "kmc.reports"])
+@pytest.mark.parametrize("module", ["kmc.checker.options", "rich.console", "kmc.reports"])
 @pytest.mark.parametrize("sig, code, line", [("SIGINT", 130, "kmc: interrupted"),
                                              ("SIGTERM", 143, "kmc: stopped (SIGTERM)")])
 def test_a_signal_during_start_up_is_one_line_and_130_or_143(module, sig, code, line):

@@ -1,8 +1,8 @@
 """Checkpoints of the Spark engine: killed, interrupted or damaged, a run resumes to exactly
 the result of a run never stopped, or is refused in one line.
 
-The subprocess tests run the rows engine (the default) with every level after the
-initial states on Spark (``--driver-level-limit 0``); the per-state engine's checkpoints
+The subprocess tests run the batch path (the default) with every level after the
+initial states on Spark (``--driver-level-limit 0``); the per-state path's checkpoints
 (``--per-state``) are tested in process at the end.
 
 Every subprocess test runs ``kmc check --engine spark`` (a process holds one
@@ -211,31 +211,41 @@ def test_sigterm_exits_143_with_a_checkpoint(tmp_path):
     assert header["depth"] >= 3 and snap["data"] in levels(ck)
 
 
-# -- the per-state engine (--per-state), in process -------------------------------------------
+# -- the per-state path (--per-state), in process --------------------------------------------
 
-def test_per_state_engine_resumes_on_other_partitions(spark_sc, tmp_path):
+def test_per_state_path_resumes_on_other_partitions(spark_sc, tmp_path):
     from conftest import EXPLORATIONS
-    from kmc.checker.spark import SparkEngine
+    from kmc.checker.engines import make_engine
     from kmc.model.spec import load_spec
 
     spec = load_spec(HW_DATA_LOSS)
-    first = SparkEngine(spec.model(), spec.properties(), partitions=3)
-    first.data_root = tmp_path
 
     def stop(engine):
         if engine.stats.depth >= 5:
             engine.stop_requested = "interrupted"
 
-    first.on_level = stop
+    first = make_engine(spec.model(), spec.properties(), engine="spark", per_state=True, partitions=3,
+                        driver_level_limit=0, on_level=stop, data_root=tmp_path)
     assert first.run().stopped == "interrupted"
     snap = first.snapshot()
-    assert snap["partitions"] == 3 and sorted(snap["files"]) == sorted(p.name for p in
-                                                                      (tmp_path / snap["data"]).glob("part-*"))
-    again = SparkEngine(spec.model(), spec.properties(), partitions=2)
-    again.data_root = tmp_path
-    again.restore(snap)
+    assert snap["partitions"] == 3 and snap["format"] == "spark-states-1"
+    assert sorted(snap["files"]) == sorted(p.name for p in (tmp_path / snap["data"]).iterdir())
+    again = make_engine(spec.model(), spec.properties(), engine="spark", per_state=True, partitions=2)
+    again.restore(snap, tmp_path)
     got, want = again.run(), EXPLORATIONS["hw-data-loss"][2]
     assert (got.stats.distinct, got.stats.generated, got.stats.depth) == (1834, 3455, 10)
     for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
         assert getattr(got.stats, field) == getattr(want.stats, field), field
     assert {k: v.path for k, v in got.violations.items()} == {k: v.path for k, v in want.violations.items()}
+
+
+def test_a_checkpoint_of_the_retired_per_state_spark_engine_is_refused(tmp_path):
+    from kmc.checker.engines import make_engine
+    from kmc.model.spec import load_spec
+
+    spec = load_spec(HW_DATA_LOSS)
+    engine = make_engine(spec.model(), spec.properties(), engine="spark")
+    retired = {"engine": "spark", "stats": {}, "found": {}, "data": "level-000005", "files": {}, "partitions": 3}
+    with pytest.raises(checkpoint.CheckpointError, match="retired per-state Spark engine") as e:
+        engine.restore(retired, tmp_path)
+    assert "\n" not in str(e.value)

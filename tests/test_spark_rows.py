@@ -25,7 +25,7 @@ from kmc.checker.batch import BatchEngine
 from kmc.checker.errors import EngineError
 from kmc.checker.local import Options
 from kmc.checker.protocol import STEP, Property
-from kmc.checker.spark import spark_context
+from kmc.checker.spark_session import spark_context
 from kmc.checker.spark_rows import SparkRowsEngine
 from kmc.model.spec import load_spec
 
@@ -194,20 +194,19 @@ def test_progress_and_stop_requested(sc):
         if snapshot.depth == 4:
             engine.stop_requested = "interrupted"
 
-    engine = SparkRowsEngine(spec.model(), spec.properties(), progress=progress, partitions=2,
-                             driver_level_limit=0)
     held = []  # after every level the store holds that level's frontier and the live runs only
 
     def on_level(e):
-        root = Path(e._store.root)
+        root = Path(e.search.store.root)
         fronts = sorted(p.name for p in (root / "front").iterdir())
         runs = sorted(str(p.relative_to(root)) for p in root.glob("seen/*/run-*.npy"))
-        want = sorted(f"seen/{i:04d}/run-{d:06d}.npy" for i, r in enumerate(e._runs) for d, _ in r)
+        want = sorted(f"seen/{i:04d}/run-{d:06d}.npy" for i, r in enumerate(e.search.runs) for d, _ in r)
         held.append((fronts == [f"{e.stats.depth:06d}"], runs == want))
         stores.append(root)
 
     stores = []
-    engine.on_level = on_level
+    engine = SparkRowsEngine(spec.model(), spec.properties(), progress=progress, partitions=2,
+                             driver_level_limit=0, on_level=on_level)
     result = engine.run()
     assert held == [(True, True)] * 3
     assert not any(root.exists() for root in stores)  # the store is removed at the end
@@ -235,7 +234,6 @@ def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
     import argparse
 
     from kmc.checker.app.commands.common import make_engine
-    from kmc.checker.spark import SparkEngine
 
     spec = _spec("hw-data-loss")
     model = spec.model()
@@ -247,5 +245,5 @@ def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
     assert type(engine()) is SparkRowsEngine
     assert engine().driver_level_limit == 50_000
     assert engine(driver_level_limit=0).driver_level_limit == 0
-    assert type(engine(per_state=True)) is SparkEngine
+    assert engine(per_state=True).path == "per-state" and type(engine(per_state=True)) is SparkRowsEngine
     assert type(engine(checkpoint="ck")) is SparkRowsEngine

@@ -64,6 +64,9 @@ class _Counters:
     def encode(self, state):
         return struct.pack("<2q", state.x, state.y)
 
+    def action_names(self):  # what the Spark engine counts actions by (checker.protocol)
+        return ("IncX", "IncY")
+
 
 @attrs.frozen
 class TwoCounters(_Counters):

@@ -104,13 +104,13 @@ def run(args, out, err) -> int:
         "generated_per_second": round(st.generated / wall, 1) if wall else None,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
-    seen = getattr(engine, "seen", None)
+    seen = engine.seen if result.engine == "local" else None  # Spark's seen-set is in its store
     if seen is not None and len(seen):
         doc["seen_set_bytes"] = seen_set_bytes(seen)
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
-    doc.update(spark_measures(getattr(engine, "metrics", None)))
-    doc["path"] = getattr(engine, "path", "per-state") if result.engine == "local" else result.engine
+    doc.update(spark_measures(engine.metrics if result.engine == "spark" else None))
+    doc["path"] = engine.path if result.engine == "local" else result.engine
     doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
     _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
     if args.json:

@@ -149,20 +149,14 @@ def run(args, out, err) -> int:
         plain_every = None if args.no_progress or err.is_terminal else args.progress_every
         with ProgressDisplay(err, enabled=show_progress, title=safe_text(spec.name), every=plain_every,
                              levels=(args.engine or spec.engine) == "spark") as progress:
-            engine = make_engine(spec, model, properties, options, progress.update, args)
-            if hasattr(engine, "on_status"):  # Spark: say what its start-up is doing
-                engine.on_status = progress.status
-            if (header is not None or writer) and not hasattr(engine, "snapshot"):
-                raise UsageError(f"--checkpoint/--resume: the {engine.name} engine cannot checkpoint yet")
+            hooks = {"on_status": progress.status, "on_level": writer.on_level if writer else None,
+                     "data_root": directory or None}
+            engine = make_engine(spec, model, properties, options, progress.update, args, **hooks)
             if header is not None:
                 checkpoint.ensure_compatible(args.resume, header, {"engine": engine.name, **identity})
-                engine.data_root = args.resume  # where an engine finds its out-of-process data
                 engine = _restore(engine, args.resume, lambda: make_engine(
                     spec, model, properties, options, progress.update,
-                    argparse.Namespace(**{**vars(args), "per_state": True})))
-            if writer:
-                engine.on_level = writer.on_level
-                engine.data_root = directory  # where an engine saves its out-of-process data
+                    argparse.Namespace(**{**vars(args), "per_state": True}), **hooks))
             with StopOnSignals(engine) as signals:
                 result = engine.run()
         if writer:  # first: the work done is worth more than its report
@@ -212,11 +206,14 @@ def _restore(engine, directory, per_state):
     if snapshot.get("engine") != header["engine"]:
         raise checkpoint.CheckpointError(f"{checkpoint.checkpoint_file(directory)}: corrupted (its states "
                                          "were written by another engine than its header names)")
-    if getattr(engine, "path", None) in ("batch", "rows") and "format" not in snapshot:
+    from kmc.checker.spark_rows import STATES_FORMAT
+
+    # A snapshot of the per-state path continues on that path (a local one has no format).
+    if engine.path != "per-state" and ((engine.name == "local" and "format" not in snapshot)
+                                       or snapshot.get("format") == STATES_FORMAT):
         engine = per_state()
-        engine.data_root = directory
     try:
-        engine.restore(snapshot)
+        engine.restore(snapshot, directory)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
         raise checkpoint.CheckpointError(f"{checkpoint.checkpoint_file(directory)}: corrupted (its states do not "
                                          f"load: {type(e).__name__}); it cannot be resumed, start a new run") from None

@@ -6,7 +6,7 @@ import argparse
 import os
 
 from kmc.checker.errors import UsageError
-from kmc.checker.local import LocalEngine, Options
+from kmc.checker.options import Options
 
 ENGINES = ("local", "spark")
 
@@ -93,33 +93,26 @@ def select_properties(spec, names):
     return spec.properties([n for n in known if n in names])
 
 
-def make_engine(spec, model, properties, options, progress, args):
-    """The engine the command line (first) or the spec asks for."""
-    engine = getattr(args, "engine", None) or spec.engine
-    if engine == "spark":
-        from kmc.checker.spark import SparkEngine
+def make_engine(spec, model, properties, options, progress, args, **hooks):
+    """The engine the command line (first) or the spec asks for (see
+    ``checker.engines.make_engine``); ``hooks`` go to its constructor."""
+    from kmc.checker.engines import make_engine as build
 
-        kwargs = dict(
+    engine = getattr(args, "engine", None) or spec.engine
+    spark = {}
+    if engine == "spark":
+        spark = dict(
             master=getattr(args, "master", None) or spec.spark_master,
             partitions=getattr(args, "partitions", None) or spec.spark_partitions,
             verbose=getattr(args, "verbose", False),
+            driver_level_limit=getattr(args, "driver_level_limit", None),
+            store_dir=getattr(args, "spark_store", None),
+            # Test hook (tests/test_spark_faults.py): a fault in the first attempt of some
+            # tasks; see checker.spark_rows_tasks._test_fault.
+            _fail_first_attempt=_test_fault(),
         )
-        # Test hook (tests/test_spark_faults.py): a fault in the first attempt of some
-        # tasks; see checker.spark_tasks._test_fault.
-        kwargs["_fail_first_attempt"] = _test_fault()
-        if hasattr(model, "batch_kernel") and not getattr(args, "per_state", False):
-            from kmc.checker.spark_rows import DRIVER_LEVEL_LIMIT, SparkRowsEngine
-
-            limit = getattr(args, "driver_level_limit", None)
-            return SparkRowsEngine(model, properties, options, progress, **kwargs,
-                                   driver_level_limit=DRIVER_LEVEL_LIMIT if limit is None else limit,
-                                   store_dir=getattr(args, "spark_store", None))
-        return SparkEngine(model, properties, options, progress, **kwargs)
-    if getattr(args, "per_state", False) or not hasattr(model, "batch_kernel"):
-        return LocalEngine(model, properties, options, progress)
-    from kmc.checker.batch import BatchEngine
-
-    return BatchEngine(model, properties, options, progress)
+    return build(model, properties, options, engine=engine, per_state=getattr(args, "per_state", False),
+                 progress=progress, **hooks, **spark)
 
 
 def _test_fault():

@@ -1,0 +1,181 @@
+"""Resuming and writing checkpoints during a run: is a checkpoint of the same run
+(``ensure_compatible``), and the writer an engine's ``on_level`` hook calls
+(``Checkpointer``). The file format is ``checker.checkpoint``'s."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+
+from .checkpoint import (
+    _LOCK_NAME,
+    _TMP_PREFIX,
+    _TMP_SUFFIX,
+    CheckpointError,
+    _write_manifest,
+    is_kmc_directory,
+    prune_data,
+    read_manifest,
+    write,
+)
+
+# -- resuming: is this the same run? --------------------------------------------------------
+
+_SAME = (
+    ("engine", "the {} engine"),
+    ("kmc_version", "kmc {}"),
+    ("spec_sha256", "spec sha256 {:.12}"),
+    ("properties", "invariants {}"),
+    ("options", "options {}"),
+)
+
+
+def ensure_compatible(directory, header: dict, want: dict) -> None:
+    """Refuse to resume a checkpoint that was written for another run.
+
+    Args:
+        directory: the checkpoint directory (named in the message).
+        header: the checkpoint's header.
+        want: the values this run has, under the header's keys: ``engine``,
+            ``kmc_version``, ``spec_sha256``, ``properties``, ``options``; keys left out
+            are not compared.
+
+    Raises:
+        CheckpointError: with a one-line message naming the first difference.
+    """
+    for key, show in _SAME:
+        if key not in want:
+            continue
+        have, need = header.get(key), want[key]
+        if isinstance(need, tuple):
+            need = list(need)
+        if have == need:
+            continue
+        what = {
+            "engine": "engine differs",
+            "kmc_version": "kmc version differs",
+            "spec_sha256": "spec differs",
+            "properties": "invariants differ",
+            "options": "options differ",
+        }[key]
+        hint = {
+            "engine": "resume it with the engine that wrote it",
+            "kmc_version": "finish it with that version, or start a new run",
+            "spec_sha256": f"resume it with the spec it was written for ({header.get('spec_path')}), "
+            "or start a new run",
+            "properties": "resume it with the same --invariant choices, or start a new run",
+            "options": "resume it with the same options, or start a new run",
+        }[key]
+        raise CheckpointError(
+            f"{directory}: cannot resume, the {what}: the checkpoint has "
+            f"{_show(show, have)}, this run has {_show(show, need)}; {hint}"
+        )
+
+
+def _show(fmt, value):
+    if isinstance(value, list):
+        value = ", ".join(map(str, value)) or "none"
+    elif isinstance(value, dict):
+        value = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+    return fmt.format(value if value is not None else "?")
+
+
+# -- writing checkpoints during a run -------------------------------------------------------
+
+
+class Checkpointer:
+    """Writes a run's checkpoints into one directory, at most once every ``every`` seconds.
+
+    Use it as a context manager (it creates the directory and holds a lock on it, so two
+    runs cannot write one checkpoint), pass ``on_level`` to the engine, and call ``save``
+    once the engine has returned.
+
+    Args:
+        directory: the checkpoint directory.
+        run: the run's identity (see ``write``).
+        every: the least number of seconds between two checkpoints written at level
+            boundaries (0: every level).
+    """
+
+    def __init__(self, directory, run: dict, every: float = 60.0, clock=time.monotonic):
+        self.directory = Path(directory)
+        self.run = run
+        self.every = every
+        self.clock = clock
+        self.last = clock()
+        self.written: tuple | None = None  # (depth, distinct, generated) of the last checkpoint written
+        self._lock = None
+
+    def __enter__(self):
+        if not self.directory.is_dir() and self.directory.exists():
+            raise CheckpointError(f"{self.directory}: not a directory")
+        if not is_kmc_directory(self.directory):
+            raise CheckpointError(
+                f"{self.directory}: not empty and not a kmc checkpoint directory; "
+                "kmc checkpoints only into a new or empty directory"
+            )
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._lock = open(self.directory / _LOCK_NAME, "a+b")
+        except OSError as e:
+            raise CheckpointError(
+                f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})"
+            ) from None
+        try:
+            import fcntl
+
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # not POSIX: no lock
+            pass
+        except OSError:
+            self._lock.close()
+            self._lock = None
+            raise CheckpointError(f"{self.directory}: in use by another kmc run") from None
+        # Temporary files left by a run that was killed while writing (we hold the lock).
+        for stale in self.directory.glob(f"{_TMP_PREFIX}*{_TMP_SUFFIX}"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+        try:
+            if read_manifest(self.directory) is None:
+                _write_manifest(self.directory, [])
+        except (OSError, CheckpointError) as e:
+            self.__exit__()
+            if isinstance(e, CheckpointError):
+                raise
+            raise CheckpointError(
+                f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})"
+            ) from None
+        return self
+
+    def __exit__(self, *exc):
+        if self._lock is not None:
+            self._lock.close()  # releases the lock
+            self._lock = None
+
+    def on_level(self, engine) -> None:
+        """The engine's level-boundary callback: write a checkpoint if one is due."""
+        if self.clock() - self.last >= self.every:
+            self.save(engine)
+
+    def save(self, engine) -> Path | None:
+        """Write the engine's snapshot now, unless it is the one last written.
+
+        Raises:
+            CheckpointError: the write failed (disk full, permissions).
+        """
+        snap = engine.snapshot()
+        stats = snap["stats"]
+        key = (stats["depth"], stats["distinct"], stats["generated"])
+        if key == self.written:
+            return None
+        try:
+            path = write(self.directory, self.run, snap)
+        except OSError as e:
+            raise CheckpointError(f"{self.directory}: cannot write the checkpoint ({e.strerror or e})") from None
+        self.written = key
+        self.last = self.clock()
+        # Only now is an older level directory no longer named by the checkpoint file.
+        data = snap.get("data")
+        prune_data(self.directory, data if isinstance(data, str) else None)
+        return path

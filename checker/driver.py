@@ -1,0 +1,288 @@
+"""The level driver: the one breadth-first search every engine runs.
+
+The search is level-synchronous: all states of depth d are expanded before any of
+depth d + 1. What differs between engines is only *how* a level is expanded and where
+the states are kept, a **search** object (``checker.local.PerStateSearch``: Python states
+and a fingerprint-to-parent set; ``checker.batch.RowsSearch``: the model's batch kernel
+over rows and the 13-byte compact set). The driver owns everything else, once:
+
+- the start (initial states) and the restore from a checkpoint's snapshot;
+- every stop rule: ``max_depth``, ``max_states``, ``max_memory``, a stop request (a
+  signal), and a property's violation (the level is finished first, so the counts do
+  not depend on where in a level the violation sits);
+- the rollback of a level left half-expanded by a stop (the result reports the partial
+  counts, a lower bound; the engine goes back to the level boundary, so that a snapshot
+  and a later ``run()`` re-expand the whole level);
+- progress, the ``on_level`` hook, the violation records (a property's first violation
+  is the first one of the breadth-first order), the result and its paths.
+
+A search's states are numbered in the order they are stored; a level is a run of
+consecutive numbers, so a frontier state's number is known from its position, and a
+violation is recorded by a number (``("always", why, number)``) or, for a step
+property, a parent's number and a choice (``("step", why, (number, choice))``).
+
+A search object provides:
+
+- ``seen`` (the store; ``len(seen)`` states) and ``frontier`` (the level to expand);
+- ``start(stats, found)``: store the initial states, record their violations;
+- ``size()``: the frontier's size; ``pieces()``: the frontier in pieces, in order, and
+  ``piece_len(piece)``; ``every``: how many pieces go between two looks at the clock and
+  at the memory;
+- ``begin_level()``, ``expand(piece, first, stats, level_found, found)`` (store the new
+  successors of a piece whose first state is number ``first``, count them, record the
+  first violations of the level; ``False`` when a stop request cancelled it),
+  ``next_size()``, ``end_level()``, ``rollback()``; ``every`` 0 never looks at the
+  memory inside a level (a Spark level is one piece);
+- ``path(number)``: the path to a stored state;
+- ``snapshot_parts()`` / ``restore_parts(snapshot, directory)`` and ``found_out`` /
+  ``found_in`` (violation records as a checkpoint keeps them);
+- ``possibly`` (set by the driver: the ``(property, EdgeLog)`` pairs of the always-possibly
+  properties): the search adds every stored state's goal flag and every expanded edge to
+  them, and ``numbers_of(fps)`` gives the stored numbers of fingerprints for the verdict.
+"""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+
+from .kernel import require_symmetric, result_of, split_properties, stop_after_level
+from .memory import resident_bytes
+from .options import Options
+from .possibly import EdgeLog
+from .protocol import POSSIBLY
+from .result import CheckResult, Stats, Violation
+from .trace import extend
+
+
+class LevelDriver:
+    """Breadth-first exploration of ``model`` with a search object (see the module).
+
+    Args:
+        model: an object following ``checker.protocol.Model``.
+        search: the search object (built by the engine from the model).
+        properties: the properties to check (default: all of ``model.properties()``).
+        options: an ``Options``.
+        progress: called with a ``Stats`` snapshot now and then, and after every level.
+        on_level: called with the engine at every level boundary (after the level is
+            counted, before the run decides whether to stop); ``snapshot()`` is valid
+            there. A checkpoint writer uses it.
+
+    ``stop_requested``, set to a reason (a string), stops the run at the next piece.
+    """
+
+    name = "local"
+    path = "per-state"
+
+    def __init__(self, model, search, properties=None, options=None, progress=None, *, on_level=None):
+        self.model = model
+        self.properties = list(model.properties() if properties is None else properties)
+        self.invariants, self.step_props = split_properties(self.properties)
+        self.options = options or Options()
+        if self.options.symmetry:
+            require_symmetric(self.properties)
+        self.progress = progress
+        self.on_level = on_level
+        self.stop_requested = None
+        self.stats = Stats()
+        self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
+        self.search = search
+        self._started = False
+        # One edge log per always-possibly property (``checker.possibly``).
+        self.possibly = [(p, EdgeLog()) for p in self.properties if p.kind == POSSIBLY]
+
+    # the store and the frontier, for the engines built on this one and for the tests
+    @property
+    def seen(self):
+        return self.search.seen
+
+    @property
+    def frontier(self):
+        return self.search.frontier
+
+    def frontier_size(self) -> int:
+        return self.search.size()
+
+    # -- the search ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """Store the initial states (``run()`` does it unless the search was restored)."""
+        stats = self.stats
+        self.search.possibly = self.possibly
+        self.search.start(stats, self.found)
+        size = self.search.size()
+        stats.distinct = len(self.search.seen)
+        stats.depth = 1 if size else 0
+        stats.levels = [size]
+        self._started = True
+
+    def run(self) -> CheckResult:
+        """Explore, and return the result (with full counterexample paths)."""
+        started = time.perf_counter()
+        stats, search = self.stats, self.search
+        if not self._started:
+            self.start()
+        search.possibly = self.possibly
+        # After restore() the run may already be decided (a violation, an empty frontier).
+        stopped = self.stop_reason_after_level()
+        last_tick = time.perf_counter()
+        partial = None  # the counts of a level left half-expanded by a stop
+        max_depth, max_memory = self.options.max_depth, self.options.max_memory
+        found = self.found
+        while search.size() and stopped is None:
+            if max_depth is not None and stats.depth >= max_depth:
+                stopped = "max-depth"
+                break
+            level_found: dict[str, tuple] = {}
+            boundary = (stats.generated, stats.terminal, dict(stats.fired), dict(stats.new))
+            size = search.size()
+            first = len(search.seen) - size  # the number of the frontier's first state
+            search.begin_level()
+            done = 0
+            for count, piece in enumerate(search.pieces()):
+                if self.stop_requested is not None:
+                    stopped = self.stop_requested
+                    break
+                if search.expand(piece, first + done, stats, level_found, found) is False:
+                    stopped = self.stop_requested  # a stop request cancelled the piece
+                    break
+                done += search.piece_len(piece)
+                every = search.every  # read each time: a search may change phase (Spark)
+                if every and count % every == 0:
+                    if max_memory is not None and _over(max_memory):
+                        stopped = "max-memory"
+                        break
+                    if self.progress is not None:
+                        now = time.perf_counter()
+                        if now - last_tick >= self.options.progress_seconds:
+                            last_tick = now
+                            self._tick(started, size - done + search.next_size())
+            if stopped is not None:
+                # Stopped inside a level: report the partial counts, go back to the
+                # level boundary (the level's states are the newest: a truncation).
+                stats.distinct = len(search.seen)
+                partial = attrs.evolve(
+                    stats,
+                    levels=list(stats.levels),
+                    fired=dict(stats.fired),
+                    new=dict(stats.new),
+                    queue=size - done + search.next_size(),
+                )
+                search.rollback()
+                for _prop, log in self.possibly:
+                    log.rollback(len(search.seen))
+                stats.generated, stats.terminal = boundary[0], boundary[1]
+                stats.fired, stats.new = boundary[2], boundary[3]
+                break
+            search.end_level()
+            found.update(level_found)
+            count = search.size()
+            if count:
+                stats.depth += 1
+                stats.levels.append(count)
+            stats.distinct = len(search.seen)
+            self._tick(started, count)
+            if self.on_level is not None:
+                stats.queue = count
+                self.on_level(self)
+            stopped = self.stop_reason_after_level()
+        elapsed = time.perf_counter() - started
+        stats.seconds += elapsed
+        stats.distinct = len(search.seen)
+        stats.queue = search.size()
+        if partial is not None:
+            partial.seconds += elapsed
+            return self.result(stopped, partial)
+        return self.result(stopped)
+
+    def cancel(self, reason="interrupted") -> None:
+        """Stop at the next piece (a signal handler calls this); the run goes back to the
+        level boundary and reports ``reason``."""
+        self.stop_requested = reason
+
+    def stop_reason_after_level(self):
+        """Why the run stops at this level boundary, or ``None`` to go on."""
+        left = bool(self.search.size())
+        reason = stop_after_level(self.found, self.properties, self.options, len(self.search.seen), left)
+        if reason is None and self.options.max_memory is not None and left and _over(self.options.max_memory):
+            return "max-memory"
+        return reason
+
+    def _tick(self, started, queue):
+        if self.progress is None:
+            return
+        self.stats.distinct = len(self.search.seen)
+        self.stats.queue = queue
+        self.progress(attrs.evolve(self.stats, seconds=self.stats.seconds + time.perf_counter() - started))
+
+    # -- checkpoints --------------------------------------------------------------
+
+    def snapshot(self) -> dict:
+        """The search at its last level boundary, as picklable data (see ``checker.checkpoint``).
+
+        Valid between levels: from ``on_level`` or after ``run()`` returned (a run stopped
+        inside a level has gone back to that level's start). The dict shares the engine's
+        containers; write it out before running on.
+        """
+        parts = self.search.snapshot_parts()
+        head = {"engine": self.name, **parts.pop("head", {})}
+        snap = {**head, "stats": attrs.asdict(self.stats), "found": self.search.found_out(self.found), **parts}
+        if self.possibly:  # named only then: other checkpoints keep their old form
+            snap["possibly"] = {prop.name: log for prop, log in self.possibly}
+        return snap
+
+    def restore(self, snapshot: dict, directory=None) -> None:
+        """Continue from a ``snapshot()`` (of this model, properties and options): the
+        next ``run()`` goes on from its level boundary. (``directory``, the checkpoint's,
+        is for engines that keep files beside the snapshot.)"""
+        self.search.restore_parts(snapshot, directory)
+        self.stats = Stats(**snapshot["stats"])
+        self.found = self.search.found_in(dict(snapshot["found"]))
+        logs = snapshot.get("possibly", {})
+        self.possibly = [(prop, logs.get(prop.name, log)) for prop, log in self.possibly]
+        self._started = True
+
+    # -- results ------------------------------------------------------------------
+
+    def result(self, stopped, stats=None) -> CheckResult:
+        """The result: the counts, and a path for every violation found."""
+        violations = {}
+        for prop in (p.name for p in self.properties):
+            if prop not in self.found:
+                continue
+            kind, why, where = self.found[prop]
+            if kind == "step":
+                parent, choice = where
+                path = extend(self.model, self.search.path(parent), choice)
+            else:
+                path = self.search.path(where)
+            violations[prop] = Violation(prop, kind, why, path)
+        result = result_of(self, violations, stopped, self.search.size(), stats)
+        for prop, log in self.possibly:
+            self._decide_possibly(result, prop, log, stopped)
+        return result
+
+    def _decide_possibly(self, result, prop, log, stopped):
+        """An always-possibly property's verdict: from the edge log when every reachable
+        state was explored, else unknown with the reason."""
+        if stopped is not None or self.search.size():
+            why = {
+                "max-depth": f"the run stopped at max_depth {self.options.max_depth}",
+                "max-states": f"the run stopped at max_states {self.options.max_states}",
+                "violation": "the run stopped at another property's violation (--keep-going explores them all)",
+            }.get(stopped, f"the run stopped early ({stopped})")
+            result.unknown[prop.name] = f"{prop.name} needs every reachable state; {why}"
+            return
+        count, least = log.traps(self.search.numbers_of)
+        if count:
+            path = self.search.path(least)
+            state = path.steps[-1].state
+            why = prop.explain(self.model, state) if prop.explain is not None else None
+            why = why or f"no state where {prop.name} holds can be reached from this state"
+            result.violations[prop.name] = Violation(prop.name, POSSIBLY, why, path, traps=count)
+
+
+def _over(limit) -> bool:
+    rss = resident_bytes()
+    return rss is not None and rss > limit

@@ -1,0 +1,77 @@
+"""One factory for every engine: local or Spark, on the per-state or the batch path.
+
+Every engine is the level driver (``checker.driver``) over a search object; the Spark
+engine (``checker.spark_rows``) runs the same levels in Spark tasks once they outgrow the
+driver. Hooks are given here, at construction, never set afterwards.
+"""
+
+from __future__ import annotations
+
+from .errors import UsageError
+from .options import Options
+
+ENGINES = ("local", "spark")
+
+
+def make_engine(
+    model,
+    properties=None,
+    options=None,
+    *,
+    engine="local",
+    per_state=False,
+    progress=None,
+    on_level=None,
+    on_status=None,
+    data_root=None,
+    master=None,
+    partitions=None,
+    verbose=False,
+    driver_level_limit=None,
+    store_dir=None,
+    _fail_first_attempt=False,
+):
+    """The engine ``engine`` (``"local"`` or ``"spark"``) for ``model``.
+
+    Args:
+        model, properties, options: what to check and how (``Options``).
+        per_state: expand one Python state at a time with the model's own successor
+            function, even when the model has a batch kernel (for differential testing);
+            a model without a batch kernel always runs so.
+        progress: called with a ``Stats`` snapshot now and then, and after every level.
+        on_level: called with the engine at every level boundary (a checkpoint writer).
+        on_status: called with a short message while Spark starts (Spark only).
+        data_root: the checkpoint directory where the Spark engine saves a level's files.
+        master, partitions, verbose, driver_level_limit, store_dir: the Spark engine's
+            (``checker.spark_rows.SparkRowsEngine``).
+    """
+    options = options or Options()
+    batch = hasattr(model, "batch_kernel") and not per_state
+    if engine == "local":
+        if batch:
+            from .batch import BatchEngine
+
+            return BatchEngine(model, properties, options, progress, on_level=on_level)
+        from .local import LocalEngine
+
+        return LocalEngine(model, properties, options, progress, on_level=on_level)
+    if engine == "spark":
+        from .spark_rows import DRIVER_LEVEL_LIMIT, SparkRowsEngine
+
+        return SparkRowsEngine(
+            model,
+            properties,
+            options,
+            progress,
+            master=master,
+            partitions=partitions,
+            verbose=verbose,
+            per_state=not batch,
+            on_level=on_level,
+            on_status=on_status,
+            data_root=data_root,
+            store_dir=store_dir,
+            driver_level_limit=DRIVER_LEVEL_LIMIT if driver_level_limit is None else driver_level_limit,
+            _fail_first_attempt=_fail_first_attempt,
+        )
+    raise UsageError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")

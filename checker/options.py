@@ -1,0 +1,29 @@
+"""How a run explores: the one options value every engine takes."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Options:
+    """How a run explores (frozen: an engine never changes them).
+
+    Attributes:
+        max_depth: do not expand states at this depth (the initial state has depth 1).
+        keep_going: after a property fails, keep exploring (like TLC's ``-continue``): the
+            run then explores every reachable state and reports the shortest
+            counterexample of every property that fails, with the full counts.
+        max_states: stop cleanly once this many distinct states are stored.
+        max_memory: stop cleanly once the process's resident memory passes this many
+            bytes (looked at every few thousand states and at every level boundary).
+        progress_seconds: how often ``progress`` is called during a level.
+        symmetry: store one state per orbit under the model's replica symmetries.
+    """
+
+    max_depth: int | None = None
+    keep_going: bool = False
+    max_states: int | None = None
+    max_memory: int | None = None
+    progress_seconds: float = 0.25
+    symmetry: bool = False

@@ -1,0 +1,333 @@
+"""The Spark engine's search object (``checker.driver``): the rows search on the driver
+while the levels are small, then one Spark job a level over the file store.
+
+See ``checker.spark_rows`` for the design. Here a level handed to Spark is a single
+*piece* of the level driver: ``expand`` runs the level's job and adds its summaries to
+the counts and to the level's first violations, so the driver's stop rules, progress,
+``on_level`` hook, violation records and result are the local engines' own.
+
+Violations found on Spark are recorded by ``(depth, fingerprint)`` (a state) and
+``((depth, parent fingerprint), choice)`` (a step); those found on the driver by state
+number, as the rows search records them. ``path`` follows either back to an initial state.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+import numpy as np
+
+from .batch import RowsSearch, add_counts
+from .errors import EngineError
+from .kernel import keep_least
+from .spark_rows_store import Store, _owner_of, _owners, _split_frontier
+from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition, _owner
+from .spark_session import _default_partitions, _one_line, spark_context
+from .trace import replay_choices
+
+
+class _Count:
+    """A stand-in for the seen-set once it lives in the store: only its size is known here."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+
+class SparkSearch:
+    """The search object of ``checker.spark_rows.SparkRowsEngine`` (``engine``)."""
+
+    def __init__(self, engine, kernel, symmetry):
+        self.engine = engine
+        self.kernel = kernel
+        self.symmetry = symmetry
+        self.rows = RowsSearch(engine.model, kernel, engine.invariants, engine.step_props, symmetry)
+        self.phase = "driver"  # then "spark", once the store holds the search
+        self.store = None
+        self.n = None  # partitions
+        self.sc = None
+        self.owned = False
+        self.runs = self.counts = self.sources = None
+        self.handoff = self.handoff_depth = None
+        self.distinct = 0
+        self.resume_from = None  # (directory, snapshot) of a saved Spark level to load
+        self.next_counts = None
+        self.busy = 0.0
+
+    # -- the search protocol ------------------------------------------------------------
+
+    @property
+    def every(self):
+        return 1 if self.phase == "driver" else 0  # a Spark level: no look at the memory inside it
+
+    @property
+    def seen(self):
+        return self.rows.seen if self.phase == "driver" else _Count(self.distinct)
+
+    @property
+    def frontier(self):
+        return self.rows.frontier if self.phase == "driver" else None
+
+    @property
+    def possibly(self):
+        return []
+
+    @possibly.setter
+    def possibly(self, _value):
+        pass  # the Spark engine refuses always-possibly properties
+
+    def start(self, stats, found):
+        self.rows.start(stats, found)
+
+    def size(self) -> int:
+        return self.rows.size() if self.phase == "driver" else sum(self.counts)
+
+    def next_size(self) -> int:
+        if self.phase == "driver":
+            return self.rows.next_size()
+        return sum(self.next_counts) if self.next_counts is not None else 0
+
+    def pieces(self):
+        if self.phase == "driver" and self.rows.size() > self.engine.driver_level_limit:
+            self._hand_over()
+        elif self.phase == "spark" and self.store is None:
+            self._load_saved()
+        if self.phase == "driver":
+            return self.rows.pieces()
+        return [self.size()]
+
+    def piece_len(self, piece) -> int:
+        return self.rows.piece_len(piece) if self.phase == "driver" else piece
+
+    def begin_level(self):
+        if self.phase == "driver":
+            self.rows.begin_level()
+        self.next_counts = None
+
+    def expand(self, piece, first, stats, level_found, found):
+        if self.phase == "driver":
+            return self.rows.expand(piece, first, stats, level_found, found)
+        return self._spark_level(piece, stats, level_found, found)
+
+    def end_level(self):
+        if self.phase == "driver":
+            self.rows.end_level()
+            return
+        depth = self.depth
+        self.store.drop_front(depth)
+        self.store.drop_successors(depth)
+        self.counts, self.sources = self.next_counts, self.next_sources
+        self.distinct += sum(self.counts)
+        self.next_counts = None
+
+    def rollback(self):
+        if self.phase == "driver":
+            self.rows.rollback()
+        self.next_counts = None  # a cancelled Spark level changed nothing the driver keeps
+
+    def numbers_of(self, fps):
+        raise EngineError("the Spark engine does not number its states")
+
+    # -- Spark levels ---------------------------------------------------------------------
+
+    def session(self):
+        """The SparkContext, started at the first level that needs it."""
+        engine = self.engine
+        if self.sc is None:
+            begin = time.perf_counter()
+            self.sc, self.owned = spark_context(engine.master, engine.verbose, status=engine.on_status)
+            engine.metrics["session_start_seconds"] = round(time.perf_counter() - begin, 3)
+            self.sc.setJobGroup(engine.group, "kmc breadth-first search (rows)", interruptOnCancel=False)
+            if self.n is None:
+                self.n = engine.partitions or _rows_partitions(self.sc)
+            if engine.on_status is not None:
+                engine.on_status(
+                    f"Spark session ready (master {self.sc.master}, {self.n} partitions); running the first level"
+                )
+        return self.sc
+
+    def _hand_over(self):
+        """Write the driver's seen-set (split by owner) and frontier (split by rank) into
+        a new store: the levels from here on run on Spark."""
+        rows_search, depth = self.rows, self.engine.stats.depth
+        self.session()
+        store = self.store = Store.create(self.engine.store_dir)
+        n = self.n
+        seen = rows_search.seen
+        seen_fps = np.concatenate(seen._runs + seen._level_runs)
+        owners = _owners(seen_fps, n)
+        self.runs = []
+        for i in range(n):
+            fps = np.sort(seen_fps[owners == i])
+            store.save(store.run(i, depth), fps)
+            self.runs.append([(depth, len(fps))])
+        del seen_fps, owners
+        rows = np.concatenate(rows_search.frontier)
+        fps = _fingerprints(self.kernel, rows, self.symmetry)
+        self.handoff = {int(fp): len(seen) - len(rows) + i for i, fp in enumerate(fps.tolist())}
+        self.handoff_depth = self.engine.metrics["driver_levels"] = depth
+        self.distinct = len(seen)
+        self.counts, self.sources = _split_frontier(store, depth, n, np.arange(len(rows), dtype=np.int64), fps, rows)
+        rows_search.frontier = []
+        self.phase = "spark"
+
+    def _load_saved(self):
+        from .spark_save import load_saved
+
+        where, snap = self.resume_from
+        self.store = Store.create(self.engine.store_dir)
+        self.n = self.engine.partitions or snap["partitions"]
+        self.runs, self.counts, self.sources = load_saved(self.store, where, snap, self.n, self.engine.stats.depth)
+
+    def _spark_level(self, level, stats, level_found, found):
+        """One level as one Spark job; returns False when a stop request cancelled it."""
+        engine = self.engine
+        sc = self.session()
+        n, store = self.n, self.store
+        t0 = time.perf_counter()
+        depth = self.depth = stats.depth
+        offsets = np.concatenate(([0], np.cumsum(self.counts))).tolist()
+        done = frozenset(found)
+        grow = partial(
+            _expand_partition,
+            self.kernel,
+            engine.model,
+            engine.step_props,
+            done,
+            self.symmetry,
+            n,
+            offsets,
+            store.root,
+            depth,
+            self.sources,
+            engine.fail_first_attempt,
+        )
+        own = partial(
+            _own_partition,
+            self.kernel,
+            engine.model,
+            engine.invariants,
+            done,
+            n,
+            level,
+            store.root,
+            depth + 1,
+            self.runs,
+        )
+        # One job, two stages: the rank partitions (expand their share of the frontier,
+        # read from the store) and, after the shuffle to the owners, the owners (merge
+        # with the seen runs, check, write the next frontier).
+        job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, _owner)
+        try:
+            summaries = job.mapPartitionsWithIndex(own).collect()
+        except Exception as e:
+            if engine.stop_requested is not None:
+                return False  # cancelled: the level is dropped, the last one stands
+            where = f" (master {engine.master})" if engine.master else ""
+            raise EngineError(f"a Spark job failed at depth {depth + 1}{where}: {_one_line(e)}") from None
+        shipped = self._absorb(summaries, depth + 1, stats, level_found, found)
+        next_level = sum(self.next_counts)
+        seconds = round(time.perf_counter() - t0, 3)
+        engine.metrics["spark_levels"].append((next_level, seconds, shipped, round(self.busy, 3)))
+        engine.metrics["shuffle_bytes"] += shipped
+        return None
+
+    def _absorb(self, summaries, depth, stats, level_found, found):
+        """Add a level's summaries to the stats and its first violations to
+        ``level_found``; take the owners' new seen runs (dropping the runs they merged).
+        Sets the next level's count per rank partition and the owners that wrote a share
+        of each; returns the bytes shipped."""
+        names, n = self.kernel.action_names, self.n
+        counts = np.zeros(n, dtype=np.int64)
+        sources: list[list[int]] = [[] for _ in range(n)]
+        shipped = 0
+        candidates: dict[str, tuple] = {}  # property -> (key, kind, explanation, where)
+        busy = 0.0
+        for index, per_target, new_codes, state_bad, metas, out_bytes, own_busy, runs in sorted(
+            summaries, key=lambda s: s[0]
+        ):
+            counts += per_target
+            for t in np.flatnonzero(per_target).tolist():
+                sources[t].append(index)
+            shipped += out_bytes
+            busy += own_busy
+            add_counts(stats.new, names, new_codes)
+            for prop, (key, why, fp) in state_bad.items():
+                keep_least(candidates, prop, (key, "always", why, (depth, fp)))
+            for terminal, generated, fired, step_bad, in_bytes, expand_busy in metas:
+                shipped += in_bytes
+                busy += expand_busy
+                stats.terminal += terminal
+                stats.generated += generated
+                add_counts(stats.fired, names, fired)
+                for prop, (key, why, pfp, choice) in step_bad.items():
+                    keep_least(candidates, prop, (key, "step", why, ((depth - 1, pfp), choice)))
+            stale = {d for d, _ in self.runs[index]} - {d for d, _ in runs}
+            for d in stale:
+                self.store.drop_run(index, d)
+            self.runs[index] = runs
+        # The local engine checks step properties while expanding a level and state
+        # invariants on its new states; either way a property's first violation is the
+        # least key of this level.
+        for prop, (_key, kind, why, where) in candidates.items():
+            if prop not in found and prop not in level_found:
+                level_found[prop] = (kind, why, where)
+        self.busy = busy
+        self.next_counts, self.next_sources = counts.tolist(), sources
+        return shipped
+
+    # -- results ----------------------------------------------------------------------------
+
+    def path(self, where):
+        if not isinstance(where, tuple):
+            return self.rows.path(where)
+        depth, fp = where
+        tail = []
+        while depth > self.handoff_depth:
+            parent, choice = self.store.parent(_owner_of(fp, self.n), depth, fp)
+            tail.append(choice)
+            fp, depth = parent, depth - 1
+        if fp not in self.handoff:
+            raise EngineError("trace rebuild: reached a handed-over state the driver does not know")
+        init, choices = self.rows.seen.path_to(self.handoff[fp])
+        return replay_choices(self.engine.model, init, choices + tail[::-1])
+
+    def close(self, leave_running=False):
+        """Stop the session this search started, remove the store."""
+        sc, owned = self.sc, self.owned
+        self.sc = None
+        if owned and not leave_running:
+            sc.stop()
+        if self.store is not None:
+            self.store.remove()
+            self.store = None
+
+    # -- checkpoints: see checker.spark_save ------------------------------------------------
+
+    def snapshot_parts(self) -> dict:
+        from .spark_save import snapshot_parts
+
+        return snapshot_parts(self)
+
+    def restore_parts(self, snapshot, directory=None):
+        from .spark_save import restore_parts
+
+        restore_parts(self, snapshot, directory)
+
+    @staticmethod
+    def found_out(found) -> dict:
+        return found
+
+    @staticmethod
+    def found_in(found) -> dict:
+        return found
+
+
+def _rows_partitions(sc) -> int:
+    configured = sc.getConf().get("spark.default.parallelism")
+    if configured:
+        return _default_partitions(sc)
+    return max(1, sc.defaultParallelism)

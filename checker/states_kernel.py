@@ -1,0 +1,116 @@
+"""A batch kernel over Python states: the per-state model as rows, so that the rows
+search (``checker.batch.RowsSearch``) and the Spark engine run any model, one with no
+batch kernel of its own included.
+
+A row is a state (a one-dimensional ``object`` array holds a chunk of them), its
+successors are the model's own (``checker.protocol.successors``), and its fingerprint is
+the one the per-state search gives it (``fingerprint_bytes(model.encode(state))``, or of
+the orbit's least encoding under symmetry reduction), so every engine stores the same
+states in the same order. No property has an array form here: the rows search then asks
+each property of each state, as the per-state search does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import UsageError
+from .fingerprint import fingerprint_bytes
+from .kernel import canonical_encoder
+from .protocol import action_name, successors
+
+MAX_CHOICES = 256  # the rows search keeps a choice in a byte
+
+
+class StatesKernel:
+    """The ``checker.protocol.BatchKernel`` of a per-state model.
+
+    Args:
+        model: the model.
+        action_names: every action name the model can fire, in a fixed order (the
+            counters are kept per name code): the model's ``action_names()`` when it has
+            one, else its batch kernel's names.
+    """
+
+    def __init__(self, model, action_names=None):
+        self.model = model
+        if action_names is None:
+            action_names = _declared_names(model)
+        self.action_names = list(action_names)
+        self._codes = {name: code for code, name in enumerate(self.action_names)}
+        self._canonical = None
+
+    def __getstate__(self):
+        return {"model": self.model, "action_names": self.action_names}
+
+    def __setstate__(self, state):
+        self.__init__(state["model"], state["action_names"])
+
+    def init_rows(self, states):
+        return _objects(states)
+
+    def decode(self, row):
+        return row
+
+    def expand(self, rows):
+        parents, choices, codes, out = [], [], [], []
+        model, code_of = self.model, self._codes
+        for i, state in enumerate(rows):
+            for choice, (action, nxt) in enumerate(successors(model, state)):
+                if choice >= MAX_CHOICES:
+                    raise UsageError(
+                        f"a state has more than {MAX_CHOICES} enabled actions: the rows search "
+                        "cannot keep its choices; run with --engine local --per-state"
+                    )
+                name = action_name(action)
+                code = code_of.get(name)
+                if code is None:
+                    raise UsageError(f"the action {name!r} is not among the model's action_names()")
+                parents.append(i)
+                choices.append(choice)
+                codes.append(code)
+                out.append(nxt)
+        return (
+            np.array(parents, dtype=np.int64),
+            np.array(choices, dtype=np.int64),
+            np.array(codes, dtype=np.int64),
+            _objects(out),
+        )
+
+    def fingerprints(self, rows, symmetry=False):
+        """The fingerprints of ``rows``: of their orbits under symmetry reduction."""
+        if symmetry:
+            if self._canonical is None:
+                self._canonical = canonical_encoder(self.model)
+            encode = self._canonical
+        else:
+            encode = self.model.encode
+        return np.fromiter((fingerprint_bytes(encode(s)) for s in rows), dtype=np.uint64, count=len(rows))
+
+    @staticmethod
+    def invariant_mask(_name, _rows):
+        return None
+
+    @staticmethod
+    def step_mask(_name, _rows, _parents, _after):
+        return None
+
+
+def _declared_names(model):
+    names = getattr(model, "action_names", None)
+    if callable(names):
+        return names()
+    kernel = getattr(model, "batch_kernel", None)
+    if kernel is not None:
+        return kernel().action_names
+    raise UsageError(
+        "this model has no batch kernel and declares no action_names(): "
+        "the rows search needs one of them (run with --engine local --per-state)"
+    )
+
+
+def _objects(values):
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out

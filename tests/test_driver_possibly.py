@@ -1,0 +1,130 @@
+"""Always-possibly (AG EF) properties in the level driver, on a small graph worked out by hand.
+
+The graph: ``s -> a1, b1``; ``a1 -> s, a2``; ``b1 -> s, b2``; ``a2 -> a2``; ``b2 -> b2``.
+The goal is ``s``. From ``a1`` and ``b1`` the goal is one step away; from ``a2`` and ``b2``
+it can never be reached: two trap states, the first of the breadth-first order being
+``a2`` (levels ``[s]``, ``[a1, b1]``, ``[a2, b2]``), three states from the start. Renaming
+``a`` to ``b`` is a symmetry: one trap orbit under symmetry reduction, the same path.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from kmc.checker.batch import BatchEngine
+from kmc.checker.engines import make_engine
+from kmc.checker.errors import UsageError
+from kmc.checker.options import Options
+from kmc.checker.protocol import POSSIBLY, Property
+from kmc.checker.states_kernel import StatesKernel
+
+EDGES = {"s": ("a1", "b1"), "a1": ("s", "a2"), "b1": ("s", "b2"), "a2": ("a2",), "b2": ("b2",)}
+
+
+@attrs.frozen
+class Go:
+    to: str
+    name: str = "go"
+
+
+def at_home(model, state):
+    return state == "s"
+
+
+def why_trapped(model, state):
+    return f"{state} only leads to itself"
+
+
+Home = Property("Home", POSSIBLY, at_home, "the start stays reachable", symmetric=True, explain=why_trapped)
+
+
+class Graph:
+    def init_states(self):
+        return ("s",)
+
+    def actions(self, state):
+        return [Go(t) for t in EDGES[state]]
+
+    def next_state(self, state, action):
+        return action.to
+
+    def properties(self):
+        return (Home,)
+
+    def encode(self, state):
+        return state.encode()
+
+    def action_names(self):
+        return ("go",)
+
+    def symmetries(self):
+        return ("id", "swap")
+
+    def permute(self, state, p):
+        return state.translate(str.maketrans("ab", "ba")) if p == "swap" else state
+
+
+def _engines():
+    yield "per-state", lambda o: make_engine(Graph(), [Home], o, engine="local")
+    yield "batch", lambda o: BatchEngine(Graph(), [Home], o, kernel=StatesKernel(Graph()))
+
+
+@pytest.mark.parametrize("path", ["per-state", "batch"])
+@pytest.mark.parametrize("symmetry,traps,distinct", [(False, 2, 5), (True, 1, 3)])
+def test_traps_by_hand(path, symmetry, traps, distinct):
+    engine = dict(_engines())[path](Options(symmetry=symmetry))
+    result = engine.run()
+    assert result.stats.distinct == distinct and result.complete
+    v = result.violations["Home"]
+    assert (v.kind, v.traps) == ("possibly", traps)
+    assert v.path.states == ("s", "a1", "a2") and v.path.choices == (0, 1)
+    assert v.explanation == "a2 only leads to itself"
+    assert result.verdict("Home") == "violated"
+
+
+@pytest.mark.parametrize("path", ["per-state", "batch"])
+def test_unknown_under_max_depth(path):
+    result = dict(_engines())[path](Options(max_depth=2)).run()
+    assert result.verdict("Home") == "unknown" and "Home" not in result.violations
+    assert result.unknown["Home"] == "Home needs every reachable state; the run stopped at max_depth 2"
+
+
+@pytest.mark.parametrize("path", ["per-state", "batch"])
+def test_holds_without_the_trap_edges(path, monkeypatch):
+    monkeypatch.setitem(EDGES, "a1", ("s",))
+    monkeypatch.setitem(EDGES, "b1", ("s",))
+    result = dict(_engines())[path](Options()).run()
+    assert result.stats.distinct == 3 and result.verdict("Home") == "holds" and not result.unknown
+
+
+@pytest.mark.parametrize("path", ["per-state", "batch"])
+def test_a_checkpoint_keeps_the_edge_log(path):
+    import pickle
+
+    snaps = []
+
+    def keep(engine):
+        snaps.append(pickle.dumps(engine.snapshot()))
+
+    first = dict(_engines())[path](Options(max_depth=2))
+    first = type(first)(Graph(), [Home], Options(max_depth=2), on_level=keep,
+                        **({"kernel": StatesKernel(Graph())} if path == "batch" else {}))
+    assert first.run().verdict("Home") == "unknown"
+    resumed = dict(_engines())[path](Options())
+    resumed.restore(pickle.loads(snaps[-1]))
+    v = resumed.run().violations["Home"]
+    assert v.traps == 2 and v.path.states == ("s", "a1", "a2")
+
+
+def test_spark_refuses_in_one_line():
+    with pytest.raises(UsageError) as e:
+        make_engine(Graph(), [Home], Options(), engine="spark")
+    assert str(e.value) == ("Home (an always-possibly property) is checked by the local engine only; "
+                            "run without --engine spark")
+
+
+def test_symmetry_refuses_a_goal_not_declared_symmetric():
+    lopsided = Property("Home", POSSIBLY, at_home, symmetric=False)
+    with pytest.raises(UsageError, match="Home is not declared symmetric"):
+        make_engine(Graph(), [lopsided], Options(symmetry=True), engine="local")

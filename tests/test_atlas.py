@@ -101,3 +101,22 @@ def test_a_cell_runs_the_engine():
     lost = run_cell(("r2-isr1-c2", "v41", None))
     assert (lost["committed"]["length"], lost["availability"]["verdict"]) == (6, "holds")
     assert lost["matched"] is True
+
+
+def test_the_published_atlas():
+    """reports/ATLAS.md is `kmc matrix --atlas --out reports`'s output, every cell with a known
+    verdict matching it."""
+    from pathlib import Path
+
+    from kmc.reports.atlas import to_markdown
+
+    reports = Path(__file__).resolve().parent.parent / "reports"
+    doc = json.loads((reports / "atlas.json").read_text())
+    assert doc["command"] == "kmc matrix --atlas --out reports" and doc["kind"] == "kmc-atlas"
+    assert len(doc["cells"]) == len(ROWS) * len(POLICIES)
+    assert all(c["complete"] and c["matched"] is not False for c in doc["cells"])
+    assert sum(c["matched"] is True for c in doc["cells"]) == len(KNOWN)
+    assert (reports / "ATLAS.md").read_text() == to_markdown(doc)
+    cells = {(c["row"], c["policy"]): c for c in doc["cells"]}
+    assert cell_text(cells[("r2-isr1-c2", "kip966")]) == "durable ✓ · available ✗ 4 (18.4% traps)"
+    assert cell_text(cells[("r3-isr2-c2", "v41")]) == "durable ✗ 11 · available ✓"

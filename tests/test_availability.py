@@ -463,3 +463,23 @@ def test_kmc_replay_reads_a_trap(tmp_path, capsys):
     saved.write_text(json.dumps(result_to_dict(spec, model, CheckResult("local", [PR], Stats(), {PR: short}))))
     code, out, err = _main(capsys, "replay", saved)
     assert code == 2 and "not a trap" in err and "Traceback" not in err
+
+
+def test_kmc_bench_reports_bytes_per_stored_edge(tmp_path, capsys):
+    """The edge log keeps exactly the edges leaving non-goal states, duplicates included:
+    as many as the oracle counts successors of its non-Available states."""
+    cfg = _spec("avail-c2-elr").config
+    order, seen = oracle.initial_states(cfg), set(oracle.initial_states(cfg))
+    for s in order:
+        for _, t in oracle.successors(cfg, s):
+            if t not in seen:
+                seen.add(t)
+                order.append(t)
+    want = sum(len(oracle.successors(cfg, s)) for s in order if not oracle.available(cfg, s))
+    out_json = tmp_path / "b.json"
+    code, out, err = _main(capsys, "bench", SPECS / "avail-c2-elr.toml", "--json", out_json)
+    assert code == 0, err
+    doc = json.loads(out_json.read_text())
+    assert doc["edges_stored"] == want == 2657
+    assert doc["bytes_per_stored_edge"] == round(doc["edge_log_bytes"] / want, 1)
+    assert "bytes per stored edge" in out

@@ -24,16 +24,21 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 _MIN_CAPACITY = 1024
+# Source state numbers are kept in 4 bytes while every state number fits (the engines store
+# far fewer than 2**32 states), in 8 beyond.
+_NARROW = np.uint32
+_NARROW_LIMIT = 2**32
 
 
 def _grown(array: np.ndarray, used: int, needed: int) -> np.ndarray:
     """``array`` with room for ``needed`` entries, its first ``used`` entries kept
-    (capacity doubles, so appending is amortised constant time)."""
+    (capacity grows by half, so appending is amortised constant time and at most a third
+    of the array is slack)."""
     if needed <= len(array):
         return array
     capacity = max(_MIN_CAPACITY, len(array))
     while capacity < needed:
-        capacity *= 2
+        capacity += capacity // 2
     bigger = np.empty(capacity, dtype=array.dtype)
     bigger[:used] = array[:used]
     return bigger
@@ -51,7 +56,7 @@ class EdgeLog:
     def __init__(self) -> None:
         self._goal = np.empty(0, dtype=np.bool_)  # goal[i]: state i is a goal state
         self._states = 0
-        self._src = np.empty(0, dtype=np.int64)  # a kept edge's source state number
+        self._src = np.empty(0, dtype=_NARROW)  # a kept edge's source state number
         self._dst = np.empty(0, dtype=np.uint64)  # the successor's stored fingerprint
         self._edges = 0
 
@@ -71,6 +76,8 @@ class EdgeLog:
                 f"EdgeLog.add_states: states must be added in order; expected state "
                 f"{self._states} next, got {first}")
         end = self._states + len(goal)
+        if end > _NARROW_LIMIT and self._src.dtype != np.int64:
+            self._src = self._src.astype(np.int64)
         self._goal = _grown(self._goal, self._states, end)
         self._goal[self._states:end] = goal
         self._states = end
@@ -102,7 +109,7 @@ class EdgeLog:
         end = self._edges + count
         self._src = _grown(self._src, self._edges, end)
         self._dst = _grown(self._dst, self._edges, end)
-        self._src[self._edges:end] = src[keep]
+        self._src[self._edges:end] = src[keep]  # fits: every source is a stored state's number
         self._dst[self._edges:end] = dst_fp[keep]
         self._edges = end
 
@@ -153,11 +160,14 @@ class EdgeLog:
         # Work on the non-goal states only, renumbered 0..k-1; node k stands for "a goal".
         # Every kept edge leaves a non-goal state (add_edges dropped the others), so the
         # reversed graph has an edge dst -> src, and a goal successor becomes node k.
-        compact = np.searchsorted(candidates, src)
-        into_goal = goal[dst]
-        target = np.where(into_goal, k, np.searchsorted(candidates, dst))
+        index = np.int32 if k < 2**31 - 1 else np.int64  # the graph's node numbers
+        compact = np.searchsorted(candidates, src).astype(index)
+        target = np.searchsorted(candidates, dst).astype(index)
+        target[goal[dst]] = k
+        del dst
         reversed_graph = sparse.csr_matrix(
             (np.ones(len(src), dtype=np.int8), (target, compact)), shape=(k + 1, k + 1))
+        del target, compact
         reached = csgraph.breadth_first_order(
             reversed_graph, k, directed=True, return_predecessors=False)
         can_reach = np.zeros(k + 1, dtype=np.bool_)
@@ -195,7 +205,9 @@ class EdgeLog:
     def __setstate__(self, state: dict) -> None:
         self._goal = np.asarray(state["goal"], dtype=np.bool_)
         self._states = len(self._goal)
-        self._src = np.asarray(state["src"], dtype=np.int64)
+        src = np.asarray(state["src"])
+        wide = src.dtype == np.int64 or self._states > _NARROW_LIMIT
+        self._src = src.astype(np.int64 if wide else _NARROW)
         self._dst = np.asarray(state["dst"], dtype=np.uint64)
         self._edges = len(self._src)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from kmc.checker.protocol import ALWAYS, STEP, Property
 from kmc.model.state import leader_of
 
+from .availability import PartitionRecoverable
+
 
 def _record(epoch, rid):
     return f"record {rid} (epoch {epoch})"
@@ -147,8 +149,10 @@ AcknowledgedNeverLost = Property(
     "when a replica leads, every record acknowledged to the producer is in its log at its offset "
     "(needs model.acks)", symmetric=True)
 
+# Every property kmc can check. PartitionRecoverable (availability) is checked only when a
+# run asks for it: it needs the whole reachable graph, so it is never a default.
 ALL = (HighWatermarkBelowLogEnd, CommittedNeverLost, LogsNeverDiverge, LeaderEpochMonotonic,
-       LeaderCandidateCompleteness, AcknowledgedNeverLost)
+       LeaderCandidateCompleteness, AcknowledgedNeverLost, PartitionRecoverable)
 BY_NAME = {p.name: p for p in ALL}
 # The four properties of the model before docs/model.md's "Kafka 2.1 and later": what a configuration
 # that uses none of it (an older rule, both options off) checks by default, so that its
@@ -159,9 +163,10 @@ MODERN = ALL[:5]
 
 
 def default_properties(config):
-    """The properties a run of ``config`` checks unless told otherwise: ``ALL`` for a
+    """The properties a run of ``config`` checks unless told otherwise: ``MODERN`` for a
     configuration that uses the 2.1 rule, the HW gate or the ELR; ``CLASSIC`` (without
     ``LeaderCandidateCompleteness``) for the pre-2.1 model; either followed by
-    ``AcknowledgedNeverLost`` when the configuration tracks acknowledgements (``acks``)."""
+    ``AcknowledgedNeverLost`` when the configuration tracks acknowledgements (``acks``).
+    ``PartitionRecoverable`` is never a default."""
     base = MODERN if config.modern else CLASSIC
     return base + (AcknowledgedNeverLost,) if getattr(config, "acks", None) else base

@@ -378,14 +378,20 @@ class KafkaBatchKernel:
         s[lossy] = t
 
     def _elections(self, g, rows):
+        can = rows[:, self.codec.QE] < self.config.max_leader_epoch
+        for cand, kind, ok in self._election_kinds(rows, g.alive, g.lead):
+            g.emit(ELECT_LEADER, can & ok, self._elect, cand, kind)
+
+    def _election_kinds(self, rows, alive, lead):
+        """``(candidate, kind, mask)`` for every kind of ElectLeader(candidate), in the
+        model's order (replica, then kind; the kinds exclude each other): ``mask`` says in
+        which rows it is enabled, the epoch bound aside."""
         c, cfg = self.codec, self.config
         n = self.n
         ql = rows[:, c.QL].astype(np.int64)
         qe = rows[:, c.QE]
         isr = rows[:, c.ISR].astype(np.int64)
         elr = rows[:, c.ELR].astype(np.int64)
-        alive = g.alive
-        can = qe < cfg.max_leader_epoch
         # the quorum leader q is none, dead, or restarted since its election
         replaceable = ql == NONE
         for q in range(n):
@@ -393,19 +399,29 @@ class KafkaBatchKernel:
             replaceable |= (ql == q) & ((rows[:, b + c.ALIVE] == 0) | (rows[:, b + c.EP] != qe))
         preferred = np.zeros(len(rows), dtype=bool)
         if cfg.preferred_election:
-            preferred = g.lead >= 0
+            preferred = lead >= 0
         live_isr = (isr & alive) != 0
         live_elr = (elr & alive) != 0
+        # The last-known-leader election: ISR and ELR empty, the quorum leader alive.
+        last_known = np.zeros(len(rows), dtype=bool)
+        if cfg.last_known_leader:
+            ql_alive = (ql >= 0) & ((alive >> np.maximum(ql, 0) & 1) == 1)
+            last_known = (isr == 0) & (elr == 0) & ql_alive
+        out = []
         for cand in range(n):
             is_alive = (alive >> cand & 1) == 1
-            trigger = can & is_alive & (replaceable | (preferred & (ql != cand)))
+            trigger = is_alive & (replaceable | (preferred & (ql != cand)))
             in_isr = (isr >> cand & 1) == 1
-            g.emit(ELECT_LEADER, trigger & in_isr, self._elect, cand, "clean")
+            out.append((cand, "clean", trigger & in_isr))
             if cfg.eligible_leader_replicas:
                 in_elr = (elr >> cand & 1) == 1
-                g.emit(ELECT_LEADER, trigger & ~live_isr & in_elr, self._elect, cand, "elr")
+                out.append((cand, "elr", trigger & ~live_isr & in_elr))
+            if cfg.last_known_leader:
+                out.append((cand, "last-known-leader", trigger & last_known & (ql == cand)))
             if cfg.unclean_leader_election:
-                g.emit(ELECT_LEADER, trigger & ~live_isr & ~live_elr & ~in_isr, self._elect, cand, "unclean")
+                out.append((cand, "unclean",
+                            trigger & ~live_isr & ~live_elr & ~in_isr & ~last_known))
+        return out
 
     def _elect(self, s, cand, kind):
         c = self.codec
@@ -417,7 +433,7 @@ class KafkaBatchKernel:
         elif kind == "elr":
             new = np.full(len(s), 1 << cand, dtype=np.int64)
             elr = (s[:, c.ELR].astype(np.int64) | old) & ~(1 << cand)
-        else:
+        else:  # unclean, or the last known leader: the ISR is {cand}, the ELR cleared
             new = np.full(len(s), 1 << cand, dtype=np.int64)
             elr = np.zeros(len(s), dtype=np.int64)
         s[:, c.ISR] = new
@@ -498,6 +514,22 @@ class KafkaBatchKernel:
         when this kernel has no batch form of it."""
         fn = _INVARIANTS.get(name)
         return None if fn is None else fn(self, rows)
+
+    def goal_mask(self, name, rows):
+        """A boolean array: which rows are goal states of the always-possibly property
+        ``name``, or ``None`` when this kernel has no batch form of it."""
+        if name != "PartitionRecoverable":
+            return None
+        return self.available(rows)
+
+    def available(self, rows):
+        """``Available`` on rows: some replica leads, or some ElectLeader is enabled when
+        the epoch bound is dropped from its guard."""
+        lead = self._leads(rows)
+        out = lead >= 0
+        for _, _, ok in self._election_kinds(rows, self._alive_mask(rows), lead):
+            out |= ok
+        return out
 
     def step_mask(self, name, rows, parents, after):
         """Which transitions ``rows[parents[i]] -> after[i]`` violate the step property

@@ -38,6 +38,10 @@ class Config:
         eligible_leader_replicas: the controller keeps eligible leader replicas and removes
             a replica that restarts after a lossy crash from the ISR and ELR (KIP-966).
             Meaningful only with ``hw_requires_min_isr`` (the spec loader insists).
+        last_known_leader: when the ISR and the ELR are both empty, the controller may
+            re-elect the quorum's last leader if it is alive (Kafka's last-known-leader
+            election). Meaningful only with ``eligible_leader_replicas`` (the spec loader
+            insists).
         initial_leader: ``"first"``: the first replica leads at epoch 0; ``"any"``: one
             initial state per replica, each leading at epoch 0.
         acks: ``None`` (acknowledgements are not tracked), ``"all"`` (a record is
@@ -58,6 +62,7 @@ class Config:
     hw_requires_min_isr: bool = False
     eligible_leader_replicas: bool = False
     initial_leader: str = "first"
+    last_known_leader: bool = False
     acks: str | None = None
 
     @property
@@ -74,6 +79,8 @@ class Config:
     def as_dict(self) -> dict:
         d = attrs.asdict(self)
         d["replicas"] = list(self.replicas)
+        if not d["last_known_leader"]:  # off: the [model] table as it was before the key existed
+            del d["last_known_leader"]
         if d["acks"] is None:  # not tracked: the [model] table as it was before the key existed
             del d["acks"]
         return d

@@ -86,6 +86,10 @@ def describe_step(model, before, action, after) -> str:
             text += (f" (from the ELR: no ISR member is alive, and {who} left the ISR while it "
                      f"was below min ISR, so it holds every committed record; ELR now "
                      f"{replica_set(model, q.elr)})")
+        elif (model.config.last_known_leader and not before.quorum.isr and not before.quorum.elr
+              and before.quorum.leader == r):
+            text += (f" (the last known leader: the ISR and the ELR are empty, so the controller "
+                     f"re-elects its last leader {who} with the log it has left)")
         elif r not in before.quorum.isr:
             text += f" (unclean: {who} was not in the ISR)"
         elif model.config.eligible_leader_replicas and q.elr != before.quorum.elr:

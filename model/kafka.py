@@ -359,14 +359,24 @@ class KafkaModel:
         # With no live ISR member: an ELR member may be elected (KIP-966); only when no
         # ELR member is alive either, and only if enabled, one outside both (unclean).
         live_elr = [r for r in q.elr if reps[r].alive] if not live_isr else []
-        unclean = cfg.unclean_leader_election and not live_isr and not live_elr
+        # The last-known-leader election: with the ISR and the ELR both empty, the quorum's
+        # leader, alive again, may be re-elected; it then excludes an unclean election.
+        last_known = (cfg.last_known_leader and not q.isr and not q.elr and ql is not None
+                      and reps[ql].alive)
+        unclean = cfg.unclean_leader_election and not live_isr and not live_elr and not last_known
         out = []
         for c in range(len(reps)):
             if not reps[c].alive or (not replaceable and c == ql):
                 continue
-            if c in q.isr or unclean or c in live_elr:
+            if c in q.isr or unclean or c in live_elr or (last_known and c == ql):
                 out.append(c)
         return out
+
+    def electable(self, state):
+        """The replicas ElectLeader may elect in ``state``, in replica order, whatever the
+        controller's epoch: the election guard without ``quorum.epoch < max_leader_epoch``
+        (what ``Available`` asks)."""
+        return self._electable(state)
 
     def _elect(self, s, c):
         reps = s.replicas
@@ -377,7 +387,7 @@ class KafkaModel:
         elif c in q.elr:  # from the ELR: the dead ISR members join it
             isr = (c,)
             elr = tuple(sorted(set(q.elr).union(q.isr).difference(isr)))
-        else:  # unclean: clears the ELR
+        else:  # unclean, or the last known leader: the ISR is {c}, the ELR cleared
             isr = (c,)
             elr = ()
         epoch = q.epoch + 1

@@ -52,7 +52,7 @@ _MODEL_INTS = {
     "max_leader_epoch": (2, 0, 16),
 }
 _MODEL_BOOLS = ("unclean_leader_election", "unflushed_loss", "preferred_election",
-                "hw_requires_min_isr", "eligible_leader_replicas")
+                "hw_requires_min_isr", "eligible_leader_replicas", "last_known_leader")
 _MODEL_KEYS = ("replicas", "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS,
                "initial_leader", "acks")
 # The property that reads the acknowledgements: meaningful only with model.acks.
@@ -281,6 +281,10 @@ def _config(path, model) -> Config:
     if values["eligible_leader_replicas"] and not values["hw_requires_min_isr"]:
         raise SpecError(path, "model.eligible_leader_replicas",
                         "needs model.hw_requires_min_isr = true (KIP-966 relies on the HW gate)")
+    if values["last_known_leader"] and not values["eligible_leader_replicas"]:
+        raise SpecError(path, "model.last_known_leader",
+                        "needs model.eligible_leader_replicas = true (the last known leader is "
+                        "elected only when the ISR and the ELR are empty)")
     initial = model.get("initial_leader", "first")
     if initial not in INITIAL_LEADERS:
         raise SpecError(path, "model.initial_leader",

@@ -17,6 +17,9 @@ from kmc.model.kafka import ACTION_NAMES
 from kmc.model.state import Fetch, Quorum, Replica, State
 
 SCHEMA_VERSION = 1
+# Fields added within a version raise the minor version (docs/json-schema.md lists them);
+# readers of version 1 ignore the fields they do not know.
+SCHEMA_MINOR = 1
 
 
 # -- verdicts and expectations ----------------------------------------------------------
@@ -222,6 +225,7 @@ def result_to_dict(spec, model, result) -> dict:
 
     return {
         "schema_version": SCHEMA_VERSION,
+        "schema_minor": SCHEMA_MINOR,
         "kmc_version": __version__,
         "spec": spec_to_dict(spec, model),
         "engine": result.engine,
@@ -231,14 +235,25 @@ def result_to_dict(spec, model, result) -> dict:
         "max_depth": result.max_depth,
         "stats": stats_to_dict(result.stats),
         "verdicts": verdicts(result),
+        "unknown": dict(getattr(result, "unknown", None) or {}),
         "expectation": expectation(spec, result),
         "violations": [
-            {"property": v.property, "kind": v.kind, "explanation": v.explanation,
-             "trace": trace_to_dict(model, v.path)}
+            _violation_to_dict(model, v)
             for v in (result.violations[name] for name in result.checked
                       if name in result.violations)
         ],
     }
+
+
+def _violation_to_dict(model, v) -> dict:
+    """One violation; an always-possibly one also carries ``trap_states``: how many
+    distinct states (orbits under symmetry reduction) are traps."""
+    doc = {"property": v.property, "kind": v.kind, "explanation": v.explanation}
+    traps = getattr(v, "traps", None)
+    if traps is not None:
+        doc["trap_states"] = int(traps)
+    doc["trace"] = trace_to_dict(model, v.path)
+    return doc
 
 
 def write_json(path, doc) -> None:

@@ -19,7 +19,8 @@ A row (schema version 1)::
      "distinct_states": int, "states_generated": int, "depth": int, "seconds": float,
      "complete": bool, "stopped": null | str,
      "counterexamples": {invariant: {"length": int, "kind": str, "explanation": str,
-                                     "trace": "traces/<id>-<invariant>.json"}}}
+                                     "trace": "traces/<id>-<invariant>.json",
+                                     "trap_states": int}}}   # trap_states: "possibly" only
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ SHORT = {
     "LeaderEpochMonotonic": "LEM",
     "LeaderCandidateCompleteness": "LCC",
     "AcknowledgedNeverLost": "ANL",
+    "PartitionRecoverable": "PR",
 }
 RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279",
               "leader-epoch-2.1": "v21"}
@@ -201,6 +203,10 @@ def _version_cell(row) -> str:
     parts = []
     for n in bad:
         cx = row["counterexamples"].get(n)
+        if cx and cx.get("trap_states") is not None and row["distinct_states"]:
+            share = 100 * cx["trap_states"] / row["distinct_states"]
+            parts.append(f"{SHORT.get(n, n)} ({cx['length']}; {share:.1f}% traps)")
+            continue
         parts.append(f"{SHORT.get(n, n)} ({cx['length']})" if cx else f"{SHORT.get(n, n)} {row['verdicts'][n]}")
     return "✗ " + ", ".join(parts)
 

@@ -18,7 +18,7 @@ from kmc.model.describe import plural
 from kmc.model.kafka import ACTION_NAMES
 
 from .json_result import expectation
-from .terminal import UNCLEAN_NOTE, TraceView
+from .terminal import UNCLEAN_NOTE, TraceView, trap_share
 
 __all__ = ["ResultView", "collision_text", "stop_reason"]
 
@@ -114,7 +114,7 @@ def _never_fired_note(model, name, result) -> str:
 
 def _flags(cfg) -> str:
     on = [name for name in ("unclean_leader_election", "unflushed_loss", "preferred_election",
-                            "hw_requires_min_isr", "eligible_leader_replicas")
+                            "hw_requires_min_isr", "eligible_leader_replicas", "last_known_leader")
           if getattr(cfg, name)]
     if cfg.initial_leader != "first":
         on.append(f"initial_leader = {cfg.initial_leader}")
@@ -254,9 +254,13 @@ class ResultView:
             states = _count(result.stats.distinct)
             steps = any(_kind(p) == "step" for p in result.checked)
             what = ("property" if steps else "invariant") if n == 1 else ("properties" if steps else "invariants")
+            unknown = [p for p in result.checked if result.verdict(p) == UNKNOWN]
             if not result.complete:
                 yield Text(f"No violation in {states} distinct states, but the search is "
                            f"incomplete: {n} {what} unknown.", "bold yellow")
+            elif unknown:  # complete, but a property needing more (an always-possibly one)
+                yield Text(f"No violation in {states} distinct states; unknown: "
+                           f"{', '.join(unknown)}.", "bold yellow")
             elif n == 1:
                 yield Text(f"✓ {result.checked[0]} holds over {states} distinct states.", "bold green")
             else:
@@ -264,8 +268,8 @@ class ResultView:
         else:
             first = ordered[0]
             text = Text(f"✗ {first.property} violated: shortest counterexample has "
-                        f"{len(first.path)} states.", "bold red")
-            rest = [f"{v.property} ({len(v.path)} states)" for v in ordered[1:]]
+                        f"{len(first.path)} states{self._traps(first)}.", "bold red")
+            rest = [f"{v.property} ({len(v.path)} states{self._traps(v)})" for v in ordered[1:]]
             if rest:
                 text.append(f" Also violated: {', '.join(rest)}.", "red")
             unknown = [p for p in result.checked if result.verdict(p) == UNKNOWN]
@@ -274,6 +278,8 @@ class ResultView:
             yield text
             if "CommittedNeverLost" in result.violations and model.config.unclean_leader_election:
                 yield Text(UNCLEAN_NOTE, "dim")
+        for name, reason in (getattr(result, "unknown", None) or {}).items():
+            yield Text(f"{name} is unknown: {safe_text(reason)}", "yellow")
         exp = self.expectation
         if exp["expected"]:
             undecided = [n for n in exp["expected"] if exp["got"].get(n) == UNKNOWN]
@@ -291,6 +297,12 @@ class ResultView:
                 yield Text("This does NOT match the spec's expectation: "
                            + "; ".join(exp["mismatches"]) + ".", "bold red")
 
+    def _traps(self, v) -> str:
+        """For an always-possibly violation, its trap count and share, else ``""``."""
+        if v.kind != "possibly":
+            return ""
+        return f"; {trap_share(getattr(v, 'traps', None), self.result.stats.distinct)}"
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield from self.header()
         yield Text("")
@@ -305,7 +317,7 @@ class ResultView:
                 title = Text(f"Counterexample: {v.property} ({len(v.path)} states)", "bold red")
                 # a rule would cut a title that does not fit: then the title alone, wrapped
                 yield Rule(title, style="red") if title.cell_len + 6 <= options.max_width else title
-                yield TraceView(self.model, v, diff=self.diff)
+                yield TraceView(self.model, v, diff=self.diff, distinct=self.result.stats.distinct)
         yield Text("")
         yield from self.summary()
 

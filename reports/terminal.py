@@ -355,6 +355,17 @@ def column_widths(model, states) -> dict:
     return widths
 
 
+def trap_share(traps, distinct) -> str:
+    """``"1,296 trap states: 18.4% of the 7,057 reachable states"`` (a possibly-violation's
+    count and share; orbits under symmetry reduction)."""
+    if traps is None:
+        return "trap states: not counted"
+    text = f"{traps:,} trap state{'s' if traps != 1 else ''}"
+    if distinct:
+        text += f": {100.0 * traps / distinct:.1f}% of the {distinct:,} reachable states"
+    return text
+
+
 class TraceView:
     """One violation's counterexample, state by state, then the violated property.
 
@@ -364,10 +375,11 @@ class TraceView:
         diff: show, after the first state, only the action and the variables it changed.
     """
 
-    def __init__(self, model, violation, *, diff=False):
+    def __init__(self, model, violation, *, diff=False, distinct=None):
         self.model = model
         self.violation = violation
         self.diff = diff
+        self.distinct = distinct  # the run's distinct states: a trap count's share
 
     def _header(self, index, step, previous) -> Text:
         head = Text()
@@ -440,6 +452,12 @@ class TraceView:
         n = len(v.path)
         text = Text()
         text.append(f"✗ {v.property}", "bold red")
+        if v.kind == "possibly":
+            text.append(f" is violated: State {n} is a trap, from which no path leads to a state "
+                        f"where a replica leads or can be elected:\n", "red")
+            text.append(v.explanation, "red")
+            text.append("\n" + trap_share(v.traps, self.distinct), "red")
+            return Panel(text, border_style="red", expand=False, padding=(0, 1))
         if v.kind == "step" and n > 1:
             action = format_action(model, v.path.steps[-1].action)
             text.append(f" is violated by the last transition, State {n - 1} → State {n} "

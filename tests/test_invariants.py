@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kmc.checker.protocol import ALWAYS, STEP
+from kmc.checker.protocol import ALWAYS, POSSIBLY, STEP
 from kmc.invariants import (
     ALL,
     BY_NAME,
@@ -27,8 +27,8 @@ def model(build):
 def test_the_properties_in_order():
     assert [p.name for p in ALL] == [
         "HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic",
-        "LeaderCandidateCompleteness", "AcknowledgedNeverLost"]
-    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP, ALWAYS, ALWAYS]
+        "LeaderCandidateCompleteness", "AcknowledgedNeverLost", "PartitionRecoverable"]
+    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP, ALWAYS, ALWAYS, POSSIBLY]
     assert set(BY_NAME) == {p.name for p in ALL}
     assert all(p.description for p in ALL)
 

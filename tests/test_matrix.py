@@ -252,13 +252,13 @@ def test_versions_grid(tmp_path, capsys):
     doc = json.loads((tmp_path / "results.json").read_text())
     assert validate(doc) == [] and doc["source"] == "versions"
     assert doc["command"].startswith("kmc matrix --versions --configs c1,c3 --kafka kip279,v21-elr --out ")
-    assert doc["invariants"] == INVARIANTS + ["LeaderCandidateCompleteness"]
+    assert doc["invariants"] == INVARIANTS + ["LeaderCandidateCompleteness", "PartitionRecoverable"]
     rows = {r["id"]: r for r in doc["rows"]}
     assert list(rows) == ["c1-kip279", "c1-v21-elr", "c3-kip279", "c3-v21-elr"]
     assert rows["c1-kip279"]["matched"] is True and rows["c1-v21-elr"]["matched"] is None
     assert rows["c3-kip279"]["counterexamples"]["CommittedNeverLost"]["length"] == 5
     table = versions_table(doc)
-    assert table.splitlines()[0] == "| configuration | 2.0: KIP-279 | 4.1: + ELR (KIP-966) |"
+    assert table.splitlines()[0] == "| configuration | 2.0: KIP-279 | KIP-966 (ELR) |"
     assert "| C1 + unclean election (C3) | ✗ CNL (5), LCC (5) | ✗ CNL (5), LCC (5) |" in table
     assert "## Kafka through the versions" in (tmp_path / "RESULTS.md").read_text()
 
@@ -268,7 +268,7 @@ def test_versions_options_errors(tmp_path, capsys):
     assert "only with --versions" in capsys.readouterr().err
     assert main(["matrix", "--versions", "--rules", "hw", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
     assert main(["matrix", "--versions", "--kafka", "9.9", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
-    assert "(use hw, le, kip279, v21, v21-gate, v21-elr)" in capsys.readouterr().err
+    assert "(use hw, le, kip279, v21, v21-gate, v21-elr, v41)" in capsys.readouterr().err
 
 
 def test_published_versions_table_is_the_readme_table():
@@ -282,5 +282,6 @@ def test_published_versions_table_is_the_readme_table():
     assert doc["command"] == "kmc matrix --versions --out reports/versions"
     assert len(doc["rows"]) == len(VERSION_CONFIGS) * len(VERSIONS)
     assert all(r["matched"] is not False and r["complete"] for r in doc["rows"])
-    assert sum(r["matched"] is True for r in doc["rows"]) == 26  # 23 + the three acks=all rows with a known verdict
+    # 23 + the three acks=all rows with a known verdict + c2-v41 (4.1 with the last-known-leader election)
+    assert sum(r["matched"] is True for r in doc["rows"]) == 27
     assert versions_table(doc) in (REPO / "README.md").read_text()

@@ -114,9 +114,11 @@ def runs():
 def test_every_modern_spec_is_a_row():
     """Every shipped spec of docs/model.md's "Kafka 2.1 and later" is pinned here (tests/test_specs.py
     pins the others)."""
-    # (the specs that track acknowledgements are tests/test_acks.py's rows)
+    # (the specs that track acknowledgements are tests/test_acks.py's rows; the availability
+    # specs, tests/test_availability.py's)
     modern = {p.stem for p in SPECS.glob("*.toml")
-              if load_spec(p).config.modern and load_spec(p).config.acks is None}
+              if load_spec(p).config.modern and load_spec(p).config.acks is None
+              and not p.stem.startswith("avail-")}
     assert modern - set(EXCLUDED) == set(ROWS)  # benchmarks are measured, not tested
 
 
@@ -176,8 +178,9 @@ def test_default_properties():
     assert default_properties(Config()) == CLASSIC == ALL[:4]
     assert ALL[4].name == LCC  # then AcknowledgedNeverLost, only with acks (tests/test_acks.py)
     for kw in ({"truncation": LEADER_EPOCH_21}, {"hw_requires_min_isr": True},
-               {"hw_requires_min_isr": True, "eligible_leader_replicas": True}):
-        assert default_properties(Config(**kw)) == ALL[:5]
+               {"hw_requires_min_isr": True, "eligible_leader_replicas": True},
+               {"hw_requires_min_isr": True, "eligible_leader_replicas": True, "last_known_leader": True}):
+        assert default_properties(Config(**kw)) == ALL[:5]  # never PartitionRecoverable
 
 
 # -- leso, elr_after ---------------------------------------------------------------------

@@ -6,6 +6,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kmc.checker.possibly import EdgeLog
 
@@ -129,7 +131,7 @@ def test_growth_past_the_initial_capacity():
     count, least = log.traps(lambda f: ((f - np.uint64(1)) // np.uint64(7)).astype(np.int64))
     assert (count, least) == (1501, 0)
     assert log.edges == n - 2
-    assert log.nbytes() >= 16 * log.edges + n
+    assert 12 * log.edges + n <= log.nbytes() <= 1.5 * (12 * log.edges + n) + 12 * 1024  # 4 + 8 bytes an edge, 1 a state
 
 
 def test_out_of_order_states_and_unknown_sources_are_refused():
@@ -149,3 +151,29 @@ def test_empty_log():
     log.add_states(0, np.array([False]))
     log.add_edges(np.empty(0, np.int64), np.empty(0, np.uint64))
     assert log.traps(numbers_of) == (1, 0)  # a lone non-goal state without successors
+
+
+def _naive_traps(goal, edges):
+    """The traps by fixpoint iteration over Python sets: a state can reach a goal when it is
+    one or has an edge to a state that can."""
+    good = {i for i, g in enumerate(goal) if g}
+    changed = True
+    while changed:
+        changed = False
+        for s, d in edges:
+            if d in good and s not in good:
+                good.add(s)
+                changed = True
+    traps = [i for i in range(len(goal)) if i not in good]
+    return len(traps), (traps[0] if traps else None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_random_graphs_agree_with_a_fixpoint(data):
+    n = data.draw(st.integers(1, 30))
+    goal = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    edges = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=80))
+    chunks = data.draw(st.integers(1, 4))
+    log = build("".join("g" if g else "." for g in goal), edges, chunks=chunks)
+    assert log.traps(numbers_of) == _naive_traps(goal, edges)

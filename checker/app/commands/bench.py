@@ -47,6 +47,19 @@ def seen_set_bytes(seen) -> int:
     return sys.getsizeof(seen) + sum(sys.getsizeof(k) for k in seen)
 
 
+def edge_log_measures(possibly) -> dict:
+    """What the edge logs of the always-possibly properties hold (``checker.possibly``):
+    the edges kept (those leaving non-goal states), their bytes, and the bytes per edge;
+    ``{}`` when no such property was checked."""
+    logs = [log for _, log in possibly or ()]
+    if not logs:
+        return {}
+    edges = sum(log.edges for log in logs)
+    nbytes = sum(log.nbytes() for log in logs)
+    return {"edges_stored": edges, "edge_log_bytes": nbytes,
+            "bytes_per_stored_edge": round(nbytes / edges, 1) if edges else None}
+
+
 def spark_measures(metrics) -> dict:
     """What the Spark rows engine measured (``SparkRowsEngine.metrics``): the session's
     start time, the levels run on the driver and on Spark, the per-level overhead (the
@@ -109,6 +122,7 @@ def run(args, out, err) -> int:
         doc["seen_set_bytes"] = seen_set_bytes(seen)
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
+    doc.update(edge_log_measures(getattr(engine, "possibly", None)))
     doc.update(spark_measures(engine.metrics if result.engine == "spark" else None))
     doc["path"] = engine.path if result.engine == "local" else result.engine
     doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
@@ -149,7 +163,7 @@ def _print(out, title, docs, ratio=None):
         if ratio is not None:
             cells.append(f"{ratio[key]:.2f}x" if key in ratio else "")
         label = key.replace("_", " ")
-        if key in ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes"):
+        if key in ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes", "edge_log_bytes"):
             label = label[:-len(" bytes")]  # "peak rss 56.1 MiB"
         table.add_row(label, *cells)
     out.print(table)
@@ -168,7 +182,7 @@ def human_bytes(n) -> str:
 def _cell(key, value) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "" if value is None else str(value)
-    if key in ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes"):  # sizes: human units
+    if key in ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes", "edge_log_bytes"):  # sizes: human units
         return human_bytes(value)
     return f"{value:,}"
 

@@ -82,20 +82,24 @@ VERSIONS = {
     "kip279": ("2.0: KIP-279", "leader-epoch-kip279", False, False),
     "v21": ("2.1: KAFKA-7128", "leader-epoch-2.1", False, False),
     "v21-gate": ("3.7: + HW gate (KAFKA-15583)", "leader-epoch-2.1", True, False),
-    "v21-elr": ("4.1: + ELR (KIP-966)", "leader-epoch-2.1", True, True),
+    "v21-elr": ("KIP-966 (ELR)", "leader-epoch-2.1", True, True),
+    "v41": ("4.1 (ELR + last known leader)", "leader-epoch-2.1", True, True),
 }
+# The versions that also elect the last known leader when the ISR and the ELR are empty.
+LAST_KNOWN_LEADER_VERSIONS = ("v41",)
 # docs/model.md, both known-verdict tables, where they cover a cell of this grid:
 # (config key, version key) -> {property: verdict}
 _C, _N, _L = "CommittedNeverLost", "LogsNeverDiverge", "LeaderCandidateCompleteness"
 _A = "AcknowledgedNeverLost"
+_P = "PartitionRecoverable"
 KNOWN_VERSION_VERDICTS = {
     ("c1", "hw"): {_C: _V, _N: _V}, ("c1", "le"): {_C: _H, _N: _H}, ("c1", "kip279"): {_C: _H, _N: _H},
     ("c1", "v21"): {_C: _H, _N: _H, _L: _H},
     ("c2", "hw"): {_C: _V, _N: _V}, ("c2", "le"): {_C: _V, _N: _V}, ("c2", "kip279"): {_C: _V, _N: _H},
-    ("c2", "v21"): {_C: _V, _N: _H, _L: _V}, ("c2", "v21-gate"): {_C: _V, _N: _H, _L: _V},
-    ("c2", "v21-elr"): {_C: _H, _N: _H, _L: _H},
+    ("c2", "v21"): {_C: _V, _N: _H, _L: _V, _P: _H}, ("c2", "v21-gate"): {_C: _V, _N: _H, _L: _V},
+    ("c2", "v21-elr"): {_C: _H, _N: _H, _L: _H, _P: _V}, ("c2", "v41"): {_C: _V, _L: _V, _P: _H},
     ("c3", "hw"): {_C: _V, _N: _V}, ("c3", "le"): {_C: _V, _N: _V}, ("c3", "kip279"): {_C: _V, _N: _H},
-    ("c3", "v21"): {_C: _V, _N: _H, _L: _V},
+    ("c3", "v21"): {_C: _V, _N: _H, _L: _V, _P: _H},
     ("c4", "hw"): {_C: _V, _N: _V}, ("c4", "le"): {_C: _H, _N: _V}, ("c4", "kip279"): {_C: _H, _N: _H},
     ("c4", "v21"): {_C: _H, _N: _H, _L: _H},
     ("isr", "kip279"): {_C: _V}, ("isr", "v21"): {_C: _H},
@@ -120,7 +124,7 @@ def version_grid(configs=None, versions=None):
         for vk in versions or VERSIONS:
             _, rule, gate, elr = VERSIONS[vk]
             config = Config(truncation=rule, hw_requires_min_isr=gate, eligible_leader_replicas=elr,
-                            **constants)
+                            last_known_leader=vk in LAST_KNOWN_LEADER_VERSIONS, **constants)
             out.append((f"{ck}-{vk}", config, dict(KNOWN_VERSION_VERDICTS.get((ck, vk), {}))))
     return out
 
@@ -169,6 +173,9 @@ def register(sub):
     p.add_argument("--title", metavar="TEXT", help="the title of RESULTS.md")
     p.add_argument("--force", action="store_true",
                    help="replace files in DIR that kmc did not write (RESULTS.md, results.json, traces/*.json)")
+    p.add_argument("--atlas", action="store_true",
+                   help="instead: the durability x availability atlas (configurations x Kafka policies, "
+                   "each cell CommittedNeverLost and PartitionRecoverable) in DIR/ATLAS.md and DIR/atlas.json")
     p.set_defaults(run=run, _defaults={d: p.get_default(d) for d in _OPTIONS})
 
 
@@ -301,6 +308,8 @@ def run_row(item):
         counterexamples[name] = {"length": v["trace"]["length"], "kind": v["kind"],
                                  "explanation": v["explanation"],
                                  "trace": f"traces/{rid}-{name}.json"}
+        if "trap_states" in v:  # an always-possibly property: its trap count
+            counterexamples[name]["trap_states"] = v["trap_states"]
     st = result.stats
     row = {
         "id": rid,
@@ -455,6 +464,10 @@ def run(args, out, err) -> int:
 
     if not args.out.strip():
         raise UsageError("--out: the path is empty; name a directory")
+    if getattr(args, "atlas", False):
+        from .atlas import run_atlas
+
+        return run_atlas(args, out, err)
     items, source, constants, spec_dir = _items(args)
     out_dir = Path(args.out)
     traces_dir = out_dir / "traces"

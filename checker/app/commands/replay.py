@@ -206,11 +206,15 @@ def replay(path, doc, invariant=None):
             visited[state] = i + 1
     path_ = Path(tuple(steps), init_index, tuple(choices))
     kind = entry.get("kind", "always")
-    if kind not in ("always", "step"):
+    if kind not in ("always", "step", "possibly"):
         raise ReplayError(f"{path}: the violation of {prop} has an unknown kind {safe_text(repr(kind))}")
     why = _check_still_violated(path, model, entry["property"], kind, path_)
+    traps = entry.get("trap_states") if kind == "possibly" else None
+    if traps is not None and (not isinstance(traps, int) or isinstance(traps, bool) or traps < 1):
+        raise ReplayError(f"{path}: the violation of {prop} has trap_states {safe_text(repr(traps))[:40]}, "
+                          "not a positive integer")
     # The explanation shown is the one recomputed now, never the file's text.
-    return model, Violation(entry["property"], kind, why, path_)
+    return model, Violation(entry["property"], kind, why, path_, traps=traps)
 
 
 def select_entry(path, doc, invariant=None) -> dict:
@@ -240,6 +244,14 @@ def _check_still_violated(path, model, prop, kind, path_):
         raise ReplayError(f"{path}: the violation of {prop} is saved as kind {kind!r}, "
                           f"but {prop} is a property of kind {p.kind!r}")
     last = path_.steps[-1]
+    if kind == "possibly":
+        # Whether the last state is a trap needs the whole graph; what replays here is that
+        # it is not a goal state (for PartitionRecoverable: no replica leads or can be elected).
+        if p.check(model, last.state):
+            raise ReplayError(f"{path}: the trace of {prop} replays, but its last state is a goal "
+                              f"state of {prop}, not a trap (the property changed since it was "
+                              "saved, or the file was edited)")
+        return p.explain(model, last.state) if p.explain is not None else f"{prop}: a trap"
     if kind == "always":
         why = p.check(model, last.state)
     elif len(path_.steps) < 2:
@@ -263,6 +275,7 @@ def replay_document(doc, model, violation) -> dict:
         "property": violation.property,
         "kind": violation.kind,
         "explanation": violation.explanation,
+        **({"trap_states": violation.traps} if violation.traps is not None else {}),
         "spec": doc.get("spec") if isinstance(doc.get("spec"), dict) else {"model": model.config.as_dict()},
         "trace": trace_to_dict(model, violation.path),
     }

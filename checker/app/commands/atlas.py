@@ -1,0 +1,122 @@
+"""``kmc matrix --atlas --out DIR``: the durability × availability atlas.
+
+Runs every cell of ``reports.atlas`` (configuration × Kafka policy) with CommittedNeverLost
+and PartitionRecoverable, exploring every reachable state, and writes DIR/ATLAS.md and
+DIR/atlas.json. Like every kmc output, an existing file is replaced only when kmc wrote it
+(or with ``--force``), and that is checked before the first cell runs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import types
+from pathlib import Path
+
+from kmc.checker.errors import UsageError
+
+
+def run_cell(item):
+    """``(row, policy, max_states)`` -> a cell dict (a module-level function of plain values,
+    so that ``--jobs`` can run it in another process)."""
+    from kmc.checker.local import Options
+    from kmc.invariants import BY_NAME
+    from kmc.model.kafka import KafkaModel
+    from kmc.reports.atlas import AVAILABLE, COMMITTED, cell_of, config_of
+
+    from .common import make_engine
+
+    row, policy, max_states = item
+    model = KafkaModel(config_of(row, policy))
+    props = [BY_NAME[COMMITTED], BY_NAME[AVAILABLE]]
+    options = Options(keep_going=True, max_states=max_states)
+    engine = make_engine(types.SimpleNamespace(engine="local"), model, props, options, None,
+                         types.SimpleNamespace(per_state=False))
+    return cell_of(row, policy, engine.run())
+
+
+def cells(rows=None, policies=None, max_states=None, jobs=1):
+    """Yield the cell dicts of ``rows`` × ``policies`` (default: all), row-major."""
+    from kmc.reports.atlas import POLICIES, ROWS
+
+    items = [(r, p, max_states) for r in (rows or ROWS) for p in (policies or POLICIES)]
+    if jobs <= 1 or len(items) <= 1:
+        for item in items:
+            yield run_cell(item)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        yield from pool.map(run_cell, items)
+
+
+def check_atlas_outputs(out_dir, force=False) -> None:
+    """Refuse, before any cell runs, to write over an ATLAS.md or atlas.json kmc did not write.
+
+    Raises:
+        UsageError: naming ``--out`` and the file.
+    """
+    from kmc.reports.atlas import is_atlas_markdown
+
+    from ..outputs import check_output_path
+
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out: {out_dir} is not a directory")
+    if not out_dir.is_dir():
+        return  # created later; nothing in it to protect
+    check_output_path("--out", str(out_dir / "atlas.json"), force=force, kind="json")
+    md = out_dir / "ATLAS.md"
+    if md.exists():
+        if not md.is_file():
+            raise UsageError(f"--out: {md} is not a regular file; kmc writes its output to regular files only")
+        if not force and not is_atlas_markdown(md):
+            raise UsageError(f"--out: {md} exists and is not an atlas kmc wrote; "
+                             "choose another directory, or pass --force to replace it")
+
+
+def write_atlas(out_dir, cell_list, *, command: str, total_seconds: float) -> dict:
+    """Write DIR/atlas.json and DIR/ATLAS.md; return the document."""
+    from kmc.reports.atlas import atlas_document, to_markdown
+    from kmc.reports.json_result import write_json
+
+    out_dir = Path(out_dir)
+    doc = atlas_document(cell_list, command=command, total_seconds=total_seconds)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_json(out_dir / "atlas.json", doc)
+        tmp = out_dir / ".ATLAS.md.tmp"
+        tmp.write_text(to_markdown(doc), encoding="utf-8")
+        os.replace(tmp, out_dir / "ATLAS.md")
+    except OSError as e:
+        raise UsageError(f"--out: cannot write into {out_dir} ({e.strerror or e})") from None
+    return doc
+
+
+def run_atlas(args, out, err) -> int:
+    """The ``--atlas`` branch of ``kmc matrix``."""
+    from kmc.checker.exitcodes import EXIT_OK, EXIT_UNEXPECTED
+
+    if args.versions or args.spec_dir is not None:
+        raise UsageError("--atlas: cannot be combined with --versions or SPEC_DIR")
+    check_atlas_outputs(args.out, force=getattr(args, "force", False))
+    started = time.perf_counter()
+    done = []
+    from kmc.reports.atlas import POLICIES, ROWS, cell_text
+
+    total = len(ROWS) * len(POLICIES)
+    for i, cell in enumerate(cells(max_states=args.max_states, jobs=args.jobs), 1):
+        done.append(cell)
+        err.print(f"[{i:>2}/{total}] {cell['row']} {cell['policy']}: {cell_text(cell)} "
+                  f"({cell['distinct_states']:,} states, {cell['seconds']:.1f} s)",
+                  markup=False, highlight=False, soft_wrap=True)
+    elapsed = time.perf_counter() - started
+    write_atlas(args.out, done, command=f"kmc matrix --atlas --out {args.out}", total_seconds=elapsed)
+    out.print(f"{len(done)} cells in {elapsed:.1f} s: wrote {Path(args.out) / 'ATLAS.md'} and "
+              f"{Path(args.out) / 'atlas.json'}", markup=False, highlight=False, soft_wrap=True)
+    unexpected = [f"{c['row']} {c['policy']}" for c in done if c["matched"] is False]
+    if unexpected:
+        out.print(f"cells that do not match the known verdicts: {', '.join(unexpected)}",
+                  markup=False, highlight=False, soft_wrap=True)
+        return EXIT_UNEXPECTED
+    return EXIT_OK

@@ -1,0 +1,67 @@
+"""Availability: can the partition always get a leader again?
+
+``PartitionRecoverable`` is an always-possibly property (AG EF): from every reachable state,
+some path reaches an ``Available`` state — one where a replica leads, or where the
+controller may elect one. A reachable state from which no path does is a *trap*: the
+partition can never get a leader again. The engines compute the traps from the whole
+reachable graph; this module gives the goal predicate and says why a trap is one.
+
+The epoch bound is dropped from ``Available``'s election guard: otherwise every state whose
+quorum leader is dead once the controller's epoch reaches ``max_leader_epoch`` would be a
+trap, an artefact of the bound and not of Kafka. No other bound can block an election
+(Restart has none).
+"""
+
+from __future__ import annotations
+
+from kmc.checker.protocol import POSSIBLY, Property
+from kmc.model.state import leader_of
+
+
+def available(model, state) -> bool:
+    """``Available(state)``: some replica leads, or ElectLeader(n) is enabled for some
+    ``n`` when ``quorum.epoch < max_leader_epoch`` is dropped from its guard."""
+    return leader_of(state) is not None or bool(model.electable(state))
+
+
+def _names(model, ids) -> str:
+    return "{" + ", ".join(model.name(r) for r in ids) + "}"
+
+
+def _records(ids) -> str:
+    ids = sorted(ids)
+    if len(ids) == 1:
+        return f"record {ids[0]}"
+    return "records " + ", ".join(map(str, ids[:-1])) + f" and {ids[-1]}"
+
+
+def explain_trap(model, state) -> str:
+    """Why no replica can ever lead again from ``state`` (a trap), in a few clauses:
+    the ISR and the ELR, the election options, and what happened to their members."""
+    cfg = model.config
+    q = state.quorum
+    reps = state.replicas
+    parts = [f"ISR {_names(model, q.isr)} and ELR {_names(model, q.elr)}"]
+    parts.append("unclean election is off" if not cfg.unclean_leader_election
+                 else "unclean election is on")
+    if not cfg.last_known_leader:
+        parts.append("no last-known-leader election")
+    committed = {(o, (e, i)) for o, e, i in state.committed}
+    for r in sorted(set(q.isr) | set(q.elr)):
+        rep = reps[r]
+        name = model.name(r)
+        if rep.alive:
+            continue
+        if rep.lossy:
+            lost = {i for o, (e, i) in committed if o >= len(rep.log) or rep.log[o] != (e, i)}
+            what = f"lost committed {_records(lost)}" if lost else "lost part of its log"
+            parts.append(f"{name}'s crash {what}, so its restart removes it from the ISR and the ELR")
+        else:
+            parts.append(f"{name} is down")
+    return "; ".join(parts) + ": no replica can ever be elected again"
+
+
+PartitionRecoverable = Property(
+    "PartitionRecoverable", POSSIBLY, available,
+    "from every reachable state the partition can still get a leader (always possibly: no trap)",
+    symmetric=True, explain=explain_trap)

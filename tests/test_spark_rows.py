@@ -22,7 +22,7 @@ import pytest
 
 from conftest import assert_same_spark_result as assert_same
 from kmc.checker.batch import BatchEngine
-from kmc.checker.errors import EngineError
+from kmc.checker.errors import EngineError, UsageError
 from kmc.checker.local import Options
 from kmc.checker.protocol import STEP, Property
 from kmc.checker.spark_session import spark_context
@@ -46,7 +46,12 @@ BENCHMARKS = {"three-replicas-large", "three-replicas-huge", "lrs2-v21", "lrs2-v
 # The same for the acks specs of one to three million states (tests/test_acks.py).
 BENCHMARKS |= {"acks-all-lrs2", "acks-all-lrs2-elr", "acks-all-unclean-two-crashes",
                "acks-all-kip279-unclean-two-crashes"}
-SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.toml") if p.stem not in BENCHMARKS)
+# The availability specs check an always-possibly property, which the Spark engine refuses
+# (test_an_always_possibly_property_is_refused_in_one_line); their larger ones run in
+# tests/test_availability.py.
+AVAILABILITY = sorted(p.stem for p in (REPO / "specs").glob("avail-*.toml"))
+SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.toml")
+               if p.stem not in BENCHMARKS and p.stem not in AVAILABILITY)
 # Every level on Spark costs a job (about a second on two cores): the Spark path runs on
 # specs chosen to cover each rule family, a violation stop, keep_going and lossy crashes;
 # every spec runs through the same engine with its levels on the driver.
@@ -247,3 +252,16 @@ def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
     assert engine(driver_level_limit=0).driver_level_limit == 0
     assert engine(per_state=True).path == "per-state" and type(engine(per_state=True)) is SparkRowsEngine
     assert type(engine(checkpoint="ck")) is SparkRowsEngine
+
+
+@pytest.mark.parametrize("name", ["avail-c2-elr", "avail-c5-elr"])
+def test_an_always_possibly_property_is_refused_in_one_line(name):
+    # Before any level runs, and without starting Spark: one line that names the property
+    # and the local engine.
+    spec = _spec(name)
+    assert any(p.kind == "possibly" for p in spec.properties())
+    with pytest.raises(UsageError) as caught:
+        SparkRowsEngine(spec.model(), spec.properties(), _options(spec), partitions=2)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "PartitionRecoverable" in message and "local engine" in message

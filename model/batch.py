@@ -17,13 +17,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from .actions import (
+    ACTION_NAMES,
+    BECOME_FOLLOWER_CODE as BECOME_FOLLOWER,
+    CRASH_CODE as CRASH,
+    ELECT_LEADER_CODE as ELECT_LEADER,
+    EXPAND_ISR_CODE as EXPAND_ISR,
+    FETCH_REQUEST_CODE as FETCH_REQUEST,
+    FETCH_RESPONSE_CODE as FETCH_RESPONSE,
+    PRODUCE_CODE as PRODUCE,
+    RESTART_CODE as RESTART,
+    SHRINK_ISR_CODE as SHRINK_ISR,
+    Action,
+)
 from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_21
-from .kafka import ACTION_NAMES, Action
 from .rows import NONE, RowCodec, lexicographic_min
 from .symmetry import symmetries
-
-(PRODUCE, FETCH_REQUEST, FETCH_RESPONSE, CRASH, RESTART, ELECT_LEADER, BECOME_FOLLOWER,
- SHRINK_ISR, EXPAND_ISR) = range(9)
 
 _POPCOUNT = np.array([bin(x).count("1") for x in range(256)], dtype=np.int8)
 

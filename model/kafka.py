@@ -8,34 +8,15 @@ from __future__ import annotations
 
 import attrs
 
+from .actions import (
+    ACTION_NAMES, BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST, FETCH_RESPONSE, PRODUCE,
+    RESTART, SHRINK_ISR, Action,
+)
 from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21, Config
 from .state import Fetch, Quorum, Replica, State, elr_after, encode, leader_of, leads, leso
 from .truncation import truncation_offset
 
-# Action names, in the order docs/model.md enumerates them.
-PRODUCE = "Produce"
-FETCH_REQUEST = "FetchRequest"
-FETCH_RESPONSE = "FetchResponse"
-CRASH = "Crash"
-RESTART = "Restart"
-ELECT_LEADER = "ElectLeader"
-BECOME_FOLLOWER = "BecomeFollower"
-SHRINK_ISR = "ShrinkIsr"
-EXPAND_ISR = "ExpandIsr"
-ACTION_NAMES = (
-    PRODUCE, FETCH_REQUEST, FETCH_RESPONSE, CRASH, RESTART,
-    ELECT_LEADER, BECOME_FOLLOWER, SHRINK_ISR, EXPAND_ISR,
-)
-
-
-@attrs.frozen
-class Action:
-    """One step: the action's name, the replica it acts on, and (for a lossy crash) how
-    many records of the log survive."""
-
-    name: str
-    replica: int
-    cut: int | None = None
+__all__ = ["ACTION_NAMES", "Action", "KafkaModel"]  # the action names live in model.actions
 
 
 def _put(replicas, i, rep):

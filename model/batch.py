@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kmc.checker.protocol import ALWAYS, POSSIBLY, STEP
+
 from .actions import (
     ACTION_NAMES,
     BECOME_FOLLOWER_CODE as BECOME_FOLLOWER,
@@ -176,7 +178,7 @@ class KafkaBatchKernel:
 
     # -- helpers over arrays of rows ------------------------------------------------------
 
-    def _leads(self, rows):
+    def leads(self, rows):
         """The replica that leads each row, or -1."""
         c = self.codec
         lead = np.full(len(rows), -1, dtype=np.int64)
@@ -190,7 +192,7 @@ class KafkaBatchKernel:
     def _isr_size(self, rows):
         return _POPCOUNT[rows[:, self.codec.ISR].astype(np.uint8)]
 
-    def _alive_mask(self, rows):
+    def alive_mask(self, rows):
         c = self.codec
         out = np.zeros(len(rows), dtype=np.int64)
         for r in range(self.n):
@@ -285,7 +287,7 @@ class KafkaBatchKernel:
         acknowledged on append; HW(l) only in the rows where ``l`` really leads."""
         c = self.codec
         b = c.block(l)
-        leading = self._leads(s) == l
+        leading = self.leads(s) == l
         ri = np.arange(len(s))
         at = s[:, b + c.LEN].astype(np.int64)
         rid = s[:, c.PROD].astype(np.int64)
@@ -376,7 +378,7 @@ class KafkaBatchKernel:
         t[:, c.ELR] = elr
         for l in range(self.n):
             t[:, c.block(l) + c.REM + r] = 0
-        lead = self._leads(t)
+        lead = self.leads(t)
         for q in range(self.n):
             sel = lead == q
             if sel.any():
@@ -388,10 +390,10 @@ class KafkaBatchKernel:
 
     def _elections(self, g, rows):
         can = rows[:, self.codec.QE] < self.config.max_leader_epoch
-        for cand, kind, ok in self._election_kinds(rows, g.alive, g.lead):
+        for cand, kind, ok in self.election_kinds(rows, g.alive, g.lead):
             g.emit(ELECT_LEADER, can & ok, self._elect, cand, kind)
 
-    def _election_kinds(self, rows, alive, lead):
+    def election_kinds(self, rows, alive, lead):
         """``(candidate, kind, mask)`` for every kind of ElectLeader(candidate), in the
         model's order (replica, then kind; the kinds exclude each other): ``mask`` says in
         which rows it is enabled, the epoch bound aside."""
@@ -437,7 +439,7 @@ class KafkaBatchKernel:
         b = c.block(cand)
         old = s[:, c.ISR].astype(np.int64)
         if kind == "clean":
-            new = old & self._alive_mask(s)
+            new = old & self.alive_mask(s)
             elr = self._elr_after(s, old, new)
         elif kind == "elr":
             new = np.full(len(s), 1 << cand, dtype=np.int64)
@@ -517,136 +519,31 @@ class KafkaBatchKernel:
         self._advance_hw(s, l)
 
     # -- properties ---------------------------------------------------------------------
+    # Each property's array form (its mask) is defined beside its per-state check in
+    # ``invariants/``; these look it up by name.
 
     def invariant_mask(self, name, rows):
         """A boolean array: which rows violate the state invariant ``name``, or ``None``
         when this kernel has no batch form of it."""
-        fn = _INVARIANTS.get(name)
-        return None if fn is None else fn(self, rows)
+        return self._mask(name, ALWAYS, rows)
 
     def goal_mask(self, name, rows):
         """A boolean array: which rows are goal states of the always-possibly property
         ``name``, or ``None`` when this kernel has no batch form of it."""
-        if name != "PartitionRecoverable":
-            return None
-        return self.available(rows)
-
-    def available(self, rows):
-        """``Available`` on rows: some replica leads, or some ElectLeader is enabled when
-        the epoch bound is dropped from its guard."""
-        lead = self._leads(rows)
-        out = lead >= 0
-        for _, _, ok in self._election_kinds(rows, self._alive_mask(rows), lead):
-            out |= ok
-        return out
+        return self._mask(name, POSSIBLY, rows)
 
     def step_mask(self, name, rows, parents, after):
         """Which transitions ``rows[parents[i]] -> after[i]`` violate the step property
         ``name``, or ``None`` when this kernel has no batch form of it."""
-        if name != "LeaderEpochMonotonic":
+        return self._mask(name, STEP, rows, parents, after)
+
+    def _mask(self, name, kind, *args):
+        from kmc.invariants import BY_NAME
+
+        prop = BY_NAME.get(name)
+        if prop is None or prop.kind != kind or prop.mask is None:
             return None
-        c = self.codec
-        cols = [c.QE] + [c.block(r) + k for r in range(self.n) for k in (c.EP, c.ALIVE)]
-        before = rows[:, cols][parents]  # only the columns the property reads
-        bad = after[:, c.QE] < before[:, 0]
-        for r in range(self.n):
-            b = c.block(r)
-            went_down = (after[:, b + c.ALIVE] == 1) & (after[:, b + c.EP] < before[:, 1 + 2 * r])
-            restart = (after[:, b + c.EP] == NONE) & (before[:, 2 + 2 * r] == 0)
-            bad |= went_down & ~restart
-        return bad
-
-    def _holds_committed(self, rows, r, acked=False):
-        """Which rows have every committed record (with ``acked``, every acknowledged
-        one) in replica ``r``'s log at its offset."""
-        c = self.codec
-        coff, cep = (c.AOFF, c.AEP) if acked else (c.COFF, c.CEP)
-        b = c.block(r)
-        ok = np.ones(len(rows), dtype=bool)
-        length = rows[:, b + c.LEN]
-        ri = np.arange(len(rows))
-        for i in range(self.m):
-            off = rows[:, coff + i].astype(np.int64)
-            committed = off != NONE
-            if not committed.any():
-                continue
-            at = np.clip(off, 0, self.m - 1)
-            code = rows[:, cep + i].astype(np.int64) * self.m + i
-            there = (off < length) & (rows[ri, b + c.LOG + at] == code)
-            ok &= ~committed | there
-        return ok
-
-
-def _hw_below_log_end(kernel, rows):
-    c = kernel.codec
-    bad = np.zeros(len(rows), dtype=bool)
-    for r in range(kernel.n):
-        b = c.block(r)
-        bad |= rows[:, b + c.HW] > rows[:, b + c.LEN]
-    return bad
-
-
-def _committed_never_lost(kernel, rows):
-    lead = kernel._leads(rows)
-    bad = np.zeros(len(rows), dtype=bool)
-    for l in range(kernel.n):
-        sel = lead == l
-        if sel.any():
-            bad[sel] = ~kernel._holds_committed(rows[sel], l)
-    return bad
-
-
-def _acknowledged_never_lost(kernel, rows):
-    bad = np.zeros(len(rows), dtype=bool)
-    if kernel.codec.AOFF is None:  # acks not set: nothing is ever acknowledged
-        return bad
-    lead = kernel._leads(rows)
-    for l in range(kernel.n):
-        sel = lead == l
-        if sel.any():
-            bad[sel] = ~kernel._holds_committed(rows[sel], l, acked=True)
-    return bad
-
-
-def _logs_never_diverge(kernel, rows):
-    c, m = kernel.codec, kernel.m
-    bad = np.zeros(len(rows), dtype=bool)
-    qe = rows[:, c.QE]
-    pos = np.arange(m)
-    for a in range(kernel.n):
-        ba = c.block(a)
-        cur_a = (rows[:, ba + c.ALIVE] == 1) & (rows[:, ba + c.EP] == qe)
-        for b_ in range(a + 1, kernel.n):
-            bb = c.block(b_)
-            both = cur_a & (rows[:, bb + c.ALIVE] == 1) & (rows[:, bb + c.EP] == qe)
-            if not both.any():
-                continue
-            k = np.minimum(np.minimum(rows[:, ba + c.HW], rows[:, bb + c.HW]),
-                           np.minimum(rows[:, ba + c.LEN], rows[:, bb + c.LEN]))
-            differ = rows[:, ba + c.LOG:ba + c.LOG + m] != rows[:, bb + c.LOG:bb + c.LOG + m]
-            bad |= both & (differ & (pos < k[:, None])).any(axis=1)
-    return bad
-
-
-def _leader_candidate_completeness(kernel, rows):
-    c = kernel.codec
-    bad = np.zeros(len(rows), dtype=bool)
-    members = rows[:, c.ISR].astype(np.int64) | rows[:, c.ELR].astype(np.int64)
-    for r in range(kernel.n):
-        b = c.block(r)
-        live_member = ((members >> r & 1) == 1) & (rows[:, b + c.ALIVE] == 1)
-        if live_member.any():
-            bad |= live_member & ~kernel._holds_committed(rows, r)
-    return bad
-
-
-_INVARIANTS = {
-    "HighWatermarkBelowLogEnd": _hw_below_log_end,
-    "CommittedNeverLost": _committed_never_lost,
-    "LogsNeverDiverge": _logs_never_diverge,
-    "LeaderCandidateCompleteness": _leader_candidate_completeness,
-    "AcknowledgedNeverLost": _acknowledged_never_lost,
-}
+        return prop.mask(self, *args)
 
 
 class _Gen:
@@ -655,9 +552,9 @@ class _Gen:
     def __init__(self, kernel, rows):
         self.kernel = kernel
         self.rows = rows
-        self.lead = kernel._leads(rows)
+        self.lead = kernel.leads(rows)
         self.isr_size = kernel._isr_size(rows)
-        self.alive = kernel._alive_mask(rows)
+        self.alive = kernel.alive_mask(rows)
         self.count = np.zeros(len(rows), dtype=np.int16)  # enabled actions so far, per row
         self.parts = []
 

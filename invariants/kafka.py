@@ -39,7 +39,7 @@ def high_watermark_below_log_end_mask(kernel, rows):
     bad = np.zeros(len(rows), dtype=bool)
     for r in range(kernel.n):
         b = c.block(r)
-        bad |= rows[:, b + c.HW] > rows[:, b + c.LEN]
+        bad |= rows[:, b + c.HW] > rows[:, b + c.LEO]
     return bad
 
 
@@ -63,10 +63,10 @@ def _holds_committed(kernel, rows, r, acked=False):
     """Which rows have every committed record (with ``acked``, every acknowledged
     one) in replica ``r``'s log at its offset."""
     c = kernel.codec
-    coff, cep = (c.AOFF, c.AEP) if acked else (c.COFF, c.CEP)
+    coff, cep = (c.ACKED_OFFSET, c.ACKED_EPOCH) if acked else (c.COMMITTED_OFFSET, c.COMMITTED_EPOCH)
     b = c.block(r)
     ok = np.ones(len(rows), dtype=bool)
-    length = rows[:, b + c.LEN]
+    length = rows[:, b + c.LEO]
     ri = np.arange(len(rows))
     for i in range(kernel.m):
         off = rows[:, coff + i].astype(np.int64)
@@ -115,7 +115,7 @@ def acknowledged_never_lost(model, state):
 def acknowledged_never_lost_mask(kernel, rows):
     """``acknowledged_never_lost`` over rows: which rows violate it."""
     bad = np.zeros(len(rows), dtype=bool)
-    if kernel.codec.AOFF is None:  # acks not set: nothing is ever acknowledged
+    if kernel.codec.ACKED_OFFSET is None:  # acks not set: nothing is ever acknowledged
         return bad
     lead = kernel.leads(rows)
     for l in range(kernel.n):
@@ -152,18 +152,18 @@ def logs_never_diverge_mask(kernel, rows):
     """``logs_never_diverge`` over rows: which rows violate it."""
     c, m = kernel.codec, kernel.m
     bad = np.zeros(len(rows), dtype=bool)
-    qe = rows[:, c.QE]
+    qe = rows[:, c.Q_EPOCH]
     pos = np.arange(m)
     for a in range(kernel.n):
         ba = c.block(a)
-        cur_a = (rows[:, ba + c.ALIVE] == 1) & (rows[:, ba + c.EP] == qe)
+        cur_a = (rows[:, ba + c.ALIVE] == 1) & (rows[:, ba + c.EPOCH] == qe)
         for b_ in range(a + 1, kernel.n):
             bb = c.block(b_)
-            both = cur_a & (rows[:, bb + c.ALIVE] == 1) & (rows[:, bb + c.EP] == qe)
+            both = cur_a & (rows[:, bb + c.ALIVE] == 1) & (rows[:, bb + c.EPOCH] == qe)
             if not both.any():
                 continue
             k = np.minimum(np.minimum(rows[:, ba + c.HW], rows[:, bb + c.HW]),
-                           np.minimum(rows[:, ba + c.LEN], rows[:, bb + c.LEN]))
+                           np.minimum(rows[:, ba + c.LEO], rows[:, bb + c.LEO]))
             differ = rows[:, ba + c.LOG:ba + c.LOG + m] != rows[:, bb + c.LOG:bb + c.LOG + m]
             bad |= both & (differ & (pos < k[:, None])).any(axis=1)
     return bad
@@ -197,7 +197,7 @@ def leader_candidate_completeness_mask(kernel, rows):
     """``leader_candidate_completeness`` over rows: which rows violate it."""
     c = kernel.codec
     bad = np.zeros(len(rows), dtype=bool)
-    members = rows[:, c.ISR].astype(np.int64) | rows[:, c.ELR].astype(np.int64)
+    members = rows[:, c.Q_ISR].astype(np.int64) | rows[:, c.Q_ELR].astype(np.int64)
     for r in range(kernel.n):
         b = c.block(r)
         live_member = ((members >> r & 1) == 1) & (rows[:, b + c.ALIVE] == 1)
@@ -228,13 +228,13 @@ def leader_epoch_monotonic_mask(kernel, rows, parents, after):
     """``leader_epoch_monotonic`` over transitions: which ``rows[parents[i]] -> after[i]``
     violate it."""
     c = kernel.codec
-    cols = [c.QE] + [c.block(r) + k for r in range(kernel.n) for k in (c.EP, c.ALIVE)]
+    cols = [c.Q_EPOCH] + [c.block(r) + k for r in range(kernel.n) for k in (c.EPOCH, c.ALIVE)]
     before = rows[:, cols][parents]  # only the columns the property reads
-    bad = after[:, c.QE] < before[:, 0]
+    bad = after[:, c.Q_EPOCH] < before[:, 0]
     for r in range(kernel.n):
         b = c.block(r)
-        went_down = (after[:, b + c.ALIVE] == 1) & (after[:, b + c.EP] < before[:, 1 + 2 * r])
-        restart = (after[:, b + c.EP] == NONE) & (before[:, 2 + 2 * r] == 0)
+        went_down = (after[:, b + c.ALIVE] == 1) & (after[:, b + c.EPOCH] < before[:, 1 + 2 * r])
+        restart = (after[:, b + c.EPOCH] == NONE) & (before[:, 2 + 2 * r] == 0)
         bad |= went_down & ~restart
     return bad
 

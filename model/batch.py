@@ -98,36 +98,36 @@ class KafkaBatchKernel:
         # 1. Produce
         if cfg.max_messages and cfg.acks == ACKS_ONE:
             # acks=1: any replica that believes it leads, min ISR not applied
-            room = rows[:, c.PROD] < cfg.max_messages
+            room = rows[:, c.PRODUCED] < cfg.max_messages
             for l in range(n):
                 b = c.block(l)
-                ok = room & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LDR] == l)
+                ok = room & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == l)
                 g.emit(PRODUCE, ok, self._produce_acks_one, l)
         elif cfg.max_messages:
-            ok = (lead >= 0) & (rows[:, c.PROD] < cfg.max_messages) & (g.isr_size >= cfg.min_insync_replicas)
+            ok = (lead >= 0) & (rows[:, c.PRODUCED] < cfg.max_messages) & (g.isr_size >= cfg.min_insync_replicas)
             for l in range(n):
                 g.emit(PRODUCE, ok & (lead == l), self._produce, l)
         # 2. FetchRequest(f) from the leader l
         for f in range(n):
             bf = c.block(f)
-            base = (rows[:, bf + c.ALIVE] == 1) & (rows[:, bf + c.IL] == NONE)
+            base = (rows[:, bf + c.ALIVE] == 1) & (rows[:, bf + c.INFLIGHT_LEADER] == NONE)
             for l in range(n):
                 if l == f:
                     continue
                 bl = c.block(l)
-                ok = (base & (lead == l) & (rows[:, bf + c.LDR] == l)
-                      & (rows[:, bf + c.EP] == rows[:, bl + c.EP]))
+                ok = (base & (lead == l) & (rows[:, bf + c.LEADER] == l)
+                      & (rows[:, bf + c.EPOCH] == rows[:, bl + c.EPOCH]))
                 g.emit(FETCH_REQUEST, ok, self._fetch_request, f, l)
         # 3. FetchResponse(f)
         for f in range(n):
-            g.emit(FETCH_RESPONSE, rows[:, c.block(f) + c.IL] != NONE, self._fetch_response, f)
+            g.emit(FETCH_RESPONSE, rows[:, c.block(f) + c.INFLIGHT_LEADER] != NONE, self._fetch_response, f)
         # 4. Crash(r), one successor per cut point with unflushed loss
-        can_crash = rows[:, c.CRASH] < cfg.max_crashes
+        can_crash = rows[:, c.CRASHES] < cfg.max_crashes
         for r in range(n):
             b = c.block(r)
             ok = can_crash & (rows[:, b + c.ALIVE] == 1)
             if cfg.unflushed_loss:
-                length = rows[:, b + c.LEN]
+                length = rows[:, b + c.LEO]
                 for cut in range(self.m + 1):
                     g.emit(CRASH, ok & (cut <= length), self._crash, r, cut)
             else:
@@ -138,11 +138,11 @@ class KafkaBatchKernel:
         # 6. ElectLeader(n)
         self._elections(g, rows)
         # 7. BecomeFollower(r), truncating against the quorum leader ql
-        ql = rows[:, c.QL]
-        qe = rows[:, c.QE]
+        ql = rows[:, c.Q_LEADER]
+        qe = rows[:, c.Q_EPOCH]
         for r in range(n):
             b = c.block(r)
-            base = (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.EP] < qe)
+            base = (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.EPOCH] < qe)
             for l in range(n):
                 if l == r:
                     continue
@@ -151,7 +151,7 @@ class KafkaBatchKernel:
                     ok &= lead == l  # it answers OffsetsForLeaderEpoch
                 g.emit(BECOME_FOLLOWER, ok, self._become_follower, r, l)
         # 8. ShrinkIsr(r) and 9. ExpandIsr(r), by the leader l
-        isr = rows[:, c.ISR].astype(np.int64)
+        isr = rows[:, c.Q_ISR].astype(np.int64)
         for r in range(n):
             b = c.block(r)
             in_isr = (isr >> r & 1) == 1
@@ -159,7 +159,7 @@ class KafkaBatchKernel:
                 if l == r:
                     continue
                 bl = c.block(l)
-                lagging = (rows[:, b + c.ALIVE] == 0) | (rows[:, bl + c.REM + r] < rows[:, bl + c.LEN])
+                lagging = (rows[:, b + c.ALIVE] == 0) | (rows[:, bl + c.REMOTE_LEO + r] < rows[:, bl + c.LEO])
                 g.emit(SHRINK_ISR, (lead == l) & in_isr & lagging, self._shrink, r, l)
         for r in range(n):
             b = c.block(r)
@@ -168,9 +168,9 @@ class KafkaBatchKernel:
                 if l == r:
                     continue
                 bl = c.block(l)
-                remote = rows[:, bl + c.REM + r]
-                ok = ((lead == l) & out_isr & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LDR] == l)
-                      & (rows[:, b + c.EP] == qe) & (remote >= rows[:, bl + c.HW]))
+                remote = rows[:, bl + c.REMOTE_LEO + r]
+                ok = ((lead == l) & out_isr & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == l)
+                      & (rows[:, b + c.EPOCH] == qe) & (remote >= rows[:, bl + c.HW]))
                 if cfg.truncation == LEADER_EPOCH_21:
                     ok &= remote >= self._leso(rows, l)  # KAFKA-7128
                 g.emit(EXPAND_ISR, ok, self._expand, r, l)
@@ -182,15 +182,15 @@ class KafkaBatchKernel:
         """The replica that leads each row, or -1."""
         c = self.codec
         lead = np.full(len(rows), -1, dtype=np.int64)
-        ql, qe = rows[:, c.QL], rows[:, c.QE]
+        ql, qe = rows[:, c.Q_LEADER], rows[:, c.Q_EPOCH]
         for r in range(self.n):
             b = c.block(r)
-            ok = (ql == r) & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LDR] == r) & (rows[:, b + c.EP] == qe)
+            ok = (ql == r) & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == r) & (rows[:, b + c.EPOCH] == qe)
             lead[ok] = r
         return lead
 
     def _isr_size(self, rows):
-        return _POPCOUNT[rows[:, self.codec.ISR].astype(np.uint8)]
+        return _POPCOUNT[rows[:, self.codec.Q_ISR].astype(np.uint8)]
 
     def alive_mask(self, rows):
         c = self.codec
@@ -204,10 +204,10 @@ class KafkaBatchKernel:
         its epoch, or its log end."""
         c = self.codec
         b = c.block(l)
-        length = rows[:, b + c.LEN].astype(np.int64)
+        length = rows[:, b + c.LEO].astype(np.int64)
         out = length.copy()
         epochs = rows[:, b + c.LOG:b + c.LOG + self.m] // self.m  # -1 (none) stays -1
-        match = (epochs == rows[:, b + c.EP:b + c.EP + 1]) & (np.arange(self.m) < length[:, None])
+        match = (epochs == rows[:, b + c.EPOCH:b + c.EPOCH + 1]) & (np.arange(self.m) < length[:, None])
         has = match.any(axis=1)
         out[has] = match[has].argmax(axis=1)
         return out
@@ -217,36 +217,36 @@ class KafkaBatchKernel:
         ISR, and the records it passes become committed."""
         c, cfg = self.codec, self.config
         b = c.block(l)
-        m = s[:, b + c.LEN].astype(np.int64)
-        isr = s[:, c.ISR].astype(np.int64)
+        m = s[:, b + c.LEO].astype(np.int64)
+        isr = s[:, c.Q_ISR].astype(np.int64)
         for f in range(self.n):
             if f != l:
                 inside = (isr >> f & 1) == 1
-                np.minimum(m, np.where(inside, s[:, b + c.REM + f], m), out=m)
+                np.minimum(m, np.where(inside, s[:, b + c.REMOTE_LEO + f], m), out=m)
         hw = s[:, b + c.HW].astype(np.int64)
         moves = m > hw
         if cfg.hw_requires_min_isr:
-            moves &= _POPCOUNT[s[:, c.ISR].astype(np.uint8)] >= cfg.min_insync_replicas
+            moves &= _POPCOUNT[s[:, c.Q_ISR].astype(np.uint8)] >= cfg.min_insync_replicas
         if not moves.any():
             return
         idx = np.nonzero(moves)[0]
         lo, hi = hw[idx], m[idx]
         acks_all = cfg.acks == ACKS_ALL
         if acks_all:  # acks=all: acknowledged only with the ISR (after the step) at min ISR
-            enough = _POPCOUNT[s[idx, c.ISR].astype(np.uint8)] >= cfg.min_insync_replicas
+            enough = _POPCOUNT[s[idx, c.Q_ISR].astype(np.uint8)] >= cfg.min_insync_replicas
         for o in range(self.m):
             sel = (lo <= o) & (o < hi)
             if not sel.any():
                 continue
             ri = idx[sel]
             epoch, rid = np.divmod(s[ri, b + c.LOG + o].astype(np.int64), self.m)
-            s[ri, c.COFF + rid] = o
-            s[ri, c.CEP + rid] = epoch
+            s[ri, c.COMMITTED_OFFSET + rid] = o
+            s[ri, c.COMMITTED_EPOCH + rid] = epoch
             if acks_all:
                 # ... and only records of the leader's own epoch (their requests wait there)
-                ack = enough[sel] & (epoch == s[ri, b + c.EP])
-                s[ri[ack], c.AOFF + rid[ack]] = o
-                s[ri[ack], c.AEP + rid[ack]] = epoch[ack]
+                ack = enough[sel] & (epoch == s[ri, b + c.EPOCH])
+                s[ri[ack], c.ACKED_OFFSET + rid[ack]] = o
+                s[ri[ack], c.ACKED_EPOCH + rid[ack]] = epoch[ack]
         s[idx, b + c.HW] = hi
 
     def _elr_after(self, s, old_isr, new_isr):
@@ -254,7 +254,7 @@ class KafkaBatchKernel:
         cfg = self.config
         if not cfg.eligible_leader_replicas:
             return np.zeros(len(s), dtype=np.int64)
-        elr = s[:, self.codec.ELR].astype(np.int64)
+        elr = s[:, self.codec.Q_ELR].astype(np.int64)
         out = (elr | old_isr) & ~new_isr
         out[_POPCOUNT[new_isr.astype(np.uint8)] >= cfg.min_insync_replicas] = 0
         return out
@@ -264,11 +264,11 @@ class KafkaBatchKernel:
         c = self.codec
         gone = np.arange(self.m) >= t[:, None]
         s[:, b + c.LOG:b + c.LOG + self.m][gone] = NONE
-        s[:, b + c.LEN] = t
+        s[:, b + c.LEO] = t
 
     def _clear_inflight(self, s, b):
         c = self.codec
-        s[:, b + c.IL:b + c.IREC + self.m] = NONE
+        s[:, b + c.INFLIGHT_LEADER:b + c.INFLIGHT_RECORDS + self.m] = NONE
 
     # -- the actions (each takes a copy of the enabled rows and changes it in place) ----
 
@@ -276,10 +276,10 @@ class KafkaBatchKernel:
         c = self.codec
         b = c.block(l)
         ri = np.arange(len(s))
-        at = s[:, b + c.LEN].astype(np.int64)
-        s[ri, b + c.LOG + at] = s[:, b + c.EP].astype(np.int64) * self.m + s[:, c.PROD]
-        s[:, b + c.LEN] += 1
-        s[:, c.PROD] += 1
+        at = s[:, b + c.LEO].astype(np.int64)
+        s[ri, b + c.LOG + at] = s[:, b + c.EPOCH].astype(np.int64) * self.m + s[:, c.PRODUCED]
+        s[:, b + c.LEO] += 1
+        s[:, c.PRODUCED] += 1
         self._advance_hw(s, l)
 
     def _produce_acks_one(self, s, l):
@@ -289,13 +289,13 @@ class KafkaBatchKernel:
         b = c.block(l)
         leading = self.leads(s) == l
         ri = np.arange(len(s))
-        at = s[:, b + c.LEN].astype(np.int64)
-        rid = s[:, c.PROD].astype(np.int64)
-        s[ri, b + c.LOG + at] = s[:, b + c.EP].astype(np.int64) * self.m + rid
-        s[ri, c.AOFF + rid] = at
-        s[ri, c.AEP + rid] = s[:, b + c.EP]
-        s[:, b + c.LEN] += 1
-        s[:, c.PROD] += 1
+        at = s[:, b + c.LEO].astype(np.int64)
+        rid = s[:, c.PRODUCED].astype(np.int64)
+        s[ri, b + c.LOG + at] = s[:, b + c.EPOCH].astype(np.int64) * self.m + rid
+        s[ri, c.ACKED_OFFSET + rid] = at
+        s[ri, c.ACKED_EPOCH + rid] = s[:, b + c.EPOCH]
+        s[:, b + c.LEO] += 1
+        s[:, c.PRODUCED] += 1
         if leading.any():
             t = s[leading]
             self._advance_hw(t, l)
@@ -304,15 +304,15 @@ class KafkaBatchKernel:
     def _fetch_request(self, s, f, l):
         c = self.codec
         bf, bl = c.block(f), c.block(l)
-        o = np.minimum(s[:, bf + c.LEN], s[:, bl + c.LEN]).astype(np.int64)
-        s[:, bl + c.REM + f] = o
+        o = np.minimum(s[:, bf + c.LEO], s[:, bl + c.LEO]).astype(np.int64)
+        s[:, bl + c.REMOTE_LEO + f] = o
         self._advance_hw(s, l)
-        s[:, bf + c.IL] = l
-        s[:, bf + c.IE] = s[:, bl + c.EP]
-        s[:, bf + c.IS] = o
-        s[:, bf + c.IH] = s[:, bl + c.HW]
-        length = s[:, bl + c.LEN].astype(np.int64)
-        s[:, bf + c.IN] = length - o
+        s[:, bf + c.INFLIGHT_LEADER] = l
+        s[:, bf + c.INFLIGHT_EPOCH] = s[:, bl + c.EPOCH]
+        s[:, bf + c.INFLIGHT_START] = o
+        s[:, bf + c.INFLIGHT_HW] = s[:, bl + c.HW]
+        length = s[:, bl + c.LEO].astype(np.int64)
+        s[:, bf + c.INFLIGHT_COUNT] = length - o
         ri = np.arange(len(s))
         for k in range(self.m):
             src = o + k
@@ -320,28 +320,28 @@ class KafkaBatchKernel:
             if not ok.any():
                 break
             r, at = ri[ok], src[ok]
-            s[r, bf + c.IREC + k] = s[r, bl + c.LOG + at]
+            s[r, bf + c.INFLIGHT_RECORDS + k] = s[r, bl + c.LOG + at]
 
     def _fetch_response(self, s, f):
         c = self.codec
         b = c.block(f)
-        fresh = ((s[:, b + c.ALIVE] == 1) & (s[:, b + c.LDR] == s[:, b + c.IL])
-                 & (s[:, b + c.EP] == s[:, b + c.IE]))
+        fresh = ((s[:, b + c.ALIVE] == 1) & (s[:, b + c.LEADER] == s[:, b + c.INFLIGHT_LEADER])
+                 & (s[:, b + c.EPOCH] == s[:, b + c.INFLIGHT_EPOCH]))
         if fresh.any():
             t = s[fresh]
-            start = t[:, b + c.IS].astype(np.int64)
-            count = t[:, b + c.IN].astype(np.int64)
+            start = t[:, b + c.INFLIGHT_START].astype(np.int64)
+            count = t[:, b + c.INFLIGHT_COUNT].astype(np.int64)
             end = start + count
             pos = np.arange(self.m)
             src = np.clip(pos[None, :] - start[:, None], 0, self.m - 1)
             from_resp = (pos >= start[:, None]) & (pos < end[:, None])
             log = t[:, b + c.LOG:b + c.LOG + self.m]
-            resp = np.take_along_axis(t[:, b + c.IREC:b + c.IREC + self.m], src, axis=1)
+            resp = np.take_along_axis(t[:, b + c.INFLIGHT_RECORDS:b + c.INFLIGHT_RECORDS + self.m], src, axis=1)
             log = np.where(from_resp, resp, log)
             log[pos >= end[:, None]] = NONE
             t[:, b + c.LOG:b + c.LOG + self.m] = log
-            t[:, b + c.LEN] = end
-            t[:, b + c.HW] = np.minimum(t[:, b + c.IH], end)
+            t[:, b + c.LEO] = end
+            t[:, b + c.HW] = np.minimum(t[:, b + c.INFLIGHT_HW], end)
             s[fresh] = t
         self._clear_inflight(s, b)
 
@@ -350,10 +350,10 @@ class KafkaBatchKernel:
         b = c.block(r)
         s[:, b + c.ALIVE] = 0
         self._clear_inflight(s, b)
-        s[:, c.CRASH] += 1
+        s[:, c.CRASHES] += 1
         if cut is not None:
             if cfg.eligible_leader_replicas:
-                s[:, b + c.LOSSY] = s[:, b + c.LEN] > cut
+                s[:, b + c.LOSSY] = s[:, b + c.LEO] > cut
             self._cut_log(s, b, np.full(len(s), cut, dtype=np.int64))
             np.minimum(s[:, b + c.HW], cut, out=s[:, b + c.HW])
 
@@ -361,9 +361,9 @@ class KafkaBatchKernel:
         c, cfg = self.codec, self.config
         b = c.block(r)
         s[:, b + c.ALIVE] = 1
-        s[:, b + c.EP] = NONE
-        s[:, b + c.LDR] = NONE
-        s[:, b + c.REM:b + c.REM + self.n] = 0
+        s[:, b + c.EPOCH] = NONE
+        s[:, b + c.LEADER] = NONE
+        s[:, b + c.REMOTE_LEO:b + c.REMOTE_LEO + self.n] = 0
         if not cfg.eligible_leader_replicas:
             return
         lossy = s[:, b + c.LOSSY] == 1
@@ -371,13 +371,13 @@ class KafkaBatchKernel:
             return
         t = s[lossy]
         # KIP-966's unclean-shutdown rule: out of the ISR and the ELR, fetch state fenced.
-        old = t[:, c.ISR].astype(np.int64)
+        old = t[:, c.Q_ISR].astype(np.int64)
         new = old & ~(1 << r)
         elr = self._elr_after(t, old, new) & ~(1 << r)
-        t[:, c.ISR] = new
-        t[:, c.ELR] = elr
+        t[:, c.Q_ISR] = new
+        t[:, c.Q_ELR] = elr
         for l in range(self.n):
-            t[:, c.block(l) + c.REM + r] = 0
+            t[:, c.block(l) + c.REMOTE_LEO + r] = 0
         lead = self.leads(t)
         for q in range(self.n):
             sel = lead == q
@@ -389,7 +389,7 @@ class KafkaBatchKernel:
         s[lossy] = t
 
     def _elections(self, g, rows):
-        can = rows[:, self.codec.QE] < self.config.max_leader_epoch
+        can = rows[:, self.codec.Q_EPOCH] < self.config.max_leader_epoch
         for cand, kind, ok in self.election_kinds(rows, g.alive, g.lead):
             g.emit(ELECT_LEADER, can & ok, self._elect, cand, kind)
 
@@ -399,15 +399,15 @@ class KafkaBatchKernel:
         which rows it is enabled, the epoch bound aside."""
         c, cfg = self.codec, self.config
         n = self.n
-        ql = rows[:, c.QL].astype(np.int64)
-        qe = rows[:, c.QE]
-        isr = rows[:, c.ISR].astype(np.int64)
-        elr = rows[:, c.ELR].astype(np.int64)
+        ql = rows[:, c.Q_LEADER].astype(np.int64)
+        qe = rows[:, c.Q_EPOCH]
+        isr = rows[:, c.Q_ISR].astype(np.int64)
+        elr = rows[:, c.Q_ELR].astype(np.int64)
         # the quorum leader q is none, dead, or restarted since its election
         replaceable = ql == NONE
         for q in range(n):
             b = c.block(q)
-            replaceable |= (ql == q) & ((rows[:, b + c.ALIVE] == 0) | (rows[:, b + c.EP] != qe))
+            replaceable |= (ql == q) & ((rows[:, b + c.ALIVE] == 0) | (rows[:, b + c.EPOCH] != qe))
         preferred = np.zeros(len(rows), dtype=bool)
         if cfg.preferred_election:
             preferred = lead >= 0
@@ -437,23 +437,23 @@ class KafkaBatchKernel:
     def _elect(self, s, cand, kind):
         c = self.codec
         b = c.block(cand)
-        old = s[:, c.ISR].astype(np.int64)
+        old = s[:, c.Q_ISR].astype(np.int64)
         if kind == "clean":
             new = old & self.alive_mask(s)
             elr = self._elr_after(s, old, new)
         elif kind == "elr":
             new = np.full(len(s), 1 << cand, dtype=np.int64)
-            elr = (s[:, c.ELR].astype(np.int64) | old) & ~(1 << cand)
+            elr = (s[:, c.Q_ELR].astype(np.int64) | old) & ~(1 << cand)
         else:  # unclean, or the last known leader: the ISR is {cand}, the ELR cleared
             new = np.full(len(s), 1 << cand, dtype=np.int64)
             elr = np.zeros(len(s), dtype=np.int64)
-        s[:, c.ISR] = new
-        s[:, c.ELR] = elr
-        s[:, c.QL] = cand
-        s[:, c.QE] += 1
-        s[:, b + c.LDR] = cand
-        s[:, b + c.EP] = s[:, c.QE]
-        s[:, b + c.REM:b + c.REM + self.n] = 0
+        s[:, c.Q_ISR] = new
+        s[:, c.Q_ELR] = elr
+        s[:, c.Q_LEADER] = cand
+        s[:, c.Q_EPOCH] += 1
+        s[:, b + c.LEADER] = cand
+        s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
+        s[:, b + c.REMOTE_LEO:b + c.REMOTE_LEO + self.n] = 0
         self._clear_inflight(s, b)
         self._advance_hw(s, cand)
 
@@ -469,15 +469,15 @@ class KafkaBatchKernel:
             t = self._common_prefix(s, b, bl)
         self._cut_log(s, b, t)
         s[:, b + c.HW] = np.minimum(hw, t)
-        s[:, b + c.LDR] = l
-        s[:, b + c.EP] = s[:, c.QE]
+        s[:, b + c.LEADER] = l
+        s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
         self._clear_inflight(s, b)
 
     def _common_prefix(self, s, b, bl):
         c = self.codec
         m = self.m
-        n_r = s[:, b + c.LEN].astype(np.int64)
-        n_l = s[:, bl + c.LEN].astype(np.int64)
+        n_r = s[:, b + c.LEO].astype(np.int64)
+        n_l = s[:, bl + c.LEO].astype(np.int64)
         pos = np.arange(m)
         same = ((s[:, b + c.LOG:b + c.LOG + m] == s[:, bl + c.LOG:bl + c.LOG + m])
                 & (pos < np.minimum(n_r, n_l)[:, None]))
@@ -488,8 +488,8 @@ class KafkaBatchKernel:
         c = self.codec
         m = self.m
         rows = np.arange(len(s))
-        n_r = s[:, b + c.LEN].astype(np.int64)
-        n_l = s[:, bl + c.LEN].astype(np.int64)
+        n_r = s[:, b + c.LEO].astype(np.int64)
+        n_l = s[:, bl + c.LEO].astype(np.int64)
         le_l = s[:, bl + c.LOG:bl + c.LOG + m].astype(np.int64) // m  # epochs; none stays -1
         e = s[rows, b + c.LOG + np.maximum(n_r - 1, 0)].astype(np.int64) // m  # the follower's last epoch
         last_l = le_l[rows, np.maximum(n_l - 1, 0)]
@@ -504,18 +504,18 @@ class KafkaBatchKernel:
 
     def _shrink(self, s, r, l):
         c = self.codec
-        old = s[:, c.ISR].astype(np.int64)
+        old = s[:, c.Q_ISR].astype(np.int64)
         new = old & ~(1 << r)
-        s[:, c.ELR] = self._elr_after(s, old, new)
-        s[:, c.ISR] = new
+        s[:, c.Q_ELR] = self._elr_after(s, old, new)
+        s[:, c.Q_ISR] = new
         self._advance_hw(s, l)
 
     def _expand(self, s, r, l):
         c = self.codec
-        old = s[:, c.ISR].astype(np.int64)
+        old = s[:, c.Q_ISR].astype(np.int64)
         new = old | (1 << r)
-        s[:, c.ELR] = self._elr_after(s, old, new)
-        s[:, c.ISR] = new
+        s[:, c.Q_ELR] = self._elr_after(s, old, new)
+        s[:, c.Q_ISR] = new
         self._advance_hw(s, l)
 
     # -- properties ---------------------------------------------------------------------

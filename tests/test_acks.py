@@ -326,7 +326,7 @@ def test_default_properties_add_acknowledged_never_lost_only_with_acks():
 def test_rows_without_acks_are_unchanged_and_acked_round_trips(build):
     plain, acks = Config(replicas=("A", "B", "C")), Config(replicas=("A", "B", "C"), acks="1")
     a, b = RowCodec(plain), RowCodec(acks)
-    assert b.used == a.used + 2 * a.m and b.AOFF == a.used and a.AOFF is None
+    assert b.used == a.used + 2 * a.m and b.ACKED_OFFSET == a.used and a.ACKED_OFFSET is None
     rep = build.replica(3, log=[(0, 0), (1, 1)], hw=1)
     s = build.state([rep] * 3, committed=[(0, 0, 0)])
     s = s.__class__(s.replicas, s.quorum, 2, 0, s.committed, ((0, 0, 0), (1, 1, 1)))

@@ -294,3 +294,29 @@ def test_symmetry_refuses_an_invariant_not_declared_symmetric():
 
 def _never(model, state):
     return None
+
+
+def test_the_named_columns_read_the_state_docs_model_md_describes():
+    # The layout read by name: each named column of a row holds the field of that name.
+    cfg = Config(replicas=("A", "B", "C"), max_messages=2, max_crashes=1, max_leader_epoch=2, acks="all")
+    model = KafkaModel(cfg)
+    kernel = KafkaBatchKernel(cfg)
+    c = kernel.codec
+    names = c.column_names()
+    assert len(names) == c.width and len(set(names[:c.used])) == c.used
+    assert set(names[c.used:]) <= {"padding"}
+    state = next(s for s in reachable(model, 400) if s.committed and s.replicas[1].log and s.acked)
+    row = kernel.encode(state)
+    assert names[c.Q_EPOCH] == "quorum.epoch" and row[c.Q_EPOCH] == state.quorum.epoch
+    assert names[c.PRODUCED] == "produced" and row[c.PRODUCED] == state.produced
+    offset, epoch, rid = state.committed[0]
+    assert names[c.COMMITTED_OFFSET + rid] == f"committed[{rid}].offset" and row[c.COMMITTED_OFFSET + rid] == offset
+    offset, epoch, rid = state.acked[0]
+    assert names[c.ACKED_EPOCH + rid] == f"acked[{rid}].epoch" and row[c.ACKED_EPOCH + rid] == epoch
+    b = c.block(1)
+    rep = state.replicas[1]
+    assert [names[b + k] for k in (c.ALIVE, c.HW, c.EPOCH, c.LEO, c.LOG)] == [
+        "r1.alive", "r1.hw", "r1.epoch", "r1.leo", "r1.log[0]"]
+    assert (row[b + c.HW], row[b + c.EPOCH], row[b + c.LEO]) == (rep.hw, rep.epoch, len(rep.log))
+    assert names[b + c.REMOTE_LEO + 2] == "r1.remote_leo[2]" and names[b + c.INFLIGHT_HW] == "r1.inflight.leader_hw"
+    assert names[b + c.BLOCK - 1] == f"r1.inflight.records[{c.m - 1}]"

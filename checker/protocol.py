@@ -61,6 +61,13 @@ class Property:
             state invariants that do not say so).
         explain: for a ``"possibly"`` property, ``explain(model, state)`` says in a sentence
             why no goal state can be reached from the trap ``state`` (default: none).
+        mask: the property's array form for the model's batch kernel, a plain module-level
+            function beside ``check``: ``mask(kernel, rows)`` -> a boolean per row, true where
+            an ``"always"`` property is violated or where a ``"possibly"`` property's goal
+            holds; ``mask(kernel, rows, parents, after)`` for a ``"step"`` property, true
+            for the transitions ``rows[parents[i]] -> after[i]`` that violate it. The
+            kernel's ``invariant_mask``/``step_mask``/``goal_mask`` may answer with it;
+            ``None`` (the default): no array form, the engines call ``check`` state by state.
     """
 
     name: str
@@ -69,6 +76,7 @@ class Property:
     description: str = ""
     symmetric: bool = False
     explain: Callable[..., str] | None = None
+    mask: Callable[..., Any] | None = None
 
 
 class Model(Protocol):
@@ -105,7 +113,8 @@ class BatchKernel(Protocol):
     - ``canonical(rows)`` maps every row to one row of its orbit under the model's
       symmetries, the same for every member of the orbit.
     - ``invariant_mask``/``step_mask`` agree with the properties' own checks; ``None``
-      means no array form (the engine asks the property state by state).
+      means no array form (the engine asks the property state by state). A kernel may
+      answer with the property's own ``mask`` (``Property.mask``).
     """
 
     width: int

@@ -24,6 +24,17 @@ def available(model, state) -> bool:
     return leader_of(state) is not None or bool(model.electable(state))
 
 
+def available_mask(kernel, rows):
+    """``available`` over the batch kernel's rows: which rows are goal states (some
+    replica leads, or some ElectLeader is enabled when the epoch bound is dropped from its
+    guard)."""
+    lead = kernel.leads(rows)
+    out = lead >= 0
+    for _, _, ok in kernel.election_kinds(rows, kernel.alive_mask(rows), lead):
+        out |= ok
+    return out
+
+
 def _names(model, ids) -> str:
     return "{" + ", ".join(model.name(r) for r in ids) + "}"
 
@@ -64,4 +75,4 @@ def explain_trap(model, state) -> str:
 PartitionRecoverable = Property(
     "PartitionRecoverable", POSSIBLY, available,
     "from every reachable state the partition can still get a leader (always possibly: no trap)",
-    symmetric=True, explain=explain_trap)
+    symmetric=True, explain=explain_trap, mask=available_mask)

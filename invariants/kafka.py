@@ -2,11 +2,19 @@
 
 Each check is a plain module-level function (so it pickles to Spark executors) that
 returns ``None`` when the property holds and a one-sentence explanation when it does not.
+Beside each check sits its array form, its *mask*: the same rule over a chunk of rows of
+the batch kernel (``model.batch``, columns as ``model.rows`` lays them out), one boolean a
+row, true where the property is violated. A property value carries both
+(``Property(..., mask=...)``); the kernel's ``invariant_mask``/``step_mask`` call the mask,
+and differential tests check it against the check, state by state.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from kmc.checker.protocol import ALWAYS, STEP, Property
+from kmc.model.rows import NONE
 from kmc.model.state import leader_of
 
 from .availability import PartitionRecoverable
@@ -25,6 +33,16 @@ def high_watermark_below_log_end(model, state):
     return None
 
 
+def high_watermark_below_log_end_mask(kernel, rows):
+    """``high_watermark_below_log_end`` over rows: which rows violate it."""
+    c = kernel.codec
+    bad = np.zeros(len(rows), dtype=bool)
+    for r in range(kernel.n):
+        b = c.block(r)
+        bad |= rows[:, b + c.HW] > rows[:, b + c.LEO]
+    return bad
+
+
 def committed_never_lost(model, state):
     """When some replica leads, every committed record is in its log at its offset."""
     l = leader_of(state)
@@ -39,6 +57,38 @@ def committed_never_lost(model, state):
             return (f"{_record(epoch, rid)} at offset {offset} was committed but leader "
                     f"{model.name(l)} holds {_record(*log[offset])} there")
     return None
+
+
+def _holds_committed(kernel, rows, r, acked=False):
+    """Which rows have every committed record (with ``acked``, every acknowledged
+    one) in replica ``r``'s log at its offset."""
+    c = kernel.codec
+    coff, cep = (c.ACKED_OFFSET, c.ACKED_EPOCH) if acked else (c.COMMITTED_OFFSET, c.COMMITTED_EPOCH)
+    b = c.block(r)
+    ok = np.ones(len(rows), dtype=bool)
+    length = rows[:, b + c.LEO]
+    ri = np.arange(len(rows))
+    for i in range(kernel.m):
+        off = rows[:, coff + i].astype(np.int64)
+        committed = off != NONE
+        if not committed.any():
+            continue
+        at = np.clip(off, 0, kernel.m - 1)
+        code = rows[:, cep + i].astype(np.int64) * kernel.m + i
+        there = (off < length) & (rows[ri, b + c.LOG + at] == code)
+        ok &= ~committed | there
+    return ok
+
+
+def committed_never_lost_mask(kernel, rows):
+    """``committed_never_lost`` over rows: which rows violate it."""
+    lead = kernel.leads(rows)
+    bad = np.zeros(len(rows), dtype=bool)
+    for l in range(kernel.n):
+        sel = lead == l
+        if sel.any():
+            bad[sel] = ~_holds_committed(kernel, rows[sel], l)
+    return bad
 
 
 def acknowledged_never_lost(model, state):
@@ -62,6 +112,19 @@ def acknowledged_never_lost(model, state):
     return None
 
 
+def acknowledged_never_lost_mask(kernel, rows):
+    """``acknowledged_never_lost`` over rows: which rows violate it."""
+    bad = np.zeros(len(rows), dtype=bool)
+    if kernel.codec.ACKED_OFFSET is None:  # acks not set: nothing is ever acknowledged
+        return bad
+    lead = kernel.leads(rows)
+    for l in range(kernel.n):
+        sel = lead == l
+        if sel.any():
+            bad[sel] = ~_holds_committed(kernel, rows[sel], l, acked=True)
+    return bad
+
+
 def logs_never_diverge(model, state):
     """Live replicas on the current epoch agree below the smaller of their HWs."""
     q = state.quorum
@@ -83,6 +146,27 @@ def logs_never_diverge(model, state):
                             f"{_record(*ra.log[offset])}, {model.name(b)} holds "
                             f"{_record(*rb.log[offset])}")
     return None
+
+
+def logs_never_diverge_mask(kernel, rows):
+    """``logs_never_diverge`` over rows: which rows violate it."""
+    c, m = kernel.codec, kernel.m
+    bad = np.zeros(len(rows), dtype=bool)
+    qe = rows[:, c.Q_EPOCH]
+    pos = np.arange(m)
+    for a in range(kernel.n):
+        ba = c.block(a)
+        cur_a = (rows[:, ba + c.ALIVE] == 1) & (rows[:, ba + c.EPOCH] == qe)
+        for b_ in range(a + 1, kernel.n):
+            bb = c.block(b_)
+            both = cur_a & (rows[:, bb + c.ALIVE] == 1) & (rows[:, bb + c.EPOCH] == qe)
+            if not both.any():
+                continue
+            k = np.minimum(np.minimum(rows[:, ba + c.HW], rows[:, bb + c.HW]),
+                           np.minimum(rows[:, ba + c.LEO], rows[:, bb + c.LEO]))
+            differ = rows[:, ba + c.LOG:ba + c.LOG + m] != rows[:, bb + c.LOG:bb + c.LOG + m]
+            bad |= both & (differ & (pos < k[:, None])).any(axis=1)
+    return bad
 
 
 def leader_candidate_completeness(model, state):
@@ -109,6 +193,19 @@ def leader_candidate_completeness(model, state):
     return None
 
 
+def leader_candidate_completeness_mask(kernel, rows):
+    """``leader_candidate_completeness`` over rows: which rows violate it."""
+    c = kernel.codec
+    bad = np.zeros(len(rows), dtype=bool)
+    members = rows[:, c.Q_ISR].astype(np.int64) | rows[:, c.Q_ELR].astype(np.int64)
+    for r in range(kernel.n):
+        b = c.block(r)
+        live_member = ((members >> r & 1) == 1) & (rows[:, b + c.ALIVE] == 1)
+        if live_member.any():
+            bad |= live_member & ~_holds_committed(kernel, rows, r)
+    return bad
+
+
 def leader_epoch_monotonic(model, before, action, after):
     """The controller's epoch never decreases; a live replica's epoch never decreases
     except to -1 on restart."""
@@ -127,27 +224,48 @@ def leader_epoch_monotonic(model, before, action, after):
     return None
 
 
+def leader_epoch_monotonic_mask(kernel, rows, parents, after):
+    """``leader_epoch_monotonic`` over transitions: which ``rows[parents[i]] -> after[i]``
+    violate it."""
+    c = kernel.codec
+    cols = [c.Q_EPOCH] + [c.block(r) + k for r in range(kernel.n) for k in (c.EPOCH, c.ALIVE)]
+    before = rows[:, cols][parents]  # only the columns the property reads
+    bad = after[:, c.Q_EPOCH] < before[:, 0]
+    for r in range(kernel.n):
+        b = c.block(r)
+        went_down = (after[:, b + c.ALIVE] == 1) & (after[:, b + c.EPOCH] < before[:, 1 + 2 * r])
+        restart = (after[:, b + c.EPOCH] == NONE) & (before[:, 2 + 2 * r] == 0)
+        bad |= went_down & ~restart
+    return bad
+
+
 HighWatermarkBelowLogEnd = Property(
     "HighWatermarkBelowLogEnd", ALWAYS, high_watermark_below_log_end,
-    "every replica's high watermark is at most its log end offset", symmetric=True)
+    "every replica's high watermark is at most its log end offset", symmetric=True,
+    mask=high_watermark_below_log_end_mask)
 CommittedNeverLost = Property(
     "CommittedNeverLost", ALWAYS, committed_never_lost,
-    "when a replica leads, every committed record is in its log at its offset", symmetric=True)
+    "when a replica leads, every committed record is in its log at its offset", symmetric=True,
+    mask=committed_never_lost_mask)
 LogsNeverDiverge = Property(
     "LogsNeverDiverge", ALWAYS, logs_never_diverge,
-    "live replicas on the current leader epoch agree below the smaller of their high watermarks", symmetric=True)
+    "live replicas on the current leader epoch agree below the smaller of their high watermarks", symmetric=True,
+    mask=logs_never_diverge_mask)
 LeaderEpochMonotonic = Property(
     "LeaderEpochMonotonic", STEP, leader_epoch_monotonic,
-    "leader epochs never go down (except a replica's to -1 on restart)", symmetric=True)
+    "leader epochs never go down (except a replica's to -1 on restart)", symmetric=True,
+    mask=leader_epoch_monotonic_mask)
 
 LeaderCandidateCompleteness = Property(
     "LeaderCandidateCompleteness", ALWAYS, leader_candidate_completeness,
-    "every live replica in the ISR or the ELR holds every committed record", symmetric=True)
+    "every live replica in the ISR or the ELR holds every committed record", symmetric=True,
+    mask=leader_candidate_completeness_mask)
 
 AcknowledgedNeverLost = Property(
     "AcknowledgedNeverLost", ALWAYS, acknowledged_never_lost,
     "when a replica leads, every record acknowledged to the producer is in its log at its offset "
-    "(needs model.acks)", symmetric=True)
+    "(needs model.acks)", symmetric=True,
+    mask=acknowledged_never_lost_mask)
 
 # Every property kmc can check. PartitionRecoverable (availability) is checked only when a
 # run asks for it: it needs the whole reachable graph, so it is never a default.

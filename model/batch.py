@@ -17,19 +17,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_21
-from .kafka import ACTION_NAMES, Action
+from kmc.checker.protocol import ALWAYS, POSSIBLY, STEP
+
+from .actions import (
+    ACTION_NAMES,
+    BECOME_FOLLOWER_CODE as BECOME_FOLLOWER,
+    CRASH_CODE as CRASH,
+    EXPAND_ISR_CODE as EXPAND_ISR,
+    FETCH_REQUEST_CODE as FETCH_REQUEST,
+    FETCH_RESPONSE_CODE as FETCH_RESPONSE,
+    PRODUCE_CODE as PRODUCE,
+    RESTART_CODE as RESTART,
+    SHRINK_ISR_CODE as SHRINK_ISR,
+    Action,
+)
+from .batch_actions import ActionEffects
+from .batch_elections import Elections
+from .config import ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21
 from .rows import NONE, RowCodec, lexicographic_min
 from .symmetry import symmetries
 
-(PRODUCE, FETCH_REQUEST, FETCH_RESPONSE, CRASH, RESTART, ELECT_LEADER, BECOME_FOLLOWER,
- SHRINK_ISR, EXPAND_ISR) = range(9)
 
-_POPCOUNT = np.array([bin(x).count("1") for x in range(256)], dtype=np.int8)
-
-
-class KafkaBatchKernel:
-    """The batch form of ``KafkaModel(config)``.
+class KafkaBatchKernel(ActionEffects, Elections):
+    """The batch form of ``KafkaModel(config)``: which actions are enabled in which rows
+    (``expand``), over the actions' effects (``model.batch_actions``, elections in
+    ``model.batch_elections``) and the rules they share (``model.batch_rules``).
 
     Args:
         config: a ``model.Config``.
@@ -87,36 +99,36 @@ class KafkaBatchKernel:
         # 1. Produce
         if cfg.max_messages and cfg.acks == ACKS_ONE:
             # acks=1: any replica that believes it leads, min ISR not applied
-            room = rows[:, c.PROD] < cfg.max_messages
+            room = rows[:, c.PRODUCED] < cfg.max_messages
             for l in range(n):
                 b = c.block(l)
-                ok = room & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LDR] == l)
+                ok = room & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == l)
                 g.emit(PRODUCE, ok, self._produce_acks_one, l)
         elif cfg.max_messages:
-            ok = (lead >= 0) & (rows[:, c.PROD] < cfg.max_messages) & (g.isr_size >= cfg.min_insync_replicas)
+            ok = (lead >= 0) & (rows[:, c.PRODUCED] < cfg.max_messages) & (g.isr_size >= cfg.min_insync_replicas)
             for l in range(n):
                 g.emit(PRODUCE, ok & (lead == l), self._produce, l)
         # 2. FetchRequest(f) from the leader l
         for f in range(n):
             bf = c.block(f)
-            base = (rows[:, bf + c.ALIVE] == 1) & (rows[:, bf + c.IL] == NONE)
+            base = (rows[:, bf + c.ALIVE] == 1) & (rows[:, bf + c.INFLIGHT_LEADER] == NONE)
             for l in range(n):
                 if l == f:
                     continue
                 bl = c.block(l)
-                ok = (base & (lead == l) & (rows[:, bf + c.LDR] == l)
-                      & (rows[:, bf + c.EP] == rows[:, bl + c.EP]))
+                ok = (base & (lead == l) & (rows[:, bf + c.LEADER] == l)
+                      & (rows[:, bf + c.EPOCH] == rows[:, bl + c.EPOCH]))
                 g.emit(FETCH_REQUEST, ok, self._fetch_request, f, l)
         # 3. FetchResponse(f)
         for f in range(n):
-            g.emit(FETCH_RESPONSE, rows[:, c.block(f) + c.IL] != NONE, self._fetch_response, f)
+            g.emit(FETCH_RESPONSE, rows[:, c.block(f) + c.INFLIGHT_LEADER] != NONE, self._fetch_response, f)
         # 4. Crash(r), one successor per cut point with unflushed loss
-        can_crash = rows[:, c.CRASH] < cfg.max_crashes
+        can_crash = rows[:, c.CRASHES] < cfg.max_crashes
         for r in range(n):
             b = c.block(r)
             ok = can_crash & (rows[:, b + c.ALIVE] == 1)
             if cfg.unflushed_loss:
-                length = rows[:, b + c.LEN]
+                length = rows[:, b + c.LEO]
                 for cut in range(self.m + 1):
                     g.emit(CRASH, ok & (cut <= length), self._crash, r, cut)
             else:
@@ -127,11 +139,11 @@ class KafkaBatchKernel:
         # 6. ElectLeader(n)
         self._elections(g, rows)
         # 7. BecomeFollower(r), truncating against the quorum leader ql
-        ql = rows[:, c.QL]
-        qe = rows[:, c.QE]
+        ql = rows[:, c.Q_LEADER]
+        qe = rows[:, c.Q_EPOCH]
         for r in range(n):
             b = c.block(r)
-            base = (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.EP] < qe)
+            base = (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.EPOCH] < qe)
             for l in range(n):
                 if l == r:
                     continue
@@ -140,7 +152,7 @@ class KafkaBatchKernel:
                     ok &= lead == l  # it answers OffsetsForLeaderEpoch
                 g.emit(BECOME_FOLLOWER, ok, self._become_follower, r, l)
         # 8. ShrinkIsr(r) and 9. ExpandIsr(r), by the leader l
-        isr = rows[:, c.ISR].astype(np.int64)
+        isr = rows[:, c.Q_ISR].astype(np.int64)
         for r in range(n):
             b = c.block(r)
             in_isr = (isr >> r & 1) == 1
@@ -148,7 +160,7 @@ class KafkaBatchKernel:
                 if l == r:
                     continue
                 bl = c.block(l)
-                lagging = (rows[:, b + c.ALIVE] == 0) | (rows[:, bl + c.REM + r] < rows[:, bl + c.LEN])
+                lagging = (rows[:, b + c.ALIVE] == 0) | (rows[:, bl + c.REMOTE_LEO + r] < rows[:, bl + c.LEO])
                 g.emit(SHRINK_ISR, (lead == l) & in_isr & lagging, self._shrink, r, l)
         for r in range(n):
             b = c.block(r)
@@ -157,487 +169,40 @@ class KafkaBatchKernel:
                 if l == r:
                     continue
                 bl = c.block(l)
-                remote = rows[:, bl + c.REM + r]
-                ok = ((lead == l) & out_isr & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LDR] == l)
-                      & (rows[:, b + c.EP] == qe) & (remote >= rows[:, bl + c.HW]))
+                remote = rows[:, bl + c.REMOTE_LEO + r]
+                ok = ((lead == l) & out_isr & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == l)
+                      & (rows[:, b + c.EPOCH] == qe) & (remote >= rows[:, bl + c.HW]))
                 if cfg.truncation == LEADER_EPOCH_21:
                     ok &= remote >= self._leso(rows, l)  # KAFKA-7128
                 g.emit(EXPAND_ISR, ok, self._expand, r, l)
         return g.result()
 
-    # -- helpers over arrays of rows ------------------------------------------------------
-
-    def _leads(self, rows):
-        """The replica that leads each row, or -1."""
-        c = self.codec
-        lead = np.full(len(rows), -1, dtype=np.int64)
-        ql, qe = rows[:, c.QL], rows[:, c.QE]
-        for r in range(self.n):
-            b = c.block(r)
-            ok = (ql == r) & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LDR] == r) & (rows[:, b + c.EP] == qe)
-            lead[ok] = r
-        return lead
-
-    def _isr_size(self, rows):
-        return _POPCOUNT[rows[:, self.codec.ISR].astype(np.uint8)]
-
-    def _alive_mask(self, rows):
-        c = self.codec
-        out = np.zeros(len(rows), dtype=np.int64)
-        for r in range(self.n):
-            out |= (rows[:, c.block(r) + c.ALIVE].astype(np.int64) & 1) << r
-        return out
-
-    def _leso(self, rows, l):
-        """The leader's epoch start offset: the first offset of its log whose record has
-        its epoch, or its log end."""
-        c = self.codec
-        b = c.block(l)
-        length = rows[:, b + c.LEN].astype(np.int64)
-        out = length.copy()
-        epochs = rows[:, b + c.LOG:b + c.LOG + self.m] // self.m  # -1 (none) stays -1
-        match = (epochs == rows[:, b + c.EP:b + c.EP + 1]) & (np.arange(self.m) < length[:, None])
-        has = match.any(axis=1)
-        out[has] = match[has].argmax(axis=1)
-        return out
-
-    def _advance_hw(self, s, l):
-        """HW(l) on rows ``s`` (in place): the leader's HW rises to the least log end in the
-        ISR, and the records it passes become committed."""
-        c, cfg = self.codec, self.config
-        b = c.block(l)
-        m = s[:, b + c.LEN].astype(np.int64)
-        isr = s[:, c.ISR].astype(np.int64)
-        for f in range(self.n):
-            if f != l:
-                inside = (isr >> f & 1) == 1
-                np.minimum(m, np.where(inside, s[:, b + c.REM + f], m), out=m)
-        hw = s[:, b + c.HW].astype(np.int64)
-        moves = m > hw
-        if cfg.hw_requires_min_isr:
-            moves &= _POPCOUNT[s[:, c.ISR].astype(np.uint8)] >= cfg.min_insync_replicas
-        if not moves.any():
-            return
-        idx = np.nonzero(moves)[0]
-        lo, hi = hw[idx], m[idx]
-        acks_all = cfg.acks == ACKS_ALL
-        if acks_all:  # acks=all: acknowledged only with the ISR (after the step) at min ISR
-            enough = _POPCOUNT[s[idx, c.ISR].astype(np.uint8)] >= cfg.min_insync_replicas
-        for o in range(self.m):
-            sel = (lo <= o) & (o < hi)
-            if not sel.any():
-                continue
-            ri = idx[sel]
-            epoch, rid = np.divmod(s[ri, b + c.LOG + o].astype(np.int64), self.m)
-            s[ri, c.COFF + rid] = o
-            s[ri, c.CEP + rid] = epoch
-            if acks_all:
-                # ... and only records of the leader's own epoch (their requests wait there)
-                ack = enough[sel] & (epoch == s[ri, b + c.EP])
-                s[ri[ack], c.AOFF + rid[ack]] = o
-                s[ri[ack], c.AEP + rid[ack]] = epoch[ack]
-        s[idx, b + c.HW] = hi
-
-    def _elr_after(self, s, old_isr, new_isr):
-        """``elr_after(I, I')`` of docs/model.md as bit masks (int64 arrays)."""
-        cfg = self.config
-        if not cfg.eligible_leader_replicas:
-            return np.zeros(len(s), dtype=np.int64)
-        elr = s[:, self.codec.ELR].astype(np.int64)
-        out = (elr | old_isr) & ~new_isr
-        out[_POPCOUNT[new_isr.astype(np.uint8)] >= cfg.min_insync_replicas] = 0
-        return out
-
-    def _cut_log(self, s, b, t):
-        """Truncate the log of the block at ``b`` to ``t`` (an array) in rows ``s``."""
-        c = self.codec
-        gone = np.arange(self.m) >= t[:, None]
-        s[:, b + c.LOG:b + c.LOG + self.m][gone] = NONE
-        s[:, b + c.LEN] = t
-
-    def _clear_inflight(self, s, b):
-        c = self.codec
-        s[:, b + c.IL:b + c.IREC + self.m] = NONE
-
-    # -- the actions (each takes a copy of the enabled rows and changes it in place) ----
-
-    def _produce(self, s, l):
-        c = self.codec
-        b = c.block(l)
-        ri = np.arange(len(s))
-        at = s[:, b + c.LEN].astype(np.int64)
-        s[ri, b + c.LOG + at] = s[:, b + c.EP].astype(np.int64) * self.m + s[:, c.PROD]
-        s[:, b + c.LEN] += 1
-        s[:, c.PROD] += 1
-        self._advance_hw(s, l)
-
-    def _produce_acks_one(self, s, l):
-        """Produce under acks=1 by ``l``, which believes it leads: the record is
-        acknowledged on append; HW(l) only in the rows where ``l`` really leads."""
-        c = self.codec
-        b = c.block(l)
-        leading = self._leads(s) == l
-        ri = np.arange(len(s))
-        at = s[:, b + c.LEN].astype(np.int64)
-        rid = s[:, c.PROD].astype(np.int64)
-        s[ri, b + c.LOG + at] = s[:, b + c.EP].astype(np.int64) * self.m + rid
-        s[ri, c.AOFF + rid] = at
-        s[ri, c.AEP + rid] = s[:, b + c.EP]
-        s[:, b + c.LEN] += 1
-        s[:, c.PROD] += 1
-        if leading.any():
-            t = s[leading]
-            self._advance_hw(t, l)
-            s[leading] = t
-
-    def _fetch_request(self, s, f, l):
-        c = self.codec
-        bf, bl = c.block(f), c.block(l)
-        o = np.minimum(s[:, bf + c.LEN], s[:, bl + c.LEN]).astype(np.int64)
-        s[:, bl + c.REM + f] = o
-        self._advance_hw(s, l)
-        s[:, bf + c.IL] = l
-        s[:, bf + c.IE] = s[:, bl + c.EP]
-        s[:, bf + c.IS] = o
-        s[:, bf + c.IH] = s[:, bl + c.HW]
-        length = s[:, bl + c.LEN].astype(np.int64)
-        s[:, bf + c.IN] = length - o
-        ri = np.arange(len(s))
-        for k in range(self.m):
-            src = o + k
-            ok = src < length
-            if not ok.any():
-                break
-            r, at = ri[ok], src[ok]
-            s[r, bf + c.IREC + k] = s[r, bl + c.LOG + at]
-
-    def _fetch_response(self, s, f):
-        c = self.codec
-        b = c.block(f)
-        fresh = ((s[:, b + c.ALIVE] == 1) & (s[:, b + c.LDR] == s[:, b + c.IL])
-                 & (s[:, b + c.EP] == s[:, b + c.IE]))
-        if fresh.any():
-            t = s[fresh]
-            start = t[:, b + c.IS].astype(np.int64)
-            count = t[:, b + c.IN].astype(np.int64)
-            end = start + count
-            pos = np.arange(self.m)
-            src = np.clip(pos[None, :] - start[:, None], 0, self.m - 1)
-            from_resp = (pos >= start[:, None]) & (pos < end[:, None])
-            log = t[:, b + c.LOG:b + c.LOG + self.m]
-            resp = np.take_along_axis(t[:, b + c.IREC:b + c.IREC + self.m], src, axis=1)
-            log = np.where(from_resp, resp, log)
-            log[pos >= end[:, None]] = NONE
-            t[:, b + c.LOG:b + c.LOG + self.m] = log
-            t[:, b + c.LEN] = end
-            t[:, b + c.HW] = np.minimum(t[:, b + c.IH], end)
-            s[fresh] = t
-        self._clear_inflight(s, b)
-
-    def _crash(self, s, r, cut):
-        c, cfg = self.codec, self.config
-        b = c.block(r)
-        s[:, b + c.ALIVE] = 0
-        self._clear_inflight(s, b)
-        s[:, c.CRASH] += 1
-        if cut is not None:
-            if cfg.eligible_leader_replicas:
-                s[:, b + c.LOSSY] = s[:, b + c.LEN] > cut
-            self._cut_log(s, b, np.full(len(s), cut, dtype=np.int64))
-            np.minimum(s[:, b + c.HW], cut, out=s[:, b + c.HW])
-
-    def _restart(self, s, r):
-        c, cfg = self.codec, self.config
-        b = c.block(r)
-        s[:, b + c.ALIVE] = 1
-        s[:, b + c.EP] = NONE
-        s[:, b + c.LDR] = NONE
-        s[:, b + c.REM:b + c.REM + self.n] = 0
-        if not cfg.eligible_leader_replicas:
-            return
-        lossy = s[:, b + c.LOSSY] == 1
-        if not lossy.any():
-            return
-        t = s[lossy]
-        # KIP-966's unclean-shutdown rule: out of the ISR and the ELR, fetch state fenced.
-        old = t[:, c.ISR].astype(np.int64)
-        new = old & ~(1 << r)
-        elr = self._elr_after(t, old, new) & ~(1 << r)
-        t[:, c.ISR] = new
-        t[:, c.ELR] = elr
-        for l in range(self.n):
-            t[:, c.block(l) + c.REM + r] = 0
-        lead = self._leads(t)
-        for q in range(self.n):
-            sel = lead == q
-            if sel.any():
-                u = t[sel]
-                self._advance_hw(u, q)
-                t[sel] = u
-        t[:, b + c.LOSSY] = 0
-        s[lossy] = t
-
-    def _elections(self, g, rows):
-        can = rows[:, self.codec.QE] < self.config.max_leader_epoch
-        for cand, kind, ok in self._election_kinds(rows, g.alive, g.lead):
-            g.emit(ELECT_LEADER, can & ok, self._elect, cand, kind)
-
-    def _election_kinds(self, rows, alive, lead):
-        """``(candidate, kind, mask)`` for every kind of ElectLeader(candidate), in the
-        model's order (replica, then kind; the kinds exclude each other): ``mask`` says in
-        which rows it is enabled, the epoch bound aside."""
-        c, cfg = self.codec, self.config
-        n = self.n
-        ql = rows[:, c.QL].astype(np.int64)
-        qe = rows[:, c.QE]
-        isr = rows[:, c.ISR].astype(np.int64)
-        elr = rows[:, c.ELR].astype(np.int64)
-        # the quorum leader q is none, dead, or restarted since its election
-        replaceable = ql == NONE
-        for q in range(n):
-            b = c.block(q)
-            replaceable |= (ql == q) & ((rows[:, b + c.ALIVE] == 0) | (rows[:, b + c.EP] != qe))
-        preferred = np.zeros(len(rows), dtype=bool)
-        if cfg.preferred_election:
-            preferred = lead >= 0
-        live_isr = (isr & alive) != 0
-        live_elr = (elr & alive) != 0
-        # The last-known-leader election: ISR and ELR empty, the quorum leader alive.
-        last_known = np.zeros(len(rows), dtype=bool)
-        if cfg.last_known_leader:
-            ql_alive = (ql >= 0) & ((alive >> np.maximum(ql, 0) & 1) == 1)
-            last_known = (isr == 0) & (elr == 0) & ql_alive
-        out = []
-        for cand in range(n):
-            is_alive = (alive >> cand & 1) == 1
-            trigger = is_alive & (replaceable | (preferred & (ql != cand)))
-            in_isr = (isr >> cand & 1) == 1
-            out.append((cand, "clean", trigger & in_isr))
-            if cfg.eligible_leader_replicas:
-                in_elr = (elr >> cand & 1) == 1
-                out.append((cand, "elr", trigger & ~live_isr & in_elr))
-            if cfg.last_known_leader:
-                out.append((cand, "last-known-leader", trigger & last_known & (ql == cand)))
-            if cfg.unclean_leader_election:
-                out.append((cand, "unclean",
-                            trigger & ~live_isr & ~live_elr & ~in_isr & ~last_known))
-        return out
-
-    def _elect(self, s, cand, kind):
-        c = self.codec
-        b = c.block(cand)
-        old = s[:, c.ISR].astype(np.int64)
-        if kind == "clean":
-            new = old & self._alive_mask(s)
-            elr = self._elr_after(s, old, new)
-        elif kind == "elr":
-            new = np.full(len(s), 1 << cand, dtype=np.int64)
-            elr = (s[:, c.ELR].astype(np.int64) | old) & ~(1 << cand)
-        else:  # unclean, or the last known leader: the ISR is {cand}, the ELR cleared
-            new = np.full(len(s), 1 << cand, dtype=np.int64)
-            elr = np.zeros(len(s), dtype=np.int64)
-        s[:, c.ISR] = new
-        s[:, c.ELR] = elr
-        s[:, c.QL] = cand
-        s[:, c.QE] += 1
-        s[:, b + c.LDR] = cand
-        s[:, b + c.EP] = s[:, c.QE]
-        s[:, b + c.REM:b + c.REM + self.n] = 0
-        self._clear_inflight(s, b)
-        self._advance_hw(s, cand)
-
-    def _become_follower(self, s, r, l):
-        c, cfg = self.codec, self.config
-        b, bl = c.block(r), c.block(l)
-        hw = s[:, b + c.HW].astype(np.int64)
-        if cfg.truncation == HIGH_WATERMARK:
-            t = hw
-        elif cfg.truncation == LEADER_EPOCH:
-            t = self._offsets_for_leader_epoch(s, b, bl, hw)
-        else:  # leader-epoch-kip279 and leader-epoch-2.1: the longest common prefix
-            t = self._common_prefix(s, b, bl)
-        self._cut_log(s, b, t)
-        s[:, b + c.HW] = np.minimum(hw, t)
-        s[:, b + c.LDR] = l
-        s[:, b + c.EP] = s[:, c.QE]
-        self._clear_inflight(s, b)
-
-    def _common_prefix(self, s, b, bl):
-        c = self.codec
-        m = self.m
-        n_r = s[:, b + c.LEN].astype(np.int64)
-        n_l = s[:, bl + c.LEN].astype(np.int64)
-        pos = np.arange(m)
-        same = ((s[:, b + c.LOG:b + c.LOG + m] == s[:, bl + c.LOG:bl + c.LOG + m])
-                & (pos < np.minimum(n_r, n_l)[:, None]))
-        return np.cumprod(same, axis=1).sum(axis=1).astype(np.int64)
-
-    def _offsets_for_leader_epoch(self, s, b, bl, hw):
-        """KIP-101's truncation offset (``model.truncation.truncate_leader_epoch``)."""
-        c = self.codec
-        m = self.m
-        rows = np.arange(len(s))
-        n_r = s[:, b + c.LEN].astype(np.int64)
-        n_l = s[:, bl + c.LEN].astype(np.int64)
-        le_l = s[:, bl + c.LOG:bl + c.LOG + m].astype(np.int64) // m  # epochs; none stays -1
-        e = s[rows, b + c.LOG + np.maximum(n_r - 1, 0)].astype(np.int64) // m  # the follower's last epoch
-        last_l = le_l[rows, np.maximum(n_l - 1, 0)]
-        valid = np.arange(m) < n_l[:, None]
-        later = valid & (le_l > e[:, None])
-        has_later = later.any(axis=1)
-        answer = np.where(has_later, later.argmax(axis=1), n_l)  # end_offset(l.log, e)
-        undefined = (n_l == 0) | (((e < le_l[:, 0]) | ~has_later) & (last_l != e))
-        answer = np.where((n_l > 0) & (last_l == e), n_l, answer)
-        t = np.where(undefined, hw, np.minimum(answer, n_r))
-        return np.where(n_r == 0, 0, t)
-
-    def _shrink(self, s, r, l):
-        c = self.codec
-        old = s[:, c.ISR].astype(np.int64)
-        new = old & ~(1 << r)
-        s[:, c.ELR] = self._elr_after(s, old, new)
-        s[:, c.ISR] = new
-        self._advance_hw(s, l)
-
-    def _expand(self, s, r, l):
-        c = self.codec
-        old = s[:, c.ISR].astype(np.int64)
-        new = old | (1 << r)
-        s[:, c.ELR] = self._elr_after(s, old, new)
-        s[:, c.ISR] = new
-        self._advance_hw(s, l)
-
     # -- properties ---------------------------------------------------------------------
+    # Each property's array form (its mask) is defined beside its per-state check in
+    # ``invariants/``; these look it up by name.
 
     def invariant_mask(self, name, rows):
         """A boolean array: which rows violate the state invariant ``name``, or ``None``
         when this kernel has no batch form of it."""
-        fn = _INVARIANTS.get(name)
-        return None if fn is None else fn(self, rows)
+        return self._mask(name, ALWAYS, rows)
 
     def goal_mask(self, name, rows):
         """A boolean array: which rows are goal states of the always-possibly property
         ``name``, or ``None`` when this kernel has no batch form of it."""
-        if name != "PartitionRecoverable":
-            return None
-        return self.available(rows)
-
-    def available(self, rows):
-        """``Available`` on rows: some replica leads, or some ElectLeader is enabled when
-        the epoch bound is dropped from its guard."""
-        lead = self._leads(rows)
-        out = lead >= 0
-        for _, _, ok in self._election_kinds(rows, self._alive_mask(rows), lead):
-            out |= ok
-        return out
+        return self._mask(name, POSSIBLY, rows)
 
     def step_mask(self, name, rows, parents, after):
         """Which transitions ``rows[parents[i]] -> after[i]`` violate the step property
         ``name``, or ``None`` when this kernel has no batch form of it."""
-        if name != "LeaderEpochMonotonic":
+        return self._mask(name, STEP, rows, parents, after)
+
+    def _mask(self, name, kind, *args):
+        from kmc.invariants import BY_NAME
+
+        prop = BY_NAME.get(name)
+        if prop is None or prop.kind != kind or prop.mask is None:
             return None
-        c = self.codec
-        cols = [c.QE] + [c.block(r) + k for r in range(self.n) for k in (c.EP, c.ALIVE)]
-        before = rows[:, cols][parents]  # only the columns the property reads
-        bad = after[:, c.QE] < before[:, 0]
-        for r in range(self.n):
-            b = c.block(r)
-            went_down = (after[:, b + c.ALIVE] == 1) & (after[:, b + c.EP] < before[:, 1 + 2 * r])
-            restart = (after[:, b + c.EP] == NONE) & (before[:, 2 + 2 * r] == 0)
-            bad |= went_down & ~restart
-        return bad
-
-    def _holds_committed(self, rows, r, acked=False):
-        """Which rows have every committed record (with ``acked``, every acknowledged
-        one) in replica ``r``'s log at its offset."""
-        c = self.codec
-        coff, cep = (c.AOFF, c.AEP) if acked else (c.COFF, c.CEP)
-        b = c.block(r)
-        ok = np.ones(len(rows), dtype=bool)
-        length = rows[:, b + c.LEN]
-        ri = np.arange(len(rows))
-        for i in range(self.m):
-            off = rows[:, coff + i].astype(np.int64)
-            committed = off != NONE
-            if not committed.any():
-                continue
-            at = np.clip(off, 0, self.m - 1)
-            code = rows[:, cep + i].astype(np.int64) * self.m + i
-            there = (off < length) & (rows[ri, b + c.LOG + at] == code)
-            ok &= ~committed | there
-        return ok
-
-
-def _hw_below_log_end(kernel, rows):
-    c = kernel.codec
-    bad = np.zeros(len(rows), dtype=bool)
-    for r in range(kernel.n):
-        b = c.block(r)
-        bad |= rows[:, b + c.HW] > rows[:, b + c.LEN]
-    return bad
-
-
-def _committed_never_lost(kernel, rows):
-    lead = kernel._leads(rows)
-    bad = np.zeros(len(rows), dtype=bool)
-    for l in range(kernel.n):
-        sel = lead == l
-        if sel.any():
-            bad[sel] = ~kernel._holds_committed(rows[sel], l)
-    return bad
-
-
-def _acknowledged_never_lost(kernel, rows):
-    bad = np.zeros(len(rows), dtype=bool)
-    if kernel.codec.AOFF is None:  # acks not set: nothing is ever acknowledged
-        return bad
-    lead = kernel._leads(rows)
-    for l in range(kernel.n):
-        sel = lead == l
-        if sel.any():
-            bad[sel] = ~kernel._holds_committed(rows[sel], l, acked=True)
-    return bad
-
-
-def _logs_never_diverge(kernel, rows):
-    c, m = kernel.codec, kernel.m
-    bad = np.zeros(len(rows), dtype=bool)
-    qe = rows[:, c.QE]
-    pos = np.arange(m)
-    for a in range(kernel.n):
-        ba = c.block(a)
-        cur_a = (rows[:, ba + c.ALIVE] == 1) & (rows[:, ba + c.EP] == qe)
-        for b_ in range(a + 1, kernel.n):
-            bb = c.block(b_)
-            both = cur_a & (rows[:, bb + c.ALIVE] == 1) & (rows[:, bb + c.EP] == qe)
-            if not both.any():
-                continue
-            k = np.minimum(np.minimum(rows[:, ba + c.HW], rows[:, bb + c.HW]),
-                           np.minimum(rows[:, ba + c.LEN], rows[:, bb + c.LEN]))
-            differ = rows[:, ba + c.LOG:ba + c.LOG + m] != rows[:, bb + c.LOG:bb + c.LOG + m]
-            bad |= both & (differ & (pos < k[:, None])).any(axis=1)
-    return bad
-
-
-def _leader_candidate_completeness(kernel, rows):
-    c = kernel.codec
-    bad = np.zeros(len(rows), dtype=bool)
-    members = rows[:, c.ISR].astype(np.int64) | rows[:, c.ELR].astype(np.int64)
-    for r in range(kernel.n):
-        b = c.block(r)
-        live_member = ((members >> r & 1) == 1) & (rows[:, b + c.ALIVE] == 1)
-        if live_member.any():
-            bad |= live_member & ~kernel._holds_committed(rows, r)
-    return bad
-
-
-_INVARIANTS = {
-    "HighWatermarkBelowLogEnd": _hw_below_log_end,
-    "CommittedNeverLost": _committed_never_lost,
-    "LogsNeverDiverge": _logs_never_diverge,
-    "LeaderCandidateCompleteness": _leader_candidate_completeness,
-    "AcknowledgedNeverLost": _acknowledged_never_lost,
-}
+        return prop.mask(self, *args)
 
 
 class _Gen:
@@ -646,9 +211,9 @@ class _Gen:
     def __init__(self, kernel, rows):
         self.kernel = kernel
         self.rows = rows
-        self.lead = kernel._leads(rows)
+        self.lead = kernel.leads(rows)
         self.isr_size = kernel._isr_size(rows)
-        self.alive = kernel._alive_mask(rows)
+        self.alive = kernel.alive_mask(rows)
         self.count = np.zeros(len(rows), dtype=np.int16)  # enabled actions so far, per row
         self.parts = []
 

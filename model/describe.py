@@ -8,11 +8,11 @@ lives next to them.
 
 from __future__ import annotations
 
-from .config import LEADER_EPOCH_21
-from .kafka import (
+from .actions import (
     BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST, FETCH_RESPONSE, PRODUCE, RESTART,
     SHRINK_ISR,
 )
+from .config import LEADER_EPOCH_21
 from .state import leader_of, leads, leso
 
 

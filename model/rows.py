@@ -13,6 +13,9 @@ Layout (one column per field, ``int8`` when every value fits, else ``int16``; ``
 1): ids are below ``m``, so the code is unambiguous, and two records are equal exactly
 when their codes are.
 
+The columns are named after these fields (``RowCodec.PRODUCED``, ``RowCodec.Q_EPOCH``, per
+replica ``RowCodec.HW``, ``RowCodec.LOG``, ...; ``RowCodec.column_names()`` lists them all):
+
 - global: ``produced``, ``crashes``, ``quorum.leader``, ``quorum.epoch``, ``quorum.isr``
   and ``quorum.elr`` as bit masks (bit ``r`` = replica ``r``), then the committed set as
   two columns per record id ``i``: the offset and epoch at which record ``i`` is
@@ -47,12 +50,15 @@ class RowCodec:
     Args:
         config: a ``model.Config``.
 
-    Column indices are plain int attributes (``PROD``, ``QL``, ...) and, per replica
-    ``r``, ``block(r) + ALIVE`` and so on.
+    Column indices are named int attributes, spelled after the fields of docs/model.md
+    ("State"): the global ones (``PRODUCED``, ``Q_LEADER``, ...) are columns; the per-replica
+    ones (``ALIVE``, ``LOG``, ...) are offsets inside a replica's block, so replica ``r``'s
+    high watermark is column ``block(r) + HW``. A field of several columns (``REMOTE_LEO``,
+    ``LOG``, ``COMMITTED_OFFSET``, ...) names its first; ``column_names()`` names them all.
     """
 
-    # offsets inside a replica block
-    ALIVE, HW, EP, LDR, LOSSY, REM = range(6)
+    # A replica block, in order: alive, hw, epoch, leader, lossy, remote_leo[0..n), ...
+    ALIVE, HW, EPOCH, LEADER, LOSSY, REMOTE_LEO = range(6)
 
     def __init__(self, config):
         # at least one record slot, so that no array of slots is empty
@@ -60,26 +66,48 @@ class RowCodec:
         largest = max((config.max_leader_epoch + 1) * m, config.max_crashes, n + 1, (1 << n) - 1)
         self.dtype = np.dtype(np.int8 if largest <= 127 else np.int16)
         self.n, self.m = n, m
-        self.PROD, self.CRASH, self.QL, self.QE, self.ISR, self.ELR = range(6)
-        self.COFF = 6
-        self.CEP = 6 + m
-        self.GLOBAL = 6 + 2 * m
-        # inside a block, after REM[0..n)
-        self.LEN = self.REM + n
-        self.LOG = self.LEN + 1
-        self.IL = self.LOG + m
-        self.IE, self.IS, self.IH, self.IN = self.IL + 1, self.IL + 2, self.IL + 3, self.IL + 4
-        self.IREC = self.IL + 5
-        self.BLOCK = self.IREC + m
+        # the global columns: the history counters, the controller's quorum (ISR and ELR as
+        # bit masks), then the committed set, one offset and one epoch per record id
+        self.PRODUCED, self.CRASHES, self.Q_LEADER, self.Q_EPOCH, self.Q_ISR, self.Q_ELR = range(6)
+        self.COMMITTED_OFFSET = 6  # m columns
+        self.COMMITTED_EPOCH = 6 + m  # m columns
+        self.GLOBAL = 6 + 2 * m  # the first replica block
+        # ... the rest of a replica block, after REMOTE_LEO[0..n)
+        self.LEO = self.REMOTE_LEO + n  # the log's length: its log end offset
+        self.LOG = self.LEO + 1  # m columns: the records' codes
+        self.INFLIGHT_LEADER = self.LOG + m  # the in-flight fetch response (none: -1)
+        self.INFLIGHT_EPOCH = self.INFLIGHT_LEADER + 1
+        self.INFLIGHT_START = self.INFLIGHT_LEADER + 2
+        self.INFLIGHT_HW = self.INFLIGHT_LEADER + 3
+        self.INFLIGHT_COUNT = self.INFLIGHT_LEADER + 4
+        self.INFLIGHT_RECORDS = self.INFLIGHT_LEADER + 5  # m columns
+        self.BLOCK = self.INFLIGHT_RECORDS + m  # the width of a block
         self.used = self.GLOBAL + n * self.BLOCK
         # the acknowledged set, after the blocks, only when acknowledgements are tracked
         self.acks = getattr(config, "acks", None)
-        self.AOFF = self.AEP = None
+        self.ACKED_OFFSET = self.ACKED_EPOCH = None
         if self.acks is not None:
-            self.AOFF, self.AEP = self.used, self.used + m
+            self.ACKED_OFFSET, self.ACKED_EPOCH = self.used, self.used + m  # m columns each
             self.used += 2 * m
         per_word = 8 // self.dtype.itemsize
         self.width = -(-self.used // per_word) * per_word  # columns; a multiple of 8 bytes
+
+    def column_names(self) -> list[str]:
+        """Every column's name, in order, as docs/model.md names the field it holds
+        (``quorum.epoch``, ``r1.log[0]``, ``committed[0].offset``; ``padding`` after the
+        last field): the layout, for a reviewer and for debugging a row."""
+        n, m = self.n, self.m
+        names = ["produced", "crashes", "quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr"]
+        names += [f"committed[{i}].offset" for i in range(m)] + [f"committed[{i}].epoch" for i in range(m)]
+        for r in range(n):
+            fields = ["alive", "hw", "epoch", "leader", "lossy"]
+            fields += [f"remote_leo[{f}]" for f in range(n)] + ["leo"] + [f"log[{k}]" for k in range(m)]
+            fields += ["inflight.leader", "inflight.epoch", "inflight.start", "inflight.leader_hw",
+                       "inflight.count"] + [f"inflight.records[{k}]" for k in range(m)]
+            names += [f"r{r}.{f}" for f in fields]
+        if self.acks is not None:
+            names += [f"acked[{i}].offset" for i in range(m)] + [f"acked[{i}].epoch" for i in range(m)]
+        return names + ["padding"] * (self.width - self.used)
 
     def block(self, r: int) -> int:
         """The first column of replica ``r``'s block."""
@@ -97,43 +125,43 @@ class RowCodec:
         """The row of ``state`` (a 1-d ``int8`` array of ``width`` bytes)."""
         row = self.empty(1)[0]
         q = state.quorum
-        row[self.PROD] = state.produced
-        row[self.CRASH] = state.crashes
-        row[self.QL] = NONE if q.leader is None else q.leader
-        row[self.QE] = q.epoch
-        row[self.ISR] = _mask(q.isr)
-        row[self.ELR] = _mask(getattr(q, "elr", ()))
+        row[self.PRODUCED] = state.produced
+        row[self.CRASHES] = state.crashes
+        row[self.Q_LEADER] = NONE if q.leader is None else q.leader
+        row[self.Q_EPOCH] = q.epoch
+        row[self.Q_ISR] = _mask(q.isr)
+        row[self.Q_ELR] = _mask(getattr(q, "elr", ()))
         for offset, epoch, rid in state.committed:
-            if row[self.COFF + rid] != NONE:
+            if row[self.COMMITTED_OFFSET + rid] != NONE:
                 raise ValueError(f"record {rid} is committed at two offsets")
-            row[self.COFF + rid] = offset
-            row[self.CEP + rid] = epoch
+            row[self.COMMITTED_OFFSET + rid] = offset
+            row[self.COMMITTED_EPOCH + rid] = epoch
         if state.acked:
             if self.acks is None:
                 raise ValueError("an acknowledged record in a configuration without acks")
             for offset, epoch, rid in state.acked:
-                row[self.AOFF + rid] = offset
-                row[self.AEP + rid] = epoch
+                row[self.ACKED_OFFSET + rid] = offset
+                row[self.ACKED_EPOCH + rid] = epoch
         for r, rep in enumerate(state.replicas):
             b = self.block(r)
             row[b + self.ALIVE] = rep.alive
             row[b + self.HW] = rep.hw
-            row[b + self.EP] = rep.epoch
-            row[b + self.LDR] = NONE if rep.leader is None else rep.leader
+            row[b + self.EPOCH] = rep.epoch
+            row[b + self.LEADER] = NONE if rep.leader is None else rep.leader
             row[b + self.LOSSY] = getattr(rep, "lossy", False)
-            row[b + self.REM:b + self.REM + self.n] = rep.remote_leo
-            row[b + self.LEN] = len(rep.log)
+            row[b + self.REMOTE_LEO:b + self.REMOTE_LEO + self.n] = rep.remote_leo
+            row[b + self.LEO] = len(rep.log)
             for k, (e, i) in enumerate(rep.log):
                 row[b + self.LOG + k] = e * self.m + i
             f = rep.inflight
             if f is not None:
-                row[b + self.IL] = f.leader
-                row[b + self.IE] = f.epoch
-                row[b + self.IS] = f.start
-                row[b + self.IH] = f.leader_hw
-                row[b + self.IN] = len(f.records)
+                row[b + self.INFLIGHT_LEADER] = f.leader
+                row[b + self.INFLIGHT_EPOCH] = f.epoch
+                row[b + self.INFLIGHT_START] = f.start
+                row[b + self.INFLIGHT_HW] = f.leader_hw
+                row[b + self.INFLIGHT_COUNT] = len(f.records)
                 for k, (e, i) in enumerate(f.records):
-                    row[b + self.IREC + k] = e * self.m + i
+                    row[b + self.INFLIGHT_RECORDS + k] = e * self.m + i
         return row
 
     def decode(self, row) -> State:
@@ -141,32 +169,32 @@ class RowCodec:
         v = [int(x) for x in row]
         n, m = self.n, self.m
         committed = tuple(sorted(
-            (v[self.COFF + i], v[self.CEP + i], i) for i in range(m) if v[self.COFF + i] != NONE))
+            (v[self.COMMITTED_OFFSET + i], v[self.COMMITTED_EPOCH + i], i) for i in range(m) if v[self.COMMITTED_OFFSET + i] != NONE))
         reps = []
         for r in range(n):
             b = self.block(r)
-            length = v[b + self.LEN]
+            length = v[b + self.LEO]
             log = tuple(divmod(v[b + self.LOG + k], m) for k in range(length))
             inflight = None
-            if v[b + self.IL] != NONE:
-                count = v[b + self.IN]
+            if v[b + self.INFLIGHT_LEADER] != NONE:
+                count = v[b + self.INFLIGHT_COUNT]
                 inflight = Fetch(
-                    v[b + self.IL], v[b + self.IE], v[b + self.IS],
-                    tuple(divmod(v[b + self.IREC + k], m) for k in range(count)),
-                    v[b + self.IH])
-            leader = v[b + self.LDR]
+                    v[b + self.INFLIGHT_LEADER], v[b + self.INFLIGHT_EPOCH], v[b + self.INFLIGHT_START],
+                    tuple(divmod(v[b + self.INFLIGHT_RECORDS + k], m) for k in range(count)),
+                    v[b + self.INFLIGHT_HW])
+            leader = v[b + self.LEADER]
             reps.append(Replica(
-                bool(v[b + self.ALIVE]), log, v[b + self.HW], v[b + self.EP],
+                bool(v[b + self.ALIVE]), log, v[b + self.HW], v[b + self.EPOCH],
                 None if leader == NONE else leader,
-                tuple(v[b + self.REM:b + self.REM + n]), inflight, bool(v[b + self.LOSSY])))
-        ql = v[self.QL]
-        quorum = Quorum(None if ql == NONE else ql, v[self.QE], _ids(v[self.ISR], n),
-                        _ids(v[self.ELR], n))
+                tuple(v[b + self.REMOTE_LEO:b + self.REMOTE_LEO + n]), inflight, bool(v[b + self.LOSSY])))
+        ql = v[self.Q_LEADER]
+        quorum = Quorum(None if ql == NONE else ql, v[self.Q_EPOCH], _ids(v[self.Q_ISR], n),
+                        _ids(v[self.Q_ELR], n))
         acked = ()
         if self.acks is not None:
             acked = tuple(sorted(
-                (v[self.AOFF + i], v[self.AEP + i], i) for i in range(m) if v[self.AOFF + i] != NONE))
-        return State(tuple(reps), quorum, v[self.PROD], v[self.CRASH], committed, acked)
+                (v[self.ACKED_OFFSET + i], v[self.ACKED_EPOCH + i], i) for i in range(m) if v[self.ACKED_OFFSET + i] != NONE))
+        return State(tuple(reps), quorum, v[self.PRODUCED], v[self.CRASHES], committed, acked)
 
     # -- symmetry -----------------------------------------------------------------------
 
@@ -183,12 +211,12 @@ class RowCodec:
         for r in range(n):
             new_b, old_b = self.block(perm[r]), self.block(r)
             for f in range(n):
-                src[new_b + self.REM + perm[f]] = old_b + self.REM + f
-        id_cols = [self.QL] + [self.block(r) + c for r in range(n) for c in (self.LDR, self.IL)]
+                src[new_b + self.REMOTE_LEO + perm[f]] = old_b + self.REMOTE_LEO + f
+        id_cols = [self.Q_LEADER] + [self.block(r) + c for r in range(n) for c in (self.LEADER, self.INFLIGHT_LEADER)]
         id_lut = np.array([NONE] + list(perm), dtype=self.dtype)  # index value + 1
         mask_lut = np.array([_mask(perm[r] for r in range(n) if x >> r & 1) for x in range(1 << n)],
                             dtype=self.dtype)
-        mask_cols = [self.ISR, self.ELR]
+        mask_cols = [self.Q_ISR, self.Q_ELR]
 
         def apply(rows):
             out = np.ascontiguousarray(rows[:, src])

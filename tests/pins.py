@@ -1,4 +1,5 @@
-"""The pinned numbers of every shipped spec: the one table the tests read them from.
+"""The pinned numbers of every shipped spec: the one table the tests read them from (the
+classic specs, the acks specs, the "Kafka 2.1 and later" rows and the availability specs).
 
 The numbers follow docs/model.md's counting (TLC's): distinct states include the initial
 state, states generated = 1 + every successor computed, depth = states on the longest
@@ -12,7 +13,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kmc.checker.result import HOLDS
+
 CNL, LND = "CommittedNeverLost", "LogsNeverDiverge"
+H = HOLDS
 HWB, LEM = "HighWatermarkBelowLogEnd", "LeaderEpochMonotonic"
 ALL4 = (HWB, CNL, LND, LEM)
 
@@ -93,3 +97,88 @@ ACKS_PINS = {
     "acks-all-kip279-unclean-two-crashes": Pin(1076889, 3791710, 35, (HWB, CNL, LND, LEM, ANL),
                                                {CNL: 6, ANL: 9}, None),
 }
+
+
+# -- the "Kafka 2.1 and later" specs (tests/test_modern.py) ---------------------------------
+#
+# docs/model.md, "Known verdicts", second table: spec -> (distinct states,
+# depth, states generated, {invariant: "holds" or the shortest trace's length}). An
+# invariant the table marks "—" is not checked by the spec and is absent here.
+MODERN_FAST_ROWS = {
+    # C1: 2 replicas, 2 msgs, 2 crashes, epochs <= 2, min ISR 1
+    "v21-data-loss": (4267, 17, 9202, {CNL: H, LND: H, LCC: H}),
+    # C2: C1 + unflushed_loss
+    "v21-unflushed": (10652, 19, 24480, {CNL: 6, LND: H, LCC: 5}),
+    "v21-gate-unflushed": (10652, 19, 24480, {CNL: 6, LND: H, LCC: 5}),
+    "v21-elr-unflushed": (7057, 17, 15830, {CNL: H, LND: H, LCC: H}),
+    # C3: C1 + unclean
+    "v21-unclean": (4770, 17, 10406, {CNL: 5, LND: H, LCC: 5}),
+    # 3 replicas, min ISR 1, 1 msg, 2 crashes (the ISR re-join; kip279: CNL 13)
+    "v21-isr-expansion": (50523, 23, 176762, {CNL: H}),
+    # C4: 4 msgs, 1 crash, preferred
+    "v21-fast-leader-change": (47577, 22, 98343, {CNL: H, LND: H, LCC: H}),
+}
+MODERN_SLOW_ROWS = {
+    # C5: 3 replicas, min ISR 2, 2 msgs, 1 crash
+    "v21-min-isr": (49302, 22, 163100, {CNL: H, LND: H, LCC: H}),
+    "v21-gate-min-isr": (51446, 24, 176972, {CNL: H, LND: H, LCC: H}),
+    "v21-elr-min-isr": (59506, 24, 204547, {CNL: H, LND: H, LCC: H}),
+    # LRS: C5 + unflushed_loss (last replica standing)
+    "lrs-v21": (85503, 22, 290640, {CNL: 7, LND: H, LCC: 6}),
+    "lrs-v21-gate": (91119, 24, 314827, {CNL: 9, LND: H, LCC: 8}),
+    "lrs-v21-elr": (88614, 24, 298429, {CNL: H, LND: H, LCC: H}),
+    "lrs-kip279-gate": (93383, 24, 330539, {CNL: 9, LND: H, LCC: 8}),
+    "lrs-kip279-elr": (97976, 24, 342649, {CNL: H, LND: H, LCC: 10}),
+    # 3 replicas, min ISR 2, 2 msgs, 2 crashes, preferred
+    "v21-preferred-two-crashes": (7872072, 33, 27343365, {CNL: H, LND: H, LCC: H}),
+    # LRS with 2 crashes
+    "lrs2-v21": (1207522, 27, 4465456, {CNL: 7, LND: H, LCC: 6}),
+    "lrs2-v21-gate": (1371240, 30, 4995651, {CNL: 9, LND: H, LCC: 8}),
+    "lrs2-v21-elr": (1227129, 29, 4269582, {CNL: H, LND: H, LCC: H}),
+    "lrs2-kip279-elr": (1471455, 30, 5275876, {CNL: 12, LND: H}),
+}
+
+
+# -- availability: the specs/avail-*.toml (tests/test_availability.py) -----------------------
+#
+# Every spec checks PartitionRecoverable, explores every reachable state (``keep_going``), and
+# most also check CommittedNeverLost and LeaderCandidateCompleteness. The numbers were
+# computed by the independent oracle (tests/oracle_available.py: whole states, a plain BFS,
+# the traps by a plain BFS over the reversed graph); the verdicts and trace lengths are those
+# of the known-verdict table of the availability property (TLC's state graph of an independent
+# TLA+ rendering), which tests/test_availability.py checks the oracle against.
+PR = "PartitionRecoverable"
+
+
+class AvailPin(NamedTuple):
+    distinct: int
+    generated: int
+    depth: int
+    traces: dict  # violated state property -> shortest counterexample length (states)
+    traps: int  # trap states among the distinct states (0: PartitionRecoverable holds)
+    trap_trace: int | None  # states on a shortest path into a trap
+
+
+AVAIL_PINS = {
+    # C2: 2 replicas, min ISR 1, 2 msgs, 2 crashes, epochs <= 2, unflushed loss, 2.1 rule
+    "avail-c2": AvailPin(10652, 24480, 19, {CNL: 6, LCC: 5}, 0, None),
+    "avail-c2-elr": AvailPin(7057, 15830, 17, {}, 1296, 4),
+    "avail-c2-elr-lkl": AvailPin(8325, 18718, 17, {CNL: 6, LCC: 6}, 0, None),
+    "avail-c2-elr-unclean": AvailPin(8980, 21518, 18, {}, 0, None),  # checks PR only
+    # C3: C1 + unclean election
+    "avail-c3": AvailPin(4770, 10406, 17, {CNL: 5, LCC: 5}, 0, None),
+    # C2m2: C2 with min ISR 2
+    "avail-c2m2-elr": AvailPin(11335, 25356, 23, {}, 524, 6),
+    "avail-c2m2-elr-lkl": AvailPin(11611, 25943, 23, {CNL: 10, LCC: 10}, 0, None),
+    "avail-c2m2-elr-unclean": AvailPin(12050, 27080, 22, {}, 0, None),  # checks PR only
+    # C5: 3 replicas, min ISR 2, 2 msgs, 1 crash, ELR
+    "avail-c5-elr": AvailPin(59506, 204547, 24, {}, 0, None),
+    # LRS with 2 crashes: 3 replicas, min ISR 2, 2 msgs, 2 crashes, unflushed loss
+    "avail-lrs2": AvailPin(1207522, 4465456, 27, {CNL: 7, LCC: 6}, 0, None),
+    "avail-lrs2-elr": AvailPin(1227129, 4269582, 29, {}, 26134, 7),
+    "avail-lrs2-elr-lkl": AvailPin(1242984, 4326258, 29, {CNL: 11, LCC: 11}, 0, None),
+    "avail-lrs2-elr-unclean": AvailPin(1304857, 4556812, 29, {}, 0, None),  # checks PR only
+}
+
+# More than this many states: the oracle and the engine runs are behind KMC_SLOW=1.
+FAST_LIMIT = 20_000

@@ -26,16 +26,15 @@ from kmc.checker.batch import BatchEngine
 from kmc.checker.errors import SpecError, UsageError
 from kmc.checker.local import LocalEngine, Options
 from kmc.checker.result import HOLDS
-from kmc.checker.trace import replay_choices
-from kmc.invariants import BY_NAME, CLASSIC, MODERN, AcknowledgedNeverLost, default_properties
+from kmc.invariants import CLASSIC, MODERN, AcknowledgedNeverLost, default_properties
 from kmc.model import LEADER_EPOCH_21, TRUNCATION_RULES, Config, KafkaModel, encode
 from kmc.model.batch import KafkaBatchKernel
 from kmc.model.kafka import Action
 from kmc.model.rows import RowCodec
 from kmc.model.spec import load_spec, parse_spec
 from kmc.model.symmetry import permute, symmetries
+from helpers import assert_same_successors, assert_traces_replay, random_walk, reachable, spec_runs
 from pins import ACKS_PINS, ANL, CNL
-from test_batch import assert_same_successors, reachable
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 A, B = range(2)
@@ -76,17 +75,7 @@ SMALL = [n for n, p in ACKS_PINS.items() if p.distinct <= ORACLE_LIMIT]
 @pytest.fixture(scope="module")
 def runs():
     """spec name -> (spec, model, result) on the batch engine, each run at most once."""
-    done = {}
-
-    def get(name):
-        if name not in done:
-            spec = load_spec(SPECS / f"{name}.toml")
-            model = spec.model()
-            result = BatchEngine(model, spec.properties(), Options(keep_going=spec.keep_going)).run()
-            done[name] = (spec, model, result)
-        return done[name]
-
-    return get
+    return spec_runs(SPECS, lambda name: BatchEngine, lambda spec: Options(keep_going=spec.keep_going))
 
 
 # -- the shipped specs ---------------------------------------------------------------------
@@ -115,12 +104,7 @@ def test_row(runs, name):
 @pytest.mark.parametrize("name", [_param(n) for n in ACKS_PINS])
 def test_row_traces_replay_and_are_shortest(runs, name):
     _, model, result = runs(name)
-    for prop, v in result.violations.items():
-        path = v.path
-        assert replay_choices(model, path.init_index, path.choices) == path
-        p = BY_NAME[prop]
-        assert p.check(model, path.states[-1]) == v.explanation
-        assert all(p.check(model, s) is None for s in path.states[:-1])
+    assert_traces_replay(model, result)
 
 
 @pytest.mark.parametrize("name", SMALL)
@@ -184,15 +168,7 @@ _CONFIGS = st.builds(
 @given(config=_CONFIGS, walk=st.lists(st.integers(0, 10**6), min_size=1, max_size=30))
 def test_batch_successors_equal_the_model_along_random_walks(config, walk):
     model = KafkaModel(config)
-    state = model.init_states()[0]
-    states = [state]
-    for pick in walk:
-        succ = model.successors(state)
-        if not succ:
-            break
-        state = succ[pick % len(succ)][1]
-        states.append(state)
-    assert_same_successors(model, states)
+    assert_same_successors(model, random_walk(model, model.init_states()[0], walk))
 
 
 def test_batch_successors_equal_the_model_with_zombies():
@@ -326,7 +302,7 @@ def test_default_properties_add_acknowledged_never_lost_only_with_acks():
 def test_rows_without_acks_are_unchanged_and_acked_round_trips(build):
     plain, acks = Config(replicas=("A", "B", "C")), Config(replicas=("A", "B", "C"), acks="1")
     a, b = RowCodec(plain), RowCodec(acks)
-    assert b.used == a.used + 2 * a.m and b.AOFF == a.used and a.AOFF is None
+    assert b.used == a.used + 2 * a.m and b.ACKED_OFFSET == a.used and a.ACKED_OFFSET is None
     rep = build.replica(3, log=[(0, 0), (1, 1)], hw=1)
     s = build.state([rep] * 3, committed=[(0, 0, 0)])
     s = s.__class__(s.replicas, s.quorum, 2, 0, s.committed, ((0, 0, 0), (1, 1, 1)))

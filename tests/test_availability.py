@@ -31,8 +31,8 @@ from kmc.checker.trace import replay_choices
 from kmc.invariants import BY_NAME, PartitionRecoverable, available, default_properties, explain_trap
 from kmc.model import Config, KafkaModel
 from kmc.model.spec import load_spec, parse_spec
-from pins_availability import AVAIL_PINS, CNL, FAST_LIMIT, LCC, PR
-from test_batch import assert_same_successors, reachable
+from helpers import assert_same_successors, reachable
+from pins import AVAIL_PINS, CNL, FAST_LIMIT, LCC, PR
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"

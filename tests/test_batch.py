@@ -9,7 +9,6 @@ reduction counts orbits computed by brute force.
 
 from __future__ import annotations
 
-import collections
 import os
 import subprocess
 import sys
@@ -31,42 +30,11 @@ from kmc.model import INITIAL_LEADERS, TRUNCATION_RULES, Config, KafkaModel
 from kmc.model.batch import KafkaBatchKernel
 from kmc.model.spec import load_spec
 from kmc.model.symmetry import permute, symmetries
+from helpers import assert_same_successors, random_walk, reachable
 from pins import PINS
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted(p.stem for p in (ROOT / "specs").glob("*.toml"))
-
-
-def reachable(model, limit):
-    """The first ``limit`` states of a plain breadth-first search over whole states."""
-    init = list(model.init_states())
-    seen = set(init)
-    queue = collections.deque(init)
-    out = list(init)
-    while queue and len(out) < limit:
-        for _, nxt in model.successors(queue.popleft()):
-            if nxt not in seen:
-                seen.add(nxt)
-                queue.append(nxt)
-                out.append(nxt)
-    return out
-
-
-def assert_same_successors(model, states):
-    """The kernel's successors of ``states`` are the model's, in the model's order."""
-    kernel = KafkaBatchKernel(model.config)
-    rows = np.stack([kernel.encode(s) for s in states])
-    parents, choices, codes, succ = kernel.expand(rows)
-    order = np.lexsort((choices, parents))
-    parents, choices, codes, succ = parents[order], choices[order], codes[order], succ[order]
-    j = 0
-    for i, state in enumerate(states):
-        for choice, (action, nxt) in enumerate(model.successors(state)):
-            assert j < len(parents) and parents[j] == i and choices[j] == choice, (state, action)
-            assert kernel.action_names[codes[j]] == action.name
-            assert kernel.decode(succ[j]) == nxt, (state, action)
-            j += 1
-    assert j == len(parents), "the kernel has successors the model does not"
 
 
 @pytest.mark.parametrize("name", SPECS)
@@ -110,14 +78,7 @@ _CONFIGS = st.builds(
 def test_successors_equal_the_model_along_random_walks(config, walk):
     model = KafkaModel(config)
     state = model.init_states()[walk[0] % len(model.init_states())]
-    states = [state]
-    for pick in walk:
-        succ = model.successors(state)
-        if not succ:
-            break
-        state = succ[pick % len(succ)][1]
-        states.append(state)
-    assert_same_successors(model, states)
+    assert_same_successors(model, random_walk(model, state, walk))
 
 
 def test_rows_round_trip_on_every_state_of_a_small_spec():
@@ -294,3 +255,29 @@ def test_symmetry_refuses_an_invariant_not_declared_symmetric():
 
 def _never(model, state):
     return None
+
+
+def test_the_named_columns_read_the_state_docs_model_md_describes():
+    # The layout read by name: each named column of a row holds the field of that name.
+    cfg = Config(replicas=("A", "B", "C"), max_messages=2, max_crashes=1, max_leader_epoch=2, acks="all")
+    model = KafkaModel(cfg)
+    kernel = KafkaBatchKernel(cfg)
+    c = kernel.codec
+    names = c.column_names()
+    assert len(names) == c.width and len(set(names[:c.used])) == c.used
+    assert set(names[c.used:]) <= {"padding"}
+    state = next(s for s in reachable(model, 400) if s.committed and s.replicas[1].log and s.acked)
+    row = kernel.encode(state)
+    assert names[c.Q_EPOCH] == "quorum.epoch" and row[c.Q_EPOCH] == state.quorum.epoch
+    assert names[c.PRODUCED] == "produced" and row[c.PRODUCED] == state.produced
+    offset, epoch, rid = state.committed[0]
+    assert names[c.COMMITTED_OFFSET + rid] == f"committed[{rid}].offset" and row[c.COMMITTED_OFFSET + rid] == offset
+    offset, epoch, rid = state.acked[0]
+    assert names[c.ACKED_EPOCH + rid] == f"acked[{rid}].epoch" and row[c.ACKED_EPOCH + rid] == epoch
+    b = c.block(1)
+    rep = state.replicas[1]
+    assert [names[b + k] for k in (c.ALIVE, c.HW, c.EPOCH, c.LEO, c.LOG)] == [
+        "r1.alive", "r1.hw", "r1.epoch", "r1.leo", "r1.log[0]"]
+    assert (row[b + c.HW], row[b + c.EPOCH], row[b + c.LEO]) == (rep.hw, rep.epoch, len(rep.log))
+    assert names[b + c.REMOTE_LEO + 2] == "r1.remote_leo[2]" and names[b + c.INFLIGHT_HW] == "r1.inflight.leader_hw"
+    assert names[b + c.BLOCK - 1] == f"r1.inflight.records[{c.m - 1}]"

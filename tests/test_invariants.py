@@ -33,6 +33,23 @@ def test_the_properties_in_order():
     assert all(p.description for p in ALL)
 
 
+def test_every_property_carries_its_mask_and_the_kernel_answers_with_it(model):
+    # One value per property: its check and its array form side by side. The kernel's
+    # masks are the properties' own, asked only for the kind they are.
+    (s,) = model.init_states()
+    kernel = model.batch_kernel()
+    rows = kernel.init_rows([s])
+    assert all(p.mask is not None and p.mask.__module__ == p.check.__module__ for p in ALL)
+    for p in ALL:
+        ask = {ALWAYS: kernel.invariant_mask, POSSIBLY: kernel.goal_mask}.get(p.kind)
+        if ask is not None:
+            assert ask(p.name, rows).tolist() == p.mask(kernel, rows).tolist()
+            assert kernel.step_mask(p.name, rows, [0], rows) is None
+        else:
+            assert kernel.invariant_mask(p.name, rows) is None and kernel.goal_mask(p.name, rows) is None
+    assert kernel.invariant_mask("NoSuchProperty", rows) is None
+
+
 def test_initial_state_satisfies_every_invariant(model):
     (s,) = model.init_states()
     for p in ALL:

@@ -19,7 +19,7 @@ INVARIANTS = ["HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverg
 
 # docs/model.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages,
 # 2 crashes, epochs <= 2. (rule, unclean, unflushed) -> (CommittedNeverLost, LogsNeverDiverge).
-# Written out again here, independently of checker/app/commands/matrix.py's copy.
+# Written out again here, independently of checker/app/matrix_grids.py's copy.
 MODEL_MD = {
     ("high-watermark", False, False): ("violated", "violated"),
     ("leader-epoch", False, False): ("holds", "holds"),

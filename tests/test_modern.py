@@ -22,11 +22,13 @@ from kmc.checker.batch import BatchEngine
 from kmc.checker.local import LocalEngine, Options
 from kmc.checker.protocol import ALWAYS
 from kmc.checker.result import HOLDS, VIOLATED
-from kmc.checker.trace import replay_choices
 from kmc.invariants import ALL, BY_NAME, CLASSIC, default_properties, leader_candidate_completeness
 from kmc.model import LEADER_EPOCH_21, LEADER_EPOCH_KIP279, Config, KafkaModel, elr_after, encode, leso
 from kmc.model.spec import load_spec
+from helpers import assert_traces_replay, spec_runs
 from pins import EXCLUDED
+from pins import MODERN_FAST_ROWS as FAST_ROWS
+from pins import MODERN_SLOW_ROWS as SLOW_ROWS
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 A, B, C = range(3)
@@ -36,42 +38,6 @@ H = HOLDS
 SLOW = pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1",
                           reason="7.9 million states (half a minute on the batch engine): set KMC_SLOW=1")
 
-# docs/model.md, "Known verdicts", second table: spec -> (distinct states,
-# depth, states generated, {invariant: "holds" or the shortest trace's length}). An
-# invariant the table marks "—" is not checked by the spec and is absent here.
-FAST_ROWS = {
-    # C1: 2 replicas, 2 msgs, 2 crashes, epochs <= 2, min ISR 1
-    "v21-data-loss": (4267, 17, 9202, {CNL: H, LND: H, LCC: H}),
-    # C2: C1 + unflushed_loss
-    "v21-unflushed": (10652, 19, 24480, {CNL: 6, LND: H, LCC: 5}),
-    "v21-gate-unflushed": (10652, 19, 24480, {CNL: 6, LND: H, LCC: 5}),
-    "v21-elr-unflushed": (7057, 17, 15830, {CNL: H, LND: H, LCC: H}),
-    # C3: C1 + unclean
-    "v21-unclean": (4770, 17, 10406, {CNL: 5, LND: H, LCC: 5}),
-    # 3 replicas, min ISR 1, 1 msg, 2 crashes (the ISR re-join; kip279: CNL 13)
-    "v21-isr-expansion": (50523, 23, 176762, {CNL: H}),
-    # C4: 4 msgs, 1 crash, preferred
-    "v21-fast-leader-change": (47577, 22, 98343, {CNL: H, LND: H, LCC: H}),
-}
-SLOW_ROWS = {
-    # C5: 3 replicas, min ISR 2, 2 msgs, 1 crash
-    "v21-min-isr": (49302, 22, 163100, {CNL: H, LND: H, LCC: H}),
-    "v21-gate-min-isr": (51446, 24, 176972, {CNL: H, LND: H, LCC: H}),
-    "v21-elr-min-isr": (59506, 24, 204547, {CNL: H, LND: H, LCC: H}),
-    # LRS: C5 + unflushed_loss (last replica standing)
-    "lrs-v21": (85503, 22, 290640, {CNL: 7, LND: H, LCC: 6}),
-    "lrs-v21-gate": (91119, 24, 314827, {CNL: 9, LND: H, LCC: 8}),
-    "lrs-v21-elr": (88614, 24, 298429, {CNL: H, LND: H, LCC: H}),
-    "lrs-kip279-gate": (93383, 24, 330539, {CNL: 9, LND: H, LCC: 8}),
-    "lrs-kip279-elr": (97976, 24, 342649, {CNL: H, LND: H, LCC: 10}),
-    # 3 replicas, min ISR 2, 2 msgs, 2 crashes, preferred
-    "v21-preferred-two-crashes": (7872072, 33, 27343365, {CNL: H, LND: H, LCC: H}),
-    # LRS with 2 crashes
-    "lrs2-v21": (1207522, 27, 4465456, {CNL: 7, LND: H, LCC: 6}),
-    "lrs2-v21-gate": (1371240, 30, 4995651, {CNL: 9, LND: H, LCC: 8}),
-    "lrs2-v21-elr": (1227129, 29, 4269582, {CNL: H, LND: H, LCC: H}),
-    "lrs2-kip279-elr": (1471455, 30, 5275876, {CNL: 12, LND: H}),
-}
 ROWS = {**FAST_ROWS, **SLOW_ROWS}
 
 
@@ -93,19 +59,8 @@ PARAMS = [_param(n) for n in ROWS]
 @pytest.fixture(scope="session")
 def runs():
     """spec name -> (spec, model, result), each spec run at most once per session."""
-    done = {}
-
-    def get(name):
-        if name not in done:
-            spec = load_spec(SPECS / f"{name}.toml")
-            model = spec.model()
-            engine = BatchEngine if name in BATCH_ROWS else LocalEngine
-            result = engine(model, spec.properties(),
-                            Options(keep_going=spec.keep_going, max_depth=spec.max_depth)).run()
-            done[name] = (spec, model, result)
-        return done[name]
-
-    return get
+    return spec_runs(SPECS, lambda name: BatchEngine if name in BATCH_ROWS else LocalEngine,
+                     lambda spec: Options(keep_going=spec.keep_going, max_depth=spec.max_depth))
 
 
 # -- the specs ---------------------------------------------------------------------------
@@ -145,12 +100,8 @@ def test_row(runs, name):
 @pytest.mark.parametrize("name", PARAMS)
 def test_row_traces_replay_and_are_shortest(runs, name):
     _, model, result = runs(name)
-    for prop, v in result.violations.items():
-        path = v.path
-        assert replay_choices(model, path.init_index, path.choices) == path
-        p = BY_NAME[prop]
-        assert p.kind == ALWAYS and p.check(model, path.states[-1]) == v.explanation
-        assert all(p.check(model, s) is None for s in path.states[:-1])
+    assert all(BY_NAME[prop].kind == ALWAYS for prop in result.violations)
+    assert_traces_replay(model, result)
 
 
 def test_same_config_as_the_kip279_finding():

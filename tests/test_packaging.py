@@ -94,3 +94,53 @@ def test_the_boundary_check_sees_every_kind_of_import():
               "from . import kernel\n")
     names = _imported_modules(source, "kmc.checker")
     assert {"kmc.model.kafka", "kmc.checker.app.cli", "kmc.checker.kernel", "os"} <= names
+
+
+# -- the model's modules import one another without a circle ---------------------------------
+
+
+def _import_graph(folder, package):
+    """``{module: modules of the same package it imports}`` for the modules of ``folder``
+    (imports at any level, as ``_imported_modules`` sees them)."""
+    modules = {f"{package}.{p.stem}": p for p in sorted((REPO / folder).glob("*.py")) if p.stem != "__init__"}
+    graph = {}
+    for name, path in modules.items():
+        imported = _imported_modules(path.read_text(), package)
+        graph[name] = sorted(m for m in modules if m != name and m in imported)
+    return graph
+
+
+def _cycle(graph):
+    """One import circle of ``graph`` as a list of modules, or ``None``."""
+    state = {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for nxt in graph[node]:
+            if state.get(nxt) == "open":
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt, path + [nxt])
+                if found:
+                    return found
+        state[node] = "done"
+        return None
+
+    for node in graph:
+        if node not in state:
+            found = visit(node, [node])
+            if found:
+                return found
+    return None
+
+
+def test_the_model_has_no_import_cycle():
+    graph = _import_graph("model", "kmc.model")
+    assert {"kmc.model.actions", "kmc.model.kafka", "kmc.model.batch", "kmc.model.describe"} <= set(graph)
+    assert graph["kmc.model.actions"] == []  # the leaf every other module reads the actions from
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph))
+
+
+def test_the_cycle_check_finds_a_circle():
+    assert _cycle({"a": ["b"], "b": ["c"], "c": ["a"], "d": []}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": ["b"], "b": [], "c": ["a"]}) is None

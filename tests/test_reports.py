@@ -623,7 +623,7 @@ def test_full_view_and_diff_agree_on_what_changed(explorations, name):
     """A cell of the full view is highlighted exactly when --diff lists that variable (the
     seed trace once marked A's remote LEO as changed at states 6 and 10: it was hidden or
     shown, not changed)."""
-    from kmc.reports.terminal import _replica_cells
+    from kmc.reports.state_view import _replica_cells
 
     _, model, result = explorations[name]
     for v in result.violations.values():

@@ -20,114 +20,27 @@ import time
 from pathlib import Path
 
 from kmc.checker.errors import UsageError
+
+from ..matrix_grids import (  # the grids' tables; imported from here by the tests and reports
+    BASE,
+    DEFAULT_MAX_STATES,
+    FALLBACK_BASE,
+    KNOWN_CONSTANTS,
+    KNOWN_VERDICTS,
+    KNOWN_VERSION_VERDICTS,
+    LAST_KNOWN_LEADER_VERSIONS,
+    RULE_ALIASES,
+    VERSION_CONFIGS,
+    VERSIONS,
+    _A,
+    check_rows,
+    grid,
+    known_verdicts,
+    row_id,
+    run_row,
+    version_grid,
+)
 from .common import positive_int
-
-# replica count -> (max_messages, max_crashes, max_leader_epoch) of the default grid
-BASE = {2: (2, 2, 2), 3: (2, 1, 2)}
-FALLBACK_BASE = (2, 1, 2)  # for replica counts BASE does not name
-DEFAULT_MAX_STATES = 2_000_000
-RULE_ALIASES = {
-    "hw": "high-watermark", "high-watermark": "high-watermark",
-    "le": "leader-epoch", "leader-epoch": "leader-epoch", "kip101": "leader-epoch",
-    "kip279": "leader-epoch-kip279", "leader-epoch-kip279": "leader-epoch-kip279",
-    "v21": "leader-epoch-2.1", "2.1": "leader-epoch-2.1", "leader-epoch-2.1": "leader-epoch-2.1",
-}
-
-# docs/model.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages, 2 crashes, epochs <= 2.
-# (rule, unclean, unflushed) -> expected verdicts of CommittedNeverLost, LogsNeverDiverge.
-KNOWN_CONSTANTS = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2,
-                       min_insync_replicas=1, preferred_election=False)
-_V, _H = "violated", "holds"
-KNOWN_VERDICTS = {
-    ("high-watermark", False, False): (_V, _V),
-    ("leader-epoch", False, False): (_H, _H),
-    ("leader-epoch-kip279", False, False): (_H, _H),
-    ("high-watermark", False, True): (_V, _V),
-    ("leader-epoch", False, True): (_V, _V),
-    ("leader-epoch-kip279", False, True): (_V, _H),
-    ("high-watermark", True, False): (_V, _V),
-    ("leader-epoch", True, False): (_V, _V),
-    ("leader-epoch-kip279", True, False): (_V, _H),
-}
-
-
-# -- "Kafka through the versions" (``--versions``) ------------------------------------------
-# A separate grid, so that the default grid's rows (and reports/RESULTS.md) stay as they
-# were: docs/model.md's configurations, each under the rule and options of successive Kafka
-# versions, every row checked against all five properties (and AcknowledgedNeverLost on the
-# rows with acks = "all").
-_C1 = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2, min_insync_replicas=1)
-_LRS = dict(replicas=("A", "B", "C"), max_messages=2, max_crashes=1, max_leader_epoch=2,
-            min_insync_replicas=2, unflushed_loss=True)
-# key -> (label, constants)
-VERSION_CONFIGS = {
-    "c1": ("2 replicas, 2 msgs, 2 crashes (C1)", _C1),
-    "c2": ("C1 + unflushed loss (C2)", dict(_C1, unflushed_loss=True)),
-    "c3": ("C1 + unclean election (C3)", dict(_C1, unclean_leader_election=True)),
-    "c4": ("2 replicas, 4 msgs, 1 crash, preferred election (C4)",
-           dict(_C1, max_messages=4, max_crashes=1, preferred_election=True)),
-    "isr": ("3 replicas, min ISR 1, 1 msg, 2 crashes (ISR re-join)",
-            dict(_C1, replicas=("A", "B", "C"), max_messages=1)),
-    "lrs": ("3 replicas, min ISR 2, 2 msgs, 1 crash, unflushed loss (last replica standing)", _LRS),
-    # With acks = "all" tracked, a row also checks AcknowledgedNeverLost (ANL): "the producer
-    # was told it is written and it was lost", next to CNL's "consumers may have read it".
-    "c3m2_acks": ("C3 + min ISR 2, acks=all", dict(_C1, unclean_leader_election=True,
-                                                      min_insync_replicas=2, acks="all")),
-    "lrs_acks": ("last replica standing, acks=all", dict(_LRS, acks="all")),
-}
-# key -> (label, rule, hw_requires_min_isr, eligible_leader_replicas)
-VERSIONS = {
-    "hw": ("pre-0.11: high watermark", "high-watermark", False, False),
-    "le": ("0.11: leader epoch (KIP-101)", "leader-epoch", False, False),
-    "kip279": ("2.0: KIP-279", "leader-epoch-kip279", False, False),
-    "v21": ("2.1: KAFKA-7128", "leader-epoch-2.1", False, False),
-    "v21-gate": ("3.7: + HW gate (KAFKA-15583)", "leader-epoch-2.1", True, False),
-    "v21-elr": ("KIP-966 (ELR)", "leader-epoch-2.1", True, True),
-    "v41": ("4.1 (ELR + last known leader)", "leader-epoch-2.1", True, True),
-}
-# The versions that also elect the last known leader when the ISR and the ELR are empty.
-LAST_KNOWN_LEADER_VERSIONS = ("v41",)
-# docs/model.md, both known-verdict tables, where they cover a cell of this grid:
-# (config key, version key) -> {property: verdict}
-_C, _N, _L = "CommittedNeverLost", "LogsNeverDiverge", "LeaderCandidateCompleteness"
-_A = "AcknowledgedNeverLost"
-_P = "PartitionRecoverable"
-KNOWN_VERSION_VERDICTS = {
-    ("c1", "hw"): {_C: _V, _N: _V}, ("c1", "le"): {_C: _H, _N: _H}, ("c1", "kip279"): {_C: _H, _N: _H},
-    ("c1", "v21"): {_C: _H, _N: _H, _L: _H},
-    ("c2", "hw"): {_C: _V, _N: _V}, ("c2", "le"): {_C: _V, _N: _V}, ("c2", "kip279"): {_C: _V, _N: _H},
-    ("c2", "v21"): {_C: _V, _N: _H, _L: _V, _P: _H}, ("c2", "v21-gate"): {_C: _V, _N: _H, _L: _V},
-    ("c2", "v21-elr"): {_C: _H, _N: _H, _L: _H, _P: _V}, ("c2", "v41"): {_C: _V, _L: _V, _P: _H},
-    ("c3", "hw"): {_C: _V, _N: _V}, ("c3", "le"): {_C: _V, _N: _V}, ("c3", "kip279"): {_C: _V, _N: _H},
-    ("c3", "v21"): {_C: _V, _N: _H, _L: _V, _P: _H},
-    ("c4", "hw"): {_C: _V, _N: _V}, ("c4", "le"): {_C: _H, _N: _V}, ("c4", "kip279"): {_C: _H, _N: _H},
-    ("c4", "v21"): {_C: _H, _N: _H, _L: _H},
-    ("isr", "kip279"): {_C: _V}, ("isr", "v21"): {_C: _H},
-    ("lrs", "v21"): {_C: _V, _N: _H, _L: _V}, ("lrs", "v21-gate"): {_C: _V, _N: _H, _L: _V},
-    ("lrs", "v21-elr"): {_C: _H, _N: _H, _L: _H},
-    ("lrs_acks", "v21"): {_C: _V, _A: _V}, ("lrs_acks", "v21-gate"): {_C: _V, _A: _V},
-    ("lrs_acks", "v21-elr"): {_C: _H, _A: _H},
-}
-
-
-def version_grid(configs=None, versions=None):
-    """``[(row id, Config, expected verdicts)]`` of the versions grid, configuration-major.
-
-    Args:
-        configs, versions: keys of ``VERSION_CONFIGS`` and ``VERSIONS`` (default: all).
-    """
-    from kmc.model.config import Config
-
-    out = []
-    for ck in configs or VERSION_CONFIGS:
-        _, constants = VERSION_CONFIGS[ck]
-        for vk in versions or VERSIONS:
-            _, rule, gate, elr = VERSIONS[vk]
-            config = Config(truncation=rule, hw_requires_min_isr=gate, eligible_leader_replicas=elr,
-                            last_known_leader=vk in LAST_KNOWN_LEADER_VERSIONS, **constants)
-            out.append((f"{ck}-{vk}", config, dict(KNOWN_VERSION_VERDICTS.get((ck, vk), {}))))
-    return out
-
 
 def register(sub):
     p = sub.add_parser(
@@ -210,138 +123,6 @@ def _bounded(option, value, lo, hi):
     if value is not None and not lo <= value <= hi:
         raise UsageError(f"{option}: must be between {lo} and {hi}, got {value}")
     return value
-
-
-def row_id(config) -> str:
-    """``hw-r2-isr1-clean-flushed``: the rule, replicas, min ISR, unclean, unflushed loss."""
-    from kmc.reports.matrix import RULE_SHORT
-
-    return (f"{RULE_SHORT[config.truncation]}-r{config.n}-isr{config.min_insync_replicas}-"
-            f"{'unclean' if config.unclean_leader_election else 'clean'}-"
-            f"{'unflushed' if config.unflushed_loss else 'flushed'}")
-
-
-def grid(rules, replicas, min_isr, unclean, unflushed, messages=None, crashes=None, epochs=None):
-    """The grid's configurations, in table order: rule, replicas, min ISR, unclean, unflushed.
-
-    Args:
-        rules: truncation rule names; replicas: replica counts; min_isr: values or ``None``
-            for 1..replicas (values above a row's replica count are skipped); unclean,
-            unflushed: lists of bools; messages, crashes, epochs: override ``BASE``.
-
-    Returns:
-        a list of ``model.config.Config``.
-    """
-    from kmc.model.config import Config
-
-    out = []
-    for rule in rules:
-        for n in replicas:
-            m, c, e = BASE.get(n, FALLBACK_BASE)
-            m = m if messages is None else messages
-            c = c if crashes is None else crashes
-            e = e if epochs is None else epochs
-            names = tuple(chr(ord("A") + i) for i in range(n))
-            for isr in (range(1, n + 1) if min_isr is None else [k for k in min_isr if k <= n]):
-                for unc in unclean:
-                    for unf in unflushed:
-                        out.append(Config(replicas=names, max_messages=m, max_crashes=c,
-                                          max_leader_epoch=e, truncation=rule,
-                                          min_insync_replicas=isr, unclean_leader_election=unc,
-                                          unflushed_loss=unf))
-    return out
-
-
-def known_verdicts(config) -> dict:
-    """docs/model.md's known verdicts for ``config``, or ``{}`` when its table has no such row."""
-    for key, value in KNOWN_CONSTANTS.items():
-        if getattr(config, key) != value:
-            return {}
-    found = KNOWN_VERDICTS.get((config.truncation, config.unclean_leader_election, config.unflushed_loss))
-    if found is None:
-        return {}
-    return {"CommittedNeverLost": found[0], "LogsNeverDiverge": found[1]}
-
-
-# -- running one row ------------------------------------------------------------------------
-
-def run_row(item):
-    """Check one configuration; returns ``(row dict, {invariant: trace document})``.
-
-    ``item`` is ``(row id, Config, Spec or None, max_states)``, optionally followed by the
-    expected verdicts and the property names to check (the versions grid). A module-level
-    function of plain values, so ``--jobs`` can run it in another process.
-    """
-    from kmc.checker.local import LocalEngine, Options
-    from kmc.invariants import BY_NAME, default_properties
-    from kmc.model.kafka import KafkaModel
-    from kmc.reports.json_result import expectation, result_to_dict, verdicts
-
-    rid, config, spec, max_states = item[:4]
-    known = item[4] if len(item) > 4 else None
-    names = item[5] if len(item) > 5 else None
-    model = KafkaModel(config)
-    limit = max_states
-    if spec is not None and spec.max_states is not None:
-        limit = min(limit, spec.max_states) if limit else spec.max_states
-    options = Options(keep_going=True, max_states=limit,
-                      max_depth=spec.max_depth if spec is not None else None)
-    # A pre-2.1 row checks the four classic properties, as it always has (so the published
-    # rows stay reproducible); a row of the 2.1 rule or its options adds the fifth.
-    props = [BY_NAME[n] for n in names] if names else list(default_properties(config))
-    result = LocalEngine(model, props, options).run()
-    if spec is not None:
-        exp = expectation(spec, result)
-        expected, source = exp["expected"], "spec"
-    else:
-        expected, source = (known_verdicts(config) if known is None else known), "docs/model.md"
-        exp = expectation(None, result)
-        got = exp["got"]
-        exp["mismatches"] = [f"{n}: expected {w}, got {got.get(n)}" for n, w in expected.items()
-                             if got.get(n) != w]
-    full = result_to_dict(spec, model, result)
-    traces, counterexamples = {}, {}
-    for v in full["violations"]:
-        name = v["property"]
-        doc = dict(full, violations=[v])
-        traces[name] = doc
-        counterexamples[name] = {"length": v["trace"]["length"], "kind": v["kind"],
-                                 "explanation": v["explanation"],
-                                 "trace": f"traces/{rid}-{name}.json"}
-        if "trap_states" in v:  # an always-possibly property: its trap count
-            counterexamples[name]["trap_states"] = v["trap_states"]
-    st = result.stats
-    row = {
-        "id": rid,
-        "spec": None if spec is None else spec.path,
-        "title": "" if spec is None else spec.title,
-        "model": config.as_dict(),
-        "verdicts": verdicts(result),
-        "expected": dict(expected),
-        "expected_from": source if expected else None,
-        "matched": (not exp["mismatches"]) if expected else None,
-        "mismatches": list(exp["mismatches"]) if expected else [],
-        "distinct_states": st.distinct,
-        "states_generated": st.generated,
-        "depth": st.depth,
-        "seconds": round(st.seconds, 3),
-        "complete": result.complete,
-        "stopped": result.stopped,
-        "counterexamples": counterexamples,
-    }
-    return row, traces
-
-
-def _results(items, jobs):
-    """Yield ``run_row``'s results in ``items`` order (in ``jobs`` processes when > 1)."""
-    if jobs <= 1 or len(items) <= 1:
-        for item in items:
-            yield run_row(item)
-        return
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(run_row, items)
 
 
 # -- the command ----------------------------------------------------------------------------
@@ -482,7 +263,7 @@ def run(args, out, err) -> int:
     started = time.perf_counter()
     rows, written = [], set()
     width = len(str(len(items)))
-    for i, (row, traces) in enumerate(_results(items, args.jobs), 1):
+    for i, (row, traces) in enumerate(check_rows(items, args.jobs), 1):
         rows.append(row)
         for name, doc in traces.items():
             path = out_dir / row["counterexamples"][name]["trace"]

@@ -1,0 +1,43 @@
+"""The Kafka model's actions: their names, their order and their codes.
+
+A leaf module (it imports nothing else from ``model``): the attrs model
+(``model.kafka``), its batch kernel (``model.batch``) and the step sentences
+(``model.describe``) all read the actions from here.
+
+The names come in the order docs/model.md enumerates the actions (1–9); an action's
+*code*, what the batch kernel stores for a successor, is its position in
+``ACTION_NAMES``.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+PRODUCE = "Produce"
+FETCH_REQUEST = "FetchRequest"
+FETCH_RESPONSE = "FetchResponse"
+CRASH = "Crash"
+RESTART = "Restart"
+ELECT_LEADER = "ElectLeader"
+BECOME_FOLLOWER = "BecomeFollower"
+SHRINK_ISR = "ShrinkIsr"
+EXPAND_ISR = "ExpandIsr"
+ACTION_NAMES = (
+    PRODUCE, FETCH_REQUEST, FETCH_RESPONSE, CRASH, RESTART,
+    ELECT_LEADER, BECOME_FOLLOWER, SHRINK_ISR, EXPAND_ISR,
+)
+
+# The codes of the batch kernel: an action's position in ACTION_NAMES.
+CODE = {name: code for code, name in enumerate(ACTION_NAMES)}
+(PRODUCE_CODE, FETCH_REQUEST_CODE, FETCH_RESPONSE_CODE, CRASH_CODE, RESTART_CODE,
+ ELECT_LEADER_CODE, BECOME_FOLLOWER_CODE, SHRINK_ISR_CODE, EXPAND_ISR_CODE) = range(len(ACTION_NAMES))
+
+
+@attrs.frozen
+class Action:
+    """One step: the action's name, the replica it acts on, and (for a lossy crash) how
+    many records of the log survive."""
+
+    name: str
+    replica: int
+    cut: int | None = None

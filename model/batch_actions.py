@@ -1,0 +1,195 @@
+"""The batch kernel's action effects: each takes a copy of the rows in which its action
+is enabled and changes it in place, as docs/model.md's action of that name changes a
+state (ElectLeader is in ``model.batch_elections``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .batch_rules import RowRules
+from .config import HIGH_WATERMARK, LEADER_EPOCH
+from .rows import NONE
+
+
+class ActionEffects(RowRules):
+    """The effects of Produce, FetchRequest, FetchResponse, Crash, Restart, BecomeFollower,
+    ShrinkIsr and ExpandIsr on rows (a part of ``model.batch.KafkaBatchKernel``)."""
+
+    # -- the actions (each takes a copy of the enabled rows and changes it in place) ----
+
+    def _produce(self, s, l):
+        c = self.codec
+        b = c.block(l)
+        ri = np.arange(len(s))
+        at = s[:, b + c.LEO].astype(np.int64)
+        s[ri, b + c.LOG + at] = s[:, b + c.EPOCH].astype(np.int64) * self.m + s[:, c.PRODUCED]
+        s[:, b + c.LEO] += 1
+        s[:, c.PRODUCED] += 1
+        self._advance_hw(s, l)
+
+    def _produce_acks_one(self, s, l):
+        """Produce under acks=1 by ``l``, which believes it leads: the record is
+        acknowledged on append; HW(l) only in the rows where ``l`` really leads."""
+        c = self.codec
+        b = c.block(l)
+        leading = self.leads(s) == l
+        ri = np.arange(len(s))
+        at = s[:, b + c.LEO].astype(np.int64)
+        rid = s[:, c.PRODUCED].astype(np.int64)
+        s[ri, b + c.LOG + at] = s[:, b + c.EPOCH].astype(np.int64) * self.m + rid
+        s[ri, c.ACKED_OFFSET + rid] = at
+        s[ri, c.ACKED_EPOCH + rid] = s[:, b + c.EPOCH]
+        s[:, b + c.LEO] += 1
+        s[:, c.PRODUCED] += 1
+        if leading.any():
+            t = s[leading]
+            self._advance_hw(t, l)
+            s[leading] = t
+
+    def _fetch_request(self, s, f, l):
+        c = self.codec
+        bf, bl = c.block(f), c.block(l)
+        o = np.minimum(s[:, bf + c.LEO], s[:, bl + c.LEO]).astype(np.int64)
+        s[:, bl + c.REMOTE_LEO + f] = o
+        self._advance_hw(s, l)
+        s[:, bf + c.INFLIGHT_LEADER] = l
+        s[:, bf + c.INFLIGHT_EPOCH] = s[:, bl + c.EPOCH]
+        s[:, bf + c.INFLIGHT_START] = o
+        s[:, bf + c.INFLIGHT_HW] = s[:, bl + c.HW]
+        length = s[:, bl + c.LEO].astype(np.int64)
+        s[:, bf + c.INFLIGHT_COUNT] = length - o
+        ri = np.arange(len(s))
+        for k in range(self.m):
+            src = o + k
+            ok = src < length
+            if not ok.any():
+                break
+            r, at = ri[ok], src[ok]
+            s[r, bf + c.INFLIGHT_RECORDS + k] = s[r, bl + c.LOG + at]
+
+    def _fetch_response(self, s, f):
+        c = self.codec
+        b = c.block(f)
+        fresh = ((s[:, b + c.ALIVE] == 1) & (s[:, b + c.LEADER] == s[:, b + c.INFLIGHT_LEADER])
+                 & (s[:, b + c.EPOCH] == s[:, b + c.INFLIGHT_EPOCH]))
+        if fresh.any():
+            t = s[fresh]
+            start = t[:, b + c.INFLIGHT_START].astype(np.int64)
+            count = t[:, b + c.INFLIGHT_COUNT].astype(np.int64)
+            end = start + count
+            pos = np.arange(self.m)
+            src = np.clip(pos[None, :] - start[:, None], 0, self.m - 1)
+            from_resp = (pos >= start[:, None]) & (pos < end[:, None])
+            log = t[:, b + c.LOG:b + c.LOG + self.m]
+            resp = np.take_along_axis(t[:, b + c.INFLIGHT_RECORDS:b + c.INFLIGHT_RECORDS + self.m], src, axis=1)
+            log = np.where(from_resp, resp, log)
+            log[pos >= end[:, None]] = NONE
+            t[:, b + c.LOG:b + c.LOG + self.m] = log
+            t[:, b + c.LEO] = end
+            t[:, b + c.HW] = np.minimum(t[:, b + c.INFLIGHT_HW], end)
+            s[fresh] = t
+        self._clear_inflight(s, b)
+
+    def _crash(self, s, r, cut):
+        c, cfg = self.codec, self.config
+        b = c.block(r)
+        s[:, b + c.ALIVE] = 0
+        self._clear_inflight(s, b)
+        s[:, c.CRASHES] += 1
+        if cut is not None:
+            if cfg.eligible_leader_replicas:
+                s[:, b + c.LOSSY] = s[:, b + c.LEO] > cut
+            self._cut_log(s, b, np.full(len(s), cut, dtype=np.int64))
+            np.minimum(s[:, b + c.HW], cut, out=s[:, b + c.HW])
+
+    def _restart(self, s, r):
+        c, cfg = self.codec, self.config
+        b = c.block(r)
+        s[:, b + c.ALIVE] = 1
+        s[:, b + c.EPOCH] = NONE
+        s[:, b + c.LEADER] = NONE
+        s[:, b + c.REMOTE_LEO:b + c.REMOTE_LEO + self.n] = 0
+        if not cfg.eligible_leader_replicas:
+            return
+        lossy = s[:, b + c.LOSSY] == 1
+        if not lossy.any():
+            return
+        t = s[lossy]
+        # KIP-966's unclean-shutdown rule: out of the ISR and the ELR, fetch state fenced.
+        old = t[:, c.Q_ISR].astype(np.int64)
+        new = old & ~(1 << r)
+        elr = self._elr_after(t, old, new) & ~(1 << r)
+        t[:, c.Q_ISR] = new
+        t[:, c.Q_ELR] = elr
+        for l in range(self.n):
+            t[:, c.block(l) + c.REMOTE_LEO + r] = 0
+        lead = self.leads(t)
+        for q in range(self.n):
+            sel = lead == q
+            if sel.any():
+                u = t[sel]
+                self._advance_hw(u, q)
+                t[sel] = u
+        t[:, b + c.LOSSY] = 0
+        s[lossy] = t
+
+    def _become_follower(self, s, r, l):
+        c, cfg = self.codec, self.config
+        b, bl = c.block(r), c.block(l)
+        hw = s[:, b + c.HW].astype(np.int64)
+        if cfg.truncation == HIGH_WATERMARK:
+            t = hw
+        elif cfg.truncation == LEADER_EPOCH:
+            t = self._offsets_for_leader_epoch(s, b, bl, hw)
+        else:  # leader-epoch-kip279 and leader-epoch-2.1: the longest common prefix
+            t = self._common_prefix(s, b, bl)
+        self._cut_log(s, b, t)
+        s[:, b + c.HW] = np.minimum(hw, t)
+        s[:, b + c.LEADER] = l
+        s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
+        self._clear_inflight(s, b)
+
+    def _common_prefix(self, s, b, bl):
+        c = self.codec
+        m = self.m
+        n_r = s[:, b + c.LEO].astype(np.int64)
+        n_l = s[:, bl + c.LEO].astype(np.int64)
+        pos = np.arange(m)
+        same = ((s[:, b + c.LOG:b + c.LOG + m] == s[:, bl + c.LOG:bl + c.LOG + m])
+                & (pos < np.minimum(n_r, n_l)[:, None]))
+        return np.cumprod(same, axis=1).sum(axis=1).astype(np.int64)
+
+    def _offsets_for_leader_epoch(self, s, b, bl, hw):
+        """KIP-101's truncation offset (``model.truncation.truncate_leader_epoch``)."""
+        c = self.codec
+        m = self.m
+        rows = np.arange(len(s))
+        n_r = s[:, b + c.LEO].astype(np.int64)
+        n_l = s[:, bl + c.LEO].astype(np.int64)
+        le_l = s[:, bl + c.LOG:bl + c.LOG + m].astype(np.int64) // m  # epochs; none stays -1
+        e = s[rows, b + c.LOG + np.maximum(n_r - 1, 0)].astype(np.int64) // m  # the follower's last epoch
+        last_l = le_l[rows, np.maximum(n_l - 1, 0)]
+        valid = np.arange(m) < n_l[:, None]
+        later = valid & (le_l > e[:, None])
+        has_later = later.any(axis=1)
+        answer = np.where(has_later, later.argmax(axis=1), n_l)  # end_offset(l.log, e)
+        undefined = (n_l == 0) | (((e < le_l[:, 0]) | ~has_later) & (last_l != e))
+        answer = np.where((n_l > 0) & (last_l == e), n_l, answer)
+        t = np.where(undefined, hw, np.minimum(answer, n_r))
+        return np.where(n_r == 0, 0, t)
+
+    def _shrink(self, s, r, l):
+        c = self.codec
+        old = s[:, c.Q_ISR].astype(np.int64)
+        new = old & ~(1 << r)
+        s[:, c.Q_ELR] = self._elr_after(s, old, new)
+        s[:, c.Q_ISR] = new
+        self._advance_hw(s, l)
+
+    def _expand(self, s, r, l):
+        c = self.codec
+        old = s[:, c.Q_ISR].astype(np.int64)
+        new = old | (1 << r)
+        s[:, c.Q_ELR] = self._elr_after(s, old, new)
+        s[:, c.Q_ISR] = new
+        self._advance_hw(s, l)

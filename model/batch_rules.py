@@ -1,0 +1,114 @@
+"""The batch kernel's shared rules over rows: who leads, HW(l) with the records it commits
+and acknowledges, ``elr_after``, truncating a log and dropping an in-flight response.
+
+Every action of ``model.batch_actions`` and ``model.batch_elections`` is built from these;
+each follows the rule of docs/model.md its name gives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .config import ACKS_ALL
+from .rows import NONE
+
+POPCOUNT = np.array([bin(x).count("1") for x in range(256)], dtype=np.int8)
+
+
+class RowRules:
+    """The rules the batch actions share (a part of ``model.batch.KafkaBatchKernel``: it
+    reads the kernel's ``codec``, ``config``, ``n`` and ``m``)."""
+
+    # -- helpers over arrays of rows ------------------------------------------------------
+
+    def leads(self, rows):
+        """The replica that leads each row, or -1."""
+        c = self.codec
+        lead = np.full(len(rows), -1, dtype=np.int64)
+        ql, qe = rows[:, c.Q_LEADER], rows[:, c.Q_EPOCH]
+        for r in range(self.n):
+            b = c.block(r)
+            ok = (ql == r) & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == r) & (rows[:, b + c.EPOCH] == qe)
+            lead[ok] = r
+        return lead
+
+    def _isr_size(self, rows):
+        return POPCOUNT[rows[:, self.codec.Q_ISR].astype(np.uint8)]
+
+    def alive_mask(self, rows):
+        c = self.codec
+        out = np.zeros(len(rows), dtype=np.int64)
+        for r in range(self.n):
+            out |= (rows[:, c.block(r) + c.ALIVE].astype(np.int64) & 1) << r
+        return out
+
+    def _leso(self, rows, l):
+        """The leader's epoch start offset: the first offset of its log whose record has
+        its epoch, or its log end."""
+        c = self.codec
+        b = c.block(l)
+        length = rows[:, b + c.LEO].astype(np.int64)
+        out = length.copy()
+        epochs = rows[:, b + c.LOG:b + c.LOG + self.m] // self.m  # -1 (none) stays -1
+        match = (epochs == rows[:, b + c.EPOCH:b + c.EPOCH + 1]) & (np.arange(self.m) < length[:, None])
+        has = match.any(axis=1)
+        out[has] = match[has].argmax(axis=1)
+        return out
+
+    def _advance_hw(self, s, l):
+        """HW(l) on rows ``s`` (in place): the leader's HW rises to the least log end in the
+        ISR, and the records it passes become committed."""
+        c, cfg = self.codec, self.config
+        b = c.block(l)
+        m = s[:, b + c.LEO].astype(np.int64)
+        isr = s[:, c.Q_ISR].astype(np.int64)
+        for f in range(self.n):
+            if f != l:
+                inside = (isr >> f & 1) == 1
+                np.minimum(m, np.where(inside, s[:, b + c.REMOTE_LEO + f], m), out=m)
+        hw = s[:, b + c.HW].astype(np.int64)
+        moves = m > hw
+        if cfg.hw_requires_min_isr:
+            moves &= POPCOUNT[s[:, c.Q_ISR].astype(np.uint8)] >= cfg.min_insync_replicas
+        if not moves.any():
+            return
+        idx = np.nonzero(moves)[0]
+        lo, hi = hw[idx], m[idx]
+        acks_all = cfg.acks == ACKS_ALL
+        if acks_all:  # acks=all: acknowledged only with the ISR (after the step) at min ISR
+            enough = POPCOUNT[s[idx, c.Q_ISR].astype(np.uint8)] >= cfg.min_insync_replicas
+        for o in range(self.m):
+            sel = (lo <= o) & (o < hi)
+            if not sel.any():
+                continue
+            ri = idx[sel]
+            epoch, rid = np.divmod(s[ri, b + c.LOG + o].astype(np.int64), self.m)
+            s[ri, c.COMMITTED_OFFSET + rid] = o
+            s[ri, c.COMMITTED_EPOCH + rid] = epoch
+            if acks_all:
+                # ... and only records of the leader's own epoch (their requests wait there)
+                ack = enough[sel] & (epoch == s[ri, b + c.EPOCH])
+                s[ri[ack], c.ACKED_OFFSET + rid[ack]] = o
+                s[ri[ack], c.ACKED_EPOCH + rid[ack]] = epoch[ack]
+        s[idx, b + c.HW] = hi
+
+    def _elr_after(self, s, old_isr, new_isr):
+        """``elr_after(I, I')`` of docs/model.md as bit masks (int64 arrays)."""
+        cfg = self.config
+        if not cfg.eligible_leader_replicas:
+            return np.zeros(len(s), dtype=np.int64)
+        elr = s[:, self.codec.Q_ELR].astype(np.int64)
+        out = (elr | old_isr) & ~new_isr
+        out[POPCOUNT[new_isr.astype(np.uint8)] >= cfg.min_insync_replicas] = 0
+        return out
+
+    def _cut_log(self, s, b, t):
+        """Truncate the log of the block at ``b`` to ``t`` (an array) in rows ``s``."""
+        c = self.codec
+        gone = np.arange(self.m) >= t[:, None]
+        s[:, b + c.LOG:b + c.LOG + self.m][gone] = NONE
+        s[:, b + c.LEO] = t
+
+    def _clear_inflight(self, s, b):
+        c = self.codec
+        s[:, b + c.INFLIGHT_LEADER:b + c.INFLIGHT_RECORDS + self.m] = NONE

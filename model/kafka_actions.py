@@ -1,0 +1,267 @@
+"""The effects of the Kafka model's actions on a state (docs/model.md, "Actions"), and the
+election guard: the part of ``model.kafka.KafkaModel`` that builds successors.
+
+Each effect takes a state and returns the successor; ``KafkaModel.successors`` decides
+which are enabled.
+"""
+
+from __future__ import annotations
+
+from .actions import PRODUCE, Action
+from .state import Fetch, Quorum, Replica, State, elr_after, leader_of, leads
+from .truncation import truncation_offset
+
+
+def _put(replicas, i, rep):
+    return replicas[:i] + (rep,) + replicas[i + 1:]
+
+
+# The search loop builds millions of states: these construct them directly, which is
+# about three times faster than ``attrs.evolve`` (no field introspection per call).
+_KEEP = object()
+
+
+def _replica(r, alive=_KEEP, log=_KEEP, hw=_KEEP, epoch=_KEEP, leader=_KEEP, remote_leo=_KEEP,
+             inflight=_KEEP, lossy=_KEEP):
+    return Replica(
+        r.alive if alive is _KEEP else alive,
+        r.log if log is _KEEP else log,
+        r.hw if hw is _KEEP else hw,
+        r.epoch if epoch is _KEEP else epoch,
+        r.leader if leader is _KEEP else leader,
+        r.remote_leo if remote_leo is _KEEP else remote_leo,
+        r.inflight if inflight is _KEEP else inflight,
+        r.lossy if lossy is _KEEP else lossy,
+    )
+
+
+def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, committed=_KEEP,
+           acked=_KEEP):
+    return State(
+        s.replicas if replicas is _KEEP else replicas,
+        s.quorum if quorum is _KEEP else quorum,
+        s.produced if produced is _KEEP else produced,
+        s.crashes if crashes is _KEEP else crashes,
+        s.committed if committed is _KEEP else committed,
+        s.acked if acked is _KEEP else acked,
+    )
+
+
+def _advance_hw(rep, l, isr, committed, gate=0):
+    """HW(l) of docs/model.md: the leader's HW rises to the smallest log end in the ISR.
+
+    ``isr`` is the ISR in force after the step. With ``hw_requires_min_isr`` the caller
+    passes ``gate = min_insync_replicas``: the HW then does not move while the ISR is
+    smaller (otherwise ``gate`` is 0 and never stops it).
+
+    Returns the leader's replica and the new ``committed`` set.
+    """
+    if len(isr) < gate:
+        return rep, committed
+    m = len(rep.log)
+    remote = rep.remote_leo
+    for f in isr:
+        if f != l and remote[f] < m:
+            m = remote[f]
+    if m <= rep.hw:
+        return rep, committed
+    log = rep.log
+    added = {(o,) + log[o] for o in range(rep.hw, m)}
+    return _replica(rep, hw=m), tuple(sorted(added.union(committed)))
+
+
+class KafkaActions:
+    """The action effects of ``KafkaModel`` (it reads the model's ``config``, ``_gate``
+    and ``_v21``)."""
+
+    __slots__ = ()
+
+    # -- actions ------------------------------------------------------------------
+
+    def _produce(self, s, l):
+        rep = s.replicas[l]
+        rep = _replica(rep, log=rep.log + ((rep.epoch, s.produced),))
+        rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed, self._gate)
+        return _state(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1,
+                            committed=committed)
+
+    def _produce_acks_one(self, s):
+        """Produce under ``acks = "1"``: every replica that believes it leads (alive and its
+        own leader, whatever the controller decided since) may append, min ISR or not, and
+        the record is acknowledged at once; HW(l) follows only if ``l`` really leads."""
+        if s.produced >= self.config.max_messages:
+            return []
+        out = []
+        for l, rep in enumerate(s.replicas):
+            if not (rep.alive and rep.leader == l):
+                continue
+            record = (rep.epoch, s.produced)
+            acked = tuple(sorted(s.acked + ((len(rep.log),) + record,)))
+            rep = _replica(rep, log=rep.log + (record,))
+            committed = s.committed
+            if leads(s, l):
+                rep, committed = _advance_hw(rep, l, s.quorum.isr, committed, self._gate)
+            out.append((Action(PRODUCE, l), _state(s, replicas=_put(s.replicas, l, rep),
+                                                   produced=s.produced + 1, committed=committed,
+                                                   acked=acked)))
+        return out
+
+    def _acknowledge(self, before, after):
+        """The acknowledgements of ``acks = "all"`` after one step (the rule of HW(l)): the
+        records that the step brought below the HW of the replica leading after it, and
+        that it wrote in the epoch it leads now (their produce requests are still waiting
+        there), if the ISR after the step has at least ``min_insync_replicas`` members.
+
+        Reading the two states is exact: HW(l) is the only way the HW of a leading replica
+        moves (a follower's HW is set by its own fetch response, truncation or crash, and
+        none of those replicas leads after the step), and ElectLeader's HW(n) passes only
+        records of older epochs, which this rule never acknowledges.
+        """
+        l = leader_of(after)
+        if l is None or len(after.quorum.isr) < self.config.min_insync_replicas:
+            return after
+        old, rep = before.replicas[l].hw, after.replicas[l]
+        if rep.hw <= old:
+            return after
+        new = [(o,) + rep.log[o] for o in range(old, rep.hw) if rep.log[o][0] == rep.epoch]
+        if not new:
+            return after
+        return _state(after, acked=tuple(sorted(set(after.acked).union(new))))
+
+    def _fetch_request(self, s, f, l):
+        reps = s.replicas
+        fol, led = reps[f], reps[l]
+        o = min(len(fol.log), len(led.log))
+        led = _replica(led, remote_leo=_put(led.remote_leo, f, o))
+        led, committed = _advance_hw(led, l, s.quorum.isr, s.committed, self._gate)
+        fol = _replica(fol, inflight=Fetch(l, led.epoch, o, led.log[o:], led.hw))
+        reps = _put(_put(reps, l, led), f, fol)
+        return _state(s, replicas=reps, committed=committed)
+
+    def _fetch_response(self, s, f):
+        fol = s.replicas[f]
+        resp = fol.inflight
+        if fol.alive and fol.leader == resp.leader and fol.epoch == resp.epoch:
+            log = fol.log[:resp.start] + resp.records
+            fol = _replica(fol, log=log, hw=min(resp.leader_hw, len(log)), inflight=None)
+        else:  # stale: dropped
+            fol = _replica(fol, inflight=None)
+        return _state(s, replicas=_put(s.replicas, f, fol))
+
+    def _crash(self, s, r, cut):
+        rep = s.replicas[r]
+        if cut is None:
+            rep = _replica(rep, alive=False, inflight=None)
+        elif self.config.eligible_leader_replicas:
+            rep = _replica(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut),
+                           lossy=cut < len(rep.log))
+        else:
+            rep = _replica(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut))
+        return _state(s, replicas=_put(s.replicas, r, rep), crashes=s.crashes + 1)
+
+    def _restart(self, s, r):
+        n = len(s.replicas)
+        rep = _replica(s.replicas[r], alive=True, epoch=-1, leader=None, remote_leo=(0,) * n)
+        if not rep.lossy:  # always, without eligible_leader_replicas
+            return _state(s, replicas=_put(s.replicas, r, rep))
+        # KIP-966's unclean-shutdown rule: the controller removes r from the ISR and the
+        # ELR, and every leader forgets r's fetch position from before the crash (the
+        # fence: KIP-903 broker epochs); then the quorum leader's HW step.
+        q = s.quorum
+        isr = tuple(x for x in q.isr if x != r)
+        elr = tuple(x for x in elr_after(self.config, q.elr, q.isr, isr) if x != r)
+        reps = []
+        for i, other in enumerate(s.replicas):
+            if i == r:
+                reps.append(_replica(rep, lossy=False))
+            elif other.remote_leo[r]:
+                reps.append(_replica(other, remote_leo=_put(other.remote_leo, r, 0)))
+            else:
+                reps.append(other)
+        reps = tuple(reps)
+        quorum = Quorum(q.leader, q.epoch, isr, elr)
+        committed = s.committed
+        out = _state(s, replicas=reps, quorum=quorum)
+        ql = q.leader
+        if ql is not None and leads(out, ql):
+            led, committed = _advance_hw(reps[ql], ql, isr, committed, self._gate)
+            out = _state(out, replicas=_put(reps, ql, led), committed=committed)
+        return out
+
+    def _electable(self, s):
+        """The replicas the controller may elect now, in replica order."""
+        cfg = self.config
+        reps = s.replicas
+        q = s.quorum
+        ql = q.leader
+        replaceable = ql is None or not reps[ql].alive or reps[ql].epoch != q.epoch
+        preferred = cfg.preferred_election and ql is not None and leads(s, ql)
+        if not (replaceable or preferred):
+            return []
+        live_isr = [r for r in q.isr if reps[r].alive]
+        # With no live ISR member: an ELR member may be elected (KIP-966); only when no
+        # ELR member is alive either, and only if enabled, one outside both (unclean).
+        live_elr = [r for r in q.elr if reps[r].alive] if not live_isr else []
+        # The last-known-leader election: with the ISR and the ELR both empty, the quorum's
+        # leader, alive again, may be re-elected; it then excludes an unclean election.
+        last_known = (cfg.last_known_leader and not q.isr and not q.elr and ql is not None
+                      and reps[ql].alive)
+        unclean = cfg.unclean_leader_election and not live_isr and not live_elr and not last_known
+        out = []
+        for c in range(len(reps)):
+            if not reps[c].alive or (not replaceable and c == ql):
+                continue
+            if c in q.isr or unclean or c in live_elr or (last_known and c == ql):
+                out.append(c)
+        return out
+
+    def electable(self, state):
+        """The replicas ElectLeader may elect in ``state``, in replica order, whatever the
+        controller's epoch: the election guard without ``quorum.epoch < max_leader_epoch``
+        (what ``Available`` asks)."""
+        return self._electable(state)
+
+    def _elect(self, s, c):
+        reps = s.replicas
+        q = s.quorum
+        if c in q.isr:  # clean
+            isr = tuple(r for r in q.isr if reps[r].alive)
+            elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
+        elif c in q.elr:  # from the ELR: the dead ISR members join it
+            isr = (c,)
+            elr = tuple(sorted(set(q.elr).union(q.isr).difference(isr)))
+        else:  # unclean, or the last known leader: the ISR is {c}, the ELR cleared
+            isr = (c,)
+            elr = ()
+        epoch = q.epoch + 1
+        rep = _replica(reps[c], leader=c, epoch=epoch, remote_leo=(0,) * len(reps), inflight=None)
+        rep, committed = _advance_hw(rep, c, isr, s.committed, self._gate)
+        return _state(s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr, elr),
+                      committed=committed)
+
+    def _become_follower(self, s, r, l):
+        rep = s.replicas[r]
+        t = truncation_offset(self.config.truncation, rep.log, rep.hw, s.replicas[l].log)
+        rep = _replica(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l,
+                           epoch=s.quorum.epoch, inflight=None)
+        return _state(s, replicas=_put(s.replicas, r, rep))
+
+    def _shrink(self, s, r, l):
+        q = s.quorum
+        isr = tuple(x for x in q.isr if x != r)
+        elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
+        rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed, self._gate)
+        return _state(s, replicas=_put(s.replicas, l, rep),
+                      quorum=Quorum(q.leader, q.epoch, isr, elr), committed=committed)
+
+    def _expand(self, s, r, l):
+        q = s.quorum
+        isr = tuple(sorted(q.isr + (r,)))
+        elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
+        # Without the HW gate HW(l) never moves here (adding a member only lowers the ISR
+        # minimum); with it, reaching min ISR is what lets a frozen HW move.
+        rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed, self._gate)
+        if rep is s.replicas[l]:
+            return _state(s, quorum=Quorum(q.leader, q.epoch, isr, elr))
+        return _state(s, replicas=_put(s.replicas, l, rep), quorum=Quorum(q.leader, q.epoch, isr, elr),
+                      committed=committed)

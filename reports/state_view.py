@@ -1,0 +1,342 @@
+"""The terminal face of one Kafka state, drawn with rich through ``__rich_console__``.
+
+``StateView`` shows one state as a table of replicas plus the controller and the history
+variables, with every value that changed since the previous state highlighted;
+``diff_lines`` lists only the changed variables. A counterexample made of them is
+``reports.terminal.TraceView``.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+
+from kmc.model.describe import replica_set
+from kmc.model.state import leads
+
+__all__ = ["COLUMNS", "EPOCH_STYLES", "StateView", "UNCLEAN_NOTE", "column_widths", "diff_lines", "table_layout"]
+
+# One colour per leader epoch (cycled past the end), so that records written in
+# different epochs are told apart at a glance. Red and yellow are left for verdicts.
+EPOCH_STYLES = (
+    "cyan", "magenta", "green", "bright_blue", "dark_orange", "orchid", "spring_green3",
+    "steel_blue1",
+)
+CHANGED = Style(bold=True, reverse=True)  # a value that differs from the previous state
+CHANGED_MARK = "*"  # appended to changed values when the console shows no colour
+DIM = Style(dim=True)
+ARROW = " → "
+
+UNCLEAN_NOTE = ("Unclean leader election is enabled: electing a replica outside the ISR "
+                "loses committed records by design (availability over durability), so "
+                "a CommittedNeverLost violation is expected here.")
+
+
+def epoch_style(epoch: int) -> str:
+    return EPOCH_STYLES[epoch % len(EPOCH_STYLES)]
+
+
+# -- small formatters ---------------------------------------------------------------------
+
+def _record(epoch, rid, offset=None) -> Text:
+    text = f"e{epoch}·r{rid}" if offset is None else f"{offset}:e{epoch}·r{rid}"
+    return Text(text, style=epoch_style(epoch))
+
+
+def _join(parts, sep=" ", open_="", close="") -> Text:
+    out = Text(open_)
+    for i, part in enumerate(parts):
+        if i:
+            out.append(sep)
+        out.append_text(part)
+    out.append(close)
+    return out
+
+
+def _log(log, offsets=True) -> Text:
+    """A log as ``0:e0·r0 1:e0·r1`` (table) or ``[e0·r0, e0·r1]`` (diff)."""
+    if offsets:
+        return _join([_record(e, i, o) for o, (e, i) in enumerate(log)]) if log else Text("empty", DIM)
+    return _join([_record(e, i) for e, i in log], ", ", "[", "]")
+
+
+def _fetch(model, f) -> Text:
+    out = Text(f"from {model.name(f.leader)} e{f.epoch} @{f.start} ")
+    out.append_text(_log(f.records, offsets=False))
+    out.append(f" hw={f.leader_hw}")
+    return out
+
+
+def _committed(committed) -> Text:
+    return _join([_record(e, i, o) for o, e, i in committed], ", ", "{", "}")
+
+
+# -- one state as cells -------------------------------------------------------------------
+
+COLUMNS = ("replica", "alive", "role", "epoch", "log", "LEO", "HW", "remote LEO", "in flight")
+_RIGHT = {"epoch", "LEO", "HW"}
+_WRAPS = {"role", "log", "remote LEO", "in flight"}  # may wrap (at spaces) on a narrow console
+_MIN_WIDTHS = {"log": 8, "in flight": 10}  # never cut a record short
+
+
+def _alive(rep) -> Text:
+    if rep.alive:
+        return Text("up", "green")
+    return Text("DOWN (lossy)", "bold red") if rep.lossy else Text("DOWN", "bold red")
+
+
+def _role(model, state, r) -> tuple[str, Text]:
+    rep = state.replicas[r]
+    if leads(state, r):
+        return "leader", Text("leader", "bold green")
+    if rep.leader is None:
+        return "none", Text("—", DIM)
+    if rep.leader == r:
+        if not rep.alive:
+            return "leader-down", Text("leader (down)", DIM)
+        return "deposed", Text("deposed", "bold dark_orange")
+    text = f"follower of {model.name(rep.leader)}"
+    return text, Text(text, DIM if not rep.alive else "")
+
+
+def _replica_cells(model, state, r) -> dict:
+    """column -> (comparison key, Text) for one replica."""
+    rep = state.replicas[r]
+    cells = {
+        "replica": (None, Text(model.name(r), "bold")),
+        "alive": ((rep.alive, rep.lossy), _alive(rep)),
+        "role": _role(model, state, r),
+        "epoch": (rep.epoch, Text(str(rep.epoch), DIM if rep.epoch < 0 else "")),
+        "log": (rep.log, _log(rep.log)),
+        "LEO": (len(rep.log), Text(str(len(rep.log)))),
+        "HW": (rep.hw, Text(str(rep.hw))),
+    }
+    # The comparison key is the variable itself, not what is shown: remote LEO is shown
+    # only while the replica leads, but it changes only when its values change (so the
+    # full view and --diff agree on what changed; a crash hides it without changing it).
+    others = [i for i in range(len(state.replicas)) if i != r]
+    key = tuple(rep.remote_leo[i] for i in others)
+    if leads(state, r):
+        cells["remote LEO"] = (key, Text(" ".join(f"{model.name(i)}={rep.remote_leo[i]}" for i in others)))
+    else:
+        cells["remote LEO"] = (key, Text(""))
+    f = rep.inflight
+    cells["in flight"] = (f, Text("") if f is None else _fetch(model, f))
+    return cells
+
+
+def _summary_cells(model, state) -> dict:
+    """The controller and history values: name -> (comparison key, label, Text)."""
+    q = state.quorum
+    leader = Text(model.name(q.leader)) if q.leader is not None else Text("none", DIM)
+    cells = {
+        "quorum.leader": (q.leader, "leader", leader),
+        "quorum.epoch": (q.epoch, "epoch", Text(str(q.epoch))),
+        "quorum.isr": (q.isr, "ISR", Text(replica_set(model, q.isr))),
+    }
+    if model.config.eligible_leader_replicas:  # the ELR, next to the ISR
+        cells["quorum.elr"] = (q.elr, "ELR", Text(replica_set(model, q.elr)))
+    return {
+        **cells,
+        "produced": (state.produced, "produced", Text(str(state.produced))),
+        "crashes": (state.crashes, "crashes", Text(str(state.crashes))),
+        "committed": (state.committed, "committed", _committed(state.committed)),
+        "acked": (state.acked, "acked", _committed(state.acked)),
+    }
+
+
+def _mark(text: Text, changed: bool, plain: bool) -> Text:
+    """Highlight a changed value (a ``*`` after it when the console shows no colour)."""
+    if not changed:
+        return text
+    text = text.copy()
+    if not text.plain:
+        text = Text("—", DIM)
+    text.stylize(CHANGED)
+    if plain:
+        text.append(CHANGED_MARK)
+    return text
+
+
+def _no_colour(console: Console) -> bool:
+    return console.no_color or console.color_system is None
+
+
+class StateView:
+    """One state of a trace: the replica table, then the controller and history lines.
+
+    The table's layout follows the console's width (``table_layout``): every column; or,
+    narrower, "remote LEO" and "in flight" as lines under the table; or, narrower still,
+    one wrapped block of text per replica. No value is ever cut short.
+
+    Args:
+        model: the ``KafkaModel``.
+        state: the state to show.
+        previous: the state before it, whose differences are highlighted (or ``None``).
+    """
+
+    def __init__(self, model, state, previous=None, *, widths=None):
+        self.model = model
+        self.state = state
+        self.previous = previous
+        self.widths = widths or {}
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        plain = _no_colour(console)
+        model, state, prev = self.model, self.state, self.previous
+        rows = []  # per replica: column -> the Text to show (marked when it changed)
+        for r in range(len(state.replicas)):
+            cells = _replica_cells(model, state, r)
+            old = _replica_cells(model, prev, r) if prev is not None else None
+            rows.append({c: (_mark(cells[c][1], old is not None and old[c][0] != cells[c][0], plain),
+                             old is not None and old[c][0] != cells[c][0]) for c in COLUMNS})
+        columns, widths = table_layout(self.widths or column_widths(model, [state]), options.max_width)
+        if columns is None:  # too narrow for any table: one block of text per replica
+            yield from self._stacked(rows)
+        else:
+            table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold dim",
+                          padding=(0, 1))
+            for col in columns:
+                wraps = col in _WRAPS
+                table.add_column(col, justify="right" if col in _RIGHT else "left", no_wrap=not wraps,
+                                 overflow="fold" if wraps else "ellipsis",
+                                 min_width=widths[col], max_width=widths[col] if wraps else None)
+            for row in rows:
+                table.add_row(*(row[c][0] for c in columns))
+            yield table
+            for r, row in enumerate(rows):  # the columns left out, one line per replica
+                for col in COLUMNS:
+                    if col in columns or not (row[col][0].plain or row[col][1]):
+                        continue
+                    line = Text("  ")
+                    line.append(model.name(r), "bold")
+                    line.append(f" {col}: ", DIM)
+                    line.append_text(row[col][0] if row[col][0].plain else Text("—", DIM))
+                    yield line
+        yield from self._summary_lines(plain)
+
+    def _stacked(self, rows):
+        """The replicas as blocks of text that wrap, for a console too narrow for the table."""
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(ratio=1)
+        for r, row in enumerate(rows):
+            text = Text()
+            for col in COLUMNS[1:]:
+                value, changed = row[col]
+                if not value.plain and not changed:
+                    continue
+                if text.plain:
+                    text.append(" · ", DIM)
+                if col not in ("alive", "role"):
+                    text.append(f"{_STACKED_LABELS.get(col, col)} ", DIM)
+                text.append_text(value)
+            grid.add_row(Text(self.model.name(r), "bold"), text)
+        yield grid
+
+    def _summary_lines(self, plain):
+        """The controller's and the history variables' lines."""
+        model, state, prev = self.model, self.state, self.previous
+        now = _summary_cells(model, state)
+        old = _summary_cells(model, prev) if prev is not None else None
+        controller = ("quorum.leader", "quorum.epoch", "quorum.isr")
+        if "quorum.elr" in now:
+            controller += ("quorum.elr",)
+        history = ("produced", "crashes", "committed")
+        if getattr(model.config, "acks", None):  # what the producer was told, next to committed
+            history += ("acked",)
+        for label, keys in (("controller", controller), ("history", history)):
+            line = Text()
+            line.append(f"{label:<11}", "bold dim")
+            for i, key in enumerate(keys):
+                if i:
+                    line.append("  ·  ", DIM)
+                value, name, text = now[key]
+                line.append(f"{name} ", DIM)
+                line.append_text(_mark(text, old is not None and old[key][0] != value, plain))
+            yield line
+
+
+_STACKED_LABELS = {"remote LEO": "remote_leo", "in flight": "inflight"}  # one word: no break inside
+_FLEXIBLE_MIN = 16  # the fewest cells the column that takes the leftover room may get
+_NARROW_COLUMNS = tuple(c for c in COLUMNS if c not in ("remote LEO", "in flight"))
+
+
+def table_layout(widths, max_width):
+    """The columns of the replica table, and the width of each, for a console
+    ``max_width`` cells wide: ``(None, None)`` when no table fits.
+
+    ``widths`` holds every column's widest value (``column_widths``). The whole table is
+    used when it fits with its last column ("in flight") wrapped into the room left; else
+    the table without "remote LEO" and "in flight" (shown as lines under it), its "log"
+    column wrapped into the room left. Every state of a trace gets the same layout, so
+    the tables line up.
+    """
+    for columns, flexible in ((COLUMNS, "in flight"), (_NARROW_COLUMNS, "log")):
+        fixed = sum(widths.get(c, len(c)) for c in columns if c != flexible) + 3 * len(columns)
+        room = max_width - fixed
+        want = widths.get(flexible, len(flexible))
+        if room >= min(want, _FLEXIBLE_MIN):
+            out = {c: widths.get(c, len(c)) for c in columns}
+            out[flexible] = min(want, room)
+            return columns, out
+    return None, None
+
+
+# -- the field-by-field difference of two states -----------------------------------------
+
+def _fields(model, state) -> list[tuple[str, object, Text]]:
+    """Every variable of a state as ``(name, comparison key, Text)``, in a fixed order."""
+    out = []
+    for r, rep in enumerate(state.replicas):
+        n = model.name(r)
+        out.append((f"{n}.alive", rep.alive, Text("up", "green") if rep.alive else Text("DOWN", "bold red")))
+        if model.config.eligible_leader_replicas:
+            out.append((f"{n}.lossy", rep.lossy, Text("true" if rep.lossy else "false")))
+        out.append((f"{n}.log", rep.log, _log(rep.log, offsets=False)))
+        out.append((f"{n}.hw", rep.hw, Text(str(rep.hw))))
+        out.append((f"{n}.epoch", rep.epoch, Text(str(rep.epoch))))
+        out.append((f"{n}.leader", rep.leader, Text(model.name(rep.leader))))
+        for i, v in enumerate(rep.remote_leo):
+            if i != r:
+                out.append((f"{n}.remote_leo[{model.name(i)}]", v, Text(str(v))))
+        f = rep.inflight
+        out.append((f"{n}.inflight", f, Text("none", DIM) if f is None else _fetch(model, f)))
+    for key, (value, _, text) in _summary_cells(model, state).items():
+        out.append((key, value, text))
+    return out
+
+
+def diff_lines(model, before, after) -> list[Text]:
+    """``B.log: [e0·r0] → [e0·r0, e0·r1]`` for every variable that changed."""
+    lines = []
+    for (name, old, old_text), (_, new, new_text) in zip(_fields(model, before), _fields(model, after)):
+        if old == new:
+            continue
+        line = Text()
+        line.append(f"{name}: ", "bold")
+        line.append_text(_dimmed(old_text))
+        line.append(ARROW, DIM)
+        line.append_text(new_text)
+        lines.append(line)
+    return lines
+
+
+def _dimmed(text: Text) -> Text:
+    text = text.copy()
+    text.stylize(DIM)
+    return text
+
+
+def column_widths(model, states) -> dict:
+    """The widest value of every replica column over ``states`` (so that the tables of a
+    trace line up), counting room for a change mark."""
+    widths = {c: len(c) for c in COLUMNS}
+    for state in states:
+        for r in range(len(state.replicas)):
+            for col, (_, text) in _replica_cells(model, state, r).items():
+                widths[col] = max(widths[col], text.cell_len + len(CHANGED_MARK))
+    return widths

@@ -10,9 +10,10 @@ A cell::
 
     {"row": "r2-isr1-c2", "policy": "kip966", "distinct_states": int, "seconds": float,
      "complete": bool,
-     "committed": {"verdict": "holds" | "violated" | "unknown", "length": int | null},
+     "committed": {"verdict": "holds" | "violated" | "unknown", "length": int | null,
+                   "trace": "traces/atlas-....json" (when violated)},
      "availability": {"verdict": ..., "length": int | null, "trap_states": int | null,
-                      "trap_share": float | null},
+                      "trap_share": float | null, "trace": ... (when violated)},
      "expected": {"committed": ..., "availability": ...},   # where known, else {}
      "matched": bool | null}
 """
@@ -84,6 +85,9 @@ def cell_of(row: str, policy: str, result) -> dict:
     distinct = result.stats.distinct
     committed = _half(result, COMMITTED)
     availability = _half(result, AVAILABLE)
+    for name, half in ((COMMITTED, committed), (AVAILABLE, availability)):
+        if name in result.violations:
+            half["trace"] = trace_path(row, policy, name)
     v = result.violations.get(AVAILABLE)
     traps = getattr(v, "traps", None) if v is not None else None
     availability["trap_states"] = traps
@@ -105,6 +109,19 @@ def _half(result, name) -> dict:
     verdict = result.verdict(name)
     v = result.violations.get(name)
     return {"verdict": verdict, "length": len(v.path) if v is not None else None}
+
+
+def trace_path(row: str, policy: str, prop: str) -> str:
+    """Where a cell's counterexample is written, relative to ATLAS.md: the JSON trace
+    (``kmc replay`` reads it) and, with ``.html``, its diagram."""
+    return f"traces/atlas-{row}-{policy}-{prop}.json"
+
+
+def _links(half) -> str:
+    path = half.get("trace")
+    if not path:
+        return ""
+    return f" ([trace]({path}), [diagram]({path[:-5]}.html))"
 
 
 def atlas_document(cells, *, command: str, total_seconds: float) -> dict:
@@ -169,8 +186,9 @@ def to_markdown(doc) -> str:
               "|---|---|---:|---:|---|---|"]
     for c in doc["cells"]:
         lines.append(f"| {doc['rows'][c['row']]} | {doc['policies'][c['policy']]} | "
-                     f"{c['distinct_states']:,} | {c['seconds']:.1f} | {_mark(c['committed'])} | "
-                     f"{_mark(c['availability'], True)} |")
+                     f"{c['distinct_states']:,} | {c['seconds']:.1f} | {_mark(c['committed'])}"
+                     f"{_links(c['committed'])} | {_mark(c['availability'], True)}"
+                     f"{_links(c['availability'])} |")
     return "\n".join(lines) + "\n"
 
 

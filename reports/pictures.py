@@ -100,7 +100,7 @@ def trace_page(doc, name, title="") -> str:
     model = KafkaModel(config_from_table(spec["model"], name))
     v = doc["violations"][0]
     path = replay_choices(model, v["trace"]["init_index"], v["trace"]["choices"])
-    d = build(model, Violation(v["property"], v["kind"], v["explanation"], path, v.get("traps")))
+    d = build(model, Violation(v["property"], v["kind"], v["explanation"], path, v.get("trap_states")))
     return html.page([d], title=spec.get("title") or title, path=name, config=config_lines(model.config),
                      counts=counts_from_document(doc), command=f"kmc replay {name} --format html")
 

@@ -48,7 +48,8 @@ def _fake_result(traps=None, committed_length=None, distinct=7057):
 def test_a_cell_gives_both_halves_and_compares_with_the_known_verdicts():
     trap = cell_of("r2-isr1-c2", "kip966", _fake_result(traps=1296))
     assert trap["availability"] == {"verdict": "violated", "length": 4, "trap_states": 1296,
-                                    "trap_share": round(1296 / 7057, 6)}
+                                    "trap_share": round(1296 / 7057, 6),
+                                    "trace": "traces/atlas-r2-isr1-c2-kip966-PartitionRecoverable.json"}
     assert trap["committed"] == {"verdict": "holds", "length": None}
     assert trap["matched"] is True
     assert cell_text(trap) == "durable ✓ · available ✗ 4 (18.4% traps)"
@@ -120,3 +121,34 @@ def test_the_published_atlas():
     cells = {(c["row"], c["policy"]): c for c in doc["cells"]}
     assert cell_text(cells[("r2-isr1-c2", "kip966")]) == "durable ✓ · available ✗ 4 (18.4% traps)"
     assert cell_text(cells[("r3-isr2-c2", "v41")]) == "durable ✗ 11 · available ✓"
+
+
+def test_every_violated_cell_links_its_trace_and_diagram(tmp_path):
+    """The atlas writes each counterexample as a JSON trace `kmc replay` reads and as an HTML
+    diagram of it, next to ATLAS.md, and links both from the cell; a rerun removes the ones
+    it no longer writes, never a file kmc did not write."""
+    from kmc.checker.app.outputs import is_kmc_output
+
+    cell = run_cell(("r2-isr1-c2", "kip966", None))
+    write_atlas(tmp_path, [cell], command="kmc matrix --atlas --out x", total_seconds=1.0)
+    name = "traces/atlas-r2-isr1-c2-kip966-PartitionRecoverable"
+    trace, page = tmp_path / f"{name}.json", tmp_path / f"{name}.html"
+    assert is_kmc_output(trace, "json") and is_kmc_output(page, "diagram")
+    assert "trace_docs" not in json.loads((tmp_path / "atlas.json").read_text())["cells"][0]
+    text = (tmp_path / "ATLAS.md").read_text()
+    assert f"✗ 4 (18.4% traps) ([trace]({name}.json), [diagram]({name}.html))" in text
+    # the trace replays (kmc replay re-executes it and confirms the violation: exit 0), to a trap of the
+    # pinned length, with the pinned trap count
+    assert main(["replay", str(trace)]) == 0
+    doc = json.loads(trace.read_text())
+    (v,) = doc["violations"]
+    assert (v["property"], v["trace"]["length"], v["trap_states"]) == ("PartitionRecoverable", 4, 1296)
+    assert "1,296" in page.read_text()
+    mine = tmp_path / "traces" / "atlas-my-notes.json"
+    mine.write_text('{"mine": 1}\n')
+    with pytest.raises(UsageError, match="atlas-my-notes.json"):
+        check_atlas_outputs(tmp_path)
+    mine.unlink()
+    held = run_cell(("r2-isr2-c1", "kip966", None))  # both halves hold: no trace
+    write_atlas(tmp_path, [held], command="kmc matrix --atlas --out x", total_seconds=1.0)
+    assert not trace.exists() and not page.exists()

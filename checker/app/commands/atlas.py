@@ -23,6 +23,7 @@ def run_cell(item):
     from kmc.invariants import BY_NAME
     from kmc.model.kafka import KafkaModel
     from kmc.reports.atlas import AVAILABLE, COMMITTED, cell_of, config_of
+    from kmc.reports.json_result import result_to_dict
 
     from .common import make_engine
 
@@ -32,7 +33,13 @@ def run_cell(item):
     options = Options(keep_going=True, max_states=max_states)
     engine = make_engine(types.SimpleNamespace(engine="local"), model, props, options, None,
                          types.SimpleNamespace(per_state=False))
-    return cell_of(row, policy, engine.run())
+    result = engine.run()
+    cell = cell_of(row, policy, result)
+    # Each counterexample as the JSON trace `kmc check --json` writes (one violation a file):
+    # run_atlas writes it, and its diagram, next to ATLAS.md; it is not part of atlas.json.
+    full = result_to_dict(None, model, result)
+    cell["trace_docs"] = {v["property"]: dict(full, violations=[v]) for v in full["violations"]}
+    return cell
 
 
 def cells(rows=None, policies=None, max_states=None, jobs=1):
@@ -66,6 +73,13 @@ def check_atlas_outputs(out_dir, force=False) -> None:
     if not out_dir.is_dir():
         return  # created later; nothing in it to protect
     check_output_path("--out", str(out_dir / "atlas.json"), force=force, kind="json")
+    traces = out_dir / "traces"
+    if traces.exists() and not traces.is_dir():
+        raise UsageError(f"--out: cannot create the directory {traces} (a file of that name exists)")
+    if traces.is_dir():  # the cells' traces and diagrams from an earlier atlas
+        for path in sorted([*traces.glob("atlas-*.json"), *traces.glob("atlas-*.html")]):
+            check_output_path("--out", str(path), force=force,
+                              kind="json" if path.suffix == ".json" else "diagram")
     md = out_dir / "ATLAS.md"
     if md.exists():
         if not md.is_file():
@@ -75,12 +89,48 @@ def check_atlas_outputs(out_dir, force=False) -> None:
                              "choose another directory, or pass --force to replace it")
 
 
+def write_traces(out_dir, cell_list) -> None:
+    """Write every cell's counterexamples (``trace_docs``, taken out of the cells) as JSON
+    traces with their HTML diagrams under DIR/traces/, and remove the atlas traces an earlier
+    run left that this one did not write (only files kmc wrote)."""
+    from kmc.reports.atlas import POLICIES, ROWS, trace_path
+    from kmc.reports.json_result import write_json
+    from kmc.reports.pictures import trace_page, write_text
+
+    from ..outputs import is_kmc_output
+
+    out_dir = Path(out_dir)
+    written = set()
+    try:
+        for cell in cell_list:
+            docs = cell.pop("trace_docs", {})
+            title = f"{ROWS[cell['row']][0]}; {POLICIES[cell['policy']][0]}"
+            for prop, doc in docs.items():
+                rel = trace_path(cell["row"], cell["policy"], prop)
+                path = out_dir / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_json(path, doc)
+                page = path.with_suffix(".html")
+                write_text(page, trace_page(doc, rel, title))
+                written |= {path.name, page.name}
+        traces = out_dir / "traces"
+        if traces.is_dir():
+            for path in [*traces.glob("atlas-*.json"), *traces.glob("atlas-*.html")]:
+                kind = "json" if path.suffix == ".json" else "diagram"
+                if path.name not in written and is_kmc_output(path, kind):
+                    path.unlink()
+    except OSError as e:
+        raise UsageError(f"--out: cannot write into {out_dir} ({e.strerror or e})") from None
+
+
 def write_atlas(out_dir, cell_list, *, command: str, total_seconds: float) -> dict:
-    """Write DIR/atlas.json and DIR/ATLAS.md; return the document."""
+    """Write DIR/atlas.json and DIR/ATLAS.md (and the cells' traces, when they carry them);
+    return the document."""
     from kmc.reports.atlas import atlas_document, to_markdown
     from kmc.reports.json_result import write_json
 
     out_dir = Path(out_dir)
+    write_traces(out_dir, cell_list)
     doc = atlas_document(cell_list, command=command, total_seconds=total_seconds)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

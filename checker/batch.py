@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .driver import LevelDriver
+from .driver import LevelDriver, Search
 from .errors import EngineError
 from .fingerprint import kernel_fingerprints
 from .options import Options
@@ -35,7 +35,7 @@ _INDEX_MASK = (1 << _INDEX_BITS) - 1
 ROWS_FORMAT = "rows-1"  # the snapshot format of this engine
 
 
-class RowsSearch:
+class RowsSearch(Search):
     """The rows search object of ``checker.driver.LevelDriver``: a chunk of frontier rows a
     piece, expanded by the model's batch kernel, stored in a ``CompactSeenSet``."""
 
@@ -210,14 +210,6 @@ class RowsSearch:
         self.frontier = list(snapshot["frontier"])
         self.seen = snapshot["seen"]
         self._numbered = list(snapshot.get("numbered", []))
-
-    @staticmethod
-    def found_out(found) -> dict:
-        return found
-
-    @staticmethod
-    def found_in(found) -> dict:
-        return found
 
 
 class BatchEngine(LevelDriver):

@@ -56,6 +56,20 @@ from .result import CheckResult, Stats, Violation
 from .trace import extend
 
 
+class Search:
+    """What every search object may inherit: violation records that keep state numbers,
+    which a checkpoint keeps as they are (a search whose numbers do not survive a restore
+    overrides ``found_out``/``found_in``)."""
+
+    @staticmethod
+    def found_out(found) -> dict:
+        return found
+
+    @staticmethod
+    def found_in(found) -> dict:
+        return found
+
+
 class LevelDriver:
     """Breadth-first exploration of ``model`` with a search object (see the module).
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .driver import LevelDriver
+from .driver import LevelDriver, Search
 from .fingerprint import fingerprint_bytes
 from .kernel import canonical_encoder, check_state, expand
 from .options import Options
@@ -24,7 +24,7 @@ __all__ = ["LocalEngine", "Options", "PerStateSearch", "SeenSet", "check"]
 _PROGRESS_EVERY = 2048  # states expanded between two looks at the clock
 
 
-class PerStateSearch:
+class PerStateSearch(Search):
     """The per-state search object of ``checker.driver.LevelDriver``: one state a piece."""
 
     every = _PROGRESS_EVERY

@@ -19,6 +19,7 @@ from functools import partial
 import numpy as np
 
 from .batch import RowsSearch, add_counts
+from .driver import Search
 from .errors import EngineError
 from .kernel import keep_least
 from .spark_rows_store import Store, _owner_of, _owners, _split_frontier
@@ -37,7 +38,7 @@ class _Count:
         return self.n
 
 
-class SparkSearch:
+class SparkSearch(Search):
     """The search object of ``checker.spark_rows.SparkRowsEngine`` (``engine``)."""
 
     def __init__(self, engine, kernel, symmetry):
@@ -316,14 +317,6 @@ class SparkSearch:
         from .spark_save import restore_parts
 
         restore_parts(self, snapshot, directory)
-
-    @staticmethod
-    def found_out(found) -> dict:
-        return found
-
-    @staticmethod
-    def found_in(found) -> dict:
-        return found
 
 
 def _rows_partitions(sc) -> int:

@@ -61,12 +61,10 @@ class Search:
     which a checkpoint keeps as they are (a search whose numbers do not survive a restore
     overrides ``found_out``/``found_in``)."""
 
-    @staticmethod
-    def found_out(found) -> dict:
+    def found_out(self, found) -> dict:
         return found
 
-    @staticmethod
-    def found_in(found) -> dict:
+    def found_in(self, found) -> dict:
         return found
 
 

@@ -23,7 +23,7 @@ from .errors import EngineError
 from .kernel import keep_least
 from .spark_rows_store import Store, _owner_of, _owners, _split_frontier
 from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition, _owner
-from .spark_session import _default_partitions, _one_line, spark_context
+from .spark_session import _one_line, default_partitions, spark_context
 from .trace import replay_choices
 
 
@@ -142,7 +142,7 @@ class SparkSearch:
             engine.metrics["session_start_seconds"] = round(time.perf_counter() - begin, 3)
             self.sc.setJobGroup(engine.group, "kmc breadth-first search (rows)", interruptOnCancel=False)
             if self.n is None:
-                self.n = engine.partitions or _rows_partitions(self.sc)
+                self.n = engine.partitions or default_partitions(self.sc)
             if engine.on_status is not None:
                 engine.on_status(
                     f"Spark session ready (master {self.sc.master}, {self.n} partitions); running the first level"
@@ -324,10 +324,3 @@ class SparkSearch:
     @staticmethod
     def found_in(found) -> dict:
         return found
-
-
-def _rows_partitions(sc) -> int:
-    configured = sc.getConf().get("spark.default.parallelism")
-    if configured:
-        return _default_partitions(sc)
-    return max(1, sc.defaultParallelism)

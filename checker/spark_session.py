@@ -230,14 +230,11 @@ def _cancel_group(sc, group):
         pass
 
 
-def _default_partitions(sc) -> int:
-    configured = sc.getConf().get("spark.default.parallelism")
-    if configured:
-        try:
-            return max(1, int(configured))
-        except ValueError:
-            pass
-    return max(2, 2 * sc.defaultParallelism)
+def default_partitions(sc) -> int:
+    """The Spark engine's partition count when none is given: Spark's default parallelism,
+    one partition per executor core (``spark.default.parallelism`` when it is set), e.g.
+    2 under ``local[2]``."""
+    return max(1, sc.defaultParallelism)
 
 
 def _one_line(error) -> str:

@@ -137,6 +137,8 @@ def run(args, out, err) -> int:
     doc["path"] = engine.path if result.engine == "local" else result.engine
     doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
     _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
+    if getattr(engine, "not_started", None):
+        out.print(engine.not_started, markup=False, soft_wrap=True)
     out.print(f"tree: the kmc process and all its descendants ({usage['method']}).", markup=False, soft_wrap=True)
     if args.json:
         _write_json(args.json, doc)

@@ -5,6 +5,7 @@ functions, bound with ``functools.partial``. On its way through the shuffle a re
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
@@ -35,7 +36,7 @@ def _contains(runs, fps):
 def _least_per_fingerprint(keys, fps):
     """Indices of one successor per distinct fingerprint, the one with the least key (keys
     are distinct), in fingerprint order."""
-    order = np.argsort(fps, kind="stable")
+    order = np.argsort(fps)  # ties are settled by the keys below: no stable sort needed
     sfps = fps[order]
     starts = np.flatnonzero(np.concatenate(([True], sfps[1:] != sfps[:-1])))
     if len(starts) == len(order):
@@ -50,6 +51,29 @@ def _fingerprints(kernel, rows, symmetry):
     return kernel_fingerprints(kernel, rows, symmetry)
 
 
+def _profiled(task):
+    """``task`` run under cProfile when ``KMC_PROFILE_TASKS`` names a directory (a profile
+    of where the executors' CPU goes, ``DIR/<task>-<pid>-<n>.prof``, read with ``pstats``);
+    otherwise ``task`` itself."""
+
+    @functools.wraps(task)  # its name, so that pickle finds the module's function
+    def run(*args):
+        where = os.environ.get("KMC_PROFILE_TASKS")
+        if not where:
+            yield from task(*args)
+            return
+        import cProfile
+
+        profile = cProfile.Profile()
+        out = profile.runcall(lambda: list(task(*args)))
+        os.makedirs(where, exist_ok=True)
+        profile.dump_stats(os.path.join(where, f"{task.__name__}-{os.getpid()}-{time.perf_counter_ns()}.prof"))
+        yield from out
+
+    return run
+
+
+@_profiled
 def _expand_partition(
     kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources, fail_first_attempt, index, _records
 ):
@@ -79,7 +103,7 @@ def _expand_partition(
     parts = [_load(_front_path(root, depth, index, i), 3) for i in sources[index]]
     if parts:
         keys, fps, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
-        order = np.argsort(keys, kind="stable")  # the rank order: this partition's frontier
+        order = np.argsort(keys)  # the rank order (keys are distinct): this partition's frontier
         fps, rows = fps[order], rows[order]
         del keys, order, parts
         for s in range(0, len(rows), SLICE_ROWS):
@@ -141,6 +165,7 @@ def _step_why(model, kernel, prop, row, choice):
     return prop.check(model, state, action, nxt)
 
 
+@_profiled
 def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, index, records):
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones

@@ -161,7 +161,13 @@ class SparkRowsEngine(LevelDriver):
         # (see checker.spark_rows_tasks._test_fault).
         self.fail_first_attempt = _fail_first_attempt
         self.saved = None  # (level key, directory, files) of the last level saved
-        self.metrics: dict = {"session_start_seconds": None, "spark_levels": [], "shuffle_bytes": 0, "driver_levels": 0}
+        self.metrics: dict = {
+            "session_start_seconds": None,
+            "spark_levels": [],
+            "shuffle_bytes": 0,
+            "driver_levels": 0,
+            "in_process_levels": 0,
+        }
         self.group = f"kmc-rows-{id(self):x}"
         # After run(): why no Spark session was started (every level stayed on the driver), or None.
         self.not_started: str | None = None

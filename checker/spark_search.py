@@ -185,7 +185,10 @@ class SparkSearch:
     def _spark_level(self, level, stats, level_found, found):
         """One level as one Spark job; returns False when a stop request cancelled it."""
         engine = self.engine
-        sc = self.session()
+        # A level as small as those the driver expands runs its tasks here (the test hook
+        # of a failing first attempt needs Spark's retries).
+        here = level <= engine.driver_level_limit and not engine.fail_first_attempt
+        sc = None if here else self.session()
         n, store = self.n, self.store
         t0 = time.perf_counter()
         depth = self.depth = stats.depth
@@ -217,12 +220,16 @@ class SparkSearch:
             depth + 1,
             self.runs,
         )
-        # One job, two stages: the rank partitions (expand their share of the frontier,
-        # read from the store) and, after the shuffle to the owners, the owners (merge
-        # with the seen runs, check, write the next frontier).
-        job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, _owner)
         try:
-            summaries = job.mapPartitionsWithIndex(own).collect()
+            if here:
+                summaries = _in_process(n, grow, own)
+                engine.metrics["in_process_levels"] += 1
+            else:
+                # One job, two stages: the rank partitions (expand their share of the
+                # frontier, read from the store) and, after the shuffle to the owners,
+                # the owners (merge with the seen runs, check, write the next frontier).
+                job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, _owner)
+                summaries = job.mapPartitionsWithIndex(own).collect()
         except Exception as e:
             if engine.stop_requested is not None:
                 return False  # cancelled: the level is dropped, the last one stands
@@ -324,3 +331,16 @@ class SparkSearch:
     @staticmethod
     def found_in(found) -> dict:
         return found
+
+
+def _in_process(n, grow, own):
+    """A level's two stages run here, one task after the other, without Spark: for a level
+    of at most ``driver_level_limit`` states (the shrinking tail of a search), whose job
+    would cost more than its work. The tasks are the same functions over the same files,
+    and an owner's result does not depend on the order of its records, so the summaries
+    are those the Spark job returns."""
+    routed: list[list] = [[] for _ in range(n)]
+    for j in range(n):
+        for owner, payload in grow(j, iter(())):
+            routed[owner].append((owner, payload))
+    return [summary for i in range(n) for summary in own(i, iter(routed[i]))]

@@ -101,6 +101,10 @@ def spark_context(master=None, verbose=False, status=None):
             f.write(_QUIET_LOG4J2)
         java_options = f"{java_options} -Dlog4j2.configurationFile=file:{log_config}"
     conf.set("spark.driver.extraJavaOptions", java_options)
+    if master.startswith("local"):
+        # The workers fork from a daemon that has imported the tasks' modules already
+        # (checker.spark_daemon); on a cluster, PySpark's own daemon.
+        conf.set("spark.python.daemon.module", "kmc.checker.spark_daemon")
     # PySpark replaces the SIGINT handler when a context starts; keep the caller's,
     # which is expected to set ``stop_requested`` (or call ``cancel``).
     main = threading.current_thread() is threading.main_thread()

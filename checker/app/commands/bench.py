@@ -62,7 +62,8 @@ def spark_measures(metrics) -> dict:
         return {}
     levels = metrics["spark_levels"]
     doc = {"spark_session_start_seconds": metrics["session_start_seconds"],
-           "driver_levels": metrics["driver_levels"], "spark_levels": len(levels)}
+           "driver_levels": metrics["driver_levels"], "spark_levels": len(levels),
+           "small_levels_in_process": metrics.get("in_process_levels", 0)}
     if levels:
         states = sum(lv[0] for lv in levels)
         seconds = sum(lv[1] for lv in levels)

@@ -18,7 +18,7 @@ from .protocol import successors
 from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path, _save, _succ_path
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded and deduplicated together in a task
-_CHUNK = 1 << 14  # rows per kernel call
+_CHUNK = 1 << 15  # rows per kernel call (as the local batch engine's chunks)
 
 
 def _contains(runs, fps):
@@ -199,18 +199,23 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
         sel = sel[~_contains(old, fps[sel])]
         del old
         if len(sel):
-            keys, fps, pfps, codes, rows = keys[sel], fps[sel], pfps[sel], codes[sel], rows[sel]
-            _save(_meta_path(root, index, depth), fps, pfps, (keys & 255).astype(np.int16))
+            # The new states in fingerprint order (the run, the parent pointers), then in
+            # key order (the next frontier); the rows are gathered once, in key order.
+            by_key = sel[np.argsort(keys[sel])]
+            new_fps = fps[sel]
+            _save(_meta_path(root, index, depth), new_fps, pfps[sel], (keys[sel] & 255).astype(np.int16))
+            new_codes += np.bincount(codes[sel], minlength=len(names))
+            keys, fps, rows = keys[by_key], fps[by_key], rows[by_key]
+            del pfps, codes, sel, by_key
             # The new run, merged with the newest runs while it is at least half as large.
-            run, mine = fps, mine + [(depth, len(fps))]
+            run, mine = new_fps, mine + [(depth, len(new_fps))]
             while len(mine) > 1 and 2 * mine[-1][1] >= mine[-2][1]:
                 d, _ = mine[-2]
                 run = np.concatenate((np.load(_run_path(root, index, d)), run))
                 run.sort(kind="stable")  # two sorted runs: a linear merge
                 mine[-2:] = [(depth, len(run))]
             _save(_run_path(root, index, depth), run)
-            del run
-            new_codes += np.bincount(codes, minlength=len(names))
+            del run, new_fps
             for prop in invariants:
                 if prop.name in found:
                     continue
@@ -224,8 +229,6 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
                     if why is None:
                         raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
                     state_bad[prop.name] = (int(keys[j]), why, int(fps[j]))
-            order = np.argsort(keys)
-            keys, fps, rows = keys[order], fps[order], rows[order]
             target = (keys >> 8) * n // level  # grows with the key
             per_target += np.bincount(target, minlength=n)
             cuts = np.searchsorted(target, np.arange(n + 1))

@@ -34,8 +34,9 @@ _PARENT = f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c'
 
 
 def test_a_grandchild_s_cpu_and_memory_count():
-    tree = TreeUsage(interval=0.05).start()
+    # The tree of the child (not of this process: a test session may hold a JVM of its own).
     child = subprocess.Popen([sys.executable, "-c", _PARENT])
+    tree = TreeUsage(pid=child.pid, interval=0.05).start()
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and sum(tree.cpu.values()) < 0.8:
@@ -44,7 +45,7 @@ def test_a_grandchild_s_cpu_and_memory_count():
     finally:
         child.kill()
         child.wait()
-    assert usage["processes"] >= 3  # this process, the child, the grandchild
+    assert usage["processes"] == 2  # the child, the grandchild
     assert usage["cpu_seconds"] >= 0.8  # the grandchild's spin, at least
     assert usage["peak_rss_bytes"] >= 200_000_000  # its block, counted while it lived
     assert "/proc sampled" in usage["method"]
@@ -88,3 +89,12 @@ def test_compare_engines_runs_both_and_counts_spark_s_whole_tree(tmp_path):
     assert spark["tree_processes"] >= 3 and spark["tree_cpu_seconds"] > local["tree_cpu_seconds"]
     assert spark["tree_peak_rss_bytes"] > spark["peak_rss_bytes"]
     assert doc["ratio"]["tree_cpu_seconds"] == spark["tree_cpu_seconds"] / local["tree_cpu_seconds"]
+
+
+def test_this_process_s_own_cpu_counts():
+    tree = TreeUsage(interval=0.05).start()
+    t = time.process_time()
+    while time.process_time() - t < 0.3:
+        pass
+    usage = tree.stop()
+    assert usage["cpu_seconds"] >= 0.3 and usage["peak_rss_bytes"] > 0

@@ -196,8 +196,9 @@ class SparkRowsEngine(LevelDriver):
             if search.phase == "driver":
                 self.metrics["driver_levels"] = self.stats.depth
                 limit = self.driver_level_limit
+                started = "started in advance, then not used" if search.starter is not None else "not started"
                 self.not_started = (
-                    f"Spark was not started: every level it expanded had at most {limit:,} states "
+                    f"Spark was {started}: every level it expanded had at most {limit:,} states "
                     f"(--driver-level-limit {limit}), so the driver ran them all itself, as the local engine does."
                 )
             elif self.data_root is not None:

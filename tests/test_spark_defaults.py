@@ -40,3 +40,20 @@ def test_the_code_s_default_is_spark_s_default_parallelism(spark_sc):
     from kmc.checker.spark_session import default_partitions
 
     assert spark_sc.master == "local[2,3]" and default_partitions(spark_sc) == 2
+
+
+@pytest.mark.spark
+def test_a_session_started_in_advance_and_never_used_is_said_so(spark_sc):
+    # hw-data-loss's levels grow past 1000 / 8 states but never past 1000: the session is
+    # started in the background (here: the test session's own), then no level needs it.
+    from kmc.checker.spark_rows import SparkRowsEngine
+    from kmc.model.spec import load_spec
+
+    spec = load_spec(str(HW))
+    engine = SparkRowsEngine(spec.model(), spec.properties(), partitions=2, driver_level_limit=1000)
+    result = engine.run()
+    assert (result.stats.distinct, result.stats.depth) == (1834, 10)  # tests/pins.py
+    assert engine.metrics["session_started_early"] and not engine.metrics["spark_levels"]
+    assert engine.not_started.startswith("Spark was started in advance, then not used: every level it expanded "
+                                         "had at most 1,000 states (--driver-level-limit 1000)")
+    assert spark_sc._jsc is not None  # the test session's context is not stopped: kmc did not start it

@@ -44,6 +44,11 @@ position. One level is one Spark job of two stages:
    inside it). It returns one summary, which gives the driver the counts, the
    violations, its runs and the next level's per-rank-partition counts.
 
+After the hand-over, a level no larger than ``driver_level_limit`` (the shrinking tail)
+runs the same two task functions on the driver, without a job
+(``checker.spark_search._in_process``); and the session is started in the background,
+with a warm-up job, once a driver level passes an eighth of the limit.
+
 Counts come from the summaries (no accumulators), every file is written whole under a
 temporary name and renamed by a task whose output depends only on its inputs, and a
 level's job reads only files the driver names: a retried task cannot change anything,

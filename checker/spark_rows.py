@@ -44,6 +44,11 @@ position. One level is one Spark job of two stages:
    inside it). It returns one summary, which gives the driver the counts, the
    violations, its runs and the next level's per-rank-partition counts.
 
+After the hand-over, a level no larger than ``driver_level_limit`` (the shrinking tail)
+runs the same two task functions on the driver, without a job
+(``checker.spark_search._in_process``); and the session is started in the background,
+with a warm-up job, once a driver level passes an eighth of the limit.
+
 Counts come from the summaries (no accumulators), every file is written whole under a
 temporary name and renamed by a task whose output depends only on its inputs, and a
 level's job reads only files the driver names: a retried task cannot change anything,
@@ -95,7 +100,8 @@ class SparkRowsEngine(LevelDriver):
     Args:
         model, properties, options, progress: as ``checker.local.LocalEngine``.
         master: the Spark master URL (default ``local[*]``); partitions: the number of
-            partitions (default: Spark's parallelism); verbose: Spark's own log lines.
+            partitions (default: one per executor core,
+            ``spark_session.default_partitions``); verbose: Spark's own log lines.
         per_state: run the model's own successor function over rows of Python states
             (``checker.states_kernel.StatesKernel``) instead of its batch kernel; a model
             without a batch kernel always runs so.
@@ -105,9 +111,10 @@ class SparkRowsEngine(LevelDriver):
         on_level, on_status, data_root: the level hook, the start-up messages, and the
             checkpoint directory where a level's files are saved.
 
-    After ``run()``, ``metrics`` holds what ``kmc bench`` reports: the session's start
-    time, every Spark level's states and seconds, and the bytes routed through both
-    shuffles.
+    After ``run()``, ``not_started`` says in one line why Spark was never started (every
+    level had at most ``driver_level_limit`` states), or is None; ``metrics`` holds what
+    ``kmc bench`` reports: the session's start time, every Spark level's states and
+    seconds, and the bytes routed through both shuffles.
     """
 
     name = "spark"
@@ -159,8 +166,16 @@ class SparkRowsEngine(LevelDriver):
         # (see checker.spark_rows_tasks._test_fault).
         self.fail_first_attempt = _fail_first_attempt
         self.saved = None  # (level key, directory, files) of the last level saved
-        self.metrics: dict = {"session_start_seconds": None, "spark_levels": [], "shuffle_bytes": 0, "driver_levels": 0}
+        self.metrics: dict = {
+            "session_start_seconds": None,
+            "spark_levels": [],
+            "shuffle_bytes": 0,
+            "driver_levels": 0,
+            "in_process_levels": 0,
+        }
         self.group = f"kmc-rows-{id(self):x}"
+        # After run(): why no Spark session was started (every level stayed on the driver), or None.
+        self.not_started: str | None = None
         self._canceller = None
         self.search = SparkSearch(self, self.kernel, bool(options.symmetry))
 
@@ -185,6 +200,12 @@ class SparkRowsEngine(LevelDriver):
                 result = super().run()
             if search.phase == "driver":
                 self.metrics["driver_levels"] = self.stats.depth
+                limit = self.driver_level_limit
+                started = "started in advance, then not used" if search.starter is not None else "not started"
+                self.not_started = (
+                    f"Spark was {started}: every level it expanded had at most {limit:,} states "
+                    f"(--driver-level-limit {limit}), so the driver ran them all itself, as the local engine does."
+                )
             elif self.data_root is not None:
                 from .spark_save import save_level
 

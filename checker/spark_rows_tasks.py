@@ -5,6 +5,7 @@ functions, bound with ``functools.partial``. On its way through the shuffle a re
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
@@ -17,7 +18,7 @@ from .protocol import successors
 from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path, _save, _succ_path
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded and deduplicated together in a task
-_CHUNK = 1 << 14  # rows per kernel call
+_CHUNK = 1 << 15  # rows per kernel call (as the local batch engine's chunks)
 
 
 def _contains(runs, fps):
@@ -35,7 +36,7 @@ def _contains(runs, fps):
 def _least_per_fingerprint(keys, fps):
     """Indices of one successor per distinct fingerprint, the one with the least key (keys
     are distinct), in fingerprint order."""
-    order = np.argsort(fps, kind="stable")
+    order = np.argsort(fps)  # ties are settled by the keys below: no stable sort needed
     sfps = fps[order]
     starts = np.flatnonzero(np.concatenate(([True], sfps[1:] != sfps[:-1])))
     if len(starts) == len(order):
@@ -50,6 +51,29 @@ def _fingerprints(kernel, rows, symmetry):
     return kernel_fingerprints(kernel, rows, symmetry)
 
 
+def _profiled(task):
+    """``task`` run under cProfile when ``KMC_PROFILE_TASKS`` names a directory (a profile
+    of where the executors' CPU goes, ``DIR/<task>-<pid>-<n>.prof``, read with ``pstats``);
+    otherwise ``task`` itself."""
+
+    @functools.wraps(task)  # its name, so that pickle finds the module's function
+    def run(*args):
+        where = os.environ.get("KMC_PROFILE_TASKS")
+        if not where:
+            yield from task(*args)
+            return
+        import cProfile
+
+        profile = cProfile.Profile()
+        out = profile.runcall(lambda: list(task(*args)))
+        os.makedirs(where, exist_ok=True)
+        profile.dump_stats(os.path.join(where, f"{task.__name__}-{os.getpid()}-{time.perf_counter_ns()}.prof"))
+        yield from out
+
+    return run
+
+
+@_profiled
 def _expand_partition(
     kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources, fail_first_attempt, index, _records
 ):
@@ -79,7 +103,7 @@ def _expand_partition(
     parts = [_load(_front_path(root, depth, index, i), 3) for i in sources[index]]
     if parts:
         keys, fps, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
-        order = np.argsort(keys, kind="stable")  # the rank order: this partition's frontier
+        order = np.argsort(keys)  # the rank order (keys are distinct): this partition's frontier
         fps, rows = fps[order], rows[order]
         del keys, order, parts
         for s in range(0, len(rows), SLICE_ROWS):
@@ -141,6 +165,7 @@ def _step_why(model, kernel, prop, row, choice):
     return prop.check(model, state, action, nxt)
 
 
+@_profiled
 def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, index, records):
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
@@ -174,18 +199,23 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
         sel = sel[~_contains(old, fps[sel])]
         del old
         if len(sel):
-            keys, fps, pfps, codes, rows = keys[sel], fps[sel], pfps[sel], codes[sel], rows[sel]
-            _save(_meta_path(root, index, depth), fps, pfps, (keys & 255).astype(np.int16))
+            # The new states in fingerprint order (the run, the parent pointers), then in
+            # key order (the next frontier); the rows are gathered once, in key order.
+            by_key = sel[np.argsort(keys[sel])]
+            new_fps = fps[sel]
+            _save(_meta_path(root, index, depth), new_fps, pfps[sel], (keys[sel] & 255).astype(np.int16))
+            new_codes += np.bincount(codes[sel], minlength=len(names))
+            keys, fps, rows = keys[by_key], fps[by_key], rows[by_key]
+            del pfps, codes, sel, by_key
             # The new run, merged with the newest runs while it is at least half as large.
-            run, mine = fps, mine + [(depth, len(fps))]
+            run, mine = new_fps, mine + [(depth, len(new_fps))]
             while len(mine) > 1 and 2 * mine[-1][1] >= mine[-2][1]:
                 d, _ = mine[-2]
                 run = np.concatenate((np.load(_run_path(root, index, d)), run))
                 run.sort(kind="stable")  # two sorted runs: a linear merge
                 mine[-2:] = [(depth, len(run))]
             _save(_run_path(root, index, depth), run)
-            del run
-            new_codes += np.bincount(codes, minlength=len(names))
+            del run, new_fps
             for prop in invariants:
                 if prop.name in found:
                     continue
@@ -199,8 +229,6 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
                     if why is None:
                         raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
                     state_bad[prop.name] = (int(keys[j]), why, int(fps[j]))
-            order = np.argsort(keys)
-            keys, fps, rows = keys[order], fps[order], rows[order]
             target = (keys >> 8) * n // level  # grows with the key
             per_target += np.bincount(target, minlength=n)
             cuts = np.searchsorted(target, np.arange(n + 1))

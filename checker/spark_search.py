@@ -13,6 +13,7 @@ number, as the rows search records them. ``path`` follows either back to an init
 
 from __future__ import annotations
 
+import threading
 import time
 from functools import partial
 
@@ -24,8 +25,12 @@ from .errors import EngineError
 from .kernel import keep_least
 from .spark_rows_store import Store, _owner_of, _owners, _split_frontier
 from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition, _owner
-from .spark_session import _default_partitions, _one_line, spark_context
+from .spark_session import _one_line, default_partitions, spark_context
 from .trace import replay_choices
+
+# The session starts in the background once a driver level has more than
+# driver_level_limit / EARLY states (levels grow by less than this factor per level).
+EARLY = 8
 
 
 class _Count:
@@ -57,6 +62,8 @@ class SparkSearch(Search):
         self.resume_from = None  # (directory, snapshot) of a saved Spark level to load
         self.next_counts = None
         self.busy = 0.0
+        self.starter = None  # the thread of _start_early, and what it started (or its error)
+        self.early = None
 
     # -- the search protocol ------------------------------------------------------------
 
@@ -92,8 +99,11 @@ class SparkSearch(Search):
         return sum(self.next_counts) if self.next_counts is not None else 0
 
     def pieces(self):
-        if self.phase == "driver" and self.rows.size() > self.engine.driver_level_limit:
+        limit = self.engine.driver_level_limit
+        if self.phase == "driver" and self.rows.size() > limit:
             self._hand_over()
+        elif self.phase == "driver" and self.rows.size() * EARLY > limit > 0 and self.sc is None:
+            self._start_early()
         elif self.phase == "spark" and self.store is None:
             self._load_saved()
         if self.phase == "driver":
@@ -134,16 +144,54 @@ class SparkSearch(Search):
 
     # -- Spark levels ---------------------------------------------------------------------
 
+    def _start_early(self):
+        """Start the session in a thread of its own while the driver expands its last small
+        levels (a level past ``driver_level_limit / EARLY`` states): the JVM's start, the
+        Python workers' and the first job's warm-up overlap the driver's work."""
+        if self.starter is not None:
+            return
+        engine = self.engine
+
+        def start():
+            begin = time.perf_counter()
+            try:
+                sc, owned = spark_context(engine.master, engine.verbose)
+                # A first job of the levels' shape: the JVM loads and compiles its code
+                # paths and the Python workers start, before the first level needs them.
+                n = engine.partitions or self.n or default_partitions(sc)
+                warm = sc.parallelize(range(n), n).mapPartitionsWithIndex(_pair).partitionBy(n, _owner)
+                warm.mapPartitionsWithIndex(_nothing).collect()
+                self.early = (sc, owned, round(time.perf_counter() - begin, 3))
+            except BaseException as e:  # reported by session(), in the search's own thread
+                self.early = e
+
+        self.starter = threading.Thread(target=start, name="kmc-spark-start", daemon=True)
+        self.starter.start()
+
+    def _adopt_early(self):
+        """The session started by ``_start_early``, once it is up (or its error)."""
+        self.starter.join()
+        early, self.early = self.early, None
+        if isinstance(early, BaseException):
+            raise early
+        sc, self.owned, seconds = early
+        self.engine.metrics["session_start_seconds"] = seconds
+        self.engine.metrics["session_started_early"] = True
+        return sc
+
     def session(self):
         """The SparkContext, started at the first level that needs it."""
         engine = self.engine
         if self.sc is None:
             begin = time.perf_counter()
-            self.sc, self.owned = spark_context(engine.master, engine.verbose, status=engine.on_status)
-            engine.metrics["session_start_seconds"] = round(time.perf_counter() - begin, 3)
+            if self.starter is not None:
+                self.sc = self._adopt_early()
+            else:
+                self.sc, self.owned = spark_context(engine.master, engine.verbose, status=engine.on_status)
+                engine.metrics["session_start_seconds"] = round(time.perf_counter() - begin, 3)
             self.sc.setJobGroup(engine.group, "kmc breadth-first search (rows)", interruptOnCancel=False)
             if self.n is None:
-                self.n = engine.partitions or _rows_partitions(self.sc)
+                self.n = engine.partitions or default_partitions(self.sc)
             if engine.on_status is not None:
                 engine.on_status(
                     f"Spark session ready (master {self.sc.master}, {self.n} partitions); running the first level"
@@ -186,7 +234,10 @@ class SparkSearch(Search):
     def _spark_level(self, level, stats, level_found, found):
         """One level as one Spark job; returns False when a stop request cancelled it."""
         engine = self.engine
-        sc = self.session()
+        # A level as small as those the driver expands runs its tasks here (the test hook
+        # of a failing first attempt needs Spark's retries).
+        here = level <= engine.driver_level_limit and not engine.fail_first_attempt
+        sc = None if here else self.session()
         n, store = self.n, self.store
         t0 = time.perf_counter()
         depth = self.depth = stats.depth
@@ -218,12 +269,16 @@ class SparkSearch(Search):
             depth + 1,
             self.runs,
         )
-        # One job, two stages: the rank partitions (expand their share of the frontier,
-        # read from the store) and, after the shuffle to the owners, the owners (merge
-        # with the seen runs, check, write the next frontier).
-        job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, _owner)
         try:
-            summaries = job.mapPartitionsWithIndex(own).collect()
+            if here:
+                summaries = _in_process(n, grow, own)
+                engine.metrics["in_process_levels"] += 1
+            else:
+                # One job, two stages: the rank partitions (expand their share of the
+                # frontier, read from the store) and, after the shuffle to the owners,
+                # the owners (merge with the seen runs, check, write the next frontier).
+                job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, _owner)
+                summaries = job.mapPartitionsWithIndex(own).collect()
         except Exception as e:
             if engine.stop_requested is not None:
                 return False  # cancelled: the level is dropped, the last one stands
@@ -298,6 +353,11 @@ class SparkSearch(Search):
 
     def close(self, leave_running=False):
         """Stop the session this search started, remove the store."""
+        if self.sc is None and self.starter is not None and not leave_running:
+            try:
+                self.sc = self._adopt_early()  # started early, then never needed
+            except BaseException:
+                pass  # nothing to stop: the early start failed, and no level needed Spark
         sc, owned = self.sc, self.owned
         self.sc = None
         if owned and not leave_running:
@@ -319,8 +379,24 @@ class SparkSearch(Search):
         restore_parts(self, snapshot, directory)
 
 
-def _rows_partitions(sc) -> int:
-    configured = sc.getConf().get("spark.default.parallelism")
-    if configured:
-        return _default_partitions(sc)
-    return max(1, sc.defaultParallelism)
+def _in_process(n, grow, own):
+    """A level's two stages run here, one task after the other, without Spark: for a level
+    of at most ``driver_level_limit`` states (the shrinking tail of a search), whose job
+    would cost more than its work. The tasks are the same functions over the same files,
+    and an owner's result does not depend on the order of its records, so the summaries
+    are those the Spark job returns."""
+    routed: list[list] = [[] for _ in range(n)]
+    for j in range(n):
+        for owner, payload in grow(j, iter(())):
+            routed[owner].append((owner, payload))
+    return [summary for i in range(n) for summary in own(i, iter(routed[i]))]
+
+
+def _pair(index, _records):
+    """The warm-up job's first stage: one record for partition ``index``."""
+    yield (index, None)
+
+
+def _nothing(_index, records):
+    """The warm-up job's second stage: passes its records on."""
+    return records

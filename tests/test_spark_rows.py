@@ -169,6 +169,18 @@ def test_step_property_found_on_spark(sc):
     assert_same(result, want)
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_a_shrinking_tail_runs_its_tasks_in_process(sc, partitions):
+    # Levels past the hand-over that are no larger than the limit run the same tasks on
+    # the driver, without a Spark job: the counts, verdicts and traces stay the batch
+    # engine's (le-unflushed: two violations with their shortest counterexamples).
+    spec = _spec("le-unflushed")
+    engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=500)
+    assert_same(result, _batch("le-unflushed"))
+    metrics = engine.metrics
+    assert metrics["in_process_levels"] > 0 and len(metrics["spark_levels"]) > metrics["in_process_levels"]
+
+
 def test_hand_over_in_the_middle_with_symmetry(sc):
     # Three replicas, symmetry on: the first levels on the driver, the rest on Spark.
     spec = _spec("kip279-isr-expansion")

@@ -18,10 +18,12 @@ def register(sub):
         help="measure states/second and bytes per stored state on a spec",
         description="Run a spec's check without progress display and report distinct states, "
         "wall time, states/second, and (local engine) the bytes each stored state costs in the "
-        "seen-set, plus the process's peak resident memory. With --repeat, the fastest run counts. "
+        "seen-set, plus the process's peak resident memory, and the CPU seconds and peak resident "
+        "memory of the whole process tree (kmc, and for the Spark engine its JVM and Python workers; "
+        "sampled from /proc every 0.2 s). With --repeat, the fastest run counts. "
         "Sizes are shown in binary units (KiB, MiB, GiB); --json keeps them in bytes.",
         epilog="Exit codes: 0 measured (a violation in the spec is not an error here), 1 with "
-        "--compare: the two paths disagree on the counts (a bug), 2 bad input (a spec, an option, "
+        "--compare or --compare-engines: the two runs disagree on the counts or verdicts (a bug), 2 bad input (a spec, an option, "
         "an unwritable --json), 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
     add_spec_argument(p)
@@ -32,6 +34,10 @@ def register(sub):
     p.add_argument("--compare", action="store_true",
                    help="run the per-state path and the batch path on the spec, each in a process of its "
                    "own, one after the other, and print both and their ratio")
+    p.add_argument("--compare-engines", action="store_true",
+                   help="run the local engine and the Spark engine (with --master, --partitions, ...) on "
+                   "the spec, each in a process of its own, one after the other, and print both, their "
+                   "ratios, and whether they explored the same state space")
     add_force_argument(p)
     add_engine_arguments(p)
     p.set_defaults(run=run)
@@ -69,7 +75,8 @@ def spark_measures(metrics) -> dict:
         return {}
     levels = metrics["spark_levels"]
     doc = {"spark_session_start_seconds": metrics["session_start_seconds"],
-           "driver_levels": metrics["driver_levels"], "spark_levels": len(levels)}
+           "driver_levels": metrics["driver_levels"], "spark_levels": len(levels),
+           "small_levels_in_process": metrics.get("in_process_levels", 0)}
     if levels:
         states = sum(lv[0] for lv in levels)
         seconds = sum(lv[1] for lv in levels)
@@ -89,19 +96,31 @@ def run(args, out, err) -> int:
     spec = load(args.spec)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     require_spark(spec, args)
+    if args.compare and args.compare_engines:
+        from kmc.checker.errors import UsageError
+
+        raise UsageError("--compare and --compare-engines: choose one")
     if args.compare:
         return _compare(args, spec, out)
+    if args.compare_engines:
+        return _compare_engines(args, spec, out)
+    from kmc.checker.tree_usage import TreeUsage
+
     model = spec.model()
     props = spec.properties()
     runs = []
     engine = None
     for _ in range(args.repeat):
         engine = make_engine(spec, model, props, options_from(spec, args), None, args)
+        tree = TreeUsage().start()
         t0 = time.perf_counter()
-        result = engine.run()
-        wall = time.perf_counter() - t0
-        runs.append((wall, result))
-    wall, result = min(runs, key=lambda r: r[0])
+        try:
+            result = engine.run()
+        finally:
+            wall = time.perf_counter() - t0
+            usage = tree.stop()
+        runs.append((wall, result, usage))
+    wall, result, usage = min(runs, key=lambda r: r[0])
     st = result.stats
     doc = {
         "schema_version": 1,
@@ -123,10 +142,19 @@ def run(args, out, err) -> int:
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
     doc.update(edge_log_measures(getattr(engine, "possibly", None)))
+    doc["tree_cpu_seconds"] = usage["cpu_seconds"]
+    doc["tree_peak_rss_bytes"] = usage["peak_rss_bytes"]
+    doc["tree_processes"] = usage["processes"]
+    doc["states_per_cpu_second"] = round(st.distinct / usage["cpu_seconds"], 1) if usage["cpu_seconds"] else None
+    doc["tree_method"] = usage["method"]
+    doc["verdicts"] = {name: result.verdict(name) for name in result.checked}
     doc.update(spark_measures(engine.metrics if result.engine == "spark" else None))
     doc["path"] = engine.path if result.engine == "local" else result.engine
     doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
     _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
+    if getattr(engine, "not_started", None):
+        out.print(engine.not_started, markup=False, soft_wrap=True)
+    out.print(f"tree: the kmc process and all its descendants ({usage['method']}).", markup=False, soft_wrap=True)
     if args.json:
         _write_json(args.json, doc)
     return 0
@@ -142,11 +170,12 @@ def _write_json(path, doc):
         raise UsageError(f"--json: cannot write {path} ({e.strerror or e})") from None
 
 
+_SIZES = ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes", "tree_peak_rss_bytes", "edge_log_bytes")
 _SHOWN = ("distinct_states", "states_generated", "depth", "wall_seconds", "states_per_second",
           "generated_per_second", "bytes_per_stored_state", "peak_rss_bytes", "peak_rss_bytes_per_state")
 
 
-def _print(out, title, docs, ratio=None):
+def _print(out, title, docs, ratio=None, ratio_title="batch / per-state"):
     from rich.table import Table
     from rich.text import Text
 
@@ -156,14 +185,16 @@ def _print(out, title, docs, ratio=None):
     for d in docs:
         table.add_column(d.get("path", ""), justify="right")
     if ratio is not None:
-        table.add_column("batch / per-state", justify="right")
-    keys = [k for k in docs[0] if k not in ("schema_version", "spec", "engine", "path")]
+        table.add_column(ratio_title, justify="right")
+    hidden = ("schema_version", "spec", "engine", "path", "verdicts", "tree_method")
+    keys = [k for k in docs[0] if k not in hidden]
+    keys += [k for d in docs[1:] for k in d if k not in keys and k not in hidden]
     for key in keys:
         cells = [_cell(key, d.get(key)) for d in docs]
         if ratio is not None:
             cells.append(f"{ratio[key]:.2f}x" if key in ratio else "")
         label = key.replace("_", " ")
-        if key in ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes", "edge_log_bytes"):
+        if key in _SIZES:
             label = label[:-len(" bytes")]  # "peak rss 56.1 MiB"
         table.add_row(label, *cells)
     out.print(table)
@@ -182,38 +213,42 @@ def human_bytes(n) -> str:
 def _cell(key, value) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "" if value is None else str(value)
-    if key in ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes", "edge_log_bytes"):  # sizes: human units
+    if key in _SIZES:  # sizes: human units
         return human_bytes(value)
+    if key == "tree_cpu_seconds":
+        return f"{value:,.1f} s"
     return f"{value:,}"
 
 
-def _compare(args, spec, out) -> int:
-    """Both local paths on one spec, each in a fresh process so that each has its own
-    peak resident memory, and the ratio of their figures."""
+def _child_bench(args, label, extra) -> dict:
+    """``kmc bench SPEC --json`` in a process of its own (so that its peak memory and its
+    process tree are its own), with this run's limits and ``extra`` options."""
     import os
     import subprocess
     import tempfile
 
     from .. import cli
 
-    docs = []
     with tempfile.TemporaryDirectory() as tmp:
-        for path in ("per-state", "batch"):
-            target = os.path.join(tmp, f"{path}.json")
-            cmd = [sys.executable, "-m", cli.__name__, "bench", args.spec, "--json", target,
-                   "--repeat", str(args.repeat)]
-            cmd += ["--per-state"] if path == "per-state" else []
-            cmd += ["--symmetry"] if getattr(args, "symmetry", False) else []
-            for opt in ("max_depth", "max_states"):
-                if getattr(args, opt, None) is not None:
-                    cmd += [f"--{opt.replace('_', '-')}", str(getattr(args, opt))]
-            done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            if done.returncode != 0:
-                from kmc.checker.errors import EngineError
+        target = os.path.join(tmp, "bench.json")
+        cmd = [sys.executable, "-m", cli.__name__, "bench", args.spec, "--json", target, "--repeat", str(args.repeat)]
+        cmd += ["--symmetry"] if getattr(args, "symmetry", False) else []
+        for opt in ("max_depth", "max_states"):
+            if getattr(args, opt, None) is not None:
+                cmd += [f"--{opt.replace('_', '-')}", str(getattr(args, opt))]
+        done = subprocess.run(cmd + extra, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            from kmc.checker.errors import EngineError
 
-                raise EngineError(f"bench --compare: the {path} run failed: {done.stderr.strip()[-300:]}")
-            with open(target, encoding="utf-8") as f:
-                docs.append(json.load(f))
+            raise EngineError(f"bench: the {label} run failed: {done.stderr.strip()[-300:]}")
+        with open(target, encoding="utf-8") as f:
+            return json.load(f)
+
+
+def _compare(args, spec, out) -> int:
+    """Both local paths on one spec, each in a fresh process so that each has its own
+    peak resident memory, and the ratio of their figures."""
+    docs = [_child_bench(args, path, ["--per-state"] if path == "per-state" else []) for path in ("per-state", "batch")]
     ratio = {}
     for key in ("states_per_second", "generated_per_second"):
         if docs[0].get(key) and docs[1].get(key):
@@ -227,4 +262,31 @@ def _compare(args, spec, out) -> int:
               "[bold red]The two paths disagree on the counts: this is a bug.[/]")
     if args.json:
         _write_json(args.json, {"schema_version": 1, "spec": spec.path, "runs": docs, "ratio": ratio})
+    return 0 if same else 1
+
+
+_ENGINE_RATIOS = ("wall_seconds", "tree_cpu_seconds", "tree_peak_rss_bytes", "states_per_cpu_second",
+                  "states_per_second", "peak_rss_bytes")
+
+
+def _compare_engines(args, spec, out) -> int:
+    """The local engine (batch path) and the Spark engine on one spec, one after the other,
+    each in a process of its own; their figures, the ratios Spark / local, and whether
+    they explored the same state space (counts, depth, verdicts)."""
+    spark = ["--engine", "spark"]
+    for opt in ("master", "partitions", "driver_level_limit", "spark_store"):
+        if getattr(args, opt, None) is not None:
+            spark += [f"--{opt.replace('_', '-')}", str(getattr(args, opt))]
+    spark += ["--per-state"] if getattr(args, "per_state", False) else []
+    docs = [_child_bench(args, "local", ["--engine", "local"]), _child_bench(args, "spark", spark)]
+    ratio = {k: docs[1][k] / docs[0][k] for k in _ENGINE_RATIOS if docs[0].get(k) and docs[1].get(k)}
+    keys = ("distinct_states", "states_generated", "depth", "verdicts")
+    same = all(docs[0].get(k) == docs[1].get(k) for k in keys)
+    _print(out, f"kmc bench --compare-engines {safe_text(spec.path)}", docs, ratio, "spark / local")
+    out.print(f"CPU and peak RSS of each run's whole process tree ({docs[1].get('tree_method', '')}).",
+              markup=False, soft_wrap=True)
+    out.print("Both engines explored the same state space (counts, depth, verdicts)." if same else
+              "[bold red]The two engines disagree on the counts or verdicts: this is a bug.[/]")
+    if args.json:
+        _write_json(args.json, {"schema_version": 1, "spec": spec.path, "runs": docs, "ratio": ratio, "same": same})
     return 0 if same else 1

@@ -54,7 +54,8 @@ def add_engine_arguments(parser):
                    help="Spark master URL, e.g. local[4] or spark://host:7077 (default: the spec's [spark] master, "
                    "else local[*,4]: all cores, four attempts per task)")
     g.add_argument("--partitions", type=partitions, metavar="N",
-                   help="Spark partitions of the frontier, 1 to 4096 (default: the spec's, else twice the cluster's parallelism)")
+                   help="Spark partitions of the frontier, 1 to 4096 (default: the spec's [spark] partitions, else one "
+                   "per executor core: Spark's default parallelism, e.g. 2 for local[2])")
     g.add_argument("--verbose", action="store_true", help="show Spark's and the JVM's own log output")
     g.add_argument("--driver-level-limit", type=int, metavar="N",
                    help="spark engine: expand the leading levels of at most N states on the driver (default 50000; "

@@ -1,0 +1,20 @@
+"""PySpark's Python worker daemon with the modules of kmc's tasks already imported.
+
+Spark starts one daemon per executor (``python -m pyspark.daemon``), which forks a worker
+for each task slot; each worker then imports numpy, the batch kernel and the task module
+on its first task (about 0.3 s of CPU a worker). Run as the daemon
+(``spark.python.daemon.module``, set by ``checker.spark_session`` for a local master),
+this module imports them once, before the daemon forks, so that every worker starts with
+them. Nothing else changes: the daemon is PySpark's own ``manager()``.
+"""
+
+from __future__ import annotations
+
+import numpy  # noqa: F401  (imported before the fork: that is the point)
+from kmc import invariants  # noqa: F401
+from kmc.checker import fingerprint, spark_rows_tasks  # noqa: F401
+from kmc.model import batch  # noqa: F401
+from pyspark import daemon
+
+if __name__ == "__main__":
+    daemon.manager()

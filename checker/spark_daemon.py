@@ -10,11 +10,21 @@ them. Nothing else changes: the daemon is PySpark's own ``manager()``.
 
 from __future__ import annotations
 
+import importlib
+import os
+
 import numpy  # noqa: F401  (imported before the fork: that is the point)
-from kmc import invariants  # noqa: F401
 from kmc.checker import fingerprint, spark_rows_tasks  # noqa: F401
-from kmc.model import batch  # noqa: F401
+from kmc.checker.spark_session import PRELOAD_VARIABLE
 from pyspark import daemon
 
 if __name__ == "__main__":
+    # The model's modules, named by the engine that started the session (the core knows
+    # no model). One that cannot be imported here is left to the workers' first task,
+    # which reports its error as every task does.
+    for name in filter(None, os.environ.get(PRELOAD_VARIABLE, "").split(",")):
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
     daemon.manager()

@@ -158,6 +158,8 @@ class SparkRowsEngine(LevelDriver):
             self.kernel = model.batch_kernel()
             self.snapshot_format = SNAPSHOT_FORMAT
         self.master, self.partitions, self.verbose = master, partitions, verbose
+        # What the tasks import, for a local session's worker daemon to import once.
+        self.preload = (type(model).__module__, type(self.kernel).__module__)
         self.driver_level_limit = driver_level_limit
         self.store_dir = store_dir
         self.data_root = data_root  # the checkpoint directory snapshot() saves levels under

@@ -155,7 +155,7 @@ class SparkSearch(Search):
         def start():
             begin = time.perf_counter()
             try:
-                sc, owned = spark_context(engine.master, engine.verbose)
+                sc, owned = spark_context(engine.master, engine.verbose, preload=engine.preload)
                 # A first job of the levels' shape: the JVM loads and compiles its code
                 # paths and the Python workers start, before the first level needs them.
                 n = engine.partitions or self.n or default_partitions(sc)
@@ -187,7 +187,9 @@ class SparkSearch(Search):
             if self.starter is not None:
                 self.sc = self._adopt_early()
             else:
-                self.sc, self.owned = spark_context(engine.master, engine.verbose, status=engine.on_status)
+                self.sc, self.owned = spark_context(
+                    engine.master, engine.verbose, status=engine.on_status, preload=engine.preload
+                )
                 engine.metrics["session_start_seconds"] = round(time.perf_counter() - begin, 3)
             self.sc.setJobGroup(engine.group, "kmc breadth-first search (rows)", interruptOnCancel=False)
             if self.n is None:

@@ -58,7 +58,10 @@ _JVM_NOISE = ("WARNING: Using incubator modules",)
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
-def spark_context(master=None, verbose=False, status=None):
+PRELOAD_VARIABLE = "KMC_SPARK_PRELOAD"  # read by checker.spark_daemon
+
+
+def spark_context(master=None, verbose=False, status=None, preload=()):
     """The running SparkContext, or a new one.
 
     Args:
@@ -67,6 +70,9 @@ def spark_context(master=None, verbose=False, status=None):
         verbose: keep Spark's log messages.
         status: called with a short message when the JVM and the context are being
             started (they take seconds to tens of seconds).
+        preload: names of modules the tasks will import (the model's, its kernel's), for
+            a new local context's worker daemon to import before it forks its workers
+            (``checker.spark_daemon``); the engine core names no model itself.
 
     Returns:
         ``(context, created)``: ``created`` is True when the caller started the context
@@ -105,6 +111,7 @@ def spark_context(master=None, verbose=False, status=None):
         # The workers fork from a daemon that has imported the tasks' modules already
         # (checker.spark_daemon); on a cluster, PySpark's own daemon.
         conf.set("spark.python.daemon.module", "kmc.checker.spark_daemon")
+        conf.setExecutorEnv(PRELOAD_VARIABLE, ",".join(preload))
     # PySpark replaces the SIGINT handler when a context starts; keep the caller's,
     # which is expected to set ``stop_requested`` (or call ``cancel``).
     main = threading.current_thread() is threading.main_thread()

@@ -2,8 +2,11 @@
 
 The oracle is a naive breadth-first search written from docs/model.md over whole states, with
 no fingerprints, no kernel and none of the engine's or the reference model's code. On
-every shipped spec small enough it must give the engine's distinct and generated counts,
-depth and shortest trace lengths, which are also the pinned numbers (tests/pins.py).
+every shipped spec small enough — the classic ones, the "Kafka 2.1 and later" ones (eligible
+leader replicas, the HW gate), the availability ones (last-known-leader election,
+PartitionRecoverable) and the acks ones — it must give the engine's distinct and generated
+counts, depth, levels, shortest trace lengths and trap counts, which are also the pinned
+numbers (tests/pins.py).
 The toy model (tests/toy.py, two counters) tests the engine without the Kafka model,
 with counts worked out by hand.
 """
@@ -18,7 +21,7 @@ import oracle
 from kmc.checker.errors import PropertyError
 from kmc.checker.local import LocalEngine, Options
 from kmc.checker.protocol import ALWAYS, Property
-from pins import CNL, HW_DATA_LOSS_KEEP_GOING, PINS
+from pins import ACKS_PINS, AVAIL_PINS, CNL, HW_DATA_LOSS_KEEP_GOING, MODERN_FAST_ROWS, PINS, PR
 from toy import NeverDown, SumBelow, TwoCounters
 
 ORACLE_LIMIT = 60_000  # distinct states: above this the oracle is too slow to be useful
@@ -55,6 +58,57 @@ def test_engine_agrees_with_the_oracle(explorations, name):
     pin = PINS[name]
     assert (pin.distinct, pin.generated, pin.depth, pin.traces) == (
         want.distinct, want.generated, want.depth, want.traces)
+
+
+# The specs added with eligible leader replicas, the last-known-leader election and acks, each
+# with its pin: (distinct, generated, depth, {property: trace length}, traps). All explore
+# every reachable state (keep-going), so specs of the same configuration share one oracle
+# run that checks the union of their properties (v21-unflushed and avail-c2, for instance).
+LATER = {
+    **{n: (d, g, depth, {p: v for p, v in row.items() if v != "holds"}, 0)
+       for n, (d, depth, g, row) in MODERN_FAST_ROWS.items() if d <= SUITE_LIMIT},
+    **{n: (p.distinct, p.generated, p.depth, {**p.traces, **({PR: p.trap_trace} if p.traps else {})}, p.traps)
+       for n, p in AVAIL_PINS.items() if p.distinct <= SUITE_LIMIT},
+    **{n: (p.distinct, p.generated, p.depth, p.traces, 0) for n, p in ACKS_PINS.items() if p.distinct <= SUITE_LIMIT},
+}
+_ORACLE_RUNS = {}
+
+
+def _oracle_for(explorations, name):
+    """The oracle's run for ``name``'s configuration, checking every property any spec of
+    LATER with that configuration checks; each configuration is explored once."""
+    spec, model, _ = explorations[name]
+    key = repr(model.config)
+    if key not in _ORACLE_RUNS:
+        checked = []
+        for other in LATER:
+            o_spec, o_model, o_result = explorations[other]
+            if repr(o_model.config) == key:
+                assert o_spec.keep_going, other
+                checked += [p for p in o_result.checked if p not in checked]
+        _ORACLE_RUNS[key] = oracle.explore(model.config, checked, keep_going=True)
+    return _ORACLE_RUNS[key]
+
+
+def test_the_oracle_covers_the_later_specs():
+    assert {"v21-elr-unflushed", "avail-c2-elr", "avail-c2-elr-lkl", "avail-c2m2-elr-lkl",
+            "acks1-data-loss", "acks-all-data-loss", "acks-all-two-replicas-min-isr"} <= set(LATER)
+    assert len(LATER) == 16
+
+
+@pytest.mark.parametrize("name", sorted(LATER))
+def test_engine_agrees_with_the_oracle_on_the_later_specs(explorations, name):
+    spec, model, result = explorations[name]
+    want = _oracle_for(explorations, name)
+    got = result.stats
+    assert result.complete and spec.keep_going
+    assert (got.distinct, got.generated, got.depth) == (want.distinct, want.generated, want.depth)
+    assert got.levels == want.levels
+    traces = {p: n for p, n in want.traces.items() if p in result.checked}
+    assert {p: len(v.path) for p, v in result.violations.items()} == traces
+    traps = want.traps if PR in result.checked else 0
+    assert (result.violations[PR].traps if PR in result.violations else 0) == traps
+    assert LATER[name] == (want.distinct, want.generated, want.depth, traces, traps)
 
 
 def test_keep_going_explores_everything_after_every_property_failed(explorations):

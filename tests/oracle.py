@@ -348,6 +348,7 @@ class OracleResult:
     traces: dict  # property -> length (in states) of its shortest counterexample
     levels: list  # new states per level
     traps: int = 0  # with PartitionRecoverable: states that cannot reach an Available one
+    trap_trace: int | None = None  # states on a shortest path into a trap (None: no trap)
 
 
 def explore(cfg, checked, keep_going=True) -> OracleResult:
@@ -393,16 +394,16 @@ def explore(cfg, checked, keep_going=True) -> OracleResult:
         if nxt:
             depth += 1
             levels.append(len(nxt))
-    traps = 0
+    traps, trap_trace = 0, None
     if recoverable:
         assert not frontier, "PartitionRecoverable needs every reachable state"
         reach = can_reach_available(cfg, depth_of, preds)
         trapped = [d for s, d in depth_of.items() if s not in reach]
         traps = len(trapped)
         if trapped:
-            traces[PR] = min(trapped)
+            traces[PR] = trap_trace = min(trapped)
     return OracleResult(distinct=len(depth_of), generated=generated, depth=depth, traces=traces,
-                        levels=levels, traps=traps)
+                        levels=levels, traps=traps, trap_trace=trap_trace)
 
 
 def can_reach_available(cfg, states, preds) -> set:
@@ -419,24 +420,13 @@ def can_reach_available(cfg, states, preds) -> set:
     return reach
 
 
-@attrs.define
-class Verdicts:
-    distinct: int
-    generated: int
-    depth: int
-    traces: dict  # state property -> shortest counterexample length (states)
-    traps: int  # states from which no Available state can be reached
-    trap_trace: int | None  # states on a shortest path into a trap (None: no trap)
-
-
-def check(cfg) -> Verdicts:
+def check(cfg) -> OracleResult:
     """Explore everything; return the counts, the shortest counterexample of
-    CommittedNeverLost and LeaderCandidateCompleteness, and PartitionRecoverable's trap
-    count and shortest trace."""
+    CommittedNeverLost and LeaderCandidateCompleteness (``traces``, without
+    PartitionRecoverable's), and PartitionRecoverable's trap count and shortest trace."""
     got = explore(cfg, ["CommittedNeverLost", "LeaderCandidateCompleteness", PR], keep_going=True)
-    traces = {p: n for p, n in got.traces.items() if p != PR}
-    return Verdicts(distinct=got.distinct, generated=got.generated, depth=got.depth, traces=traces,
-                    traps=got.traps, trap_trace=got.traces.get(PR))
+    got.traces = {p: n for p, n in got.traces.items() if p != PR}
+    return got
 
 
 def shortest_path_length(cfg, goal) -> int | None:

@@ -4,15 +4,20 @@ It shares nothing with the engines or with ``model/kafka.py`` except the attrs s
 classes of ``model/state.py`` (plain data) and ``model.Config`` (the constants): no
 kernel, no fingerprints, no engine code, no successor function of the reference model.
 Whole states go into a Python dict, the search is a plain breadth-first search, and
-every action is written the obvious way with ``evolve`` (``attrs.evolve``), in the order docs/model.md
-enumerates them (actions 1–9, then replica order, then cut point). It covers the three
-truncation rules and the options the code has today (unclean election, unflushed loss,
-preferred election, min ISR), plus, from the later sections, the 2.1 rule's ISR
-guard, the HW gate and producer acknowledgements (``acks``); not eligible leader replicas.
+every action is written the obvious way with ``evolve``, in the order docs/model.md
+enumerates them (actions 1–9, then replica order, then cut point). It covers the whole
+model: the four truncation rules (with the 2.1 rule's ISR guard), min ISR, unclean
+election, unflushed loss, preferred election, ``initial_leader = any``, the HW gate,
+eligible leader replicas (the lossy crash and the unclean-shutdown restart with its
+fence), the last-known-leader election and producer acknowledgements (``acks``); every
+invariant and the step property; and ``PartitionRecoverable`` (AG EF), decided the naive
+way: the predecessors of every state are kept as Python sets, and a plain BFS over the
+reversed graph from the ``Available`` states finds every state that can still reach one;
+the others are the traps.
 
 It is slow (a few thousand states a second) and meant for specs of at most tens of
-thousands of states. The tests compare its distinct/generated counts, depth and shortest
-trace lengths with the local engine's.
+thousands of states. The tests compare its distinct/generated counts, depth, levels,
+shortest trace lengths and trap counts with the engines'.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from kmc.model.state import Fetch, Quorum, Replica, State
 
 HW_RULE, LE_RULE, KIP279_RULE = "high-watermark", "leader-epoch", "leader-epoch-kip279"
 V21_RULE = "leader-epoch-2.1"
+PR = "PartitionRecoverable"
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -48,22 +54,33 @@ def set_replica(s: State, r: int, rep: Replica) -> State:
     return evolve(s, replicas=tuple(reps))
 
 
-def advance_hw(s: State, l: int, cfg=None) -> State:
+def with_quorum(s: State, leader, epoch, isr, elr) -> State:
+    return evolve(s, quorum=Quorum(leader, epoch, tuple(isr), tuple(elr)))
+
+
+def elr_after(cfg, elr, old_isr, new_isr) -> tuple:
+    """The ELR after the ISR changes from ``old_isr`` to ``new_isr``."""
+    if not cfg.eligible_leader_replicas or len(new_isr) >= cfg.min_insync_replicas:
+        return ()
+    return tuple(sorted((set(elr) | set(old_isr)) - set(new_isr)))
+
+
+def advance_hw(s: State, l: int, cfg) -> State:
     """HW(l): l.hw := max(l.hw, min({LEO(l)} ∪ {l.remote_leo[f] : f ∈ isr \\ {l}})); every
     record newly below it joins ``committed``. With the HW gate nothing moves while the ISR
     is below min ISR; with ``acks = "all"`` the new records of l's own epoch also join
     ``acked`` if the ISR (after the step: the caller has already changed it) is at least
     min ISR."""
     rep = s.replicas[l]
-    big_enough = cfg is None or len(s.quorum.isr) >= cfg.min_insync_replicas
-    if cfg is not None and cfg.hw_requires_min_isr and not big_enough:
+    big_enough = len(s.quorum.isr) >= cfg.min_insync_replicas
+    if cfg.hw_requires_min_isr and not big_enough:
         return s
     candidates = [len(rep.log)] + [rep.remote_leo[f] for f in s.quorum.isr if f != l]
     new_hw = max(rep.hw, min(candidates))
     added = {(o, rep.log[o][0], rep.log[o][1]) for o in range(rep.hw, new_hw)}
     s = set_replica(s, l, evolve(rep, hw=new_hw))
     s = evolve(s, committed=tuple(sorted(set(s.committed) | added)))
-    if cfg is not None and cfg.acks == "all" and big_enough:
+    if cfg.acks == "all" and big_enough:
         mine = {c for c in added if c[1] == rep.epoch}
         if mine:
             s = evolve(s, acked=tuple(sorted(set(s.acked) | mine)))
@@ -94,13 +111,43 @@ def truncation_point(rule: str, follower: Replica, leader_log: tuple) -> int:
     return follower.hw if answer is None else min(answer, len(log))
 
 
+def election(cfg, s: State, c: int, bounded=True):
+    """The kind of ElectLeader(c) enabled in ``s`` ("clean", "elr", "last known leader",
+    "unclean") or None; ``bounded=False`` drops the epoch bound (``Available``)."""
+    q = s.quorum
+    reps = s.replicas
+    if (bounded and q.epoch >= cfg.max_leader_epoch) or not reps[c].alive:
+        return None
+    ql = q.leader
+    replaceable = ql is None or not reps[ql].alive or reps[ql].epoch != q.epoch
+    preferred = cfg.preferred_election and ql is not None and leads(s, ql) and c != ql
+    if not (replaceable or preferred):
+        return None
+    no_live_isr = not any(reps[r].alive for r in q.isr)
+    lk = cfg.last_known_leader and not q.isr and not q.elr and ql is not None and reps[ql].alive
+    if c in q.isr:
+        return "clean"
+    if cfg.eligible_leader_replicas and no_live_isr and c in q.elr:
+        return "elr"
+    if lk and c == ql:
+        return "last known leader"
+    if cfg.unclean_leader_election and no_live_isr and not any(reps[r].alive for r in q.elr) and not lk:
+        return "unclean"
+    return None
+
+
 # -- the transition relation -------------------------------------------------------------
 
-def initial(cfg) -> State:
+def initial_states(cfg) -> list:
+    """One initial state, led by the first replica, or with ``initial_leader = any`` one per
+    replica, in replica order."""
     n = len(cfg.replicas)
-    rep = Replica(alive=True, log=(), hw=0, epoch=0, leader=0, remote_leo=(0,) * n, inflight=None)
-    return State(replicas=(rep,) * n, quorum=Quorum(0, 0, tuple(range(n))), produced=0, crashes=0,
-                 committed=())
+    out = []
+    for l in (range(n) if cfg.initial_leader == "any" else [0]):
+        rep = Replica(alive=True, log=(), hw=0, epoch=0, leader=l, remote_leo=(0,) * n, inflight=None)
+        out.append(State(replicas=(rep,) * n, quorum=Quorum(l, 0, tuple(range(n)), ()), produced=0,
+                         crashes=0, committed=()))
+    return out
 
 
 def successors(cfg, s: State) -> list:
@@ -130,8 +177,8 @@ def successors(cfg, s: State) -> list:
         l = fol.leader
         if (fol.alive and l is not None and l != f and leads(s, l) and fol.epoch == s.replicas[l].epoch
                 and fol.inflight is None):
-            o = min(len(fol.log), len(s.replicas[l].log))
             led = s.replicas[l]
+            o = min(len(fol.log), len(led.log))
             remote = list(led.remote_leo)
             remote[f] = o
             t = advance_hw(set_replica(s, l, evolve(led, remote_leo=tuple(remote))), l, cfg)
@@ -149,7 +196,8 @@ def successors(cfg, s: State) -> list:
             else:
                 fol = evolve(fol, inflight=None)
             out.append((("FetchResponse", f, None), set_replica(s, f, fol)))
-    # 4. Crash(r)
+    # 4. Crash(r): with unflushed loss one successor per cut point; with eligible leader
+    # replicas it is lossy if it lost records
     for r in range(n):
         rep = s.replicas[r]
         if rep.alive and s.crashes < cfg.max_crashes:
@@ -157,32 +205,42 @@ def successors(cfg, s: State) -> list:
             for cut in cuts:
                 dead = evolve(rep, alive=False, inflight=None)
                 if cut is not None:
-                    dead = evolve(dead, log=rep.log[:cut], hw=min(rep.hw, cut))
-                t = evolve(set_replica(s, r, dead), crashes=s.crashes + 1)
-                out.append((("Crash", r, cut), t))
-    # 5. Restart(r)
+                    dead = evolve(dead, log=rep.log[:cut], hw=min(rep.hw, cut),
+                                  lossy=cfg.eligible_leader_replicas and cut < len(rep.log))
+                out.append((("Crash", r, cut), evolve(set_replica(s, r, dead), crashes=s.crashes + 1)))
+    # 5. Restart(r): after a lossy crash the controller drops r from the ISR and the ELR,
+    # every remote_leo[r] is reset, the leader runs HW if it leads, and lossy is cleared
     for r in range(n):
         rep = s.replicas[r]
-        if not rep.alive:
-            rep = evolve(rep, alive=True, epoch=-1, leader=None, remote_leo=(0,) * n)
-            out.append((("Restart", r, None), set_replica(s, r, rep)))
+        if rep.alive:
+            continue
+        t = set_replica(s, r, evolve(rep, alive=True, epoch=-1, leader=None, remote_leo=(0,) * n))
+        if rep.lossy:
+            isr = tuple(x for x in q.isr if x != r)
+            elr = tuple(x for x in elr_after(cfg, q.elr, q.isr, isr) if x != r)
+            t = with_quorum(t, q.leader, q.epoch, isr, elr)
+            for other in range(n):
+                o = t.replicas[other]
+                remote = list(o.remote_leo)
+                remote[r] = 0
+                t = set_replica(t, other, evolve(o, remote_leo=tuple(remote)))
+            if q.leader is not None and leads(t, q.leader):
+                t = advance_hw(t, q.leader, cfg)
+            t = set_replica(t, r, evolve(t.replicas[r], lossy=False))
+        out.append((("Restart", r, None), t))
     # 6. ElectLeader(c)
     for c in range(n):
-        if q.epoch >= cfg.max_leader_epoch or not s.replicas[c].alive:
+        kind = election(cfg, s, c)
+        if kind is None:
             continue
-        ql = q.leader
-        replaceable = ql is None or not s.replicas[ql].alive or s.replicas[ql].epoch != q.epoch
-        preferred = cfg.preferred_election and ql is not None and leads(s, ql) and c != ql
-        if not (replaceable or preferred):
-            continue
-        live_isr = [r for r in q.isr if s.replicas[r].alive]
-        if c in q.isr:
-            isr = tuple(live_isr)
-        elif cfg.unclean_leader_election and not live_isr:
-            isr = (c,)
+        live = tuple(r for r in q.isr if s.replicas[r].alive)
+        if kind == "clean":
+            isr, elr = live, elr_after(cfg, q.elr, q.isr, live)
+        elif kind == "elr":
+            isr, elr = (c,), tuple(sorted((set(q.elr) | set(q.isr)) - {c}))
         else:
-            continue
-        t = evolve(s, quorum=Quorum(c, q.epoch + 1, isr))
+            isr, elr = (c,), ()
+        t = with_quorum(s, c, q.epoch + 1, isr, elr)
         rep = evolve(s.replicas[c], leader=c, epoch=q.epoch + 1, remote_leo=(0,) * n, inflight=None)
         out.append((("ElectLeader", c, None), advance_hw(set_replica(t, c, rep), c, cfg)))
     # 7. BecomeFollower(r)
@@ -203,53 +261,46 @@ def successors(cfg, s: State) -> list:
             continue
         led = s.replicas[l]
         if not s.replicas[r].alive or led.remote_leo[r] < len(led.log):
-            t = evolve(s, quorum=Quorum(l, q.epoch, tuple(x for x in q.isr if x != r)))
+            isr = tuple(x for x in q.isr if x != r)
+            t = with_quorum(s, l, q.epoch, isr, elr_after(cfg, q.elr, q.isr, isr))
             out.append((("ShrinkIsr", r, None), advance_hw(t, l, cfg)))
-    # 9. ExpandIsr(r)
+    # 9. ExpandIsr(r); under the 2.1 rule also up to the leader's epoch start offset (KAFKA-7128)
     for r in range(n):
         l = q.leader
         if l is None or not leads(s, l) or r in q.isr:
             continue
         fol, led = s.replicas[r], s.replicas[l]
-        if cfg.truncation == V21_RULE:  # KAFKA-7128: up to the leader's epoch start offset
-            start = next((o for o, (e, _) in enumerate(led.log) if e == led.epoch), len(led.log))
-            if led.remote_leo[r] < start:
-                continue
-        if fol.alive and fol.leader == l and fol.epoch == q.epoch and led.remote_leo[r] >= led.hw:
-            t = evolve(s, quorum=Quorum(l, q.epoch, tuple(sorted(q.isr + (r,)))))
+        start = next((o for o, (e, _) in enumerate(led.log) if e == led.epoch), len(led.log))
+        if (fol.alive and fol.leader == l and fol.epoch == q.epoch and led.remote_leo[r] >= led.hw
+                and (cfg.truncation != V21_RULE or led.remote_leo[r] >= start)):
+            isr = tuple(sorted(q.isr + (r,)))
+            t = with_quorum(s, l, q.epoch, isr, elr_after(cfg, q.elr, q.isr, isr))
             out.append((("ExpandIsr", r, None), advance_hw(t, l, cfg)))
     return out
 
 
 # -- the properties ------------------------------------------------------------------------
 
+def holds_all(s, r, records) -> bool:
+    log = s.replicas[r].log
+    return all(o < len(log) and log[o] == (e, i) for o, e, i in records)
+
+
 def hw_below_log_end(s):
     return all(rep.hw <= len(rep.log) for rep in s.replicas)
 
 
 def committed_never_lost(s):
-    for l in range(len(s.replicas)):
-        if leads(s, l):
-            log = s.replicas[l].log
-            return all(o < len(log) and log[o] == (e, i) for o, e, i in s.committed)
-    return True
+    return all(holds_all(s, l, s.committed) for l in range(len(s.replicas)) if leads(s, l))
 
 
 def acknowledged_never_lost(s):
-    for l in range(len(s.replicas)):
-        if leads(s, l):
-            log = s.replicas[l].log
-            return all(o < len(log) and log[o] == (e, i) for o, e, i in s.acked)
-    return True
+    return all(holds_all(s, l, s.acked) for l in range(len(s.replicas)) if leads(s, l))
 
 
 def leader_candidate_completeness(s):
-    # without eligible leader replicas (not in this oracle) the candidates are the ISR's
-    for r in s.quorum.isr:
-        rep = s.replicas[r]
-        if rep.alive and not all(o < len(rep.log) and rep.log[o] == (e, i) for o, e, i in s.committed):
-            return False
-    return True
+    q = s.quorum
+    return all(holds_all(s, r, s.committed) for r in set(q.isr) | set(q.elr) if s.replicas[r].alive)
 
 
 def logs_never_diverge(s):
@@ -271,6 +322,12 @@ def epoch_monotonic(before, after):
     return True
 
 
+def available(cfg, s) -> bool:
+    """Some replica leads, or some ElectLeader is enabled without the epoch bound."""
+    n = len(s.replicas)
+    return any(leads(s, r) for r in range(n)) or any(election(cfg, s, c, bounded=False) for c in range(n))
+
+
 STATE_PROPERTIES = {
     "HighWatermarkBelowLogEnd": hw_below_log_end,
     "CommittedNeverLost": committed_never_lost,
@@ -286,27 +343,35 @@ STEP_PROPERTIES = {"LeaderEpochMonotonic": epoch_monotonic}
 @attrs.define
 class OracleResult:
     distinct: int  # states stored (up to the level the run stops at)
-    generated: int  # 1 + every successor computed (TLC's count)
+    generated: int  # the initial states + every successor computed (TLC's count)
     depth: int  # states on the longest shortest path
     traces: dict  # property -> length (in states) of its shortest counterexample
     levels: list  # new states per level
+    traps: int = 0  # with PartitionRecoverable: states that cannot reach an Available one
+    trap_trace: int | None = None  # states on a shortest path into a trap (None: no trap)
 
 
 def explore(cfg, checked, keep_going=True) -> OracleResult:
-    """Breadth-first search from the initial state; with ``keep_going`` False the run
+    """Breadth-first search from the initial states; with ``keep_going`` False the run
     stops after the first level in which a checked property fails (as docs/model.md's
-    engines do), else it explores everything."""
-    if cfg.eligible_leader_replicas or cfg.initial_leader != "first":
-        raise ValueError("the oracle has no eligible leader replicas and one initial leader")
-    init = initial(cfg)
-    depth_of = {init: 1}
+    engines do), else it explores everything. With ``PartitionRecoverable`` checked (and
+    every state explored) it keeps every state's predecessors and finds the traps; its
+    trace is a shortest path into one."""
+    recoverable = PR in checked
+    depth_of = {}
     traces = {}
-    for name in checked:
-        if name in STATE_PROPERTIES and not STATE_PROPERTIES[name](init):
-            traces[name] = 1
-    levels = [1]
-    generated = 1
-    frontier = [init]
+    frontier = []
+    for s in initial_states(cfg):
+        if s in depth_of:
+            continue
+        depth_of[s] = 1
+        frontier.append(s)
+        for name in checked:
+            if name in STATE_PROPERTIES and name not in traces and not STATE_PROPERTIES[name](s):
+                traces[name] = 1
+    preds = {s: set() for s in depth_of} if recoverable else None
+    levels = [len(frontier)]
+    generated = len(frontier)
     depth = 1
     while frontier and (keep_going or not traces):
         nxt = []
@@ -316,10 +381,11 @@ def explore(cfg, checked, keep_going=True) -> OracleResult:
                 for name in checked:
                     if name in STEP_PROPERTIES and name not in traces and not STEP_PROPERTIES[name](s, t):
                         traces[name] = depth + 1
-                size = len(depth_of)
-                depth_of.setdefault(t, depth + 1)
-                if len(depth_of) == size:  # seen before
+                if recoverable:
+                    preds.setdefault(t, set()).add(s)
+                if t in depth_of:
                     continue
+                depth_of[t] = depth + 1
                 nxt.append(t)
                 for name in checked:
                     if name in STATE_PROPERTIES and name not in traces and not STATE_PROPERTIES[name](t):
@@ -328,16 +394,50 @@ def explore(cfg, checked, keep_going=True) -> OracleResult:
         if nxt:
             depth += 1
             levels.append(len(nxt))
+    traps, trap_trace = 0, None
+    if recoverable:
+        assert not frontier, "PartitionRecoverable needs every reachable state"
+        reach = can_reach_available(cfg, depth_of, preds)
+        trapped = [d for s, d in depth_of.items() if s not in reach]
+        traps = len(trapped)
+        if trapped:
+            traces[PR] = trap_trace = min(trapped)
     return OracleResult(distinct=len(depth_of), generated=generated, depth=depth, traces=traces,
-                        levels=levels)
+                        levels=levels, traps=traps, trap_trace=trap_trace)
+
+
+def can_reach_available(cfg, states, preds) -> set:
+    """Every state of ``states`` from which an ``Available`` state can be reached: a plain
+    BFS over the reversed graph from the ``Available`` states."""
+    reach = {s for s in states if available(cfg, s)}
+    queue = deque(reach)
+    while queue:
+        t = queue.popleft()
+        for s in preds.get(t, ()):
+            if s not in reach:
+                reach.add(s)
+                queue.append(s)
+    return reach
+
+
+def check(cfg) -> OracleResult:
+    """Explore everything; return the counts, the shortest counterexample of
+    CommittedNeverLost and LeaderCandidateCompleteness (``traces``, without
+    PartitionRecoverable's), and PartitionRecoverable's trap count and shortest trace."""
+    got = explore(cfg, ["CommittedNeverLost", "LeaderCandidateCompleteness", PR], keep_going=True)
+    got.traces = {p: n for p, n in got.traces.items() if p != PR}
+    return got
 
 
 def shortest_path_length(cfg, goal) -> int | None:
     """The number of states on a shortest path to a state satisfying ``goal`` (a plain
     BFS with a deque, for hand-checked scenarios), or None."""
-    init = initial(cfg)
-    seen = {init: 1}
-    queue = deque([init])
+    seen = {}
+    queue = deque()
+    for s in initial_states(cfg):
+        if s not in seen:
+            seen[s] = 1
+            queue.append(s)
     while queue:
         s = queue.popleft()
         if goal(s):

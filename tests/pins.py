@@ -143,7 +143,7 @@ MODERN_SLOW_ROWS = {
 #
 # Every spec checks PartitionRecoverable, explores every reachable state (``keep_going``), and
 # most also check CommittedNeverLost and LeaderCandidateCompleteness. The numbers were
-# computed by the independent oracle (tests/oracle_available.py: whole states, a plain BFS,
+# computed by the independent oracle (tests/oracle.py: whole states, a plain BFS,
 # the traps by a plain BFS over the reversed graph); the verdicts and trace lengths are those
 # of the known-verdict table of the availability property (TLC's state graph of an independent
 # TLA+ rendering), which tests/test_availability.py checks the oracle against.

@@ -3,7 +3,7 @@ election, and how a trap is reported.
 
 Three independent sources meet here: the known-verdict table of the availability property
 (TLC's state graph of an independent TLA+ rendering: verdicts and shortest trace lengths), the
-naive oracle of tests/oracle_available.py (whole states, plain BFS forward and backward), and
+naive oracle of tests/oracle.py (whole states, plain BFS forward and backward), and
 kmc. The oracle is checked against the table, the pins against the oracle, and the engine
 (per-state and batch paths, through the command line and the Python API) against both.
 The two-replica specs run in every suite (about a second each); the three-replica ones
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import oracle_available as oracle
+import oracle
 from kmc.checker.errors import SpecError
 from kmc.checker.local import Options, check
 from kmc.checker.possibly import EdgeLog

@@ -93,6 +93,7 @@ ACKS_PINS = {
     "acks1-lrs-elr": Pin(91970, 312889, 24, ALL6, {ANL: 4}, None),
     "acks-all-lrs2": Pin(2683315, 9730608, 33, ALL6, {CNL: 7, LCC: 6, ANL: 9}, None),
     "acks-all-lrs2-elr": Pin(1528475, 5233966, 31, ALL6, {}, None),
+    "acks-all-lrs2-elr-lkl": Pin(1544517, 5291120, 31, ALL6, {CNL: 11, LCC: 11, ANL: 11}, None),
     "acks-all-unclean-two-crashes": Pin(1020165, 3578586, 34, ALL6, {CNL: 6, LCC: 6, ANL: 9}, None),
     "acks-all-kip279-unclean-two-crashes": Pin(1076889, 3791710, 35, (HWB, CNL, LND, LEM, ANL),
                                                {CNL: 6, ANL: 9}, None),

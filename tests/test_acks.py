@@ -55,11 +55,12 @@ TABLE = {
     "acks1-lrs-elr": {CNL: H, ANL: 4},  # LRS + ELR, "1"
     "acks-all-lrs2": {CNL: 7, ANL: 9},  # LRS with 2 crashes, "all"
     "acks-all-lrs2-elr": {CNL: H, ANL: H},  # LRS with 2 crashes + ELR, "all"
+    "acks-all-lrs2-elr-lkl": {CNL: 11, ANL: 11},  # LRS with 2 crashes + ELR + last known leader, "all"
     "acks-all-unclean-two-crashes": {CNL: 6, ANL: 9},  # S8b, "all"
     "acks-all-kip279-unclean-two-crashes": {CNL: 6, ANL: 9},  # S8b under kip279, "all"
 }
 EXAMPLE = {"acks-all-two-replicas-min-isr": {CNL: 6, ANL: 8}}
-HUGE = {"acks-all-lrs2", "acks-all-lrs2-elr", "acks-all-unclean-two-crashes",
+HUGE = {"acks-all-lrs2", "acks-all-lrs2-elr", "acks-all-lrs2-elr-lkl", "acks-all-unclean-two-crashes",
         "acks-all-kip279-unclean-two-crashes"}  # one to three million states each
 SLOW = pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1",
                           reason="one to three million states (seconds each on the batch engine): set KMC_SLOW=1")

@@ -44,7 +44,7 @@ pytestmark = [
 BENCHMARKS = {"three-replicas-large", "three-replicas-huge", "lrs2-v21", "lrs2-v21-gate", "lrs2-v21-elr",
               "lrs2-kip279-elr", "v21-preferred-two-crashes"}
 # The same for the acks specs of one to three million states (tests/test_acks.py).
-BENCHMARKS |= {"acks-all-lrs2", "acks-all-lrs2-elr", "acks-all-unclean-two-crashes",
+BENCHMARKS |= {"acks-all-lrs2", "acks-all-lrs2-elr", "acks-all-lrs2-elr-lkl", "acks-all-unclean-two-crashes",
                "acks-all-kip279-unclean-two-crashes"}
 # The availability specs check an always-possibly property, which the Spark engine refuses
 # (test_an_always_possibly_property_is_refused_in_one_line); their larger ones run in

@@ -20,8 +20,6 @@ is vectorised: no Python loop per state or per edge.
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse import csgraph
 
 _MIN_CAPACITY = 1024
 # Source state numbers are kept in 4 bytes while every state number fits (the engines store
@@ -143,6 +141,11 @@ class EdgeLog:
         Raises:
             ValueError: ``numbers_of`` returned a number that is not a stored state.
         """
+        # scipy costs a tenth of a second to import: only a run with an always-possibly
+        # property that explored every state pays it.
+        from scipy import sparse
+        from scipy.sparse import csgraph
+
         n = self._states
         goal = self._goal[:n]
         candidates = np.flatnonzero(~goal)  # non-goal states, ascending

@@ -272,3 +272,13 @@ def _test_fault(kind):
         os.kill(os.getpid(), signal.SIGINT)  # and this worker, as without PySpark's daemon
         return
     raise RuntimeError("kmc test hook: the first attempt of this task fails")
+
+
+def _pair(index, _records):
+    """The warm-up job's first stage: one record for partition ``index``."""
+    yield (index, None)
+
+
+def _nothing(_index, records):
+    """The warm-up job's second stage: passes its records on."""
+    return records

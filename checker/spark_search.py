@@ -24,7 +24,7 @@ from .driver import Search
 from .errors import EngineError
 from .kernel import keep_least
 from .spark_rows_store import Store, _owner_of, _owners, _split_frontier
-from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition, _owner
+from .spark_rows_tasks import _expand_partition, _fingerprints, _nothing, _own_partition, _owner, _pair
 from .spark_session import _one_line, default_partitions, spark_context
 from .trace import replay_choices
 
@@ -392,13 +392,3 @@ def _in_process(n, grow, own):
         for owner, payload in grow(j, iter(())):
             routed[owner].append((owner, payload))
     return [summary for i in range(n) for summary in own(i, iter(routed[i]))]
-
-
-def _pair(index, _records):
-    """The warm-up job's first stage: one record for partition ``index``."""
-    yield (index, None)
-
-
-def _nothing(_index, records):
-    """The warm-up job's second stage: passes its records on."""
-    return records

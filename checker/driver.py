@@ -278,7 +278,9 @@ class LevelDriver:
     def _decide_possibly(self, result, prop, log, stopped):
         """An always-possibly property's verdict: from the edge log when every reachable
         state was explored, else unknown with the reason."""
-        if stopped is not None or self.search.size():
+        # A stop at a violation on the last level has still explored every state.
+        explored = not self.search.size() and stopped in (None, "violation")
+        if not explored:
             why = {
                 "max-depth": f"the run stopped at max_depth {self.options.max_depth}",
                 "max-states": f"the run stopped at max_states {self.options.max_states}",

@@ -128,3 +128,26 @@ def test_symmetry_refuses_a_goal_not_declared_symmetric():
     lopsided = Property("Home", POSSIBLY, at_home, symmetric=False)
     with pytest.raises(UsageError, match="Home is not declared symmetric"):
         make_engine(Graph(), [lopsided], Options(symmetry=True), engine="local")
+
+
+
+def no_self_loop(model, before, action, after):
+    return f"{before} goes to itself" if before == after else None
+
+
+NoSelfLoop = Property("NoSelfLoop", "step", no_self_loop, "no step stays put", symmetric=True)
+
+
+@pytest.mark.parametrize("path", ["per-state", "batch"])
+def test_a_stop_that_leaves_nothing_to_expand_still_decides_it(path):
+    # NoSelfLoop fails while the last level ([a2, b2]) is expanded: a2 -> a2, b2 -> b2, and
+    # no new state. The run stops at that violation with nothing left to expand, so every
+    # state was explored and Home is decided (two traps, the first a2, 3 states), not left
+    # unknown.
+    make = {"per-state": lambda: make_engine(Graph(), [NoSelfLoop, Home], Options(), engine="local"),
+            "batch": lambda: BatchEngine(Graph(), [NoSelfLoop, Home], Options(), kernel=StatesKernel(Graph()))}
+    result = make[path]().run()
+    assert result.stopped == "violation" and result.complete and not result.unknown
+    assert len(result.violations["NoSelfLoop"].path) == 4
+    v = result.violations["Home"]
+    assert (v.traps, len(v.path), v.path.states[-1]) == (2, 3, "a2")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-import types
 from pathlib import Path
 
 from kmc.checker.errors import UsageError
@@ -25,14 +24,13 @@ def run_cell(item):
     from kmc.reports.atlas import AVAILABLE, COMMITTED, cell_of, config_of
     from kmc.reports.json_result import result_to_dict
 
-    from .common import make_engine
+    from kmc.checker.engines import make_engine
 
     row, policy, max_states = item
     model = KafkaModel(config_of(row, policy))
     props = [BY_NAME[COMMITTED], BY_NAME[AVAILABLE]]
     options = Options(keep_going=True, max_states=max_states)
-    engine = make_engine(types.SimpleNamespace(engine="local"), model, props, options, None,
-                         types.SimpleNamespace(per_state=False))
+    engine = make_engine(model, props, options)  # the local engine's batch path
     result = engine.run()
     cell = cell_of(row, policy, result)
     # Each counterexample as the JSON trace `kmc check --json` writes (one violation a file):

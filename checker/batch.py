@@ -149,6 +149,9 @@ class RowsSearch(Search):
                 goal = np.array([bool(prop.check(self.model, self.kernel.decode(r))) for r in rows], dtype=bool)
             log.add_states(first, goal)
 
+    def memory_reserve(self) -> int:
+        return self.seen.merge_reserve()
+
     def numbers_of(self, fps):
         numbered = np.concatenate(self._numbered) if self._numbered else np.zeros(0, np.uint64)
         order = np.argsort(numbered)

@@ -67,6 +67,11 @@ class Search:
     def found_in(self, found) -> dict:
         return found
 
+    def memory_reserve(self) -> int:
+        """Bytes the search may still allocate at the next level boundary (the memory
+        ceiling counts them as already resident)."""
+        return 0
+
 
 class LevelDriver:
     """Breadth-first exploration of ``model`` with a search object (see the module).
@@ -162,7 +167,7 @@ class LevelDriver:
                 done += search.piece_len(piece)
                 every = search.every  # read each time: a search may change phase (Spark)
                 if every and count % every == 0:
-                    if max_memory is not None and _over(max_memory):
+                    if max_memory is not None and _over(max_memory, search):
                         stopped = "max-memory"
                         break
                     if self.progress is not None:
@@ -217,7 +222,12 @@ class LevelDriver:
         """Why the run stops at this level boundary, or ``None`` to go on."""
         left = bool(self.search.size())
         reason = stop_after_level(self.found, self.properties, self.options, len(self.search.seen), left)
-        if reason is None and self.options.max_memory is not None and left and _over(self.options.max_memory):
+        if (
+            reason is None
+            and self.options.max_memory is not None
+            and left
+            and _over(self.options.max_memory, self.search)
+        ):
             return "max-memory"
         return reason
 
@@ -297,6 +307,8 @@ class LevelDriver:
             result.violations[prop.name] = Violation(prop.name, POSSIBLY, why, path, traps=count)
 
 
-def _over(limit) -> bool:
+def _over(limit, search) -> bool:
+    """Whether resident memory, with what ``search`` may still allocate at the next level
+    boundary, passes ``limit``."""
     rss = resident_bytes()
-    return rss is not None and rss > limit
+    return rss is not None and rss + search.memory_reserve() > limit

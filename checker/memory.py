@@ -30,6 +30,40 @@ def format_size(n: int) -> str:
     return f"{n}B"
 
 
+# Without --max-memory, kmc check stops cleanly at this share of the machine's memory
+# (or of its control group's limit) rather than meet the out-of-memory killer.
+DEFAULT_SHARE = 0.8
+
+
+def machine_bytes() -> int | None:
+    """The memory this process may use: the machine's (``MemTotal``), or its control
+    group's limit when lower; ``None`` when neither can be read."""
+    sizes = []
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemTotal:"):
+                    sizes.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, "rb") as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 60:  # "max", or v1's "no limit" (near 2**63)
+            sizes.append(int(text))
+    return min(sizes) if sizes else None
+
+
+def default_ceiling() -> int | None:
+    """The memory ceiling of a run given none: ``DEFAULT_SHARE`` of ``machine_bytes()``."""
+    total = machine_bytes()
+    return int(total * DEFAULT_SHARE) if total else None
+
+
 def resident_bytes() -> int | None:
     """The resident memory of this process in bytes, or ``None`` when it cannot be read.
 

@@ -138,6 +138,11 @@ class CompactSeenSet:
             choices.append(choice)
             i = parent
 
+    def merge_reserve(self) -> int:
+        """The most a merge of runs may allocate (``end_level``): the merged array and
+        the sort's buffer, up to 12 bytes a stored state when every run merges."""
+        return 12 * self._len
+
     def nbytes(self) -> int:
         """The bytes held by the arrays."""
         arrays = self._runs + self._level_runs + self._parents + self._choices

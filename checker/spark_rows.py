@@ -71,6 +71,7 @@ engines' own.
 from __future__ import annotations
 
 import threading
+import time
 
 from .checkpoint import CheckpointError
 from .driver import LevelDriver
@@ -174,6 +175,8 @@ class SparkRowsEngine(LevelDriver):
             "shuffle_bytes": 0,
             "driver_levels": 0,
             "in_process_levels": 0,
+            "store_peak_bytes": 0,  # the store's size on disk at its largest (a level's end)
+            "packed_levels": 0,  # levels whose rows were written four bits a column
         }
         self.group = f"kmc-rows-{id(self):x}"
         # After run(): why no Spark session was started (every level stayed on the driver), or None.
@@ -204,10 +207,17 @@ class SparkRowsEngine(LevelDriver):
                 self.metrics["driver_levels"] = self.stats.depth
                 limit = self.driver_level_limit
                 started = "started in advance, then not used" if search.starter is not None else "not started"
-                self.not_started = (
-                    f"Spark was {started}: every level it expanded had at most {limit:,} states "
-                    f"(--driver-level-limit {limit}), so the driver ran them all itself, as the local engine does."
-                )
+                if search.waited:
+                    self.not_started = (
+                        f"Spark was {started}: the driver expanded the levels past {limit:,} states "
+                        f"(--driver-level-limit {limit}) while the session was starting, and the search ended "
+                        "before it was up."
+                    )
+                else:
+                    self.not_started = (
+                        f"Spark was {started}: every level it expanded had at most {limit:,} states "
+                        f"(--driver-level-limit {limit}), so the driver ran them all itself, as the local engine does."
+                    )
             elif self.data_root is not None:
                 from .spark_save import save_level
 
@@ -224,7 +234,9 @@ class SparkRowsEngine(LevelDriver):
                 raise EngineError(f"Spark failed{where}: {_one_line(e)}") from None
             raise
         finally:
+            begin = time.perf_counter()
             search.close(leave_running)
+            self.metrics["close_seconds"] = round(time.perf_counter() - begin, 3)
 
     def cancel(self, reason="interrupted"):
         """Stop as soon as possible: abort the level being computed (it is dropped)."""

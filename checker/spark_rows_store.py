@@ -66,6 +66,20 @@ class Store:
     def drop_successors(self, depth):
         shutil.rmtree(os.path.join(self.root, "succ", f"{depth:06d}"), ignore_errors=True)
 
+    def disk_bytes(self) -> int:
+        """The bytes of the store's files (their sizes; one walk of the directory)."""
+        total = 0
+        stack = [self.root]
+        while stack:
+            with contextlib.suppress(FileNotFoundError), os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    else:
+                        with contextlib.suppress(FileNotFoundError):
+                            total += entry.stat(follow_symlinks=False).st_size
+        return total
+
     def parent(self, i, depth, fp):
         fps, parents, choices = _load(_meta_path(self.root, i, depth), 3)
         at = int(np.searchsorted(fps, np.uint64(fp)))
@@ -121,8 +135,10 @@ def _front_path(root, depth, t, i):
     return os.path.join(root, "front", f"{depth:06d}", f"t{t:04d}-p{i:04d}.bin")
 
 
-def _save(path, *arrays):
-    """Write ``arrays`` to ``path`` whole: under a name of this process, then renamed."""
+def _save(path, *arrays, pack=False):
+    """Write ``arrays`` to ``path`` whole: under a name of this process, then renamed;
+    with ``pack``, rows that fit four bits a column take half their bytes (``_pack``).
+    Returns the bytes written."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     with open(tmp, "wb") as f:
@@ -130,9 +146,13 @@ def _save(path, *arrays):
             if a.dtype == object:  # rows of Python states: pickled as Spark pickles them
                 np.save(f, _PICKLED, allow_pickle=False)
                 a = np.frombuffer(_cloudpickle().dumps(list(a)), dtype=np.uint8)
+            elif pack and _nibbles_fit(a):  # rows of small numbers: two columns a byte
+                np.save(f, _NIBBLES, allow_pickle=False)
+                a = _pack(a)
             np.save(f, np.ascontiguousarray(a), allow_pickle=False)
+        written = f.tell()
     os.replace(tmp, path)
-    return sum(a.nbytes for a in arrays)
+    return written
 
 
 def _load(path, count):
@@ -146,9 +166,38 @@ def _load(path, count):
 _PICKLED = np.array([b"kmc-pickled-objects"])
 
 
+# Rows whose columns all hold -1 to 14 (the Kafka model's, in the configurations that
+# need the Spark engine) can be saved as this marker and half as many bytes: a byte holds
+# two columns, each plus one in four bits. The store's largest files are rows; packing
+# costs CPU (about 5% of a run's), so the engine packs only a level whose files would
+# take a large share of the disk's free space (``checker.spark_search``).
+_NIBBLES = np.array([b"kmc-nibbles"])
+
+
+def _nibbles_fit(a) -> bool:
+    return a.dtype == np.int8 and a.ndim == 2 and a.shape[1] % 2 == 0 and a.size > 0 and a.min() >= -1 and a.max() <= 14
+
+
+def _pack(rows):
+    u = rows.view(np.uint8) + np.uint8(1)  # -1..14 -> 0..15
+    return (u[:, 0::2] << np.uint8(4)) | u[:, 1::2]
+
+
+def _unpack(packed):
+    rows = np.empty((len(packed), 2 * packed.shape[1]), dtype=np.uint8)
+    rows[:, 0::2] = packed >> np.uint8(4)
+    rows[:, 1::2] = packed & np.uint8(15)
+    rows -= np.uint8(1)
+    return rows.view(np.int8)
+
+
 def _load_one(f):
     a = np.load(f, allow_pickle=False)
-    if a.dtype.kind != "S" or a.shape != _PICKLED.shape or a[0] != _PICKLED[0]:
+    if a.dtype.kind != "S" or a.shape != (1,):
+        return a
+    if a[0] == _NIBBLES[0]:
+        return _unpack(np.load(f, allow_pickle=False))
+    if a[0] != _PICKLED[0]:
         return a
     values = _cloudpickle().loads(np.load(f, allow_pickle=False).tobytes())
     out = np.empty(len(values), dtype=object)

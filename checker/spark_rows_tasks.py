@@ -18,7 +18,7 @@ from .protocol import successors
 from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path, _save, _succ_path
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded and deduplicated together in a task
-_CHUNK = 1 << 15  # rows per kernel call (as the local batch engine's chunks)
+_CHUNK = SLICE_ROWS  # rows per kernel call: a slice's successors need no concatenation
 
 
 def _contains(runs, fps):
@@ -75,7 +75,20 @@ def _profiled(task):
 
 @_profiled
 def _expand_partition(
-    kernel, model, step_props, found, symmetry, n, offsets, root, depth, sources, fail_first_attempt, index, _records
+    kernel,
+    model,
+    step_props,
+    found,
+    symmetry,
+    n,
+    offsets,
+    root,
+    depth,
+    sources,
+    pack,
+    fail_first_attempt,
+    index,
+    _records,
 ):
     """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
     rank is ``offsets[index]``), read from the store.
@@ -139,7 +152,7 @@ def _expand_partition(
                 parts.append((keys, _fingerprints(kernel, succ, symmetry), fps[c + parents], codes, succ))
             if not parts:
                 continue
-            keys, sfps, pfps, codes, succ = (np.concatenate(a) for a in zip(*parts))
+            keys, sfps, pfps, codes, succ = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
             del parts
             pick = _least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
             keys, sfps, pfps, codes, succ = keys[pick], sfps[pick], pfps[pick], codes[pick], succ[pick]
@@ -147,10 +160,8 @@ def _expand_partition(
             for o in range(n):
                 a, b = int(cuts[o]), int(cuts[o + 1])
                 if b > a:
-                    arrays = (keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b])
-                    shipped += sum(x.nbytes for x in arrays)
                     path = _succ_path(root, depth, o, index, s)
-                    _save(path, *arrays)
+                    shipped += _save(path, keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b], pack=pack)
                     payload = ("f", path)
                     busy += time.perf_counter() - clock
                     yield (o, payload)
@@ -166,7 +177,7 @@ def _step_why(model, kernel, prop, row, choice):
 
 
 @_profiled
-def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, index, records):
+def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, pack, index, records):
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
     to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``
@@ -235,7 +246,8 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
             for t in range(n):
                 a, b = int(cuts[t]), int(cuts[t + 1])
                 if b > a:
-                    shipped += _save(_front_path(root, depth, t, index), keys[a:b], fps[a:b], rows[a:b])
+                    path = _front_path(root, depth, t, index)
+                    shipped += _save(path, keys[a:b], fps[a:b], rows[a:b], pack=pack)
     busy = time.perf_counter() - clock
     yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine)
 

@@ -13,7 +13,7 @@ number, as the rows search records them. ``path`` follows either back to an init
 
 from __future__ import annotations
 
-import threading
+import shutil
 import time
 from functools import partial
 
@@ -24,13 +24,10 @@ from .driver import Search
 from .errors import EngineError
 from .kernel import keep_least
 from .spark_rows_store import Store, _owner_of, _owners, _split_frontier
-from .spark_rows_tasks import _expand_partition, _fingerprints, _nothing, _own_partition, _owner, _pair
-from .spark_session import _one_line, default_partitions, spark_context
+from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition, _owner
+from .spark_session import _one_line
+from .spark_start import EARLY, SessionStarter
 from .trace import replay_choices
-
-# The session starts in the background once a driver level has more than
-# driver_level_limit / EARLY states (levels grow by less than this factor per level).
-EARLY = 8
 
 
 class _Count:
@@ -43,7 +40,7 @@ class _Count:
         return self.n
 
 
-class SparkSearch(Search):
+class SparkSearch(SessionStarter, Search):
     """The search object of ``checker.spark_rows.SparkRowsEngine`` (``engine``)."""
 
     def __init__(self, engine, kernel, symmetry):
@@ -64,6 +61,7 @@ class SparkSearch(Search):
         self.busy = 0.0
         self.starter = None  # the thread of _start_early, and what it started (or its error)
         self.early = None
+        self.waited = False  # a level past the limit ran on the driver while the session started
 
     # -- the search protocol ------------------------------------------------------------
 
@@ -101,7 +99,10 @@ class SparkSearch(Search):
     def pieces(self):
         limit = self.engine.driver_level_limit
         if self.phase == "driver" and self.rows.size() > limit:
-            self._hand_over()
+            if self._still_starting(limit):
+                self.waited = True
+            else:
+                self._hand_over()
         elif self.phase == "driver" and self.rows.size() * EARLY > limit > 0 and self.sc is None:
             self._start_early()
         elif self.phase == "spark" and self.store is None:
@@ -139,66 +140,13 @@ class SparkSearch(Search):
             self.rows.rollback()
         self.next_counts = None  # a cancelled Spark level changed nothing the driver keeps
 
+    def memory_reserve(self) -> int:
+        return self.rows.memory_reserve() if self.phase == "driver" else 0
+
     def numbers_of(self, fps):
         raise EngineError("the Spark engine does not number its states")
 
     # -- Spark levels ---------------------------------------------------------------------
-
-    def _start_early(self):
-        """Start the session in a thread of its own while the driver expands its last small
-        levels (a level past ``driver_level_limit / EARLY`` states): the JVM's start, the
-        Python workers' and the first job's warm-up overlap the driver's work."""
-        if self.starter is not None:
-            return
-        engine = self.engine
-
-        def start():
-            begin = time.perf_counter()
-            try:
-                sc, owned = spark_context(engine.master, engine.verbose, preload=engine.preload)
-                # A first job of the levels' shape: the JVM loads and compiles its code
-                # paths and the Python workers start, before the first level needs them.
-                n = engine.partitions or self.n or default_partitions(sc)
-                warm = sc.parallelize(range(n), n).mapPartitionsWithIndex(_pair).partitionBy(n, _owner)
-                warm.mapPartitionsWithIndex(_nothing).collect()
-                self.early = (sc, owned, round(time.perf_counter() - begin, 3))
-            except BaseException as e:  # reported by session(), in the search's own thread
-                self.early = e
-
-        self.starter = threading.Thread(target=start, name="kmc-spark-start", daemon=True)
-        self.starter.start()
-
-    def _adopt_early(self):
-        """The session started by ``_start_early``, once it is up (or its error)."""
-        self.starter.join()
-        early, self.early = self.early, None
-        if isinstance(early, BaseException):
-            raise early
-        sc, self.owned, seconds = early
-        self.engine.metrics["session_start_seconds"] = seconds
-        self.engine.metrics["session_started_early"] = True
-        return sc
-
-    def session(self):
-        """The SparkContext, started at the first level that needs it."""
-        engine = self.engine
-        if self.sc is None:
-            begin = time.perf_counter()
-            if self.starter is not None:
-                self.sc = self._adopt_early()
-            else:
-                self.sc, self.owned = spark_context(
-                    engine.master, engine.verbose, status=engine.on_status, preload=engine.preload
-                )
-                engine.metrics["session_start_seconds"] = round(time.perf_counter() - begin, 3)
-            self.sc.setJobGroup(engine.group, "kmc breadth-first search (rows)", interruptOnCancel=False)
-            if self.n is None:
-                self.n = engine.partitions or default_partitions(self.sc)
-            if engine.on_status is not None:
-                engine.on_status(
-                    f"Spark session ready (master {self.sc.master}, {self.n} partitions); running the first level"
-                )
-        return self.sc
 
     def _hand_over(self):
         """Write the driver's seen-set (split by owner) and frontier (split by rank) into
@@ -244,6 +192,8 @@ class SparkSearch(Search):
         t0 = time.perf_counter()
         depth = self.depth = stats.depth
         offsets = np.concatenate(([0], np.cumsum(self.counts))).tolist()
+        pack = _pack_rows(level, store.root)
+        engine.metrics["packed_levels"] += pack
         done = frozenset(found)
         grow = partial(
             _expand_partition,
@@ -257,6 +207,7 @@ class SparkSearch(Search):
             store.root,
             depth,
             self.sources,
+            pack,
             engine.fail_first_attempt,
         )
         own = partial(
@@ -270,6 +221,7 @@ class SparkSearch(Search):
             store.root,
             depth + 1,
             self.runs,
+            pack,
         )
         try:
             if here:
@@ -286,6 +238,9 @@ class SparkSearch(Search):
                 return False  # cancelled: the level is dropped, the last one stands
             where = f" (master {engine.master})" if engine.master else ""
             raise EngineError(f"a Spark job failed at depth {depth + 1}{where}: {_one_line(e)}") from None
+        # Both levels' frontiers, the successors and the merged runs beside those they
+        # replace: the store at its largest.
+        engine.metrics["store_peak_bytes"] = max(engine.metrics["store_peak_bytes"], store.disk_bytes())
         shipped = self._absorb(summaries, depth + 1, stats, level_found, found)
         next_level = sum(self.next_counts)
         seconds = round(time.perf_counter() - t0, 3)
@@ -379,6 +334,21 @@ class SparkSearch(Search):
         from .spark_save import restore_parts
 
         restore_parts(self, snapshot, directory)
+
+
+# Rows are packed (``checker.spark_rows_store._pack``) in a level whose store files, at
+# about PACK_BYTES a frontier state (successors and both frontiers, unpacked), would take
+# more than PACK_SHARE of the store's free disk space.
+PACK_BYTES = 300
+PACK_SHARE = 0.1
+
+
+def _pack_rows(level, root) -> bool:
+    try:
+        free = shutil.disk_usage(root).free
+    except OSError:
+        return True
+    return level * PACK_BYTES > PACK_SHARE * free
 
 
 def _in_process(n, grow, own):

@@ -30,6 +30,19 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 INTERVAL = 0.2
 
 
+def _kind(pid) -> str:
+    """What a descendant is, by its program's name: ``jvm`` (Spark's JVM), ``python`` (a
+    Python worker or Spark's worker daemon) or ``other``."""
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as f:
+            comm = f.read().strip()
+    except OSError:
+        return "other"
+    if comm == b"java":
+        return "jvm"
+    return "python" if comm.startswith(b"python") else "other"
+
+
 def _stat(pid):
     """``(parent pid, cpu seconds, rss bytes)`` of ``pid`` from ``/proc/PID/stat``, or None."""
     try:
@@ -61,6 +74,7 @@ class TreeUsage:
         self.interval = interval
         self.available = os.path.isdir("/proc") and _stat(self.pid) is not None
         self.cpu: dict[int, float] = {}  # descendant pid -> CPU seconds at its last sample
+        self.kinds: dict[int, str] = {}  # descendant pid -> _kind(pid)
         self.root_cpu = 0.0
         self.base: dict[int, float] = {}
         self.base_root = 0.0
@@ -109,6 +123,8 @@ class TreeUsage:
                 self.root_cpu = cpu
             else:
                 self.cpu[pid] = max(cpu, self.cpu.get(pid, 0.0))
+                if self.kinds.get(pid, "other") == "other":  # a script may exec the JVM later
+                    self.kinds[pid] = _kind(pid)
             todo.extend(children.get(pid, ()))
         self.peak = max(self.peak, rss)
 
@@ -123,8 +139,13 @@ class TreeUsage:
             self.peak = max(self.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
         else:
             root = self.root_cpu - self.base_root
+        by_kind = {"kmc": root, "jvm": 0.0, "python": 0.0, "other": 0.0}
+        for p, c in self.cpu.items():
+            by_kind[self.kinds.get(p, "other")] += c - self.base.get(p, 0.0)
         return {
-            "cpu_seconds": round(root + sum(c - self.base.get(p, 0.0) for p, c in self.cpu.items()), 3),
+            "cpu_seconds": round(sum(by_kind.values()), 3),
+            # The CPU of the kmc process, Spark's JVM, the Python workers, anything else.
+            "cpu_seconds_by_kind": {k: round(v, 3) for k, v in by_kind.items()},
             "peak_rss_bytes": self.peak,
             "processes": 1 + len(self.cpu),
             "method": f"/proc sampled every {self.interval:g} s" if self.available else "this process only (no /proc)",

@@ -289,6 +289,48 @@ def test_max_memory_in_a_spec(tmp_path):
             parse_spec(text.replace('"1.5G"', bad).encode())
 
 
+def test_without_max_memory_a_run_stops_at_the_default_ceiling(monkeypatch, capsys, tmp_path):
+    from kmc.checker.app.cli import main
+
+    monkeypatch.setattr(memory, "machine_bytes", lambda: 40 << 20)  # a 40 MiB machine: a 32 MiB ceiling
+    code = main(["check", str(SPECS / "hw-unclean.toml"), "--no-progress", "--json", str(tmp_path / "a.json")])
+    err = capsys.readouterr().err
+    assert code == 4, err
+    assert json.loads((tmp_path / "a.json").read_text())["stopped"] == "max-memory"
+    assert [line for line in err.splitlines() if "resident memory" in line] == [
+        "kmc: stopped: resident memory passed 32M, the default ceiling (80% of this machine's memory; "
+        "--max-memory SIZE sets another) before the search was complete."
+    ]
+    monkeypatch.setattr(memory, "machine_bytes", lambda: None)  # unknown: no ceiling
+    assert main(["check", str(SPECS / "hw-unclean.toml"), "--no-progress"]) == 1
+
+
+def test_the_machine_s_memory_is_read():
+    total = memory.machine_bytes()
+    assert total is not None and total > 256 << 20
+    assert memory.default_ceiling() == int(total * 0.8)
+
+
+def test_the_ceiling_counts_what_the_seen_set_may_still_allocate(monkeypatch, explorations):
+    """The compact seen-set may merge all its runs at a level's end (a new array and the
+    sort's buffer: 12 bytes a state): the ceiling is passed when resident memory plus that
+    passes it, before the merge could push the process past it."""
+    from kmc.checker.batch import BatchEngine, RowsSearch
+
+    spec, model, want = explorations["hw-unflushed"]
+    assert want.stats.distinct > 2048
+    # Resident memory stays 24 KiB under the ceiling: only the reserve of more than 2,048
+    # stored states passes it.
+    monkeypatch.setattr(checker.driver, "resident_bytes", lambda: (1 << 30) - 24 * 1024)
+    engine = BatchEngine(model, spec.properties(), Options(keep_going=True, max_memory=1 << 30))
+    partial = engine.run()
+    assert partial.stopped == "max-memory" and not partial.complete
+    assert partial.stats.distinct > 2048 and engine.search.memory_reserve() == 12 * len(engine.search.seen)
+    monkeypatch.setattr(RowsSearch, "memory_reserve", lambda self: 0)
+    whole = BatchEngine(model, spec.properties(), Options(keep_going=True, max_memory=1 << 30)).run()
+    assert whole.complete and whole.stats.distinct == want.stats.distinct
+
+
 def test_memory_stop_inside_a_level_rolls_back_to_the_boundary(monkeypatch, explorations):
     import kmc.checker.driver
     import kmc.checker.local

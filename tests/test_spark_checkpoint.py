@@ -44,7 +44,8 @@ def levels(directory) -> list[str]:
 def killed(tmp_path_factory):
     """A checkpoint directory of hw-unclean on three partitions, SIGKILLed mid-way."""
     ck = tmp_path_factory.mktemp("killed") / "ck"
-    proc = kmc_at_level("check", HW_UNCLEAN, *SPARK, "--partitions", "3", "--checkpoint", ck,
+    store = ck.parent / "store"  # a killed run cannot remove its store: keep it out of the system's /tmp
+    proc = kmc_at_level("check", HW_UNCLEAN, *SPARK, "--partitions", "3", "--checkpoint", ck, "--spark-store", store,
                         "--checkpoint-every", "0", "--no-progress", depth=8, signals=("KILL",))
     proc.communicate(timeout=TIMEOUT)
     assert proc.returncode == -signal.SIGKILL

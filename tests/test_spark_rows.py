@@ -41,7 +41,7 @@ pytestmark = [
 # Specs that are benchmarks, not tests (docs/spark.md).
 # Benchmarks, and the five two-crash three-replica specs (1.2 to 7.9 million states each:
 # tests/test_modern.py runs them on the batch engine), are not run here.
-BENCHMARKS = {"three-replicas-large", "three-replicas-huge", "lrs2-v21", "lrs2-v21-gate", "lrs2-v21-elr",
+BENCHMARKS = {"three-replicas-large", "three-replicas-huge", "three-replicas-mid", "three-replicas-billion", "lrs2-v21", "lrs2-v21-gate", "lrs2-v21-elr",
               "lrs2-kip279-elr", "v21-preferred-two-crashes"}
 # The same for the acks specs of one to three million states (tests/test_acks.py).
 BENCHMARKS |= {"acks-all-lrs2", "acks-all-lrs2-elr", "acks-all-lrs2-elr-lkl", "acks-all-unclean-two-crashes",
@@ -125,6 +125,11 @@ def test_store_directory_and_its_errors(sc, tmp_path):
     engine, result = _rows(spec, _options(spec), partitions=2, driver_level_limit=500, store_dir=tmp_path / "s")
     assert_same(result, _batch("le-unflushed"))
     assert engine.metrics["spark_levels"] and list((tmp_path / "s").iterdir()) == []  # the run's store is removed
+    # The store at its largest, after the last level: the seen runs of every state (8 bytes
+    # each) and the parent pointers (18 bytes) of those found after the hand-over.
+    st = result.stats
+    found_on_spark = st.distinct - sum(st.levels[: engine.metrics["driver_levels"]])
+    assert found_on_spark > 0 and engine.metrics["store_peak_bytes"] >= 8 * st.distinct + 18 * found_on_spark
     (tmp_path / "file").write_text("")
     with pytest.raises(EngineError, match="spark store: cannot create a directory in .*file"):
         _rows(spec, _options(spec), partitions=2, driver_level_limit=0, store_dir=tmp_path / "file")
@@ -277,3 +282,50 @@ def test_an_always_possibly_property_is_refused_in_one_line(name):
     message = str(caught.value)
     assert "\n" not in message
     assert "PartitionRecoverable" in message and "local engine" in message
+
+
+@pytest.mark.parametrize("wait", [2, 10 ** 6])
+def test_the_driver_goes_on_while_the_session_starts(sc, monkeypatch, wait):
+    """A session started early that is not up when a level passes the limit: the driver
+    expands that level itself (up to WAIT times the limit), and hands over at the first
+    level boundary after the session is up; the results are the batch engine's."""
+    import time
+
+    import kmc.checker.spark_start as search
+
+    def slow_start(*args, **kwargs):
+        time.sleep(2)  # the driver's levels of this spec take milliseconds
+        return spark_context(*args, **kwargs)
+
+    monkeypatch.setattr(search, "spark_context", slow_start)
+    monkeypatch.setattr(search, "WAIT_FROM", 0)
+    monkeypatch.setattr(search, "WAIT", wait)
+    spec = _spec("le-unflushed")  # levels of up to 1,227 states
+    engine, result = _rows(spec, _options(spec), partitions=2, driver_level_limit=200)
+    assert_same(result, _batch("le-unflushed"))
+    levels = result.stats.levels
+    past = next(d for d, size in enumerate(levels, 1) if size > 200)  # the first level past the limit
+    if wait == 2:  # levels of up to 400 states go on on the driver; the first larger one waits
+        beyond = next(d for d, size in enumerate(levels, 1) if size > 400)
+        assert past < beyond and engine.metrics["driver_levels"] == beyond  # the levels the driver held
+        assert engine.metrics["spark_levels"] and engine.not_started is None
+    else:  # every level on the driver: the session came up too late to be used
+        assert engine.metrics["driver_levels"] == result.stats.depth > past
+        assert not engine.metrics["spark_levels"]
+        assert "while the session was starting" in engine.not_started
+
+
+@pytest.mark.parametrize("share", [None, 0.0])
+def test_rows_packed_in_the_store_change_nothing(sc, monkeypatch, share):
+    """A level whose files would take a large share of the disk's free space is written
+    with its rows packed four bits a column; small levels are not; the results are the
+    batch engine's either way."""
+    import kmc.checker.spark_search as search
+
+    if share is not None:
+        monkeypatch.setattr(search, "PACK_SHARE", share)  # every level counts as large
+    spec = _spec("kip279-data-loss")
+    engine, result = _rows(spec, _options(spec), partitions=3, driver_level_limit=0)
+    assert_same(result, _batch("kip279-data-loss"))
+    levels = len(engine.metrics["spark_levels"])
+    assert levels > 5 and engine.metrics["packed_levels"] == (levels if share == 0.0 else 0)

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -198,3 +198,48 @@ TestFileStore = FileStoreMachine.TestCase
 TestFileStore.settings = CHEAP
 TestCheckpointer = CheckpointerMachine.TestCase
 TestCheckpointer.settings = CHEAP
+
+
+@CHEAP
+@given(
+    rows=st.integers(0, 40).flatmap(
+        lambda k: st.lists(st.lists(st.integers(-128, 127), min_size=6, max_size=6), min_size=k, max_size=k)
+    ),
+    small=st.booleans(),
+    pack=st.booleans(),
+)
+def test_the_store_gives_back_the_rows_it_saved(rows, small, pack):
+    """Packed, rows of -1 to 14 are saved two columns a byte (half the bytes); any rows
+    come back as they went in, packed or not."""
+    a = np.array(rows, dtype=np.int8).reshape(-1, 6)
+    if small:
+        a = np.clip(a, -1, 14)
+    with tempfile.TemporaryDirectory() as d:
+        path = str(Path(d) / "rows.bin")
+        written = _save(path, a, np.arange(len(a), dtype=np.uint64), pack=pack)
+        back, numbers = _load(path, 2)
+        assert back.dtype == np.int8 and back.shape == a.shape and (back == a).all()
+        assert numbers.tolist() == list(range(len(a)))
+        assert written == Path(path).stat().st_size
+
+
+def test_rows_of_small_numbers_take_half_the_bytes_in_the_store(tmp_path):
+    rows = np.random.default_rng(7).integers(-1, 15, size=(10_000, 64)).astype(np.int8)
+    wide = rows.copy()
+    wide[0, 0] = 15  # one column out of four bits: saved as it is
+    small = _save(str(tmp_path / "small.bin"), rows, pack=True)
+    plain = _save(str(tmp_path / "plain.bin"), wide, pack=True)
+    assert plain - rows.nbytes < 200 and plain - small > 0.49 * rows.nbytes
+    assert _save(str(tmp_path / "unpacked.bin"), rows) == plain  # not asked to pack
+    assert (_load(str(tmp_path / "small.bin"), 1)[0] == rows).all()
+    assert (_load(str(tmp_path / "plain.bin"), 1)[0] == wide).all()
+
+
+def test_the_store_s_size_on_disk_is_its_files_sizes(tmp_path):
+    store = Store.create(tmp_path)
+    assert store.disk_bytes() == 0
+    sizes = [_save(store.run(i, 3), np.arange(10 * (i + 1), dtype=np.uint64)) for i in range(3)]
+    sizes.append(_save(store.front(4, 1, 2), np.zeros((7, 8), dtype=np.int8)))
+    assert store.disk_bytes() == sum(sizes) == sum(p.stat().st_size for p in Path(store.root).rglob("*") if p.is_file())
+    store.remove()
+    assert store.disk_bytes() == 0

@@ -47,6 +47,9 @@ def test_a_grandchild_s_cpu_and_memory_count():
         child.wait()
     assert usage["processes"] == 2  # the child, the grandchild
     assert usage["cpu_seconds"] >= 0.8  # the grandchild's spin, at least
+    kinds = usage["cpu_seconds_by_kind"]  # both are Python processes
+    assert kinds["python"] >= 0.8 and kinds["jvm"] == kinds["other"] == 0
+    assert abs(sum(kinds.values()) - usage["cpu_seconds"]) < 0.01
     assert usage["peak_rss_bytes"] >= 200_000_000  # its block, counted while it lived
     assert "/proc sampled" in usage["method"]
 
@@ -87,6 +90,8 @@ def test_compare_engines_runs_both_and_counts_spark_s_whole_tree(tmp_path):
     # kmc, the JVM and at least one Python worker; the JVM alone spends more CPU than a
     # local run of 1,834 states.
     assert spark["tree_processes"] >= 3 and spark["tree_cpu_seconds"] > local["tree_cpu_seconds"]
+    assert spark["tree_cpu_seconds_jvm"] > 0.5 and spark["tree_cpu_seconds_python"] > 0  # the JVM, the workers
+    assert "tree_cpu_seconds_jvm" not in local
     assert spark["tree_peak_rss_bytes"] > spark["peak_rss_bytes"]
     assert doc["ratio"]["tree_cpu_seconds"] == spark["tree_cpu_seconds"] / local["tree_cpu_seconds"]
 

@@ -89,6 +89,10 @@ def spark_measures(metrics) -> dict:
         doc["spark_level_seconds"] = round(seconds, 3)
         doc["shuffle_bytes"] = metrics["shuffle_bytes"]
         doc["shuffle_bytes_per_state"] = round(metrics["shuffle_bytes"] / max(states, 1), 1)
+        doc["store_peak_bytes"] = metrics["store_peak_bytes"]
+        doc["spark_packed_levels"] = metrics["packed_levels"]
+    if metrics.get("close_seconds") is not None:  # stopping the session, removing the store
+        doc["spark_close_seconds"] = metrics["close_seconds"]
     return doc
 
 
@@ -143,6 +147,9 @@ def run(args, out, err) -> int:
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
     doc.update(edge_log_measures(getattr(engine, "possibly", None)))
     doc["tree_cpu_seconds"] = usage["cpu_seconds"]
+    if result.engine == "spark":  # where the tree's CPU went: the kmc process, the JVM, the Python workers
+        for kind in ("kmc", "jvm", "python"):
+            doc[f"tree_cpu_seconds_{kind}"] = usage["cpu_seconds_by_kind"][kind]
     doc["tree_peak_rss_bytes"] = usage["peak_rss_bytes"]
     doc["tree_processes"] = usage["processes"]
     doc["states_per_cpu_second"] = round(st.distinct / usage["cpu_seconds"], 1) if usage["cpu_seconds"] else None
@@ -170,7 +177,8 @@ def _write_json(path, doc):
         raise UsageError(f"--json: cannot write {path} ({e.strerror or e})") from None
 
 
-_SIZES = ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes", "tree_peak_rss_bytes", "edge_log_bytes")
+_SIZES = ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes", "tree_peak_rss_bytes", "edge_log_bytes",
+          "store_peak_bytes")
 _SHOWN = ("distinct_states", "states_generated", "depth", "wall_seconds", "states_per_second",
           "generated_per_second", "bytes_per_stored_state", "peak_rss_bytes", "peak_rss_bytes_per_state")
 
@@ -215,7 +223,7 @@ def _cell(key, value) -> str:
         return "" if value is None else str(value)
     if key in _SIZES:  # sizes: human units
         return human_bytes(value)
-    if key == "tree_cpu_seconds":
+    if key.startswith("tree_cpu_seconds"):
         return f"{value:,.1f} s"
     return f"{value:,}"
 

@@ -69,7 +69,8 @@ def register(sub):
     g.add_argument("--resume", metavar="DIR",
                    help="continue the run checkpointed in DIR (and keep checkpointing there)")
     g.add_argument("--max-memory", type=_size, metavar="SIZE",
-                   help=f"stop cleanly (exit {EXIT_RESOURCE_LIMIT}) once resident memory passes SIZE, e.g. 8G or 512M")
+                   help=f"stop cleanly (exit {EXIT_RESOURCE_LIMIT}) once resident memory passes SIZE, e.g. 8G or 512M "
+                        f"(default {round(memory.DEFAULT_SHARE * 100)}%% of this machine's memory)")
     add_engine_arguments(p)
     p.set_defaults(run=run)
 
@@ -176,7 +177,11 @@ def run(args, out, err) -> int:
             wrote = False
     wrote = write_diagrams(args, err, lambda: pictures.result_page(spec, model, result, f"kmc check {spec.path}"),
                            lambda: pictures.result_mermaid(spec, model, result)) and wrote
-    _say_how_to_continue(err, result, directory if writer else None, options)
+    ceiling = (f"--max-memory {memory.format_size(options.max_memory)}"
+               if getattr(args, "max_memory", None) or spec.max_memory else
+               f"{memory.format_size(options.max_memory or 0)}, the default ceiling "
+               f"({memory.DEFAULT_SHARE:.0%} of this machine's memory; --max-memory SIZE sets another)")
+    _say_how_to_continue(err, result, directory if writer else None, ceiling)
     code = _exit_code(args, spec, result, signals, expectation)
     # The path was checked before the search, so a write that fails now is rare (a full
     # disk, a folder removed meanwhile); a script reading "1 = see the JSON" must not look
@@ -222,12 +227,12 @@ def _restore(engine, directory, per_state):
     return engine
 
 
-def _say_how_to_continue(err, result, directory, options):
+def _say_how_to_continue(err, result, directory, ceiling):
     if result.stopped not in ("interrupted", "max-memory"):
         return
     if result.stopped == "max-memory":
-        err.print(f"kmc: stopped: resident memory passed --max-memory {memory.format_size(options.max_memory)} "
-                  "before the search was complete.", markup=False)
+        err.print(f"kmc: stopped: resident memory passed {ceiling} before the search was complete.",
+                  markup=False, soft_wrap=True)
     else:
         err.print("kmc: interrupted before the search was complete.", markup=False)
     if directory:

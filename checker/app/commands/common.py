@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from kmc.checker import memory
 from kmc.checker.errors import UsageError
 from kmc.checker.options import Options
 
@@ -59,7 +60,8 @@ def add_engine_arguments(parser):
     g.add_argument("--verbose", action="store_true", help="show Spark's and the JVM's own log output")
     g.add_argument("--driver-level-limit", type=int, metavar="N",
                    help="spark engine: expand the leading levels of at most N states on the driver (default 50000; "
-                   "0: hand every level after the initial states to Spark)")
+                   "with N of 10000 or more, larger levels too while the Spark session is still starting, up to 40 "
+                   "times N; 0: hand every level after the initial states to Spark)")
     g.add_argument("--spark-store", metavar="DIR",
                    help="spark engine: where a run keeps its seen-set and frontier files (default: the system's "
                    "temporary directory; on a cluster of several machines, a shared file system mounted at the "
@@ -130,7 +132,7 @@ def options_from(spec, args) -> Options:
     max_depth = args.max_depth if getattr(args, "max_depth", None) is not None else spec.max_depth
     max_states = args.max_states if getattr(args, "max_states", None) is not None else spec.max_states
     keep_going = getattr(args, "keep_going", False) or spec.keep_going
-    max_memory = getattr(args, "max_memory", None) or spec.max_memory
+    max_memory = getattr(args, "max_memory", None) or spec.max_memory or memory.default_ceiling()
     symmetry = getattr(args, "symmetry", False) or spec.symmetry
     return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states, max_memory=max_memory,
                    symmetry=symmetry)

@@ -17,8 +17,7 @@ from .fingerprint import kernel_fingerprints
 from .protocol import successors
 from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path, _save, _succ_path
 
-SLICE_ROWS = 1 << 16  # frontier rows expanded and deduplicated together in a task
-_CHUNK = SLICE_ROWS  # rows per kernel call: a slice's successors need no concatenation
+SLICE_ROWS = 1 << 16  # frontier rows expanded (one kernel call) and deduplicated together in a task
 
 
 def _contains(runs, fps):
@@ -120,40 +119,34 @@ def _expand_partition(
         fps, rows = fps[order], rows[order]
         del keys, order, parts
         for s in range(0, len(rows), SLICE_ROWS):
-            parts = []
-            for c in range(s, min(s + SLICE_ROWS, len(rows)), _CHUNK):
-                chunk = rows[c : c + _CHUNK]
-                parents, choices, codes, succ = kernel.expand(chunk)
-                generated += len(succ)
-                terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
-                fired += np.bincount(codes, minlength=len(names))
-                if not len(succ):
-                    continue
-                keys = (base + c + parents.astype(np.int64)) * 256 + choices
-                for prop in checks:
-                    if prop.name in step_bad:
-                        continue  # an earlier chunk has a smaller key
-                    mask = kernel.step_mask(prop.name, chunk, parents, succ)
-                    if mask is None:
-                        mask = np.array(
-                            [
-                                _step_why(model, kernel, prop, chunk[p], ch) is not None
-                                for p, ch in zip(parents.tolist(), choices.tolist())
-                            ],
-                            dtype=bool,
-                        )
-                    hits = np.flatnonzero(mask)
-                    if len(hits):
-                        i = int(hits[np.argmin(keys[hits])])
-                        why = _step_why(model, kernel, prop, chunk[parents[i]], int(choices[i]))
-                        if why is None:
-                            raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
-                        step_bad[prop.name] = (int(keys[i]), why, int(fps[c + parents[i]]), int(choices[i]))
-                parts.append((keys, _fingerprints(kernel, succ, symmetry), fps[c + parents], codes, succ))
-            if not parts:
+            chunk = rows[s : s + SLICE_ROWS]  # one kernel call a slice
+            parents, choices, codes, succ = kernel.expand(chunk)
+            generated += len(succ)
+            terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
+            fired += np.bincount(codes, minlength=len(names))
+            if not len(succ):
                 continue
-            keys, sfps, pfps, codes, succ = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
-            del parts
+            keys = (base + s + parents.astype(np.int64)) * 256 + choices
+            for prop in checks:
+                if prop.name in step_bad:
+                    continue  # an earlier slice has a smaller key
+                mask = kernel.step_mask(prop.name, chunk, parents, succ)
+                if mask is None:
+                    mask = np.array(
+                        [
+                            _step_why(model, kernel, prop, chunk[p], ch) is not None
+                            for p, ch in zip(parents.tolist(), choices.tolist())
+                        ],
+                        dtype=bool,
+                    )
+                hits = np.flatnonzero(mask)
+                if len(hits):
+                    i = int(hits[np.argmin(keys[hits])])
+                    why = _step_why(model, kernel, prop, chunk[parents[i]], int(choices[i]))
+                    if why is None:
+                        raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
+                    step_bad[prop.name] = (int(keys[i]), why, int(fps[s + parents[i]]), int(choices[i]))
+            sfps, pfps = _fingerprints(kernel, succ, symmetry), fps[s + parents]
             pick = _least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
             keys, sfps, pfps, codes, succ = keys[pick], sfps[pick], pfps[pick], codes[pick], succ[pick]
             cuts = np.searchsorted(_owners(sfps, n), np.arange(n + 1))

@@ -4,7 +4,8 @@ A leaf module (it imports nothing else from ``model``): the attrs model
 (``model.kafka``), its batch kernel (``model.batch``) and the step sentences
 (``model.describe``) all read the actions from here.
 
-The names come in the order docs/model.md enumerates the actions (1–9); an action's
+The names come in the order docs/model.md enumerates the actions (1–9, then
+AlterPartition); an action's
 *code*, what the batch kernel stores for a successor, is its position in
 ``ACTION_NAMES``.
 """
@@ -22,21 +23,31 @@ ELECT_LEADER = "ElectLeader"
 BECOME_FOLLOWER = "BecomeFollower"
 SHRINK_ISR = "ShrinkIsr"
 EXPAND_ISR = "ExpandIsr"
+ALTER_PARTITION = "AlterPartition"  # the controller's answer to an ISR change (alter_partition only)
 ACTION_NAMES = (
     PRODUCE, FETCH_REQUEST, FETCH_RESPONSE, CRASH, RESTART,
-    ELECT_LEADER, BECOME_FOLLOWER, SHRINK_ISR, EXPAND_ISR,
+    ELECT_LEADER, BECOME_FOLLOWER, SHRINK_ISR, EXPAND_ISR, ALTER_PARTITION,
 )
 
 # The codes of the batch kernel: an action's position in ACTION_NAMES.
 CODE = {name: code for code, name in enumerate(ACTION_NAMES)}
 (PRODUCE_CODE, FETCH_REQUEST_CODE, FETCH_RESPONSE_CODE, CRASH_CODE, RESTART_CODE,
- ELECT_LEADER_CODE, BECOME_FOLLOWER_CODE, SHRINK_ISR_CODE, EXPAND_ISR_CODE) = range(len(ACTION_NAMES))
+ ELECT_LEADER_CODE, BECOME_FOLLOWER_CODE, SHRINK_ISR_CODE, EXPAND_ISR_CODE,
+ ALTER_PARTITION_CODE) = range(len(ACTION_NAMES))
+
+
+def action_names(config) -> tuple:
+    """The names of the actions a configuration can take, in order: AlterPartition only
+    with ``alter_partition`` (so that every table of actions of another configuration is
+    as it always was)."""
+    return ACTION_NAMES if config.alter_partition else ACTION_NAMES[:-1]
 
 
 @attrs.frozen
 class Action:
     """One step: the action's name, the replica it acts on, and (for a lossy crash) how
-    many records of the log survive."""
+    many records of the log survive. AlterPartition has no parameter: its ``replica`` is
+    the one its request removes or adds (the state decides it; it is there for the text)."""
 
     name: str
     replica: int

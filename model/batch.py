@@ -21,6 +21,7 @@ from kmc.checker.protocol import ALWAYS, POSSIBLY, STEP
 
 from .actions import (
     ACTION_NAMES,
+    action_names,
     BECOME_FOLLOWER_CODE as BECOME_FOLLOWER,
     CRASH_CODE as CRASH,
     EXPAND_ISR_CODE as EXPAND_ISR,
@@ -47,10 +48,9 @@ class KafkaBatchKernel(ActionEffects, Elections):
         config: a ``model.Config``.
     """
 
-    action_names = ACTION_NAMES
-
     def __init__(self, config):
         self.config = config
+        self.action_names = action_names(config)
         self.codec = c = RowCodec(config)
         self.width = c.width
         self.n, self.m = c.n, c.m

@@ -48,6 +48,12 @@ class Config:
             acknowledged when its leader's HW passes it with the ISR at least
             ``min_insync_replicas``) or ``"1"`` (acknowledged on append, by any replica
             that believes it leads).
+        alter_partition: ISR changes go through the controller (Kafka 2.7+): ShrinkIsr and
+            ExpandIsr only send a request, AlterPartition is the controller's answer, and
+            until then the leader's HW counts the maximal ISR.
+        broker_epochs: the controller refuses to add a replica that is down, and drops a
+            pending expansion of a replica that restarts (KIP-841, KIP-903). Meaningful only
+            with ``alter_partition`` (the spec loader insists).
     """
 
     replicas: tuple = ("A", "B")
@@ -64,6 +70,8 @@ class Config:
     initial_leader: str = "first"
     last_known_leader: bool = False
     acks: str | None = None
+    alter_partition: bool = False
+    broker_epochs: bool = False
 
     @property
     def n(self) -> int:
@@ -74,7 +82,7 @@ class Config:
         """Does this configuration use anything of docs/model.md's "Kafka 2.1 and later" (the 2.1 rule,
         the HW gate or the ELR)? Without it the model is exactly the pre-2.1 one."""
         return (self.truncation == LEADER_EPOCH_21 or self.hw_requires_min_isr
-                or self.eligible_leader_replicas)
+                or self.eligible_leader_replicas or self.alter_partition)
 
     def as_dict(self) -> dict:
         d = attrs.asdict(self)
@@ -83,4 +91,7 @@ class Config:
             del d["last_known_leader"]
         if d["acks"] is None:  # not tracked: the [model] table as it was before the key existed
             del d["acks"]
+        for key in ("alter_partition", "broker_epochs"):  # off: as before the keys existed
+            if not d[key]:
+                del d[key]
         return d

@@ -10,7 +10,7 @@ import attrs
 
 from .actions import (
     ACTION_NAMES, BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST, FETCH_RESPONSE, PRODUCE,
-    RESTART, SHRINK_ISR, Action,
+    RESTART, SHRINK_ISR, Action, action_names,
 )
 from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21, Config
 from .kafka_actions import KafkaActions
@@ -54,6 +54,11 @@ class KafkaModel(KafkaActions):
 
     def encode(self, state) -> bytes:
         return encode(state)
+
+    def action_names(self) -> tuple:
+        """Every action name this configuration can fire, in order (AlterPartition only
+        with ``alter_partition``)."""
+        return action_names(self.config)
 
     def batch_kernel(self):
         """The batch form of this model (``model.batch.KafkaBatchKernel``): the fast path

@@ -52,7 +52,8 @@ _MODEL_INTS = {
     "max_leader_epoch": (2, 0, 16),
 }
 _MODEL_BOOLS = ("unclean_leader_election", "unflushed_loss", "preferred_election",
-                "hw_requires_min_isr", "eligible_leader_replicas", "last_known_leader")
+                "hw_requires_min_isr", "eligible_leader_replicas", "last_known_leader",
+                "alter_partition", "broker_epochs")
 _MODEL_KEYS = ("replicas", "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS,
                "initial_leader", "acks")
 # The property that reads the acknowledgements: meaningful only with model.acks.
@@ -285,6 +286,10 @@ def _config(path, model) -> Config:
         raise SpecError(path, "model.last_known_leader",
                         "needs model.eligible_leader_replicas = true (the last known leader is "
                         "elected only when the ISR and the ELR are empty)")
+    if values["broker_epochs"] and not values["alter_partition"]:
+        raise SpecError(path, "model.broker_epochs",
+                        "needs model.alter_partition = true (broker epochs act on the AlterPartition "
+                        "requests that model.alter_partition adds)")
     initial = model.get("initial_leader", "first")
     if initial not in INITIAL_LEADERS:
         raise SpecError(path, "model.initial_leader",

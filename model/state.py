@@ -44,15 +44,24 @@ class Replica:
         return len(self.log)
 
 
+# The two kinds of AlterPartition request (``Quorum.alter``'s middle element).
+SHRINK = "shrink"
+EXPAND = "expand"
+
+
 @attrs.frozen
 class Quorum:
     """The controller's view: leader, leader epoch, in-sync replicas and eligible leader
-    replicas (both sorted ids; the ELR is always empty without KIP-966)."""
+    replicas (both sorted ids; the ELR is always empty without KIP-966), and the
+    AlterPartition request in flight: ``None`` or ``(leader, SHRINK | EXPAND, replica)``,
+    the leader that sent it, what it asks, and the replica it removes or adds (always
+    ``None`` without ``alter_partition``)."""
 
     leader: int | None
     epoch: int
     isr: tuple
     elr: tuple = ()
+    alter: tuple | None = None
 
 
 @attrs.frozen
@@ -124,8 +133,11 @@ def encode(state: State) -> bytes:
     initial value (an ELR member, or a lossy replica): the part before is self-delimiting,
     so this stays unambiguous, and every state of a pre-2.1 configuration (where both are
     constant) keeps the encoding and fingerprint it always had. The acknowledged records
-    come last, only when there are some, and then always after the ELR part (written even
-    when it is at its initial value), so the three shapes have three lengths.
+    come next, only when there are some, and then always after the ELR part (written even
+    when it is at its initial value). The AlterPartition request in flight comes last, only
+    when there is one, after both parts (each written even when at its initial value): its
+    three numbers (leader, 0 shrink or 1 expand, replica) follow a count-prefixed part, so
+    every shape parses one way.
     """
     q = state.quorum
     out = [state.produced, state.crashes, NONE if q.leader is None else q.leader, q.epoch, len(q.isr)]
@@ -153,12 +165,15 @@ def encode(state: State) -> bytes:
             for e, i in f.records:
                 out.append(e)
                 out.append(i)
-    if q.elr or lossy or state.acked:
+    alter = q.alter
+    if q.elr or lossy or state.acked or alter is not None:
         out.append(len(q.elr))
         out.extend(q.elr)
         out.extend(1 if r.lossy else 0 for r in state.replicas)
-    if state.acked:
+    if state.acked or alter is not None:
         out.append(len(state.acked))
         for c in state.acked:
             out.extend(c)
+    if alter is not None:
+        out.extend((alter[0], 1 if alter[1] == EXPAND else 0, alter[2]))
     return struct.pack(f"<{len(out)}q", *out)

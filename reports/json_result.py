@@ -13,7 +13,7 @@ import tempfile
 
 from kmc.checker.protocol import action_name, format_action
 from kmc.checker.result import UNKNOWN
-from kmc.model.kafka import ACTION_NAMES
+from kmc.model.actions import ACTION_NAMES, action_names
 from kmc.model.state import Fetch, Quorum, Replica, State
 
 SCHEMA_VERSION = 1
@@ -197,7 +197,7 @@ def spec_to_dict(spec, model) -> dict:
     }
 
 
-def stats_to_dict(stats) -> dict:
+def stats_to_dict(stats, names=ACTION_NAMES) -> dict:
     return {
         "distinct_states": stats.distinct,
         "states_generated": stats.generated,
@@ -209,8 +209,14 @@ def stats_to_dict(stats) -> dict:
         "fingerprint_collision_probability": stats.collision_probability,
         "levels": list(stats.levels),
         "actions": {name: {"fired": stats.fired.get(name, 0), "new": stats.new.get(name, 0)}
-                    for name in ACTION_NAMES},
+                    for name in names},
     }
+
+
+def _action_names(model) -> tuple:
+    """The actions a Kafka model's configuration can fire (every name for another model)."""
+    config = getattr(model, "config", None)
+    return action_names(config) if config is not None else ACTION_NAMES
 
 
 def result_to_dict(spec, model, result) -> dict:
@@ -233,7 +239,7 @@ def result_to_dict(spec, model, result) -> dict:
         "complete": result.complete,
         "stopped": result.stopped,
         "max_depth": result.max_depth,
-        "stats": stats_to_dict(result.stats),
+        "stats": stats_to_dict(result.stats, _action_names(model)),
         "verdicts": verdicts(result),
         "unknown": dict(getattr(result, "unknown", None) or {}),
         "expectation": expectation(spec, result),

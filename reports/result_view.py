@@ -15,7 +15,7 @@ from rich.text import Text
 from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED
 from kmc.checker.text import safe_text
 from kmc.model.describe import plural
-from kmc.model.kafka import ACTION_NAMES
+from kmc.model.actions import action_names
 
 from .json_result import expectation
 from .terminal import UNCLEAN_NOTE, TraceView, trap_share
@@ -236,7 +236,7 @@ class ResultView:
         table.add_column("fired", justify="right")
         table.add_column("new states", justify="right")
         table.add_column("")
-        for name in ACTION_NAMES:
+        for name in action_names(self.model.config):
             fired, new = s.fired.get(name, 0), s.new.get(name, 0)
             note = Text("") if fired else Text(_never_fired_note(self.model, name, self.result), "yellow")
             table.add_row(name, _count(fired), _count(new), note)

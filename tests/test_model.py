@@ -10,7 +10,8 @@ import attrs
 import pytest
 
 from kmc.model import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, Action, Fetch, Quorum
-from kmc.model.kafka import ACTION_NAMES
+from kmc.model.kafka import ACTION_NAMES, KafkaModel
+from kmc.model.config import Config
 
 A, B, C, D, E = range(5)
 
@@ -66,7 +67,10 @@ def test_initial_actions(build):
 
 def test_action_names_in_model_order():
     assert ACTION_NAMES == ("Produce", "FetchRequest", "FetchResponse", "Crash", "Restart",
-                            "ElectLeader", "BecomeFollower", "ShrinkIsr", "ExpandIsr")
+                            "ElectLeader", "BecomeFollower", "ShrinkIsr", "ExpandIsr", "AlterPartition")
+    # AlterPartition is an action of alter_partition's configurations only
+    assert KafkaModel(Config()).action_names() == ACTION_NAMES[:-1]
+    assert KafkaModel(Config(alter_partition=True)).action_names() == ACTION_NAMES
 
 
 def test_next_state_agrees_with_successors_and_rejects_disabled(build):

@@ -239,7 +239,7 @@ def test_result_view_of_a_violated_spec(data_loss):
     assert "VIOLATED" in row and "as expected" in row
     assert "1,834 distinct states" in out and "3,455 generated" in out and "depth 10" in out
     assert "stopped after the first level with a violation" in out
-    for name in ACTION_NAMES:
+    for name in ACTION_NAMES[:-1]:  # AlterPartition: alter_partition only
         assert any(l.strip().startswith(name + " ") for l in out.splitlines()), name
     assert "never fired" not in out
     assert "Counterexample: CommittedNeverLost (10 states)" in out
@@ -353,7 +353,7 @@ def test_json_document(data_loss):
     st = doc["stats"]
     assert (st["distinct_states"], st["states_generated"], st["depth"]) == (1834, 3455, 10)
     assert st["levels"] == [1, 4, 12, 31, 68, 127, 220, 337, 454, 580]
-    assert list(st["actions"]) == list(ACTION_NAMES)
+    assert list(st["actions"]) == list(ACTION_NAMES[:-1])  # AlterPartition: alter_partition only
     assert st["actions"]["Crash"] == {"fired": 835, "new": 476}
     assert sum(a["new"] for a in st["actions"].values()) == 1834 - 1
     assert sum(a["fired"] for a in st["actions"].values()) == 3455 - 1

@@ -9,11 +9,11 @@ lives next to them.
 from __future__ import annotations
 
 from .actions import (
-    BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST, FETCH_RESPONSE, PRODUCE, RESTART,
-    SHRINK_ISR,
+    ALTER_PARTITION, BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST, FETCH_RESPONSE,
+    PRODUCE, RESTART, SHRINK_ISR,
 )
 from .config import LEADER_EPOCH_21
-from .state import leader_of, leads, leso
+from .state import EXPAND, leader_of, leads, leso
 
 
 def replica_set(model, members) -> str:
@@ -77,7 +77,7 @@ def describe_step(model, before, action, after) -> str:
             ql = qa.leader
             if ql is not None and after.replicas[ql].hw > before.replicas[ql].hw:
                 text += f"; {name(ql)}'s high watermark advances to {after.replicas[ql].hw}"
-        return text
+        return text + _dropped_note(model, before, after, r)
     if action.name == ELECT_LEADER:
         q = after.quorum
         text = (f"the controller elects {who} in epoch {q.epoch}, ISR {replica_set(model, q.isr)}, "
@@ -94,15 +94,19 @@ def describe_step(model, before, action, after) -> str:
             text += f" (unclean: {who} was not in the ISR)"
         elif model.config.eligible_leader_replicas and q.elr != before.quorum.elr:
             text += f", ELR {replica_set(model, q.elr)}"
-        return text
+        return text + _dropped_note(model, before, after, r)
     if action.name == BECOME_FOLLOWER:
         leader = name(after.quorum.leader)
         text = f"{who} follows {leader} in epoch {a.epoch}"
         if len(a.log) < len(b.log):
             return text + f", truncating its log to offset {len(a.log)}"
         return text + ", keeping its log"
+    if action.name == ALTER_PARTITION:
+        return _answer(model, before, after)
     if action.name in (SHRINK_ISR, EXPAND_ISR):
         leader = leader_of(before)
+        if model.config.alter_partition:
+            return _request(model, before, action, leader)
         by = "" if leader is None else f"{name(leader)} "
         if action.name == SHRINK_ISR:
             why = "down" if not b.alive else "lagging"
@@ -113,12 +117,90 @@ def describe_step(model, before, action, after) -> str:
             return text
         text = f"{by}adds {who} back to the ISR"
         if leader is not None:  # the rule's test, which is where ISR expansion goes wrong
-            text += (f": its fetch position {before.replicas[leader].remote_leo[r]} is not below "
-                     f"{name(leader)}'s high watermark {before.replicas[leader].hw}")
-            if model.config.truncation == LEADER_EPOCH_21:
-                text += f" nor its epoch start offset {leso(before, leader)}"
+            text += _expand_test(model, before, r, leader)
         return text
     return ""
+
+
+def _expand_test(model, state, r, leader) -> str:
+    """Why ``leader`` may add ``r`` to the ISR: the rule's test, which is where ISR
+    expansion goes wrong."""
+    name = model.name
+    text = (f": its fetch position {state.replicas[leader].remote_leo[r]} is not below "
+            f"{name(leader)}'s high watermark {state.replicas[leader].hw}")
+    if model.config.truncation == LEADER_EPOCH_21:
+        text += f" nor its epoch start offset {leso(state, leader)}"
+    return text
+
+
+def _what(model, alter) -> str:
+    """An AlterPartition request in words: ``A's request to add B``."""
+    p, change, r = alter
+    verb = "add" if change == EXPAND else "remove"
+    return f"{model.name(p)}'s request to {verb} {model.name(r)}"
+
+
+def _request(model, before, action, leader) -> str:
+    """ShrinkIsr / ExpandIsr under ``alter_partition``: the leader only asks the
+    controller; the ISR and every high watermark stay as they are until the answer."""
+    name = model.name
+    r = action.replica
+    who = name(r)
+    by = "the leader" if leader is None else name(leader)
+    if action.name == SHRINK_ISR:
+        text = f"{by} asks the controller to remove {who} from the ISR"
+        if not before.replicas[r].alive:
+            return text + f" ({who} is down)"
+        if leader is None:
+            return text + f" ({who} is lagging)"
+        led = before.replicas[leader]
+        return text + (f" ({who} is lagging: its fetch position {led.remote_leo[r]} is behind "
+                       f"{name(leader)}'s log end {len(led.log)}; until the answer "
+                       f"{name(leader)}'s high watermark still counts {who})")
+    text = f"{by} asks the controller to add {who} to the ISR"
+    if leader is not None:
+        text += _expand_test(model, before, r, leader)
+        text += f"; until the answer {name(leader)}'s high watermark already counts {who}"
+    return text
+
+
+def _answer(model, before, after) -> str:
+    """AlterPartition: the controller answers the request in flight, accepting it (the
+    ISR and the ELR change, then the sender's high watermark if it still leads) or, with
+    ``broker_epochs``, refusing to add a replica that is down."""
+    name = model.name
+    alter = before.quorum.alter
+    if alter is None:  # not a state this action is enabled in; say nothing wrong
+        return ""
+    p, change, r = alter
+    qb, qa = before.quorum, after.quorum
+    if (model.config.broker_epochs and change == EXPAND and not before.replicas[r].alive
+            and qa.isr == qb.isr):
+        return f"{_what(model, alter)} is refused: {name(r)} is down"
+    verb = "adds" if change == EXPAND else "removes"
+    text = f"the controller {verb} {name(r)}: ISR {replica_set(model, qa.isr)}"
+    if model.config.eligible_leader_replicas and qa.elr != qb.elr:
+        text += f", ELR {replica_set(model, qb.elr)} → {replica_set(model, qa.elr)}"
+    if not leads(before, p):
+        text += f" ({name(p)}, which asked, no longer leads)"
+    elif after.replicas[p].hw > before.replicas[p].hw:
+        text += f"; {name(p)}'s high watermark advances to {after.replicas[p].hw}"
+    return text
+
+
+def _dropped_note(model, before, after, r) -> str:
+    """Why a Restart or an ElectLeader dropped the AlterPartition request in flight (the
+    controller would refuse it now), or ``""`` when no request was dropped."""
+    alter = before.quorum.alter
+    if alter is None or after.quorum.alter is not None:
+        return ""
+    text = f"; {_what(model, alter)} is dropped: "
+    qb, qa = before.quorum, after.quorum
+    if qa.epoch != qb.epoch:
+        return text + "the request carries the old leader epoch"
+    if model.config.broker_epochs and alter[1] == EXPAND and alter[2] == r:
+        return text + f"{model.name(r)} restarted, its broker epoch is stale"
+    return text + "the partition changed: the request is stale"
 
 
 def _rejoin_note(model, state, f, l) -> str:

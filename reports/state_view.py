@@ -15,9 +15,12 @@ from rich.table import Table
 from rich.text import Text
 
 from kmc.model.describe import replica_set
-from kmc.model.state import leads
+from kmc.model.state import EXPAND, leads
 
-__all__ = ["COLUMNS", "EPOCH_STYLES", "StateView", "UNCLEAN_NOTE", "column_widths", "diff_lines", "table_layout"]
+__all__ = [
+    "COLUMNS", "EPOCH_STYLES", "StateView", "UNCLEAN_NOTE", "column_widths", "diff_lines", "request_text",
+    "table_layout",
+]
 
 # One colour per leader epoch (cycled past the end), so that records written in
 # different epochs are told apart at a glance. Red and yellow are left for verdicts.
@@ -139,6 +142,9 @@ def _summary_cells(model, state) -> dict:
     }
     if model.config.eligible_leader_replicas:  # the ELR, next to the ISR
         cells["quorum.elr"] = (q.elr, "ELR", Text(replica_set(model, q.elr)))
+    if getattr(model.config, "alter_partition", False):  # the AlterPartition request in flight
+        request = Text("none", DIM) if q.alter is None else Text(request_text(model, q.alter))
+        cells["quorum.alter"] = (q.alter, "request", request)
     return {
         **cells,
         "produced": (state.produced, "produced", Text(str(state.produced))),
@@ -146,6 +152,14 @@ def _summary_cells(model, state) -> dict:
         "committed": (state.committed, "committed", _committed(state.committed)),
         "acked": (state.acked, "acked", _committed(state.acked)),
     }
+
+
+def request_text(model, alter) -> str:
+    """The AlterPartition request in flight, short: ``A asks to add B``, ``A asks to
+    remove B``."""
+    p, change, r = alter
+    verb = "add" if change == EXPAND else "remove"
+    return f"{model.name(p)} asks to {verb} {model.name(r)}"
 
 
 def _mark(text: Text, changed: bool, plain: bool) -> Text:
@@ -245,6 +259,8 @@ class StateView:
         controller = ("quorum.leader", "quorum.epoch", "quorum.isr")
         if "quorum.elr" in now:
             controller += ("quorum.elr",)
+        if "quorum.alter" in now:
+            controller += ("quorum.alter",)
         history = ("produced", "crashes", "committed")
         if getattr(model.config, "acks", None):  # what the producer was told, next to committed
             history += ("acked",)

@@ -121,3 +121,34 @@ def test_a_restart_or_an_election_drops_the_request(build):
     text = describe_step(plain, crashed, Action("ElectLeader", B), elected)
     assert text.startswith("the controller elects B in epoch 1")
     assert text.endswith("; A's request to remove B is dropped: the request carries the old leader epoch")
+
+
+# -- the state table and the terminal trace ----------------------------------------------
+
+
+def _render(renderable, width=160) -> str:
+    import os
+
+    from rich.console import Console
+
+    console = Console(width=width, no_color=True, record=True, file=open(os.devnull, "w"))
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_the_controller_line_shows_the_request(build):
+    from kmc.reports.terminal import StateView, diff_lines
+
+    model = _ap_model(build)
+    s = _leading(build)
+    asked = _with(s, alter=(A, SHRINK, B))
+    controller = [l for l in _render(StateView(model, asked, s)).splitlines() if l.startswith("controller")]
+    assert controller == ["controller leader A  ·  epoch 0  ·  ISR {A,B}  ·  request A asks to remove B*"]
+    assert "request none" in _render(StateView(model, s))
+    assert [l.plain for l in diff_lines(model, s, asked)] == ["quorum.alter: none → A asks to remove B"]
+    expand = _with(s, isr=(A,), alter=(A, EXPAND, B))
+    assert "request A asks to add B" in _render(StateView(model, expand))
+    # Without the option the controller's line is as it always was.
+    atomic = build.model(truncation=LEADER_EPOCH_21)
+    assert "request" not in _render(StateView(atomic, s))
+    assert [l.plain for l in diff_lines(atomic, s, _with(s, isr=(A,)))] == ["quorum.isr: {A,B} → {A}"]

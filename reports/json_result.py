@@ -14,7 +14,7 @@ import tempfile
 from kmc.checker.protocol import action_name, format_action
 from kmc.checker.result import UNKNOWN
 from kmc.model.actions import ACTION_NAMES, action_names
-from kmc.model.state import Fetch, Quorum, Replica, State
+from kmc.model.state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
 
 SCHEMA_VERSION = 1
 # Fields added within a version raise the minor version (docs/json-schema.md lists them);
@@ -109,6 +109,9 @@ def state_to_dict(model, state) -> dict:
     quorum = {"leader": _name(model, q.leader), "epoch": q.epoch, "isr": [model.name(r) for r in q.isr]}
     if elr_on:
         quorum["elr"] = [model.name(r) for r in q.elr]
+    if getattr(model.config, "alter_partition", False):  # the request in flight: absent otherwise
+        quorum["alter"] = None if q.alter is None else {
+            "leader": model.name(q.alter[0]), "change": q.alter[1], "replica": model.name(q.alter[2])}
     doc = {
         "replicas": replicas,
         "quorum": quorum,
@@ -152,8 +155,12 @@ def state_from_dict(model, doc) -> State:
             remote_leo=tuple(d["remote_leo"][n] for n in names), inflight=fetch,
             lossy=bool(d.get("lossy", False))))
     q = doc["quorum"]
+    a = q.get("alter")
+    if a is not None and a["change"] not in (SHRINK, EXPAND):
+        raise ValueError(f"the request in flight changes {a['change']!r}, not {SHRINK!r} or {EXPAND!r}")
+    alter = None if a is None else (index[a["leader"]], a["change"], index[a["replica"]])
     quorum = Quorum(num(q["leader"]), q["epoch"], tuple(sorted(index[n] for n in q["isr"])),
-                    tuple(sorted(index[n] for n in q.get("elr", ()))))
+                    tuple(sorted(index[n] for n in q.get("elr", ()))), alter)
     return State(replicas=tuple(replicas), quorum=quorum, produced=doc["produced"],
                  crashes=doc["crashes"], committed=tuple(tuple(c) for c in doc["committed"]),
                  acked=tuple(tuple(c) for c in doc.get("acked", ())))

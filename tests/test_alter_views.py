@@ -152,3 +152,31 @@ def test_the_controller_line_shows_the_request(build):
     atomic = build.model(truncation=LEADER_EPOCH_21)
     assert "request" not in _render(StateView(atomic, s))
     assert [l.plain for l in diff_lines(atomic, s, _with(s, isr=(A,)))] == ["quorum.isr: {A,B} → {A}"]
+
+
+# -- the JSON document -------------------------------------------------------------------
+
+
+def test_the_request_round_trips_through_json(build):
+    import json
+
+    import pytest
+
+    from kmc.reports.json_result import state_from_dict, state_to_dict
+
+    model = _ap_model(build)
+    s = _leading(build)
+    for alter in (None, (A, SHRINK, B), (B, EXPAND, A)):
+        state = _with(s, alter=alter)
+        doc = json.loads(json.dumps(state_to_dict(model, state)))
+        assert state_from_dict(model, doc) == state
+    assert state_to_dict(model, _with(s, alter=(A, EXPAND, B)))["quorum"]["alter"] == {
+        "leader": "A", "change": "expand", "replica": "B"}
+    assert state_to_dict(model, s)["quorum"]["alter"] is None
+    # Without the option the document is as it always was: no "alter" key.
+    atomic = build.model(truncation=LEADER_EPOCH_21)
+    assert state_to_dict(atomic, s)["quorum"] == {"leader": "A", "epoch": 0, "isr": ["A", "B"]}
+    doc = state_to_dict(model, _with(s, alter=(A, SHRINK, B)))
+    doc["quorum"]["alter"]["change"] = "grow"
+    with pytest.raises(ValueError, match="'grow'"):
+        state_from_dict(model, doc)

@@ -4,9 +4,11 @@ step, which messages go between lanes, and what the violation marks.
 One lane for the controller and one per replica; one column per state of the trace. A
 column carries the action that led to its state and the model's sentence for what it did
 (``checker.protocol.format_action`` and ``describe_step``, as the terminal shows them),
-each replica's log as records with its HW and LEO, the controller's leader, epoch, ISR
-and ELR, and the events of the step: fetch requests and responses between replicas,
-elections, ISR changes and leader changes from the controller, crashes and restarts.
+each replica's log as records with its HW and LEO, the controller's leader, epoch, ISR,
+ELR and AlterPartition request in flight, and the events of the step: fetch requests and
+responses between replicas, elections, ISR changes and leader changes from the
+controller, a leader's request to change the ISR and the controller's answer, crashes and
+restarts.
 The renderers (``reports.svg``, ``reports.mermaid``, ``reports.html``) only draw this.
 """
 
@@ -16,8 +18,9 @@ import attrs
 
 from kmc.checker.protocol import action_name, describe_step, format_action
 from kmc.model.describe import plural, replica_set
-from kmc.model.state import leader_of, leads
+from kmc.model.state import SHRINK, leader_of, leads
 
+from .state_view import request_text
 from .terminal import EPOCH_STYLES, UNCLEAN_NOTE
 
 CONTROLLER = 0  # the controller's lane; replica r is lane r + 1
@@ -79,13 +82,17 @@ class ControllerCell:
     isr: str
     elr: str | None  # None without eligible leader replicas
     changed: bool
+    requests: bool = False  # the configuration sends ISR changes as requests (alter_partition)
+    request: str | None = None  # the request in flight ("A asks to add B"), or None
+    request_lane: int | None = None  # the lane of the leader that sent it
+    request_short: str | None = None  # the same for a narrow column: "A asks +B"
 
 
 @attrs.frozen
 class Event:
     """A message between two lanes (``source`` and ``target`` are lane numbers)."""
 
-    kind: str  # fetch-request, fetch-response, stale-response, elect, follow, isr
+    kind: str  # fetch-request, fetch-response, stale-response, elect, follow, isr, request, answer, refused
     source: int
     target: int
     label: str
@@ -114,6 +121,7 @@ class Diagram:
     lost: tuple  # record texts the violation marks
     traps: int | None = None
     note: str = ""
+    options: tuple = ()  # the AlterPartition options that are on ("alter_partition", "broker_epochs")
 
 
 def build(model, violation) -> Diagram:
@@ -137,10 +145,11 @@ def build(model, violation) -> Diagram:
     note = UNCLEAN_NOTE if (violation.property == "CommittedNeverLost"
                             and model.config.unclean_leader_election) else ""
     lost = tuple(record_text(*m) for m in sorted(marked))
+    options = tuple(n for n in ("alter_partition", "broker_epochs") if getattr(model.config, n, False))
     return Diagram(lanes=("controller",) + tuple(model.config.replicas), columns=tuple(columns),
                    property=violation.property, kind=violation.kind, verdict=verdict,
                    explanation=violation.explanation, lost=lost,
-                   traps=getattr(violation, "traps", None), note=note)
+                   traps=getattr(violation, "traps", None), note=note, options=options)
 
 
 def _marks(model, prop, state):
@@ -215,8 +224,15 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
 def _controller_cell(model, state, prev) -> ControllerCell:
     q = state.quorum
     elr = replica_set(model, q.elr) if model.config.eligible_leader_replicas else None
+    requests = bool(getattr(model.config, "alter_partition", False))
+    pending = q.alter if requests else None
     return ControllerCell(leader=model.name(q.leader), epoch=q.epoch, isr=replica_set(model, q.isr),
-                          elr=elr, changed=prev is not None and prev.quorum != q)
+                          elr=elr, changed=prev is not None and prev.quorum != q, requests=requests,
+                          request=None if pending is None else request_text(model, pending),
+                          request_lane=None if pending is None else pending[0] + 1,
+                          request_short=None if pending is None else (
+                              f"{model.name(pending[0])} asks {'−' if pending[1] == SHRINK else '+'}"
+                              f"{model.name(pending[2])}"))
 
 
 def _column(model, number, step, prev, marked, ghosts, last) -> Column:
@@ -261,7 +277,16 @@ def _events(model, before, action, after) -> tuple:
         return (Event("follow", CONTROLLER, lane, f"follow {model.name(after.quorum.leader)}"),)
     if name in ("ShrinkIsr", "ExpandIsr"):
         sign = "−" if name == "ShrinkIsr" else "+"
+        alter = after.quorum.alter
+        if alter is not None and before.quorum.alter is None:  # alter_partition: a request only
+            return (Event("request", alter[0] + 1, CONTROLLER, f"asks ISR {sign}{model.name(r)}"),)
         return (Event("isr", CONTROLLER, lane, f"ISR {sign}{model.name(r)}"),)
+    if name == "AlterPartition" and before.quorum.alter is not None:
+        p, change, r = before.quorum.alter
+        sign = "−" if change == SHRINK else "+"
+        if model.config.broker_epochs and change != SHRINK and not before.replicas[r].alive:  # refused
+            return (Event("refused", CONTROLLER, p + 1, f"refused {sign}{model.name(r)}"),)
+        return (Event("answer", CONTROLLER, p + 1, f"ISR {sign}{model.name(r)}"),)
     if name == "Restart" and before.quorum.isr != after.quorum.isr:
         return (Event("isr", CONTROLLER, lane, f"ISR −{model.name(r)}"),)
     return ()
@@ -270,7 +295,8 @@ def _events(model, before, action, after) -> tuple:
 def config_lines(config) -> list[tuple[str, str]]:
     """The configuration as ``(label, value)`` pairs, as the terminal's header shows it."""
     flags = [n for n in ("unclean_leader_election", "unflushed_loss", "preferred_election",
-                         "hw_requires_min_isr", "eligible_leader_replicas") if getattr(config, n)]
+                         "hw_requires_min_isr", "eligible_leader_replicas", "alter_partition",
+                         "broker_epochs") if getattr(config, n, False)]
     if config.initial_leader != "first":
         flags.append(f"initial_leader = {config.initial_leader}")
     return [

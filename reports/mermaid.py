@@ -40,6 +40,8 @@ def _changes(d, prev, col) -> list[str]:
             parts.append(f"ISR {c.isr}")
         if c.elr is not None and c.elr != pc.elr:
             parts.append(f"ELR {c.elr}")
+        if c.request != pc.request:
+            parts.append(f"request in flight: {c.request}" if c.request else "no request in flight")
         if parts:
             lines.append("controller: " + ", ".join(parts))
     for name, cell, old in zip(d.lanes[1:], col.replicas, prev.replicas):
@@ -64,6 +66,8 @@ def render(d, *, title="") -> str:
     lines = [f"%% {MARKER}: {d.property}, {len(d.columns)} states"]
     if title:
         lines.append(f"%% {' '.join(str(title).split())}")
+    if d.options:  # ISR changes go through the controller: say so, as the HTML header does
+        lines.append(f"%% ISR changes through the controller: {', '.join(d.options)}")
     lines.append("sequenceDiagram")
     for pid, name in zip(ids, d.lanes):
         lines.append(f"    participant {pid} as {name}")
@@ -82,13 +86,22 @@ def render(d, *, title="") -> str:
         if col.events:
             ev = col.events[0]
             arrow = {"fetch-request": "->>", "fetch-response": "-->>", "stale-response": "--x",
-                     "follow": "-->>"}.get(ev.kind, "->>")
+                     "follow": "-->>", "answer": "-->>", "refused": "--x"}.get(ev.kind, "->>")
             lines.append(f"    {ids[ev.source]}{arrow}{ids[ev.target]}: {body}")
         else:
             lane = ids[_acting_lane(d, col)]
             lines.append(f"    Note over {lane}: {body}")
+        # The AlterPartition request in flight: the controller's activation bar, from the
+        # request to its answer (or to the step that drops it).
+        before, now = d.columns[i - 1].controller.request, col.controller.request
+        if now is not None and before is None:
+            lines.append(f"    activate {ids[CONTROLLER]}")
+        elif now is None and before is not None:
+            lines.append(f"    deactivate {ids[CONTROLLER]}")
         if i == last:
             lines.append(f"    Note over {everyone}: {_verdict(d)}")
+            if now is not None:
+                lines.append(f"    deactivate {ids[CONTROLLER]}")
             lines.append("    end")
     if len(d.columns) == 1:
         lines.append(f"    Note over {everyone}: {_verdict(d)}")

@@ -94,7 +94,9 @@ class _Layout:
         replica_h = 18 + self.stack_h + 14 + flight * 9.6 + 8
         self.commit_lines = max((len(wrap("commits " + ", ".join(c.committed), inner, 8.5)) for c in d.columns
                                  if c.committed), default=0)
-        controller_h = 10 + LINE * (3 if d.columns[0].controller.elr is not None else 2) + 10
+        first = d.columns[0].controller
+        self.controller_lines = 2 + (first.elr is not None) + first.requests
+        controller_h = 10 + LINE * self.controller_lines + 10
         controller_h += self.commit_lines * 10.2
         self.lane_h = [controller_h] + [replica_h] * (len(d.lanes) - 1)
         top = PAD + self.head_h
@@ -120,6 +122,8 @@ def render(d, *, standalone=True, title="") -> str:
         _controller(out, col, x, lay.lane_y[CONTROLLER], lay)
         for r, cell in enumerate(col.replicas):
             _replica(out, cell, x, lay.lane_y[r + 1], lay, f'data-step="{col.number}" data-replica="{_x(d.lanes[r + 1])}"')
+        if col.controller.request_lane is not None:
+            _pending(out, col, x, lay)
         for ev in col.events:
             _event(out, ev, x, lay)
     y = _verdict(out, d, lay)
@@ -135,16 +139,17 @@ def render(d, *, standalone=True, title="") -> str:
             f'viewBox="0 0 {lay.width} {height}" role="img" class="kmc-diagram" '
             f'data-lanes="{len(d.lanes)}" data-columns="{len(d.columns)}">\n'
             f'<!-- {MARKER} -->\n<title>{_x(d.verdict)}</title>\n'
-            f'<defs>{_markers()}</defs>\n'
+            f'<defs>{_markers(d.columns[0].controller.requests)}</defs>\n'
             f'<rect x="0" y="0" width="{lay.width}" height="{height}" fill="#ffffff"/>\n{heading}'
             f'<g transform="translate(0,{top})">\n' + "\n".join(out) + "\n</g>\n</svg>\n")
 
 
-def _markers() -> str:
+def _markers(requests=False) -> str:
+    colours = (("blue", BLUE), ("purple", PURPLE), ("grey", GREY)) + ((("orange", ORANGE),) if requests else ())
     return "".join(
         f'<marker id="arrow-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'
-        for name, colour in (("blue", BLUE), ("purple", PURPLE), ("grey", GREY)))
+        for name, colour in colours)
 
 
 def _columns_and_lanes(out, d, lay):
@@ -181,6 +186,11 @@ def _controller(out, col, x, y, lay):
                f'width="{lay.col_w - 2}" height="{lay.lane_h[CONTROLLER] - 2}" fill="{fill}" rx="3"/>')
     lines = [f"leader {c.leader} · e{c.epoch}", f"ISR {c.isr}"] + ([f"ELR {c.elr}"] if c.elr is not None else [])
     out.append(_text(x + 4, y + 16, lines, 9, fill=PURPLE))
+    if c.request is not None:  # the AlterPartition request in flight, under the ISR
+        out.append(_text(x + 4, y + 16 + len(lines) * LINE, [f"⧗ {c.request_short}"], 8.5, fill=ORANGE,
+                         weight="bold", extra=' class="request"'))
+    if c.requests:
+        lines.append("")
     if col.committed:  # the history variable: records that went below a leader's HW here
         out.append(_text(x + 4, y + 18 + len(lines) * LINE, wrap("commits " + ", ".join(col.committed),
                                                                  lay.col_w - 8, 8.5), 8.5, fill="#1b7d1b",
@@ -255,6 +265,19 @@ def _box(b, x, y, w) -> str:
             + "</g>")
 
 
+def _pending(out, col, x, lay):
+    """The AlterPartition request in flight: a dashed orange line from the lane of the
+    leader that sent it up to the controller's, at the column's left edge, in every column
+    from the request to the answer (or until a Restart or an election drops it)."""
+    c = col.controller
+    lane = c.request_lane
+    y1 = lay.lane_y[lane] + lay.lane_h[lane] * 0.5
+    y2 = lay.lane_y[CONTROLLER] + lay.lane_h[CONTROLLER] - 3
+    out.append(f'<g class="request-pending" data-step="{col.number}"><title>in flight: {_x(c.request)}</title>'
+               f'<line x1="{x + 2.5}" y1="{y1}" x2="{x + 2.5}" y2="{y2}" stroke="{ORANGE}" stroke-width="1.6" '
+               f'stroke-dasharray="2 2"/></g>')
+
+
 _EVENT_STYLE = {
     "fetch-request": (BLUE, "blue", "4 3"),
     "fetch-response": (BLUE, "blue", ""),
@@ -262,6 +285,9 @@ _EVENT_STYLE = {
     "elect": (PURPLE, "purple", ""),
     "follow": (PURPLE, "purple", "4 3"),
     "isr": (PURPLE, "purple", ""),
+    "request": (ORANGE, "orange", "4 3"),  # a leader asks the controller to change the ISR
+    "answer": (PURPLE, "purple", ""),  # the controller's answer: the ISR changes
+    "refused": (GREY, "grey", "2 3"),  # the controller refuses it
 }
 
 
@@ -326,6 +352,9 @@ def _legend(out, d, lay, y) -> float:
         ("fetch request ⇢", BLUE), ("fetch response →", BLUE), ("controller →", PURPLE),
         ("yellow: changed", "#8a6d00"), ("grey: down", "#777"), ("✕ crash", RED),
     ]
+    if d.columns[0].controller.requests:
+        items[-3:-3] = [("ISR request ⇢", ORANGE), ("┆ request in flight (⧗)", ORANGE)]
+        items.append(("ISR changes through the controller: " + ", ".join(d.options), PURPLE))
     for text, colour in items:
         w = 12 + len(text) * 4.9
         if x + w > lay.width - PAD:

@@ -180,3 +180,92 @@ def test_the_request_round_trips_through_json(build):
     doc["quorum"]["alter"]["change"] = "grow"
     with pytest.raises(ValueError, match="'grow'"):
         state_from_dict(model, doc)
+
+
+# -- the pictures ------------------------------------------------------------------------
+
+
+def _request_path(build):
+    """A hand-built path under broker epochs: A asks to remove B, the controller removes it;
+    A asks to add B back, B crashes, and the controller refuses to add a replica that is down."""
+    from kmc.checker.result import Path, Step
+
+    s1 = _leading(build)
+    s2 = _with(s1, alter=(A, SHRINK, B))
+    s3 = _with(s2, isr=(A,), alter=None)
+    s4 = _with(s3, alter=(A, EXPAND, B))
+    s5 = attrs.evolve(s4, replicas=(s4.replicas[A], attrs.evolve(s4.replicas[B], alive=False)), crashes=1)
+    s6 = _with(s5, alter=None)
+    actions = [None, Action("ShrinkIsr", B), Action("AlterPartition", B), Action("ExpandIsr", B),
+               Action("Crash", B), Action("AlterPartition", B)]
+    return Path(tuple(Step(a, s) for a, s in zip(actions, (s1, s2, s3, s4, s5, s6))))
+
+
+def _request_diagram(build):
+    from kmc.checker.result import Violation
+    from kmc.reports import diagram
+
+    model = _ap_model(build, broker_epochs=True)
+    return model, diagram.build(model, Violation("CommittedNeverLost", "always", "hand-built", _request_path(build)))
+
+
+def test_the_diagram_holds_the_request_and_the_answers(build):
+    from kmc.reports.diagram import CONTROLLER, config_lines
+
+    model, d = _request_diagram(build)
+    assert d.options == ("alter_partition", "broker_epochs")
+    assert [c.controller.request for c in d.columns] == [
+        None, "A asks to remove B", None, "A asks to add B", "A asks to add B", None]
+    assert [c.controller.request_lane for c in d.columns] == [None, 1, None, 1, 1, None]
+    events = [[(e.kind, e.source, e.target, e.label) for e in c.events] for c in d.columns]
+    assert events[1] == [("request", 1, CONTROLLER, "asks ISR −B")]
+    assert events[2] == [("answer", CONTROLLER, 1, "ISR −B")]
+    assert events[3] == [("request", 1, CONTROLLER, "asks ISR +B")]
+    assert events[5] == [("refused", CONTROLLER, 1, "refused +B")]
+    assert d.columns[5].description == "A's request to add B is refused: B is down"
+    assert ("flags", "alter_partition, broker_epochs") in config_lines(model.config)
+    # Without the option nothing of it: no request, ISR changes drawn from the controller.
+    from kmc.checker.result import Violation
+    from kmc.reports import diagram
+
+    atomic = build.model(truncation=LEADER_EPOCH_21)
+    path = _request_path(build)
+    s1, s2 = path.steps[0].state, _with(path.steps[0].state, isr=(A,))
+    from kmc.checker.result import Path, Step
+
+    plain = diagram.build(atomic, Violation("CommittedNeverLost", "always", "x",
+                                            Path((Step(None, s1), Step(Action("ShrinkIsr", B), s2)))))
+    assert plain.options == () and not plain.columns[0].controller.requests
+    assert [(e.kind, e.source, e.target) for e in plain.columns[1].events] == [("isr", CONTROLLER, 2)]
+    assert ("flags", "none") in config_lines(atomic.config)
+
+
+def test_the_mermaid_text_draws_the_request_in_flight(build):
+    from kmc.reports import mermaid
+
+    _, d = _request_diagram(build)
+    lines = mermaid.render(d, title="requests").splitlines()
+    assert lines[2] == "%% ISR changes through the controller: alter_partition, broker_epochs"
+    body = [l.strip() for l in lines if not l.strip().startswith(("Note over ctl,r1", "%%", "participant"))]
+    assert [l.split(":")[0] for l in body] == [
+        "sequenceDiagram", "r0->>ctl", "activate ctl", "ctl-->>r0", "deactivate ctl", "r0->>ctl",
+        "activate ctl", "Note over r1", "rect rgb(253, 228, 228)", "ctl--xr0", "deactivate ctl", "end"]
+    assert "request in flight: A asks to remove B" in lines[lines.index("    activate ctl") - 1]
+
+
+def test_the_svg_marks_the_request_in_flight(build):
+    import xml.etree.ElementTree as ET
+
+    from kmc.reports import svg
+
+    _, d = _request_diagram(build)
+    text = svg.render(d)
+    root = ET.fromstring(text.split("\n", 1)[1])
+    ns = "{http://www.w3.org/2000/svg}"
+    pending = [g.get("data-step") for g in root.iter(f"{ns}g") if g.get("class") == "request-pending"]
+    assert pending == ["2", "4", "5"]
+    kinds = [g.get("class") for g in root.iter(f"{ns}g") if (g.get("class") or "").startswith("event")]
+    assert kinds == ["event request", "event answer", "event request", "event refused"]
+    shown = ["".join(t.itertext()) for t in root.iter(f"{ns}text") if t.get("class") == "request"]
+    assert shown == ["⧗ A asks −B", "⧗ A asks +B", "⧗ A asks +B"]
+    assert 'id="arrow-orange"' in text and "ISR changes through the controller: alter_partition, broker_epochs" in text

@@ -187,7 +187,7 @@ def _controller(out, col, x, y, lay):
     lines = [f"leader {c.leader} · e{c.epoch}", f"ISR {c.isr}"] + ([f"ELR {c.elr}"] if c.elr is not None else [])
     out.append(_text(x + 4, y + 16, lines, 9, fill=PURPLE))
     if c.request is not None:  # the AlterPartition request in flight, under the ISR
-        out.append(_text(x + 4, y + 16 + len(lines) * LINE, [f"⧗ {c.request_short}"], 8.5, fill=ORANGE,
+        out.append(_text(x + 4, y + 16 + len(lines) * LINE, [c.request_short], 8.5, fill=ORANGE,
                          weight="bold", extra=' class="request"'))
     if c.requests:
         lines.append("")
@@ -353,7 +353,7 @@ def _legend(out, d, lay, y) -> float:
         ("yellow: changed", "#8a6d00"), ("grey: down", "#777"), ("✕ crash", RED),
     ]
     if d.columns[0].controller.requests:
-        items[-3:-3] = [("ISR request ⇢", ORANGE), ("┆ request in flight (⧗)", ORANGE)]
+        items[-3:-3] = [("ISR request ⇢", ORANGE), ("┆ request in flight", ORANGE)]
         items.append(("ISR changes through the controller: " + ", ".join(d.options), PURPLE))
     for text, colour in items:
         w = 12 + len(text) * 4.9

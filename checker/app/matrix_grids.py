@@ -58,18 +58,30 @@ VERSION_CONFIGS = {
                                                       min_insync_replicas=2, acks="all")),
     "lrs_acks": ("last replica standing, acks=all", dict(_LRS, acks="all")),
 }
-# key -> (label, rule, hw_requires_min_isr, eligible_leader_replicas)
+# key -> (label, rule, hw_requires_min_isr, eligible_leader_replicas). A column without
+# AlterPartition has the leader write the ISR itself, atomically (ZooKeeper before 2.7): those
+# columns keep the numbers they always had. Kafka sends ISR changes to the controller since
+# 2.7 and fences them with broker epochs since 3.5 (KIP-903), so each later column also comes
+# as it really runs, "+ AlterPartition + broker epochs", right after its atomic twin.
 VERSIONS = {
     "hw": ("pre-0.11: high watermark", "high-watermark", False, False),
     "le": ("0.11: leader epoch (KIP-101)", "leader-epoch", False, False),
     "kip279": ("2.0: KIP-279", "leader-epoch-kip279", False, False),
     "v21": ("2.1: KAFKA-7128", "leader-epoch-2.1", False, False),
+    "v27": ("2.7–3.4: AlterPartition (KIP-497), no broker epochs", "leader-epoch-2.1", False, False),
     "v21-gate": ("3.7: + HW gate (KAFKA-15583)", "leader-epoch-2.1", True, False),
+    "v21-gate-ap": ("3.7 as shipped: HW gate + AlterPartition + broker epochs", "leader-epoch-2.1", True, False),
     "v21-elr": ("KIP-966 (ELR)", "leader-epoch-2.1", True, True),
+    "v21-elr-ap": ("KIP-966 (ELR) + AlterPartition + broker epochs", "leader-epoch-2.1", True, True),
     "v41": ("4.1 (ELR + last known leader)", "leader-epoch-2.1", True, True),
+    "v41-ap": ("4.1 as shipped: ELR + last known leader + AlterPartition + broker epochs",
+               "leader-epoch-2.1", True, True),
 }
 # The versions that also elect the last known leader when the ISR and the ELR are empty.
-LAST_KNOWN_LEADER_VERSIONS = ("v41",)
+LAST_KNOWN_LEADER_VERSIONS = ("v41", "v41-ap")
+# The versions whose ISR changes go through the controller (alter_partition) -> whether the
+# controller also fences them with broker epochs (broker_epochs: KIP-903, Kafka 3.5).
+ALTER_PARTITION_VERSIONS = {"v27": False, "v21-gate-ap": True, "v21-elr-ap": True, "v41-ap": True}
 # docs/model.md, both known-verdict tables, where they cover a cell of this grid:
 # (config key, version key) -> {property: verdict}
 _C, _N, _L = "CommittedNeverLost", "LogsNeverDiverge", "LeaderCandidateCompleteness"
@@ -90,6 +102,10 @@ KNOWN_VERSION_VERDICTS = {
     ("lrs", "v21-elr"): {_C: _H, _N: _H, _L: _H},
     ("lrs_acks", "v21"): {_C: _V, _A: _V}, ("lrs_acks", "v21-gate"): {_C: _V, _A: _V},
     ("lrs_acks", "v21-elr"): {_C: _H, _A: _H},
+    # docs/model.md, "Kafka 2.7+": AlterPartition alone moves no verdict; with the ELR and
+    # broker epochs C2 holds
+    ("c1", "v27"): {_C: _H, _N: _H, _L: _H}, ("c2", "v27"): {_C: _V, _N: _H, _L: _V},
+    ("c4", "v27"): {_C: _H, _N: _H, _L: _H}, ("c2", "v21-elr-ap"): {_C: _H, _N: _H, _L: _H},
 }
 
 
@@ -107,7 +123,9 @@ def version_grid(configs=None, versions=None):
         for vk in versions or VERSIONS:
             _, rule, gate, elr = VERSIONS[vk]
             config = Config(truncation=rule, hw_requires_min_isr=gate, eligible_leader_replicas=elr,
-                            last_known_leader=vk in LAST_KNOWN_LEADER_VERSIONS, **constants)
+                            last_known_leader=vk in LAST_KNOWN_LEADER_VERSIONS,
+                            alter_partition=vk in ALTER_PARTITION_VERSIONS,
+                            broker_epochs=ALTER_PARTITION_VERSIONS.get(vk, False), **constants)
             out.append((f"{ck}-{vk}", config, dict(KNOWN_VERSION_VERDICTS.get((ck, vk), {}))))
     return out
 

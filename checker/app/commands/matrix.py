@@ -22,6 +22,7 @@ from pathlib import Path
 from kmc.checker.errors import UsageError
 
 from ..matrix_grids import (  # the grids' tables; imported from here by the tests and reports
+    ALTER_PARTITION_VERSIONS,
     BASE,
     DEFAULT_MAX_STATES,
     FALLBACK_BASE,
@@ -62,8 +63,9 @@ def register(sub):
     v = p.add_argument_group("Kafka through the versions")
     v.add_argument("--versions", action="store_true",
                    help="instead of the grid: docs/model.md's configurations under each Kafka version's rule "
-                   "and options (pre-0.11 .. 4.1), every row with all five properties (six with acks=all), and a "
-                   "configuration x version table in RESULTS.md")
+                   "and options (pre-0.11 .. 4.1; from 2.7 also with ISR changes through the controller, "
+                   "AlterPartition, and from 3.5 broker epochs, as Kafka runs them), every row with all five "
+                   "properties (six with acks=all), and a configuration x version table in RESULTS.md")
     v.add_argument("--configs", metavar="LIST", default="all",
                    help=f"with --versions: configurations ({', '.join(VERSION_CONFIGS)}; default all)")
     v.add_argument("--kafka", metavar="LIST", default="all",
@@ -220,7 +222,10 @@ def _default_note(source, constants) -> str:
         return ("docs/model.md's configurations under the truncation rule and options of successive "
                 "Kafka versions; *expected* compares a row with docs/model.md's known-verdict tables "
                 "where they have it. LCC = LeaderCandidateCompleteness: every live ISR or ELR "
-                "member holds every committed record.")
+                "member holds every committed record. A column without AlterPartition has the leader "
+                "write the ISR itself (atomically); the 2.7–3.4 column and the columns marked "
+                "\"+ AlterPartition\" send ISR changes to the controller, and those marked \"+ broker "
+                "epochs\" also fence them as Kafka 3.5+ does (KIP-903).")
     if source != "grid":
         return ""
     note = ("The first three rows of docs/model.md's known-verdict table are rows of this grid "

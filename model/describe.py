@@ -69,10 +69,15 @@ def describe_step(model, before, action, after) -> str:
         text = f"{who} restarts with its log and high watermark from disk, no leader, epoch -1"
         if b.lossy:
             qb, qa = before.quorum, after.quorum
-            text += (f"; after its lossy crash the controller removes it from the ISR "
-                     f"{replica_set(model, qb.isr)} → {replica_set(model, qa.isr)}")
-            if model.config.eligible_leader_replicas:
-                text += f" and the ELR {replica_set(model, qb.elr)} → {replica_set(model, qa.elr)}"
+            if r not in qb.isr and r not in qb.elr and qa.isr == qb.isr and qa.elr == qb.elr:
+                text += (f"; after its lossy crash the controller has nothing to remove: it is in "
+                         f"neither the ISR {replica_set(model, qb.isr)} nor the ELR "
+                         f"{replica_set(model, qb.elr)}")
+            else:
+                text += (f"; after its lossy crash the controller removes it from the ISR "
+                         f"{replica_set(model, qb.isr)} → {replica_set(model, qa.isr)}")
+                if model.config.eligible_leader_replicas:
+                    text += f" and the ELR {replica_set(model, qb.elr)} → {replica_set(model, qa.elr)}"
             text += ", and every leader forgets its fetch position from before the crash"
             ql = qa.leader
             if ql is not None and after.replicas[ql].hw > before.replicas[ql].hw:
@@ -190,10 +195,13 @@ def _answer(model, before, after) -> str:
 
 def _dropped_note(model, before, after, r) -> str:
     """Why a Restart or an ElectLeader dropped the AlterPartition request in flight (the
-    controller would refuse it now), or ``""`` when no request was dropped."""
+    controller would refuse it now); that it survived a lossy Restart that wrote no change
+    (the KAFKA-14139 window); else ``""``."""
     alter = before.quorum.alter
-    if alter is None or after.quorum.alter is not None:
+    if alter is None:
         return ""
+    if after.quorum.alter is not None:  # a Restart that wrote no change: the request survives
+        return f"; {_what(model, alter)} stays in flight" if before.replicas[r].lossy else ""
     text = f"; {_what(model, alter)} is dropped: "
     qb, qa = before.quorum, after.quorum
     if qa.epoch != qb.epoch:

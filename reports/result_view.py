@@ -114,8 +114,9 @@ def _never_fired_note(model, name, result) -> str:
 
 def _flags(cfg) -> str:
     on = [name for name in ("unclean_leader_election", "unflushed_loss", "preferred_election",
-                            "hw_requires_min_isr", "eligible_leader_replicas", "last_known_leader")
-          if getattr(cfg, name)]
+                            "hw_requires_min_isr", "eligible_leader_replicas", "last_known_leader",
+                            "alter_partition", "broker_epochs")
+          if getattr(cfg, name, False)]
     if cfg.initial_leader != "first":
         on.append(f"initial_leader = {cfg.initial_leader}")
     return ", ".join(on) if on else "none"

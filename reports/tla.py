@@ -7,7 +7,8 @@ Every variable of docs/model.md ("State") is printed for every state, as a TLA+ 
 - replicas are model values (``A``), "no replica" is the model value ``None``;
 - per-replica variables are functions over the replicas: ``(A :> 1 @@ B :> 0)``;
 - a log is a sequence of records: ``<<[epoch |-> 0, id |-> 0]>>``;
-- an in-flight fetch response and the controller state are records;
+- an in-flight fetch response, the controller state and (with ``alter_partition``) its
+  AlterPartition request in flight are records (``None`` when there is no request);
 - the ISR is a set ``{A, B}``; ``committed`` is the set of ``<<offset, record>>`` pairs.
 
 Variables are printed in docs/model.md's order, not alphabetically. TLC names a state by the
@@ -82,6 +83,10 @@ def state_variables(model, state) -> list[tuple[str, str]]:
     if model.config.eligible_leader_replicas:  # constant otherwise: left out, as before
         quorum.append(("elr", tla_set(model.name(r) for r in q.elr)))
         extra.append(("lossy", per_replica(lambda rep: boolean(rep.lossy))))
+    if getattr(model.config, "alter_partition", False):  # the AlterPartition request in flight
+        a = q.alter
+        quorum.append(("alter", "None" if a is None else record(
+            (("leader", model.name(a[0])), ("change", f'"{a[1]}"'), ("replica", model.name(a[2]))))))
     return [
         ("alive", per_replica(lambda rep: boolean(rep.alive))),
         ("log", per_replica(lambda rep: _log(rep.log))),

@@ -114,6 +114,15 @@ def test_a_restart_or_an_election_drops_the_request(build):
         lossy.replicas[B], alive=True, lossy=False)))
     text = describe_step(elr, lossy, Action("Restart", B), _with(restarted, isr=(A,), alter=None))
     assert text.endswith("; A's request to remove B is dropped: the partition changed: the request is stale")
+    # A lossy restart of a replica in neither the ISR nor the ELR writes no change: the
+    # request survives (the KAFKA-14139 window).
+    elr_plain = _ap_model(build, unflushed_loss=True, hw_requires_min_isr=True, eligible_leader_replicas=True)
+    crashed_b = attrs.evolve(down, replicas=(down.replicas[A], attrs.evolve(down.replicas[B], lossy=True)))
+    assert describe_step(elr_plain, crashed_b, Action("Restart", B), back) == (
+        "B restarts with its log and high watermark from disk, no leader, epoch -1; after its lossy "
+        "crash the controller has nothing to remove: it is in neither the ISR {A} nor the ELR {}, and "
+        "every leader forgets its fetch position from before the crash; A's request to add B stays in "
+        "flight")
     # An election: the request carries the old leader epoch.
     crashed = attrs.evolve(shrink, replicas=(attrs.evolve(shrink.replicas[A], alive=False), shrink.replicas[B]))
     elected = attrs.evolve(crashed, quorum=Quorum(B, 1, (B,), (), None),
@@ -269,3 +278,17 @@ def test_the_svg_marks_the_request_in_flight(build):
     shown = ["".join(t.itertext()) for t in root.iter(f"{ns}text") if t.get("class") == "request"]
     assert shown == ["A asks −B", "A asks +B", "A asks +B"]
     assert 'id="arrow-orange"' in text and "ISR changes through the controller: alter_partition, broker_epochs" in text
+
+
+def test_the_tla_text_and_the_terminal_header_name_the_request(build):
+    from kmc.reports.result_view import _flags
+    from kmc.reports.tla import state_text
+
+    model = _ap_model(build, broker_epochs=True)
+    s = _leading(build)
+    assert "quorum = [leader |-> A, epoch |-> 0, isr |-> {A, B}, alter |-> None]" in state_text(model, s)
+    asked = _with(s, alter=(A, SHRINK, B))
+    assert ('alter |-> [leader |-> A, change |-> "shrink", replica |-> B]]' in state_text(model, asked))
+    assert _flags(model.config) == "alter_partition, broker_epochs"
+    atomic = build.model(truncation=LEADER_EPOCH_21)
+    assert "alter" not in state_text(atomic, s) and _flags(atomic.config) == "none"

@@ -292,3 +292,66 @@ def test_the_tla_text_and_the_terminal_header_name_the_request(build):
     assert _flags(model.config) == "alter_partition, broker_epochs"
     atomic = build.model(truncation=LEADER_EPOCH_21)
     assert "alter" not in state_text(atomic, s) and _flags(atomic.config) == "none"
+
+
+# -- KAFKA-14139's trace, drawn ------------------------------------------------------------
+
+
+def _kafka_14139(build):
+    """KAFKA-14139's 13 states under docs/model.md's rules, built by hand (two replicas, min
+    ISR 1, unflushed loss, the HW gate and the eligible leader replicas, alter_partition)."""
+    from kmc.checker.result import Path, Step
+    from kmc.model import Fetch
+
+    model = _ap_model(build, unflushed_loss=True, hw_requires_min_isr=True, eligible_leader_replicas=True,
+                      max_crashes=2)
+    ev = attrs.evolve
+
+    def put(s, r, **kw):
+        reps = list(s.replicas)
+        reps[r] = ev(reps[r], **kw)
+        return ev(s, replicas=tuple(reps))
+
+    r0 = (0, 0)
+    s1 = build.state([build.replica(2), build.replica(2)])
+    s2 = ev(put(s1, A, log=(r0,)), produced=1)
+    s3 = put(s2, B, inflight=Fetch(A, 0, 0, (r0,), 0))
+    s4 = put(s3, B, log=(r0,), inflight=None)
+    s5 = _with(s4, alter=(A, SHRINK, B))
+    s6 = ev(put(put(s5, A, remote_leo=(0, 1), hw=1), B, inflight=Fetch(A, 0, 1, (), 1)), committed=((0, 0, 0),))
+    s7 = _with(s6, isr=(A,), alter=None)
+    s8 = _with(s7, alter=(A, EXPAND, B))
+    s9 = ev(put(s8, A, alive=False, log=(), hw=0, lossy=True), crashes=1)
+    s10 = ev(put(s9, B, alive=False, log=(), hw=0, lossy=True, inflight=None), crashes=2)
+    s11 = put(put(s10, B, alive=True, lossy=False, epoch=-1, leader=None), A, remote_leo=(0, 0))
+    s12 = _with(s11, isr=(A, B), alter=None)
+    s13 = ev(put(s12, B, leader=B, epoch=1), quorum=Quorum(B, 1, (B,), ()))
+    actions = [None, Action("Produce", A), Action("FetchRequest", B), Action("FetchResponse", B),
+               Action("ShrinkIsr", B), Action("FetchRequest", B), Action("AlterPartition", B),
+               Action("ExpandIsr", B), Action("Crash", A, 0), Action("Crash", B, 0), Action("Restart", B),
+               Action("AlterPartition", B), Action("ElectLeader", B)]
+    states = (s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13)
+    return model, Path(tuple(Step(a, s) for a, s in zip(actions, states)))
+
+
+def test_the_kafka_14139_picture_shows_the_request_in_flight(build):
+    from kmc.checker.result import Violation
+    from kmc.reports import diagram, mermaid
+
+    model, path = _kafka_14139(build)
+    d = diagram.build(model, Violation("CommittedNeverLost", "always", "B leads without record 0", path))
+    assert [c.controller.request_short for c in d.columns] == [
+        None, None, None, None, "A asks −B", "A asks −B", None, "A asks +B", "A asks +B", "A asks +B",
+        "A asks +B", None, None]
+    texts = [c.description for c in d.columns]
+    assert texts[4].startswith("A asks the controller to remove B from the ISR (B is lagging: its fetch "
+                               "position 0 is behind A's log end 1")
+    assert texts[6] == "the controller removes B: ISR {A}"
+    assert texts[10].endswith("it is in neither the ISR {A} nor the ELR {}, and every leader forgets its "
+                              "fetch position from before the crash; A's request to add B stays in flight")
+    assert texts[11] == "the controller adds B: ISR {A,B} (A, which asked, no longer leads)"
+    assert d.lost == ("0:e0·r0",)
+    text = mermaid.render(d)
+    lines = [l.strip() for l in text.splitlines()]
+    assert lines.count("activate ctl") == 2 and lines.count("deactivate ctl") == 2
+    assert "r0->>ctl: 8. ExpandIsr(B)" in text and "ctl-->>r0: 12. AlterPartition(B)" in text

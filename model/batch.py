@@ -170,6 +170,15 @@ class KafkaBatchKernel(ActionEffects, Elections):
                     g.emit(SHRINK_ISR, ok, self._ask, r, l, 0)
                 else:
                     g.emit(SHRINK_ISR, ok, self._shrink, r, l)
+        # KAFKA-7128 (2.1): each leader's epoch start offset, once per leader, where it leads
+        leso = {}
+        if cfg.truncation == LEADER_EPOCH_21:
+            for l in range(n):
+                where = np.nonzero(lead == l)[0]
+                if len(where):
+                    full = np.zeros(len(rows), dtype=np.int64)
+                    full[where] = self._leso(rows[where], l)
+                    leso[l] = full
         for r in range(n):
             b = c.block(r)
             out_isr = (isr >> r & 1) == 0
@@ -181,7 +190,9 @@ class KafkaBatchKernel(ActionEffects, Elections):
                 ok = ((lead == l) & out_isr & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == l)
                       & (rows[:, b + c.EPOCH] == qe) & (remote >= rows[:, bl + c.HW]))
                 if cfg.truncation == LEADER_EPOCH_21:
-                    ok &= remote >= self._leso(rows, l)  # KAFKA-7128
+                    if l not in leso:
+                        continue  # l leads in no row: nothing to expand
+                    ok &= remote >= leso[l]  # KAFKA-7128
                 if ask:
                     g.emit(EXPAND_ISR, ok & free, self._ask, r, l, 1)
                 else:

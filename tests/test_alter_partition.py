@@ -29,7 +29,7 @@ from kmc.model import Config, KafkaModel, encode
 from kmc.model.spec import SpecError, load_spec, parse_spec
 from kmc.model.state import EXPAND, SHRINK, Quorum
 from kmc.model.symmetry import permute, symmetries
-from pins import AP_PINS, CNL, LCC, LND, ANL
+from pins import ANL, AP_PINS, CNL, EXCLUDED, LCC, LND
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
@@ -87,7 +87,7 @@ def runs():
 
 def test_every_alter_partition_spec_is_pinned_and_a_row():
     shipped = {p.stem for p in SPECS.glob("*.toml") if load_spec(p).config.alter_partition}
-    assert shipped == set(AP_PINS) == set(TABLE)
+    assert shipped - set(EXCLUDED) == set(AP_PINS) == set(TABLE)  # benchmarks are measured, not tested
 
 
 @pytest.mark.parametrize("name", [_param(n) for n in sorted(AP_PINS)])

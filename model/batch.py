@@ -21,7 +21,7 @@ from kmc.checker.protocol import ALWAYS, POSSIBLY, STEP
 
 from .actions import (
     ACTION_NAMES,
-    action_names,
+    ALTER_PARTITION_CODE as ALTER_PARTITION,
     BECOME_FOLLOWER_CODE as BECOME_FOLLOWER,
     CRASH_CODE as CRASH,
     EXPAND_ISR_CODE as EXPAND_ISR,
@@ -31,6 +31,7 @@ from .actions import (
     RESTART_CODE as RESTART,
     SHRINK_ISR_CODE as SHRINK_ISR,
     Action,
+    action_names,
 )
 from .batch_actions import ActionEffects
 from .batch_elections import Elections
@@ -153,6 +154,9 @@ class KafkaBatchKernel(ActionEffects, Elections):
                 g.emit(BECOME_FOLLOWER, ok, self._become_follower, r, l)
         # 8. ShrinkIsr(r) and 9. ExpandIsr(r), by the leader l
         isr = rows[:, c.Q_ISR].astype(np.int64)
+        ask = cfg.alter_partition
+        # with alter_partition a leader asks only while no request of its is in flight
+        free = rows[:, c.ALTER_LEADER] == NONE if ask else np.ones(len(rows), dtype=bool)
         for r in range(n):
             b = c.block(r)
             in_isr = (isr >> r & 1) == 1
@@ -161,7 +165,20 @@ class KafkaBatchKernel(ActionEffects, Elections):
                     continue
                 bl = c.block(l)
                 lagging = (rows[:, b + c.ALIVE] == 0) | (rows[:, bl + c.REMOTE_LEO + r] < rows[:, bl + c.LEO])
-                g.emit(SHRINK_ISR, (lead == l) & in_isr & lagging, self._shrink, r, l)
+                ok = (lead == l) & in_isr & lagging & free
+                if ask:
+                    g.emit(SHRINK_ISR, ok, self._ask, r, l, 0)
+                else:
+                    g.emit(SHRINK_ISR, ok, self._shrink, r, l)
+        # KAFKA-7128 (2.1): each leader's epoch start offset, once per leader, where it leads
+        leso = {}
+        if cfg.truncation == LEADER_EPOCH_21:
+            for l in range(n):
+                where = np.nonzero(lead == l)[0]
+                if len(where):
+                    full = np.zeros(len(rows), dtype=np.int64)
+                    full[where] = self._leso(rows[where], l)
+                    leso[l] = full
         for r in range(n):
             b = c.block(r)
             out_isr = (isr >> r & 1) == 0
@@ -173,8 +190,17 @@ class KafkaBatchKernel(ActionEffects, Elections):
                 ok = ((lead == l) & out_isr & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == l)
                       & (rows[:, b + c.EPOCH] == qe) & (remote >= rows[:, bl + c.HW]))
                 if cfg.truncation == LEADER_EPOCH_21:
-                    ok &= remote >= self._leso(rows, l)  # KAFKA-7128
-                g.emit(EXPAND_ISR, ok, self._expand, r, l)
+                    if l not in leso:
+                        continue  # l leads in no row: nothing to expand
+                    ok &= remote >= leso[l]  # KAFKA-7128
+                if ask:
+                    g.emit(EXPAND_ISR, ok & free, self._ask, r, l, 1)
+                else:
+                    g.emit(EXPAND_ISR, ok, self._expand, r, l)
+        # 10. AlterPartition: the controller answers the request in flight (one per row)
+        if ask:
+            for r in range(n):
+                g.emit(ALTER_PARTITION, rows[:, c.ALTER_REPLICA] == r, self._alter_partition, r)
         return g.result()
 
     # -- properties ---------------------------------------------------------------------

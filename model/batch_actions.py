@@ -13,7 +13,7 @@ from .rows import NONE
 
 class ActionEffects(RowRules):
     """The effects of Produce, FetchRequest, FetchResponse, Crash, Restart, BecomeFollower,
-    ShrinkIsr and ExpandIsr on rows (a part of ``model.batch.KafkaBatchKernel``)."""
+    ShrinkIsr, ExpandIsr and AlterPartition on rows (a part of ``model.batch.KafkaBatchKernel``)."""
 
     # -- the actions (each takes a copy of the enabled rows and changes it in place) ----
 
@@ -109,6 +109,8 @@ class ActionEffects(RowRules):
         s[:, b + c.EPOCH] = NONE
         s[:, b + c.LEADER] = NONE
         s[:, b + c.REMOTE_LEO:b + c.REMOTE_LEO + self.n] = 0
+        if cfg.broker_epochs:  # a pending expansion of r is based on its previous incarnation
+            self._drop_request(s, (s[:, c.ALTER_CHANGE] == 1) & (s[:, c.ALTER_REPLICA] == r))
         if not cfg.eligible_leader_replicas:
             return
         lossy = s[:, b + c.LOSSY] == 1
@@ -119,6 +121,8 @@ class ActionEffects(RowRules):
         old = t[:, c.Q_ISR].astype(np.int64)
         new = old & ~(1 << r)
         elr = self._elr_after(t, old, new) & ~(1 << r)
+        if c.alter:  # a partition change: the request in flight is stale
+            self._drop_request(t, (new != old) | (elr != t[:, c.Q_ELR]))
         t[:, c.Q_ISR] = new
         t[:, c.Q_ELR] = elr
         for l in range(self.n):
@@ -177,6 +181,41 @@ class ActionEffects(RowRules):
         answer = np.where((n_l > 0) & (last_l == e), n_l, answer)
         t = np.where(undefined, hw, np.minimum(answer, n_r))
         return np.where(n_r == 0, 0, t)
+
+    def _ask(self, s, r, l, change):
+        """ShrinkIsr or ExpandIsr with alter_partition: only the request is sent."""
+        c = self.codec
+        s[:, c.ALTER_LEADER] = l
+        s[:, c.ALTER_CHANGE] = change
+        s[:, c.ALTER_REPLICA] = r
+
+    def _alter_partition(self, s, r):
+        """AlterPartition answering a request that names ``r``: refused (broker epochs, an
+        expansion of a replica that is down) or accepted (the ISR change, the ELR after it,
+        then HW of the asking leader where it still leads)."""
+        c, cfg = self.codec, self.config
+        expand = s[:, c.ALTER_CHANGE] == 1
+        p = s[:, c.ALTER_LEADER].astype(np.int64)
+        accept = np.ones(len(s), dtype=bool)
+        if cfg.broker_epochs:
+            accept &= ~(expand & (s[:, c.block(r) + c.ALIVE] == 0))
+        self._drop_request(s)
+        if not accept.any():
+            return
+        t = s[accept]
+        old = t[:, c.Q_ISR].astype(np.int64)
+        new = np.where(expand[accept], old | (1 << r), old & ~(1 << r))
+        t[:, c.Q_ELR] = self._elr_after(t, old, new)
+        t[:, c.Q_ISR] = new
+        lead = self.leads(t)
+        pa = p[accept]
+        for q in range(self.n):
+            sel = (lead == q) & (pa == q)
+            if sel.any():
+                u = t[sel]
+                self._advance_hw(u, q)
+                t[sel] = u
+        s[accept] = t
 
     def _shrink(self, s, r, l):
         c = self.codec

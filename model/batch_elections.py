@@ -74,6 +74,8 @@ class Elections(RowRules):
             elr = np.zeros(len(s), dtype=np.int64)
         s[:, c.Q_ISR] = new
         s[:, c.Q_ELR] = elr
+        if c.alter:  # the old leader's request carries the old leader epoch
+            self._drop_request(s)
         s[:, c.Q_LEADER] = cand
         s[:, c.Q_EPOCH] += 1
         s[:, b + c.LEADER] = cand

@@ -1,5 +1,6 @@
 """The batch kernel's shared rules over rows: who leads, HW(l) with the records it commits
-and acknowledges, ``elr_after``, truncating a log and dropping an in-flight response.
+and acknowledges, ``elr_after``, truncating a log, dropping an in-flight response and
+dropping an AlterPartition request.
 
 Every action of ``model.batch_actions`` and ``model.batch_elections`` is built from these;
 each follows the rule of docs/model.md its name gives.
@@ -62,6 +63,9 @@ class RowRules:
         b = c.block(l)
         m = s[:, b + c.LEO].astype(np.int64)
         isr = s[:, c.Q_ISR].astype(np.int64)
+        if c.alter:  # the maximal ISR: l's own pending expansion counts its replica already
+            pending = (s[:, c.ALTER_LEADER] == l) & (s[:, c.ALTER_CHANGE] == 1)
+            isr = isr | np.where(pending, np.left_shift(1, np.maximum(s[:, c.ALTER_REPLICA], 0).astype(np.int64)), 0)
         for f in range(self.n):
             if f != l:
                 inside = (isr >> f & 1) == 1
@@ -108,6 +112,14 @@ class RowRules:
         gone = np.arange(self.m) >= t[:, None]
         s[:, b + c.LOG:b + c.LOG + self.m][gone] = NONE
         s[:, b + c.LEO] = t
+
+    def _drop_request(self, s, where=None):
+        """No AlterPartition request in flight any more (in the rows ``where``, or all)."""
+        c = self.codec
+        if where is None:
+            s[:, c.ALTER_LEADER:c.ALTER_REPLICA + 1] = NONE
+        else:
+            s[where, c.ALTER_LEADER:c.ALTER_REPLICA + 1] = NONE
 
     def _clear_inflight(self, s, b):
         c = self.codec

@@ -9,12 +9,12 @@ from __future__ import annotations
 import attrs
 
 from .actions import (
-    ACTION_NAMES, BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST, FETCH_RESPONSE, PRODUCE,
+    ACTION_NAMES, ALTER_PARTITION, BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST, FETCH_RESPONSE, PRODUCE,
     RESTART, SHRINK_ISR, Action, action_names,
 )
 from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21, Config
 from .kafka_actions import KafkaActions
-from .state import Quorum, Replica, State, encode, leader_of, leso
+from .state import EXPAND, SHRINK, Quorum, Replica, State, encode, leader_of, leso
 
 __all__ = ["ACTION_NAMES", "Action", "KafkaModel"]  # the action names live in model.actions
 
@@ -97,7 +97,7 @@ class KafkaModel(KafkaActions):
 
     def successors(self, state):
         """Every enabled action with its successor, in docs/model.md's order (actions 1–9,
-        then replica order, then cut point)."""
+        then AlterPartition; within an action replica order, then cut point)."""
         cfg = self.config
         reps = state.replicas
         q = state.quorum
@@ -143,12 +143,14 @@ class KafkaModel(KafkaActions):
             for r in range(n):
                 if r != ql and reps[r].alive and reps[r].epoch < q.epoch:
                     out.append((Action(BECOME_FOLLOWER, r), self._become_follower(state, r, ql)))
-        # 8. ShrinkIsr, 9. ExpandIsr
-        if lead is not None:
+        # 8. ShrinkIsr, 9. ExpandIsr (with alter_partition only a request, one at a time)
+        ask = cfg.alter_partition
+        if lead is not None and not (ask and q.alter is not None):
             l = reps[lead]
             for r in q.isr:
                 if r != lead and (not reps[r].alive or l.remote_leo[r] < len(l.log)):
-                    out.append((Action(SHRINK_ISR, r), self._shrink(state, r, lead)))
+                    nxt = self._ask(state, lead, SHRINK, r) if ask else self._shrink(state, r, lead)
+                    out.append((Action(SHRINK_ISR, r), nxt))
             # KAFKA-7128 (2.1): a follower re-joins only once it has fetched up to the
             # leader's epoch start offset; before, only up to the (possibly lagging) HW.
             floor = leso(state, lead) if self._v21 else 0
@@ -156,7 +158,11 @@ class KafkaModel(KafkaActions):
                 f = reps[r]
                 if (r not in q.isr and f.alive and f.leader == lead and f.epoch == q.epoch
                         and l.remote_leo[r] >= l.hw and l.remote_leo[r] >= floor):
-                    out.append((Action(EXPAND_ISR, r), self._expand(state, r, lead)))
+                    nxt = self._ask(state, lead, EXPAND, r) if ask else self._expand(state, r, lead)
+                    out.append((Action(EXPAND_ISR, r), nxt))
+        # 10. AlterPartition: the controller answers the request in flight
+        if q.alter is not None:
+            out.append((Action(ALTER_PARTITION, q.alter[2]), self._alter_partition(state)))
         if cfg.acks == ACKS_ALL:
             out = [(a, self._acknowledge(state, t)) for a, t in out]
         return out

@@ -7,8 +7,10 @@ which are enabled.
 
 from __future__ import annotations
 
+import attrs
+
 from .actions import PRODUCE, Action
-from .state import Fetch, Quorum, Replica, State, elr_after, leader_of, leads
+from .state import EXPAND, SHRINK, Fetch, Quorum, Replica, State, elr_after, leader_of, leads
 from .truncation import truncation_offset
 
 
@@ -47,12 +49,14 @@ def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, commi
     )
 
 
-def _advance_hw(rep, l, isr, committed, gate=0):
+def _advance_hw(rep, l, isr, committed, gate=0, alter=None):
     """HW(l) of docs/model.md: the leader's HW rises to the smallest log end in the ISR.
 
     ``isr`` is the ISR in force after the step. With ``hw_requires_min_isr`` the caller
     passes ``gate = min_insync_replicas``: the HW then does not move while the ISR is
-    smaller (otherwise ``gate`` is 0 and never stops it).
+    smaller (otherwise ``gate`` is 0 and never stops it). ``alter`` is the AlterPartition
+    request in flight after the step: while it is ``l``'s own request to add a replica,
+    that replica counts too (the maximal ISR); the gate still reads ``isr``.
 
     Returns the leader's replica and the new ``committed`` set.
     """
@@ -63,6 +67,8 @@ def _advance_hw(rep, l, isr, committed, gate=0):
     for f in isr:
         if f != l and remote[f] < m:
             m = remote[f]
+    if alter is not None and alter[0] == l and alter[1] == EXPAND and remote[alter[2]] < m:
+        m = remote[alter[2]]
     if m <= rep.hw:
         return rep, committed
     log = rep.log
@@ -81,7 +87,7 @@ class KafkaActions:
     def _produce(self, s, l):
         rep = s.replicas[l]
         rep = _replica(rep, log=rep.log + ((rep.epoch, s.produced),))
-        rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed, self._gate)
+        rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed, self._gate, s.quorum.alter)
         return _state(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1,
                             committed=committed)
 
@@ -100,7 +106,7 @@ class KafkaActions:
             rep = _replica(rep, log=rep.log + (record,))
             committed = s.committed
             if leads(s, l):
-                rep, committed = _advance_hw(rep, l, s.quorum.isr, committed, self._gate)
+                rep, committed = _advance_hw(rep, l, s.quorum.isr, committed, self._gate, s.quorum.alter)
             out.append((Action(PRODUCE, l), _state(s, replicas=_put(s.replicas, l, rep),
                                                    produced=s.produced + 1, committed=committed,
                                                    acked=acked)))
@@ -133,7 +139,7 @@ class KafkaActions:
         fol, led = reps[f], reps[l]
         o = min(len(fol.log), len(led.log))
         led = _replica(led, remote_leo=_put(led.remote_leo, f, o))
-        led, committed = _advance_hw(led, l, s.quorum.isr, s.committed, self._gate)
+        led, committed = _advance_hw(led, l, s.quorum.isr, s.committed, self._gate, s.quorum.alter)
         fol = _replica(fol, inflight=Fetch(l, led.epoch, o, led.log[o:], led.hw))
         reps = _put(_put(reps, l, led), f, fol)
         return _state(s, replicas=reps, committed=committed)
@@ -162,14 +168,23 @@ class KafkaActions:
     def _restart(self, s, r):
         n = len(s.replicas)
         rep = _replica(s.replicas[r], alive=True, epoch=-1, leader=None, remote_leo=(0,) * n)
+        q = s.quorum
+        alter = q.alter
+        # broker epochs: a pending expansion of r was based on a fetch of r's previous
+        # incarnation; the controller would refuse it, so it is dropped now.
+        if alter is not None and self.config.broker_epochs and alter[1] == EXPAND and alter[2] == r:
+            alter = None
         if not rep.lossy:  # always, without eligible_leader_replicas
+            if alter is not q.alter:
+                return _state(s, replicas=_put(s.replicas, r, rep), quorum=attrs.evolve(q, alter=alter))
             return _state(s, replicas=_put(s.replicas, r, rep))
         # KIP-966's unclean-shutdown rule: the controller removes r from the ISR and the
         # ELR, and every leader forgets r's fetch position from before the crash (the
         # fence: KIP-903 broker epochs); then the quorum leader's HW step.
-        q = s.quorum
         isr = tuple(x for x in q.isr if x != r)
         elr = tuple(x for x in elr_after(self.config, q.elr, q.isr, isr) if x != r)
+        if isr != q.isr or elr != q.elr:  # a partition change: the request is stale
+            alter = None
         reps = []
         for i, other in enumerate(s.replicas):
             if i == r:
@@ -179,12 +194,12 @@ class KafkaActions:
             else:
                 reps.append(other)
         reps = tuple(reps)
-        quorum = Quorum(q.leader, q.epoch, isr, elr)
+        quorum = Quorum(q.leader, q.epoch, isr, elr, alter)
         committed = s.committed
         out = _state(s, replicas=reps, quorum=quorum)
         ql = q.leader
         if ql is not None and leads(out, ql):
-            led, committed = _advance_hw(reps[ql], ql, isr, committed, self._gate)
+            led, committed = _advance_hw(reps[ql], ql, isr, committed, self._gate, alter)
             out = _state(out, replicas=_put(reps, ql, led), committed=committed)
         return out
 
@@ -245,6 +260,32 @@ class KafkaActions:
         rep = _replica(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l,
                            epoch=s.quorum.epoch, inflight=None)
         return _state(s, replicas=_put(s.replicas, r, rep))
+
+    def _ask(self, s, l, change, r):
+        """ShrinkIsr and ExpandIsr with ``alter_partition``: the leader only sends the
+        controller its request; nothing else changes until AlterPartition answers."""
+        q = s.quorum
+        return _state(s, quorum=Quorum(q.leader, q.epoch, q.isr, q.elr, (l, change, r)))
+
+    def _alter_partition(self, s):
+        """AlterPartition, the controller's answer to the request in flight: refused (with
+        ``broker_epochs``, an expansion of a replica that is down), or accepted: the ISR
+        change, the ELR after it, then HW of the asking leader if it still leads."""
+        q = s.quorum
+        p, change, r = q.alter
+        if self.config.broker_epochs and change == EXPAND and not s.replicas[r].alive:
+            return _state(s, quorum=Quorum(q.leader, q.epoch, q.isr, q.elr))
+        if change == SHRINK:
+            isr = tuple(x for x in q.isr if x != r)
+        else:
+            isr = tuple(sorted(set(q.isr).union((r,))))
+        elr = elr_after(self.config, q.elr, q.isr, isr)
+        out = _state(s, quorum=Quorum(q.leader, q.epoch, isr, elr))
+        if leads(out, p):
+            rep, committed = _advance_hw(s.replicas[p], p, isr, s.committed, self._gate)
+            if rep is not s.replicas[p]:
+                out = _state(out, replicas=_put(s.replicas, p, rep), committed=committed)
+        return out
 
     def _shrink(self, s, r, l):
         q = s.quorum

@@ -27,7 +27,10 @@ replica ``RowCodec.HW``, ``RowCodec.LOG``, ...; ``RowCodec.column_names()`` list
 
 With ``acks`` set, two more columns per record id follow the last replica block: the
 offset and epoch at which record ``i`` was acknowledged (``-1`` when it was not). Without
-``acks`` they are absent, so rows and their fingerprints are what they were before.
+``acks`` they are absent, so rows and their fingerprints are what they were before. With
+``alter_partition``, three last columns hold the AlterPartition request in flight: the
+leader that sent it, its change (0 shrink, 1 expand) and the replica it names (all ``-1``
+when none is in flight); without the option they are absent too.
 
 The committed set (and the acknowledged one) fits one slot per record id because a record keeps one offset and one
 epoch forever: the leader writes record ``i`` once, at its log end, in its epoch, and
@@ -39,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .state import Fetch, Quorum, Replica, State
+from .state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
 
 NONE = -1
 
@@ -89,6 +92,13 @@ class RowCodec:
         if self.acks is not None:
             self.ACKED_OFFSET, self.ACKED_EPOCH = self.used, self.used + m  # m columns each
             self.used += 2 * m
+        # the AlterPartition request in flight, last, only with alter_partition: its leader,
+        # its change (0 shrink, 1 expand) and its replica, all -1 when there is none
+        self.alter = bool(getattr(config, "alter_partition", False))
+        self.ALTER_LEADER = self.ALTER_CHANGE = self.ALTER_REPLICA = None
+        if self.alter:
+            self.ALTER_LEADER, self.ALTER_CHANGE, self.ALTER_REPLICA = range(self.used, self.used + 3)
+            self.used += 3
         per_word = 8 // self.dtype.itemsize
         self.width = -(-self.used // per_word) * per_word  # columns; a multiple of 8 bytes
 
@@ -107,6 +117,8 @@ class RowCodec:
             names += [f"r{r}.{f}" for f in fields]
         if self.acks is not None:
             names += [f"acked[{i}].offset" for i in range(m)] + [f"acked[{i}].epoch" for i in range(m)]
+        if self.alter:
+            names += ["quorum.alter.leader", "quorum.alter.change", "quorum.alter.replica"]
         return names + ["padding"] * (self.width - self.used)
 
     def block(self, r: int) -> int:
@@ -142,6 +154,13 @@ class RowCodec:
             for offset, epoch, rid in state.acked:
                 row[self.ACKED_OFFSET + rid] = offset
                 row[self.ACKED_EPOCH + rid] = epoch
+        alter = getattr(q, "alter", None)
+        if alter is not None:
+            if not self.alter:
+                raise ValueError("an AlterPartition request in a configuration without alter_partition")
+            row[self.ALTER_LEADER] = alter[0]
+            row[self.ALTER_CHANGE] = 1 if alter[1] == EXPAND else 0
+            row[self.ALTER_REPLICA] = alter[2]
         for r, rep in enumerate(state.replicas):
             b = self.block(r)
             row[b + self.ALIVE] = rep.alive
@@ -188,8 +207,11 @@ class RowCodec:
                 None if leader == NONE else leader,
                 tuple(v[b + self.REMOTE_LEO:b + self.REMOTE_LEO + n]), inflight, bool(v[b + self.LOSSY])))
         ql = v[self.Q_LEADER]
+        alter = None
+        if self.alter and v[self.ALTER_LEADER] != NONE:
+            alter = (v[self.ALTER_LEADER], EXPAND if v[self.ALTER_CHANGE] == 1 else SHRINK, v[self.ALTER_REPLICA])
         quorum = Quorum(None if ql == NONE else ql, v[self.Q_EPOCH], _ids(v[self.Q_ISR], n),
-                        _ids(v[self.Q_ELR], n))
+                        _ids(v[self.Q_ELR], n), alter)
         acked = ()
         if self.acks is not None:
             acked = tuple(sorted(
@@ -213,6 +235,8 @@ class RowCodec:
             for f in range(n):
                 src[new_b + self.REMOTE_LEO + perm[f]] = old_b + self.REMOTE_LEO + f
         id_cols = [self.Q_LEADER] + [self.block(r) + c for r in range(n) for c in (self.LEADER, self.INFLIGHT_LEADER)]
+        if self.alter:
+            id_cols += [self.ALTER_LEADER, self.ALTER_REPLICA]
         id_lut = np.array([NONE] + list(perm), dtype=self.dtype)  # index value + 1
         mask_lut = np.array([_mask(perm[r] for r in range(n) if x >> r & 1) for x in range(1 << n)],
                             dtype=self.dtype)

@@ -5,11 +5,13 @@ classes of ``model/state.py`` (plain data) and ``model.Config`` (the constants):
 kernel, no fingerprints, no engine code, no successor function of the reference model.
 Whole states go into a Python dict, the search is a plain breadth-first search, and
 every action is written the obvious way with ``evolve``, in the order docs/model.md
-enumerates them (actions 1–9, then replica order, then cut point). It covers the whole
+enumerates them (actions 1–9, then AlterPartition; then replica order, then cut point). It covers the whole
 model: the four truncation rules (with the 2.1 rule's ISR guard), min ISR, unclean
 election, unflushed loss, preferred election, ``initial_leader = any``, the HW gate,
 eligible leader replicas (the lossy crash and the unclean-shutdown restart with its
-fence), the last-known-leader election and producer acknowledgements (``acks``); every
+fence), the last-known-leader election, producer acknowledgements (``acks``), and ISR
+changes through the controller (``alter_partition``, ``broker_epochs``: the request in
+flight, the maximal ISR, AlterPartition's answer and the drops); every
 invariant and the step property; and ``PartitionRecoverable`` (AG EF), decided the naive
 way: the predecessors of every state are kept as Python sets, and a plain BFS over the
 reversed graph from the ``Available`` states finds every state that can still reach one;
@@ -54,8 +56,16 @@ def set_replica(s: State, r: int, rep: Replica) -> State:
     return evolve(s, replicas=tuple(reps))
 
 
-def with_quorum(s: State, leader, epoch, isr, elr) -> State:
-    return evolve(s, quorum=Quorum(leader, epoch, tuple(isr), tuple(elr)))
+def with_quorum(s: State, leader, epoch, isr, elr, alter=None) -> State:
+    return evolve(s, quorum=Quorum(leader, epoch, tuple(isr), tuple(elr), alter))
+
+
+def maximal_isr(s: State, l: int) -> set:
+    """The ISR HW(l) counts: the quorum's, plus the replica of l's own pending expansion."""
+    out = set(s.quorum.isr)
+    if s.quorum.alter is not None and s.quorum.alter[0] == l and s.quorum.alter[1] == "expand":
+        out.add(s.quorum.alter[2])
+    return out
 
 
 def elr_after(cfg, elr, old_isr, new_isr) -> tuple:
@@ -75,7 +85,7 @@ def advance_hw(s: State, l: int, cfg) -> State:
     big_enough = len(s.quorum.isr) >= cfg.min_insync_replicas
     if cfg.hw_requires_min_isr and not big_enough:
         return s
-    candidates = [len(rep.log)] + [rep.remote_leo[f] for f in s.quorum.isr if f != l]
+    candidates = [len(rep.log)] + [rep.remote_leo[f] for f in maximal_isr(s, l) if f != l]
     new_hw = max(rep.hw, min(candidates))
     added = {(o, rep.log[o][0], rep.log[o][1]) for o in range(rep.hw, new_hw)}
     s = set_replica(s, l, evolve(rep, hw=new_hw))
@@ -215,10 +225,16 @@ def successors(cfg, s: State) -> list:
         if rep.alive:
             continue
         t = set_replica(s, r, evolve(rep, alive=True, epoch=-1, leader=None, remote_leo=(0,) * n))
+        alter = q.alter
+        if cfg.broker_epochs and alter is not None and alter[1] == "expand" and alter[2] == r:
+            alter = None  # a stale broker epoch
+        t = with_quorum(t, q.leader, q.epoch, q.isr, q.elr, alter)
         if rep.lossy:
             isr = tuple(x for x in q.isr if x != r)
             elr = tuple(x for x in elr_after(cfg, q.elr, q.isr, isr) if x != r)
-            t = with_quorum(t, q.leader, q.epoch, isr, elr)
+            if set(isr) != set(q.isr) or set(elr) != set(q.elr):
+                alter = None  # a stale partition epoch
+            t = with_quorum(t, q.leader, q.epoch, isr, elr, alter)
             for other in range(n):
                 o = t.replicas[other]
                 remote = list(o.remote_leo)
@@ -254,13 +270,17 @@ def successors(cfg, s: State) -> list:
         t = truncation_point(cfg.truncation, rep, s.replicas[l].log)
         rep = evolve(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l, epoch=q.epoch, inflight=None)
         out.append((("BecomeFollower", r, None), set_replica(s, r, rep)))
-    # 8. ShrinkIsr(r)
+    # 8. ShrinkIsr(r); with alter_partition only a request, and only with none in flight
     for r in range(n):
         l = q.leader
         if l is None or not leads(s, l) or r == l or r not in q.isr:
             continue
+        if cfg.alter_partition and q.alter is not None:
+            continue
         led = s.replicas[l]
-        if not s.replicas[r].alive or led.remote_leo[r] < len(led.log):
+        if cfg.alter_partition and (not s.replicas[r].alive or led.remote_leo[r] < len(led.log)):
+            out.append((("ShrinkIsr", r, None), with_quorum(s, l, q.epoch, q.isr, q.elr, (l, "shrink", r))))
+        elif not s.replicas[r].alive or led.remote_leo[r] < len(led.log):
             isr = tuple(x for x in q.isr if x != r)
             t = with_quorum(s, l, q.epoch, isr, elr_after(cfg, q.elr, q.isr, isr))
             out.append((("ShrinkIsr", r, None), advance_hw(t, l, cfg)))
@@ -269,13 +289,30 @@ def successors(cfg, s: State) -> list:
         l = q.leader
         if l is None or not leads(s, l) or r in q.isr:
             continue
+        if cfg.alter_partition and q.alter is not None:
+            continue
         fol, led = s.replicas[r], s.replicas[l]
         start = next((o for o, (e, _) in enumerate(led.log) if e == led.epoch), len(led.log))
         if (fol.alive and fol.leader == l and fol.epoch == q.epoch and led.remote_leo[r] >= led.hw
                 and (cfg.truncation != V21_RULE or led.remote_leo[r] >= start)):
+            if cfg.alter_partition:
+                out.append((("ExpandIsr", r, None), with_quorum(s, l, q.epoch, q.isr, q.elr, (l, "expand", r))))
+                continue
             isr = tuple(sorted(q.isr + (r,)))
             t = with_quorum(s, l, q.epoch, isr, elr_after(cfg, q.elr, q.isr, isr))
             out.append((("ExpandIsr", r, None), advance_hw(t, l, cfg)))
+    # 10. AlterPartition: the controller answers; refused only with broker epochs, for an
+    # expansion of a replica that is down
+    if q.alter is not None:
+        p, change, r = q.alter
+        if cfg.broker_epochs and change == "expand" and not s.replicas[r].alive:
+            t = with_quorum(s, q.leader, q.epoch, q.isr, q.elr)
+        else:
+            isr = tuple(sorted(set(q.isr) - {r})) if change == "shrink" else tuple(sorted(set(q.isr) | {r}))
+            t = with_quorum(s, q.leader, q.epoch, isr, elr_after(cfg, q.elr, q.isr, isr))
+            if leads(t, p):
+                t = advance_hw(t, p, cfg)
+        out.append((("AlterPartition", r, None), t))
     return out
 
 

@@ -54,6 +54,7 @@ EXCLUDED = {
     "three-replicas-huge": "a benchmark (tens of millions of states), measured by `kmc bench`, too slow for the suite",
     "three-replicas-mid": "a benchmark (8,573,699 states), measured by `kmc bench`, too slow for the suite",
     "three-replicas-billion": "a benchmark (1,620,314,011 states) for the Spark engine, see docs/spark.md",
+    "three-replicas-large-ap": "a benchmark (5,649,527 states) of alter_partition's batch kernel, measured by `kmc bench`",
 }
 
 # hw-data-loss run with keep-going (every reachable state: the run does not stop once its
@@ -185,3 +186,36 @@ AVAIL_PINS = {
 
 # More than this many states: the oracle and the engine runs are behind KMC_SLOW=1.
 FAST_LIMIT = 20_000
+
+
+# -- ISR changes through the controller: specs with alter_partition (tests/test_alter_partition.py)
+#
+# One spec per row of docs/model.md's AlterPartition verdict table (TLC's, on an independent
+# TLA+ rendering), run with the spec's own [check] options (keep-going: every reachable state).
+# The C5 rows were also computed on the per-state path; the small ones are recomputed by the
+# oracle (tests/oracle.py).
+ALL5 = (HWB, CNL, LND, LEM, LCC)
+AP_PINS = {
+    # C1: 2 replicas, min ISR 1, 2 msgs, 2 crashes, epochs <= 2
+    "ap-c1": Pin(7394, 17735, 18, ALL5, {}, None),
+    "ap-be-c1": Pin(7390, 17654, 19, ALL5, {}, None),
+    "ap-elr-c1": Pin(7394, 17735, 18, ALL5, {}, None),
+    # C2: C1 + unflushed_loss
+    "ap-c2": Pin(18417, 47071, 20, ALL5, {CNL: 7, LCC: 6}, None),
+    "ap-be-c2": Pin(18313, 46738, 20, ALL5, {CNL: 7, LCC: 6}, None),
+    "kafka-14139-two-replicas": Pin(12664, 31695, 22, ALL5, {CNL: 13, LCC: 11}, None),
+    "kip903-two-replicas": Pin(11644, 29117, 19, ALL5, {}, None),
+    # C4: 2 replicas, 4 msgs, 1 crash, preferred election
+    "ap-c4": Pin(86253, 196800, 25, ALL5, {}, None),
+    # C5: 3 replicas, min ISR 2, 2 msgs, 1 crash
+    "ap-c5": Pin(105268, 360992, 25, ALL5, {}, None),
+    "ap-be-c5": Pin(104992, 360060, 25, ALL5, {}, None),
+    "ap-elr-c5": Pin(143610, 499743, 29, ALL5, {}, None),
+    "ap-elr-be-c5": Pin(142654, 496787, 29, ALL5, {}, None),
+    # LRS2: 3 replicas, min ISR 2, 2 msgs, 2 crashes, unflushed_loss
+    "ap-lrs2": Pin(2539801, 9885621, 32, ALL5, {CNL: 9, LCC: 8}, None),
+    "ap-be-lrs2": Pin(2519603, 9815765, 32, ALL5, {CNL: 9, LCC: 8}, None),
+    "kafka-14139-three-replicas": Pin(2501827, 9516618, 35, ALL5, {CNL: 16, LCC: 14}, None),
+    "kip903-three-replicas": Pin(2338627, 8950968, 35, ALL5, {}, None),
+    "kafka-14139-acks-all": Pin(3128571, 11701870, 37, ALL6, {CNL: 16, LCC: 14, ANL: 16}, None),
+}

@@ -57,9 +57,12 @@ def test_successors_equal_the_model_on_the_matrix_grid(config):
 
 
 _CONFIGS = st.builds(
-    lambda gate, elr, **kw: Config(hw_requires_min_isr=gate or elr, eligible_leader_replicas=elr, **kw),
+    lambda gate, elr, ap, be, **kw: Config(hw_requires_min_isr=gate or elr, eligible_leader_replicas=elr,
+                                           alter_partition=ap or be, broker_epochs=be, **kw),
     gate=st.booleans(),
     elr=st.booleans(),
+    ap=st.booleans(),
+    be=st.booleans(),
     replicas=st.sampled_from([("A", "B"), ("A", "B", "C"), ("A", "B", "C", "D")]),
     max_messages=st.integers(0, 4),
     max_crashes=st.integers(0, 3),

@@ -46,6 +46,8 @@ BENCHMARKS = {"three-replicas-large", "three-replicas-huge", "three-replicas-mid
 # The same for the acks specs of one to three million states (tests/test_acks.py).
 BENCHMARKS |= {"acks-all-lrs2", "acks-all-lrs2-elr", "acks-all-lrs2-elr-lkl", "acks-all-unclean-two-crashes",
                "acks-all-kip279-unclean-two-crashes"}
+# And for the alter_partition specs of two to three million states (tests/test_alter_partition.py).
+BENCHMARKS |= {"three-replicas-large-ap", "ap-lrs2", "ap-be-lrs2", "kafka-14139-three-replicas", "kip903-three-replicas", "kafka-14139-acks-all"}
 # The availability specs check an always-possibly property, which the Spark engine refuses
 # (test_an_always_possibly_property_is_refused_in_one_line); their larger ones run in
 # tests/test_availability.py.
@@ -55,7 +57,7 @@ SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.toml")
 # Every level on Spark costs a job (about a second on two cores): the Spark path runs on
 # specs chosen to cover each rule family, a violation stop, keep_going and lossy crashes;
 # every spec runs through the same engine with its levels on the driver.
-ON_SPARK = ("hw-unclean", "le-unflushed", "kip279-data-loss", "v21-elr-unflushed")
+ON_SPARK = ("hw-unclean", "le-unflushed", "kip279-data-loss", "v21-elr-unflushed", "kafka-14139-two-replicas")
 
 
 @pytest.fixture(scope="module")

@@ -355,3 +355,59 @@ def test_the_kafka_14139_picture_shows_the_request_in_flight(build):
     lines = [l.strip() for l in text.splitlines()]
     assert lines.count("activate ctl") == 2 and lines.count("deactivate ctl") == 2
     assert "r0->>ctl: 8. ExpandIsr(B)" in text and "ctl-->>r0: 12. AlterPartition(B)" in text
+
+
+def _check_14139(tmp_path):
+    """``kmc check specs/kafka-14139-two-replicas.toml --json``: the document (12,664 states,
+    a tenth of a second)."""
+    import json
+    from pathlib import Path
+
+    from kmc.checker.app.cli import EXIT_VIOLATION, main
+
+    spec = Path(__file__).resolve().parent.parent / "specs" / "kafka-14139-two-replicas.toml"
+    out = tmp_path / "k.json"
+    assert main(["check", str(spec), "--no-progress", "--no-trace", "--json", str(out)]) == EXIT_VIOLATION
+    return out, json.loads(out.read_text())
+
+
+def test_the_checked_kafka_14139_trace_is_the_story_and_replays(build, tmp_path, capsys):
+    from kmc.checker.app.cli import EXIT_OK, main
+    from kmc.checker.app.commands.replay import replay
+
+    out, doc = _check_14139(tmp_path)
+    model, violation = replay(str(out), doc, "CommittedNeverLost")
+    hand_model, hand = _kafka_14139(build)
+    assert model.config == hand_model.config
+    assert [s.action for s in violation.path.steps] == [s.action for s in hand.steps]
+    assert [s.state for s in violation.path.steps] == [s.state for s in hand.steps]
+    (cnl,) = [v for v in doc["violations"] if v["property"] == "CommittedNeverLost"]
+    alters = [s["state"]["quorum"]["alter"] for s in cnl["trace"]["steps"]]
+    assert alters[7] == {"leader": "A", "change": "expand", "replica": "B"} and alters[11] is None
+    capsys.readouterr()
+    assert main(["replay", str(out), "--invariant", "CommittedNeverLost", "--diff"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "quorum.alter: none → A asks to add B" in text
+    assert "A's request to add B stays in flight" in text
+    assert main(["replay", str(out), "--invariant", "CommittedNeverLost", "--format", "json"]) == EXIT_OK
+    assert '"alter": {' in capsys.readouterr().out
+
+
+def test_the_checked_kafka_14139_picture_shows_the_request_in_flight(tmp_path, capsys):
+    import xml.etree.ElementTree as ET
+
+    from kmc.checker.app.cli import EXIT_OK, main
+
+    out, _ = _check_14139(tmp_path)
+    capsys.readouterr()
+    assert main(["replay", str(out), "--invariant", "CommittedNeverLost", "--format", "mermaid"]) == EXIT_OK
+    mmd = capsys.readouterr().out
+    assert "%% ISR changes through the controller: alter_partition" in mmd
+    assert "r0->>ctl: 8. ExpandIsr(B)" in mmd and "ctl-->>r0: 12. AlterPartition(B)" in mmd
+    lines = [l.strip() for l in mmd.splitlines()]
+    assert lines.index("activate ctl") == lines.index(next(l for l in lines if l.startswith("r0->>ctl: 5."))) + 1
+    assert main(["replay", str(out), "--invariant", "CommittedNeverLost", "--format", "svg"]) == EXIT_OK
+    root = ET.fromstring(capsys.readouterr().out.split("\n", 1)[1])
+    ns = "{http://www.w3.org/2000/svg}"
+    pending = [g.get("data-step") for g in root.iter(f"{ns}g") if g.get("class") == "request-pending"]
+    assert pending == ["5", "6", "8", "9", "10", "11"]

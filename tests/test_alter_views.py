@@ -411,3 +411,37 @@ def test_the_checked_kafka_14139_picture_shows_the_request_in_flight(tmp_path, c
     ns = "{http://www.w3.org/2000/svg}"
     pending = [g.get("data-step") for g in root.iter(f"{ns}g") if g.get("class") == "request-pending"]
     assert pending == ["5", "6", "8", "9", "10", "11"]
+
+
+def test_every_answer_and_drop_of_a_broker_epochs_run_is_told():
+    """Over every transition of specs/kip903-two-replicas.toml (11,644 states): an
+    AlterPartition says "adds" or "removes" when the ISR changed and "refused" when it did not;
+    a Restart or an ElectLeader says "dropped" exactly when it dropped the request, and why."""
+    from collections import deque
+    from pathlib import Path
+
+    from kmc.model.spec import load_spec
+
+    model = load_spec(Path(__file__).resolve().parent.parent / "specs" / "kip903-two-replicas.toml").model()
+    seen, todo, told = set(), deque(model.init_states()), set()
+    while todo:
+        s = todo.popleft()
+        for a, t in model.successors(s):
+            text = describe_step(model, s, a, t)
+            if a.name == "AlterPartition":
+                changed = t.quorum.isr != s.quorum.isr
+                assert text.startswith("the controller ") != ("is refused: " in text), text
+                assert changed == text.startswith("the controller "), text
+                told.add("answer" if changed else "refused")
+            elif a.name in ("Restart", "ElectLeader") and s.quorum.alter is not None:
+                dropped = t.quorum.alter is None
+                assert ("is dropped: " in text) == dropped, text
+                if dropped:
+                    told.add(text.rpartition("is dropped: ")[2])
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    assert len(seen) == 11644
+    assert told == {"answer", "refused", "the request carries the old leader epoch",
+                    "the partition changed: the request is stale", "A restarted, its broker epoch is stale",
+                    "B restarted, its broker epoch is stale"}

@@ -389,3 +389,21 @@ def attrs_evolve(config, **changes):
     import attrs
 
     return attrs.evolve(config, **changes)
+
+
+# -- availability ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("broker_epochs, traps, generated", [(False, 1891, 31695), (True, 1894, 29117)],
+                         ids=["ap", "ap-be"])
+def test_partition_recoverable_with_the_options(broker_epochs, traps, generated):
+    """C2 with the eligible leader replicas (specs/avail-c2-elr.toml's configuration: 1,296 traps
+    in the atomic model) with alter_partition: the engine's trap count and shortest path into a
+    trap (5 states) are the oracle's. No reference numbers of TLC's exist for these yet."""
+    spec = load_spec(SPECS / "avail-c2-elr.toml")
+    config = attrs_evolve(spec.config, alter_partition=True, broker_epochs=broker_epochs)
+    names = [p.name for p in spec.properties()]
+    want = oracle.explore(config, names, keep_going=True)
+    assert (want.traps, want.trap_trace, want.generated) == (traps, 5, generated)
+    got = LocalEngine(KafkaModel(config), spec.properties(), Options(keep_going=True)).run()
+    violation = got.violations["PartitionRecoverable"]
+    assert (violation.traps, len(violation.path), got.stats.generated) == (traps, 5, generated)

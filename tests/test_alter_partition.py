@@ -318,3 +318,92 @@ def test_broker_epochs_needs_alter_partition(tmp_path):
 def test_alter_partition_is_a_bool(value):
     with pytest.raises(SpecError, match="model.alter_partition"):
         parse_spec(f'[model]\nreplicas = 2\ntruncation = "leader-epoch-2.1"\nalter_partition = {value}\n'.encode())
+
+
+# -- checkpoints ------------------------------------------------------------------------------
+
+def test_a_checkpoint_written_before_the_options_existed_still_resumes(tmp_path):
+    """tests/golden/checkpoint-le-unflushed was written by kmc before alter_partition existed
+    (``kmc check specs/le-unflushed.toml --checkpoint DIR --checkpoint-every 0 --max-states 600``);
+    it resumes to the spec's pinned numbers (tests/pins.py: 10,960 distinct, 25,087 generated,
+    depth 20)."""
+    import shutil
+
+    from pins import PINS
+
+    directory = tmp_path / "ck"
+    shutil.copytree(ROOT / "tests" / "golden" / "checkpoint-le-unflushed", directory)
+    run = subprocess.run([sys.executable, "-m", "kmc.checker.app.cli", "check", str(SPECS / "le-unflushed.toml"),
+                          "--resume", str(directory), "--max-states", "1000000", "--no-progress", "--no-trace",
+                          "--json", str(tmp_path / "out.json")], capture_output=True, text=True)
+    assert run.returncode == 1, run.stderr  # violations found, as the spec expects
+    import json
+
+    stats = json.loads((tmp_path / "out.json").read_text())["stats"]
+    pin = PINS["le-unflushed"]
+    assert (stats["distinct_states"], stats["states_generated"], stats["depth"]) == (
+        pin.distinct, pin.generated, pin.depth)
+
+
+def test_an_alter_partition_run_resumes_from_every_level_boundary():
+    import pickle
+
+    spec = load_spec(SPECS / "kafka-14139-two-replicas.toml")
+    model, props = spec.model(), spec.properties()
+    opts = Options(keep_going=True)
+    snaps = []
+    engine = BatchEngine(model, props, opts)
+    engine.on_level = lambda e: snaps.append(pickle.dumps(e.snapshot()))
+    want = engine.run()
+    assert len(snaps) > 10
+    for blob in snaps[::5]:
+        resumed = BatchEngine(model, props, opts)
+        resumed.restore(pickle.loads(blob))
+        got = resumed.run()
+        assert (got.stats.distinct, got.stats.generated, got.stats.depth, got.stats.levels) == (
+            want.stats.distinct, want.stats.generated, want.stats.depth, want.stats.levels)
+        assert {p: v.path.choices for p, v in got.violations.items()} == {
+            p: v.path.choices for p, v in want.violations.items()}
+
+
+# -- Spark --------------------------------------------------------------------------------------
+
+@pytest.mark.spark
+@pytest.mark.parametrize("symmetry", [False, True], ids=["plain", "symmetry"])
+def test_spark_gives_the_batch_engine_s_result_with_the_options(spark_sc, symmetry):
+    """The symmetric configuration (every option of the section but broker epochs, and
+    initial_leader = any) on Spark from the second level on, two partitions, with and
+    without symmetry reduction. (tests/test_spark_rows.py runs the KAFKA-14139 spec there.)"""
+    from conftest import assert_same_spark_result
+    from kmc.checker.spark_rows import SparkRowsEngine
+
+    model = KafkaModel(attrs_evolve(SYMMETRIC, broker_epochs=True))
+    props = [p for p in load_spec(SPECS / "kip903-two-replicas.toml").properties() if p.symmetric]
+    options = Options(keep_going=True, symmetry=symmetry)
+    want = BatchEngine(model, props, options).run()
+    got = SparkRowsEngine(model, props, options, partitions=2, driver_level_limit=0).run()
+    assert_same_spark_result(got, want)
+
+
+def attrs_evolve(config, **changes):
+    import attrs
+
+    return attrs.evolve(config, **changes)
+
+
+# -- availability ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("broker_epochs, traps, generated", [(False, 1891, 31695), (True, 1894, 29117)],
+                         ids=["ap", "ap-be"])
+def test_partition_recoverable_with_the_options(broker_epochs, traps, generated):
+    """C2 with the eligible leader replicas (specs/avail-c2-elr.toml's configuration: 1,296 traps
+    in the atomic model) with alter_partition: the engine's trap count and shortest path into a
+    trap (5 states) are the oracle's. No reference numbers of TLC's exist for these yet."""
+    spec = load_spec(SPECS / "avail-c2-elr.toml")
+    config = attrs_evolve(spec.config, alter_partition=True, broker_epochs=broker_epochs)
+    names = [p.name for p in spec.properties()]
+    want = oracle.explore(config, names, keep_going=True)
+    assert (want.traps, want.trap_trace, want.generated) == (traps, 5, generated)
+    got = LocalEngine(KafkaModel(config), spec.properties(), Options(keep_going=True)).run()
+    violation = got.violations["PartitionRecoverable"]
+    assert (violation.traps, len(violation.path), got.stats.generated) == (traps, 5, generated)

@@ -35,15 +35,17 @@ from .actions import (
 )
 from .batch_actions import ActionEffects
 from .batch_elections import Elections
+from .batch_rules import RowRules
 from .config import ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21
 from .rows import NONE, RowCodec, lexicographic_min
 from .symmetry import symmetries
 
 
-class KafkaBatchKernel(ActionEffects, Elections):
+class KafkaBatchKernel:
     """The batch form of ``KafkaModel(config)``: which actions are enabled in which rows
     (``expand``), over the actions' effects (``model.batch_actions``, elections in
-    ``model.batch_elections``) and the rules they share (``model.batch_rules``).
+    ``model.batch_elections``) and the rules they share (``model.batch_rules``), three
+    objects it holds.
 
     Args:
         config: a ``model.Config``.
@@ -55,6 +57,9 @@ class KafkaBatchKernel(ActionEffects, Elections):
         self.codec = c = RowCodec(config)
         self.width = c.width
         self.n, self.m = c.n, c.m
+        self.rules = RowRules(c, config)
+        self.effects = ActionEffects(self.rules)
+        self.elections = Elections(self.rules)
         self._perms = None
 
     # -- the protocol the batch engine uses --------------------------------------------
@@ -93,6 +98,7 @@ class KafkaBatchKernel(ActionEffects, Elections):
         ``(parents, choices)`` for the model's order.
         """
         g = _Gen(self, rows)
+        fx = self.effects
         cfg = self.config
         c = self.codec
         n = self.n
@@ -104,11 +110,11 @@ class KafkaBatchKernel(ActionEffects, Elections):
             for l in range(n):
                 b = c.block(l)
                 ok = room & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == l)
-                g.emit(PRODUCE, ok, self._produce_acks_one, l)
+                g.emit(PRODUCE, ok, fx.produce_acks_one, l)
         elif cfg.max_messages:
             ok = (lead >= 0) & (rows[:, c.PRODUCED] < cfg.max_messages) & (g.isr_size >= cfg.min_insync_replicas)
             for l in range(n):
-                g.emit(PRODUCE, ok & (lead == l), self._produce, l)
+                g.emit(PRODUCE, ok & (lead == l), fx.produce, l)
         # 2. FetchRequest(f) from the leader l
         for f in range(n):
             bf = c.block(f)
@@ -119,10 +125,10 @@ class KafkaBatchKernel(ActionEffects, Elections):
                 bl = c.block(l)
                 ok = (base & (lead == l) & (rows[:, bf + c.LEADER] == l)
                       & (rows[:, bf + c.EPOCH] == rows[:, bl + c.EPOCH]))
-                g.emit(FETCH_REQUEST, ok, self._fetch_request, f, l)
+                g.emit(FETCH_REQUEST, ok, fx.fetch_request, f, l)
         # 3. FetchResponse(f)
         for f in range(n):
-            g.emit(FETCH_RESPONSE, rows[:, c.block(f) + c.INFLIGHT_LEADER] != NONE, self._fetch_response, f)
+            g.emit(FETCH_RESPONSE, rows[:, c.block(f) + c.INFLIGHT_LEADER] != NONE, fx.fetch_response, f)
         # 4. Crash(r), one successor per cut point with unflushed loss
         can_crash = rows[:, c.CRASHES] < cfg.max_crashes
         for r in range(n):
@@ -131,14 +137,14 @@ class KafkaBatchKernel(ActionEffects, Elections):
             if cfg.unflushed_loss:
                 length = rows[:, b + c.LEO]
                 for cut in range(self.m + 1):
-                    g.emit(CRASH, ok & (cut <= length), self._crash, r, cut)
+                    g.emit(CRASH, ok & (cut <= length), fx.crash, r, cut)
             else:
-                g.emit(CRASH, ok, self._crash, r, None)
+                g.emit(CRASH, ok, fx.crash, r, None)
         # 5. Restart(r)
         for r in range(n):
-            g.emit(RESTART, rows[:, c.block(r) + c.ALIVE] == 0, self._restart, r)
+            g.emit(RESTART, rows[:, c.block(r) + c.ALIVE] == 0, fx.restart, r)
         # 6. ElectLeader(n)
-        self._elections(g, rows)
+        self.elections.emit(g, rows)
         # 7. BecomeFollower(r), truncating against the quorum leader ql
         ql = rows[:, c.Q_LEADER]
         qe = rows[:, c.Q_EPOCH]
@@ -151,7 +157,7 @@ class KafkaBatchKernel(ActionEffects, Elections):
                 ok = base & (ql == l)
                 if cfg.truncation != HIGH_WATERMARK:
                     ok &= lead == l  # it answers OffsetsForLeaderEpoch
-                g.emit(BECOME_FOLLOWER, ok, self._become_follower, r, l)
+                g.emit(BECOME_FOLLOWER, ok, fx.become_follower, r, l)
         # 8. ShrinkIsr(r) and 9. ExpandIsr(r), by the leader l
         isr = rows[:, c.Q_ISR].astype(np.int64)
         ask = cfg.alter_partition
@@ -167,9 +173,9 @@ class KafkaBatchKernel(ActionEffects, Elections):
                 lagging = (rows[:, b + c.ALIVE] == 0) | (rows[:, bl + c.REMOTE_LEO + r] < rows[:, bl + c.LEO])
                 ok = (lead == l) & in_isr & lagging & free
                 if ask:
-                    g.emit(SHRINK_ISR, ok, self._ask, r, l, 0)
+                    g.emit(SHRINK_ISR, ok, fx.ask, r, l, 0)
                 else:
-                    g.emit(SHRINK_ISR, ok, self._shrink, r, l)
+                    g.emit(SHRINK_ISR, ok, fx.shrink, r, l)
         # KAFKA-7128 (2.1): each leader's epoch start offset, once per leader, where it leads
         leso = {}
         if cfg.truncation == LEADER_EPOCH_21:
@@ -177,7 +183,7 @@ class KafkaBatchKernel(ActionEffects, Elections):
                 where = np.nonzero(lead == l)[0]
                 if len(where):
                     full = np.zeros(len(rows), dtype=np.int64)
-                    full[where] = self._leso(rows[where], l)
+                    full[where] = self.rules.leso(rows[where], l)
                     leso[l] = full
         for r in range(n):
             b = c.block(r)
@@ -194,14 +200,28 @@ class KafkaBatchKernel(ActionEffects, Elections):
                         continue  # l leads in no row: nothing to expand
                     ok &= remote >= leso[l]  # KAFKA-7128
                 if ask:
-                    g.emit(EXPAND_ISR, ok & free, self._ask, r, l, 1)
+                    g.emit(EXPAND_ISR, ok & free, fx.ask, r, l, 1)
                 else:
-                    g.emit(EXPAND_ISR, ok, self._expand, r, l)
+                    g.emit(EXPAND_ISR, ok, fx.expand, r, l)
         # 10. AlterPartition: the controller answers the request in flight (one per row)
         if ask:
             for r in range(n):
-                g.emit(ALTER_PARTITION, rows[:, c.ALTER_REPLICA] == r, self._alter_partition, r)
+                g.emit(ALTER_PARTITION, rows[:, c.ALTER_REPLICA] == r, fx.alter_partition, r)
         return g.result()
+
+    # -- the rules the properties' masks read -------------------------------------------
+
+    def leads(self, rows):
+        """The replica that leads each row, or -1 (``RowRules.leads``)."""
+        return self.rules.leads(rows)
+
+    def alive_mask(self, rows):
+        """Each row's live replicas as a bit mask (``RowRules.alive_mask``)."""
+        return self.rules.alive_mask(rows)
+
+    def election_kinds(self, rows, alive, lead):
+        """``(candidate, kind, mask)`` of every ElectLeader (``Elections.election_kinds``)."""
+        return self.elections.election_kinds(rows, alive, lead)
 
     # -- properties ---------------------------------------------------------------------
     # Each property's array form (its mask) is defined beside its per-state check in
@@ -238,7 +258,7 @@ class _Gen:
         self.kernel = kernel
         self.rows = rows
         self.lead = kernel.leads(rows)
-        self.isr_size = kernel._isr_size(rows)
+        self.isr_size = kernel.rules.isr_size(rows)
         self.alive = kernel.alive_mask(rows)
         self.count = np.zeros(len(rows), dtype=np.int16)  # enabled actions so far, per row
         self.parts = []

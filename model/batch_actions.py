@@ -11,13 +11,20 @@ from .config import HIGH_WATERMARK, LEADER_EPOCH
 from .rows import NONE
 
 
-class ActionEffects(RowRules):
+class ActionEffects:
     """The effects of Produce, FetchRequest, FetchResponse, Crash, Restart, BecomeFollower,
-    ShrinkIsr, ExpandIsr and AlterPartition on rows (a part of ``model.batch.KafkaBatchKernel``)."""
+    ShrinkIsr, ExpandIsr and AlterPartition on rows, built from the shared ``rules``
+    (a ``model.batch_rules.RowRules``).
+    """
+
+    def __init__(self, rules: RowRules):
+        self.rules = rules
+        self.codec, self.config = rules.codec, rules.config
+        self.n, self.m = rules.n, rules.m
 
     # -- the actions (each takes a copy of the enabled rows and changes it in place) ----
 
-    def _produce(self, s, l):
+    def produce(self, s, l):
         c = self.codec
         b = c.block(l)
         ri = np.arange(len(s))
@@ -25,14 +32,14 @@ class ActionEffects(RowRules):
         s[ri, b + c.LOG + at] = s[:, b + c.EPOCH].astype(np.int64) * self.m + s[:, c.PRODUCED]
         s[:, b + c.LEO] += 1
         s[:, c.PRODUCED] += 1
-        self._advance_hw(s, l)
+        self.rules.advance_hw(s, l)
 
-    def _produce_acks_one(self, s, l):
+    def produce_acks_one(self, s, l):
         """Produce under acks=1 by ``l``, which believes it leads: the record is
         acknowledged on append; HW(l) only in the rows where ``l`` really leads."""
         c = self.codec
         b = c.block(l)
-        leading = self.leads(s) == l
+        leading = self.rules.leads(s) == l
         ri = np.arange(len(s))
         at = s[:, b + c.LEO].astype(np.int64)
         rid = s[:, c.PRODUCED].astype(np.int64)
@@ -43,15 +50,15 @@ class ActionEffects(RowRules):
         s[:, c.PRODUCED] += 1
         if leading.any():
             t = s[leading]
-            self._advance_hw(t, l)
+            self.rules.advance_hw(t, l)
             s[leading] = t
 
-    def _fetch_request(self, s, f, l):
+    def fetch_request(self, s, f, l):
         c = self.codec
         bf, bl = c.block(f), c.block(l)
         o = np.minimum(s[:, bf + c.LEO], s[:, bl + c.LEO]).astype(np.int64)
         s[:, bl + c.REMOTE_LEO + f] = o
-        self._advance_hw(s, l)
+        self.rules.advance_hw(s, l)
         s[:, bf + c.INFLIGHT_LEADER] = l
         s[:, bf + c.INFLIGHT_EPOCH] = s[:, bl + c.EPOCH]
         s[:, bf + c.INFLIGHT_START] = o
@@ -67,7 +74,7 @@ class ActionEffects(RowRules):
             r, at = ri[ok], src[ok]
             s[r, bf + c.INFLIGHT_RECORDS + k] = s[r, bl + c.LOG + at]
 
-    def _fetch_response(self, s, f):
+    def fetch_response(self, s, f):
         c = self.codec
         b = c.block(f)
         fresh = ((s[:, b + c.ALIVE] == 1) & (s[:, b + c.LEADER] == s[:, b + c.INFLIGHT_LEADER])
@@ -88,21 +95,21 @@ class ActionEffects(RowRules):
             t[:, b + c.LEO] = end
             t[:, b + c.HW] = np.minimum(t[:, b + c.INFLIGHT_HW], end)
             s[fresh] = t
-        self._clear_inflight(s, b)
+        self.rules.clear_inflight(s, b)
 
-    def _crash(self, s, r, cut):
+    def crash(self, s, r, cut):
         c, cfg = self.codec, self.config
         b = c.block(r)
         s[:, b + c.ALIVE] = 0
-        self._clear_inflight(s, b)
+        self.rules.clear_inflight(s, b)
         s[:, c.CRASHES] += 1
         if cut is not None:
             if cfg.eligible_leader_replicas:
                 s[:, b + c.LOSSY] = s[:, b + c.LEO] > cut
-            self._cut_log(s, b, np.full(len(s), cut, dtype=np.int64))
+            self.rules.cut_log(s, b, np.full(len(s), cut, dtype=np.int64))
             np.minimum(s[:, b + c.HW], cut, out=s[:, b + c.HW])
 
-    def _restart(self, s, r):
+    def restart(self, s, r):
         c, cfg = self.codec, self.config
         b = c.block(r)
         s[:, b + c.ALIVE] = 1
@@ -110,7 +117,7 @@ class ActionEffects(RowRules):
         s[:, b + c.LEADER] = NONE
         s[:, b + c.REMOTE_LEO:b + c.REMOTE_LEO + self.n] = 0
         if cfg.broker_epochs:  # a pending expansion of r is based on its previous incarnation
-            self._drop_request(s, (s[:, c.ALTER_CHANGE] == 1) & (s[:, c.ALTER_REPLICA] == r))
+            self.rules.drop_request(s, (s[:, c.ALTER_CHANGE] == 1) & (s[:, c.ALTER_REPLICA] == r))
         if not cfg.eligible_leader_replicas:
             return
         lossy = s[:, b + c.LOSSY] == 1
@@ -120,24 +127,24 @@ class ActionEffects(RowRules):
         # KIP-966's unclean-shutdown rule: out of the ISR and the ELR, fetch state fenced.
         old = t[:, c.Q_ISR].astype(np.int64)
         new = old & ~(1 << r)
-        elr = self._elr_after(t, old, new) & ~(1 << r)
+        elr = self.rules.elr_after(t, old, new) & ~(1 << r)
         if c.alter:  # a partition change: the request in flight is stale
-            self._drop_request(t, (new != old) | (elr != t[:, c.Q_ELR]))
+            self.rules.drop_request(t, (new != old) | (elr != t[:, c.Q_ELR]))
         t[:, c.Q_ISR] = new
         t[:, c.Q_ELR] = elr
         for l in range(self.n):
             t[:, c.block(l) + c.REMOTE_LEO + r] = 0
-        lead = self.leads(t)
+        lead = self.rules.leads(t)
         for q in range(self.n):
             sel = lead == q
             if sel.any():
                 u = t[sel]
-                self._advance_hw(u, q)
+                self.rules.advance_hw(u, q)
                 t[sel] = u
         t[:, b + c.LOSSY] = 0
         s[lossy] = t
 
-    def _become_follower(self, s, r, l):
+    def become_follower(self, s, r, l):
         c, cfg = self.codec, self.config
         b, bl = c.block(r), c.block(l)
         hw = s[:, b + c.HW].astype(np.int64)
@@ -147,11 +154,11 @@ class ActionEffects(RowRules):
             t = self._offsets_for_leader_epoch(s, b, bl, hw)
         else:  # leader-epoch-kip279 and leader-epoch-2.1: the longest common prefix
             t = self._common_prefix(s, b, bl)
-        self._cut_log(s, b, t)
+        self.rules.cut_log(s, b, t)
         s[:, b + c.HW] = np.minimum(hw, t)
         s[:, b + c.LEADER] = l
         s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
-        self._clear_inflight(s, b)
+        self.rules.clear_inflight(s, b)
 
     def _common_prefix(self, s, b, bl):
         c = self.codec
@@ -182,14 +189,14 @@ class ActionEffects(RowRules):
         t = np.where(undefined, hw, np.minimum(answer, n_r))
         return np.where(n_r == 0, 0, t)
 
-    def _ask(self, s, r, l, change):
+    def ask(self, s, r, l, change):
         """ShrinkIsr or ExpandIsr with alter_partition: only the request is sent."""
         c = self.codec
         s[:, c.ALTER_LEADER] = l
         s[:, c.ALTER_CHANGE] = change
         s[:, c.ALTER_REPLICA] = r
 
-    def _alter_partition(self, s, r):
+    def alter_partition(self, s, r):
         """AlterPartition answering a request that names ``r``: refused (broker epochs, an
         expansion of a replica that is down) or accepted (the ISR change, the ELR after it,
         then HW of the asking leader where it still leads)."""
@@ -199,36 +206,36 @@ class ActionEffects(RowRules):
         accept = np.ones(len(s), dtype=bool)
         if cfg.broker_epochs:
             accept &= ~(expand & (s[:, c.block(r) + c.ALIVE] == 0))
-        self._drop_request(s)
+        self.rules.drop_request(s)
         if not accept.any():
             return
         t = s[accept]
         old = t[:, c.Q_ISR].astype(np.int64)
         new = np.where(expand[accept], old | (1 << r), old & ~(1 << r))
-        t[:, c.Q_ELR] = self._elr_after(t, old, new)
+        t[:, c.Q_ELR] = self.rules.elr_after(t, old, new)
         t[:, c.Q_ISR] = new
-        lead = self.leads(t)
+        lead = self.rules.leads(t)
         pa = p[accept]
         for q in range(self.n):
             sel = (lead == q) & (pa == q)
             if sel.any():
                 u = t[sel]
-                self._advance_hw(u, q)
+                self.rules.advance_hw(u, q)
                 t[sel] = u
         s[accept] = t
 
-    def _shrink(self, s, r, l):
+    def shrink(self, s, r, l):
         c = self.codec
         old = s[:, c.Q_ISR].astype(np.int64)
         new = old & ~(1 << r)
-        s[:, c.Q_ELR] = self._elr_after(s, old, new)
+        s[:, c.Q_ELR] = self.rules.elr_after(s, old, new)
         s[:, c.Q_ISR] = new
-        self._advance_hw(s, l)
+        self.rules.advance_hw(s, l)
 
-    def _expand(self, s, r, l):
+    def expand(self, s, r, l):
         c = self.codec
         old = s[:, c.Q_ISR].astype(np.int64)
         new = old | (1 << r)
-        s[:, c.Q_ELR] = self._elr_after(s, old, new)
+        s[:, c.Q_ELR] = self.rules.elr_after(s, old, new)
         s[:, c.Q_ISR] = new
-        self._advance_hw(s, l)
+        self.rules.advance_hw(s, l)

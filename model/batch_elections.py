@@ -10,13 +10,19 @@ from .batch_rules import RowRules
 from .rows import NONE
 
 
-class Elections(RowRules):
-    """ElectLeader on rows (a part of ``model.batch.KafkaBatchKernel``)."""
+class Elections:
+    """ElectLeader on rows, built from the shared ``rules`` (a ``model.batch_rules.RowRules``)."""
 
-    def _elections(self, g, rows):
+    def __init__(self, rules: RowRules):
+        self.rules = rules
+        self.codec, self.config = rules.codec, rules.config
+        self.n = rules.n
+
+    def emit(self, g, rows):
+        """Every ElectLeader of ``rows`` into the successor groups ``g``."""
         can = rows[:, self.codec.Q_EPOCH] < self.config.max_leader_epoch
         for cand, kind, ok in self.election_kinds(rows, g.alive, g.lead):
-            g.emit(ELECT_LEADER, can & ok, self._elect, cand, kind)
+            g.emit(ELECT_LEADER, can & ok, self.elect, cand, kind)
 
     def election_kinds(self, rows, alive, lead):
         """``(candidate, kind, mask)`` for every kind of ElectLeader(candidate), in the
@@ -59,13 +65,13 @@ class Elections(RowRules):
                             trigger & ~live_isr & ~live_elr & ~in_isr & ~last_known))
         return out
 
-    def _elect(self, s, cand, kind):
+    def elect(self, s, cand, kind):
         c = self.codec
         b = c.block(cand)
         old = s[:, c.Q_ISR].astype(np.int64)
         if kind == "clean":
-            new = old & self.alive_mask(s)
-            elr = self._elr_after(s, old, new)
+            new = old & self.rules.alive_mask(s)
+            elr = self.rules.elr_after(s, old, new)
         elif kind == "elr":
             new = np.full(len(s), 1 << cand, dtype=np.int64)
             elr = (s[:, c.Q_ELR].astype(np.int64) | old) & ~(1 << cand)
@@ -75,11 +81,11 @@ class Elections(RowRules):
         s[:, c.Q_ISR] = new
         s[:, c.Q_ELR] = elr
         if c.alter:  # the old leader's request carries the old leader epoch
-            self._drop_request(s)
+            self.rules.drop_request(s)
         s[:, c.Q_LEADER] = cand
         s[:, c.Q_EPOCH] += 1
         s[:, b + c.LEADER] = cand
         s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
         s[:, b + c.REMOTE_LEO:b + c.REMOTE_LEO + self.n] = 0
-        self._clear_inflight(s, b)
-        self._advance_hw(s, cand)
+        self.rules.clear_inflight(s, b)
+        self.rules.advance_hw(s, cand)

@@ -17,8 +17,17 @@ POPCOUNT = np.array([bin(x).count("1") for x in range(256)], dtype=np.int8)
 
 
 class RowRules:
-    """The rules the batch actions share (a part of ``model.batch.KafkaBatchKernel``: it
-    reads the kernel's ``codec``, ``config``, ``n`` and ``m``)."""
+    """The rules the batch actions share, over the rows of one configuration.
+
+    Args:
+        codec: the configuration's ``model.rows.RowCodec``.
+        config: the ``model.Config``.
+    """
+
+    def __init__(self, codec, config):
+        self.codec = codec
+        self.config = config
+        self.n, self.m = codec.n, codec.m
 
     # -- helpers over arrays of rows ------------------------------------------------------
 
@@ -33,7 +42,7 @@ class RowRules:
             lead[ok] = r
         return lead
 
-    def _isr_size(self, rows):
+    def isr_size(self, rows):
         return POPCOUNT[rows[:, self.codec.Q_ISR].astype(np.uint8)]
 
     def alive_mask(self, rows):
@@ -43,7 +52,7 @@ class RowRules:
             out |= (rows[:, c.block(r) + c.ALIVE].astype(np.int64) & 1) << r
         return out
 
-    def _leso(self, rows, l):
+    def leso(self, rows, l):
         """The leader's epoch start offset: the first offset of its log whose record has
         its epoch, or its log end."""
         c = self.codec
@@ -56,7 +65,7 @@ class RowRules:
         out[has] = match[has].argmax(axis=1)
         return out
 
-    def _advance_hw(self, s, l):
+    def advance_hw(self, s, l):
         """HW(l) on rows ``s`` (in place): the leader's HW rises to the least log end in the
         ISR, and the records it passes become committed."""
         c, cfg = self.codec, self.config
@@ -96,7 +105,7 @@ class RowRules:
                 s[ri[ack], c.ACKED_EPOCH + rid[ack]] = epoch[ack]
         s[idx, b + c.HW] = hi
 
-    def _elr_after(self, s, old_isr, new_isr):
+    def elr_after(self, s, old_isr, new_isr):
         """``elr_after(I, I')`` of docs/model.md as bit masks (int64 arrays)."""
         cfg = self.config
         if not cfg.eligible_leader_replicas:
@@ -106,14 +115,14 @@ class RowRules:
         out[POPCOUNT[new_isr.astype(np.uint8)] >= cfg.min_insync_replicas] = 0
         return out
 
-    def _cut_log(self, s, b, t):
+    def cut_log(self, s, b, t):
         """Truncate the log of the block at ``b`` to ``t`` (an array) in rows ``s``."""
         c = self.codec
         gone = np.arange(self.m) >= t[:, None]
         s[:, b + c.LOG:b + c.LOG + self.m][gone] = NONE
         s[:, b + c.LEO] = t
 
-    def _drop_request(self, s, where=None):
+    def drop_request(self, s, where=None):
         """No AlterPartition request in flight any more (in the rows ``where``, or all)."""
         c = self.codec
         if where is None:
@@ -121,6 +130,6 @@ class RowRules:
         else:
             s[where, c.ALTER_LEADER:c.ALTER_REPLICA + 1] = NONE
 
-    def _clear_inflight(self, s, b):
+    def clear_inflight(self, s, b):
         c = self.codec
         s[:, b + c.INFLIGHT_LEADER:b + c.INFLIGHT_RECORDS + self.m] = NONE

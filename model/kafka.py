@@ -13,14 +13,14 @@ from .actions import (
     RESTART, SHRINK_ISR, Action, action_names,
 )
 from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21, Config
-from .kafka_actions import KafkaActions
+from .kafka_actions import KafkaEffects
 from .state import EXPAND, SHRINK, Quorum, Replica, State, encode, leader_of, leso
 
 __all__ = ["ACTION_NAMES", "Action", "KafkaModel"]  # the action names live in model.actions
 
 
 @attrs.frozen
-class KafkaModel(KafkaActions):
+class KafkaModel:
     """The model for one ``Config``.
 
     Args:
@@ -28,15 +28,14 @@ class KafkaModel(KafkaActions):
     """
 
     config: Config = Config()
-    # min_insync_replicas under hw_requires_min_isr, else 0: see _advance_hw.
-    _gate: int = attrs.field(init=False, repr=False, eq=False)
+    # the actions' effects (model.kafka_actions) for this configuration
+    _fx: KafkaEffects = attrs.field(init=False, repr=False, eq=False)
     # Does ExpandIsr also ask for the leader's epoch start offset (KAFKA-7128)?
     _v21: bool = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self):
-        cfg = self.config
-        object.__setattr__(self, "_gate", cfg.min_insync_replicas if cfg.hw_requires_min_isr else 0)
-        object.__setattr__(self, "_v21", cfg.truncation == LEADER_EPOCH_21)
+        object.__setattr__(self, "_fx", KafkaEffects(self.config))
+        object.__setattr__(self, "_v21", self.config.truncation == LEADER_EPOCH_21)
 
     # -- protocol -----------------------------------------------------------------
 
@@ -99,6 +98,7 @@ class KafkaModel(KafkaActions):
         """Every enabled action with its successor, in docs/model.md's order (actions 1–9,
         then AlterPartition; within an action replica order, then cut point)."""
         cfg = self.config
+        fx = self._fx
         reps = state.replicas
         q = state.quorum
         n = len(reps)
@@ -106,50 +106,50 @@ class KafkaModel(KafkaActions):
         out = []
         # 1. Produce
         if cfg.acks == ACKS_ONE:
-            out.extend(self._produce_acks_one(state))
+            out.extend(fx.produce_acks_one(state))
         elif lead is not None and state.produced < cfg.max_messages and len(q.isr) >= cfg.min_insync_replicas:
-            out.append((Action(PRODUCE, lead), self._produce(state, lead)))
+            out.append((Action(PRODUCE, lead), fx.produce(state, lead)))
         # 2. FetchRequest
         if lead is not None:
             le = reps[lead].epoch
             for f in range(n):
                 r = reps[f]
                 if f != lead and r.alive and r.leader == lead and r.epoch == le and r.inflight is None:
-                    out.append((Action(FETCH_REQUEST, f), self._fetch_request(state, f, lead)))
+                    out.append((Action(FETCH_REQUEST, f), fx.fetch_request(state, f, lead)))
         # 3. FetchResponse
         for f in range(n):
             if reps[f].inflight is not None:
-                out.append((Action(FETCH_RESPONSE, f), self._fetch_response(state, f)))
+                out.append((Action(FETCH_RESPONSE, f), fx.fetch_response(state, f)))
         # 4. Crash
         if state.crashes < cfg.max_crashes:
             for r in range(n):
                 if reps[r].alive:
                     if cfg.unflushed_loss:
                         for cut in range(len(reps[r].log) + 1):
-                            out.append((Action(CRASH, r, cut), self._crash(state, r, cut)))
+                            out.append((Action(CRASH, r, cut), fx.crash(state, r, cut)))
                     else:
-                        out.append((Action(CRASH, r), self._crash(state, r, None)))
+                        out.append((Action(CRASH, r), fx.crash(state, r, None)))
         # 5. Restart
         for r in range(n):
             if not reps[r].alive:
-                out.append((Action(RESTART, r), self._restart(state, r)))
+                out.append((Action(RESTART, r), fx.restart(state, r)))
         # 6. ElectLeader
         if q.epoch < cfg.max_leader_epoch:
-            for cand in self._electable(state):
-                out.append((Action(ELECT_LEADER, cand), self._elect(state, cand)))
+            for cand in fx.electable(state):
+                out.append((Action(ELECT_LEADER, cand), fx.elect(state, cand)))
         # 7. BecomeFollower
         ql = q.leader
         if ql is not None and (cfg.truncation == HIGH_WATERMARK or lead == ql):
             for r in range(n):
                 if r != ql and reps[r].alive and reps[r].epoch < q.epoch:
-                    out.append((Action(BECOME_FOLLOWER, r), self._become_follower(state, r, ql)))
+                    out.append((Action(BECOME_FOLLOWER, r), fx.become_follower(state, r, ql)))
         # 8. ShrinkIsr, 9. ExpandIsr (with alter_partition only a request, one at a time)
         ask = cfg.alter_partition
         if lead is not None and not (ask and q.alter is not None):
             l = reps[lead]
             for r in q.isr:
                 if r != lead and (not reps[r].alive or l.remote_leo[r] < len(l.log)):
-                    nxt = self._ask(state, lead, SHRINK, r) if ask else self._shrink(state, r, lead)
+                    nxt = fx.ask(state, lead, SHRINK, r) if ask else fx.shrink(state, r, lead)
                     out.append((Action(SHRINK_ISR, r), nxt))
             # KAFKA-7128 (2.1): a follower re-joins only once it has fetched up to the
             # leader's epoch start offset; before, only up to the (possibly lagging) HW.
@@ -158,14 +158,20 @@ class KafkaModel(KafkaActions):
                 f = reps[r]
                 if (r not in q.isr and f.alive and f.leader == lead and f.epoch == q.epoch
                         and l.remote_leo[r] >= l.hw and l.remote_leo[r] >= floor):
-                    nxt = self._ask(state, lead, EXPAND, r) if ask else self._expand(state, r, lead)
+                    nxt = fx.ask(state, lead, EXPAND, r) if ask else fx.expand(state, r, lead)
                     out.append((Action(EXPAND_ISR, r), nxt))
         # 10. AlterPartition: the controller answers the request in flight
         if q.alter is not None:
-            out.append((Action(ALTER_PARTITION, q.alter[2]), self._alter_partition(state)))
+            out.append((Action(ALTER_PARTITION, q.alter[2]), fx.alter_partition(state)))
         if cfg.acks == ACKS_ALL:
-            out = [(a, self._acknowledge(state, t)) for a, t in out]
+            out = [(a, fx.acknowledge(state, t)) for a, t in out]
         return out
+
+    def electable(self, state):
+        """The replicas ElectLeader may elect in ``state``, in replica order, whatever the
+        controller's epoch: the election guard without ``quorum.epoch < max_leader_epoch``
+        (what ``Available`` asks)."""
+        return self._fx.electable(state)
 
     # -- naming -------------------------------------------------------------------
 

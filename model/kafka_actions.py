@@ -1,5 +1,5 @@
 """The effects of the Kafka model's actions on a state (docs/model.md, "Actions"), and the
-election guard: the part of ``model.kafka.KafkaModel`` that builds successors.
+election guard: what ``model.kafka.KafkaModel`` builds successors with.
 
 Each effect takes a state and returns the successor; ``KafkaModel.successors`` decides
 which are enabled.
@@ -76,22 +76,30 @@ def _advance_hw(rep, l, isr, committed, gate=0, alter=None):
     return _replica(rep, hw=m), tuple(sorted(added.union(committed)))
 
 
-class KafkaActions:
-    """The action effects of ``KafkaModel`` (it reads the model's ``config``, ``_gate``
-    and ``_v21``)."""
+class KafkaEffects:
+    """The action effects of ``KafkaModel`` for one configuration, and its election guard.
 
-    __slots__ = ()
+    Args:
+        config: the model's ``Config``.
+    """
+
+    __slots__ = ("config", "_gate")
+
+    def __init__(self, config):
+        self.config = config
+        # min_insync_replicas under hw_requires_min_isr, else 0: see _advance_hw.
+        self._gate = config.min_insync_replicas if config.hw_requires_min_isr else 0
 
     # -- actions ------------------------------------------------------------------
 
-    def _produce(self, s, l):
+    def produce(self, s, l):
         rep = s.replicas[l]
         rep = _replica(rep, log=rep.log + ((rep.epoch, s.produced),))
         rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed, self._gate, s.quorum.alter)
         return _state(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1,
                             committed=committed)
 
-    def _produce_acks_one(self, s):
+    def produce_acks_one(self, s):
         """Produce under ``acks = "1"``: every replica that believes it leads (alive and its
         own leader, whatever the controller decided since) may append, min ISR or not, and
         the record is acknowledged at once; HW(l) follows only if ``l`` really leads."""
@@ -112,7 +120,7 @@ class KafkaActions:
                                                    acked=acked)))
         return out
 
-    def _acknowledge(self, before, after):
+    def acknowledge(self, before, after):
         """The acknowledgements of ``acks = "all"`` after one step (the rule of HW(l)): the
         records that the step brought below the HW of the replica leading after it, and
         that it wrote in the epoch it leads now (their produce requests are still waiting
@@ -134,7 +142,7 @@ class KafkaActions:
             return after
         return _state(after, acked=tuple(sorted(set(after.acked).union(new))))
 
-    def _fetch_request(self, s, f, l):
+    def fetch_request(self, s, f, l):
         reps = s.replicas
         fol, led = reps[f], reps[l]
         o = min(len(fol.log), len(led.log))
@@ -144,7 +152,7 @@ class KafkaActions:
         reps = _put(_put(reps, l, led), f, fol)
         return _state(s, replicas=reps, committed=committed)
 
-    def _fetch_response(self, s, f):
+    def fetch_response(self, s, f):
         fol = s.replicas[f]
         resp = fol.inflight
         if fol.alive and fol.leader == resp.leader and fol.epoch == resp.epoch:
@@ -154,7 +162,7 @@ class KafkaActions:
             fol = _replica(fol, inflight=None)
         return _state(s, replicas=_put(s.replicas, f, fol))
 
-    def _crash(self, s, r, cut):
+    def crash(self, s, r, cut):
         rep = s.replicas[r]
         if cut is None:
             rep = _replica(rep, alive=False, inflight=None)
@@ -165,7 +173,7 @@ class KafkaActions:
             rep = _replica(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut))
         return _state(s, replicas=_put(s.replicas, r, rep), crashes=s.crashes + 1)
 
-    def _restart(self, s, r):
+    def restart(self, s, r):
         n = len(s.replicas)
         rep = _replica(s.replicas[r], alive=True, epoch=-1, leader=None, remote_leo=(0,) * n)
         q = s.quorum
@@ -203,8 +211,9 @@ class KafkaActions:
             out = _state(out, replicas=_put(reps, ql, led), committed=committed)
         return out
 
-    def _electable(self, s):
-        """The replicas the controller may elect now, in replica order."""
+    def electable(self, s):
+        """The replicas the controller may elect in ``s``, in replica order, whatever its
+        epoch: the election guard without ``quorum.epoch < max_leader_epoch``."""
         cfg = self.config
         reps = s.replicas
         q = s.quorum
@@ -230,13 +239,7 @@ class KafkaActions:
                 out.append(c)
         return out
 
-    def electable(self, state):
-        """The replicas ElectLeader may elect in ``state``, in replica order, whatever the
-        controller's epoch: the election guard without ``quorum.epoch < max_leader_epoch``
-        (what ``Available`` asks)."""
-        return self._electable(state)
-
-    def _elect(self, s, c):
+    def elect(self, s, c):
         reps = s.replicas
         q = s.quorum
         if c in q.isr:  # clean
@@ -254,20 +257,20 @@ class KafkaActions:
         return _state(s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr, elr),
                       committed=committed)
 
-    def _become_follower(self, s, r, l):
+    def become_follower(self, s, r, l):
         rep = s.replicas[r]
         t = truncation_offset(self.config.truncation, rep.log, rep.hw, s.replicas[l].log)
         rep = _replica(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l,
                            epoch=s.quorum.epoch, inflight=None)
         return _state(s, replicas=_put(s.replicas, r, rep))
 
-    def _ask(self, s, l, change, r):
+    def ask(self, s, l, change, r):
         """ShrinkIsr and ExpandIsr with ``alter_partition``: the leader only sends the
         controller its request; nothing else changes until AlterPartition answers."""
         q = s.quorum
         return _state(s, quorum=Quorum(q.leader, q.epoch, q.isr, q.elr, (l, change, r)))
 
-    def _alter_partition(self, s):
+    def alter_partition(self, s):
         """AlterPartition, the controller's answer to the request in flight: refused (with
         ``broker_epochs``, an expansion of a replica that is down), or accepted: the ISR
         change, the ELR after it, then HW of the asking leader if it still leads."""
@@ -287,7 +290,7 @@ class KafkaActions:
                 out = _state(out, replicas=_put(s.replicas, p, rep), committed=committed)
         return out
 
-    def _shrink(self, s, r, l):
+    def shrink(self, s, r, l):
         q = s.quorum
         isr = tuple(x for x in q.isr if x != r)
         elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
@@ -295,7 +298,7 @@ class KafkaActions:
         return _state(s, replicas=_put(s.replicas, l, rep),
                       quorum=Quorum(q.leader, q.epoch, isr, elr), committed=committed)
 
-    def _expand(self, s, r, l):
+    def expand(self, s, r, l):
         q = s.quorum
         isr = tuple(sorted(q.isr + (r,)))
         elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()

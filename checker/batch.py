@@ -23,6 +23,8 @@ import numpy as np
 from .driver import LevelDriver, Search
 from .errors import EngineError
 from .fingerprint import kernel_fingerprints
+from .kernel_check import KernelCheck, kernel_check
+from .masks import state_mask, step_mask
 from .options import Options
 from .protocol import successors
 from .seen import CompactSeenSet
@@ -42,10 +44,12 @@ class RowsSearch(Search):
     every = 1
     possibly: list = []  # (property, EdgeLog) of the always-possibly properties (the driver's)
 
-    def __init__(self, model, kernel, invariants, step_props, symmetry=False):
+    def __init__(self, model, kernel, invariants, step_props, symmetry=False, check: KernelCheck | None = None):
         self.model, self.kernel = model, kernel
         self.invariants, self.step_props = invariants, step_props
         self.symmetry = symmetry
+        self.check = check  # the kernel's comparison with its model (checker.kernel_check)
+        self._level_first = self._level = 0  # the number of the frontier's first state, its size
         self.seen = CompactSeenSet()
         self.frontier: list[np.ndarray] = []  # the level being expanded, as row chunks
         self.next: list[np.ndarray] = []
@@ -59,6 +63,8 @@ class RowsSearch(Search):
         if not states:
             return
         rows = self.kernel.init_rows(states)
+        if self.check is not None:
+            self.check.compare_initial(states, rows)
         stats.generated += len(rows)
         fps = self.fingerprints(rows)
         _, first = np.unique(fps, return_index=True)
@@ -84,6 +90,8 @@ class RowsSearch(Search):
 
     def begin_level(self):
         self.next = []
+        self._level = self.size()
+        self._level_first = len(self.seen) - self._level
 
     def next_size(self) -> int:
         return sum(len(c) for c in self.next)
@@ -104,6 +112,9 @@ class RowsSearch(Search):
         successors and keep their rows, in discovery order."""
         kernel = self.kernel
         parents, choices, codes, succ = kernel.expand(chunk)
+        if self.check is not None:
+            which = self.check.pick(stats.depth, first - self._level_first, self._level, chunk)
+            self.check.compare(chunk, parents, choices, codes, succ, which)
         stats.generated += len(succ)
         stats.terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
         names = kernel.action_names
@@ -142,9 +153,8 @@ class RowsSearch(Search):
         if not self.possibly:
             return
         self._numbered.append(fps)
-        goal_mask = getattr(self.kernel, "goal_mask", None)
         for prop, log in self.possibly:
-            goal = goal_mask(prop.name, rows) if goal_mask is not None else None
+            goal = state_mask(self.kernel, prop, rows)
             if goal is None:
                 goal = np.array([bool(prop.check(self.model, self.kernel.decode(r))) for r in rows], dtype=bool)
             log.add_states(first, goal)
@@ -162,7 +172,7 @@ class RowsSearch(Search):
         for prop in self.invariants:
             if prop.name in found or prop.name in level_found:
                 continue
-            mask = self.kernel.invariant_mask(prop.name, rows)
+            mask = state_mask(self.kernel, prop, rows)
             if mask is None:  # no batch form: decode and ask the property
                 mask = np.array([prop.check(self.model, self.kernel.decode(r)) is not None for r in rows], dtype=bool)
             if mask.any():
@@ -176,7 +186,7 @@ class RowsSearch(Search):
         for prop in self.step_props:
             if prop.name in found or prop.name in level_found:
                 continue
-            mask = self.kernel.step_mask(prop.name, chunk, parents, succ)
+            mask = step_mask(self.kernel, prop, chunk, parents, succ)
             if mask is None:
                 mask = np.array(
                     [self._step_why(prop, chunk[p], c) is not None for p, c in zip(parents.tolist(), choices.tolist())],
@@ -227,7 +237,8 @@ class BatchEngine(LevelDriver):
         options = options or Options()
         super().__init__(model, None, properties, options, progress, on_level=on_level)
         self.kernel = model.batch_kernel() if kernel is None else kernel
-        self.search = RowsSearch(model, self.kernel, self.invariants, self.step_props, options.symmetry)
+        check = kernel_check(model, self.kernel, self.properties, options)
+        self.search = RowsSearch(model, self.kernel, self.invariants, self.step_props, options.symmetry, check)
 
 
 def add_counts(counter, names, counts):

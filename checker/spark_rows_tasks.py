@@ -14,6 +14,7 @@ import numpy as np
 
 from .errors import EngineError
 from .fingerprint import kernel_fingerprints
+from .masks import state_mask, step_mask
 from .protocol import successors
 from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path, _save, _succ_path
 
@@ -77,6 +78,7 @@ def _expand_partition(
     kernel,
     model,
     step_props,
+    check,
     found,
     symmetry,
     n,
@@ -121,6 +123,9 @@ def _expand_partition(
         for s in range(0, len(rows), SLICE_ROWS):
             chunk = rows[s : s + SLICE_ROWS]  # one kernel call a slice
             parents, choices, codes, succ = kernel.expand(chunk)
+            if check is not None:  # the kernel compared with its model (checker.kernel_check)
+                which = check.pick(depth, base + s, offsets[-1], chunk)
+                check.compare(chunk, parents, choices, codes, succ, which)
             generated += len(succ)
             terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
             fired += np.bincount(codes, minlength=len(names))
@@ -130,7 +135,7 @@ def _expand_partition(
             for prop in checks:
                 if prop.name in step_bad:
                     continue  # an earlier slice has a smaller key
-                mask = kernel.step_mask(prop.name, chunk, parents, succ)
+                mask = step_mask(kernel, prop, chunk, parents, succ)
                 if mask is None:
                     mask = np.array(
                         [
@@ -223,7 +228,7 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
             for prop in invariants:
                 if prop.name in found:
                     continue
-                mask = kernel.invariant_mask(prop.name, rows)
+                mask = state_mask(kernel, prop, rows)
                 if mask is None:
                     mask = np.array([prop.check(model, kernel.decode(r)) is not None for r in rows], dtype=bool)
                 if mask.any():

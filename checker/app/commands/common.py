@@ -70,6 +70,9 @@ def add_engine_arguments(parser):
                    help="symmetry reduction: count one state per orbit of replica permutations (docs/model.md)")
     g.add_argument("--per-state", action="store_true",
                    help="local engine: expand one attrs state at a time (the reference path) instead of the batch kernel")
+    g.add_argument("--verify-kernel", action="store_true",
+                   help="compare the batch kernel with the model on every state expanded (default: on a sample of the "
+                   "first levels and where a byte of a row wraps); a disagreement stops the run with exit code 2")
 
 
 def load(path):
@@ -135,7 +138,7 @@ def options_from(spec, args) -> Options:
     max_memory = getattr(args, "max_memory", None) or spec.max_memory or memory.default_ceiling()
     symmetry = getattr(args, "symmetry", False) or spec.symmetry
     return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states, max_memory=max_memory,
-                   symmetry=symmetry)
+                   symmetry=symmetry, verify_kernel=getattr(args, "verify_kernel", False))
 
 
 SPARK_EXTRA_HINT = "pip install '.[spark]' in kmc's folder, or pip install pyspark"

@@ -18,6 +18,8 @@ The kernel's contract is ``checker.protocol.BatchKernel``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from .driver import LevelDriver, Search
@@ -26,7 +28,7 @@ from .fingerprint import kernel_fingerprints
 from .kernel_check import KernelCheck, kernel_check
 from .masks import state_mask, step_mask
 from .options import Options
-from .protocol import successors
+from .protocol import BatchKernel, Model, Property, successors
 from .seen import CompactSeenSet
 from .trace import replay_choices
 
@@ -44,7 +46,15 @@ class RowsSearch(Search):
     every = 1
     possibly: list = []  # (property, EdgeLog) of the always-possibly properties (the driver's)
 
-    def __init__(self, model, kernel, invariants, step_props, symmetry=False, check: KernelCheck | None = None):
+    def __init__(
+        self,
+        model: Model,
+        kernel: BatchKernel,
+        invariants: Sequence[Property],
+        step_props: Sequence[Property],
+        symmetry: bool = False,
+        check: KernelCheck | None = None,
+    ):
         self.model, self.kernel = model, kernel
         self.invariants, self.step_props = invariants, step_props
         self.symmetry = symmetry

@@ -78,7 +78,7 @@ from .driver import LevelDriver
 from .errors import EngineError, UsageError
 from .kernel import canonical_encoder
 from .options import Options
-from .protocol import POSSIBLY
+from .protocol import POSSIBLY, HasBatchKernel, capable
 from .result import CheckResult
 from .spark_rows_store import Store
 from .spark_save import SNAPSHOT_FORMAT, STATES_FORMAT
@@ -148,7 +148,7 @@ class SparkRowsEngine(LevelDriver):
                 )
         options = options or Options()
         super().__init__(model, None, props, options, progress, on_level=on_level)
-        if per_state or not hasattr(model, "batch_kernel"):
+        if per_state or not capable(model, HasBatchKernel):
             # The per-state model as rows of Python states: the same search, for models
             # with no batch kernel and for comparing a batch kernel with its model.
             self.kernel = StatesKernel(model)

@@ -86,6 +86,9 @@ def test_a_signal_stops_an_in_process_run_at_a_level_boundary():
 class _Engine:
     stop_requested = None
 
+    def cancel(self, reason):
+        self.stop_requested = reason
+
 
 def test_first_signal_asks_to_stop_second_sigint_raises():
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)

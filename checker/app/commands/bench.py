@@ -47,10 +47,9 @@ def seen_set_bytes(seen) -> int:
     """Bytes held by a local engine's seen-set: a ``SeenSet`` counts its own arrays; for a
     dict, the dict and its fingerprint ints (a parent pointer is the same int object as
     another entry's key, so it is not counted twice)."""
-    nbytes = getattr(seen, "nbytes", None)
-    if nbytes is not None:
-        return nbytes()
-    return sys.getsizeof(seen) + sum(sys.getsizeof(k) for k in seen)
+    if isinstance(seen, dict):
+        return sys.getsizeof(seen) + sum(sys.getsizeof(k) for k in seen)
+    return seen.nbytes()
 
 
 def edge_log_measures(possibly) -> dict:
@@ -145,7 +144,7 @@ def run(args, out, err) -> int:
         doc["seen_set_bytes"] = seen_set_bytes(seen)
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
-    doc.update(edge_log_measures(getattr(engine, "possibly", None)))
+    doc.update(edge_log_measures(engine.possibly))
     doc["tree_cpu_seconds"] = usage["cpu_seconds"]
     if result.engine == "spark":  # where the tree's CPU went: the kmc process, the JVM, the Python workers
         for kind in ("kmc", "jvm", "python"):
@@ -159,7 +158,7 @@ def run(args, out, err) -> int:
     doc["path"] = engine.path if result.engine == "local" else result.engine
     doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
     _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
-    if getattr(engine, "not_started", None):
+    if engine.not_started:
         out.print(engine.not_started, markup=False, soft_wrap=True)
     out.print(f"tree: the kmc process and all its descendants ({usage['method']}).", markup=False, soft_wrap=True)
     if args.json:

@@ -164,7 +164,7 @@ def run(args, out, err) -> int:
             writer.save(engine)
     out.print(ResultView(spec, model, result, diff=args.diff, show_traces=not args.no_trace,
                          max_states=options.max_states))
-    if getattr(engine, "not_started", None):
+    if engine.not_started:
         err.print(f"kmc: {engine.not_started}", markup=False, highlight=False, soft_wrap=True)
     wrote = True
     if args.json:

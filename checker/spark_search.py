@@ -199,10 +199,7 @@ class SparkSearch(SessionStarter, Search):
         done = frozenset(found)
         grow = partial(
             _expand_partition,
-            self.kernel,
-            engine.model,
-            engine.step_props,
-            self.check,
+            self.rows.level,  # the rules of a level (checker.level)
             done,
             self.symmetry,
             n,
@@ -215,9 +212,7 @@ class SparkSearch(SessionStarter, Search):
         )
         own = partial(
             _own_partition,
-            self.kernel,
-            engine.model,
-            engine.invariants,
+            self.rows.level,
             done,
             n,
             level,

@@ -16,6 +16,8 @@ and optionally
 - ``format_action(action)`` -> str, an action as a trace shows it (default ``str(action)``);
 - ``describe_step(before, action, after)`` -> str, one sentence saying what the action did
   between two states, for a trace's step headers (default: none);
+- ``format_state(state)`` -> str, a state in one line for a generic trace (default: its
+  fields, or its ``repr``);
 - ``action_names()`` -> every action name the model can fire, in a fixed order: the Spark
   engine counts actions by their position there when the model has no batch kernel;
 - ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows.
@@ -207,6 +209,11 @@ class DescribesSteps(Protocol):
 
 
 @runtime_checkable
+class FormatsStates(Protocol):
+    def format_state(self, state: Any) -> str: ...
+
+
+@runtime_checkable
 class NamesActions(Protocol):
     def action_names(self) -> Sequence[str]: ...
 
@@ -257,6 +264,17 @@ def describe_step(model, before, action, after) -> str:
     ``model.describe_step(...)`` when the model defines it, else ``""`` (nothing to add
     to the action's own text)."""
     return model.describe_step(before, action, after) if capable(model, DescribesSteps) else ""
+
+
+def format_state(model, state) -> str:
+    """``state`` in one line, as a generic trace shows it: ``model.format_state(state)``
+    when the model defines it, else its fields (``name=value``, for an attrs class) or
+    its ``repr``."""
+    if capable(model, FormatsStates):
+        return model.format_state(state)
+    if attrs.has(type(state)):
+        return ", ".join(f"{k}={v!r}" for k, v in attrs.asdict(state, recurse=False).items())
+    return repr(state)
 
 
 def successors(model, state):

@@ -9,7 +9,7 @@ import sys
 import time
 
 from kmc.checker.text import safe_text
-from .common import add_engine_arguments, add_force_argument, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int, require_spark
+from .common import add_engine_arguments, add_force_argument, add_model_arguments, add_spec_argument, check_output_path, load_target, make_engine, options_from, positive_int, require_spark
 
 
 def register(sub):
@@ -26,7 +26,8 @@ def register(sub):
         "--compare or --compare-engines: the two runs disagree on the counts or verdicts (a bug), 2 bad input (a spec, an option, "
         "an unwritable --json), 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
-    add_spec_argument(p)
+    add_spec_argument(p, optional=True)
+    add_model_arguments(p)
     p.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="runs to make (default 1)")
     p.add_argument("--max-depth", type=positive_int, metavar="N", help="do not explore past depth N")
     p.add_argument("--max-states", type=positive_int, metavar="N", help="stop once N distinct states are stored")
@@ -96,7 +97,7 @@ def spark_measures(metrics) -> dict:
 
 
 def run(args, out, err) -> int:
-    spec = load(args.spec)
+    spec = load_target(args)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     require_spark(spec, args)
     if args.compare and args.compare_engines:
@@ -238,7 +239,8 @@ def _child_bench(args, label, extra) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         target = os.path.join(tmp, "bench.json")
-        cmd = [sys.executable, "-m", cli.__name__, "bench", args.spec, "--json", target, "--repeat", str(args.repeat)]
+        what = [args.spec] if args.model is None else ["--model", args.model, *(f"--param={p}" for p in args.param)]
+        cmd = [sys.executable, "-m", cli.__name__, "bench", *what, "--json", target, "--repeat", str(args.repeat)]
         cmd += ["--symmetry"] if getattr(args, "symmetry", False) else []
         for opt in ("max_depth", "max_states"):
             if getattr(args, opt, None) is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker import checkpoint
+from kmc.checker import checkpoint, checkpointer
 from kmc.checker.checkpoint import CheckpointError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,7 +64,7 @@ def test_checkpoint_never_deletes_a_level_directory_it_did_not_create(tmp_path, 
 
 
 def test_prune_removes_only_what_the_manifest_lists(tmp_path):
-    with checkpoint.Checkpointer(tmp_path, {}):
+    with checkpointer.Checkpointer(tmp_path, {}):
         mine = checkpoint.claim_data_dir(tmp_path, 3)
         mine.mkdir()
         kept = checkpoint.claim_data_dir(tmp_path, 4)

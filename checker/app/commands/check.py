@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import os
 
-from kmc.checker import __version__, checkpoint, memory
+from kmc.checker import __version__, checkpoint, checkpointer, memory
 from kmc.checker.signals import StopOnSignals
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from kmc.checker.errors import UsageError
@@ -148,7 +148,7 @@ def run(args, out, err) -> int:
     with contextlib.ExitStack() as stack:
         writer = None
         if directory:  # holds the directory's lock until the final checkpoint is written
-            writer = stack.enter_context(checkpoint.Checkpointer(directory, {
+            writer = stack.enter_context(checkpointer.Checkpointer(directory, {
                 **identity, "spec_path": os.path.abspath(spec.path),
                 "limits": {"max_states": options.max_states, "max_memory": options.max_memory},
             }, args.checkpoint_every))
@@ -159,7 +159,7 @@ def run(args, out, err) -> int:
                      "data_root": directory or None}
             engine = make_engine(spec, model, properties, options, progress.update, args, **hooks)
             if header is not None:
-                checkpoint.ensure_compatible(args.resume, header, {"engine": engine.name, **identity})
+                checkpointer.ensure_compatible(args.resume, header, {"engine": engine.name, **identity})
                 engine = _restore(engine, args.resume, lambda: make_engine(
                     spec, model, properties, options, progress.update,
                     argparse.Namespace(**{**vars(args), "per_state": True}), **hooks))

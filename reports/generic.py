@@ -89,16 +89,7 @@ def result_dict(spec, model, result) -> dict:
             "actions": {n: {"fired": s.fired.get(n, 0), "new": s.new.get(n, 0)} for n in action_order(model, s)},
         },
         "verdicts": {name: result.verdict(name) for name in result.checked},
-        "violations": [
-            {
-                "property": v.property,
-                "kind": v.kind,
-                "explanation": v.explanation,
-                "trace": {"init_index": v.path.init_index, "choices": list(v.path.choices),
-                          "steps": trace_steps(model, v.path)},
-            }
-            for v in (result.violations[n] for n in result.checked if n in result.violations)
-        ],
+        "violations": [violation_dict(model, result.violations[n]) for n in result.checked if n in result.violations],
     }
 
 
@@ -160,23 +151,57 @@ def _label(text: str) -> str:
     return text.replace('"', "#quot;")
 
 
+def _flowchart(model, v, n) -> list[str]:
+    lines = ["flowchart TD", f'  subgraph v{n}["{_label(v.property)}: {_label(v.explanation)}"]']
+    for step in trace_steps(model, v.path):
+        i = step["index"]
+        lines.append(f'    v{n}s{i}["{i}. {_label(step["text"])}"]')
+        if step["action"] is not None:
+            lines.append(f'    v{n}s{i - 1} -->|"{_label(step["action"]["text"])}"| v{n}s{i}')
+    lines.append("  end")
+    return lines
+
+
+def violation_mermaid(ref, model, violation) -> str:
+    """One counterexample as a Mermaid flowchart (``kmc replay --format mermaid``)."""
+    return "\n".join(["%% kmc replay --model " + ref.replace("\n", " "), *_flowchart(model, violation, 0)]) + "\n"
+
+
 def result_mermaid(spec, model, result) -> str:
     """Every counterexample as a Mermaid flowchart: its states as boxes, its actions as
     arrows."""
     lines = ["%% kmc check --model " + spec.ref.replace("\n", " ")]
     for n, name in enumerate(n for n in result.checked if n in result.violations):
-        v = result.violations[name]
-        lines.append(f"flowchart TD")
-        lines.append(f'  subgraph v{n}["{_label(name)}: {_label(v.explanation)}"]')
-        for step in trace_steps(model, v.path):
-            i = step["index"]
-            lines.append(f'    v{n}s{i}["{i}. {_label(step["text"])}"]')
-            if step["action"] is not None:
-                lines.append(f'    v{n}s{i - 1} -->|"{_label(step["action"]["text"])}"| v{n}s{i}')
-        lines.append("  end")
+        lines += _flowchart(model, result.violations[name], n)
     if len(lines) == 1:
         lines += ["flowchart TD", f'  ok["no violation in {result.stats.distinct:,} distinct states"]']
     return "\n".join(lines) + "\n"
+
+
+def _trace_table(model, v) -> str:
+    esc = _html.escape
+    body = "".join(
+        f"<tr><td>{s['index']}</td><td>{esc(s['action']['text']) if s['action'] else ''}</td>"
+        f"<td>{esc(s['action']['description']) if s['action'] else ''}</td><td><code>{esc(s['text'])}</code></td></tr>"
+        for s in trace_steps(model, v.path)
+    )
+    return (f"<h2>{esc(v.property)}: {esc(v.explanation)}</h2><table><tr><th>#</th><th>action</th>"
+            f"<th>what it did</th><th>state</th></tr>{body}</table>")
+
+
+def violation_page(ref, model, violation) -> str:
+    """One counterexample as a self-contained HTML page (``kmc replay --format html``)."""
+    esc = _html.escape
+    return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>kmc replay</title>"
+            "<meta name=\"generator\" content=\"kmc\"></head><body>"
+            f"<h1>kmc replay: {esc(ref)}</h1>{_trace_table(model, violation)}</body></html>\n")
+
+
+def violation_dict(model, violation) -> dict:
+    """One counterexample as ``result_dict`` writes it."""
+    return {"property": violation.property, "kind": violation.kind, "explanation": violation.explanation,
+            "trace": {"init_index": violation.path.init_index, "choices": list(violation.path.choices),
+                      "steps": trace_steps(model, violation.path)}}
 
 
 def result_page(spec, model, result, command="") -> str:
@@ -186,16 +211,7 @@ def result_page(spec, model, result, command="") -> str:
     rows = []
     for name in result.checked:
         rows.append(f"<tr><td>{esc(name)}</td><td>{esc(result.verdict(name))}</td></tr>")
-    traces = []
-    for name in (n for n in result.checked if n in result.violations):
-        v = result.violations[name]
-        body = "".join(
-            f"<tr><td>{s['index']}</td><td>{esc(s['action']['text']) if s['action'] else ''}</td>"
-            f"<td>{esc(s['action']['description']) if s['action'] else ''}</td><td><code>{esc(s['text'])}</code></td></tr>"
-            for s in trace_steps(model, v.path)
-        )
-        traces.append(f"<h2>{esc(name)}: {esc(v.explanation)}</h2><table><tr><th>#</th><th>action</th>"
-                      f"<th>what it did</th><th>state</th></tr>{body}</table>")
+    traces = [_trace_table(model, result.violations[n]) for n in result.checked if n in result.violations]
     doc = json.dumps(result_dict(spec, model, result), ensure_ascii=False).replace("</", "<\\/")
     return (
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>kmc check "

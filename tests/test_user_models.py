@@ -105,3 +105,18 @@ def test_bench_takes_a_model(tmp_path):
     proc = kmc("bench", "--model", TWO_PHASE, "--json", tmp_path / "b.json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "b.json").read_text())["distinct_states"] == 288
+
+
+def test_a_saved_counterexample_replays_and_an_edited_one_is_refused(tmp_path):
+    saved = tmp_path / "r.json"
+    assert kmc("check", "--model", TWO_PHASE, "--param", "eager=true", "--no-progress", "--json", saved).returncode == 1
+    doc = json.loads(saved.read_text())
+    again = kmc("replay", saved, "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == doc["violations"][0]
+    shown = kmc("replay", saved)
+    assert shown.returncode == 0 and "RMRcvCommitMsg(0)" in shown.stdout
+    doc["violations"][0]["trace"]["steps"][2]["state"]["tm"] = 2
+    saved.write_text(json.dumps(doc))
+    edited = kmc("replay", saved)
+    assert edited.returncode == 2 and "step 3: the replayed state differs from the saved one" in edited.stderr

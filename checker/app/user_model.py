@@ -68,8 +68,12 @@ class ModelSpec:
         return [by_name[n] for n in names]
 
     def identity(self) -> dict:
-        """What a result document records to rebuild the model (``kmc replay``)."""
-        return {"ref": self.ref, "params": dict(self.params), "sha256": self.sha256}
+        """What a result document records to rebuild the model (``kmc replay``): the
+        reference as given, a file's absolute path, the parameters, the source's SHA-256."""
+        doc = {"ref": self.ref, "params": dict(self.params), "sha256": self.sha256}
+        if self.source is not None:
+            doc["file"] = f"{self.source}:{self.ref.rpartition(':')[2]}"
+        return doc
 
 
 def parse_params(items) -> dict:

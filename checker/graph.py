@@ -22,7 +22,7 @@ from .kernel import check_state, split_properties
 from .protocol import action_name, format_action
 
 FORMATS = (".dot", ".graphml", ".gexf")
-GENERATOR = "kmc state graph"  # names kmc in every file it writes (kmc.checker.app.outputs)
+GENERATOR = "kmc state graph"  # names kmc in every file it writes (kmc.app.outputs)
 DEFAULT_MAX_STATES = 20_000
 
 

@@ -80,14 +80,14 @@ def _exit_at_startup(signum, frame):
 
 def is_kmc_program(argv0, orig_argv) -> bool:
     """Whether this process is the ``kmc`` command: its console script, or
-    ``python -m kmc.checker.app.cli``."""
+    ``python -m kmc.app.cli``."""
     import os
 
     name = os.path.basename(argv0 or "")
     if name in ("kmc", "kmc.exe", "kmc-script.py"):
         return True
     args = list(orig_argv or ())
-    return "-m" in args[1:3] and "kmc.checker.app.cli" in args[2:4]
+    return "-m" in args[1:3] and "kmc.app.cli" in args[2:4]
 
 
 def install_startup_handlers() -> bool:

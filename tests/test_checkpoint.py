@@ -30,8 +30,8 @@ SPECS = ROOT / "specs"
 # -- helpers (test_signals.py imports these) ----------------------------------------------
 
 def kmc(*args, **kw) -> subprocess.Popen:
-    """``kmc`` in a subprocess (``python -m kmc.checker.app.cli``: independent of how kmc is installed)."""
-    return subprocess.Popen([sys.executable, "-m", "kmc.checker.app.cli", *map(str, args)], cwd=ROOT,
+    """``kmc`` in a subprocess (``python -m kmc.app.cli``: independent of how kmc is installed)."""
+    return subprocess.Popen([sys.executable, "-m", "kmc.app.cli", *map(str, args)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -47,7 +47,7 @@ def kmc_run(*args, timeout=120):
 _AT_LEVEL = r"""
 import os, signal, sys
 from kmc.checker import checkpointer
-from kmc.checker.app.cli import main
+from kmc.app.cli import main
 
 depth = int(os.environ["KMC_TEST_DEPTH"])
 signals = [getattr(signal, "SIG" + name) for name in os.environ["KMC_TEST_SIGNALS"].split(",")]
@@ -290,7 +290,7 @@ def test_max_memory_in_a_spec(tmp_path):
 
 
 def test_without_max_memory_a_run_stops_at_the_default_ceiling(monkeypatch, capsys, tmp_path):
-    from kmc.checker.app.cli import main
+    from kmc.app.cli import main
 
     monkeypatch.setattr(memory, "machine_bytes", lambda: 40 << 20)  # a 40 MiB machine: a 32 MiB ceiling
     code = main(["check", str(SPECS / "hw-unclean.toml"), "--no-progress", "--json", str(tmp_path / "a.json")])

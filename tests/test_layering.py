@@ -56,7 +56,7 @@ def test_a_model_without_a_kernel_runs_per_state():
 # -- the import graph of the installed packages ---------------------------------------------
 
 PACKAGES = ("kmc.checker", "kmc.model", "kmc.invariants", "kmc.reports")
-APPLICATION = "kmc.checker.app"  # the Kafka application (its commands, spec files, matrix, atlas)
+APPLICATION = "kmc.app"  # the Kafka application (its commands, spec files, matrix, atlas)
 
 
 def _modules():
@@ -115,7 +115,7 @@ def test_the_core_imports_no_kafka_module():
         for name, imports in graph.items()
         if _within(name, "kmc.checker") and not _within(name, APPLICATION)
         for m, _ in imports
-        if any(_within(m, p) for p in ("kmc.model", "kmc.invariants", "kmc.reports", APPLICATION, "kmc.checker.app"))
+        if any(_within(m, p) for p in ("kmc.model", "kmc.invariants", "kmc.reports", APPLICATION, "kmc.app"))
     ]
     assert bad == []
 
@@ -136,7 +136,7 @@ def test_the_model_imports_nothing_of_spark_or_the_runtime():
 def test_the_reports_do_not_import_the_application():
     _, graph = _graph()
     bad = [f"{name} imports {m}" for name, imports in graph.items() if _within(name, "kmc.reports")
-           for m, _ in imports if _within(m, APPLICATION) or _within(m, "kmc.checker.app")]
+           for m, _ in imports if _within(m, APPLICATION) or _within(m, "kmc.app")]
     assert bad == []
 
 

@@ -25,7 +25,7 @@ ENGINES = {
 def kmc(*args, cwd=REPO):
     env = dict(os.environ, COLUMNS="200")
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "kmc.checker.app.cli", *map(str, args)], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "kmc.app.cli", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -43,7 +43,7 @@ def test_the_page_runs_from_the_command_line(tmp_path):
     env["PYTHONPATH"] = str(DOC.parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
 
     def kmc(*args):
-        return subprocess.run([sys.executable, "-m", "kmc.checker.app.cli", "check", *args, "--no-progress"],
+        return subprocess.run([sys.executable, "-m", "kmc.app.cli", "check", *args, "--no-progress"],
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
     fast = kmc("--model", "counters.py:FastCounters", "--param", "n=300", "--param", "limit=1000")

@@ -1,4 +1,4 @@
-"""The grids of ``kmc matrix`` (``checker.app.commands.matrix``): the default grid's
+"""The grids of ``kmc matrix`` (``app.commands.matrix``): the default grid's
 constants and its configurations, the versions grid (configurations × Kafka versions), the
 verdicts docs/model.md knows for their rows, and checking one row.
 """

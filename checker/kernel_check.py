@@ -47,7 +47,7 @@ from .protocol import (
 )
 
 SAMPLE_LEVELS = 8  # the default compares a sample of parents of the first levels...
-SAMPLE_PER_LEVEL = 8  # ...this many a level, evenly spread over its ranks
+SAMPLE_PER_LEVEL = 4  # ...this many a level, evenly spread over its ranks
 WRAPS_PER_CHUNK = 2  # and, on every level, this many parents a chunk with a byte at 255, and at 127
 
 

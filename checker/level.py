@@ -31,6 +31,7 @@ from .errors import PropertyError
 from .kernel_check import KernelCheck, KernelMismatchError
 from .masks import state_mask, step_mask
 from .protocol import BatchKernel, Property, successors
+from .states_kernel import StatesKernel
 
 
 @attrs.frozen
@@ -61,6 +62,11 @@ class LevelStep:
     invariants: Sequence[Property]
     step_props: Sequence[Property]
     check: KernelCheck | None = None
+    # whether the rows are arrays (properties may have array forms), not Python states
+    arrays: bool = attrs.field(init=False)
+
+    def __attrs_post_init__(self):
+        object.__setattr__(self, "arrays", not isinstance(self.kernel, StatesKernel))
 
     def expand(self, chunk, depth: int, rank: int, level: int) -> Expansion:
         """Expand ``chunk``, the frontier ranks ``rank ...`` of a level of ``level``
@@ -119,7 +125,7 @@ class LevelStep:
         for prop in self.invariants:
             if prop.name in skip:
                 continue
-            mask = state_mask(kernel, prop, rows)
+            mask = state_mask(kernel, prop, rows) if self.arrays else None
             if mask is None:  # no array form: decode and ask the property, row by row
                 best = None
                 for j, row in enumerate(rows):

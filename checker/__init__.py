@@ -1,10 +1,10 @@
 """The engine core of kmc: the model protocol, the kernel, the engines, fingerprints,
 seen-sets, traces and checkpoints. It knows no model; the Kafka application (the ``kmc``
-command line) lives in ``kmc.checker.app``.
+command line) lives in ``kmc.app``.
 
 The public names are imported on first use (PEP 562), so that ``import kmc.checker`` is
 cheap: the ``kmc`` command installs its signal handlers before any heavy import (see
-``kmc.checker.app.cli``).
+``kmc.app.cli``).
 """
 
 # First of all, in the ``kmc`` program: a signal during the imports below ends it in one line.

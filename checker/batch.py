@@ -18,13 +18,18 @@ The kernel's contract is ``checker.protocol.BatchKernel``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from .driver import LevelDriver, Search
 from .errors import EngineError
 from .fingerprint import kernel_fingerprints
+from .kernel_check import KernelCheck, kernel_check
+from .level import LevelStep
+from .masks import state_mask
 from .options import Options
-from .protocol import successors
+from .protocol import BatchKernel, Model, Property
 from .seen import CompactSeenSet
 from .trace import replay_choices
 
@@ -42,10 +47,22 @@ class RowsSearch(Search):
     every = 1
     possibly: list = []  # (property, EdgeLog) of the always-possibly properties (the driver's)
 
-    def __init__(self, model, kernel, invariants, step_props, symmetry=False):
+    def __init__(
+        self,
+        model: Model,
+        kernel: BatchKernel,
+        invariants: Sequence[Property],
+        step_props: Sequence[Property],
+        symmetry: bool = False,
+        check: KernelCheck | None = None,
+    ):
         self.model, self.kernel = model, kernel
         self.invariants, self.step_props = invariants, step_props
         self.symmetry = symmetry
+        # The rules of a level (checker.level), with the kernel's comparison with its model.
+        self.level = LevelStep(model, kernel, invariants, step_props, check)
+        self.check = check
+        self._level_first = self._level = 0  # the number of the frontier's first state, its size
         self.seen = CompactSeenSet()
         self.frontier: list[np.ndarray] = []  # the level being expanded, as row chunks
         self.next: list[np.ndarray] = []
@@ -59,6 +76,8 @@ class RowsSearch(Search):
         if not states:
             return
         rows = self.kernel.init_rows(states)
+        if self.check is not None:
+            self.check.compare_initial(states, rows)
         stats.generated += len(rows)
         fps = self.fingerprints(rows)
         _, first = np.unique(fps, return_index=True)
@@ -84,6 +103,8 @@ class RowsSearch(Search):
 
     def begin_level(self):
         self.next = []
+        self._level = self.size()
+        self._level_first = len(self.seen) - self._level
 
     def next_size(self) -> int:
         return sum(len(c) for c in self.next)
@@ -102,12 +123,12 @@ class RowsSearch(Search):
     def expand(self, chunk, first, stats, level_found, found):
         """Expand one chunk whose first state is number ``first``; store its new
         successors and keep their rows, in discovery order."""
-        kernel = self.kernel
-        parents, choices, codes, succ = kernel.expand(chunk)
-        stats.generated += len(succ)
-        stats.terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
-        names = kernel.action_names
-        add_counts(stats.fired, names, np.bincount(codes, minlength=len(names)))
+        exp = self.level.expand(chunk, stats.depth, first - self._level_first, self._level)
+        parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
+        stats.generated += exp.generated
+        stats.terminal += exp.terminal
+        names = self.kernel.action_names
+        add_counts(stats.fired, names, exp.fired)
         if not len(succ):
             return
         # A successor's place in the model's order is (parent, choice): `key`. Of the
@@ -116,7 +137,9 @@ class RowsSearch(Search):
         # index in its low bits, so one minimum gives both.
         key = parents * _CHOICES + choices
         if self.step_props:
-            self._check_steps(chunk, first, parents, choices, succ, key, level_found, found)
+            skip = found.keys() | level_found.keys()
+            for prop, (i, why) in self.level.step_violations(chunk, exp, key, skip).items():
+                level_found[prop] = ("step", why, (first + int(parents[i]), int(choices[i])))
         tagged = (key << _INDEX_BITS) | np.arange(len(succ), dtype=np.int64)
         fps = all_fps = self.fingerprints(succ)
         by_fp = np.argsort(fps)
@@ -142,9 +165,8 @@ class RowsSearch(Search):
         if not self.possibly:
             return
         self._numbered.append(fps)
-        goal_mask = getattr(self.kernel, "goal_mask", None)
         for prop, log in self.possibly:
-            goal = goal_mask(prop.name, rows) if goal_mask is not None else None
+            goal = state_mask(self.kernel, prop, rows)
             if goal is None:
                 goal = np.array([bool(prop.check(self.model, self.kernel.decode(r))) for r in rows], dtype=bool)
             log.add_states(first, goal)
@@ -159,41 +181,8 @@ class RowsSearch(Search):
 
     def _check_new(self, rows, first, level_found, found):
         """Check the state invariants on new rows numbered from ``first``."""
-        for prop in self.invariants:
-            if prop.name in found or prop.name in level_found:
-                continue
-            mask = self.kernel.invariant_mask(prop.name, rows)
-            if mask is None:  # no batch form: decode and ask the property
-                mask = np.array([prop.check(self.model, self.kernel.decode(r)) is not None for r in rows], dtype=bool)
-            if mask.any():
-                j = int(np.argmax(mask))
-                why = prop.check(self.model, self.kernel.decode(rows[j]))
-                if why is None:
-                    raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
-                level_found[prop.name] = ("always", why, first + j)
-
-    def _check_steps(self, chunk, first, parents, choices, succ, key, level_found, found):
-        for prop in self.step_props:
-            if prop.name in found or prop.name in level_found:
-                continue
-            mask = self.kernel.step_mask(prop.name, chunk, parents, succ)
-            if mask is None:
-                mask = np.array(
-                    [self._step_why(prop, chunk[p], c) is not None for p, c in zip(parents.tolist(), choices.tolist())],
-                    dtype=bool,
-                )
-            hits = np.flatnonzero(mask)
-            if len(hits):
-                i = int(hits[np.argmin(key[hits])])
-                why = self._step_why(prop, chunk[parents[i]], int(choices[i]))
-                if why is None:
-                    raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
-                level_found[prop.name] = ("step", why, (first + int(parents[i]), int(choices[i])))
-
-    def _step_why(self, prop, row, choice):
-        state = self.kernel.decode(row)
-        action, nxt = successors(self.model, state)[choice]
-        return prop.check(self.model, state, action, nxt)
+        for prop, (j, why) in self.level.state_violations(rows, None, found.keys() | level_found.keys()).items():
+            level_found[prop] = ("always", why, first + j)
 
     def path(self, number):
         init, choices = self.seen.path_to(number)
@@ -227,7 +216,8 @@ class BatchEngine(LevelDriver):
         options = options or Options()
         super().__init__(model, None, properties, options, progress, on_level=on_level)
         self.kernel = model.batch_kernel() if kernel is None else kernel
-        self.search = RowsSearch(model, self.kernel, self.invariants, self.step_props, options.symmetry)
+        check = kernel_check(model, self.kernel, self.properties, options)
+        self.search = RowsSearch(model, self.kernel, self.invariants, self.step_props, options.symmetry, check)
 
 
 def add_counts(counter, names, counts):

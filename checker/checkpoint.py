@@ -394,7 +394,3 @@ def _one_line(e) -> str:
     text = " ".join(str(e).split())
     return text if len(text) <= 120 else text[:117] + "..."
 
-
-# The resume check and the writer live in checker/checkpointer.py (imported last: it uses
-# this module's names).
-from .checkpointer import Checkpointer, ensure_compatible  # noqa: E402, F401

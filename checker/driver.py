@@ -51,7 +51,7 @@ from .kernel import require_symmetric, result_of, split_properties, stop_after_l
 from .memory import resident_bytes
 from .options import Options
 from .possibly import EdgeLog
-from .protocol import POSSIBLY
+from .protocol import POSSIBLY, Model
 from .result import CheckResult, Stats, Violation
 from .trace import extend
 
@@ -91,8 +91,11 @@ class LevelDriver:
 
     name = "local"
     path = "per-state"
+    not_started: str | None = None  # the Spark engine's: why it never started a session
 
-    def __init__(self, model, search, properties=None, options=None, progress=None, *, on_level=None):
+    def __init__(
+        self, model: Model, search, properties=None, options: Options | None = None, progress=None, *, on_level=None
+    ):
         self.model = model
         self.properties = list(model.properties() if properties is None else properties)
         self.invariants, self.step_props = split_properties(self.properties)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from .errors import UsageError
 from .options import Options
+from .protocol import HasBatchKernel, Model, capable
 
 ENGINES = ("local", "spark")
 
 
 def make_engine(
-    model,
+    model: Model,
     properties=None,
     options=None,
     *,
@@ -46,7 +47,7 @@ def make_engine(
             (``checker.spark_rows.SparkRowsEngine``).
     """
     options = options or Options()
-    batch = hasattr(model, "batch_kernel") and not per_state
+    batch = capable(model, HasBatchKernel) and not per_state
     if engine == "local":
         if batch:
             from .batch import BatchEngine

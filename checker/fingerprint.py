@@ -10,7 +10,11 @@ one (a missed state). With n states the chance of any such collision is about
 n^2 / 2^65: around 3e-8 for a million states.
 """
 
+from __future__ import annotations
+
 from hashlib import blake2b
+
+from .protocol import BatchKernel, OwnFingerprints, capable
 
 DIGEST_BYTES = 8
 
@@ -64,7 +68,7 @@ def _position_keys(width):
     return _mix(keys)
 
 
-def fingerprint_rows(rows) -> "np.ndarray":
+def fingerprint_rows(rows) -> np.ndarray:
     """The 64-bit fingerprints (``uint64``) of the rows of a 2-d array of bytes whose
     width is a multiple of 8."""
     words = np.ascontiguousarray(rows).view(np.uint64)
@@ -81,11 +85,10 @@ def fingerprint_rows(rows) -> "np.ndarray":
     return _mix(h)
 
 
-def kernel_fingerprints(kernel, rows, symmetry=False) -> "np.ndarray":
+def kernel_fingerprints(kernel: BatchKernel, rows, symmetry: bool = False) -> np.ndarray:
     """The fingerprints of a batch kernel's ``rows`` (of their orbits' canonical rows under
     symmetry reduction): the kernel's own ``fingerprints(rows, symmetry)`` when it has
     one (``checker.states_kernel.StatesKernel``), else ``fingerprint_rows``."""
-    own = getattr(kernel, "fingerprints", None)
-    if own is not None:
-        return own(rows, symmetry)
+    if capable(kernel, OwnFingerprints):
+        return kernel.fingerprints(rows, symmetry)
     return fingerprint_rows(kernel.canonical(rows) if symmetry else rows)

@@ -1,9 +1,9 @@
 """The reachable state graph of a model, as a networkx graph, and its export to files.
 
 Nodes are states, keyed by their fingerprint written as 16 hex digits (the fingerprint is
-a state's identity for every engine); edges are transitions. The graph is built by the
-same breadth-first order as the local engine, so it has exactly the engine's distinct
-states, and one edge per generated transition: since a state's enabled actions are all
+a state's identity for every engine); edges are transitions. The graph is built by
+visiting the local engine's search (``checker.local``), so it has exactly the engine's
+distinct states, in its order, and one edge per generated transition: since a state's enabled actions are all
 different, that is also the number of distinct ``(from, to, action)`` triples.
 
 Generic: the model supplies the texts through the ``label`` and ``action_text``
@@ -18,11 +18,11 @@ import networkx as nx
 
 from .errors import UsageError
 from .fingerprint import fingerprint
-from .kernel import check_state, check_step, split_properties
-from .protocol import action_name, format_action, successors
+from .kernel import check_state, split_properties
+from .protocol import action_name, format_action
 
 FORMATS = (".dot", ".graphml", ".gexf")
-GENERATOR = "kmc state graph"  # names kmc in every file it writes (kmc.checker.app.outputs)
+GENERATOR = "kmc state graph"  # names kmc in every file it writes (kmc.app.outputs)
 DEFAULT_MAX_STATES = 20_000
 
 
@@ -63,30 +63,25 @@ def state_graph(model, properties=None, *, max_states=DEFAULT_MAX_STATES, label=
     label = label or repr
     action_text = action_text or (lambda action: format_action(model, action))
     props = list(model.properties() if properties is None else properties)
-    invariants, step_props = split_properties(props)
+    invariants, _ = split_properties(props)
     nodes: dict[int, tuple] = {}  # fp -> (state, depth, initial); insertion order = BFS order
     edges: list[tuple] = []
-    frontier = []
     for state in model.init_states():
-        fp = fingerprint(model, state)
-        if fp not in nodes:
-            nodes[fp] = (state, 1, True)
-            frontier.append((fp, state))
+        nodes.setdefault(fingerprint(model, state), (state, 1, True))
     _limit(nodes, max_states)
-    depth = 1
-    while frontier:
-        depth += 1
-        nxt = []
-        for fp, state in frontier:
-            for choice, (action, succ) in enumerate(successors(model, state)):
-                sfp = fingerprint(model, succ)
-                bad = check_step(model, state, action, succ, step_props) if step_props else ()
-                edges.append((fp, sfp, choice, action, bad))
-                if sfp not in nodes:
-                    nodes[sfp] = (succ, depth, False)
-                    nxt.append((sfp, succ))
-            _limit(nodes, max_states)
-        frontier = nxt
+
+    def visit(fp, state, out):  # the local engine's search, visited (checker.local)
+        depth = nodes[fp][1] + 1
+        for choice, action, succ, sfp, bad in out:
+            edges.append((fp, sfp, choice, action, bad))
+            if sfp not in nodes:
+                nodes[sfp] = (succ, depth, False)
+        _limit(nodes, max_states)
+
+    from .local import LocalEngine
+    from .options import Options
+
+    LocalEngine(model, props, Options(keep_going=True), visit=visit).run()
     g = nx.MultiDiGraph(name=GENERATOR, distinct_states=len(nodes), transitions=len(edges))
     expanded = {e[0] for e in edges}
     for fp, (state, d, initial) in nodes.items():

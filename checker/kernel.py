@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .errors import PropertyError
 from .fingerprint import fingerprint_bytes
-from .protocol import ALWAYS, POSSIBLY, STEP, successors
+from .protocol import ALWAYS, POSSIBLY, STEP, HasSymmetries, capable, successors
 
 
 def split_properties(properties):
@@ -129,7 +129,7 @@ def canonical_encoder(model):
     ``model.encode`` over ``model.symmetries()`` applied by ``model.permute``."""
     from .errors import UsageError
 
-    if not hasattr(model, "symmetries"):
+    if not capable(model, HasSymmetries):
         raise UsageError("--symmetry: this model declares no symmetries")
     perms = model.symmetries()
     encode, permute = model.encode, model.permute

@@ -12,11 +12,13 @@ import numpy as np
 
 from .driver import LevelDriver, Search
 from .fingerprint import fingerprint_bytes
-from .kernel import canonical_encoder, check_state, expand
+from .kernel import canonical_encoder, expand
+from .level import LevelStep
 from .options import Options
 from .protocol import action_name
 from .result import CheckResult
 from .seen import SeenSet
+from .states_kernel import StatesKernel
 from .trace import replay_fingerprints
 
 __all__ = ["LocalEngine", "Options", "PerStateSearch", "SeenSet", "check"]
@@ -30,10 +32,16 @@ class PerStateSearch(Search):
     every = _PROGRESS_EVERY
     possibly: list = []  # (property, EdgeLog) of the always-possibly properties (the driver's)
 
-    def __init__(self, model, invariants, step_props, symmetry=False):
+    def __init__(self, model, invariants, step_props, symmetry=False, visit=None):
         self.model = model
+        # Called with every expanded state's fingerprint, the state and its edges (as
+        # ``checker.kernel.expand`` gives them), in the search's order: a visitor of the
+        # search (``checker.graph`` builds the state graph so).
+        self.visit = visit
         self.invariants, self.step_props = invariants, step_props
         self.encode = canonical_encoder(model) if symmetry else model.encode
+        # The rules of a level (checker.level), here over rows of one Python state.
+        self.level = LevelStep(model, StatesKernel(model, action_names=()), invariants, step_props)
         self.seen = SeenSet()  # fingerprint -> parent fingerprint
         # The states of the level being expanded. They are the newest entries of `seen`,
         # in order, so frontier[i] is state number len(seen) - len(frontier) + i there:
@@ -49,8 +57,8 @@ class PerStateSearch(Search):
             if not self.seen.add(fp, -1):
                 continue
             self.frontier.append(state)
-            for prop, why in check_state(self.model, state, self.invariants):
-                found.setdefault(prop, ("always", why, len(self.seen) - 1))
+            for prop, (_, why) in self.level.state_violations((state,), None, found).items():
+                found[prop] = ("always", why, len(self.seen) - 1)
         self._log_states(0, self.frontier)
 
     def size(self) -> int:
@@ -72,7 +80,10 @@ class PerStateSearch(Search):
 
     def expand(self, state, parent, stats, level_found, found):
         model, seen, fired, new, nxt = self.model, self.seen, stats.fired, stats.new, self.next
+        invariants = self.level.state_violations
         edges = expand(model, state, self.step_props, self.encode)
+        if self.visit is not None:
+            self.visit(seen.fps[parent], state, edges)
         if self.possibly:
             stored, before = len(seen), len(nxt)
         if not edges:
@@ -88,9 +99,8 @@ class PerStateSearch(Search):
                 continue
             new[name] = new.get(name, 0) + 1
             nxt.append(succ)
-            for prop, why in check_state(model, succ, self.invariants):
-                if prop not in found and prop not in level_found:
-                    level_found[prop] = ("always", why, len(seen) - 1)
+            for prop, (_, why) in invariants((succ,), None, found).items():
+                level_found.setdefault(prop, ("always", why, len(seen) - 1))
         if self.possibly:
             self._log_states(stored, nxt[before:])
             dst = np.array([e[3] for e in edges], dtype=np.uint64)
@@ -165,11 +175,11 @@ class LocalEngine(LevelDriver):
     name = "local"
     path = "per-state"
 
-    def __init__(self, model, properties=None, options=None, progress=None, *, on_level=None):
+    def __init__(self, model, properties=None, options=None, progress=None, *, on_level=None, visit=None):
         options = options or Options()
         props = list(model.properties() if properties is None else properties)
         super().__init__(model, None, props, options, progress, on_level=on_level)
-        self.search = PerStateSearch(model, self.invariants, self.step_props, options.symmetry)
+        self.search = PerStateSearch(model, self.invariants, self.step_props, options.symmetry, visit)
         self.encode = self.search.encode
 
 

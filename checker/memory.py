@@ -4,31 +4,8 @@ resident memory, which the engines compare with ``max_memory``."""
 from __future__ import annotations
 
 import os
-import re
 
-_SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def parse_size(text) -> int:
-    """Bytes from a size such as ``8G``, ``512M``, ``1.5GiB`` or ``1000000`` (units of 1024).
-
-    Raises:
-        ValueError: not a size.
-    """
-    m = _SIZE.match(str(text))
-    if not m:
-        raise ValueError(f"{str(text)[:40]!r} is not a size (e.g. 8G, 512M, 1.5G)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
-
-
-def format_size(n: int) -> str:
-    """``n`` bytes as a short size (``1.5G``)."""
-    for unit in ("T", "G", "M", "K"):
-        if n >= _UNITS[unit]:
-            return f"{n / _UNITS[unit]:.3g}{unit}"
-    return f"{n}B"
-
+from .units import _UNITS, format_size, parse_size  # noqa: F401  (sizes as users write them)
 
 # Without --max-memory, kmc check stops cleanly at this share of the machine's memory
 # (or of its control group's limit) rather than meet the out-of-memory killer.

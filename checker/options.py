@@ -19,6 +19,8 @@ class Options:
             bytes (looked at every few thousand states and at every level boundary).
         progress_seconds: how often ``progress`` is called during a level.
         symmetry: store one state per orbit under the model's replica symmetries.
+        verify_kernel: compare a batch kernel with its model on every state expanded,
+            not only on a sample of the first levels (``checker.kernel_check``).
     """
 
     max_depth: int | None = None
@@ -27,3 +29,4 @@ class Options:
     max_memory: int | None = None
     progress_seconds: float = 0.25
     symmetry: bool = False
+    verify_kernel: bool = False

@@ -16,6 +16,8 @@ and optionally
 - ``format_action(action)`` -> str, an action as a trace shows it (default ``str(action)``);
 - ``describe_step(before, action, after)`` -> str, one sentence saying what the action did
   between two states, for a trace's step headers (default: none);
+- ``format_state(state)`` -> str, a state in one line for a generic trace (default: its
+  fields, or its ``repr``);
 - ``action_names()`` -> every action name the model can fire, in a fixed order: the Spark
   engine counts actions by their position there when the model has no batch kernel;
 - ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows.
@@ -33,7 +35,7 @@ states, actions and property functions must pickle (Spark ships them).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -109,12 +111,21 @@ class BatchKernel(Protocol):
       meets the successors), so a kernel may return them in any order, but the pair
       must be exact.
     - ``encode``/``decode`` are inverse, and two rows are equal exactly when their states
-      are: a row's bytes are its fingerprint's input.
+      are: a row's bytes are its fingerprint's input. A column never wraps: a kernel
+      whose integers may pass their type's range must use a wider type.
     - ``canonical(rows)`` maps every row to one row of its orbit under the model's
       symmetries, the same for every member of the orbit.
-    - ``invariant_mask``/``step_mask`` agree with the properties' own checks; ``None``
-      means no array form (the engine asks the property state by state). A kernel may
-      answer with the property's own ``mask`` (``Property.mask``).
+    - ``invariant_mask``/``step_mask``/``goal_mask`` agree with the properties' own
+      checks; ``None`` means no array form (the engine asks the property state by
+      state). A property's own ``mask`` (``Property.mask``) is read first, by the engine.
+    - ``fingerprints(rows, symmetry)``: the 64-bit fingerprints of rows (of their orbits'
+      canonical rows under symmetry reduction).
+
+    The engines compare a kernel with its model (``checker.kernel_check``): on a sample
+    of the first levels of every run, and on every state with ``--verify-kernel``.
+    ``KernelBase`` gives the optional members their defaults; a kernel that does not
+    inherit it may leave out ``goal_mask`` (``GoalMasks``) and ``fingerprints``
+    (``OwnFingerprints``).
     """
 
     width: int
@@ -134,34 +145,140 @@ class BatchKernel(Protocol):
 
     def step_mask(self, name: str, rows: Any, parents: Any, after: Any) -> Any: ...
 
+    def goal_mask(self, name: str, rows: Any) -> Any: ...
+
+    def fingerprints(self, rows: Any, symmetry: bool) -> Any: ...
+
+
+class KernelBase:
+    """The defaults of a batch kernel's optional members: no array form of any property
+    (the engine asks the properties, or reads ``Property.mask``), no symmetries, and the
+    fingerprints of the rows' bytes."""
+
+    def canonical(self, rows):
+        return rows
+
+    def invariant_mask(self, name, rows):
+        return None
+
+    def step_mask(self, name, rows, parents, after):
+        return None
+
+    def goal_mask(self, name, rows):
+        return None
+
+    def fingerprints(self, rows, symmetry=False):
+        from .fingerprint import fingerprint_rows
+
+        return fingerprint_rows(self.canonical(rows) if symmetry else rows)  # type: ignore[attr-defined]
+
+
+# -- optional capabilities, declared --------------------------------------------------
+# A model or a kernel has one of these when it defines the method; the engines ask with
+# ``isinstance`` at the boundary, never by looking an attribute up.
+
+
+@runtime_checkable
+class GoalMasks(Protocol):
+    def goal_mask(self, name: str, rows: Any) -> Any: ...
+
+
+@runtime_checkable
+class OwnFingerprints(Protocol):
+    def fingerprints(self, rows: Any, symmetry: bool) -> Any: ...
+
+
+@runtime_checkable
+class HasBatchKernel(Protocol):
+    def batch_kernel(self) -> BatchKernel: ...
+
+
+@runtime_checkable
+class HasSuccessors(Protocol):
+    def successors(self, state: Any) -> Sequence[tuple[Any, Any]]: ...
+
+
+@runtime_checkable
+class FormatsActions(Protocol):
+    def format_action(self, action: Any) -> str: ...
+
+
+@runtime_checkable
+class DescribesSteps(Protocol):
+    def describe_step(self, before: Any, action: Any, after: Any) -> str: ...
+
+
+@runtime_checkable
+class FormatsStates(Protocol):
+    def format_state(self, state: Any) -> str: ...
+
+
+@runtime_checkable
+class NamesActions(Protocol):
+    def action_names(self) -> Sequence[str]: ...
+
+
+@runtime_checkable
+class HasSymmetries(Protocol):
+    def symmetries(self) -> Sequence[Any]: ...
+
+    def permute(self, state: Any, perm: Any) -> Any: ...
+
+
+@runtime_checkable
+class Named(Protocol):
+    name: str
+
+
+_CAPABLE: dict[tuple[type, type], bool] = {}
+
+
+def capable(obj, capability) -> bool:
+    """Whether ``obj`` has the optional ``capability`` (one of the Protocols above),
+    decided once per class."""
+    key = (obj.__class__, capability)
+    known = _CAPABLE.get(key)
+    if known is None:
+        known = _CAPABLE[key] = isinstance(obj, capability)
+    return known
+
 
 def action_name(action) -> str:
     """The name ``action`` is counted under: its ``name`` attribute when that is a string,
     else the action itself when it is a string, else its class's name."""
-    name = getattr(action, "name", None)
-    if name.__class__ is str:
-        return name
-    return action if action.__class__ is str else type(action).__name__
+    if action.__class__ is str:
+        return action
+    if capable(action, Named) and action.name.__class__ is str:
+        return action.name
+    return type(action).__name__
 
 
 def format_action(model, action) -> str:
     """``action`` as a trace shows it: ``model.format_action(action)`` when the model
     defines it, else ``str(action)``."""
-    fmt = getattr(model, "format_action", None)
-    return fmt(action) if fmt is not None else str(action)
+    return model.format_action(action) if capable(model, FormatsActions) else str(action)
 
 
 def describe_step(model, before, action, after) -> str:
     """What ``action`` did between ``before`` and ``after``, in one sentence:
     ``model.describe_step(...)`` when the model defines it, else ``""`` (nothing to add
     to the action's own text)."""
-    describe = getattr(model, "describe_step", None)
-    return describe(before, action, after) if describe is not None else ""
+    return model.describe_step(before, action, after) if capable(model, DescribesSteps) else ""
+
+
+def format_state(model, state) -> str:
+    """``state`` in one line, as a generic trace shows it: ``model.format_state(state)``
+    when the model defines it, else its fields (``name=value``, for an attrs class) or
+    its ``repr``."""
+    if capable(model, FormatsStates):
+        return model.format_state(state)
+    if attrs.has(type(state)):
+        return ", ".join(f"{k}={v!r}" for k, v in attrs.asdict(state, recurse=False).items())
+    return repr(state)
 
 
 def successors(model, state):
     """The ``(action, next_state)`` pairs of ``state`` in the model's fixed order."""
-    fast = getattr(model, "successors", None)
-    if fast is not None:
-        return fast(state)
+    if capable(model, HasSuccessors):
+        return model.successors(state)
     return [(a, model.next_state(state, a)) for a in model.actions(state)]

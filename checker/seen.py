@@ -91,14 +91,7 @@ class CompactSeenSet:
     def contains_sorted(self, fps) -> np.ndarray:
         """Which of the sorted ``fps`` are stored (sorted queries make each binary search
         cheaper than the one before)."""
-        hit = np.zeros(len(fps), dtype=bool)
-        if not len(fps):
-            return hit
-        for run in self._runs + self._level_runs:
-            at = np.searchsorted(run, fps)
-            at[at == len(run)] = 0
-            hit |= run[at] == fps
-        return hit
+        return runs_contain(self._runs + self._level_runs, fps)
 
     def end_level(self) -> None:
         """Close the level: its states are kept for good."""
@@ -149,13 +142,39 @@ class CompactSeenSet:
         return sum(a.nbytes for a in arrays)
 
 
+def runs_contain(runs, fps) -> np.ndarray:
+    """Which of the sorted ``fps`` are in the sorted ``runs`` (arrays, or memory maps of
+    a store's files): one binary search a run."""
+    hit = np.zeros(len(fps), dtype=bool)
+    if not len(fps):
+        return hit
+    for run in runs:
+        if not len(run):
+            continue
+        at = np.searchsorted(run, fps)
+        at[at == len(run)] = 0
+        hit |= run[at] == fps
+    return hit
+
+
+def merges(newer: int, older: int) -> bool:
+    """Whether the newest run (``newer`` fingerprints) is merged into the one before it
+    (``older``): while it is at least half that size, so that run sizes stay geometric
+    and a lookup makes a logarithmic number of binary searches."""
+    return 2 * newer >= older
+
+
+def merge_runs(older, newer) -> np.ndarray:
+    """Two sorted runs as one (a linear merge)."""
+    merged = np.concatenate((older, newer))
+    merged.sort(kind="stable")
+    return merged
+
+
 def _merge_tail(runs) -> None:
-    # Keep run sizes geometric: merge the newest run into the one before while it is at
-    # least half that size.
-    while len(runs) > 1 and 2 * len(runs[-1]) >= len(runs[-2]):
-        merged = np.concatenate((runs[-2], runs.pop()))
-        merged.sort(kind="stable")
-        runs[-1] = merged
+    while len(runs) > 1 and merges(len(runs[-1]), len(runs[-2])):
+        newer = runs.pop()
+        runs[-1] = merge_runs(runs[-1], newer)
 
 
 class SeenSet(Mapping):

@@ -12,8 +12,9 @@ from .exitcodes import signal_exit_code
 class StopOnSignals:
     """While active, SIGINT and SIGTERM ask ``engine`` to stop at its next safe point.
 
-    The first signal sets ``engine.stop_requested`` to ``"interrupted"`` (by calling
-    ``engine.cancel(reason)`` when the engine has one, which also aborts work in flight)
+    The first signal calls ``engine.cancel("interrupted")`` (every engine has it, from
+    ``checker.driver.LevelDriver``: it sets ``stop_requested``, and the Spark engine's also
+    aborts work in flight)
     and records the signal in ``signum``; from then on a second SIGINT raises
     ``KeyboardInterrupt`` and a second SIGTERM kills the process, so a user who does not
     want to wait never has to.
@@ -49,11 +50,7 @@ class StopOnSignals:
     def _handle(self, signum, frame):
         if self.signum is None:
             self.signum = signum
-        cancel = getattr(self.engine, "cancel", None)
-        if cancel is not None:
-            cancel(self.reason)
-        else:
-            self.engine.stop_requested = self.reason
+        self.engine.cancel(self.reason)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
@@ -83,14 +80,14 @@ def _exit_at_startup(signum, frame):
 
 def is_kmc_program(argv0, orig_argv) -> bool:
     """Whether this process is the ``kmc`` command: its console script, or
-    ``python -m kmc.checker.app.cli``."""
+    ``python -m kmc.app.cli``."""
     import os
 
     name = os.path.basename(argv0 or "")
     if name in ("kmc", "kmc.exe", "kmc-script.py"):
         return True
     args = list(orig_argv or ())
-    return "-m" in args[1:3] and "kmc.checker.app.cli" in args[2:4]
+    return "-m" in args[1:3] and "kmc.app.cli" in args[2:4]
 
 
 def install_startup_handlers() -> bool:

@@ -14,12 +14,12 @@ line within ``PROBE_SECONDS`` more, instead of Spark's minute of retries ending 
 
 from __future__ import annotations
 
-import re
 import socket
 import struct
 import time
 
 from .errors import EngineError
+from .units import _HOST_PORT, _K8S, validate_master  # noqa: F401  (the master URL's syntax)
 
 # Spark's local mode does not retry a failed task unless the master says so: with
 # local[*] one crashed Python worker aborts the whole run. "local[*,4]" gives every task
@@ -30,49 +30,6 @@ CONNECT_SECONDS = 5.0  # per attempt; every address together gets at most REACH_
 REACH_SECONDS = 10.0
 PROBE_SECONDS = 4.0  # for a master that accepted the connection to answer the probe
 
-_LOCAL = re.compile(r"local(?:\[(?P<threads>\*|\d{1,6})(?:\s*,\s*(?P<failures>\d{1,6}))?\])?")
-_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*\d{1,4}\s*,\s*\d{1,4}\s*,\s*\d{1,7}\s*\]")
-_HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253}):(?P<port>\d{1,5})")
-_K8S = re.compile(r"k8s://(?:(?P<scheme>https?)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253})"
-                  r"(?::(?P<port>\d{1,5}))?/?")
-_FORMS = "local, local[N], local[*], local[N,F], spark://HOST:PORT, yarn or k8s://HOST:PORT"
-
-
-def validate_master(url) -> str:
-    """``url`` if it is a Spark master URL kmc can use, else a one-line ``EngineError``.
-
-    Returns the addresses' syntax only; ``check_reachable`` asks the network.
-    """
-    if not isinstance(url, str) or not url.strip():
-        raise EngineError(f"the Spark master URL is empty (use one of {_FORMS})")
-    bad = f"{url!r} is not a Spark master URL (use one of {_FORMS})"
-    if url.startswith("local-cluster"):
-        if not _LOCAL_CLUSTER.fullmatch(url):
-            raise EngineError(bad)
-        return url
-    if url.startswith("local"):
-        m = _LOCAL.fullmatch(url)
-        if not m:
-            raise EngineError(bad)
-        if m.group("threads") not in (None, "*") and int(m.group("threads")) < 1:
-            raise EngineError(f"Spark master {url!r}: needs at least one thread")
-        if m.group("failures") is not None and int(m.group("failures")) < 1:
-            raise EngineError(f"Spark master {url!r}: needs at least one attempt per task")
-        return url
-    if url.startswith("spark://"):
-        for part in url[len("spark://"):].split(","):
-            m = _HOST_PORT.fullmatch(part)
-            if not m or not 0 < int(m.group("port")) < 65536:
-                raise EngineError(f"Spark master {url!r}: {part!r} is not HOST:PORT")
-        return url
-    if url == "yarn":
-        return url
-    if url.startswith("k8s://"):
-        m = _K8S.fullmatch(url)
-        if not m or (m.group("port") and not 0 < int(m.group("port")) < 65536):
-            raise EngineError(f"Spark master {url!r}: not k8s://[https://]HOST[:PORT]")
-        return url
-    raise EngineError(bad)
 
 
 def addresses(url) -> list[tuple[str, int]]:

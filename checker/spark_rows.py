@@ -31,15 +31,15 @@ position. One level is one Spark job of two stages:
 
 1. Rank partition ``j`` reads its share of the frontier from the store (one file per
    owner that found some of it), sorts it by key, runs ``kernel.expand``, checks the
-   step properties (``kernel.step_mask``, the least-key violator per property), keeps
+   step properties (``checker.level``: the least-key violator per property), keeps
    the least key of each fingerprint within a slice, and writes the successors (key,
    fingerprint, parent fingerprint, action code, row) for each owner into the store;
    one small record per file goes through Spark's shuffle.
 2. Owner ``i`` reads the successors for it, keeps the least key per fingerprint, drops
    those in its seen runs, writes the new fingerprints as a run (merged with the newest
    runs as ``checker.seen.CompactSeenSet`` merges) and the level's parent pointers,
-   checks the invariants on the new rows (``kernel.invariant_mask``; only a violating
-   row is decoded), and writes the new rows for their next rank partition ``g * P //
+   checks the invariants on the new rows (``checker.level``; only a violating row is
+   decoded), and writes the new rows for their next rank partition ``g * P //
    L_d``, which grows with ``g``: the next level's order is (rank partition, key order
    inside it). It returns one summary, which gives the driver the counts, the
    violations, its runs and the next level's per-rank-partition counts.
@@ -78,7 +78,7 @@ from .driver import LevelDriver
 from .errors import EngineError, UsageError
 from .kernel import canonical_encoder
 from .options import Options
-from .protocol import POSSIBLY
+from .protocol import POSSIBLY, HasBatchKernel, capable
 from .result import CheckResult
 from .spark_rows_store import Store
 from .spark_save import SNAPSHOT_FORMAT, STATES_FORMAT
@@ -148,7 +148,7 @@ class SparkRowsEngine(LevelDriver):
                 )
         options = options or Options()
         super().__init__(model, None, props, options, progress, on_level=on_level)
-        if per_state or not hasattr(model, "batch_kernel"):
+        if per_state or not capable(model, HasBatchKernel):
             # The per-state model as rows of Python states: the same search, for models
             # with no batch kernel and for comparing a batch kernel with its model.
             self.kernel = StatesKernel(model)

@@ -12,24 +12,11 @@ import time
 
 import numpy as np
 
-from .errors import EngineError
 from .fingerprint import kernel_fingerprints
-from .protocol import successors
+from .seen import merge_runs, merges, runs_contain
 from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path, _save, _succ_path
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded (one kernel call) and deduplicated together in a task
-
-
-def _contains(runs, fps):
-    """Which of the sorted ``fps`` are in the sorted runs."""
-    hit = np.zeros(len(fps), dtype=bool)
-    for run in runs:
-        if not len(run) or not len(fps):
-            continue
-        at = np.searchsorted(run, fps)
-        at[at == len(run)] = 0
-        hit |= run[at] == fps
-    return hit
 
 
 def _least_per_fingerprint(keys, fps):
@@ -74,9 +61,7 @@ def _profiled(task):
 
 @_profiled
 def _expand_partition(
-    kernel,
-    model,
-    step_props,
+    step,
     found,
     symmetry,
     n,
@@ -105,11 +90,11 @@ def _expand_partition(
         if TaskContext.get().attemptNumber() == 0:
             _test_fault(fail_first_attempt)
     clock = time.perf_counter()
+    kernel = step.kernel
     names = kernel.action_names
     terminal = generated = shipped = 0
     fired = np.zeros(len(names), dtype=np.int64)
     step_bad: dict[str, tuple] = {}
-    checks = [p for p in step_props if p.name not in found]
     base = offsets[index]
     busy = 0.0
     parts = [_load(_front_path(root, depth, index, i), 3) for i in sources[index]]
@@ -120,32 +105,17 @@ def _expand_partition(
         del keys, order, parts
         for s in range(0, len(rows), SLICE_ROWS):
             chunk = rows[s : s + SLICE_ROWS]  # one kernel call a slice
-            parents, choices, codes, succ = kernel.expand(chunk)
-            generated += len(succ)
-            terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
-            fired += np.bincount(codes, minlength=len(names))
+            exp = step.expand(chunk, depth, base + s, offsets[-1])  # checker.level
+            parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
+            generated += exp.generated
+            terminal += exp.terminal
+            fired += exp.fired
             if not len(succ):
                 continue
             keys = (base + s + parents.astype(np.int64)) * 256 + choices
-            for prop in checks:
-                if prop.name in step_bad:
-                    continue  # an earlier slice has a smaller key
-                mask = kernel.step_mask(prop.name, chunk, parents, succ)
-                if mask is None:
-                    mask = np.array(
-                        [
-                            _step_why(model, kernel, prop, chunk[p], ch) is not None
-                            for p, ch in zip(parents.tolist(), choices.tolist())
-                        ],
-                        dtype=bool,
-                    )
-                hits = np.flatnonzero(mask)
-                if len(hits):
-                    i = int(hits[np.argmin(keys[hits])])
-                    why = _step_why(model, kernel, prop, chunk[parents[i]], int(choices[i]))
-                    if why is None:
-                        raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
-                    step_bad[prop.name] = (int(keys[i]), why, int(fps[s + parents[i]]), int(choices[i]))
+            # an earlier slice's violation has a smaller key
+            for name, (i, why) in step.step_violations(chunk, exp, keys, found | step_bad.keys()).items():
+                step_bad[name] = (int(keys[i]), why, int(fps[s + parents[i]]), int(choices[i]))
             sfps, pfps = _fingerprints(kernel, succ, symmetry), fps[s + parents]
             pick = _least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
             keys, sfps, pfps, codes, succ = keys[pick], sfps[pick], pfps[pick], codes[pick], succ[pick]
@@ -163,14 +133,8 @@ def _expand_partition(
     yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy)))
 
 
-def _step_why(model, kernel, prop, row, choice):
-    state = kernel.decode(row)
-    action, nxt = successors(model, state)[choice]
-    return prop.check(model, state, action, nxt)
-
-
 @_profiled
-def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, pack, index, records):
+def _own_partition(step, found, n, level, root, depth, runs, pack, index, records):
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
     to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``
@@ -182,6 +146,7 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
     property to its least ``(key, explanation, fp)``; ``runs`` lists the ``(depth,
     length)`` of the partition's seen runs from now on.
     """
+    kernel = step.kernel
     names = kernel.action_names
     parts, metas = [], []
     clock = time.perf_counter()
@@ -200,7 +165,7 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
         del parts
         sel = _least_per_fingerprint(keys, fps)  # sorted by fingerprint
         old = [np.load(_run_path(root, index, d), mmap_mode="r") for d, _ in mine]
-        sel = sel[~_contains(old, fps[sel])]
+        sel = sel[~runs_contain(old, fps[sel])]
         del old
         if len(sel):
             # The new states in fingerprint order (the run, the parent pointers), then in
@@ -213,26 +178,14 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
             del pfps, codes, sel, by_key
             # The new run, merged with the newest runs while it is at least half as large.
             run, mine = new_fps, mine + [(depth, len(new_fps))]
-            while len(mine) > 1 and 2 * mine[-1][1] >= mine[-2][1]:
+            while len(mine) > 1 and merges(mine[-1][1], mine[-2][1]):
                 d, _ = mine[-2]
-                run = np.concatenate((np.load(_run_path(root, index, d)), run))
-                run.sort(kind="stable")  # two sorted runs: a linear merge
+                run = merge_runs(np.load(_run_path(root, index, d)), run)
                 mine[-2:] = [(depth, len(run))]
             _save(_run_path(root, index, depth), run)
             del run, new_fps
-            for prop in invariants:
-                if prop.name in found:
-                    continue
-                mask = kernel.invariant_mask(prop.name, rows)
-                if mask is None:
-                    mask = np.array([prop.check(model, kernel.decode(r)) is not None for r in rows], dtype=bool)
-                if mask.any():
-                    hits = np.flatnonzero(mask)
-                    j = int(hits[np.argmin(keys[hits])])
-                    why = prop.check(model, kernel.decode(rows[j]))
-                    if why is None:
-                        raise EngineError(f"the batch kernel and the model disagree on {prop.name}")
-                    state_bad[prop.name] = (int(keys[j]), why, int(fps[j]))
+            for name, (j, why) in step.state_violations(rows, keys, found).items():  # checker.level
+                state_bad[name] = (int(keys[j]), why, int(fps[j]))
             target = (keys >> 8) * n // level  # grows with the key
             per_target += np.bincount(target, minlength=n)
             cuts = np.searchsorted(target, np.arange(n + 1))

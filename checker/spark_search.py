@@ -23,6 +23,7 @@ from .batch import RowsSearch, add_counts
 from .driver import Search
 from .errors import EngineError
 from .kernel import keep_least
+from .kernel_check import KernelMismatchError, kernel_check
 from .spark_rows_store import Store, _owner_of, _owners, _split_frontier
 from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition, _owner
 from .spark_session import _one_line
@@ -47,7 +48,8 @@ class SparkSearch(SessionStarter, Search):
         self.engine = engine
         self.kernel = kernel
         self.symmetry = symmetry
-        self.rows = RowsSearch(engine.model, kernel, engine.invariants, engine.step_props, symmetry)
+        self.check = kernel_check(engine.model, kernel, engine.properties, engine.options)
+        self.rows = RowsSearch(engine.model, kernel, engine.invariants, engine.step_props, symmetry, self.check)
         self.phase = "driver"  # then "spark", once the store holds the search
         self.store = None
         self.n = None  # partitions
@@ -197,9 +199,7 @@ class SparkSearch(SessionStarter, Search):
         done = frozenset(found)
         grow = partial(
             _expand_partition,
-            self.kernel,
-            engine.model,
-            engine.step_props,
+            self.rows.level,  # the rules of a level (checker.level)
             done,
             self.symmetry,
             n,
@@ -212,9 +212,7 @@ class SparkSearch(SessionStarter, Search):
         )
         own = partial(
             _own_partition,
-            self.kernel,
-            engine.model,
-            engine.invariants,
+            self.rows.level,
             done,
             n,
             level,
@@ -233,9 +231,15 @@ class SparkSearch(SessionStarter, Search):
                 # the owners (merge with the seen runs, check, write the next frontier).
                 job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, _owner)
                 summaries = job.mapPartitionsWithIndex(own).collect()
+        except KernelMismatchError:
+            raise  # found by a level run here: its own line says it all
         except Exception as e:
             if engine.stop_requested is not None:
                 return False  # cancelled: the level is dropped, the last one stands
+            line = _one_line(e)
+            _head, found_it, tail = line.partition(KernelMismatchError.__name__ + ": ")
+            if found_it:  # a task's comparison of the kernel with the model
+                raise KernelMismatchError(tail) from None
             where = f" (master {engine.master})" if engine.master else ""
             raise EngineError(f"a Spark job failed at depth {depth + 1}{where}: {_one_line(e)}") from None
         # Both levels' frontiers, the successors and the merged runs beside those they

@@ -17,7 +17,7 @@ import numpy as np
 from .errors import UsageError
 from .fingerprint import fingerprint_bytes
 from .kernel import canonical_encoder
-from .protocol import action_name, successors
+from .protocol import HasBatchKernel, NamesActions, action_name, capable, successors
 
 MAX_CHOICES = 256  # the rows search keeps a choice in a byte
 
@@ -97,12 +97,10 @@ class StatesKernel:
 
 
 def _declared_names(model):
-    names = getattr(model, "action_names", None)
-    if callable(names):
-        return names()
-    kernel = getattr(model, "batch_kernel", None)
-    if kernel is not None:
-        return kernel().action_names
+    if capable(model, NamesActions):
+        return model.action_names()
+    if capable(model, HasBatchKernel):
+        return model.batch_kernel().action_names
     raise UsageError(
         "this model has no batch kernel and declares no action_names(): "
         "the rows search needs one of them (run with --engine local --per-state)"

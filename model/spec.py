@@ -202,7 +202,7 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
         if not master:
             raise SpecError(path, "spark.master", "must not be empty")
         from kmc.checker.errors import EngineError
-        from kmc.checker.spark_master import validate_master
+        from kmc.checker.units import validate_master
 
         try:
             validate_master(master)
@@ -357,7 +357,7 @@ def _int(path, key, value, lo, hi):
 def _size(path, key, value):
     """A size in bytes: an integer, or a string such as "8G" or "512M"."""
     if isinstance(value, str):
-        from kmc.checker.memory import parse_size
+        from kmc.checker.units import parse_size
 
         try:
             value = parse_size(value)

@@ -4,7 +4,7 @@ Rows are configurations that lose unflushed records in crashes; columns are the 
 and ISR policies of successive Kafka versions. Each cell gives both halves of the
 trade-off: are committed records kept (``CommittedNeverLost``), and can the partition always
 get a leader again (``PartitionRecoverable``). Nothing here runs an engine: the command
-(``checker/app/commands/atlas.py``) hands this module plain cell dicts.
+(``app/commands/atlas.py``) hands this module plain cell dicts.
 
 A cell::
 

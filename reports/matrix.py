@@ -215,7 +215,7 @@ def versions_table(doc) -> str:
     """The "Kafka through the versions" table of a ``kmc matrix --versions`` document:
     one line per configuration, one column per version, each cell the violated properties
     and their shortest counterexamples' lengths (``✓ holds`` when none is)."""
-    from kmc.checker.app.commands.matrix import VERSION_CONFIGS, VERSIONS
+    from kmc.model.versions import VERSION_CONFIGS, VERSIONS
 
     cells = {}
     for row in doc["rows"]:

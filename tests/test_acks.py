@@ -286,7 +286,7 @@ def test_bad_acks_keys_are_one_line_errors(text, key):
 
 
 def test_the_cli_refuses_acknowledged_never_lost_without_acks():
-    from kmc.checker.app.commands.common import select_properties
+    from kmc.app.commands.common import select_properties
 
     spec = load_spec(SPECS / "v21-data-loss.toml")
     with pytest.raises(UsageError, match="has no model.acks"):
@@ -362,7 +362,7 @@ def test_symmetry_counts_the_orbits_found_by_brute_force(acks):
     (b'[check]\ninvariants = ["AcknowledgedNeverLost"]\n', "check.invariants: AcknowledgedNeverLost needs model.acks"),
 ])
 def test_kmc_check_bad_acks_spec_exits_2_with_one_line(tmp_path, capsys, text, words):
-    from kmc.checker.app.cli import main
+    from kmc.app.cli import main
 
     path = tmp_path / "bad.toml"
     path.write_bytes(BASE + text)

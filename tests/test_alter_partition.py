@@ -308,7 +308,7 @@ def test_broker_epochs_needs_alter_partition(tmp_path):
     assert "model.broker_epochs" in str(e.value) and "model.alter_partition" in str(e.value)
     path = tmp_path / "bad.toml"
     path.write_bytes(text)
-    run = subprocess.run([sys.executable, "-m", "kmc.checker.app.cli", "check", str(path)],
+    run = subprocess.run([sys.executable, "-m", "kmc.app.cli", "check", str(path)],
                          capture_output=True, text=True)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1 and "broker_epochs" in run.stderr
@@ -333,7 +333,7 @@ def test_a_checkpoint_written_before_the_options_existed_still_resumes(tmp_path)
 
     directory = tmp_path / "ck"
     shutil.copytree(ROOT / "tests" / "golden" / "checkpoint-le-unflushed", directory)
-    run = subprocess.run([sys.executable, "-m", "kmc.checker.app.cli", "check", str(SPECS / "le-unflushed.toml"),
+    run = subprocess.run([sys.executable, "-m", "kmc.app.cli", "check", str(SPECS / "le-unflushed.toml"),
                           "--resume", str(directory), "--max-states", "1000000", "--no-progress", "--no-trace",
                           "--json", str(tmp_path / "out.json")], capture_output=True, text=True)
     assert run.returncode == 1, run.stderr  # violations found, as the spec expects

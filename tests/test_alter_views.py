@@ -363,7 +363,7 @@ def _check_14139(tmp_path):
     import json
     from pathlib import Path
 
-    from kmc.checker.app.cli import EXIT_VIOLATION, main
+    from kmc.app.cli import EXIT_VIOLATION, main
 
     spec = Path(__file__).resolve().parent.parent / "specs" / "kafka-14139-two-replicas.toml"
     out = tmp_path / "k.json"
@@ -372,8 +372,8 @@ def _check_14139(tmp_path):
 
 
 def test_the_checked_kafka_14139_trace_is_the_story_and_replays(build, tmp_path, capsys):
-    from kmc.checker.app.cli import EXIT_OK, main
-    from kmc.checker.app.commands.replay import replay
+    from kmc.app.cli import EXIT_OK, main
+    from kmc.app.commands.replay import replay
 
     out, doc = _check_14139(tmp_path)
     model, violation = replay(str(out), doc, "CommittedNeverLost")
@@ -396,7 +396,7 @@ def test_the_checked_kafka_14139_trace_is_the_story_and_replays(build, tmp_path,
 def test_the_checked_kafka_14139_picture_shows_the_request_in_flight(tmp_path, capsys):
     import xml.etree.ElementTree as ET
 
-    from kmc.checker.app.cli import EXIT_OK, main
+    from kmc.app.cli import EXIT_OK, main
 
     out, _ = _check_14139(tmp_path)
     capsys.readouterr()

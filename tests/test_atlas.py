@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from kmc.checker.app.cli import main
-from kmc.checker.app.commands.atlas import check_atlas_outputs, run_cell, write_atlas
+from kmc.app.cli import main
+from kmc.app.commands.atlas import check_atlas_outputs, run_cell, write_atlas
 from kmc.checker.errors import UsageError
 from kmc.checker.exitcodes import EXIT_BAD_INPUT
 from kmc.checker.result import CheckResult, Stats, Violation
@@ -127,7 +127,7 @@ def test_every_violated_cell_links_its_trace_and_diagram(tmp_path):
     """The atlas writes each counterexample as a JSON trace `kmc replay` reads and as an HTML
     diagram of it, next to ATLAS.md, and links both from the cell; a rerun removes the ones
     it no longer writes, never a file kmc did not write."""
-    from kmc.checker.app.outputs import is_kmc_output
+    from kmc.app.outputs import is_kmc_output
 
     cell = run_cell(("r2-isr1-c2", "kip966", None))
     write_atlas(tmp_path, [cell], command="kmc matrix --atlas --out x", total_seconds=1.0)

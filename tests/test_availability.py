@@ -307,7 +307,7 @@ def test_partition_recoverable_is_never_a_default():
 
 
 def _main(capsys, *argv):
-    from kmc.checker.app.cli import main
+    from kmc.app.cli import main
 
     try:
         code = main([str(a) for a in argv])

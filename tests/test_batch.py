@@ -44,7 +44,7 @@ def test_successors_equal_the_model_on_every_shipped_spec(name):
 
 
 def _grid():
-    from kmc.checker.app.commands.matrix import grid
+    from kmc.app.commands.matrix import grid
 
     return grid(list(TRUNCATION_RULES), [2, 3], None, [False, True], [False, True])
 

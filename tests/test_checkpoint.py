@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kmc import checker
-from kmc.checker import LocalEngine, Options, checkpoint, memory
+from kmc.checker import LocalEngine, Options, checkpoint, checkpointer, memory
 from kmc.checker.checkpoint import CheckpointError
 from kmc.model.spec import load_spec
 
@@ -30,8 +30,8 @@ SPECS = ROOT / "specs"
 # -- helpers (test_signals.py imports these) ----------------------------------------------
 
 def kmc(*args, **kw) -> subprocess.Popen:
-    """``kmc`` in a subprocess (``python -m kmc.checker.app.cli``: independent of how kmc is installed)."""
-    return subprocess.Popen([sys.executable, "-m", "kmc.checker.app.cli", *map(str, args)], cwd=ROOT,
+    """``kmc`` in a subprocess (``python -m kmc.app.cli``: independent of how kmc is installed)."""
+    return subprocess.Popen([sys.executable, "-m", "kmc.app.cli", *map(str, args)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -46,12 +46,12 @@ def kmc_run(*args, timeout=120):
 # every run, whatever the machine's speed (a poller racing the run could miss it).
 _AT_LEVEL = r"""
 import os, signal, sys
-from kmc.checker import checkpoint
-from kmc.checker.app.cli import main
+from kmc.checker import checkpointer
+from kmc.app.cli import main
 
 depth = int(os.environ["KMC_TEST_DEPTH"])
 signals = [getattr(signal, "SIG" + name) for name in os.environ["KMC_TEST_SIGNALS"].split(",")]
-save = checkpoint.Checkpointer.save
+save = checkpointer.Checkpointer.save
 fired = []
 
 
@@ -64,7 +64,7 @@ def save_then_signal(self, engine):
     return path
 
 
-checkpoint.Checkpointer.save = save_then_signal
+checkpointer.Checkpointer.save = save_then_signal
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -290,7 +290,7 @@ def test_max_memory_in_a_spec(tmp_path):
 
 
 def test_without_max_memory_a_run_stops_at_the_default_ceiling(monkeypatch, capsys, tmp_path):
-    from kmc.checker.app.cli import main
+    from kmc.app.cli import main
 
     monkeypatch.setattr(memory, "machine_bytes", lambda: 40 << 20)  # a 40 MiB machine: a 32 MiB ceiling
     code = main(["check", str(SPECS / "hw-unclean.toml"), "--no-progress", "--json", str(tmp_path / "a.json")])
@@ -419,7 +419,7 @@ def test_checkpointer_writes_at_most_once_every_interval(tmp_path):
     clock = _Clock()
     written = []
     engine = LocalEngine(spec.model(), spec.properties())
-    with checkpoint.Checkpointer(tmp_path, {"kmc_version": "x"}, every=10, clock=clock) as writer:
+    with checkpointer.Checkpointer(tmp_path, {"kmc_version": "x"}, every=10, clock=clock) as writer:
         def on_level(e):
             clock.now += 4  # each level "takes" 4 s: a checkpoint every third level
             before = writer.written
@@ -439,12 +439,12 @@ def test_checkpoint_directory_is_locked_and_leftovers_are_removed(tmp_path):
     stale = tmp_path / ".checkpoint-123-456.tmp"
     tmp_path.mkdir(exist_ok=True)
     stale.write_bytes(b"half a checkpoint")
-    with checkpoint.Checkpointer(tmp_path, {}):
+    with checkpointer.Checkpointer(tmp_path, {}):
         assert not stale.exists()
         with pytest.raises(CheckpointError, match="in use by another kmc run"):
-            with checkpoint.Checkpointer(tmp_path, {}):
+            with checkpointer.Checkpointer(tmp_path, {}):
                 pass
-    with checkpoint.Checkpointer(tmp_path, {}):  # released on exit
+    with checkpointer.Checkpointer(tmp_path, {}):  # released on exit
         pass
 
 

@@ -27,7 +27,7 @@ def kmc(*args, cwd=REPO, columns=None):
     if columns:
         env["COLUMNS"] = str(columns)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "kmc.checker.app.cli", *map(str, args)], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "kmc.app.cli", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=180)
 
 
@@ -302,7 +302,7 @@ def test_check_output_through_a_pipe_has_no_control_codes():
 # -- keep-going, expectations of unchecked properties, option typos (in-process) ----------
 
 def _main(capsys, *argv):
-    from kmc.checker.app.cli import main
+    from kmc.app.cli import main
 
     try:
         code = main([str(a) for a in argv])

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kmc.checker.app.cli import EXIT_OK, EXIT_VIOLATION, main
-from kmc.checker.app.commands.common import options_from
+from kmc.app.cli import EXIT_OK, EXIT_VIOLATION, main
+from kmc.app.commands.common import options_from
 from kmc.checker.local import LocalEngine
 from kmc.model.kafka import ACTION_NAMES
 from kmc.model.spec import load_spec

@@ -77,7 +77,7 @@ def test_hw_data_loss_probe_numbers():
 def _kmc_json(tmp_path, seed):
     out = tmp_path / f"result-{seed}.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "kmc.checker.app.cli", "check", "specs/hw-data-loss.toml", "--json", str(out),
+        [sys.executable, "-m", "kmc.app.cli", "check", "specs/hw-data-loss.toml", "--json", str(out),
          "--no-progress"],
         cwd=REPO, env=_env(seed), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr          # a violation

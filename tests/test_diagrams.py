@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker.app.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, main
+from kmc.app.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, main
 from kmc.checker.result import Violation
 from kmc.reports import diagram, html, mermaid, pictures, svg
 
@@ -236,7 +236,7 @@ def test_two_outputs_naming_one_file_are_refused(tmp_path, capsys):
 
 
 def test_the_marker_kmc_looks_for_is_the_one_it_writes():
-    from kmc.checker.app.outputs import DIAGRAM_MARKER
+    from kmc.app.outputs import DIAGRAM_MARKER
 
     assert DIAGRAM_MARKER.decode() == diagram.MARKER
 

@@ -13,7 +13,7 @@ import networkx as nx
 import pydot
 import pytest
 
-from kmc.checker.app.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from kmc.app.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from kmc.checker.graph import GraphTooLarge, dot_text, state_graph
 from kmc.checker.local import LocalEngine, Options
 from kmc.model import Config, KafkaModel

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker import checkpoint
+from kmc.checker import checkpoint, checkpointer
 from kmc.checker.checkpoint import CheckpointError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,7 +26,7 @@ HOLDS = REPO / "specs" / "le-data-loss.toml"
 def kmc(*args, env=None, preexec_fn=None, timeout=180):
     full = dict(os.environ, **(env or {}))
     full.pop("COLUMNS", None)
-    return subprocess.run([sys.executable, "-m", "kmc.checker.app.cli", *map(str, args)], cwd=REPO, env=full,
+    return subprocess.run([sys.executable, "-m", "kmc.app.cli", *map(str, args)], cwd=REPO, env=full,
                           capture_output=True, text=True, timeout=timeout, preexec_fn=preexec_fn)
 
 
@@ -34,7 +34,7 @@ def kmc_here(capsys, *args):
     """``kmc`` in this process (faster than a subprocess): an object like ``kmc``'s."""
     from types import SimpleNamespace
 
-    from kmc.checker.app.cli import main
+    from kmc.app.cli import main
 
     try:
         code = main([str(a) for a in args])
@@ -64,7 +64,7 @@ def test_checkpoint_never_deletes_a_level_directory_it_did_not_create(tmp_path, 
 
 
 def test_prune_removes_only_what_the_manifest_lists(tmp_path):
-    with checkpoint.Checkpointer(tmp_path, {}):
+    with checkpointer.Checkpointer(tmp_path, {}):
         mine = checkpoint.claim_data_dir(tmp_path, 3)
         mine.mkdir()
         kept = checkpoint.claim_data_dir(tmp_path, 4)
@@ -183,7 +183,7 @@ def test_a_replica_name_with_a_trailing_newline_is_refused():
 
 
 def test_replay_refuses_a_replica_name_with_control_characters(tmp_path):
-    from kmc.checker.app.commands.replay import ReplayError, config_from_dict
+    from kmc.app.commands.replay import ReplayError, config_from_dict
 
     for names in (["A\n", "B"], ["A\x1b[31m", "B"]):
         with pytest.raises(ReplayError, match="spec.model.replicas"):
@@ -263,7 +263,7 @@ def test_a_master_that_never_answers_is_given_up_on_in_bounded_time():
 
 @pytest.fixture(scope="module")
 def seed_doc(tmp_path_factory):
-    from kmc.checker.app.cli import main
+    from kmc.app.cli import main
 
     path = tmp_path_factory.mktemp("seed") / "seed.json"
     assert main(["check", str(SEED), "--no-progress", "--no-trace", "--json", str(path)]) == 1
@@ -283,7 +283,7 @@ def _with_choices(doc, choices):
 
 
 def test_replay_refuses_a_legal_loop_at_its_first_repeated_state(seed_doc, tmp_path, capsys):
-    from kmc.checker.app.cli import main
+    from kmc.app.cli import main
 
     choices = seed_doc["violations"][0]["trace"]["choices"]
     # FetchRequest(B), FetchResponse(B) from the initial state lead back to it.
@@ -296,8 +296,8 @@ def test_replay_refuses_a_legal_loop_at_its_first_repeated_state(seed_doc, tmp_p
 
 
 def test_replay_caps_the_length_before_replaying_anything(seed_doc, tmp_path, capsys):
-    from kmc.checker.app.cli import main
-    from kmc.checker.app.commands import replay
+    from kmc.app.cli import main
+    from kmc.app.commands import replay
 
     doc = json.loads(json.dumps(seed_doc))
     doc["violations"][0]["trace"]["choices"] = [1] * replay.MAX_TRACE_STATES
@@ -309,7 +309,7 @@ def test_replay_caps_the_length_before_replaying_anything(seed_doc, tmp_path, ca
 
 def test_replay_compares_as_it_replays(seed_doc, monkeypatch, tmp_path, capsys):
     from kmc.checker import protocol
-    from kmc.checker.app.cli import main
+    from kmc.app.cli import main
 
     doc = json.loads(json.dumps(seed_doc))
     trace = doc["violations"][0]["trace"]
@@ -325,7 +325,7 @@ def test_replay_compares_as_it_replays(seed_doc, monkeypatch, tmp_path, capsys):
 
 
 def test_replay_shows_the_recomputed_explanation_and_says_the_files_differs(seed_doc, tmp_path, capsys):
-    from kmc.checker.app.cli import main
+    from kmc.app.cli import main
 
     doc = json.loads(json.dumps(seed_doc))
     real = doc["violations"][0]["explanation"]
@@ -451,7 +451,7 @@ class SignalOnImport:
 
 sys.meta_path.insert(0, SignalOnImport())
 sys.argv = ["kmc", *sys.argv[3:]]
-runpy.run_module("kmc.checker.app.cli", run_name="__main__", alter_sys=True)
+runpy.run_module("kmc.app.cli", run_name="__main__", alter_sys=True)
 """
 
 

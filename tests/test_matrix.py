@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker.app.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED, main
-from kmc.checker.app.commands.matrix import grid, known_verdicts, row_id
-from kmc.checker.app.commands.replay import load_document, replay
+from kmc.app.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED, main
+from kmc.app.commands.matrix import grid, known_verdicts, row_id
+from kmc.app.commands.replay import load_document, replay
 from kmc.reports.matrix import validate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -19,7 +19,7 @@ INVARIANTS = ["HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverg
 
 # docs/model.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages,
 # 2 crashes, epochs <= 2. (rule, unclean, unflushed) -> (CommittedNeverLost, LogsNeverDiverge).
-# Written out again here, independently of checker/app/matrix_grids.py's copy.
+# Written out again here, independently of app/matrix_grids.py's copy.
 MODEL_MD = {
     ("high-watermark", False, False): ("violated", "violated"),
     ("leader-epoch", False, False): ("holds", "holds"),
@@ -241,7 +241,7 @@ def test_a_row_stopped_by_its_state_bound_is_undecided_not_contradicted(tmp_path
 def test_versions_grid(tmp_path, capsys):
     """``--versions``: docs/model.md's configurations under each version's rule and options, in a
     grid of its own (the default grid is unchanged), with the configuration x version table."""
-    from kmc.checker.app.commands.matrix import VERSION_CONFIGS, VERSIONS, version_grid
+    from kmc.app.commands.matrix import VERSION_CONFIGS, VERSIONS, version_grid
     from kmc.reports.matrix import versions_table
 
     everything = version_grid()
@@ -276,7 +276,7 @@ def test_versions_with_alter_partition():
     """The 2.7–3.4 column sends ISR changes to the controller without broker epochs; the 3.7,
     KIP-966 and 4.1 columns come twice: atomic (as they always were) and as Kafka runs them,
     with AlterPartition and broker epochs."""
-    from kmc.checker.app.commands.matrix import ALTER_PARTITION_VERSIONS, VERSIONS, version_grid
+    from kmc.app.commands.matrix import ALTER_PARTITION_VERSIONS, VERSIONS, version_grid
 
     def shape(c):
         return (c.truncation, c.hw_requires_min_isr, c.eligible_leader_replicas, c.last_known_leader,
@@ -304,10 +304,10 @@ def test_versions_with_alter_partition():
 def test_published_versions_table_is_the_readme_table():
     """reports/versions is `kmc matrix --versions --out reports/versions`'s output, every row
     agrees with docs/model.md where docs/model.md has a verdict, and the README shows its table."""
-    from kmc.checker.app.commands.matrix import VERSION_CONFIGS, VERSIONS
+    from kmc.app.commands.matrix import VERSION_CONFIGS, VERSIONS
     from kmc.reports.matrix import versions_table
 
-    from kmc.checker.app.commands.matrix import ALTER_PARTITION_VERSIONS, version_grid
+    from kmc.app.commands.matrix import ALTER_PARTITION_VERSIONS, version_grid
 
     doc = json.loads((REPO / "reports" / "versions" / "results.json").read_text())
     assert validate(doc) == [] and doc["source"] == "versions"

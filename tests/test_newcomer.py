@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker.app.cli import main
+from kmc.app.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -20,7 +20,7 @@ HW = SPECS / "hw-data-loss.toml"  # a violation: 1834 distinct states, depth 10
 
 
 def kmc(*args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "kmc.checker.app.cli", *map(str, args)], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "kmc.app.cli", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, env=env, timeout=timeout)
 
 
@@ -288,7 +288,7 @@ def test_no_file_of_the_repository_points_outside_it():
 
 
 def test_no_help_text_points_outside_the_repository():
-    from kmc.checker.app.cli import build_parser
+    from kmc.app.cli import build_parser
 
     parser = build_parser()
     texts = [parser.format_help()]
@@ -352,8 +352,8 @@ def test_at_80_columns_every_step_header_keeps_its_rule(piped80):
 
 
 def test_bench_shows_sizes_in_human_units_and_its_help_the_exit_codes(capsys):
-    from kmc.checker.app.cli import build_parser
-    from kmc.checker.app.commands.bench import human_bytes
+    from kmc.app.cli import build_parser
+    from kmc.app.commands.bench import human_bytes
 
     assert [human_bytes(n) for n in (512, 1024, 58_814_464, 3 * 1024 ** 3)] == ["512 bytes", "1 KiB", "56.1 MiB", "3 GiB"]
     assert main(["bench", str(HW), "--max-depth", "3"]) == 0

@@ -5,7 +5,7 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FOLDERS = ("model", "checker", "invariants", "reports")
+FOLDERS = ("model", "checker", "app", "invariants", "reports")
 
 
 def _setuptools():
@@ -19,7 +19,7 @@ def test_every_source_package_is_installed_under_kmc():
         for root in FOLDERS
         for p in (REPO / root).rglob("__init__.py")
     }
-    assert {"checker.app", "checker.app.commands"} <= packages
+    assert {"app", "app.commands"} <= packages
     assert set(config["packages"]) == {f"kmc.{p}" for p in packages}
     assert config["package-dir"] == {f"kmc.{p}": p.replace(".", "/") for p in packages}
 
@@ -36,18 +36,18 @@ def test_no_generic_top_level_package_and_no_old_import():
 
 
 def test_the_kmc_namespace_imports():
-    import kmc.checker.app.cli
+    import kmc.app.cli
     import kmc.model
 
     assert Path(kmc.model.__file__).name == "__init__.py"
-    assert hasattr(kmc.checker.app.cli, "main")
+    assert hasattr(kmc.app.cli, "main")
 
 
 # -- the engine core knows no application --------------------------------------------------
 
-# What the engine core (kmc.checker outside kmc.checker.app) must never import: the Kafka
+# What the engine core (kmc.checker outside kmc.app) must never import: the Kafka
 # model's own modules, its properties, its reports, and the application built on them.
-_APPLICATION = ("kmc.model.kafka", "kmc.model.state", "kmc.invariants", "kmc.reports", "kmc.checker.app")
+_APPLICATION = ("kmc.model.kafka", "kmc.model.state", "kmc.invariants", "kmc.reports", "kmc.app")
 
 
 def _imported_modules(source, package):
@@ -90,10 +90,10 @@ def test_the_boundary_check_sees_every_kind_of_import():
     # functions and classes, and relative imports that reach the application.
     source = ("import os\n"
               "def f():\n    from kmc.model.kafka import KafkaModel\n"
-              "class C:\n    def g(self):\n        from .app import cli\n"
+              "class C:\n    def g(self):\n        from ..app import cli\n"
               "from . import kernel\n")
     names = _imported_modules(source, "kmc.checker")
-    assert {"kmc.model.kafka", "kmc.checker.app.cli", "kmc.checker.kernel", "os"} <= names
+    assert {"kmc.model.kafka", "kmc.app.cli", "kmc.checker.kernel", "os"} <= names
 
 
 # -- the model's modules import one another without a circle ---------------------------------

@@ -554,7 +554,7 @@ def test_kmc_check_writes_plain_progress_into_a_log(tmp_path):
 
     log = tmp_path / "log"
     with open(log, "w") as err:
-        proc = subprocess.run([sys.executable, "-m", "kmc.checker.app.cli", "check", os.path.join(SPECS, "hw-data-loss.toml"),
+        proc = subprocess.run([sys.executable, "-m", "kmc.app.cli", "check", os.path.join(SPECS, "hw-data-loss.toml"),
                                "--progress-every", "0", "--no-trace"], stdout=subprocess.PIPE, stderr=err,
                               cwd=os.path.dirname(HERE), text=True, timeout=120)
     assert proc.returncode == 1

@@ -86,6 +86,9 @@ def test_a_signal_stops_an_in_process_run_at_a_level_boundary():
 class _Engine:
     stop_requested = None
 
+    def cancel(self, reason):
+        self.stop_requested = reason
+
 
 def test_first_signal_asks_to_stop_second_sigint_raises():
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
@@ -127,7 +130,7 @@ def _signal_after(delay, signum):
     import sys
     import time
 
-    proc = subprocess.Popen([sys.executable, "-m", "kmc.checker.app.cli", "check", str(LE3)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "kmc.app.cli", "check", str(LE3)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if os.path.exists(f"/proc/{proc.pid}/status"):
         deadline = time.monotonic() + 30
@@ -167,8 +170,8 @@ def test_startup_handlers_are_installed_in_the_kmc_program_only():
     from kmc.checker.signals import is_kmc_program
 
     assert is_kmc_program("/venv/bin/kmc", ["/venv/bin/python", "/venv/bin/kmc", "check"])
-    assert is_kmc_program("-m", ["python", "-m", "kmc.checker.app.cli", "check"])
+    assert is_kmc_program("-m", ["python", "-m", "kmc.app.cli", "check"])
     assert not is_kmc_program("/venv/bin/pytest", ["python", "/venv/bin/pytest"])
-    assert not is_kmc_program("-m", ["python", "-m", "pytest", "-k", "kmc.checker.app.cli"])
+    assert not is_kmc_program("-m", ["python", "-m", "pytest", "-k", "kmc.app.cli"])
     # this very process (pytest) kept its own handlers
     assert signal.getsignal(signal.SIGTERM) is not None and "exit_at_startup" not in repr(signal.getsignal(signal.SIGINT))

@@ -9,8 +9,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kmc.checker.app.cli import EXIT_OK, EXIT_VIOLATION, main
-from kmc.checker.app.commands.simulate import DEFAULT_DEPTH, DEFAULT_RUNS, DEFAULT_SEED
+from kmc.app.cli import EXIT_OK, EXIT_VIOLATION, main
+from kmc.app.commands.simulate import DEFAULT_DEPTH, DEFAULT_RUNS, DEFAULT_SEED
 from kmc.checker.simulate import simulate
 from kmc.checker.trace import replay_choices
 from kmc.model import Config, KafkaModel

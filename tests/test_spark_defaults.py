@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker.app.cli import build_parser, main
+from kmc.app.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 HW = ROOT / "specs" / "hw-data-loss.toml"  # stops at a violation: 1834 distinct states, depth 10

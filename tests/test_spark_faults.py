@@ -33,7 +33,7 @@ pytestmark = [
 def kmc(*args, fault, timeout=TIMEOUT):
     env = dict(os.environ, KMC_TEST_SPARK_FAULT=fault, SPARK_LOCAL_IP="127.0.0.1")
     # A session of its own: a fault that signals the process group must not reach pytest.
-    proc = subprocess.Popen([sys.executable, "-m", "kmc.checker.app.cli", *map(str, args)], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "kmc.app.cli", *map(str, args)], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     out, err = proc.communicate(timeout=timeout)
     return proc.returncode, out, err

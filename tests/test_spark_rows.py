@@ -257,7 +257,7 @@ def test_engine_knows_nothing_of_kafka():
 def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
     import argparse
 
-    from kmc.checker.app.commands.common import make_engine
+    from kmc.app.commands.common import make_engine
 
     spec = _spec("hw-data-loss")
     model = spec.model()

@@ -310,7 +310,7 @@ FOUND = {
 
 @pytest.mark.parametrize("name", sorted(FOUND))
 def test_found_cases_exit_2_with_one_line(tmp_path, name, capsys):
-    from kmc.checker.app.cli import main
+    from kmc.app.cli import main
 
     f = tmp_path / f"{name}.toml"
     data = FOUND[name]
@@ -324,7 +324,7 @@ def test_found_cases_exit_2_with_one_line(tmp_path, name, capsys):
 def test_found_case_in_a_real_process(tmp_path):
     f = tmp_path / "huge.toml"
     f.write_text(FOUND["huge-int"])
-    p = subprocess.run([sys.executable, "-m", "kmc.checker.app.cli", "check", str(f), "--no-progress"],
+    p = subprocess.run([sys.executable, "-m", "kmc.app.cli", "check", str(f), "--no-progress"],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == [f"kmc: error: {f}: not valid TOML: an integer has too many digits"]

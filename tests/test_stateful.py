@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kmc.checker import checkpoint
+from kmc.checker import checkpoint, checkpointer
 from kmc.checker.seen import CompactSeenSet
 from kmc.checker.spark_rows_store import Store, _load, _meta_path, _save
 
@@ -151,7 +151,7 @@ class CheckpointerMachine(RuleBasedStateMachine):
         self.root = Path(tempfile.mkdtemp(prefix="kmc-stateful-"))
         self.now = 0.0
         self.engine = _Engine()
-        self.writer = checkpoint.Checkpointer(self.root / "ck", RUN, every=10.0, clock=lambda: self.now)
+        self.writer = checkpointer.Checkpointer(self.root / "ck", RUN, every=10.0, clock=lambda: self.now)
         self.writer.__enter__()
         self.last_written = None
 

@@ -74,7 +74,7 @@ def test_a_tree_measured_from_outside_starts_from_zero():
 def test_compare_engines_runs_both_and_counts_spark_s_whole_tree(tmp_path):
     out = tmp_path / "cmp.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "kmc.checker.app.cli", "bench", str(HW), "--compare-engines", "--master", "local[2]",
+        [sys.executable, "-m", "kmc.app.cli", "bench", str(HW), "--compare-engines", "--master", "local[2]",
          "--driver-level-limit", "0", "--json", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=150,
     )

@@ -3,8 +3,12 @@ marked ``# needs Spark`` only where Java is)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +32,26 @@ def test_the_local_blocks_run():
     assert len(blocks) == 4
     namespace = _run(blocks)
     assert namespace["result"].stats.distinct == 16
+
+
+def test_the_page_runs_from_the_command_line(tmp_path):
+    """The page's blocks saved as a file, checked with ``kmc check --model``: with its kernel
+    at n = 300 (uint16 columns: every state of the model, nothing wrapped) and without."""
+    blocks = [b for b in _blocks() if not b.startswith("# needs Spark")]
+    (tmp_path / "counters.py").write_text("\n".join(blocks))
+    env = dict(os.environ, COLUMNS="200")
+    env["PYTHONPATH"] = str(DOC.parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+
+    def kmc(*args):
+        return subprocess.run([sys.executable, "-m", "kmc.app.cli", "check", *args, "--no-progress"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+    fast = kmc("--model", "counters.py:FastCounters", "--param", "n=300", "--param", "limit=1000")
+    assert fast.returncode == 0, fast.stderr
+    assert "90,601 distinct states · 180,601 generated · depth 601" in fast.stdout
+    bare = kmc("--model", "counters.py:TwoCounters", "--keep-going", "--json", "result.json")
+    assert bare.returncode == 1 and "x + y = 5 reached 5" in bare.stdout
+    assert json.loads((tmp_path / "result.json").read_text())["stats"]["distinct_states"] == 16
 
 
 @pytest.mark.spark

@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import os
 
-from kmc.checker import __version__, checkpoint, memory
+from kmc.checker import __version__, checkpoint, checkpointer, memory
 from kmc.checker.signals import StopOnSignals
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from kmc.checker.errors import UsageError
@@ -15,8 +15,10 @@ from ..diagram_files import add_diagram_arguments, check_diagram_paths, write_di
 from .common import (
     add_engine_arguments,
     add_force_argument,
+    add_model_arguments,
     check_output_path,
     load,
+    load_target,
     make_engine,
     options_from,
     positive_int,
@@ -41,7 +43,7 @@ def register(sub):
         "--max-memory, 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
     p.add_argument("spec", metavar="SPEC", nargs="?",
-                   help="the spec file (TOML), e.g. specs/hw-data-loss.toml (optional with --resume)")
+                   help="the spec file (TOML), e.g. specs/hw-data-loss.toml (optional with --resume or --model)")
     p.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
                    help="check only this invariant (repeatable; default: the spec's list, else all; see 'kmc invariants')")
     p.add_argument("--max-depth", type=positive_int, metavar="N", help="do not explore past depth N (the initial state has depth 1)")
@@ -72,6 +74,7 @@ def register(sub):
                    help=f"stop cleanly (exit {EXIT_RESOURCE_LIMIT}) once resident memory passes SIZE, e.g. 8G or 512M "
                         f"(default {round(memory.DEFAULT_SHARE * 100)}%% of this machine's memory)")
     add_engine_arguments(p)
+    add_model_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -113,6 +116,8 @@ def _from_checkpoint(args, header):
 def run(args, out, err) -> int:
     from kmc.reports import ProgressDisplay, ResultView, expectation, pictures, result_to_dict, write_json
 
+    if args.model is not None or args.param:
+        return _run_model(args, out, err)
     header = checkpoint.read_header(args.resume) if args.resume else None
     if header is not None:
         _from_checkpoint(args, header)
@@ -143,7 +148,7 @@ def run(args, out, err) -> int:
     with contextlib.ExitStack() as stack:
         writer = None
         if directory:  # holds the directory's lock until the final checkpoint is written
-            writer = stack.enter_context(checkpoint.Checkpointer(directory, {
+            writer = stack.enter_context(checkpointer.Checkpointer(directory, {
                 **identity, "spec_path": os.path.abspath(spec.path),
                 "limits": {"max_states": options.max_states, "max_memory": options.max_memory},
             }, args.checkpoint_every))
@@ -154,7 +159,7 @@ def run(args, out, err) -> int:
                      "data_root": directory or None}
             engine = make_engine(spec, model, properties, options, progress.update, args, **hooks)
             if header is not None:
-                checkpoint.ensure_compatible(args.resume, header, {"engine": engine.name, **identity})
+                checkpointer.ensure_compatible(args.resume, header, {"engine": engine.name, **identity})
                 engine = _restore(engine, args.resume, lambda: make_engine(
                     spec, model, properties, options, progress.update,
                     argparse.Namespace(**{**vars(args), "per_state": True}), **hooks))
@@ -164,7 +169,7 @@ def run(args, out, err) -> int:
             writer.save(engine)
     out.print(ResultView(spec, model, result, diff=args.diff, show_traces=not args.no_trace,
                          max_states=options.max_states))
-    if getattr(engine, "not_started", None):
+    if engine.not_started:
         err.print(f"kmc: {engine.not_started}", markup=False, highlight=False, soft_wrap=True)
     wrote = True
     if args.json:
@@ -188,6 +193,48 @@ def run(args, out, err) -> int:
     # for a file that is not there: the verdict is printed, the exit code says the output
     # failed. (A stop by a signal or --max-memory keeps its own code.)
     if not wrote and code in (EXIT_OK, EXIT_VIOLATION, EXIT_UNEXPECTED):
+        return EXIT_BAD_INPUT
+    return code
+
+
+def _run_model(args, out, err) -> int:
+    """``kmc check --model MODULE:FACTORY``: a user's model, with the generic views
+    (``reports.generic``)."""
+    from kmc.reports import ProgressDisplay, generic, write_json
+
+    for option in ("checkpoint", "resume", "check_expect"):
+        if getattr(args, option):
+            raise UsageError(f"--{option.replace('_', '-')}: not available with --model (a spec file's option)")
+    spec = load_target(args)
+    protected = [spec.source] if spec.source else []
+    check_output_path("--json", args.json, force=args.force, protected=protected)
+    check_diagram_paths(args, protected)
+    require_spark(spec, args)
+    model = spec.model()
+    properties = spec.properties(args.invariants)
+    options = options_from(spec, args)
+    plain_every = None if args.no_progress or err.is_terminal else args.progress_every
+    with ProgressDisplay(err, enabled=not args.no_progress and err.is_terminal, title=safe_text(spec.ref),
+                         every=plain_every, levels=args.engine == "spark") as progress:
+        engine = make_engine(spec, model, properties, options, progress.update, args, on_status=progress.status)
+        with StopOnSignals(engine) as signals:
+            result = engine.run()
+    out.print(generic.result_view(spec, model, result, show_traces=not args.no_trace))
+    if engine.not_started:
+        err.print(f"kmc: {engine.not_started}", markup=False, highlight=False, soft_wrap=True)
+    wrote = True
+    if args.json:
+        try:
+            write_json(args.json, generic.result_dict(spec, model, result))
+        except OSError as e:
+            err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
+                      markup=False, highlight=False, soft_wrap=True)
+            wrote = False
+    wrote = write_diagrams(args, err, lambda: generic.result_page(spec, model, result),
+                           lambda: generic.result_mermaid(spec, model, result)) and wrote
+    _say_how_to_continue(err, result, None, "--max-memory")
+    code = _exit_code(args, spec, result, signals, None)
+    if not wrote and code in (EXIT_OK, EXIT_VIOLATION):
         return EXIT_BAD_INPUT
     return code
 

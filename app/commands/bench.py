@@ -9,7 +9,7 @@ import sys
 import time
 
 from kmc.checker.text import safe_text
-from .common import add_engine_arguments, add_force_argument, add_spec_argument, check_output_path, load, make_engine, options_from, positive_int, require_spark
+from .common import add_engine_arguments, add_force_argument, add_model_arguments, add_spec_argument, check_output_path, load_target, make_engine, options_from, positive_int, require_spark
 
 
 def register(sub):
@@ -26,7 +26,8 @@ def register(sub):
         "--compare or --compare-engines: the two runs disagree on the counts or verdicts (a bug), 2 bad input (a spec, an option, "
         "an unwritable --json), 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
-    add_spec_argument(p)
+    add_spec_argument(p, optional=True)
+    add_model_arguments(p)
     p.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="runs to make (default 1)")
     p.add_argument("--max-depth", type=positive_int, metavar="N", help="do not explore past depth N")
     p.add_argument("--max-states", type=positive_int, metavar="N", help="stop once N distinct states are stored")
@@ -47,10 +48,9 @@ def seen_set_bytes(seen) -> int:
     """Bytes held by a local engine's seen-set: a ``SeenSet`` counts its own arrays; for a
     dict, the dict and its fingerprint ints (a parent pointer is the same int object as
     another entry's key, so it is not counted twice)."""
-    nbytes = getattr(seen, "nbytes", None)
-    if nbytes is not None:
-        return nbytes()
-    return sys.getsizeof(seen) + sum(sys.getsizeof(k) for k in seen)
+    if isinstance(seen, dict):
+        return sys.getsizeof(seen) + sum(sys.getsizeof(k) for k in seen)
+    return seen.nbytes()
 
 
 def edge_log_measures(possibly) -> dict:
@@ -97,7 +97,7 @@ def spark_measures(metrics) -> dict:
 
 
 def run(args, out, err) -> int:
-    spec = load(args.spec)
+    spec = load_target(args)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     require_spark(spec, args)
     if args.compare and args.compare_engines:
@@ -145,7 +145,7 @@ def run(args, out, err) -> int:
         doc["seen_set_bytes"] = seen_set_bytes(seen)
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
-    doc.update(edge_log_measures(getattr(engine, "possibly", None)))
+    doc.update(edge_log_measures(engine.possibly))
     doc["tree_cpu_seconds"] = usage["cpu_seconds"]
     if result.engine == "spark":  # where the tree's CPU went: the kmc process, the JVM, the Python workers
         for kind in ("kmc", "jvm", "python"):
@@ -159,7 +159,7 @@ def run(args, out, err) -> int:
     doc["path"] = engine.path if result.engine == "local" else result.engine
     doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
     _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
-    if getattr(engine, "not_started", None):
+    if engine.not_started:
         out.print(engine.not_started, markup=False, soft_wrap=True)
     out.print(f"tree: the kmc process and all its descendants ({usage['method']}).", markup=False, soft_wrap=True)
     if args.json:
@@ -239,7 +239,8 @@ def _child_bench(args, label, extra) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         target = os.path.join(tmp, "bench.json")
-        cmd = [sys.executable, "-m", cli.__name__, "bench", args.spec, "--json", target, "--repeat", str(args.repeat)]
+        what = [args.spec] if args.model is None else ["--model", args.model, *(f"--param={p}" for p in args.param)]
+        cmd = [sys.executable, "-m", cli.__name__, "bench", *what, "--json", target, "--repeat", str(args.repeat)]
         cmd += ["--symmetry"] if getattr(args, "symmetry", False) else []
         for opt in ("max_depth", "max_states"):
             if getattr(args, opt, None) is not None:

@@ -1,6 +1,6 @@
 """The ``kmc`` command line.
 
-Each subcommand lives in its own module under ``checker/app/commands`` with two functions:
+Each subcommand lives in its own module under ``app/commands`` with two functions:
 ``register(subparsers)`` adds its parser, and ``run(args, out, err) -> int`` runs it
 with two rich consoles (results on standard output, progress and errors on standard
 error) and returns the exit code.

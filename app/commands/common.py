@@ -44,8 +44,37 @@ def master_url(text):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_spec_argument(parser):
-    parser.add_argument("spec", metavar="SPEC", help="the spec file (TOML), e.g. specs/hw-data-loss.toml")
+def add_spec_argument(parser, optional=False):
+    parser.add_argument("spec", metavar="SPEC", nargs="?" if optional else None,
+                        help="the spec file (TOML), e.g. specs/hw-data-loss.toml" + (" (or --model)" if optional else ""))
+
+
+def add_model_arguments(parser):
+    """``--model REF`` and ``--param NAME=VALUE``: a user's own model instead of a spec."""
+    g = parser.add_argument_group("a model of your own (docs/writing-a-model.md)")
+    g.add_argument("--model", metavar="MODULE:FACTORY",
+                   help="check the model FACTORY(**params) returns, FACTORY in an importable module "
+                   "(pkg.mod:factory) or a Python file (path/to/file.py:factory), instead of a spec")
+    g.add_argument("--param", action="append", metavar="NAME=VALUE", default=[],
+                   help="a keyword argument of the model's factory (repeatable; an int, a float, true/false "
+                   "or a string)")
+
+
+def load_target(args):
+    """What a command checks: the spec file, or the model ``--model`` names
+    (``app.user_model.ModelSpec``)."""
+    model = getattr(args, "model", None)
+    if model is None:
+        if getattr(args, "param", None):
+            raise UsageError("--param: only with --model")
+        if args.spec is None:
+            raise UsageError("a SPEC file (or --model MODULE:FACTORY) is required")
+        return load(args.spec)
+    if args.spec is not None:
+        raise UsageError(f"--model: give a SPEC file or --model, not both (got {args.spec})")
+    from ..user_model import load_model_spec, parse_params
+
+    return load_model_spec(model, parse_params(args.param))
 
 
 def add_engine_arguments(parser):
@@ -70,6 +99,9 @@ def add_engine_arguments(parser):
                    help="symmetry reduction: count one state per orbit of replica permutations (docs/model.md)")
     g.add_argument("--per-state", action="store_true",
                    help="local engine: expand one attrs state at a time (the reference path) instead of the batch kernel")
+    g.add_argument("--verify-kernel", action="store_true",
+                   help="compare the batch kernel with the model on every state expanded (default: on a sample of the "
+                   "first levels and where a byte of a row wraps); a disagreement stops the run with exit code 2")
 
 
 def load(path):
@@ -82,6 +114,10 @@ def select_properties(spec, names):
     """The properties to check: ``--invariant`` names if given, else the spec's."""
     if not names:
         return spec.properties()
+    from ..user_model import ModelSpec
+
+    if isinstance(spec, ModelSpec):
+        return spec.properties(names)
     from kmc.model.spec import property_names
 
     known = property_names()
@@ -135,7 +171,7 @@ def options_from(spec, args) -> Options:
     max_memory = getattr(args, "max_memory", None) or spec.max_memory or memory.default_ceiling()
     symmetry = getattr(args, "symmetry", False) or spec.symmetry
     return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states, max_memory=max_memory,
-                   symmetry=symmetry)
+                   symmetry=symmetry, verify_kernel=getattr(args, "verify_kernel", False))
 
 
 SPARK_EXTRA_HINT = "pip install '.[spark]' in kmc's folder, or pip install pyspark"

@@ -281,6 +281,77 @@ def replay_document(doc, model, violation) -> dict:
     }
 
 
+def _replay_model(args, doc, out, err) -> int:
+    """Replay a counterexample of a user's model: rebuild the model from the document's
+    reference and parameters, re-execute the choices, check every state against the saved
+    one and the property on the last step, and show it with the generic views."""
+    from kmc.checker.errors import EngineError
+    from kmc.checker.protocol import STEP
+    from kmc.checker.result import Violation
+    from kmc.checker.trace import replay_choices
+    from kmc.reports import generic
+
+    from ..user_model import load_model_spec
+
+    path = args.file
+    ident = doc.get("model")
+    if not isinstance(ident, dict) or not isinstance(ident.get("ref"), str) or not isinstance(ident.get("params"), dict):
+        raise ReplayError(f"{path}: model: no 'ref' and 'params' to rebuild the model from")
+    found = [v for v in doc.get("violations") or [] if isinstance(v, dict)]
+    if args.invariant is not None:
+        found = [v for v in found if v.get("property") == args.invariant]
+    if not found:
+        raise ReplayError(f"{path}: violations: no counterexample" + (f" of {args.invariant}" if args.invariant else ""))
+    entry = found[0]
+    ref = ident.get("file") if isinstance(ident.get("file"), str) else ident["ref"]
+    spec = load_model_spec(ref, ident["params"])
+    model = spec.model()
+    props = {p.name: p for p in model.properties()}
+    prop = props.get(entry.get("property"))
+    trace = entry.get("trace")
+    if prop is None or not isinstance(trace, dict):
+        raise ReplayError(f"{path}: violations: {entry.get('property')!r} is not a property of {ident['ref']}")
+    try:
+        steps = replay_choices(model, int(trace["init_index"]), [int(c) for c in trace["choices"]]).steps
+    except (EngineError, KeyError, TypeError, ValueError, IndexError) as e:
+        raise ReplayError(f"{path}: the trace no longer replays ({e})") from None
+    from kmc.checker.result import Path
+
+    replayed = Path(tuple(steps), int(trace["init_index"]), tuple(int(c) for c in trace["choices"]))
+    saved = trace.get("steps") or []
+    for mine, theirs in zip(generic.trace_steps(model, replayed), saved):
+        if not isinstance(theirs, dict) or mine["state"] != theirs.get("state"):
+            raise ReplayError(f"{path}: step {mine['index']}: the replayed state differs from the saved one")
+    last = replayed.steps[-1]
+    if prop.kind == STEP and len(replayed.steps) > 1:
+        why = prop.check(model, replayed.steps[-2].state, last.action, last.state)
+    else:
+        why = prop.check(model, last.state)
+    if why is None:
+        raise ReplayError(f"{path}: the replayed trace no longer violates {prop.name}")
+    violation = Violation(prop.name, prop.kind, why, replayed)
+    if args.format == "json":
+        out.out(json.dumps(generic.violation_dict(model, violation), indent=2, ensure_ascii=False), highlight=False)
+    elif args.format in ("html", "mermaid"):
+        make = generic.violation_page if args.format == "html" else generic.violation_mermaid
+        text = make(ident["ref"], model, violation)
+        if not args.out:
+            out.out(text, highlight=False, end="")
+            return 0
+        from kmc.reports.pictures import write_text
+
+        try:
+            write_text(args.out, text)
+        except OSError as e:
+            raise UsageError(f"--out: cannot write {args.out} ({e.strerror or e})") from None
+        err.print(f"kmc: wrote {safe_text(args.out)}", markup=False, highlight=False, soft_wrap=True)
+    elif args.format == "rich":
+        out.print(generic.trace_view(model, violation))
+    else:
+        raise UsageError(f"--format {args.format}: not available for a model of your own (rich, json, html, mermaid)")
+    return 0
+
+
 def run(args, out, err) -> int:
     if args.out and args.format not in DIAGRAMS:
         raise UsageError("--out: only with --format html, mermaid or svg")
@@ -289,6 +360,10 @@ def run(args, out, err) -> int:
 
         check_output_path("--out", args.out, protected=[args.file], force=args.force, kind="diagram")
     doc = load_document(args.file)
+    from kmc.reports import generic
+
+    if doc.get("schema") == generic.SCHEMA:  # a user's model (kmc check --model)
+        return _replay_model(args, doc, out, err)
     model, violation = replay(args.file, doc, args.invariant)
     saved = select_entry(args.file, doc, args.invariant).get("explanation")
     if saved != violation.explanation:

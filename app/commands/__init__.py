@@ -1,0 +1,1 @@
+"""The subcommands of ``kmc``: one module each (see ``kmc.app.cli``)."""

@@ -1,0 +1,148 @@
+"""A user's own model on the command line: ``--model pkg.mod:factory`` (or
+``path/to/file.py:factory``) with ``--param NAME=VALUE`` arguments for the factory.
+
+``ModelSpec`` stands where a Kafka spec file stands for the commands (``kmc check``,
+``kmc bench``): it names the model, builds it, and selects its properties; it has no
+``[expect]`` table and no options of its own (they come from the command line).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import attrs
+
+from kmc.checker.errors import UsageError
+
+
+@attrs.frozen
+class ModelSpec:
+    """A model given by its factory (see the module)."""
+
+    ref: str
+    params: dict
+    factory: object = attrs.field(repr=False)
+    sha256: str = ""
+    source: str | None = None  # the file the factory was loaded from, when given as a path
+    # what a spec file would set: nothing, the command line decides
+    title: str = ""
+    description: str = ""
+    expect: dict = attrs.field(factory=dict)
+    engine: str = "local"
+    max_depth: int | None = None
+    max_states: int | None = None
+    max_memory: int | None = None
+    keep_going: bool = False
+    symmetry: bool = False
+    spark_master: str | None = None
+    spark_partitions: int | None = None
+
+    @property
+    def path(self) -> str:
+        return self.ref
+
+    @property
+    def name(self) -> str:
+        return self.ref
+
+    def model(self):
+        try:
+            return self.factory(**self.params)
+        except TypeError as e:
+            raise UsageError(f"--model {self.ref}: {e}") from None
+
+    def properties(self, names=None):
+        props = list(self.model().properties())
+        if not names:
+            return props
+        by_name = {p.name: p for p in props}
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise UsageError(f"--invariant: {', '.join(unknown)} is not a property of {self.ref} "
+                             f"(it has {', '.join(by_name) or 'none'})")
+        return [by_name[n] for n in names]
+
+    def identity(self) -> dict:
+        """What a result document records to rebuild the model (``kmc replay``): the
+        reference as given, a file's absolute path, the parameters, the source's SHA-256."""
+        doc = {"ref": self.ref, "params": dict(self.params), "sha256": self.sha256}
+        if self.source is not None:
+            doc["file"] = f"{self.source}:{self.ref.rpartition(':')[2]}"
+        return doc
+
+
+def parse_params(items) -> dict:
+    """``NAME=VALUE`` strings as keyword arguments: a value is an int, a float,
+    ``true``/``false`` or else a string."""
+    out = {}
+    for item in items or ():
+        name, eq, text = item.partition("=")
+        if not eq or not name.isidentifier():
+            raise UsageError(f"--param: {item!r} is not NAME=VALUE")
+        out[name] = _value(text)
+    return out
+
+
+def _value(text):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def load_model_spec(ref: str, params: dict) -> ModelSpec:
+    """The model ``ref`` names: ``module:factory`` or ``file.py:factory``.
+
+    Raises:
+        UsageError: the reference is malformed, the module or file cannot be imported,
+            or it has no such factory (one line naming ``--model`` and the reference).
+    """
+    where, colon, attr = ref.rpartition(":")
+    if not colon or not where or not attr.isidentifier():
+        raise UsageError(f"--model: {ref!r} is not MODULE:FACTORY or FILE.py:FACTORY")
+    source = None
+    try:
+        if where.endswith(".py"):
+            source = os.path.abspath(where)
+            module = _import_file(source)
+        else:
+            module = importlib.import_module(where)
+    except UsageError:
+        raise
+    except Exception as e:  # the user's module failed to import: say so in one line
+        raise UsageError(f"--model {ref}: cannot import {where} ({type(e).__name__}: {e})") from None
+    factory = vars(module).get(attr)
+    if not callable(factory):
+        raise UsageError(f"--model {ref}: {where} has no callable {attr}")
+    file = source or vars(module).get("__file__")
+    digest = hashlib.sha256(Path(file).read_bytes()).hexdigest() if file else ""
+    return ModelSpec(ref, params, factory, digest, source)
+
+
+def _import_file(path: str):
+    """Import the Python file ``path`` as a module named after it, its folder on the
+    import path (and on the Spark workers', through ``PYTHONPATH``), so that its classes
+    pickle by reference."""
+    if not os.path.isfile(path):
+        raise UsageError(f"--model: {path}: no such file")
+    folder, name = os.path.dirname(path), Path(path).stem
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH")) if p)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"--model: {path}: not a Python module")
+    module = sys.modules.get(name)
+    if module is not None and os.path.abspath(vars(module).get("__file__") or "") == path:
+        return module
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,1 +1,0 @@
-"""The subcommands of ``kmc``: one module each (see ``kmc.checker.app.cli``)."""

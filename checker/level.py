@@ -1,0 +1,155 @@
+"""The rules of one level, written once: every search calls them on each piece of a level.
+
+A piece of a level is some frontier rows (or Python states) expanded together: the rows
+search (``checker.batch``) expands a chunk, a Spark task (``checker.spark_rows_tasks``)
+a slice of its rank partition, the per-state search (``checker.local``) one state.
+``LevelStep`` holds what those pieces share:
+
+- the expansion with its counts (``Expansion``: successors generated, terminal states,
+  actions fired per code) and the kernel's comparison with its model
+  (``checker.kernel_check``);
+- the step properties' first violations: per property, the violating transition with the
+  least key (``(parent rank, choice)``: the per-state search's order), found with the
+  property's array form when it has one, else state by state;
+- the state invariants' first violations on new states, likewise by least key;
+- a mask that fires where the property's own check says the property holds is a
+  disagreement between the kernel and its model (``KernelMismatchError``).
+
+A violation found here is a candidate: the search records it unless the property failed
+earlier (``skip``), and the driver keeps the first of the level (``checker.driver``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from .errors import PropertyError
+from .kernel_check import KernelCheck, KernelMismatchError
+from .masks import state_mask, step_mask
+from .protocol import BatchKernel, Property, successors
+from .states_kernel import StatesKernel
+
+
+@attrs.frozen
+class Expansion:
+    """A piece's successors (``BatchKernel.expand``'s four arrays) and what they count."""
+
+    parents: np.ndarray
+    choices: np.ndarray
+    codes: np.ndarray
+    succ: Any
+    generated: int
+    terminal: int
+    fired: np.ndarray  # actions fired, per action code
+
+
+@attrs.frozen
+class LevelStep:
+    """The per-level rules over a kernel's rows (see the module).
+
+    Args:
+        model: the model; kernel: its batch kernel (or ``checker.states_kernel``'s rows
+            of Python states); invariants, step_props: the properties checked;
+        check: the kernel's comparison with its model, or ``None``.
+    """
+
+    model: Any
+    kernel: BatchKernel
+    invariants: Sequence[Property]
+    step_props: Sequence[Property]
+    check: KernelCheck | None = None
+    # whether the rows are arrays (properties may have array forms), not Python states
+    arrays: bool = attrs.field(init=False)
+
+    def __attrs_post_init__(self):
+        object.__setattr__(self, "arrays", not isinstance(self.kernel, StatesKernel))
+
+    def expand(self, chunk, depth: int, rank: int, level: int) -> Expansion:
+        """Expand ``chunk``, the frontier ranks ``rank ...`` of a level of ``level``
+        states at ``depth``; compare the kernel with its model where ``check`` says."""
+        parents, choices, codes, succ = self.kernel.expand(chunk)
+        if self.check is not None:
+            self.check.compare(chunk, parents, choices, codes, succ, self.check.pick(depth, rank, level, chunk))
+        names = len(self.kernel.action_names)
+        return Expansion(
+            parents,
+            choices,
+            codes,
+            succ,
+            generated=len(succ),
+            terminal=int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0)),
+            fired=np.bincount(codes, minlength=names),
+        )
+
+    def step_violations(self, chunk, exp: Expansion, keys, skip: Container[str] = ()) -> dict[str, tuple[int, str]]:
+        """Per step property not in ``skip``: ``(i, explanation)`` of its violating
+        successor ``i`` with the least ``keys[i]``."""
+        out: dict[str, tuple[int, str]] = {}
+        for prop in self.step_props:
+            if prop.name in skip:
+                continue
+            mask = step_mask(self.kernel, prop, chunk, exp.parents, exp.succ)
+            if mask is None:
+                mask = np.array(
+                    [
+                        self.step_why(prop, chunk[p], c) is not None
+                        for p, c in zip(exp.parents.tolist(), exp.choices.tolist())
+                    ],
+                    dtype=bool,
+                )
+            hits = np.flatnonzero(mask)
+            if len(hits):
+                i = int(hits[np.argmin(keys[hits])])
+                why = self.step_why(prop, chunk[exp.parents[i]], int(exp.choices[i]))
+                if why is None:
+                    raise KernelMismatchError(f"the batch kernel and the model disagree on {prop.name}")
+                out[prop.name] = (i, why)
+        return out
+
+    def step_why(self, prop: Property, row, choice: int) -> str | None:
+        """The explanation of ``prop``'s violation by the transition ``choice`` of ``row``,
+        or ``None`` when it holds there."""
+        state = self.kernel.decode(row)
+        action, nxt = successors(self.model, state)[choice]
+        return prop.check(self.model, state, action, nxt)
+
+    def state_violations(self, rows, keys=None, skip: Container[str] = ()) -> dict[str, tuple[int, str]]:
+        """Per state invariant not in ``skip``: ``(j, explanation)`` of its violating row
+        ``j`` with the least ``keys[j]`` (the first one when ``keys`` is ``None``)."""
+        out: dict[str, tuple[int, str]] = {}
+        model, kernel = self.model, self.kernel
+        for prop in self.invariants:
+            if prop.name in skip:
+                continue
+            mask = state_mask(kernel, prop, rows) if self.arrays else None
+            if mask is None:  # no array form: decode and ask the property, row by row
+                best = None
+                for j, row in enumerate(rows):
+                    why = _checked(prop, prop.check(model, kernel.decode(row)))
+                    if why is not None and (best is None or keys[j] < keys[best[0]]):
+                        best = (j, why)
+                        if keys is None:
+                            break
+                if best is not None:
+                    out[prop.name] = best
+                continue
+            if not mask.any():
+                continue
+            hits = np.flatnonzero(mask)
+            j = int(hits[0] if keys is None else hits[np.argmin(keys[hits])])
+            why = _checked(prop, prop.check(model, kernel.decode(rows[j])))
+            if why is None:
+                raise KernelMismatchError(f"the batch kernel and the model disagree on {prop.name}")
+            out[prop.name] = (j, why)
+        return out
+
+
+def _checked(prop: Property, why):
+    """A check's answer, refused unless it is ``None`` or a ``str``."""
+    if why is not None and type(why) is not str:
+        raise PropertyError(prop.name, why)
+    return why

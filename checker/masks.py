@@ -1,0 +1,47 @@
+"""A property's array form, read the one way every search reads it.
+
+A property may carry its array form itself (``Property.mask``, a function of the kernel
+and the rows); a kernel may also answer ``invariant_mask``/``step_mask``/``goal_mask``
+by name. The property's own form comes first: it sits beside the per-state check, where
+a reviewer reads one against the other. ``None`` means no array form: the search asks
+the property state by state. Rows of Python states (``checker.states_kernel``) have no
+array form at all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .protocol import ALWAYS, GoalMasks, Property
+from .states_kernel import StatesKernel
+
+
+def _arrays(kernel) -> bool:
+    return not isinstance(kernel, StatesKernel)
+
+
+def state_mask(kernel, prop: Property, rows):
+    """Per row: true where the ``"always"`` property ``prop`` is violated, or where the
+    ``"possibly"`` property ``prop``'s goal holds; ``None`` when there is no array form."""
+    if not _arrays(kernel):
+        return None
+    if prop.mask is not None:
+        return np.asarray(prop.mask(kernel, rows), dtype=bool)
+    if prop.kind == ALWAYS:
+        mask = kernel.invariant_mask(prop.name, rows)
+    elif isinstance(kernel, GoalMasks):
+        mask = kernel.goal_mask(prop.name, rows)
+    else:
+        return None
+    return None if mask is None else np.asarray(mask, dtype=bool)
+
+
+def step_mask(kernel, prop: Property, rows, parents, after):
+    """Per transition ``rows[parents[i]] -> after[i]``: true where the step property
+    ``prop`` is violated; ``None`` when there is no array form."""
+    if not _arrays(kernel):
+        return None
+    if prop.mask is not None:
+        return np.asarray(prop.mask(kernel, rows, parents, after), dtype=bool)
+    mask = kernel.step_mask(prop.name, rows, parents, after)
+    return None if mask is None else np.asarray(mask, dtype=bool)

@@ -1,0 +1,106 @@
+"""Batch kernels of the toy counters (``tests/toy.py``), right and wrong: what the engines'
+comparison of a kernel with its model (``checker.kernel_check``) must accept and refuse.
+
+``CountersKernel(model, column)`` keeps ``x`` and ``y`` in columns of numpy type ``column``
+(``np.uint8`` wraps past 255: the mistake ``docs/writing-a-model.md`` once made);
+``WrongMask`` answers ``SumBelow`` with a mask that never fires; ``WrongSuccessor``
+sends ``IncY`` of the state (1, 0) to (1, 2). The factories at the bottom are what
+``kmc check --model tests/counter_kernels.py:NAME`` loads.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+from kmc.checker.protocol import KernelBase
+from toy import Counters, Inc, TwoCounters
+
+
+class CountersKernel(KernelBase):
+    width = 8
+    action_names = ("IncX", "IncY")
+
+    def __init__(self, model, column=np.uint16):
+        self.n, self.limit, self.column = model.n, model.limit, np.dtype(column)
+
+    def _columns(self, rows):
+        return rows.view(self.column)  # x, y, then padding
+
+    def encode(self, state):
+        row = np.zeros(self.width, dtype=np.uint8)
+        cols = self._columns(row[None, :])[0]
+        cols[0], cols[1] = state.x, state.y
+        return row
+
+    def decode(self, row):
+        cols = self._columns(np.asarray(row)[None, :])[0]
+        return Counters(int(cols[0]), int(cols[1]))
+
+    def init_rows(self, states):
+        return np.stack([self.encode(s) for s in states])
+
+    def expand(self, rows):
+        cols = self._columns(rows)
+        can_x, can_y = cols[:, 0] < self.n, cols[:, 1] < self.n
+        px, py = np.flatnonzero(can_x), np.flatnonzero(can_y)
+        parents = np.concatenate((px, py))
+        choices = np.concatenate((np.zeros(len(px), np.int64), can_x[py].astype(np.int64)))
+        codes = np.concatenate((np.zeros(len(px), np.int64), np.ones(len(py), np.int64)))
+        succ = rows[parents].copy()
+        out = self._columns(succ)
+        out[: len(px), 0] += 1
+        out[len(px) :, 1] += 1
+        return parents.astype(np.int64), choices, codes, succ
+
+    def invariant_mask(self, name, rows):
+        if name == "SumBelow":
+            cols = self._columns(rows)
+            return cols[:, 0].astype(np.int64) + cols[:, 1] >= self.limit
+        return None
+
+
+class WrongMask(CountersKernel):
+    def invariant_mask(self, name, rows):
+        return np.zeros(len(rows), dtype=bool) if name == "SumBelow" else None
+
+
+class WrongSuccessor(CountersKernel):
+    def expand(self, rows):
+        parents, choices, codes, succ = super().expand(rows)
+        cols = self._columns(succ)
+        bad = (cols[:, 0] == 1) & (cols[:, 1] == 1) & (codes == 1)
+        cols[bad, 1] = 2
+        return parents, choices, codes, succ
+
+
+@attrs.frozen
+class KernelCounters(TwoCounters):
+    """The toy counters with one of the kernels above."""
+
+    kernel: type = CountersKernel
+    column: type = np.uint16
+
+    def batch_kernel(self):
+        return self.kernel(self, self.column)
+
+    def action_names(self):
+        return ("IncX", "IncY")
+
+    def format_action(self, action: Inc) -> str:
+        return action.name
+
+
+def wrapping(n=300):
+    return KernelCounters(n=int(n), limit=10**6, column=np.uint8)
+
+
+def widened(n=300):
+    return KernelCounters(n=int(n), limit=10**6, column=np.uint16)
+
+
+def wrong_mask():
+    return KernelCounters(kernel=WrongMask)
+
+
+def wrong_successor():
+    return KernelCounters(kernel=WrongSuccessor)

@@ -1,0 +1,187 @@
+"""What the packages may know of each other, and how the core asks a model what it can do."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+
+from kmc.checker.engines import make_engine
+from kmc.checker.protocol import BatchKernel, GoalMasks, HasBatchKernel, KernelBase, OwnFingerprints, capable
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _probes(path):
+    """The ``hasattr``/``getattr`` calls of a module whose object is a model, a kernel or an
+    engine (by its name)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr"):
+            target = ast.unparse(node.args[0]) if node.args else ""
+            if any(word in target for word in ("model", "kernel", "engine", "search", "seen")):
+                out.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_the_core_declares_capabilities_instead_of_probing_them():
+    found = [probe for path in sorted((ROOT / "checker").rglob("*.py")) for probe in _probes(path)]
+    assert found == []
+
+
+def test_the_batch_kernel_protocol_declares_goal_masks_and_fingerprints():
+    assert {"goal_mask", "fingerprints"} <= set(dir(BatchKernel))
+
+
+def test_kernel_base_gives_the_optional_members_their_defaults():
+    class Bare(KernelBase):
+        width = 8
+        action_names = ()
+
+    kernel = Bare()
+    rows = np.zeros((2, 8), dtype=np.uint8)
+    assert capable(kernel, GoalMasks) and capable(kernel, OwnFingerprints)
+    assert kernel.goal_mask("G", rows) is None and kernel.invariant_mask("I", rows) is None
+    assert len(set(kernel.fingerprints(rows).tolist())) == 1
+
+
+def test_a_model_without_a_kernel_runs_per_state():
+    from toy import TwoCounters
+
+    assert not capable(TwoCounters(), HasBatchKernel)
+    assert make_engine(TwoCounters()).path == "per-state"
+
+
+# -- the import graph of the installed packages ---------------------------------------------
+
+PACKAGES = ("kmc.checker", "kmc.model", "kmc.invariants", "kmc.reports", "kmc.app")
+APPLICATION = "kmc.app"  # the Kafka application (its commands, spec files, matrix, atlas)
+
+
+def _modules():
+    """``{module name: path}`` of every module of the installed packages."""
+    import importlib.util
+
+    out = {}
+    for package in PACKAGES:
+        found = importlib.util.find_spec(package)
+        if found is None:  # the application's package before it left the core
+            continue
+        root = Path(found.submodule_search_locations[0])
+        for path in sorted(root.rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join([package, *parts])] = path
+    return out
+
+
+def _imports(name, path):
+    """``(imported module, at module level)`` of every import in a module, relative ones
+    resolved; ``from X import y`` counts as importing ``X.y`` when that is a module."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text())
+    top = {id(node) for node in tree.body}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, id(node) in top) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            out.append((module, id(node) in top))
+            out += [(f"{module}.{alias.name}", id(node) in top) for alias in node.names]
+    return out
+
+
+def _graph():
+    modules = _modules()
+    return modules, {name: [(m, top) for m, top in _imports(name, path)] for name, path in modules.items()}
+
+
+def _within(module, prefix):
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def test_the_core_imports_no_kafka_module():
+    _, graph = _graph()
+    bad = [
+        f"{name} imports {m}"
+        for name, imports in graph.items()
+        if _within(name, "kmc.checker")
+        for m, _ in imports
+        if any(_within(m, p) for p in ("kmc.model", "kmc.invariants", "kmc.reports", APPLICATION, "kmc.checker.app"))
+    ]
+    assert bad == []
+
+
+def test_the_model_imports_nothing_of_spark_or_the_runtime():
+    _, graph = _graph()
+    allowed = ("kmc.checker.errors", "kmc.checker.protocol", "kmc.checker.result", "kmc.checker.units")
+    bad = [
+        f"{name} imports {m}"
+        for name, imports in graph.items()
+        if _within(name, "kmc.model") or _within(name, "kmc.invariants")
+        for m, _ in imports
+        if (_within(m, "kmc.checker") and not any(_within(m, a) for a in allowed)) or _within(m, "pyspark")
+    ]
+    assert bad == []
+
+
+def test_the_reports_do_not_import_the_application():
+    _, graph = _graph()
+    bad = [f"{name} imports {m}" for name, imports in graph.items() if _within(name, "kmc.reports")
+           for m, _ in imports if _within(m, APPLICATION) or _within(m, "kmc.checker.app")]
+    assert bad == []
+
+
+def _layer(module):
+    """The layers, lowest first: the core, the Kafka model (its state machine and its
+    properties: ``model/`` and ``invariants/``, which look each other up by name), the
+    reports, the application."""
+    if _within(module, APPLICATION):
+        return 3
+    for layer, prefixes in enumerate((("kmc.checker",), ("kmc.model", "kmc.invariants"), ("kmc.reports",))):
+        if any(_within(module, p) for p in prefixes):
+            return layer
+    return None
+
+
+def test_no_package_imports_a_higher_layer():
+    _, graph = _graph()
+    bad = [
+        f"{name} imports {m}"
+        for name, imports in graph.items()
+        for m, _ in imports
+        if _layer(m) is not None and _layer(m) > _layer(name)
+    ]
+    assert bad == []
+
+
+def test_no_import_cycle_at_module_level():
+    modules, graph = _graph()
+    edges = {name: sorted({m for m, top in imports if top and m in modules and m != name}) for name, imports in graph.items()}
+    # a package's __init__ importing its own modules is how Python builds it, not a cycle
+    for name in edges:
+        edges[name] = [m for m in edges[name] if not _within(m, name)]
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in edges[node]:
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for name in sorted(edges):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []

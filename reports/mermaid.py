@@ -6,6 +6,8 @@ and the violation in a note at the end. Drawn from ``reports.diagram``.
 
 from __future__ import annotations
 
+from kmc.checker.text import picture_text
+
 from .diagram import CONTROLLER, MARKER
 
 
@@ -18,9 +20,17 @@ def _ids(d) -> list[str]:
 def escape(text) -> str:
     """Text safe inside a Mermaid message or note: ``#`` and ``;`` as entity codes (a
     semicolon would end the statement), line breaks as ``<br/>``, ``<`` and ``>`` as
-    entity codes."""
-    codes = {"#": "#35;", ";": "#59;", "<": "#lt;", ">": "#gt;", "\n": "<br/>"}
-    return "".join(codes.get(ch, ch) for ch in str(text))
+    entity codes, ``%`` as an entity code (``%%{init: ...}%%`` is a directive Mermaid
+    honours anywhere), and what no picture may hold as ``checker.text.picture_text``
+    shows it."""
+    codes = {"#": "#35;", ";": "#59;", "<": "#lt;", ">": "#gt;", "%": "#37;", "\n": "<br/>"}
+    return "".join(codes.get(ch, ch) for ch in picture_text(text))
+
+
+def comment(text) -> str:
+    """Text safe in a ``%%`` comment line: one line, ``%`` as ``#37;`` (a ``%%{...}%%``
+    directive is read even inside a comment), and what no picture may hold escaped."""
+    return picture_text(" ".join(str(text).split())).replace("%", "#37;")
 
 
 def _log(cell) -> str:
@@ -61,12 +71,12 @@ def render(d, *, title="") -> str:
     """The Mermaid text of a ``reports.diagram.Diagram`` (``title``: a comment line)."""
     ids = _ids(d)
     everyone = f"{ids[0]},{ids[-1]}"
-    lines = [f"%% {MARKER}: {d.property}, {len(d.columns)} states"]
+    lines = [f"%% {MARKER}: {comment(d.property)}, {len(d.columns)} states"]
     if title:
-        lines.append(f"%% {' '.join(str(title).split())}")
+        lines.append(f"%% {comment(title)}")
     lines.append("sequenceDiagram")
     for pid, name in zip(ids, d.lanes):
-        lines.append(f"    participant {pid} as {name}")
+        lines.append(f"    participant {pid} as {escape(name)}")
     first = d.columns[0]
     start = [f"1. initial: {first.description}"]
     start += [f"{name}: {_log(cell)}" for name, cell in zip(d.lanes[1:], first.replicas)]

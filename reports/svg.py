@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from html import escape
 
+from kmc.checker.text import picture_text
+
 from .diagram import CONTROLLER, MARKER, epoch_colour
 
 SANS = "Helvetica, Arial, 'DejaVu Sans', sans-serif"
@@ -25,7 +27,7 @@ RED, ORANGE, BLUE, PURPLE, GREY = "#c62828", "#e65100", "#1f5fbf", "#6a3fb5", "#
 
 
 def _x(text) -> str:
-    return escape(str(text), quote=True)
+    return escape(picture_text(text), quote=True)
 
 
 def wrap(text, width, size, bold=False) -> list[str]:

@@ -25,11 +25,22 @@ def check_diagram_paths(args, protected):
                                    ("--mermaid", args.mermaid)) if p]
     for i, (option, path) in enumerate(outputs):
         for other, earlier in outputs[:i]:
-            if os.path.abspath(path) == os.path.abspath(earlier):
-                raise UsageError(f"{option}: {path} is also the {other} file; choose another file")
+            if same_destination(path, earlier):
+                raise UsageError(f"{option}: {path} is also the {other} file ({earlier}); choose another file")
     for option in ("--html", "--mermaid"):
         check_output_path(option, getattr(args, option[2:]), protected=protected, force=args.force,
                           kind="diagram")
+
+
+def same_destination(a, b) -> bool:
+    """True when the output paths ``a`` and ``b`` would write one file: the same path once
+    symbolic links are resolved, or one existing file under two names (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def write_diagrams(args, err, html, mermaid) -> bool:

@@ -282,9 +282,9 @@ def replay_document(doc, model, violation) -> dict:
 
 
 def run(args, out, err) -> int:
-    if args.out and args.format not in DIAGRAMS:
+    if args.out is not None and args.format not in DIAGRAMS:
         raise UsageError("--out: only with --format html, mermaid or svg")
-    if args.out:
+    if args.out is not None:  # an empty path is refused, as every output option refuses it
         from ..outputs import check_output_path
 
         check_output_path("--out", args.out, protected=[args.file], force=args.force, kind="diagram")
@@ -301,7 +301,7 @@ def run(args, out, err) -> int:
         from kmc.reports.pictures import replay_output, write_text
 
         text = replay_output(args.format, safe_text(args.file), doc, model, violation)
-        if not args.out:
+        if args.out is None:
             out.out(text, highlight=False, end="")
             return 0
         try:

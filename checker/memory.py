@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import re
 
-_SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([KMGTP]?)(?:I?B)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
 
 def parse_size(text) -> int:
@@ -24,7 +24,7 @@ def parse_size(text) -> int:
 
 def format_size(n: int) -> str:
     """``n`` bytes as a short size (``1.5G``)."""
-    for unit in ("T", "G", "M", "K"):
+    for unit in ("P", "T", "G", "M", "K"):
         if n >= _UNITS[unit]:
             return f"{n / _UNITS[unit]:.3g}{unit}"
     return f"{n}B"
@@ -37,8 +37,12 @@ DEFAULT_SHARE = 0.8
 
 def machine_bytes() -> int | None:
     """The memory this process may use: the machine's (``MemTotal``), or its control
-    group's limit when lower; ``None`` when neither can be read."""
+    group's limit, or what its address-space limit (``ulimit -v``, ``prlimit --as``)
+    leaves for resident memory, whichever is lowest; ``None`` when none can be read."""
     sizes = []
+    room = address_space_room()
+    if room is not None:
+        sizes.append(room)
     try:
         with open("/proc/meminfo", "rb") as f:
             for line in f:
@@ -56,6 +60,29 @@ def machine_bytes() -> int | None:
         if text.isdigit() and int(text) < 1 << 60:  # "max", or v1's "no limit" (near 2**63)
             sizes.append(int(text))
     return min(sizes) if sizes else None
+
+
+def address_space_room() -> int | None:
+    """The resident memory this process may still reach under its address-space limit
+    (``RLIMIT_AS``): the limit less what its address space holds beyond its resident
+    memory now (mappings never touched: libraries, thread stacks, allocator arenas), or
+    ``None`` without such a limit."""
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return None
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            fields = f.read().split()
+        page = os.sysconf("SC_PAGE_SIZE")
+        virtual, resident = int(fields[0]) * page, int(fields[1]) * page
+    except (OSError, ValueError, IndexError):
+        return soft
+    return max(0, soft - (virtual - resident))
 
 
 def default_ceiling() -> int | None:

@@ -92,6 +92,10 @@ def stop_reason(result, spec=None, max_states=None) -> str | None:
                 "the rest of the state space was not explored")
     if stopped == "max-memory":
         return "stopped at the memory bound (max_memory): the rest of the state space was not explored"
+    if stopped == "out-of-memory":
+        return "stopped out of memory (the process could not allocate): the rest of the state space was not explored"
+    if stopped == "disk-full":
+        return "stopped: the Spark store's disk was short of space: the rest of the state space was not explored"
     if stopped == "interrupted":
         return "interrupted before the search finished"
     return f"stopped early ({stopped})" if stopped else "the search did not finish"

@@ -298,7 +298,7 @@ def test_without_max_memory_a_run_stops_at_the_default_ceiling(monkeypatch, caps
     assert code == 4, err
     assert json.loads((tmp_path / "a.json").read_text())["stopped"] == "max-memory"
     assert [line for line in err.splitlines() if "resident memory" in line] == [
-        "kmc: stopped: resident memory passed 32M, the default ceiling (80% of this machine's memory; "
+        "kmc: stopped: resident memory passed 32M, the default ceiling (80% of the memory this process may use; "
         "--max-memory SIZE sets another) before the search was complete."
     ]
     monkeypatch.setattr(memory, "machine_bytes", lambda: None)  # unknown: no ceiling

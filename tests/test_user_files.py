@@ -12,7 +12,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from kmc.checker.app.cli import EXIT_BAD_INPUT, EXIT_VIOLATION, main
 
 REPO = Path(__file__).resolve().parent.parent

@@ -35,7 +35,8 @@ section.trace h2.trap { color: #e65100; }
 .scroll { overflow-x: auto; }
 .scroll svg { display: block; }
 p.note { color: #555; max-width: 1230px; }
-ol.steps { font-size: 13px; max-width: 1230px; padding-left: 28px; }
+ol.steps { font-size: 13px; max-width: 1230px; padding-left: 28px; overflow-wrap: anywhere; }
+header .path, header h1, dl.facts dd, footer, p.note { overflow-wrap: anywhere; }
 ol.steps li { margin: 2px 0; }
 ol.steps code { font-weight: bold; }
 ol.steps .desc { color: #444; }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kmc.checker.text import picture_text
 
-from .diagram import CONTROLLER, MARKER
+from .diagram import CONTROLLER, MARKER, config_summary, lost_label
 
 
 def _ids(d) -> list[str]:
@@ -64,16 +64,21 @@ def _changes(d, prev, col) -> list[str]:
             lines.append(f"{name}: {_log(cell)}")
     if col.committed:
         lines.append(f"committed: {', '.join(col.committed)}")
+    if col.acked:
+        lines.append(f"producer told: {', '.join(col.acked)}")
     return lines
 
 
-def render(d, *, title="") -> str:
-    """The Mermaid text of a ``reports.diagram.Diagram`` (``title``: a comment line)."""
+def render(d, *, title="", config=None) -> str:
+    """The Mermaid text of a ``reports.diagram.Diagram`` (``title``: a comment line;
+    ``config``: the model's configuration, a comment line under it)."""
     ids = _ids(d)
     everyone = f"{ids[0]},{ids[-1]}"
     lines = [f"%% {MARKER}: {comment(d.property)}, {len(d.columns)} states"]
     if title:
         lines.append(f"%% {comment(title)}")
+    if config is not None:
+        lines.append(f"%% {comment(config_summary(config))}")
     lines.append("sequenceDiagram")
     for pid, name in zip(ids, d.lanes):
         lines.append(f"    participant {pid} as {escape(name)}")
@@ -115,8 +120,7 @@ def _acting_lane(d, col) -> int:
 def _verdict(d) -> str:
     text = [f"✗ {d.verdict}: {d.explanation}"]
     if d.lost:
-        label = "diverging" if d.property == "LogsNeverDiverge" else "lost"
-        text.append(f"{label} record{'s' if len(d.lost) > 1 else ''}: {', '.join(d.lost)}")
+        text.append(f"{lost_label(d)}: {', '.join(d.lost)}")
     if d.kind == "possibly" and d.traps is not None:
         text.append(f"availability trap: one of {d.traps:,} trap states")
     return "<br/>".join(escape(t) for t in text)

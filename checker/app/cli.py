@@ -195,6 +195,7 @@ def _say(line):
 
 def _main(argv) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, as the user typed it
     out, err = consoles()
     try:
         return args.run(args, out, err)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from kmc.checker.errors import UsageError
+from kmc.checker.text import safe_text
 
 from .outputs import check_output_path
 
@@ -55,8 +56,33 @@ def write_diagrams(args, err, html, mermaid) -> bool:
         try:
             write_text(path, make())
         except OSError as e:
-            err.print(f"kmc: error: {option}: cannot write {path} ({e.strerror or e})",
+            err.print(f"kmc: error: {option}: cannot write {safe_text(path)} ({e.strerror or e})",
                       markup=False, highlight=False, soft_wrap=True)
             ok = False
+        else:
+            err.print(f"kmc: wrote {safe_text(path)}", markup=False, highlight=False, soft_wrap=True)
     return ok
+
+
+def command_line(args, words=None) -> str:
+    """The command that made a page (its footer): the command line as the user typed it
+    (every option kept; paths as given), or ``kmc`` and ``words`` when there is none."""
+    import shlex
+
+    argv = getattr(args, "argv", None)
+    return "kmc " + shlex.join([display_path(w) for w in (argv if argv is not None else words or [])])
+
+
+def display_path(path) -> str:
+    """A path as a page meant to be shared shows it: relative to the current directory
+    when it lies under it, else as given."""
+    text = str(path)
+    if os.path.isabs(text):
+        try:
+            rel = os.path.relpath(text)
+        except ValueError:
+            return text
+        if not rel.startswith(os.pardir):
+            return rel
+    return text
 

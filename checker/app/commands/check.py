@@ -12,7 +12,7 @@ from kmc.checker.signals import StopOnSignals
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from kmc.checker.errors import UsageError
 from kmc.checker.text import safe_text
-from ..diagram_files import add_diagram_arguments, check_diagram_paths, write_diagrams
+from ..diagram_files import add_diagram_arguments, check_diagram_paths, command_line, write_diagrams
 from .common import (
     add_engine_arguments,
     add_force_argument,
@@ -204,7 +204,8 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
             err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
                       markup=False, highlight=False, soft_wrap=True)
             wrote = False
-    wrote = write_diagrams(args, err, lambda: pictures.result_page(spec, model, result, f"kmc check {spec.path}"),
+    command = command_line(args, ["check", spec.path])
+    wrote = write_diagrams(args, err, lambda: pictures.result_page(spec, model, result, command),
                            lambda: pictures.result_mermaid(spec, model, result)) and wrote
     ceiling = (f"--max-memory {memory.format_size(options.max_memory)}"
                if getattr(args, "max_memory", None) or spec.max_memory else

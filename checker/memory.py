@@ -30,6 +30,24 @@ def format_size(n: int) -> str:
     return f"{n}B"
 
 
+# The least and the largest ceiling a user may give (--max-memory, [check] max_memory): the
+# least is above kmc's own resident memory at start-up (about 60 MiB with numpy, rich and a
+# small spec loaded; measured 2026-11-26 with `kmc bench specs/le-three-replicas.toml
+# --compare-engines`: peak RSS 57 MiB local, 67 MiB for the Spark engine's driver), so that a
+# ceiling never stops a run before its first state.
+MIN_CEILING = 128 << 20
+MAX_CEILING = 1 << 50  # 1P
+
+
+def check_ceiling(value) -> str | None:
+    """Why ``value`` bytes cannot be a memory ceiling (one phrase), or None."""
+    if value < MIN_CEILING:
+        return f"must be at least {format_size(MIN_CEILING)} (kmc itself needs about 60M to start)"
+    if value > MAX_CEILING:
+        return f"must be at most {format_size(MAX_CEILING)}"
+    return None
+
+
 # Without --max-memory, kmc check stops cleanly at this share of the machine's memory
 # (or of its control group's limit) rather than meet the out-of-memory killer.
 DEFAULT_SHARE = 0.8

@@ -92,8 +92,9 @@ def _size(text):
         value = memory.parse_size(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    if value < 1 << 24:
-        raise argparse.ArgumentTypeError(f"must be at least 16M, got {text}")
+    why = memory.check_ceiling(value)
+    if why:
+        raise argparse.ArgumentTypeError(f"{why}, got {text}")
     return value
 
 

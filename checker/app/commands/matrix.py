@@ -87,8 +87,9 @@ def register(sub):
     p.add_argument("--force", action="store_true",
                    help="replace files in DIR that kmc did not write (RESULTS.md, results.json, traces/*.json)")
     p.add_argument("--atlas", action="store_true",
-                   help="instead: the durability x availability atlas (configurations x Kafka policies, "
-                   "each cell CommittedNeverLost and PartitionRecoverable) in DIR/ATLAS.md and DIR/atlas.json")
+                   help="instead: the answer page, which Kafka setting is safe and what it costs in availability "
+                   "(settings x every Kafka version, each cell AcknowledgedNeverLost, CommittedNeverLost and "
+                   "PartitionRecoverable, and a conclusion) in DIR/ATLAS.md and DIR/atlas.json")
     p.set_defaults(run=run, _defaults={d: p.get_default(d) for d in _OPTIONS})
 
 

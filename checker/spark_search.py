@@ -254,11 +254,15 @@ class SparkSearch(SessionStarter, Search):
                 # the owners (merge with the seen runs, check, write the next frontier).
                 job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, _owner)
                 summaries = job.mapPartitionsWithIndex(own).collect()
+        except MemoryError:
+            raise  # the driver's own: the level driver stops the run (exit 4, resumable)
         except Exception as e:
             if engine.stop_requested is not None:
                 return False  # cancelled: the level is dropped, the last one stands
             if disk_full(e):  # the level is dropped, the last one stands: resumable
                 raise ResourceStop("disk-full", _full_line(store.root, e)) from None
+            if _out_of_memory(e):  # a task's MemoryError: the same stop as the driver's own
+                raise ResourceStop("out-of-memory", f"a Spark task could not allocate: {_one_line(e)}") from None
             where = f" (master {engine.master})" if engine.master else ""
             raise EngineError(f"a Spark job failed at depth {depth + 1}{where}: {_one_line(e)}") from None
         # Both levels' frontiers, the successors and the merged runs beside those they
@@ -397,6 +401,11 @@ def disk_full(e) -> bool:
     if isinstance(e, OSError) and e.errno in _FULL_ERRNOS:
         return True
     return bool(_FULL_TEXT.search(str(e)) or _FULL_TEXT.search(_one_line(e)))
+
+
+def _out_of_memory(e) -> bool:
+    """Whether a failed Spark job's error is a task's ``MemoryError`` (its Python traceback)."""
+    return "MemoryError" in _one_line(e) or bool(re.search(r"^\s*MemoryError\b", str(e), re.M))
 
 
 def _full_line(root, e) -> str:

@@ -108,6 +108,14 @@ def test_a_full_disk_is_told_from_other_failures():
     assert not disk_full(RuntimeError("a task failed: ValueError: bad row"))
 
 
+def test_a_task_s_memory_error_is_told_from_other_failures():
+    from kmc.checker.spark_search import _out_of_memory
+
+    assert _out_of_memory(RuntimeError("Job aborted: ...\n  File \"x\", line 1\nMemoryError\n"))
+    assert _out_of_memory(RuntimeError("... numpy._core._exceptions._ArrayMemoryError: Unable to allocate"))
+    assert not _out_of_memory(RuntimeError("a task failed: ValueError: bad row"))
+
+
 def test_a_level_the_store_cannot_hold_is_not_started(tmp_path, monkeypatch):
     from kmc.checker import spark_search
     from kmc.checker.driver import ResourceStop

@@ -106,7 +106,7 @@ def _start_time(pid) -> str | None:
             stat = f.read()
     except OSError:
         return None
-    fields = stat[stat.rfind(b")") + 2:].split()
+    fields = stat[stat.rfind(b")") + 2 :].split()
     return fields[19].decode() if len(fields) > 19 else None
 
 
@@ -123,8 +123,8 @@ def _owner_gone(root) -> bool | None:
 
     try:
         with open(os.path.join(root, OWNER), encoding="utf-8") as f:
-            host, pid, started = f.read().split()
-        pid = int(pid)
+            host, pid_text, started = f.read().split()
+        pid = int(pid_text)
     except (OSError, ValueError):
         return None
     if host != socket.gethostname():
@@ -133,6 +133,21 @@ def _owner_gone(root) -> bool | None:
         return False  # no /proc: whether the owner still runs cannot be told
     now = _start_time(pid)
     return now is None or (started != "-" and now != started)
+
+
+# A store without an owner mark is named only once nothing in it has changed for this long
+# (a run of an older kmc may still be using it).
+IDLE_SECONDS = 600
+
+
+def _idle(root) -> bool:
+    import time
+
+    try:
+        newest = max([os.stat(root).st_mtime] + [os.stat(os.path.join(root, n)).st_mtime for n in os.listdir(root)])
+    except OSError:
+        return False
+    return time.time() - newest > IDLE_SECONDS
 
 
 def clean_stale(parent=None) -> str | None:
@@ -152,19 +167,22 @@ def clean_stale(parent=None) -> str | None:
             shutil.rmtree(entry.path, ignore_errors=True)
             if not os.path.exists(entry.path):
                 removed, freed = removed + 1, freed + size
-        elif gone is None and os.path.isdir(os.path.join(entry.path, "seen")):
+        elif gone is None and os.path.isdir(os.path.join(entry.path, "seen")) and _idle(entry.path):
             unknown.append(entry.path)
     parts = []
     if removed:
         from .memory import format_size
 
-        parts.append(f"removed {removed} Spark store{'s' if removed > 1 else ''} of runs that were killed "
-                     f"({format_size(freed)} freed in {parent})")
+        parts.append(
+            f"removed {removed} Spark store{'s' if removed > 1 else ''} of runs that were killed "
+            f"({format_size(freed)} freed in {parent})"
+        )
     if unknown:
-        parts.append(f"{len(unknown)} store{'s' if len(unknown) > 1 else ''} without an owner mark (an older kmc's; "
-                     f"remove {'them' if len(unknown) > 1 else 'it'} if no run uses "
-                     f"{'them' if len(unknown) > 1 else 'it'}): {', '.join(unknown[:3])}"
-                     + (", ..." if len(unknown) > 3 else ""))
+        parts.append(
+            f"{len(unknown)} store{'s' if len(unknown) > 1 else ''} without an owner mark (an older kmc's; "
+            f"remove {'them' if len(unknown) > 1 else 'it'} if no run uses "
+            f"{'them' if len(unknown) > 1 else 'it'}): {', '.join(unknown[:3])}" + (", ..." if len(unknown) > 3 else "")
+        )
     return "; ".join(parts) if parts else None
 
 

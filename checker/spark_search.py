@@ -385,8 +385,11 @@ def _check_room(root, level, distinct, pack):
         return
     need = level_bytes(level, distinct, pack)
     if need > free:
-        raise ResourceStop("disk-full", f"the Spark store {root} has {format_size(free)} free, and the next "
-                           f"level ({level:,} states) needs about {format_size(need)}")
+        raise ResourceStop(
+            "disk-full",
+            f"the Spark store {root} has {format_size(free)} free, and the next "
+            f"level ({level:,} states) needs about {format_size(need)}",
+        )
 
 
 # What a full disk looks like: an errno, or numpy's short write (``np.save`` through

@@ -37,7 +37,7 @@ def end_spark_children() -> None:
         try:
             with open(f"/proc/{pid}/stat", "rb") as f:
                 stat = f.read()
-            parents[pid] = int(stat[stat.rfind(b")") + 2:].split()[1])
+            parents[pid] = int(stat[stat.rfind(b")") + 2 :].split()[1])
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 commands[pid] = f.read()
         except (OSError, ValueError, IndexError):
@@ -113,8 +113,11 @@ class SessionStarter:
         ended before it was needed: the starting thread stops it once it is up (in a
         ``kmc`` process that has exited by then, the JVM ends with it). Returns False when
         the start had already finished (the caller then stops what it started)."""
+        starter = self.starter
+        if starter is None:
+            return False
         with self._early_lock:
-            if self.early is None and self.starter.is_alive():
+            if self.early is None and starter.is_alive():
                 if not self.abandoned:
                     atexit.register(end_spark_children)
                 self.abandoned = True

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -183,10 +184,15 @@ def test_a_store_whose_owner_is_gone_is_removed_and_counted(tmp_path):
     elsewhere = tmp_path / "kmc-rows-elsewhere"  # a shared store of a run on another host
     elsewhere.mkdir()
     (elsewhere / OWNER).write_text("another-host 1 1\n")
-    old = tmp_path / "kmc-rows-old"  # an older kmc's store: no owner mark
+    old = tmp_path / "kmc-rows-old"  # an older kmc's store: no owner mark, idle for an hour
     (old / "seen").mkdir(parents=True)
+    busy = tmp_path / "kmc-rows-busy"  # one an older kmc is still writing: not named
+    (busy / "seen").mkdir(parents=True)
+    for path in (old / "seen", old):
+        os.utime(path, (time.time() - 3600, time.time() - 3600))
     line = clean_stale(str(tmp_path))
-    assert not dead.exists() and Path(mine.root).exists() and elsewhere.exists() and old.exists()
+    assert not dead.exists() and Path(mine.root).exists() and elsewhere.exists() and old.exists() and busy.exists()
+    assert str(busy) not in line
     assert line.startswith(f"removed 1 Spark store of runs that were killed (3M freed in {tmp_path})")
     assert str(old) in line and "without an owner mark" in line
     again = clean_stale(str(tmp_path))

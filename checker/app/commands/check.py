@@ -114,7 +114,6 @@ def _from_checkpoint(args, header):
 
 
 def run(args, out, err) -> int:
-
     header = checkpoint.read_header(args.resume) if args.resume else None
     if header is not None:
         _from_checkpoint(args, header)
@@ -265,10 +264,10 @@ def _say_how_to_continue(err, result, directory, ceiling, detail=None):
         err.print(f"kmc: stopped: resident memory passed {ceiling} before the search was complete.",
                   markup=False, soft_wrap=True)
     elif result.stopped == "out-of-memory":
-        err.print(f"kmc: stopped: out of memory before the search was complete: {detail or 'MemoryError'}.",
+        err.print(f"kmc: stopped: out of memory before the search was complete: {safe_text(detail or 'MemoryError')}.",
                   markup=False, highlight=False, soft_wrap=True)
     elif result.stopped == "disk-full":
-        err.print(f"kmc: stopped: {detail or 'the Spark store is full'}; the search was not complete.",
+        err.print(f"kmc: stopped: {safe_text(detail or 'the Spark store is full')}; the search was not complete.",
                   markup=False, highlight=False, soft_wrap=True)
     else:
         err.print("kmc: interrupted before the search was complete.", markup=False)

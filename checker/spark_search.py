@@ -160,7 +160,7 @@ class SparkSearch(SessionStarter, Search):
             self.store = self._create_store()
         # The hand-over writes the seen-set and the frontier, then the first Spark level runs.
         level, root = self.rows.size(), self.store.root
-        _check_room(root, level, len(self.rows.seen), _pack_rows(level, root))
+        _check_room(root, level, _pack_rows(level, root))
         try:
             self._write_hand_over()
         except OSError as e:
@@ -213,7 +213,7 @@ class SparkSearch(SessionStarter, Search):
         depth = self.depth = stats.depth
         offsets = np.concatenate(([0], np.cumsum(self.counts))).tolist()
         pack = _pack_rows(level, store.root)
-        _check_room(store.root, level, self.distinct, pack)  # before a byte of the level is written
+        _check_room(store.root, level, pack)  # before a byte of the level is written
         engine.metrics["packed_levels"] += pack
         done = frozenset(found)
         grow = partial(
@@ -370,25 +370,27 @@ PACK_BYTES = 300
 PACK_SHARE = 0.1
 
 
-def level_bytes(level, distinct, pack) -> int:
-    """What a level of ``level`` states may add to the store at its largest: its
-    successors and both frontiers (``PACK_BYTES`` a state, half of it packed), and the
-    owners' merged seen runs written beside those they replace (8 bytes a stored state)."""
-    return level * (PACK_BYTES // 2 if pack else PACK_BYTES) + 8 * distinct
+def level_bytes(level, pack) -> int:
+    """The least a level of ``level`` states writes to the store: its successors and the
+    next frontier, ``PACK_BYTES`` a state, half of it packed (the billion-state run wrote
+    about 270 bytes a state of its largest level, packed: docs/spark.md). A lower bound, so
+    that a level that would fit is never refused; one that fills the disk all the same
+    stops the run in the same way, the level dropped."""
+    return level * (PACK_BYTES // 2 if pack else PACK_BYTES)
 
 
-def _check_room(root, level, distinct, pack):
+def _check_room(root, level, pack):
     """Stop the run (``ResourceStop``, resumable) before a level the store's disk cannot hold."""
     try:
         free = shutil.disk_usage(root).free
     except OSError:
         return
-    need = level_bytes(level, distinct, pack)
+    need = level_bytes(level, pack)
     if need > free:
         raise ResourceStop(
             "disk-full",
             f"the Spark store {root} has {format_size(free)} free, and the next "
-            f"level ({level:,} states) needs about {format_size(need)}",
+            f"level ({level:,} states) needs at least {format_size(need)}",
         )
 
 

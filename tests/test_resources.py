@@ -123,10 +123,10 @@ def test_a_level_the_store_cannot_hold_is_not_started(tmp_path, monkeypatch):
 
     monkeypatch.setattr(spark_search.shutil, "disk_usage", lambda root: shutil._ntuple_diskusage(1, 1, 1000))
     with pytest.raises(ResourceStop) as e:
-        spark_search._check_room(str(tmp_path), 10, 100, False)
+        spark_search._check_room(str(tmp_path), 10, False)
     assert e.value.reason == "disk-full" and "has 1000B free" in e.value.detail
     monkeypatch.setattr(spark_search.shutil, "disk_usage", lambda root: shutil._ntuple_diskusage(1, 1, 1 << 40))
-    spark_search._check_room(str(tmp_path), 10, 100, False)
+    spark_search._check_room(str(tmp_path), 10, False)
 
 
 @pytest.mark.spark

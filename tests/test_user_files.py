@@ -67,6 +67,20 @@ def test_a_results_table_is_recognised_by_its_first_lines_only(tmp_path):
     assert is_kmc_output(ours, "results")
 
 
+@pytest.mark.parametrize("suffix", ["dot", "graphml", "gexf"])
+def test_a_graph_is_recognised_by_its_start(tmp_path, capsys, suffix):
+    from kmc.checker.app.outputs import is_kmc_output
+
+    graph = tmp_path / f"g.{suffix}"
+    assert run(capsys, "graph", SEED, "--out", graph)[0] == 0
+    assert is_kmc_output(graph, "graph")
+    notes = tmp_path / f"notes.{suffix}"
+    notes.write_text("My notes on kmc.\n\n" + graph.read_text())  # quotes a whole kmc graph
+    assert not is_kmc_output(notes, "graph")
+    code, _, err = run(capsys, "graph", SEED, "--out", notes)
+    assert code == EXIT_BAD_INPUT and "is not a kmc graph" in err and notes.read_text().startswith("My notes")
+
+
 # -- two outputs that are one file ---------------------------------------------------------
 
 def test_two_outputs_that_are_one_file_through_a_link_are_refused(tmp_path, capsys):

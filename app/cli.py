@@ -173,6 +173,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         _say("kmc: interrupted")
         return EXIT_INTERRUPTED
+    except MemoryError:
+        # Anywhere (importing a library, loading a spec): one line, the resource code.
+        _say("kmc: stopped: out of memory (the process could not allocate: MemoryError)")
+        return EXIT_RESOURCE_LIMIT
     except Terminated as t:
         _say("kmc: stopped (SIGTERM)")
         return 128 + t.signum
@@ -191,6 +195,7 @@ def _say(line):
 
 def _main(argv) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, as the user typed it
     out, err = consoles()
     try:
         return args.run(args, out, err)

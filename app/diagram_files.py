@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 
+
 from kmc.checker.errors import UsageError
+from kmc.checker.text import display_path, safe_text
 
 from .outputs import check_output_path
 
@@ -25,11 +27,22 @@ def check_diagram_paths(args, protected):
                                    ("--mermaid", args.mermaid)) if p]
     for i, (option, path) in enumerate(outputs):
         for other, earlier in outputs[:i]:
-            if os.path.abspath(path) == os.path.abspath(earlier):
-                raise UsageError(f"{option}: {path} is also the {other} file; choose another file")
+            if same_destination(path, earlier):
+                raise UsageError(f"{option}: {path} is also the {other} file ({earlier}); choose another file")
     for option in ("--html", "--mermaid"):
         check_output_path(option, getattr(args, option[2:]), protected=protected, force=args.force,
                           kind="diagram")
+
+
+def same_destination(a, b) -> bool:
+    """True when the output paths ``a`` and ``b`` would write one file: the same path once
+    symbolic links are resolved, or one existing file under two names (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def write_diagrams(args, err, html, mermaid) -> bool:
@@ -44,8 +57,21 @@ def write_diagrams(args, err, html, mermaid) -> bool:
         try:
             write_text(path, make())
         except OSError as e:
-            err.print(f"kmc: error: {option}: cannot write {path} ({e.strerror or e})",
+            err.print(f"kmc: error: {option}: cannot write {safe_text(path)} ({e.strerror or e})",
                       markup=False, highlight=False, soft_wrap=True)
             ok = False
+        else:
+            err.print(f"kmc: wrote {safe_text(path)}", markup=False, highlight=False, soft_wrap=True)
     return ok
+
+
+def command_line(args, words=None) -> str:
+    """The command that made a page (its footer): the command line as the user typed it
+    (every option kept; paths as given), or ``kmc`` and ``words`` when there is none."""
+    import shlex
+
+    argv = getattr(args, "argv", None)
+    return "kmc " + shlex.join([display_path(w) for w in (argv if argv is not None else words or [])])
+
+
 

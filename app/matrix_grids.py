@@ -76,17 +76,13 @@ def version_grid(configs=None, versions=None):
     Args:
         configs, versions: keys of ``VERSION_CONFIGS`` and ``VERSIONS`` (default: all).
     """
-    from kmc.model.config import Config
+    from kmc.model.versions import version_config
 
     out = []
     for ck in configs or VERSION_CONFIGS:
         _, constants = VERSION_CONFIGS[ck]
         for vk in versions or VERSIONS:
-            _, rule, gate, elr = VERSIONS[vk]
-            config = Config(truncation=rule, hw_requires_min_isr=gate, eligible_leader_replicas=elr,
-                            last_known_leader=vk in LAST_KNOWN_LEADER_VERSIONS,
-                            alter_partition=vk in ALTER_PARTITION_VERSIONS,
-                            broker_epochs=ALTER_PARTITION_VERSIONS.get(vk, False), **constants)
+            config = version_config(vk, constants)
             out.append((f"{ck}-{vk}", config, dict(KNOWN_VERSION_VERDICTS.get((ck, vk), {}))))
     return out
 

@@ -92,6 +92,7 @@ class LevelDriver:
     name = "local"
     path = "per-state"
     not_started: str | None = None  # the Spark engine's: why it never started a session
+    cleaned: str | None = None  # the Spark engine's: the stores of killed runs it removed
 
     def __init__(
         self, model: Model, search, properties=None, options: Options | None = None, progress=None, *, on_level=None
@@ -158,26 +159,35 @@ class LevelDriver:
             boundary = (stats.generated, stats.terminal, dict(stats.fired), dict(stats.new))
             size = search.size()
             first = len(search.seen) - size  # the number of the frontier's first state
-            search.begin_level()
             done = 0
-            for count, piece in enumerate(search.pieces()):
-                if self.stop_requested is not None:
-                    stopped = self.stop_requested
-                    break
-                if search.expand(piece, first + done, stats, level_found, found) is False:
-                    stopped = self.stop_requested  # a stop request cancelled the piece
-                    break
-                done += search.piece_len(piece)
-                every = search.every  # read each time: a search may change phase (Spark)
-                if every and count % every == 0:
-                    if max_memory is not None and _over(max_memory, search):
-                        stopped = "max-memory"
+            try:
+                search.begin_level()
+                for count, piece in enumerate(search.pieces()):
+                    if self.stop_requested is not None:
+                        stopped = self.stop_requested
                         break
-                    if self.progress is not None:
-                        now = time.perf_counter()
-                        if now - last_tick >= self.options.progress_seconds:
-                            last_tick = now
-                            self._tick(started, size - done + search.next_size())
+                    if search.expand(piece, first + done, stats, level_found, found) is False:
+                        stopped = self.stop_requested  # a stop request cancelled the piece
+                        break
+                    done += search.piece_len(piece)
+                    every = search.every  # read each time: a search may change phase (Spark)
+                    if every and count % every == 0:
+                        if max_memory is not None and _over(max_memory, search):
+                            stopped = "max-memory"
+                            break
+                        if self.progress is not None:
+                            now = time.perf_counter()
+                            if now - last_tick >= self.options.progress_seconds:
+                                last_tick = now
+                                self._tick(started, size - done + search.next_size())
+            except MemoryError:
+                # The process could not allocate (an address-space or a control group's
+                # limit, or the machine's memory, reached before the ceiling): the level is
+                # dropped, as at the ceiling, and the last one stands.
+                stopped = "out-of-memory"
+                self.stop_detail = "the process could not allocate (MemoryError)"
+            except ResourceStop as e:
+                stopped, self.stop_detail = e.reason, e.detail
             if stopped is not None:
                 # Stopped inside a level: report the partial counts, go back to the
                 # level boundary (the level's states are the newest: a truncation).
@@ -215,6 +225,9 @@ class LevelDriver:
             partial.seconds += elapsed
             return self.result(stopped, partial)
         return self.result(stopped)
+
+    # One line on why a resource stop happened (``"out-of-memory"``, ``"disk-full"``), or None.
+    stop_detail: str | None = None
 
     def cancel(self, reason="interrupted") -> None:
         """Stop at the next piece (a signal handler calls this); the run goes back to the
@@ -308,6 +321,25 @@ class LevelDriver:
             why = prop.explain(self.model, state) if prop.explain is not None else None
             why = why or f"no state where {prop.name} holds can be reached from this state"
             result.violations[prop.name] = Violation(prop.name, POSSIBLY, why, path, traps=count)
+
+
+class ResourceStop(Exception):
+    """Raised by a search inside a level when a resource it needs is short (the Spark
+    store's disk): the driver stops the run there, as at the memory ceiling: the level is
+    dropped, the last one stands (and a checkpoint of it can be written and resumed).
+
+    Args:
+        reason: the result's ``stopped`` value (``"disk-full"``).
+        detail: one line saying what was short.
+    """
+
+    def __init__(self, reason, detail):
+        super().__init__(detail)
+        self.reason, self.detail = reason, detail
+
+
+# The stops that a resource ended (exit code 4: never a verdict, resumable).
+RESOURCE_STOPS = ("max-memory", "out-of-memory", "disk-full")
 
 
 def _over(limit, search) -> bool:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 
-from .units import _UNITS, format_size, parse_size  # noqa: F401  (sizes as users write them)
+from .units import MAX_CEILING, MIN_CEILING, _UNITS, check_ceiling, format_size, parse_size  # noqa: F401
+
+
 
 # Without --max-memory, kmc check stops cleanly at this share of the machine's memory
 # (or of its control group's limit) rather than meet the out-of-memory killer.
@@ -14,8 +16,12 @@ DEFAULT_SHARE = 0.8
 
 def machine_bytes() -> int | None:
     """The memory this process may use: the machine's (``MemTotal``), or its control
-    group's limit when lower; ``None`` when neither can be read."""
+    group's limit, or what its address-space limit (``ulimit -v``, ``prlimit --as``)
+    leaves for resident memory, whichever is lowest; ``None`` when none can be read."""
     sizes = []
+    room = address_space_room()
+    if room is not None:
+        sizes.append(room)
     try:
         with open("/proc/meminfo", "rb") as f:
             for line in f:
@@ -33,6 +39,29 @@ def machine_bytes() -> int | None:
         if text.isdigit() and int(text) < 1 << 60:  # "max", or v1's "no limit" (near 2**63)
             sizes.append(int(text))
     return min(sizes) if sizes else None
+
+
+def address_space_room() -> int | None:
+    """The resident memory this process may still reach under its address-space limit
+    (``RLIMIT_AS``): the limit less what its address space holds beyond its resident
+    memory now (mappings never touched: libraries, thread stacks, allocator arenas), or
+    ``None`` without such a limit."""
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return None
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            fields = f.read().split()
+        page = os.sysconf("SC_PAGE_SIZE")
+        virtual, resident = int(fields[0]) * page, int(fields[1]) * page
+    except (OSError, ValueError, IndexError):
+        return soft
+    return max(0, soft - (virtual - resident))
 
 
 def default_ceiling() -> int | None:

@@ -181,6 +181,8 @@ class SparkRowsEngine(LevelDriver):
         self.group = f"kmc-rows-{id(self):x}"
         # After run(): why no Spark session was started (every level stayed on the driver), or None.
         self.not_started: str | None = None
+        # After run() starts: what it removed of the stores of killed runs, in one line, or None.
+        self.cleaned: str | None = None
         self._canceller = None
         self.search = SparkSearch(self, self.kernel, bool(options.symmetry))
 
@@ -194,6 +196,9 @@ class SparkRowsEngine(LevelDriver):
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
         _check_master(self.master)  # at once, even when every level stays on the driver
+        from .spark_rows_store import clean_stale
+
+        self.cleaned = clean_stale(self.store_dir)  # the stores of runs that were killed
         if self.store_dir is not None:
             Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
         search = self.search
@@ -203,19 +208,26 @@ class SparkRowsEngine(LevelDriver):
                 search._load_saved()  # a decided run is reported again without starting Spark
             with _quiet_py4j(not self.verbose):
                 result = super().run()
-            if search.phase == "driver":
+            if search.phase == "driver" and result.stopped == "disk-full":
+                pass  # the hand-over found the store short of space: said by the stop's own line
+            elif search.phase == "driver":
                 self.metrics["driver_levels"] = self.stats.depth
                 limit = self.driver_level_limit
-                started = "started in advance, then not used" if search.starter is not None else "not started"
+                if search.starter is None:
+                    head = "Spark was not started"
+                elif search._abandon_early():  # the search is over: not a second more for the JVM
+                    head = "Spark was being started in advance; that start was abandoned, not waited for"
+                else:
+                    head = "Spark was started in advance, then not used"
                 if search.waited:
                     self.not_started = (
-                        f"Spark was {started}: the driver expanded the levels past {limit:,} states "
+                        f"{head}: the driver expanded the levels past {limit:,} states "
                         f"(--driver-level-limit {limit}) while the session was starting, and the search ended "
                         "before it was up."
                     )
                 else:
                     self.not_started = (
-                        f"Spark was {started}: every level it expanded had at most {limit:,} states "
+                        f"{head}: every level it expanded had at most {limit:,} states "
                         f"(--driver-level-limit {limit}), so the driver ran them all itself, as the local engine does."
                     )
             elif self.data_root is not None:

@@ -34,10 +34,16 @@ class Store:
 
     @classmethod
     def create(cls, parent=None):
+        """A new store in ``parent`` (default: the temporary directory), marked with its
+        owner (``OWNER``: this host, pid and process start time) so that a later run can
+        tell it from a store whose run was killed (``clean_stale``)."""
         try:
             if parent is not None:
                 os.makedirs(parent, exist_ok=True)
-            return cls(tempfile.mkdtemp(prefix="kmc-rows-", dir=parent))
+            root = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
+            with open(os.path.join(root, OWNER), "w", encoding="utf-8") as f:
+                f.write(_owner_line(os.getpid()))
+            return cls(root)
         except OSError as e:
             raise EngineError(
                 f"spark store: cannot create a directory in {parent or tempfile.gettempdir()} ({e.strerror or e})"
@@ -86,6 +92,98 @@ class Store:
         if at == len(fps) or int(fps[at]) != fp:
             raise EngineError("trace rebuild: a state's parent is missing from the seen-set")
         return int(parents[at]), int(choices[at])
+
+
+PREFIX = "kmc-rows-"
+OWNER = "owner"  # "host pid start-time": the run that made the store
+
+
+def _start_time(pid) -> str | None:
+    """The start time of process ``pid`` (clock ticks since boot, ``/proc/PID/stat``'s
+    22nd field), or None when no such process runs (or ``/proc`` cannot tell)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def _owner_line(pid) -> str:
+    import socket
+
+    return f"{socket.gethostname()} {pid} {_start_time(pid) or '-'}\n"
+
+
+def _owner_gone(root) -> bool | None:
+    """True when the store ``root``'s owner (a process of this host) has ended; False
+    when it runs, or runs on another host (a shared store); None without an owner mark."""
+    import socket
+
+    try:
+        with open(os.path.join(root, OWNER), encoding="utf-8") as f:
+            host, pid_text, started = f.read().split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return None
+    if host != socket.gethostname():
+        return False
+    if not os.path.isdir("/proc/self"):
+        return False  # no /proc: whether the owner still runs cannot be told
+    now = _start_time(pid)
+    return now is None or (started != "-" and now != started)
+
+
+# A store without an owner mark is named only once nothing in it has changed for this long
+# (a run of an older kmc may still be using it).
+IDLE_SECONDS = 600
+
+
+def _idle(root) -> bool:
+    import time
+
+    try:
+        newest = max([os.stat(root).st_mtime] + [os.stat(os.path.join(root, n)).st_mtime for n in os.listdir(root)])
+    except OSError:
+        return False
+    return time.time() - newest > IDLE_SECONDS
+
+
+def clean_stale(parent=None) -> str | None:
+    """Remove the stores in ``parent`` (default: the temporary directory) whose run was
+    killed (its owner process is gone), and name those of an older kmc (no owner mark).
+    Returns one line saying what was freed and named, or None when there were none."""
+    parent = parent or tempfile.gettempdir()
+    try:
+        entries = [e for e in os.scandir(parent) if e.name.startswith(PREFIX) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return None
+    removed, freed, unknown = 0, 0, []
+    for entry in entries:
+        gone = _owner_gone(entry.path)
+        if gone:
+            size = Store(entry.path).disk_bytes()
+            shutil.rmtree(entry.path, ignore_errors=True)
+            if not os.path.exists(entry.path):
+                removed, freed = removed + 1, freed + size
+        elif gone is None and os.path.isdir(os.path.join(entry.path, "seen")) and _idle(entry.path):
+            unknown.append(entry.path)
+    parts = []
+    if removed:
+        from .memory import format_size
+
+        parts.append(
+            f"removed {removed} Spark store{'s' if removed > 1 else ''} of runs that were killed "
+            f"({format_size(freed)} freed in {parent})"
+        )
+    if unknown:
+        parts.append(
+            f"{len(unknown)} store{'s' if len(unknown) > 1 else ''} without an owner mark (an older kmc's; "
+            f"remove {'them' if len(unknown) > 1 else 'it'} if no run uses "
+            f"{'them' if len(unknown) > 1 else 'it'}): {', '.join(unknown[:3])}" + (", ..." if len(unknown) > 3 else "")
+        )
+    return "; ".join(parts) if parts else None
 
 
 def _split_frontier(store, depth, n, keys, fps, rows):

@@ -13,6 +13,8 @@ number, as the rows search records them. ``path`` follows either back to an init
 
 from __future__ import annotations
 
+import errno
+import re
 import shutil
 import time
 from functools import partial
@@ -20,10 +22,11 @@ from functools import partial
 import numpy as np
 
 from .batch import RowsSearch, add_counts
-from .driver import Search
+from .driver import ResourceStop, Search
 from .errors import EngineError
 from .kernel import keep_least
 from .kernel_check import KernelMismatchError, kernel_check
+from .memory import format_size
 from .spark_rows_store import Store, _owner_of, _owners, _split_frontier
 from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition, _owner
 from .spark_session import _one_line
@@ -63,6 +66,7 @@ class SparkSearch(SessionStarter, Search):
         self.busy = 0.0
         self.starter = None  # the thread of _start_early, and what it started (or its error)
         self.early = None
+        self.abandoned = False  # the search ended while the early start was still under way
         self.waited = False  # a level past the limit ran on the driver while the session started
 
     # -- the search protocol ------------------------------------------------------------
@@ -153,9 +157,25 @@ class SparkSearch(SessionStarter, Search):
     def _hand_over(self):
         """Write the driver's seen-set (split by owner) and frontier (split by rank) into
         a new store: the levels from here on run on Spark."""
-        rows_search, depth = self.rows, self.engine.stats.depth
         self.session()
-        store = self.store = Store.create(self.engine.store_dir)
+        if self.store is None:
+            self.store = self._create_store()
+        # The hand-over writes the seen-set and the frontier, then the first Spark level runs.
+        level, root = self.rows.size(), self.store.root
+        _check_room(root, level, _pack_rows(level, root))
+        try:
+            self._write_hand_over()
+        except OSError as e:
+            if not disk_full(e):
+                raise
+            raise ResourceStop("disk-full", _full_line(self.store.root, e)) from None
+
+    def _create_store(self):
+        return Store.create(self.engine.store_dir)
+
+    def _write_hand_over(self):
+        rows_search, depth = self.rows, self.engine.stats.depth
+        store = self.store
         n = self.n
         seen = rows_search.seen
         seen_fps = np.concatenate(seen._runs + seen._level_runs)
@@ -179,7 +199,7 @@ class SparkSearch(SessionStarter, Search):
         from .spark_save import load_saved
 
         where, snap = self.resume_from
-        self.store = Store.create(self.engine.store_dir)
+        self.store = self._create_store()
         self.n = self.engine.partitions or snap["partitions"]
         self.runs, self.counts, self.sources = load_saved(self.store, where, snap, self.n, self.engine.stats.depth)
 
@@ -195,6 +215,7 @@ class SparkSearch(SessionStarter, Search):
         depth = self.depth = stats.depth
         offsets = np.concatenate(([0], np.cumsum(self.counts))).tolist()
         pack = _pack_rows(level, store.root)
+        _check_room(store.root, level, pack)  # before a byte of the level is written
         engine.metrics["packed_levels"] += pack
         done = frozenset(found)
         grow = partial(
@@ -231,11 +252,17 @@ class SparkSearch(SessionStarter, Search):
                 # the owners (merge with the seen runs, check, write the next frontier).
                 job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, _owner)
                 summaries = job.mapPartitionsWithIndex(own).collect()
-        except KernelMismatchError:
-            raise  # found by a level run here: its own line says it all
+        except (KernelMismatchError, MemoryError):
+            # a kernel disagreement found by a level run here says it all in its own line; a
+            # MemoryError of the driver's own: the level driver stops the run (exit 4, resumable)
+            raise
         except Exception as e:
             if engine.stop_requested is not None:
                 return False  # cancelled: the level is dropped, the last one stands
+            if disk_full(e):  # the level is dropped, the last one stands: resumable
+                raise ResourceStop("disk-full", _full_line(store.root, e)) from None
+            if _out_of_memory(e):  # a task's MemoryError: the same stop as the driver's own
+                raise ResourceStop("out-of-memory", f"a Spark task could not allocate: {_one_line(e)}") from None
             line = _one_line(e)
             _head, found_it, tail = line.partition(KernelMismatchError.__name__ + ": ")
             if found_it:  # a task's comparison of the kernel with the model
@@ -314,9 +341,9 @@ class SparkSearch(SessionStarter, Search):
 
     def close(self, leave_running=False):
         """Stop the session this search started, remove the store."""
-        if self.sc is None and self.starter is not None and not leave_running:
+        if self.sc is None and self.starter is not None and not leave_running and not self._abandon_early():
             try:
-                self.sc = self._adopt_early()  # started early, then never needed
+                self.sc = self._adopt_early()  # started early, up, then never needed
             except BaseException:
                 pass  # nothing to stop: the early start failed, and no level needed Spark
         sc, owned = self.sc, self.owned
@@ -345,6 +372,57 @@ class SparkSearch(SessionStarter, Search):
 # more than PACK_SHARE of the store's free disk space.
 PACK_BYTES = 300
 PACK_SHARE = 0.1
+
+
+def level_bytes(level, pack) -> int:
+    """The least a level of ``level`` states writes to the store: its successors and the
+    next frontier, ``PACK_BYTES`` a state, half of it packed (the billion-state run wrote
+    about 270 bytes a state of its largest level, packed: docs/spark.md). A lower bound, so
+    that a level that would fit is never refused; one that fills the disk all the same
+    stops the run in the same way, the level dropped."""
+    return level * (PACK_BYTES // 2 if pack else PACK_BYTES)
+
+
+def _check_room(root, level, pack):
+    """Stop the run (``ResourceStop``, resumable) before a level the store's disk cannot hold."""
+    try:
+        free = shutil.disk_usage(root).free
+    except OSError:
+        return
+    need = level_bytes(level, pack)
+    if need > free:
+        raise ResourceStop(
+            "disk-full",
+            f"the Spark store {root} has {format_size(free)} free, and the next "
+            f"level ({level:,} states) needs at least {format_size(need)}",
+        )
+
+
+# What a full disk looks like: an errno, or numpy's short write (``np.save`` through
+# ``fwrite``: "51195 requested and 4592 written"), also inside a Spark task's traceback.
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_FULL_TEXT = re.compile(r"No space left on device|Disk quota exceeded|\b\d+ requested and \d+ written\b")
+
+
+def disk_full(e) -> bool:
+    """Whether the exception ``e`` (an ``OSError`` of the driver, or a failed Spark job
+    carrying a task's traceback) says that the disk was full."""
+    if isinstance(e, OSError) and e.errno in _FULL_ERRNOS:
+        return True
+    return bool(_FULL_TEXT.search(str(e)) or _FULL_TEXT.search(_one_line(e)))
+
+
+def _out_of_memory(e) -> bool:
+    """Whether a failed Spark job's error is a task's ``MemoryError`` (its Python traceback)."""
+    return "MemoryError" in _one_line(e) or bool(re.search(r"^\s*MemoryError\b", str(e), re.M))
+
+
+def _full_line(root, e) -> str:
+    try:
+        free = f" ({format_size(shutil.disk_usage(root).free)} free)"
+    except OSError:
+        free = ""
+    return f"the Spark store {root} is full{free}: {_one_line(e)}"
 
 
 def _pack_rows(level, root) -> bool:

@@ -7,6 +7,7 @@ Nothing here knows the search: ``checker.spark_rows`` builds its levels on it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -103,6 +104,9 @@ def spark_context(master=None, verbose=False, status=None, preload=()):
     if not verbose:
         conf.set("spark.ui.showConsoleProgress", "false")
         fd, log_config = tempfile.mkstemp(prefix="kmc-log4j2-", suffix=".properties")
+        # Removed below once the context is up; at exit too, should the process end while a
+        # start in the background (checker.spark_start) is still under way.
+        atexit.register(_remove_quietly, log_config)
         with os.fdopen(fd, "w") as f:
             f.write(_QUIET_LOG4J2)
         java_options = f"{java_options} -Dlog4j2.configurationFile=file:{log_config}"
@@ -134,12 +138,17 @@ def spark_context(master=None, verbose=False, status=None, preload=()):
         if main and handler is not None:
             signal.signal(signal.SIGINT, handler)
         if log_config is not None:
-            os.unlink(log_config)
+            _remove_quietly(log_config)
     if not verbose:
         # Not even ERROR: a failed or cancelled job logs a JVM stack trace per task
         # attempt, and every failure reaches the caller as an exception (one line).
         sc.setLogLevel("OFF")
     return sc, True
+
+
+def _remove_quietly(path):
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _quiet_gateway(conf):

@@ -4,6 +4,10 @@ levels' shape, and waited for only when a level needs it."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
+import signal
 import threading
 import time
 from typing import Any
@@ -18,6 +22,36 @@ EARLY = 8
 # many times driver_level_limit states (a level at the driver's speed rather than an idle wait).
 WAIT = 40
 WAIT_FROM = 10_000  # with a smaller driver_level_limit (tests, experiments) the hand-over is at the limit
+
+
+def end_spark_children() -> None:
+    """At exit, after a start was abandoned: end (SIGTERM) the JVM this process launched
+    for it, which would otherwise go on booting until it notices that its parent is gone.
+    Only this process's own descendants whose command line is Spark's launcher or driver."""
+    parents, commands = {}, {}
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+            parents[pid] = int(stat[stat.rfind(b")") + 2 :].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                commands[pid] = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+    mine, grew = {os.getpid()}, True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in mine} - mine
+        mine |= more
+        grew = bool(more)
+    for pid in mine - {os.getpid()}:
+        command = commands.get(pid, b"")
+        if b"spark-submit" in command or b"spark-class" in command or b"org.apache.spark" in command:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
 
 
 class SessionStarter:
@@ -50,9 +84,12 @@ class SessionStarter:
         if self.starter is not None:
             return
         engine = self.engine
+        self._early_lock = threading.Lock()
+        self.abandoned = False
 
         def start():
             begin = time.perf_counter()
+            early: Any = None
             try:
                 sc, owned = spark_context(engine.master, engine.verbose, preload=engine.preload)
                 # A first job of the levels' shape: the JVM loads and compiles its code
@@ -60,12 +97,32 @@ class SessionStarter:
                 n = engine.partitions or self.n or default_partitions(sc)
                 warm = sc.parallelize(range(n), n).mapPartitionsWithIndex(_pair).partitionBy(n, _owner)
                 warm.mapPartitionsWithIndex(_nothing).collect()
-                self.early = (sc, owned, round(time.perf_counter() - begin, 3))
+                early = (sc, owned, round(time.perf_counter() - begin, 3))
             except BaseException as e:  # reported by session(), in the search's own thread
-                self.early = e
+                early = e
+            with self._early_lock:
+                self.early, abandoned = early, self.abandoned
+            if abandoned and isinstance(early, tuple) and early[1]:
+                early[0].stop()  # the search ended without it: stop what nobody will use
 
         self.starter = threading.Thread(target=start, name="kmc-spark-start", daemon=True)
         self.starter.start()
+
+    def _abandon_early(self) -> bool:
+        """Give up the session being started early, without waiting for it, when the search
+        ended before it was needed: the starting thread stops it once it is up (in a
+        ``kmc`` process that has exited by then, the JVM ends with it). Returns False when
+        the start had already finished (the caller then stops what it started)."""
+        starter = self.starter
+        if starter is None:
+            return False
+        with self._early_lock:
+            if self.early is None and starter.is_alive():
+                if not self.abandoned:
+                    atexit.register(end_spark_children)
+                self.abandoned = True
+                return True
+        return False
 
     def _adopt_early(self):
         """The session started by ``_start_early``, once it is up (or its error)."""

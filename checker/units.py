@@ -9,8 +9,8 @@ import re
 
 from .errors import EngineError
 
-_SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([KMGTP]?)(?:I?B)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
 
 def parse_size(text) -> int:
@@ -27,10 +27,28 @@ def parse_size(text) -> int:
 
 def format_size(n: int) -> str:
     """``n`` bytes as a short size (``1.5G``)."""
-    for unit in ("T", "G", "M", "K"):
+    for unit in ("P", "T", "G", "M", "K"):
         if n >= _UNITS[unit]:
             return f"{n / _UNITS[unit]:.3g}{unit}"
     return f"{n}B"
+
+
+# The least and the largest ceiling a user may give (--max-memory, [check] max_memory): the
+# least is above kmc's own resident memory at start-up (about 60 MiB with numpy, rich and a
+# small spec loaded; measured 2026-11-26 with `kmc bench specs/le-three-replicas.toml
+# --compare-engines`: peak RSS 57 MiB local, 67 MiB for the Spark engine's driver), so that a
+# ceiling never stops a run before its first state.
+MIN_CEILING = 128 << 20
+MAX_CEILING = 1 << 50  # 1P
+
+
+def check_ceiling(value) -> str | None:
+    """Why ``value`` bytes cannot be a memory ceiling (one phrase), or None."""
+    if value < MIN_CEILING:
+        return f"must be at least {format_size(MIN_CEILING)} (kmc itself needs about 60M to start)"
+    if value > MAX_CEILING:
+        return f"must be at most {format_size(MAX_CEILING)}"
+    return None
 
 
 _LOCAL = re.compile(r"local(?:\[(?P<threads>\*|\d{1,6})(?:\s*,\s*(?P<failures>\d{1,6}))?\])?")

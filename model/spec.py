@@ -64,7 +64,7 @@ _TOP_KEYS = ("title", "description", "model", "check", "spark", "expect")
 LIMITS = {
     "check.max_depth": (1, 100_000),
     "check.max_states": (1, 10**12),
-    "check.max_memory": (1 << 24, 1 << 50),  # 16M .. 1P bytes
+    "check.max_memory": (128 << 20, 1 << 50),  # 128M .. 1P bytes (kmc.checker.memory.MIN_CEILING, MAX_CEILING)
     "spark.partitions": (1, 4096),  # checker.spark_master.MAX_PARTITIONS
 }
 
@@ -356,6 +356,7 @@ def _int(path, key, value, lo, hi):
 
 def _size(path, key, value):
     """A size in bytes: an integer, or a string such as "8G" or "512M"."""
+    raw = value
     if isinstance(value, str):
         from kmc.checker.units import parse_size
 
@@ -363,6 +364,12 @@ def _size(path, key, value):
             value = parse_size(value)
         except ValueError:
             raise SpecError(path, key, f"must be a size such as \"8G\" or \"512M\", got {_show(value)}") from None
+    if isinstance(value, int) and not isinstance(value, bool):
+        from kmc.checker.units import check_ceiling
+
+        why = check_ceiling(value)
+        if why:
+            raise SpecError(path, key, f"{why}, got {_show(raw)}")
     return _opt_int(path, key, value)
 
 

@@ -45,3 +45,15 @@ LAST_KNOWN_LEADER_VERSIONS = ("v41", "v41-ap")
 # The versions whose ISR changes go through the controller (alter_partition) -> whether the
 # controller also fences them with broker epochs (broker_epochs: KIP-903, Kafka 3.5).
 ALTER_PARTITION_VERSIONS = {"v27": False, "v21-gate-ap": True, "v21-elr-ap": True, "v41-ap": True}
+
+
+def version_config(version: str, constants: dict):
+    """The ``Config`` of ``constants`` (a ``VERSION_CONFIGS`` entry's) under the rule and
+    options of Kafka version ``version`` (a key of ``VERSIONS``)."""
+    from .config import Config
+
+    _, rule, gate, elr = VERSIONS[version]
+    return Config(truncation=rule, hw_requires_min_isr=gate, eligible_leader_replicas=elr,
+                  last_known_leader=version in LAST_KNOWN_LEADER_VERSIONS,
+                  alter_partition=version in ALTER_PARTITION_VERSIONS,
+                  broker_epochs=ALTER_PARTITION_VERSIONS.get(version, False), **constants)

@@ -1,9 +1,12 @@
-"""The durability × availability atlas (``kmc matrix --atlas``): ATLAS.md and atlas.json.
+"""The durability × availability atlas (``kmc matrix --atlas``): ATLAS.md and atlas.json, the
+page that answers "which Kafka setting is safe, and what does it cost in availability?".
 
-Rows are configurations that lose unflushed records in crashes; columns are the election
-and ISR policies of successive Kafka versions. Each cell gives both halves of the
-trade-off: are committed records kept (``CommittedNeverLost``), and can the partition always
-get a leader again (``PartitionRecoverable``). Nothing here runs an engine: the command
+Rows are settings (replicas, min ISR, flushed or lossy crashes, acks all or 1); columns are
+the Kafka versions of ``kmc matrix --versions`` (read from its grid) and two with unclean
+election. Each cell gives both halves of the trade-off: are acknowledged and committed
+records kept (``AcknowledgedNeverLost``, ``CommittedNeverLost``), and can the partition
+always get a leader again (``PartitionRecoverable``); the page opens with a conclusion
+written from the cells. Nothing here runs an engine: the command
 (``app/commands/atlas.py``) hands this module plain cell dicts.
 
 A cell::
@@ -12,6 +15,7 @@ A cell::
      "complete": bool,
      "committed": {"verdict": "holds" | "violated" | "unknown", "length": int | null,
                    "trace": "traces/atlas-....json" (when violated)},
+     "acknowledged": {...as committed...},
      "availability": {"verdict": ..., "length": int | null, "trap_states": int | null,
                       "trap_share": float | null, "trace": ... (when violated)},
      "expected": {"committed": ..., "availability": ...},   # where known, else {}
@@ -24,68 +28,91 @@ SCHEMA_VERSION = 1
 KIND = "kmc-atlas"
 MARKER = "<!-- kmc atlas: written by `kmc matrix --atlas` -->"
 COMMITTED, AVAILABLE = "CommittedNeverLost", "PartitionRecoverable"
+ACKED = "AcknowledgedNeverLost"
+PROPERTIES = (COMMITTED, ACKED, AVAILABLE)
 
-# row key -> (label, replicas, min ISR, crashes); every row: 2 messages, leader epochs <= 2,
-# unflushed loss (a crash may drop the not-yet-fsynced tail of a log).
+# Every row: 2 records and leader epochs <= 2; 2 crashes with 2 replicas, 1 with 3 (as the
+# matrix grid's rows: a three-replica cell with 2 crashes has 0.5 to 1.5 million states, and
+# the page is regenerated in about a minute). Row key -> (label, replicas, min ISR, crashes,
+# lossy crashes, acks): 2 and 3 replicas, every min ISR from 1 to the replicas, crashes that
+# keep the log (flushed) or may drop its unflushed tail (lossy), the producer's acks all and 1.
+MESSAGES, EPOCHS = 2, 2
+CRASHES = {2: 2, 3: 1}
 ROWS = {}
 for _n in (2, 3):
-    for _isr in (1, 2):
-        for _crashes in (1, 2):
-            ROWS[f"r{_n}-isr{_isr}-c{_crashes}"] = (
-                f"{_n} replicas, min ISR {_isr}, {_crashes} crash{'es' if _crashes > 1 else ''}",
-                _n, _isr, _crashes)
+    for _isr in range(1, _n + 1):
+        for _lossy in (False, True):
+            for _acks in ("all", "1"):
+                _k = CRASHES[_n]
+                ROWS[f"r{_n}-isr{_isr}-{'lossy' if _lossy else 'flushed'}-acks{_acks}"] = (
+                    f"{_n} replicas, min ISR {_isr}, {_k} {'lossy' if _lossy else 'flushed'} "
+                    f"crash{'es' if _k > 1 else ''}, acks={_acks}", _n, _isr, _k, _lossy, _acks)
 
-# policy key -> (label, options); every policy uses the 2.1 truncation rule.
-_GATE = {"hw_requires_min_isr": True}
-_ELR = {**_GATE, "eligible_leader_replicas": True}
-POLICIES = {
-    "v21": ("2.1 (clean elections)", {}),
-    "v21-unclean": ("2.1 + unclean election", {"unclean_leader_election": True}),
-    "v37": ("3.7: HW gate", _GATE),
-    "kip966": ("KIP-966: ELR as written", _ELR),
-    "v41": ("4.1: ELR + last known leader", {**_ELR, "last_known_leader": True}),
-    "elr-unclean": ("ELR + unclean election", {**_ELR, "unclean_leader_election": True}),
-}
+
+def _version_policies() -> dict:
+    """Every Kafka version of ``kmc matrix --versions`` (``model.versions.VERSIONS``), as a
+    column: its label and the configuration fields it sets (its rule and options), read
+    from the versions grid itself, so that a version added there is a column here too."""
+    import attrs
+    from kmc.model.config import Config
+    from kmc.model.versions import VERSION_CONFIGS, VERSIONS, version_config
+
+    first = next(iter(VERSION_CONFIGS))
+    base = Config(**VERSION_CONFIGS[first][1])
+    out = {}
+    for version in VERSIONS:
+        cfg = version_config(version, VERSION_CONFIGS[first][1])
+        settings = {f.name: getattr(cfg, f.name) for f in attrs.fields(Config)
+                    if f.name == "truncation" or getattr(cfg, f.name) != getattr(base, f.name)}
+        out[version] = (VERSIONS[version][0], settings)
+    return out
+
+
+# policy key -> (label, configuration fields): every Kafka version, then two versions with
+# unclean leader election on (the setting an operator may turn on for availability).
+POLICIES = _version_policies()
+for _key, _base in (("v21-unclean", "v21"), ("v41-unclean", "v41")):
+    if _base in POLICIES:
+        POLICIES[_key] = (f"{POLICIES[_base][0]} + unclean election",
+                          {**POLICIES[_base][1], "unclean_leader_election": True})
 
 _H, _V = "holds", "violated"
-# The known verdicts (trace lengths in states) where they cover a cell: (row, policy) ->
-# {"committed": "holds" | length, "availability": "holds" | length}.
-KNOWN = {
-    ("r2-isr1-c2", "v21"): {"committed": 6, "availability": _H},
-    ("r2-isr1-c2", "v37"): {"committed": 6},
-    ("r2-isr1-c2", "kip966"): {"committed": _H, "availability": 4},
-    ("r2-isr1-c2", "v41"): {"committed": 6, "availability": _H},
-    ("r2-isr1-c2", "elr-unclean"): {"availability": _H},
-    ("r2-isr2-c2", "kip966"): {"committed": _H, "availability": 6},
-    ("r2-isr2-c2", "v41"): {"committed": 10, "availability": _H},
-    ("r2-isr2-c2", "elr-unclean"): {"availability": _H},
-    ("r3-isr2-c1", "v21"): {"committed": 7},
-    ("r3-isr2-c1", "v37"): {"committed": 9},
-    ("r3-isr2-c1", "kip966"): {"committed": _H},
-    ("r3-isr2-c2", "v21"): {"committed": 7, "availability": _H},
-    ("r3-isr2-c2", "v37"): {"committed": 9},
-    ("r3-isr2-c2", "kip966"): {"committed": _H, "availability": 7},
-    ("r3-isr2-c2", "v41"): {"committed": 11, "availability": _H},
-    ("r3-isr2-c2", "elr-unclean"): {"availability": _H},
+# The verdicts an independent TLA+ rendering also gives, where they cover a cell (trace
+# lengths in states; acks only records what the producer was told, so both acks rows of a
+# configuration share them): (row, policy) -> {"committed": "holds" | length,
+# "availability": "holds" | length}.
+_TLA = {
+    ("r2-isr1-lossy", "v21"): {"committed": 6, "availability": _H},
+    ("r2-isr1-lossy", "v21-gate"): {"committed": 6},
+    ("r2-isr1-lossy", "v21-elr"): {"committed": _H, "availability": 4},
+    ("r2-isr1-lossy", "v41"): {"committed": 6, "availability": _H},
+    ("r2-isr2-lossy", "v21-elr"): {"committed": _H, "availability": 6},
+    ("r2-isr2-lossy", "v41"): {"committed": 10, "availability": _H},
+    ("r3-isr2-lossy", "v21"): {"committed": 7},
+    ("r3-isr2-lossy", "v21-gate"): {"committed": 9},
+    ("r3-isr2-lossy", "v21-elr"): {"committed": _H},
 }
+KNOWN = {(f"{row}-acks{acks}", policy): dict(v) for (row, policy), v in _TLA.items() for acks in ("all", "1")
+         if policy in POLICIES}
 
 
 def config_of(row: str, policy: str):
     """The ``Config`` of one cell."""
-    from kmc.model.config import LEADER_EPOCH_21, Config
+    from kmc.model.config import Config
 
-    _, n, isr, crashes = ROWS[row]
-    return Config(replicas=tuple(chr(ord("A") + i) for i in range(n)), max_messages=2,
-                  max_crashes=crashes, max_leader_epoch=2, truncation=LEADER_EPOCH_21,
-                  min_insync_replicas=isr, unflushed_loss=True, **POLICIES[policy][1])
+    _, n, isr, crashes, lossy, acks = ROWS[row]
+    return Config(**{"replicas": tuple(chr(ord("A") + i) for i in range(n)), "max_messages": MESSAGES,
+                     "max_crashes": crashes, "max_leader_epoch": EPOCHS, "min_insync_replicas": isr,
+                     "unflushed_loss": lossy, "acks": acks, **POLICIES[policy][1]})
 
 
 def cell_of(row: str, policy: str, result) -> dict:
-    """A cell dict from an engine's ``CheckResult`` (checked: COMMITTED and AVAILABLE)."""
+    """A cell dict from an engine's ``CheckResult`` (checked: ``PROPERTIES``)."""
     distinct = result.stats.distinct
     committed = _half(result, COMMITTED)
+    acknowledged = _half(result, ACKED)
     availability = _half(result, AVAILABLE)
-    for name, half in ((COMMITTED, committed), (AVAILABLE, availability)):
+    for name, half in ((COMMITTED, committed), (ACKED, acknowledged), (AVAILABLE, availability)):
         if name in result.violations:
             half["trace"] = trace_path(row, policy, name)
     v = result.violations.get(AVAILABLE)
@@ -101,12 +128,12 @@ def cell_of(row: str, policy: str, result) -> dict:
                       for h, want in known.items())
     return {"row": row, "policy": policy, "distinct_states": distinct,
             "seconds": round(result.stats.seconds, 3), "complete": result.complete,
-            "committed": committed, "availability": availability,
+            "committed": committed, "acknowledged": acknowledged, "availability": availability,
             "expected": dict(known), "matched": matched}
 
 
 def _half(result, name) -> dict:
-    verdict = result.verdict(name)
+    verdict = result.verdict(name) if name in result.checked else "unknown"
     v = result.violations.get(name)
     return {"verdict": verdict, "length": len(v.path) if v is not None else None}
 
@@ -151,43 +178,155 @@ def _mark(half, availability=False) -> str:
     return text
 
 
+def durable(cell) -> bool | None:
+    """No record the producer was told is written, and no committed record, is ever lost
+    (None: not decided)."""
+    halves = [cell["committed"], cell.get("acknowledged", {"verdict": _H})]
+    if any(h["verdict"] == _V for h in halves):
+        return False
+    return True if all(h["verdict"] == _H for h in halves) else None
+
+
+def available(cell) -> bool | None:
+    """The partition can always get a leader again (None: not decided)."""
+    verdict = cell["availability"]["verdict"]
+    return True if verdict == _H else False if verdict == _V else None
+
+
+# The four answers a cell gives, in the conclusion's order.
+VERDICTS = {
+    (True, True): "durable and available",
+    (True, False): "durable, not always available",
+    (False, True): "available, not durable",
+    (False, False): "neither durable nor available",
+}
+
+
 def cell_text(cell) -> str:
-    """``durable ✓ · available ✗ 4 (18.4% traps)``: both halves of one cell."""
-    text = f"durable {_mark(cell['committed'])} · available {_mark(cell['availability'], True)}"
+    """``acked ✓ · committed ✓ · available ✗ 4 (18.4% traps)``: what one cell decided."""
+    parts = []
+    if "acknowledged" in cell:
+        parts.append(f"acked {_mark(cell['acknowledged'])}")
+    parts += [f"committed {_mark(cell['committed'])}", f"available {_mark(cell['availability'], True)}"]
+    text = " · ".join(parts)
     if cell["matched"] is False:
         text += " **UNEXPECTED**"
     return text
 
 
+def conclusion(doc) -> list[str]:
+    """The answer, written from the cells: which settings are durable and available under
+    which versions, which only one of the two, which neither (Markdown lines)."""
+    groups: dict = {answer: {} for answer in VERDICTS.values()}
+    undecided = []
+    for c in doc["cells"]:
+        key = (durable(c), available(c))
+        if None in key:
+            undecided.append(c)
+            continue
+        groups[VERDICTS[key]].setdefault(c["row"], []).append(c["policy"])
+    total = len(doc["cells"])
+    lines = ["## The answer", "", *_in_short(doc), "",
+             "*Durable*: no record the producer was told is written (`AcknowledgedNeverLost`) and no "
+             "committed record (`CommittedNeverLost`) is ever lost. *Available*: from every reachable "
+             "state the partition can still get a leader (`PartitionRecoverable`). Of the "
+             f"{total} cells (settings × versions):", ""]
+    for answer, rows in groups.items():
+        count = sum(len(p) for p in rows.values())
+        lines.append(f"- **{answer}**: {count} cell{'s' if count != 1 else ''}" + (":" if rows else "."))
+        for row, policies in rows.items():
+            versions = ", ".join(doc["policies"][p] for p in policies)
+            every = " (every version)" if len(policies) == len(doc["policies"]) else ""
+            lines.append(f"  - {doc['rows'][row]}: {versions}{every}")
+    if undecided:
+        lines.append(f"- **not decided** (a bound stopped the search): {len(undecided)} cells.")
+    safe = groups[VERDICTS[(True, True)]]
+    lines.append("")
+    if safe:
+        lines.append("So the settings that keep every acknowledged record and never strand the partition "
+                     "are those listed first above, under the versions named there; every other cell "
+                     "gives up one of the two, and the tables below say which, with the shortest "
+                     "behaviour that shows it.")
+    else:
+        lines.append("No setting here is both durable and available under any version: every cell gives "
+                     "up one of the two, and the tables below say which, with the shortest behaviour "
+                     "that shows it.")
+    return lines + [""]
+
+
+def _in_short(doc) -> list[str]:
+    """A few sentences, each computed from the cells: what acks, lossy crashes and the
+    price in availability come to."""
+    def settings(c):
+        return ROWS[c["row"]] if c["row"] in ROWS else None
+
+    cells = [c for c in doc["cells"] if settings(c) is not None]
+    safe = [c for c in cells if durable(c) and available(c)]
+    out = ["In short (each sentence counted from the cells below):", ""]
+    for acks in ("all", "1"):
+        mine = [c for c in cells if settings(c)[5] == acks]
+        ok = [c for c in safe if settings(c)[5] == acks]
+        if not mine:
+            continue
+        if ok:
+            out.append(f"- `acks={acks}`: {len(ok)} of {len(mine)} cells are durable and available.")
+        else:
+            out.append(f"- `acks={acks}`: none of its {len(mine)} cells is durable: in every one, a record the "
+                       "producer was told is written can be lost.")
+    lossy = [c for c in safe if settings(c)[4]]
+    if lossy:
+        versions = [doc["policies"][p] for p in doc["policies"] if any(c["policy"] == p for c in lossy)]
+        rows = [doc["rows"][r] for r in doc["rows"] if any(c["row"] == r for c in lossy)]
+        out.append(f"- lossy crashes: durable and available only under {', '.join(versions)}, and only for "
+                   f"{'; '.join(rows)}.")
+    else:
+        out.append("- lossy crashes: no cell is both durable and available.")
+    traps = [c for c in cells if durable(c) and available(c) is False]
+    if traps:
+        versions = [doc["policies"][p] for p in doc["policies"] if any(c["policy"] == p for c in traps)]
+        worst = max(c["availability"].get("trap_share") or 0 for c in traps)
+        out.append(f"- the price of durability: under {', '.join(versions)}, {len(traps)} durable "
+                   f"cell{'s' if len(traps) > 1 else ''} can strand the partition for good (up to "
+                   f"{100 * worst:.1f}% of the reachable states are traps).")
+    return out
+
+
 def to_markdown(doc) -> str:
     cells = {(c["row"], c["policy"]): c for c in doc["cells"]}
     policies = list(doc["policies"])
-    lines = [MARKER, "", "# kmc atlas: durability × availability", "",
+    lines = [MARKER, "", "# Which Kafka setting is safe, and what does it cost in availability?", "",
              f"Generated by `{doc['command']}` (kmc {doc['kmc_version']}) in "
-             f"{doc['total_seconds']:.0f} s.", "",
-             "Every configuration has 2 records, leader epochs ≤ 2 and unflushed loss (a crash may "
-             "drop the tail of a log that was not yet fsynced), under the 2.1 truncation rule. "
-             "Each cell gives both halves of the trade-off:", "",
-             "- *durable*: `CommittedNeverLost` — no committed record is ever lost. ✓ holds; "
-             "✗ n: the shortest behaviour that loses one has n states.",
-             "- *available*: `PartitionRecoverable` — from every reachable state the partition "
-             "can still get a leader. ✓ holds; ✗ n (p% traps): the shortest behaviour into a state "
-             "from which no replica can ever lead again has n states, and p% of the reachable "
-             "states are such traps.", "",
-             "| configuration | " + " | ".join(doc["policies"][p] for p in policies) + " |",
-             "|---|" + "---|" * len(policies)]
+             f"{doc['total_seconds']:.0f} s. Do not edit by hand: see docs/results.md.", "",
+             f"Every configuration has {MESSAGES} records and leader epochs ≤ {EPOCHS}, and the crashes its "
+             "row names; *flushed* crashes keep a replica's log, *lossy* ones may drop the tail that was not yet "
+             "fsynced (`unflushed_loss`). The producer writes with `acks=all` or `acks=1`. Each column is a "
+             "Kafka version (its truncation rule and options, as in `kmc matrix --versions`), or one with "
+             "unclean leader election turned on. Every cell explores every reachable state.", ""]
+    lines += conclusion(doc)
+    lines += ["## Every setting under every version", "",
+              "- *acked*: `AcknowledgedNeverLost` — ✓ holds; ✗ n: the shortest behaviour that loses a "
+              "record the producer was told is written has n states.",
+              "- *committed*: `CommittedNeverLost` — the same for a committed record (one a consumer may "
+              "have read).",
+              "- *available*: `PartitionRecoverable` — ✓ holds; ✗ n (p% traps): the shortest behaviour into "
+              "a state from which no replica can ever lead again has n states, and p% of the reachable "
+              "states are such traps.", "",
+              "| configuration | " + " | ".join(doc["policies"][p] for p in policies) + " |",
+              "|---|" + "---|" * len(policies)]
     for row, label in doc["rows"].items():
         line = [label] + [cell_text(cells[(row, p)]) if (row, p) in cells else "" for p in policies]
         lines.append("| " + " | ".join(line) + " |")
     unexpected = [c for c in doc["cells"] if c["matched"] is False]
     lines += ["", "Cells the independent TLA+ rendering also decides are compared with it: "
               + (f"{len(unexpected)} do not match." if unexpected else "every one matches."), "",
-              "## Every cell", "", "| configuration | policy | distinct states | seconds | durable | available |",
-              "|---|---|---:|---:|---|---|"]
+              "## Every cell", "",
+              "| configuration | version | distinct states | seconds | acked | committed | available |",
+              "|---|---|---:|---:|---|---|---|"]
     for c in doc["cells"]:
+        acked = c.get("acknowledged", {"verdict": "unknown"})
         lines.append(f"| {doc['rows'][c['row']]} | {doc['policies'][c['policy']]} | "
-                     f"{c['distinct_states']:,} | {c['seconds']:.1f} | {_mark(c['committed'])}"
-                     f"{_links(c['committed'])} | {_mark(c['availability'], True)}"
+                     f"{c['distinct_states']:,} | {c['seconds']:.1f} | {_mark(acked)}{_links(acked)} | "
+                     f"{_mark(c['committed'])}{_links(c['committed'])} | {_mark(c['availability'], True)}"
                      f"{_links(c['availability'])} |")
     return "\n".join(lines) + "\n"
 

@@ -108,6 +108,7 @@ class Column:
     replicas: tuple  # of ReplicaCell
     events: tuple  # of Event
     committed: tuple = ()  # record texts this step committed (below a leader's HW for the first time)
+    acked: tuple = ()  # record texts the producer was told at this step are written (with acks)
 
 
 @attrs.frozen
@@ -157,16 +158,18 @@ def _marks(model, prop, state):
     of ``(offset, epoch, id)`` to highlight wherever they appear, and ``ghosts`` maps a
     replica to the committed records missing from its log in the last state."""
     marked, ghosts = set(), {}
-    if prop in ("CommittedNeverLost", "LeaderCandidateCompleteness"):
-        if prop == "CommittedNeverLost":
+    if prop in ("CommittedNeverLost", "LeaderCandidateCompleteness", "AcknowledgedNeverLost"):
+        if prop in ("CommittedNeverLost", "AcknowledgedNeverLost"):
             l = leader_of(state)
             who = [] if l is None else [l]
         else:
             q = state.quorum
             who = [r for r in sorted(set(q.isr).union(q.elr)) if state.replicas[r].alive]
+        # the records the property keeps: committed ones, or those the producer was told
+        kept = getattr(state, "acked", ()) if prop == "AcknowledgedNeverLost" else state.committed
         for r in who:
             log = state.replicas[r].log
-            for offset, epoch, rid in state.committed:
+            for offset, epoch, rid in kept:
                 if offset >= len(log) or log[offset] != (epoch, rid):
                     marked.add((offset, epoch, rid))
                     ghosts.setdefault(r, []).append((offset, epoch, rid))
@@ -246,9 +249,11 @@ def _column(model, number, step, prev, marked, ghosts, last) -> Column:
         description = describe_step(model, prev, action, state)
         events = _events(model, prev, action, state)
     fresh = () if prev is None else tuple(record_text(*c) for c in state.committed if c not in prev.committed)
+    acked = getattr(state, "acked", ())
+    told = () if prev is None else tuple(record_text(*c) for c in acked if c not in getattr(prev, "acked", ()))
     return Column(number=number, action=text, name=name, description=description,
                   controller=_controller_cell(model, state, prev), replicas=cells, events=events,
-                  committed=fresh)
+                  committed=fresh, acked=told)
 
 
 def _initial_text(model, state) -> str:
@@ -292,13 +297,47 @@ def _events(model, before, action, after) -> tuple:
     return ()
 
 
+def lost_label(d) -> str:
+    """What the records ``d.lost`` are: ``"lost record"``, ``"lost acknowledged records"``..."""
+    kind = {"LogsNeverDiverge": "diverging", "AcknowledgedNeverLost": "lost acknowledged"}.get(d.property, "lost")
+    return f"{kind} record{'s' if len(d.lost) > 1 else ''}"
+
+
+# The constants every header shows in its own lines (replicas, truncation, bounds); every
+# other field of the configuration that differs from its default is a flag.
+_OWN_LINES = ("replicas", "max_messages", "max_crashes", "max_leader_epoch", "truncation", "min_insync_replicas")
+
+
+def config_flags(config) -> list[str]:
+    """Every option of ``config`` that changes the model from its default, in the order
+    the configuration declares them: a switched-on option by its name, any other value as
+    ``name = value`` (``acks = all``). Read from the configuration's fields, so that an
+    option added to it later appears in every header (terminal, HTML, Mermaid) unasked."""
+    out = []
+    for field in attrs.fields(type(config)):
+        if field.name in _OWN_LINES:
+            continue
+        default = field.default.factory() if isinstance(field.default, attrs.Factory) else field.default
+        value = getattr(config, field.name)
+        if value == default:
+            continue
+        if value is True:
+            out.append(field.name)
+        elif value is False:
+            out.append(f"{field.name} = false")
+        else:
+            out.append(f"{field.name} = {value}")
+    return out
+
+
+def config_summary(config) -> str:
+    """The configuration on one line (a Mermaid comment, a title's second line)."""
+    return " · ".join(f"{label} {value}" for label, value in config_lines(config))
+
+
 def config_lines(config) -> list[tuple[str, str]]:
     """The configuration as ``(label, value)`` pairs, as the terminal's header shows it."""
-    flags = [n for n in ("unclean_leader_election", "unflushed_loss", "preferred_election",
-                         "hw_requires_min_isr", "eligible_leader_replicas", "alter_partition",
-                         "broker_epochs") if getattr(config, n, False)]
-    if config.initial_leader != "first":
-        flags.append(f"initial_leader = {config.initial_leader}")
+    flags = config_flags(config)
     return [
         ("replicas", f"{', '.join(config.replicas)} (min ISR {config.min_insync_replicas})"),
         ("truncation", config.truncation),
@@ -331,5 +370,5 @@ def counts_from_document(doc) -> list[tuple[str, str]]:
 
 
 __all__ = ["Box", "CONTROLLER", "Column", "ControllerCell", "Diagram", "Event", "MARKER", "ReplicaCell",
-           "build", "config_lines", "counts_from_document", "counts_from_stats", "epoch_colour",
+           "build", "config_flags", "config_lines", "config_summary", "counts_from_document", "lost_label", "counts_from_stats", "epoch_colour",
            "record_text"]

@@ -13,6 +13,8 @@ import os
 import tempfile
 from html import escape
 
+from kmc.checker.text import picture_text
+
 from . import svg
 from .diagram import MARKER
 
@@ -33,7 +35,8 @@ section.trace h2.trap { color: #e65100; }
 .scroll { overflow-x: auto; }
 .scroll svg { display: block; }
 p.note { color: #555; max-width: 1230px; }
-ol.steps { font-size: 13px; max-width: 1230px; padding-left: 28px; }
+ol.steps { font-size: 13px; max-width: 1230px; padding-left: 28px; overflow-wrap: anywhere; }
+header .path, header h1, dl.facts dd, footer, p.note { overflow-wrap: anywhere; }
 ol.steps li { margin: 2px 0; }
 ol.steps code { font-weight: bold; }
 ol.steps .desc { color: #444; }
@@ -53,7 +56,7 @@ footer { color: #777; font-size: 12px; margin-top: 16px; }
 
 
 def _x(text) -> str:
-    return escape(str(text), quote=True)
+    return escape(picture_text(text), quote=True)
 
 
 def page(diagrams, *, title="", path=None, description="", config=(), counts=(), verdicts=(),
@@ -124,7 +127,7 @@ def write_text(path, text) -> None:
     """
     path = os.fspath(path)
     if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
-        with open(path, "w", encoding="utf-8") as out:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as out:
             out.write(text)
         return
     path = os.path.realpath(path)
@@ -133,7 +136,7 @@ def write_text(path, text) -> None:
         mask = os.umask(0o022)
         os.umask(mask)
         os.chmod(tmp, 0o666 & ~mask)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as out:
             out.write(text)
         os.replace(tmp, path)
     except BaseException:

@@ -178,11 +178,25 @@ def _flag(value) -> str:
     return "on" if value else "off"
 
 
+# The model's fields a row shows in columns of their own (or in the bounds' first words).
+_OWN_COLUMNS = ("replicas", "truncation", "min_insync_replicas", "unclean_leader_election", "unflushed_loss",
+                "max_messages", "max_crashes", "max_leader_epoch")
+_BOUND_LABELS = {"preferred_election": "preferred", "hw_requires_min_isr": "HW gate",
+                 "eligible_leader_replicas": "ELR", "last_known_leader": "last known leader"}
+
+
 def _bounds(m) -> str:
+    """The bounds and every other option a row's model sets (``ELR, last known leader``,
+    ``acks all``): any field the other columns do not show and that is on, so that two
+    versions that differ only in an option (KIP-966's ELR, 4.1's ELR + last known leader)
+    never read the same, and an option added later shows without being named here."""
     text = f"{m['max_messages']} msg, {m['max_crashes']} crash, ep ≤ {m['max_leader_epoch']}"
-    text += ", preferred" if m.get("preferred_election") else ""
-    text += ", HW gate" if m.get("hw_requires_min_isr") else ""
-    return text + (", ELR" if m.get("eligible_leader_replicas") else "")
+    for key, value in m.items():
+        if key in _OWN_COLUMNS or value in (False, None) or (key == "initial_leader" and value == "first"):
+            continue
+        label = _BOUND_LABELS.get(key, key.replace("_", " "))
+        text += f", {label}" if value is True else f", {label} {value}"
+    return text
 
 
 def _constants_text(constants) -> str:

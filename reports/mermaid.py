@@ -6,7 +6,9 @@ and the violation in a note at the end. Drawn from ``reports.diagram``.
 
 from __future__ import annotations
 
-from .diagram import CONTROLLER, MARKER
+from kmc.checker.text import picture_text
+
+from .diagram import CONTROLLER, MARKER, config_summary, lost_label
 
 
 def _ids(d) -> list[str]:
@@ -18,9 +20,17 @@ def _ids(d) -> list[str]:
 def escape(text) -> str:
     """Text safe inside a Mermaid message or note: ``#`` and ``;`` as entity codes (a
     semicolon would end the statement), line breaks as ``<br/>``, ``<`` and ``>`` as
-    entity codes."""
-    codes = {"#": "#35;", ";": "#59;", "<": "#lt;", ">": "#gt;", "\n": "<br/>"}
-    return "".join(codes.get(ch, ch) for ch in str(text))
+    entity codes, ``%`` as an entity code (``%%{init: ...}%%`` is a directive Mermaid
+    honours anywhere), and what no picture may hold as ``checker.text.picture_text``
+    shows it."""
+    codes = {"#": "#35;", ";": "#59;", "<": "#lt;", ">": "#gt;", "%": "#37;", "\n": "<br/>"}
+    return "".join(codes.get(ch, ch) for ch in picture_text(text))
+
+
+def comment(text) -> str:
+    """Text safe in a ``%%`` comment line: one line, ``%`` as ``#37;`` (a ``%%{...}%%``
+    directive is read even inside a comment), and what no picture may hold escaped."""
+    return picture_text(" ".join(str(text).split())).replace("%", "#37;")
 
 
 def _log(cell) -> str:
@@ -56,21 +66,26 @@ def _changes(d, prev, col) -> list[str]:
             lines.append(f"{name}: {_log(cell)}")
     if col.committed:
         lines.append(f"committed: {', '.join(col.committed)}")
+    if col.acked:
+        lines.append(f"producer told: {', '.join(col.acked)}")
     return lines
 
 
-def render(d, *, title="") -> str:
-    """The Mermaid text of a ``reports.diagram.Diagram`` (``title``: a comment line)."""
+def render(d, *, title="", config=None) -> str:
+    """The Mermaid text of a ``reports.diagram.Diagram`` (``title``: a comment line;
+    ``config``: the model's configuration, a comment line under it)."""
     ids = _ids(d)
     everyone = f"{ids[0]},{ids[-1]}"
-    lines = [f"%% {MARKER}: {d.property}, {len(d.columns)} states"]
+    lines = [f"%% {MARKER}: {comment(d.property)}, {len(d.columns)} states"]
     if title:
-        lines.append(f"%% {' '.join(str(title).split())}")
+        lines.append(f"%% {comment(title)}")
+    if config is not None:
+        lines.append(f"%% {comment(config_summary(config))}")
     if d.options:  # ISR changes go through the controller: say so, as the HTML header does
-        lines.append(f"%% ISR changes through the controller: {', '.join(d.options)}")
+        lines.append(f"%% ISR changes through the controller: {comment(', '.join(d.options))}")
     lines.append("sequenceDiagram")
     for pid, name in zip(ids, d.lanes):
-        lines.append(f"    participant {pid} as {name}")
+        lines.append(f"    participant {pid} as {escape(name)}")
     first = d.columns[0]
     start = [f"1. initial: {first.description}"]
     start += [f"{name}: {_log(cell)}" for name, cell in zip(d.lanes[1:], first.replicas)]
@@ -118,8 +133,7 @@ def _acting_lane(d, col) -> int:
 def _verdict(d) -> str:
     text = [f"✗ {d.verdict}: {d.explanation}"]
     if d.lost:
-        label = "diverging" if d.property == "LogsNeverDiverge" else "lost"
-        text.append(f"{label} record{'s' if len(d.lost) > 1 else ''}: {', '.join(d.lost)}")
+        text.append(f"{lost_label(d)}: {', '.join(d.lost)}")
     if d.kind == "possibly" and d.traps is not None:
         text.append(f"availability trap: one of {d.traps:,} trap states")
     return "<br/>".join(escape(t) for t in text)

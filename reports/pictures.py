@@ -19,6 +19,13 @@ def _ordered(result):
     return sorted(result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
 
 
+def _shown(path) -> str:
+    """A path as a shared page shows it (``checker.app.diagram_files.display_path``)."""
+    from kmc.checker.text import display_path
+
+    return display_path(path)
+
+
 def _lanes(model):
     return ("controller",) + tuple(model.config.replicas)
 
@@ -31,7 +38,7 @@ def result_page(spec, model, result, command="") -> str:
     distinct = f"{result.stats.distinct:,}"
     empty = (f"No counterexample: no checked property failed in {distinct} distinct states"
              + ("." if result.complete else " (the search did not finish)."))
-    return html.page(diagrams, title=spec.title if spec is not None else "", path=spec.path if spec else None,
+    return html.page(diagrams, title=spec.title if spec is not None else "", path=_shown(spec.path) if spec else None,
                      description=spec.description if spec is not None else "",
                      config=config_lines(model.config), counts=counts, verdicts=verdicts,
                      command=command, empty=empty)
@@ -45,7 +52,7 @@ def result_mermaid(spec, model, result) -> str:
     if not ordered:
         return mermaid.no_counterexample(_lanes(model), f"no counterexample in {result.stats.distinct:,} "
                                                         "distinct states")
-    text = mermaid.render(build(model, ordered[0]), title=title)
+    text = mermaid.render(build(model, ordered[0]), title=title, config=model.config)
     if len(ordered) > 1:  # Mermaid draws one diagram per block: say where the others are
         others = ", ".join(v.property for v in ordered[1:])
         first, rest = text.split("\n", 1)
@@ -63,28 +70,28 @@ def simulation_outputs(spec, model, sim, command=""):
               ("distinct states visited", f"{st.distinct:,}")]
     if v is None:
         text = f"No violation in {st.runs:,} walks (seed {sim.seed})."
-        return (html.page([], title=spec.title, path=spec.path, description=spec.description,
+        return (html.page([], title=spec.title, path=_shown(spec.path), description=spec.description,
                           config=config_lines(model.config), counts=counts, command=command, empty=text),
                 mermaid.no_counterexample(_lanes(model), text))
     d = build(model, v)
     counts.append(("violating walk", f"{sim.violation_run:,}, {len(v.path) - 1} steps "
                                      "(not necessarily a shortest counterexample)"))
-    return (html.page([d], title=spec.title, path=spec.path, description=spec.description,
+    return (html.page([d], title=spec.title, path=_shown(spec.path), description=spec.description,
                       config=config_lines(model.config), counts=counts, command=command),
-            mermaid.render(d, title=spec.title))
+            mermaid.render(d, title=spec.title, config=model.config))
 
 
-def replay_output(fmt, path, doc, model, violation) -> str:
+def replay_output(fmt, path, doc, model, violation, command=None) -> str:
     """``kmc replay --format html|mermaid|svg`` of a replayed violation."""
     d = build(model, violation)
     spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
     title = safe_text(spec["title"]) if isinstance(spec.get("title"), str) else ""
     if fmt == "mermaid":
-        return mermaid.render(d, title=title)
+        return mermaid.render(d, title=title, config=model.config)
     if fmt == "svg":
         return svg.render(d, title=title)
-    return html.page([d], title=title, path=str(path), config=config_lines(model.config),
-                     counts=counts_from_document(doc), command=f"kmc replay {path} --format html")
+    return html.page([d], title=title, path=_shown(path), config=config_lines(model.config),
+                     counts=counts_from_document(doc), command=command or f"kmc replay {_shown(path)} --format html")
 
 
 def trace_page(doc, name, title="") -> str:

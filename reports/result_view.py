@@ -92,6 +92,10 @@ def stop_reason(result, spec=None, max_states=None) -> str | None:
                 "the rest of the state space was not explored")
     if stopped == "max-memory":
         return "stopped at the memory bound (max_memory): the rest of the state space was not explored"
+    if stopped == "out-of-memory":
+        return "stopped out of memory (the process could not allocate): the rest of the state space was not explored"
+    if stopped == "disk-full":
+        return "stopped: the Spark store's disk was short of space: the rest of the state space was not explored"
     if stopped == "interrupted":
         return "interrupted before the search finished"
     return f"stopped early ({stopped})" if stopped else "the search did not finish"
@@ -113,13 +117,38 @@ def _never_fired_note(model, name, result) -> str:
 
 
 def _flags(cfg) -> str:
-    on = [name for name in ("unclean_leader_election", "unflushed_loss", "preferred_election",
-                            "hw_requires_min_isr", "eligible_leader_replicas", "last_known_leader",
-                            "alter_partition", "broker_epochs")
-          if getattr(cfg, name, False)]
-    if cfg.initial_leader != "first":
-        on.append(f"initial_leader = {cfg.initial_leader}")
+    from .diagram import config_flags
+
+    on = config_flags(cfg)
     return ", ".join(on) if on else "none"
+
+
+def spec_header(spec, cfg, command="check", engine=None):
+    """The header of a run (``kmc check``, ``kmc simulate``): the spec's path, title and
+    description, then the configuration (every option that changes the model: ``_flags``)
+    and, when given, the engine."""
+    if spec is not None:
+        # A spec is untrusted: its text is shown as text, control characters escaped.
+        title = Text(f"kmc {command} ", "bold")
+        title.append(safe_text(spec.path), "bold cyan")
+        yield title
+        if spec.title:
+            yield Text(safe_text(spec.title), "bold")
+        if spec.description.strip():
+            yield Padding(Text(safe_text(" ".join(spec.description.split())), "dim italic"), (0, 0, 0, 2),
+                          expand=False)
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim")
+    grid.add_column()
+    grid.add_row("replicas", f"{', '.join(cfg.replicas)}  (min ISR {cfg.min_insync_replicas})")
+    grid.add_row("truncation", cfg.truncation)
+    grid.add_row("bounds", f"≤ {plural(cfg.max_messages, 'message')} · "
+                           f"≤ {plural(cfg.max_crashes, 'crash')} · "
+                           f"leader epochs ≤ {cfg.max_leader_epoch}")
+    grid.add_row("flags", _flags(cfg))
+    if engine is not None:
+        grid.add_row("engine", engine)
+    yield Padding(grid, (1, 0, 0, 2), expand=False)
 
 
 class ResultView:
@@ -147,28 +176,7 @@ class ResultView:
     # the parts, in order
 
     def header(self):
-        spec, cfg = self.spec, self.model.config
-        if spec is not None:
-            # A spec is untrusted: its text is shown as text, control characters escaped.
-            title = Text("kmc check ", "bold")
-            title.append(safe_text(spec.path), "bold cyan")
-            yield title
-            if spec.title:
-                yield Text(safe_text(spec.title), "bold")
-            if spec.description.strip():
-                yield Padding(Text(safe_text(" ".join(spec.description.split())), "dim italic"), (0, 0, 0, 2),
-                              expand=False)
-        grid = Table.grid(padding=(0, 2))
-        grid.add_column(style="dim")
-        grid.add_column()
-        grid.add_row("replicas", f"{', '.join(cfg.replicas)}  (min ISR {cfg.min_insync_replicas})")
-        grid.add_row("truncation", cfg.truncation)
-        grid.add_row("bounds", f"≤ {plural(cfg.max_messages, 'message')} · "
-                               f"≤ {plural(cfg.max_crashes, 'crash')} · "
-                               f"leader epochs ≤ {cfg.max_leader_epoch}")
-        grid.add_row("flags", _flags(cfg))
-        grid.add_row("engine", self.result.engine)
-        yield Padding(grid, (1, 0, 0, 2), expand=False)
+        yield from spec_header(self.spec, self.model.config, "check", self.result.engine)
 
     def verdict_table(self, max_width=None) -> Table:
         """The verdict of every checked property, its expectation and what it means (the

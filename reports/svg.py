@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from html import escape
 
-from .diagram import CONTROLLER, MARKER, epoch_colour
+from kmc.checker.text import picture_text
+
+from .diagram import CONTROLLER, MARKER, epoch_colour, lost_label
 
 SANS = "Helvetica, Arial, 'DejaVu Sans', sans-serif"
 MONO = "Menlo, Consolas, 'DejaVu Sans Mono', monospace"
@@ -25,7 +27,7 @@ RED, ORANGE, BLUE, PURPLE, GREY = "#c62828", "#e65100", "#1f5fbf", "#6a3fb5", "#
 
 
 def _x(text) -> str:
-    return escape(str(text), quote=True)
+    return escape(picture_text(text), quote=True)
 
 
 def wrap(text, width, size, bold=False) -> list[str]:
@@ -92,8 +94,7 @@ class _Layout:
                       if cell.inflight), default=0)
         self.stack_h = max(1, boxes) * (BOX_H + BOX_GAP)
         replica_h = 18 + self.stack_h + 14 + flight * 9.6 + 8
-        self.commit_lines = max((len(wrap("commits " + ", ".join(c.committed), inner, 8.5)) for c in d.columns
-                                 if c.committed), default=0)
+        self.commit_lines = max((len(_history_lines(c, inner)) for c in d.columns), default=0)
         first = d.columns[0].controller
         self.controller_lines = 2 + (first.elr is not None) + first.requests
         controller_h = 10 + LINE * self.controller_lines + 10
@@ -195,7 +196,21 @@ def _controller(out, col, x, y, lay):
         out.append(_text(x + 4, y + 18 + len(lines) * LINE, wrap("commits " + ", ".join(col.committed),
                                                                  lay.col_w - 8, 8.5), 8.5, fill="#1b7d1b",
                          weight="bold", extra=' class="commits"'))
+    if col.acked:  # what the producer was told is written (with acks), under the commits
+        below = len(wrap("commits " + ", ".join(col.committed), lay.col_w - 8, 8.5)) if col.committed else 0
+        out.append(_text(x + 4, y + 18 + len(lines) * LINE + below * 10.2, _acked_lines(col, lay.col_w - 8), 8.5,
+                         fill=BLUE, weight="bold", extra=' class="acked"'))
     out.append("</g>")
+
+
+def _acked_lines(col, inner) -> list[str]:
+    return wrap("producer told: " + ", ".join(col.acked), inner, 8.5) if col.acked else []
+
+
+def _history_lines(col, inner) -> list[str]:
+    """The controller lane's lines of what a step committed and acknowledged."""
+    commits = wrap("commits " + ", ".join(col.committed), inner, 8.5) if col.committed else []
+    return commits + _acked_lines(col, inner)
 
 
 def _role_text(cell):
@@ -315,8 +330,7 @@ def _verdict(out, d, lay) -> float:
     lines = wrap(f"✗ {d.verdict}: {d.explanation}", width - 16, 10.5)
     extra = []
     if d.lost:
-        extra.append(("lost" if d.property != "LogsNeverDiverge" else "diverging") + " record"
-                     + ("s" if len(d.lost) > 1 else "") + ": " + ", ".join(d.lost)
+        extra.append(lost_label(d) + ": " + ", ".join(d.lost)
                      + (" (red, dashed where it is missing)" if d.property != "LogsNeverDiverge" else " (red)"))
     if d.kind == "possibly" and d.traps is not None:
         extra.append(f"availability trap: the last state is one of {d.traps:,} trap states "
@@ -347,7 +361,8 @@ def _legend(out, d, lay, y) -> float:
         ("epoch colours; offset:epoch·record", None),
         ("— high watermark", "#111"),
         ("bold border: new record", "#333"),
-        ("red: the records that disagree" if d.property == "LogsNeverDiverge" else "red: the lost record", RED),
+        ({"LogsNeverDiverge": "red: the records that disagree",
+          "AcknowledgedNeverLost": "red: the lost acknowledged record"}.get(d.property, "red: the lost record"), RED),
         ("dashed: not in the log (missing, truncated, lost in a crash)", GREY),
         ("fetch request ⇢", BLUE), ("fetch response →", BLUE), ("controller →", PURPLE),
         ("yellow: changed", "#8a6d00"), ("grey: down", "#777"), ("✕ crash", RED),
@@ -355,6 +370,8 @@ def _legend(out, d, lay, y) -> float:
     if d.columns[0].controller.requests:
         items[-3:-3] = [("ISR request ⇢", ORANGE), ("┆ request in flight", ORANGE)]
         items.append(("ISR changes through the controller: " + ", ".join(d.options), PURPLE))
+    if any(c.acked for c in d.columns):
+        items.append(("producer told: acknowledged to the producer", BLUE))
     for text, colour in items:
         w = 12 + len(text) * 4.9
         if x + w > lay.width - PAD:

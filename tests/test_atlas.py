@@ -1,4 +1,5 @@
-"""``kmc matrix --atlas``: the durability × availability atlas (reports/atlas.py)."""
+"""``kmc matrix --atlas``: the durability × availability atlas (reports/atlas.py), the page that
+answers which Kafka setting is safe and what it costs in availability."""
 
 from __future__ import annotations
 
@@ -14,27 +15,70 @@ from kmc.checker.result import CheckResult, Stats, Violation
 from kmc.checker.trace import replay_choices
 from kmc.model.kafka import KafkaModel
 from kmc.model.spec import config_from_table
-from kmc.reports.atlas import (AVAILABLE, COMMITTED, KNOWN, MARKER, POLICIES, ROWS, cell_of, cell_text,
-                               config_of, is_atlas_markdown)
+from kmc.reports.atlas import (
+    ACKED,
+    AVAILABLE,
+    COMMITTED,
+    KNOWN,
+    MARKER,
+    POLICIES,
+    ROWS,
+    cell_of,
+    cell_text,
+    config_of,
+    is_atlas_markdown,
+)
+
+C2 = "r2-isr1-lossy-acksall"  # docs/model.md's C2 with acks=all
 
 
-def test_the_grid_is_configurations_by_policies():
-    assert len(ROWS) == 8 and len(POLICIES) == 6
-    assert {(c[1], c[2], c[3]) for c in ROWS.values()} == {
-        (n, isr, k) for n in (2, 3) for isr in (1, 2) for k in (1, 2)}
+def test_the_columns_are_the_versions_grid_s():
+    # Every version of `kmc matrix --versions` is a column, with the configuration fields it
+    # sets read from that grid: a version added there (with options added later) is a column
+    # here with no change to the atlas.
+    from kmc.app import matrix_grids
+    from kmc.reports import atlas
+
+    assert [p for p in POLICIES if not p.endswith("-unclean")] == list(matrix_grids.VERSIONS)
+    for version, (label, _rule, gate, elr) in matrix_grids.VERSIONS.items():
+        cfg = config_of(C2, version)
+        assert POLICIES[version][0] == label
+        assert (cfg.hw_requires_min_isr, cfg.eligible_leader_replicas) == (gate, elr)
+        assert cfg.last_known_leader == (version in matrix_grids.LAST_KNOWN_LEADER_VERSIONS)
+        assert (cfg.alter_partition, cfg.broker_epochs) == (
+            version in matrix_grids.ALTER_PARTITION_VERSIONS, matrix_grids.ALTER_PARTITION_VERSIONS.get(version, False))
+    from kmc.model import versions
+
+    try:  # a version added to the versions grid is a column, with every option it sets
+        versions.VERSIONS["new"] = ("a later version", "leader-epoch-2.1", True, True)
+        versions.ALTER_PARTITION_VERSIONS["new"] = True
+        policies = atlas._version_policies()
+    finally:
+        del versions.VERSIONS["new"], versions.ALTER_PARTITION_VERSIONS["new"]
+    assert policies["new"][0] == "a later version"
+    assert policies["new"][1]["alter_partition"] is True and policies["new"][1]["broker_epochs"] is True
+
+
+def test_the_grid_is_settings_by_versions():
+    # acks all and 1, flushed and lossy crashes, min ISR 1 to the replica count
+    assert {(c[1], c[2], c[3], c[4], c[5]) for c in ROWS.values()} == {
+        (n, isr, 2 if n == 2 else 1, lossy, acks) for n in (2, 3) for isr in range(1, n + 1)
+        for lossy in (False, True) for acks in ("all", "1")}
     for row in ROWS:
         for policy in POLICIES:
             cfg = config_of(row, policy)
-            assert cfg.unflushed_loss and cfg.truncation == "leader-epoch-2.1"
+            assert (cfg.max_messages, cfg.max_crashes, cfg.max_leader_epoch) == (2, ROWS[row][3], 2)
+            assert cfg.unflushed_loss == ROWS[row][4] and cfg.acks == ROWS[row][5]
             assert config_from_table(cfg.as_dict()) == cfg  # every cell passes the spec validator
-    assert config_of("r2-isr1-c2", "v41").last_known_leader
-    assert not config_of("r2-isr1-c2", "kip966").last_known_leader
+    assert config_of(C2, "v41").last_known_leader
+    assert not config_of(C2, "v21-elr").last_known_leader
+    assert config_of(C2, "v41-unclean").unclean_leader_election
     assert set(k for k, _ in KNOWN) <= set(ROWS) and set(p for _, p in KNOWN) <= set(POLICIES)
 
 
 def _fake_result(traps=None, committed_length=None, distinct=7057):
     """A CheckResult with the given verdicts (paths of the right length, from the C2 model)."""
-    model = KafkaModel(config_of("r2-isr1-c2", "kip966"))
+    model = KafkaModel(config_of(C2, "v21-elr"))
     violations = {}
     if traps is not None:
         path = replay_choices(model, 0, (0, 0, 0))  # any 4-state path
@@ -42,32 +86,40 @@ def _fake_result(traps=None, committed_length=None, distinct=7057):
     if committed_length is not None:
         path = replay_choices(model, 0, (0,) * (committed_length - 1))
         violations[COMMITTED] = Violation(COMMITTED, "always", "lost", path)
-    return CheckResult("local", [COMMITTED, AVAILABLE], Stats(distinct=distinct, seconds=1.0), violations)
+    return CheckResult("local", [COMMITTED, ACKED, AVAILABLE], Stats(distinct=distinct, seconds=1.0), violations)
 
 
 def test_a_cell_gives_both_halves_and_compares_with_the_known_verdicts():
-    trap = cell_of("r2-isr1-c2", "kip966", _fake_result(traps=1296))
+    trap = cell_of(C2, "v21-elr", _fake_result(traps=1296))
     assert trap["availability"] == {"verdict": "violated", "length": 4, "trap_states": 1296,
                                     "trap_share": round(1296 / 7057, 6),
-                                    "trace": "traces/atlas-r2-isr1-c2-kip966-PartitionRecoverable.json"}
+                                    "trace": f"traces/atlas-{C2}-v21-elr-PartitionRecoverable.json"}
     assert trap["committed"] == {"verdict": "holds", "length": None}
+    assert trap["acknowledged"] == {"verdict": "holds", "length": None}
     assert trap["matched"] is True
-    assert cell_text(trap) == "durable ✓ · available ✗ 4 (18.4% traps)"
-    wrong = cell_of("r2-isr1-c2", "kip966", _fake_result(committed_length=6, distinct=8325))
+    assert cell_text(trap) == "acked ✓ · committed ✓ · available ✗ 4 (18.4% traps)"
+    wrong = cell_of(C2, "v21-elr", _fake_result(committed_length=6, distinct=8325))
     assert wrong["matched"] is False and cell_text(wrong).endswith("**UNEXPECTED**")
-    unknown_row = cell_of("r3-isr1-c1", "v21", _fake_result())
+    unknown_row = cell_of("r3-isr1-flushed-acks1", "v21", _fake_result())
     assert unknown_row["matched"] is None and unknown_row["expected"] == {}
 
 
 def test_the_files(tmp_path):
-    cells = [cell_of("r2-isr1-c2", "kip966", _fake_result(traps=1296)),
-             cell_of("r2-isr1-c2", "v41", _fake_result(committed_length=6, distinct=8325))]
+    cells = [cell_of(C2, "v21-elr", _fake_result(traps=1296)),
+             cell_of(C2, "v41", _fake_result(committed_length=6, distinct=8325))]
     doc = write_atlas(tmp_path, cells, command="kmc matrix --atlas --out x", total_seconds=2.0)
     text = (tmp_path / "ATLAS.md").read_text()
     assert text.startswith(MARKER + "\n")
-    assert "| 2 replicas, min ISR 1, 2 crashes | durable ✓ · available ✗ 4 (18.4% traps) | " \
-           "durable ✗ 6 · available ✓ |" in text
-    assert "| configuration | KIP-966: ELR as written | 4.1: ELR + last known leader |" in text
+    assert ("| 2 replicas, min ISR 1, 2 lossy crashes, acks=all | acked ✓ · committed ✓ · available ✗ 4 (18.4% traps) "
+            "| acked ✓ · committed ✗ 6 · available ✓ |") in text
+    assert "| configuration | KIP-966 (ELR) | 4.1 (ELR + last known leader) |" in text
+    # the conclusion, written from the cells
+    answer = text.split("## The answer", 1)[1].split("\n## ", 1)[0]
+    assert "- **durable, not always available**: 1 cell:\n  - 2 replicas, min ISR 1, 2 lossy crashes, acks=all: " \
+           "KIP-966 (ELR)\n" in answer
+    assert "- **available, not durable**: 1 cell:\n  - 2 replicas, min ISR 1, 2 lossy crashes, acks=all: " \
+           "4.1 (ELR + last known leader)\n" in answer
+    assert "- **durable and available**: 0 cells." in answer and "No setting here is both" in answer
     loaded = json.loads((tmp_path / "atlas.json").read_text())
     assert loaded == json.loads(json.dumps(doc))
     assert loaded["kind"] == "kmc-atlas" and list(loaded)[0] == "schema_version"
@@ -94,13 +146,13 @@ def test_atlas_is_its_own_grid(tmp_path, capsys):
 
 
 def test_a_cell_runs_the_engine():
-    trap = run_cell(("r2-isr1-c2", "kip966", None))
-    assert trap["distinct_states"] == 7057 and trap["complete"]
-    assert trap["committed"]["verdict"] == "holds"
-    assert (trap["availability"]["length"], trap["availability"]["trap_states"]) == (4, 1296)
+    trap = run_cell((C2, "v21-elr", None))
+    assert trap["complete"] and trap["committed"]["verdict"] == trap["acknowledged"]["verdict"] == "holds"
+    assert trap["availability"]["length"] == 4
     assert trap["matched"] is True
-    lost = run_cell(("r2-isr1-c2", "v41", None))
+    lost = run_cell((C2, "v41", None))
     assert (lost["committed"]["length"], lost["availability"]["verdict"]) == (6, "holds")
+    assert lost["acknowledged"]["verdict"] == "violated"
     assert lost["matched"] is True
 
 
@@ -119,8 +171,11 @@ def test_the_published_atlas():
     assert sum(c["matched"] is True for c in doc["cells"]) == len(KNOWN)
     assert (reports / "ATLAS.md").read_text() == to_markdown(doc)
     cells = {(c["row"], c["policy"]): c for c in doc["cells"]}
-    assert cell_text(cells[("r2-isr1-c2", "kip966")]) == "durable ✓ · available ✗ 4 (18.4% traps)"
-    assert cell_text(cells[("r3-isr2-c2", "v41")]) == "durable ✗ 11 · available ✓"
+    assert cell_text(cells[(C2, "v21-elr")]).startswith("acked ✓ · committed ✓ · available ✗ 4 (")
+    assert cell_text(cells[("r3-isr2-lossy-acksall", "v21")]).startswith("acked ✗ 9 · committed ✗ 7 · ")
+    # the answer page: every Kafka version a column, min ISR 1 to 3, acks all and 1, a conclusion
+    text = (reports / "ATLAS.md").read_text()
+    assert "## The answer" in text and "min ISR 3" in text and "acks=1" in text and "flushed crash" in text
 
 
 def test_every_violated_cell_links_its_trace_and_diagram(tmp_path):
@@ -129,26 +184,40 @@ def test_every_violated_cell_links_its_trace_and_diagram(tmp_path):
     it no longer writes, never a file kmc did not write."""
     from kmc.app.outputs import is_kmc_output
 
-    cell = run_cell(("r2-isr1-c2", "kip966", None))
+    cell = run_cell((C2, "v21-elr", None))
     write_atlas(tmp_path, [cell], command="kmc matrix --atlas --out x", total_seconds=1.0)
-    name = "traces/atlas-r2-isr1-c2-kip966-PartitionRecoverable"
+    name = f"traces/atlas-{C2}-v21-elr-PartitionRecoverable"
     trace, page = tmp_path / f"{name}.json", tmp_path / f"{name}.html"
     assert is_kmc_output(trace, "json") and is_kmc_output(page, "diagram")
     assert "trace_docs" not in json.loads((tmp_path / "atlas.json").read_text())["cells"][0]
     text = (tmp_path / "ATLAS.md").read_text()
-    assert f"✗ 4 (18.4% traps) ([trace]({name}.json), [diagram]({name}.html))" in text
+    traps = cell["availability"]["trap_states"]
+    share = 100 * traps / cell["distinct_states"]
+    assert f"✗ 4 ({share:.1f}% traps) ([trace]({name}.json), [diagram]({name}.html))" in text
     # the trace replays (kmc replay re-executes it and confirms the violation: exit 0), to a trap of the
-    # pinned length, with the pinned trap count
+    # pinned length, with the cell's trap count
     assert main(["replay", str(trace)]) == 0
     doc = json.loads(trace.read_text())
     (v,) = doc["violations"]
-    assert (v["property"], v["trace"]["length"], v["trap_states"]) == ("PartitionRecoverable", 4, 1296)
-    assert "1,296" in page.read_text()
+    assert (v["property"], v["trace"]["length"], v["trap_states"]) == ("PartitionRecoverable", 4, traps)
+    assert f"{traps:,}" in page.read_text()
     mine = tmp_path / "traces" / "atlas-my-notes.json"
     mine.write_text('{"mine": 1}\n')
     with pytest.raises(UsageError, match="atlas-my-notes.json"):
         check_atlas_outputs(tmp_path)
     mine.unlink()
-    held = run_cell(("r2-isr2-c1", "kip966", None))  # both halves hold: no trace
+    held = run_cell(("r2-isr2-flushed-acksall", "v21-elr", None))  # every property holds: no trace
     write_atlas(tmp_path, [held], command="kmc matrix --atlas --out x", total_seconds=1.0)
     assert not trace.exists() and not page.exists()
+
+
+def test_the_versions_table_tells_kip966_from_4_1():
+    # The bounds column names every option a row's model sets: KIP-966's ELR and 4.1's ELR with
+    # the last-known-leader election read differently, and acks shows.
+    from kmc.app.matrix_grids import version_grid
+    from kmc.reports.matrix import _bounds
+
+    rows = {rid: cfg for rid, cfg, _ in version_grid(["lrs_acks"], ["v21-elr", "v41"])}
+    assert _bounds(rows["lrs_acks-v21-elr"].as_dict()) == "2 msg, 1 crash, ep ≤ 2, HW gate, ELR, acks all"
+    assert _bounds(rows["lrs_acks-v41"].as_dict()) == \
+        "2 msg, 1 crash, ep ≤ 2, HW gate, ELR, last known leader, acks all"

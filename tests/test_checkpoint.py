@@ -264,11 +264,17 @@ def test_a_new_run_does_not_overwrite_a_checkpoint(tmp_path):
 
 # -- the memory ceiling ------------------------------------------------------------------------
 
-def test_max_memory_stops_cleanly_and_the_checkpoint_resumes(tmp_path):
+def test_max_memory_stops_cleanly_and_the_checkpoint_resumes(tmp_path, monkeypatch, capsys):
+    from kmc.checker import driver
+    from kmc.app.cli import main
+
     spec = SPECS / "hw-unclean.toml"
     ck = tmp_path / "ck"
-    code, out, err = kmc_run("check", spec, "--max-memory", "16M", "--checkpoint", ck, "--no-progress",
-                             "--json", tmp_path / "a.json")
+    monkeypatch.setattr(driver, "resident_bytes", lambda: 1 << 40)  # past any ceiling at once
+    code = main(["check", str(spec), "--max-memory", "128M", "--checkpoint", str(ck), "--no-progress",
+                 "--json", str(tmp_path / "a.json")])
+    out, err = capsys.readouterr()
+    monkeypatch.undo()
     assert code == 4, err
     doc = json.loads((tmp_path / "a.json").read_text())
     assert doc["stopped"] == "max-memory" and doc["complete"] is False
@@ -298,7 +304,7 @@ def test_without_max_memory_a_run_stops_at_the_default_ceiling(monkeypatch, caps
     assert code == 4, err
     assert json.loads((tmp_path / "a.json").read_text())["stopped"] == "max-memory"
     assert [line for line in err.splitlines() if "resident memory" in line] == [
-        "kmc: stopped: resident memory passed 32M, the default ceiling (80% of this machine's memory; "
+        "kmc: stopped: resident memory passed 32M, the default ceiling (80% of the memory this process may use; "
         "--max-memory SIZE sets another) before the search was complete."
     ]
     monkeypatch.setattr(memory, "machine_bytes", lambda: None)  # unknown: no ceiling

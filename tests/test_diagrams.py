@@ -46,8 +46,8 @@ def test_mermaid_of_the_seed_scenarios_is_the_golden_text(explorations, spec, go
     text = pictures.result_mermaid(*explorations[spec])
     assert text == (GOLDEN / golden).read_text(encoding="utf-8")
     lines = text.splitlines()
-    assert lines[2] == "sequenceDiagram"
-    assert [ln.strip() for ln in lines[3:6]] == ["participant ctl as controller", "participant r0 as A",
+    assert lines[3] == "sequenceDiagram"
+    assert [ln.strip() for ln in lines[4:7]] == ["participant ctl as controller", "participant r0 as A",
                                                  "participant r1 as B"]
     # one message or note per transition, numbered 2..10, and the verdict last
     steps = [int(m.group(1)) for m in

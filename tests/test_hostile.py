@@ -165,9 +165,12 @@ def test_a_failed_json_write_after_the_search_exits_2(tmp_path, spec):
     assert "CommittedNeverLost" in proc.stdout
 
 
-def test_check_expect_with_a_memory_stop_exits_4(tmp_path):
-    proc = kmc("check", REPO / "specs" / "le-data-loss.toml", "--max-memory", "16M", "--check-expect",
-               "--no-progress")
+def test_check_expect_with_a_memory_stop_exits_4(tmp_path, monkeypatch, capsys):
+    from kmc.checker import driver
+
+    monkeypatch.setattr(driver, "resident_bytes", lambda: 1 << 40)  # past any ceiling at once
+    proc = kmc_here(capsys, "check", REPO / "specs" / "le-data-loss.toml", "--max-memory", "128M", "--check-expect",
+                    "--no-progress")
     assert proc.returncode == 4, proc.stderr
 
 

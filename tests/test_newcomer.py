@@ -380,8 +380,10 @@ def test_graph_labels_write_records_as_traces_do(tmp_path, capsys):
 def test_simulate_takes_no_trace_and_no_progress(capsys):
     assert main(["simulate", str(HW), "--no-trace", "--no-progress", "--runs", "5000"]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("CommittedNeverLost violated in walk ") and " of at most 5,000 (seed 0)" in out
-    assert "State 1" not in out and len(out.strip().splitlines()) == 1
+    head, _, verdict = out.strip().rpartition("\n\n")  # the header (spec and configuration), then one line
+    assert head.startswith(f"kmc simulate {HW}") and "flags       none" in head
+    assert verdict.startswith("CommittedNeverLost violated in walk ") and " of at most 5,000 (seed 0)" in verdict
+    assert "State 1" not in out and len(verdict.splitlines()) == 1
 
 
 def test_the_local_engine_needs_no_pyspark(tmp_path):

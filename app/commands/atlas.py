@@ -1,7 +1,7 @@
 """``kmc matrix --atlas --out DIR``: the durability × availability atlas.
 
-Runs every cell of ``reports.atlas`` (configuration × Kafka policy) with CommittedNeverLost
-and PartitionRecoverable, exploring every reachable state, and writes DIR/ATLAS.md and
+Runs every cell of ``reports.atlas`` (setting × Kafka version) with CommittedNeverLost,
+AcknowledgedNeverLost and PartitionRecoverable, exploring every reachable state, and writes DIR/ATLAS.md and
 DIR/atlas.json. Like every kmc output, an existing file is replaced only when kmc wrote it
 (or with ``--force``), and that is checked before the first cell runs.
 """
@@ -21,14 +21,14 @@ def run_cell(item):
     from kmc.checker.local import Options
     from kmc.invariants import BY_NAME
     from kmc.model.kafka import KafkaModel
-    from kmc.reports.atlas import AVAILABLE, COMMITTED, cell_of, config_of
+    from kmc.reports.atlas import PROPERTIES, cell_of, config_of
     from kmc.reports.json_result import result_to_dict
 
     from kmc.checker.engines import make_engine
 
     row, policy, max_states = item
     model = KafkaModel(config_of(row, policy))
-    props = [BY_NAME[COMMITTED], BY_NAME[AVAILABLE]]
+    props = [BY_NAME[name] for name in PROPERTIES]
     options = Options(keep_going=True, max_states=max_states)
     engine = make_engine(model, props, options)  # the local engine's batch path
     result = engine.run()

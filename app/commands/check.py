@@ -7,11 +7,12 @@ import contextlib
 import os
 
 from kmc.checker import __version__, checkpoint, checkpointer, memory
+from kmc.checker.driver import RESOURCE_STOPS
 from kmc.checker.signals import StopOnSignals
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from kmc.checker.errors import UsageError
 from kmc.checker.text import safe_text
-from ..diagram_files import add_diagram_arguments, check_diagram_paths, write_diagrams
+from ..diagram_files import add_diagram_arguments, check_diagram_paths, command_line, write_diagrams
 from .common import (
     add_engine_arguments,
     add_force_argument,
@@ -72,7 +73,8 @@ def register(sub):
                    help="continue the run checkpointed in DIR (and keep checkpointing there)")
     g.add_argument("--max-memory", type=_size, metavar="SIZE",
                    help=f"stop cleanly (exit {EXIT_RESOURCE_LIMIT}) once resident memory passes SIZE, e.g. 8G or 512M "
-                        f"(default {round(memory.DEFAULT_SHARE * 100)}%% of this machine's memory)")
+                        f"(default {round(memory.DEFAULT_SHARE * 100)}%% of the memory this process may use: the machine's, "
+                        "or its control group's or address-space limit when lower)")
     add_engine_arguments(p)
     add_model_arguments(p)
     p.set_defaults(run=run)
@@ -93,8 +95,9 @@ def _size(text):
         value = memory.parse_size(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    if value < 1 << 24:
-        raise argparse.ArgumentTypeError(f"must be at least 16M, got {text}")
+    why = memory.check_ceiling(value)
+    if why:
+        raise argparse.ArgumentTypeError(f"{why}, got {text}")
     return value
 
 
@@ -114,8 +117,6 @@ def _from_checkpoint(args, header):
 
 
 def run(args, out, err) -> int:
-    from kmc.reports import ProgressDisplay, ResultView, expectation, pictures, result_to_dict, write_json
-
     if args.model is not None or args.param:
         return _run_model(args, out, err)
     header = checkpoint.read_header(args.resume) if args.resume else None
@@ -145,6 +146,25 @@ def run(args, out, err) -> int:
     if directory and not resuming_here and checkpoint.exists(directory):
         raise UsageError(f"--checkpoint: {directory} already holds a checkpoint; continue it with "
                          f"--resume {directory}, or choose another directory")
+    try:
+        engine, result, writer, signals = _search(args, err, spec, model, properties, options, identity, header,
+                                                  directory, show_progress)
+    except MemoryError:
+        # Outside a level (the driver drops a level that runs out of memory, and the
+        # checkpoint of the last one is written below): setting up, or writing a checkpoint.
+        err.print("kmc: stopped: out of memory (the process could not allocate: MemoryError) before the "
+                  "search was complete.", markup=False, highlight=False, soft_wrap=True)
+        if directory and checkpoint.exists(directory):
+            err.print(f"kmc: the last checkpoint written is in {directory}; continue with: kmc check --resume "
+                      f"{directory} (with more memory)", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_RESOURCE_LIMIT
+    return _report(args, err, out, spec, model, result, engine, writer, signals, options, directory)
+
+
+def _search(args, err, spec, model, properties, options, identity, header, directory, show_progress):
+    """Run the search (writing checkpoints when asked); ``(engine, result, writer, signals)``."""
+    from kmc.reports import ProgressDisplay
+
     with contextlib.ExitStack() as stack:
         writer = None
         if directory:  # holds the directory's lock until the final checkpoint is written
@@ -167,8 +187,17 @@ def run(args, out, err) -> int:
                 result = engine.run()
         if writer:  # first: the work done is worth more than its report
             writer.save(engine)
+    return engine, result, writer, signals
+
+
+def _report(args, err, out, spec, model, result, engine, writer, signals, options, directory) -> int:
+    """Print the result, write the outputs; the exit code."""
+    from kmc.reports import ResultView, expectation, pictures, result_to_dict, write_json
+
     out.print(ResultView(spec, model, result, diff=args.diff, show_traces=not args.no_trace,
                          max_states=options.max_states))
+    if engine.cleaned:
+        err.print(f"kmc: {engine.cleaned}", markup=False, highlight=False, soft_wrap=True)
     if engine.not_started:
         err.print(f"kmc: {engine.not_started}", markup=False, highlight=False, soft_wrap=True)
     wrote = True
@@ -180,13 +209,14 @@ def run(args, out, err) -> int:
             err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
                       markup=False, highlight=False, soft_wrap=True)
             wrote = False
-    wrote = write_diagrams(args, err, lambda: pictures.result_page(spec, model, result, f"kmc check {spec.path}"),
+    command = command_line(args, ["check", spec.path])
+    wrote = write_diagrams(args, err, lambda: pictures.result_page(spec, model, result, command),
                            lambda: pictures.result_mermaid(spec, model, result)) and wrote
     ceiling = (f"--max-memory {memory.format_size(options.max_memory)}"
                if getattr(args, "max_memory", None) or spec.max_memory else
                f"{memory.format_size(options.max_memory or 0)}, the default ceiling "
-               f"({memory.DEFAULT_SHARE:.0%} of this machine's memory; --max-memory SIZE sets another)")
-    _say_how_to_continue(err, result, directory if writer else None, ceiling)
+               f"({memory.DEFAULT_SHARE:.0%} of the memory this process may use; --max-memory SIZE sets another)")
+    _say_how_to_continue(err, result, directory if writer else None, ceiling, engine.stop_detail)
     code = _exit_code(args, spec, result, signals, expectation)
     # The path was checked before the search, so a write that fails now is rare (a full
     # disk, a folder removed meanwhile); a script reading "1 = see the JSON" must not look
@@ -242,7 +272,7 @@ def _run_model(args, out, err) -> int:
 def _exit_code(args, spec, result, signals, expectation) -> int:
     if result.stopped == "interrupted":  # before --check-expect: a stopped run has not answered
         return signals.exit_code
-    if result.stopped == "max-memory" and not result.violations:
+    if result.stopped in RESOURCE_STOPS and not result.violations:
         return EXIT_RESOURCE_LIMIT  # a resource stop is never a verdict, not even with --check-expect
     if args.check_expect:
         return EXIT_OK if expectation(spec, result)["matched"] else EXIT_UNEXPECTED
@@ -274,20 +304,27 @@ def _restore(engine, directory, per_state):
     return engine
 
 
-def _say_how_to_continue(err, result, directory, ceiling):
-    if result.stopped not in ("interrupted", "max-memory"):
+def _say_how_to_continue(err, result, directory, ceiling, detail=None):
+    if result.stopped not in ("interrupted", *RESOURCE_STOPS):
         return
     if result.stopped == "max-memory":
         err.print(f"kmc: stopped: resident memory passed {ceiling} before the search was complete.",
                   markup=False, soft_wrap=True)
+    elif result.stopped == "out-of-memory":
+        err.print(f"kmc: stopped: out of memory before the search was complete: {safe_text(detail or 'MemoryError')}.",
+                  markup=False, highlight=False, soft_wrap=True)
+    elif result.stopped == "disk-full":
+        err.print(f"kmc: stopped: {safe_text(detail or 'the Spark store is full')}; the search was not complete.",
+                  markup=False, highlight=False, soft_wrap=True)
     else:
         err.print("kmc: interrupted before the search was complete.", markup=False)
     if directory:
-        more = " --max-memory LARGER" if result.stopped == "max-memory" else ""
+        more = {"max-memory": " --max-memory LARGER", "out-of-memory": " (with more memory)",
+                "disk-full": " --spark-store DIR (with more free space)"}.get(result.stopped, "")
         err.print(f"kmc: checkpoint saved in {directory}; continue with: kmc check --resume {directory}{more}",
                   markup=False, soft_wrap=True)
     else:
         err.print("kmc: no checkpoint was written; run with --checkpoint DIR to be able to resume.", markup=False)
-    if result.stopped == "max-memory":
+    if result.stopped in ("max-memory", "out-of-memory"):
         err.print("kmc: to finish, use a machine with more memory (then --resume with a higher --max-memory), "
                   "or --engine spark, which keeps its states on the cluster.", markup=False, soft_wrap=True)

@@ -72,7 +72,7 @@ def register(sub):
                    help=f"with --versions: versions ({', '.join(VERSIONS)}; default all)")
     g = p.add_argument_group("grid (without SPEC_DIR)")
     g.add_argument("--rules", metavar="LIST", default="hw,le,kip279",
-                   help="truncation rules: hw, le, kip279 or full names (default: all three)")
+                   help=f"truncation rules: {', '.join(_rule_names())} (default: hw,le,kip279)")
     g.add_argument("--replicas", metavar="LIST", default="2,3", help="replica counts (default 2,3)")
     g.add_argument("--min-isr", metavar="LIST", default="all",
                    help="min.insync.replicas values; 'all' = 1..replicas (default), larger values are skipped")
@@ -89,9 +89,18 @@ def register(sub):
     p.add_argument("--force", action="store_true",
                    help="replace files in DIR that kmc did not write (RESULTS.md, results.json, traces/*.json)")
     p.add_argument("--atlas", action="store_true",
-                   help="instead: the durability x availability atlas (configurations x Kafka policies, "
-                   "each cell CommittedNeverLost and PartitionRecoverable) in DIR/ATLAS.md and DIR/atlas.json")
+                   help="instead: the answer page, which Kafka setting is safe and what it costs in availability "
+                   "(settings x every Kafka version, each cell AcknowledgedNeverLost, CommittedNeverLost and "
+                   "PartitionRecoverable, and a conclusion) in DIR/ATLAS.md and DIR/atlas.json")
     p.set_defaults(run=run, _defaults={d: p.get_default(d) for d in _OPTIONS})
+
+
+def _rule_names() -> list[str]:
+    """Every name ``--rules`` accepts, short ones first (``RULE_ALIASES``: the parser's own table)."""
+    from kmc.model.config import TRUNCATION_RULES
+
+    short = [a for a in RULE_ALIASES if a not in TRUNCATION_RULES]
+    return short + [r for r in TRUNCATION_RULES if r in RULE_ALIASES]
 
 
 _GRID_OPTIONS = ("rules", "replicas", "min_isr", "unclean", "unflushed", "messages", "crashes", "epochs")

@@ -353,9 +353,9 @@ def _replay_model(args, doc, out, err) -> int:
 
 
 def run(args, out, err) -> int:
-    if args.out and args.format not in DIAGRAMS:
+    if args.out is not None and args.format not in DIAGRAMS:
         raise UsageError("--out: only with --format html, mermaid or svg")
-    if args.out:
+    if args.out is not None:  # an empty path is refused, as every output option refuses it
         from ..outputs import check_output_path
 
         check_output_path("--out", args.out, protected=[args.file], force=args.force, kind="diagram")
@@ -365,6 +365,12 @@ def run(args, out, err) -> int:
     if doc.get("schema") == generic.SCHEMA:  # a user's model (kmc check --model)
         return _replay_model(args, doc, out, err)
     model, violation = replay(args.file, doc, args.invariant)
+    found = violations_of(args.file, doc)
+    if len(found) > 1:  # say which one is shown, and how to choose another
+        names = ", ".join(safe_text(v["property"]) for v in found)
+        err.print(f"kmc: note: {safe_text(args.file)} holds {len(found)} counterexamples ({names}); this is the one of "
+                  f"{safe_text(violation.property)}; --invariant NAME shows another",
+                  markup=False, highlight=False, soft_wrap=True)
     saved = select_entry(args.file, doc, args.invariant).get("explanation")
     if saved != violation.explanation:
         err.print(f"kmc: note: {safe_text(args.file)}: the file's explanation of {violation.property} differs "
@@ -375,8 +381,11 @@ def run(args, out, err) -> int:
     if args.format in DIAGRAMS:
         from kmc.reports.pictures import replay_output, write_text
 
-        text = replay_output(args.format, safe_text(args.file), doc, model, violation)
-        if not args.out:
+        from ..diagram_files import command_line
+
+        text = replay_output(args.format, safe_text(args.file), doc, model, violation,
+                             safe_text(command_line(args, ["replay", args.file, "--format", args.format])))
+        if args.out is None:
             out.out(text, highlight=False, end="")
             return 0
         try:

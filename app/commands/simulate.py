@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
 from kmc.checker.text import safe_text
-from ..diagram_files import add_diagram_arguments, check_diagram_paths, write_diagrams
+from ..diagram_files import add_diagram_arguments, check_diagram_paths, command_line, write_diagrams
 from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 DEFAULT_RUNS = 20_000
@@ -109,6 +109,17 @@ def run(args, out, err) -> int:
     check_diagram_paths(args, [spec.path])
     model = spec.model()
     properties = select_properties(spec, args.invariants)
+    from rich.console import Group
+
+    from kmc.reports.result_view import spec_header
+
+    out.print(Group(*spec_header(spec, model.config, "simulate")))
+    out.print()
+    graph_only = [p.name for p in properties if p.kind == "possibly"]
+    if graph_only:
+        err.print(f"kmc: note: {', '.join(graph_only)} {'is' if len(graph_only) == 1 else 'are'} not checked: an "
+                  "always-possibly property is about the whole state graph, which a random walk does not build "
+                  "('kmc check' checks it)", markup=False, highlight=False, soft_wrap=True)
     if args.no_progress or not err.is_terminal:
         sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed)
     else:
@@ -138,7 +149,8 @@ def run(args, out, err) -> int:
     if args.html or args.mermaid:
         from kmc.reports.pictures import simulation_outputs
 
-        command = f"kmc simulate {spec.path} --runs {args.runs} --depth {args.depth} --seed {args.seed}"
+        command = command_line(args, ["simulate", spec.path, "--runs", str(args.runs), "--depth", str(args.depth),
+                                      "--seed", str(args.seed)])
         page, text = simulation_outputs(spec, model, sim, command)
         if not write_diagrams(args, err, lambda: page, lambda: text):
             code = code or EXIT_BAD_INPUT

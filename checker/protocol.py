@@ -18,7 +18,10 @@ and optionally
   between two states, for a trace's step headers (default: none);
 - ``action_names()`` -> every action name the model can fire, in a fixed order: the Spark
   engine counts actions by their position there when the model has no batch kernel;
-- ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows.
+- ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows;
+- ``coverage_names()`` -> a ``checker.coverage.CoverageNames``: the kinds of its actions
+  and its variables, as coverage reports them (default: ``Model.coverage_names``, the
+  top-level fields of a state and no kinds).
 
 An action is any value. Engines count the actions that fired and the new states each
 found per action *name*: an action's ``name`` attribute when it has a string one (several
@@ -90,6 +93,13 @@ class Model(Protocol):
 
     def encode(self, state: Any) -> bytes: ...
 
+    def coverage_names(self):
+        """The model's action kinds and variables for coverage (``checker.coverage``):
+        by default none of the first, and the top-level fields of a state."""
+        from .coverage import CoverageNames
+
+        return CoverageNames()
+
 
 class BatchKernel(Protocol):
     """The fast path a model may offer with ``batch_kernel()``: its states as fixed-width
@@ -157,6 +167,12 @@ def describe_step(model, before, action, after) -> str:
     to the action's own text)."""
     describe = getattr(model, "describe_step", None)
     return describe(before, action, after) if describe is not None else ""
+
+
+def coverage_names(model):
+    """``model.coverage_names()``, or the protocol's default (``Model.coverage_names``)."""
+    own = getattr(model, "coverage_names", None)
+    return own() if own is not None else Model.coverage_names(model)
 
 
 def successors(model, state):

@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from .coverage import task_part
 from .errors import EngineError
 from .fingerprint import kernel_fingerprints
 from .protocol import successors
@@ -95,8 +96,8 @@ def _expand_partition(
     Writes the successors owned by ``owner`` (per slice of the frontier, the successor
     with the least key of each fingerprint: keys, fps, parent fps, codes, rows) into the
     store and yields ``(owner, ("f", path))`` for each file, then ``(index, ("m", (terminal,
-    generated, fired per code, step
-    violations, bytes, seconds)))`` where a step violation maps a property to its least
+    generated, fired per code, step violations, bytes, seconds, coverage part)))`` where
+    (the coverage part: ``checker.coverage.task_part``) a step violation maps a property to its least
     ``(key, explanation, parent fp, choice)`` in this partition.
     """
     if fail_first_attempt and index == 0:
@@ -108,6 +109,7 @@ def _expand_partition(
     names = kernel.action_names
     terminal = generated = shipped = 0
     fired = np.zeros(len(names), dtype=np.int64)
+    cov = None
     step_bad: dict[str, tuple] = {}
     checks = [p for p in step_props if p.name not in found]
     base = offsets[index]
@@ -124,6 +126,7 @@ def _expand_partition(
             generated += len(succ)
             terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
             fired += np.bincount(codes, minlength=len(names))
+            cov = _add_part(cov, names, task_part(model, kernel, [(chunk, (parents, choices, codes, succ))]))
             if not len(succ):
                 continue
             keys = (base + s + parents.astype(np.int64)) * 256 + choices
@@ -160,7 +163,7 @@ def _expand_partition(
                     yield (o, payload)
                     clock = time.perf_counter()
     busy += time.perf_counter() - clock
-    yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy)))
+    yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy, cov)))
 
 
 def _step_why(model, kernel, prop, row, choice):
@@ -178,7 +181,7 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
     partition ``g * n // level``) and checks the invariants on them.
 
     Yields one summary ``(index, new per rank partition, new per code, state violations,
-    expansion summaries, bytes written, seconds, runs)``; a state violation maps a
+    expansion summaries, bytes written, seconds, runs, coverage part)``; a state violation maps a
     property to its least ``(key, explanation, fp)``; ``runs`` lists the ``(depth,
     length)`` of the partition's seen runs from now on.
     """
@@ -191,6 +194,7 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
         else:
             metas.append(value[1])
     new_codes = np.zeros(len(names), dtype=np.int64)
+    cov = None
     per_target = np.zeros(n, dtype=np.int64)
     state_bad: dict[str, tuple] = {}
     shipped = 0
@@ -241,8 +245,9 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
                 if b > a:
                     path = _front_path(root, depth, t, index)
                     shipped += _save(path, keys[a:b], fps[a:b], rows[a:b], pack=pack)
+            cov = task_part(model, kernel, new_rows=rows)
     busy = time.perf_counter() - clock
-    yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine)
+    yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine, cov)
 
 
 def _owner(key):
@@ -287,3 +292,11 @@ def _pair(index, _records):
 def _nothing(_index, records):
     """The warm-up job's second stage: passes its records on."""
     return records
+
+
+def _add_part(cov, names, part):
+    """Two coverage parts of one task as one (``checker.coverage.task_part``)."""
+    if cov is None:
+        return part
+    enabled, kinds, _ = part
+    return (cov[0] + enabled, {a: cov[1][a] + k for a, k in kinds.items()}, cov[2])

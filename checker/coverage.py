@@ -1,0 +1,298 @@
+"""Coverage: which behaviours a search reached, counted as it goes.
+
+Per action name: in how many expanded states it was enabled (a state counts once however
+many instances of the action it enables), how often it fired, and how many new distinct
+states it found (those two are ``Stats.fired``/``Stats.new``); per *kind* of an action the
+model names (``CoverageNames.kinds``), how often that kind fired; per model variable the
+distinct values seen over the stored states. An action or a kind that never fired is the
+first thing to look at when a spec "holds".
+
+The model describes its kinds and variables with ``Model.coverage_names()`` (a
+``CoverageNames``; the protocol's default names the top-level fields of a state and no
+kinds). Every engine calls this module once per expanded piece: ``Coverage.add_state``
+(the per-state search: one state, its edges, which successors were new) or
+``Coverage.add_rows`` (the batch search and the Spark tasks: a chunk of rows, the kernel's
+parents and codes, the successors, which were new); ``Coverage.add_initial`` for the
+initial states. The counts are the same on every engine and partition count: they depend
+only on which states are expanded and stored, never on their order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from .protocol import action_name
+
+__all__ = ["Coverage", "CoverageNames", "generic_values", "coverage_warnings"]
+
+
+def generic_values(state) -> Iterable[tuple[str, Any]]:
+    """``(variable, value)`` pairs of any state: the fields of an attrs class or a named
+    tuple, the positions of a tuple, else the state as one variable ``state``. A value
+    that does not hash counts by its ``repr``."""
+    if attrs.has(type(state)):
+        pairs = ((f.name, getattr(state, f.name)) for f in attrs.fields(type(state)))
+    elif isinstance(state, tuple) and hasattr(state, "_fields"):
+        pairs = zip(state._fields, state)
+    elif isinstance(state, tuple):
+        pairs = ((f"[{i}]", v) for i, v in enumerate(state))
+    else:
+        pairs = (("state", state),)
+    for name, value in pairs:
+        try:
+            hash(value)
+        except TypeError:
+            value = repr(value)
+        yield name, value
+
+
+@attrs.frozen
+class CoverageNames:
+    """What a model names for coverage (all optional).
+
+    Args:
+        actions: every action name the model can fire, in order (default: those seen).
+        kinds: action name -> the names of its kinds, in order (``ElectLeader``: clean,
+            ELR, unclean, last-known-leader).
+        kind_of: ``kind_of(model, before, action, after)`` -> the kind's name, or ``None``
+            for an action without kinds (the per-state search).
+        row_kinds: ``row_kinds(kernel, chunk, parents, codes, succ)`` -> action name ->
+            ``(positions, kind numbers)`` of the successors of that action (the batch form).
+        variables: the variables' names, in the order a report lists them.
+        values_of: ``values_of(state)`` -> ``(variable, value)`` pairs (values hashable);
+            default ``generic_values``.
+        row_values: ``row_values(kernel, rows)`` -> ``(variable, int array)`` pairs, the
+            same values as ``values_of`` (the batch form; without it the rows are decoded).
+        text: ``text(variable, value)`` -> the value as a report shows it (default ``str``).
+        hint: ``hint(action, kind)`` -> the warning for a kind (``kind`` ``None``: the
+            action) that never fired, worded for the user (default: a plain sentence).
+    """
+
+    actions: Sequence[str] = ()
+    kinds: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
+    kind_of: Callable[..., str | None] | None = None
+    row_kinds: Callable[..., Mapping[str, tuple]] | None = None
+    variables: Sequence[str] = ()
+    values_of: Callable[[Any], Iterable[tuple[str, Any]]] = generic_values
+    row_values: Callable[..., Iterable[tuple[str, Any]]] | None = None
+    text: Callable[[str, Any], str] = lambda _var, value: str(value)
+    hint: Callable[[str, str | None], str | None] = lambda _action, _kind: None
+
+
+class Coverage:
+    """The coverage counts of one run (kept in ``Stats.coverage``; pickles with a
+    checkpoint). ``names`` is the model's ``CoverageNames``."""
+
+    def __init__(self, names: CoverageNames):
+        self.names = names
+        self.enabled: dict[str, int] = dict.fromkeys(names.actions, 0)
+        self.kinds: dict[str, dict[str, int]] = {a: dict.fromkeys(k, 0) for a, k in names.kinds.items()}
+        self.values: dict[str, set] = {v: set() for v in names.variables}
+        self._bitmaps: dict[str, np.ndarray] = {}  # variable -> seen flags of value + offset (rows)
+
+    # -- counting -----------------------------------------------------------------------
+
+    def add_initial(self, states) -> None:
+        """The stored initial states (Python states)."""
+        for state in states:
+            self._add_values(state)
+
+    def add_initial_rows(self, kernel, model, rows) -> None:
+        """The stored initial states, as rows."""
+        self._add_row_values(kernel, model, rows)
+
+    def add_state(self, model, state, edges, new) -> None:
+        """One expanded state: ``edges`` its edges as the per-state search has them
+        (``(choice, action, successor, ...)``), ``new`` a flag per edge, true where the
+        successor was stored (a new distinct state)."""
+        names, enabled = self.names, self.enabled
+        kind_of = names.kind_of
+        seen_names = set()
+        for (_choice, action, succ, *_), fresh in zip(edges, new):
+            name = action_name(action)
+            seen_names.add(name)
+            if kind_of is not None and name in self.kinds:
+                kind = kind_of(model, state, action, succ)
+                if kind is not None:
+                    self.kinds[name][kind] += 1
+            if fresh:
+                self._add_values(succ)
+        for name in seen_names:
+            enabled[name] = enabled.get(name, 0) + 1
+
+    def add_rows(self, kernel, model, chunk, expanded, new_rows) -> None:
+        """One expanded chunk of rows: ``expanded`` the kernel's ``(parents, choices,
+        codes, succ)`` of ``chunk``, ``new_rows`` the successors that were stored."""
+        self.add_counts(kernel.action_names, *row_counts(self.names, kernel, model, chunk, *expanded))
+        self._add_row_values(kernel, model, new_rows)
+
+    def add_counts(self, names, enabled, kinds) -> None:
+        """Add ``row_counts``' result (an array per action code of ``names``, action ->
+        an array of kind counts)."""
+        for code, k in enumerate(np.asarray(enabled).tolist()):
+            if k:
+                self.enabled[names[code]] = self.enabled.get(names[code], 0) + k
+        for action, counts in kinds.items():
+            slot = self.kinds[action]
+            for kind, k in zip(self.names.kinds[action], counts):
+                slot[kind] += int(k)
+
+    def _add_values(self, state) -> None:
+        values = self.values
+        for var, value in self.names.values_of(state):
+            values.setdefault(var, set()).add(value)
+
+    def _add_row_values(self, kernel, model, rows) -> None:
+        if not len(rows):
+            return
+        if self.names.row_values is None or rows.dtype == object:  # object rows: states on rows
+            for row in rows:
+                self._add_values(kernel.decode(row))
+            return
+        bitmaps = self._bitmaps
+        for var, vals in self.names.row_values(kernel, rows):
+            flags = bitmaps.get(var)
+            if flags is None:
+                flags = bitmaps[var] = np.zeros(1 << 16, dtype=bool)
+            flags[np.asarray(vals, dtype=np.int64).ravel() + _OFFSET] = True
+
+    def add_task(self, names, part) -> None:
+        """Add a Spark task's ``task_part`` (``names``: the kernel's action names)."""
+        enabled, kinds, values = part
+        if enabled is not None:
+            self.add_counts(names, enabled, kinds)
+        for var, vals in values.items():
+            self.values.setdefault(var, set()).update(vals)
+
+    def add_value_flags(self, var, flags) -> None:
+        """Merge ``value_flags`` of a variable's values (a Spark task ships them)."""
+        have = self._bitmaps.get(var)
+        if have is None:
+            self._bitmaps[var] = flags.copy()
+        else:
+            self._bitmaps[var] = have | flags
+
+    def merge(self, other: Coverage) -> None:
+        """Add another run's counts (a Spark task's) to these."""
+        for name, k in other.enabled.items():
+            self.enabled[name] = self.enabled.get(name, 0) + k
+        for action, counts in other.kinds.items():
+            for kind, k in counts.items():
+                self.kinds.setdefault(action, {}).setdefault(kind, 0)
+                self.kinds[action][kind] += k
+        for var, vals in other.values.items():
+            self.values.setdefault(var, set()).update(vals)
+        for var, flags in other._bitmaps.items():
+            self.add_value_flags(var, flags)
+
+    def copy(self) -> Coverage:
+        c = Coverage.__new__(Coverage)
+        c.names, c.enabled = self.names, dict(self.enabled)
+        c.kinds = {a: dict(k) for a, k in self.kinds.items()}
+        c.values = {v: set(s) for v, s in self.values.items()}
+        c._bitmaps = {v: f.copy() for v, f in self._bitmaps.items()}
+        return c
+
+    # -- reading ------------------------------------------------------------------------
+
+    def distinct_values(self) -> dict[str, list]:
+        """Variable -> its distinct values seen, sorted, in the variables' order."""
+        out: dict[str, set] = {v: set(s) for v, s in self.values.items()}
+        for var, flags in self._bitmaps.items():
+            out.setdefault(var, set()).update((np.flatnonzero(flags) - _OFFSET).tolist())
+        order = list(self.names.variables) + sorted(set(out) - set(self.names.variables))
+        return {v: sorted(out.get(v, ()), key=_sort_key) for v in order}
+
+    # pickling: CoverageNames holds functions; keep only the counts, the names are
+    # the model's and come back with it (``restore_names``).
+    def __getstate__(self):
+        return {"enabled": self.enabled, "kinds": self.kinds, "values": self.values, "_bitmaps": self._bitmaps}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.names = CoverageNames()
+
+    def restore_names(self, names: CoverageNames) -> None:
+        self.names = names
+        for action, kinds in names.kinds.items():
+            slot = self.kinds.setdefault(action, {})
+            for kind in kinds:
+                slot.setdefault(kind, 0)
+
+
+_OFFSET = 1 << 15  # value flags cover int16 values: flags[value + _OFFSET]
+
+
+def task_part(model, kernel, expanded=None, new_rows=None) -> tuple:
+    """What a Spark task ships: ``expanded`` a list of ``(chunk, (parents, choices, codes,
+    succ))`` it expanded (enabled and kind counts), ``new_rows`` the rows it stored (the
+    distinct values of the variables, as small sets)."""
+    from .protocol import coverage_names
+
+    names = coverage_names(model)
+    enabled = kinds = None
+    for chunk, exp in expanded or ():
+        e, k = row_counts(names, kernel, model, chunk, *exp)
+        enabled = e if enabled is None else enabled + e
+        kinds = k if kinds is None else {a: kinds[a] + c for a, c in k.items()}
+    part = Coverage(names)
+    if new_rows is not None:
+        part._add_row_values(kernel, model, new_rows)
+    values = {v: s for v, s in part.values.items() if s}
+    for var, flags in part._bitmaps.items():
+        values.setdefault(var, set()).update((np.flatnonzero(flags) - _OFFSET).tolist())
+    return enabled, kinds, values
+
+
+def row_counts(names: CoverageNames, kernel, model, chunk, parents, choices, codes, succ):
+    """The enabled counts per action code (a state counts once per action name it
+    enables) and the kind counts (action -> an array per kind) of one expanded chunk."""
+    action_names = kernel.action_names
+    k = len(action_names)
+    if len(codes):
+        flags = np.zeros((len(chunk), k), dtype=bool)
+        flags[parents, codes] = True
+        enabled = flags.sum(axis=0, dtype=np.int64)
+    else:
+        enabled = np.zeros(k, dtype=np.int64)
+    kinds = {}
+    if names.kinds:
+        if names.row_kinds is not None and chunk.dtype != object:
+            for action, (_where, kind_numbers) in names.row_kinds(kernel, chunk, parents, codes, succ).items():
+                kinds[action] = np.bincount(kind_numbers, minlength=len(names.kinds[action]))
+        elif names.kind_of is not None:
+            from .protocol import successors
+
+            for action in names.kinds:
+                kinds[action] = np.zeros(len(names.kinds[action]), dtype=np.int64)
+            wanted = [c for c, a in enumerate(action_names) if a in names.kinds]
+            for i in np.flatnonzero(np.isin(codes, wanted)).tolist():
+                state = kernel.decode(chunk[parents[i]])
+                action, nxt = successors(model, state)[int(choices[i])]
+                kind = names.kind_of(model, state, action, nxt)
+                if kind is not None:
+                    kinds[action_name(action)][list(names.kinds[action_name(action)]).index(kind)] += 1
+    return enabled, kinds
+
+
+def _sort_key(value):
+    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, repr(value))
+
+
+def coverage_warnings(cov: Coverage, fired: Mapping[str, int]) -> list[str]:
+    """One line per action that never fired, and per kind of a fired action that never
+    fired, worded for the user (the model's ``hint`` when it has one)."""
+    hint = cov.names.hint
+    out = []
+    for action in cov.enabled:
+        if not fired.get(action, 0):
+            out.append(hint(action, None) or f"{action} never fired: a modelling bug or an unreachable action?")
+            continue
+        for kind, k in cov.kinds.get(action, {}).items():
+            if not k:
+                out.append(hint(action, kind) or f"{action} never took the {kind} kind")
+    return out

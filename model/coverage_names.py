@@ -1,0 +1,218 @@
+"""What coverage names in the Kafka model: the kinds of its actions and its variables.
+
+Kinds (docs/model.md, "ElectLeader" and "Crash"):
+
+- ElectLeader: ``clean`` (the candidate is in the ISR), ``ELR`` (in the eligible leader
+  replicas, KIP-966), ``last-known-leader`` (the quorum's leader re-elected with the ISR
+  and the ELR empty, KIP-966), ``unclean`` (anyone else);
+- Crash: ``keeps its log`` (nothing lost) or ``lossy cut`` (an unflushed suffix lost).
+
+Variables, each as the values a report lists (one set over every replica for a
+replica's field): a replica's ``alive``, ``log end``, ``hw``, ``epoch``, ``leader``,
+``lossy``, ``remote_leo`` (the leader's view of every log end), ``inflight`` (the records
+of the fetch response in flight, "none" when there is none); the controller's
+``quorum.leader``, ``quorum.epoch``, ``quorum.isr``, ``quorum.elr``; the history counters
+``produced``, ``crashes``, ``committed`` and (with ``acks``) ``acked`` (how many records).
+
+Both forms give the same integers: ``values_of`` from a ``State``, ``row_values`` from the
+batch kernel's rows (``model.rows``): the engines' counts agree on every path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kmc.checker.coverage import CoverageNames
+
+from .actions import ACTION_NAMES, CRASH, ELECT_LEADER
+
+ELECT_KINDS = ("clean", "ELR", "unclean", "last-known-leader")
+CRASH_KINDS = ("keeps its log", "lossy cut")
+REPLICA_VARS = ("alive", "log end", "hw", "epoch", "leader", "lossy", "remote_leo", "inflight")
+GLOBAL_VARS = ("quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr", "produced", "crashes", "committed")
+
+
+def kafka_coverage(model) -> CoverageNames:
+    """The ``CoverageNames`` of a ``KafkaModel`` (what ``KafkaModel.coverage_names``
+    returns)."""
+    cfg = model.config
+    variables = tuple(f"replica.{v}" for v in REPLICA_VARS) + GLOBAL_VARS
+    if getattr(cfg, "acks", None):
+        variables += ("acked",)
+    return CoverageNames(
+        actions=ACTION_NAMES,
+        kinds={ELECT_LEADER: ELECT_KINDS, CRASH: CRASH_KINDS},
+        kind_of=kind_of,
+        row_kinds=row_kinds,
+        variables=variables,
+        values_of=_Values(bool(getattr(cfg, "acks", None))),
+        row_values=row_values,
+        text=_Text(tuple(cfg.replicas)),
+        hint=_Hint(cfg),
+    )
+
+
+# -- kinds ------------------------------------------------------------------------------
+
+
+def kind_of(model, before, action, after):
+    if action.name == ELECT_LEADER:
+        q, c = before.quorum, action.replica
+        if c in q.isr:
+            return "clean"
+        if c in q.elr:
+            return "ELR"
+        if model.config.last_known_leader and not q.isr and not q.elr and q.leader == c:
+            return "last-known-leader"
+        return "unclean"
+    if action.name == CRASH:
+        r = action.replica
+        return "lossy cut" if len(after.replicas[r].log) < len(before.replicas[r].log) else "keeps its log"
+    return None
+
+
+def row_kinds(kernel, chunk, parents, codes, succ):
+    from .actions import CRASH_CODE, ELECT_LEADER_CODE
+
+    c = kernel.codec
+    out = {}
+    where = np.flatnonzero(codes == ELECT_LEADER_CODE)
+    if len(where):
+        before = chunk[parents[where]].astype(np.int64)
+        cand = succ[where, c.Q_LEADER].astype(np.int64)
+        bit = np.left_shift(1, cand)
+        isr, elr = before[:, c.Q_ISR], before[:, c.Q_ELR]
+        kind = np.full(len(where), 2, dtype=np.int64)  # unclean
+        if kernel.config.last_known_leader:
+            kind[(isr == 0) & (elr == 0) & (before[:, c.Q_LEADER] == cand)] = 3
+        kind[(elr & bit) != 0] = 1
+        kind[(isr & bit) != 0] = 0
+        out[ELECT_LEADER] = (where, kind)
+    where = np.flatnonzero(codes == CRASH_CODE)
+    if len(where):
+        leo = [c.block(r) + c.LEO for r in range(c.n)]
+        lost = (succ[where][:, leo] < chunk[parents[where]][:, leo]).any(axis=1)
+        out[CRASH] = (where, lost.astype(np.int64))
+    return out
+
+
+# -- variables --------------------------------------------------------------------------
+
+
+def _mask(ids) -> int:
+    m = 0
+    for r in ids:
+        m |= 1 << r
+    return m
+
+
+def values_of(state):
+    for rep in state.replicas:
+        yield "replica.alive", int(rep.alive)
+        yield "replica.log end", len(rep.log)
+        yield "replica.hw", rep.hw
+        yield "replica.epoch", rep.epoch
+        yield "replica.leader", -1 if rep.leader is None else rep.leader
+        yield "replica.lossy", int(rep.lossy)
+        for leo in rep.remote_leo:
+            yield "replica.remote_leo", leo
+        yield "replica.inflight", -1 if rep.inflight is None else len(rep.inflight.records)
+    q = state.quorum
+    yield "quorum.leader", -1 if q.leader is None else q.leader
+    yield "quorum.epoch", q.epoch
+    yield "quorum.isr", _mask(q.isr)
+    yield "quorum.elr", _mask(q.elr)
+    yield "produced", state.produced
+    yield "crashes", state.crashes
+    yield "committed", len(state.committed)
+
+
+class _Values:
+    """``values_of``, and the acknowledged count when ``acks`` is set."""
+
+    def __init__(self, acks):
+        self.acks = acks
+
+    def __call__(self, state):
+        yield from values_of(state)
+        if self.acks:
+            yield "acked", len(state.acked)
+
+
+def row_values(kernel, rows):
+    c = kernel.codec
+    blocks = [c.block(r) for r in range(c.n)]
+
+    def cols(offset):
+        return rows[:, [b + offset for b in blocks]]
+
+    yield "replica.alive", cols(c.ALIVE)
+    yield "replica.log end", cols(c.LEO)
+    yield "replica.hw", cols(c.HW)
+    yield "replica.epoch", cols(c.EPOCH)
+    yield "replica.leader", cols(c.LEADER)
+    yield "replica.lossy", cols(c.LOSSY)
+    yield "replica.remote_leo", rows[:, [b + c.REMOTE_LEO + f for b in blocks for f in range(c.n)]]
+    count = cols(c.INFLIGHT_COUNT).astype(np.int64)
+    yield "replica.inflight", np.where(cols(c.INFLIGHT_LEADER) < 0, -1, count)
+    yield "quorum.leader", rows[:, c.Q_LEADER]
+    yield "quorum.epoch", rows[:, c.Q_EPOCH]
+    yield "quorum.isr", rows[:, c.Q_ISR]
+    yield "quorum.elr", rows[:, c.Q_ELR]
+    yield "produced", rows[:, c.PRODUCED]
+    yield "crashes", rows[:, c.CRASHES]
+    yield "committed", (rows[:, c.COMMITTED_OFFSET : c.COMMITTED_OFFSET + c.m] >= 0).sum(axis=1)
+    if c.acks is not None:
+        yield "acked", (rows[:, c.ACKED_OFFSET : c.ACKED_OFFSET + c.m] >= 0).sum(axis=1)
+
+
+# -- words ------------------------------------------------------------------------------
+
+
+class _Text:
+    """A value as a report shows it: replica names, "none", sets of replicas."""
+
+    def __init__(self, replicas):
+        self.replicas = replicas
+
+    def __call__(self, var, value):
+        if var in ("replica.leader", "quorum.leader"):
+            return "none" if value < 0 else self.replicas[value]
+        if var in ("quorum.isr", "quorum.elr"):
+            return "{" + ", ".join(n for r, n in enumerate(self.replicas) if value >> r & 1) + "}"
+        if var in ("replica.alive", "replica.lossy"):
+            return "true" if value else "false"
+        if var == "replica.inflight":
+            return "none" if value < 0 else f"{value} record" + ("" if value == 1 else "s")
+        return str(value)
+
+
+class _Hint:
+    """The warning for an action or a kind that never fired, as a question to the user."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def __call__(self, action, kind):
+        cfg = self.cfg
+        if kind is None:
+            if action in ("Crash", "Restart") and cfg.max_crashes == 0:
+                return f"{action} never fired: max_crashes is 0"
+            if action == "Produce" and cfg.max_messages == 0:
+                return "Produce never fired: max_messages is 0"
+            if action == ELECT_LEADER and cfg.max_leader_epoch == 0:
+                return "ElectLeader never fired: max_leader_epoch is 0"
+            return None
+        option = {
+            "ELR": "eligible_leader_replicas",
+            "unclean": "unclean_leader_election",
+            "last-known-leader": "last_known_leader",
+            "lossy cut": "unflushed_loss",
+        }.get(kind)
+        if option is None:
+            return None
+        taken = "took a lossy cut" if kind == "lossy cut" else f"took the {kind} kind"
+        head = f"{action} never {taken}"
+        if not getattr(cfg, option):
+            return f"{head}: is `{option}` meant to be on?"
+        return f"{head} although `{option}` is on: raise max_crashes or max_leader_epoch?"

@@ -27,7 +27,7 @@ import numpy as np
 
 from .protocol import action_name
 
-__all__ = ["Coverage", "CoverageNames", "generic_values", "coverage_warnings"]
+__all__ = ["Coverage", "CoverageNames", "NoCoverage", "coverage_warnings", "generic_values", "task_part"]
 
 
 def generic_values(state) -> Iterable[tuple[str, Any]]:
@@ -65,8 +65,10 @@ class CoverageNames:
         variables: the variables' names, in the order a report lists them.
         values_of: ``values_of(state)`` -> ``(variable, value)`` pairs (values hashable);
             default ``generic_values``.
-        row_values: ``row_values(kernel, rows)`` -> ``(variable, int array)`` pairs, the
-            same values as ``values_of`` (the batch form; without it the rows are decoded).
+        row_columns: ``row_columns(kernel)`` -> variable -> the row columns that hold its
+            values as they are, and ``row_derived(kernel, rows)`` -> ``(variable, one int
+            per row)`` pairs for the others: together the same values as ``values_of``
+            (the batch form; without it the rows are decoded).
         text: ``text(variable, value)`` -> the value as a report shows it (default ``str``).
         hint: ``hint(action, kind)`` -> the warning for a kind (``kind`` ``None``: the
             action) that never fired, worded for the user (default: a plain sentence).
@@ -78,7 +80,8 @@ class CoverageNames:
     row_kinds: Callable[..., Mapping[str, tuple]] | None = None
     variables: Sequence[str] = ()
     values_of: Callable[[Any], Iterable[tuple[str, Any]]] = generic_values
-    row_values: Callable[..., Iterable[tuple[str, Any]]] | None = None
+    row_columns: Callable[..., Mapping[str, Sequence[int]]] | None = None
+    row_derived: Callable[..., Iterable[tuple[str, Any]]] | None = None
     text: Callable[[str, Any], str] = lambda _var, value: str(value)
     hint: Callable[[str, str | None], str | None] = lambda _action, _kind: None
 
@@ -92,7 +95,7 @@ class Coverage:
         self.enabled: dict[str, int] = dict.fromkeys(names.actions, 0)
         self.kinds: dict[str, dict[str, int]] = {a: dict.fromkeys(k, 0) for a, k in names.kinds.items()}
         self.values: dict[str, set] = {v: set() for v in names.variables}
-        self._bitmaps: dict[str, np.ndarray] = {}  # variable -> seen flags of value + offset (rows)
+        self._columns = None  # the rows' value columns (``_Columns``), made at the first rows
 
     # -- counting -----------------------------------------------------------------------
 
@@ -149,16 +152,17 @@ class Coverage:
     def _add_row_values(self, kernel, model, rows) -> None:
         if not len(rows):
             return
-        if self.names.row_values is None or rows.dtype == object:  # object rows: states on rows
+        if self.names.row_columns is None or rows.dtype == object:  # object rows: states on rows
             for row in rows:
                 self._add_values(kernel.decode(row))
             return
-        bitmaps = self._bitmaps
-        for var, vals in self.names.row_values(kernel, rows):
-            flags = bitmaps.get(var)
-            if flags is None:
-                flags = bitmaps[var] = np.zeros(1 << 16, dtype=bool)
-            flags[np.asarray(vals, dtype=np.int64).ravel() + _OFFSET] = True
+        if self._columns is None:
+            self._columns = _Columns(self.names.row_columns(kernel))
+        self._columns.add(rows)
+        derived = self.names.row_derived
+        if derived is not None:
+            for var, vals in derived(kernel, rows):
+                self._columns.add_derived(var, vals)
 
     def add_task(self, names, part) -> None:
         """Add a Spark task's ``task_part`` (``names``: the kernel's action names)."""
@@ -167,14 +171,6 @@ class Coverage:
             self.add_counts(names, enabled, kinds)
         for var, vals in values.items():
             self.values.setdefault(var, set()).update(vals)
-
-    def add_value_flags(self, var, flags) -> None:
-        """Merge ``value_flags`` of a variable's values (a Spark task ships them)."""
-        have = self._bitmaps.get(var)
-        if have is None:
-            self._bitmaps[var] = flags.copy()
-        else:
-            self._bitmaps[var] = have | flags
 
     def merge(self, other: Coverage) -> None:
         """Add another run's counts (a Spark task's) to these."""
@@ -186,15 +182,15 @@ class Coverage:
                 self.kinds[action][kind] += k
         for var, vals in other.values.items():
             self.values.setdefault(var, set()).update(vals)
-        for var, flags in other._bitmaps.items():
-            self.add_value_flags(var, flags)
+        for var, vals in other._column_values().items():
+            self.values.setdefault(var, set()).update(vals)
 
     def copy(self) -> Coverage:
         c = Coverage.__new__(Coverage)
         c.names, c.enabled = self.names, dict(self.enabled)
         c.kinds = {a: dict(k) for a, k in self.kinds.items()}
         c.values = {v: set(s) for v, s in self.values.items()}
-        c._bitmaps = {v: f.copy() for v, f in self._bitmaps.items()}
+        c._columns = None if self._columns is None else self._columns.copy()
         return c
 
     # -- reading ------------------------------------------------------------------------
@@ -202,19 +198,22 @@ class Coverage:
     def distinct_values(self) -> dict[str, list]:
         """Variable -> its distinct values seen, sorted, in the variables' order."""
         out: dict[str, set] = {v: set(s) for v, s in self.values.items()}
-        for var, flags in self._bitmaps.items():
-            out.setdefault(var, set()).update((np.flatnonzero(flags) - _OFFSET).tolist())
+        for var, vals in self._column_values().items():
+            out.setdefault(var, set()).update(vals)
         order = list(self.names.variables) + sorted(set(out) - set(self.names.variables))
         return {v: sorted(out.get(v, ()), key=_sort_key) for v in order}
 
     # pickling: CoverageNames holds functions; keep only the counts, the names are
     # the model's and come back with it (``restore_names``).
     def __getstate__(self):
-        return {"enabled": self.enabled, "kinds": self.kinds, "values": self.values, "_bitmaps": self._bitmaps}
+        return {"enabled": self.enabled, "kinds": self.kinds, "values": self.values, "_columns": self._columns}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.names = CoverageNames()
+
+    def _column_values(self) -> dict[str, set]:
+        return {} if self._columns is None else self._columns.values()
 
     def restore_names(self, names: CoverageNames) -> None:
         self.names = names
@@ -224,7 +223,82 @@ class Coverage:
                 slot.setdefault(kind, 0)
 
 
-_OFFSET = 1 << 15  # value flags cover int16 values: flags[value + _OFFSET]
+class NoCoverage(Coverage):
+    """Coverage not counted (``Options.coverage`` off: to measure what counting costs)."""
+
+    def __init__(self):
+        super().__init__(CoverageNames())
+
+    def add_initial(self, states) -> None:
+        pass
+
+    def add_initial_rows(self, kernel, model, rows) -> None:
+        pass
+
+    def add_state(self, model, state, edges, new) -> None:
+        pass
+
+    def add_rows(self, kernel, model, chunk, expanded, new_rows) -> None:
+        pass
+
+    def add_task(self, names, part) -> None:
+        pass
+
+    def copy(self) -> NoCoverage:
+        return self
+
+    def restore_names(self, names) -> None:
+        pass
+
+
+class _Columns:
+    """The distinct values seen in some columns of rows, cheaply: a column whose values so
+    far fill a range ``lo..hi`` needs no look at a chunk whose least and greatest values
+    in it fall inside that range (after the first levels, nearly every chunk)."""
+
+    def __init__(self, columns: Mapping[str, Sequence[int]]):
+        self.var_columns = {var: list(cols) for var, cols in columns.items()}
+        self.cols = sorted({c for cols in columns.values() for c in cols})
+        self.seen: dict = {}  # column (or derived variable) -> set of values
+        self.lo = np.zeros(len(self.cols), dtype=np.int64)
+        self.hi = np.full(len(self.cols), -1, dtype=np.int64)  # hi < lo: nothing seen
+        self.full = np.zeros(len(self.cols), dtype=bool)
+
+    def add(self, rows) -> None:
+        idx = self.cols
+        lows, highs = rows.min(axis=0)[idx], rows.max(axis=0)[idx]
+        stale = np.flatnonzero(~(self.full & (lows >= self.lo) & (highs <= self.hi)))
+        for j in stale.tolist():
+            col = idx[j]
+            values = self.seen.setdefault(col, set())
+            values.update(np.unique(rows[:, col]).tolist())
+            self.lo[j], self.hi[j] = min(values), max(values)
+            self.full[j] = len(values) == self.hi[j] - self.lo[j] + 1
+
+    def add_derived(self, var, vals) -> None:
+        if not len(vals):
+            return
+        values = self.seen.setdefault(var, set())
+        if values and len(values) == max(values) - min(values) + 1 and min(values) <= vals.min() \
+                and vals.max() <= max(values):
+            return
+        values.update(np.unique(vals).tolist())
+
+    def values(self) -> dict[str, set]:
+        out: dict[str, set] = {}
+        for var, cols in self.var_columns.items():
+            out[var] = set().union(*(self.seen.get(c, ()) for c in cols))
+        for key, vals in self.seen.items():
+            if isinstance(key, str):
+                out.setdefault(key, set()).update(vals)
+        return out
+
+    def copy(self) -> _Columns:
+        c = _Columns.__new__(_Columns)
+        c.var_columns, c.cols = self.var_columns, self.cols
+        c.seen = {k: set(v) for k, v in self.seen.items()}
+        c.lo, c.hi, c.full = self.lo.copy(), self.hi.copy(), self.full.copy()
+        return c
 
 
 def task_part(model, kernel, expanded=None, new_rows=None) -> tuple:
@@ -243,8 +317,8 @@ def task_part(model, kernel, expanded=None, new_rows=None) -> tuple:
     if new_rows is not None:
         part._add_row_values(kernel, model, new_rows)
     values = {v: s for v, s in part.values.items() if s}
-    for var, flags in part._bitmaps.items():
-        values.setdefault(var, set()).update((np.flatnonzero(flags) - _OFFSET).tolist())
+    for var, vals in part._column_values().items():
+        values.setdefault(var, set()).update(vals)
     return enabled, kinds, values
 
 

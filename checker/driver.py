@@ -51,7 +51,7 @@ from .kernel import require_symmetric, result_of, split_properties, stop_after_l
 from .memory import resident_bytes
 from .options import Options
 from .possibly import EdgeLog
-from .coverage import Coverage
+from .coverage import Coverage, NoCoverage
 from .protocol import POSSIBLY, coverage_names
 from .result import CheckResult, Stats, Violation
 from .trace import extend
@@ -103,7 +103,7 @@ class LevelDriver:
         self.progress = progress
         self.on_level = on_level
         self.stop_requested = None
-        self.stats = Stats(coverage=Coverage(coverage_names(model)))
+        self.stats = Stats(coverage=Coverage(coverage_names(model)) if self.options.coverage else NoCoverage())
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
         self.search = search
         self._started = False
@@ -262,7 +262,9 @@ class LevelDriver:
         is for engines that keep files beside the snapshot.)"""
         self.search.restore_parts(snapshot, directory)
         self.stats = Stats(**snapshot["stats"])
-        if self.stats.coverage is None:  # a checkpoint of an older kmc: counted from here
+        if not self.options.coverage:
+            self.stats.coverage = NoCoverage()
+        elif self.stats.coverage is None:  # a checkpoint of an older kmc: counted from here
             self.stats.coverage = Coverage(coverage_names(self.model))
         else:
             self.stats.coverage.restore_names(coverage_names(self.model))

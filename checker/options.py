@@ -19,6 +19,7 @@ class Options:
             bytes (looked at every few thousand states and at every level boundary).
         progress_seconds: how often ``progress`` is called during a level.
         symmetry: store one state per orbit under the model's replica symmetries.
+        coverage: count the coverage (``checker.coverage``); off only to measure its cost.
     """
 
     max_depth: int | None = None
@@ -27,3 +28,4 @@ class Options:
     max_memory: int | None = None
     progress_seconds: float = 0.25
     symmetry: bool = False
+    coverage: bool = True

@@ -89,6 +89,8 @@ def _expand_partition(
     fail_first_attempt,
     index,
     _records,
+    *,
+    coverage=True,
 ):
     """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
     rank is ``offsets[index]``), read from the store.
@@ -126,7 +128,8 @@ def _expand_partition(
             generated += len(succ)
             terminal += int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0))
             fired += np.bincount(codes, minlength=len(names))
-            cov = _add_part(cov, names, task_part(model, kernel, [(chunk, (parents, choices, codes, succ))]))
+            if coverage:
+                cov = _add_part(cov, names, task_part(model, kernel, [(chunk, (parents, choices, codes, succ))]))
             if not len(succ):
                 continue
             keys = (base + s + parents.astype(np.int64)) * 256 + choices
@@ -173,7 +176,8 @@ def _step_why(model, kernel, prop, row, choice):
 
 
 @_profiled
-def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, pack, index, records):
+def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, pack, index, records, *,
+                   coverage=True):
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
     to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``
@@ -245,7 +249,8 @@ def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs
                 if b > a:
                     path = _front_path(root, depth, t, index)
                     shipped += _save(path, keys[a:b], fps[a:b], rows[a:b], pack=pack)
-            cov = task_part(model, kernel, new_rows=rows)
+            if coverage:
+                cov = task_part(model, kernel, new_rows=rows)
     busy = time.perf_counter() - clock
     yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine, cov)
 

@@ -14,7 +14,7 @@ of the fetch response in flight, "none" when there is none); the controller's
 ``quorum.leader``, ``quorum.epoch``, ``quorum.isr``, ``quorum.elr``; the history counters
 ``produced``, ``crashes``, ``committed`` and (with ``acks``) ``acked`` (how many records).
 
-Both forms give the same integers: ``values_of`` from a ``State``, ``row_values`` from the
+Both forms give the same integers: ``values_of`` from a ``State``, ``row_columns`` and ``row_derived`` from the
 batch kernel's rows (``model.rows``): the engines' counts agree on every path.
 """
 
@@ -46,7 +46,8 @@ def kafka_coverage(model) -> CoverageNames:
         row_kinds=row_kinds,
         variables=variables,
         values_of=_Values(bool(getattr(cfg, "acks", None))),
-        row_values=row_values,
+        row_columns=row_columns,
+        row_derived=row_derived,
         text=_Text(tuple(cfg.replicas)),
         hint=_Hint(cfg),
     )
@@ -76,22 +77,23 @@ def row_kinds(kernel, chunk, parents, codes, succ):
 
     c = kernel.codec
     out = {}
+    codes = codes.astype(np.int8, copy=False)
     where = np.flatnonzero(codes == ELECT_LEADER_CODE)
     if len(where):
-        before = chunk[parents[where]].astype(np.int64)
+        p = parents[where]
         cand = succ[where, c.Q_LEADER].astype(np.int64)
         bit = np.left_shift(1, cand)
-        isr, elr = before[:, c.Q_ISR], before[:, c.Q_ELR]
+        isr, elr = chunk[p, c.Q_ISR].astype(np.int64), chunk[p, c.Q_ELR].astype(np.int64)
         kind = np.full(len(where), 2, dtype=np.int64)  # unclean
         if kernel.config.last_known_leader:
-            kind[(isr == 0) & (elr == 0) & (before[:, c.Q_LEADER] == cand)] = 3
+            kind[(isr == 0) & (elr == 0) & (chunk[p, c.Q_LEADER] == cand)] = 3
         kind[(elr & bit) != 0] = 1
         kind[(isr & bit) != 0] = 0
         out[ELECT_LEADER] = (where, kind)
     where = np.flatnonzero(codes == CRASH_CODE)
     if len(where):
         leo = [c.block(r) + c.LEO for r in range(c.n)]
-        lost = (succ[where][:, leo] < chunk[parents[where]][:, leo]).any(axis=1)
+        lost = (succ[np.ix_(where, leo)] < chunk[np.ix_(parents[where], leo)]).any(axis=1)
         out[CRASH] = (where, lost.astype(np.int64))
     return out
 
@@ -139,31 +141,38 @@ class _Values:
             yield "acked", len(state.acked)
 
 
-def row_values(kernel, rows):
+def row_columns(kernel):
+    """The row columns (``model.rows``) that hold each variable's values as they are."""
     c = kernel.codec
     blocks = [c.block(r) for r in range(c.n)]
 
-    def cols(offset):
-        return rows[:, [b + offset for b in blocks]]
+    def per_replica(offset):
+        return [b + offset for b in blocks]
 
-    yield "replica.alive", cols(c.ALIVE)
-    yield "replica.log end", cols(c.LEO)
-    yield "replica.hw", cols(c.HW)
-    yield "replica.epoch", cols(c.EPOCH)
-    yield "replica.leader", cols(c.LEADER)
-    yield "replica.lossy", cols(c.LOSSY)
-    yield "replica.remote_leo", rows[:, [b + c.REMOTE_LEO + f for b in blocks for f in range(c.n)]]
-    count = cols(c.INFLIGHT_COUNT).astype(np.int64)
-    yield "replica.inflight", np.where(cols(c.INFLIGHT_LEADER) < 0, -1, count)
-    yield "quorum.leader", rows[:, c.Q_LEADER]
-    yield "quorum.epoch", rows[:, c.Q_EPOCH]
-    yield "quorum.isr", rows[:, c.Q_ISR]
-    yield "quorum.elr", rows[:, c.Q_ELR]
-    yield "produced", rows[:, c.PRODUCED]
-    yield "crashes", rows[:, c.CRASHES]
-    yield "committed", (rows[:, c.COMMITTED_OFFSET : c.COMMITTED_OFFSET + c.m] >= 0).sum(axis=1)
+    return {
+        "replica.alive": per_replica(c.ALIVE),
+        "replica.log end": per_replica(c.LEO),
+        "replica.hw": per_replica(c.HW),
+        "replica.epoch": per_replica(c.EPOCH),
+        "replica.leader": per_replica(c.LEADER),
+        "replica.lossy": per_replica(c.LOSSY),
+        "replica.remote_leo": [b + c.REMOTE_LEO + f for b in blocks for f in range(c.n)],
+        "replica.inflight": per_replica(c.INFLIGHT_COUNT),  # -1 (none) with no response in flight
+        "quorum.leader": [c.Q_LEADER],
+        "quorum.epoch": [c.Q_EPOCH],
+        "quorum.isr": [c.Q_ISR],
+        "quorum.elr": [c.Q_ELR],
+        "produced": [c.PRODUCED],
+        "crashes": [c.CRASHES],
+    }
+
+
+def row_derived(kernel, rows):
+    """The variables no column holds: how many records are committed (and acknowledged)."""
+    c = kernel.codec
+    yield "committed", np.count_nonzero(rows[:, c.COMMITTED_OFFSET : c.COMMITTED_OFFSET + c.m] >= 0, axis=1)
     if c.acks is not None:
-        yield "acked", (rows[:, c.ACKED_OFFSET : c.ACKED_OFFSET + c.m] >= 0).sum(axis=1)
+        yield "acked", np.count_nonzero(rows[:, c.ACKED_OFFSET : c.ACKED_OFFSET + c.m] >= 0, axis=1)
 
 
 # -- words ------------------------------------------------------------------------------

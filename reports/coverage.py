@@ -14,8 +14,10 @@ __all__ = ["coverage_to_dict", "coverage_view"]
 def coverage_to_dict(stats) -> dict | None:
     """The ``coverage`` section of the JSON result (docs/json-schema.md), or ``None``
     when the run did not count it."""
+    from kmc.checker.coverage import NoCoverage
+
     cov = stats.coverage
-    if cov is None:
+    if cov is None or isinstance(cov, NoCoverage):
         return None
     text = cov.names.text
     actions = {}

@@ -186,7 +186,8 @@ class Explorer:
                 st.seconds = time.perf_counter() - started
                 st.verdicts = verdicts
                 st.state = "stopped" if result.stopped == "interrupted" else "done"
-                st.message = "" if result.complete else f"incomplete: stopped at {result.stopped}"
+                st.message = ("" if result.complete else "stopped at the level of the first violation"
+                              if result.stopped == "violation" else f"incomplete: stopped at {result.stopped}")
 
         self._thread = threading.Thread(target=work, name="kmc-explore-search", daemon=True)
         self._thread.start()

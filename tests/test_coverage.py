@@ -215,3 +215,18 @@ def test_spark_coverage_matches_the_local_engine(spark_sc, partitions, per_state
     engine = make_engine(spec.model(), props, options, engine="spark", per_state=per_state, partitions=partitions,
                          driver_level_limit=0)
     assert _coverage(engine.run()) == _coverage(local)
+
+
+@pytest.mark.parametrize("per_state", [False, True])
+def test_a_resumed_run_counts_the_coverage_of_a_straight_one(per_state):
+    import pickle
+
+    spec = load_spec(LKL)
+    options = options_from(spec, argparse.Namespace())
+    snaps = []
+    engine = make_engine(spec.model(), spec.properties(), options, per_state=per_state,
+                         on_level=lambda e: snaps.append(pickle.dumps(e.snapshot())))
+    straight = engine.run()
+    resumed = make_engine(spec.model(), spec.properties(), options, per_state=per_state)
+    resumed.restore(pickle.loads(snaps[3]))  # from the boundary of the fourth level
+    assert _coverage(resumed.run()) == _coverage(straight)

@@ -34,6 +34,7 @@ def generic_values(state) -> Iterable[tuple[str, Any]]:
     """``(variable, value)`` pairs of any state: the fields of an attrs class or a named
     tuple, the positions of a tuple, else the state as one variable ``state``. A value
     that does not hash counts by its ``repr``."""
+    pairs: Iterable[tuple[str, Any]]
     if attrs.has(type(state)):
         pairs = ((f.name, getattr(state, f.name)) for f in attrs.fields(type(state)))
     elif isinstance(state, tuple) and hasattr(state, "_fields"):
@@ -95,7 +96,7 @@ class Coverage:
         self.enabled: dict[str, int] = dict.fromkeys(names.actions, 0)
         self.kinds: dict[str, dict[str, int]] = {a: dict.fromkeys(k, 0) for a, k in names.kinds.items()}
         self.values: dict[str, set] = {v: set() for v in names.variables}
-        self._columns = None  # the rows' value columns (``_Columns``), made at the first rows
+        self._columns: _Columns | None = None  # the rows' value columns (``_Columns``), made at the first rows
 
     # -- counting -----------------------------------------------------------------------
 
@@ -156,13 +157,14 @@ class Coverage:
             for row in rows:
                 self._add_values(kernel.decode(row))
             return
-        if self._columns is None:
-            self._columns = _Columns(self.names.row_columns(kernel))
-        self._columns.add(rows)
+        columns = self._columns
+        if columns is None:
+            columns = self._columns = _Columns(self.names.row_columns(kernel))
+        columns.add(rows)
         derived = self.names.row_derived
         if derived is not None:
             for var, vals in derived(kernel, rows):
-                self._columns.add_derived(var, vals)
+                columns.add_derived(var, vals)
 
     def add_task(self, names, part) -> None:
         """Add a Spark task's ``task_part`` (``names``: the kernel's action names)."""
@@ -279,8 +281,12 @@ class _Columns:
         if not len(vals):
             return
         values = self.seen.setdefault(var, set())
-        if values and len(values) == max(values) - min(values) + 1 and min(values) <= vals.min() \
-                and vals.max() <= max(values):
+        if (
+            values
+            and len(values) == max(values) - min(values) + 1
+            and min(values) <= vals.min()
+            and vals.max() <= max(values)
+        ):
             return
         values.update(np.unique(vals).tolist())
 

@@ -47,11 +47,11 @@ import time
 
 import attrs
 
+from .coverage import Coverage, NoCoverage
 from .kernel import require_symmetric, result_of, split_properties, stop_after_level
 from .memory import resident_bytes
 from .options import Options
 from .possibly import EdgeLog
-from .coverage import Coverage, NoCoverage
 from .protocol import POSSIBLY, coverage_names
 from .result import CheckResult, Stats, Violation
 from .trace import extend

@@ -176,8 +176,9 @@ def _step_why(model, kernel, prop, row, choice):
 
 
 @_profiled
-def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, pack, index, records, *,
-                   coverage=True):
+def _own_partition(
+    kernel, model, invariants, found, n, level, root, depth, runs, pack, index, records, *, coverage=True
+):
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
     to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``

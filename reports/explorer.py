@@ -28,6 +28,7 @@ from kmc.checker.protocol import ALWAYS, POSSIBLY, STEP, action_name, coverage_n
 from kmc.checker.trace import replay_choices
 
 MAX_STEPS = 10_000  # the longest walk the explorer replays
+MAX_DIAGRAM_STATES = 60  # a longer walk is shown without its swimlane (a page-wide picture)
 
 
 class WalkError(ValueError):
@@ -251,7 +252,9 @@ class KafkaView:
 
         return _html_of(StateView(self.model, state, previous))
 
-    def diagram_svg(self, path, violated) -> str:
+    def diagram_svg(self, path, violated) -> str | None:
+        if len(path.steps) > MAX_DIAGRAM_STATES:
+            return None
         from . import svg
         from .diagram import build_path
 

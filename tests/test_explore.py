@@ -206,3 +206,23 @@ def test_the_command_prints_its_url_and_stops_on_ctrl_c():
             proc.kill()
     assert proc.returncode == 0 and "stopped" in out
     assert "warning: listening on 127.0.0.2" in err and "Traceback" not in err
+
+
+def test_a_long_walk_has_no_swimlane_and_a_server_on_every_interface_knows_its_names(seed_explorer):
+    import socket
+
+    from kmc.reports.explorer import MAX_DIAGRAM_STATES
+
+    import attrs
+
+    view = seed_explorer.view
+    walk = seed_explorer.walk(LOST[0], LOST[1:])
+    assert view.diagram_svg(walk, None).startswith("<svg")
+    long = attrs.evolve(walk, steps=walk.steps * (MAX_DIAGRAM_STATES // len(walk.steps) + 1))
+    assert len(long.steps) > MAX_DIAGRAM_STATES and view.diagram_svg(long, None) is None
+    srv = ExploreServer(seed_explorer, "0.0.0.0", 0)
+    try:
+        assert f"{socket.gethostname().lower()}:{srv.port}" in srv.allowed_hosts
+        assert f"127.0.0.1:{srv.port}" in srv.allowed_hosts and f"evil.example:{srv.port}" not in srv.allowed_hosts
+    finally:
+        srv.server_close()

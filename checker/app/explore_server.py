@@ -5,7 +5,8 @@ need no framework. Safety:
 
 - bound to 127.0.0.1 unless ``--host`` says otherwise (the command warns then);
 - the ``Host`` header must name the server (``localhost``, the loopback addresses or the
-  bound host, with the port): a page of another site that points its own name at
+  bound host, with the port; bound to every interface, also this machine's names and
+  addresses): a page of another site that points its own name at
   127.0.0.1 (DNS rebinding) gets 403;
 - only GET and HEAD, no request body, a request target of at most ``MAX_TARGET`` bytes;
 - nothing reads a file: the page's assets live in ``explore_page``, a ``--trace`` file
@@ -54,6 +55,20 @@ def parse_walk(text: str) -> tuple[int, list[int]]:
     return nums[0], nums[1:]
 
 
+def _machine_names() -> set[str]:
+    """This machine's host name, its fully qualified name and their addresses."""
+    import socket
+
+    names = {socket.gethostname(), socket.getfqdn()}
+    for name in list(names):
+        try:
+            _, aliases, addresses = socket.gethostbyname_ex(name)
+        except OSError:
+            continue
+        names.update(aliases, addresses)
+    return {n for n in names if n}
+
+
 class ExploreServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -64,7 +79,9 @@ class ExploreServer(ThreadingHTTPServer):
         self.bound_host = host
         self.port = self.server_address[1]
         names = set(LOOPBACK) | {host, f"[{host}]"}
-        self.allowed_hosts = {f"{n}:{self.port}" for n in names}
+        if host in ("", "0.0.0.0", "::"):  # every interface: the names this machine goes by
+            names |= _machine_names()
+        self.allowed_hosts = {f"{n}:{self.port}".lower() for n in names}
 
     def url(self) -> str:
         host = self.bound_host

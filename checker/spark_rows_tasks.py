@@ -87,10 +87,9 @@ def _expand_partition(
     sources,
     pack,
     fail_first_attempt,
+    coverage,
     index,
     _records,
-    *,
-    coverage=True,
 ):
     """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
     rank is ``offsets[index]``), read from the store.
@@ -176,9 +175,7 @@ def _step_why(model, kernel, prop, row, choice):
 
 
 @_profiled
-def _own_partition(
-    kernel, model, invariants, found, n, level, root, depth, runs, pack, index, records, *, coverage=True
-):
+def _own_partition(kernel, model, invariants, found, n, level, root, depth, runs, pack, coverage, index, records):
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
     to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``

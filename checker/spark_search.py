@@ -209,7 +209,7 @@ class SparkSearch(SessionStarter, Search):
             self.sources,
             pack,
             engine.fail_first_attempt,
-            coverage=engine.options.coverage,
+            engine.options.coverage,
         )
         own = partial(
             _own_partition,
@@ -223,7 +223,7 @@ class SparkSearch(SessionStarter, Search):
             depth + 1,
             self.runs,
             pack,
-            coverage=engine.options.coverage,
+            engine.options.coverage,
         )
         try:
             if here:

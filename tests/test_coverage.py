@@ -230,3 +230,23 @@ def test_a_resumed_run_counts_the_coverage_of_a_straight_one(per_state):
     resumed = make_engine(spec.model(), spec.properties(), options, per_state=per_state)
     resumed.restore(pickle.loads(snaps[3]))  # from the boundary of the fourth level
     assert _coverage(resumed.run()) == _coverage(straight)
+
+
+@pytest.mark.parametrize("engine_kind", ["local", pytest.param("spark", marks=pytest.mark.spark)])
+def test_coverage_off_counts_nothing_and_changes_nothing_else(engine_kind, request):
+    """``Options.coverage`` off (``kmc bench --no-coverage``, to measure its cost)."""
+    import attrs
+
+    from kmc.reports.coverage import coverage_to_dict
+
+    if engine_kind == "spark":
+        request.getfixturevalue("spark_sc")
+    spec = load_spec(LKL)
+    props = [p for p in spec.properties() if p.kind != "possibly"]
+    options = options_from(spec, argparse.Namespace())
+    extra = {"partitions": 2, "driver_level_limit": 0} if engine_kind == "spark" else {}
+    on = make_engine(spec.model(), props, options, engine=engine_kind, **extra).run()
+    off = make_engine(spec.model(), props, attrs.evolve(options, coverage=False), engine=engine_kind, **extra).run()
+    assert coverage_to_dict(off.stats) is None and coverage_to_dict(on.stats) is not None
+    assert (off.stats.distinct, off.stats.generated, off.stats.fired, off.stats.new) == (
+        on.stats.distinct, on.stats.generated, on.stats.fired, on.stats.new)

@@ -66,6 +66,11 @@ class CoverageNames:
         variables: the variables' names, in the order a report lists them.
         values_of: ``values_of(state)`` -> ``(variable, value)`` pairs (values hashable);
             default ``generic_values``.
+        parts_of: ``parts_of(state)`` -> the state's hashable parts (a replica, the
+            controller, ...) such that ``values_of`` is the union of ``values_of(part)``
+            over them: a part met before (an equal one) is skipped, as many states share a
+            replica's or the controller's values; default none: ``values_of(state)``
+            every time.
         row_columns: ``row_columns(kernel)`` -> variable -> the row columns that hold its
             values as they are, and ``row_derived(kernel, rows)`` -> ``(variable, one int
             per row)`` pairs for the others: together the same values as ``values_of``
@@ -81,6 +86,7 @@ class CoverageNames:
     row_kinds: Callable[..., Mapping[str, tuple]] | None = None
     variables: Sequence[str] = ()
     values_of: Callable[[Any], Iterable[tuple[str, Any]]] = generic_values
+    parts_of: Callable[[Any], Iterable[Any]] | None = None
     row_columns: Callable[..., Mapping[str, Sequence[int]]] | None = None
     row_derived: Callable[..., Iterable[tuple[str, Any]]] | None = None
     text: Callable[[str, Any], str] = lambda _var, value: str(value)
@@ -96,6 +102,7 @@ class Coverage:
         self.enabled: dict[str, int] = dict.fromkeys(names.actions, 0)
         self.kinds: dict[str, dict[str, int]] = {a: dict.fromkeys(k, 0) for a, k in names.kinds.items()}
         self.values: dict[str, set] = {v: set() for v in names.variables}
+        self._met: set = set()  # parts of states whose values are counted (parts_of)
         self._columns: _Columns | None = None  # the rows' value columns (``_Columns``), made at the first rows
 
     # -- counting -----------------------------------------------------------------------
@@ -113,16 +120,17 @@ class Coverage:
         """One expanded state: ``edges`` its edges as the per-state search has them
         (``(choice, action, successor, ...)``), ``new`` a flag per edge, true where the
         successor was stored (a new distinct state)."""
-        names, enabled = self.names, self.enabled
-        kind_of = names.kind_of
+        names, enabled, kinds = self.names, self.enabled, self.kinds
+        kind_of = names.kind_of if kinds else None
         seen_names = set()
-        for (_choice, action, succ, *_), fresh in zip(edges, new):
+        for edge, fresh in zip(edges, new):
+            action, succ = edge[1], edge[2]
             name = action_name(action)
             seen_names.add(name)
-            if kind_of is not None and name in self.kinds:
+            if kind_of is not None and name in kinds:
                 kind = kind_of(model, state, action, succ)
                 if kind is not None:
-                    self.kinds[name][kind] += 1
+                    kinds[name][kind] += 1
             if fresh:
                 self._add_values(succ)
         for name in seen_names:
@@ -146,9 +154,20 @@ class Coverage:
                 slot[kind] += int(k)
 
     def _add_values(self, state) -> None:
-        values = self.values
-        for var, value in self.names.values_of(state):
-            values.setdefault(var, set()).add(value)
+        values, names = self.values, self.names
+        if names.parts_of is None:
+            for var, value in names.values_of(state):
+                values.setdefault(var, set()).add(value)
+            return
+        met = self._met
+        if len(met) > _MET_LIMIT:  # a cache: bounded
+            met.clear()
+        for part in names.parts_of(state):
+            if part in met:
+                continue
+            met.add(part)
+            for var, value in names.values_of(part):
+                values.setdefault(var, set()).add(value)
 
     def _add_row_values(self, kernel, model, rows) -> None:
         if not len(rows):
@@ -189,7 +208,7 @@ class Coverage:
 
     def copy(self) -> Coverage:
         c = Coverage.__new__(Coverage)
-        c.names, c.enabled = self.names, dict(self.enabled)
+        c.names, c.enabled, c._met = self.names, dict(self.enabled), set()
         c.kinds = {a: dict(k) for a, k in self.kinds.items()}
         c.values = {v: set(s) for v, s in self.values.items()}
         c._columns = None if self._columns is None else self._columns.copy()
@@ -210,9 +229,12 @@ class Coverage:
     def __getstate__(self):
         return {"enabled": self.enabled, "kinds": self.kinds, "values": self.values, "_columns": self._columns}
 
+    # (``_met`` is a cache: a restored or copied coverage starts without it)
+
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.names = CoverageNames()
+        self._met = set()
 
     def _column_values(self) -> dict[str, set]:
         return {} if self._columns is None else self._columns.values()
@@ -251,6 +273,9 @@ class NoCoverage(Coverage):
 
     def restore_names(self, names) -> None:
         pass
+
+
+_MET_LIMIT = 1 << 17  # parts remembered by ``Coverage._add_values`` before it forgets them
 
 
 class _Columns:

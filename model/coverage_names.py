@@ -14,7 +14,7 @@ of the fetch response in flight, "none" when there is none); the controller's
 ``quorum.leader``, ``quorum.epoch``, ``quorum.isr``, ``quorum.elr``; the history counters
 ``produced``, ``crashes``, ``committed`` and (with ``acks``) ``acked`` (how many records).
 
-Both forms give the same integers: ``values_of`` from a ``State``, ``row_columns`` and ``row_derived`` from the
+Both forms give the same integers: ``values_of`` from a ``State`` (or its parts), ``row_columns`` and ``row_derived`` from the
 batch kernel's rows (``model.rows``): the engines' counts agree on every path.
 """
 
@@ -25,6 +25,7 @@ import numpy as np
 from kmc.checker.coverage import CoverageNames
 
 from .actions import ACTION_NAMES, CRASH, ELECT_LEADER
+from .state import Quorum, Replica
 
 ELECT_KINDS = ("clean", "ELR", "unclean", "last-known-leader")
 CRASH_KINDS = ("keeps its log", "lossy cut")
@@ -36,6 +37,7 @@ def kafka_coverage(model) -> CoverageNames:
     """The ``CoverageNames`` of a ``KafkaModel`` (what ``KafkaModel.coverage_names``
     returns)."""
     cfg = model.config
+    values = _Values(bool(getattr(cfg, "acks", None)))
     variables = tuple(f"replica.{v}" for v in REPLICA_VARS) + GLOBAL_VARS
     if getattr(cfg, "acks", None):
         variables += ("acked",)
@@ -45,7 +47,8 @@ def kafka_coverage(model) -> CoverageNames:
         kind_of=kind_of,
         row_kinds=row_kinds,
         variables=variables,
-        values_of=_Values(bool(getattr(cfg, "acks", None))),
+        values_of=values,
+        parts_of=values.parts,
         row_columns=row_columns,
         row_derived=row_derived,
         text=_Text(tuple(cfg.replicas)),
@@ -108,37 +111,52 @@ def _mask(ids) -> int:
     return m
 
 
-def values_of(state):
-    for rep in state.replicas:
-        yield "replica.alive", int(rep.alive)
-        yield "replica.log end", len(rep.log)
-        yield "replica.hw", rep.hw
-        yield "replica.epoch", rep.epoch
-        yield "replica.leader", -1 if rep.leader is None else rep.leader
-        yield "replica.lossy", int(rep.lossy)
-        for leo in rep.remote_leo:
-            yield "replica.remote_leo", leo
-        yield "replica.inflight", -1 if rep.inflight is None else len(rep.inflight.records)
-    q = state.quorum
+def _replica_values(rep):
+    yield "replica.alive", int(rep.alive)
+    yield "replica.log end", len(rep.log)
+    yield "replica.hw", rep.hw
+    yield "replica.epoch", rep.epoch
+    yield "replica.leader", -1 if rep.leader is None else rep.leader
+    yield "replica.lossy", int(rep.lossy)
+    for leo in rep.remote_leo:
+        yield "replica.remote_leo", leo
+    yield "replica.inflight", -1 if rep.inflight is None else len(rep.inflight.records)
+
+
+def _quorum_values(q):
     yield "quorum.leader", -1 if q.leader is None else q.leader
     yield "quorum.epoch", q.epoch
     yield "quorum.isr", _mask(q.isr)
     yield "quorum.elr", _mask(q.elr)
-    yield "produced", state.produced
-    yield "crashes", state.crashes
-    yield "committed", len(state.committed)
 
 
 class _Values:
-    """``values_of``, and the acknowledged count when ``acks`` is set."""
+    """A state's values (``values_of``), or a part's (``parts_of``: a replica, the quorum,
+    the history counters); the acknowledged count when ``acks`` is set."""
 
     def __init__(self, acks):
         self.acks = acks
 
-    def __call__(self, state):
-        yield from values_of(state)
-        if self.acks:
-            yield "acked", len(state.acked)
+    def parts(self, state):
+        yield from state.replicas
+        yield state.quorum
+        yield ("history", state.produced, state.crashes, len(state.committed), len(state.acked))
+
+    def __call__(self, part):
+        if isinstance(part, Replica):
+            yield from _replica_values(part)
+        elif isinstance(part, Quorum):
+            yield from _quorum_values(part)
+        elif isinstance(part, tuple):
+            _, produced, crashes, committed, acked = part
+            yield "produced", produced
+            yield "crashes", crashes
+            yield "committed", committed
+            if self.acks:
+                yield "acked", acked
+        else:  # a whole state
+            for p in self.parts(part):
+                yield from self(p)
 
 
 def row_columns(kernel):

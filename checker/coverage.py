@@ -72,9 +72,13 @@ class CoverageNames:
             replica's or the controller's values; default none: ``values_of(state)``
             every time.
         row_columns: ``row_columns(kernel)`` -> variable -> the row columns that hold its
-            values as they are, and ``row_derived(kernel, rows)`` -> ``(variable, one int
-            per row)`` pairs for the others: together the same values as ``values_of``
-            (the batch form; without it the rows are decoded).
+            values as they are, and ``row_derived(kernel, rows, wanted)`` -> ``(variable,
+            one int per row)`` pairs for the others (those in ``wanted`` at least):
+            together the same values as ``values_of`` (the batch form; without it the rows
+            are decoded).
+        row_domains: ``row_domains(kernel)`` -> variable -> ``(least, greatest)`` value it
+            can take (true bounds: a column that has shown every value of its domain is
+            not looked at again).
         text: ``text(variable, value)`` -> the value as a report shows it (default ``str``).
         hint: ``hint(action, kind)`` -> the warning for a kind (``kind`` ``None``: the
             action) that never fired, worded for the user (default: a plain sentence).
@@ -89,6 +93,7 @@ class CoverageNames:
     parts_of: Callable[[Any], Iterable[Any]] | None = None
     row_columns: Callable[..., Mapping[str, Sequence[int]]] | None = None
     row_derived: Callable[..., Iterable[tuple[str, Any]]] | None = None
+    row_domains: Callable[..., Mapping[str, tuple[int, int]]] | None = None
     text: Callable[[str, Any], str] = lambda _var, value: str(value)
     hint: Callable[[str, str | None], str | None] = lambda _action, _kind: None
 
@@ -176,13 +181,14 @@ class Coverage:
             for row in rows:
                 self._add_values(kernel.decode(row))
             return
+        names = self.names
         columns = self._columns
         if columns is None:
-            columns = self._columns = _Columns(self.names.row_columns(kernel))
+            domains = names.row_domains(kernel) if names.row_domains is not None else {}
+            columns = self._columns = _Columns(names.row_columns(kernel), domains)
         columns.add(rows)
-        derived = self.names.row_derived
-        if derived is not None:
-            for var, vals in derived(kernel, rows):
+        if names.row_derived is not None:
+            for var, vals in names.row_derived(kernel, rows, columns.wanted()):
                 columns.add_derived(var, vals)
 
     def add_task(self, names, part) -> None:
@@ -279,28 +285,48 @@ _MET_LIMIT = 1 << 17  # parts remembered by ``Coverage._add_values`` before it f
 
 
 class _Columns:
-    """The distinct values seen in some columns of rows, cheaply: a column whose values so
-    far fill a range ``lo..hi`` needs no look at a chunk whose least and greatest values
-    in it fall inside that range (after the first levels, nearly every chunk)."""
+    """The distinct values seen in some columns of rows, cheaply. A column whose values so
+    far fill its whole domain (``row_domains``: the least and greatest value it can hold)
+    is never looked at again; one whose values fill a range ``lo..hi`` needs no look at a
+    chunk whose least and greatest values in it fall inside that range (after the first
+    levels, nearly every chunk)."""
 
-    def __init__(self, columns: Mapping[str, Sequence[int]]):
+    def __init__(self, columns: Mapping[str, Sequence[int]], domains: Mapping[str, tuple[int, int]]):
         self.var_columns = {var: list(cols) for var, cols in columns.items()}
-        self.cols = sorted({c for cols in columns.values() for c in cols})
+        self.cols = np.array(sorted({c for cols in columns.values() for c in cols}), dtype=np.int64)
+        self.domains = dict(domains)
+        domain = {c: domains.get(var) for var, cols in columns.items() for c in cols}
+        self.domain = [domain[c] for c in self.cols.tolist()]
         self.seen: dict = {}  # column (or derived variable) -> set of values
         self.lo = np.zeros(len(self.cols), dtype=np.int64)
         self.hi = np.full(len(self.cols), -1, dtype=np.int64)  # hi < lo: nothing seen
         self.full = np.zeros(len(self.cols), dtype=bool)
+        self.done = np.zeros(len(self.cols), dtype=bool)  # every value of the domain seen
+        self.derived_done: set = set()
 
     def add(self, rows) -> None:
-        idx = self.cols
-        lows, highs = rows.min(axis=0)[idx], rows.max(axis=0)[idx]
-        stale = np.flatnonzero(~(self.full & (lows >= self.lo) & (highs <= self.hi)))
-        for j in stale.tolist():
-            col = idx[j]
+        active = np.flatnonzero(~self.done)
+        if not len(active):
+            return
+        idx = self.cols[active]
+        if 3 * len(idx) < rows.shape[1]:  # a few columns left: gather them
+            sub = rows[:, idx]
+            lows, highs = sub.min(axis=0), sub.max(axis=0)
+        else:
+            lows, highs = rows.min(axis=0)[idx], rows.max(axis=0)[idx]
+        ok = self.full[active] & (lows >= self.lo[active]) & (highs <= self.hi[active])
+        for j in active[~ok].tolist():
+            col = int(self.cols[j])
             values = self.seen.setdefault(col, set())
             values.update(np.unique(rows[:, col]).tolist())
             self.lo[j], self.hi[j] = min(values), max(values)
             self.full[j] = len(values) == self.hi[j] - self.lo[j] + 1
+            dom = self.domain[j]
+            self.done[j] = dom is not None and self.full[j] and (self.lo[j], self.hi[j]) == tuple(dom)
+
+    def wanted(self) -> set:
+        """The derived variables whose domain is not seen whole yet."""
+        return {v for v in self.domains if v not in self.var_columns} - self.derived_done
 
     def add_derived(self, var, vals) -> None:
         if not len(vals):
@@ -314,6 +340,9 @@ class _Columns:
         ):
             return
         values.update(np.unique(vals).tolist())
+        dom = self.domains.get(var)
+        if dom is not None and len(values) == dom[1] - dom[0] + 1 and (min(values), max(values)) == tuple(dom):
+            self.derived_done.add(var)
 
     def values(self) -> dict[str, set]:
         out: dict[str, set] = {}
@@ -326,9 +355,10 @@ class _Columns:
 
     def copy(self) -> _Columns:
         c = _Columns.__new__(_Columns)
-        c.var_columns, c.cols = self.var_columns, self.cols
+        c.var_columns, c.cols, c.domains, c.domain = self.var_columns, self.cols, self.domains, self.domain
         c.seen = {k: set(v) for k, v in self.seen.items()}
-        c.lo, c.hi, c.full = self.lo.copy(), self.hi.copy(), self.full.copy()
+        c.lo, c.hi, c.full, c.done = self.lo.copy(), self.hi.copy(), self.full.copy(), self.done.copy()
+        c.derived_done = set(self.derived_done)
         return c
 
 
@@ -359,9 +389,9 @@ def row_counts(names: CoverageNames, kernel, model, chunk, parents, choices, cod
     action_names = kernel.action_names
     k = len(action_names)
     if len(codes):
-        flags = np.zeros((len(chunk), k), dtype=bool)
-        flags[parents, codes] = True
-        enabled = flags.sum(axis=0, dtype=np.int64)
+        flags = np.zeros(len(chunk) * k, dtype=bool)
+        flags[parents.astype(np.int64) * k + codes] = True
+        enabled = np.count_nonzero(flags.reshape(len(chunk), k), axis=0).astype(np.int64)
     else:
         enabled = np.zeros(k, dtype=np.int64)
     kinds = {}

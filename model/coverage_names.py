@@ -51,6 +51,7 @@ def kafka_coverage(model) -> CoverageNames:
         parts_of=values.parts,
         row_columns=row_columns,
         row_derived=row_derived,
+        row_domains=row_domains,
         text=_Text(tuple(cfg.replicas)),
         hint=_Hint(cfg),
     )
@@ -185,12 +186,30 @@ def row_columns(kernel):
     }
 
 
-def row_derived(kernel, rows):
+def row_derived(kernel, rows, wanted):
     """The variables no column holds: how many records are committed (and acknowledged)."""
     c = kernel.codec
-    yield "committed", np.count_nonzero(rows[:, c.COMMITTED_OFFSET : c.COMMITTED_OFFSET + c.m] >= 0, axis=1)
-    if c.acks is not None:
+    if "committed" in wanted:
+        yield "committed", np.count_nonzero(rows[:, c.COMMITTED_OFFSET : c.COMMITTED_OFFSET + c.m] >= 0, axis=1)
+    if c.acks is not None and "acked" in wanted:
         yield "acked", np.count_nonzero(rows[:, c.ACKED_OFFSET : c.ACKED_OFFSET + c.m] >= 0, axis=1)
+
+
+def row_domains(kernel):
+    """Every variable's least and greatest value (model invariants: a log holds at most
+    ``max_messages`` records, epochs stay within ``max_leader_epoch``, ...)."""
+    cfg = kernel.config
+    n, m, e = cfg.n, cfg.max_messages, cfg.max_leader_epoch
+    out = {
+        "replica.alive": (0, 1), "replica.log end": (0, m), "replica.hw": (0, m), "replica.epoch": (-1, e),
+        "replica.leader": (-1, n - 1), "replica.lossy": (0, 1), "replica.remote_leo": (0, m),
+        "replica.inflight": (-1, m), "quorum.leader": (-1, n - 1), "quorum.epoch": (0, e),
+        "quorum.isr": (0, (1 << n) - 1), "quorum.elr": (0, (1 << n) - 1), "produced": (0, m),
+        "crashes": (0, cfg.max_crashes), "committed": (0, m),
+    }
+    if kernel.codec.acks is not None:
+        out["acked"] = (0, m)
+    return out
 
 
 # -- words ------------------------------------------------------------------------------

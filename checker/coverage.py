@@ -177,15 +177,16 @@ class Coverage:
     def _add_row_values(self, kernel, model, rows) -> None:
         if not len(rows):
             return
-        if self.names.row_columns is None or rows.dtype == object:  # object rows: states on rows
+        names = self.names
+        row_columns = names.row_columns
+        if row_columns is None or rows.dtype == object:  # object rows: states on rows
             for row in rows:
                 self._add_values(kernel.decode(row))
             return
-        names = self.names
         columns = self._columns
         if columns is None:
             domains = names.row_domains(kernel) if names.row_domains is not None else {}
-            columns = self._columns = _Columns(names.row_columns(kernel), domains)
+            columns = self._columns = _Columns(row_columns(kernel), domains)
         columns.add(rows)
         if names.row_derived is not None:
             for var, vals in names.row_derived(kernel, rows, columns.wanted()):

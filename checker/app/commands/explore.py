@@ -99,21 +99,23 @@ def run(args, out, err) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         err.print(f"kmc: warning: listening on {safe_text(args.host)}, not only this machine: anyone who can "
                   "reach it can walk the model and run its search", markup=False, highlight=False, soft_wrap=True)
-    if not args.no_search:
-        options = options_from(spec, argparse.Namespace())
-        engine = make_engine(model, properties, options)
-        explorer.start_search(lambda progress: _run(engine, progress), engine.cancel)
-    out.print(f"kmc explore {safe_text(spec.path)}: open {server.url()}  (Ctrl-C stops)",
-              markup=False, highlight=False, soft_wrap=True)
-    out.file.flush()
-    thread = server.serve_in_thread()
-    try:
+    thread = None
+    try:  # from here on, Ctrl-C (at any moment) stops the server and the search
+        if not args.no_search:
+            options = options_from(spec, argparse.Namespace())
+            engine = make_engine(model, properties, options)
+            explorer.start_search(lambda progress: _run(engine, progress), engine.cancel)
+        thread = server.serve_in_thread()
+        out.print(f"kmc explore {safe_text(spec.path)}: open {server.url()}  (Ctrl-C stops)",
+                  markup=False, highlight=False, soft_wrap=True)
+        out.file.flush()
         while thread.is_alive():
             time.sleep(0.2)
     except KeyboardInterrupt:
         pass
     finally:
-        server.shutdown()
+        if thread is not None:  # (shutdown waits for a serve_forever that has started)
+            server.shutdown()
         server.server_close()
         explorer.close()
     out.print("kmc explore: stopped", markup=False, highlight=False)

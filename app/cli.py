@@ -27,9 +27,9 @@ from kmc.checker.exitcodes import (  # noqa: F401  (re-exported: tests and scrip
 
 
 def _commands():
-    from .commands import bench, check, graph, invariants, matrix, replay, simulate
+    from .commands import bench, check, explore, graph, invariants, matrix, replay, simulate
 
-    return [check, bench, invariants, matrix, replay, simulate, graph]
+    return [check, bench, invariants, matrix, replay, simulate, graph, explore]
 
 
 class _Parser(argparse.ArgumentParser):

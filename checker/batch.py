@@ -86,6 +86,7 @@ class RowsSearch(Search):
         self.seen.end_level()
         self.frontier = [rows[keep]]
         self._log_states(0, rows[keep], fps[keep])
+        stats.coverage.add_initial_rows(self.kernel, self.model, rows[keep])
         level_found: dict[str, tuple] = {}
         self._check_new(rows[keep], 0, level_found, found)
         for prop, value in level_found.items():
@@ -153,6 +154,7 @@ class RowsSearch(Search):
         self.seen.add_sorted(uniq, first + parents[src], choices[src])
         add_counts(stats.new, names, np.bincount(codes[src], minlength=len(names)))
         rows = succ[src]
+        stats.coverage.add_rows(self.kernel, self.model, chunk, (parents, choices, codes, succ), rows)
         self._check_new(rows, len(self.seen) - len(rows), level_found, found)
         if len(rows):
             self.next.append(rows)

@@ -47,11 +47,12 @@ import time
 
 import attrs
 
+from .coverage import Coverage, NoCoverage
 from .kernel import require_symmetric, result_of, split_properties, stop_after_level
 from .memory import resident_bytes
 from .options import Options
 from .possibly import EdgeLog
-from .protocol import POSSIBLY, Model
+from .protocol import POSSIBLY, Model, coverage_names
 from .result import CheckResult, Stats, Violation
 from .trace import extend
 
@@ -106,7 +107,7 @@ class LevelDriver:
         self.progress = progress
         self.on_level = on_level
         self.stop_requested = None
-        self.stats = Stats()
+        self.stats = Stats(coverage=Coverage(coverage_names(model)) if self.options.coverage else NoCoverage())
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
         self.search = search
         self._started = False
@@ -156,7 +157,7 @@ class LevelDriver:
                 stopped = "max-depth"
                 break
             level_found: dict[str, tuple] = {}
-            boundary = (stats.generated, stats.terminal, dict(stats.fired), dict(stats.new))
+            boundary = (stats.generated, stats.terminal, dict(stats.fired), dict(stats.new), stats.coverage.copy())
             size = search.size()
             first = len(search.seen) - size  # the number of the frontier's first state
             done = 0
@@ -197,13 +198,14 @@ class LevelDriver:
                     levels=list(stats.levels),
                     fired=dict(stats.fired),
                     new=dict(stats.new),
+                    coverage=stats.coverage.copy(),
                     queue=size - done + search.next_size(),
                 )
                 search.rollback()
                 for _prop, log in self.possibly:
                     log.rollback(len(search.seen))
                 stats.generated, stats.terminal = boundary[0], boundary[1]
-                stats.fired, stats.new = boundary[2], boundary[3]
+                stats.fired, stats.new, stats.coverage = boundary[2], boundary[3], boundary[4]
                 break
             search.end_level()
             found.update(level_found)
@@ -276,6 +278,12 @@ class LevelDriver:
         is for engines that keep files beside the snapshot.)"""
         self.search.restore_parts(snapshot, directory)
         self.stats = Stats(**snapshot["stats"])
+        if not self.options.coverage:
+            self.stats.coverage = NoCoverage()
+        elif self.stats.coverage is None:  # a checkpoint of an older kmc: counted from here
+            self.stats.coverage = Coverage(coverage_names(self.model))
+        else:
+            self.stats.coverage.restore_names(coverage_names(self.model))
         self.found = self.search.found_in(dict(snapshot["found"]))
         logs = snapshot.get("possibly", {})
         self.possibly = [(prop, logs.get(prop.name, log)) for prop, log in self.possibly]

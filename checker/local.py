@@ -60,6 +60,7 @@ class PerStateSearch(Search):
             for prop, (_, why) in self.level.state_violations((state,), None, found).items():
                 found[prop] = ("always", why, len(self.seen) - 1)
         self._log_states(0, self.frontier)
+        stats.coverage.add_initial(self.frontier)
 
     def size(self) -> int:
         return len(self.frontier)
@@ -88,6 +89,7 @@ class PerStateSearch(Search):
             stored, before = len(seen), len(nxt)
         if not edges:
             stats.terminal += 1
+        fresh = []
         for choice, action, succ, sfp, bad in edges:
             stats.generated += 1
             name = action_name(action)
@@ -96,11 +98,14 @@ class PerStateSearch(Search):
                 if prop not in found and prop not in level_found:
                     level_found[prop] = ("step", why, (parent, choice))
             if not seen.add(sfp, parent):
+                fresh.append(False)
                 continue
+            fresh.append(True)
             new[name] = new.get(name, 0) + 1
             nxt.append(succ)
             for prop, (_, why) in invariants((succ,), None, found).items():
                 level_found.setdefault(prop, ("always", why, len(seen) - 1))
+        stats.coverage.add_state(model, state, edges, fresh)
         if self.possibly:
             self._log_states(stored, nxt[before:])
             dst = np.array([e[3] for e in edges], dtype=np.uint64)

@@ -21,6 +21,7 @@ class Options:
         symmetry: store one state per orbit under the model's replica symmetries.
         verify_kernel: compare a batch kernel with its model on every state expanded,
             not only on a sample of the first levels (``checker.kernel_check``).
+        coverage: count the coverage (``checker.coverage``); off only to measure its cost.
     """
 
     max_depth: int | None = None
@@ -30,3 +31,4 @@ class Options:
     progress_seconds: float = 0.25
     symmetry: bool = False
     verify_kernel: bool = False
+    coverage: bool = True

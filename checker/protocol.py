@@ -20,7 +20,10 @@ and optionally
   fields, or its ``repr``);
 - ``action_names()`` -> every action name the model can fire, in a fixed order: the Spark
   engine counts actions by their position there when the model has no batch kernel;
-- ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows.
+- ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows;
+- ``coverage_names()`` -> a ``CoverageNames``: the kinds of its actions
+  and its variables, as coverage reports them (default: ``Model.coverage_names``, the
+  top-level fields of a state and no kinds).
 
 An action is any value. Engines count the actions that fired and the new states each
 found per action *name*: an action's ``name`` attribute when it has a string one (several
@@ -34,7 +37,7 @@ states, actions and property functions must pickle (Spark ships them).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -81,6 +84,74 @@ class Property:
     mask: Callable[..., Any] | None = None
 
 
+def generic_values(state) -> Iterable[tuple[str, Any]]:
+    """``(variable, value)`` pairs of any state: the fields of an attrs class or a named
+    tuple, the positions of a tuple, else the state as one variable ``state``. A value
+    that does not hash counts by its ``repr``."""
+    pairs: Iterable[tuple[str, Any]]
+    if attrs.has(type(state)):
+        pairs = ((f.name, getattr(state, f.name)) for f in attrs.fields(type(state)))
+    elif isinstance(state, tuple) and hasattr(state, "_fields"):
+        pairs = zip(state._fields, state)
+    elif isinstance(state, tuple):
+        pairs = ((f"[{i}]", v) for i, v in enumerate(state))
+    else:
+        pairs = (("state", state),)
+    for name, value in pairs:
+        try:
+            hash(value)
+        except TypeError:
+            value = repr(value)
+        yield name, value
+
+
+@attrs.frozen
+class CoverageNames:
+    """What a model names for coverage (all optional).
+
+    Args:
+        actions: every action name the model can fire, in order (default: those seen).
+        kinds: action name -> the names of its kinds, in order (``ElectLeader``: clean,
+            ELR, unclean, last-known-leader).
+        kind_of: ``kind_of(model, before, action, after)`` -> the kind's name, or ``None``
+            for an action without kinds (the per-state search).
+        row_kinds: ``row_kinds(kernel, chunk, parents, codes, succ)`` -> action name ->
+            ``(positions, kind numbers)`` of the successors of that action (the batch form).
+        variables: the variables' names, in the order a report lists them.
+        values_of: ``values_of(state)`` -> ``(variable, value)`` pairs (values hashable);
+            default ``generic_values``.
+        parts_of: ``parts_of(state)`` -> the state's hashable parts (a replica, the
+            controller, ...) such that ``values_of`` is the union of ``values_of(part)``
+            over them: a part met before (an equal one) is skipped, as many states share a
+            replica's or the controller's values; default none: ``values_of(state)``
+            every time.
+        row_columns: ``row_columns(kernel)`` -> variable -> the row columns that hold its
+            values as they are, and ``row_derived(kernel, rows, wanted)`` -> ``(variable,
+            one int per row)`` pairs for the others (those in ``wanted`` at least):
+            together the same values as ``values_of`` (the batch form; without it the rows
+            are decoded).
+        row_domains: ``row_domains(kernel)`` -> variable -> ``(least, greatest)`` value it
+            can take (true bounds: a column that has shown every value of its domain is
+            not looked at again).
+        text: ``text(variable, value)`` -> the value as a report shows it (default ``str``).
+        hint: ``hint(action, kind)`` -> the warning for a kind (``kind`` ``None``: the
+            action) that never fired, worded for the user (default: a plain sentence).
+    """
+
+    actions: Sequence[str] = ()
+    kinds: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
+    kind_of: Callable[..., str | None] | None = None
+    row_kinds: Callable[..., Mapping[str, tuple]] | None = None
+    variables: Sequence[str] = ()
+    values_of: Callable[[Any], Iterable[tuple[str, Any]]] = generic_values
+    parts_of: Callable[[Any], Iterable[Any]] | None = None
+    row_columns: Callable[..., Mapping[str, Sequence[int]]] | None = None
+    row_derived: Callable[..., Iterable[tuple[str, Any]]] | None = None
+    row_domains: Callable[..., Mapping[str, tuple[int, int]]] | None = None
+    text: Callable[[str, Any], str] = lambda _var, value: str(value)
+    hint: Callable[[str, str | None], str | None] = lambda _action, _kind: None
+
+
 class Model(Protocol):
     def init_states(self) -> Sequence[Any]: ...
 
@@ -91,6 +162,11 @@ class Model(Protocol):
     def properties(self) -> Sequence[Property]: ...
 
     def encode(self, state: Any) -> bytes: ...
+
+    def coverage_names(self):
+        """The model's action kinds and variables for coverage (``checker.coverage``):
+        by default none of the first, and the top-level fields of a state."""
+        return CoverageNames()
 
 
 class BatchKernel(Protocol):
@@ -214,6 +290,11 @@ class FormatsStates(Protocol):
 
 
 @runtime_checkable
+class NamesCoverage(Protocol):
+    def coverage_names(self) -> Any: ...
+
+
+@runtime_checkable
 class NamesActions(Protocol):
     def action_names(self) -> Sequence[str]: ...
 
@@ -275,6 +356,12 @@ def format_state(model, state) -> str:
     if attrs.has(type(state)):
         return ", ".join(f"{k}={v!r}" for k, v in attrs.asdict(state, recurse=False).items())
     return repr(state)
+
+
+def coverage_names(model):
+    """``model.coverage_names()`` when the model names its action kinds and variables,
+    else the protocol's default (``Model.coverage_names``)."""
+    return model.coverage_names() if capable(model, NamesCoverage) else Model.coverage_names(model)
 
 
 def successors(model, state):

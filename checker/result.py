@@ -77,6 +77,8 @@ class Stats:
     levels: list[int] = attrs.field(factory=list)
     fired: dict[str, int] = attrs.field(factory=dict)
     new: dict[str, int] = attrs.field(factory=dict)
+    # what the search reached (``checker.coverage.Coverage``); None when not counted
+    coverage: Any = None
 
     @property
     def states_per_second(self) -> float:

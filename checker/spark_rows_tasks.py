@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from .coverage import task_part
 from .fingerprint import kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
 from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path, _save, _succ_path
@@ -71,6 +72,7 @@ def _expand_partition(
     sources,
     pack,
     fail_first_attempt,
+    coverage,
     index,
     _records,
 ):
@@ -80,8 +82,8 @@ def _expand_partition(
     Writes the successors owned by ``owner`` (per slice of the frontier, the successor
     with the least key of each fingerprint: keys, fps, parent fps, codes, rows) into the
     store and yields ``(owner, ("f", path))`` for each file, then ``(index, ("m", (terminal,
-    generated, fired per code, step
-    violations, bytes, seconds)))`` where a step violation maps a property to its least
+    generated, fired per code, step violations, bytes, seconds, coverage part)))`` where
+    (the coverage part: ``checker.coverage.task_part``) a step violation maps a property to its least
     ``(key, explanation, parent fp, choice)`` in this partition.
     """
     if fail_first_attempt and index == 0:
@@ -94,6 +96,7 @@ def _expand_partition(
     names = kernel.action_names
     terminal = generated = shipped = 0
     fired = np.zeros(len(names), dtype=np.int64)
+    cov = None
     step_bad: dict[str, tuple] = {}
     base = offsets[index]
     busy = 0.0
@@ -110,6 +113,8 @@ def _expand_partition(
             generated += exp.generated
             terminal += exp.terminal
             fired += exp.fired
+            if coverage:
+                cov = _add_part(cov, names, task_part(step.model, kernel, [(chunk, (parents, choices, codes, succ))]))
             if not len(succ):
                 continue
             keys = (base + s + parents.astype(np.int64)) * 256 + choices
@@ -130,11 +135,11 @@ def _expand_partition(
                     yield (o, payload)
                     clock = time.perf_counter()
     busy += time.perf_counter() - clock
-    yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy)))
+    yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy, cov)))
 
 
 @_profiled
-def _own_partition(step, found, n, level, root, depth, runs, pack, index, records):
+def _own_partition(step, found, n, level, root, depth, runs, pack, coverage, index, records):
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
     to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``
@@ -142,7 +147,7 @@ def _own_partition(step, found, n, level, root, depth, runs, pack, index, record
     partition ``g * n // level``) and checks the invariants on them.
 
     Yields one summary ``(index, new per rank partition, new per code, state violations,
-    expansion summaries, bytes written, seconds, runs)``; a state violation maps a
+    expansion summaries, bytes written, seconds, runs, coverage part)``; a state violation maps a
     property to its least ``(key, explanation, fp)``; ``runs`` lists the ``(depth,
     length)`` of the partition's seen runs from now on.
     """
@@ -156,6 +161,7 @@ def _own_partition(step, found, n, level, root, depth, runs, pack, index, record
         else:
             metas.append(value[1])
     new_codes = np.zeros(len(names), dtype=np.int64)
+    cov = None
     per_target = np.zeros(n, dtype=np.int64)
     state_bad: dict[str, tuple] = {}
     shipped = 0
@@ -194,8 +200,10 @@ def _own_partition(step, found, n, level, root, depth, runs, pack, index, record
                 if b > a:
                     path = _front_path(root, depth, t, index)
                     shipped += _save(path, keys[a:b], fps[a:b], rows[a:b], pack=pack)
+            if coverage:
+                cov = task_part(step.model, kernel, new_rows=rows)
     busy = time.perf_counter() - clock
-    yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine)
+    yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine, cov)
 
 
 def _owner(key):
@@ -240,3 +248,11 @@ def _pair(index, _records):
 def _nothing(_index, records):
     """The warm-up job's second stage: passes its records on."""
     return records
+
+
+def _add_part(cov, names, part):
+    """Two coverage parts of one task as one (``checker.coverage.task_part``)."""
+    if cov is None:
+        return part
+    enabled, kinds, _ = part
+    return (cov[0] + enabled, {a: cov[1][a] + k for a, k in kinds.items()}, cov[2])

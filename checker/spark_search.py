@@ -230,6 +230,7 @@ class SparkSearch(SessionStarter, Search):
             self.sources,
             pack,
             engine.fail_first_attempt,
+            engine.options.coverage,
         )
         own = partial(
             _own_partition,
@@ -241,6 +242,7 @@ class SparkSearch(SessionStarter, Search):
             depth + 1,
             self.runs,
             pack,
+            engine.options.coverage,
         )
         try:
             if here:
@@ -290,7 +292,7 @@ class SparkSearch(SessionStarter, Search):
         shipped = 0
         candidates: dict[str, tuple] = {}  # property -> (key, kind, explanation, where)
         busy = 0.0
-        for index, per_target, new_codes, state_bad, metas, out_bytes, own_busy, runs in sorted(
+        for index, per_target, new_codes, state_bad, metas, out_bytes, own_busy, runs, cov in sorted(
             summaries, key=lambda s: s[0]
         ):
             counts += per_target
@@ -299,9 +301,13 @@ class SparkSearch(SessionStarter, Search):
             shipped += out_bytes
             busy += own_busy
             add_counts(stats.new, names, new_codes)
+            if cov is not None:
+                stats.coverage.add_task(names, cov)
             for prop, (key, why, fp) in state_bad.items():
                 keep_least(candidates, prop, (key, "always", why, (depth, fp)))
-            for terminal, generated, fired, step_bad, in_bytes, expand_busy in metas:
+            for terminal, generated, fired, step_bad, in_bytes, expand_busy, expand_cov in metas:
+                if expand_cov is not None:
+                    stats.coverage.add_task(names, expand_cov)
                 shipped += in_bytes
                 busy += expand_busy
                 stats.terminal += terminal

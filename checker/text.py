@@ -9,7 +9,6 @@ or hide what follows; a bidirectional override would reorder it. Show such text 
 from __future__ import annotations
 
 import os
-
 import re
 
 # C0 controls (newline and tab included: the text is shown on one line), DEL, C1
@@ -53,6 +52,7 @@ def picture_text(text) -> str:
     encoded or is not legal in XML, replaced by its visible escape (``\\ud800``, ``\\ufffe``).
     Line breaks and tabs stay (each format lays them out in its own way)."""
     return _UNSAFE_IN_PICTURES.sub(_escape_wide, str(text))
+
 
 def display_path(path) -> str:
     """A path as a page meant to be shared shows it: relative to the current directory

@@ -66,6 +66,12 @@ class KafkaModel:
 
         return KafkaBatchKernel(self.config)
 
+    def coverage_names(self):
+        """The kinds of the actions and the variables coverage counts (``model.coverage_names``)."""
+        from .coverage_names import kafka_coverage
+
+        return kafka_coverage(self)
+
     def symmetries(self):
         """The replica permutations symmetry reduction may apply: every permutation with
         ``initial_leader = any``, else those that fix the first replica."""

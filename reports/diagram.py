@@ -27,6 +27,8 @@ CONTROLLER = 0  # the controller's lane; replica r is lane r + 1
 MARKER = "kmc counterexample diagram"  # every diagram file kmc writes holds this text
 
 
+HOLDS = "holds"  # a diagram's kind when its last state violates nothing (build_path)
+
 def epoch_colour(epoch: int) -> str:
     """The terminal's colour of a leader epoch (``reports.terminal.EPOCH_STYLES``), as
     ``#rrggbb``."""
@@ -127,30 +129,38 @@ class Diagram:
 
 def build(model, violation) -> Diagram:
     """The diagram of ``violation``'s path (a ``checker.result.Violation``)."""
-    steps = violation.path.steps
+    return build_path(model, violation.path, violation.property, violation.kind, violation.explanation,
+                      getattr(violation, "traps", None))
+
+
+def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None) -> Diagram:
+    """The diagram of any path (a ``checker.result.Path``): a counterexample's, with the
+    property ``prop`` of kind ``kind`` it violates and why, or (``kind`` ``HOLDS``, what
+    ``kmc explore`` draws for a walk) a path whose last state violates nothing."""
+    steps = path.steps
     states = [s.state for s in steps]
-    marked, ghosts = _marks(model, violation.property, states[-1])
+    marked, ghosts = _marks(model, prop, states[-1])
     columns = []
     for i, step in enumerate(steps):
         prev = states[i - 1] if i else None
         last = i == len(steps) - 1
         columns.append(_column(model, i + 1, step, prev, marked, ghosts if last else {}, last))
     n = len(steps)
-    if violation.kind == "step" and n > 1:
-        verdict = (f"{violation.property} is violated by the last transition, State {n - 1} → "
+    if kind == HOLDS:
+        verdict = f"State {n}"
+    elif kind == "step" and n > 1:
+        verdict = (f"{prop} is violated by the last transition, State {n - 1} → "
                    f"State {n} ({format_action(model, steps[-1].action)})")
-    elif violation.kind == "possibly":
-        verdict = f"{violation.property} fails: State {n} is a trap"
+    elif kind == "possibly":
+        verdict = f"{prop} fails: State {n} is a trap"
     else:
-        verdict = f"{violation.property} is violated in State {n}"
-    note = UNCLEAN_NOTE if (violation.property == "CommittedNeverLost"
-                            and model.config.unclean_leader_election) else ""
+        verdict = f"{prop} is violated in State {n}"
+    note = UNCLEAN_NOTE if (prop == "CommittedNeverLost" and model.config.unclean_leader_election) else ""
     lost = tuple(record_text(*m) for m in sorted(marked))
     options = tuple(n for n in ("alter_partition", "broker_epochs") if getattr(model.config, n, False))
     return Diagram(lanes=("controller",) + tuple(model.config.replicas), columns=tuple(columns),
-                   property=violation.property, kind=violation.kind, verdict=verdict,
-                   explanation=violation.explanation, lost=lost,
-                   traps=getattr(violation, "traps", None), note=note, options=options)
+                   property=prop, kind=kind, verdict=verdict, explanation=explanation, lost=lost,
+                   traps=traps, note=note, options=options)
 
 
 def _marks(model, prop, state):

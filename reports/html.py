@@ -41,6 +41,10 @@ ol.steps li { margin: 2px 0; }
 ol.steps code { font-weight: bold; }
 ol.steps .desc { color: #444; }
 ol.steps li.last { color: #b71c1c; }
+section.coverage table { border-collapse: collapse; font-size: 13px; margin: 6px 0; }
+section.coverage th, section.coverage td { text-align: left; padding: 1px 10px 1px 0; vertical-align: top; }
+section.coverage td.n { text-align: right; font-variant-numeric: tabular-nums; }
+section.coverage tr.never td:first-child, section.coverage li { color: #b26a00; }
 footer { color: #777; font-size: 12px; margin-top: 16px; }
 @media print {
   @page { size: A4 landscape; margin: 8mm; }
@@ -60,7 +64,7 @@ def _x(text) -> str:
 
 
 def page(diagrams, *, title="", path=None, description="", config=(), counts=(), verdicts=(),
-         command="", empty="") -> str:
+         command="", empty="", coverage=None) -> str:
     """The whole HTML document.
 
     Args:
@@ -73,6 +77,8 @@ def page(diagrams, *, title="", path=None, description="", config=(), counts=(),
         verdicts: ``(property, verdict)`` pairs.
         command: the command that made the page (shown in the footer).
         empty: what to say when ``diagrams`` is empty.
+        coverage: the run's coverage (``reports.coverage.coverage_to_dict``), a section
+            after the diagrams.
     """
     from kmc.checker import __version__
 
@@ -97,6 +103,8 @@ def page(diagrams, *, title="", path=None, description="", config=(), counts=(),
         parts.append(f'<p class="note">{_x(empty or "No counterexample.")}</p>')
     for d in diagrams:
         parts.append(_section(d))
+    if coverage:
+        parts.append(_coverage(coverage))
     made = f"Made by kmc {__version__}" + (f": <code>{_x(command)}</code>" if command else "") + "."
     parts += [f"<footer>{made} Colours: leader epochs, as in the terminal.</footer>", "</body>", "</html>"]
     return "\n".join(parts) + "\n"
@@ -114,6 +122,25 @@ def _section(d) -> str:
         out.append(f"<li{cls}><code>{_x(col.action)}</code> <span class=\"desc\">{_x(col.description)}</span></li>")
     out.append("</ol>")
     out.append("</section>")
+    return "\n".join(out)
+
+
+def _coverage(doc) -> str:
+    out = ['<section class="coverage">', "<h2>Coverage</h2>",
+           "<table><tr><th>action</th><th>enabled in</th><th>fired</th><th>new states</th><th>kinds fired</th></tr>"]
+    for name, a in doc["actions"].items():
+        kinds = ", ".join(f"{k} {n:,}" for k, n in a.get("kinds", {}).items())
+        cls = ' class="never"' if not a["fired"] else ""
+        out.append(f"<tr{cls}><td>{_x(name)}</td><td class=\"n\">{a['enabled']:,}</td><td class=\"n\">"
+                   f"{a['fired']:,}</td><td class=\"n\">{a['new']:,}</td><td>{_x(kinds)}</td></tr>")
+    out.append("</table>")
+    if doc["warnings"]:
+        out.append("<ul>" + "".join(f"<li>{_x(w)}</li>" for w in doc["warnings"]) + "</ul>")
+    out.append("<table><tr><th>variable</th><th>distinct</th><th>values</th></tr>")
+    for var, v in doc["variables"].items():
+        out.append(f"<tr><td>{_x(var)}</td><td class=\"n\">{v['distinct']}</td>"
+                   f"<td>{_x(', '.join(v['values']))}</td></tr>")
+    out += ["</table>", "</section>"]
     return "\n".join(out)
 
 

@@ -16,10 +16,12 @@ from kmc.checker.result import UNKNOWN
 from kmc.model.actions import ACTION_NAMES, action_names
 from kmc.model.state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
 
+from .coverage import coverage_to_dict
+
 SCHEMA_VERSION = 1
 # Fields added within a version raise the minor version (docs/json-schema.md lists them);
 # readers of version 1 ignore the fields they do not know.
-SCHEMA_MINOR = 1
+SCHEMA_MINOR = 2
 
 
 # -- verdicts and expectations ----------------------------------------------------------
@@ -247,6 +249,7 @@ def result_to_dict(spec, model, result) -> dict:
         "stopped": result.stopped,
         "max_depth": result.max_depth,
         "stats": stats_to_dict(result.stats, _action_names(model)),
+        "coverage": coverage_to_dict(result.stats),
         "verdicts": verdicts(result),
         "unknown": dict(getattr(result, "unknown", None) or {}),
         "expectation": expectation(spec, result),

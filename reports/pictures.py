@@ -9,6 +9,7 @@ from __future__ import annotations
 from kmc.checker.text import safe_text
 
 from . import html, mermaid, svg
+from .coverage import coverage_to_dict
 from .diagram import build, config_lines, counts_from_document, counts_from_stats
 
 FORMATS = ("html", "mermaid", "svg")
@@ -41,7 +42,7 @@ def result_page(spec, model, result, command="") -> str:
     return html.page(diagrams, title=spec.title if spec is not None else "", path=_shown(spec.path) if spec else None,
                      description=spec.description if spec is not None else "",
                      config=config_lines(model.config), counts=counts, verdicts=verdicts,
-                     command=command, empty=empty)
+                     command=command, empty=empty, coverage=coverage_to_dict(result.stats))
 
 
 def result_mermaid(spec, model, result) -> str:

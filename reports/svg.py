@@ -24,6 +24,7 @@ ZOOM = 1.25  # a short trace is drawn larger, up to this much, to fill WIDTH
 BOX_H, BOX_GAP = 15, 2
 LINE = 11
 RED, ORANGE, BLUE, PURPLE, GREY = "#c62828", "#e65100", "#1f5fbf", "#6a3fb5", "#9e9e9e"
+GREEN = "#2e7d32"
 
 
 def _x(text) -> str:
@@ -325,9 +326,11 @@ def _event(out, ev, x, lay):
 
 def _verdict(out, d, lay) -> float:
     y = lay.lanes_bottom + 10
-    colour = ORANGE if d.kind == "possibly" else RED
+    colour = ORANGE if d.kind == "possibly" else GREEN if d.kind == "holds" else RED
     width = lay.width - 2 * PAD
-    lines = wrap(f"✗ {d.verdict}: {d.explanation}", width - 16, 10.5)
+    head = f"✓ {d.verdict}: {d.explanation or 'no property is violated'}" if d.kind == "holds" else \
+        f"✗ {d.verdict}: {d.explanation}"
+    lines = wrap(head, width - 16, 10.5)
     extra = []
     if d.lost:
         extra.append(lost_label(d) + ": " + ", ".join(d.lost)
@@ -338,7 +341,8 @@ def _verdict(out, d, lay) -> float:
     if d.note:
         extra += wrap(d.note, width - 16, 9)
     h = 10 + len(lines) * 12.6 + len(extra) * 11 + 6
-    out.append(f'<g class="verdict"><rect x="{PAD}" y="{y}" width="{width}" height="{h}" fill="#fdecea" '
+    fill = "#e8f5e9" if d.kind == "holds" else "#fdecea"
+    out.append(f'<g class="verdict"><rect x="{PAD}" y="{y}" width="{width}" height="{h}" fill="{fill}" '
                f'stroke="{colour}" rx="4"/>')
     out.append(_text(PAD + 8, y + 15, lines, 10.5, fill=colour, weight="bold"))
     if extra:

@@ -89,3 +89,164 @@ def test_result_view_flags_never_fired_actions_directly():
     lines = {line.split()[0]: line for line in text.splitlines() if line.split() and line.split()[0] in ACTION_NAMES}
     assert "never fired" in lines["Crash"] and "never fired" in lines["Restart"]
     assert "never fired" not in lines["Produce"]
+
+
+# -- enabled counts, kinds, variables (checker.coverage) ----------------------------------
+
+import pytest  # noqa: E402
+
+from kmc.checker.engines import make_engine  # noqa: E402
+
+# specs/hw-data-loss.toml: in how many expanded states each action was enabled (a state
+# counts once however many instances it enables: Crash fired 835 times from 468 states).
+SEED_ENABLED = {
+    "Produce": 376, "FetchRequest": 146, "FetchResponse": 393, "Crash": 468, "Restart": 541,
+    "ElectLeader": 321, "BecomeFollower": 404, "ShrinkIsr": 276, "ExpandIsr": 35,
+}
+LKL = str(REPO / "specs" / "avail-c2-elr-lkl.toml")
+
+
+def _coverage(result):
+    cov = result.stats.coverage
+    return cov.enabled, cov.kinds, cov.distinct_values()
+
+
+def _run(path, **kw):
+    spec = load_spec(path)
+    return make_engine(spec.model(), spec.properties(), options_from(spec, argparse.Namespace()), **kw).run()
+
+
+def test_seed_spec_enabled_and_kinds_are_pinned():
+    enabled, kinds, values = _coverage(_run(SEED))
+    assert enabled == SEED_ENABLED
+    assert kinds == {"ElectLeader": {"clean": 406, "ELR": 0, "unclean": 0, "last-known-leader": 0},
+                     "Crash": {"keeps its log": 835, "lossy cut": 0}}
+    assert sum(kinds["ElectLeader"].values()) == SEED_FIRED["ElectLeader"]
+    assert values["quorum.isr"] == [1, 2, 3] and values["replica.leader"] == [-1, 0, 1]
+    assert values["quorum.elr"] == [0]  # no ELR without KIP-966
+
+
+def test_kinds_of_the_last_known_leader_spec():
+    _, kinds, _ = _coverage(_run(LKL))
+    assert kinds["ElectLeader"] == {"clean": 2081, "ELR": 0, "unclean": 0, "last-known-leader": 538}
+    assert kinds["Crash"] == {"keeps its log": 1871, "lossy cut": 2156}
+
+
+@pytest.mark.parametrize("path", [SEED, LKL, str(REPO / "specs" / "avail-c2-elr-unclean.toml"),
+                                  str(REPO / "specs" / "acks-all-data-loss.toml")])
+def test_batch_and_per_state_coverage_agree(path):
+    assert _coverage(_run(path)) == _coverage(_run(path, per_state=True))
+
+
+def test_a_stop_inside_a_level_keeps_the_boundary_coverage():
+    spec = load_spec(LKL)
+    # per state: a piece is one state, so a stop falls inside a level
+    engine = make_engine(spec.model(), spec.properties(), options_from(spec, argparse.Namespace()), per_state=True)
+    expand = engine.search.expand
+    level_pieces = {"n": 0}
+
+    def counting(piece, first, stats, level_found, found):
+        level_pieces["n"] += 1
+        if level_pieces["n"] == 200:
+            engine.cancel("interrupted")
+        return expand(piece, first, stats, level_found, found)
+
+    engine.search.expand = counting
+    result = engine.run()
+    assert result.stopped == "interrupted"
+    # the reported (partial) counts include the half level; the engine went back to the
+    # boundary, with the coverage it had there: a second run counts the level once.
+    assert sum(result.stats.coverage.enabled.values()) > sum(engine.stats.coverage.enabled.values())
+    engine.stop_requested = None
+    engine.search.expand = expand
+    again = engine.run()
+    assert _coverage(again) == _coverage(_run(LKL))
+
+
+def test_the_json_result_carries_coverage_and_warnings(tmp_path, capsys):
+    out, page = tmp_path / "r.json", tmp_path / "r.html"
+    assert main(["check", LKL, "--no-progress", "--no-trace", "--coverage", "--json", str(out),
+                 "--html", str(page)]) == EXIT_VIOLATION
+    printed = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["schema_minor"] == 2
+    cov = doc["coverage"]
+    assert cov["actions"]["Crash"] == {"enabled": 1053, "fired": 4027, "new": 2440,
+                                       "kinds": {"keeps its log": 1871, "lossy cut": 2156}}
+    assert cov["variables"]["quorum.isr"] == {"distinct": 4, "values": ["{}", "{A}", "{B}", "{A, B}"]}
+    assert cov["warnings"] == [
+        "ElectLeader never took the ELR kind although `eligible_leader_replicas` is on: "
+        "raise max_crashes or max_leader_epoch?",
+        "ElectLeader never took the unclean kind: is `unclean_leader_election` meant to be on?",
+    ]
+    assert "Coverage: actions" in printed and "is `unclean_leader_election` meant" in " ".join(printed.split())
+    html = page.read_text()
+    assert '<section class="coverage">' in html and "meant to be on?" in html
+
+
+def test_coverage_is_printed_only_when_asked(capsys):
+    assert main(["check", SEED, "--no-progress", "--no-trace"]) == EXIT_VIOLATION
+    assert "Coverage: actions" not in capsys.readouterr().out
+
+
+def test_a_model_without_coverage_names_counts_its_state_fields():
+    import toy
+
+    model = toy.BareCounters()
+    result = make_engine(model, [toy.NeverDown]).run()
+    cov = result.stats.coverage
+    assert cov.distinct_values() == {"x": [0, 1, 2, 3], "y": [0, 1, 2, 3]}
+    # 15 states expand; IncX is enabled in those with x < 3: 12 of them
+    assert cov.enabled == {"IncX": 12, "IncY": 12}
+    from kmc.checker.coverage import coverage_warnings
+
+    assert coverage_warnings(cov, result.stats.fired) == []
+    assert coverage_warnings(cov, {"IncX": 3}) == ["IncY never fired: a modelling bug or an unreachable action?"]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("per_state", [False, True])
+def test_spark_coverage_matches_the_local_engine(spark_sc, partitions, per_state):
+    spec = load_spec(LKL)
+    props = [p for p in spec.properties() if p.kind != "possibly"]  # local-only
+    options = options_from(spec, argparse.Namespace())
+    local = make_engine(spec.model(), props, options).run()
+    engine = make_engine(spec.model(), props, options, engine="spark", per_state=per_state, partitions=partitions,
+                         driver_level_limit=0)
+    assert _coverage(engine.run()) == _coverage(local)
+
+
+@pytest.mark.parametrize("per_state", [False, True])
+def test_a_resumed_run_counts_the_coverage_of_a_straight_one(per_state):
+    import pickle
+
+    spec = load_spec(LKL)
+    options = options_from(spec, argparse.Namespace())
+    snaps = []
+    engine = make_engine(spec.model(), spec.properties(), options, per_state=per_state,
+                         on_level=lambda e: snaps.append(pickle.dumps(e.snapshot())))
+    straight = engine.run()
+    resumed = make_engine(spec.model(), spec.properties(), options, per_state=per_state)
+    resumed.restore(pickle.loads(snaps[3]))  # from the boundary of the fourth level
+    assert _coverage(resumed.run()) == _coverage(straight)
+
+
+@pytest.mark.parametrize("engine_kind", ["local", pytest.param("spark", marks=pytest.mark.spark)])
+def test_coverage_off_counts_nothing_and_changes_nothing_else(engine_kind, request):
+    """``Options.coverage`` off (``kmc bench --no-coverage``, to measure its cost)."""
+    import attrs
+
+    from kmc.reports.coverage import coverage_to_dict
+
+    if engine_kind == "spark":
+        request.getfixturevalue("spark_sc")
+    spec = load_spec(LKL)
+    props = [p for p in spec.properties() if p.kind != "possibly"]
+    options = options_from(spec, argparse.Namespace())
+    extra = {"partitions": 2, "driver_level_limit": 0} if engine_kind == "spark" else {}
+    on = make_engine(spec.model(), props, options, engine=engine_kind, **extra).run()
+    off = make_engine(spec.model(), props, attrs.evolve(options, coverage=False), engine=engine_kind, **extra).run()
+    assert coverage_to_dict(off.stats) is None and coverage_to_dict(on.stats) is not None
+    assert (off.stats.distinct, off.stats.generated, off.stats.fired, off.stats.new) == (
+        on.stats.distinct, on.stats.generated, on.stats.fired, on.stats.new)

@@ -8,6 +8,8 @@ import resource
 import sys
 import time
 
+import attrs
+
 from kmc.checker.text import safe_text
 from .common import add_engine_arguments, add_force_argument, add_model_arguments, add_spec_argument, check_output_path, load_target, make_engine, options_from, positive_int, require_spark
 
@@ -39,6 +41,8 @@ def register(sub):
                    help="run the local engine and the Spark engine (with --master, --partitions, ...) on "
                    "the spec, each in a process of its own, one after the other, and print both, their "
                    "ratios, and whether they explored the same state space")
+    p.add_argument("--no-coverage", action="store_true",
+                   help="do not count the coverage (to measure what counting it costs)")
     add_force_argument(p)
     add_engine_arguments(p)
     p.set_defaults(run=run)
@@ -115,7 +119,8 @@ def run(args, out, err) -> int:
     runs = []
     engine = None
     for _ in range(args.repeat):
-        engine = make_engine(spec, model, props, options_from(spec, args), None, args)
+        options = attrs.evolve(options_from(spec, args), coverage=not getattr(args, "no_coverage", False))
+        engine = make_engine(spec, model, props, options, None, args)
         tree = TreeUsage().start()
         t0 = time.perf_counter()
         try:
@@ -132,6 +137,7 @@ def run(args, out, err) -> int:
         "engine": result.engine,
         "python": platform.python_version(),
         "runs": args.repeat,
+        "coverage": not getattr(args, "no_coverage", False),
         "distinct_states": st.distinct,
         "states_generated": st.generated,
         "depth": st.depth,

@@ -56,6 +56,9 @@ def register(sub):
     add_diagram_arguments(p)
     add_force_argument(p)
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of a counterexample")
+    p.add_argument("--coverage", action="store_true",
+                   help="also print the coverage: per action how often it was enabled, fired and found a new "
+                        "state, per kind, per variable its distinct values (always in --json)")
     p.add_argument("--no-trace", action="store_true", help="do not print counterexample traces")
     p.add_argument("--no-progress", action="store_true", help="no progress output at all")
     p.add_argument("--progress-every", type=_seconds, default=30.0, metavar="SECONDS",
@@ -196,6 +199,11 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
 
     out.print(ResultView(spec, model, result, diff=args.diff, show_traces=not args.no_trace,
                          max_states=options.max_states))
+    if args.coverage:
+        from kmc.reports.coverage import coverage_view
+
+        out.print()
+        out.print(coverage_view(result.stats))
     if engine.cleaned:
         err.print(f"kmc: {engine.cleaned}", markup=False, highlight=False, soft_wrap=True)
     if engine.not_started:

@@ -1,0 +1,127 @@
+"""``kmc explore SPEC``: walk a model in the browser (``reports.explorer``, served by
+``checker.app.explore_server``)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from kmc.checker.errors import UsageError
+from kmc.checker.text import safe_text
+
+from .common import load, options_from
+
+
+def register(sub):
+    p = sub.add_parser(
+        "explore",
+        help="walk a model in the browser: choose each step, see the state and the properties",
+        description="Start a local web server for one spec and print its URL. The page shows the state "
+        "(the replica table and the swimlane of the path so far), every enabled next step as a button, "
+        "every property's status in the current state, and the verdicts of a search run in the "
+        "background, each linked to its counterexample. The path is in the URL: a link reproduces it. "
+        "Ctrl-C stops the server.",
+        epilog="The JSON API the page uses is documented in README.md (\"Walk a scenario\").",
+    )
+    p.add_argument("spec", metavar="SPEC", help="the spec file (TOML), e.g. specs/hw-data-loss.toml")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="the address to bind (default 127.0.0.1, this machine only; another address "
+                        "lets other machines walk the model: a warning is printed)")
+    p.add_argument("--port", type=_port, default=8470, help="the port (default 8470; 0: any free port)")
+    p.add_argument("--trace", metavar="FILE", action="append", default=[],
+                   help="a saved trace to load as a path (kmc check --json, kmc simulate --json, "
+                        "kmc replay --format json); may be given more than once")
+    p.add_argument("--no-search", action="store_true", help="do not run the search in the background")
+    p.set_defaults(run=run)
+
+
+def _port(text):
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r} (0 to 65535)")
+    return port
+
+
+def load_traces(paths, model) -> dict:
+    """``{name: (init_index, choices)}`` of the traces in the files the user named."""
+    from .replay import ReplayError, load_document, violations_of
+
+    out = {}
+    for path in paths:
+        try:
+            doc = load_document(path)
+            found = violations_of(path, doc)
+        except ReplayError as e:
+            raise UsageError(f"--trace: {e}") from None
+        saved = doc.get("spec", {}).get("model") if isinstance(doc.get("spec"), dict) else None
+        if saved is not None and saved != model.config.as_dict():
+            raise UsageError(f"--trace: {path}: its model's constants differ from the spec's")
+        if not found:
+            raise UsageError(f"--trace: {path}: holds no trace")
+        for v in found:
+            trace = v["trace"]
+            init, choices = trace.get("init_index"), trace.get("choices")
+            if not isinstance(init, int) or not isinstance(choices, list) or not all(
+                    isinstance(c, int) and not isinstance(c, bool) for c in choices):
+                raise UsageError(f"--trace: {path}: the trace of {v['property']} needs 'init_index' and 'choices'")
+            name = f"{path} ({v['property']})" if len(paths) > 1 or len(found) > 1 else f"{path}"
+            out[name] = (init, choices)
+    return out
+
+
+def run(args, out, err) -> int:
+    from kmc.checker.engines import make_engine
+    from kmc.reports.explorer import Explorer, GenericView, KafkaView, WalkError
+
+    from ..explore_server import ExploreServer
+
+    spec = load(args.spec)
+    model = spec.model()
+    properties = spec.properties()
+    traces = load_traces(args.trace, model)
+    from kmc.model.kafka import KafkaModel
+
+    view = KafkaView(model) if isinstance(model, KafkaModel) else GenericView(model)
+    explorer = Explorer(model, properties, view=view, title=spec.title, path=spec.path, traces=traces)
+    for name, (init, choices) in traces.items():
+        try:
+            explorer.walk(init, choices)
+        except WalkError as e:
+            raise UsageError(f"--trace: {name}: does not replay on {spec.path}: {e}") from None
+    try:
+        server = ExploreServer(explorer, args.host, args.port)
+    except OSError as e:
+        raise UsageError(f"--port {args.port}: cannot listen on {args.host} ({e.strerror or e}); "
+                         "choose another port (--port 0: any free one)") from None
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        err.print(f"kmc: warning: listening on {safe_text(args.host)}, not only this machine: anyone who can "
+                  "reach it can walk the model and run its search", markup=False, highlight=False, soft_wrap=True)
+    thread = None
+    try:  # from here on, Ctrl-C (at any moment) stops the server and the search
+        if not args.no_search:
+            options = options_from(spec, argparse.Namespace())
+            engine = make_engine(model, properties, options)
+            explorer.start_search(lambda progress: _run(engine, progress), engine.cancel)
+        thread = server.serve_in_thread()
+        out.print(f"kmc explore {safe_text(spec.path)}: open {server.url()}  (Ctrl-C stops)",
+                  markup=False, highlight=False, soft_wrap=True)
+        out.file.flush()
+        while thread.is_alive():
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if thread is not None:  # (shutdown waits for a serve_forever that has started)
+            server.shutdown()
+        server.server_close()
+        explorer.close()
+    out.print("kmc explore: stopped", markup=False, highlight=False)
+    return 0
+
+
+def _run(engine, progress):
+    engine.progress = progress
+    return engine.run()

@@ -1,0 +1,303 @@
+"""What coverage names in the Kafka model: the kinds of its actions and its variables.
+
+Kinds (docs/model.md, "ElectLeader" and "Crash"):
+
+- ElectLeader: ``clean`` (the candidate is in the ISR), ``ELR`` (in the eligible leader
+  replicas, KIP-966), ``last-known-leader`` (the quorum's leader re-elected with the ISR
+  and the ELR empty, KIP-966), ``unclean`` (anyone else);
+- Crash: ``keeps its log`` (nothing lost) or ``lossy cut`` (an unflushed suffix lost).
+
+Variables, each as the values a report lists (one set over every replica for a
+replica's field): a replica's ``alive``, ``log end``, ``hw``, ``epoch``, ``leader``,
+``lossy``, ``remote_leo`` (the leader's view of every log end), ``inflight`` (the records
+of the fetch response in flight, "none" when there is none); the controller's
+``quorum.leader``, ``quorum.epoch``, ``quorum.isr``, ``quorum.elr``; the history counters
+``produced``, ``crashes``, ``committed`` and (with ``acks``) ``acked`` (how many records).
+
+Both forms give the same integers: ``values_of`` from a ``State`` (or its parts), ``row_columns`` and ``row_derived`` from the
+batch kernel's rows (``model.rows``): the engines' counts agree on every path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kmc.checker.protocol import CoverageNames
+
+from .actions import ALTER_PARTITION, CRASH, ELECT_LEADER, action_names
+from .state import Quorum, Replica
+
+ELECT_KINDS = ("clean", "ELR", "unclean", "last-known-leader")
+CRASH_KINDS = ("keeps its log", "lossy cut")
+ALTER_KINDS = ("removes", "adds", "refused")  # the controller's answer (alter_partition)
+REPLICA_VARS = ("alive", "log end", "hw", "epoch", "leader", "lossy", "remote_leo", "inflight")
+GLOBAL_VARS = ("quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr", "produced", "crashes", "committed")
+
+
+def kafka_coverage(model) -> CoverageNames:
+    """The ``CoverageNames`` of a ``KafkaModel`` (what ``KafkaModel.coverage_names``
+    returns)."""
+    cfg = model.config
+    values = _Values(bool(getattr(cfg, "acks", None)), cfg.n if cfg.alter_partition else 0)
+    variables = tuple(f"replica.{v}" for v in REPLICA_VARS) + GLOBAL_VARS
+    if getattr(cfg, "acks", None):
+        variables += ("acked",)
+    kinds = {ELECT_LEADER: ELECT_KINDS, CRASH: CRASH_KINDS}
+    if cfg.alter_partition:
+        variables += ("quorum.alter",)
+        kinds[ALTER_PARTITION] = ALTER_KINDS
+    return CoverageNames(
+        actions=action_names(cfg),
+        kinds=kinds,
+        kind_of=kind_of,
+        row_kinds=row_kinds,
+        variables=variables,
+        values_of=values,
+        parts_of=values.parts,
+        row_columns=row_columns,
+        row_derived=row_derived,
+        row_domains=row_domains,
+        text=_Text(tuple(cfg.replicas)),
+        hint=_Hint(cfg),
+    )
+
+
+# -- kinds ------------------------------------------------------------------------------
+
+
+def kind_of(model, before, action, after):
+    if action.name == ELECT_LEADER:
+        q, c = before.quorum, action.replica
+        if c in q.isr:
+            return "clean"
+        if c in q.elr:
+            return "ELR"
+        if model.config.last_known_leader and not q.isr and not q.elr and q.leader == c:
+            return "last-known-leader"
+        return "unclean"
+    if action.name == CRASH:
+        r = action.replica
+        return "lossy cut" if len(after.replicas[r].log) < len(before.replicas[r].log) else "keeps its log"
+    if action.name == ALTER_PARTITION:
+        if after.quorum.isr == before.quorum.isr:
+            return "refused"
+        return "adds" if len(after.quorum.isr) > len(before.quorum.isr) else "removes"
+    return None
+
+
+def row_kinds(kernel, chunk, parents, codes, succ):
+    from .actions import ALTER_PARTITION_CODE, CRASH_CODE, ELECT_LEADER_CODE
+
+    c = kernel.codec
+    out = {}
+    codes = codes.astype(np.int8, copy=False)
+    where = np.flatnonzero(codes == ELECT_LEADER_CODE)
+    if len(where):
+        p = parents[where]
+        cand = succ[where, c.Q_LEADER].astype(np.int64)
+        bit = np.left_shift(1, cand)
+        isr, elr = chunk[p, c.Q_ISR].astype(np.int64), chunk[p, c.Q_ELR].astype(np.int64)
+        kind = np.full(len(where), 2, dtype=np.int64)  # unclean
+        if kernel.config.last_known_leader:
+            kind[(isr == 0) & (elr == 0) & (chunk[p, c.Q_LEADER] == cand)] = 3
+        kind[(elr & bit) != 0] = 1
+        kind[(isr & bit) != 0] = 0
+        out[ELECT_LEADER] = (where, kind)
+    where = np.flatnonzero(codes == CRASH_CODE)
+    if len(where):
+        leo = [c.block(r) + c.LEO for r in range(c.n)]
+        lost = (succ[np.ix_(where, leo)] < chunk[np.ix_(parents[where], leo)]).any(axis=1)
+        out[CRASH] = (where, lost.astype(np.int64))
+    where = np.flatnonzero(codes == ALTER_PARTITION_CODE) if c.alter else ()
+    if len(where):
+        same = succ[where, c.Q_ISR] == chunk[parents[where], c.Q_ISR]
+        kind = chunk[parents[where], c.ALTER_CHANGE].astype(np.int64)  # 0 removes, 1 adds
+        kind[same] = 2
+        out[ALTER_PARTITION] = (where, kind)
+    return out
+
+
+# -- variables --------------------------------------------------------------------------
+
+
+def _mask(ids) -> int:
+    m = 0
+    for r in ids:
+        m |= 1 << r
+    return m
+
+
+def _replica_values(rep):
+    yield "replica.alive", int(rep.alive)
+    yield "replica.log end", len(rep.log)
+    yield "replica.hw", rep.hw
+    yield "replica.epoch", rep.epoch
+    yield "replica.leader", -1 if rep.leader is None else rep.leader
+    yield "replica.lossy", int(rep.lossy)
+    for leo in rep.remote_leo:
+        yield "replica.remote_leo", leo
+    yield "replica.inflight", -1 if rep.inflight is None else len(rep.inflight.records)
+
+
+def _quorum_values(q, n):
+    yield "quorum.leader", -1 if q.leader is None else q.leader
+    yield "quorum.epoch", q.epoch
+    yield "quorum.isr", _mask(q.isr)
+    yield "quorum.elr", _mask(q.elr)
+    if n:  # with alter_partition: the request in flight as one number (-1: none)
+        yield "quorum.alter", _alter_value(q.alter, n)
+
+
+def _alter_value(alter, n) -> int:
+    """The request ``(leader, change, replica)`` as one number: -1 for none, else
+    ``(leader * 2 + change) * n + replica`` (change 0 removes, 1 adds)."""
+    if alter is None:
+        return -1
+    return (alter[0] * 2 + (1 if alter[1] == "expand" else 0)) * n + alter[2]
+
+
+class _Values:
+    """A state's values (``values_of``), or a part's (``parts_of``: a replica, the quorum,
+    the history counters); the acknowledged count when ``acks`` is set."""
+
+    def __init__(self, acks, alter_replicas=0):
+        self.acks = acks
+        self.alter_replicas = alter_replicas  # the replica count with alter_partition, else 0
+
+    def parts(self, state):
+        yield from state.replicas
+        yield state.quorum
+        yield ("history", state.produced, state.crashes, len(state.committed), len(state.acked))
+
+    def __call__(self, part):
+        if isinstance(part, Replica):
+            yield from _replica_values(part)
+        elif isinstance(part, Quorum):
+            yield from _quorum_values(part, self.alter_replicas)
+        elif isinstance(part, tuple):
+            _, produced, crashes, committed, acked = part
+            yield "produced", produced
+            yield "crashes", crashes
+            yield "committed", committed
+            if self.acks:
+                yield "acked", acked
+        else:  # a whole state
+            for p in self.parts(part):
+                yield from self(p)
+
+
+def row_columns(kernel):
+    """The row columns (``model.rows``) that hold each variable's values as they are."""
+    c = kernel.codec
+    blocks = [c.block(r) for r in range(c.n)]
+
+    def per_replica(offset):
+        return [b + offset for b in blocks]
+
+    return {
+        "replica.alive": per_replica(c.ALIVE),
+        "replica.log end": per_replica(c.LEO),
+        "replica.hw": per_replica(c.HW),
+        "replica.epoch": per_replica(c.EPOCH),
+        "replica.leader": per_replica(c.LEADER),
+        "replica.lossy": per_replica(c.LOSSY),
+        "replica.remote_leo": [b + c.REMOTE_LEO + f for b in blocks for f in range(c.n)],
+        "replica.inflight": per_replica(c.INFLIGHT_COUNT),  # -1 (none) with no response in flight
+        "quorum.leader": [c.Q_LEADER],
+        "quorum.epoch": [c.Q_EPOCH],
+        "quorum.isr": [c.Q_ISR],
+        "quorum.elr": [c.Q_ELR],
+        "produced": [c.PRODUCED],
+        "crashes": [c.CRASHES],
+    }
+
+
+def row_derived(kernel, rows, wanted):
+    """The variables no column holds: how many records are committed (and acknowledged)."""
+    c = kernel.codec
+    if "committed" in wanted:
+        yield "committed", np.count_nonzero(rows[:, c.COMMITTED_OFFSET : c.COMMITTED_OFFSET + c.m] >= 0, axis=1)
+    if c.acks is not None and "acked" in wanted:
+        yield "acked", np.count_nonzero(rows[:, c.ACKED_OFFSET : c.ACKED_OFFSET + c.m] >= 0, axis=1)
+    if c.alter and "quorum.alter" in wanted:
+        leader = rows[:, c.ALTER_LEADER].astype(np.int64)
+        value = (leader * 2 + rows[:, c.ALTER_CHANGE]) * c.n + rows[:, c.ALTER_REPLICA]
+        yield "quorum.alter", np.where(leader < 0, -1, value)
+
+
+def row_domains(kernel):
+    """Every variable's least and greatest value (model invariants: a log holds at most
+    ``max_messages`` records, epochs stay within ``max_leader_epoch``, ...)."""
+    cfg = kernel.config
+    n, m, e = cfg.n, cfg.max_messages, cfg.max_leader_epoch
+    out = {
+        "replica.alive": (0, 1), "replica.log end": (0, m), "replica.hw": (0, m), "replica.epoch": (-1, e),
+        "replica.leader": (-1, n - 1), "replica.lossy": (0, 1), "replica.remote_leo": (0, m),
+        "replica.inflight": (-1, m), "quorum.leader": (-1, n - 1), "quorum.epoch": (0, e),
+        "quorum.isr": (0, (1 << n) - 1), "quorum.elr": (0, (1 << n) - 1), "produced": (0, m),
+        "crashes": (0, cfg.max_crashes), "committed": (0, m),
+    }
+    if kernel.codec.acks is not None:
+        out["acked"] = (0, m)
+    if kernel.codec.alter:
+        out["quorum.alter"] = (-1, 2 * n * n - 1)
+    return out
+
+
+# -- words ------------------------------------------------------------------------------
+
+
+class _Text:
+    """A value as a report shows it: replica names, "none", sets of replicas."""
+
+    def __init__(self, replicas):
+        self.replicas = replicas
+
+    def __call__(self, var, value):
+        if var in ("replica.leader", "quorum.leader"):
+            return "none" if value < 0 else self.replicas[value]
+        if var in ("quorum.isr", "quorum.elr"):
+            return "{" + ", ".join(n for r, n in enumerate(self.replicas) if value >> r & 1) + "}"
+        if var in ("replica.alive", "replica.lossy"):
+            return "true" if value else "false"
+        if var == "quorum.alter":
+            if value < 0:
+                return "none"
+            who, r = divmod(value, len(self.replicas))
+            leader, change = divmod(who, 2)
+            return f"{self.replicas[leader]} asks to {'add' if change else 'remove'} {self.replicas[r]}"
+        if var == "replica.inflight":
+            return "none" if value < 0 else f"{value} record" + ("" if value == 1 else "s")
+        return str(value)
+
+
+class _Hint:
+    """The warning for an action or a kind that never fired, as a question to the user."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def __call__(self, action, kind):
+        cfg = self.cfg
+        if kind is None:
+            if action in ("Crash", "Restart") and cfg.max_crashes == 0:
+                return f"{action} never fired: max_crashes is 0"
+            if action == "Produce" and cfg.max_messages == 0:
+                return "Produce never fired: max_messages is 0"
+            if action == ELECT_LEADER and cfg.max_leader_epoch == 0:
+                return "ElectLeader never fired: max_leader_epoch is 0"
+            return None
+        option = {
+            "ELR": "eligible_leader_replicas",
+            "unclean": "unclean_leader_election",
+            "last-known-leader": "last_known_leader",
+            "lossy cut": "unflushed_loss",
+            "refused": "broker_epochs",
+        }.get(kind)
+        if option is None:
+            return None
+        taken = {"lossy cut": "took a lossy cut", "refused": "refused a request"}.get(kind, f"took the {kind} kind")
+        head = f"{action} never {taken}"
+        if not getattr(cfg, option):
+            return f"{head}: is `{option}` meant to be on?"
+        return f"{head} although `{option}` is on: raise max_crashes or max_leader_epoch?"

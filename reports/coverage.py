@@ -1,0 +1,71 @@
+"""Coverage as a report shows it: plain data for the JSON result, a rich table for the
+terminal (``kmc check --coverage``), and the lines of its warnings.
+
+The counts are ``checker.coverage.Coverage``'s (kept in ``Stats.coverage``).
+"""
+
+from __future__ import annotations
+
+from kmc.checker.coverage import coverage_warnings
+
+__all__ = ["coverage_to_dict", "coverage_view"]
+
+
+def coverage_to_dict(stats) -> dict | None:
+    """The ``coverage`` section of the JSON result (docs/json-schema.md), or ``None``
+    when the run did not count it."""
+    from kmc.checker.coverage import NoCoverage
+
+    cov = stats.coverage
+    if cov is None or isinstance(cov, NoCoverage):
+        return None
+    text = cov.names.text
+    actions = {}
+    for name in _action_order(cov, stats):
+        entry = {"enabled": cov.enabled.get(name, 0), "fired": stats.fired.get(name, 0),
+                 "new": stats.new.get(name, 0)}
+        if name in cov.kinds:
+            entry["kinds"] = dict(cov.kinds[name])
+        actions[name] = entry
+    variables = {var: {"distinct": len(vals), "values": [text(var, v) for v in vals]}
+                 for var, vals in cov.distinct_values().items()}
+    return {"actions": actions, "variables": variables, "warnings": coverage_warnings(cov, stats.fired)}
+
+
+def _action_order(cov, stats) -> list:
+    names = list(cov.enabled)
+    return names + [n for n in stats.fired if n not in cov.enabled]
+
+
+def coverage_view(stats, max_values: int = 12):
+    """The coverage tables and warnings of a run (a rich renderable)."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    doc = coverage_to_dict(stats)
+    if doc is None:
+        return Text("no coverage was counted", "dim")
+    actions = Table(title="Coverage: actions", title_justify="left", box=box.SIMPLE_HEAD,
+                    header_style="bold dim", show_edge=False)
+    for col, just in (("action", "left"), ("enabled in", "right"), ("fired", "right"),
+                      ("new states", "right"), ("kinds fired", "left")):
+        actions.add_column(col, justify=just, no_wrap=col == "action")
+    for name, a in doc["actions"].items():
+        kinds = ", ".join(f"{k} {n:,}" for k, n in a.get("kinds", {}).items())
+        style = "yellow" if not a["fired"] else None
+        actions.add_row(Text(name, style or ""), f"{a['enabled']:,}", f"{a['fired']:,}", f"{a['new']:,}", kinds)
+    variables = Table(title="Coverage: variables", title_justify="left", box=box.SIMPLE_HEAD,
+                      header_style="bold dim", show_edge=False)
+    variables.add_column("variable", no_wrap=True)
+    variables.add_column("distinct", justify="right")
+    variables.add_column("values")
+    for var, v in doc["variables"].items():
+        shown = v["values"][:max_values]
+        more = f" … ({v['distinct'] - len(shown)} more)" if v["distinct"] > len(shown) else ""
+        variables.add_row(var, str(v["distinct"]), ", ".join(shown) + more)
+    parts = [actions, Text(""), variables]
+    for line in doc["warnings"]:
+        parts.append(Text(f"⚠ {line}", "yellow"))
+    return Group(*parts)

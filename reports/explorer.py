@@ -1,0 +1,265 @@
+"""What ``kmc explore`` shows, as plain data: a walk through a model, one state at a time.
+
+An ``Explorer`` holds a model and its properties. A *walk* is an initial state's index and
+a sequence of choices (the position of an action among the enabled actions of a state,
+in the model's order): deterministic, so the same walk gives the same states on any
+machine with the same spec (``checker.trace.replay_choices``). For a walk the explorer
+gives the steps so far, the enabled next steps (named as traces name them), every
+property's status in the last state, and the state drawn by a *view*: ``KafkaView`` (the
+per-replica table of the terminal, ``reports.state_view``, and the swimlane of the walk,
+``reports.diagram``/``reports.svg``: the renderers of ``kmc check``'s outputs) or
+``GenericView`` (any model: the state's fields).
+
+A background search (the engine ``kmc check`` runs) fills in the spec's verdicts, each
+violated property with its counterexample as a walk. ``reports.explorer_server`` serves
+all of this as JSON under ``/api/``.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+
+import attrs
+
+from kmc.checker.protocol import ALWAYS, POSSIBLY, STEP, action_name, coverage_names, describe_step, \
+    format_action, successors
+from kmc.checker.trace import replay_choices
+
+MAX_STEPS = 10_000  # the longest walk the explorer replays
+MAX_DIAGRAM_STATES = 60  # a longer walk is shown without its swimlane (a page-wide picture)
+
+
+class WalkError(ValueError):
+    """A walk that does not replay (an unknown initial state or choice); one line."""
+
+
+@attrs.define
+class SearchStatus:
+    state: str = "idle"  # idle, running, done, stopped, failed
+    distinct: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    verdicts: dict = attrs.field(factory=dict)  # property -> {"verdict", "walk", "explanation"}
+    message: str = ""
+
+
+class Explorer:
+    """A model to walk, its properties, and (optionally) a background search.
+
+    Args:
+        model: any ``checker.protocol.Model``.
+        properties: the properties shown in every state (and checked by the search).
+        view: how a state is drawn (default ``GenericView``).
+        title, path: the spec's title and file, for the page's header.
+        search: a function ``search(progress) -> CheckResult`` that runs the check (the
+            command builds it with the spec's options); ``progress`` takes a ``Stats``.
+        cancel: called to stop the search (the engine's ``cancel``).
+        traces: ``{name: (init_index, choices)}``, saved traces the user named.
+    """
+
+    def __init__(self, model, properties, *, view=None, title="", path="", search=None, traces=None):
+        self.model = model
+        self.properties = list(properties)
+        self.view = view or GenericView(model)
+        self.title, self.path = title, path
+        self.traces = dict(traces or {})
+        self._search = search
+        self._engine_cancel = None
+        self.status = SearchStatus()
+        self._lock = threading.Lock()
+        self._thread = None
+        self._actions = list(coverage_names(model).actions)
+
+    # -- walks ----------------------------------------------------------------------------
+
+    def walk(self, init_index: int, choices) -> object:
+        """The ``checker.result.Path`` of a walk; ``WalkError`` when it does not replay."""
+        inits = self.model.init_states()
+        if not 0 <= init_index < len(inits):
+            raise WalkError(f"no initial state number {init_index} (the model has {len(inits)})")
+        if len(choices) > MAX_STEPS:
+            raise WalkError(f"a walk of {len(choices):,} steps; the explorer replays at most {MAX_STEPS:,}")
+        try:
+            return replay_choices(self.model, init_index, list(choices))
+        except Exception as e:  # the engine's replay error names the step
+            raise WalkError(str(e)) from None
+
+    def state_doc(self, init_index: int, choices) -> dict:
+        """Everything the page shows for a walk (the ``/api/state`` answer)."""
+        model = self.model
+        path = self.walk(init_index, choices)
+        states = [s.state for s in path.steps]
+        steps = []
+        for i, step in enumerate(path.steps):
+            if step.action is None:
+                steps.append({"index": 1, "action": "initial", "name": "", "description": ""})
+            else:
+                steps.append({"index": i + 1, "action": format_action(model, step.action),
+                              "name": action_name(step.action),
+                              "description": describe_step(model, states[i - 1], step.action, step.state)})
+        state = states[-1]
+        nexts = successors(model, state)
+        enabled = [{"choice": c, "action": format_action(model, a), "name": action_name(a),
+                    "description": describe_step(model, state, a, nxt)} for c, (a, nxt) in enumerate(nexts)]
+        names = {e["name"] for e in enabled}
+        disabled = [{"name": n, "reason": "not enabled in this state"} for n in self._actions if n not in names]
+        props = self.property_status(path)
+        violated = next((p for p in props if p["status"] == "violated"), None)
+        return {
+            "walk": [init_index, *choices],
+            "steps": steps,
+            "enabled": enabled,
+            "disabled": disabled,
+            "properties": props,
+            "state_html": self.view.state_html(states[-1], states[-2] if len(states) > 1 else None),
+            "diagram_svg": self.view.diagram_svg(path, violated),
+        }
+
+    def property_status(self, path) -> list[dict]:
+        """Every property's status in the walk's last state (a step property: on its last
+        step): holds, violated (with the property's reason), or for an always-possibly
+        property whether this state is a goal."""
+        model = self.model
+        steps = path.steps
+        state = steps[-1].state
+        out = []
+        for prop in self.properties:
+            doc = {"name": prop.name, "kind": prop.kind, "description": prop.description}
+            if prop.kind == ALWAYS:
+                why = prop.check(model, state)
+                doc.update(status="violated" if why else "holds", reason=why or "")
+            elif prop.kind == STEP:
+                if len(steps) < 2:
+                    doc.update(status="holds", reason="no step taken yet")
+                else:
+                    why = prop.check(model, steps[-2].state, steps[-1].action, state)
+                    doc.update(status="violated" if why else "holds", reason=why or "")
+            elif prop.kind == POSSIBLY:
+                goal = bool(prop.check(model, state))
+                doc.update(status="goal" if goal else "not a goal",
+                           reason="" if goal else "a goal state must stay reachable from here (the search decides it)")
+            out.append(doc)
+        return out
+
+    def initial_count(self) -> int:
+        return len(self.model.init_states())
+
+    def spec_doc(self) -> dict:
+        return {"title": self.title, "path": self.path, "initial_states": self.initial_count(),
+                "actions": self._actions,
+                "properties": [{"name": p.name, "kind": p.kind, "description": p.description}
+                               for p in self.properties],
+                "traces": [{"name": n, "walk": [i, *c]} for n, (i, c) in self.traces.items()]}
+
+    # -- the background search ----------------------------------------------------------------
+
+    def start_search(self, run, cancel=None) -> None:
+        """Run ``run(progress) -> CheckResult`` in a thread; ``cancel()`` stops it."""
+        self._engine_cancel = cancel
+        self.status.state = "running"
+        started = time.perf_counter()
+
+        def progress(stats):
+            with self._lock:
+                self.status.distinct, self.status.depth = stats.distinct, stats.depth
+                self.status.seconds = time.perf_counter() - started
+
+        def work():
+            try:
+                result = run(progress)
+            except Exception as e:  # shown on the page; the explorer goes on
+                with self._lock:
+                    self.status.state, self.status.message = "failed", f"the search failed: {e}"
+                return
+            verdicts = {}
+            for name in result.checked:
+                v = result.violations.get(name)
+                entry = {"verdict": result.verdict(name), "explanation": "" if v is None else v.explanation,
+                         "walk": None if v is None else [v.path.init_index, *v.path.choices]}
+                if name in getattr(result, "unknown", {}):
+                    entry["explanation"] = result.unknown[name]
+                verdicts[name] = entry
+            with self._lock:
+                st = self.status
+                st.distinct, st.depth = result.stats.distinct, result.stats.depth
+                st.seconds = time.perf_counter() - started
+                st.verdicts = verdicts
+                st.state = "stopped" if result.stopped == "interrupted" else "done"
+                st.message = ("" if result.complete else "stopped at the level of the first violation"
+                              if result.stopped == "violation" else f"incomplete: stopped at {result.stopped}")
+
+        self._thread = threading.Thread(target=work, name="kmc-explore-search", daemon=True)
+        self._thread.start()
+
+    def search_doc(self) -> dict:
+        with self._lock:
+            return attrs.asdict(self.status)
+
+    def close(self, timeout=10.0) -> None:
+        """Stop the search, if one runs, and wait for it."""
+        if self._thread is not None and self._thread.is_alive():
+            if self._engine_cancel is not None:
+                self._engine_cancel()
+            self._thread.join(timeout)
+
+
+# -- views ------------------------------------------------------------------------------------
+
+
+def _html_of(renderable, width=110) -> str:
+    from rich.console import Console
+
+    console = Console(record=True, width=width, file=io.StringIO(), color_system="truecolor",
+                      force_terminal=True)
+    console.print(renderable)
+    return console.export_html(inline_styles=True, code_format='<pre class="state">{code}</pre>')
+
+
+class GenericView:
+    """Any model's state: its fields (``checker.coverage.generic_values``), no diagram."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def state_html(self, state, previous=None) -> str:
+        from html import escape
+
+        from kmc.checker.coverage import generic_values
+
+        before = dict(generic_values(previous)) if previous is not None else {}
+        rows = []
+        for name, value in generic_values(state):
+            changed = previous is not None and before.get(name) != value
+            cls = ' class="changed"' if changed else ""
+            rows.append(f"<tr{cls}><th>{escape(str(name))}</th><td>{escape(repr(value))}</td></tr>")
+        return '<table class="fields">' + "".join(rows) + "</table>"
+
+    def diagram_svg(self, path, violated) -> str | None:
+        return None
+
+
+class KafkaView:
+    """A Kafka state as ``kmc check`` draws it: the per-replica table (changed values
+    highlighted) and the swimlane diagram of the walk so far."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def state_html(self, state, previous=None) -> str:
+        from .state_view import StateView
+
+        return _html_of(StateView(self.model, state, previous))
+
+    def diagram_svg(self, path, violated) -> str | None:
+        if len(path.steps) > MAX_DIAGRAM_STATES:
+            return None
+        from . import svg
+        from .diagram import build_path
+
+        if violated is None:
+            d = build_path(self.model, path)
+        else:
+            d = build_path(self.model, path, violated["name"], violated["kind"], violated["reason"])
+        return svg.render(d, standalone=False)

@@ -19,10 +19,15 @@ import sys
 
 from kmc.checker import __version__  # cheap: the package imports its engines on first use
 from kmc.checker.errors import KmcError
-
 from kmc.checker.exitcodes import (  # noqa: F401  (re-exported: tests and scripts import them from here)
-    EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_TERMINATED,
-    EXIT_UNEXPECTED, EXIT_VIOLATION, SUMMARY,
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RESOURCE_LIMIT,
+    EXIT_TERMINATED,
+    EXIT_UNEXPECTED,
+    EXIT_VIOLATION,
+    SUMMARY,
 )
 
 
@@ -97,8 +102,10 @@ def consoles():
     def stream(f):
         return f if _isatty(f) else StripTrailingSpaces(f)
 
-    return (Console(file=stream(sys.stdout), highlight=False),
-            Console(file=stream(sys.stderr), stderr=True, highlight=False))
+    return (
+        Console(file=stream(sys.stdout), highlight=False),
+        Console(file=stream(sys.stderr), stderr=True, highlight=False),
+    )
 
 
 def _isatty(f) -> bool:
@@ -159,7 +166,8 @@ def main(argv=None) -> int:
     engine is imported: an interrupt at any moment of start-up ends in one line and exit
     130 or 143, never a traceback. (Before this function runs, the program's imports are
     covered by ``checker.signals.install_startup_handlers``; after it has returned,
-    ``run`` ignores both signals so that the verdict's exit code stands.) (A run replaces these handlers with its own, which
+    ``run`` ignores both signals so that the verdict's exit code stands.) (A run replaces these handlers with
+    its own, which
     stop it at a safe point; see ``checker.signals.StopOnSignals``.)
     """
     old = {}

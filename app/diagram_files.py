@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 
-
 from kmc.checker.errors import UsageError
 from kmc.checker.text import display_path, safe_text
 
@@ -14,24 +13,30 @@ from .outputs import check_output_path
 
 
 def add_diagram_arguments(parser):
-    parser.add_argument("--html", metavar="FILE",
-                        help="also write the counterexamples as one self-contained HTML page (swimlane diagrams)")
-    parser.add_argument("--mermaid", metavar="FILE",
-                        help="also write the shortest counterexample as a Mermaid sequenceDiagram")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the counterexamples as one self-contained HTML page (swimlane diagrams)",
+    )
+    parser.add_argument(
+        "--mermaid", metavar="FILE", help="also write the shortest counterexample as a Mermaid sequenceDiagram"
+    )
 
 
 def check_diagram_paths(args, protected):
     """Refuse, before the run, a ``--html`` or ``--mermaid`` file that could not or must
     not be written, or two outputs that name one file."""
-    outputs = [(o, p) for o, p in (("--json", getattr(args, "json", None)), ("--html", args.html),
-                                   ("--mermaid", args.mermaid)) if p]
+    outputs = [
+        (o, p)
+        for o, p in (("--json", getattr(args, "json", None)), ("--html", args.html), ("--mermaid", args.mermaid))
+        if p
+    ]
     for i, (option, path) in enumerate(outputs):
         for other, earlier in outputs[:i]:
             if same_destination(path, earlier):
                 raise UsageError(f"{option}: {path} is also the {other} file ({earlier}); choose another file")
     for option in ("--html", "--mermaid"):
-        check_output_path(option, getattr(args, option[2:]), protected=protected, force=args.force,
-                          kind="diagram")
+        check_output_path(option, getattr(args, option[2:]), protected=protected, force=args.force, kind="diagram")
 
 
 def same_destination(a, b) -> bool:
@@ -57,8 +62,12 @@ def write_diagrams(args, err, html, mermaid) -> bool:
         try:
             write_text(path, make())
         except OSError as e:
-            err.print(f"kmc: error: {option}: cannot write {safe_text(path)} ({e.strerror or e})",
-                      markup=False, highlight=False, soft_wrap=True)
+            err.print(
+                f"kmc: error: {option}: cannot write {safe_text(path)} ({e.strerror or e})",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
             ok = False
         else:
             err.print(f"kmc: wrote {safe_text(path)}", markup=False, highlight=False, soft_wrap=True)
@@ -72,6 +81,3 @@ def command_line(args, words=None) -> str:
 
     argv = getattr(args, "argv", None)
     return "kmc " + shlex.join([display_path(w) for w in (argv if argv is not None else words or [])])
-
-
-

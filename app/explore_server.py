@@ -42,8 +42,10 @@ from . import explore_page
 
 MAX_TARGET = 64 << 10  # bytes of a request target (a walk of ~10,000 steps fits)
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-       "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+)
 
 
 def parse_walk(text: str) -> tuple[int, list[int]]:

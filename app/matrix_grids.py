@@ -10,16 +10,28 @@ BASE = {2: (2, 2, 2), 3: (2, 1, 2)}
 FALLBACK_BASE = (2, 1, 2)  # for replica counts BASE does not name
 DEFAULT_MAX_STATES = 2_000_000
 RULE_ALIASES = {
-    "hw": "high-watermark", "high-watermark": "high-watermark",
-    "le": "leader-epoch", "leader-epoch": "leader-epoch", "kip101": "leader-epoch",
-    "kip279": "leader-epoch-kip279", "leader-epoch-kip279": "leader-epoch-kip279",
-    "v21": "leader-epoch-2.1", "2.1": "leader-epoch-2.1", "leader-epoch-2.1": "leader-epoch-2.1",
+    "hw": "high-watermark",
+    "high-watermark": "high-watermark",
+    "le": "leader-epoch",
+    "leader-epoch": "leader-epoch",
+    "kip101": "leader-epoch",
+    "kip279": "leader-epoch-kip279",
+    "leader-epoch-kip279": "leader-epoch-kip279",
+    "v21": "leader-epoch-2.1",
+    "2.1": "leader-epoch-2.1",
+    "leader-epoch-2.1": "leader-epoch-2.1",
 }
 
 # docs/model.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages, 2 crashes, epochs <= 2.
 # (rule, unclean, unflushed) -> expected verdicts of CommittedNeverLost, LogsNeverDiverge.
-KNOWN_CONSTANTS = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2,
-                       min_insync_replicas=1, preferred_election=False)
+KNOWN_CONSTANTS = dict(
+    replicas=("A", "B"),
+    max_messages=2,
+    max_crashes=2,
+    max_leader_epoch=2,
+    min_insync_replicas=1,
+    preferred_election=False,
+)
 _V, _H = "violated", "holds"
 KNOWN_VERDICTS = {
     ("high-watermark", False, False): (_V, _V),
@@ -40,7 +52,12 @@ KNOWN_VERDICTS = {
 # versions, every row checked against all five properties (and AcknowledgedNeverLost on the
 # rows with acks = "all").
 from kmc.model.versions import (  # noqa: E402, F401
-    _C1, _LRS, ALTER_PARTITION_VERSIONS, LAST_KNOWN_LEADER_VERSIONS, VERSION_CONFIGS, VERSIONS,
+    _C1,
+    _LRS,
+    ALTER_PARTITION_VERSIONS,
+    LAST_KNOWN_LEADER_VERSIONS,
+    VERSION_CONFIGS,
+    VERSIONS,
 )
 
 # docs/model.md, both known-verdict tables, where they cover a cell of this grid:
@@ -49,24 +66,39 @@ _C, _N, _L = "CommittedNeverLost", "LogsNeverDiverge", "LeaderCandidateCompleten
 _A = "AcknowledgedNeverLost"
 _P = "PartitionRecoverable"
 KNOWN_VERSION_VERDICTS = {
-    ("c1", "hw"): {_C: _V, _N: _V}, ("c1", "le"): {_C: _H, _N: _H}, ("c1", "kip279"): {_C: _H, _N: _H},
+    ("c1", "hw"): {_C: _V, _N: _V},
+    ("c1", "le"): {_C: _H, _N: _H},
+    ("c1", "kip279"): {_C: _H, _N: _H},
     ("c1", "v21"): {_C: _H, _N: _H, _L: _H},
-    ("c2", "hw"): {_C: _V, _N: _V}, ("c2", "le"): {_C: _V, _N: _V}, ("c2", "kip279"): {_C: _V, _N: _H},
-    ("c2", "v21"): {_C: _V, _N: _H, _L: _V, _P: _H}, ("c2", "v21-gate"): {_C: _V, _N: _H, _L: _V},
-    ("c2", "v21-elr"): {_C: _H, _N: _H, _L: _H, _P: _V}, ("c2", "v41"): {_C: _V, _L: _V, _P: _H},
-    ("c3", "hw"): {_C: _V, _N: _V}, ("c3", "le"): {_C: _V, _N: _V}, ("c3", "kip279"): {_C: _V, _N: _H},
+    ("c2", "hw"): {_C: _V, _N: _V},
+    ("c2", "le"): {_C: _V, _N: _V},
+    ("c2", "kip279"): {_C: _V, _N: _H},
+    ("c2", "v21"): {_C: _V, _N: _H, _L: _V, _P: _H},
+    ("c2", "v21-gate"): {_C: _V, _N: _H, _L: _V},
+    ("c2", "v21-elr"): {_C: _H, _N: _H, _L: _H, _P: _V},
+    ("c2", "v41"): {_C: _V, _L: _V, _P: _H},
+    ("c3", "hw"): {_C: _V, _N: _V},
+    ("c3", "le"): {_C: _V, _N: _V},
+    ("c3", "kip279"): {_C: _V, _N: _H},
     ("c3", "v21"): {_C: _V, _N: _H, _L: _V, _P: _H},
-    ("c4", "hw"): {_C: _V, _N: _V}, ("c4", "le"): {_C: _H, _N: _V}, ("c4", "kip279"): {_C: _H, _N: _H},
+    ("c4", "hw"): {_C: _V, _N: _V},
+    ("c4", "le"): {_C: _H, _N: _V},
+    ("c4", "kip279"): {_C: _H, _N: _H},
     ("c4", "v21"): {_C: _H, _N: _H, _L: _H},
-    ("isr", "kip279"): {_C: _V}, ("isr", "v21"): {_C: _H},
-    ("lrs", "v21"): {_C: _V, _N: _H, _L: _V}, ("lrs", "v21-gate"): {_C: _V, _N: _H, _L: _V},
+    ("isr", "kip279"): {_C: _V},
+    ("isr", "v21"): {_C: _H},
+    ("lrs", "v21"): {_C: _V, _N: _H, _L: _V},
+    ("lrs", "v21-gate"): {_C: _V, _N: _H, _L: _V},
     ("lrs", "v21-elr"): {_C: _H, _N: _H, _L: _H},
-    ("lrs_acks", "v21"): {_C: _V, _A: _V}, ("lrs_acks", "v21-gate"): {_C: _V, _A: _V},
+    ("lrs_acks", "v21"): {_C: _V, _A: _V},
+    ("lrs_acks", "v21-gate"): {_C: _V, _A: _V},
     ("lrs_acks", "v21-elr"): {_C: _H, _A: _H},
     # docs/model.md, "Kafka 2.7+": AlterPartition alone moves no verdict; with the ELR and
     # broker epochs C2 holds
-    ("c1", "v27"): {_C: _H, _N: _H, _L: _H}, ("c2", "v27"): {_C: _V, _N: _H, _L: _V},
-    ("c4", "v27"): {_C: _H, _N: _H, _L: _H}, ("c2", "v21-elr-ap"): {_C: _H, _N: _H, _L: _H},
+    ("c1", "v27"): {_C: _H, _N: _H, _L: _H},
+    ("c2", "v27"): {_C: _V, _N: _H, _L: _V},
+    ("c4", "v27"): {_C: _H, _N: _H, _L: _H},
+    ("c2", "v21-elr-ap"): {_C: _H, _N: _H, _L: _H},
 }
 
 
@@ -91,9 +123,11 @@ def row_id(config) -> str:
     """``hw-r2-isr1-clean-flushed``: the rule, replicas, min ISR, unclean, unflushed loss."""
     from kmc.reports.matrix import RULE_SHORT
 
-    return (f"{RULE_SHORT[config.truncation]}-r{config.n}-isr{config.min_insync_replicas}-"
-            f"{'unclean' if config.unclean_leader_election else 'clean'}-"
-            f"{'unflushed' if config.unflushed_loss else 'flushed'}")
+    return (
+        f"{RULE_SHORT[config.truncation]}-r{config.n}-isr{config.min_insync_replicas}-"
+        f"{'unclean' if config.unclean_leader_election else 'clean'}-"
+        f"{'unflushed' if config.unflushed_loss else 'flushed'}"
+    )
 
 
 def grid(rules, replicas, min_isr, unclean, unflushed, messages=None, crashes=None, epochs=None):
@@ -117,13 +151,21 @@ def grid(rules, replicas, min_isr, unclean, unflushed, messages=None, crashes=No
             c = c if crashes is None else crashes
             e = e if epochs is None else epochs
             names = tuple(chr(ord("A") + i) for i in range(n))
-            for isr in (range(1, n + 1) if min_isr is None else [k for k in min_isr if k <= n]):
+            for isr in range(1, n + 1) if min_isr is None else [k for k in min_isr if k <= n]:
                 for unc in unclean:
                     for unf in unflushed:
-                        out.append(Config(replicas=names, max_messages=m, max_crashes=c,
-                                          max_leader_epoch=e, truncation=rule,
-                                          min_insync_replicas=isr, unclean_leader_election=unc,
-                                          unflushed_loss=unf))
+                        out.append(
+                            Config(
+                                replicas=names,
+                                max_messages=m,
+                                max_crashes=c,
+                                max_leader_epoch=e,
+                                truncation=rule,
+                                min_insync_replicas=isr,
+                                unclean_leader_election=unc,
+                                unflushed_loss=unf,
+                            )
+                        )
     return out
 
 
@@ -139,6 +181,7 @@ def known_verdicts(config) -> dict:
 
 
 # -- running one row ------------------------------------------------------------------------
+
 
 def run_row(item):
     """Check one configuration; returns ``(row dict, {invariant: trace document})``.
@@ -159,8 +202,7 @@ def run_row(item):
     limit = max_states
     if spec is not None and spec.max_states is not None:
         limit = min(limit, spec.max_states) if limit else spec.max_states
-    options = Options(keep_going=True, max_states=limit,
-                      max_depth=spec.max_depth if spec is not None else None)
+    options = Options(keep_going=True, max_states=limit, max_depth=spec.max_depth if spec is not None else None)
     # A pre-2.1 row checks the four classic properties, as it always has (so the published
     # rows stay reproducible); a row of the 2.1 rule or its options adds the fifth.
     props = [BY_NAME[n] for n in names] if names else list(default_properties(config))
@@ -172,17 +214,19 @@ def run_row(item):
         expected, source = (known_verdicts(config) if known is None else known), "docs/model.md"
         exp = expectation(None, result)
         got = exp["got"]
-        exp["mismatches"] = [f"{n}: expected {w}, got {got.get(n)}" for n, w in expected.items()
-                             if got.get(n) != w]
+        exp["mismatches"] = [f"{n}: expected {w}, got {got.get(n)}" for n, w in expected.items() if got.get(n) != w]
     full = result_to_dict(spec, model, result)
     traces, counterexamples = {}, {}
     for v in full["violations"]:
         name = v["property"]
         doc = dict(full, violations=[v])
         traces[name] = doc
-        counterexamples[name] = {"length": v["trace"]["length"], "kind": v["kind"],
-                                 "explanation": v["explanation"],
-                                 "trace": f"traces/{rid}-{name}.json"}
+        counterexamples[name] = {
+            "length": v["trace"]["length"],
+            "kind": v["kind"],
+            "explanation": v["explanation"],
+            "trace": f"traces/{rid}-{name}.json",
+        }
         if "trap_states" in v:  # an always-possibly property: its trap count
             counterexamples[name]["trap_states"] = v["trap_states"]
     st = result.stats

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import attrs
-
 from kmc.checker.errors import UsageError
 
 
@@ -63,8 +62,10 @@ class ModelSpec:
         by_name = {p.name: p for p in props}
         unknown = [n for n in names if n not in by_name]
         if unknown:
-            raise UsageError(f"--invariant: {', '.join(unknown)} is not a property of {self.ref} "
-                             f"(it has {', '.join(by_name) or 'none'})")
+            raise UsageError(
+                f"--invariant: {', '.join(unknown)} is not a property of {self.ref} "
+                f"(it has {', '.join(by_name) or 'none'})"
+            )
         return [by_name[n] for n in names]
 
     def identity(self) -> dict:

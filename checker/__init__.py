@@ -14,6 +14,7 @@ _install()
 del _install
 
 from .errors import EngineError, KmcError, SpecError, UsageError
+
 # Names that are also submodules' names are bound now: importing the submodule later
 # would otherwise leave the package attribute bound to the module, not the function.
 from .fingerprint import fingerprint
@@ -22,15 +23,36 @@ from .simulate import SimulationResult, SimulationStats, simulate
 __version__ = "0.1.0"
 
 _LAZY = {
-    "GraphTooLarge": ".graph", "state_graph": ".graph", "write_graph": ".graph",
-    "check_state": ".kernel", "check_step": ".kernel", "expand": ".kernel", "split_properties": ".kernel",
-    "LocalEngine": ".local", "Options": ".options", "check": ".local", "make_engine": ".engines",
-    "ALWAYS": ".protocol", "STEP": ".protocol", "POSSIBLY": ".protocol", "Model": ".protocol", "Property": ".protocol",
-    "successors": ".protocol", "action_name": ".protocol", "format_action": ".protocol",
+    "GraphTooLarge": ".graph",
+    "state_graph": ".graph",
+    "write_graph": ".graph",
+    "check_state": ".kernel",
+    "check_step": ".kernel",
+    "expand": ".kernel",
+    "split_properties": ".kernel",
+    "LocalEngine": ".local",
+    "Options": ".options",
+    "check": ".local",
+    "make_engine": ".engines",
+    "ALWAYS": ".protocol",
+    "STEP": ".protocol",
+    "POSSIBLY": ".protocol",
+    "Model": ".protocol",
+    "Property": ".protocol",
+    "successors": ".protocol",
+    "action_name": ".protocol",
+    "format_action": ".protocol",
     "describe_step": ".protocol",
-    "HOLDS": ".result", "UNKNOWN": ".result", "VIOLATED": ".result", "CheckResult": ".result",
-    "Path": ".result", "Stats": ".result", "Step": ".result", "Violation": ".result",
-    "replay_choices": ".trace", "replay_fingerprints": ".trace",
+    "HOLDS": ".result",
+    "UNKNOWN": ".result",
+    "VIOLATED": ".result",
+    "CheckResult": ".result",
+    "Path": ".result",
+    "Stats": ".result",
+    "Step": ".result",
+    "Violation": ".result",
+    "replay_choices": ".trace",
+    "replay_fingerprints": ".trace",
 }
 
 
@@ -50,8 +72,42 @@ def __dir__():
 
 
 __all__ = [
-    "ALWAYS", "POSSIBLY", "CheckResult", "action_name", "describe_step", "format_action", "GraphTooLarge", "SimulationResult", "SimulationStats", "EngineError", "HOLDS", "KmcError", "LocalEngine", "Model",
-    "Options", "Path", "Property", "STEP", "SpecError", "Stats", "Step", "UNKNOWN",
-    "UsageError", "VIOLATED", "Violation", "check", "check_state", "check_step", "expand",
-    "fingerprint", "make_engine", "simulate", "state_graph", "write_graph", "replay_choices", "replay_fingerprints", "split_properties", "successors",
+    "ALWAYS",
+    "POSSIBLY",
+    "CheckResult",
+    "action_name",
+    "describe_step",
+    "format_action",
+    "GraphTooLarge",
+    "SimulationResult",
+    "SimulationStats",
+    "EngineError",
+    "HOLDS",
+    "KmcError",
+    "LocalEngine",
+    "Model",
+    "Options",
+    "Path",
+    "Property",
+    "STEP",
+    "SpecError",
+    "Stats",
+    "Step",
+    "UNKNOWN",
+    "UsageError",
+    "VIOLATED",
+    "Violation",
+    "check",
+    "check_state",
+    "check_step",
+    "expand",
+    "fingerprint",
+    "make_engine",
+    "simulate",
+    "state_graph",
+    "write_graph",
+    "replay_choices",
+    "replay_fingerprints",
+    "split_properties",
+    "successors",
 ]

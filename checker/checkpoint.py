@@ -83,6 +83,7 @@ class CheckpointError(KmcError):
 
 # -- the file ----------------------------------------------------------------------------
 
+
 def checkpoint_file(directory) -> Path:
     """The checkpoint file of a checkpoint directory."""
     return Path(directory) / FILE_NAME
@@ -124,8 +125,10 @@ def claim_data_dir(directory, depth: int) -> Path:
     manifest = read_manifest(directory) or {"owned": []}
     if path.exists() or path.is_symlink():
         if path.name not in manifest["owned"]:
-            raise CheckpointError(f"{path}: exists and was not created by kmc; it is left as it is "
-                                  "(move it away, or checkpoint into another directory)")
+            raise CheckpointError(
+                f"{path}: exists and was not created by kmc; it is left as it is "
+                "(move it away, or checkpoint into another directory)"
+            )
         shutil.rmtree(path)
     if path.name not in manifest["owned"]:
         _write_manifest(directory, [*manifest["owned"], path.name])
@@ -143,14 +146,17 @@ def read_manifest(directory) -> dict | None:
     ``None`` when there is none (a new directory, or one written by an older kmc)."""
     path = Path(directory) / MANIFEST_NAME
     try:
-        doc = json.loads(path.read_bytes()[: _MAX_HEADER].decode("utf-8"))
+        doc = json.loads(path.read_bytes()[:_MAX_HEADER].decode("utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
         raise CheckpointError(f"{path}: unreadable kmc manifest; kmc will not manage this directory") from None
     owned = doc.get("owned") if isinstance(doc, dict) else None
-    if doc.get("kind") != _MANIFEST_KIND or not isinstance(owned, list) \
-            or not all(isinstance(x, str) and _LEVEL_NAME.fullmatch(x) for x in owned):
+    if (
+        doc.get("kind") != _MANIFEST_KIND
+        or not isinstance(owned, list)
+        or not all(isinstance(x, str) and _LEVEL_NAME.fullmatch(x) for x in owned)
+    ):
         raise CheckpointError(f"{path}: not a kmc checkpoint manifest; kmc will not manage this directory")
     return {"owned": owned}
 
@@ -296,8 +302,7 @@ def _open(directory):
             raise CheckpointError(damaged.format("unreadable header"))
         if header.get("format") != FORMAT:
             fmt = _one_line(repr(header.get("format")))[:20]
-            raise CheckpointError(f"{where}: written in checkpoint format {fmt}; "
-                                  f"this kmc reads format {FORMAT}")
+            raise CheckpointError(f"{where}: written in checkpoint format {fmt}; this kmc reads format {FORMAT}")
         payload = header.get("payload_bytes")
         if type(payload) is not int or payload < 1 or len(MAGIC) + payload + length + 8 + _DIGEST != size:
             raise CheckpointError(damaged.format("its size does not match its header"))
@@ -324,9 +329,12 @@ def _open(directory):
 
 def _check_header(where, header) -> None:
     """Refuse a header with a missing field or a field of the wrong type or range."""
+
     def bad(key, want):
-        raise CheckpointError(f"{where}: corrupted header: {key} must be {want}, got "
-                              f"{_one_line(repr(header.get(key)))[:60]}; it cannot be resumed, start a new run")
+        raise CheckpointError(
+            f"{where}: corrupted header: {key} must be {want}, got "
+            f"{_one_line(repr(header.get(key)))[:60]}; it cannot be resumed, start a new run"
+        )
 
     def count(x, low=0):
         return type(x) is int and low <= x < 1 << 62
@@ -342,8 +350,9 @@ def _check_header(where, header) -> None:
     if not names(header.get("violated")):
         bad("violated", "a list of property names")
     for key in ("kmc_version", "spec_sha256", "spec_path", "written"):
-        if key in header and not (isinstance(header[key], str) and 0 < len(header[key]) <= 4096
-                                  and "\x00" not in header[key]):
+        if key in header and not (
+            isinstance(header[key], str) and 0 < len(header[key]) <= 4096 and "\x00" not in header[key]
+        ):
             bad(key, "a string")
     if "properties" in header and not names(header["properties"]):
         bad("properties", "a list of property names")
@@ -393,4 +402,3 @@ def _fsync_dir(path):
 def _one_line(e) -> str:
     text = " ".join(str(e).split())
     return text if len(text) <= 120 else text[:117] + "..."
-

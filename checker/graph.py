@@ -35,8 +35,9 @@ def node_id(fp: int) -> str:
     return f"{fp:016x}"
 
 
-def state_graph(model, properties=None, *, max_states=DEFAULT_MAX_STATES, label=None,
-                action_text=None) -> nx.MultiDiGraph:
+def state_graph(
+    model, properties=None, *, max_states=DEFAULT_MAX_STATES, label=None, action_text=None
+) -> nx.MultiDiGraph:
     """Explore every reachable state of ``model`` and return its state graph.
 
     Args:
@@ -86,20 +87,32 @@ def state_graph(model, properties=None, *, max_states=DEFAULT_MAX_STATES, label=
     expanded = {e[0] for e in edges}
     for fp, (state, d, initial) in nodes.items():
         bad = check_state(model, state, invariants)
-        g.add_node(node_id(fp), label=label(state), depth=d, initial=initial,
-                   violates=",".join(name for name, _ in bad), terminal=fp not in expanded)
+        g.add_node(
+            node_id(fp),
+            label=label(state),
+            depth=d,
+            initial=initial,
+            violates=",".join(name for name, _ in bad),
+            terminal=fp not in expanded,
+        )
     for src, dst, choice, action, bad in edges:
-        g.add_edge(node_id(src), node_id(dst), key=choice, label=action_text(action),
-                   action=action_name(action), choice=choice,
-                   violates=",".join(name for name, _ in bad))
+        g.add_edge(
+            node_id(src),
+            node_id(dst),
+            key=choice,
+            label=action_text(action),
+            action=action_name(action),
+            choice=choice,
+            violates=",".join(name for name, _ in bad),
+        )
     return g
 
 
 def _limit(nodes, max_states):
     if max_states is not None and len(nodes) > max_states:
         raise GraphTooLarge(
-            f"the state graph has more than {max_states:,} states; raise --max-states "
-            "or shrink the spec's constants")
+            f"the state graph has more than {max_states:,} states; raise --max-states or shrink the spec's constants"
+        )
 
 
 def write_graph(g, path) -> None:
@@ -115,8 +128,7 @@ def write_graph(g, path) -> None:
     """
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
-        raise UsageError(f"{path}: unknown graph format {suffix or '(no suffix)'!r} "
-                         f"(use one of {', '.join(FORMATS)})")
+        raise UsageError(f"{path}: unknown graph format {suffix or '(no suffix)'!r} (use one of {', '.join(FORMATS)})")
     if suffix == ".graphml":
         nx.write_graphml(g, path)
     elif suffix == ".gexf":

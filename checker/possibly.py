@@ -71,13 +71,13 @@ class EdgeLog:
         goal = np.asarray(goal, dtype=np.bool_).ravel()
         if first != self._states:
             raise ValueError(
-                f"EdgeLog.add_states: states must be added in order; expected state "
-                f"{self._states} next, got {first}")
+                f"EdgeLog.add_states: states must be added in order; expected state {self._states} next, got {first}"
+            )
         end = self._states + len(goal)
         if end > _NARROW_LIMIT and self._src.dtype != np.int64:
             self._src = self._src.astype(np.int64)
         self._goal = _grown(self._goal, self._states, end)
-        self._goal[self._states:end] = goal
+        self._goal[self._states : end] = goal
         self._states = end
 
     def add_edges(self, src: np.ndarray, dst_fp: np.ndarray) -> None:
@@ -92,14 +92,14 @@ class EdgeLog:
         src = np.asarray(src, dtype=np.int64).ravel()
         dst_fp = np.asarray(dst_fp, dtype=np.uint64).ravel()
         if len(src) != len(dst_fp):
-            raise ValueError(
-                f"EdgeLog.add_edges: {len(src)} sources but {len(dst_fp)} successors")
+            raise ValueError(f"EdgeLog.add_edges: {len(src)} sources but {len(dst_fp)} successors")
         if not len(src):
             return
         if src.min() < 0 or src.max() >= self._states:
             raise ValueError(
                 "EdgeLog.add_edges: an edge leaves a state that was not added "
-                f"(sources {src.min()}..{src.max()}, {self._states} states)")
+                f"(sources {src.min()}..{src.max()}, {self._states} states)"
+            )
         keep = ~self._goal[src]
         count = int(np.count_nonzero(keep))
         if not count:
@@ -107,8 +107,8 @@ class EdgeLog:
         end = self._edges + count
         self._src = _grown(self._src, self._edges, end)
         self._dst = _grown(self._dst, self._edges, end)
-        self._src[self._edges:end] = src[keep]  # fits: every source is a stored state's number
-        self._dst[self._edges:end] = dst_fp[keep]
+        self._src[self._edges : end] = src[keep]  # fits: every source is a stored state's number
+        self._dst[self._edges : end] = dst_fp[keep]
         self._edges = end
 
     def rollback(self, n_states: int) -> None:
@@ -118,11 +118,11 @@ class EdgeLog:
             return
         n_states = max(int(n_states), 0)
         self._states = n_states
-        kept = self._src[:self._edges] < n_states
+        kept = self._src[: self._edges] < n_states
         count = int(np.count_nonzero(kept))
         if count < self._edges:
-            self._src[:count] = self._src[:self._edges][kept]
-            self._dst[:count] = self._dst[:self._edges][kept]
+            self._src[:count] = self._src[: self._edges][kept]
+            self._dst[:count] = self._dst[: self._edges][kept]
             self._edges = count
 
     # -- the verdict ----------------------------------------------------------------------
@@ -152,12 +152,10 @@ class EdgeLog:
         k = len(candidates)
         if not k:
             return 0, None
-        src = self._src[:self._edges]
-        dst = np.asarray(numbers_of(self._dst[:self._edges].copy()), dtype=np.int64)
+        src = self._src[: self._edges]
+        dst = np.asarray(numbers_of(self._dst[: self._edges].copy()), dtype=np.int64)
         if len(dst) != self._edges:
-            raise ValueError(
-                f"EdgeLog.traps: numbers_of returned {len(dst)} numbers "
-                f"for {self._edges} fingerprints")
+            raise ValueError(f"EdgeLog.traps: numbers_of returned {len(dst)} numbers for {self._edges} fingerprints")
         if len(dst) and (dst.min() < 0 or dst.max() >= n):
             raise ValueError("EdgeLog.traps: a successor is not a stored state")
         # Work on the non-goal states only, renumbered 0..k-1; node k stands for "a goal".
@@ -168,11 +166,9 @@ class EdgeLog:
         target = np.searchsorted(candidates, dst).astype(index)
         target[goal[dst]] = k
         del dst
-        reversed_graph = sparse.csr_matrix(
-            (np.ones(len(src), dtype=np.int8), (target, compact)), shape=(k + 1, k + 1))
+        reversed_graph = sparse.csr_matrix((np.ones(len(src), dtype=np.int8), (target, compact)), shape=(k + 1, k + 1))
         del target, compact
-        reached = csgraph.breadth_first_order(
-            reversed_graph, k, directed=True, return_predecessors=False)
+        reached = csgraph.breadth_first_order(reversed_graph, k, directed=True, return_predecessors=False)
         can_reach = np.zeros(k + 1, dtype=np.bool_)
         can_reach[reached] = True
         trapped = candidates[~can_reach[:k]]
@@ -200,9 +196,9 @@ class EdgeLog:
 
     def __getstate__(self) -> dict:
         return {
-            "goal": self._goal[:self._states].copy(),
-            "src": self._src[:self._edges].copy(),
-            "dst": self._dst[:self._edges].copy(),
+            "goal": self._goal[: self._states].copy(),
+            "src": self._src[: self._edges].copy(),
+            "dst": self._dst[: self._edges].copy(),
         }
 
     def __setstate__(self, state: dict) -> None:

@@ -71,8 +71,9 @@ class SimulationResult:
     violation_run: int | None = None
 
 
-def simulate(model, properties=None, *, runs=1000, depth=50, seed=0, progress=None,
-             progress_every=100) -> SimulationResult:
+def simulate(
+    model, properties=None, *, runs=1000, depth=50, seed=0, progress=None, progress_every=100
+) -> SimulationResult:
     """Walk ``runs`` times from an initial state, each walk at most ``depth`` transitions
     long, and stop at the first state or step that violates a property.
 
@@ -143,6 +144,11 @@ def simulate(model, properties=None, *, runs=1000, depth=50, seed=0, progress=No
     stats.distinct = len(seen)
     stats.seconds = time.perf_counter() - started
     return SimulationResult(
-        seed=seed, max_runs=runs, max_steps=depth, checked=[p.name for p in props],
-        stats=stats, violation=violation, violation_run=stats.runs if violation else None,
+        seed=seed,
+        max_runs=runs,
+        max_steps=depth,
+        checked=[p.name for p in props],
+        stats=stats,
+        violation=violation,
+        violation_run=stats.runs if violation else None,
     )

@@ -31,11 +31,10 @@ REACH_SECONDS = 10.0
 PROBE_SECONDS = 4.0  # for a master that accepted the connection to answer the probe
 
 
-
 def addresses(url) -> list[tuple[str, int]]:
     """The (host, port) pairs a cluster master URL names (none for local and yarn)."""
     if url.startswith("spark://"):
-        pairs = [_HOST_PORT.fullmatch(p) for p in url[len("spark://"):].split(",")]
+        pairs = [_HOST_PORT.fullmatch(p) for p in url[len("spark://") :].split(",")]
         return [(m.group("host").strip("[]"), int(m.group("port"))) for m in pairs if m]
     if url.startswith("k8s://"):
         m = _K8S.fullmatch(url)

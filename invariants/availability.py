@@ -53,8 +53,7 @@ def explain_trap(model, state) -> str:
     q = state.quorum
     reps = state.replicas
     parts = [f"ISR {_names(model, q.isr)} and ELR {_names(model, q.elr)}"]
-    parts.append("unclean election is off" if not cfg.unclean_leader_election
-                 else "unclean election is on")
+    parts.append("unclean election is off" if not cfg.unclean_leader_election else "unclean election is on")
     if not cfg.last_known_leader:
         parts.append("no last-known-leader election")
     committed = {(o, (e, i)) for o, e, i in state.committed}
@@ -73,6 +72,11 @@ def explain_trap(model, state) -> str:
 
 
 PartitionRecoverable = Property(
-    "PartitionRecoverable", POSSIBLY, available,
+    "PartitionRecoverable",
+    POSSIBLY,
+    available,
     "from every reachable state the partition can still get a leader (always possibly: no trap)",
-    symmetric=True, explain=explain_trap, mask=available_mask)
+    symmetric=True,
+    explain=explain_trap,
+    mask=available_mask,
+)

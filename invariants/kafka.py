@@ -12,7 +12,6 @@ and differential tests check it against the check, state by state.
 from __future__ import annotations
 
 import numpy as np
-
 from kmc.checker.protocol import ALWAYS, STEP, Property
 from kmc.model.rows import NONE
 from kmc.model.state import leader_of
@@ -28,8 +27,7 @@ def high_watermark_below_log_end(model, state):
     """Every replica: ``hw <= LEO``."""
     for r, rep in enumerate(state.replicas):
         if rep.hw > len(rep.log):
-            return (f"replica {model.name(r)}'s high watermark {rep.hw} is past its log end "
-                    f"{len(rep.log)}")
+            return f"replica {model.name(r)}'s high watermark {rep.hw} is past its log end {len(rep.log)}"
     return None
 
 
@@ -51,11 +49,15 @@ def committed_never_lost(model, state):
     log = state.replicas[l].log
     for offset, epoch, rid in state.committed:
         if offset >= len(log):
-            return (f"{_record(epoch, rid)} at offset {offset} was committed but leader "
-                    f"{model.name(l)}'s log ends at {len(log)}")
+            return (
+                f"{_record(epoch, rid)} at offset {offset} was committed but leader "
+                f"{model.name(l)}'s log ends at {len(log)}"
+            )
         if log[offset] != (epoch, rid):
-            return (f"{_record(epoch, rid)} at offset {offset} was committed but leader "
-                    f"{model.name(l)} holds {_record(*log[offset])} there")
+            return (
+                f"{_record(epoch, rid)} at offset {offset} was committed but leader "
+                f"{model.name(l)} holds {_record(*log[offset])} there"
+            )
     return None
 
 
@@ -101,14 +103,21 @@ def acknowledged_never_lost(model, state):
     for offset, epoch, rid in state.acked:
         if offset < len(log) and log[offset] == (epoch, rid):
             continue
-        where = (f"leader {model.name(l)}'s log ends at {len(log)}" if offset >= len(log)
-                 else f"leader {model.name(l)} holds {_record(*log[offset])} there")
-        holders = [model.name(r) for r, rep in enumerate(state.replicas)
-                   if offset < len(rep.log) and rep.log[offset] == (epoch, rid)]
-        left = (f"only {', '.join(holders)} still holds it" if holders
-                else "no replica holds it any more")
-        return (f"the producer was told {_record(epoch, rid)} at offset {offset} is written "
-                f"(acks={model.config.acks}) but {where}; {left}")
+        where = (
+            f"leader {model.name(l)}'s log ends at {len(log)}"
+            if offset >= len(log)
+            else f"leader {model.name(l)} holds {_record(*log[offset])} there"
+        )
+        holders = [
+            model.name(r)
+            for r, rep in enumerate(state.replicas)
+            if offset < len(rep.log) and rep.log[offset] == (epoch, rid)
+        ]
+        left = f"only {', '.join(holders)} still holds it" if holders else "no replica holds it any more"
+        return (
+            f"the producer was told {_record(epoch, rid)} at offset {offset} is written "
+            f"(acks={model.config.acks}) but {where}; {left}"
+        )
     return None
 
 
@@ -131,7 +140,7 @@ def logs_never_diverge(model, state):
     current = [r for r, rep in enumerate(state.replicas) if rep.alive and rep.epoch == q.epoch]
     for i, a in enumerate(current):
         ra = state.replicas[a]
-        for b in current[i + 1:]:
+        for b in current[i + 1 :]:
             rb = state.replicas[b]
             n = min(ra.hw, rb.hw, len(ra.log), len(rb.log))
             # Checked on every new state: compare the prefixes in C first, and look for
@@ -140,11 +149,13 @@ def logs_never_diverge(model, state):
                 continue
             for offset in range(n):
                 if ra.log[offset] != rb.log[offset]:
-                    return (f"replicas {model.name(a)} and {model.name(b)} disagree at offset "
-                            f"{offset}, below both high watermarks ({model.name(a)} "
-                            f"{ra.hw}, {model.name(b)} {rb.hw}): {model.name(a)} holds "
-                            f"{_record(*ra.log[offset])}, {model.name(b)} holds "
-                            f"{_record(*rb.log[offset])}")
+                    return (
+                        f"replicas {model.name(a)} and {model.name(b)} disagree at offset "
+                        f"{offset}, below both high watermarks ({model.name(a)} "
+                        f"{ra.hw}, {model.name(b)} {rb.hw}): {model.name(a)} holds "
+                        f"{_record(*ra.log[offset])}, {model.name(b)} holds "
+                        f"{_record(*rb.log[offset])}"
+                    )
     return None
 
 
@@ -162,9 +173,10 @@ def logs_never_diverge_mask(kernel, rows):
             both = cur_a & (rows[:, bb + c.ALIVE] == 1) & (rows[:, bb + c.EPOCH] == qe)
             if not both.any():
                 continue
-            k = np.minimum(np.minimum(rows[:, ba + c.HW], rows[:, bb + c.HW]),
-                           np.minimum(rows[:, ba + c.LEO], rows[:, bb + c.LEO]))
-            differ = rows[:, ba + c.LOG:ba + c.LOG + m] != rows[:, bb + c.LOG:bb + c.LOG + m]
+            k = np.minimum(
+                np.minimum(rows[:, ba + c.HW], rows[:, bb + c.HW]), np.minimum(rows[:, ba + c.LEO], rows[:, bb + c.LEO])
+            )
+            differ = rows[:, ba + c.LOG : ba + c.LOG + m] != rows[:, bb + c.LOG : bb + c.LOG + m]
             bad |= both & (differ & (pos < k[:, None])).any(axis=1)
     return bad
 
@@ -185,11 +197,15 @@ def leader_candidate_completeness(model, state):
         where = "ELR" if r in q.elr else "ISR"
         for offset, epoch, rid in committed:
             if offset >= len(log):
-                return (f"{_record(epoch, rid)} at offset {offset} was committed but {model.name(r)}, "
-                        f"alive and in the {where}, has a log ending at {len(log)}")
+                return (
+                    f"{_record(epoch, rid)} at offset {offset} was committed but {model.name(r)}, "
+                    f"alive and in the {where}, has a log ending at {len(log)}"
+                )
             if log[offset] != (epoch, rid):
-                return (f"{_record(epoch, rid)} at offset {offset} was committed but {model.name(r)}, "
-                        f"alive and in the {where}, holds {_record(*log[offset])} there")
+                return (
+                    f"{_record(epoch, rid)} at offset {offset} was committed but {model.name(r)}, "
+                    f"alive and in the {where}, holds {_record(*log[offset])} there"
+                )
     return None
 
 
@@ -210,8 +226,10 @@ def leader_epoch_monotonic(model, before, action, after):
     """The controller's epoch never decreases; a live replica's epoch never decreases
     except to -1 on restart."""
     if after.quorum.epoch < before.quorum.epoch:
-        return (f"the controller's leader epoch went down from {before.quorum.epoch} to "
-                f"{after.quorum.epoch} by {model.format_action(action)}")
+        return (
+            f"the controller's leader epoch went down from {before.quorum.epoch} to "
+            f"{after.quorum.epoch} by {model.format_action(action)}"
+        )
     for r, (b, a) in enumerate(zip(before.replicas, after.replicas)):
         # An action rebuilds only the replicas it changes and shares the others with the
         # state before, so most pairs are one object: skip them without reading fields.
@@ -219,8 +237,10 @@ def leader_epoch_monotonic(model, before, action, after):
             continue
         if a.epoch == -1 and not b.alive:
             continue  # a restart forgets the epoch
-        return (f"replica {model.name(r)}'s leader epoch went down from {b.epoch} to "
-                f"{a.epoch} by {model.format_action(action)}")
+        return (
+            f"replica {model.name(r)}'s leader epoch went down from {b.epoch} to "
+            f"{a.epoch} by {model.format_action(action)}"
+        )
     return None
 
 
@@ -240,37 +260,67 @@ def leader_epoch_monotonic_mask(kernel, rows, parents, after):
 
 
 HighWatermarkBelowLogEnd = Property(
-    "HighWatermarkBelowLogEnd", ALWAYS, high_watermark_below_log_end,
-    "every replica's high watermark is at most its log end offset", symmetric=True,
-    mask=high_watermark_below_log_end_mask)
+    "HighWatermarkBelowLogEnd",
+    ALWAYS,
+    high_watermark_below_log_end,
+    "every replica's high watermark is at most its log end offset",
+    symmetric=True,
+    mask=high_watermark_below_log_end_mask,
+)
 CommittedNeverLost = Property(
-    "CommittedNeverLost", ALWAYS, committed_never_lost,
-    "when a replica leads, every committed record is in its log at its offset", symmetric=True,
-    mask=committed_never_lost_mask)
+    "CommittedNeverLost",
+    ALWAYS,
+    committed_never_lost,
+    "when a replica leads, every committed record is in its log at its offset",
+    symmetric=True,
+    mask=committed_never_lost_mask,
+)
 LogsNeverDiverge = Property(
-    "LogsNeverDiverge", ALWAYS, logs_never_diverge,
-    "live replicas on the current leader epoch agree below the smaller of their high watermarks", symmetric=True,
-    mask=logs_never_diverge_mask)
+    "LogsNeverDiverge",
+    ALWAYS,
+    logs_never_diverge,
+    "live replicas on the current leader epoch agree below the smaller of their high watermarks",
+    symmetric=True,
+    mask=logs_never_diverge_mask,
+)
 LeaderEpochMonotonic = Property(
-    "LeaderEpochMonotonic", STEP, leader_epoch_monotonic,
-    "leader epochs never go down (except a replica's to -1 on restart)", symmetric=True,
-    mask=leader_epoch_monotonic_mask)
+    "LeaderEpochMonotonic",
+    STEP,
+    leader_epoch_monotonic,
+    "leader epochs never go down (except a replica's to -1 on restart)",
+    symmetric=True,
+    mask=leader_epoch_monotonic_mask,
+)
 
 LeaderCandidateCompleteness = Property(
-    "LeaderCandidateCompleteness", ALWAYS, leader_candidate_completeness,
-    "every live replica in the ISR or the ELR holds every committed record", symmetric=True,
-    mask=leader_candidate_completeness_mask)
+    "LeaderCandidateCompleteness",
+    ALWAYS,
+    leader_candidate_completeness,
+    "every live replica in the ISR or the ELR holds every committed record",
+    symmetric=True,
+    mask=leader_candidate_completeness_mask,
+)
 
 AcknowledgedNeverLost = Property(
-    "AcknowledgedNeverLost", ALWAYS, acknowledged_never_lost,
-    "when a replica leads, every record acknowledged to the producer is in its log at its offset "
-    "(needs model.acks)", symmetric=True,
-    mask=acknowledged_never_lost_mask)
+    "AcknowledgedNeverLost",
+    ALWAYS,
+    acknowledged_never_lost,
+    "when a replica leads, every record acknowledged to the producer is in its log at its offset (needs model.acks)",
+    symmetric=True,
+    mask=acknowledged_never_lost_mask,
+)
 
 # Every property kmc can check. PartitionRecoverable (availability) is checked only when a
 # run asks for it: it needs the whole reachable graph, so it is never a default.
-ALL = (HighWatermarkBelowLogEnd, CommittedNeverLost, LogsNeverDiverge, LeaderEpochMonotonic,
-       LeaderCandidateCompleteness, AcknowledgedNeverLost, PartitionRecoverable)
+ALL = (
+    HighWatermarkBelowLogEnd,
+    CommittedNeverLost,
+    LogsNeverDiverge,
+    LeaderEpochMonotonic,
+    LeaderCandidateCompleteness,
+    AcknowledgedNeverLost,
+    PartitionRecoverable,
+)
 BY_NAME = {p.name: p for p in ALL}
 # The four properties of the model before docs/model.md's "Kafka 2.1 and later": what a configuration
 # that uses none of it (an older rule, both options off) checks by default, so that its

@@ -16,22 +16,39 @@ the array form hides it.
 from __future__ import annotations
 
 import numpy as np
-
 from kmc.checker.protocol import ALWAYS, POSSIBLY, STEP
 
 from .actions import (
     ACTION_NAMES,
-    ALTER_PARTITION_CODE as ALTER_PARTITION,
-    BECOME_FOLLOWER_CODE as BECOME_FOLLOWER,
-    CRASH_CODE as CRASH,
-    EXPAND_ISR_CODE as EXPAND_ISR,
-    FETCH_REQUEST_CODE as FETCH_REQUEST,
-    FETCH_RESPONSE_CODE as FETCH_RESPONSE,
-    PRODUCE_CODE as PRODUCE,
-    RESTART_CODE as RESTART,
-    SHRINK_ISR_CODE as SHRINK_ISR,
     Action,
     action_names,
+)
+from .actions import (
+    ALTER_PARTITION_CODE as ALTER_PARTITION,
+)
+from .actions import (
+    BECOME_FOLLOWER_CODE as BECOME_FOLLOWER,
+)
+from .actions import (
+    CRASH_CODE as CRASH,
+)
+from .actions import (
+    EXPAND_ISR_CODE as EXPAND_ISR,
+)
+from .actions import (
+    FETCH_REQUEST_CODE as FETCH_REQUEST,
+)
+from .actions import (
+    FETCH_RESPONSE_CODE as FETCH_RESPONSE,
+)
+from .actions import (
+    PRODUCE_CODE as PRODUCE,
+)
+from .actions import (
+    RESTART_CODE as RESTART,
+)
+from .actions import (
+    SHRINK_ISR_CODE as SHRINK_ISR,
 )
 from .batch_actions import ActionEffects
 from .batch_elections import Elections
@@ -123,8 +140,12 @@ class KafkaBatchKernel:
                 if l == f:
                     continue
                 bl = c.block(l)
-                ok = (base & (lead == l) & (rows[:, bf + c.LEADER] == l)
-                      & (rows[:, bf + c.EPOCH] == rows[:, bl + c.EPOCH]))
+                ok = (
+                    base
+                    & (lead == l)
+                    & (rows[:, bf + c.LEADER] == l)
+                    & (rows[:, bf + c.EPOCH] == rows[:, bl + c.EPOCH])
+                )
                 g.emit(FETCH_REQUEST, ok, fx.fetch_request, f, l)
         # 3. FetchResponse(f)
         for f in range(n):
@@ -193,8 +214,14 @@ class KafkaBatchKernel:
                     continue
                 bl = c.block(l)
                 remote = rows[:, bl + c.REMOTE_LEO + r]
-                ok = ((lead == l) & out_isr & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == l)
-                      & (rows[:, b + c.EPOCH] == qe) & (remote >= rows[:, bl + c.HW]))
+                ok = (
+                    (lead == l)
+                    & out_isr
+                    & (rows[:, b + c.ALIVE] == 1)
+                    & (rows[:, b + c.LEADER] == l)
+                    & (rows[:, b + c.EPOCH] == qe)
+                    & (remote >= rows[:, bl + c.HW])
+                )
                 if cfg.truncation == LEADER_EPOCH_21:
                     if l not in leso:
                         continue  # l leads in no row: nothing to expand

@@ -77,8 +77,11 @@ class ActionEffects:
     def fetch_response(self, s, f):
         c = self.codec
         b = c.block(f)
-        fresh = ((s[:, b + c.ALIVE] == 1) & (s[:, b + c.LEADER] == s[:, b + c.INFLIGHT_LEADER])
-                 & (s[:, b + c.EPOCH] == s[:, b + c.INFLIGHT_EPOCH]))
+        fresh = (
+            (s[:, b + c.ALIVE] == 1)
+            & (s[:, b + c.LEADER] == s[:, b + c.INFLIGHT_LEADER])
+            & (s[:, b + c.EPOCH] == s[:, b + c.INFLIGHT_EPOCH])
+        )
         if fresh.any():
             t = s[fresh]
             start = t[:, b + c.INFLIGHT_START].astype(np.int64)
@@ -87,11 +90,11 @@ class ActionEffects:
             pos = np.arange(self.m)
             src = np.clip(pos[None, :] - start[:, None], 0, self.m - 1)
             from_resp = (pos >= start[:, None]) & (pos < end[:, None])
-            log = t[:, b + c.LOG:b + c.LOG + self.m]
-            resp = np.take_along_axis(t[:, b + c.INFLIGHT_RECORDS:b + c.INFLIGHT_RECORDS + self.m], src, axis=1)
+            log = t[:, b + c.LOG : b + c.LOG + self.m]
+            resp = np.take_along_axis(t[:, b + c.INFLIGHT_RECORDS : b + c.INFLIGHT_RECORDS + self.m], src, axis=1)
             log = np.where(from_resp, resp, log)
             log[pos >= end[:, None]] = NONE
-            t[:, b + c.LOG:b + c.LOG + self.m] = log
+            t[:, b + c.LOG : b + c.LOG + self.m] = log
             t[:, b + c.LEO] = end
             t[:, b + c.HW] = np.minimum(t[:, b + c.INFLIGHT_HW], end)
             s[fresh] = t
@@ -115,7 +118,7 @@ class ActionEffects:
         s[:, b + c.ALIVE] = 1
         s[:, b + c.EPOCH] = NONE
         s[:, b + c.LEADER] = NONE
-        s[:, b + c.REMOTE_LEO:b + c.REMOTE_LEO + self.n] = 0
+        s[:, b + c.REMOTE_LEO : b + c.REMOTE_LEO + self.n] = 0
         if cfg.broker_epochs:  # a pending expansion of r is based on its previous incarnation
             self.rules.drop_request(s, (s[:, c.ALTER_CHANGE] == 1) & (s[:, c.ALTER_REPLICA] == r))
         if not cfg.eligible_leader_replicas:
@@ -166,8 +169,9 @@ class ActionEffects:
         n_r = s[:, b + c.LEO].astype(np.int64)
         n_l = s[:, bl + c.LEO].astype(np.int64)
         pos = np.arange(m)
-        same = ((s[:, b + c.LOG:b + c.LOG + m] == s[:, bl + c.LOG:bl + c.LOG + m])
-                & (pos < np.minimum(n_r, n_l)[:, None]))
+        same = (s[:, b + c.LOG : b + c.LOG + m] == s[:, bl + c.LOG : bl + c.LOG + m]) & (
+            pos < np.minimum(n_r, n_l)[:, None]
+        )
         return np.cumprod(same, axis=1).sum(axis=1).astype(np.int64)
 
     def _offsets_for_leader_epoch(self, s, b, bl, hw):
@@ -177,7 +181,7 @@ class ActionEffects:
         rows = np.arange(len(s))
         n_r = s[:, b + c.LEO].astype(np.int64)
         n_l = s[:, bl + c.LEO].astype(np.int64)
-        le_l = s[:, bl + c.LOG:bl + c.LOG + m].astype(np.int64) // m  # epochs; none stays -1
+        le_l = s[:, bl + c.LOG : bl + c.LOG + m].astype(np.int64) // m  # epochs; none stays -1
         e = s[rows, b + c.LOG + np.maximum(n_r - 1, 0)].astype(np.int64) // m  # the follower's last epoch
         last_l = le_l[rows, np.maximum(n_l - 1, 0)]
         valid = np.arange(m) < n_l[:, None]

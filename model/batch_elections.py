@@ -61,8 +61,7 @@ class Elections:
             if cfg.last_known_leader:
                 out.append((cand, "last-known-leader", trigger & last_known & (ql == cand)))
             if cfg.unclean_leader_election:
-                out.append((cand, "unclean",
-                            trigger & ~live_isr & ~live_elr & ~in_isr & ~last_known))
+                out.append((cand, "unclean", trigger & ~live_isr & ~live_elr & ~in_isr & ~last_known))
         return out
 
     def elect(self, s, cand, kind):
@@ -86,6 +85,6 @@ class Elections:
         s[:, c.Q_EPOCH] += 1
         s[:, b + c.LEADER] = cand
         s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
-        s[:, b + c.REMOTE_LEO:b + c.REMOTE_LEO + self.n] = 0
+        s[:, b + c.REMOTE_LEO : b + c.REMOTE_LEO + self.n] = 0
         self.rules.clear_inflight(s, b)
         self.rules.advance_hw(s, cand)

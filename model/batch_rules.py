@@ -59,8 +59,8 @@ class RowRules:
         b = c.block(l)
         length = rows[:, b + c.LEO].astype(np.int64)
         out = length.copy()
-        epochs = rows[:, b + c.LOG:b + c.LOG + self.m] // self.m  # -1 (none) stays -1
-        match = (epochs == rows[:, b + c.EPOCH:b + c.EPOCH + 1]) & (np.arange(self.m) < length[:, None])
+        epochs = rows[:, b + c.LOG : b + c.LOG + self.m] // self.m  # -1 (none) stays -1
+        match = (epochs == rows[:, b + c.EPOCH : b + c.EPOCH + 1]) & (np.arange(self.m) < length[:, None])
         has = match.any(axis=1)
         out[has] = match[has].argmax(axis=1)
         return out
@@ -119,17 +119,17 @@ class RowRules:
         """Truncate the log of the block at ``b`` to ``t`` (an array) in rows ``s``."""
         c = self.codec
         gone = np.arange(self.m) >= t[:, None]
-        s[:, b + c.LOG:b + c.LOG + self.m][gone] = NONE
+        s[:, b + c.LOG : b + c.LOG + self.m][gone] = NONE
         s[:, b + c.LEO] = t
 
     def drop_request(self, s, where=None):
         """No AlterPartition request in flight any more (in the rows ``where``, or all)."""
         c = self.codec
         if where is None:
-            s[:, c.ALTER_LEADER:c.ALTER_REPLICA + 1] = NONE
+            s[:, c.ALTER_LEADER : c.ALTER_REPLICA + 1] = NONE
         else:
-            s[where, c.ALTER_LEADER:c.ALTER_REPLICA + 1] = NONE
+            s[where, c.ALTER_LEADER : c.ALTER_REPLICA + 1] = NONE
 
     def clear_inflight(self, s, b):
         c = self.codec
-        s[:, b + c.INFLIGHT_LEADER:b + c.INFLIGHT_RECORDS + self.m] = NONE
+        s[:, b + c.INFLIGHT_LEADER : b + c.INFLIGHT_RECORDS + self.m] = NONE

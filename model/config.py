@@ -81,8 +81,12 @@ class Config:
     def modern(self) -> bool:
         """Does this configuration use anything of docs/model.md's "Kafka 2.1 and later" (the 2.1 rule,
         the HW gate or the ELR)? Without it the model is exactly the pre-2.1 one."""
-        return (self.truncation == LEADER_EPOCH_21 or self.hw_requires_min_isr
-                or self.eligible_leader_replicas or self.alter_partition)
+        return (
+            self.truncation == LEADER_EPOCH_21
+            or self.hw_requires_min_isr
+            or self.eligible_leader_replicas
+            or self.alter_partition
+        )
 
     def as_dict(self) -> dict:
         d = attrs.asdict(self)

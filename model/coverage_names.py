@@ -14,14 +14,14 @@ of the fetch response in flight, "none" when there is none); the controller's
 ``quorum.leader``, ``quorum.epoch``, ``quorum.isr``, ``quorum.elr``; the history counters
 ``produced``, ``crashes``, ``committed`` and (with ``acks``) ``acked`` (how many records).
 
-Both forms give the same integers: ``values_of`` from a ``State`` (or its parts), ``row_columns`` and ``row_derived`` from the
+Both forms give the same integers: ``values_of`` from a ``State`` (or its parts), ``row_columns`` and
+``row_derived`` from the
 batch kernel's rows (``model.rows``): the engines' counts agree on every path.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
 from kmc.checker.protocol import CoverageNames
 
 from .actions import ALTER_PARTITION, CRASH, ELECT_LEADER, action_names
@@ -231,11 +231,21 @@ def row_domains(kernel):
     cfg = kernel.config
     n, m, e = cfg.n, cfg.max_messages, cfg.max_leader_epoch
     out = {
-        "replica.alive": (0, 1), "replica.log end": (0, m), "replica.hw": (0, m), "replica.epoch": (-1, e),
-        "replica.leader": (-1, n - 1), "replica.lossy": (0, 1), "replica.remote_leo": (0, m),
-        "replica.inflight": (-1, m), "quorum.leader": (-1, n - 1), "quorum.epoch": (0, e),
-        "quorum.isr": (0, (1 << n) - 1), "quorum.elr": (0, (1 << n) - 1), "produced": (0, m),
-        "crashes": (0, cfg.max_crashes), "committed": (0, m),
+        "replica.alive": (0, 1),
+        "replica.log end": (0, m),
+        "replica.hw": (0, m),
+        "replica.epoch": (-1, e),
+        "replica.leader": (-1, n - 1),
+        "replica.lossy": (0, 1),
+        "replica.remote_leo": (0, m),
+        "replica.inflight": (-1, m),
+        "quorum.leader": (-1, n - 1),
+        "quorum.epoch": (0, e),
+        "quorum.isr": (0, (1 << n) - 1),
+        "quorum.elr": (0, (1 << n) - 1),
+        "produced": (0, m),
+        "crashes": (0, cfg.max_crashes),
+        "committed": (0, m),
     }
     if kernel.codec.acks is not None:
         out["acked"] = (0, m)

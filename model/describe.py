@@ -9,8 +9,16 @@ lives next to them.
 from __future__ import annotations
 
 from .actions import (
-    ALTER_PARTITION, BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST, FETCH_RESPONSE,
-    PRODUCE, RESTART, SHRINK_ISR,
+    ALTER_PARTITION,
+    BECOME_FOLLOWER,
+    CRASH,
+    ELECT_LEADER,
+    EXPAND_ISR,
+    FETCH_REQUEST,
+    FETCH_RESPONSE,
+    PRODUCE,
+    RESTART,
+    SHRINK_ISR,
 )
 from .config import LEADER_EPOCH_21
 from .state import EXPAND, leader_of, leads, leso
@@ -44,16 +52,17 @@ def describe_step(model, before, action, after) -> str:
     if action.name == FETCH_REQUEST:
         f = a.inflight
         n = len(f.records)
-        text = (f"{name(f.leader)} answers {who}'s fetch from offset {f.start}: "
-                f"{plural(n, 'record')}, high watermark {f.leader_hw}")
+        text = (
+            f"{name(f.leader)} answers {who}'s fetch from offset {f.start}: "
+            f"{plural(n, 'record')}, high watermark {f.leader_hw}"
+        )
         return text + _rejoin_note(model, after, r, f.leader)
     if action.name == FETCH_RESPONSE:
         f = b.inflight
         sender = name(f.leader)
         if not (b.alive and b.leader == f.leader and b.epoch == f.epoch):
             return f"{who} drops a stale response from {sender} (epoch {f.epoch})"
-        what = (f"{plural(len(f.records), 'record')} at offset {f.start}" if f.records
-                else "no new records")
+        what = f"{plural(len(f.records), 'record')} at offset {f.start}" if f.records else "no new records"
         if len(b.log) > f.start:
             what = f"truncates to offset {f.start}, {what}"
         return f"{who} takes {sender}'s response: {what}, high watermark {a.hw}"
@@ -70,12 +79,16 @@ def describe_step(model, before, action, after) -> str:
         if b.lossy:
             qb, qa = before.quorum, after.quorum
             if r not in qb.isr and r not in qb.elr and qa.isr == qb.isr and qa.elr == qb.elr:
-                text += (f"; after its lossy crash the controller has nothing to remove: it is in "
-                         f"neither the ISR {replica_set(model, qb.isr)} nor the ELR "
-                         f"{replica_set(model, qb.elr)}")
+                text += (
+                    f"; after its lossy crash the controller has nothing to remove: it is in "
+                    f"neither the ISR {replica_set(model, qb.isr)} nor the ELR "
+                    f"{replica_set(model, qb.elr)}"
+                )
             else:
-                text += (f"; after its lossy crash the controller removes it from the ISR "
-                         f"{replica_set(model, qb.isr)} → {replica_set(model, qa.isr)}")
+                text += (
+                    f"; after its lossy crash the controller removes it from the ISR "
+                    f"{replica_set(model, qb.isr)} → {replica_set(model, qa.isr)}"
+                )
                 if model.config.eligible_leader_replicas:
                     text += f" and the ELR {replica_set(model, qb.elr)} → {replica_set(model, qa.elr)}"
             text += ", and every leader forgets its fetch position from before the crash"
@@ -85,16 +98,26 @@ def describe_step(model, before, action, after) -> str:
         return text + _dropped_note(model, before, after, r)
     if action.name == ELECT_LEADER:
         q = after.quorum
-        text = (f"the controller elects {who} in epoch {q.epoch}, ISR {replica_set(model, q.isr)}, "
-                f"its high watermark {a.hw}")
+        text = (
+            f"the controller elects {who} in epoch {q.epoch}, ISR {replica_set(model, q.isr)}, "
+            f"its high watermark {a.hw}"
+        )
         if r in before.quorum.elr:
-            text += (f" (from the ELR: no ISR member is alive, and {who} left the ISR while it "
-                     f"was below min ISR, so it holds every committed record; ELR now "
-                     f"{replica_set(model, q.elr)})")
-        elif (model.config.last_known_leader and not before.quorum.isr and not before.quorum.elr
-              and before.quorum.leader == r):
-            text += (f" (the last known leader: the ISR and the ELR are empty, so the controller "
-                     f"re-elects its last leader {who} with the log it has left)")
+            text += (
+                f" (from the ELR: no ISR member is alive, and {who} left the ISR while it "
+                f"was below min ISR, so it holds every committed record; ELR now "
+                f"{replica_set(model, q.elr)})"
+            )
+        elif (
+            model.config.last_known_leader
+            and not before.quorum.isr
+            and not before.quorum.elr
+            and before.quorum.leader == r
+        ):
+            text += (
+                f" (the last known leader: the ISR and the ELR are empty, so the controller "
+                f"re-elects its last leader {who} with the log it has left)"
+            )
         elif r not in before.quorum.isr:
             text += f" (unclean: {who} was not in the ISR)"
         elif model.config.eligible_leader_replicas and q.elr != before.quorum.elr:
@@ -131,8 +154,10 @@ def _expand_test(model, state, r, leader) -> str:
     """Why ``leader`` may add ``r`` to the ISR: the rule's test, which is where ISR
     expansion goes wrong."""
     name = model.name
-    text = (f": its fetch position {state.replicas[leader].remote_leo[r]} is not below "
-            f"{name(leader)}'s high watermark {state.replicas[leader].hw}")
+    text = (
+        f": its fetch position {state.replicas[leader].remote_leo[r]} is not below "
+        f"{name(leader)}'s high watermark {state.replicas[leader].hw}"
+    )
     if model.config.truncation == LEADER_EPOCH_21:
         text += f" nor its epoch start offset {leso(state, leader)}"
     return text
@@ -159,9 +184,11 @@ def _request(model, before, action, leader) -> str:
         if leader is None:
             return text + f" ({who} is lagging)"
         led = before.replicas[leader]
-        return text + (f" ({who} is lagging: its fetch position {led.remote_leo[r]} is behind "
-                       f"{name(leader)}'s log end {len(led.log)}; until the answer "
-                       f"{name(leader)}'s high watermark still counts {who})")
+        return text + (
+            f" ({who} is lagging: its fetch position {led.remote_leo[r]} is behind "
+            f"{name(leader)}'s log end {len(led.log)}; until the answer "
+            f"{name(leader)}'s high watermark still counts {who})"
+        )
     text = f"{by} asks the controller to add {who} to the ISR"
     if leader is not None:
         text += _expand_test(model, before, r, leader)
@@ -179,8 +206,7 @@ def _answer(model, before, after) -> str:
         return ""
     p, change, r = alter
     qb, qa = before.quorum, after.quorum
-    if (model.config.broker_epochs and change == EXPAND and not before.replicas[r].alive
-            and qa.isr == qb.isr):
+    if model.config.broker_epochs and change == EXPAND and not before.replicas[r].alive and qa.isr == qb.isr:
         return f"{_what(model, alter)} is refused: {name(r)} is down"
     verb = "adds" if change == EXPAND else "removes"
     text = f"the controller {verb} {name(r)}: ISR {replica_set(model, qa.isr)}"
@@ -219,8 +245,10 @@ def _rejoin_note(model, state, f, l) -> str:
     led = state.replicas[l]
     pos, start = led.remote_leo[f], leso(state, l)
     if led.hw <= pos < start:
-        return (f"; {model.name(f)} may not re-join the ISR: its log ends at {pos}, before the "
-                f"leader's epoch start offset {start}")
+        return (
+            f"; {model.name(f)} may not re-join the ISR: its log ends at {pos}, before the "
+            f"leader's epoch start offset {start}"
+        )
     return ""
 
 
@@ -247,17 +275,20 @@ def acks_note(model, before, action, after) -> str:
     if action.name == PRODUCE and acks == "1" and not leads(before, action.replica):
         r = action.replica
         q = before.quorum
-        text += (f"; {name(r)} still believes it leads epoch {before.replicas[r].epoch}; the controller "
-                 f"moved leadership to {name(q.leader)} in epoch {q.epoch}")
+        text += (
+            f"; {name(r)} still believes it leads epoch {before.replicas[r].epoch}; the controller "
+            f"moved leadership to {name(q.leader)} in epoch {q.epoch}"
+        )
     if acks == "all":
         l = leader_of(after)
         if l is not None and len(after.quorum.isr) < model.config.min_insync_replicas:
             rep = after.replicas[l]
-            refused = [(o,) + rep.log[o] for o in range(before.replicas[l].hw, rep.hw)
-                       if rep.log[o][0] == rep.epoch]
+            refused = [(o,) + rep.log[o] for o in range(before.replicas[l].hw, rep.hw) if rep.log[o][0] == rep.epoch]
             if refused:
                 what = ", ".join(f"{model.format_record((e, i))} at offset {o}" for o, e, i in refused)
-                text += (f"; {what} committed with the ISR {replica_set(model, after.quorum.isr)} below "
-                         f"min ISR {model.config.min_insync_replicas}: the producer is refused "
-                         f"(NOT_ENOUGH_REPLICAS_AFTER_APPEND), not acknowledged")
+                text += (
+                    f"; {what} committed with the ISR {replica_set(model, after.quorum.isr)} below "
+                    f"min ISR {model.config.min_insync_replicas}: the producer is refused "
+                    f"(NOT_ENOUGH_REPLICAS_AFTER_APPEND), not acknowledged"
+                )
     return text

@@ -9,8 +9,19 @@ from __future__ import annotations
 import attrs
 
 from .actions import (
-    ACTION_NAMES, ALTER_PARTITION, BECOME_FOLLOWER, CRASH, ELECT_LEADER, EXPAND_ISR, FETCH_REQUEST, FETCH_RESPONSE, PRODUCE,
-    RESTART, SHRINK_ISR, Action, action_names,
+    ACTION_NAMES,
+    ALTER_PARTITION,
+    BECOME_FOLLOWER,
+    CRASH,
+    ELECT_LEADER,
+    EXPAND_ISR,
+    FETCH_REQUEST,
+    FETCH_RESPONSE,
+    PRODUCE,
+    RESTART,
+    SHRINK_ISR,
+    Action,
+    action_names,
 )
 from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21, Config
 from .kafka_actions import KafkaEffects
@@ -162,8 +173,14 @@ class KafkaModel:
             floor = leso(state, lead) if self._v21 else 0
             for r in range(n):
                 f = reps[r]
-                if (r not in q.isr and f.alive and f.leader == lead and f.epoch == q.epoch
-                        and l.remote_leo[r] >= l.hw and l.remote_leo[r] >= floor):
+                if (
+                    r not in q.isr
+                    and f.alive
+                    and f.leader == lead
+                    and f.epoch == q.epoch
+                    and l.remote_leo[r] >= l.hw
+                    and l.remote_leo[r] >= floor
+                ):
                     nxt = fx.ask(state, lead, EXPAND, r) if ask else fx.expand(state, r, lead)
                     out.append((Action(EXPAND_ISR, r), nxt))
         # 10. AlterPartition: the controller answers the request in flight

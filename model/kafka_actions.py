@@ -15,7 +15,7 @@ from .truncation import truncation_offset
 
 
 def _put(replicas, i, rep):
-    return replicas[:i] + (rep,) + replicas[i + 1:]
+    return replicas[:i] + (rep,) + replicas[i + 1 :]
 
 
 # The search loop builds millions of states: these construct them directly, which is
@@ -23,8 +23,9 @@ def _put(replicas, i, rep):
 _KEEP = object()
 
 
-def _replica(r, alive=_KEEP, log=_KEEP, hw=_KEEP, epoch=_KEEP, leader=_KEEP, remote_leo=_KEEP,
-             inflight=_KEEP, lossy=_KEEP):
+def _replica(
+    r, alive=_KEEP, log=_KEEP, hw=_KEEP, epoch=_KEEP, leader=_KEEP, remote_leo=_KEEP, inflight=_KEEP, lossy=_KEEP
+):
     return Replica(
         r.alive if alive is _KEEP else alive,
         r.log if log is _KEEP else log,
@@ -37,8 +38,7 @@ def _replica(r, alive=_KEEP, log=_KEEP, hw=_KEEP, epoch=_KEEP, leader=_KEEP, rem
     )
 
 
-def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, committed=_KEEP,
-           acked=_KEEP):
+def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, committed=_KEEP, acked=_KEEP):
     return State(
         s.replicas if replicas is _KEEP else replicas,
         s.quorum if quorum is _KEEP else quorum,
@@ -96,8 +96,7 @@ class KafkaEffects:
         rep = s.replicas[l]
         rep = _replica(rep, log=rep.log + ((rep.epoch, s.produced),))
         rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed, self._gate, s.quorum.alter)
-        return _state(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1,
-                            committed=committed)
+        return _state(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1, committed=committed)
 
     def produce_acks_one(self, s):
         """Produce under ``acks = "1"``: every replica that believes it leads (alive and its
@@ -115,9 +114,14 @@ class KafkaEffects:
             committed = s.committed
             if leads(s, l):
                 rep, committed = _advance_hw(rep, l, s.quorum.isr, committed, self._gate, s.quorum.alter)
-            out.append((Action(PRODUCE, l), _state(s, replicas=_put(s.replicas, l, rep),
-                                                   produced=s.produced + 1, committed=committed,
-                                                   acked=acked)))
+            out.append(
+                (
+                    Action(PRODUCE, l),
+                    _state(
+                        s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1, committed=committed, acked=acked
+                    ),
+                )
+            )
         return out
 
     def acknowledge(self, before, after):
@@ -156,7 +160,7 @@ class KafkaEffects:
         fol = s.replicas[f]
         resp = fol.inflight
         if fol.alive and fol.leader == resp.leader and fol.epoch == resp.epoch:
-            log = fol.log[:resp.start] + resp.records
+            log = fol.log[: resp.start] + resp.records
             fol = _replica(fol, log=log, hw=min(resp.leader_hw, len(log)), inflight=None)
         else:  # stale: dropped
             fol = _replica(fol, inflight=None)
@@ -167,8 +171,9 @@ class KafkaEffects:
         if cut is None:
             rep = _replica(rep, alive=False, inflight=None)
         elif self.config.eligible_leader_replicas:
-            rep = _replica(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut),
-                           lossy=cut < len(rep.log))
+            rep = _replica(
+                rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut), lossy=cut < len(rep.log)
+            )
         else:
             rep = _replica(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut))
         return _state(s, replicas=_put(s.replicas, r, rep), crashes=s.crashes + 1)
@@ -228,8 +233,7 @@ class KafkaEffects:
         live_elr = [r for r in q.elr if reps[r].alive] if not live_isr else []
         # The last-known-leader election: with the ISR and the ELR both empty, the quorum's
         # leader, alive again, may be re-elected; it then excludes an unclean election.
-        last_known = (cfg.last_known_leader and not q.isr and not q.elr and ql is not None
-                      and reps[ql].alive)
+        last_known = cfg.last_known_leader and not q.isr and not q.elr and ql is not None and reps[ql].alive
         unclean = cfg.unclean_leader_election and not live_isr and not live_elr and not last_known
         out = []
         for c in range(len(reps)):
@@ -254,14 +258,12 @@ class KafkaEffects:
         epoch = q.epoch + 1
         rep = _replica(reps[c], leader=c, epoch=epoch, remote_leo=(0,) * len(reps), inflight=None)
         rep, committed = _advance_hw(rep, c, isr, s.committed, self._gate)
-        return _state(s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr, elr),
-                      committed=committed)
+        return _state(s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr, elr), committed=committed)
 
     def become_follower(self, s, r, l):
         rep = s.replicas[r]
         t = truncation_offset(self.config.truncation, rep.log, rep.hw, s.replicas[l].log)
-        rep = _replica(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l,
-                           epoch=s.quorum.epoch, inflight=None)
+        rep = _replica(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l, epoch=s.quorum.epoch, inflight=None)
         return _state(s, replicas=_put(s.replicas, r, rep))
 
     def ask(self, s, l, change, r):
@@ -295,8 +297,9 @@ class KafkaEffects:
         isr = tuple(x for x in q.isr if x != r)
         elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
         rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed, self._gate)
-        return _state(s, replicas=_put(s.replicas, l, rep),
-                      quorum=Quorum(q.leader, q.epoch, isr, elr), committed=committed)
+        return _state(
+            s, replicas=_put(s.replicas, l, rep), quorum=Quorum(q.leader, q.epoch, isr, elr), committed=committed
+        )
 
     def expand(self, s, r, l):
         q = s.quorum
@@ -307,5 +310,6 @@ class KafkaEffects:
         rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed, self._gate)
         if rep is s.replicas[l]:
             return _state(s, quorum=Quorum(q.leader, q.epoch, isr, elr))
-        return _state(s, replicas=_put(s.replicas, l, rep), quorum=Quorum(q.leader, q.epoch, isr, elr),
-                      committed=committed)
+        return _state(
+            s, replicas=_put(s.replicas, l, rep), quorum=Quorum(q.leader, q.epoch, isr, elr), committed=committed
+        )

@@ -112,8 +112,13 @@ class RowCodec:
         for r in range(n):
             fields = ["alive", "hw", "epoch", "leader", "lossy"]
             fields += [f"remote_leo[{f}]" for f in range(n)] + ["leo"] + [f"log[{k}]" for k in range(m)]
-            fields += ["inflight.leader", "inflight.epoch", "inflight.start", "inflight.leader_hw",
-                       "inflight.count"] + [f"inflight.records[{k}]" for k in range(m)]
+            fields += [
+                "inflight.leader",
+                "inflight.epoch",
+                "inflight.start",
+                "inflight.leader_hw",
+                "inflight.count",
+            ] + [f"inflight.records[{k}]" for k in range(m)]
             names += [f"r{r}.{f}" for f in fields]
         if self.acks is not None:
             names += [f"acked[{i}].offset" for i in range(m)] + [f"acked[{i}].epoch" for i in range(m)]
@@ -130,7 +135,7 @@ class RowCodec:
     def empty(self, count: int) -> np.ndarray:
         """``count`` rows with every field "none" and the padding zero."""
         rows = np.full((count, self.width), NONE, dtype=self.dtype)
-        rows[:, self.used:] = 0
+        rows[:, self.used :] = 0
         return rows
 
     def encode(self, state: State) -> np.ndarray:
@@ -168,7 +173,7 @@ class RowCodec:
             row[b + self.EPOCH] = rep.epoch
             row[b + self.LEADER] = NONE if rep.leader is None else rep.leader
             row[b + self.LOSSY] = getattr(rep, "lossy", False)
-            row[b + self.REMOTE_LEO:b + self.REMOTE_LEO + self.n] = rep.remote_leo
+            row[b + self.REMOTE_LEO : b + self.REMOTE_LEO + self.n] = rep.remote_leo
             row[b + self.LEO] = len(rep.log)
             for k, (e, i) in enumerate(rep.log):
                 row[b + self.LOG + k] = e * self.m + i
@@ -187,8 +192,13 @@ class RowCodec:
         """The ``State`` of a row (the inverse of ``encode``)."""
         v = [int(x) for x in row]
         n, m = self.n, self.m
-        committed = tuple(sorted(
-            (v[self.COMMITTED_OFFSET + i], v[self.COMMITTED_EPOCH + i], i) for i in range(m) if v[self.COMMITTED_OFFSET + i] != NONE))
+        committed = tuple(
+            sorted(
+                (v[self.COMMITTED_OFFSET + i], v[self.COMMITTED_EPOCH + i], i)
+                for i in range(m)
+                if v[self.COMMITTED_OFFSET + i] != NONE
+            )
+        )
         reps = []
         for r in range(n):
             b = self.block(r)
@@ -198,24 +208,41 @@ class RowCodec:
             if v[b + self.INFLIGHT_LEADER] != NONE:
                 count = v[b + self.INFLIGHT_COUNT]
                 inflight = Fetch(
-                    v[b + self.INFLIGHT_LEADER], v[b + self.INFLIGHT_EPOCH], v[b + self.INFLIGHT_START],
+                    v[b + self.INFLIGHT_LEADER],
+                    v[b + self.INFLIGHT_EPOCH],
+                    v[b + self.INFLIGHT_START],
                     tuple(divmod(v[b + self.INFLIGHT_RECORDS + k], m) for k in range(count)),
-                    v[b + self.INFLIGHT_HW])
+                    v[b + self.INFLIGHT_HW],
+                )
             leader = v[b + self.LEADER]
-            reps.append(Replica(
-                bool(v[b + self.ALIVE]), log, v[b + self.HW], v[b + self.EPOCH],
-                None if leader == NONE else leader,
-                tuple(v[b + self.REMOTE_LEO:b + self.REMOTE_LEO + n]), inflight, bool(v[b + self.LOSSY])))
+            reps.append(
+                Replica(
+                    bool(v[b + self.ALIVE]),
+                    log,
+                    v[b + self.HW],
+                    v[b + self.EPOCH],
+                    None if leader == NONE else leader,
+                    tuple(v[b + self.REMOTE_LEO : b + self.REMOTE_LEO + n]),
+                    inflight,
+                    bool(v[b + self.LOSSY]),
+                )
+            )
         ql = v[self.Q_LEADER]
         alter = None
         if self.alter and v[self.ALTER_LEADER] != NONE:
             alter = (v[self.ALTER_LEADER], EXPAND if v[self.ALTER_CHANGE] == 1 else SHRINK, v[self.ALTER_REPLICA])
-        quorum = Quorum(None if ql == NONE else ql, v[self.Q_EPOCH], _ids(v[self.Q_ISR], n),
-                        _ids(v[self.Q_ELR], n), alter)
+        quorum = Quorum(
+            None if ql == NONE else ql, v[self.Q_EPOCH], _ids(v[self.Q_ISR], n), _ids(v[self.Q_ELR], n), alter
+        )
         acked = ()
         if self.acks is not None:
-            acked = tuple(sorted(
-                (v[self.ACKED_OFFSET + i], v[self.ACKED_EPOCH + i], i) for i in range(m) if v[self.ACKED_OFFSET + i] != NONE))
+            acked = tuple(
+                sorted(
+                    (v[self.ACKED_OFFSET + i], v[self.ACKED_EPOCH + i], i)
+                    for i in range(m)
+                    if v[self.ACKED_OFFSET + i] != NONE
+                )
+            )
         return State(tuple(reps), quorum, v[self.PRODUCED], v[self.CRASHES], committed, acked)
 
     # -- symmetry -----------------------------------------------------------------------
@@ -228,7 +255,7 @@ class RowCodec:
         src = np.arange(self.width)
         for r in range(n):
             new_b, old_b = self.block(perm[r]), self.block(r)
-            src[new_b:new_b + self.BLOCK] = np.arange(old_b, old_b + self.BLOCK)
+            src[new_b : new_b + self.BLOCK] = np.arange(old_b, old_b + self.BLOCK)
         # remote_leo[f] of the old block lands at remote_leo[perm[f]] of the new one
         for r in range(n):
             new_b, old_b = self.block(perm[r]), self.block(r)
@@ -238,8 +265,7 @@ class RowCodec:
         if self.alter:
             id_cols += [self.ALTER_LEADER, self.ALTER_REPLICA]
         id_lut = np.array([NONE] + list(perm), dtype=self.dtype)  # index value + 1
-        mask_lut = np.array([_mask(perm[r] for r in range(n) if x >> r & 1) for x in range(1 << n)],
-                            dtype=self.dtype)
+        mask_lut = np.array([_mask(perm[r] for r in range(n) if x >> r & 1) for x in range(1 << n)], dtype=self.dtype)
         mask_cols = [self.Q_ISR, self.Q_ELR]
 
         def apply(rows):

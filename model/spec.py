@@ -34,7 +34,6 @@ import tomllib
 from pathlib import Path
 
 import attrs
-
 from kmc.checker.errors import SpecError
 from kmc.checker.result import HOLDS, VIOLATED
 
@@ -51,11 +50,17 @@ _MODEL_INTS = {
     "max_crashes": (1, 0, 16),
     "max_leader_epoch": (2, 0, 16),
 }
-_MODEL_BOOLS = ("unclean_leader_election", "unflushed_loss", "preferred_election",
-                "hw_requires_min_isr", "eligible_leader_replicas", "last_known_leader",
-                "alter_partition", "broker_epochs")
-_MODEL_KEYS = ("replicas", "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS,
-               "initial_leader", "acks")
+_MODEL_BOOLS = (
+    "unclean_leader_election",
+    "unflushed_loss",
+    "preferred_election",
+    "hw_requires_min_isr",
+    "eligible_leader_replicas",
+    "last_known_leader",
+    "alter_partition",
+    "broker_epochs",
+)
+_MODEL_KEYS = ("replicas", "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS, "initial_leader", "acks")
 # The property that reads the acknowledgements: meaningful only with model.acks.
 ACKED_PROPERTY = "AcknowledgedNeverLost"
 _CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry")
@@ -179,9 +184,11 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
                 raise SpecError(path, "check.invariants", f"unknown invariant {_show(x)} (known: {', '.join(names)})")
         invariants = tuple(n for n in names if n in inv)
         if ACKED_PROPERTY in invariants and config.acks is None:
-            raise SpecError(path, "check.invariants",
-                            f"{ACKED_PROPERTY} needs model.acks (\"all\" or \"1\"): without it no "
-                            "acknowledgement is tracked")
+            raise SpecError(
+                path,
+                "check.invariants",
+                f'{ACKED_PROPERTY} needs model.acks ("all" or "1"): without it no acknowledgement is tracked',
+            )
     else:
         from kmc.invariants import default_properties
 
@@ -215,25 +222,40 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
         if key not in names:
             raise SpecError(path, _key("expect.", key), f"unknown invariant (known: {', '.join(names)})")
         if key == ACKED_PROPERTY and config.acks is None:
-            raise SpecError(path, f"expect.{key}",
-                            "needs model.acks (\"all\" or \"1\"): without it no acknowledgement is tracked")
+            raise SpecError(
+                path, f"expect.{key}", 'needs model.acks ("all" or "1"): without it no acknowledgement is tracked'
+            )
         if key not in invariants:
             raise SpecError(path, f"expect.{key}", "this invariant is not checked (see check.invariants)")
         if value not in (HOLDS, VIOLATED):
-            raise SpecError(path, f"expect.{key}", f"must be \"holds\" or \"violated\", got {_show(value)}")
+            raise SpecError(path, f"expect.{key}", f'must be "holds" or "violated", got {_show(value)}')
         verdicts[key] = value
     return Spec(
-        path=path, sha256=hashlib.sha256(data).hexdigest(), config=config, title=title,
-        description=description, invariants=invariants, keep_going=keep_going, symmetry=symmetry,
-        max_depth=max_depth, max_states=max_states, max_memory=max_memory, engine=engine, spark_master=master,
-        spark_partitions=partitions, expect=verdicts,
+        path=path,
+        sha256=hashlib.sha256(data).hexdigest(),
+        config=config,
+        title=title,
+        description=description,
+        invariants=invariants,
+        keep_going=keep_going,
+        symmetry=symmetry,
+        max_depth=max_depth,
+        max_states=max_states,
+        max_memory=max_memory,
+        engine=engine,
+        spark_master=master,
+        spark_partitions=partitions,
+        expect=verdicts,
     )
 
 
 # The bounds of the model's constants, for commands that build configurations themselves
 # (kmc matrix); config_from_table is the one validator every way in goes through.
-MODEL_BOUNDS = {"replicas": (1, MAX_REPLICAS), "min_insync_replicas": (1, MAX_REPLICAS),
-                **{key: (lo, hi) for key, (_, lo, hi) in _MODEL_INTS.items()}}
+MODEL_BOUNDS = {
+    "replicas": (1, MAX_REPLICAS),
+    "min_insync_replicas": (1, MAX_REPLICAS),
+    **{key: (lo, hi) for key, (_, lo, hi) in _MODEL_INTS.items()},
+}
 
 
 def config_from_table(table, path="<config>") -> Config:
@@ -263,8 +285,11 @@ def _config(path, model) -> Config:
             raise SpecError(path, "model.replicas", f"must name between 1 and {MAX_REPLICAS} replicas, got {len(reps)}")
         for x in reps:
             if not is_replica_name(x):
-                raise SpecError(path, "model.replicas",
-                                f"{_show(x)} is not a replica name (a letter, then up to 15 letters, digits, '_' or '-')")
+                raise SpecError(
+                    path,
+                    "model.replicas",
+                    f"{_show(x)} is not a replica name (a letter, then up to 15 letters, digits, '_' or '-')",
+                )
         if len(set(reps)) != len(reps):
             raise SpecError(path, "model.replicas", "replica names must be unique")
         names = tuple(reps)
@@ -280,27 +305,40 @@ def _config(path, model) -> Config:
         raise SpecError(path, "model.truncation", f"must be one of {', '.join(TRUNCATION_RULES)}, got {_show(rule)}")
     min_isr = _int(path, "model.min_insync_replicas", model.get("min_insync_replicas", 1), 1, len(names))
     if values["eligible_leader_replicas"] and not values["hw_requires_min_isr"]:
-        raise SpecError(path, "model.eligible_leader_replicas",
-                        "needs model.hw_requires_min_isr = true (KIP-966 relies on the HW gate)")
+        raise SpecError(
+            path,
+            "model.eligible_leader_replicas",
+            "needs model.hw_requires_min_isr = true (KIP-966 relies on the HW gate)",
+        )
     if values["last_known_leader"] and not values["eligible_leader_replicas"]:
-        raise SpecError(path, "model.last_known_leader",
-                        "needs model.eligible_leader_replicas = true (the last known leader is "
-                        "elected only when the ISR and the ELR are empty)")
+        raise SpecError(
+            path,
+            "model.last_known_leader",
+            "needs model.eligible_leader_replicas = true (the last known leader is "
+            "elected only when the ISR and the ELR are empty)",
+        )
     if values["broker_epochs"] and not values["alter_partition"]:
-        raise SpecError(path, "model.broker_epochs",
-                        "needs model.alter_partition = true (broker epochs act on the AlterPartition "
-                        "requests that model.alter_partition adds)")
+        raise SpecError(
+            path,
+            "model.broker_epochs",
+            "needs model.alter_partition = true (broker epochs act on the AlterPartition "
+            "requests that model.alter_partition adds)",
+        )
     initial = model.get("initial_leader", "first")
     if initial not in INITIAL_LEADERS:
-        raise SpecError(path, "model.initial_leader",
-                        f"must be one of {', '.join(INITIAL_LEADERS)}, got {_show(initial)}")
+        raise SpecError(
+            path, "model.initial_leader", f"must be one of {', '.join(INITIAL_LEADERS)}, got {_show(initial)}"
+        )
     acks = model.get("acks")
     if acks is not None and acks not in ACKS:
-        raise SpecError(path, "model.acks",
-                        f"must be \"all\" or \"1\" (a string; leave it out not to track acknowledgements), "
-                        f"got {_show(acks)}")
-    return Config(replicas=names, truncation=rule, min_insync_replicas=min_isr, initial_leader=initial,
-                  acks=acks, **values)
+        raise SpecError(
+            path,
+            "model.acks",
+            f'must be "all" or "1" (a string; leave it out not to track acknowledgements), got {_show(acks)}',
+        )
+    return Config(
+        replicas=names, truncation=rule, min_insync_replicas=min_isr, initial_leader=initial, acks=acks, **values
+    )
 
 
 def _show(value) -> str:
@@ -363,7 +401,7 @@ def _size(path, key, value):
         try:
             value = parse_size(value)
         except ValueError:
-            raise SpecError(path, key, f"must be a size such as \"8G\" or \"512M\", got {_show(value)}") from None
+            raise SpecError(path, key, f'must be a size such as "8G" or "512M", got {_show(value)}') from None
     if isinstance(value, int) and not isinstance(value, bool):
         from kmc.checker.units import check_ceiling
 

@@ -25,7 +25,8 @@ def symmetries(config) -> list[tuple]:
 def permute(state: State, perm) -> State:
     """``state`` with replica ``r`` renamed ``perm[r]``: replica ids are renamed wherever
     they occur (leaders, ``remote_leo`` indices, the in-flight leader, the quorum's
-    leader, ISR and ELR, the AlterPartition request's leader and replica); records, epochs, offsets and history are not replica ids."""
+    leader, ISR and ELR, the AlterPartition request's leader and replica); records, epochs, offsets and
+    history are not replica ids."""
     n = len(state.replicas)
 
     def rid(r):
@@ -38,14 +39,17 @@ def permute(state: State, perm) -> State:
             remote[perm[f]] = rep.remote_leo[f]
         inflight = rep.inflight
         if inflight is not None:
-            inflight = Fetch(perm[inflight.leader], inflight.epoch, inflight.start, inflight.records,
-                             inflight.leader_hw)
-        reps[perm[r]] = Replica(rep.alive, rep.log, rep.hw, rep.epoch, rid(rep.leader), tuple(remote),
-                                inflight, rep.lossy)
+            inflight = Fetch(
+                perm[inflight.leader], inflight.epoch, inflight.start, inflight.records, inflight.leader_hw
+            )
+        reps[perm[r]] = Replica(
+            rep.alive, rep.log, rep.hw, rep.epoch, rid(rep.leader), tuple(remote), inflight, rep.lossy
+        )
     q = state.quorum
     alter = q.alter
     if alter is not None:  # the request names two replicas: its leader and its subject
         alter = (perm[alter[0]], alter[1], perm[alter[2]])
-    quorum = Quorum(rid(q.leader), q.epoch, tuple(sorted(perm[r] for r in q.isr)),
-                    tuple(sorted(perm[r] for r in q.elr)), alter)
+    quorum = Quorum(
+        rid(q.leader), q.epoch, tuple(sorted(perm[r] for r in q.isr)), tuple(sorted(perm[r] for r in q.elr)), alter
+    )
     return State(tuple(reps), quorum, state.produced, state.crashes, state.committed, state.acked)

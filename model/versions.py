@@ -3,22 +3,34 @@ of successive Kafka versions, which ``kmc matrix --versions`` crosses (its grid,
 application) and whose labels the results' tables show (``reports.matrix``)."""
 
 _C1 = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2, min_insync_replicas=1)
-_LRS = dict(replicas=("A", "B", "C"), max_messages=2, max_crashes=1, max_leader_epoch=2,
-            min_insync_replicas=2, unflushed_loss=True)
+_LRS = dict(
+    replicas=("A", "B", "C"),
+    max_messages=2,
+    max_crashes=1,
+    max_leader_epoch=2,
+    min_insync_replicas=2,
+    unflushed_loss=True,
+)
 # key -> (label, constants)
 VERSION_CONFIGS = {
     "c1": ("2 replicas, 2 msgs, 2 crashes (C1)", _C1),
     "c2": ("C1 + unflushed loss (C2)", dict(_C1, unflushed_loss=True)),
     "c3": ("C1 + unclean election (C3)", dict(_C1, unclean_leader_election=True)),
-    "c4": ("2 replicas, 4 msgs, 1 crash, preferred election (C4)",
-           dict(_C1, max_messages=4, max_crashes=1, preferred_election=True)),
-    "isr": ("3 replicas, min ISR 1, 1 msg, 2 crashes (ISR re-join)",
-            dict(_C1, replicas=("A", "B", "C"), max_messages=1)),
+    "c4": (
+        "2 replicas, 4 msgs, 1 crash, preferred election (C4)",
+        dict(_C1, max_messages=4, max_crashes=1, preferred_election=True),
+    ),
+    "isr": (
+        "3 replicas, min ISR 1, 1 msg, 2 crashes (ISR re-join)",
+        dict(_C1, replicas=("A", "B", "C"), max_messages=1),
+    ),
     "lrs": ("3 replicas, min ISR 2, 2 msgs, 1 crash, unflushed loss (last replica standing)", _LRS),
     # With acks = "all" tracked, a row also checks AcknowledgedNeverLost (ANL): "the producer
     # was told it is written and it was lost", next to CNL's "consumers may have read it".
-    "c3m2_acks": ("C3 + min ISR 2, acks=all", dict(_C1, unclean_leader_election=True,
-                                                      min_insync_replicas=2, acks="all")),
+    "c3m2_acks": (
+        "C3 + min ISR 2, acks=all",
+        dict(_C1, unclean_leader_election=True, min_insync_replicas=2, acks="all"),
+    ),
     "lrs_acks": ("last replica standing, acks=all", dict(_LRS, acks="all")),
 }
 # key -> (label, rule, hw_requires_min_isr, eligible_leader_replicas). A column without
@@ -37,8 +49,12 @@ VERSIONS = {
     "v21-elr": ("KIP-966 (ELR)", "leader-epoch-2.1", True, True),
     "v21-elr-ap": ("KIP-966 (ELR) + AlterPartition + broker epochs", "leader-epoch-2.1", True, True),
     "v41": ("4.1 (ELR + last known leader)", "leader-epoch-2.1", True, True),
-    "v41-ap": ("4.1 as shipped: ELR + last known leader + AlterPartition + broker epochs",
-               "leader-epoch-2.1", True, True),
+    "v41-ap": (
+        "4.1 as shipped: ELR + last known leader + AlterPartition + broker epochs",
+        "leader-epoch-2.1",
+        True,
+        True,
+    ),
 }
 # The versions that also elect the last known leader when the ISR and the ELR are empty.
 LAST_KNOWN_LEADER_VERSIONS = ("v41", "v41-ap")
@@ -53,7 +69,12 @@ def version_config(version: str, constants: dict):
     from .config import Config
 
     _, rule, gate, elr = VERSIONS[version]
-    return Config(truncation=rule, hw_requires_min_isr=gate, eligible_leader_replicas=elr,
-                  last_known_leader=version in LAST_KNOWN_LEADER_VERSIONS,
-                  alter_partition=version in ALTER_PARTITION_VERSIONS,
-                  broker_epochs=ALTER_PARTITION_VERSIONS.get(version, False), **constants)
+    return Config(
+        truncation=rule,
+        hw_requires_min_isr=gate,
+        eligible_leader_replicas=elr,
+        last_known_leader=version in LAST_KNOWN_LEADER_VERSIONS,
+        alter_partition=version in ALTER_PARTITION_VERSIONS,
+        broker_epochs=ALTER_PARTITION_VERSIONS.get(version, False),
+        **constants,
+    )

@@ -16,13 +16,26 @@ from .json_result import (
     write_json,
 )
 from .progress import ProgressDisplay
-from .tla import state_text, trace_text, violation_text
 from .result_view import ResultView
 from .terminal import StateView, TraceView, diff_lines
+from .tla import state_text, trace_text, violation_text
 
 __all__ = [
-    "ProgressDisplay", "ResultView", "SCHEMA_VERSION", "StateView", "TraceView",
-    "action_to_dict", "diff_lines", "expectation", "result_to_dict",
-    "state_from_dict", "state_text", "state_to_dict", "trace_text",
-    "trace_to_dict", "violation_text", "verdicts", "write_json",
+    "ProgressDisplay",
+    "ResultView",
+    "SCHEMA_VERSION",
+    "StateView",
+    "TraceView",
+    "action_to_dict",
+    "diff_lines",
+    "expectation",
+    "result_to_dict",
+    "state_from_dict",
+    "state_text",
+    "state_to_dict",
+    "trace_text",
+    "trace_to_dict",
+    "violation_text",
+    "verdicts",
+    "write_json",
 ]

@@ -46,7 +46,13 @@ for _n in (2, 3):
                 _k = CRASHES[_n]
                 ROWS[f"r{_n}-isr{_isr}-{'lossy' if _lossy else 'flushed'}-acks{_acks}"] = (
                     f"{_n} replicas, min ISR {_isr}, {_k} {'lossy' if _lossy else 'flushed'} "
-                    f"crash{'es' if _k > 1 else ''}, acks={_acks}", _n, _isr, _k, _lossy, _acks)
+                    f"crash{'es' if _k > 1 else ''}, acks={_acks}",
+                    _n,
+                    _isr,
+                    _k,
+                    _lossy,
+                    _acks,
+                )
 
 
 def _version_policies() -> dict:
@@ -62,8 +68,11 @@ def _version_policies() -> dict:
     out = {}
     for version in VERSIONS:
         cfg = version_config(version, VERSION_CONFIGS[first][1])
-        settings = {f.name: getattr(cfg, f.name) for f in attrs.fields(Config)
-                    if f.name == "truncation" or getattr(cfg, f.name) != getattr(base, f.name)}
+        settings = {
+            f.name: getattr(cfg, f.name)
+            for f in attrs.fields(Config)
+            if f.name == "truncation" or getattr(cfg, f.name) != getattr(base, f.name)
+        }
         out[version] = (VERSIONS[version][0], settings)
     return out
 
@@ -73,8 +82,10 @@ def _version_policies() -> dict:
 POLICIES = _version_policies()
 for _key, _base in (("v21-unclean", "v21"), ("v41-unclean", "v41")):
     if _base in POLICIES:
-        POLICIES[_key] = (f"{POLICIES[_base][0]} + unclean election",
-                          {**POLICIES[_base][1], "unclean_leader_election": True})
+        POLICIES[_key] = (
+            f"{POLICIES[_base][0]} + unclean election",
+            {**POLICIES[_base][1], "unclean_leader_election": True},
+        )
 
 _H, _V = "holds", "violated"
 # The verdicts an independent TLA+ rendering also gives, where they cover a cell (trace
@@ -92,8 +103,12 @@ _TLA = {
     ("r3-isr2-lossy", "v21-gate"): {"committed": 9},
     ("r3-isr2-lossy", "v21-elr"): {"committed": _H},
 }
-KNOWN = {(f"{row}-acks{acks}", policy): dict(v) for (row, policy), v in _TLA.items() for acks in ("all", "1")
-         if policy in POLICIES}
+KNOWN = {
+    (f"{row}-acks{acks}", policy): dict(v)
+    for (row, policy), v in _TLA.items()
+    for acks in ("all", "1")
+    if policy in POLICIES
+}
 
 
 def config_of(row: str, policy: str):
@@ -101,9 +116,18 @@ def config_of(row: str, policy: str):
     from kmc.model.config import Config
 
     _, n, isr, crashes, lossy, acks = ROWS[row]
-    return Config(**{"replicas": tuple(chr(ord("A") + i) for i in range(n)), "max_messages": MESSAGES,
-                     "max_crashes": crashes, "max_leader_epoch": EPOCHS, "min_insync_replicas": isr,
-                     "unflushed_loss": lossy, "acks": acks, **POLICIES[policy][1]})
+    return Config(
+        **{
+            "replicas": tuple(chr(ord("A") + i) for i in range(n)),
+            "max_messages": MESSAGES,
+            "max_crashes": crashes,
+            "max_leader_epoch": EPOCHS,
+            "min_insync_replicas": isr,
+            "unflushed_loss": lossy,
+            "acks": acks,
+            **POLICIES[policy][1],
+        }
+    )
 
 
 def cell_of(row: str, policy: str, result) -> dict:
@@ -123,13 +147,22 @@ def cell_of(row: str, policy: str, result) -> dict:
     got = {"committed": committed, "availability": availability}
     matched = None
     if known:
-        matched = all((got[h]["verdict"] == _H) if want == _H else
-                      (got[h]["verdict"] == _V and got[h]["length"] == want)
-                      for h, want in known.items())
-    return {"row": row, "policy": policy, "distinct_states": distinct,
-            "seconds": round(result.stats.seconds, 3), "complete": result.complete,
-            "committed": committed, "acknowledged": acknowledged, "availability": availability,
-            "expected": dict(known), "matched": matched}
+        matched = all(
+            (got[h]["verdict"] == _H) if want == _H else (got[h]["verdict"] == _V and got[h]["length"] == want)
+            for h, want in known.items()
+        )
+    return {
+        "row": row,
+        "policy": policy,
+        "distinct_states": distinct,
+        "seconds": round(result.stats.seconds, 3),
+        "complete": result.complete,
+        "committed": committed,
+        "acknowledged": acknowledged,
+        "availability": availability,
+        "expected": dict(known),
+        "matched": matched,
+    }
 
 
 def _half(result, name) -> dict:
@@ -226,11 +259,17 @@ def conclusion(doc) -> list[str]:
             continue
         groups[VERDICTS[key]].setdefault(c["row"], []).append(c["policy"])
     total = len(doc["cells"])
-    lines = ["## The answer", "", *_in_short(doc), "",
-             "*Durable*: no record the producer was told is written (`AcknowledgedNeverLost`) and no "
-             "committed record (`CommittedNeverLost`) is ever lost. *Available*: from every reachable "
-             "state the partition can still get a leader (`PartitionRecoverable`). Of the "
-             f"{total} cells (settings × versions):", ""]
+    lines = [
+        "## The answer",
+        "",
+        *_in_short(doc),
+        "",
+        "*Durable*: no record the producer was told is written (`AcknowledgedNeverLost`) and no "
+        "committed record (`CommittedNeverLost`) is ever lost. *Available*: from every reachable "
+        "state the partition can still get a leader (`PartitionRecoverable`). Of the "
+        f"{total} cells (settings × versions):",
+        "",
+    ]
     for answer, rows in groups.items():
         count = sum(len(p) for p in rows.values())
         lines.append(f"- **{answer}**: {count} cell{'s' if count != 1 else ''}" + (":" if rows else "."))
@@ -243,20 +282,25 @@ def conclusion(doc) -> list[str]:
     safe = groups[VERDICTS[(True, True)]]
     lines.append("")
     if safe:
-        lines.append("So the settings that keep every acknowledged record and never strand the partition "
-                     "are those listed first above, under the versions named there; every other cell "
-                     "gives up one of the two, and the tables below say which, with the shortest "
-                     "behaviour that shows it.")
+        lines.append(
+            "So the settings that keep every acknowledged record and never strand the partition "
+            "are those listed first above, under the versions named there; every other cell "
+            "gives up one of the two, and the tables below say which, with the shortest "
+            "behaviour that shows it."
+        )
     else:
-        lines.append("No setting here is both durable and available under any version: every cell gives "
-                     "up one of the two, and the tables below say which, with the shortest behaviour "
-                     "that shows it.")
+        lines.append(
+            "No setting here is both durable and available under any version: every cell gives "
+            "up one of the two, and the tables below say which, with the shortest behaviour "
+            "that shows it."
+        )
     return lines + [""]
 
 
 def _in_short(doc) -> list[str]:
     """A few sentences, each computed from the cells: what acks, lossy crashes and the
     price in availability come to."""
+
     def settings(c):
         return ROWS[c["row"]] if c["row"] in ROWS else None
 
@@ -271,63 +315,85 @@ def _in_short(doc) -> list[str]:
         if ok:
             out.append(f"- `acks={acks}`: {len(ok)} of {len(mine)} cells are durable and available.")
         else:
-            out.append(f"- `acks={acks}`: none of its {len(mine)} cells is durable: in every one, a record the "
-                       "producer was told is written can be lost.")
+            out.append(
+                f"- `acks={acks}`: none of its {len(mine)} cells is durable: in every one, a record the "
+                "producer was told is written can be lost."
+            )
     lossy = [c for c in safe if settings(c)[4]]
     if lossy:
         versions = [doc["policies"][p] for p in doc["policies"] if any(c["policy"] == p for c in lossy)]
         rows = [doc["rows"][r] for r in doc["rows"] if any(c["row"] == r for c in lossy)]
-        out.append(f"- lossy crashes: durable and available only under {', '.join(versions)}, and only for "
-                   f"{'; '.join(rows)}.")
+        out.append(
+            f"- lossy crashes: durable and available only under {', '.join(versions)}, and only for {'; '.join(rows)}."
+        )
     else:
         out.append("- lossy crashes: no cell is both durable and available.")
     traps = [c for c in cells if durable(c) and available(c) is False]
     if traps:
         versions = [doc["policies"][p] for p in doc["policies"] if any(c["policy"] == p for c in traps)]
         worst = max(c["availability"].get("trap_share") or 0 for c in traps)
-        out.append(f"- the price of durability: under {', '.join(versions)}, {len(traps)} durable "
-                   f"cell{'s' if len(traps) > 1 else ''} can strand the partition for good (up to "
-                   f"{100 * worst:.1f}% of the reachable states are traps).")
+        out.append(
+            f"- the price of durability: under {', '.join(versions)}, {len(traps)} durable "
+            f"cell{'s' if len(traps) > 1 else ''} can strand the partition for good (up to "
+            f"{100 * worst:.1f}% of the reachable states are traps)."
+        )
     return out
 
 
 def to_markdown(doc) -> str:
     cells = {(c["row"], c["policy"]): c for c in doc["cells"]}
     policies = list(doc["policies"])
-    lines = [MARKER, "", "# Which Kafka setting is safe, and what does it cost in availability?", "",
-             f"Generated by `{doc['command']}` (kmc {doc['kmc_version']}) in "
-             f"{doc['total_seconds']:.0f} s. Do not edit by hand: see docs/results.md.", "",
-             f"Every configuration has {MESSAGES} records and leader epochs ≤ {EPOCHS}, and the crashes its "
-             "row names; *flushed* crashes keep a replica's log, *lossy* ones may drop the tail that was not yet "
-             "fsynced (`unflushed_loss`). The producer writes with `acks=all` or `acks=1`. Each column is a "
-             "Kafka version (its truncation rule and options, as in `kmc matrix --versions`), or one with "
-             "unclean leader election turned on. Every cell explores every reachable state.", ""]
+    lines = [
+        MARKER,
+        "",
+        "# Which Kafka setting is safe, and what does it cost in availability?",
+        "",
+        f"Generated by `{doc['command']}` (kmc {doc['kmc_version']}) in "
+        f"{doc['total_seconds']:.0f} s. Do not edit by hand: see docs/results.md.",
+        "",
+        f"Every configuration has {MESSAGES} records and leader epochs ≤ {EPOCHS}, and the crashes its "
+        "row names; *flushed* crashes keep a replica's log, *lossy* ones may drop the tail that was not yet "
+        "fsynced (`unflushed_loss`). The producer writes with `acks=all` or `acks=1`. Each column is a "
+        "Kafka version (its truncation rule and options, as in `kmc matrix --versions`), or one with "
+        "unclean leader election turned on. Every cell explores every reachable state.",
+        "",
+    ]
     lines += conclusion(doc)
-    lines += ["## Every setting under every version", "",
-              "- *acked*: `AcknowledgedNeverLost` — ✓ holds; ✗ n: the shortest behaviour that loses a "
-              "record the producer was told is written has n states.",
-              "- *committed*: `CommittedNeverLost` — the same for a committed record (one a consumer may "
-              "have read).",
-              "- *available*: `PartitionRecoverable` — ✓ holds; ✗ n (p% traps): the shortest behaviour into "
-              "a state from which no replica can ever lead again has n states, and p% of the reachable "
-              "states are such traps.", "",
-              "| configuration | " + " | ".join(doc["policies"][p] for p in policies) + " |",
-              "|---|" + "---|" * len(policies)]
+    lines += [
+        "## Every setting under every version",
+        "",
+        "- *acked*: `AcknowledgedNeverLost` — ✓ holds; ✗ n: the shortest behaviour that loses a "
+        "record the producer was told is written has n states.",
+        "- *committed*: `CommittedNeverLost` — the same for a committed record (one a consumer may have read).",
+        "- *available*: `PartitionRecoverable` — ✓ holds; ✗ n (p% traps): the shortest behaviour into "
+        "a state from which no replica can ever lead again has n states, and p% of the reachable "
+        "states are such traps.",
+        "",
+        "| configuration | " + " | ".join(doc["policies"][p] for p in policies) + " |",
+        "|---|" + "---|" * len(policies),
+    ]
     for row, label in doc["rows"].items():
         line = [label] + [cell_text(cells[(row, p)]) if (row, p) in cells else "" for p in policies]
         lines.append("| " + " | ".join(line) + " |")
     unexpected = [c for c in doc["cells"] if c["matched"] is False]
-    lines += ["", "Cells the independent TLA+ rendering also decides are compared with it: "
-              + (f"{len(unexpected)} do not match." if unexpected else "every one matches."), "",
-              "## Every cell", "",
-              "| configuration | version | distinct states | seconds | acked | committed | available |",
-              "|---|---|---:|---:|---|---|---|"]
+    lines += [
+        "",
+        "Cells the independent TLA+ rendering also decides are compared with it: "
+        + (f"{len(unexpected)} do not match." if unexpected else "every one matches."),
+        "",
+        "## Every cell",
+        "",
+        "| configuration | version | distinct states | seconds | acked | committed | available |",
+        "|---|---|---:|---:|---|---|---|",
+    ]
     for c in doc["cells"]:
         acked = c.get("acknowledged", {"verdict": "unknown"})
-        lines.append(f"| {doc['rows'][c['row']]} | {doc['policies'][c['policy']]} | "
-                     f"{c['distinct_states']:,} | {c['seconds']:.1f} | {_mark(acked)}{_links(acked)} | "
-                     f"{_mark(c['committed'])}{_links(c['committed'])} | {_mark(c['availability'], True)}"
-                     f"{_links(c['availability'])} |")
+        lines.append(
+            f"| {doc['rows'][c['row']]} | {doc['policies'][c['policy']]} | "
+            f"{c['distinct_states']:,} | {c['seconds']:.1f} | {_mark(acked)}{_links(acked)} | "
+            f"{_mark(c['committed'])}{_links(c['committed'])} | {_mark(c['availability'], True)}"
+            f"{_links(c['availability'])} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -22,13 +22,14 @@ def coverage_to_dict(stats) -> dict | None:
     text = cov.names.text
     actions = {}
     for name in _action_order(cov, stats):
-        entry = {"enabled": cov.enabled.get(name, 0), "fired": stats.fired.get(name, 0),
-                 "new": stats.new.get(name, 0)}
+        entry = {"enabled": cov.enabled.get(name, 0), "fired": stats.fired.get(name, 0), "new": stats.new.get(name, 0)}
         if name in cov.kinds:
             entry["kinds"] = dict(cov.kinds[name])
         actions[name] = entry
-    variables = {var: {"distinct": len(vals), "values": [text(var, v) for v in vals]}
-                 for var, vals in cov.distinct_values().items()}
+    variables = {
+        var: {"distinct": len(vals), "values": [text(var, v) for v in vals]}
+        for var, vals in cov.distinct_values().items()
+    }
     return {"actions": actions, "variables": variables, "warnings": coverage_warnings(cov, stats.fired)}
 
 
@@ -47,17 +48,24 @@ def coverage_view(stats, max_values: int = 12):
     doc = coverage_to_dict(stats)
     if doc is None:
         return Text("no coverage was counted", "dim")
-    actions = Table(title="Coverage: actions", title_justify="left", box=box.SIMPLE_HEAD,
-                    header_style="bold dim", show_edge=False)
-    for col, just in (("action", "left"), ("enabled in", "right"), ("fired", "right"),
-                      ("new states", "right"), ("kinds fired", "left")):
+    actions = Table(
+        title="Coverage: actions", title_justify="left", box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False
+    )
+    for col, just in (
+        ("action", "left"),
+        ("enabled in", "right"),
+        ("fired", "right"),
+        ("new states", "right"),
+        ("kinds fired", "left"),
+    ):
         actions.add_column(col, justify=just, no_wrap=col == "action")
     for name, a in doc["actions"].items():
         kinds = ", ".join(f"{k} {n:,}" for k, n in a.get("kinds", {}).items())
         style = "yellow" if not a["fired"] else None
         actions.add_row(Text(name, style or ""), f"{a['enabled']:,}", f"{a['fired']:,}", f"{a['new']:,}", kinds)
-    variables = Table(title="Coverage: variables", title_justify="left", box=box.SIMPLE_HEAD,
-                      header_style="bold dim", show_edge=False)
+    variables = Table(
+        title="Coverage: variables", title_justify="left", box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False
+    )
     variables.add_column("variable", no_wrap=True)
     variables.add_column("distinct", justify="right")
     variables.add_column("values")

@@ -15,7 +15,6 @@ The renderers (``reports.svg``, ``reports.mermaid``, ``reports.html``) only draw
 from __future__ import annotations
 
 import attrs
-
 from kmc.checker.protocol import action_name, describe_step, format_action
 from kmc.model.describe import plural, replica_set
 from kmc.model.state import SHRINK, leader_of, leads
@@ -28,6 +27,7 @@ MARKER = "kmc counterexample diagram"  # every diagram file kmc writes holds thi
 
 
 HOLDS = "holds"  # a diagram's kind when its last state violates nothing (build_path)
+
 
 def epoch_colour(epoch: int) -> str:
     """The terminal's colour of a leader epoch (``reports.terminal.EPOCH_STYLES``), as
@@ -129,8 +129,14 @@ class Diagram:
 
 def build(model, violation) -> Diagram:
     """The diagram of ``violation``'s path (a ``checker.result.Violation``)."""
-    return build_path(model, violation.path, violation.property, violation.kind, violation.explanation,
-                      getattr(violation, "traps", None))
+    return build_path(
+        model,
+        violation.path,
+        violation.property,
+        violation.kind,
+        violation.explanation,
+        getattr(violation, "traps", None),
+    )
 
 
 def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None) -> Diagram:
@@ -149,8 +155,10 @@ def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None) -> 
     if kind == HOLDS:
         verdict = f"State {n}"
     elif kind == "step" and n > 1:
-        verdict = (f"{prop} is violated by the last transition, State {n - 1} → "
-                   f"State {n} ({format_action(model, steps[-1].action)})")
+        verdict = (
+            f"{prop} is violated by the last transition, State {n - 1} → "
+            f"State {n} ({format_action(model, steps[-1].action)})"
+        )
     elif kind == "possibly":
         verdict = f"{prop} fails: State {n} is a trap"
     else:
@@ -158,9 +166,18 @@ def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None) -> 
     note = UNCLEAN_NOTE if (prop == "CommittedNeverLost" and model.config.unclean_leader_election) else ""
     lost = tuple(record_text(*m) for m in sorted(marked))
     options = tuple(n for n in ("alter_partition", "broker_epochs") if getattr(model.config, n, False))
-    return Diagram(lanes=("controller",) + tuple(model.config.replicas), columns=tuple(columns),
-                   property=prop, kind=kind, verdict=verdict, explanation=explanation, lost=lost,
-                   traps=traps, note=note, options=options)
+    return Diagram(
+        lanes=("controller",) + tuple(model.config.replicas),
+        columns=tuple(columns),
+        property=prop,
+        kind=kind,
+        verdict=verdict,
+        explanation=explanation,
+        lost=lost,
+        traps=traps,
+        note=note,
+        options=options,
+    )
 
 
 def _marks(model, prop, state):
@@ -187,7 +204,7 @@ def _marks(model, prop, state):
         q = state.quorum
         current = [r for r, rep in enumerate(state.replicas) if rep.alive and rep.epoch == q.epoch]
         for i, a in enumerate(current):
-            for b in current[i + 1:]:
+            for b in current[i + 1 :]:
                 ra, rb = state.replicas[a], state.replicas[b]
                 for offset in range(min(ra.hw, rb.hw, len(ra.log), len(rb.log))):
                     if ra.log[offset] != rb.log[offset]:
@@ -229,9 +246,19 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
     if f is not None:
         what = plural(len(f.records), "record")
         inflight = f"response from {model.name(f.leader)} on its way: {what}, hw {f.leader_hw}"
-    return ReplicaCell(alive=rep.alive, lossy=rep.lossy, role=_role(model, state, r), epoch=rep.epoch,
-                       boxes=tuple(boxes), hw=rep.hw, leo=len(rep.log), inflight=inflight,
-                       changed=old is not None and old != rep, crashed=crashed, dropped=len(dropped))
+    return ReplicaCell(
+        alive=rep.alive,
+        lossy=rep.lossy,
+        role=_role(model, state, r),
+        epoch=rep.epoch,
+        boxes=tuple(boxes),
+        hw=rep.hw,
+        leo=len(rep.log),
+        inflight=inflight,
+        changed=old is not None and old != rep,
+        crashed=crashed,
+        dropped=len(dropped),
+    )
 
 
 def _controller_cell(model, state, prev) -> ControllerCell:
@@ -239,19 +266,24 @@ def _controller_cell(model, state, prev) -> ControllerCell:
     elr = replica_set(model, q.elr) if model.config.eligible_leader_replicas else None
     requests = bool(getattr(model.config, "alter_partition", False))
     pending = q.alter if requests else None
-    return ControllerCell(leader=model.name(q.leader), epoch=q.epoch, isr=replica_set(model, q.isr),
-                          elr=elr, changed=prev is not None and prev.quorum != q, requests=requests,
-                          request=None if pending is None else request_text(model, pending),
-                          request_lane=None if pending is None else pending[0] + 1,
-                          request_short=None if pending is None else (
-                              f"{model.name(pending[0])} asks {'−' if pending[1] == SHRINK else '+'}"
-                              f"{model.name(pending[2])}"))
+    return ControllerCell(
+        leader=model.name(q.leader),
+        epoch=q.epoch,
+        isr=replica_set(model, q.isr),
+        elr=elr,
+        changed=prev is not None and prev.quorum != q,
+        requests=requests,
+        request=None if pending is None else request_text(model, pending),
+        request_lane=None if pending is None else pending[0] + 1,
+        request_short=None
+        if pending is None
+        else (f"{model.name(pending[0])} asks {'−' if pending[1] == SHRINK else '+'}{model.name(pending[2])}"),
+    )
 
 
 def _column(model, number, step, prev, marked, ghosts, last) -> Column:
     state, action = step.state, step.action
-    cells = tuple(_replica_cell(model, state, prev, r, action, marked, ghosts)
-                  for r in range(len(state.replicas)))
+    cells = tuple(_replica_cell(model, state, prev, r, action, marked, ghosts) for r in range(len(state.replicas)))
     if action is None:
         text, name, description, events = "initial", "", _initial_text(model, state), ()
     else:
@@ -261,15 +293,22 @@ def _column(model, number, step, prev, marked, ghosts, last) -> Column:
     fresh = () if prev is None else tuple(record_text(*c) for c in state.committed if c not in prev.committed)
     acked = getattr(state, "acked", ())
     told = () if prev is None else tuple(record_text(*c) for c in acked if c not in getattr(prev, "acked", ()))
-    return Column(number=number, action=text, name=name, description=description,
-                  controller=_controller_cell(model, state, prev), replicas=cells, events=events,
-                  committed=fresh, acked=told)
+    return Column(
+        number=number,
+        action=text,
+        name=name,
+        description=description,
+        controller=_controller_cell(model, state, prev),
+        replicas=cells,
+        events=events,
+        committed=fresh,
+        acked=told,
+    )
 
 
 def _initial_text(model, state) -> str:
     q = state.quorum
-    return (f"{model.name(q.leader)} leads in epoch {q.epoch}, ISR {replica_set(model, q.isr)}, "
-            "every log empty")
+    return f"{model.name(q.leader)} leads in epoch {q.epoch}, ISR {replica_set(model, q.isr)}, every log empty"
 
 
 def _events(model, before, action, after) -> tuple:
@@ -284,8 +323,7 @@ def _events(model, before, action, after) -> tuple:
         b = before.replicas[r]
         if not (b.alive and b.leader == f.leader and b.epoch == f.epoch):
             return (Event("stale-response", f.leader + 1, lane, "stale: dropped"),)
-        return (Event("fetch-response", f.leader + 1, lane,
-                      f"{plural(len(f.records), 'record')}, hw {f.leader_hw}"),)
+        return (Event("fetch-response", f.leader + 1, lane, f"{plural(len(f.records), 'record')}, hw {f.leader_hw}"),)
     if name == "ElectLeader":
         return (Event("elect", CONTROLLER, lane, f"leader, e{after.quorum.epoch}"),)
     if name == "BecomeFollower":
@@ -351,16 +389,23 @@ def config_lines(config) -> list[tuple[str, str]]:
     return [
         ("replicas", f"{', '.join(config.replicas)} (min ISR {config.min_insync_replicas})"),
         ("truncation", config.truncation),
-        ("bounds", f"≤ {plural(config.max_messages, 'message')} · ≤ {plural(config.max_crashes, 'crash')} · "
-                   f"leader epochs ≤ {config.max_leader_epoch}"),
+        (
+            "bounds",
+            f"≤ {plural(config.max_messages, 'message')} · ≤ {plural(config.max_crashes, 'crash')} · "
+            f"leader epochs ≤ {config.max_leader_epoch}",
+        ),
         ("flags", ", ".join(flags) if flags else "none"),
     ]
 
 
 def counts_from_stats(stats) -> list[tuple[str, str]]:
     """A check's counts (``checker.result.Stats``) as ``(label, value)`` pairs."""
-    return [("distinct states", f"{stats.distinct:,}"), ("generated", f"{stats.generated:,}"),
-            ("depth", str(stats.depth)), ("time", f"{stats.seconds:.2f} s")]
+    return [
+        ("distinct states", f"{stats.distinct:,}"),
+        ("generated", f"{stats.generated:,}"),
+        ("depth", str(stats.depth)),
+        ("time", f"{stats.seconds:.2f} s"),
+    ]
 
 
 def counts_from_document(doc) -> list[tuple[str, str]]:
@@ -369,8 +414,13 @@ def counts_from_document(doc) -> list[tuple[str, str]]:
     stats = doc.get("stats")
     if not isinstance(stats, dict):
         return []
-    keys = (("distinct_states", "distinct states"), ("states_generated", "generated"), ("depth", "depth"),
-            ("runs", "walks"), ("steps", "steps"))
+    keys = (
+        ("distinct_states", "distinct states"),
+        ("states_generated", "generated"),
+        ("depth", "depth"),
+        ("runs", "walks"),
+        ("steps", "steps"),
+    )
     out = []
     for key, label in keys:
         value = stats.get(key)
@@ -379,6 +429,22 @@ def counts_from_document(doc) -> list[tuple[str, str]]:
     return out
 
 
-__all__ = ["Box", "CONTROLLER", "Column", "ControllerCell", "Diagram", "Event", "MARKER", "ReplicaCell",
-           "build", "config_flags", "config_lines", "config_summary", "counts_from_document", "lost_label", "counts_from_stats", "epoch_colour",
-           "record_text"]
+__all__ = [
+    "Box",
+    "CONTROLLER",
+    "Column",
+    "ControllerCell",
+    "Diagram",
+    "Event",
+    "MARKER",
+    "ReplicaCell",
+    "build",
+    "config_flags",
+    "config_lines",
+    "config_summary",
+    "counts_from_document",
+    "lost_label",
+    "counts_from_stats",
+    "epoch_colour",
+    "record_text",
+]

@@ -22,9 +22,16 @@ import threading
 import time
 
 import attrs
-
-from kmc.checker.protocol import ALWAYS, POSSIBLY, STEP, action_name, coverage_names, describe_step, \
-    format_action, successors
+from kmc.checker.protocol import (
+    ALWAYS,
+    POSSIBLY,
+    STEP,
+    action_name,
+    coverage_names,
+    describe_step,
+    format_action,
+    successors,
+)
 from kmc.checker.trace import replay_choices
 
 MAX_STEPS = 10_000  # the longest walk the explorer replays
@@ -96,13 +103,25 @@ class Explorer:
             if step.action is None:
                 steps.append({"index": 1, "action": "initial", "name": "", "description": ""})
             else:
-                steps.append({"index": i + 1, "action": format_action(model, step.action),
-                              "name": action_name(step.action),
-                              "description": describe_step(model, states[i - 1], step.action, step.state)})
+                steps.append(
+                    {
+                        "index": i + 1,
+                        "action": format_action(model, step.action),
+                        "name": action_name(step.action),
+                        "description": describe_step(model, states[i - 1], step.action, step.state),
+                    }
+                )
         state = states[-1]
         nexts = successors(model, state)
-        enabled = [{"choice": c, "action": format_action(model, a), "name": action_name(a),
-                    "description": describe_step(model, state, a, nxt)} for c, (a, nxt) in enumerate(nexts)]
+        enabled = [
+            {
+                "choice": c,
+                "action": format_action(model, a),
+                "name": action_name(a),
+                "description": describe_step(model, state, a, nxt),
+            }
+            for c, (a, nxt) in enumerate(nexts)
+        ]
         names = {e["name"] for e in enabled}
         disabled = [{"name": n, "reason": "not enabled in this state"} for n in self._actions if n not in names]
         props = self.property_status(path)
@@ -138,8 +157,10 @@ class Explorer:
                     doc.update(status="violated" if why else "holds", reason=why or "")
             elif prop.kind == POSSIBLY:
                 goal = bool(prop.check(model, state))
-                doc.update(status="goal" if goal else "not a goal",
-                           reason="" if goal else "a goal state must stay reachable from here (the search decides it)")
+                doc.update(
+                    status="goal" if goal else "not a goal",
+                    reason="" if goal else "a goal state must stay reachable from here (the search decides it)",
+                )
             out.append(doc)
         return out
 
@@ -147,11 +168,14 @@ class Explorer:
         return len(self.model.init_states())
 
     def spec_doc(self) -> dict:
-        return {"title": self.title, "path": self.path, "initial_states": self.initial_count(),
-                "actions": self._actions,
-                "properties": [{"name": p.name, "kind": p.kind, "description": p.description}
-                               for p in self.properties],
-                "traces": [{"name": n, "walk": [i, *c]} for n, (i, c) in self.traces.items()]}
+        return {
+            "title": self.title,
+            "path": self.path,
+            "initial_states": self.initial_count(),
+            "actions": self._actions,
+            "properties": [{"name": p.name, "kind": p.kind, "description": p.description} for p in self.properties],
+            "traces": [{"name": n, "walk": [i, *c]} for n, (i, c) in self.traces.items()],
+        }
 
     # -- the background search ----------------------------------------------------------------
 
@@ -176,8 +200,11 @@ class Explorer:
             verdicts = {}
             for name in result.checked:
                 v = result.violations.get(name)
-                entry = {"verdict": result.verdict(name), "explanation": "" if v is None else v.explanation,
-                         "walk": None if v is None else [v.path.init_index, *v.path.choices]}
+                entry = {
+                    "verdict": result.verdict(name),
+                    "explanation": "" if v is None else v.explanation,
+                    "walk": None if v is None else [v.path.init_index, *v.path.choices],
+                }
                 if name in getattr(result, "unknown", {}):
                     entry["explanation"] = result.unknown[name]
                 verdicts[name] = entry
@@ -187,8 +214,13 @@ class Explorer:
                 st.seconds = time.perf_counter() - started
                 st.verdicts = verdicts
                 st.state = "stopped" if result.stopped == "interrupted" else "done"
-                st.message = ("" if result.complete else "stopped at the level of the first violation"
-                              if result.stopped == "violation" else f"incomplete: stopped at {result.stopped}")
+                st.message = (
+                    ""
+                    if result.complete
+                    else "stopped at the level of the first violation"
+                    if result.stopped == "violation"
+                    else f"incomplete: stopped at {result.stopped}"
+                )
 
         self._thread = threading.Thread(target=work, name="kmc-explore-search", daemon=True)
         self._thread.start()
@@ -211,8 +243,7 @@ class Explorer:
 def _html_of(renderable, width=110) -> str:
     from rich.console import Console
 
-    console = Console(record=True, width=width, file=io.StringIO(), color_system="truecolor",
-                      force_terminal=True)
+    console = Console(record=True, width=width, file=io.StringIO(), color_system="truecolor", force_terminal=True)
     console.print(renderable)
     return console.export_html(inline_styles=True, code_format='<pre class="state">{code}</pre>')
 

@@ -13,13 +13,12 @@ import html as _html
 import json
 
 import attrs
+from kmc.checker.protocol import NamesActions, action_name, capable, describe_step, format_action, format_state
+from kmc.checker.text import safe_text
 from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-
-from kmc.checker.protocol import NamesActions, action_name, capable, describe_step, format_action, format_state
-from kmc.checker.text import safe_text
 
 SCHEMA = "kmc-generic-result-1"
 
@@ -58,8 +57,9 @@ def trace_steps(model, path) -> list[dict]:
                 "choice": path.choices[i - 1],
                 "description": describe_step(model, before, step.action, step.state),
             }
-        out.append({"index": i + 1, "action": action, "text": format_state(model, step.state),
-                    "state": _value(step.state)})
+        out.append(
+            {"index": i + 1, "action": action, "text": format_state(model, step.state), "state": _value(step.state)}
+        )
         before = step.state
     return out
 
@@ -119,31 +119,50 @@ def result_view(spec, model, result, show_traces=True):
     for name in result.checked:
         verdict = result.verdict(name)
         style = {"holds": "green", "violated": "bold red"}.get(verdict, "yellow")
-        verdicts.add_row(name, Text(verdict.upper() if verdict == "violated" else verdict, style),
-                         props[name].description if name in props else "")
+        verdicts.add_row(
+            name,
+            Text(verdict.upper() if verdict == "violated" else verdict, style),
+            props[name].description if name in props else "",
+        )
     actions = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
     for column in ("action", "fired", "new states"):
         actions.add_column(column, justify="left" if column == "action" else "right")
     for name in action_order(model, s):
         actions.add_row(name, f"{s.fired.get(name, 0):,}", f"{s.new.get(name, 0):,}")
-    parts = [Text(f"kmc check --model {safe_text(spec.ref)}", "bold"),
-             Text(f"  {safe_text(repr(model))}", "dim"), Text(f"  engine {result.engine}", "dim"), Text(""),
-             verdicts, Text(f"{s.distinct:,} distinct states · {s.generated:,} generated · depth {s.depth} · "
-                            f"{s.terminal:,} terminal"), Text(""), actions]
+    parts = [
+        Text(f"kmc check --model {safe_text(spec.ref)}", "bold"),
+        Text(f"  {safe_text(repr(model))}", "dim"),
+        Text(f"  engine {result.engine}", "dim"),
+        Text(""),
+        verdicts,
+        Text(f"{s.distinct:,} distinct states · {s.generated:,} generated · depth {s.depth} · {s.terminal:,} terminal"),
+        Text(""),
+        actions,
+    ]
     if not result.complete:
         parts.append(Text(f"incomplete: the search stopped ({result.stopped})", "yellow"))
     ordered = sorted(result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
     if show_traces:
         for v in ordered:
-            parts += [Text(""), Text(f"Counterexample: {v.property} ({len(v.path)} states)", "bold red"),
-                      trace_view(model, v)]
+            parts += [
+                Text(""),
+                Text(f"Counterexample: {v.property} ({len(v.path)} states)", "bold red"),
+                trace_view(model, v),
+            ]
     parts.append(Text(""))
     if ordered:
-        parts.append(Text(f"✗ {ordered[0].property} violated: shortest counterexample has "
-                          f"{len(ordered[0].path)} states.", "bold red"))
+        parts.append(
+            Text(
+                f"✗ {ordered[0].property} violated: shortest counterexample has {len(ordered[0].path)} states.",
+                "bold red",
+            )
+        )
     else:
-        parts.append(Text(f"✓ No violation in {s.distinct:,} distinct states.",
-                          "bold green" if result.complete else "bold yellow"))
+        parts.append(
+            Text(
+                f"✓ No violation in {s.distinct:,} distinct states.", "bold green" if result.complete else "bold yellow"
+            )
+        )
     return Group(*parts)
 
 
@@ -185,23 +204,34 @@ def _trace_table(model, v) -> str:
         f"<td>{esc(s['action']['description']) if s['action'] else ''}</td><td><code>{esc(s['text'])}</code></td></tr>"
         for s in trace_steps(model, v.path)
     )
-    return (f"<h2>{esc(v.property)}: {esc(v.explanation)}</h2><table><tr><th>#</th><th>action</th>"
-            f"<th>what it did</th><th>state</th></tr>{body}</table>")
+    return (
+        f"<h2>{esc(v.property)}: {esc(v.explanation)}</h2><table><tr><th>#</th><th>action</th>"
+        f"<th>what it did</th><th>state</th></tr>{body}</table>"
+    )
 
 
 def violation_page(ref, model, violation) -> str:
     """One counterexample as a self-contained HTML page (``kmc replay --format html``)."""
     esc = _html.escape
-    return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>kmc replay</title>"
-            "<meta name=\"generator\" content=\"kmc\"></head><body>"
-            f"<h1>kmc replay: {esc(ref)}</h1>{_trace_table(model, violation)}</body></html>\n")
+    return (
+        '<!doctype html><html><head><meta charset="utf-8"><title>kmc replay</title>'
+        '<meta name="generator" content="kmc"></head><body>'
+        f"<h1>kmc replay: {esc(ref)}</h1>{_trace_table(model, violation)}</body></html>\n"
+    )
 
 
 def violation_dict(model, violation) -> dict:
     """One counterexample as ``result_dict`` writes it."""
-    return {"property": violation.property, "kind": violation.kind, "explanation": violation.explanation,
-            "trace": {"init_index": violation.path.init_index, "choices": list(violation.path.choices),
-                      "steps": trace_steps(model, violation.path)}}
+    return {
+        "property": violation.property,
+        "kind": violation.kind,
+        "explanation": violation.explanation,
+        "trace": {
+            "init_index": violation.path.init_index,
+            "choices": list(violation.path.choices),
+            "steps": trace_steps(model, violation.path),
+        },
+    }
 
 
 def result_page(spec, model, result, command="") -> str:
@@ -214,10 +244,10 @@ def result_page(spec, model, result, command="") -> str:
     traces = [_trace_table(model, result.violations[n]) for n in result.checked if n in result.violations]
     doc = json.dumps(result_dict(spec, model, result), ensure_ascii=False).replace("</", "<\\/")
     return (
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>kmc check "
-        f"{esc(spec.ref)}</title><meta name=\"generator\" content=\"kmc\"></head><body>"
+        '<!doctype html><html><head><meta charset="utf-8"><title>kmc check '
+        f'{esc(spec.ref)}</title><meta name="generator" content="kmc"></head><body>'
         f"<h1>{esc(command or 'kmc check --model ' + spec.ref)}</h1>"
         f"<p>{result.stats.distinct:,} distinct states, depth {result.stats.depth}, engine {esc(result.engine)}</p>"
         f"<table><tr><th>property</th><th>verdict</th></tr>{''.join(rows)}</table>{''.join(traces)}"
-        f"<script type=\"application/json\" id=\"kmc-result\">{doc}</script></body></html>\n"
+        f'<script type="application/json" id="kmc-result">{doc}</script></body></html>\n'
     )

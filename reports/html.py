@@ -63,8 +63,19 @@ def _x(text) -> str:
     return escape(picture_text(text), quote=True)
 
 
-def page(diagrams, *, title="", path=None, description="", config=(), counts=(), verdicts=(),
-         command="", empty="", coverage=None) -> str:
+def page(
+    diagrams,
+    *,
+    title="",
+    path=None,
+    description="",
+    config=(),
+    counts=(),
+    verdicts=(),
+    command="",
+    empty="",
+    coverage=None,
+) -> str:
     """The whole HTML document.
 
     Args:
@@ -83,11 +94,20 @@ def page(diagrams, *, title="", path=None, description="", config=(), counts=(),
     from kmc.checker import __version__
 
     heading = title or "kmc counterexample"
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             f"<!-- {MARKER} -->",
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>{_x(heading)}</title>", f"<style>{CSS}</style>", "</head>", "<body>", "<header>",
-             f"<h1>{_x(heading)}</h1>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<!-- {MARKER} -->",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_x(heading)}</title>",
+        f"<style>{CSS}</style>",
+        "</head>",
+        "<body>",
+        "<header>",
+        f"<h1>{_x(heading)}</h1>",
+    ]
     if path:
         parts.append(f'<p class="path">{_x(path)}</p>')
     if description.strip():
@@ -96,8 +116,7 @@ def page(diagrams, *, title="", path=None, description="", config=(), counts=(),
     if verdicts:
         facts.append(("verdicts", ", ".join(f"{n} {v}" for n, v in verdicts)))
     if facts:
-        parts.append('<dl class="facts">' + "".join(f"<dt>{_x(k)}</dt><dd>{_x(v)}</dd>" for k, v in facts)
-                     + "</dl>")
+        parts.append('<dl class="facts">' + "".join(f"<dt>{_x(k)}</dt><dd>{_x(v)}</dd>" for k, v in facts) + "</dl>")
     parts.append("</header>")
     if not diagrams:
         parts.append(f'<p class="note">{_x(empty or "No counterexample.")}</p>')
@@ -112,34 +131,44 @@ def page(diagrams, *, title="", path=None, description="", config=(), counts=(),
 
 def _section(d) -> str:
     trap = d.kind == "possibly"
-    out = [f'<section class="trace" data-property="{_x(d.property)}">',
-           f'<h2 class="{"trap" if trap else "violation"}">✗ {_x(d.property)}: a '
-           f'{"trace to an availability trap" if trap else "counterexample"} of {len(d.columns)} states</h2>',
-           '<div class="scroll">', svg.render(d, standalone=False), "</div>",
-           '<ol class="steps">']
+    out = [
+        f'<section class="trace" data-property="{_x(d.property)}">',
+        f'<h2 class="{"trap" if trap else "violation"}">✗ {_x(d.property)}: a '
+        f"{'trace to an availability trap' if trap else 'counterexample'} of {len(d.columns)} states</h2>",
+        '<div class="scroll">',
+        svg.render(d, standalone=False),
+        "</div>",
+        '<ol class="steps">',
+    ]
     for i, col in enumerate(d.columns):
         cls = ' class="last"' if i == len(d.columns) - 1 else ""
-        out.append(f"<li{cls}><code>{_x(col.action)}</code> <span class=\"desc\">{_x(col.description)}</span></li>")
+        out.append(f'<li{cls}><code>{_x(col.action)}</code> <span class="desc">{_x(col.description)}</span></li>')
     out.append("</ol>")
     out.append("</section>")
     return "\n".join(out)
 
 
 def _coverage(doc) -> str:
-    out = ['<section class="coverage">', "<h2>Coverage</h2>",
-           "<table><tr><th>action</th><th>enabled in</th><th>fired</th><th>new states</th><th>kinds fired</th></tr>"]
+    out = [
+        '<section class="coverage">',
+        "<h2>Coverage</h2>",
+        "<table><tr><th>action</th><th>enabled in</th><th>fired</th><th>new states</th><th>kinds fired</th></tr>",
+    ]
     for name, a in doc["actions"].items():
         kinds = ", ".join(f"{k} {n:,}" for k, n in a.get("kinds", {}).items())
         cls = ' class="never"' if not a["fired"] else ""
-        out.append(f"<tr{cls}><td>{_x(name)}</td><td class=\"n\">{a['enabled']:,}</td><td class=\"n\">"
-                   f"{a['fired']:,}</td><td class=\"n\">{a['new']:,}</td><td>{_x(kinds)}</td></tr>")
+        out.append(
+            f'<tr{cls}><td>{_x(name)}</td><td class="n">{a["enabled"]:,}</td><td class="n">'
+            f'{a["fired"]:,}</td><td class="n">{a["new"]:,}</td><td>{_x(kinds)}</td></tr>'
+        )
     out.append("</table>")
     if doc["warnings"]:
         out.append("<ul>" + "".join(f"<li>{_x(w)}</li>" for w in doc["warnings"]) + "</ul>")
     out.append("<table><tr><th>variable</th><th>distinct</th><th>values</th></tr>")
     for var, v in doc["variables"].items():
-        out.append(f"<tr><td>{_x(var)}</td><td class=\"n\">{v['distinct']}</td>"
-                   f"<td>{_x(', '.join(v['values']))}</td></tr>")
+        out.append(
+            f'<tr><td>{_x(var)}</td><td class="n">{v["distinct"]}</td><td>{_x(", ".join(v["values"]))}</td></tr>'
+        )
     out += ["</table>", "</section>"]
     return "\n".join(out)
 

@@ -26,6 +26,7 @@ SCHEMA_MINOR = 2
 
 # -- verdicts and expectations ----------------------------------------------------------
 
+
 def verdicts(result) -> dict:
     """``{property: "holds" | "violated" | "unknown"}`` for every checked property, in order."""
     return {name: result.verdict(name) for name in result.checked}
@@ -62,11 +63,17 @@ def expectation(spec, result) -> dict:
             mismatches.append(f"{name}: expected {want}, got unknown (the search stopped before deciding it)")
         elif have != want:
             mismatches.append(f"{name}: expected {want}, got {have}")
-    return {"expected": expected, "got": got, "matched": not mismatches, "mismatches": mismatches,
-            "unchecked": unchecked}
+    return {
+        "expected": expected,
+        "got": got,
+        "matched": not mismatches,
+        "mismatches": mismatches,
+        "unchecked": unchecked,
+    }
 
 
 # -- states and traces --------------------------------------------------------------------
+
 
 def _records(records) -> list:
     return [[epoch, rid] for epoch, rid in records]
@@ -97,7 +104,9 @@ def state_to_dict(model, state) -> dict:
             "epoch": rep.epoch,
             "leader": _name(model, rep.leader),
             "remote_leo": {model.name(i): n for i, n in enumerate(rep.remote_leo)},
-            "inflight": None if f is None else {
+            "inflight": None
+            if f is None
+            else {
                 "leader": model.name(f.leader),
                 "epoch": f.epoch,
                 "start": f.start,
@@ -112,8 +121,11 @@ def state_to_dict(model, state) -> dict:
     if elr_on:
         quorum["elr"] = [model.name(r) for r in q.elr]
     if getattr(model.config, "alter_partition", False):  # the request in flight: absent otherwise
-        quorum["alter"] = None if q.alter is None else {
-            "leader": model.name(q.alter[0]), "change": q.alter[1], "replica": model.name(q.alter[2])}
+        quorum["alter"] = (
+            None
+            if q.alter is None
+            else {"leader": model.name(q.alter[0]), "change": q.alter[1], "replica": model.name(q.alter[2])}
+        )
     doc = {
         "replicas": replicas,
         "quorum": quorum,
@@ -149,31 +161,53 @@ def state_from_dict(model, doc) -> State:
     for name in names:
         d = doc["replicas"][name]
         f = d["inflight"]
-        fetch = None if f is None else Fetch(index[f["leader"]], f["epoch"], f["start"],
-                                             recs(f["records"]), f["leader_hw"])
-        replicas.append(Replica(
-            alive=bool(d["alive"]), log=recs(d["log"]), hw=d["hw"], epoch=d["epoch"],
-            leader=num(d["leader"]),
-            remote_leo=tuple(d["remote_leo"][n] for n in names), inflight=fetch,
-            lossy=bool(d.get("lossy", False))))
+        fetch = (
+            None if f is None else Fetch(index[f["leader"]], f["epoch"], f["start"], recs(f["records"]), f["leader_hw"])
+        )
+        replicas.append(
+            Replica(
+                alive=bool(d["alive"]),
+                log=recs(d["log"]),
+                hw=d["hw"],
+                epoch=d["epoch"],
+                leader=num(d["leader"]),
+                remote_leo=tuple(d["remote_leo"][n] for n in names),
+                inflight=fetch,
+                lossy=bool(d.get("lossy", False)),
+            )
+        )
     q = doc["quorum"]
     a = q.get("alter")
     if a is not None and a["change"] not in (SHRINK, EXPAND):
         raise ValueError(f"the request in flight changes {a['change']!r}, not {SHRINK!r} or {EXPAND!r}")
     alter = None if a is None else (index[a["leader"]], a["change"], index[a["replica"]])
-    quorum = Quorum(num(q["leader"]), q["epoch"], tuple(sorted(index[n] for n in q["isr"])),
-                    tuple(sorted(index[n] for n in q.get("elr", ()))), alter)
-    return State(replicas=tuple(replicas), quorum=quorum, produced=doc["produced"],
-                 crashes=doc["crashes"], committed=tuple(tuple(c) for c in doc["committed"]),
-                 acked=tuple(tuple(c) for c in doc.get("acked", ())))
+    quorum = Quorum(
+        num(q["leader"]),
+        q["epoch"],
+        tuple(sorted(index[n] for n in q["isr"])),
+        tuple(sorted(index[n] for n in q.get("elr", ()))),
+        alter,
+    )
+    return State(
+        replicas=tuple(replicas),
+        quorum=quorum,
+        produced=doc["produced"],
+        crashes=doc["crashes"],
+        committed=tuple(tuple(c) for c in doc["committed"]),
+        acked=tuple(tuple(c) for c in doc.get("acked", ())),
+    )
 
 
 def action_to_dict(model, action) -> dict | None:
     """``{"name", "replica", "cut", "text"}`` of an action, ``None`` for no action."""
     if action is None:
         return None
-    return {"name": action_name(action), "replica": model.name(action.replica), "cut": action.cut,
-            "text": format_action(model, action)}
+    return {
+        "name": action_name(action),
+        "replica": model.name(action.replica),
+        "cut": action.cut,
+        "text": format_action(model, action),
+    }
 
 
 def trace_to_dict(model, path) -> dict:
@@ -186,13 +220,15 @@ def trace_to_dict(model, path) -> dict:
         "init_index": path.init_index,
         "choices": list(path.choices),
         "length": len(path),
-        "steps": [{"index": i, "action": action_to_dict(model, step.action),
-                   "state": state_to_dict(model, step.state)}
-                  for i, step in enumerate(path.steps, 1)],
+        "steps": [
+            {"index": i, "action": action_to_dict(model, step.action), "state": state_to_dict(model, step.state)}
+            for i, step in enumerate(path.steps, 1)
+        ],
     }
 
 
 # -- the whole result ---------------------------------------------------------------------
+
 
 def spec_to_dict(spec, model) -> dict:
     """The spec's identity and the constants that were actually run (``model.config``,
@@ -217,8 +253,7 @@ def stats_to_dict(stats, names=ACTION_NAMES) -> dict:
         "queue": stats.queue,
         "fingerprint_collision_probability": stats.collision_probability,
         "levels": list(stats.levels),
-        "actions": {name: {"fired": stats.fired.get(name, 0), "new": stats.new.get(name, 0)}
-                    for name in names},
+        "actions": {name: {"fired": stats.fired.get(name, 0), "new": stats.new.get(name, 0)} for name in names},
     }
 
 
@@ -255,8 +290,7 @@ def result_to_dict(spec, model, result) -> dict:
         "expectation": expectation(spec, result),
         "violations": [
             _violation_to_dict(model, v)
-            for v in (result.violations[name] for name in result.checked
-                      if name in result.violations)
+            for v in (result.violations[name] for name in result.checked if name in result.violations)
         ],
     }
 
@@ -316,7 +350,15 @@ def _umask() -> int:
 
 
 __all__ = [
-    "SCHEMA_VERSION", "action_to_dict", "expectation",
-    "result_to_dict", "spec_to_dict", "state_from_dict", "state_to_dict", "stats_to_dict",
-    "trace_to_dict", "verdicts", "write_json",
+    "SCHEMA_VERSION",
+    "action_to_dict",
+    "expectation",
+    "result_to_dict",
+    "spec_to_dict",
+    "state_from_dict",
+    "state_to_dict",
+    "stats_to_dict",
+    "trace_to_dict",
+    "verdicts",
+    "write_json",
 ]

@@ -39,25 +39,45 @@ SHORT = {
     "AcknowledgedNeverLost": "ANL",
     "PartitionRecoverable": "PR",
 }
-RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279",
-              "leader-epoch-2.1": "v21"}
+RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279", "leader-epoch-2.1": "v21"}
 
 _ROW_FIELDS = {
-    "id": str, "spec": (str, type(None)), "title": str, "model": dict, "verdicts": dict,
-    "expected": dict, "expected_from": (str, type(None)), "matched": (bool, type(None)),
-    "mismatches": list, "distinct_states": int, "states_generated": int, "depth": int,
-    "seconds": (int, float), "complete": bool, "stopped": (str, type(None)),
+    "id": str,
+    "spec": (str, type(None)),
+    "title": str,
+    "model": dict,
+    "verdicts": dict,
+    "expected": dict,
+    "expected_from": (str, type(None)),
+    "matched": (bool, type(None)),
+    "mismatches": list,
+    "distinct_states": int,
+    "states_generated": int,
+    "depth": int,
+    "seconds": (int, float),
+    "complete": bool,
+    "stopped": (str, type(None)),
     "counterexamples": dict,
 }
 _DOC_FIELDS = {
-    "schema_version": int, "kind": str, "kmc_version": str, "command": str, "title": str,
-    "source": str, "spec_dir": (str, type(None)), "invariants": list, "constants": dict,
-    "max_states": (int, type(None)), "total_seconds": (int, float), "rows": list,
+    "schema_version": int,
+    "kind": str,
+    "kmc_version": str,
+    "command": str,
+    "title": str,
+    "source": str,
+    "spec_dir": (str, type(None)),
+    "invariants": list,
+    "constants": dict,
+    "max_states": (int, type(None)),
+    "total_seconds": (int, float),
+    "rows": list,
 }
 
 
-def results_document(*, rows, command, title, source, invariants, constants,
-                     spec_dir=None, max_states=None, total_seconds=0.0, note="") -> dict:
+def results_document(
+    *, rows, command, title, source, invariants, constants, spec_dir=None, max_states=None, total_seconds=0.0, note=""
+) -> dict:
     """The whole results.json document (schema version ``SCHEMA_VERSION``).
 
     Args:
@@ -130,22 +150,30 @@ def validate(doc) -> list[str]:
             if verdict not in (HOLDS, VIOLATED, UNKNOWN):
                 errors.append(f"{where}: verdict of {name} is {verdict!r}")
             if (verdict == VIOLATED) != (name in row["counterexamples"]):
-                errors.append(f"{where}: {name} is {verdict} but its counterexample is "
-                              f"{'present' if name in row['counterexamples'] else 'missing'}")
+                errors.append(
+                    f"{where}: {name} is {verdict} but its counterexample is "
+                    f"{'present' if name in row['counterexamples'] else 'missing'}"
+                )
         for name, verdict in row["expected"].items():
             if verdict not in (HOLDS, VIOLATED):
                 errors.append(f"{where}: expected verdict of {name} is {verdict!r}")
         if (row["matched"] is None) != (not row["expected"]):
             errors.append(f"{where}: 'matched' must be null exactly when nothing is expected")
         for name, cx in row["counterexamples"].items():
-            if not isinstance(cx, dict) or not isinstance(cx.get("length"), int) \
-                    or not isinstance(cx.get("trace"), str) or not cx["trace"].startswith("traces/"):
-                errors.append(f"{where}: counterexample of {name} needs an int 'length' and a "
-                              "'trace' path under traces/")
+            if (
+                not isinstance(cx, dict)
+                or not isinstance(cx.get("length"), int)
+                or not isinstance(cx.get("trace"), str)
+                or not cx["trace"].startswith("traces/")
+            ):
+                errors.append(
+                    f"{where}: counterexample of {name} needs an int 'length' and a 'trace' path under traces/"
+                )
     return errors
 
 
 # -- Markdown -----------------------------------------------------------------------------
+
 
 def _seconds(s: float) -> str:
     if s < 60:
@@ -159,7 +187,7 @@ def _cell(row, name) -> str:
         return "–"
     if verdict == VIOLATED:
         cx = row["counterexamples"][name]
-        diagram = cx["trace"][:-len(".json")] + ".html" if cx["trace"].endswith(".json") else None
+        diagram = cx["trace"][: -len(".json")] + ".html" if cx["trace"].endswith(".json") else None
         link = f" ([diagram]({diagram}))" if diagram else ""
         return f"**violated** [{cx['length']} states]({cx['trace']}){link}"
     return verdict
@@ -179,10 +207,22 @@ def _flag(value) -> str:
 
 
 # The model's fields a row shows in columns of their own (or in the bounds' first words).
-_OWN_COLUMNS = ("replicas", "truncation", "min_insync_replicas", "unclean_leader_election", "unflushed_loss",
-                "max_messages", "max_crashes", "max_leader_epoch")
-_BOUND_LABELS = {"preferred_election": "preferred", "hw_requires_min_isr": "HW gate",
-                 "eligible_leader_replicas": "ELR", "last_known_leader": "last known leader"}
+_OWN_COLUMNS = (
+    "replicas",
+    "truncation",
+    "min_insync_replicas",
+    "unclean_leader_election",
+    "unflushed_loss",
+    "max_messages",
+    "max_crashes",
+    "max_leader_epoch",
+)
+_BOUND_LABELS = {
+    "preferred_election": "preferred",
+    "hw_requires_min_isr": "HW gate",
+    "eligible_leader_replicas": "ELR",
+    "last_known_leader": "last known leader",
+}
 
 
 def _bounds(m) -> str:
@@ -203,8 +243,10 @@ def _constants_text(constants) -> str:
     parts = []
     for r, c in constants.items():
         crashes = c["max_crashes"]
-        parts.append(f"{r} replicas: {c['max_messages']} messages, {crashes} "
-                     f"crash{'es' if crashes != 1 else ''}, leader epochs ≤ {c['max_leader_epoch']}")
+        parts.append(
+            f"{r} replicas: {c['max_messages']} messages, {crashes} "
+            f"crash{'es' if crashes != 1 else ''}, leader epochs ≤ {c['max_leader_epoch']}"
+        )
     return "; ".join(parts)
 
 
@@ -237,8 +279,10 @@ def versions_table(doc) -> str:
         cells[(ck, vk)] = row
     configs = [c for c in VERSION_CONFIGS if any(k[0] == c for k in cells)]
     versions = [v for v in VERSIONS if any(k[1] == v for k in cells)]
-    lines = ["| configuration | " + " | ".join(VERSIONS[v][0] for v in versions) + " |",
-             "|---|" + "---|" * len(versions)]
+    lines = [
+        "| configuration | " + " | ".join(VERSIONS[v][0] for v in versions) + " |",
+        "|---|" + "---|" * len(versions),
+    ]
     for c in configs:
         row = [VERSION_CONFIGS[c][0]]
         row += [_version_cell(cells[(c, v)]) if (c, v) in cells else "" for v in versions]
@@ -252,8 +296,10 @@ def to_markdown(doc) -> str:
     inv = doc["invariants"]
     rows = doc["rows"]
     lines = [f"# {doc['title']}", ""]
-    lines.append(f"Generated by `{doc['command']}` (kmc {doc['kmc_version']}) in "
-                 f"{_seconds(doc['total_seconds'])}. Do not edit by hand: see docs/results.md.")
+    lines.append(
+        f"Generated by `{doc['command']}` (kmc {doc['kmc_version']}) in "
+        f"{_seconds(doc['total_seconds'])}. Do not edit by hand: see docs/results.md."
+    )
     lines.append("")
     if doc["constants"]:
         lines.append(f"Constants: {_constants_text(doc['constants'])}.")
@@ -262,31 +308,41 @@ def to_markdown(doc) -> str:
         lines.append(doc["note"])
         lines.append("")
     if doc["source"] == "versions":
-        lines += ["## Kafka through the versions", "",
-                  "A cell lists the violated properties, each with the length of its shortest "
-                  "counterexample in states (the initial state included).", "",
-                  versions_table(doc), "", "## Every row", ""]
+        lines += [
+            "## Kafka through the versions",
+            "",
+            "A cell lists the violated properties, each with the length of its shortest "
+            "counterexample in states (the initial state included).",
+            "",
+            versions_table(doc),
+            "",
+            "## Every row",
+            "",
+        ]
     every = "all four" if len(inv) == 4 else f"all {len(inv)}" if len(inv) > 1 else "the"
-    lines.append(f"Every configuration is explored completely, breadth-first, checking {every} "
-                 "invariants and keeping going after a violation, so each invariant gets a "
-                 "verdict. A violated cell links to the shortest counterexample "
-                 "(its length in states, the initial state included) and to its diagram (an HTML page); "
-                 "`kmc replay <trace file>` shows it, `--format tla` as TLC would. "
-                 "Bounds: messages produced, crashes, highest leader epoch.")
+    lines.append(
+        f"Every configuration is explored completely, breadth-first, checking {every} "
+        "invariants and keeping going after a violation, so each invariant gets a "
+        "verdict. A violated cell links to the shortest counterexample "
+        "(its length in states, the initial state included) and to its diagram (an HTML page); "
+        "`kmc replay <trace file>` shows it, `--format tla` as TLC would. "
+        "Bounds: messages produced, crashes, highest leader epoch."
+    )
     lines.append("")
     lines.append("Invariants: " + ", ".join(f"{SHORT.get(n, n)} = `{n}`" for n in inv) + ".")
     limit = doc.get("max_states")
     if limit:
-        lines.append(f"A run stops at {limit:,} distinct states; its undecided invariants "
-                     "then read *unknown*.")
+        lines.append(f"A run stops at {limit:,} distinct states; its undecided invariants then read *unknown*.")
     lines.append("")
     violated = sum(1 for r in rows for v in r["verdicts"].values() if v == VIOLATED)
     expected = [r for r in rows if r["matched"] is not None]
     unexpected = [r for r in expected if not r["matched"]]
-    lines.append(f"{len(rows)} configurations, {sum(r['distinct_states'] for r in rows):,} "
-                 f"distinct states in all, {violated} violated verdicts; "
-                 f"{len(expected) - len(unexpected)} of {len(expected)} rows with an expected "
-                 "verdict match it.")
+    lines.append(
+        f"{len(rows)} configurations, {sum(r['distinct_states'] for r in rows):,} "
+        f"distinct states in all, {violated} violated verdicts; "
+        f"{len(expected) - len(unexpected)} of {len(expected)} rows with an expected "
+        "verdict match it."
+    )
     lines.append("")
     head = ["configuration", "rule", "replicas", "bounds", "min ISR", "unclean", "unflushed"]
     head += [SHORT.get(n, n) for n in inv]
@@ -296,16 +352,29 @@ def to_markdown(doc) -> str:
     lines.append("|" + "|".join(align) + "|")
     for row in rows:
         m = row["model"]
-        cells = [f"`{row['id']}`", m["truncation"], str(len(m["replicas"])),
-                 _bounds(m), str(m["min_insync_replicas"]),
-                 _flag(m["unclean_leader_election"]), _flag(m["unflushed_loss"])]
+        cells = [
+            f"`{row['id']}`",
+            m["truncation"],
+            str(len(m["replicas"])),
+            _bounds(m),
+            str(m["min_insync_replicas"]),
+            _flag(m["unclean_leader_election"]),
+            _flag(m["unflushed_loss"]),
+        ]
         cells += [_cell(row, n) for n in inv]
-        cells += [f"{row['distinct_states']:,}", str(row["depth"]), _seconds(row["seconds"]),
-                  _expected_cell(row)]
+        cells += [f"{row['distinct_states']:,}", str(row["depth"]), _seconds(row["seconds"]), _expected_cell(row)]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     return "\n".join(lines)
 
 
-__all__ = ["KIND", "RULE_SHORT", "SCHEMA_VERSION", "SHORT", "results_document", "to_markdown",
-           "validate", "versions_table"]
+__all__ = [
+    "KIND",
+    "RULE_SHORT",
+    "SCHEMA_VERSION",
+    "SHORT",
+    "results_document",
+    "to_markdown",
+    "validate",
+    "versions_table",
+]

@@ -100,8 +100,14 @@ def render(d, *, title="", config=None) -> str:
         body = "<br/>".join(escape(t) for t in text)
         if col.events:
             ev = col.events[0]
-            arrow = {"fetch-request": "->>", "fetch-response": "-->>", "stale-response": "--x",
-                     "follow": "-->>", "answer": "-->>", "refused": "--x"}.get(ev.kind, "->>")
+            arrow = {
+                "fetch-request": "->>",
+                "fetch-response": "-->>",
+                "stale-response": "--x",
+                "follow": "-->>",
+                "answer": "-->>",
+                "refused": "--x",
+            }.get(ev.kind, "->>")
             lines.append(f"    {ids[ev.source]}{arrow}{ids[ev.target]}: {body}")
         else:
             lane = ids[_acting_lane(d, col)]

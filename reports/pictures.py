@@ -37,12 +37,21 @@ def result_page(spec, model, result, command="") -> str:
     verdicts = [(n, result.verdict(n)) for n in result.checked]
     counts = counts_from_stats(result.stats)
     distinct = f"{result.stats.distinct:,}"
-    empty = (f"No counterexample: no checked property failed in {distinct} distinct states"
-             + ("." if result.complete else " (the search did not finish)."))
-    return html.page(diagrams, title=spec.title if spec is not None else "", path=_shown(spec.path) if spec else None,
-                     description=spec.description if spec is not None else "",
-                     config=config_lines(model.config), counts=counts, verdicts=verdicts,
-                     command=command, empty=empty, coverage=coverage_to_dict(result.stats))
+    empty = f"No counterexample: no checked property failed in {distinct} distinct states" + (
+        "." if result.complete else " (the search did not finish)."
+    )
+    return html.page(
+        diagrams,
+        title=spec.title if spec is not None else "",
+        path=_shown(spec.path) if spec else None,
+        description=spec.description if spec is not None else "",
+        config=config_lines(model.config),
+        counts=counts,
+        verdicts=verdicts,
+        command=command,
+        empty=empty,
+        coverage=coverage_to_dict(result.stats),
+    )
 
 
 def result_mermaid(spec, model, result) -> str:
@@ -51,14 +60,17 @@ def result_mermaid(spec, model, result) -> str:
     ordered = _ordered(result)
     title = spec.title if spec is not None else ""
     if not ordered:
-        return mermaid.no_counterexample(_lanes(model), f"no counterexample in {result.stats.distinct:,} "
-                                                        "distinct states")
+        return mermaid.no_counterexample(
+            _lanes(model), f"no counterexample in {result.stats.distinct:,} distinct states"
+        )
     text = mermaid.render(build(model, ordered[0]), title=title, config=model.config)
     if len(ordered) > 1:  # Mermaid draws one diagram per block: say where the others are
         others = ", ".join(v.property for v in ordered[1:])
         first, rest = text.split("\n", 1)
-        text = (f"{first}\n%% also violated: {others} (kmc check --json, then kmc replay --invariant NAME "
-                f"--format mermaid)\n{rest}")
+        text = (
+            f"{first}\n%% also violated: {others} (kmc check --json, then kmc replay --invariant NAME "
+            f"--format mermaid)\n{rest}"
+        )
     return text
 
 
@@ -67,19 +79,45 @@ def simulation_outputs(spec, model, sim, command=""):
     if any)."""
     v = sim.violation
     st = sim.stats
-    counts = [("walks", f"{st.runs:,} (seed {sim.seed})"), ("steps", f"{st.steps:,}"),
-              ("distinct states visited", f"{st.distinct:,}")]
+    counts = [
+        ("walks", f"{st.runs:,} (seed {sim.seed})"),
+        ("steps", f"{st.steps:,}"),
+        ("distinct states visited", f"{st.distinct:,}"),
+    ]
     if v is None:
         text = f"No violation in {st.runs:,} walks (seed {sim.seed})."
-        return (html.page([], title=spec.title, path=_shown(spec.path), description=spec.description,
-                          config=config_lines(model.config), counts=counts, command=command, empty=text),
-                mermaid.no_counterexample(_lanes(model), text))
+        return (
+            html.page(
+                [],
+                title=spec.title,
+                path=_shown(spec.path),
+                description=spec.description,
+                config=config_lines(model.config),
+                counts=counts,
+                command=command,
+                empty=text,
+            ),
+            mermaid.no_counterexample(_lanes(model), text),
+        )
     d = build(model, v)
-    counts.append(("violating walk", f"{sim.violation_run:,}, {len(v.path) - 1} steps "
-                                     "(not necessarily a shortest counterexample)"))
-    return (html.page([d], title=spec.title, path=_shown(spec.path), description=spec.description,
-                      config=config_lines(model.config), counts=counts, command=command),
-            mermaid.render(d, title=spec.title, config=model.config))
+    counts.append(
+        (
+            "violating walk",
+            f"{sim.violation_run:,}, {len(v.path) - 1} steps (not necessarily a shortest counterexample)",
+        )
+    )
+    return (
+        html.page(
+            [d],
+            title=spec.title,
+            path=_shown(spec.path),
+            description=spec.description,
+            config=config_lines(model.config),
+            counts=counts,
+            command=command,
+        ),
+        mermaid.render(d, title=spec.title, config=model.config),
+    )
 
 
 def replay_output(fmt, path, doc, model, violation, command=None) -> str:
@@ -91,8 +129,14 @@ def replay_output(fmt, path, doc, model, violation, command=None) -> str:
         return mermaid.render(d, title=title, config=model.config)
     if fmt == "svg":
         return svg.render(d, title=title)
-    return html.page([d], title=title, path=_shown(path), config=config_lines(model.config),
-                     counts=counts_from_document(doc), command=command or f"kmc replay {_shown(path)} --format html")
+    return html.page(
+        [d],
+        title=title,
+        path=_shown(path),
+        config=config_lines(model.config),
+        counts=counts_from_document(doc),
+        command=command or f"kmc replay {_shown(path)} --format html",
+    )
 
 
 def trace_page(doc, name, title="") -> str:
@@ -109,11 +153,24 @@ def trace_page(doc, name, title="") -> str:
     v = doc["violations"][0]
     path = replay_choices(model, v["trace"]["init_index"], v["trace"]["choices"])
     d = build(model, Violation(v["property"], v["kind"], v["explanation"], path, v.get("trap_states")))
-    return html.page([d], title=spec.get("title") or title, path=name, config=config_lines(model.config),
-                     counts=counts_from_document(doc), command=f"kmc replay {name} --format html")
+    return html.page(
+        [d],
+        title=spec.get("title") or title,
+        path=name,
+        config=config_lines(model.config),
+        counts=counts_from_document(doc),
+        command=f"kmc replay {name} --format html",
+    )
 
 
 write_text = html.write_text
 
-__all__ = ["FORMATS", "replay_output", "result_mermaid", "result_page", "simulation_outputs", "trace_page",
-           "write_text"]
+__all__ = [
+    "FORMATS",
+    "replay_output",
+    "result_mermaid",
+    "result_page",
+    "simulation_outputs",
+    "trace_page",
+    "write_text",
+]

@@ -13,7 +13,7 @@ depth and the rate.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.live import Live
@@ -33,11 +33,12 @@ def progress_text(stats, title: str = "exploring") -> Text:
     text = Text()
     text.append(title, "bold")
     for label, value, after in (
-            ("", f"{stats.distinct:,}", " distinct states"),
-            ("", f"{stats.queue:,}", " in queue"),
-            ("depth ", f"{stats.depth}", ""),
-            ("", f"{stats.states_per_second:,.0f}", " states/s"),
-            ("", _elapsed(stats.seconds), "")):
+        ("", f"{stats.distinct:,}", " distinct states"),
+        ("", f"{stats.queue:,}", " in queue"),
+        ("depth ", f"{stats.depth}", ""),
+        ("", f"{stats.states_per_second:,.0f}", " states/s"),
+        ("", _elapsed(stats.seconds), ""),
+    ):
         text.append("  ·  ", "dim")
         text.append(label, "dim")
         text.append(value, "cyan")
@@ -49,9 +50,11 @@ def level_text(stats, level_seconds: float) -> Text:
     """The lasting line printed when a level completes."""
     text = Text()
     text.append(f"level {stats.depth}", "bold")
-    for value, after in ((f"{stats.queue:,}", " in the frontier"),
-                         (f"{stats.distinct:,}", " distinct states"),
-                         (f"{level_seconds:.1f}", " s")):
+    for value, after in (
+        (f"{stats.queue:,}", " in the frontier"),
+        (f"{stats.distinct:,}", " distinct states"),
+        (f"{level_seconds:.1f}", " s"),
+    ):
         text.append("  ·  ", "dim")
         text.append(value, "cyan")
         text.append(after, "dim")
@@ -61,13 +64,15 @@ def level_text(stats, level_seconds: float) -> Text:
 def plain_line(stats, when: datetime, title: str = "kmc") -> str:
     """One lasting progress line for logs: ``2026-01-02T03:04:05Z kmc: 1,834 distinct ·
     3,455 generated · 580 queue · depth 10 · 6,400 states/s``."""
-    return (f"{when.strftime('%Y-%m-%dT%H:%M:%SZ')} {title}: {stats.distinct:,} distinct · "
-            f"{stats.generated:,} generated · {stats.queue:,} queue · depth {stats.depth} · "
-            f"{stats.states_per_second:,.0f} states/s")
+    return (
+        f"{when.strftime('%Y-%m-%dT%H:%M:%SZ')} {title}: {stats.distinct:,} distinct · "
+        f"{stats.generated:,} generated · {stats.queue:,} queue · depth {stats.depth} · "
+        f"{stats.states_per_second:,.0f} states/s"
+    )
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class ProgressDisplay:
@@ -87,9 +92,17 @@ class ProgressDisplay:
             their timestamps (injected by tests).
     """
 
-    def __init__(self, console: Console, *, enabled: bool = True, title: str = "exploring",
-                 levels: bool = False, every: float | None = None, clock=time.monotonic,
-                 now=_utc_now):
+    def __init__(
+        self,
+        console: Console,
+        *,
+        enabled: bool = True,
+        title: str = "exploring",
+        levels: bool = False,
+        every: float | None = None,
+        clock=time.monotonic,
+        now=_utc_now,
+    ):
         self.console = console
         self.enabled = enabled
         self.title = title
@@ -102,10 +115,16 @@ class ProgressDisplay:
         self._spinner = Spinner("dots", text=Text(f"{title} …", "bold"), style="cyan")
         self._live = None
 
-    def __enter__(self) -> "ProgressDisplay":
+    def __enter__(self) -> ProgressDisplay:
         if self.enabled:
-            self._live = Live(self._spinner, console=self.console, transient=True,
-                              refresh_per_second=8, redirect_stdout=False, redirect_stderr=False)
+            self._live = Live(
+                self._spinner,
+                console=self.console,
+                transient=True,
+                refresh_per_second=8,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
             self._live.start()
         return self
 
@@ -122,8 +141,9 @@ class ProgressDisplay:
             now = self._clock() if self.every is not None else 0.0
             if self.every is not None and now - self._last_plain >= self.every:
                 self._last_plain = now
-                self.console.print(plain_line(stats, self._now(), self.title), markup=False,
-                                   highlight=False, soft_wrap=True)
+                self.console.print(
+                    plain_line(stats, self._now(), self.title), markup=False, highlight=False, soft_wrap=True
+                )
             return
         if self.levels and (previous is None or stats.depth != previous.depth):
             self._live.console.print(level_text(stats, stats.seconds - self._level_started))
@@ -136,7 +156,11 @@ class ProgressDisplay:
         if self._live is not None:
             self._spinner.update(text=Text(f"{self.title}: {message} …", "bold"))
         elif self.every is not None:
-            self.console.print(f"{self._now().strftime('%Y-%m-%dT%H:%M:%SZ')} {self.title}: {message}",
-                               markup=False, highlight=False, soft_wrap=True)
+            self.console.print(
+                f"{self._now().strftime('%Y-%m-%dT%H:%M:%SZ')} {self.title}: {message}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
 
     __call__ = update  # so the display itself can be passed as an engine's ``progress``

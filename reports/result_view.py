@@ -5,17 +5,16 @@ the counterexamples (``reports.terminal.TraceView``) and a one-line summary.
 
 from __future__ import annotations
 
+from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED
+from kmc.checker.text import safe_text
+from kmc.model.actions import action_names
+from kmc.model.describe import plural
 from rich import box
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.padding import Padding
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
-
-from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED
-from kmc.checker.text import safe_text
-from kmc.model.describe import plural
-from kmc.model.actions import action_names
 
 from .json_result import expectation
 from .terminal import UNCLEAN_NOTE, TraceView, trap_share
@@ -77,19 +76,24 @@ def stop_reason(result, spec=None, max_states=None) -> str | None:
     if stopped == "violation":
         unknown = [p for p in result.checked if result.verdict(p) == UNKNOWN]
         if not unknown:
-            return ("stopped after the first level with a violation (keep_going is off); "
-                    "every checked property is decided")
-        return ("stopped after the first level with a violation (keep_going is off), so "
-                f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} unknown "
-                f"(--keep-going decides {'it' if len(unknown) == 1 else 'them'})")
+            return (
+                "stopped after the first level with a violation (keep_going is off); every checked property is decided"
+            )
+        return (
+            "stopped after the first level with a violation (keep_going is off), so "
+            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} unknown "
+            f"(--keep-going decides {'it' if len(unknown) == 1 else 'them'})"
+        )
     if stopped == "max-depth":
         return f"stopped at the depth bound (max_depth = {result.max_depth}): states deeper than that were not explored"
     if stopped == "max-states":
         if max_states is None and spec is not None:
             max_states = spec.max_states
         bound = f" (max_states = {max_states:,})" if max_states else ""
-        return (f"stopped at the end of the level that reached the state bound{bound}: "
-                "the rest of the state space was not explored")
+        return (
+            f"stopped at the end of the level that reached the state bound{bound}: "
+            "the rest of the state space was not explored"
+        )
     if stopped == "max-memory":
         return "stopped at the memory bound (max_memory): the rest of the state space was not explored"
     if stopped == "out-of-memory":
@@ -135,16 +139,18 @@ def spec_header(spec, cfg, command="check", engine=None):
         if spec.title:
             yield Text(safe_text(spec.title), "bold")
         if spec.description.strip():
-            yield Padding(Text(safe_text(" ".join(spec.description.split())), "dim italic"), (0, 0, 0, 2),
-                          expand=False)
+            yield Padding(Text(safe_text(" ".join(spec.description.split())), "dim italic"), (0, 0, 0, 2), expand=False)
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim")
     grid.add_column()
     grid.add_row("replicas", f"{', '.join(cfg.replicas)}  (min ISR {cfg.min_insync_replicas})")
     grid.add_row("truncation", cfg.truncation)
-    grid.add_row("bounds", f"≤ {plural(cfg.max_messages, 'message')} · "
-                           f"≤ {plural(cfg.max_crashes, 'crash')} · "
-                           f"leader epochs ≤ {cfg.max_leader_epoch}")
+    grid.add_row(
+        "bounds",
+        f"≤ {plural(cfg.max_messages, 'message')} · "
+        f"≤ {plural(cfg.max_crashes, 'crash')} · "
+        f"leader epochs ≤ {cfg.max_leader_epoch}",
+    )
     grid.add_row("flags", _flags(cfg))
     if engine is not None:
         grid.add_row("engine", engine)
@@ -215,10 +221,14 @@ class ResultView:
 
     def statistics(self, max_width=None):
         s = self.result.stats
-        parts = ((_count(s.distinct), " distinct states"), (_count(s.generated), " generated"),
-                 ("depth ", str(s.depth)),
-                 (_count(s.terminal), " terminal (no action enabled)"),
-                 (_duration(s.seconds), ""), (f"{s.states_per_second:,.0f}", " states/s"))
+        parts = (
+            (_count(s.distinct), " distinct states"),
+            (_count(s.generated), " generated"),
+            ("depth ", str(s.depth)),
+            (_count(s.terminal), " terminal (no action enabled)"),
+            (_duration(s.seconds), ""),
+            (f"{s.states_per_second:,.0f}", " states/s"),
+        )
         pieces = []
         for a, b in parts:
             piece = Text()
@@ -235,8 +245,11 @@ class ResultView:
             yield Text(f"incomplete: {reason}", "yellow")
             if s.queue:
                 yield Text(f"{_count(s.queue)} states left on the queue (found, not yet expanded)", "yellow")
-        yield Text(f"fingerprint collision probability: calculated (optimistic) "
-                   f"{collision_text(s.collision_probability)} (see docs/model.md, \"Counting\")", "dim")
+        yield Text(
+            f"fingerprint collision probability: calculated (optimistic) "
+            f'{collision_text(s.collision_probability)} (see docs/model.md, "Counting")',
+            "dim",
+        )
 
     def action_table(self) -> Table:
         s = self.result.stats
@@ -265,19 +278,23 @@ class ResultView:
             what = ("property" if steps else "invariant") if n == 1 else ("properties" if steps else "invariants")
             unknown = [p for p in result.checked if result.verdict(p) == UNKNOWN]
             if not result.complete:
-                yield Text(f"No violation in {states} distinct states, but the search is "
-                           f"incomplete: {n} {what} unknown.", "bold yellow")
+                yield Text(
+                    f"No violation in {states} distinct states, but the search is incomplete: {n} {what} unknown.",
+                    "bold yellow",
+                )
             elif unknown:  # complete, but a property needing more (an always-possibly one)
-                yield Text(f"No violation in {states} distinct states; unknown: "
-                           f"{', '.join(unknown)}.", "bold yellow")
+                yield Text(f"No violation in {states} distinct states; unknown: {', '.join(unknown)}.", "bold yellow")
             elif n == 1:
                 yield Text(f"✓ {result.checked[0]} holds over {states} distinct states.", "bold green")
             else:
                 yield Text(f"✓ All {n} {what} hold over {states} distinct states.", "bold green")
         else:
             first = ordered[0]
-            text = Text(f"✗ {first.property} violated: shortest counterexample has "
-                        f"{len(first.path)} states{self._traps(first)}.", "bold red")
+            text = Text(
+                f"✗ {first.property} violated: shortest counterexample has "
+                f"{len(first.path)} states{self._traps(first)}.",
+                "bold red",
+            )
             rest = [f"{v.property} ({len(v.path)} states{self._traps(v)})" for v in ordered[1:]]
             if rest:
                 text.append(f" Also violated: {', '.join(rest)}.", "red")
@@ -294,17 +311,24 @@ class ResultView:
             undecided = [n for n in exp["expected"] if exp["got"].get(n) == UNKNOWN]
             checked = [n for n in exp["expected"] if n not in exp["unchecked"]]
             if not checked:
-                yield Text("The spec's expectation is about properties that were not checked "
-                           f"({', '.join(exp['unchecked'])}).", "dim")
+                yield Text(
+                    "The spec's expectation is about properties that were not checked "
+                    f"({', '.join(exp['unchecked'])}).",
+                    "dim",
+                )
             elif exp["matched"]:
-                skipped = (f" (not checked: {', '.join(exp['unchecked'])})" if exp["unchecked"] else "")
+                skipped = f" (not checked: {', '.join(exp['unchecked'])})" if exp["unchecked"] else ""
                 yield Text(f"This matches the spec's expectation{skipped}.", "green")
             elif len(undecided) == len(exp["mismatches"]):  # nothing contradicts it
-                yield Text("The spec's expectation is not confirmed yet: the search stopped "
-                           f"before deciding {', '.join(undecided)}.", "yellow")
+                yield Text(
+                    "The spec's expectation is not confirmed yet: the search stopped "
+                    f"before deciding {', '.join(undecided)}.",
+                    "yellow",
+                )
             else:
-                yield Text("This does NOT match the spec's expectation: "
-                           + "; ".join(exp["mismatches"]) + ".", "bold red")
+                yield Text(
+                    "This does NOT match the spec's expectation: " + "; ".join(exp["mismatches"]) + ".", "bold red"
+                )
 
     def _traps(self, v) -> str:
         """For an always-possibly violation, its trap count and share, else ``""``."""

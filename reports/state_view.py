@@ -8,24 +8,35 @@ variables, with every value that changed since the previous state highlighted;
 
 from __future__ import annotations
 
+from kmc.model.describe import replica_set
+from kmc.model.state import EXPAND, leads
 from rich import box
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from kmc.model.describe import replica_set
-from kmc.model.state import EXPAND, leads
-
 __all__ = [
-    "COLUMNS", "EPOCH_STYLES", "StateView", "UNCLEAN_NOTE", "column_widths", "diff_lines", "request_text",
+    "COLUMNS",
+    "EPOCH_STYLES",
+    "StateView",
+    "UNCLEAN_NOTE",
+    "column_widths",
+    "diff_lines",
+    "request_text",
     "table_layout",
 ]
 
 # One colour per leader epoch (cycled past the end), so that records written in
 # different epochs are told apart at a glance. Red and yellow are left for verdicts.
 EPOCH_STYLES = (
-    "cyan", "magenta", "green", "bright_blue", "dark_orange", "orchid", "spring_green3",
+    "cyan",
+    "magenta",
+    "green",
+    "bright_blue",
+    "dark_orange",
+    "orchid",
+    "spring_green3",
     "steel_blue1",
 )
 CHANGED = Style(bold=True, reverse=True)  # a value that differs from the previous state
@@ -33,9 +44,11 @@ CHANGED_MARK = "*"  # appended to changed values when the console shows no colou
 DIM = Style(dim=True)
 ARROW = " → "
 
-UNCLEAN_NOTE = ("Unclean leader election is enabled: electing a replica outside the ISR "
-                "loses committed records by design (availability over durability), so "
-                "a CommittedNeverLost violation is expected here.")
+UNCLEAN_NOTE = (
+    "Unclean leader election is enabled: electing a replica outside the ISR "
+    "loses committed records by design (availability over durability), so "
+    "a CommittedNeverLost violation is expected here."
+)
 
 
 def epoch_style(epoch: int) -> str:
@@ -43,6 +56,7 @@ def epoch_style(epoch: int) -> str:
 
 
 # -- small formatters ---------------------------------------------------------------------
+
 
 def _record(epoch, rid, offset=None) -> Text:
     text = f"e{epoch}·r{rid}" if offset is None else f"{offset}:e{epoch}·r{rid}"
@@ -205,19 +219,30 @@ class StateView:
         for r in range(len(state.replicas)):
             cells = _replica_cells(model, state, r)
             old = _replica_cells(model, prev, r) if prev is not None else None
-            rows.append({c: (_mark(cells[c][1], old is not None and old[c][0] != cells[c][0], plain),
-                             old is not None and old[c][0] != cells[c][0]) for c in COLUMNS})
+            rows.append(
+                {
+                    c: (
+                        _mark(cells[c][1], old is not None and old[c][0] != cells[c][0], plain),
+                        old is not None and old[c][0] != cells[c][0],
+                    )
+                    for c in COLUMNS
+                }
+            )
         columns, widths = table_layout(self.widths or column_widths(model, [state]), options.max_width)
         if columns is None:  # too narrow for any table: one block of text per replica
             yield from self._stacked(rows)
         else:
-            table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold dim",
-                          padding=(0, 1))
+            table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold dim", padding=(0, 1))
             for col in columns:
                 wraps = col in _WRAPS
-                table.add_column(col, justify="right" if col in _RIGHT else "left", no_wrap=not wraps,
-                                 overflow="fold" if wraps else "ellipsis",
-                                 min_width=widths[col], max_width=widths[col] if wraps else None)
+                table.add_column(
+                    col,
+                    justify="right" if col in _RIGHT else "left",
+                    no_wrap=not wraps,
+                    overflow="fold" if wraps else "ellipsis",
+                    min_width=widths[col],
+                    max_width=widths[col] if wraps else None,
+                )
             for row in rows:
                 table.add_row(*(row[c][0] for c in columns))
             yield table
@@ -303,6 +328,7 @@ def table_layout(widths, max_width):
 
 
 # -- the field-by-field difference of two states -----------------------------------------
+
 
 def _fields(model, state) -> list[tuple[str, object, Text]]:
     """Every variable of a state as ``(name, comparison key, Text)``, in a fixed order."""

@@ -60,10 +60,13 @@ def wrap(text, width, size, bold=False) -> list[str]:
 
 
 def _text(x, y, lines, size, *, fill="#222", weight="normal", family=SANS, anchor="start", extra=""):
-    spans = "".join(f'<tspan x="{x}" dy="{0 if i == 0 else round(size * 1.2, 1)}">{_x(t)}</tspan>'
-                    for i, t in enumerate(lines))
-    return (f'<text x="{x}" y="{y}" font-family="{family}" font-size="{size}" fill="{fill}" '
-            f'font-weight="{weight}" text-anchor="{anchor}"{extra}>{spans}</text>')
+    spans = "".join(
+        f'<tspan x="{x}" dy="{0 if i == 0 else round(size * 1.2, 1)}">{_x(t)}</tspan>' for i, t in enumerate(lines)
+    )
+    return (
+        f'<text x="{x}" y="{y}" font-family="{family}" font-size="{size}" fill="{fill}" '
+        f'font-weight="{weight}" text-anchor="{anchor}"{extra}>{spans}</text>'
+    )
 
 
 def slots(cell) -> list[int]:
@@ -87,12 +90,14 @@ class _Layout:
         self.col_w = max(COL_MIN, min(COL_MAX, (WIDTH - LABEL_W - 2 * PAD) // n))
         inner = self.col_w - 8
         self.head_size = 9.5 if self.col_w >= 96 else 9  # so that FetchResponse fits a narrow column
-        self.heads = [(wrap(c.action, inner, self.head_size, bold=True), wrap(c.description, inner, 8.5))
-                      for c in d.columns]
+        self.heads = [
+            (wrap(c.action, inner, self.head_size, bold=True), wrap(c.description, inner, 8.5)) for c in d.columns
+        ]
         self.head_h = 20 + max(len(a) * 11.5 + len(b) * 10.2 for a, b in self.heads)
         boxes = max((max(slots(cell), default=-1) + 1 for c in d.columns for cell in c.replicas), default=0)
-        flight = max((len(wrap(cell.inflight, inner, 8)) for c in d.columns for cell in c.replicas
-                      if cell.inflight), default=0)
+        flight = max(
+            (len(wrap(cell.inflight, inner, 8)) for c in d.columns for cell in c.replicas if cell.inflight), default=0
+        )
         self.stack_h = max(1, boxes) * (BOX_H + BOX_GAP)
         replica_h = 18 + self.stack_h + 14 + flight * 9.6 + 8
         self.commit_lines = max((len(_history_lines(c, inner)) for c in d.columns), default=0)
@@ -123,7 +128,9 @@ def render(d, *, standalone=True, title="") -> str:
         x = lay.col_x(i)
         _controller(out, col, x, lay.lane_y[CONTROLLER], lay)
         for r, cell in enumerate(col.replicas):
-            _replica(out, cell, x, lay.lane_y[r + 1], lay, f'data-step="{col.number}" data-replica="{_x(d.lanes[r + 1])}"')
+            _replica(
+                out, cell, x, lay.lane_y[r + 1], lay, f'data-step="{col.number}" data-replica="{_x(d.lanes[r + 1])}"'
+            )
         if col.controller.request_lane is not None:
             _pending(out, col, x, lay)
         for ev in col.events:
@@ -136,14 +143,16 @@ def render(d, *, standalone=True, title="") -> str:
     head = '<?xml version="1.0" encoding="UTF-8"?>\n' if standalone else ""
     heading = (_text(PAD + 2, PAD + 12, lines, 13, weight="bold") + "\n") if lines else ""
     zoom = max(1.0, min(ZOOM, WIDTH / lay.width))
-    return (f'{head}<svg xmlns="http://www.w3.org/2000/svg" width="{round(lay.width * zoom)}" '
-            f'height="{round(height * zoom)}" '
-            f'viewBox="0 0 {lay.width} {height}" role="img" class="kmc-diagram" '
-            f'data-lanes="{len(d.lanes)}" data-columns="{len(d.columns)}">\n'
-            f'<!-- {MARKER} -->\n<title>{_x(d.verdict)}</title>\n'
-            f'<defs>{_markers(d.columns[0].controller.requests)}</defs>\n'
-            f'<rect x="0" y="0" width="{lay.width}" height="{height}" fill="#ffffff"/>\n{heading}'
-            f'<g transform="translate(0,{top})">\n' + "\n".join(out) + "\n</g>\n</svg>\n")
+    return (
+        f'{head}<svg xmlns="http://www.w3.org/2000/svg" width="{round(lay.width * zoom)}" '
+        f'height="{round(height * zoom)}" '
+        f'viewBox="0 0 {lay.width} {height}" role="img" class="kmc-diagram" '
+        f'data-lanes="{len(d.lanes)}" data-columns="{len(d.columns)}">\n'
+        f"<!-- {MARKER} -->\n<title>{_x(d.verdict)}</title>\n"
+        f"<defs>{_markers(d.columns[0].controller.requests)}</defs>\n"
+        f'<rect x="0" y="0" width="{lay.width}" height="{height}" fill="#ffffff"/>\n{heading}'
+        f'<g transform="translate(0,{top})">\n' + "\n".join(out) + "\n</g>\n</svg>\n"
+    )
 
 
 def _markers(requests=False) -> str:
@@ -151,7 +160,8 @@ def _markers(requests=False) -> str:
     return "".join(
         f'<marker id="arrow-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'
-        for name, colour in colours)
+        for name, colour in colours
+    )
 
 
 def _columns_and_lanes(out, d, lay):
@@ -159,48 +169,91 @@ def _columns_and_lanes(out, d, lay):
     for i, (col, (action, words)) in enumerate(zip(d.columns, lay.heads)):
         x = lay.col_x(i)
         shade = "#f7f7f9" if i % 2 else "#ffffff"
-        out.append(f'<g class="column" data-step="{col.number}"><title>{_x(col.action)}: {_x(col.description)}</title>'
-                   f'<rect x="{x}" y="{PAD}" width="{lay.col_w}" height="{lay.lanes_bottom - PAD}" fill="{shade}"/>')
+        out.append(
+            f'<g class="column" data-step="{col.number}"><title>{_x(col.action)}: {_x(col.description)}</title>'
+            f'<rect x="{x}" y="{PAD}" width="{lay.col_w}" height="{lay.lanes_bottom - PAD}" fill="{shade}"/>'
+        )
         out.append(_text(x + 4, PAD + 10, [f"State {col.number}"], 8, fill="#777"))
         out.append(_text(x + 4, PAD + 21, action, lay.head_size, weight="bold", fill=RED if i == last else "#1a1a1a"))
         out.append(_text(x + 4, PAD + 21 + len(action) * 11.5, words, 8.5, fill="#555"))
         out.append("</g>")
     for lane, (name, y, h) in enumerate(zip(d.lanes, lay.lane_y, lay.lane_h)):
-        out.append(f'<g class="lane" data-lane="{_x(name)}">'
-                   f'<line x1="{PAD}" y1="{y}" x2="{lay.width - PAD}" y2="{y}" stroke="#c8c8c8"/>')
+        out.append(
+            f'<g class="lane" data-lane="{_x(name)}">'
+            f'<line x1="{PAD}" y1="{y}" x2="{lay.width - PAD}" y2="{y}" stroke="#c8c8c8"/>'
+        )
         label = "controller" if lane == CONTROLLER else f"replica {name}"
-        out.append(_text(PAD + 2, y + 14, wrap(label, LABEL_W - 6, 10.5, bold=True), 10.5, weight="bold",
-                         fill=PURPLE if lane == CONTROLLER else "#1a1a1a"))
+        out.append(
+            _text(
+                PAD + 2,
+                y + 14,
+                wrap(label, LABEL_W - 6, 10.5, bold=True),
+                10.5,
+                weight="bold",
+                fill=PURPLE if lane == CONTROLLER else "#1a1a1a",
+            )
+        )
         out.append("</g>")
-    out.append(f'<line x1="{PAD}" y1="{lay.lanes_bottom}" x2="{lay.width - PAD}" y2="{lay.lanes_bottom}" '
-               f'stroke="#c8c8c8"/>')
+    out.append(
+        f'<line x1="{PAD}" y1="{lay.lanes_bottom}" x2="{lay.width - PAD}" y2="{lay.lanes_bottom}" stroke="#c8c8c8"/>'
+    )
     colour = ORANGE if d.kind == "possibly" else RED
     x = lay.col_x(last)
     cls = "trap" if d.kind == "possibly" else "violation"
-    out.append(f'<rect class="{cls}" x="{x + 1}" y="{PAD + 1}" width="{lay.col_w - 2}" '
-               f'height="{lay.lanes_bottom - PAD - 2}" fill="none" stroke="{colour}" stroke-width="2.5"/>')
+    out.append(
+        f'<rect class="{cls}" x="{x + 1}" y="{PAD + 1}" width="{lay.col_w - 2}" '
+        f'height="{lay.lanes_bottom - PAD - 2}" fill="none" stroke="{colour}" stroke-width="2.5"/>'
+    )
 
 
 def _controller(out, col, x, y, lay):
     c = col.controller
     fill = "#fff3c4" if c.changed else "none"
-    out.append(f'<g class="cell controller" data-step="{col.number}"><rect x="{x + 1}" y="{y + 1}" '
-               f'width="{lay.col_w - 2}" height="{lay.lane_h[CONTROLLER] - 2}" fill="{fill}" rx="3"/>')
+    out.append(
+        f'<g class="cell controller" data-step="{col.number}"><rect x="{x + 1}" y="{y + 1}" '
+        f'width="{lay.col_w - 2}" height="{lay.lane_h[CONTROLLER] - 2}" fill="{fill}" rx="3"/>'
+    )
     lines = [f"leader {c.leader} · e{c.epoch}", f"ISR {c.isr}"] + ([f"ELR {c.elr}"] if c.elr is not None else [])
     out.append(_text(x + 4, y + 16, lines, 9, fill=PURPLE))
     if c.request is not None:  # the AlterPartition request in flight, under the ISR
-        out.append(_text(x + 4, y + 16 + len(lines) * LINE, [c.request_short], 8.5, fill=ORANGE,
-                         weight="bold", extra=' class="request"'))
+        out.append(
+            _text(
+                x + 4,
+                y + 16 + len(lines) * LINE,
+                [c.request_short],
+                8.5,
+                fill=ORANGE,
+                weight="bold",
+                extra=' class="request"',
+            )
+        )
     if c.requests:
         lines.append("")
     if col.committed:  # the history variable: records that went below a leader's HW here
-        out.append(_text(x + 4, y + 18 + len(lines) * LINE, wrap("commits " + ", ".join(col.committed),
-                                                                 lay.col_w - 8, 8.5), 8.5, fill="#1b7d1b",
-                         weight="bold", extra=' class="commits"'))
+        out.append(
+            _text(
+                x + 4,
+                y + 18 + len(lines) * LINE,
+                wrap("commits " + ", ".join(col.committed), lay.col_w - 8, 8.5),
+                8.5,
+                fill="#1b7d1b",
+                weight="bold",
+                extra=' class="commits"',
+            )
+        )
     if col.acked:  # what the producer was told is written (with acks), under the commits
         below = len(wrap("commits " + ", ".join(col.committed), lay.col_w - 8, 8.5)) if col.committed else 0
-        out.append(_text(x + 4, y + 18 + len(lines) * LINE + below * 10.2, _acked_lines(col, lay.col_w - 8), 8.5,
-                         fill=BLUE, weight="bold", extra=' class="acked"'))
+        out.append(
+            _text(
+                x + 4,
+                y + 18 + len(lines) * LINE + below * 10.2,
+                _acked_lines(col, lay.col_w - 8),
+                8.5,
+                fill=BLUE,
+                weight="bold",
+                extra=' class="acked"',
+            )
+        )
     out.append("</g>")
 
 
@@ -230,8 +283,10 @@ def _replica(out, cell, x, y, lay, data):
     h = lay.lane_h[1]
     fill = "#e4e4e4" if not cell.alive else "#fff3c4" if cell.changed else "none"
     classes = "cell replica" + ("" if cell.alive else " down") + (" lossy" if cell.lossy else "")
-    out.append(f'<g class="{classes}" {data}><rect x="{x + 1}" y="{y + 1}" width="{lay.col_w - 2}" height="{h - 2}" '
-               f'fill="{fill}" rx="3"/>')
+    out.append(
+        f'<g class="{classes}" {data}><rect x="{x + 1}" y="{y + 1}" width="{lay.col_w - 2}" height="{h - 2}" '
+        f'fill="{fill}" rx="3"/>'
+    )
     out.append(f'<g opacity="{1 if cell.alive else 0.55}">')
     text, colour, weight = _role_text(cell)
     out.append(_text(x + 4, y + 13, [text], 9, fill=colour, weight=weight))
@@ -240,24 +295,39 @@ def _replica(out, cell, x, y, lay, data):
     for slot, b in zip(slots(cell), cell.boxes):
         out.append(_box(b, x + 4, top + slot * (BOX_H + BOX_GAP), box_w))
     hw_y = top + cell.hw * (BOX_H + BOX_GAP) - BOX_GAP / 2
-    out.append(f'<line class="hw" x1="{x + 2}" y1="{hw_y}" x2="{x + box_w + 7}" y2="{hw_y}" stroke="#111" '
-               f'stroke-width="2"/>' + _text(x + box_w + 8, hw_y + 3, ["HW"], 6.5, weight="bold"))
+    out.append(
+        f'<line class="hw" x1="{x + 2}" y1="{hw_y}" x2="{x + box_w + 7}" y2="{hw_y}" stroke="#111" '
+        f'stroke-width="2"/>' + _text(x + box_w + 8, hw_y + 3, ["HW"], 6.5, weight="bold")
+    )
     info_y = top + lay.stack_h + 10
     out.append(_text(x + 4, info_y, [f"hw {cell.hw} · leo {cell.leo}"], 8.5, fill="#333"))
     if cell.inflight:
-        out.append(_text(x + 4, info_y + 11, wrap(cell.inflight, lay.col_w - 8, 8), 8, fill=BLUE,
-                         extra=' font-style="italic"'))
+        out.append(
+            _text(x + 4, info_y + 11, wrap(cell.inflight, lay.col_w - 8, 8), 8, fill=BLUE, extra=' font-style="italic"')
+        )
     out.append("</g>")
     if cell.crashed:
         cx, cy, k = x + lay.col_w - 13, y + 11, 6
-        out.append(f'<g class="crash{" lossy-crash" if cell.dropped else ""}"><path d="M{cx - k},{cy - k} L{cx + k},{cy + k} M{cx + k},{cy - k} '
-                   f'L{cx - k},{cy + k}" stroke="{RED}" stroke-width="3"/>')
+        out.append(
+            f'<g class="crash{" lossy-crash" if cell.dropped else ""}">'
+            f'<path d="M{cx - k},{cy - k} L{cx + k},{cy + k} M{cx + k},{cy - k} '
+            f'L{cx - k},{cy + k}" stroke="{RED}" stroke-width="3"/>'
+        )
         if cell.dropped:
             out.append(_text(x + 4, y + h - 5, [f"lossy: {cell.dropped} lost"], 8.5, fill=RED, weight="bold"))
         out.append("</g>")
     elif cell.dropped:
-        out.append(_text(x + 4, y + h - 5, [f"truncated: {cell.dropped}"], 8.5, fill=ORANGE, weight="bold",
-                         extra=' class="truncated"'))
+        out.append(
+            _text(
+                x + 4,
+                y + h - 5,
+                [f"truncated: {cell.dropped}"],
+                8.5,
+                fill=ORANGE,
+                weight="bold",
+                extra=' class="truncated"',
+            )
+        )
     out.append("</g>")
 
 
@@ -266,19 +336,39 @@ def _box(b, x, y, w) -> str:
     if b.ghost:
         stroke = RED if b.lost else GREY
         cls = "record ghost" + (" lost" if b.lost else "") + (" dropped" if b.dropped else "")
-        return (f'<g class="{cls}" data-epoch="{b.epoch}"><rect x="{x}" y="{y}" width="{w}" height="{BOX_H}" '
-                f'fill="#fff" stroke="{stroke}" stroke-width="1.6" stroke-dasharray="3 2" rx="2"/>'
-                + _text(x + w / 2, y + 11, [b.text], 8, family=MONO, anchor="middle", fill=stroke,
-                        weight="bold" if b.lost else "normal",
-                        extra=' text-decoration="line-through"' if b.dropped else "")
-                + "</g>")
+        return (
+            f'<g class="{cls}" data-epoch="{b.epoch}"><rect x="{x}" y="{y}" width="{w}" height="{BOX_H}" '
+            f'fill="#fff" stroke="{stroke}" stroke-width="1.6" stroke-dasharray="3 2" rx="2"/>'
+            + _text(
+                x + w / 2,
+                y + 11,
+                [b.text],
+                8,
+                family=MONO,
+                anchor="middle",
+                fill=stroke,
+                weight="bold" if b.lost else "normal",
+                extra=' text-decoration="line-through"' if b.dropped else "",
+            )
+            + "</g>"
+        )
     stroke, width = (RED, 2.4) if b.lost else (colour, 2 if b.new else 1)
     cls = "record lost" if b.lost else "record"
-    return (f'<g class="{cls}" data-epoch="{b.epoch}"><rect x="{x}" y="{y}" width="{w}" height="{BOX_H}" '
-            f'fill="{colour}" fill-opacity="0.16" stroke="{stroke}" stroke-width="{width}" rx="2"/>'
-            + _text(x + w / 2, y + 11, [b.text], 8.5, family=MONO, anchor="middle", fill="#111",
-                    weight="bold" if b.new or b.lost else "normal")
-            + "</g>")
+    return (
+        f'<g class="{cls}" data-epoch="{b.epoch}"><rect x="{x}" y="{y}" width="{w}" height="{BOX_H}" '
+        f'fill="{colour}" fill-opacity="0.16" stroke="{stroke}" stroke-width="{width}" rx="2"/>'
+        + _text(
+            x + w / 2,
+            y + 11,
+            [b.text],
+            8.5,
+            family=MONO,
+            anchor="middle",
+            fill="#111",
+            weight="bold" if b.new or b.lost else "normal",
+        )
+        + "</g>"
+    )
 
 
 def _pending(out, col, x, lay):
@@ -289,9 +379,11 @@ def _pending(out, col, x, lay):
     lane = c.request_lane
     y1 = lay.lane_y[lane] + lay.lane_h[lane] * 0.5
     y2 = lay.lane_y[CONTROLLER] + lay.lane_h[CONTROLLER] - 3
-    out.append(f'<g class="request-pending" data-step="{col.number}"><title>in flight: {_x(c.request)}</title>'
-               f'<line x1="{x + 2.5}" y1="{y1}" x2="{x + 2.5}" y2="{y2}" stroke="{ORANGE}" stroke-width="1.6" '
-               f'stroke-dasharray="2 2"/></g>')
+    out.append(
+        f'<g class="request-pending" data-step="{col.number}"><title>in flight: {_x(c.request)}</title>'
+        f'<line x1="{x + 2.5}" y1="{y1}" x2="{x + 2.5}" y2="{y2}" stroke="{ORANGE}" stroke-width="1.6" '
+        f'stroke-dasharray="2 2"/></g>'
+    )
 
 
 _EVENT_STYLE = {
@@ -315,35 +407,54 @@ def _event(out, ev, x, lay):
     y2 = lay.lane_y[ev.target] + lay.lane_h[ev.target] * (0.8 if down else 0.2)
     dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
     mid = (y1 + y2) / 2
-    out.append(f'<g class="event {ev.kind}"><title>{_x(ev.label)}</title>'
-               f'<line x1="{ax}" y1="{y1}" x2="{ax}" y2="{y2}" stroke="{colour}" stroke-width="1.8"{dash_attr} '
-               f'marker-end="url(#arrow-{marker})"/>'
-               + _text(ax + 9.5, mid, [ev.label], 8.5, fill=colour, anchor="middle",
-                       extra=f' transform="rotate(-90 {ax + 9.5} {mid})" stroke="#fff" stroke-width="3" '
-                             'paint-order="stroke"')
-               + "</g>")
+    out.append(
+        f'<g class="event {ev.kind}"><title>{_x(ev.label)}</title>'
+        f'<line x1="{ax}" y1="{y1}" x2="{ax}" y2="{y2}" stroke="{colour}" stroke-width="1.8"{dash_attr} '
+        f'marker-end="url(#arrow-{marker})"/>'
+        + _text(
+            ax + 9.5,
+            mid,
+            [ev.label],
+            8.5,
+            fill=colour,
+            anchor="middle",
+            extra=f' transform="rotate(-90 {ax + 9.5} {mid})" stroke="#fff" stroke-width="3" paint-order="stroke"',
+        )
+        + "</g>"
+    )
 
 
 def _verdict(out, d, lay) -> float:
     y = lay.lanes_bottom + 10
     colour = ORANGE if d.kind == "possibly" else GREEN if d.kind == "holds" else RED
     width = lay.width - 2 * PAD
-    head = f"✓ {d.verdict}: {d.explanation or 'no property is violated'}" if d.kind == "holds" else \
-        f"✗ {d.verdict}: {d.explanation}"
+    head = (
+        f"✓ {d.verdict}: {d.explanation or 'no property is violated'}"
+        if d.kind == "holds"
+        else f"✗ {d.verdict}: {d.explanation}"
+    )
     lines = wrap(head, width - 16, 10.5)
     extra = []
     if d.lost:
-        extra.append(lost_label(d) + ": " + ", ".join(d.lost)
-                     + (" (red, dashed where it is missing)" if d.property != "LogsNeverDiverge" else " (red)"))
+        extra.append(
+            lost_label(d)
+            + ": "
+            + ", ".join(d.lost)
+            + (" (red, dashed where it is missing)" if d.property != "LogsNeverDiverge" else " (red)")
+        )
     if d.kind == "possibly" and d.traps is not None:
-        extra.append(f"availability trap: the last state is one of {d.traps:,} trap states "
-                     "(no goal state is reachable from any of them)")
+        extra.append(
+            f"availability trap: the last state is one of {d.traps:,} trap states "
+            "(no goal state is reachable from any of them)"
+        )
     if d.note:
         extra += wrap(d.note, width - 16, 9)
     h = 10 + len(lines) * 12.6 + len(extra) * 11 + 6
     fill = "#e8f5e9" if d.kind == "holds" else "#fdecea"
-    out.append(f'<g class="verdict"><rect x="{PAD}" y="{y}" width="{width}" height="{h}" fill="{fill}" '
-               f'stroke="{colour}" rx="4"/>')
+    out.append(
+        f'<g class="verdict"><rect x="{PAD}" y="{y}" width="{width}" height="{h}" fill="{fill}" '
+        f'stroke="{colour}" rx="4"/>'
+    )
     out.append(_text(PAD + 8, y + 15, lines, 10.5, fill=colour, weight="bold"))
     if extra:
         out.append(_text(PAD + 8, y + 15 + len(lines) * 12.6, extra, 9, fill="#5d1a1a"))
@@ -358,18 +469,29 @@ def _legend(out, d, lay, y) -> float:
     epochs = sorted({b.epoch for c in d.columns for cell in c.replicas for b in cell.boxes})
     for e in epochs:
         colour = epoch_colour(e)
-        parts.append(f'<rect x="{x}" y="{y - 9}" width="22" height="12" fill="{colour}" fill-opacity="0.16" '
-                     f'stroke="{colour}" rx="2"/>' + _text(x + 11, y, [f"e{e}"], 8.5, family=MONO, anchor="middle"))
+        parts.append(
+            f'<rect x="{x}" y="{y - 9}" width="22" height="12" fill="{colour}" fill-opacity="0.16" '
+            f'stroke="{colour}" rx="2"/>' + _text(x + 11, y, [f"e{e}"], 8.5, family=MONO, anchor="middle")
+        )
         x += 26
     items = [
         ("epoch colours; offset:epoch·record", None),
         ("— high watermark", "#111"),
         ("bold border: new record", "#333"),
-        ({"LogsNeverDiverge": "red: the records that disagree",
-          "AcknowledgedNeverLost": "red: the lost acknowledged record"}.get(d.property, "red: the lost record"), RED),
+        (
+            {
+                "LogsNeverDiverge": "red: the records that disagree",
+                "AcknowledgedNeverLost": "red: the lost acknowledged record",
+            }.get(d.property, "red: the lost record"),
+            RED,
+        ),
         ("dashed: not in the log (missing, truncated, lost in a crash)", GREY),
-        ("fetch request ⇢", BLUE), ("fetch response →", BLUE), ("controller →", PURPLE),
-        ("yellow: changed", "#8a6d00"), ("grey: down", "#777"), ("✕ crash", RED),
+        ("fetch request ⇢", BLUE),
+        ("fetch response →", BLUE),
+        ("controller →", PURPLE),
+        ("yellow: changed", "#8a6d00"),
+        ("grey: down", "#777"),
+        ("✕ crash", RED),
     ]
     if d.columns[0].controller.requests:
         items[-3:-3] = [("ISR request ⇢", ORANGE), ("┆ request in flight", ORANGE)]

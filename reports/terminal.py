@@ -10,13 +10,12 @@ state a ``reports.state_view.StateView`` (or its ``diff_lines``). The whole run'
 
 from __future__ import annotations
 
+from kmc.checker.protocol import describe_step, format_action
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.padding import Padding
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
-
-from kmc.checker.protocol import describe_step, format_action
 
 from .state_view import (
     CHANGED,
@@ -34,12 +33,20 @@ from .state_view import (
 )
 
 __all__ = [
-    "COLUMNS", "EPOCH_STYLES", "StateView", "TraceView", "UNCLEAN_NOTE", "column_widths", "diff_lines",
-    "table_layout", "trap_share",
+    "COLUMNS",
+    "EPOCH_STYLES",
+    "StateView",
+    "TraceView",
+    "UNCLEAN_NOTE",
+    "column_widths",
+    "diff_lines",
+    "table_layout",
+    "trap_share",
 ]
 
 
 # -- a counterexample ---------------------------------------------------------------------
+
 
 def trap_share(traps, distinct) -> str:
     """``"1,296 trap states: 18.4% of the 7,057 reachable states"`` (a possibly-violation's
@@ -114,15 +121,15 @@ class TraceView:
         how a changed value is shown."""
         text = Text("Records: ", DIM)
         text.append_text(_record(0, 1, 2))
-        text.append(" is the record at offset 2, written in leader epoch 0, the producer's "
-                    "record 1 (colour = epoch)", DIM)
+        text.append(
+            " is the record at offset 2, written in leader epoch 0, the producer's record 1 (colour = epoch)", DIM
+        )
         if self.diff:
             text.append("; ", DIM)
             text.append_text(_record(0, 1))
             text.append(" is the same record without its offset.", DIM)
             yield text
-            yield Text("After State 1, each state lists only the variables that changed "
-                       "(before → after).", DIM)
+            yield Text("After State 1, each state lists only the variables that changed (before → after).", DIM)
             return
         text.append(".", DIM)
         yield text
@@ -139,15 +146,17 @@ class TraceView:
         text = Text()
         text.append(f"✗ {v.property}", "bold red")
         if v.kind == "possibly":
-            text.append(f" is violated: State {n} is a trap, from which no path leads to a state "
-                        f"where a replica leads or can be elected:\n", "red")
+            text.append(
+                f" is violated: State {n} is a trap, from which no path leads to a state "
+                f"where a replica leads or can be elected:\n",
+                "red",
+            )
             text.append(v.explanation, "red")
             text.append("\n" + trap_share(v.traps, self.distinct), "red")
             return Panel(text, border_style="red", expand=False, padding=(0, 1))
         if v.kind == "step" and n > 1:
             action = format_action(model, v.path.steps[-1].action)
-            text.append(f" is violated by the last transition, State {n - 1} → State {n} "
-                        f"({action}):\n", "red")
+            text.append(f" is violated by the last transition, State {n - 1} → State {n} ({action}):\n", "red")
         else:
             text.append(f" is violated in State {n}:\n", "red")
         text.append(v.explanation, "red")

@@ -20,8 +20,19 @@ from __future__ import annotations
 
 from kmc.checker.protocol import format_action
 
-VARIABLES = ("alive", "log", "hw", "epoch", "leader", "remote_leo", "inflight",
-             "quorum", "produced", "crashes", "committed")
+VARIABLES = (
+    "alive",
+    "log",
+    "hw",
+    "epoch",
+    "leader",
+    "remote_leo",
+    "inflight",
+    "quorum",
+    "produced",
+    "crashes",
+    "committed",
+)
 
 
 def boolean(value: bool) -> str:
@@ -62,9 +73,15 @@ def _log(log) -> str:
 def _fetch(model, f) -> str:
     if f is None:
         return "None"
-    return record((("leader", _replica(model, f.leader)), ("epoch", str(f.epoch)),
-                   ("start", str(f.start)), ("records", _log(f.records)),
-                   ("leader_hw", str(f.leader_hw))))
+    return record(
+        (
+            ("leader", _replica(model, f.leader)),
+            ("epoch", str(f.epoch)),
+            ("start", str(f.start)),
+            ("records", _log(f.records)),
+            ("leader_hw", str(f.leader_hw)),
+        )
+    )
 
 
 def state_variables(model, state) -> list[tuple[str, str]]:
@@ -77,34 +94,46 @@ def state_variables(model, state) -> list[tuple[str, str]]:
         return function((names[r], fn(rep)) for r, rep in reps)
 
     q = state.quorum
-    quorum = [("leader", _replica(model, q.leader)), ("epoch", str(q.epoch)),
-              ("isr", tla_set(model.name(r) for r in q.isr))]
+    quorum = [
+        ("leader", _replica(model, q.leader)),
+        ("epoch", str(q.epoch)),
+        ("isr", tla_set(model.name(r) for r in q.isr)),
+    ]
     extra = []
     if model.config.eligible_leader_replicas:  # constant otherwise: left out, as before
         quorum.append(("elr", tla_set(model.name(r) for r in q.elr)))
         extra.append(("lossy", per_replica(lambda rep: boolean(rep.lossy))))
     if getattr(model.config, "alter_partition", False):  # the AlterPartition request in flight
         a = q.alter
-        quorum.append(("alter", "None" if a is None else record(
-            (("leader", model.name(a[0])), ("change", f'"{a[1]}"'), ("replica", model.name(a[2]))))))
+        quorum.append(
+            (
+                "alter",
+                "None"
+                if a is None
+                else record((("leader", model.name(a[0])), ("change", f'"{a[1]}"'), ("replica", model.name(a[2])))),
+            )
+        )
     return [
         ("alive", per_replica(lambda rep: boolean(rep.alive))),
         ("log", per_replica(lambda rep: _log(rep.log))),
         ("hw", per_replica(lambda rep: str(rep.hw))),
         ("epoch", per_replica(lambda rep: str(rep.epoch))),
         ("leader", per_replica(lambda rep: _replica(model, rep.leader))),
-        ("remote_leo", per_replica(
-            lambda rep: function((names[i], str(n)) for i, n in enumerate(rep.remote_leo)))),
+        ("remote_leo", per_replica(lambda rep: function((names[i], str(n)) for i, n in enumerate(rep.remote_leo)))),
         ("inflight", per_replica(lambda rep: _fetch(model, rep.inflight))),
         *extra,
         ("quorum", record(quorum)),
         ("produced", str(state.produced)),
         ("crashes", str(state.crashes)),
-        ("committed", tla_set(sequence((str(offset), _record((epoch, rid))))
-                              for offset, epoch, rid in state.committed)),
-        *([("acked", tla_set(sequence((str(offset), _record((epoch, rid))))
-                             for offset, epoch, rid in state.acked))]
-          if getattr(model.config, "acks", None) else []),
+        (
+            "committed",
+            tla_set(sequence((str(offset), _record((epoch, rid)))) for offset, epoch, rid in state.committed),
+        ),
+        *(
+            [("acked", tla_set(sequence((str(offset), _record((epoch, rid)))) for offset, epoch, rid in state.acked))]
+            if getattr(model.config, "acks", None)
+            else []
+        ),
     ]
 
 
@@ -135,16 +164,16 @@ def violation_text(model, violation, stats=None) -> str:
     format (``distinct_states``, ``states_generated``, ``depth``), TLC's closing counts.
     """
     kind = "Action property" if violation.kind == "step" else "Invariant"
-    lines = [f"Error: {kind} {violation.property} is violated.",
-             "Error: The behavior up to this point is:",
-             trace_text(model, violation.path)]
+    lines = [
+        f"Error: {kind} {violation.property} is violated.",
+        "Error: The behavior up to this point is:",
+        trace_text(model, violation.path),
+    ]
     lines.append(f"\\* {violation.property}: {violation.explanation}")
     if stats:
-        lines.append(f"{stats['states_generated']} states generated, "
-                     f"{stats['distinct_states']} distinct states found.")
+        lines.append(f"{stats['states_generated']} states generated, {stats['distinct_states']} distinct states found.")
         lines.append(f"The depth of the complete state graph search is {stats['depth']}.")
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["VARIABLES", "state_text", "state_variables", "step_header", "trace_text",
-           "violation_text"]
+__all__ = ["VARIABLES", "state_text", "state_variables", "step_header", "trace_text", "violation_text"]

@@ -18,13 +18,12 @@ from kmc.checker.errors import UsageError
 def run_cell(item):
     """``(row, policy, max_states)`` -> a cell dict (a module-level function of plain values,
     so that ``--jobs`` can run it in another process)."""
+    from kmc.checker.engines import make_engine
     from kmc.checker.local import Options
     from kmc.invariants import BY_NAME
     from kmc.model.kafka import KafkaModel
     from kmc.reports.atlas import PROPERTIES, cell_of, config_of
     from kmc.reports.json_result import result_to_dict
-
-    from kmc.checker.engines import make_engine
 
     row, policy, max_states = item
     model = KafkaModel(config_of(row, policy))
@@ -76,15 +75,16 @@ def check_atlas_outputs(out_dir, force=False) -> None:
         raise UsageError(f"--out: cannot create the directory {traces} (a file of that name exists)")
     if traces.is_dir():  # the cells' traces and diagrams from an earlier atlas
         for path in sorted([*traces.glob("atlas-*.json"), *traces.glob("atlas-*.html")]):
-            check_output_path("--out", str(path), force=force,
-                              kind="json" if path.suffix == ".json" else "diagram")
+            check_output_path("--out", str(path), force=force, kind="json" if path.suffix == ".json" else "diagram")
     md = out_dir / "ATLAS.md"
     if md.exists():
         if not md.is_file():
             raise UsageError(f"--out: {md} is not a regular file; kmc writes its output to regular files only")
         if not force and not is_atlas_markdown(md):
-            raise UsageError(f"--out: {md} exists and is not an atlas kmc wrote; "
-                             "choose another directory, or pass --force to replace it")
+            raise UsageError(
+                f"--out: {md} exists and is not an atlas kmc wrote; "
+                "choose another directory, or pass --force to replace it"
+            )
 
 
 def write_traces(out_dir, cell_list) -> None:
@@ -155,16 +155,29 @@ def run_atlas(args, out, err) -> int:
     total = len(ROWS) * len(POLICIES)
     for i, cell in enumerate(cells(max_states=args.max_states, jobs=args.jobs), 1):
         done.append(cell)
-        err.print(f"[{i:>2}/{total}] {cell['row']} {cell['policy']}: {cell_text(cell)} "
-                  f"({cell['distinct_states']:,} states, {cell['seconds']:.1f} s)",
-                  markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"[{i:>2}/{total}] {cell['row']} {cell['policy']}: {cell_text(cell)} "
+            f"({cell['distinct_states']:,} states, {cell['seconds']:.1f} s)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     elapsed = time.perf_counter() - started
     write_atlas(args.out, done, command=f"kmc matrix --atlas --out {args.out}", total_seconds=elapsed)
-    out.print(f"{len(done)} cells in {elapsed:.1f} s: wrote {Path(args.out) / 'ATLAS.md'} and "
-              f"{Path(args.out) / 'atlas.json'}", markup=False, highlight=False, soft_wrap=True)
+    out.print(
+        f"{len(done)} cells in {elapsed:.1f} s: wrote {Path(args.out) / 'ATLAS.md'} and "
+        f"{Path(args.out) / 'atlas.json'}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     unexpected = [f"{c['row']} {c['policy']}" for c in done if c["matched"] is False]
     if unexpected:
-        out.print(f"cells that do not match the known verdicts: {', '.join(unexpected)}",
-                  markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"cells that do not match the known verdicts: {', '.join(unexpected)}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         return EXIT_UNEXPECTED
     return EXIT_OK

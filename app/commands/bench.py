@@ -9,9 +9,20 @@ import sys
 import time
 
 import attrs
-
 from kmc.checker.text import safe_text
-from .common import add_engine_arguments, add_force_argument, add_model_arguments, add_spec_argument, check_output_path, load_target, make_engine, options_from, positive_int, require_spark
+
+from .common import (
+    add_engine_arguments,
+    add_force_argument,
+    add_model_arguments,
+    add_spec_argument,
+    check_output_path,
+    load_target,
+    make_engine,
+    options_from,
+    positive_int,
+    require_spark,
+)
 
 
 def register(sub):
@@ -25,7 +36,8 @@ def register(sub):
         "sampled from /proc every 0.2 s). With --repeat, the fastest run counts. "
         "Sizes are shown in binary units (KiB, MiB, GiB); --json keeps them in bytes.",
         epilog="Exit codes: 0 measured (a violation in the spec is not an error here), 1 with "
-        "--compare or --compare-engines: the two runs disagree on the counts or verdicts (a bug), 2 bad input (a spec, an option, "
+        "--compare or --compare-engines: the two runs disagree on the counts or verdicts (a bug), "
+        "2 bad input (a spec, an option, "
         "an unwritable --json), 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
     add_spec_argument(p, optional=True)
@@ -34,15 +46,22 @@ def register(sub):
     p.add_argument("--max-depth", type=positive_int, metavar="N", help="do not explore past depth N")
     p.add_argument("--max-states", type=positive_int, metavar="N", help="stop once N distinct states are stored")
     p.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
-    p.add_argument("--compare", action="store_true",
-                   help="run the per-state path and the batch path on the spec, each in a process of its "
-                   "own, one after the other, and print both and their ratio")
-    p.add_argument("--compare-engines", action="store_true",
-                   help="run the local engine and the Spark engine (with --master, --partitions, ...) on "
-                   "the spec, each in a process of its own, one after the other, and print both, their "
-                   "ratios, and whether they explored the same state space")
-    p.add_argument("--no-coverage", action="store_true",
-                   help="do not count the coverage (to measure what counting it costs)")
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="run the per-state path and the batch path on the spec, each in a process of its "
+        "own, one after the other, and print both and their ratio",
+    )
+    p.add_argument(
+        "--compare-engines",
+        action="store_true",
+        help="run the local engine and the Spark engine (with --master, --partitions, ...) on "
+        "the spec, each in a process of its own, one after the other, and print both, their "
+        "ratios, and whether they explored the same state space",
+    )
+    p.add_argument(
+        "--no-coverage", action="store_true", help="do not count the coverage (to measure what counting it costs)"
+    )
     add_force_argument(p)
     add_engine_arguments(p)
     p.set_defaults(run=run)
@@ -66,8 +85,11 @@ def edge_log_measures(possibly) -> dict:
         return {}
     edges = sum(log.edges for log in logs)
     nbytes = sum(log.nbytes() for log in logs)
-    return {"edges_stored": edges, "edge_log_bytes": nbytes,
-            "bytes_per_stored_edge": round(nbytes / edges, 1) if edges else None}
+    return {
+        "edges_stored": edges,
+        "edge_log_bytes": nbytes,
+        "bytes_per_stored_edge": round(nbytes / edges, 1) if edges else None,
+    }
 
 
 def spark_measures(metrics) -> dict:
@@ -78,9 +100,12 @@ def spark_measures(metrics) -> dict:
     if not metrics:
         return {}
     levels = metrics["spark_levels"]
-    doc = {"spark_session_start_seconds": metrics["session_start_seconds"],
-           "driver_levels": metrics["driver_levels"], "spark_levels": len(levels),
-           "small_levels_in_process": metrics.get("in_process_levels", 0)}
+    doc = {
+        "spark_session_start_seconds": metrics["session_start_seconds"],
+        "driver_levels": metrics["driver_levels"],
+        "spark_levels": len(levels),
+        "small_levels_in_process": metrics.get("in_process_levels", 0),
+    }
     if levels:
         states = sum(lv[0] for lv in levels)
         seconds = sum(lv[1] for lv in levels)
@@ -183,10 +208,25 @@ def _write_json(path, doc):
         raise UsageError(f"--json: cannot write {path} ({e.strerror or e})") from None
 
 
-_SIZES = ("peak_rss_bytes", "seen_set_bytes", "shuffle_bytes", "tree_peak_rss_bytes", "edge_log_bytes",
-          "store_peak_bytes")
-_SHOWN = ("distinct_states", "states_generated", "depth", "wall_seconds", "states_per_second",
-          "generated_per_second", "bytes_per_stored_state", "peak_rss_bytes", "peak_rss_bytes_per_state")
+_SIZES = (
+    "peak_rss_bytes",
+    "seen_set_bytes",
+    "shuffle_bytes",
+    "tree_peak_rss_bytes",
+    "edge_log_bytes",
+    "store_peak_bytes",
+)
+_SHOWN = (
+    "distinct_states",
+    "states_generated",
+    "depth",
+    "wall_seconds",
+    "states_per_second",
+    "generated_per_second",
+    "bytes_per_stored_state",
+    "peak_rss_bytes",
+    "peak_rss_bytes_per_state",
+)
 
 
 def _print(out, title, docs, ratio=None, ratio_title="batch / per-state"):
@@ -209,7 +249,7 @@ def _print(out, title, docs, ratio=None, ratio_title="batch / per-state"):
             cells.append(f"{ratio[key]:.2f}x" if key in ratio else "")
         label = key.replace("_", " ")
         if key in _SIZES:
-            label = label[:-len(" bytes")]  # "peak rss 56.1 MiB"
+            label = label[: -len(" bytes")]  # "peak rss 56.1 MiB"
         table.add_row(label, *cells)
     out.print(table)
 
@@ -221,7 +261,9 @@ def human_bytes(n) -> str:
         if value < 1024:
             break
         value, unit = value / 1024, next_unit
-    return f"{int(value)} bytes" if unit == "bytes" else f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
+    return (
+        f"{int(value)} bytes" if unit == "bytes" else f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
+    )
 
 
 def _cell(key, value) -> str:
@@ -273,15 +315,24 @@ def _compare(args, spec, out) -> int:
             ratio[key] = docs[1][key] / docs[0][key]
     same = all(docs[0][k] == docs[1][k] for k in ("distinct_states", "states_generated", "depth"))
     _print(out, f"kmc bench --compare {safe_text(spec.path)}", docs, ratio)
-    out.print("Both paths explored the same state space." if same else
-              "[bold red]The two paths disagree on the counts: this is a bug.[/]")
+    out.print(
+        "Both paths explored the same state space."
+        if same
+        else "[bold red]The two paths disagree on the counts: this is a bug.[/]"
+    )
     if args.json:
         _write_json(args.json, {"schema_version": 1, "spec": spec.path, "runs": docs, "ratio": ratio})
     return 0 if same else 1
 
 
-_ENGINE_RATIOS = ("wall_seconds", "tree_cpu_seconds", "tree_peak_rss_bytes", "states_per_cpu_second",
-                  "states_per_second", "peak_rss_bytes")
+_ENGINE_RATIOS = (
+    "wall_seconds",
+    "tree_cpu_seconds",
+    "tree_peak_rss_bytes",
+    "states_per_cpu_second",
+    "states_per_second",
+    "peak_rss_bytes",
+)
 
 
 def _compare_engines(args, spec, out) -> int:
@@ -298,10 +349,16 @@ def _compare_engines(args, spec, out) -> int:
     keys = ("distinct_states", "states_generated", "depth", "verdicts")
     same = all(docs[0].get(k) == docs[1].get(k) for k in keys)
     _print(out, f"kmc bench --compare-engines {safe_text(spec.path)}", docs, ratio, "spark / local")
-    out.print(f"CPU and peak RSS of each run's whole process tree ({docs[1].get('tree_method', '')}).",
-              markup=False, soft_wrap=True)
-    out.print("Both engines explored the same state space (counts, depth, verdicts)." if same else
-              "[bold red]The two engines disagree on the counts or verdicts: this is a bug.[/]")
+    out.print(
+        f"CPU and peak RSS of each run's whole process tree ({docs[1].get('tree_method', '')}).",
+        markup=False,
+        soft_wrap=True,
+    )
+    out.print(
+        "Both engines explored the same state space (counts, depth, verdicts)."
+        if same
+        else "[bold red]The two engines disagree on the counts or verdicts: this is a bug.[/]"
+    )
     if args.json:
         _write_json(args.json, {"schema_version": 1, "spec": spec.path, "runs": docs, "ratio": ratio, "same": same})
     return 0 if same else 1

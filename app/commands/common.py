@@ -29,7 +29,9 @@ def partitions(text):
 
     value = positive_int(text)
     if value > MAX_PARTITIONS:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_PARTITIONS} (the limit of kmc's Spark engine), got {value}")
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_PARTITIONS} (the limit of kmc's Spark engine), got {value}"
+        )
     return value
 
 
@@ -45,19 +47,30 @@ def master_url(text):
 
 
 def add_spec_argument(parser, optional=False):
-    parser.add_argument("spec", metavar="SPEC", nargs="?" if optional else None,
-                        help="the spec file (TOML), e.g. specs/hw-data-loss.toml" + (" (or --model)" if optional else ""))
+    parser.add_argument(
+        "spec",
+        metavar="SPEC",
+        nargs="?" if optional else None,
+        help="the spec file (TOML), e.g. specs/hw-data-loss.toml" + (" (or --model)" if optional else ""),
+    )
 
 
 def add_model_arguments(parser):
     """``--model REF`` and ``--param NAME=VALUE``: a user's own model instead of a spec."""
     g = parser.add_argument_group("a model of your own (docs/writing-a-model.md)")
-    g.add_argument("--model", metavar="MODULE:FACTORY",
-                   help="check the model FACTORY(**params) returns, FACTORY in an importable module "
-                   "(pkg.mod:factory) or a Python file (path/to/file.py:factory), instead of a spec")
-    g.add_argument("--param", action="append", metavar="NAME=VALUE", default=[],
-                   help="a keyword argument of the model's factory (repeatable; an int, a float, true/false "
-                   "or a string)")
+    g.add_argument(
+        "--model",
+        metavar="MODULE:FACTORY",
+        help="check the model FACTORY(**params) returns, FACTORY in an importable module "
+        "(pkg.mod:factory) or a Python file (path/to/file.py:factory), instead of a spec",
+    )
+    g.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        default=[],
+        help="a keyword argument of the model's factory (repeatable; an int, a float, true/false or a string)",
+    )
 
 
 def load_target(args):
@@ -79,29 +92,55 @@ def load_target(args):
 
 def add_engine_arguments(parser):
     g = parser.add_argument_group("engine")
-    g.add_argument("--engine", choices=ENGINES, help="where to explore (default: the spec's [check] engine, else local)")
-    g.add_argument("--master", metavar="URL", type=master_url,
-                   help="Spark master URL, e.g. local[4] or spark://host:7077 (default: the spec's [spark] master, "
-                   "else local[*,4]: all cores, four attempts per task)")
-    g.add_argument("--partitions", type=partitions, metavar="N",
-                   help="Spark partitions of the frontier, 1 to 4096 (default: the spec's [spark] partitions, else one "
-                   "per executor core: Spark's default parallelism, e.g. 2 for local[2])")
+    g.add_argument(
+        "--engine", choices=ENGINES, help="where to explore (default: the spec's [check] engine, else local)"
+    )
+    g.add_argument(
+        "--master",
+        metavar="URL",
+        type=master_url,
+        help="Spark master URL, e.g. local[4] or spark://host:7077 (default: the spec's [spark] master, "
+        "else local[*,4]: all cores, four attempts per task)",
+    )
+    g.add_argument(
+        "--partitions",
+        type=partitions,
+        metavar="N",
+        help="Spark partitions of the frontier, 1 to 4096 (default: the spec's [spark] partitions, else one "
+        "per executor core: Spark's default parallelism, e.g. 2 for local[2])",
+    )
     g.add_argument("--verbose", action="store_true", help="show Spark's and the JVM's own log output")
-    g.add_argument("--driver-level-limit", type=int, metavar="N",
-                   help="spark engine: expand the leading levels of at most N states on the driver (default 50000; "
-                   "with N of 10000 or more, larger levels too while the Spark session is still starting, up to 40 "
-                   "times N; 0: hand every level after the initial states to Spark)")
-    g.add_argument("--spark-store", metavar="DIR",
-                   help="spark engine: where a run keeps its seen-set and frontier files (default: the system's "
-                   "temporary directory; on a cluster of several machines, a shared file system mounted at the "
-                   "same path everywhere)")
-    g.add_argument("--symmetry", action="store_true",
-                   help="symmetry reduction: count one state per orbit of replica permutations (docs/model.md)")
-    g.add_argument("--per-state", action="store_true",
-                   help="local engine: expand one attrs state at a time (the reference path) instead of the batch kernel")
-    g.add_argument("--verify-kernel", action="store_true",
-                   help="compare the batch kernel with the model on every state expanded (default: on a sample of the "
-                   "first levels and where a byte of a row wraps); a disagreement stops the run with exit code 2")
+    g.add_argument(
+        "--driver-level-limit",
+        type=int,
+        metavar="N",
+        help="spark engine: expand the leading levels of at most N states on the driver (default 50000; "
+        "with N of 10000 or more, larger levels too while the Spark session is still starting, up to 40 "
+        "times N; 0: hand every level after the initial states to Spark)",
+    )
+    g.add_argument(
+        "--spark-store",
+        metavar="DIR",
+        help="spark engine: where a run keeps its seen-set and frontier files (default: the system's "
+        "temporary directory; on a cluster of several machines, a shared file system mounted at the "
+        "same path everywhere)",
+    )
+    g.add_argument(
+        "--symmetry",
+        action="store_true",
+        help="symmetry reduction: count one state per orbit of replica permutations (docs/model.md)",
+    )
+    g.add_argument(
+        "--per-state",
+        action="store_true",
+        help="local engine: expand one attrs state at a time (the reference path) instead of the batch kernel",
+    )
+    g.add_argument(
+        "--verify-kernel",
+        action="store_true",
+        help="compare the batch kernel with the model on every state expanded (default: on a sample of the "
+        "first levels and where a byte of a row wraps); a disagreement stops the run with exit code 2",
+    )
 
 
 def load(path):
@@ -127,8 +166,10 @@ def select_properties(spec, names):
     from kmc.model.spec import ACKED_PROPERTY
 
     if ACKED_PROPERTY in names and spec.config.acks is None:
-        raise UsageError(f"--invariant {ACKED_PROPERTY}: {spec.path} has no model.acks "
-                         "(\"all\" or \"1\"), so no acknowledgement is tracked")
+        raise UsageError(
+            f"--invariant {ACKED_PROPERTY}: {spec.path} has no model.acks "
+            '("all" or "1"), so no acknowledgement is tracked'
+        )
     return spec.properties([n for n in known if n in names])
 
 
@@ -150,8 +191,16 @@ def make_engine(spec, model, properties, options, progress, args, **hooks):
             # tasks; see checker.spark_rows_tasks._test_fault.
             _fail_first_attempt=_test_fault(),
         )
-    return build(model, properties, options, engine=engine, per_state=getattr(args, "per_state", False),
-                 progress=progress, **hooks, **spark)
+    return build(
+        model,
+        properties,
+        options,
+        engine=engine,
+        per_state=getattr(args, "per_state", False),
+        progress=progress,
+        **hooks,
+        **spark,
+    )
 
 
 def _test_fault():
@@ -160,7 +209,7 @@ def _test_fault():
     terminal's Ctrl-C does."""
     fault = os.environ.get("KMC_TEST_SPARK_FAULT")
     if fault and fault.startswith("sigint:"):
-        return f"sigint:{os.getpgid(0)}:{fault[len('sigint:'):]}"
+        return f"sigint:{os.getpgid(0)}:{fault[len('sigint:') :]}"
     return fault or False
 
 
@@ -170,8 +219,14 @@ def options_from(spec, args) -> Options:
     keep_going = getattr(args, "keep_going", False) or spec.keep_going
     max_memory = getattr(args, "max_memory", None) or spec.max_memory or memory.default_ceiling()
     symmetry = getattr(args, "symmetry", False) or spec.symmetry
-    return Options(max_depth=max_depth, keep_going=keep_going, max_states=max_states, max_memory=max_memory,
-                   symmetry=symmetry, verify_kernel=getattr(args, "verify_kernel", False))
+    return Options(
+        max_depth=max_depth,
+        keep_going=keep_going,
+        max_states=max_states,
+        max_memory=max_memory,
+        symmetry=symmetry,
+        verify_kernel=getattr(args, "verify_kernel", False),
+    )
 
 
 SPARK_EXTRA_HINT = "pip install '.[spark]' in kmc's folder, or pip install pyspark"
@@ -195,13 +250,15 @@ def require_spark(spec, args) -> None:
     if not found:
         from kmc.checker.errors import EngineError
 
-        raise EngineError(f"the spark engine needs pyspark, which is not installed (the 'spark' extra: "
-                          f"{SPARK_EXTRA_HINT})")
+        raise EngineError(
+            f"the spark engine needs pyspark, which is not installed (the 'spark' extra: {SPARK_EXTRA_HINT})"
+        )
 
 
 def add_force_argument(parser):
-    parser.add_argument("--force", action="store_true",
-                        help="replace an existing output file even if kmc did not write it")
+    parser.add_argument(
+        "--force", action="store_true", help="replace an existing output file even if kmc did not write it"
+    )
 
 
 def check_output_path(option, path, *, protected=(), force=False, kind="json"):

@@ -21,16 +21,24 @@ def register(sub):
         "every property's status in the current state, and the verdicts of a search run in the "
         "background, each linked to its counterexample. The path is in the URL: a link reproduces it. "
         "Ctrl-C stops the server.",
-        epilog="The JSON API the page uses is documented in README.md (\"Walk a scenario\").",
+        epilog='The JSON API the page uses is documented in README.md ("Walk a scenario").',
     )
     p.add_argument("spec", metavar="SPEC", help="the spec file (TOML), e.g. specs/hw-data-loss.toml")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="the address to bind (default 127.0.0.1, this machine only; another address "
-                        "lets other machines walk the model: a warning is printed)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to bind (default 127.0.0.1, this machine only; another address "
+        "lets other machines walk the model: a warning is printed)",
+    )
     p.add_argument("--port", type=_port, default=8470, help="the port (default 8470; 0: any free port)")
-    p.add_argument("--trace", metavar="FILE", action="append", default=[],
-                   help="a saved trace to load as a path (kmc check --json, kmc simulate --json, "
-                        "kmc replay --format json); may be given more than once")
+    p.add_argument(
+        "--trace",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="a saved trace to load as a path (kmc check --json, kmc simulate --json, "
+        "kmc replay --format json); may be given more than once",
+    )
     p.add_argument("--no-search", action="store_true", help="do not run the search in the background")
     p.set_defaults(run=run)
 
@@ -64,8 +72,11 @@ def load_traces(paths, model) -> dict:
         for v in found:
             trace = v["trace"]
             init, choices = trace.get("init_index"), trace.get("choices")
-            if not isinstance(init, int) or not isinstance(choices, list) or not all(
-                    isinstance(c, int) and not isinstance(c, bool) for c in choices):
+            if (
+                not isinstance(init, int)
+                or not isinstance(choices, list)
+                or not all(isinstance(c, int) and not isinstance(c, bool) for c in choices)
+            ):
                 raise UsageError(f"--trace: {path}: the trace of {v['property']} needs 'init_index' and 'choices'")
             name = f"{path} ({v['property']})" if len(paths) > 1 or len(found) > 1 else f"{path}"
             out[name] = (init, choices)
@@ -94,11 +105,18 @@ def run(args, out, err) -> int:
     try:
         server = ExploreServer(explorer, args.host, args.port)
     except OSError as e:
-        raise UsageError(f"--port {args.port}: cannot listen on {args.host} ({e.strerror or e}); "
-                         "choose another port (--port 0: any free one)") from None
+        raise UsageError(
+            f"--port {args.port}: cannot listen on {args.host} ({e.strerror or e}); "
+            "choose another port (--port 0: any free one)"
+        ) from None
     if args.host not in ("127.0.0.1", "localhost", "::1"):
-        err.print(f"kmc: warning: listening on {safe_text(args.host)}, not only this machine: anyone who can "
-                  "reach it can walk the model and run its search", markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"kmc: warning: listening on {safe_text(args.host)}, not only this machine: anyone who can "
+            "reach it can walk the model and run its search",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     thread = None
     try:  # from here on, Ctrl-C (at any moment) stops the server and the search
         if not args.no_search:
@@ -106,8 +124,12 @@ def run(args, out, err) -> int:
             engine = make_engine(model, properties, options)
             explorer.start_search(lambda progress: _run(engine, progress), engine.cancel)
         thread = server.serve_in_thread()
-        out.print(f"kmc explore {safe_text(spec.path)}: open {server.url()}  (Ctrl-C stops)",
-                  markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"kmc explore {safe_text(spec.path)}: open {server.url()}  (Ctrl-C stops)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         out.file.flush()
         while thread.is_alive():
             time.sleep(0.2)

@@ -8,6 +8,7 @@ text (``Crash(B, keeps 1)``) as the edge label.
 from __future__ import annotations
 
 from kmc.checker.errors import UsageError
+
 from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 
@@ -29,10 +30,20 @@ def register(sub):
     add_spec_argument(p)
     p.add_argument("--out", metavar="FILE", required=True, help="the file to write: .dot, .graphml or .gexf")
     add_force_argument(p)
-    p.add_argument("--max-states", type=positive_int, default=DEFAULT_MAX_STATES, metavar="N",
-                   help=f"refuse specs with more than N reachable states (default {DEFAULT_MAX_STATES:,})")
-    p.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
-                   help="mark violations of this invariant only (repeatable; default: the spec's list)")
+    p.add_argument(
+        "--max-states",
+        type=positive_int,
+        default=DEFAULT_MAX_STATES,
+        metavar="N",
+        help=f"refuse specs with more than N reachable states (default {DEFAULT_MAX_STATES:,})",
+    )
+    p.add_argument(
+        "--invariant",
+        action="append",
+        metavar="NAME",
+        dest="invariants",
+        help="mark violations of this invariant only (repeatable; default: the spec's list)",
+    )
     p.set_defaults(run=run)
 
 
@@ -63,8 +74,7 @@ def state_label(model, state) -> str:
         parts.append(text)
     q = state.quorum
     parts.append(f"ctl {model.name(q.leader)} e{q.epoch} isr {','.join(model.name(r) for r in q.isr) or '-'}")
-    ghosts = [f"{k}{v}" for k, v in (("p", state.produced), ("c", state.crashes),
-                                     ("k", len(state.committed))) if v]
+    ghosts = [f"{k}{v}" for k, v in (("p", state.produced), ("c", state.crashes), ("k", len(state.committed))) if v]
     if ghosts:
         parts.append(" ".join(ghosts))
     return " | ".join(parts)
@@ -77,15 +87,21 @@ def run(args, out, err) -> int:
 
     suffix = Path(args.out).suffix.lower()
     if suffix not in FORMATS:
-        raise UsageError(f"--out: {args.out}: unknown graph format {suffix or '(no suffix)'!r} "
-                         f"(use one of {', '.join(FORMATS)})")
+        raise UsageError(
+            f"--out: {args.out}: unknown graph format {suffix or '(no suffix)'!r} (use one of {', '.join(FORMATS)})"
+        )
     spec = load(args.spec)
     check_output_path("--out", args.out, protected=[spec.path], force=args.force, kind="graph")
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     try:
-        g = state_graph(model, properties, max_states=args.max_states,
-                        label=lambda s: state_label(model, s), action_text=model.format_action)
+        g = state_graph(
+            model,
+            properties,
+            max_states=args.max_states,
+            label=lambda s: state_label(model, s),
+            action_text=model.format_action,
+        )
     except GraphTooLarge as e:
         raise GraphTooLarge(f"{args.spec}: {e}") from None
     try:
@@ -93,6 +109,11 @@ def run(args, out, err) -> int:
     except OSError as e:
         raise UsageError(f"--out: cannot write the graph to {args.out} ({e.strerror or e})") from None
     bad = sum(1 for _, d in g.nodes(data=True) if d["violates"])
-    out.print(f"wrote {args.out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} "
-              f"transitions, {bad:,} states violating an invariant", markup=False, highlight=False, soft_wrap=True)
+    out.print(
+        f"wrote {args.out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} "
+        f"transitions, {bad:,} states violating an invariant",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     return 0

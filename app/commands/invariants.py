@@ -4,15 +4,17 @@ from __future__ import annotations
 
 
 def register(sub):
-    p = sub.add_parser("invariants", help="list the properties kmc can check",
-                       description="List the properties kmc can check, with what each says.")
+    p = sub.add_parser(
+        "invariants",
+        help="list the properties kmc can check",
+        description="List the properties kmc can check, with what each says.",
+    )
     p.set_defaults(run=run)
 
 
 def run(args, out, err) -> int:
-    from rich.table import Table
-
     from kmc.invariants import ALL
+    from rich.table import Table
 
     table = Table("name", "kind", "what it says", box=None)
     for p in ALL:

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from kmc.checker.errors import UsageError
 
-from ..matrix_grids import (  # the grids' tables; imported from here by the tests and reports
+from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from here by the tests and reports)
+    _A,
     ALTER_PARTITION_VERSIONS,
     BASE,
     DEFAULT_MAX_STATES,
@@ -33,7 +34,6 @@ from ..matrix_grids import (  # the grids' tables; imported from here by the tes
     RULE_ALIASES,
     VERSION_CONFIGS,
     VERSIONS,
-    _A,
     check_rows,
     grid,
     known_verdicts,
@@ -42,6 +42,7 @@ from ..matrix_grids import (  # the grids' tables; imported from here by the tes
     version_grid,
 )
 from .common import positive_int
+
 
 def register(sub):
     p = sub.add_parser(
@@ -57,41 +58,76 @@ def register(sub):
         epilog="Exit codes: 0 every row with an expected verdict (a spec's [expect], or "
         "docs/model.md's known-verdict table) matches it, 3 some row does not, 2 bad input.",
     )
-    p.add_argument("spec_dir", metavar="SPEC_DIR", nargs="?",
-                   help="a directory of spec files to run instead of the grid")
+    p.add_argument(
+        "spec_dir", metavar="SPEC_DIR", nargs="?", help="a directory of spec files to run instead of the grid"
+    )
     p.add_argument("--out", metavar="DIR", required=True, help="where to write RESULTS.md, results.json and traces/")
     v = p.add_argument_group("Kafka through the versions")
-    v.add_argument("--versions", action="store_true",
-                   help="instead of the grid: docs/model.md's configurations under each Kafka version's rule "
-                   "and options (pre-0.11 .. 4.1; from 2.7 also with ISR changes through the controller, "
-                   "AlterPartition, and from 3.5 broker epochs, as Kafka runs them), every row with all five "
-                   "properties (six with acks=all), and a configuration x version table in RESULTS.md")
-    v.add_argument("--configs", metavar="LIST", default="all",
-                   help=f"with --versions: configurations ({', '.join(VERSION_CONFIGS)}; default all)")
-    v.add_argument("--kafka", metavar="LIST", default="all",
-                   help=f"with --versions: versions ({', '.join(VERSIONS)}; default all)")
+    v.add_argument(
+        "--versions",
+        action="store_true",
+        help="instead of the grid: docs/model.md's configurations under each Kafka version's rule "
+        "and options (pre-0.11 .. 4.1; from 2.7 also with ISR changes through the controller, "
+        "AlterPartition, and from 3.5 broker epochs, as Kafka runs them), every row with all five "
+        "properties (six with acks=all), and a configuration x version table in RESULTS.md",
+    )
+    v.add_argument(
+        "--configs",
+        metavar="LIST",
+        default="all",
+        help=f"with --versions: configurations ({', '.join(VERSION_CONFIGS)}; default all)",
+    )
+    v.add_argument(
+        "--kafka", metavar="LIST", default="all", help=f"with --versions: versions ({', '.join(VERSIONS)}; default all)"
+    )
     g = p.add_argument_group("grid (without SPEC_DIR)")
-    g.add_argument("--rules", metavar="LIST", default="hw,le,kip279",
-                   help=f"truncation rules: {', '.join(_rule_names())} (default: hw,le,kip279)")
+    g.add_argument(
+        "--rules",
+        metavar="LIST",
+        default="hw,le,kip279",
+        help=f"truncation rules: {', '.join(_rule_names())} (default: hw,le,kip279)",
+    )
     g.add_argument("--replicas", metavar="LIST", default="2,3", help="replica counts (default 2,3)")
-    g.add_argument("--min-isr", metavar="LIST", default="all",
-                   help="min.insync.replicas values; 'all' = 1..replicas (default), larger values are skipped")
+    g.add_argument(
+        "--min-isr",
+        metavar="LIST",
+        default="all",
+        help="min.insync.replicas values; 'all' = 1..replicas (default), larger values are skipped",
+    )
     g.add_argument("--unclean", metavar="LIST", default="off,on", help="unclean election: off,on (default both)")
     g.add_argument("--unflushed", metavar="LIST", default="off,on", help="unflushed loss: off,on (default both)")
     g.add_argument("--messages", type=int, metavar="N", help="max_messages for every row (default: per replica count)")
     g.add_argument("--crashes", type=int, metavar="N", help="max_crashes for every row (default: per replica count)")
-    g.add_argument("--epochs", type=int, metavar="N", help="max_leader_epoch for every row (default: per replica count)")
-    p.add_argument("--max-states", type=positive_int, metavar="N", default=DEFAULT_MAX_STATES,
-                   help=f"stop a row at N distinct states; its undecided verdicts are 'unknown' (default {DEFAULT_MAX_STATES:,})")
-    p.add_argument("--jobs", type=positive_int, metavar="N", default=1,
-                   help="rows to run at once, in separate processes (default 1; times are per row)")
+    g.add_argument(
+        "--epochs", type=int, metavar="N", help="max_leader_epoch for every row (default: per replica count)"
+    )
+    p.add_argument(
+        "--max-states",
+        type=positive_int,
+        metavar="N",
+        default=DEFAULT_MAX_STATES,
+        help=f"stop a row at N distinct states; its undecided verdicts are 'unknown' (default {DEFAULT_MAX_STATES:,})",
+    )
+    p.add_argument(
+        "--jobs",
+        type=positive_int,
+        metavar="N",
+        default=1,
+        help="rows to run at once, in separate processes (default 1; times are per row)",
+    )
     p.add_argument("--title", metavar="TEXT", help="the title of RESULTS.md")
-    p.add_argument("--force", action="store_true",
-                   help="replace files in DIR that kmc did not write (RESULTS.md, results.json, traces/*.json)")
-    p.add_argument("--atlas", action="store_true",
-                   help="instead: the answer page, which Kafka setting is safe and what it costs in availability "
-                   "(settings x every Kafka version, each cell AcknowledgedNeverLost, CommittedNeverLost and "
-                   "PartitionRecoverable, and a conclusion) in DIR/ATLAS.md and DIR/atlas.json")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace files in DIR that kmc did not write (RESULTS.md, results.json, traces/*.json)",
+    )
+    p.add_argument(
+        "--atlas",
+        action="store_true",
+        help="instead: the answer page, which Kafka setting is safe and what it costs in availability "
+        "(settings x every Kafka version, each cell AcknowledgedNeverLost, CommittedNeverLost and "
+        "PartitionRecoverable, and a conclusion) in DIR/ATLAS.md and DIR/atlas.json",
+    )
     p.set_defaults(run=run, _defaults={d: p.get_default(d) for d in _OPTIONS})
 
 
@@ -109,6 +145,7 @@ _OPTIONS = _GRID_OPTIONS + _VERSION_OPTIONS + ("max_states", "jobs", "title")
 
 
 # -- the configurations ---------------------------------------------------------------------
+
 
 def _list(text, option, parse, valid=None):
     items = [t.strip() for t in text.split(",") if t.strip()]
@@ -138,31 +175,40 @@ def _bounded(option, value, lo, hi):
 
 # -- the command ----------------------------------------------------------------------------
 
+
 def _items(args):
     """``(items, source, constants, spec_dir)`` from the command line."""
     changed_versions = [f"--{k}" for k in ("configs", "kafka") if getattr(args, k) != args._defaults[k]]
     if changed_versions and not args.versions:
         raise UsageError(f"{', '.join(changed_versions)}: only with --versions")
     if args.versions:
-        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS
-                   if getattr(args, k) != args._defaults[k]]
+        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS if getattr(args, k) != args._defaults[k]]
         if changed or args.spec_dir is not None:
             raise UsageError(f"{', '.join(changed) or 'SPEC_DIR'}: cannot be combined with --versions")
-        configs = None if args.configs == "all" else _list(
-            args.configs, "--configs", lambda t: t if t in VERSION_CONFIGS else {}[t], ", ".join(VERSION_CONFIGS))
-        versions = None if args.kafka == "all" else _list(
-            args.kafka, "--kafka", lambda t: t if t in VERSIONS else {}[t], ", ".join(VERSIONS))
+        configs = (
+            None
+            if args.configs == "all"
+            else _list(
+                args.configs, "--configs", lambda t: t if t in VERSION_CONFIGS else {}[t], ", ".join(VERSION_CONFIGS)
+            )
+        )
+        versions = (
+            None
+            if args.kafka == "all"
+            else _list(args.kafka, "--kafka", lambda t: t if t in VERSIONS else {}[t], ", ".join(VERSIONS))
+        )
         from kmc.invariants import ALL
 
         every = tuple(p.name for p in ALL)
         # AcknowledgedNeverLost only on the rows that track acknowledgements
         unacked = tuple(n for n in every if n != _A)
-        items = [(rid, c, None, args.max_states, known, every if c.acks else unacked)
-                 for rid, c, known in version_grid(configs, versions)]
+        items = [
+            (rid, c, None, args.max_states, known, every if c.acks else unacked)
+            for rid, c, known in version_grid(configs, versions)
+        ]
         return items, "versions", {}, None
     if args.spec_dir is not None:
-        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS
-                   if getattr(args, k) != args._defaults[k]]
+        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS if getattr(args, k) != args._defaults[k]]
         if changed:
             raise UsageError(f"{', '.join(changed)}: grid options cannot be combined with SPEC_DIR")
         d = Path(args.spec_dir)
@@ -176,11 +222,14 @@ def _items(args):
         specs = [load_spec(f) for f in files]  # every file is checked before any row runs
         items = [(s.name, s.config, s, args.max_states) for s in specs]
         return items, "specs", {}, str(d)
-    rules = _list(args.rules, "--rules", lambda t: RULE_ALIASES[t.lower()],
-                  "hw, le, kip279 or the full names high-watermark, leader-epoch, leader-epoch-kip279")
-    from kmc.model.spec import MODEL_BOUNDS, config_from_table
-
+    rules = _list(
+        args.rules,
+        "--rules",
+        lambda t: RULE_ALIASES[t.lower()],
+        "hw, le, kip279 or the full names high-watermark, leader-epoch, leader-epoch-kip279",
+    )
     from kmc.checker.errors import SpecError
+    from kmc.model.spec import MODEL_BOUNDS, config_from_table
 
     lo, hi = MODEL_BOUNDS["replicas"]
     replicas = _list(args.replicas, "--replicas", int, f"whole numbers from {lo} to {hi}")
@@ -206,8 +255,9 @@ def _items(args):
             raise UsageError(str(e)) from None
     constants = {}
     for c in configs:
-        constants.setdefault(c.n, {"max_messages": c.max_messages, "max_crashes": c.max_crashes,
-                                   "max_leader_epoch": c.max_leader_epoch})
+        constants.setdefault(
+            c.n, {"max_messages": c.max_messages, "max_crashes": c.max_crashes, "max_leader_epoch": c.max_leader_epoch}
+        )
     items = [(row_id(c), c, None, args.max_states) for c in configs]
     return items, "grid", constants, None
 
@@ -228,34 +278,39 @@ def command_line(args) -> str:
 
 def _default_note(source, constants) -> str:
     if source == "versions":
-        return ("docs/model.md's configurations under the truncation rule and options of successive "
-                "Kafka versions; *expected* compares a row with docs/model.md's known-verdict tables "
-                "where they have it. LCC = LeaderCandidateCompleteness: every live ISR or ELR "
-                "member holds every committed record. A column without AlterPartition has the leader "
-                "write the ISR itself (atomically); the 2.7–3.4 column and the columns marked "
-                "\"+ AlterPartition\" send ISR changes to the controller, and those marked \"+ broker "
-                "epochs\" also fence them as Kafka 3.5+ does (KIP-903).")
+        return (
+            "docs/model.md's configurations under the truncation rule and options of successive "
+            "Kafka versions; *expected* compares a row with docs/model.md's known-verdict tables "
+            "where they have it. LCC = LeaderCandidateCompleteness: every live ISR or ELR "
+            "member holds every committed record. A column without AlterPartition has the leader "
+            "write the ISR itself (atomically); the 2.7–3.4 column and the columns marked "
+            '"+ AlterPartition" send ISR changes to the controller, and those marked "+ broker '
+            'epochs" also fence them as Kafka 3.5+ does (KIP-903).'
+        )
     if source != "grid":
         return ""
-    note = ("The first three rows of docs/model.md's known-verdict table are rows of this grid "
-            "(2 replicas, min ISR 1); the *expected* column compares them with it. With "
-            "unclean election on, CNL fails by design: a replica outside the ISR may be "
-            "elected.")
+    note = (
+        "The first three rows of docs/model.md's known-verdict table are rows of this grid "
+        "(2 replicas, min ISR 1); the *expected* column compares them with it. With "
+        "unclean election on, CNL fails by design: a replica outside the ISR may be "
+        "elected."
+    )
     if 3 in constants and constants[3]["max_crashes"] < 2:
-        note += (" Three-replica rows allow one crash only: with two, a single row takes "
-                 "30–90 s and the grid about half an hour on two cores. The high-watermark "
-                 "rule's data loss needs two crashes (a follower's, so that it truncates to a "
-                 "stale high watermark, and then the leader's, so that it is elected), which is "
-                 "why that rule holds there under clean elections and flushed logs.")
+        note += (
+            " Three-replica rows allow one crash only: with two, a single row takes "
+            "30–90 s and the grid about half an hour on two cores. The high-watermark "
+            "rule's data loss needs two crashes (a follower's, so that it truncates to a "
+            "stale high watermark, and then the leader's, so that it is elected), which is "
+            "why that rule holds there under clean elections and flushed logs."
+        )
     return note
 
 
 def run(args, out, err) -> int:
+    from kmc.checker.exitcodes import EXIT_OK, EXIT_UNEXPECTED
     from kmc.reports.json_result import write_json
     from kmc.reports.matrix import results_document, to_markdown, validate
     from kmc.reports.pictures import trace_page, write_text
-
-    from kmc.checker.exitcodes import EXIT_OK, EXIT_UNEXPECTED
 
     if not args.out.strip():
         raise UsageError("--out: the path is empty; name a directory")
@@ -284,29 +339,47 @@ def run(args, out, err) -> int:
             _write(path, lambda p=path, d=doc: write_json(p, d))
             written.add(path.name)
             page = path.with_suffix(".html")  # the trace's swimlane diagram, next to it
-            _write(page, lambda p=page, d=doc, t=row["title"] or row["id"]: write_text(
-                p, trace_page(d, f"traces/{p.name[:-5]}.json", t)))
+            _write(
+                page,
+                lambda p=page, d=doc, t=row["title"] or row["id"]: write_text(
+                    p, trace_page(d, f"traces/{p.name[:-5]}.json", t)
+                ),
+            )
             written.add(page.name)
         bad = [n for n, v in row["verdicts"].items() if v != "holds"]
-        status = ("all hold" if not bad else
-                  ", ".join(f"{n} {row['verdicts'][n]}" for n in bad))
+        status = "all hold" if not bad else ", ".join(f"{n} {row['verdicts'][n]}" for n in bad)
         if row["matched"] is False:
-            undecided = all(row["verdicts"].get(n) == "unknown" for n in row["expected"]
-                            if row["verdicts"].get(n) != row["expected"][n])
+            undecided = all(
+                row["verdicts"].get(n) == "unknown"
+                for n in row["expected"]
+                if row["verdicts"].get(n) != row["expected"][n]
+            )
             status += "  [UNDECIDED: the row stopped at --max-states]" if undecided else "  [UNEXPECTED]"
-        err.print(f"[{i:>{width}}/{len(items)}] {row['id']}: {status} "
-                  f"({row['distinct_states']:,} states, {row['seconds']:.1f} s)",
-                  markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"[{i:>{width}}/{len(items)}] {row['id']}: {status} "
+            f"({row['distinct_states']:,} states, {row['seconds']:.1f} s)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     _remove_stale_traces(traces_dir, [r["id"] for r in rows], written)
     total = time.perf_counter() - started
-    title = args.title or {"grid": "kmc results: the default configuration grid",
-                           "versions": "kmc results: Kafka through the versions"}.get(
-                               source, f"kmc results: the specs in {spec_dir}")
+    title = args.title or {
+        "grid": "kmc results: the default configuration grid",
+        "versions": "kmc results: Kafka through the versions",
+    }.get(source, f"kmc results: the specs in {spec_dir}")
     doc = results_document(
-        rows=rows, command=command_line(args), title=title,
-        source=source, invariants=_invariants(rows), constants=constants,
-        spec_dir=spec_dir, max_states=args.max_states, total_seconds=total,
-        note=_default_note(source, constants))
+        rows=rows,
+        command=command_line(args),
+        title=title,
+        source=source,
+        invariants=_invariants(rows),
+        constants=constants,
+        spec_dir=spec_dir,
+        max_states=args.max_states,
+        total_seconds=total,
+        note=_default_note(source, constants),
+    )
     problems = validate(doc)
     if problems:  # a bug in kmc, not bad input: say so plainly
         raise RuntimeError("results.json does not follow its schema: " + "; ".join(problems))
@@ -323,12 +396,21 @@ def run(args, out, err) -> int:
     rows_text = "1 configuration" if len(rows) == 1 else f"{len(rows)} configurations"
     count = sum(1 for name in written if name.endswith(".json"))
     traces_text = ("1 trace" if count == 1 else f"{count} traces") + (" with their diagrams" if count else "")
-    out.print(f"{rows_text} in {total:.1f} s: wrote {out_dir / 'RESULTS.md'}, "
-              f"{out_dir / 'results.json'} and {traces_text} in {traces_dir}",
-              markup=False, highlight=False, soft_wrap=True)
+    out.print(
+        f"{rows_text} in {total:.1f} s: wrote {out_dir / 'RESULTS.md'}, "
+        f"{out_dir / 'results.json'} and {traces_text} in {traces_dir}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     if unexpected:
-        out.print(f"rows that do not match their expected verdicts (contradicted, or left undecided "
-                  f"by --max-states): {', '.join(unexpected)}", markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"rows that do not match their expected verdicts (contradicted, or left undecided "
+            f"by --max-states): {', '.join(unexpected)}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         return EXIT_UNEXPECTED
     return EXIT_OK
 

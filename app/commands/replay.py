@@ -38,20 +38,26 @@ def register(sub):
         "unreadable file, not a kmc result, or a trace that no longer replays.",
     )
     p.add_argument("file", metavar="RESULT.json", help="a saved result or trace file")
-    p.add_argument("--format", choices=FORMATS, default="rich",
-                   help="rich: tables (default); tla: the way TLC prints an error trace; "
-                   "json: the trace as a versioned JSON document (docs/results.md); html: one "
-                   "self-contained page with the swimlane diagram; svg: the diagram alone; mermaid: "
-                   "a Mermaid sequenceDiagram for Markdown")
-    p.add_argument("--out", metavar="FILE",
-                   help="(html, mermaid, svg) write to FILE instead of standard output; an existing "
-                   "file is replaced only if kmc wrote it, or with --force")
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing --out file even if kmc did not write it")
-    p.add_argument("--diff", action="store_true",
-                   help="(rich) show only what changes at each step")
-    p.add_argument("--invariant", metavar="NAME",
-                   help="which violation to replay when the file holds several (default: the first)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="rich",
+        help="rich: tables (default); tla: the way TLC prints an error trace; "
+        "json: the trace as a versioned JSON document (docs/results.md); html: one "
+        "self-contained page with the swimlane diagram; svg: the diagram alone; mermaid: "
+        "a Mermaid sequenceDiagram for Markdown",
+    )
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="(html, mermaid, svg) write to FILE instead of standard output; an existing "
+        "file is replaced only if kmc wrote it, or with --force",
+    )
+    p.add_argument("--force", action="store_true", help="replace an existing --out file even if kmc did not write it")
+    p.add_argument("--diff", action="store_true", help="(rich) show only what changes at each step")
+    p.add_argument(
+        "--invariant", metavar="NAME", help="which violation to replay when the file holds several (default: the first)"
+    )
     p.set_defaults(run=run)
 
 
@@ -119,9 +125,8 @@ def violations_of(path, doc) -> list[dict]:
 def config_from_dict(path, d):
     """A ``model.config.Config`` from the ``spec.model`` dict of a result document,
     validated by the spec loader's validator (``model.spec.config_from_table``)."""
-    from kmc.model.spec import config_from_table
-
     from kmc.checker.errors import SpecError
+    from kmc.model.spec import config_from_table
 
     if not isinstance(d, dict):
         raise ReplayError(f"{path}: spec.model: missing (the model's constants are needed to replay)")
@@ -147,13 +152,10 @@ def replay(path, doc, invariant=None):
         ReplayError: the document is not a kmc result, holds no such violation, or its
             trace does not replay to the saved states.
     """
+    from kmc.checker.protocol import successors
+    from kmc.checker.result import Path, Step, Violation
     from kmc.model.kafka import KafkaModel
     from kmc.reports.json_result import action_to_dict, state_to_dict
-
-    from kmc.checker.result import Violation
-
-    from kmc.checker.protocol import successors
-    from kmc.checker.result import Path, Step
 
     entry = select_entry(path, doc, invariant)
     spec = doc.get("spec")
@@ -161,26 +163,31 @@ def replay(path, doc, invariant=None):
     trace = entry["trace"]
     prop = safe_text(entry["property"])
     init_index, choices, saved = trace.get("init_index"), trace.get("choices"), trace.get("steps")
-    if not isinstance(init_index, int) or not isinstance(choices, list) \
-            or not all(isinstance(c, int) and not isinstance(c, bool) for c in choices) \
-            or not isinstance(saved, list):
+    if (
+        not isinstance(init_index, int)
+        or not isinstance(choices, list)
+        or not all(isinstance(c, int) and not isinstance(c, bool) for c in choices)
+        or not isinstance(saved, list)
+    ):
         raise ReplayError(f"{path}: the trace of {prop} needs 'init_index', 'choices' and 'steps'")
     # Bounded work before any: the length is checked first, and the trace is compared
     # step by step as it is replayed, so a hostile file costs at most its first bad step.
     if len(choices) + 1 > MAX_TRACE_STATES:
-        raise ReplayError(f"{path}: the trace of {prop} has {len(choices) + 1:,} states; kmc replays at "
-                          f"most {MAX_TRACE_STATES:,} (the longest walk 'kmc simulate' takes)")
+        raise ReplayError(
+            f"{path}: the trace of {prop} has {len(choices) + 1:,} states; kmc replays at "
+            f"most {MAX_TRACE_STATES:,} (the longest walk 'kmc simulate' takes)"
+        )
     if len(saved) != len(choices) + 1:
-        raise ReplayError(f"{path}: the trace of {prop} has {len(saved)} steps for "
-                          f"{len(choices)} choices")
+        raise ReplayError(f"{path}: the trace of {prop} has {len(saved)} steps for {len(choices)} choices")
     inits = model.init_states()
     if not 0 <= init_index < len(inits):
-        raise ReplayError(f"{path}: the trace of {prop} starts at initial state {init_index}, "
-                          "which the model does not have")
+        raise ReplayError(
+            f"{path}: the trace of {prop} starts at initial state {init_index}, which the model does not have"
+        )
     # A check's counterexample is a shortest path, which never visits a state twice;
     # a simulation's walk may.
     shortest = doc.get("kind") != "kmc-simulation"
-    changed = ("the model changed since it was saved, or the file was edited")
+    changed = "the model changed since it was saved, or the file was edited"
     state = inits[init_index]
     steps = [Step(None, state)]
     visited = {state: 1}
@@ -189,20 +196,28 @@ def replay(path, doc, invariant=None):
             succ = successors(model, state)
             choice = choices[i - 1]
             if not 0 <= choice < len(succ):
-                raise ReplayError(f"{path}: the trace of {prop} does not replay (at state {i + 1}: no action "
-                                  f"number {choice}): {changed}")
+                raise ReplayError(
+                    f"{path}: the trace of {prop} does not replay (at state {i + 1}: no action "
+                    f"number {choice}): {changed}"
+                )
             action, state = succ[choice]
             steps.append(Step(action, state))
         want = saved[i]
-        same = isinstance(want, dict) and want.get("state") == state_to_dict(model, state) \
+        same = (
+            isinstance(want, dict)
+            and want.get("state") == state_to_dict(model, state)
             and want.get("action") == action_to_dict(model, steps[-1].action)
+        )
         if not same:
-            raise ReplayError(f"{path}: the trace of {prop} does not replay: state {i + 1} differs "
-                              f"from the saved one ({changed})")
+            raise ReplayError(
+                f"{path}: the trace of {prop} does not replay: state {i + 1} differs from the saved one ({changed})"
+            )
         if i and shortest:
             if state in visited:
-                raise ReplayError(f"{path}: the trace of {prop} visits state {visited[state]} again at "
-                                  f"state {i + 1}: a shortest counterexample never does (the file was edited)")
+                raise ReplayError(
+                    f"{path}: the trace of {prop} visits state {visited[state]} again at "
+                    f"state {i + 1}: a shortest counterexample never does (the file was edited)"
+                )
             visited[state] = i + 1
     path_ = Path(tuple(steps), init_index, tuple(choices))
     kind = entry.get("kind", "always")
@@ -211,8 +226,9 @@ def replay(path, doc, invariant=None):
     why = _check_still_violated(path, model, entry["property"], kind, path_)
     traps = entry.get("trap_states") if kind == "possibly" else None
     if traps is not None and (not isinstance(traps, int) or isinstance(traps, bool) or traps < 1):
-        raise ReplayError(f"{path}: the violation of {prop} has trap_states {safe_text(repr(traps))[:40]}, "
-                          "not a positive integer")
+        raise ReplayError(
+            f"{path}: the violation of {prop} has trap_states {safe_text(repr(traps))[:40]}, not a positive integer"
+        )
     # The explanation shown is the one recomputed now, never the file's text.
     return model, Violation(entry["property"], kind, why, path_, traps=traps)
 
@@ -227,7 +243,9 @@ def select_entry(path, doc, invariant=None) -> dict:
     matches = [v for v in found if v["property"] == invariant]
     if not matches:
         names = ", ".join(safe_text(v["property"]) for v in found)
-        raise ReplayError(f"{path}: --invariant: no counterexample of {invariant!r} (it has counterexamples of: {names})")
+        raise ReplayError(
+            f"{path}: --invariant: no counterexample of {invariant!r} (it has counterexamples of: {names})"
+        )
     return matches[0]
 
 
@@ -238,19 +256,23 @@ def _check_still_violated(path, model, prop, kind, path_):
 
     p = BY_NAME.get(prop)
     if p is None:
-        raise ReplayError(f"{path}: the violation names an unknown property {safe_text(repr(prop))} "
-                          f"(known: {', '.join(BY_NAME)})")
+        raise ReplayError(
+            f"{path}: the violation names an unknown property {safe_text(repr(prop))} (known: {', '.join(BY_NAME)})"
+        )
     if p.kind != kind:
-        raise ReplayError(f"{path}: the violation of {prop} is saved as kind {kind!r}, "
-                          f"but {prop} is a property of kind {p.kind!r}")
+        raise ReplayError(
+            f"{path}: the violation of {prop} is saved as kind {kind!r}, but {prop} is a property of kind {p.kind!r}"
+        )
     last = path_.steps[-1]
     if kind == "possibly":
         # Whether the last state is a trap needs the whole graph; what replays here is that
         # it is not a goal state (for PartitionRecoverable: no replica leads or can be elected).
         if p.check(model, last.state):
-            raise ReplayError(f"{path}: the trace of {prop} replays, but its last state is a goal "
-                              f"state of {prop}, not a trap (the property changed since it was "
-                              "saved, or the file was edited)")
+            raise ReplayError(
+                f"{path}: the trace of {prop} replays, but its last state is a goal "
+                f"state of {prop}, not a trap (the property changed since it was "
+                "saved, or the file was edited)"
+            )
         return p.explain(model, last.state) if p.explain is not None else f"{prop}: a trap"
     if kind == "always":
         why = p.check(model, last.state)
@@ -259,9 +281,11 @@ def _check_still_violated(path, model, prop, kind, path_):
     else:
         why = p.check(model, path_.steps[-2].state, last.action, last.state)
     if why is None:
-        raise ReplayError(f"{path}: the trace of {prop} replays, but its last "
-                          f"{'state' if kind == 'always' else 'step'} does not violate {prop} "
-                          "(the property changed since it was saved, or the file was edited)")
+        raise ReplayError(
+            f"{path}: the trace of {prop} replays, but its last "
+            f"{'state' if kind == 'always' else 'step'} does not violate {prop} "
+            "(the property changed since it was saved, or the file was edited)"
+        )
     return why
 
 
@@ -295,13 +319,19 @@ def _replay_model(args, doc, out, err) -> int:
 
     path = args.file
     ident = doc.get("model")
-    if not isinstance(ident, dict) or not isinstance(ident.get("ref"), str) or not isinstance(ident.get("params"), dict):
+    if (
+        not isinstance(ident, dict)
+        or not isinstance(ident.get("ref"), str)
+        or not isinstance(ident.get("params"), dict)
+    ):
         raise ReplayError(f"{path}: model: no 'ref' and 'params' to rebuild the model from")
     found = [v for v in doc.get("violations") or [] if isinstance(v, dict)]
     if args.invariant is not None:
         found = [v for v in found if v.get("property") == args.invariant]
     if not found:
-        raise ReplayError(f"{path}: violations: no counterexample" + (f" of {args.invariant}" if args.invariant else ""))
+        raise ReplayError(
+            f"{path}: violations: no counterexample" + (f" of {args.invariant}" if args.invariant else "")
+        )
     entry = found[0]
     ref = ident.get("file") if isinstance(ident.get("file"), str) else ident["ref"]
     spec = load_model_spec(ref, ident["params"])
@@ -368,14 +398,22 @@ def run(args, out, err) -> int:
     found = violations_of(args.file, doc)
     if len(found) > 1:  # say which one is shown, and how to choose another
         names = ", ".join(safe_text(v["property"]) for v in found)
-        err.print(f"kmc: note: {safe_text(args.file)} holds {len(found)} counterexamples ({names}); this is the one of "
-                  f"{safe_text(violation.property)}; --invariant NAME shows another",
-                  markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"kmc: note: {safe_text(args.file)} holds {len(found)} counterexamples ({names}); this is the one of "
+            f"{safe_text(violation.property)}; --invariant NAME shows another",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     saved = select_entry(args.file, doc, args.invariant).get("explanation")
     if saved != violation.explanation:
-        err.print(f"kmc: note: {safe_text(args.file)}: the file's explanation of {violation.property} differs "
-                  f"from the recomputed one, which is shown: {safe_text(repr(saved))[:200]}",
-                  markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"kmc: note: {safe_text(args.file)}: the file's explanation of {violation.property} differs "
+            f"from the recomputed one, which is shown: {safe_text(repr(saved))[:200]}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     if args.diff and args.format != "rich":
         raise UsageError("--diff: only with --format rich")
     if args.format in DIAGRAMS:
@@ -383,8 +421,14 @@ def run(args, out, err) -> int:
 
         from ..diagram_files import command_line
 
-        text = replay_output(args.format, safe_text(args.file), doc, model, violation,
-                             safe_text(command_line(args, ["replay", args.file, "--format", args.format])))
+        text = replay_output(
+            args.format,
+            safe_text(args.file),
+            doc,
+            model,
+            violation,
+            safe_text(command_line(args, ["replay", args.file, "--format", args.format])),
+        )
         if args.out is None:
             out.out(text, highlight=False, end="")
             return 0
@@ -394,8 +438,7 @@ def run(args, out, err) -> int:
             raise UsageError(f"--out: cannot write {args.out} ({e.strerror or e})") from None
         err.print(f"kmc: wrote {safe_text(args.out)}", markup=False, highlight=False, soft_wrap=True)
     elif args.format == "json":
-        out.out(json.dumps(replay_document(doc, model, violation), indent=2, ensure_ascii=False),
-                highlight=False)
+        out.out(json.dumps(replay_document(doc, model, violation), indent=2, ensure_ascii=False), highlight=False)
     elif args.format == "tla":
         from kmc.reports.tla import violation_text
 
@@ -406,7 +449,12 @@ def run(args, out, err) -> int:
     else:
         from kmc.reports import TraceView
 
-        out.print(f"{safe_text(args.file)}: {violation.property}, {len(violation.path)} states; "
-                  "the replay matches the saved trace.", markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"{safe_text(args.file)}: {violation.property}, {len(violation.path)} states; "
+            "the replay matches the saved trace.",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         out.print(TraceView(model, violation, diff=args.diff))
     return 0

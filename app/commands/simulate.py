@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
 from kmc.checker.text import safe_text
+
 from ..diagram_files import add_diagram_arguments, check_diagram_paths, command_line, write_diagrams
 from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
@@ -51,18 +52,37 @@ def register(sub):
         "(or --json could not be written), 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
     add_spec_argument(p)
-    p.add_argument("--runs", type=positive_int, default=DEFAULT_RUNS, metavar="N",
-                   help=f"walks to make at most (default {DEFAULT_RUNS:,})")
-    p.add_argument("--depth", type=_depth, default=DEFAULT_DEPTH, metavar="D",
-                   help=f"steps (actions) a walk takes at most, 1 to {MAX_DEPTH:,} (default {DEFAULT_DEPTH})")
-    p.add_argument("--seed", type=_seed, default=DEFAULT_SEED, metavar="S",
-                   help=f"the random seed (default {DEFAULT_SEED})")
-    p.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
-                   help="check only this invariant (repeatable; default: the spec's list)")
+    p.add_argument(
+        "--runs",
+        type=positive_int,
+        default=DEFAULT_RUNS,
+        metavar="N",
+        help=f"walks to make at most (default {DEFAULT_RUNS:,})",
+    )
+    p.add_argument(
+        "--depth",
+        type=_depth,
+        default=DEFAULT_DEPTH,
+        metavar="D",
+        help=f"steps (actions) a walk takes at most, 1 to {MAX_DEPTH:,} (default {DEFAULT_DEPTH})",
+    )
+    p.add_argument(
+        "--seed", type=_seed, default=DEFAULT_SEED, metavar="S", help=f"the random seed (default {DEFAULT_SEED})"
+    )
+    p.add_argument(
+        "--invariant",
+        action="append",
+        metavar="NAME",
+        dest="invariants",
+        help="check only this invariant (repeatable; default: the spec's list)",
+    )
     p.add_argument("--diff", action="store_true", help="show only what changes at each step of the walk")
     p.add_argument("--no-trace", action="store_true", help="do not print the violating walk (its summary line only)")
-    p.add_argument("--no-progress", action="store_true",
-                   help="no progress line (shown on standard error only when it is a terminal)")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress line (shown on standard error only when it is a terminal)",
+    )
     p.add_argument("--json", metavar="PATH", help="also write the outcome as JSON (kmc replay reads it)")
     add_diagram_arguments(p)
     add_force_argument(p)
@@ -72,11 +92,11 @@ def register(sub):
 def result_to_dict(spec, model, sim) -> dict:
     """The outcome of a simulation as a JSON-ready dict (schema version 1)::
 
-        {"schema_version": 1, "kind": "kmc-simulation", "spec": {...},
-         "seed", "runs", "depth", "checked": [...],
-         "stats": {"runs", "steps", "distinct_states", "terminal_runs", "longest_walk",
-                   "seconds", "actions": {name: fired}},
-         "violation": null | {"property", "kind", "explanation", "run", "trace"}}
+    {"schema_version": 1, "kind": "kmc-simulation", "spec": {...},
+     "seed", "runs", "depth", "checked": [...],
+     "stats": {"runs", "steps", "distinct_states", "terminal_runs", "longest_walk",
+               "seconds", "actions": {name: fired}},
+     "violation": null | {"property", "kind", "explanation", "run", "trace"}}
     """
     from kmc.reports.json_result import spec_to_dict, trace_to_dict
 
@@ -90,67 +110,103 @@ def result_to_dict(spec, model, sim) -> dict:
         "runs": sim.max_runs,
         "depth": sim.max_steps,
         "checked": list(sim.checked),
-        "stats": {"runs": st.runs, "steps": st.steps, "distinct_states": st.distinct,
-                  "terminal_runs": st.terminal, "longest_walk": st.longest,
-                  "seconds": round(st.seconds, 6), "actions": dict(st.fired)},
-        "violation": None if v is None else {
-            "property": v.property, "kind": v.kind, "explanation": v.explanation,
-            "run": sim.violation_run, "trace": trace_to_dict(model, v.path)},
+        "stats": {
+            "runs": st.runs,
+            "steps": st.steps,
+            "distinct_states": st.distinct,
+            "terminal_runs": st.terminal,
+            "longest_walk": st.longest,
+            "seconds": round(st.seconds, 6),
+            "actions": dict(st.fired),
+        },
+        "violation": None
+        if v is None
+        else {
+            "property": v.property,
+            "kind": v.kind,
+            "explanation": v.explanation,
+            "run": sim.violation_run,
+            "trace": trace_to_dict(model, v.path),
+        },
     }
 
 
 def run(args, out, err) -> int:
-    from kmc.reports import TraceView, write_json
-
     from kmc.checker.simulate import simulate
+    from kmc.reports import TraceView, write_json
 
     spec = load(args.spec)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     check_diagram_paths(args, [spec.path])
     model = spec.model()
     properties = select_properties(spec, args.invariants)
-    from rich.console import Group
-
     from kmc.reports.result_view import spec_header
+    from rich.console import Group
 
     out.print(Group(*spec_header(spec, model.config, "simulate")))
     out.print()
     graph_only = [p.name for p in properties if p.kind == "possibly"]
     if graph_only:
-        err.print(f"kmc: note: {', '.join(graph_only)} {'is' if len(graph_only) == 1 else 'are'} not checked: an "
-                  "always-possibly property is about the whole state graph, which a random walk does not build "
-                  "('kmc check' checks it)", markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"kmc: note: {', '.join(graph_only)} {'is' if len(graph_only) == 1 else 'are'} not checked: an "
+            "always-possibly property is about the whole state graph, which a random walk does not build "
+            "('kmc check' checks it)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     if args.no_progress or not err.is_terminal:
         sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed)
     else:
         with err.status(f"walk 0 of {args.runs:,}") as status:
-            def progress(st):
-                status.update(f"walk {st.runs:,} of {args.runs:,}  ·  {st.steps:,} steps  ·  "
-                              f"{st.distinct:,} distinct states")
 
-            sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed,
-                           progress=progress, progress_every=500)
+            def progress(st):
+                status.update(
+                    f"walk {st.runs:,} of {args.runs:,}  ·  {st.steps:,} steps  ·  {st.distinct:,} distinct states"
+                )
+
+            sim = simulate(
+                model,
+                properties,
+                runs=args.runs,
+                depth=args.depth,
+                seed=args.seed,
+                progress=progress,
+                progress_every=500,
+            )
     st = sim.stats
     if sim.violation is not None:
         if not args.no_trace:
             out.print(TraceView(model, sim.violation, diff=args.diff))
-        out.print(f"{sim.violation.property} violated in walk {sim.violation_run:,} of at most "
-                  f"{sim.max_runs:,} (seed {sim.seed}), after {len(sim.violation.path) - 1} steps; "
-                  f"{st.steps:,} steps in all, {st.distinct:,} distinct states visited, "
-                  f"{st.seconds:.2f} s. The walk is not necessarily a shortest counterexample: "
-                  f"'kmc check {safe_text(spec.path)}' finds one.", markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"{sim.violation.property} violated in walk {sim.violation_run:,} of at most "
+            f"{sim.max_runs:,} (seed {sim.seed}), after {len(sim.violation.path) - 1} steps; "
+            f"{st.steps:,} steps in all, {st.distinct:,} distinct states visited, "
+            f"{st.seconds:.2f} s. The walk is not necessarily a shortest counterexample: "
+            f"'kmc check {safe_text(spec.path)}' finds one.",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     else:
-        out.print(f"No violation of {', '.join(sim.checked)} in {st.runs:,} walks of at most "
-                  f"{sim.max_steps:,} steps (seed {sim.seed}): {st.steps:,} steps, "
-                  f"{st.distinct:,} distinct states visited, {st.terminal:,} walks reached a "
-                  f"state with no enabled action, {st.seconds:.2f} s. A simulation proves "
-                  "nothing: 'kmc check' explores every state.", markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"No violation of {', '.join(sim.checked)} in {st.runs:,} walks of at most "
+            f"{sim.max_steps:,} steps (seed {sim.seed}): {st.steps:,} steps, "
+            f"{st.distinct:,} distinct states visited, {st.terminal:,} walks reached a "
+            f"state with no enabled action, {st.seconds:.2f} s. A simulation proves "
+            "nothing: 'kmc check' explores every state.",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     code = EXIT_VIOLATION if sim.violation is not None else EXIT_OK
     if args.html or args.mermaid:
         from kmc.reports.pictures import simulation_outputs
 
-        command = command_line(args, ["simulate", spec.path, "--runs", str(args.runs), "--depth", str(args.depth),
-                                      "--seed", str(args.seed)])
+        command = command_line(
+            args,
+            ["simulate", spec.path, "--runs", str(args.runs), "--depth", str(args.depth), "--seed", str(args.seed)],
+        )
         page, text = simulation_outputs(spec, model, sim, command)
         if not write_diagrams(args, err, lambda: page, lambda: text):
             code = code or EXIT_BAD_INPUT
@@ -158,7 +214,11 @@ def run(args, out, err) -> int:
         try:
             write_json(args.json, result_to_dict(spec, model, sim))
         except OSError as e:  # the outcome stands; the lost file is one more line
-            err.print(f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
-                      markup=False, highlight=False, soft_wrap=True)
+            err.print(
+                f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
             return EXIT_BAD_INPUT
     return code

@@ -24,12 +24,11 @@ import numpy as np
 
 from .driver import LevelDriver, Search
 from .errors import EngineError
-from .fingerprint import kernel_fingerprints
 from .kernel_check import KernelCheck, kernel_check
 from .level import LevelStep
 from .masks import state_mask
 from .options import Options
-from .protocol import BatchKernel, Model, Property
+from .protocol import BatchKernel, Model, Property, kernel_fingerprints
 from .seen import CompactSeenSet
 from .trace import replay_choices
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from hashlib import blake2b
 
-from .protocol import BatchKernel, OwnFingerprints, capable
-
 DIGEST_BYTES = 8
 
 
@@ -83,12 +81,3 @@ def fingerprint_rows(rows) -> np.ndarray:
             x.sum(axis=1, dtype=np.uint64, out=h[i : i + step])
         h ^= np.uint64(width)
     return _mix(h)
-
-
-def kernel_fingerprints(kernel: BatchKernel, rows, symmetry: bool = False) -> np.ndarray:
-    """The fingerprints of a batch kernel's ``rows`` (of their orbits' canonical rows under
-    symmetry reduction): the kernel's own ``fingerprints(rows, symmetry)`` when it has
-    one (``checker.states_kernel.StatesKernel``), else ``fingerprint_rows``."""
-    if capable(kernel, OwnFingerprints):
-        return kernel.fingerprints(rows, symmetry)
-    return fingerprint_rows(kernel.canonical(rows) if symmetry else rows)

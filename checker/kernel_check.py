@@ -145,7 +145,7 @@ class KernelCheck:
             _fail(state, action, "successor row", "its row", "the kernel's encode of the same state")
         if self.symmetry and capable(model, HasSymmetries):
             rows = np.stack([np.asarray(kernel.encode(model.permute(after, p))) for p in model.symmetries()])
-            from .fingerprint import kernel_fingerprints
+            from .protocol import kernel_fingerprints
 
             fps = kernel_fingerprints(kernel, rows, True)
             if (fps != fps[0]).any():

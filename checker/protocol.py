@@ -42,6 +42,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from .fingerprint import fingerprint_rows
+
 ALWAYS = "always"
 STEP = "step"
 POSSIBLY = "possibly"  # AG EF: from every reachable state some goal state stays reachable
@@ -244,8 +246,6 @@ class KernelBase:
         return None
 
     def fingerprints(self, rows, symmetry=False):
-        from .fingerprint import fingerprint_rows
-
         return fingerprint_rows(self.canonical(rows) if symmetry else rows)  # type: ignore[attr-defined]
 
 
@@ -369,3 +369,12 @@ def successors(model, state):
     if capable(model, HasSuccessors):
         return model.successors(state)
     return [(a, model.next_state(state, a)) for a in model.actions(state)]
+
+
+def kernel_fingerprints(kernel: BatchKernel, rows, symmetry: bool = False) -> Any:
+    """The fingerprints of a batch kernel's ``rows`` (of their orbits' canonical rows under
+    symmetry reduction): the kernel's own ``fingerprints(rows, symmetry)`` when it has
+    one (``checker.states_kernel.StatesKernel``), else ``fingerprint_rows``."""
+    if capable(kernel, OwnFingerprints):
+        return kernel.fingerprints(rows, symmetry)
+    return fingerprint_rows(kernel.canonical(rows) if symmetry else rows)

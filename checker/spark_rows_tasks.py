@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .coverage import task_part
-from .fingerprint import kernel_fingerprints
+from .protocol import kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
 from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path, _save, _succ_path
 

@@ -183,7 +183,7 @@ class KafkaBatchKernel:
         isr = rows[:, c.Q_ISR].astype(np.int64)
         ask = cfg.alter_partition
         # with alter_partition a leader asks only while no request of its is in flight
-        free = rows[:, c.ALTER_LEADER] == NONE if ask else np.ones(len(rows), dtype=bool)
+        free = rows[:, c.ALTER_LEADER] == NONE if ask else None
         for r in range(n):
             b = c.block(r)
             in_isr = (isr >> r & 1) == 1
@@ -192,9 +192,9 @@ class KafkaBatchKernel:
                     continue
                 bl = c.block(l)
                 lagging = (rows[:, b + c.ALIVE] == 0) | (rows[:, bl + c.REMOTE_LEO + r] < rows[:, bl + c.LEO])
-                ok = (lead == l) & in_isr & lagging & free
+                ok = (lead == l) & in_isr & lagging
                 if ask:
-                    g.emit(SHRINK_ISR, ok, fx.ask, r, l, 0)
+                    g.emit(SHRINK_ISR, ok & free, fx.ask, r, l, 0)
                 else:
                     g.emit(SHRINK_ISR, ok, fx.shrink, r, l)
         # KAFKA-7128 (2.1): each leader's epoch start offset, once per leader, where it leads

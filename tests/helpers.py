@@ -85,3 +85,26 @@ def assert_traces_replay(model, result):
         p = BY_NAME[prop]
         assert p.check(model, path.states[-1]) == v.explanation
         assert all(p.check(model, s) is None for s in path.states[:-1])
+
+
+# -- hand-built states of the Kafka model (tests/test_model*.py) ---------------------------
+
+def texts(model, state):
+    """The enabled actions, as text, in the model's order."""
+    return [model.format_action(a) for a, _ in model.successors(state)]
+
+
+def step(model, state, text):
+    """The successor by the action written ``text``; fails if it is not enabled."""
+    found = [s for a, s in model.successors(state) if model.format_action(a) == text]
+    assert found, f"{text} is not enabled; enabled: {texts(model, state)}"
+    assert len(found) == 1
+    return found[0]
+
+
+def leader_a(build, n=2, log=(), hw=0, remote=None, epoch=0, isr=None, **kw):
+    """A state where A leads at ``epoch`` and the others follow it, all caught up to
+    nothing (empty logs unless given)."""
+    reps = [build.replica(n, log=log, hw=hw, epoch=epoch, leader=0, remote=remote)]
+    reps += [build.replica(n, epoch=epoch, leader=0) for _ in range(n - 1)]
+    return build.state(reps, leader=0, epoch=epoch, isr=isr, **kw)

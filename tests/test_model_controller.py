@@ -7,35 +7,13 @@ Replicas are numbered A=0, B=1, C=2, ...; records are (epoch, id).
 
 from __future__ import annotations
 
-import attrs
 import pytest
 
 from kmc.model import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, Action, Fetch, Quorum
-from kmc.model.kafka import ACTION_NAMES, KafkaModel
-from kmc.model.config import Config
+
+from helpers import leader_a, step, texts
 
 A, B, C, D, E = range(5)
-
-
-def texts(model, state):
-    """The enabled actions, as text, in the model's order."""
-    return [model.format_action(a) for a, _ in model.successors(state)]
-
-
-def step(model, state, text):
-    """The successor by the action written ``text``; fails if it is not enabled."""
-    found = [s for a, s in model.successors(state) if model.format_action(a) == text]
-    assert found, f"{text} is not enabled; enabled: {texts(model, state)}"
-    assert len(found) == 1
-    return found[0]
-
-
-def leader_a(build, n=2, log=(), hw=0, remote=None, epoch=0, isr=None, **kw):
-    """A state where A leads at ``epoch`` and the others follow it, all caught up to
-    nothing (empty logs unless given)."""
-    reps = [build.replica(n, log=log, hw=hw, epoch=epoch, leader=A, remote=remote)]
-    reps += [build.replica(n, epoch=epoch, leader=A) for _ in range(n - 1)]
-    return build.state(reps, leader=A, epoch=epoch, isr=isr, **kw)
 
 
 # -- 6. ElectLeader ------------------------------------------------------------------------

@@ -5,103 +5,24 @@ status messages, on real runs (tests/test_reports.py: traces, results and JSON).
 from __future__ import annotations
 
 import io
-import json
 import os
 
-import attrs
 import pytest
 from rich.console import Console
-from rich.segment import Segment
 
-from kmc import checker
 from kmc.checker.local import LocalEngine, Options
-from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED, Stats, Violation
-from kmc.model.config import Config
-from kmc.model.kafka import ACTION_NAMES, KafkaModel
+from kmc.checker.result import Stats
 from kmc.model.spec import load_spec
-from kmc.reports import (
-    SCHEMA_VERSION, ProgressDisplay, ResultView, TraceView, expectation, result_to_dict,
-    state_from_dict, state_to_dict, trace_to_dict, write_json,
-)
+from kmc.reports import ProgressDisplay
 from kmc.reports.progress import progress_text
-from kmc.reports.terminal import EPOCH_STYLES, diff_lines
-
-from pins import spec_param
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPECS = os.path.join(os.path.dirname(HERE), "specs")
-
-SEED_ACTIONS = [
-    "Produce(A)", "FetchRequest(B)", "FetchResponse(B)", "FetchRequest(B)", "Crash(A)",
-    "Crash(B)", "Restart(B)", "BecomeFollower(B)", "ElectLeader(B)",
-]
-
-
-def run(name, **overrides):
-    spec = load_spec(os.path.join(SPECS, name))
-    if overrides:
-        spec = attrs.evolve(spec, **overrides)
-    model = spec.model()
-    result = LocalEngine(model, spec.properties(), Options(keep_going=spec.keep_going)).run()
-    return spec, model, result
 
 
 @pytest.fixture(scope="module")
 def data_loss(explorations):
     return explorations["hw-data-loss"]
-
-
-@pytest.fixture(scope="module")
-def unclean(explorations):
-    return explorations["hw-unclean"]
-
-
-@pytest.fixture(scope="module")
-def holds(explorations):
-    return explorations["le-data-loss"]
-
-
-def console(colour=False):
-    if colour:
-        return Console(record=True, width=160, file=io.StringIO(), force_terminal=True,
-                       color_system="truecolor")
-    return Console(record=True, width=160, file=io.StringIO())
-
-
-def text_of(renderable, colour=False) -> str:
-    c = console(colour)
-    c.print(renderable)
-    return c.export_text()
-
-
-def lines_of(renderable, colour=False) -> list[list[Segment]]:
-    c = console(colour)
-    return list(Segment.split_lines(c.render(renderable, c.options)))
-
-
-def plain(line) -> str:
-    return "".join(s.text for s in line)
-
-
-def highlighted_by_state(renderable) -> dict[int, list[str]]:
-    """State number -> the texts drawn in the 'changed' style in that state's block."""
-    out, current = {}, None
-    for line in lines_of(renderable):
-        text = plain(line)
-        if text.startswith("State "):
-            current = int(text.split(":")[0].split()[1])
-            out[current] = []
-            continue
-        if current is None:
-            continue
-        run_ = ""
-        for seg in line + [Segment("")]:
-            if seg.style is not None and seg.style.reverse:
-                run_ += seg.text
-            elif run_:
-                out[current].append(run_.strip())
-                run_ = ""
-    return out
 
 
 # -- progress -----------------------------------------------------------------------------

@@ -283,12 +283,12 @@ def _child_bench(args, label, extra) -> dict:
     import subprocess
     import tempfile
 
-    from .. import cli
+    cli = __package__.rpartition(".")[0] + ".cli"  # kmc.app.cli, run as a module in each child
 
     with tempfile.TemporaryDirectory() as tmp:
         target = os.path.join(tmp, "bench.json")
         what = [args.spec] if args.model is None else ["--model", args.model, *(f"--param={p}" for p in args.param)]
-        cmd = [sys.executable, "-m", cli.__name__, "bench", *what, "--json", target, "--repeat", str(args.repeat)]
+        cmd = [sys.executable, "-m", cli, "bench", *what, "--json", target, "--repeat", str(args.repeat)]
         cmd += ["--symmetry"] if getattr(args, "symmetry", False) else []
         for opt in ("max_depth", "max_states"):
             if getattr(args, opt, None) is not None:

@@ -19,16 +19,17 @@ The kernel's contract is ``checker.protocol.BatchKernel``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
-from .driver import LevelDriver, Search
+from .driver import LevelDriver, OnLevel, Progress, Search
 from .errors import EngineError
+from .kernel import split_properties
 from .kernel_check import KernelCheck, kernel_check
 from .level import LevelStep
-from .masks import state_mask
 from .options import Options
-from .protocol import BatchKernel, Model, Property, kernel_fingerprints
+from .protocol import BatchKernel, HasBatchKernel, Model, Property, kernel_fingerprints
 from .seen import CompactSeenSet
 from .trace import replay_choices
 
@@ -54,6 +55,7 @@ class RowsSearch(Search):
         step_props: Sequence[Property],
         symmetry: bool = False,
         check: KernelCheck | None = None,
+        store: CompactSeenSet | None = None,
     ):
         self.model, self.kernel = model, kernel
         self.invariants, self.step_props = invariants, step_props
@@ -62,7 +64,7 @@ class RowsSearch(Search):
         self.level = LevelStep(model, kernel, invariants, step_props, check)
         self.check = check
         self._level_first = self._level = 0  # the number of the frontier's first state, its size
-        self.seen = CompactSeenSet()
+        self.seen = CompactSeenSet() if store is None else store  # the store: 13 bytes a state
         self.frontier: list[np.ndarray] = []  # the level being expanded, as row chunks
         self.next: list[np.ndarray] = []
         self._numbered: list[np.ndarray] = []  # fingerprints in number order (always-possibly only)
@@ -167,10 +169,7 @@ class RowsSearch(Search):
             return
         self._numbered.append(fps)
         for prop, log in self.possibly:
-            goal = state_mask(self.kernel, prop, rows)
-            if goal is None:
-                goal = np.array([bool(prop.check(self.model, self.kernel.decode(r))) for r in rows], dtype=bool)
-            log.add_states(first, goal)
+            log.add_states(first, self.level.goal_flags(prop, rows))
 
     def memory_reserve(self) -> int:
         return self.seen.merge_reserve()
@@ -213,12 +212,23 @@ class BatchEngine(LevelDriver):
     name = "local"
     path = "batch"
 
-    def __init__(self, model, properties=None, options=None, progress=None, *, on_level=None, kernel=None):
+    def __init__(
+        self,
+        model: Model,
+        properties: Sequence[Property] | None = None,
+        options: Options | None = None,
+        progress: Progress | None = None,
+        *,
+        on_level: OnLevel | None = None,
+        kernel: BatchKernel | None = None,
+    ):
         options = options or Options()
-        super().__init__(model, None, properties, options, progress, on_level=on_level)
-        self.kernel = model.batch_kernel() if kernel is None else kernel
-        check = kernel_check(model, self.kernel, self.properties, options)
-        self.search = RowsSearch(model, self.kernel, self.invariants, self.step_props, options.symmetry, check)
+        props = list(model.properties() if properties is None else properties)
+        invariants, step_props = split_properties(props)
+        self.kernel = cast(HasBatchKernel, model).batch_kernel() if kernel is None else kernel
+        check = kernel_check(model, self.kernel, props, options)
+        search = RowsSearch(model, self.kernel, invariants, step_props, options.symmetry, check, CompactSeenSet())
+        super().__init__(model, search, props, options, progress, on_level=on_level)
 
 
 def add_counts(counter, names, counts):

@@ -21,29 +21,15 @@ consecutive numbers, so a frontier state's number is known from its position, an
 violation is recorded by a number (``("always", why, number)``) or, for a step
 property, a parent's number and a choice (``("step", why, (number, choice))``).
 
-A search object provides:
-
-- ``seen`` (the store; ``len(seen)`` states) and ``frontier`` (the level to expand);
-- ``start(stats, found)``: store the initial states, record their violations;
-- ``size()``: the frontier's size; ``pieces()``: the frontier in pieces, in order, and
-  ``piece_len(piece)``; ``every``: how many pieces go between two looks at the clock and
-  at the memory;
-- ``begin_level()``, ``expand(piece, first, stats, level_found, found)`` (store the new
-  successors of a piece whose first state is number ``first``, count them, record the
-  first violations of the level; ``False`` when a stop request cancelled it),
-  ``next_size()``, ``end_level()``, ``rollback()``; ``every`` 0 never looks at the
-  memory inside a level (a Spark level is one piece);
-- ``path(number)``: the path to a stored state;
-- ``snapshot_parts()`` / ``restore_parts(snapshot, directory)`` and ``found_out`` /
-  ``found_in`` (violation records as a checkpoint keeps them);
-- ``possibly`` (set by the driver: the ``(property, EdgeLog)`` pairs of the always-possibly
-  properties): the search adds every stored state's goal flag and every expanded edge to
-  them, and ``numbers_of(fps)`` gives the stored numbers of fingerprints for the verdict.
+The search object's interface, its parts (an expander and a store) and their
+determinism contract are declared in ``checker.search`` (``LevelSearch``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -54,24 +40,15 @@ from .options import Options
 from .possibly import EdgeLog
 from .protocol import POSSIBLY, Model, coverage_names
 from .result import CheckResult, Stats, Violation
+from .search import LevelSearch, Search
 from .trace import extend
 
+__all__ = ["LevelDriver", "OnLevel", "Progress", "RESOURCE_STOPS", "ResourceStop", "Search"]
 
-class Search:
-    """What every search object may inherit: violation records that keep state numbers,
-    which a checkpoint keeps as they are (a search whose numbers do not survive a restore
-    overrides ``found_out``/``found_in``)."""
-
-    def found_out(self, found) -> dict:
-        return found
-
-    def found_in(self, found) -> dict:
-        return found
-
-    def memory_reserve(self) -> int:
-        """Bytes the search may still allocate at the next level boundary (the memory
-        ceiling counts them as already resident)."""
-        return 0
+# Called with a ``Stats`` snapshot now and then, and after every level.
+Progress = Callable[[Stats], Any]
+# Called with the engine at every level boundary (a checkpoint writer).
+OnLevel = Callable[[Any], Any]
 
 
 class LevelDriver:
@@ -96,7 +73,14 @@ class LevelDriver:
     cleaned: str | None = None  # the Spark engine's: the stores of killed runs it removed
 
     def __init__(
-        self, model: Model, search, properties=None, options: Options | None = None, progress=None, *, on_level=None
+        self,
+        model: Model,
+        search: LevelSearch,
+        properties=None,
+        options: Options | None = None,
+        progress: Progress | None = None,
+        *,
+        on_level: OnLevel | None = None,
     ):
         self.model = model
         self.properties = list(model.properties() if properties is None else properties)
@@ -326,9 +310,9 @@ class LevelDriver:
         if count:
             path = self.search.path(least)
             state = path.steps[-1].state
-            why = prop.explain(self.model, state) if prop.explain is not None else None
-            why = why or f"no state where {prop.name} holds can be reached from this state"
-            result.violations[prop.name] = Violation(prop.name, POSSIBLY, why, path, traps=count)
+            explained = prop.explain(self.model, state) if prop.explain is not None else None
+            trapped = explained or f"no state where {prop.name} holds can be reached from this state"
+            result.violations[prop.name] = Violation(prop.name, POSSIBLY, trapped, path, traps=count)
 
 
 class ResourceStop(Exception):

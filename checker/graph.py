@@ -18,7 +18,8 @@ import networkx as nx
 
 from .errors import UsageError
 from .fingerprint import fingerprint
-from .kernel import check_state, split_properties
+from .kernel import split_properties
+from .level import state_failures, step_failures
 from .protocol import action_name, format_action
 
 FORMATS = (".dot", ".graphml", ".gexf")
@@ -64,7 +65,7 @@ def state_graph(
     label = label or repr
     action_text = action_text or (lambda action: format_action(model, action))
     props = list(model.properties() if properties is None else properties)
-    invariants, _ = split_properties(props)
+    invariants, step_props = split_properties(props)
     nodes: dict[int, tuple] = {}  # fp -> (state, depth, initial); insertion order = BFS order
     edges: list[tuple] = []
     for state in model.init_states():
@@ -73,7 +74,8 @@ def state_graph(
 
     def visit(fp, state, out):  # the local engine's search, visited (checker.local)
         depth = nodes[fp][1] + 1
-        for choice, action, succ, sfp, bad in out:
+        for choice, action, succ, sfp in out:
+            bad = step_failures(model, state, action, succ, step_props)
             edges.append((fp, sfp, choice, action, bad))
             if sfp not in nodes:
                 nodes[sfp] = (succ, depth, False)
@@ -86,7 +88,7 @@ def state_graph(
     g = nx.MultiDiGraph(name=GENERATOR, distinct_states=len(nodes), transitions=len(edges))
     expanded = {e[0] for e in edges}
     for fp, (state, d, initial) in nodes.items():
-        bad = check_state(model, state, invariants)
+        bad = state_failures(model, state, invariants)
         g.add_node(
             node_id(fp),
             label=label(state),

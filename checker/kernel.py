@@ -1,12 +1,12 @@
-"""The expand-and-check kernel shared by every engine.
-
-Both the local engine and the Spark engine call these functions, so successor
-generation, fingerprinting and property checking cannot drift between them.
+"""What every engine shares around a level: the per-state expansion, the split of the
+properties, the stop policy, the result, and symmetry reduction's encoder. (The rules
+that ask the properties are ``checker.level``'s.)
 """
 
 from __future__ import annotations
 
-from .errors import PropertyError
+from typing import Any
+
 from .fingerprint import fingerprint_bytes
 from .protocol import ALWAYS, POSSIBLY, STEP, HasSymmetries, capable, successors
 
@@ -20,49 +20,21 @@ def split_properties(properties):
     )
 
 
-def check_state(model, state, invariants):
-    """The ``(name, explanation)`` of every state invariant ``state`` violates, in order.
-
-    Raises:
-        PropertyError: a check returned neither ``None`` nor a ``str``.
-    """
-    out = []
-    for p in invariants:
-        why = p.check(model, state)
-        if why is not None:
-            if type(why) is not str:
-                raise PropertyError(p.name, why)
-            out.append((p.name, why))
-    return out
-
-
-def check_step(model, before, action, after, step_props):
-    """The ``(name, explanation)`` of every step property the transition violates."""
-    out = []
-    for p in step_props:
-        why = p.check(model, before, action, after)
-        if why is not None:
-            if type(why) is not str:
-                raise PropertyError(p.name, why)
-            out.append((p.name, why))
-    return out
-
-
-def expand(model, state, step_props=(), encode=None):
+def expand(model, state, encode=None) -> list[tuple[int, Any, Any, int]]:
     """Every successor of ``state``, in the model's fixed order.
 
     ``encode`` (default ``model.encode``) gives the bytes a successor is fingerprinted by
-    (``canonical_encoder`` under symmetry reduction).
+    (``canonical_encoder`` under symmetry reduction). Properties are asked by the rules of
+    a level (``checker.level``), not here.
 
-    Returns a list of ``(choice, action, successor, fingerprint, step_violations)``, where
-    ``choice`` is the action's position among the state's enabled actions.
+    Returns a list of ``(choice, action, successor, fingerprint)``, where ``choice`` is
+    the action's position among the state's enabled actions.
     """
     encode = encode or model.encode
-    out = []
-    for choice, (action, nxt) in enumerate(successors(model, state)):
-        bad = check_step(model, state, action, nxt, step_props) if step_props else ()
-        out.append((choice, action, nxt, fingerprint_bytes(encode(nxt)), bad))
-    return out
+    return [
+        (choice, action, nxt, fingerprint_bytes(encode(nxt)))
+        for choice, (action, nxt) in enumerate(successors(model, state))
+    ]
 
 
 def result_of(engine, violations, stopped, frontier_left, stats=None):

@@ -13,7 +13,13 @@ a slice of its rank partition, the per-state search (``checker.local``) one stat
   property's array form when it has one, else state by state;
 - the state invariants' first violations on new states, likewise by least key;
 - a mask that fires where the property's own check says the property holds is a
-  disagreement between the kernel and its model (``KernelMismatchError``).
+  disagreement between the kernel and its model (``KernelMismatchError``);
+- the goal flags of the always-possibly properties on stored states.
+
+Asking a property is written once too: ``state_failures`` and ``step_failures`` ask each
+property of a state or a transition and refuse an answer that is neither ``None`` nor a
+string. The per-state search (``transition_violations``), the state graph
+(``checker.graph``) and the random walks (``checker.simulate``) ask through them.
 
 A violation found here is a candidate: the search records it unless the property failed
 earlier (``skip``), and the driver keeps the first of the level (``checker.driver``).
@@ -30,7 +36,7 @@ import numpy as np
 from .errors import PropertyError
 from .kernel_check import KernelCheck, KernelMismatchError
 from .masks import state_mask, step_mask
-from .protocol import BatchKernel, Property, successors
+from .protocol import Expander, Property, successors
 from .states_kernel import StatesKernel
 
 
@@ -58,7 +64,7 @@ class LevelStep:
     """
 
     model: Any
-    kernel: BatchKernel
+    kernel: Expander
     invariants: Sequence[Property]
     step_props: Sequence[Property]
     check: KernelCheck | None = None
@@ -115,7 +121,24 @@ class LevelStep:
         or ``None`` when it holds there."""
         state = self.kernel.decode(row)
         action, nxt = successors(self.model, state)[choice]
-        return prop.check(self.model, state, action, nxt)
+        return _checked(prop, prop.check(self.model, state, action, nxt))
+
+    def transition_violations(
+        self, state, transitions: Sequence[tuple[Any, Any]], skip: Container[str] = ()
+    ) -> dict[str, tuple[int, str]]:
+        """Per step property not in ``skip``: ``(choice, explanation)`` of the first of
+        ``state``'s ``transitions`` (its ``(action, successor)`` pairs in the model's
+        order) that violates it: the least key when one state is expanded at a time."""
+        out: dict[str, tuple[int, str]] = {}
+        for prop in self.step_props:
+            if prop.name in skip:
+                continue
+            for choice, (action, nxt) in enumerate(transitions):
+                why = _checked(prop, prop.check(self.model, state, action, nxt))
+                if why is not None:
+                    out[prop.name] = (choice, why)
+                    break
+        return out
 
     def state_violations(self, rows, keys=None, skip: Container[str] = ()) -> dict[str, tuple[int, str]]:
         """Per state invariant not in ``skip``: ``(j, explanation)`` of its violating row
@@ -148,8 +171,52 @@ class LevelStep:
         return out
 
 
-def _checked(prop: Property, why):
-    """A check's answer, refused unless it is ``None`` or a ``str``."""
+    def goal_flags(self, prop: Property, rows) -> np.ndarray:
+        """Per row: whether the always-possibly property ``prop``'s goal holds there (its
+        array form when it has one, else asked state by state)."""
+        mask = state_mask(self.kernel, prop, rows) if self.arrays else None
+        if mask is None:
+            model, decode = self.model, self.kernel.decode
+            mask = np.array([bool(prop.check(model, decode(row))) for row in rows], dtype=bool)
+        return mask
+
+
+def _checked(prop: Property, why: object) -> str | None:
+    """A check's answer, refused unless it is ``None`` or a ``str``.
+
+    Raises:
+        PropertyError: the check returned something else.
+    """
     if why is not None and type(why) is not str:
         raise PropertyError(prop.name, why)
     return why
+
+
+def state_failures(model: Any, state: Any, invariants: Sequence[Property]) -> list[tuple[str, str]]:
+    """The ``(name, explanation)`` of every state invariant ``state`` violates, in order.
+
+    Raises:
+        PropertyError: a check returned neither ``None`` nor a ``str``.
+    """
+    out = []
+    for prop in invariants:
+        why = _checked(prop, prop.check(model, state))
+        if why is not None:
+            out.append((prop.name, why))
+    return out
+
+
+def step_failures(
+    model: Any, before: Any, action: Any, after: Any, step_props: Sequence[Property]
+) -> list[tuple[str, str]]:
+    """The ``(name, explanation)`` of every step property the transition violates, in order.
+
+    Raises:
+        PropertyError: a check returned neither ``None`` nor a ``str``.
+    """
+    out = []
+    for prop in step_props:
+        why = _checked(prop, prop.check(model, before, action, after))
+        if why is not None:
+            out.append((prop.name, why))
+    return out

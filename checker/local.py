@@ -8,14 +8,17 @@ and a parent number a state; the frontier keeps the states of the level being ex
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 
-from .driver import LevelDriver, Search
+from .driver import LevelDriver, OnLevel, Progress, Search
 from .fingerprint import fingerprint_bytes
-from .kernel import canonical_encoder, expand
+from .kernel import canonical_encoder, expand, split_properties
 from .level import LevelStep
 from .options import Options
-from .protocol import action_name
+from .protocol import Model, Property, action_name
 from .result import CheckResult
 from .seen import SeenSet
 from .states_kernel import StatesKernel
@@ -25,6 +28,10 @@ __all__ = ["LocalEngine", "Options", "PerStateSearch", "SeenSet", "check"]
 
 _PROGRESS_EVERY = 2048  # states expanded between two looks at the clock
 
+# A visitor of the per-state search: called with an expanded state's fingerprint, the
+# state and its edges (``checker.kernel.expand``'s), in the search's order.
+Visitor = Callable[[int, Any, list], None]
+
 
 class PerStateSearch(Search):
     """The per-state search object of ``checker.driver.LevelDriver``: one state a piece."""
@@ -32,7 +39,15 @@ class PerStateSearch(Search):
     every = _PROGRESS_EVERY
     possibly: list = []  # (property, EdgeLog) of the always-possibly properties (the driver's)
 
-    def __init__(self, model, invariants, step_props, symmetry=False, visit=None):
+    def __init__(
+        self,
+        model: Model,
+        invariants: Sequence[Property],
+        step_props: Sequence[Property],
+        symmetry: bool = False,
+        visit: Visitor | None = None,
+        store: SeenSet | None = None,
+    ):
         self.model = model
         # Called with every expanded state's fingerprint, the state and its edges (as
         # ``checker.kernel.expand`` gives them), in the search's order: a visitor of the
@@ -42,7 +57,8 @@ class PerStateSearch(Search):
         self.encode = canonical_encoder(model) if symmetry else model.encode
         # The rules of a level (checker.level), here over rows of one Python state.
         self.level = LevelStep(model, StatesKernel(model, action_names=()), invariants, step_props)
-        self.seen = SeenSet()  # fingerprint -> parent fingerprint
+        # The store: fingerprint -> parent number, in the order the states are met.
+        self.seen = SeenSet() if store is None else store
         # The states of the level being expanded. They are the newest entries of `seen`,
         # in order, so frontier[i] is state number len(seen) - len(frontier) + i there:
         # keeping no (fingerprint, state) pair per state saves two objects a state.
@@ -82,21 +98,23 @@ class PerStateSearch(Search):
     def expand(self, state, parent, stats, level_found, found):
         model, seen, fired, new, nxt = self.model, self.seen, stats.fired, stats.new, self.next
         invariants = self.level.state_violations
-        edges = expand(model, state, self.step_props, self.encode)
+        edges = expand(model, state, self.encode)
         if self.visit is not None:
             self.visit(seen.fps[parent], state, edges)
         if self.possibly:
             stored, before = len(seen), len(nxt)
         if not edges:
             stats.terminal += 1
+        if self.step_props:
+            skip = found.keys() | level_found.keys()
+            transitions = [(action, succ) for _, action, succ, _ in edges]
+            for prop, (choice, why) in self.level.transition_violations(state, transitions, skip).items():
+                level_found[prop] = ("step", why, (parent, choice))
         fresh = []
-        for choice, action, succ, sfp, bad in edges:
+        for _choice, action, succ, sfp in edges:
             stats.generated += 1
             name = action_name(action)
             fired[name] = fired.get(name, 0) + 1
-            for prop, why in bad:
-                if prop not in found and prop not in level_found:
-                    level_found[prop] = ("step", why, (parent, choice))
             if not seen.add(sfp, parent):
                 fresh.append(False)
                 continue
@@ -114,7 +132,7 @@ class PerStateSearch(Search):
 
     def _log_states(self, first, states):
         for prop, log in self.possibly:
-            log.add_states(first, np.array([bool(prop.check(self.model, s)) for s in states], dtype=bool))
+            log.add_states(first, self.level.goal_flags(prop, states))
 
     def numbers_of(self, fps):
         number = self.seen.number
@@ -180,14 +198,29 @@ class LocalEngine(LevelDriver):
     name = "local"
     path = "per-state"
 
-    def __init__(self, model, properties=None, options=None, progress=None, *, on_level=None, visit=None):
+    def __init__(
+        self,
+        model: Model,
+        properties: Sequence[Property] | None = None,
+        options: Options | None = None,
+        progress: Progress | None = None,
+        *,
+        on_level: OnLevel | None = None,
+        visit: Visitor | None = None,
+    ):
         options = options or Options()
         props = list(model.properties() if properties is None else properties)
-        super().__init__(model, None, props, options, progress, on_level=on_level)
-        self.search = PerStateSearch(model, self.invariants, self.step_props, options.symmetry, visit)
-        self.encode = self.search.encode
+        invariants, step_props = split_properties(props)
+        search = PerStateSearch(model, invariants, step_props, options.symmetry, visit, SeenSet())
+        super().__init__(model, search, props, options, progress, on_level=on_level)
+        self.encode = search.encode
 
 
-def check(model, properties=None, options=None, progress=None) -> CheckResult:
+def check(
+    model: Model,
+    properties: Sequence[Property] | None = None,
+    options: Options | None = None,
+    progress: Progress | None = None,
+) -> CheckResult:
     """Run the local engine once; see ``LocalEngine``."""
     return LocalEngine(model, properties, options, progress).run()

@@ -171,7 +171,28 @@ class Model(Protocol):
         return CoverageNames()
 
 
-class BatchKernel(Protocol):
+class Expander(Protocol):
+    """What the rules of a level (``checker.level``) and the searches over rows use of a
+    kernel: a ``BatchKernel``, or ``checker.states_kernel.StatesKernel``'s rows of Python
+    states. The contract of each member is ``BatchKernel``'s."""
+
+    @property
+    def action_names(self) -> Sequence[str]:
+        """Every action name the kernel's codes stand for, in code order."""
+        ...
+
+    def init_rows(self, states: Sequence[Any]) -> Any: ...
+
+    def decode(self, row: Any) -> Any: ...
+
+    def expand(self, rows: Any) -> tuple[Any, Any, Any, Any]: ...
+
+    def invariant_mask(self, name: str, rows: Any) -> Any: ...
+
+    def step_mask(self, name: str, rows: Any, parents: Any, after: Any) -> Any: ...
+
+
+class BatchKernel(Expander, Protocol):
     """The fast path a model may offer with ``batch_kernel()``: its states as fixed-width
     rows of bytes (a two-dimensional ``uint8`` array, one row a state, the width a multiple
     of 8), expanded a chunk at a time with array operations.
@@ -207,7 +228,6 @@ class BatchKernel(Protocol):
     """
 
     width: int
-    action_names: Sequence[str]
 
     def init_rows(self, states: Sequence[Any]) -> Any: ...
 

@@ -20,7 +20,8 @@ import time
 import attrs
 
 from .fingerprint import fingerprint
-from .kernel import check_state, check_step, split_properties
+from .kernel import split_properties
+from .level import state_failures, step_failures
 from .protocol import action_name, successors
 from .result import Path, Step, Violation
 
@@ -108,7 +109,7 @@ def simulate(
         seen.add(fingerprint(model, state))
         steps = [Step(None, state)]
         choices: list[int] = []
-        bad = check_state(model, state, invariants)
+        bad = state_failures(model, state, invariants)
         kind = "always"
         while not bad and len(choices) < depth:
             succ = successors(model, state)
@@ -124,10 +125,10 @@ def simulate(
             seen.add(fingerprint(model, nxt))
             # A step property is judged on the transition, before the state it reaches,
             # the order in which the breadth-first engines find them.
-            bad = check_step(model, state, action, nxt, step_props) if step_props else []
+            bad = step_failures(model, state, action, nxt, step_props)
             kind = "step"
             if not bad:
-                bad = check_state(model, nxt, invariants)
+                bad = state_failures(model, nxt, invariants)
                 kind = "always"
             state = nxt
         stats.steps += len(choices)

@@ -30,6 +30,42 @@ def test_the_core_declares_capabilities_instead_of_probing_them():
     assert found == []
 
 
+def _asks(path):
+    """The calls ``prop.check(...)`` / ``p.check(...)`` of a module: a property asked."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "check"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in ("prop", "p", "property_")
+        ):
+            out.append(f"{path.name}:{node.lineno}")
+    return out
+
+
+def test_only_the_rules_of_a_level_ask_a_property():
+    # checker.level asks properties for every search, the state graph and the walks;
+    # checker.kernel_check asks them to compare a kernel's masks with its model.
+    allowed = {"level.py", "kernel_check.py"}
+    found = [a for path in sorted((ROOT / "checker").glob("*.py")) if path.name not in allowed for a in _asks(path)]
+    assert found == []
+    assert _asks(ROOT / "checker" / "level.py")  # the rule is there: the scan sees it
+
+
+def test_every_search_is_composed_and_declared():
+    from counter_kernels import KernelCounters
+    from toy import TwoCounters
+
+    from kmc.checker.search import LevelSearch, Store
+
+    for model, per_state in ((TwoCounters(), True), (KernelCounters(), False), (KernelCounters(), True)):
+        engine = make_engine(model, per_state=per_state)
+        assert isinstance(engine.search, LevelSearch)
+        assert isinstance(engine.search.seen, Store)
+
+
 def test_the_batch_kernel_protocol_declares_goal_masks_and_fingerprints():
     assert {"goal_mask", "fingerprints"} <= set(dir(BatchKernel))
 

@@ -1,0 +1,147 @@
+"""What a search is made of: an expander, a store, and the search object that joins them
+for the level driver (``checker.driver``).
+
+Every engine is the level driver over one search object, and every search object is
+composed of parts passed in at construction:
+
+=====================  ==========================================  =====================
+search                 expander                                    store
+=====================  ==========================================  =====================
+``PerStateSearch``     the Python model (``Model``: its            ``SeenSet`` (in memory:
+(``checker.local``)    ``successors``, one state a piece)          fingerprint, parent)
+``RowsSearch``         a ``BatchKernel``: the model's own, or      ``CompactSeenSet``
+(``checker.batch``)    ``StatesKernel`` (rows of Python states)    (13 bytes a state)
+the Spark levels       the same kernel, in Spark tasks             the file store
+(``checker.spark_*``)                                              (``spark_rows_store``)
+=====================  ==========================================  =====================
+
+and each of them asks the rules of a level (``checker.level.LevelStep``) on every piece.
+
+The determinism contract, which makes every engine report the same counts and the same
+counterexamples on every run and partition count:
+
+- an **expander** gives a state's successors in one fixed order (``choice`` is an
+  action's position among the state's enabled actions), and a fingerprint that depends on
+  the state's encoding only (``checker.fingerprint``): the same in every process;
+- a **store** numbers states in the order they are added, a number never changes, and a
+  rollback drops exactly the states added since the last level boundary;
+- a **search** expands its frontier in number order and keeps, of the successors with
+  one fingerprint, the first in ``(parent number, choice)`` order, so its first path to a
+  state is the least of its shortest paths; a property's first violation of a level is
+  the one of least key (``checker.level``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sized
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .result import Path, Stats
+
+# The violation records: property -> (kind, explanation, where); ``where`` is a state's
+# number (``"always"``) or ``(parent number, choice)`` (``"step"``), or what the search
+# records instead (the Spark levels: fingerprints by depth).
+Found = dict[str, tuple]
+
+
+@runtime_checkable
+class Store(Sized, Protocol):
+    """The states a search has seen, numbered in the order they were added."""
+
+    def nbytes(self) -> int:
+        """The bytes the store holds in memory."""
+        ...
+
+
+@runtime_checkable
+class LevelSearch(Protocol):
+    """The search object the level driver runs (see ``checker.driver`` for the loop).
+
+    Attributes:
+        seen: the store (``len(seen)`` states), or a stand-in with its size.
+        every: how many pieces go between two looks at the clock and at the memory (0:
+            never inside a level).
+        possibly: set by the driver: the ``(property, EdgeLog)`` pairs of the
+            always-possibly properties; the search adds every stored state's goal flag
+            and every expanded edge to them.
+    """
+
+    every: int
+    possibly: list
+
+    @property
+    def seen(self) -> Sized: ...
+
+    @property
+    def frontier(self) -> Any:
+        """The level being expanded (``None`` where it is not in this process)."""
+        ...
+
+    def start(self, stats: Stats, found: Found) -> None:
+        """Store the initial states, record their violations in ``found``."""
+        ...
+
+    def size(self) -> int:
+        """The frontier's size."""
+        ...
+
+    def pieces(self) -> Iterable[Any]:
+        """The frontier in pieces, in order."""
+        ...
+
+    def piece_len(self, piece: Any) -> int: ...
+
+    def begin_level(self) -> None: ...
+
+    def expand(self, piece: Any, first: int, stats: Stats, level_found: Found, found: Found) -> bool | None:
+        """Store the new successors of ``piece`` (whose first state is number ``first``),
+        count them in ``stats``, record the level's first violations in ``level_found``
+        (unless in ``found``); ``False`` when a stop request cancelled the piece."""
+        ...
+
+    def next_size(self) -> int:
+        """The next level's size so far."""
+        ...
+
+    def end_level(self) -> None: ...
+
+    def rollback(self) -> None:
+        """Go back to the last level boundary."""
+        ...
+
+    def memory_reserve(self) -> int: ...
+
+    def path(self, where: Any) -> Path:
+        """The path from an initial state to the stored state ``where``."""
+        ...
+
+    def numbers_of(self, fps: np.ndarray) -> np.ndarray:
+        """The stored numbers of fingerprints (for the always-possibly verdict)."""
+        ...
+
+    def snapshot_parts(self) -> dict: ...
+
+    def restore_parts(self, snapshot: dict, directory: Any = None) -> None: ...
+
+    def found_out(self, found: Found) -> Found: ...
+
+    def found_in(self, found: Found) -> Found: ...
+
+
+class Search:
+    """What every search object may inherit: violation records that keep state numbers,
+    which a checkpoint keeps as they are (a search whose numbers do not survive a restore
+    overrides ``found_out``/``found_in``), and no memory to reserve."""
+
+    def found_out(self, found: Found) -> Found:
+        return found
+
+    def found_in(self, found: Found) -> Found:
+        return found
+
+    def memory_reserve(self) -> int:
+        """Bytes the search may still allocate at the next level boundary (the memory
+        ceiling counts them as already resident)."""
+        return 0

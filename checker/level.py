@@ -170,7 +170,6 @@ class LevelStep:
             out[prop.name] = (j, why)
         return out
 
-
     def goal_flags(self, prop: Property, rows) -> np.ndarray:
         """Per row: whether the always-possibly property ``prop``'s goal holds there (its
         array form when it has one, else asked state by state)."""

@@ -15,13 +15,12 @@ trap, an artefact of the bound and not of Kafka. No other bound can block an ele
 from __future__ import annotations
 
 from kmc.checker.protocol import POSSIBLY, Property
-from kmc.model.state import leader_of
 
 
 def available(model, state) -> bool:
     """``Available(state)``: some replica leads, or ElectLeader(n) is enabled for some
     ``n`` when ``quorum.epoch < max_leader_epoch`` is dropped from its guard."""
-    return leader_of(state) is not None or bool(model.electable(state))
+    return state.leader() is not None or bool(model.electable(state))
 
 
 def available_mask(kernel, rows):

@@ -5,7 +5,7 @@ returns ``None`` when the property holds and a one-sentence explanation when it 
 Beside each check sits its array form, its *mask*: the same rule over a chunk of rows of
 the batch kernel (``model.batch``, columns as ``model.rows`` lays them out), one boolean a
 row, true where the property is violated. A property value carries both
-(``Property(..., mask=...)``); the kernel's ``invariant_mask``/``step_mask`` call the mask,
+(``Property(..., mask=...)``); the engine reads the mask itself (``checker.masks``),
 and differential tests check it against the check, state by state.
 """
 
@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 from kmc.checker.protocol import ALWAYS, STEP, Property
-from kmc.model.rows import NONE
-from kmc.model.state import leader_of
 
 from .availability import PartitionRecoverable
 
@@ -43,7 +41,7 @@ def high_watermark_below_log_end_mask(kernel, rows):
 
 def committed_never_lost(model, state):
     """When some replica leads, every committed record is in its log at its offset."""
-    l = leader_of(state)
+    l = state.leader()
     if l is None:
         return None
     log = state.replicas[l].log
@@ -72,7 +70,7 @@ def _holds_committed(kernel, rows, r, acked=False):
     ri = np.arange(len(rows))
     for i in range(kernel.m):
         off = rows[:, coff + i].astype(np.int64)
-        committed = off != NONE
+        committed = off != c.NONE
         if not committed.any():
             continue
         at = np.clip(off, 0, kernel.m - 1)
@@ -96,7 +94,7 @@ def committed_never_lost_mask(kernel, rows):
 def acknowledged_never_lost(model, state):
     """When some replica leads, every record the producer was told is written is in its
     log at its offset (meaningful with ``acks`` set; ``acked`` is empty otherwise)."""
-    l = leader_of(state)
+    l = state.leader()
     if l is None or not state.acked:
         return None
     log = state.replicas[l].log
@@ -254,7 +252,7 @@ def leader_epoch_monotonic_mask(kernel, rows, parents, after):
     for r in range(kernel.n):
         b = c.block(r)
         went_down = (after[:, b + c.ALIVE] == 1) & (after[:, b + c.EPOCH] < before[:, 1 + 2 * r])
-        restart = (after[:, b + c.EPOCH] == NONE) & (before[:, 2 + 2 * r] == 0)
+        restart = (after[:, b + c.EPOCH] == c.NONE) & (before[:, 2 + 2 * r] == 0)
         bad |= went_down & ~restart
     return bad
 

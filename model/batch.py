@@ -16,7 +16,7 @@ the array form hides it.
 from __future__ import annotations
 
 import numpy as np
-from kmc.checker.protocol import ALWAYS, POSSIBLY, STEP
+from kmc.checker.protocol import KernelBase
 
 from .actions import (
     ACTION_NAMES,
@@ -58,7 +58,7 @@ from .rows import NONE, RowCodec, lexicographic_min
 from .symmetry import symmetries
 
 
-class KafkaBatchKernel:
+class KafkaBatchKernel(KernelBase):
     """The batch form of ``KafkaModel(config)``: which actions are enabled in which rows
     (``expand``), over the actions' effects (``model.batch_actions``, elections in
     ``model.batch_elections``) and the rules they share (``model.batch_rules``), three
@@ -249,33 +249,6 @@ class KafkaBatchKernel:
     def election_kinds(self, rows, alive, lead):
         """``(candidate, kind, mask)`` of every ElectLeader (``Elections.election_kinds``)."""
         return self.elections.election_kinds(rows, alive, lead)
-
-    # -- properties ---------------------------------------------------------------------
-    # Each property's array form (its mask) is defined beside its per-state check in
-    # ``invariants/``; these look it up by name.
-
-    def invariant_mask(self, name, rows):
-        """A boolean array: which rows violate the state invariant ``name``, or ``None``
-        when this kernel has no batch form of it."""
-        return self._mask(name, ALWAYS, rows)
-
-    def goal_mask(self, name, rows):
-        """A boolean array: which rows are goal states of the always-possibly property
-        ``name``, or ``None`` when this kernel has no batch form of it."""
-        return self._mask(name, POSSIBLY, rows)
-
-    def step_mask(self, name, rows, parents, after):
-        """Which transitions ``rows[parents[i]] -> after[i]`` violate the step property
-        ``name``, or ``None`` when this kernel has no batch form of it."""
-        return self._mask(name, STEP, rows, parents, after)
-
-    def _mask(self, name, kind, *args):
-        from kmc.invariants import BY_NAME
-
-        prop = BY_NAME.get(name)
-        if prop is None or prop.kind != kind or prop.mask is None:
-            return None
-        return prop.mask(self, *args)
 
 
 class _Gen:

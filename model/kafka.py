@@ -7,6 +7,7 @@ The transition system of docs/model.md, action for action. ``KafkaModel`` follow
 from __future__ import annotations
 
 import attrs
+from kmc.invariants import default_properties
 
 from .actions import (
     ACTION_NAMES,
@@ -98,8 +99,6 @@ class KafkaModel:
 
     def properties(self):
         """The properties checked by default: see ``invariants.default_properties``."""
-        from kmc.invariants import default_properties
-
         return default_properties(self.config)
 
     def actions(self, state):

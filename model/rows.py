@@ -63,6 +63,8 @@ class RowCodec:
     # A replica block, in order: alive, hw, epoch, leader, lossy, remote_leo[0..n), ...
     ALIVE, HW, EPOCH, LEADER, LOSSY, REMOTE_LEO = range(6)
 
+    NONE = NONE  # a column's "no value" (the properties' array forms read it here)
+
     def __init__(self, config):
         # at least one record slot, so that no array of slots is empty
         n, m = config.n, max(config.max_messages, 1)

@@ -36,6 +36,7 @@ from pathlib import Path
 import attrs
 from kmc.checker.errors import SpecError
 from kmc.checker.result import HOLDS, VIOLATED
+from kmc.invariants import ALL, BY_NAME, default_properties
 
 from .config import ACKS, INITIAL_LEADERS, TRUNCATION_RULES, Config
 
@@ -114,8 +115,6 @@ class Spec:
 
     def properties(self, names=None):
         """The ``Property`` values to check (``names`` overrides the spec's list)."""
-        from kmc.invariants import BY_NAME
-
         return [BY_NAME[n] for n in (names or self.invariants)]
 
 
@@ -125,8 +124,6 @@ def is_replica_name(x) -> bool:
 
 
 def property_names():
-    from kmc.invariants import ALL
-
     return [p.name for p in ALL]
 
 
@@ -190,8 +187,6 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
                 f'{ACKED_PROPERTY} needs model.acks ("all" or "1"): without it no acknowledgement is tracked',
             )
     else:
-        from kmc.invariants import default_properties
-
         invariants = tuple(p.name for p in default_properties(config))
     keep_going = _bool(path, "check.keep_going", check.get("keep_going", False))
     symmetry = _bool(path, "check.symmetry", check.get("symmetry", False))

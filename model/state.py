@@ -81,6 +81,10 @@ class State:
     committed: tuple = ()
     acked: tuple = ()
 
+    def leader(self) -> int | None:
+        """The replica that leads, if any (``leader_of``): what the properties read."""
+        return leader_of(self)
+
 
 def leads(state: State, r: int) -> bool:
     """Does replica ``r`` lead: alive, the quorum's leader, and on the quorum's epoch?"""

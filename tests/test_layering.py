@@ -177,15 +177,24 @@ def test_the_reports_do_not_import_the_application():
 
 
 def _layer(module):
-    """The layers, lowest first: the core, the Kafka model (its state machine and its
-    properties: ``model/`` and ``invariants/``, which look each other up by name), the
-    reports, the application."""
+    """The layers, lowest first: the core, the Kafka properties (``invariants/``: read a
+    state through its own fields and methods), the Kafka model (``model/``: its state
+    machine, which offers the properties as its defaults), the reports, the application."""
     if _within(module, APPLICATION):
-        return 3
-    for layer, prefixes in enumerate((("kmc.checker",), ("kmc.model", "kmc.invariants"), ("kmc.reports",))):
+        return 4
+    for layer, prefixes in enumerate((("kmc.checker",), ("kmc.invariants",), ("kmc.model",), ("kmc.reports",))):
         if any(_within(module, p) for p in prefixes):
             return layer
     return None
+
+
+def test_the_model_and_its_properties_import_each_other_one_way_only():
+    _, graph = _graph()
+    back = [f"{name} imports {m}" for name, imports in graph.items() if _within(name, "kmc.invariants")
+            for m, _ in imports if _within(m, "kmc.model")]
+    hidden = [f"{name} imports {m} inside a function" for name, imports in graph.items() if _within(name, "kmc.model")
+              for m, top in imports if _within(m, "kmc.invariants") and not top]
+    assert back == [] and hidden == []
 
 
 def test_no_package_imports_a_higher_layer():

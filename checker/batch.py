@@ -18,8 +18,8 @@ The kernel's contract is ``checker.protocol.BatchKernel``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import cast
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -30,6 +30,8 @@ from .kernel_check import KernelCheck, kernel_check
 from .level import LevelStep
 from .options import Options
 from .protocol import BatchKernel, HasBatchKernel, Model, Property, kernel_fingerprints
+from .result import Path, Stats
+from .search import Found
 from .seen import CompactSeenSet
 from .trace import replay_choices
 
@@ -69,10 +71,10 @@ class RowsSearch(Search):
         self.next: list[np.ndarray] = []
         self._numbered: list[np.ndarray] = []  # fingerprints in number order (always-possibly only)
 
-    def fingerprints(self, rows):
+    def fingerprints(self, rows: np.ndarray) -> np.ndarray:
         return kernel_fingerprints(self.kernel, rows, self.symmetry)
 
-    def start(self, stats, found):
+    def start(self, stats: Stats, found: Found) -> None:
         states = list(self.model.init_states())
         if not states:
             return
@@ -96,14 +98,14 @@ class RowsSearch(Search):
     def size(self) -> int:
         return sum(len(c) for c in self.frontier)
 
-    def pieces(self):
+    def pieces(self) -> Iterator[np.ndarray]:
         return _chunks(self.frontier, CHUNK_ROWS)
 
     @staticmethod
     def piece_len(piece) -> int:
         return len(piece)
 
-    def begin_level(self):
+    def begin_level(self) -> None:
         self.next = []
         self._level = self.size()
         self._level_first = len(self.seen) - self._level
@@ -111,18 +113,18 @@ class RowsSearch(Search):
     def next_size(self) -> int:
         return sum(len(c) for c in self.next)
 
-    def end_level(self):
+    def end_level(self) -> None:
         self.seen.end_level()
         self.frontier, self.next = self.next, []
 
-    def rollback(self):
+    def rollback(self) -> None:
         self.seen.rollback()
         self.next = []
         if self._numbered:
             kept = np.concatenate(self._numbered)[: len(self.seen)]
             self._numbered = [kept]
 
-    def expand(self, chunk, first, stats, level_found, found):
+    def expand(self, chunk: np.ndarray, first: int, stats: Stats, level_found: Found, found: Found) -> None:
         """Expand one chunk whose first state is number ``first``; store its new
         successors and keep their rows, in discovery order."""
         exp = self.level.expand(chunk, stats.depth, first - self._level_first, self._level)
@@ -164,7 +166,7 @@ class RowsSearch(Search):
             for _prop, log in self.possibly:
                 log.add_edges(first + parents, all_fps)
 
-    def _log_states(self, first, rows, fps):
+    def _log_states(self, first: int, rows: np.ndarray, fps: np.ndarray) -> None:
         if not self.possibly:
             return
         self._numbered.append(fps)
@@ -174,17 +176,17 @@ class RowsSearch(Search):
     def memory_reserve(self) -> int:
         return self.seen.merge_reserve()
 
-    def numbers_of(self, fps):
+    def numbers_of(self, fps: np.ndarray) -> np.ndarray:
         numbered = np.concatenate(self._numbered) if self._numbered else np.zeros(0, np.uint64)
         order = np.argsort(numbered)
         return order[np.searchsorted(numbered[order], fps)].astype(np.int64)
 
-    def _check_new(self, rows, first, level_found, found):
+    def _check_new(self, rows: np.ndarray, first: int, level_found: Found, found: Found) -> None:
         """Check the state invariants on new rows numbered from ``first``."""
         for prop, (j, why) in self.level.state_violations(rows, None, found.keys() | level_found.keys()).items():
             level_found[prop] = ("always", why, first + j)
 
-    def path(self, number):
+    def path(self, number: int) -> Path:
         init, choices = self.seen.path_to(number)
         return replay_choices(self.model, init, choices)
 
@@ -196,7 +198,7 @@ class RowsSearch(Search):
             parts["numbered"] = self._numbered
         return parts
 
-    def restore_parts(self, snapshot, directory=None):
+    def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
         if snapshot.get("format") != ROWS_FORMAT:
             raise EngineError("the checkpoint was written by the per-state engine; resume it with --per-state")
         self.frontier = list(snapshot["frontier"])
@@ -231,14 +233,14 @@ class BatchEngine(LevelDriver):
         super().__init__(model, search, props, options, progress, on_level=on_level)
 
 
-def add_counts(counter, names, counts):
+def add_counts(counter: dict[str, int], names: Sequence[str], counts: Any) -> None:
     """Add per-action-code ``counts`` to ``counter`` (action name -> count)."""
     for code, k in enumerate(np.asarray(counts).tolist()):
         if k:
             counter[names[code]] = counter.get(names[code], 0) + k
 
 
-def _chunks(arrays, size):
+def _chunks(arrays: list[np.ndarray], size: int) -> Iterator[np.ndarray]:
     """Consecutive chunks of about ``size`` rows from a list of row arrays, in order."""
     buf, count = [], 0
     for a in arrays:

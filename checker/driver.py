@@ -28,7 +28,7 @@ determinism contract are declared in ``checker.search`` (``LevelSearch``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from typing import Any
 
 import attrs
@@ -38,7 +38,7 @@ from .kernel import require_symmetric, result_of, split_properties, stop_after_l
 from .memory import resident_bytes
 from .options import Options
 from .possibly import EdgeLog
-from .protocol import POSSIBLY, Model, coverage_names
+from .protocol import POSSIBLY, Model, Property, coverage_names
 from .result import CheckResult, Stats, Violation
 from .search import LevelSearch, Search
 from .trace import extend
@@ -100,11 +100,11 @@ class LevelDriver:
 
     # the store and the frontier, for the engines built on this one and for the tests
     @property
-    def seen(self):
+    def seen(self) -> Sized:
         return self.search.seen
 
     @property
-    def frontier(self):
+    def frontier(self) -> Any:
         return self.search.frontier
 
     def frontier_size(self) -> int:
@@ -220,7 +220,7 @@ class LevelDriver:
         level boundary and reports ``reason``."""
         self.stop_requested = reason
 
-    def stop_reason_after_level(self):
+    def stop_reason_after_level(self) -> str | None:
         """Why the run stops at this level boundary, or ``None`` to go on."""
         left = bool(self.search.size())
         reason = stop_after_level(self.found, self.properties, self.options, len(self.search.seen), left)
@@ -233,7 +233,7 @@ class LevelDriver:
             return "max-memory"
         return reason
 
-    def _tick(self, started, queue):
+    def _tick(self, started: float, queue: int) -> None:
         if self.progress is None:
             return
         self.stats.distinct = len(self.search.seen)
@@ -293,17 +293,18 @@ class LevelDriver:
             self._decide_possibly(result, prop, log, stopped)
         return result
 
-    def _decide_possibly(self, result, prop, log, stopped):
+    def _decide_possibly(self, result: CheckResult, prop: Property, log: EdgeLog, stopped: str | None) -> None:
         """An always-possibly property's verdict: from the edge log when every reachable
         state was explored, else unknown with the reason."""
         # A stop at a violation on the last level has still explored every state.
         explored = not self.search.size() and stopped in (None, "violation")
         if not explored:
-            why = {
+            reasons = {
                 "max-depth": f"the run stopped at max_depth {self.options.max_depth}",
                 "max-states": f"the run stopped at max_states {self.options.max_states}",
                 "violation": "the run stopped at another property's violation (--keep-going explores them all)",
-            }.get(stopped, f"the run stopped early ({stopped})")
+            }
+            why = reasons.get(stopped or "", f"the run stopped early ({stopped})")
             result.unknown[prop.name] = f"{prop.name} needs every reachable state; {why}"
             return
         count, least = log.traps(self.search.numbers_of)

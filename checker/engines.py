@@ -7,9 +7,14 @@ driver. Hooks are given here, at construction, never set afterwards.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .errors import UsageError
 from .options import Options
 from .protocol import HasBatchKernel, Model, capable
+
+if TYPE_CHECKING:
+    from .driver import LevelDriver
 
 ENGINES = ("local", "spark")
 
@@ -31,7 +36,7 @@ def make_engine(
     driver_level_limit=None,
     store_dir=None,
     _fail_first_attempt=False,
-):
+) -> LevelDriver:
     """The engine ``engine`` (``"local"`` or ``"spark"``) for ``model``.
 
     Args:

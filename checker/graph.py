@@ -13,6 +13,7 @@ functions the caller passes in.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 
@@ -72,7 +73,7 @@ def state_graph(
         nodes.setdefault(fingerprint(model, state), (state, 1, True))
     _limit(nodes, max_states)
 
-    def visit(fp, state, out):  # the local engine's search, visited (checker.local)
+    def visit(fp: int, state: Any, out: list) -> None:  # the local engine's search, visited (checker.local)
         depth = nodes[fp][1] + 1
         for choice, action, succ, sfp in out:
             bad = step_failures(model, state, action, succ, step_props)
@@ -110,7 +111,7 @@ def state_graph(
     return g
 
 
-def _limit(nodes, max_states):
+def _limit(nodes: dict, max_states: int | None) -> None:
     if max_states is not None and len(nodes) > max_states:
         raise GraphTooLarge(
             f"the state graph has more than {max_states:,} states; raise --max-states or shrink the spec's constants"

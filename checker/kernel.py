@@ -5,13 +5,18 @@ that ask the properties are ``checker.level``'s.)
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Container, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .fingerprint import fingerprint_bytes
-from .protocol import ALWAYS, POSSIBLY, STEP, HasSymmetries, capable, successors
+from .protocol import ALWAYS, POSSIBLY, STEP, HasSymmetries, Property, capable, successors
+
+if TYPE_CHECKING:
+    from .options import Options
+    from .result import CheckResult, Stats
 
 
-def split_properties(properties):
+def split_properties(properties: Iterable[Property]) -> tuple[tuple[Property, ...], tuple[Property, ...]]:
     """Split properties into (state invariants, step properties), keeping their order."""
     props = list(properties)
     return (
@@ -37,7 +42,9 @@ def expand(model, state, encode=None) -> list[tuple[int, Any, Any, int]]:
     ]
 
 
-def result_of(engine, violations, stopped, frontier_left, stats=None):
+def result_of(
+    engine: Any, violations: dict, stopped: str | None, frontier_left: int, stats: Stats | None = None
+) -> CheckResult:
     """The ``CheckResult`` an engine returns: its ``name``, ``properties``, ``options`` and
     ``stats`` (unless ``stats`` is given), the counterexamples found, and why it stopped.
     A run is complete when it was not stopped, or stopped at a violation with nothing
@@ -55,7 +62,7 @@ def result_of(engine, violations, stopped, frontier_left, stats=None):
     )
 
 
-def keep_least(candidates, prop, entry):
+def keep_least(candidates: dict[str, tuple], prop: str, entry: tuple) -> None:
     """Keep ``entry`` as ``prop``'s candidate violation if it comes first (``entry[0]``,
     a path or a key, is the least seen so far): the one every engine reports."""
     old = candidates.get(prop)
@@ -63,7 +70,9 @@ def keep_least(candidates, prop, entry):
         candidates[prop] = entry
 
 
-def stop_after_level(found, properties, options, distinct, frontier_left):
+def stop_after_level(
+    found: Container[str], properties: Any, options: Options, distinct: int, frontier_left: bool
+) -> str | None:
     """Why a run stops at a level boundary, or ``None`` to go on: the policy every engine
     shares, so that they stop at the same level.
 
@@ -84,7 +93,7 @@ def stop_after_level(found, properties, options, distinct, frontier_left):
     return None
 
 
-def require_symmetric(properties):
+def require_symmetric(properties: Iterable[Property]) -> None:
     """Refuse symmetry reduction for a state invariant not declared symmetric."""
     from .errors import UsageError
 
@@ -96,7 +105,7 @@ def require_symmetric(properties):
             )
 
 
-def canonical_encoder(model):
+def canonical_encoder(model: Any) -> Callable[[Any], bytes]:
     """The encoding of a state's orbit under the model's replica symmetries: the least
     ``model.encode`` over ``model.symmetries()`` applied by ``model.permute``."""
     from .errors import UsageError
@@ -106,7 +115,7 @@ def canonical_encoder(model):
     perms = model.symmetries()
     encode, permute = model.encode, model.permute
 
-    def canonical(state):
+    def canonical(state: Any) -> bytes:
         return min(encode(permute(state, p)) for p in perms)
 
     return canonical

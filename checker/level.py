@@ -71,7 +71,7 @@ class LevelStep:
     # whether the rows are arrays (properties may have array forms), not Python states
     arrays: bool = attrs.field(init=False)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "arrays", not isinstance(self.kernel, StatesKernel))
 
     def expand(self, chunk, depth: int, rank: int, level: int) -> Expansion:

@@ -19,7 +19,8 @@ from .kernel import canonical_encoder, expand, split_properties
 from .level import LevelStep
 from .options import Options
 from .protocol import Model, Property, action_name
-from .result import CheckResult
+from .result import CheckResult, Path, Stats
+from .search import Found
 from .seen import SeenSet
 from .states_kernel import StatesKernel
 from .trace import replay_fingerprints
@@ -66,7 +67,7 @@ class PerStateSearch(Search):
         self.next: list = []
         self._stored = 0
 
-    def start(self, stats, found):
+    def start(self, stats: Stats, found: Found) -> None:
         for state in self.model.init_states():
             fp = fingerprint_bytes(self.encode(state))
             stats.generated += 1
@@ -81,21 +82,21 @@ class PerStateSearch(Search):
     def size(self) -> int:
         return len(self.frontier)
 
-    def pieces(self):
+    def pieces(self) -> list:
         return self.frontier
 
     @staticmethod
     def piece_len(_piece) -> int:
         return 1
 
-    def begin_level(self):
+    def begin_level(self) -> None:
         self.next = []
         self._stored = len(self.seen)
 
     def next_size(self) -> int:
         return len(self.next)
 
-    def expand(self, state, parent, stats, level_found, found):
+    def expand(self, state: Any, parent: int, stats: Stats, level_found: Found, found: Found) -> None:
         model, seen, fired, new, nxt = self.model, self.seen, stats.fired, stats.new, self.next
         invariants = self.level.state_violations
         edges = expand(model, state, self.encode)
@@ -130,22 +131,22 @@ class PerStateSearch(Search):
             for _prop, log in self.possibly:
                 log.add_edges(np.full(len(dst), parent, dtype=np.int64), dst)
 
-    def _log_states(self, first, states):
+    def _log_states(self, first: int, states: list) -> None:
         for prop, log in self.possibly:
             log.add_states(first, self.level.goal_flags(prop, states))
 
-    def numbers_of(self, fps):
+    def numbers_of(self, fps: np.ndarray) -> np.ndarray:
         number = self.seen.number
         return np.fromiter((number(fp) for fp in fps.tolist()), dtype=np.int64, count=len(fps))
 
-    def end_level(self):
+    def end_level(self) -> None:
         self.frontier, self.next = self.next, []
 
-    def rollback(self):
+    def rollback(self) -> None:
         self.seen.truncate(self._stored)
         self.next = []
 
-    def path(self, number):
+    def path(self, number: int) -> Path:
         seen = self.seen
         chain = []
         i = number
@@ -165,7 +166,7 @@ class PerStateSearch(Search):
             "seen": self.seen,  # a SeenSet: fingerprint -> parent fingerprint
         }
 
-    def restore_parts(self, snapshot, directory=None):
+    def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
         front = snapshot["frontier"]
         seen = snapshot["seen"]
         last = [fp for fp, _ in front]

@@ -165,7 +165,7 @@ class Model(Protocol):
 
     def encode(self, state: Any) -> bytes: ...
 
-    def coverage_names(self):
+    def coverage_names(self) -> CoverageNames:
         """The model's action kinds and variables for coverage (``checker.coverage``):
         by default none of the first, and the top-level fields of a state."""
         return CoverageNames()
@@ -253,19 +253,19 @@ class KernelBase:
     (the engine asks the properties, or reads ``Property.mask``), no symmetries, and the
     fingerprints of the rows' bytes."""
 
-    def canonical(self, rows):
+    def canonical(self, rows: Any) -> Any:
         return rows
 
-    def invariant_mask(self, name, rows):
+    def invariant_mask(self, name: str, rows: Any) -> Any:
         return None
 
-    def step_mask(self, name, rows, parents, after):
+    def step_mask(self, name: str, rows: Any, parents: Any, after: Any) -> Any:
         return None
 
-    def goal_mask(self, name, rows):
+    def goal_mask(self, name: str, rows: Any) -> Any:
         return None
 
-    def fingerprints(self, rows, symmetry=False):
+    def fingerprints(self, rows: Any, symmetry: bool = False) -> Any:
         return fingerprint_rows(self.canonical(rows) if symmetry else rows)  # type: ignore[attr-defined]
 
 
@@ -378,13 +378,13 @@ def format_state(model, state) -> str:
     return repr(state)
 
 
-def coverage_names(model):
+def coverage_names(model: Any) -> CoverageNames:
     """``model.coverage_names()`` when the model names its action kinds and variables,
     else the protocol's default (``Model.coverage_names``)."""
     return model.coverage_names() if capable(model, NamesCoverage) else Model.coverage_names(model)
 
 
-def successors(model, state):
+def successors(model: Any, state: Any) -> list[tuple[Any, Any]]:
     """The ``(action, next_state)`` pairs of ``state`` in the model's fixed order."""
     if capable(model, HasSuccessors):
         return model.successors(state)

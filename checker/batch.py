@@ -27,7 +27,7 @@ from .driver import LevelDriver, OnLevel, Progress, Search
 from .errors import EngineError
 from .kernel import split_properties
 from .kernel_check import KernelCheck, kernel_check
-from .level import LevelStep
+from .level import LevelStep, decided, record_first
 from .options import Options
 from .protocol import BatchKernel, HasBatchKernel, Model, Property, kernel_fingerprints
 from .result import Path, Stats
@@ -90,10 +90,7 @@ class RowsSearch(Search):
         self.frontier = [rows[keep]]
         self._log_states(0, rows[keep], fps[keep])
         stats.coverage.add_initial_rows(self.kernel, self.model, rows[keep])
-        level_found: dict[str, tuple] = {}
-        self._check_new(rows[keep], 0, level_found, found)
-        for prop, value in level_found.items():
-            found.setdefault(prop, value)
+        self._check_new(rows[keep], 0, found, {})
 
     def size(self) -> int:
         return sum(len(c) for c in self.frontier)
@@ -141,9 +138,8 @@ class RowsSearch(Search):
         # index in its low bits, so one minimum gives both.
         key = parents * _CHOICES + choices
         if self.step_props:
-            skip = found.keys() | level_found.keys()
-            for prop, (i, why) in self.level.step_violations(chunk, exp, key, skip).items():
-                level_found[prop] = ("step", why, (first + int(parents[i]), int(choices[i])))
+            bad = self.level.step_violations(chunk, exp, key, decided(level_found, found))
+            record_first(level_found, found, "step", bad, lambda i: (first + int(parents[i]), int(choices[i])))
         tagged = (key << _INDEX_BITS) | np.arange(len(succ), dtype=np.int64)
         fps = all_fps = self.fingerprints(succ)
         by_fp = np.argsort(fps)
@@ -183,8 +179,8 @@ class RowsSearch(Search):
 
     def _check_new(self, rows: np.ndarray, first: int, level_found: Found, found: Found) -> None:
         """Check the state invariants on new rows numbered from ``first``."""
-        for prop, (j, why) in self.level.state_violations(rows, None, found.keys() | level_found.keys()).items():
-            level_found[prop] = ("always", why, first + j)
+        bad = self.level.state_violations(rows, None, decided(level_found, found))
+        record_first(level_found, found, "always", bad, lambda j: first + j)
 
     def path(self, number: int) -> Path:
         init, choices = self.seen.path_to(number)

@@ -27,7 +27,7 @@ earlier (``skip``), and the driver keeps the first of the level (``checker.drive
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -178,6 +178,27 @@ class LevelStep:
             model, decode = self.model, self.kernel.decode
             mask = np.array([bool(prop.check(model, decode(row))) for row in rows], dtype=bool)
         return mask
+
+
+def decided(level_found: Mapping[str, tuple], found: Mapping[str, tuple]) -> set[str]:
+    """The properties whose first violation is known: none of their candidates counts."""
+    return found.keys() | level_found.keys()
+
+
+def record_first(
+    level_found: dict[str, tuple],
+    found: Mapping[str, tuple],
+    kind: str,
+    candidates: Mapping[str, tuple[Any, str]],
+    where: Callable[[Any], Any],
+) -> None:
+    """Record each candidate (property -> ``(index, explanation)``, as the rules above
+    give them) as ``(kind, explanation, where(index))``, the property's first violation
+    of the level, unless the property failed in an earlier level (``found``) or earlier
+    in this one: a search records its pieces in order, so the first is the least."""
+    for prop, (i, why) in candidates.items():
+        if prop not in found and prop not in level_found:
+            level_found[prop] = (kind, why, where(i))
 
 
 def _checked(prop: Property, why: object) -> str | None:

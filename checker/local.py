@@ -9,6 +9,8 @@ and a parent number a state; the frontier keeps the states of the level being ex
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
+from operator import add
 from typing import Any
 
 import numpy as np
@@ -16,7 +18,7 @@ import numpy as np
 from .driver import LevelDriver, OnLevel, Progress, Search
 from .fingerprint import fingerprint_bytes
 from .kernel import canonical_encoder, expand, split_properties
-from .level import LevelStep
+from .level import LevelStep, decided, record_first
 from .options import Options
 from .protocol import Model, Property, action_name
 from .result import CheckResult, Path, Stats
@@ -74,8 +76,8 @@ class PerStateSearch(Search):
             if not self.seen.add(fp, -1):
                 continue
             self.frontier.append(state)
-            for prop, (_, why) in self.level.state_violations((state,), None, found).items():
-                found[prop] = ("always", why, len(self.seen) - 1)
+            bad = self.level.state_violations((state,), None, found)
+            record_first(found, {}, "always", bad, partial(add, len(self.seen) - 1))  # its number
         self._log_states(0, self.frontier)
         stats.coverage.add_initial(self.frontier)
 
@@ -107,10 +109,9 @@ class PerStateSearch(Search):
         if not edges:
             stats.terminal += 1
         if self.step_props:
-            skip = found.keys() | level_found.keys()
             transitions = [(action, succ) for _, action, succ, _ in edges]
-            for prop, (choice, why) in self.level.transition_violations(state, transitions, skip).items():
-                level_found[prop] = ("step", why, (parent, choice))
+            bad = self.level.transition_violations(state, transitions, decided(level_found, found))
+            record_first(level_found, found, "step", bad, lambda choice: (parent, choice))
         fresh = []
         for _choice, action, succ, sfp in edges:
             stats.generated += 1
@@ -122,8 +123,8 @@ class PerStateSearch(Search):
             fresh.append(True)
             new[name] = new.get(name, 0) + 1
             nxt.append(succ)
-            for prop, (_, why) in invariants((succ,), None, found).items():
-                level_found.setdefault(prop, ("always", why, len(seen) - 1))
+            bad = invariants((succ,), None, decided(level_found, found))
+            record_first(level_found, found, "always", bad, partial(add, len(seen) - 1))  # its number
         stats.coverage.add_state(model, state, edges, fresh)
         if self.possibly:
             self._log_states(stored, nxt[before:])

@@ -126,7 +126,8 @@ def expectations(spec: ModelSpec, model) -> dict | None:
         UsageError: ``expect()`` fails, or returns a key that is neither a property of
             the model nor a count, or a value of the wrong kind (one line).
     """
-    if not isinstance(model, DeclaresExpectations):
+    declared = isinstance(model, DeclaresExpectations)  # (a flag: the model stays a model)
+    if not declared:
         return None
     where = f"--model {spec.ref}: expect()"
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from typing import Any
 
 import attrs
 from kmc.checker import __version__, checkpoint, checkpointer, memory
@@ -36,12 +37,13 @@ def register(sub):
         description="Explore every reachable state of the spec's configuration breadth-first and "
         "check its invariants. Prints either 'all invariants hold over N distinct states' or a "
         "shortest counterexample, step by step, and says whether the result matches the spec's "
-        "[expect] table. What the model's variables, actions, truncation rules and invariants "
+        "[expect] table. --model checks a model of your own instead, with the same options "
+        "(docs/writing-a-model.md). What the model's variables, actions, truncation rules and invariants "
         "mean, and how states are counted: docs/model.md.",
         epilog="Exit codes: 0 every checked invariant holds (or none failed in the part explored, "
         "when a bound stopped the search), 1 a violation, 2 bad input (or --json could not be "
         "written; every output path is checked before the search), 3 with --check-expect: "
-        "the result does not match [expect] (an unknown verdict does not match), 4 stopped at "
+        "the result does not match [expect] (a model's expect()) (an unknown verdict does not match), 4 stopped at "
         "--max-memory, 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
     p.add_argument(
@@ -97,7 +99,8 @@ def register(sub):
     p.add_argument(
         "--check-expect",
         action="store_true",
-        help="exit 0 when the result matches the spec's [expect] table and 3 when it does not",
+        help="exit 0 when the result matches the spec's [expect] table (with --model: the "
+        "model's expect()) and 3 when it does not",
     )
     g = p.add_argument_group("long runs (see docs/long-runs.md)")
     g.add_argument(
@@ -111,7 +114,10 @@ def register(sub):
         help="at most one level-boundary checkpoint every SECONDS (default 60; 0: every level)",
     )
     g.add_argument(
-        "--resume", metavar="DIR", help="continue the run checkpointed in DIR (and keep checkpointing there)"
+        "--resume",
+        metavar="DIR",
+        help="continue the run checkpointed in DIR (and keep checkpointing there); the spec, or the "
+        "model and its --param values, come from the checkpoint when not given",
     )
     g.add_argument(
         "--max-memory",
@@ -257,7 +263,7 @@ class _Views:
     identity: dict
     recorded: dict
     generic: bool
-    spec: object
+    spec: Any  # a model.spec.Spec, or a user_model.ModelSpec when generic
     expected: dict | None = None  # a model's expect(), read by prepare
 
     @classmethod
@@ -298,19 +304,26 @@ class _Views:
             )
         from kmc.reports import generic
 
-        view = generic.result_view(self.spec, model, result, show_traces=not args.no_trace)
+        view = generic.result_view(self.spec, model, result, show_traces=not args.no_trace, diff=args.diff)
         if exp is None:
             return view
         from rich.console import Group
         from rich.text import Text
 
-        if exp["mismatches"]:
+        undecided = [n for n in exp["expected"] if exp["got"].get(n) == "unknown"]
+        if exp["matched"]:
+            skipped = f" (not compared: {', '.join(exp['unchecked'])})" if exp["unchecked"] else ""
+            line = Text(f"This matches the model's expectation{skipped}.", "green")
+        elif len(undecided) == len(exp["mismatches"]):  # nothing contradicts it (as for a spec)
+            line = Text(
+                "The model's expectation is not confirmed yet: the search stopped before deciding "
+                f"{', '.join(undecided)}.",
+                "yellow",
+            )
+        else:
             line = Text(
                 "This does NOT match the model's expectation: " + "; ".join(exp["mismatches"]) + ".", "bold red"
             )
-        else:
-            skipped = f" (not compared: {', '.join(exp['unchecked'])})" if exp["unchecked"] else ""
-            line = Text(f"This matches the model's expectation{skipped}.", "green")
         return Group(view, line)
 
     def document(self, model, result, exp) -> dict:

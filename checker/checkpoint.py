@@ -368,12 +368,13 @@ def _check_header(where, header) -> None:
     if "properties" in header and not names(header["properties"]):
         bad("properties", "a list of property names")
     options = header.get("options", {})
-    if not isinstance(options, dict) or set(options) - {"max_depth", "keep_going"}:
-        bad("options", "a table of max_depth and keep_going")
+    if not isinstance(options, dict) or set(options) - {"max_depth", "keep_going", "symmetry"}:
+        bad("options", "a table of max_depth, keep_going and symmetry")
     if options.get("max_depth") is not None and not count(options["max_depth"], 1):
         bad("options", "a table whose max_depth is a positive integer or null")
-    if not isinstance(options.get("keep_going", False), bool):
-        bad("options", "a table whose keep_going is true or false")
+    for key in ("keep_going", "symmetry"):
+        if not isinstance(options.get(key, False), bool):
+            bad("options", f"a table whose {key} is true or false")
     limits = header.get("limits", {})
     if not isinstance(limits, dict) or not all(v is None or count(v, 1) for v in limits.values()):
         bad("limits", "a table of positive integers or nulls")

@@ -3,7 +3,9 @@
 
 ``ModelSpec`` stands where a Kafka spec file stands for the commands (``kmc check``,
 ``kmc bench``): it names the model, builds it, and selects its properties; it has no
-``[expect]`` table and no options of its own (they come from the command line).
+options of its own (they come from the command line). What a spec's ``[expect]`` table
+says, a model says with an optional ``expect()`` method (``DeclaresExpectations``), which
+``kmc check --check-expect`` compares with the result.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import attrs
 from kmc.checker.errors import UsageError
@@ -68,6 +72,21 @@ class ModelSpec:
             )
         return [by_name[n] for n in names]
 
+    @property
+    def resolved_ref(self) -> str:
+        """The reference that rebuilds the model from any folder: a file's absolute path
+        and the factory, else the module reference as given."""
+        return self.identity().get("file", self.ref)
+
+    def checkpoint_identity(self) -> dict:
+        """What a checkpoint's header records of the model, every key compared on resume:
+        ``model_ref`` (``resolved_ref``, what ``kmc check --resume DIR`` rebuilds it
+        from), ``model_params`` and ``model_sha256`` (the source's SHA-256, when found)."""
+        doc = {"model_ref": self.resolved_ref, "model_params": dict(self.params)}
+        if self.sha256:
+            doc["model_sha256"] = self.sha256
+        return doc
+
     def identity(self) -> dict:
         """What a result document records to rebuild the model (``kmc replay``): the
         reference as given, a file's absolute path, the parameters, the source's SHA-256."""
@@ -75,6 +94,93 @@ class ModelSpec:
         if self.source is not None:
             doc["file"] = f"{self.source}:{self.ref.rpartition(':')[2]}"
         return doc
+
+
+# -- expectations: the [expect] table of a model --------------------------------------------
+
+COUNT_KEYS = ("distinct_states", "depth")
+VERDICTS = ("holds", "violated")
+EXPECT_HOW = (
+    'give the model an expect() method returning its expectations, e.g. {"Consistent": "holds", '
+    '"distinct_states": 288, "depth": 11} (docs/writing-a-model.md)'
+)
+
+
+@runtime_checkable
+class DeclaresExpectations(Protocol):
+    """An optional member of a user's model: what a check of it must find, as a Kafka
+    spec's ``[expect]`` table says it (``kmc check --check-expect``).
+
+    ``expect()`` returns a mapping: a property's name to ``"holds"`` or ``"violated"``,
+    and optionally ``"distinct_states"`` and ``"depth"`` to the counts of a search that
+    explores every reachable state (without symmetry reduction). Every key is optional;
+    the values may depend on the model's parameters."""
+
+    def expect(self) -> Mapping[str, object]: ...
+
+
+def expectations(spec: ModelSpec, model) -> dict | None:
+    """The model's ``expect()`` mapping, checked; ``None`` when it declares none.
+
+    Raises:
+        UsageError: ``expect()`` fails, or returns a key that is neither a property of
+            the model nor a count, or a value of the wrong kind (one line).
+    """
+    declared = isinstance(model, DeclaresExpectations)  # (a flag: the model stays a model)
+    if not declared:
+        return None
+    where = f"--model {spec.ref}: expect()"
+    try:
+        table = model.expect()
+    except Exception as e:  # the user's code: one line, never a traceback
+        raise UsageError(f"{where} failed ({type(e).__name__}: {e})") from None
+    if not isinstance(table, Mapping):
+        raise UsageError(f"{where} must return a mapping, got {type(table).__name__}")
+    names = [p.name for p in model.properties()]
+    out = {}
+    for key, value in table.items():
+        if key in COUNT_KEYS:
+            if type(value) is not int or value < 1:
+                raise UsageError(f"{where}: {key} must be a positive whole number, got {value!r}")
+        elif key in names:
+            if value not in VERDICTS:
+                raise UsageError(f'{where}: {key} must be "holds" or "violated", got {value!r}')
+        else:
+            raise UsageError(
+                f"{where}: {key!r} is neither a property of the model ({', '.join(names) or 'none'}) "
+                f"nor one of {', '.join(COUNT_KEYS)}"
+            )
+        out[key] = value
+    return out
+
+
+def expectation(expected: dict, result, symmetry: bool = False) -> dict:
+    """Compare a run with a model's expectations, as ``reports.expectation`` compares a
+    spec's: ``{"expected", "got", "matched", "mismatches", "unchecked"}``. A verdict left
+    unknown does not match; a property that was not checked, and a count when the search
+    did not explore every reachable state (it stopped early, at a violation without
+    ``--keep-going`` or at a bound, or counted orbits with ``--symmetry``), are
+    ``unchecked``."""
+    got: dict = {name: result.verdict(name) for name in result.checked}
+    whole = result.stopped is None and not symmetry
+    if whole:
+        got.update(distinct_states=result.stats.distinct, depth=result.stats.depth)
+    mismatches, unchecked = [], []
+    for name, want in expected.items():
+        have = got.get(name)
+        if have is None:
+            unchecked.append(name)
+        elif have == "unknown":
+            mismatches.append(f"{name}: expected {want}, got unknown (the search stopped before deciding it)")
+        elif have != want:
+            mismatches.append(f"{name}: expected {want}, got {have}")
+    return {
+        "expected": expected,
+        "got": got,
+        "matched": not mismatches,
+        "mismatches": mismatches,
+        "unchecked": unchecked,
+    }
 
 
 def parse_params(items) -> dict:

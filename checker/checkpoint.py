@@ -349,20 +349,32 @@ def _check_header(where, header) -> None:
             bad(key, "a non-negative integer")
     if not names(header.get("violated")):
         bad("violated", "a list of property names")
-    for key in ("kmc_version", "spec_sha256", "spec_path", "written"):
-        if key in header and not (
-            isinstance(header[key], str) and 0 < len(header[key]) <= 4096 and "\x00" not in header[key]
-        ):
+
+    def text(x):
+        return isinstance(x, str) and 0 < len(x) <= 4096 and "\x00" not in x
+
+    for key in ("kmc_version", "spec_sha256", "spec_path", "written", "model_ref", "model_sha256"):
+        if key in header and not text(header[key]):
             bad(key, "a string")
+    params = header.get("model_params", {})  # a model's factory's keyword arguments
+    if not (
+        isinstance(params, dict)
+        and len(params) <= 64
+        and all(
+            k.isidentifier() and len(k) <= 100 and (text(v) or type(v) in (int, float, bool)) for k, v in params.items()
+        )
+    ):
+        bad("model_params", "a table of names to numbers, true/false or strings")
     if "properties" in header and not names(header["properties"]):
         bad("properties", "a list of property names")
     options = header.get("options", {})
-    if not isinstance(options, dict) or set(options) - {"max_depth", "keep_going"}:
-        bad("options", "a table of max_depth and keep_going")
+    if not isinstance(options, dict) or set(options) - {"max_depth", "keep_going", "symmetry"}:
+        bad("options", "a table of max_depth, keep_going and symmetry")
     if options.get("max_depth") is not None and not count(options["max_depth"], 1):
         bad("options", "a table whose max_depth is a positive integer or null")
-    if not isinstance(options.get("keep_going", False), bool):
-        bad("options", "a table whose keep_going is true or false")
+    for key in ("keep_going", "symmetry"):
+        if not isinstance(options.get(key, False), bool):
+            bad("options", f"a table whose {key} is true or false")
     limits = header.get("limits", {})
     if not isinstance(limits, dict) or not all(v is None or count(v, 1) for v in limits.values()):
         bad("limits", "a table of positive integers or nulls")

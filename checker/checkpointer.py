@@ -26,6 +26,9 @@ _SAME = (
     ("engine", "the {} engine"),
     ("kmc_version", "kmc {}"),
     ("spec_sha256", "spec sha256 {:.12}"),
+    ("model_ref", "model {}"),
+    ("model_params", "params {}"),
+    ("model_sha256", "model sha256 {:.12}"),
     ("properties", "invariants {}"),
     ("options", "options {}"),
 )
@@ -38,12 +41,20 @@ def ensure_compatible(directory, header: dict, want: dict) -> None:
         directory: the checkpoint directory (named in the message).
         header: the checkpoint's header.
         want: the values this run has, under the header's keys: ``engine``,
-            ``kmc_version``, ``spec_sha256``, ``properties``, ``options``; keys left out
-            are not compared.
+            ``kmc_version``, ``spec_sha256`` (a spec's) or ``model_ref``, ``model_params``
+            and ``model_sha256`` (a model's, ``--model``), ``properties``, ``options``;
+            keys left out are not compared.
 
     Raises:
         CheckpointError: with a one-line message naming the first difference.
     """
+    if ("model_ref" in header) != ("model_ref" in want):
+        what = f"the model {header['model_ref']}" if "model_ref" in header else f"the spec {header.get('spec_path')}"
+        raise CheckpointError(
+            f"{directory}: cannot resume, it is a checkpoint of {what}, and this run checks "
+            f"{'a spec' if 'model_ref' not in want else 'a model (--model)'}; resume it with kmc check --resume "
+            f"{directory} alone, or start a new run"
+        )
     for key, show in _SAME:
         if key not in want:
             continue
@@ -58,6 +69,9 @@ def ensure_compatible(directory, header: dict, want: dict) -> None:
             "spec_sha256": "spec differs",
             "properties": "invariants differ",
             "options": "options differ",
+            "model_ref": "model differs (model_ref)",
+            "model_params": "model's parameters differ (model_params)",
+            "model_sha256": "model's source differs (model_sha256)",
         }[key]
         hint = {
             "engine": "resume it with the engine that wrote it",
@@ -66,6 +80,10 @@ def ensure_compatible(directory, header: dict, want: dict) -> None:
             "or start a new run",
             "properties": "resume it with the same --invariant choices, or start a new run",
             "options": "resume it with the same options, or start a new run",
+            "model_ref": "resume it with the model it was written for, or start a new run",
+            "model_params": "resume it with the same --param values (or none: they are taken over), or start a new run",
+            "model_sha256": f"resume it with the source it was written for ({header.get('model_ref')}), "
+            "or start a new run",
         }[key]
         raise CheckpointError(
             f"{directory}: cannot resume, the {what}: the checkpoint has "
@@ -77,7 +95,7 @@ def _show(fmt, value):
     if isinstance(value, list):
         value = ", ".join(map(str, value)) or "none"
     elif isinstance(value, dict):
-        value = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+        value = ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "none"
     return fmt.format(value if value is not None else "?")
 
 

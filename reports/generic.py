@@ -93,9 +93,27 @@ def result_dict(spec, model, result) -> dict:
     }
 
 
-def trace_view(model, violation):
-    """A counterexample as the terminal shows it: one block a step."""
+def changed_fields(before, after) -> list[str]:
+    """``field: old -> new`` for every field of a state's dict (``trace_steps``) that a
+    step changed; a state that is no dict shows whole."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return [] if before == after else [f"{_short(before)} -> {_short(after)}"]
+    return [
+        f"{key}: {_short(before.get(key))} -> {_short(after.get(key))}"
+        for key in dict.fromkeys([*before, *after])
+        if before.get(key) != after.get(key)
+    ]
+
+
+def _short(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def trace_view(model, violation, diff=False):
+    """A counterexample as the terminal shows it: one block a step; with ``diff``, after
+    the first state only the fields each step changed."""
     parts = []
+    before = None
     for step in trace_steps(model, violation.path):
         head = Text(f"State {step['index']}", "bold")
         if step["action"] is not None:
@@ -103,12 +121,17 @@ def trace_view(model, violation):
             if step["action"]["description"]:
                 head.append(f"  {safe_text(step['action']['description'])}", "dim")
         parts.append(head)
-        parts.append(Text(f"  {safe_text(step['text'])}"))
+        if diff and before is not None:
+            changed = changed_fields(before, step["state"])
+            parts += [Text(f"  {safe_text(line)}") for line in changed] or [Text("  (nothing changed)", "dim")]
+        else:
+            parts.append(Text(f"  {safe_text(step['text'])}"))
+        before = step["state"]
     parts.append(Text(f"{violation.property}: {safe_text(violation.explanation)}", "bold red"))
     return Group(*parts)
 
 
-def result_view(spec, model, result, show_traces=True):
+def result_view(spec, model, result, show_traces=True, diff=False):
     """``kmc check --model``'s terminal output: the model, the verdicts, the counts, the
     actions, the counterexamples and a summary."""
     s = result.stats
@@ -147,7 +170,7 @@ def result_view(spec, model, result, show_traces=True):
             parts += [
                 Text(""),
                 Text(f"Counterexample: {v.property} ({len(v.path)} states)", "bold red"),
-                trace_view(model, v),
+                trace_view(model, v, diff=diff),
             ]
     parts.append(Text(""))
     if ordered:

@@ -254,6 +254,18 @@ def test_changed_options_on_resume_are_refused_and_missing_ones_are_taken_over(t
     assert code == 0 and doc["stopped"] == "max-depth" and doc["stats"]["depth"] == 5
 
 
+def test_a_checkpoint_with_symmetry_resumes_and_one_without_is_refused_for_it(tmp_path):
+    ck = tmp_path / "ck"
+    assert kmc_run("check", SPECS / "hw-data-loss.toml", "--symmetry", "--max-depth", "4", "--checkpoint", ck,
+                   "--no-progress")[0] == 0
+    assert checkpoint.read_header(ck)["options"]["symmetry"] is True
+    code, out, err = kmc_run("check", "--resume", ck, "--no-progress")
+    assert code == 0 and not err
+    small_checkpoint(tmp_path / "plain", depth=4)
+    code, out, err = kmc_run("check", "--resume", tmp_path / "plain", "--symmetry", "--no-progress")
+    assert code == 2 and "options differ" in one_line_error(err)
+
+
 def test_a_new_run_does_not_overwrite_a_checkpoint(tmp_path):
     small_checkpoint(tmp_path / "ck")
     before = (tmp_path / "ck" / checkpoint.FILE_NAME).read_bytes()

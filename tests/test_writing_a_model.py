@@ -52,6 +52,19 @@ def test_the_page_runs_from_the_command_line(tmp_path):
     bare = kmc("--model", "counters.py:TwoCounters", "--keep-going", "--json", "result.json")
     assert bare.returncode == 1 and "x + y = 5 reached 5" in bare.stdout
     assert json.loads((tmp_path / "result.json").read_text())["stats"]["distinct_states"] == 16
+    # Its expectations, then a checkpoint and its resume, as the page shows them.
+    expected = kmc("--model", "counters.py:TwoCounters", "--keep-going", "--check-expect")
+    assert expected.returncode == 0 and "This matches the model's expectation." in expected.stdout
+    early = kmc("--model", "counters.py:TwoCounters", "--max-depth", "4", "--check-expect")
+    assert early.returncode == 3 and "not confirmed yet: the search stopped before deciding SumBelow." in early.stdout
+    big = ["--param", "n=200", "--param", "limit=1000"]
+    assert kmc("--model", "counters.py:TwoCounters", *big, "--max-states", "5000", "--checkpoint", "ck").returncode == 0
+    resumed = kmc("--resume", "ck", "--check-expect")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "40,401 distinct states · 80,401 generated · depth 401" in resumed.stdout
+    assert "This matches the model's expectation." in resumed.stdout
+    other = kmc("--resume", "ck", "--param", "n=100")
+    assert other.returncode == 2 and "the checkpoint has params limit=1000, n=200, this run has params n=100" in other.stderr
 
 
 @pytest.mark.spark

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from typing import Any
 
+import attrs
 from kmc.checker import __version__, checkpoint, checkpointer, memory
 from kmc.checker.driver import RESOURCE_STOPS
 from kmc.checker.errors import UsageError
@@ -19,7 +21,6 @@ from .common import (
     add_force_argument,
     add_model_arguments,
     check_output_path,
-    load,
     load_target,
     make_engine,
     options_from,
@@ -36,12 +37,13 @@ def register(sub):
         description="Explore every reachable state of the spec's configuration breadth-first and "
         "check its invariants. Prints either 'all invariants hold over N distinct states' or a "
         "shortest counterexample, step by step, and says whether the result matches the spec's "
-        "[expect] table. What the model's variables, actions, truncation rules and invariants "
+        "[expect] table. --model checks a model of your own instead, with the same options "
+        "(docs/writing-a-model.md). What the model's variables, actions, truncation rules and invariants "
         "mean, and how states are counted: docs/model.md.",
         epilog="Exit codes: 0 every checked invariant holds (or none failed in the part explored, "
         "when a bound stopped the search), 1 a violation, 2 bad input (or --json could not be "
         "written; every output path is checked before the search), 3 with --check-expect: "
-        "the result does not match [expect] (an unknown verdict does not match), 4 stopped at "
+        "the result does not match [expect] (a model's expect()) (an unknown verdict does not match), 4 stopped at "
         "--max-memory, 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
     p.add_argument(
@@ -97,7 +99,8 @@ def register(sub):
     p.add_argument(
         "--check-expect",
         action="store_true",
-        help="exit 0 when the result matches the spec's [expect] table and 3 when it does not",
+        help="exit 0 when the result matches the spec's [expect] table (with --model: the "
+        "model's expect()) and 3 when it does not",
     )
     g = p.add_argument_group("long runs (see docs/long-runs.md)")
     g.add_argument(
@@ -111,7 +114,10 @@ def register(sub):
         help="at most one level-boundary checkpoint every SECONDS (default 60; 0: every level)",
     )
     g.add_argument(
-        "--resume", metavar="DIR", help="continue the run checkpointed in DIR (and keep checkpointing there)"
+        "--resume",
+        metavar="DIR",
+        help="continue the run checkpointed in DIR (and keep checkpointing there); the spec, or the "
+        "model and its --param values, come from the checkpoint when not given",
     )
     g.add_argument(
         "--max-memory",
@@ -150,26 +156,31 @@ def _size(text):
 def _from_checkpoint(args, header):
     """Fill what the command line leaves out from the checkpoint being resumed."""
     opts = header.get("options") or {}
-    if args.spec is None:
+    if "model_ref" in header:  # a model's checkpoint: rebuilt from its reference and parameters
+        if args.spec is None and args.model is None:
+            args.model = header["model_ref"]
+        if args.model is not None and not args.param:
+            args.model_params = header.get("model_params") or {}
+    elif args.spec is None and args.model is None:
         args.spec = header.get("spec_path")
     if args.max_depth is None:
         args.max_depth = opts.get("max_depth")
     args.keep_going = args.keep_going or bool(opts.get("keep_going"))
     args.symmetry = args.symmetry or bool(opts.get("symmetry"))
-    if not args.invariants:
+    # (A checkpoint of a model resumed for a spec, or the other way round, is refused
+    # by checkpointer.ensure_compatible, in one line.)
+    if not args.invariants and ("model_ref" in header) == (args.model is not None):
         args.invariants = header.get("properties")
     if args.engine is None:  # the engine that wrote it; another one is refused
         args.engine = header.get("engine")
 
 
 def run(args, out, err) -> int:
-    if args.model is not None or args.param:
-        return _run_model(args, out, err)
     header = checkpoint.read_header(args.resume) if args.resume else None
     if header is not None:
         _from_checkpoint(args, header)
-    elif args.spec is None:
-        raise UsageError("check: a SPEC is required (or --resume DIR)")
+    elif args.spec is None and args.model is None and not args.param:
+        raise UsageError("check: a SPEC is required (or --resume DIR, or --model MODULE:FACTORY)")
     for option, value in (
         ("--checkpoint", args.checkpoint),
         ("--resume", args.resume),
@@ -177,19 +188,21 @@ def run(args, out, err) -> int:
     ):
         if value is not None and not value.strip():
             raise UsageError(f"{option}: the path is empty; name a directory")
-    spec = load(args.spec)
+    spec = _load_target(args)
+    views = _Views.of(spec)
     directory = args.checkpoint or args.resume
-    protected = [spec.path, *checkpoint.own_files(directory)] if directory else [spec.path]
+    protected = [*views.files, *checkpoint.own_files(directory)] if directory else views.files
     check_output_path("--json", args.json, force=args.force, protected=protected)
     check_diagram_paths(args, protected)
     require_spark(spec, args)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     options = options_from(spec, args)
+    views.prepare(args, model)
     show_progress = not args.no_progress and err.is_terminal
     identity = {
         "kmc_version": __version__,
-        "spec_sha256": spec.sha256,
+        **views.identity,
         "properties": [p.name for p in properties],
         "options": {"max_depth": options.max_depth, "keep_going": options.keep_going},
     }
@@ -203,7 +216,7 @@ def run(args, out, err) -> int:
         )
     try:
         engine, result, writer, signals = _search(
-            args, err, spec, model, properties, options, identity, header, directory, show_progress
+            args, err, spec, model, properties, options, identity, header, directory, show_progress, views.recorded
         )
     except MemoryError:
         # Outside a level (the driver drops a level that runs out of memory, and the
@@ -223,11 +236,123 @@ def run(args, out, err) -> int:
                 soft_wrap=True,
             )
         return EXIT_RESOURCE_LIMIT
-    return _report(args, err, out, spec, model, result, engine, writer, signals, options, directory)
+    return _report(args, err, out, spec, model, result, engine, writer, signals, options, directory, views)
 
 
-def _search(args, err, spec, model, properties, options, identity, header, directory, show_progress):
-    """Run the search (writing checkpoints when asked); ``(engine, result, writer, signals)``."""
+def _load_target(args):
+    """The spec file, or the model ``--model`` names with its ``--param`` values (or, on
+    resume, the parameters its checkpoint recorded)."""
+    params = getattr(args, "model_params", None)
+    if args.model is not None and params is not None:
+        if args.spec is not None:
+            raise UsageError(f"--model: give a SPEC file or --model, not both (got {args.spec})")
+        from ..user_model import load_model_spec
+
+        return load_model_spec(args.model, dict(params))
+    return load_target(args)
+
+
+@attrs.define
+class _Views:
+    """What differs between checking a Kafka spec and a model of the user's own: the
+    files an output must not replace, what a checkpoint's header records of it (compared
+    on resume, and only recorded), and the views of the result (``reports`` for a
+    spec, ``reports.generic`` for a model)."""
+
+    files: list
+    identity: dict
+    recorded: dict
+    generic: bool
+    spec: Any  # a model.spec.Spec, or a user_model.ModelSpec when generic
+    expected: dict | None = None  # a model's expect(), read by prepare
+
+    @classmethod
+    def of(cls, spec):
+        from ..user_model import ModelSpec
+
+        if isinstance(spec, ModelSpec):
+            return cls([spec.source] if spec.source else [], spec.checkpoint_identity(), {}, True, spec)
+        return cls([spec.path], {"spec_sha256": spec.sha256}, {"spec_path": os.path.abspath(spec.path)}, False, spec)
+
+    def prepare(self, args, model) -> None:
+        """Before the search: a model's expectations are read (and checked) now, and
+        ``--check-expect`` with a model that declares none is refused."""
+        if not self.generic:
+            return
+        from ..user_model import EXPECT_HOW, expectations
+
+        self.expected = expectations(self.spec, model)
+        if args.check_expect and self.expected is None:
+            raise UsageError(f"--check-expect: {self.spec.ref} declares no expectations; {EXPECT_HOW}")
+
+    def expectation(self, model, result, options) -> dict | None:
+        """The comparison with the expectations (``None``: a model that declares none)."""
+        if not self.generic:
+            from kmc.reports import expectation
+
+            return expectation(self.spec, result)
+        from ..user_model import expectation
+
+        return None if self.expected is None else expectation(self.expected, result, options.symmetry)
+
+    def show(self, args, model, result, options, exp):
+        if not self.generic:
+            from kmc.reports import ResultView
+
+            return ResultView(
+                self.spec, model, result, diff=args.diff, show_traces=not args.no_trace, max_states=options.max_states
+            )
+        from kmc.reports import generic
+
+        view = generic.result_view(self.spec, model, result, show_traces=not args.no_trace, diff=args.diff)
+        if exp is None:
+            return view
+        from rich.console import Group
+        from rich.text import Text
+
+        undecided = [n for n in exp["expected"] if exp["got"].get(n) == "unknown"]
+        if exp["matched"]:
+            skipped = f" (not compared: {', '.join(exp['unchecked'])})" if exp["unchecked"] else ""
+            line = Text(f"This matches the model's expectation{skipped}.", "green")
+        elif len(undecided) == len(exp["mismatches"]):  # nothing contradicts it (as for a spec)
+            line = Text(
+                "The model's expectation is not confirmed yet: the search stopped before deciding "
+                f"{', '.join(undecided)}.",
+                "yellow",
+            )
+        else:
+            line = Text(
+                "This does NOT match the model's expectation: " + "; ".join(exp["mismatches"]) + ".", "bold red"
+            )
+        return Group(view, line)
+
+    def document(self, model, result, exp) -> dict:
+        if not self.generic:
+            from kmc.reports import result_to_dict
+
+            return result_to_dict(self.spec, model, result)
+        from kmc.reports import generic
+
+        doc = generic.result_dict(self.spec, model, result)
+        if exp is not None:
+            doc["expectation"] = exp
+        return doc
+
+    def page(self, model, result, command) -> str:
+        from kmc.reports import generic, pictures
+
+        return (generic if self.generic else pictures).result_page(self.spec, model, result, command)
+
+    def mermaid(self, model, result) -> str:
+        from kmc.reports import generic, pictures
+
+        return (generic if self.generic else pictures).result_mermaid(self.spec, model, result)
+
+
+def _search(args, err, spec, model, properties, options, identity, header, directory, show_progress, recorded):
+    """Run the search (writing checkpoints when asked); ``(engine, result, writer, signals)``.
+    ``identity`` goes into a checkpoint's header and is compared on resume, ``recorded``
+    goes into it only."""
     from kmc.reports import ProgressDisplay
 
     with contextlib.ExitStack() as stack:
@@ -238,7 +363,7 @@ def _search(args, err, spec, model, properties, options, identity, header, direc
                     directory,
                     {
                         **identity,
-                        "spec_path": os.path.abspath(spec.path),
+                        **recorded,
                         "limits": {"max_states": options.max_states, "max_memory": options.max_memory},
                     },
                     args.checkpoint_every,
@@ -280,13 +405,12 @@ def _search(args, err, spec, model, properties, options, identity, header, direc
     return engine, result, writer, signals
 
 
-def _report(args, err, out, spec, model, result, engine, writer, signals, options, directory) -> int:
+def _report(args, err, out, spec, model, result, engine, writer, signals, options, directory, views) -> int:
     """Print the result, write the outputs; the exit code."""
-    from kmc.reports import ResultView, expectation, pictures, result_to_dict, write_json
+    from kmc.reports import write_json
 
-    out.print(
-        ResultView(spec, model, result, diff=args.diff, show_traces=not args.no_trace, max_states=options.max_states)
-    )
+    exp = views.expectation(model, result, options)
+    out.print(views.show(args, model, result, options, exp))
     if args.coverage:
         from kmc.reports.coverage import coverage_view
 
@@ -299,7 +423,7 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
     wrote = True
     if args.json:
         try:
-            write_json(args.json, result_to_dict(spec, model, result))
+            write_json(args.json, views.document(model, result, exp))
         except OSError as e:
             # The verdict is printed and stands; the lost file is one more line.
             err.print(
@@ -309,13 +433,14 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
                 soft_wrap=True,
             )
             wrote = False
-    command = command_line(args, ["check", spec.path])
+    # A model's page is titled by its reference, the same whatever the engine.
+    command = "" if views.generic else command_line(args, ["check", spec.path])
     wrote = (
         write_diagrams(
             args,
             err,
-            lambda: pictures.result_page(spec, model, result, command),
-            lambda: pictures.result_mermaid(spec, model, result),
+            lambda: views.page(model, result, command),
+            lambda: views.mermaid(model, result),
         )
         and wrote
     )
@@ -326,7 +451,7 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
         f"({memory.DEFAULT_SHARE:.0%} of the memory this process may use; --max-memory SIZE sets another)"
     )
     _say_how_to_continue(err, result, directory if writer else None, ceiling, engine.stop_detail)
-    code = _exit_code(args, spec, result, signals, expectation)
+    code = _exit_code(args, result, signals, exp)
     # The path was checked before the search, so a write that fails now is rare (a full
     # disk, a folder removed meanwhile); a script reading "1 = see the JSON" must not look
     # for a file that is not there: the verdict is printed, the exit code says the output
@@ -336,71 +461,13 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
     return code
 
 
-def _run_model(args, out, err) -> int:
-    """``kmc check --model MODULE:FACTORY``: a user's model, with the generic views
-    (``reports.generic``)."""
-    from kmc.reports import ProgressDisplay, generic, write_json
-
-    for option in ("checkpoint", "resume", "check_expect"):
-        if getattr(args, option):
-            raise UsageError(f"--{option.replace('_', '-')}: not available with --model (a spec file's option)")
-    spec = load_target(args)
-    protected = [spec.source] if spec.source else []
-    check_output_path("--json", args.json, force=args.force, protected=protected)
-    check_diagram_paths(args, protected)
-    require_spark(spec, args)
-    model = spec.model()
-    properties = spec.properties(args.invariants)
-    options = options_from(spec, args)
-    plain_every = None if args.no_progress or err.is_terminal else args.progress_every
-    with ProgressDisplay(
-        err,
-        enabled=not args.no_progress and err.is_terminal,
-        title=safe_text(spec.ref),
-        every=plain_every,
-        levels=args.engine == "spark",
-    ) as progress:
-        engine = make_engine(spec, model, properties, options, progress.update, args, on_status=progress.status)
-        with StopOnSignals(engine) as signals:
-            result = engine.run()
-    out.print(generic.result_view(spec, model, result, show_traces=not args.no_trace))
-    if engine.not_started:
-        err.print(f"kmc: {engine.not_started}", markup=False, highlight=False, soft_wrap=True)
-    wrote = True
-    if args.json:
-        try:
-            write_json(args.json, generic.result_dict(spec, model, result))
-        except OSError as e:
-            err.print(
-                f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
-            wrote = False
-    wrote = (
-        write_diagrams(
-            args,
-            err,
-            lambda: generic.result_page(spec, model, result),
-            lambda: generic.result_mermaid(spec, model, result),
-        )
-        and wrote
-    )
-    _say_how_to_continue(err, result, None, "--max-memory")
-    code = _exit_code(args, spec, result, signals, None)
-    if not wrote and code in (EXIT_OK, EXIT_VIOLATION):
-        return EXIT_BAD_INPUT
-    return code
-
-
-def _exit_code(args, spec, result, signals, expectation) -> int:
+def _exit_code(args, result, signals, exp) -> int:
     if result.stopped == "interrupted":  # before --check-expect: a stopped run has not answered
         return signals.exit_code
     if result.stopped in RESOURCE_STOPS and not result.violations:
         return EXIT_RESOURCE_LIMIT  # a resource stop is never a verdict, not even with --check-expect
     if args.check_expect:
-        return EXIT_OK if expectation(spec, result)["matched"] else EXIT_UNEXPECTED
+        return EXIT_OK if exp["matched"] else EXIT_UNEXPECTED
     if result.violations:
         return EXIT_VIOLATION
     return EXIT_OK

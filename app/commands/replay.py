@@ -360,6 +360,8 @@ def _replay_model(args, doc, out, err) -> int:
     if why is None:
         raise ReplayError(f"{path}: the replayed trace no longer violates {prop.name}")
     violation = Violation(prop.name, prop.kind, why, replayed)
+    if args.diff and args.format != "rich":
+        raise UsageError("--diff: only with --format rich")
     if args.format == "json":
         out.out(json.dumps(generic.violation_dict(model, violation), indent=2, ensure_ascii=False), highlight=False)
     elif args.format in ("html", "mermaid"):
@@ -376,9 +378,12 @@ def _replay_model(args, doc, out, err) -> int:
             raise UsageError(f"--out: cannot write {args.out} ({e.strerror or e})") from None
         err.print(f"kmc: wrote {safe_text(args.out)}", markup=False, highlight=False, soft_wrap=True)
     elif args.format == "rich":
-        out.print(generic.trace_view(model, violation))
-    else:
-        raise UsageError(f"--format {args.format}: not available for a model of your own (rich, json, html, mermaid)")
+        out.print(generic.trace_view(model, violation, diff=args.diff))
+    else:  # svg: the swimlane of Kafka's replicas; tla: TLC's text of Kafka's variables
+        raise UsageError(
+            f"--format {args.format}: drawn for Kafka's specs only; a model of your own replays as rich, json, "
+            "html or mermaid"
+        )
     return 0
 
 

@@ -16,6 +16,9 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, NoReturn
 
 from kmc.checker import __version__  # cheap: the package imports its engines on first use
 from kmc.checker.errors import KmcError
@@ -150,12 +153,12 @@ class StripTrailingSpaces:
 class Terminated(BaseException):
     """SIGTERM arrived before (or after) a run installed its own handlers."""
 
-    def __init__(self, signum):
+    def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
 
 
-def _terminate(signum, frame):
+def _terminate(signum: int, frame: FrameType | None) -> NoReturn:
     raise Terminated(signum)
 
 
@@ -170,7 +173,8 @@ def main(argv=None) -> int:
     its own, which
     stop it at a safe point; see ``checker.signals.StopOnSignals``.)
     """
-    old = {}
+    # what signal.signal returns: a handler, SIG_DFL/SIG_IGN, or None (not set from Python)
+    old: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
     for s, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _terminate)):
         try:
             old[s] = signal.signal(s, handler)
@@ -189,8 +193,8 @@ def main(argv=None) -> int:
         _say("kmc: stopped (SIGTERM)")
         return 128 + t.signum
     finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
+        for s, previous in old.items():
+            signal.signal(s, previous)
 
 
 def _say(line):

@@ -13,7 +13,9 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 from kmc.checker.errors import UsageError
@@ -25,7 +27,7 @@ class ModelSpec:
 
     ref: str
     params: dict
-    factory: object = attrs.field(repr=False)
+    factory: Callable[..., Any] = attrs.field(repr=False)
     sha256: str = ""
     source: str | None = None  # the file the factory was loaded from, when given as a path
     # what a spec file would set: nothing, the command line decides

@@ -108,12 +108,13 @@ def row_kinds(kernel, chunk, parents, codes, succ):
         leo = [c.block(r) + c.LEO for r in range(c.n)]
         lost = (succ[np.ix_(where, leo)] < chunk[np.ix_(parents[where], leo)]).any(axis=1)
         out[CRASH] = (where, lost.astype(np.int64))
-    where = np.flatnonzero(codes == ALTER_PARTITION_CODE) if c.alter else ()
-    if len(where):
-        same = succ[where, c.Q_ISR] == chunk[parents[where], c.Q_ISR]
-        kind = chunk[parents[where], c.ALTER_CHANGE].astype(np.int64)  # 0 removes, 1 adds
-        kind[same] = 2
-        out[ALTER_PARTITION] = (where, kind)
+    if c.alter:
+        where = np.flatnonzero(codes == ALTER_PARTITION_CODE)
+        if len(where):
+            same = succ[where, c.Q_ISR] == chunk[parents[where], c.Q_ISR]
+            kind = chunk[parents[where], c.ALTER_CHANGE].astype(np.int64)  # 0 removes, 1 adds
+            kind[same] = 2
+            out[ALTER_PARTITION] = (where, kind)
     return out
 
 

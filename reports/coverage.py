@@ -41,7 +41,7 @@ def _action_order(cov, stats) -> list:
 def coverage_view(stats, max_values: int = 12):
     """The coverage tables and warnings of a run (a rich renderable)."""
     from rich import box
-    from rich.console import Group
+    from rich.console import Group, JustifyMethod, RenderableType
     from rich.table import Table
     from rich.text import Text
 
@@ -51,13 +51,14 @@ def coverage_view(stats, max_values: int = 12):
     actions = Table(
         title="Coverage: actions", title_justify="left", box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False
     )
-    for col, just in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("action", "left"),
         ("enabled in", "right"),
         ("fired", "right"),
         ("new states", "right"),
         ("kinds fired", "left"),
-    ):
+    )
+    for col, just in columns:
         actions.add_column(col, justify=just, no_wrap=col == "action")
     for name, a in doc["actions"].items():
         kinds = ", ".join(f"{k} {n:,}" for k, n in a.get("kinds", {}).items())
@@ -73,7 +74,7 @@ def coverage_view(stats, max_values: int = 12):
         shown = v["values"][:max_values]
         more = f" … ({v['distinct'] - len(shown)} more)" if v["distinct"] > len(shown) else ""
         variables.add_row(var, str(v["distinct"]), ", ".join(shown) + more)
-    parts = [actions, Text(""), variables]
+    parts: list[RenderableType] = [actions, Text(""), variables]
     for line in doc["warnings"]:
         parts.append(Text(f"⚠ {line}", "yellow"))
     return Group(*parts)

@@ -32,6 +32,7 @@ from kmc.checker.protocol import (
     format_action,
     successors,
 )
+from kmc.checker.result import Path
 from kmc.checker.trace import replay_choices
 
 MAX_STEPS = 10_000  # the longest walk the explorer replays
@@ -81,7 +82,7 @@ class Explorer:
 
     # -- walks ----------------------------------------------------------------------------
 
-    def walk(self, init_index: int, choices) -> object:
+    def walk(self, init_index: int, choices) -> Path:
         """The ``checker.result.Path`` of a walk; ``WalkError`` when it does not replay."""
         inits = self.model.init_states()
         if not 0 <= init_index < len(inits):

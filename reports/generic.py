@@ -16,7 +16,7 @@ import attrs
 from kmc.checker.protocol import NamesActions, action_name, capable, describe_step, format_action, format_state
 from kmc.checker.text import safe_text
 from rich import box
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -129,7 +129,7 @@ def result_view(spec, model, result, show_traces=True):
         actions.add_column(column, justify="left" if column == "action" else "right")
     for name in action_order(model, s):
         actions.add_row(name, f"{s.fired.get(name, 0):,}", f"{s.new.get(name, 0):,}")
-    parts = [
+    parts: list[RenderableType] = [
         Text(f"kmc check --model {safe_text(spec.ref)}", "bold"),
         Text(f"  {safe_text(repr(model))}", "dim"),
         Text(f"  engine {result.engine}", "dim"),

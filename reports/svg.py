@@ -72,7 +72,8 @@ def _text(x, y, lines, size, *, fill="#222", weight="normal", family=SANS, ancho
 def slots(cell) -> list[int]:
     """The row of each of ``cell.boxes`` in its stack: a record at its offset; a missing
     record whose offset holds another one after the end of the log."""
-    used, out = set(), []
+    used: set[int] = set()
+    out = []
     for b in cell.boxes:
         slot = b.offset
         if slot in used or (b.ghost and b.offset < cell.leo):
@@ -122,7 +123,7 @@ def render(d, *, standalone=True, title="") -> str:
     """The SVG document of a ``reports.diagram.Diagram`` (``standalone``: with an XML
     declaration, for a file of its own; ``title``: a line above the diagram)."""
     lay = _Layout(d)
-    out = []
+    out: list[str] = []
     _columns_and_lanes(out, d, lay)
     for i, col in enumerate(d.columns):
         x = lay.col_x(i)
@@ -464,7 +465,7 @@ def _verdict(out, d, lay) -> float:
 
 def _legend(out, d, lay, y) -> float:
     y += 16
-    x = PAD
+    x: float = PAD
     parts = ['<g class="legend">']
     epochs = sorted({b.epoch for c in d.columns for cell in c.replicas for b in cell.boxes})
     for e in epochs:
@@ -498,11 +499,11 @@ def _legend(out, d, lay, y) -> float:
         items.append(("ISR changes through the controller: " + ", ".join(d.options), PURPLE))
     if any(c.acked for c in d.columns):
         items.append(("producer told: acknowledged to the producer", BLUE))
-    for text, colour in items:
+    for text, fill in items:
         w = 12 + len(text) * 4.9
         if x + w > lay.width - PAD:
             x, y = PAD, y + 14
-        parts.append(_text(x + 4, y, [text], 8.5, fill=colour or "#555"))
+        parts.append(_text(x + 4, y, [text], 8.5, fill=fill or "#555"))
         x += w
     parts.append("</g>")
     out.extend(parts)

@@ -154,6 +154,7 @@ def run(args, out, err) -> int:
             wall = time.perf_counter() - t0
             usage = tree.stop()
         runs.append((wall, result, usage))
+    assert engine is not None  # --repeat is a positive integer: the loop ran
     wall, result, usage = min(runs, key=lambda r: r[0])
     st = result.stats
     doc = {

@@ -34,6 +34,7 @@ from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from he
     RULE_ALIASES,
     VERSION_CONFIGS,
     VERSIONS,
+    RowItem,
     check_rows,
     grid,
     known_verdicts,
@@ -176,7 +177,7 @@ def _bounded(option, value, lo, hi):
 # -- the command ----------------------------------------------------------------------------
 
 
-def _items(args):
+def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | None]:
     """``(items, source, constants, spec_dir)`` from the command line."""
     changed_versions = [f"--{k}" for k in ("configs", "kafka") if getattr(args, k) != args._defaults[k]]
     if changed_versions and not args.versions:
@@ -202,7 +203,7 @@ def _items(args):
         every = tuple(p.name for p in ALL)
         # AcknowledgedNeverLost only on the rows that track acknowledgements
         unacked = tuple(n for n in every if n != _A)
-        items = [
+        items: list[RowItem] = [
             (rid, c, None, args.max_states, known, every if c.acks else unacked)
             for rid, c, known in version_grid(configs, versions)
         ]
@@ -253,7 +254,7 @@ def _items(args):
             config_from_table(c.as_dict(), f"kmc matrix row {row_id(c)}")
         except SpecError as e:
             raise UsageError(str(e)) from None
-    constants = {}
+    constants: dict[int, dict[str, int]] = {}
     for c in configs:
         constants.setdefault(
             c.n, {"max_messages": c.max_messages, "max_crashes": c.max_crashes, "max_leader_epoch": c.max_leader_epoch}

@@ -45,7 +45,7 @@ class _Parser(argparse.ArgumentParser):
     of a subcommand is reported by that subcommand (pointing to its ``--help``, with the
     closest option name it knows)."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
     def parse_args(self, args=None, namespace=None):
@@ -122,7 +122,7 @@ class StripTrailingSpaces:
     """A text stream that writes every complete line to ``target`` without its trailing
     spaces; a line not yet ended waits for its end (or ``flush``)."""
 
-    def __init__(self, target):
+    def __init__(self, target) -> None:
         self.target = target
         self._tail = ""
 
@@ -197,7 +197,7 @@ def main(argv=None) -> int:
             signal.signal(s, previous)
 
 
-def _say(line):
+def _say(line) -> None:
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
@@ -220,7 +220,7 @@ def _main(argv) -> int:
         return EXIT_OK
 
 
-def run():  # console-script entry point
+def run() -> NoReturn:  # console-script entry point
     code = main()
     # The verdict is printed and its exit code decided: a signal from now on (while the
     # interpreter frees the run's memory) must neither kill the process silently nor

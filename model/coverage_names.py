@@ -161,7 +161,7 @@ class _Values:
     """A state's values (``values_of``), or a part's (``parts_of``: a replica, the quorum,
     the history counters); the acknowledged count when ``acks`` is set."""
 
-    def __init__(self, acks, alter_replicas=0):
+    def __init__(self, acks, alter_replicas=0) -> None:
         self.acks = acks
         self.alter_replicas = alter_replicas  # the replica count with alter_partition, else 0
 
@@ -261,7 +261,7 @@ def row_domains(kernel):
 class _Text:
     """A value as a report shows it: replica names, "none", sets of replicas."""
 
-    def __init__(self, replicas):
+    def __init__(self, replicas) -> None:
         self.replicas = replicas
 
     def __call__(self, var, value):
@@ -285,7 +285,7 @@ class _Text:
 class _Hint:
     """The warning for an action or a kind that never fired, as a question to the user."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg) -> None:
         self.cfg = cfg
 
     def __call__(self, action, kind):

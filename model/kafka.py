@@ -44,7 +44,7 @@ class KafkaModel:
     # Does ExpandIsr also ask for the leader's epoch start offset (KAFKA-7128)?
     _v21: bool = attrs.field(init=False, repr=False, eq=False)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_fx", KafkaEffects(self.config))
         object.__setattr__(self, "_v21", self.config.truncation == LEADER_EPOCH_21)
 

@@ -85,7 +85,7 @@ class KafkaEffects:
 
     __slots__ = ("config", "_gate")
 
-    def __init__(self, config):
+    def __init__(self, config) -> None:
         self.config = config
         # min_insync_replicas under hw_requires_min_isr, else 0: see _advance_hw.
         self._gate = config.min_insync_replicas if config.hw_requires_min_isr else 0

@@ -63,7 +63,7 @@ class RowCodec:
     # A replica block, in order: alive, hw, epoch, leader, lossy, remote_leo[0..n), ...
     ALIVE, HW, EPOCH, LEADER, LOSSY, REMOTE_LEO = range(6)
 
-    def __init__(self, config):
+    def __init__(self, config) -> None:
         # at least one record slot, so that no array of slots is empty
         n, m = config.n, max(config.max_messages, 1)
         largest = max((config.max_leader_epoch + 1) * m, config.max_crashes, n + 1, (1 << n) - 1)

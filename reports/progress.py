@@ -102,7 +102,7 @@ class ProgressDisplay:
         every: float | None = None,
         clock=time.monotonic,
         now=_utc_now,
-    ):
+    ) -> None:
         self.console = console
         self.enabled = enabled
         self.title = title

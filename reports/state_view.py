@@ -206,7 +206,7 @@ class StateView:
         previous: the state before it, whose differences are highlighted (or ``None``).
     """
 
-    def __init__(self, model, state, previous=None, *, widths=None):
+    def __init__(self, model, state, previous=None, *, widths=None) -> None:
         self.model = model
         self.state = state
         self.previous = previous

@@ -86,7 +86,7 @@ def slots(cell) -> list[int]:
 class _Layout:
     """Where everything goes: column width, header height, every lane's top and height."""
 
-    def __init__(self, d):
+    def __init__(self, d) -> None:
         n = len(d.columns)
         self.col_w = max(COL_MIN, min(COL_MAX, (WIDTH - LABEL_W - 2 * PAD) // n))
         inner = self.col_w - 8
@@ -165,7 +165,7 @@ def _markers(requests=False) -> str:
     )
 
 
-def _columns_and_lanes(out, d, lay):
+def _columns_and_lanes(out, d, lay) -> None:
     last = len(d.columns) - 1
     for i, (col, (action, words)) in enumerate(zip(d.columns, lay.heads)):
         x = lay.col_x(i)
@@ -207,7 +207,7 @@ def _columns_and_lanes(out, d, lay):
     )
 
 
-def _controller(out, col, x, y, lay):
+def _controller(out, col, x, y, lay) -> None:
     c = col.controller
     fill = "#fff3c4" if c.changed else "none"
     out.append(
@@ -280,7 +280,7 @@ def _role_text(cell):
     return f"{cell.role} e{cell.epoch}", ORANGE, "bold"
 
 
-def _replica(out, cell, x, y, lay, data):
+def _replica(out, cell, x, y, lay, data) -> None:
     h = lay.lane_h[1]
     fill = "#e4e4e4" if not cell.alive else "#fff3c4" if cell.changed else "none"
     classes = "cell replica" + ("" if cell.alive else " down") + (" lossy" if cell.lossy else "")
@@ -372,7 +372,7 @@ def _box(b, x, y, w) -> str:
     )
 
 
-def _pending(out, col, x, lay):
+def _pending(out, col, x, lay) -> None:
     """The AlterPartition request in flight: a dashed orange line from the lane of the
     leader that sent it up to the controller's, at the column's left edge, in every column
     from the request to the answer (or until a Restart or an election drops it)."""
@@ -400,7 +400,7 @@ _EVENT_STYLE = {
 }
 
 
-def _event(out, ev, x, lay):
+def _event(out, ev, x, lay) -> None:
     colour, marker, dash = _EVENT_STYLE[ev.kind]
     ax = x + lay.col_w - 11
     down = ev.source < ev.target

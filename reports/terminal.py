@@ -68,7 +68,7 @@ class TraceView:
         diff: show, after the first state, only the action and the variables it changed.
     """
 
-    def __init__(self, model, violation, *, diff=False, distinct=None):
+    def __init__(self, model, violation, *, diff=False, distinct=None) -> None:
         self.model = model
         self.violation = violation
         self.diff = diff

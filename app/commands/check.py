@@ -29,7 +29,7 @@ from .common import (
 )
 
 
-def register(sub):
+def register(sub) -> None:
     p = sub.add_parser(
         "check",
         help="explore every behaviour of a spec and check its invariants",
@@ -147,7 +147,7 @@ def _size(text):
     return value
 
 
-def _from_checkpoint(args, header):
+def _from_checkpoint(args, header) -> None:
     """Fill what the command line leaves out from the checkpoint being resumed."""
     opts = header.get("options") or {}
     if args.spec is None:
@@ -434,7 +434,7 @@ def _restore(engine, directory, per_state):
     return engine
 
 
-def _say_how_to_continue(err, result, directory, ceiling, detail=None):
+def _say_how_to_continue(err, result, directory, ceiling, detail=None) -> None:
     if result.stopped not in ("interrupted", *RESOURCE_STOPS):
         return
     if result.stopped == "max-memory":

@@ -46,7 +46,7 @@ def master_url(text):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_spec_argument(parser, optional=False):
+def add_spec_argument(parser, optional=False) -> None:
     parser.add_argument(
         "spec",
         metavar="SPEC",
@@ -55,7 +55,7 @@ def add_spec_argument(parser, optional=False):
     )
 
 
-def add_model_arguments(parser):
+def add_model_arguments(parser) -> None:
     """``--model REF`` and ``--param NAME=VALUE``: a user's own model instead of a spec."""
     g = parser.add_argument_group("a model of your own (docs/writing-a-model.md)")
     g.add_argument(
@@ -90,7 +90,7 @@ def load_target(args):
     return load_model_spec(model, parse_params(args.param))
 
 
-def add_engine_arguments(parser):
+def add_engine_arguments(parser) -> None:
     g = parser.add_argument_group("engine")
     g.add_argument(
         "--engine", choices=ENGINES, help="where to explore (default: the spec's [check] engine, else local)"
@@ -255,13 +255,13 @@ def require_spark(spec, args) -> None:
         )
 
 
-def add_force_argument(parser):
+def add_force_argument(parser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="replace an existing output file even if kmc did not write it"
     )
 
 
-def check_output_path(option, path, *, protected=(), force=False, kind="json"):
+def check_output_path(option, path, *, protected=(), force=False, kind="json") -> None:
     """Refuse, before a long run starts, an output file that could not or must not be
     written (see ``checker.outputs.check_output_path``)."""
     from ..outputs import check_output_path as check

@@ -45,7 +45,7 @@ from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from he
 from .common import positive_int
 
 
-def register(sub):
+def register(sub) -> None:
     p = sub.add_parser(
         "matrix",
         help="check a grid of configurations (or a directory of specs) and write a results table",
@@ -388,7 +388,7 @@ def run(args, out, err) -> int:
     text = to_markdown(doc)
     tmp = out_dir / ".RESULTS.md.tmp"
 
-    def write_md():
+    def write_md() -> None:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, out_dir / "RESULTS.md")
 
@@ -423,14 +423,14 @@ def _invariants(rows):
     return [p.name for p in ALL if any(p.name in r["verdicts"] for r in rows)]
 
 
-def _write(path, write):
+def _write(path, write) -> None:
     try:
         write()
     except OSError as e:
         raise UsageError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
-def _check_out_dir(out_dir, ids, force):
+def _check_out_dir(out_dir, ids, force) -> None:
     """Before any row runs: every file the run will write (or remove) in ``out_dir`` is
     either absent, one kmc wrote, or ``force`` allows replacing it.
 
@@ -453,7 +453,7 @@ def _check_out_dir(out_dir, ids, force):
                 check_output_path("--out", str(path), force=force, kind="json")
 
 
-def _remove_stale_traces(traces_dir, ids, written):
+def _remove_stale_traces(traces_dir, ids, written) -> None:
     """Remove trace files left by an earlier run of these same rows (a verdict that no
     longer fails would otherwise keep a dead counterexample next to the table); only
     files kmc wrote."""

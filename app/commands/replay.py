@@ -26,7 +26,7 @@ MAX_BYTES = 256 << 20
 MAX_TRACE_STATES = 100_001
 
 
-def register(sub):
+def register(sub) -> None:
     p = sub.add_parser(
         "replay",
         help="re-execute a saved counterexample and show it (rich, TLC-style text, or JSON)",

@@ -17,7 +17,7 @@ import argparse
 import signal
 import sys
 from collections.abc import Callable
-from types import FrameType
+from types import FrameType, ModuleType
 from typing import Any, NoReturn
 
 from kmc.checker import __version__  # cheap: the package imports its engines on first use
@@ -34,7 +34,7 @@ from kmc.checker.exitcodes import (  # noqa: F401  (re-exported: tests and scrip
 )
 
 
-def _commands():
+def _commands() -> list[ModuleType]:
     from .commands import bench, check, explore, graph, invariants, matrix, replay, simulate
 
     return [check, bench, invariants, matrix, replay, simulate, graph, explore]
@@ -146,7 +146,7 @@ class StripTrailingSpaces:
         return self.target.fileno()
 
     @property
-    def encoding(self):
+    def encoding(self) -> str:
         return getattr(self.target, "encoding", "utf-8")
 
 

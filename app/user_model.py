@@ -57,7 +57,7 @@ class ModelSpec:
         except TypeError as e:
             raise UsageError(f"--model {self.ref}: {e}") from None
 
-    def properties(self, names=None):
+    def properties(self, names=None) -> list:
         props = list(self.model().properties())
         if not names:
             return props
@@ -91,7 +91,7 @@ def parse_params(items) -> dict:
     return out
 
 
-def _value(text):
+def _value(text) -> int | float | bool | str:
     for kind in (int, float):
         try:
             return kind(text)

@@ -126,7 +126,7 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def _seconds(text):
+def _seconds(text) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -136,7 +136,7 @@ def _seconds(text):
     return value
 
 
-def _size(text):
+def _size(text) -> int:
     try:
         value = memory.parse_size(text)
     except ValueError as e:

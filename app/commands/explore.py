@@ -43,7 +43,7 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def _port(text):
+def _port(text) -> int:
     try:
         port = int(text)
     except ValueError:

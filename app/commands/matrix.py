@@ -148,7 +148,7 @@ _OPTIONS = _GRID_OPTIONS + _VERSION_OPTIONS + ("max_states", "jobs", "title")
 # -- the configurations ---------------------------------------------------------------------
 
 
-def _list(text, option, parse, valid=None):
+def _list(text, option, parse, valid=None) -> list:
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
         raise UsageError(f"{option}: give a comma-separated list")
@@ -164,11 +164,11 @@ def _list(text, option, parse, valid=None):
     return out
 
 
-def _on_off(t):
+def _on_off(t) -> bool:
     return {"on": True, "off": False, "true": True, "false": False}[t.lower()]
 
 
-def _bounded(option, value, lo, hi):
+def _bounded(option, value, lo, hi) -> int | None:
     if value is not None and not lo <= value <= hi:
         raise UsageError(f"{option}: must be between {lo} and {hi}, got {value}")
     return value
@@ -416,7 +416,7 @@ def run(args, out, err) -> int:
     return EXIT_OK
 
 
-def _invariants(rows):
+def _invariants(rows) -> list[str]:
     """Every invariant some row was checked against, in the model's order."""
     from kmc.invariants import ALL
 

@@ -21,7 +21,7 @@ DEFAULT_SEED = 0
 MAX_DEPTH = 100_000  # a walk is kept whole in memory; the spec's check.max_depth has the same bound
 
 
-def _depth(text):
+def _depth(text) -> int:
     import argparse
 
     value = positive_int(text)
@@ -30,7 +30,7 @@ def _depth(text):
     return value
 
 
-def _seed(text):
+def _seed(text) -> int:
     import argparse
 
     try:

@@ -24,6 +24,11 @@ A cell::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from kmc.model.config import Config
+
 SCHEMA_VERSION = 1
 KIND = "kmc-atlas"
 MARKER = "<!-- kmc atlas: written by `kmc matrix --atlas` -->"
@@ -111,7 +116,7 @@ KNOWN = {
 }
 
 
-def config_of(row: str, policy: str):
+def config_of(row: str, policy: str) -> Config:
     """The ``Config`` of one cell."""
     from kmc.model.config import Config
 

@@ -6,7 +6,12 @@ The counts are ``checker.coverage.Coverage``'s (kept in ``Stats.coverage``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kmc.checker.coverage import coverage_warnings
+
+if TYPE_CHECKING:  # for the annotations only: rich is imported on first use
+    from rich.console import RenderableType
 
 __all__ = ["coverage_to_dict", "coverage_view"]
 
@@ -38,10 +43,10 @@ def _action_order(cov, stats) -> list:
     return names + [n for n in stats.fired if n not in cov.enabled]
 
 
-def coverage_view(stats, max_values: int = 12):
+def coverage_view(stats, max_values: int = 12) -> RenderableType:
     """The coverage tables and warnings of a run (a rich renderable)."""
     from rich import box
-    from rich.console import Group, JustifyMethod, RenderableType
+    from rich.console import Group, JustifyMethod
     from rich.table import Table
     from rich.text import Text
 

@@ -93,7 +93,7 @@ def result_dict(spec, model, result) -> dict:
     }
 
 
-def trace_view(model, violation):
+def trace_view(model, violation) -> Group:
     """A counterexample as the terminal shows it: one block a step."""
     parts = []
     for step in trace_steps(model, violation.path):
@@ -108,7 +108,7 @@ def trace_view(model, violation):
     return Group(*parts)
 
 
-def result_view(spec, model, result, show_traces=True):
+def result_view(spec, model, result, show_traces=True) -> Group:
     """``kmc check --model``'s terminal output: the model, the verdicts, the counts, the
     actions, the counterexamples and a summary."""
     s = result.stats

@@ -16,6 +16,9 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Callable
+from types import FrameType, ModuleType
+from typing import Any, NoReturn
 
 from kmc.checker import __version__  # cheap: the package imports its engines on first use
 from kmc.checker.errors import KmcError
@@ -31,7 +34,7 @@ from kmc.checker.exitcodes import (  # noqa: F401  (re-exported: tests and scrip
 )
 
 
-def _commands():
+def _commands() -> list[ModuleType]:
     from .commands import bench, check, explore, graph, invariants, matrix, replay, simulate
 
     return [check, bench, invariants, matrix, replay, simulate, graph, explore]
@@ -42,7 +45,7 @@ class _Parser(argparse.ArgumentParser):
     of a subcommand is reported by that subcommand (pointing to its ``--help``, with the
     closest option name it knows)."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
     def parse_args(self, args=None, namespace=None):
@@ -119,7 +122,7 @@ class StripTrailingSpaces:
     """A text stream that writes every complete line to ``target`` without its trailing
     spaces; a line not yet ended waits for its end (or ``flush``)."""
 
-    def __init__(self, target):
+    def __init__(self, target) -> None:
         self.target = target
         self._tail = ""
 
@@ -143,19 +146,19 @@ class StripTrailingSpaces:
         return self.target.fileno()
 
     @property
-    def encoding(self):
+    def encoding(self) -> str:
         return getattr(self.target, "encoding", "utf-8")
 
 
 class Terminated(BaseException):
     """SIGTERM arrived before (or after) a run installed its own handlers."""
 
-    def __init__(self, signum):
+    def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
 
 
-def _terminate(signum, frame):
+def _terminate(signum: int, frame: FrameType | None) -> NoReturn:
     raise Terminated(signum)
 
 
@@ -170,7 +173,8 @@ def main(argv=None) -> int:
     its own, which
     stop it at a safe point; see ``checker.signals.StopOnSignals``.)
     """
-    old = {}
+    # what signal.signal returns: a handler, SIG_DFL/SIG_IGN, or None (not set from Python)
+    old: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
     for s, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _terminate)):
         try:
             old[s] = signal.signal(s, handler)
@@ -189,11 +193,11 @@ def main(argv=None) -> int:
         _say("kmc: stopped (SIGTERM)")
         return 128 + t.signum
     finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
+        for s, previous in old.items():
+            signal.signal(s, previous)
 
 
-def _say(line):
+def _say(line) -> None:
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
@@ -216,7 +220,7 @@ def _main(argv) -> int:
         return EXIT_OK
 
 
-def run():  # console-script entry point
+def run() -> NoReturn:  # console-script entry point
     code = main()
     # The verdict is printed and its exit code decided: a signal from now on (while the
     # interpreter frees the run's memory) must neither kill the process silently nor

@@ -12,7 +12,7 @@ from kmc.checker.text import display_path, safe_text
 from .outputs import check_output_path
 
 
-def add_diagram_arguments(parser):
+def add_diagram_arguments(parser) -> None:
     parser.add_argument(
         "--html",
         metavar="FILE",
@@ -23,7 +23,7 @@ def add_diagram_arguments(parser):
     )
 
 
-def check_diagram_paths(args, protected):
+def check_diagram_paths(args, protected) -> None:
     """Refuse, before the run, a ``--html`` or ``--mermaid`` file that could not or must
     not be written, or two outputs that name one file."""
     outputs = [

@@ -75,7 +75,7 @@ class ExploreServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, explorer, host="127.0.0.1", port=0):
+    def __init__(self, explorer, host="127.0.0.1", port=0) -> None:
         self.explorer = explorer
         super().__init__((host, port), Handler)
         self.bound_host = host
@@ -102,7 +102,7 @@ class Handler(BaseHTTPRequestHandler):
     sys_version = ""
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+    def log_message(self, format, *args) -> None:  # noqa: A002 (the base class's name)
         pass  # quiet: the terminal shows the URL and the search, not every request
 
     # -- the checks every request passes ------------------------------------------------
@@ -121,10 +121,10 @@ class Handler(BaseHTTPRequestHandler):
             return True
         return False
 
-    def do_HEAD(self):  # noqa: N802
+    def do_HEAD(self) -> None:  # noqa: N802
         self.do_GET(head=True)
 
-    def do_GET(self, head=False):  # noqa: N802
+    def do_GET(self, head=False) -> None:  # noqa: N802
         if self._refused():
             return
         url = urlsplit(self.path)
@@ -155,21 +155,21 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._error(HTTPStatus.NOT_FOUND, f"no such page: {route[:80]}")
 
-    def _method_not_allowed(self):
+    def _method_not_allowed(self) -> None:
         self._error(HTTPStatus.METHOD_NOT_ALLOWED, "only GET and HEAD")
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _method_not_allowed  # noqa: N815
 
     # -- answers ---------------------------------------------------------------------------
 
-    def _json(self, doc, status=HTTPStatus.OK, head=False):
+    def _json(self, doc, status=HTTPStatus.OK, head=False) -> None:
         self._send(status, "application/json; charset=utf-8", json.dumps(doc).encode(), head)
 
-    def _error(self, status, message):
+    def _error(self, status, message) -> None:
         self.close_connection = True
         self._json({"error": message}, status)
 
-    def _send(self, status, ctype, body, head=False):
+    def _send(self, status, ctype, body, head=False) -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))

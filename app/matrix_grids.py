@@ -5,6 +5,12 @@ verdicts docs/model.md knows for their rows, and checking one row.
 
 from __future__ import annotations
 
+from typing import Any
+
+# One row to check (``run_row``): (row id, Config, Spec or None, max_states), optionally
+# followed by the expected verdicts and the property names to check (the versions grid).
+RowItem = tuple[Any, ...]
+
 # replica count -> (max_messages, max_crashes, max_leader_epoch) of the default grid
 BASE = {2: (2, 2, 2), 3: (2, 1, 2)}
 FALLBACK_BASE = (2, 1, 2)  # for replica counts BASE does not name
@@ -183,7 +189,7 @@ def known_verdicts(config) -> dict:
 # -- running one row ------------------------------------------------------------------------
 
 
-def run_row(item):
+def run_row(item: RowItem):
     """Check one configuration; returns ``(row dict, {invariant: trace document})``.
 
     ``item`` is ``(row id, Config, Spec or None, max_states)``, optionally followed by the

@@ -15,9 +15,9 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 from kmc.checker.errors import UsageError
@@ -29,7 +29,7 @@ class ModelSpec:
 
     ref: str
     params: dict
-    factory: object = attrs.field(repr=False)
+    factory: Callable[..., Any] = attrs.field(repr=False)
     sha256: str = ""
     source: str | None = None  # the file the factory was loaded from, when given as a path
     # what a spec file would set: nothing, the command line decides
@@ -59,7 +59,7 @@ class ModelSpec:
         except TypeError as e:
             raise UsageError(f"--model {self.ref}: {e}") from None
 
-    def properties(self, names=None):
+    def properties(self, names=None) -> list:
         props = list(self.model().properties())
         if not names:
             return props
@@ -195,7 +195,7 @@ def parse_params(items) -> dict:
     return out
 
 
-def _value(text):
+def _value(text) -> int | float | bool | str:
     for kind in (int, float):
         try:
             return kind(text)

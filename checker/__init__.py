@@ -13,6 +13,8 @@ from .signals import install_startup_handlers as _install
 _install()
 del _install
 
+from typing import Any
+
 from .errors import EngineError, KmcError, SpecError, UsageError
 
 # Names that are also submodules' names are bound now: importing the submodule later
@@ -56,7 +58,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'checker' has no attribute {name!r}")
@@ -67,7 +69,7 @@ def __getattr__(name):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 

@@ -57,8 +57,10 @@ import pickle
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO, Any, NoReturn
 
 from .errors import KmcError
 
@@ -264,7 +266,7 @@ def read(directory) -> tuple[dict, dict]:
 
 
 @contextlib.contextmanager
-def _open(directory):
+def _open(directory) -> Iterator[tuple[IO[bytes], dict, int]]:
     where = checkpoint_file(directory)
     if not Path(directory).is_dir():
         raise CheckpointError(f"{directory}: no such checkpoint directory")
@@ -330,16 +332,16 @@ def _open(directory):
 def _check_header(where, header) -> None:
     """Refuse a header with a missing field or a field of the wrong type or range."""
 
-    def bad(key, want):
+    def bad(key: str, want: str) -> NoReturn:
         raise CheckpointError(
             f"{where}: corrupted header: {key} must be {want}, got "
             f"{_one_line(repr(header.get(key)))[:60]}; it cannot be resumed, start a new run"
         )
 
-    def count(x, low=0):
+    def count(x: Any, low: int = 0) -> bool:
         return type(x) is int and low <= x < 1 << 62
 
-    def names(x):
+    def names(x: Any) -> bool:
         return isinstance(x, list) and len(x) <= 64 and all(isinstance(n, str) and 0 < len(n) <= 100 for n in x)
 
     if header.get("engine") not in ("local", "spark"):
@@ -383,12 +385,12 @@ def _check_header(where, header) -> None:
 class _HashingWriter:
     """A binary file wrapper that hashes what goes through it."""
 
-    def __init__(self, f):
+    def __init__(self, f: IO[bytes]) -> None:
         self.f = f
         self.digest = hashlib.sha256()
         self.count = 0
 
-    def write(self, data):
+    def write(self, data: Any) -> int:
         # pickle hands large buffers (numpy arrays of the batch engine) over as
         # PickleBuffer objects, which have no len(): count their bytes.
         view = memoryview(data)
@@ -397,7 +399,7 @@ class _HashingWriter:
         return self.f.write(view)
 
 
-def _fsync_dir(path):
+def _fsync_dir(path: str | os.PathLike[str]) -> None:
     # Makes the rename durable; some platforms and file systems cannot open a directory.
     try:
         fd = os.open(path, os.O_RDONLY)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 from .checkpoint import (
     _LOCK_NAME,
@@ -91,7 +93,7 @@ def ensure_compatible(directory, header: dict, want: dict) -> None:
         )
 
 
-def _show(fmt, value):
+def _show(fmt: str, value: Any) -> str:
     if isinstance(value, list):
         value = ", ".join(map(str, value)) or "none"
     elif isinstance(value, dict):
@@ -116,16 +118,18 @@ class Checkpointer:
             boundaries (0: every level).
     """
 
-    def __init__(self, directory, run: dict, every: float = 60.0, clock=time.monotonic):
+    def __init__(
+        self, directory: str | Path, run: dict, every: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.directory = Path(directory)
         self.run = run
         self.every = every
         self.clock = clock
         self.last = clock()
         self.written: tuple | None = None  # (depth, distinct, generated) of the last checkpoint written
-        self._lock = None
+        self._lock: IO[bytes] | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> Checkpointer:
         if not self.directory.is_dir() and self.directory.exists():
             raise CheckpointError(f"{self.directory}: not a directory")
         if not is_kmc_directory(self.directory):
@@ -166,7 +170,7 @@ class Checkpointer:
             ) from None
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         if self._lock is not None:
             self._lock.close()  # releases the lock
             self._lock = None

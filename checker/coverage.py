@@ -20,6 +20,7 @@ only on which states are expanded and stored, never on their order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ class Coverage:
     """The coverage counts of one run (kept in ``Stats.coverage``; pickles with a
     checkpoint). ``names`` is the model's ``CoverageNames``."""
 
-    def __init__(self, names: CoverageNames):
+    def __init__(self, names: CoverageNames) -> None:
         self.names = names
         self.enabled: dict[str, int] = dict.fromkeys(names.actions, 0)
         self.kinds: dict[str, dict[str, int]] = {a: dict.fromkeys(k, 0) for a, k in names.kinds.items()}
@@ -163,12 +164,12 @@ class Coverage:
 
     # pickling: CoverageNames holds functions; keep only the counts, the names are
     # the model's and come back with it (``restore_names``).
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"enabled": self.enabled, "kinds": self.kinds, "values": self.values, "_columns": self._columns}
 
     # (``_met`` is a cache: a restored or copied coverage starts without it)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.names = CoverageNames()
         self._met = set()
@@ -187,7 +188,7 @@ class Coverage:
 class NoCoverage(Coverage):
     """Coverage not counted (``Options.coverage`` off: to measure what counting costs)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(CoverageNames())
 
     def add_initial(self, states) -> None:
@@ -222,7 +223,7 @@ class _Columns:
     chunk whose least and greatest values in it fall inside that range (after the first
     levels, nearly every chunk)."""
 
-    def __init__(self, columns: Mapping[str, Sequence[int]], domains: Mapping[str, tuple[int, int]]):
+    def __init__(self, columns: Mapping[str, Sequence[int]], domains: Mapping[str, tuple[int, int]]) -> None:
         self.var_columns = {var: list(cols) for var, cols in columns.items()}
         self.cols = np.array(sorted({c for cols in columns.values() for c in cols}), dtype=np.int64)
         self.domains = dict(domains)
@@ -314,7 +315,9 @@ def task_part(model, kernel, expanded=None, new_rows=None) -> tuple:
     return enabled, kinds, values
 
 
-def row_counts(names: CoverageNames, kernel, model, chunk, parents, choices, codes, succ):
+def row_counts(
+    names: CoverageNames, kernel, model, chunk, parents, choices, codes, succ
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The enabled counts per action code (a state counts once per action name it
     enables) and the kind counts (action -> an array per kind) of one expanded chunk."""
     action_names = kernel.action_names
@@ -325,7 +328,7 @@ def row_counts(names: CoverageNames, kernel, model, chunk, parents, choices, cod
         enabled = np.count_nonzero(flags.reshape(len(chunk), k), axis=0).astype(np.int64)
     else:
         enabled = np.zeros(k, dtype=np.int64)
-    kinds = {}
+    kinds: dict[str, np.ndarray] = {}
     if names.kinds:
         if names.row_kinds is not None and chunk.dtype != object:
             for action, (_where, kind_numbers) in names.row_kinds(kernel, chunk, parents, codes, succ).items():
@@ -345,7 +348,7 @@ def row_counts(names: CoverageNames, kernel, model, chunk, parents, choices, cod
     return enabled, kinds
 
 
-def _sort_key(value):
+def _sort_key(value: object) -> tuple[int, object, str]:
     return (0, value, "") if isinstance(value, (int, float)) else (1, 0, repr(value))
 
 

@@ -17,7 +17,7 @@ class KmcError(Exception):
 class SpecError(KmcError):
     """A spec file is missing, unreadable, malformed, or holds an unknown or bad value."""
 
-    def __init__(self, path, key, message):
+    def __init__(self, path: object, key: str | None, message: str) -> None:
         self.path = str(path)
         self.key = key
         self.detail = message
@@ -38,7 +38,7 @@ class PropertyError(KmcError):
     neither ``None`` (holds) nor a ``str`` (the explanation of a violation). A
     programming error in the property, not a violation."""
 
-    def __init__(self, name, value):
+    def __init__(self, name: str, value: object) -> None:
         self.property = name
         self.value = value
         super().__init__(

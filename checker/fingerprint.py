@@ -48,7 +48,7 @@ _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 _BLOCK_WORDS = 1 << 15
 
 
-def _mix(x):
+def _mix(x: np.ndarray) -> np.ndarray:
     """SplitMix64's finaliser, in place on a ``uint64`` array."""
     with np.errstate(over="ignore"):
         x ^= x >> _S30
@@ -59,7 +59,7 @@ def _mix(x):
     return x
 
 
-def _position_keys(width):
+def _position_keys(width: int) -> np.ndarray:
     keys = np.arange(1, width + 1, dtype=np.uint64)
     with np.errstate(over="ignore"):
         keys *= np.uint64(_GOLDEN)

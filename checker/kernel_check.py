@@ -27,7 +27,7 @@ field that differ (exit code 2 on the command line).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import numpy as np
@@ -72,7 +72,7 @@ class KernelCheck:
     symmetry: bool = False
     full: bool = False
 
-    def pick(self, depth, rank, level, chunk):
+    def pick(self, depth: int, rank: int, level: int, chunk: np.ndarray) -> np.ndarray:
         """The positions in ``chunk`` of the parents to compare: ``chunk`` holds the
         frontier ranks ``rank ...`` of a level of ``level`` states at ``depth`` (the
         initial states' depth is 1)."""
@@ -209,7 +209,7 @@ def kernel_check(model, kernel, properties, options) -> KernelCheck | None:
     return KernelCheck(model, kernel, tuple(properties), bool(options.symmetry), bool(options.verify_kernel))
 
 
-def _difference(mine, theirs):
+def _difference(mine: Any, theirs: Any) -> tuple[str, Any, Any]:
     """``(field, kernel's value, model's value)`` of the first field where two states
     differ (attrs classes and tuples field by field)."""
     if attrs.has(type(mine)) and type(mine) is type(theirs):
@@ -227,7 +227,7 @@ def _difference(mine, theirs):
     return "", mine, theirs
 
 
-def _fail(state, action, field, kernel_value, model_value):
+def _fail(state: Any, action: Any, field: str, kernel_value: Any, model_value: Any) -> NoReturn:
     what = "" if action is None else f", action {action_name(action)}"
     line = (
         f"the batch kernel and the model disagree at state {state!r}{what}: {field}: "

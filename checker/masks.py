@@ -20,7 +20,7 @@ def _arrays(kernel) -> bool:
     return not isinstance(kernel, StatesKernel)
 
 
-def state_mask(kernel, prop: Property, rows):
+def state_mask(kernel, prop: Property, rows) -> np.ndarray | None:
     """Per row: true where the ``"always"`` property ``prop`` is violated, or where the
     ``"possibly"`` property ``prop``'s goal holds; ``None`` when there is no array form."""
     if not _arrays(kernel):
@@ -36,7 +36,7 @@ def state_mask(kernel, prop: Property, rows):
     return None if mask is None else np.asarray(mask, dtype=bool)
 
 
-def step_mask(kernel, prop: Property, rows, parents, after):
+def step_mask(kernel, prop: Property, rows, parents, after) -> np.ndarray | None:
     """Per transition ``rows[parents[i]] -> after[i]``: true where the step property
     ``prop`` is violated; ``None`` when there is no array form."""
     if not _arrays(kernel):

@@ -68,8 +68,10 @@ class LevelSearch(Protocol):
             and every expanded edge to them.
     """
 
-    every: int
     possibly: list
+
+    @property
+    def every(self) -> int: ...
 
     @property
     def seen(self) -> Sized: ...

@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import sys
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -32,7 +32,7 @@ import numpy as np
 class CompactSeenSet:
     """Fingerprints, parent numbers and choices of every stored state."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._runs: list[np.ndarray] = []  # of completed levels
         self._level_runs: list[np.ndarray] = []  # of the level being generated
         self._parents: list[np.ndarray] = []  # chunks, in numbering order
@@ -199,14 +199,14 @@ class SeenSet(Mapping):
     __slots__ = ("fps", "parents", "_slots", "_mask")  # attribute reads in `add` are hot
     _MIN_SLOTS = 1 << 10
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.fps = array("Q")
         self.parents = array("I")
         self._slots = array("I", bytes(4 * self._MIN_SLOTS))
         self._mask = self._MIN_SLOTS - 1
 
     @classmethod
-    def from_mapping(cls, mapping, last=()):
+    def from_mapping(cls, mapping: Mapping[int, int | None], last: Iterable[int] = ()) -> SeenSet:
         """A seen-set holding ``mapping`` (fingerprint -> parent fingerprint or None), in
         its order, except that the fingerprints of ``last`` come last, in that order (a
         checkpoint's frontier must be the newest states)."""
@@ -264,7 +264,7 @@ class SeenSet(Mapping):
         del self.parents[n:]
         self._rehash(self._mask + 1)
 
-    def _rehash(self, size):
+    def _rehash(self, size: int) -> None:
         # Numbers above 2**32 - 1 do not fit the 4-byte arrays: widen them (a local run
         # that large is not practical, but it must not overflow silently).
         code = "I" if size <= 1 << 32 else "Q"
@@ -285,19 +285,19 @@ class SeenSet(Mapping):
 
     # -- Mapping: fingerprint -> parent fingerprint -----------------------------------
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.fps)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(self.fps)
 
-    def __contains__(self, fp):
+    def __contains__(self, fp: object) -> bool:
         try:
             self.number(fp)
         except (KeyError, TypeError):
             return False
         return True
 
-    def __getitem__(self, fp):
+    def __getitem__(self, fp: int) -> int | None:
         p = self.parents[self.number(fp)]
         return None if p == 0 else self.fps[p - 1]

@@ -5,6 +5,7 @@ one does not wait."""
 from __future__ import annotations
 
 import signal
+from types import FrameType
 
 from .exitcodes import signal_exit_code
 
@@ -23,10 +24,10 @@ class StopOnSignals:
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, engine, reason: str = "interrupted"):
+    def __init__(self, engine, reason: str = "interrupted") -> None:
         self.engine = engine
         self.reason = reason
-        self.signum = None
+        self.signum: int | None = None
         self._old: dict = {}
 
     @property
@@ -34,7 +35,7 @@ class StopOnSignals:
         """128 + the signal number (130 for SIGINT, 143 for SIGTERM), as a shell reports it."""
         return signal_exit_code(self.signum or signal.SIGINT)
 
-    def __enter__(self):
+    def __enter__(self) -> StopOnSignals:
         for s in self.SIGNALS:
             try:
                 self._old[s] = signal.signal(s, self._handle)
@@ -42,12 +43,12 @@ class StopOnSignals:
                 break
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         for s, old in self._old.items():
             signal.signal(s, old)
         self._old.clear()
 
-    def _handle(self, signum, frame):
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is None:
             self.signum = signum
         self.engine.cancel(self.reason)
@@ -57,10 +58,10 @@ class StopOnSignals:
 
 # -- start-up: before ``kmc``'s main function runs ------------------------------------------
 
-_STARTUP_LINES = {signal.SIGINT: b"kmc: interrupted\n", signal.SIGTERM: b"kmc: stopped (SIGTERM)\n"}
+_STARTUP_LINES: dict[int, bytes] = {signal.SIGINT: b"kmc: interrupted\n", signal.SIGTERM: b"kmc: stopped (SIGTERM)\n"}
 
 
-def _exit_at_startup(signum, frame):
+def _exit_at_startup(signum: int, frame: FrameType | None) -> None:
     """A signal while the ``kmc`` program is still importing (or already finishing):
     nothing is running that could be stopped at a safe point and nothing needs saving, so
     say so in one line and exit now with 128 + the signal number."""

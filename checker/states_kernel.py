@@ -12,6 +12,9 @@ each property of each state, as the per-state search does.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
 import numpy as np
 
 from .errors import UsageError
@@ -32,27 +35,30 @@ class StatesKernel:
             one, else its batch kernel's names.
     """
 
-    def __init__(self, model, action_names=None):
+    def __init__(self, model, action_names: Iterable[str] | None = None) -> None:
+        self._setup(model, action_names)
+
+    def _setup(self, model, action_names: Iterable[str] | None) -> None:
         self.model = model
         if action_names is None:
             action_names = _declared_names(model)
         self.action_names = list(action_names)
         self._codes = {name: code for code, name in enumerate(self.action_names)}
-        self._canonical = None
+        self._canonical: Callable[[Any], bytes] | None = None
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"model": self.model, "action_names": self.action_names}
 
-    def __setstate__(self, state):
-        self.__init__(state["model"], state["action_names"])
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._setup(state["model"], state["action_names"])
 
-    def init_rows(self, states):
+    def init_rows(self, states: Sequence[Any]) -> np.ndarray:
         return _objects(states)
 
-    def decode(self, row):
+    def decode(self, row: Any) -> Any:
         return row
 
-    def expand(self, rows):
+    def expand(self, rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         parents, choices, codes, out = [], [], [], []
         model, code_of = self.model, self._codes
         for i, state in enumerate(rows):
@@ -77,7 +83,7 @@ class StatesKernel:
             _objects(out),
         )
 
-    def fingerprints(self, rows, symmetry=False):
+    def fingerprints(self, rows: Sequence[Any], symmetry: bool = False) -> np.ndarray:
         """The fingerprints of ``rows``: of their orbits under symmetry reduction."""
         if symmetry:
             if self._canonical is None:
@@ -88,15 +94,15 @@ class StatesKernel:
         return np.fromiter((fingerprint_bytes(encode(s)) for s in rows), dtype=np.uint64, count=len(rows))
 
     @staticmethod
-    def invariant_mask(_name, _rows):
+    def invariant_mask(_name: str, _rows: Any) -> None:
         return None
 
     @staticmethod
-    def step_mask(_name, _rows, _parents, _after):
+    def step_mask(_name: str, _rows: Any, _parents: Any, _after: Any) -> None:
         return None
 
 
-def _declared_names(model):
+def _declared_names(model) -> Sequence[str]:
     if capable(model, NamesActions):
         return model.action_names()
     if capable(model, HasBatchKernel):
@@ -107,7 +113,7 @@ def _declared_names(model):
     )
 
 
-def _objects(values):
+def _objects(values: Sequence[Any]) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     for i, v in enumerate(values):
         out[i] = v

@@ -6,13 +6,16 @@ by replaying actions from an initial state.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from .errors import EngineError
 from .fingerprint import fingerprint_bytes
 from .protocol import successors
 from .result import Path, Step
 
 
-def replay_choices(model, init_index, choices):
+def replay_choices(model, init_index: int, choices: Sequence[int]) -> Path:
     """The path that starts at ``init_states()[init_index]`` and takes, at each step, the
     enabled action at position ``choices[i]``."""
     state = model.init_states()[init_index]
@@ -26,7 +29,7 @@ def replay_choices(model, init_index, choices):
     return Path(tuple(steps), init_index, tuple(choices))
 
 
-def replay_fingerprints(model, fps, encode=None):
+def replay_fingerprints(model, fps: Sequence[int], encode: Callable[[Any], bytes]) -> Path:
     """The path through the states with fingerprints ``fps`` (initial state first).
 
     At each step the first enabled action whose successor has the next fingerprint is
@@ -38,7 +41,7 @@ def replay_fingerprints(model, fps, encode=None):
         raise EngineError("trace replay failed: no initial state has the trace's fingerprint")
     state = inits[init_index]
     steps = [Step(None, state)]
-    choices = []
+    choices: list[int] = []
     for i, want in enumerate(fps[1:]):
         for choice, (action, nxt) in enumerate(successors(model, state)):
             if fingerprint_bytes(encode(nxt)) == want:
@@ -51,7 +54,7 @@ def replay_fingerprints(model, fps, encode=None):
     return Path(tuple(steps), init_index, tuple(choices))
 
 
-def extend(model, path, choice):
+def extend(model, path: Path, choice: int) -> Path:
     """``path`` with one more step: the enabled action at position ``choice``."""
     action, nxt = successors(model, path.steps[-1].state)[choice]
     return Path(path.steps + (Step(action, nxt),), path.init_index, path.choices + (choice,))

@@ -30,7 +30,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 INTERVAL = 0.2
 
 
-def _kind(pid) -> str:
+def _kind(pid: int) -> str:
     """What a descendant is, by its program's name: ``jvm`` (Spark's JVM), ``python`` (a
     Python worker or Spark's worker daemon) or ``other``."""
     try:
@@ -43,7 +43,7 @@ def _kind(pid) -> str:
     return "python" if comm.startswith(b"python") else "other"
 
 
-def _stat(pid):
+def _stat(pid: int) -> tuple[int, float, int] | None:
     """``(parent pid, cpu seconds, rss bytes)`` of ``pid`` from ``/proc/PID/stat``, or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -68,7 +68,7 @@ class TreeUsage:
         interval: seconds between samples.
     """
 
-    def __init__(self, pid=None, interval=INTERVAL):
+    def __init__(self, pid: int | None = None, interval: float = INTERVAL) -> None:
         self.pid = os.getpid() if pid is None else pid
         self.own = pid is None or pid == os.getpid()
         self.interval = interval
@@ -80,15 +80,15 @@ class TreeUsage:
         self.base_root = 0.0
         self.peak = 0
         self._halt = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
         self._self0 = self._own_cpu()
 
     @staticmethod
-    def _own_cpu():
+    def _own_cpu() -> float:
         r = resource.getrusage(resource.RUSAGE_SELF)
         return r.ru_utime + r.ru_stime
 
-    def start(self):
+    def start(self) -> TreeUsage:
         if self.available:
             self.sample()
             # What the descendants had spent before (an earlier run's JVM, with --repeat).
@@ -97,13 +97,13 @@ class TreeUsage:
             self._thread.start()
         return self
 
-    def _loop(self):
+    def _loop(self) -> None:
         while not self._halt.wait(self.interval):
             self.sample()
 
-    def sample(self):
+    def sample(self) -> None:
         """One look at the tree: the CPU time of each process, the sum of their RSS."""
-        stats = {}
+        stats: dict[int, tuple[int, float, int]] = {}
         for name in os.listdir("/proc"):
             if name.isdigit():
                 s = _stat(int(name))

@@ -14,6 +14,7 @@ trap, an artefact of the bound and not of Kafka. No other bound can block an ele
 
 from __future__ import annotations
 
+import numpy as np
 from kmc.checker.protocol import POSSIBLY, Property
 
 
@@ -23,7 +24,7 @@ def available(model, state) -> bool:
     return state.leader() is not None or bool(model.electable(state))
 
 
-def available_mask(kernel, rows):
+def available_mask(kernel, rows) -> np.ndarray:
     """``available`` over the batch kernel's rows: which rows are goal states (some
     replica leads, or some ElectLeader is enabled when the epoch bound is dropped from its
     guard)."""

@@ -17,11 +17,11 @@ from kmc.checker.protocol import ALWAYS, STEP, Property
 from .availability import PartitionRecoverable
 
 
-def _record(epoch, rid):
+def _record(epoch, rid) -> str:
     return f"record {rid} (epoch {epoch})"
 
 
-def high_watermark_below_log_end(model, state):
+def high_watermark_below_log_end(model, state) -> str | None:
     """Every replica: ``hw <= LEO``."""
     for r, rep in enumerate(state.replicas):
         if rep.hw > len(rep.log):
@@ -29,7 +29,7 @@ def high_watermark_below_log_end(model, state):
     return None
 
 
-def high_watermark_below_log_end_mask(kernel, rows):
+def high_watermark_below_log_end_mask(kernel, rows) -> np.ndarray:
     """``high_watermark_below_log_end`` over rows: which rows violate it."""
     c = kernel.codec
     bad = np.zeros(len(rows), dtype=bool)
@@ -39,7 +39,7 @@ def high_watermark_below_log_end_mask(kernel, rows):
     return bad
 
 
-def committed_never_lost(model, state):
+def committed_never_lost(model, state) -> str | None:
     """When some replica leads, every committed record is in its log at its offset."""
     l = state.leader()
     if l is None:
@@ -59,7 +59,7 @@ def committed_never_lost(model, state):
     return None
 
 
-def _holds_committed(kernel, rows, r, acked=False):
+def _holds_committed(kernel, rows, r, acked=False) -> np.ndarray:
     """Which rows have every committed record (with ``acked``, every acknowledged
     one) in replica ``r``'s log at its offset."""
     c = kernel.codec
@@ -80,7 +80,7 @@ def _holds_committed(kernel, rows, r, acked=False):
     return ok
 
 
-def committed_never_lost_mask(kernel, rows):
+def committed_never_lost_mask(kernel, rows) -> np.ndarray:
     """``committed_never_lost`` over rows: which rows violate it."""
     lead = kernel.leads(rows)
     bad = np.zeros(len(rows), dtype=bool)
@@ -91,7 +91,7 @@ def committed_never_lost_mask(kernel, rows):
     return bad
 
 
-def acknowledged_never_lost(model, state):
+def acknowledged_never_lost(model, state) -> str | None:
     """When some replica leads, every record the producer was told is written is in its
     log at its offset (meaningful with ``acks`` set; ``acked`` is empty otherwise)."""
     l = state.leader()
@@ -119,7 +119,7 @@ def acknowledged_never_lost(model, state):
     return None
 
 
-def acknowledged_never_lost_mask(kernel, rows):
+def acknowledged_never_lost_mask(kernel, rows) -> np.ndarray:
     """``acknowledged_never_lost`` over rows: which rows violate it."""
     bad = np.zeros(len(rows), dtype=bool)
     if kernel.codec.ACKED_OFFSET is None:  # acks not set: nothing is ever acknowledged
@@ -132,7 +132,7 @@ def acknowledged_never_lost_mask(kernel, rows):
     return bad
 
 
-def logs_never_diverge(model, state):
+def logs_never_diverge(model, state) -> str | None:
     """Live replicas on the current epoch agree below the smaller of their HWs."""
     q = state.quorum
     current = [r for r, rep in enumerate(state.replicas) if rep.alive and rep.epoch == q.epoch]
@@ -157,7 +157,7 @@ def logs_never_diverge(model, state):
     return None
 
 
-def logs_never_diverge_mask(kernel, rows):
+def logs_never_diverge_mask(kernel, rows) -> np.ndarray:
     """``logs_never_diverge`` over rows: which rows violate it."""
     c, m = kernel.codec, kernel.m
     bad = np.zeros(len(rows), dtype=bool)
@@ -179,7 +179,7 @@ def logs_never_diverge_mask(kernel, rows):
     return bad
 
 
-def leader_candidate_completeness(model, state):
+def leader_candidate_completeness(model, state) -> str | None:
     """Every live member of the ISR or the ELR holds every committed record at its offset
     (every replica the controller may elect cleanly, or from the ELR, is complete)."""
     committed = state.committed
@@ -207,7 +207,7 @@ def leader_candidate_completeness(model, state):
     return None
 
 
-def leader_candidate_completeness_mask(kernel, rows):
+def leader_candidate_completeness_mask(kernel, rows) -> np.ndarray:
     """``leader_candidate_completeness`` over rows: which rows violate it."""
     c = kernel.codec
     bad = np.zeros(len(rows), dtype=bool)
@@ -220,7 +220,7 @@ def leader_candidate_completeness_mask(kernel, rows):
     return bad
 
 
-def leader_epoch_monotonic(model, before, action, after):
+def leader_epoch_monotonic(model, before, action, after) -> str | None:
     """The controller's epoch never decreases; a live replica's epoch never decreases
     except to -1 on restart."""
     if after.quorum.epoch < before.quorum.epoch:
@@ -242,7 +242,7 @@ def leader_epoch_monotonic(model, before, action, after):
     return None
 
 
-def leader_epoch_monotonic_mask(kernel, rows, parents, after):
+def leader_epoch_monotonic_mask(kernel, rows, parents, after) -> np.ndarray:
     """``leader_epoch_monotonic`` over transitions: which ``rows[parents[i]] -> after[i]``
     violate it."""
     c = kernel.codec
@@ -328,7 +328,7 @@ CLASSIC = ALL[:4]
 MODERN = ALL[:5]
 
 
-def default_properties(config):
+def default_properties(config) -> tuple[Property, ...]:
     """The properties a run of ``config`` checks unless told otherwise: ``MODERN`` for a
     configuration that uses the 2.1 rule, the HW gate or the ELR; ``CLASSIC`` (without
     ``LeaderCandidateCompleteness``) for the pre-2.1 model; either followed by

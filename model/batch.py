@@ -15,6 +15,8 @@ the array form hides it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from kmc.checker.protocol import KernelBase
 
@@ -68,7 +70,7 @@ class KafkaBatchKernel(KernelBase):
         config: a ``model.Config``.
     """
 
-    def __init__(self, config):
+    def __init__(self, config) -> None:
         self.config = config
         self.action_names = action_names(config)
         self.codec = c = RowCodec(config)
@@ -77,7 +79,7 @@ class KafkaBatchKernel(KernelBase):
         self.rules = RowRules(c, config)
         self.effects = ActionEffects(self.rules)
         self.elections = Elections(self.rules)
-        self._perms = None
+        self._perms: list[Callable[[np.ndarray], np.ndarray]] | None = None  # made at the first canonical()
 
     # -- the protocol the batch engine uses --------------------------------------------
 
@@ -254,16 +256,16 @@ class KafkaBatchKernel(KernelBase):
 class _Gen:
     """Collects the successor groups of one ``expand`` call."""
 
-    def __init__(self, kernel, rows):
+    def __init__(self, kernel, rows) -> None:
         self.kernel = kernel
         self.rows = rows
         self.lead = kernel.leads(rows)
         self.isr_size = kernel.rules.isr_size(rows)
         self.alive = kernel.alive_mask(rows)
         self.count = np.zeros(len(rows), dtype=np.int16)  # enabled actions so far, per row
-        self.parts = []
+        self.parts: list[tuple[np.ndarray, np.ndarray, int, Callable[..., None], tuple]] = []
 
-    def emit(self, code, mask, effect, *args):
+    def emit(self, code, mask, effect, *args) -> None:
         """Record a group: the rows where ``mask`` holds take action ``code``, whose
         effect ``effect(rows, *args)`` is applied later, in ``result``, to their copies
         in place (so every successor is copied once, straight into the output)."""

@@ -17,14 +17,14 @@ class ActionEffects:
     (a ``model.batch_rules.RowRules``).
     """
 
-    def __init__(self, rules: RowRules):
+    def __init__(self, rules: RowRules) -> None:
         self.rules = rules
         self.codec, self.config = rules.codec, rules.config
         self.n, self.m = rules.n, rules.m
 
     # -- the actions (each takes a copy of the enabled rows and changes it in place) ----
 
-    def produce(self, s, l):
+    def produce(self, s, l) -> None:
         c = self.codec
         b = c.block(l)
         ri = np.arange(len(s))
@@ -34,7 +34,7 @@ class ActionEffects:
         s[:, c.PRODUCED] += 1
         self.rules.advance_hw(s, l)
 
-    def produce_acks_one(self, s, l):
+    def produce_acks_one(self, s, l) -> None:
         """Produce under acks=1 by ``l``, which believes it leads: the record is
         acknowledged on append; HW(l) only in the rows where ``l`` really leads."""
         c = self.codec
@@ -53,7 +53,7 @@ class ActionEffects:
             self.rules.advance_hw(t, l)
             s[leading] = t
 
-    def fetch_request(self, s, f, l):
+    def fetch_request(self, s, f, l) -> None:
         c = self.codec
         bf, bl = c.block(f), c.block(l)
         o = np.minimum(s[:, bf + c.LEO], s[:, bl + c.LEO]).astype(np.int64)
@@ -74,7 +74,7 @@ class ActionEffects:
             r, at = ri[ok], src[ok]
             s[r, bf + c.INFLIGHT_RECORDS + k] = s[r, bl + c.LOG + at]
 
-    def fetch_response(self, s, f):
+    def fetch_response(self, s, f) -> None:
         c = self.codec
         b = c.block(f)
         fresh = (
@@ -100,7 +100,7 @@ class ActionEffects:
             s[fresh] = t
         self.rules.clear_inflight(s, b)
 
-    def crash(self, s, r, cut):
+    def crash(self, s, r, cut) -> None:
         c, cfg = self.codec, self.config
         b = c.block(r)
         s[:, b + c.ALIVE] = 0
@@ -112,7 +112,7 @@ class ActionEffects:
             self.rules.cut_log(s, b, np.full(len(s), cut, dtype=np.int64))
             np.minimum(s[:, b + c.HW], cut, out=s[:, b + c.HW])
 
-    def restart(self, s, r):
+    def restart(self, s, r) -> None:
         c, cfg = self.codec, self.config
         b = c.block(r)
         s[:, b + c.ALIVE] = 1
@@ -147,7 +147,7 @@ class ActionEffects:
         t[:, b + c.LOSSY] = 0
         s[lossy] = t
 
-    def become_follower(self, s, r, l):
+    def become_follower(self, s, r, l) -> None:
         c, cfg = self.codec, self.config
         b, bl = c.block(r), c.block(l)
         hw = s[:, b + c.HW].astype(np.int64)
@@ -193,14 +193,14 @@ class ActionEffects:
         t = np.where(undefined, hw, np.minimum(answer, n_r))
         return np.where(n_r == 0, 0, t)
 
-    def ask(self, s, r, l, change):
+    def ask(self, s, r, l, change) -> None:
         """ShrinkIsr or ExpandIsr with alter_partition: only the request is sent."""
         c = self.codec
         s[:, c.ALTER_LEADER] = l
         s[:, c.ALTER_CHANGE] = change
         s[:, c.ALTER_REPLICA] = r
 
-    def alter_partition(self, s, r):
+    def alter_partition(self, s, r) -> None:
         """AlterPartition answering a request that names ``r``: refused (broker epochs, an
         expansion of a replica that is down) or accepted (the ISR change, the ELR after it,
         then HW of the asking leader where it still leads)."""
@@ -228,7 +228,7 @@ class ActionEffects:
                 t[sel] = u
         s[accept] = t
 
-    def shrink(self, s, r, l):
+    def shrink(self, s, r, l) -> None:
         c = self.codec
         old = s[:, c.Q_ISR].astype(np.int64)
         new = old & ~(1 << r)
@@ -236,7 +236,7 @@ class ActionEffects:
         s[:, c.Q_ISR] = new
         self.rules.advance_hw(s, l)
 
-    def expand(self, s, r, l):
+    def expand(self, s, r, l) -> None:
         c = self.codec
         old = s[:, c.Q_ISR].astype(np.int64)
         new = old | (1 << r)

@@ -13,12 +13,12 @@ from .rows import NONE
 class Elections:
     """ElectLeader on rows, built from the shared ``rules`` (a ``model.batch_rules.RowRules``)."""
 
-    def __init__(self, rules: RowRules):
+    def __init__(self, rules: RowRules) -> None:
         self.rules = rules
         self.codec, self.config = rules.codec, rules.config
         self.n = rules.n
 
-    def emit(self, g, rows):
+    def emit(self, g, rows) -> None:
         """Every ElectLeader of ``rows`` into the successor groups ``g``."""
         can = rows[:, self.codec.Q_EPOCH] < self.config.max_leader_epoch
         for cand, kind, ok in self.election_kinds(rows, g.alive, g.lead):
@@ -64,7 +64,7 @@ class Elections:
                 out.append((cand, "unclean", trigger & ~live_isr & ~live_elr & ~in_isr & ~last_known))
         return out
 
-    def elect(self, s, cand, kind):
+    def elect(self, s, cand, kind) -> None:
         c = self.codec
         b = c.block(cand)
         old = s[:, c.Q_ISR].astype(np.int64)

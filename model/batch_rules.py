@@ -24,7 +24,7 @@ class RowRules:
         config: the ``model.Config``.
     """
 
-    def __init__(self, codec, config):
+    def __init__(self, codec, config) -> None:
         self.codec = codec
         self.config = config
         self.n, self.m = codec.n, codec.m
@@ -65,7 +65,7 @@ class RowRules:
         out[has] = match[has].argmax(axis=1)
         return out
 
-    def advance_hw(self, s, l):
+    def advance_hw(self, s, l) -> None:
         """HW(l) on rows ``s`` (in place): the leader's HW rises to the least log end in the
         ISR, and the records it passes become committed."""
         c, cfg = self.codec, self.config
@@ -115,14 +115,14 @@ class RowRules:
         out[POPCOUNT[new_isr.astype(np.uint8)] >= cfg.min_insync_replicas] = 0
         return out
 
-    def cut_log(self, s, b, t):
+    def cut_log(self, s, b, t) -> None:
         """Truncate the log of the block at ``b`` to ``t`` (an array) in rows ``s``."""
         c = self.codec
         gone = np.arange(self.m) >= t[:, None]
         s[:, b + c.LOG : b + c.LOG + self.m][gone] = NONE
         s[:, b + c.LEO] = t
 
-    def drop_request(self, s, where=None):
+    def drop_request(self, s, where=None) -> None:
         """No AlterPartition request in flight any more (in the rows ``where``, or all)."""
         c = self.codec
         if where is None:
@@ -130,6 +130,6 @@ class RowRules:
         else:
             s[where, c.ALTER_LEADER : c.ALTER_REPLICA + 1] = NONE
 
-    def clear_inflight(self, s, b):
+    def clear_inflight(self, s, b) -> None:
         c = self.codec
         s[:, b + c.INFLIGHT_LEADER : b + c.INFLIGHT_RECORDS + self.m] = NONE

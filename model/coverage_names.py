@@ -108,12 +108,13 @@ def row_kinds(kernel, chunk, parents, codes, succ):
         leo = [c.block(r) + c.LEO for r in range(c.n)]
         lost = (succ[np.ix_(where, leo)] < chunk[np.ix_(parents[where], leo)]).any(axis=1)
         out[CRASH] = (where, lost.astype(np.int64))
-    where = np.flatnonzero(codes == ALTER_PARTITION_CODE) if c.alter else ()
-    if len(where):
-        same = succ[where, c.Q_ISR] == chunk[parents[where], c.Q_ISR]
-        kind = chunk[parents[where], c.ALTER_CHANGE].astype(np.int64)  # 0 removes, 1 adds
-        kind[same] = 2
-        out[ALTER_PARTITION] = (where, kind)
+    if c.alter:
+        where = np.flatnonzero(codes == ALTER_PARTITION_CODE)
+        if len(where):
+            same = succ[where, c.Q_ISR] == chunk[parents[where], c.Q_ISR]
+            kind = chunk[parents[where], c.ALTER_CHANGE].astype(np.int64)  # 0 removes, 1 adds
+            kind[same] = 2
+            out[ALTER_PARTITION] = (where, kind)
     return out
 
 
@@ -160,7 +161,7 @@ class _Values:
     """A state's values (``values_of``), or a part's (``parts_of``: a replica, the quorum,
     the history counters); the acknowledged count when ``acks`` is set."""
 
-    def __init__(self, acks, alter_replicas=0):
+    def __init__(self, acks, alter_replicas=0) -> None:
         self.acks = acks
         self.alter_replicas = alter_replicas  # the replica count with alter_partition, else 0
 
@@ -260,7 +261,7 @@ def row_domains(kernel):
 class _Text:
     """A value as a report shows it: replica names, "none", sets of replicas."""
 
-    def __init__(self, replicas):
+    def __init__(self, replicas) -> None:
         self.replicas = replicas
 
     def __call__(self, var, value):
@@ -284,7 +285,7 @@ class _Text:
 class _Hint:
     """The warning for an action or a kind that never fired, as a question to the user."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg) -> None:
         self.cfg = cfg
 
     def __call__(self, action, kind):

@@ -6,6 +6,8 @@ The transition system of docs/model.md, action for action. ``KafkaModel`` follow
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 from kmc.invariants import default_properties
 
@@ -28,6 +30,11 @@ from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21, Config
 from .kafka_actions import KafkaEffects
 from .state import EXPAND, SHRINK, Quorum, Replica, State, encode, leader_of, leso
 
+if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from kmc.checker.protocol import CoverageNames, Property
+
+    from .batch import KafkaBatchKernel
+
 __all__ = ["ACTION_NAMES", "Action", "KafkaModel"]  # the action names live in model.actions
 
 
@@ -45,13 +52,13 @@ class KafkaModel:
     # Does ExpandIsr also ask for the leader's epoch start offset (KAFKA-7128)?
     _v21: bool = attrs.field(init=False, repr=False, eq=False)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_fx", KafkaEffects(self.config))
         object.__setattr__(self, "_v21", self.config.truncation == LEADER_EPOCH_21)
 
     # -- protocol -----------------------------------------------------------------
 
-    def init_states(self):
+    def init_states(self) -> tuple[State, ...]:
         """The initial state with the first replica leading; with ``initial_leader =
         "any"``, one per replica, in replica order, each with that replica leading."""
         n = self.config.n
@@ -71,46 +78,46 @@ class KafkaModel:
         with ``alter_partition``)."""
         return action_names(self.config)
 
-    def batch_kernel(self):
+    def batch_kernel(self) -> KafkaBatchKernel:
         """The batch form of this model (``model.batch.KafkaBatchKernel``): the fast path
         of the local and Spark engines."""
         from .batch import KafkaBatchKernel
 
         return KafkaBatchKernel(self.config)
 
-    def coverage_names(self):
+    def coverage_names(self) -> CoverageNames:
         """The kinds of the actions and the variables coverage counts (``model.coverage_names``)."""
         from .coverage_names import kafka_coverage
 
         return kafka_coverage(self)
 
-    def symmetries(self):
+    def symmetries(self) -> list[tuple]:
         """The replica permutations symmetry reduction may apply: every permutation with
         ``initial_leader = any``, else those that fix the first replica."""
         from .symmetry import symmetries
 
         return symmetries(self.config)
 
-    def permute(self, state, perm):
+    def permute(self, state, perm) -> State:
         """``state`` with replica ``r`` renamed ``perm[r]`` (``model.symmetry.permute``)."""
         from .symmetry import permute
 
         return permute(state, perm)
 
-    def properties(self):
+    def properties(self) -> tuple[Property, ...]:
         """The properties checked by default: see ``invariants.default_properties``."""
         return default_properties(self.config)
 
-    def actions(self, state):
+    def actions(self, state) -> list[Action]:
         return [a for a, _ in self.successors(state)]
 
-    def next_state(self, state, action):
+    def next_state(self, state, action) -> State:
         for a, nxt in self.successors(state):
             if a == action:
                 return nxt
         raise ValueError(f"{self.format_action(action)} is not enabled")
 
-    def successors(self, state):
+    def successors(self, state) -> list[tuple[Action, State]]:
         """Every enabled action with its successor, in docs/model.md's order (actions 1–9,
         then AlterPartition; within an action replica order, then cut point)."""
         cfg = self.config
@@ -189,7 +196,7 @@ class KafkaModel:
             out = [(a, fx.acknowledge(state, t)) for a, t in out]
         return out
 
-    def electable(self, state):
+    def electable(self, state) -> list[int]:
         """The replicas ElectLeader may elect in ``state``, in replica order, whatever the
         controller's epoch: the election guard without ``quorum.epoch < max_leader_epoch``
         (what ``Available`` asks)."""

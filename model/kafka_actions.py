@@ -85,7 +85,7 @@ class KafkaEffects:
 
     __slots__ = ("config", "_gate")
 
-    def __init__(self, config):
+    def __init__(self, config) -> None:
         self.config = config
         # min_insync_replicas under hw_requires_min_isr, else 0: see _advance_hw.
         self._gate = config.min_insync_replicas if config.hw_requires_min_isr else 0
@@ -198,15 +198,15 @@ class KafkaEffects:
         elr = tuple(x for x in elr_after(self.config, q.elr, q.isr, isr) if x != r)
         if isr != q.isr or elr != q.elr:  # a partition change: the request is stale
             alter = None
-        reps = []
+        fenced = []
         for i, other in enumerate(s.replicas):
             if i == r:
-                reps.append(_replica(rep, lossy=False))
+                fenced.append(_replica(rep, lossy=False))
             elif other.remote_leo[r]:
-                reps.append(_replica(other, remote_leo=_put(other.remote_leo, r, 0)))
+                fenced.append(_replica(other, remote_leo=_put(other.remote_leo, r, 0)))
             else:
-                reps.append(other)
-        reps = tuple(reps)
+                fenced.append(other)
+        reps = tuple(fenced)
         quorum = Quorum(q.leader, q.epoch, isr, elr, alter)
         committed = s.committed
         out = _state(s, replicas=reps, quorum=quorum)

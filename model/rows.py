@@ -65,7 +65,7 @@ class RowCodec:
 
     NONE = NONE  # a column's "no value" (the properties' array forms read it here)
 
-    def __init__(self, config):
+    def __init__(self, config) -> None:
         # at least one record slot, so that no array of slots is empty
         n, m = config.n, max(config.max_messages, 1)
         largest = max((config.max_leader_epoch + 1) * m, config.max_crashes, n + 1, (1 << n) - 1)
@@ -90,14 +90,17 @@ class RowCodec:
         self.used = self.GLOBAL + n * self.BLOCK
         # the acknowledged set, after the blocks, only when acknowledgements are tracked
         self.acks = getattr(config, "acks", None)
-        self.ACKED_OFFSET = self.ACKED_EPOCH = None
+        self.ACKED_OFFSET: int | None = None
+        self.ACKED_EPOCH: int | None = None
         if self.acks is not None:
             self.ACKED_OFFSET, self.ACKED_EPOCH = self.used, self.used + m  # m columns each
             self.used += 2 * m
         # the AlterPartition request in flight, last, only with alter_partition: its leader,
         # its change (0 shrink, 1 expand) and its replica, all -1 when there is none
         self.alter = bool(getattr(config, "alter_partition", False))
-        self.ALTER_LEADER = self.ALTER_CHANGE = self.ALTER_REPLICA = None
+        self.ALTER_LEADER: int | None = None
+        self.ALTER_CHANGE: int | None = None
+        self.ALTER_REPLICA: int | None = None
         if self.alter:
             self.ALTER_LEADER, self.ALTER_CHANGE, self.ALTER_REPLICA = range(self.used, self.used + 3)
             self.used += 3
@@ -156,18 +159,22 @@ class RowCodec:
             row[self.COMMITTED_OFFSET + rid] = offset
             row[self.COMMITTED_EPOCH + rid] = epoch
         if state.acked:
-            if self.acks is None:
+            # the acknowledged columns exist exactly when acks are tracked
+            acked_offset, acked_epoch = self.ACKED_OFFSET, self.ACKED_EPOCH
+            if acked_offset is None or acked_epoch is None:
                 raise ValueError("an acknowledged record in a configuration without acks")
             for offset, epoch, rid in state.acked:
-                row[self.ACKED_OFFSET + rid] = offset
-                row[self.ACKED_EPOCH + rid] = epoch
+                row[acked_offset + rid] = offset
+                row[acked_epoch + rid] = epoch
         alter = getattr(q, "alter", None)
         if alter is not None:
-            if not self.alter:
+            # the request's columns exist exactly with alter_partition
+            lead, change, subject = self.ALTER_LEADER, self.ALTER_CHANGE, self.ALTER_REPLICA
+            if lead is None or change is None or subject is None:
                 raise ValueError("an AlterPartition request in a configuration without alter_partition")
-            row[self.ALTER_LEADER] = alter[0]
-            row[self.ALTER_CHANGE] = 1 if alter[1] == EXPAND else 0
-            row[self.ALTER_REPLICA] = alter[2]
+            row[lead] = alter[0]
+            row[change] = 1 if alter[1] == EXPAND else 0
+            row[subject] = alter[2]
         for r, rep in enumerate(state.replicas):
             b = self.block(r)
             row[b + self.ALIVE] = rep.alive
@@ -231,19 +238,17 @@ class RowCodec:
             )
         ql = v[self.Q_LEADER]
         alter = None
-        if self.alter and v[self.ALTER_LEADER] != NONE:
-            alter = (v[self.ALTER_LEADER], EXPAND if v[self.ALTER_CHANGE] == 1 else SHRINK, v[self.ALTER_REPLICA])
+        lead, change, subject = self.ALTER_LEADER, self.ALTER_CHANGE, self.ALTER_REPLICA
+        if lead is not None and change is not None and subject is not None and v[lead] != NONE:
+            alter = (v[lead], EXPAND if v[change] == 1 else SHRINK, v[subject])
         quorum = Quorum(
             None if ql == NONE else ql, v[self.Q_EPOCH], _ids(v[self.Q_ISR], n), _ids(v[self.Q_ELR], n), alter
         )
-        acked = ()
-        if self.acks is not None:
+        acked: tuple[tuple[int, int, int], ...] = ()
+        acked_offset, acked_epoch = self.ACKED_OFFSET, self.ACKED_EPOCH
+        if acked_offset is not None and acked_epoch is not None:
             acked = tuple(
-                sorted(
-                    (v[self.ACKED_OFFSET + i], v[self.ACKED_EPOCH + i], i)
-                    for i in range(m)
-                    if v[self.ACKED_OFFSET + i] != NONE
-                )
+                sorted((v[acked_offset + i], v[acked_epoch + i], i) for i in range(m) if v[acked_offset + i] != NONE)
             )
         return State(tuple(reps), quorum, v[self.PRODUCED], v[self.CRASHES], committed, acked)
 
@@ -264,7 +269,7 @@ class RowCodec:
             for f in range(n):
                 src[new_b + self.REMOTE_LEO + perm[f]] = old_b + self.REMOTE_LEO + f
         id_cols = [self.Q_LEADER] + [self.block(r) + c for r in range(n) for c in (self.LEADER, self.INFLIGHT_LEADER)]
-        if self.alter:
+        if self.ALTER_LEADER is not None and self.ALTER_REPLICA is not None:
             id_cols += [self.ALTER_LEADER, self.ALTER_REPLICA]
         id_lut = np.array([NONE] + list(perm), dtype=self.dtype)  # index value + 1
         mask_lut = np.array([_mask(perm[r] for r in range(n) if x >> r & 1) for x in range(1 << n)], dtype=self.dtype)

@@ -353,7 +353,7 @@ def _key(prefix, key) -> str:
     return prefix + (key if _BARE_KEY.match(key) else _show(key))
 
 
-def _only(path, prefix, table, allowed):
+def _only(path, prefix, table, allowed) -> None:
     for key in table:
         if key not in allowed:
             raise SpecError(path, _key(prefix, key), f"unknown key (allowed: {', '.join(allowed)})")

@@ -32,7 +32,7 @@ def permute(state: State, perm) -> State:
     def rid(r):
         return None if r is None else perm[r]
 
-    reps = [None] * n
+    reps: list[Replica | None] = [None] * n  # every slot is filled: perm is a permutation
     for r, rep in enumerate(state.replicas):
         remote = [0] * n
         for f in range(n):

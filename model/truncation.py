@@ -6,12 +6,14 @@ log, returning the offset the follower truncates its log to.
 
 from __future__ import annotations
 
+from typing import Final
+
 from .config import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_21, LEADER_EPOCH_KIP279
 
-UNDEFINED = None  # OffsetsForLeaderEpoch had no answer
+UNDEFINED: Final = None  # OffsetsForLeaderEpoch had no answer
 
 
-def end_offset(log, epoch):
+def end_offset(log, epoch) -> int:
     """The first offset whose record has an epoch above ``epoch``, or the log end."""
     for offset, (e, _) in enumerate(log):
         if e > epoch:
@@ -19,7 +21,7 @@ def end_offset(log, epoch):
     return len(log)
 
 
-def offsets_for_leader_epoch(leader_log, epoch):
+def offsets_for_leader_epoch(leader_log, epoch) -> int | None:
     """The 0.11 leader's answer to OffsetsForLeaderEpoch(epoch): an offset, or UNDEFINED.
 
     The leader's epoch cache holds only epochs it has records of, so it cannot answer
@@ -35,12 +37,12 @@ def offsets_for_leader_epoch(leader_log, epoch):
     return end_offset(leader_log, epoch)
 
 
-def truncate_high_watermark(log, hw, leader_log):
+def truncate_high_watermark(log, hw, leader_log) -> int:
     """Pre-0.11: truncate to the high watermark."""
     return hw
 
 
-def truncate_leader_epoch(log, hw, leader_log):
+def truncate_leader_epoch(log, hw, leader_log) -> int:
     """KIP-101 (0.11): ask the leader for the end of the follower's latest epoch.
 
     The answer is an offset without an epoch; on no answer, fall back to the HW.
@@ -53,7 +55,7 @@ def truncate_leader_epoch(log, hw, leader_log):
     return min(answer, len(log))
 
 
-def truncate_kip279(log, hw, leader_log):
+def truncate_kip279(log, hw, leader_log) -> int:
     """KIP-279 (2.0): truncate to the longest prefix on which offsets and epochs agree."""
     n = min(len(log), len(leader_log))
     for offset in range(n):
@@ -71,6 +73,6 @@ RULES = {
 }
 
 
-def truncation_offset(rule, log, hw, leader_log):
+def truncation_offset(rule, log, hw, leader_log) -> int:
     """The offset a follower with ``log`` and ``hw`` truncates to under ``rule``."""
     return RULES[rule](log, hw, leader_log)

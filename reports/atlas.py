@@ -24,6 +24,11 @@ A cell::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from kmc.model.config import Config
+
 SCHEMA_VERSION = 1
 KIND = "kmc-atlas"
 MARKER = "<!-- kmc atlas: written by `kmc matrix --atlas` -->"
@@ -92,7 +97,7 @@ _H, _V = "holds", "violated"
 # lengths in states; acks only records what the producer was told, so both acks rows of a
 # configuration share them): (row, policy) -> {"committed": "holds" | length,
 # "availability": "holds" | length}.
-_TLA = {
+_TLA: dict[tuple[str, str], dict[str, str | int]] = {
     ("r2-isr1-lossy", "v21"): {"committed": 6, "availability": _H},
     ("r2-isr1-lossy", "v21-gate"): {"committed": 6},
     ("r2-isr1-lossy", "v21-elr"): {"committed": _H, "availability": 4},
@@ -111,7 +116,7 @@ KNOWN = {
 }
 
 
-def config_of(row: str, policy: str):
+def config_of(row: str, policy: str) -> Config:
     """The ``Config`` of one cell."""
     from kmc.model.config import Config
 
@@ -253,11 +258,11 @@ def conclusion(doc) -> list[str]:
     groups: dict = {answer: {} for answer in VERDICTS.values()}
     undecided = []
     for c in doc["cells"]:
-        key = (durable(c), available(c))
-        if None in key:
+        d, a = durable(c), available(c)
+        if d is None or a is None:
             undecided.append(c)
             continue
-        groups[VERDICTS[key]].setdefault(c["row"], []).append(c["policy"])
+        groups[VERDICTS[d, a]].setdefault(c["row"], []).append(c["policy"])
     total = len(doc["cells"])
     lines = [
         "## The answer",

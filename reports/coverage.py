@@ -6,7 +6,12 @@ The counts are ``checker.coverage.Coverage``'s (kept in ``Stats.coverage``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kmc.checker.coverage import coverage_warnings
+
+if TYPE_CHECKING:  # for the annotations only: rich is imported on first use
+    from rich.console import RenderableType
 
 __all__ = ["coverage_to_dict", "coverage_view"]
 
@@ -38,10 +43,10 @@ def _action_order(cov, stats) -> list:
     return names + [n for n in stats.fired if n not in cov.enabled]
 
 
-def coverage_view(stats, max_values: int = 12):
+def coverage_view(stats, max_values: int = 12) -> RenderableType:
     """The coverage tables and warnings of a run (a rich renderable)."""
     from rich import box
-    from rich.console import Group
+    from rich.console import Group, JustifyMethod
     from rich.table import Table
     from rich.text import Text
 
@@ -51,13 +56,14 @@ def coverage_view(stats, max_values: int = 12):
     actions = Table(
         title="Coverage: actions", title_justify="left", box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False
     )
-    for col, just in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("action", "left"),
         ("enabled in", "right"),
         ("fired", "right"),
         ("new states", "right"),
         ("kinds fired", "left"),
-    ):
+    )
+    for col, just in columns:
         actions.add_column(col, justify=just, no_wrap=col == "action")
     for name, a in doc["actions"].items():
         kinds = ", ".join(f"{k} {n:,}" for k, n in a.get("kinds", {}).items())
@@ -73,7 +79,7 @@ def coverage_view(stats, max_values: int = 12):
         shown = v["values"][:max_values]
         more = f" … ({v['distinct'] - len(shown)} more)" if v["distinct"] > len(shown) else ""
         variables.add_row(var, str(v["distinct"]), ", ".join(shown) + more)
-    parts = [actions, Text(""), variables]
+    parts: list[RenderableType] = [actions, Text(""), variables]
     for line in doc["warnings"]:
         parts.append(Text(f"⚠ {line}", "yellow"))
     return Group(*parts)

@@ -14,6 +14,8 @@ The renderers (``reports.svg``, ``reports.mermaid``, ``reports.html``) only draw
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import attrs
 from kmc.checker.protocol import action_name, describe_step, format_action
 from kmc.model.describe import plural, replica_set
@@ -180,11 +182,12 @@ def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None) -> 
     )
 
 
-def _marks(model, prop, state):
+def _marks(model, prop: str, state) -> tuple[set[tuple[int, ...]], dict[int, list[tuple[int, int, int]]]]:
     """The records the violation is about: ``(marked, ghosts)`` where ``marked`` is a set
     of ``(offset, epoch, id)`` to highlight wherever they appear, and ``ghosts`` maps a
     replica to the committed records missing from its log in the last state."""
-    marked, ghosts = set(), {}
+    marked: set[tuple[int, ...]] = set()
+    ghosts: dict[int, list[tuple[int, int, int]]] = {}
     if prop in ("CommittedNeverLost", "LeaderCandidateCompleteness", "AcknowledgedNeverLost"):
         if prop in ("CommittedNeverLost", "AcknowledgedNeverLost"):
             l = leader_of(state)
@@ -353,6 +356,8 @@ def lost_label(d) -> str:
 
 # The constants every header shows in its own lines (replicas, truncation, bounds); every
 # other field of the configuration that differs from its default is a flag.
+# attrs' stubs declare Factory a function (so that ``x: list = Factory(list)`` checks); it is a class.
+_FACTORY = cast(type[Any], attrs.Factory)
 _OWN_LINES = ("replicas", "max_messages", "max_crashes", "max_leader_epoch", "truncation", "min_insync_replicas")
 
 
@@ -365,7 +370,7 @@ def config_flags(config) -> list[str]:
     for field in attrs.fields(type(config)):
         if field.name in _OWN_LINES:
             continue
-        default = field.default.factory() if isinstance(field.default, attrs.Factory) else field.default
+        default = field.default.factory() if isinstance(field.default, _FACTORY) else field.default
         value = getattr(config, field.name)
         if value == default:
             continue

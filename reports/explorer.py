@@ -32,6 +32,7 @@ from kmc.checker.protocol import (
     format_action,
     successors,
 )
+from kmc.checker.result import Path
 from kmc.checker.trace import replay_choices
 
 MAX_STEPS = 10_000  # the longest walk the explorer replays
@@ -66,7 +67,7 @@ class Explorer:
         traces: ``{name: (init_index, choices)}``, saved traces the user named.
     """
 
-    def __init__(self, model, properties, *, view=None, title="", path="", search=None, traces=None):
+    def __init__(self, model, properties, *, view=None, title="", path="", search=None, traces=None) -> None:
         self.model = model
         self.properties = list(properties)
         self.view = view or GenericView(model)
@@ -76,12 +77,12 @@ class Explorer:
         self._engine_cancel = None
         self.status = SearchStatus()
         self._lock = threading.Lock()
-        self._thread = None
+        self._thread: threading.Thread | None = None
         self._actions = list(coverage_names(model).actions)
 
     # -- walks ----------------------------------------------------------------------------
 
-    def walk(self, init_index: int, choices) -> object:
+    def walk(self, init_index: int, choices) -> Path:
         """The ``checker.result.Path`` of a walk; ``WalkError`` when it does not replay."""
         inits = self.model.init_states()
         if not 0 <= init_index < len(inits):
@@ -185,12 +186,12 @@ class Explorer:
         self.status.state = "running"
         started = time.perf_counter()
 
-        def progress(stats):
+        def progress(stats) -> None:
             with self._lock:
                 self.status.distinct, self.status.depth = stats.distinct, stats.depth
                 self.status.seconds = time.perf_counter() - started
 
-        def work():
+        def work() -> None:
             try:
                 result = run(progress)
             except Exception as e:  # shown on the page; the explorer goes on
@@ -251,7 +252,7 @@ def _html_of(renderable, width=110) -> str:
 class GenericView:
     """Any model's state: its fields (``checker.coverage.generic_values``), no diagram."""
 
-    def __init__(self, model):
+    def __init__(self, model) -> None:
         self.model = model
 
     def state_html(self, state, previous=None) -> str:
@@ -275,7 +276,7 @@ class KafkaView:
     """A Kafka state as ``kmc check`` draws it: the per-replica table (changed values
     highlighted) and the swimlane diagram of the walk so far."""
 
-    def __init__(self, model):
+    def __init__(self, model) -> None:
         self.model = model
 
     def state_html(self, state, previous=None) -> str:

@@ -16,7 +16,7 @@ import attrs
 from kmc.checker.protocol import NamesActions, action_name, capable, describe_step, format_action, format_state
 from kmc.checker.text import safe_text
 from rich import box
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -109,7 +109,7 @@ def _short(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def trace_view(model, violation, diff=False):
+def trace_view(model, violation, diff=False) -> Group:
     """A counterexample as the terminal shows it: one block a step; with ``diff``, after
     the first state only the fields each step changed."""
     parts = []
@@ -131,7 +131,7 @@ def trace_view(model, violation, diff=False):
     return Group(*parts)
 
 
-def result_view(spec, model, result, show_traces=True, diff=False):
+def result_view(spec, model, result, show_traces=True, diff=False) -> Group:
     """``kmc check --model``'s terminal output: the model, the verdicts, the counts, the
     actions, the counterexamples and a summary."""
     s = result.stats
@@ -152,7 +152,7 @@ def result_view(spec, model, result, show_traces=True, diff=False):
         actions.add_column(column, justify="left" if column == "action" else "right")
     for name in action_order(model, s):
         actions.add_row(name, f"{s.fired.get(name, 0):,}", f"{s.new.get(name, 0):,}")
-    parts = [
+    parts: list[RenderableType] = [
         Text(f"kmc check --model {safe_text(spec.ref)}", "bold"),
         Text(f"  {safe_text(repr(model))}", "dim"),
         Text(f"  engine {result.engine}", "dim"),

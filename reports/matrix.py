@@ -41,7 +41,7 @@ SHORT = {
 }
 RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279", "leader-epoch-2.1": "v21"}
 
-_ROW_FIELDS = {
+_ROW_FIELDS: dict[str, type | tuple[type, ...]] = {
     "id": str,
     "spec": (str, type(None)),
     "title": str,
@@ -59,7 +59,7 @@ _ROW_FIELDS = {
     "stopped": (str, type(None)),
     "counterexamples": dict,
 }
-_DOC_FIELDS = {
+_DOC_FIELDS: dict[str, type | tuple[type, ...]] = {
     "schema_version": int,
     "kind": str,
     "kmc_version": str,

@@ -102,7 +102,7 @@ class ProgressDisplay:
         every: float | None = None,
         clock=time.monotonic,
         now=_utc_now,
-    ):
+    ) -> None:
         self.console = console
         self.enabled = enabled
         self.title = title
@@ -113,7 +113,7 @@ class ProgressDisplay:
         self.last = None  # the latest snapshot, kept even when disabled
         self._level_started = 0.0
         self._spinner = Spinner("dots", text=Text(f"{title} …", "bold"), style="cyan")
-        self._live = None
+        self._live: Live | None = None
 
     def __enter__(self) -> ProgressDisplay:
         if self.enabled:
@@ -128,11 +128,10 @@ class ProgressDisplay:
             self._live.start()
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> None:
         if self._live is not None:
             self._live.stop()
             self._live = None
-        return False
 
     def update(self, stats) -> None:
         """Show a new snapshot (``checker.result.Stats``); called by the engine."""

@@ -170,7 +170,7 @@ class ResultView:
         show_traces: show the counterexamples at all.
     """
 
-    def __init__(self, spec, model, result, *, diff=False, show_traces=True, max_states=None):
+    def __init__(self, spec, model, result, *, diff=False, show_traces=True, max_states=None) -> None:
         self.spec = spec
         self.max_states = max_states
         self.model = model

@@ -206,7 +206,7 @@ class StateView:
         previous: the state before it, whose differences are highlighted (or ``None``).
     """
 
-    def __init__(self, model, state, previous=None, *, widths=None):
+    def __init__(self, model, state, previous=None, *, widths=None) -> None:
         self.model = model
         self.state = state
         self.previous = previous
@@ -281,12 +281,12 @@ class StateView:
         model, state, prev = self.model, self.state, self.previous
         now = _summary_cells(model, state)
         old = _summary_cells(model, prev) if prev is not None else None
-        controller = ("quorum.leader", "quorum.epoch", "quorum.isr")
+        controller: tuple[str, ...] = ("quorum.leader", "quorum.epoch", "quorum.isr")
         if "quorum.elr" in now:
             controller += ("quorum.elr",)
         if "quorum.alter" in now:
             controller += ("quorum.alter",)
-        history = ("produced", "crashes", "committed")
+        history: tuple[str, ...] = ("produced", "crashes", "committed")
         if getattr(model.config, "acks", None):  # what the producer was told, next to committed
             history += ("acked",)
         for label, keys in (("controller", controller), ("history", history)):

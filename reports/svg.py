@@ -72,7 +72,8 @@ def _text(x, y, lines, size, *, fill="#222", weight="normal", family=SANS, ancho
 def slots(cell) -> list[int]:
     """The row of each of ``cell.boxes`` in its stack: a record at its offset; a missing
     record whose offset holds another one after the end of the log."""
-    used, out = set(), []
+    used: set[int] = set()
+    out = []
     for b in cell.boxes:
         slot = b.offset
         if slot in used or (b.ghost and b.offset < cell.leo):
@@ -85,7 +86,7 @@ def slots(cell) -> list[int]:
 class _Layout:
     """Where everything goes: column width, header height, every lane's top and height."""
 
-    def __init__(self, d):
+    def __init__(self, d) -> None:
         n = len(d.columns)
         self.col_w = max(COL_MIN, min(COL_MAX, (WIDTH - LABEL_W - 2 * PAD) // n))
         inner = self.col_w - 8
@@ -122,7 +123,7 @@ def render(d, *, standalone=True, title="") -> str:
     """The SVG document of a ``reports.diagram.Diagram`` (``standalone``: with an XML
     declaration, for a file of its own; ``title``: a line above the diagram)."""
     lay = _Layout(d)
-    out = []
+    out: list[str] = []
     _columns_and_lanes(out, d, lay)
     for i, col in enumerate(d.columns):
         x = lay.col_x(i)
@@ -164,7 +165,7 @@ def _markers(requests=False) -> str:
     )
 
 
-def _columns_and_lanes(out, d, lay):
+def _columns_and_lanes(out, d, lay) -> None:
     last = len(d.columns) - 1
     for i, (col, (action, words)) in enumerate(zip(d.columns, lay.heads)):
         x = lay.col_x(i)
@@ -206,7 +207,7 @@ def _columns_and_lanes(out, d, lay):
     )
 
 
-def _controller(out, col, x, y, lay):
+def _controller(out, col, x, y, lay) -> None:
     c = col.controller
     fill = "#fff3c4" if c.changed else "none"
     out.append(
@@ -279,7 +280,7 @@ def _role_text(cell):
     return f"{cell.role} e{cell.epoch}", ORANGE, "bold"
 
 
-def _replica(out, cell, x, y, lay, data):
+def _replica(out, cell, x, y, lay, data) -> None:
     h = lay.lane_h[1]
     fill = "#e4e4e4" if not cell.alive else "#fff3c4" if cell.changed else "none"
     classes = "cell replica" + ("" if cell.alive else " down") + (" lossy" if cell.lossy else "")
@@ -371,7 +372,7 @@ def _box(b, x, y, w) -> str:
     )
 
 
-def _pending(out, col, x, lay):
+def _pending(out, col, x, lay) -> None:
     """The AlterPartition request in flight: a dashed orange line from the lane of the
     leader that sent it up to the controller's, at the column's left edge, in every column
     from the request to the answer (or until a Restart or an election drops it)."""
@@ -399,7 +400,7 @@ _EVENT_STYLE = {
 }
 
 
-def _event(out, ev, x, lay):
+def _event(out, ev, x, lay) -> None:
     colour, marker, dash = _EVENT_STYLE[ev.kind]
     ax = x + lay.col_w - 11
     down = ev.source < ev.target
@@ -464,7 +465,7 @@ def _verdict(out, d, lay) -> float:
 
 def _legend(out, d, lay, y) -> float:
     y += 16
-    x = PAD
+    x: float = PAD
     parts = ['<g class="legend">']
     epochs = sorted({b.epoch for c in d.columns for cell in c.replicas for b in cell.boxes})
     for e in epochs:
@@ -498,11 +499,11 @@ def _legend(out, d, lay, y) -> float:
         items.append(("ISR changes through the controller: " + ", ".join(d.options), PURPLE))
     if any(c.acked for c in d.columns):
         items.append(("producer told: acknowledged to the producer", BLUE))
-    for text, colour in items:
+    for text, fill in items:
         w = 12 + len(text) * 4.9
         if x + w > lay.width - PAD:
             x, y = PAD, y + 14
-        parts.append(_text(x + 4, y, [text], 8.5, fill=colour or "#555"))
+        parts.append(_text(x + 4, y, [text], 8.5, fill=fill or "#555"))
         x += w
     parts.append("</g>")
     out.extend(parts)

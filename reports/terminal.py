@@ -68,7 +68,7 @@ class TraceView:
         diff: show, after the first state, only the action and the variables it changed.
     """
 
-    def __init__(self, model, violation, *, diff=False, distinct=None):
+    def __init__(self, model, violation, *, diff=False, distinct=None) -> None:
         self.model = model
         self.violation = violation
         self.diff = diff
@@ -100,7 +100,7 @@ class TraceView:
                 yield Rule(header, align="left", style="dim")
             else:  # a rule would cut the header short: the step in the rule, its gloss below
                 short = self._header(index, step, None) if step.action is not None else header
-                if short.cell_len + 6 <= options.max_width:
+                if previous is not None and short.cell_len + 6 <= options.max_width:
                     yield Rule(short, align="left", style="dim")
                     gloss = describe_step(model, previous.state, step.action, step.state)
                     if gloss:
@@ -108,7 +108,7 @@ class TraceView:
                 else:
                     yield header
                     yield Rule(style="dim")
-            if index == 1 or not self.diff:
+            if previous is None or not self.diff:  # the first step: nothing to compare with
                 yield StateView(model, step.state, previous.state if previous else None, widths=widths)
             else:
                 lines = diff_lines(model, previous.state, step.state)

@@ -25,7 +25,7 @@ from .common import (
 )
 
 
-def register(sub):
+def register(sub) -> None:
     p = sub.add_parser(
         "bench",
         help="measure states/second and bytes per stored state on a spec",
@@ -154,6 +154,7 @@ def run(args, out, err) -> int:
             wall = time.perf_counter() - t0
             usage = tree.stop()
         runs.append((wall, result, usage))
+    assert engine is not None  # --repeat is a positive integer: the loop ran
     wall, result, usage = min(runs, key=lambda r: r[0])
     st = result.stats
     doc = {
@@ -198,7 +199,7 @@ def run(args, out, err) -> int:
     return 0
 
 
-def _write_json(path, doc):
+def _write_json(path, doc) -> None:
     from kmc.checker.errors import UsageError
     from kmc.reports import write_json
 
@@ -229,7 +230,7 @@ _SHOWN = (
 )
 
 
-def _print(out, title, docs, ratio=None, ratio_title="batch / per-state"):
+def _print(out, title, docs, ratio=None, ratio_title="batch / per-state") -> None:
     from rich.table import Table
     from rich.text import Text
 

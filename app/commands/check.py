@@ -30,7 +30,7 @@ from .common import (
 )
 
 
-def register(sub):
+def register(sub) -> None:
     p = sub.add_parser(
         "check",
         help="explore every behaviour of a spec and check its invariants",
@@ -132,7 +132,7 @@ def register(sub):
     p.set_defaults(run=run)
 
 
-def _seconds(text):
+def _seconds(text) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -142,7 +142,7 @@ def _seconds(text):
     return value
 
 
-def _size(text):
+def _size(text) -> int:
     try:
         value = memory.parse_size(text)
     except ValueError as e:
@@ -153,7 +153,7 @@ def _size(text):
     return value
 
 
-def _from_checkpoint(args, header):
+def _from_checkpoint(args, header) -> None:
     """Fill what the command line leaves out from the checkpoint being resumed."""
     opts = header.get("options") or {}
     if "model_ref" in header:  # a model's checkpoint: rebuilt from its reference and parameters
@@ -501,7 +501,7 @@ def _restore(engine, directory, per_state):
     return engine
 
 
-def _say_how_to_continue(err, result, directory, ceiling, detail=None):
+def _say_how_to_continue(err, result, directory, ceiling, detail=None) -> None:
     if result.stopped not in ("interrupted", *RESOURCE_STOPS):
         return
     if result.stopped == "max-memory":

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from kmc.checker import memory
 from kmc.checker.errors import UsageError
 from kmc.checker.options import Options
 
+if TYPE_CHECKING:  # for the annotations only: the commands import these on first use
+    from kmc.checker.protocol import Property
+    from kmc.model.spec import Spec
+
+    from ..user_model import ModelSpec
+
 ENGINES = ("local", "spark")
 
 
-def positive_int(text):
+def positive_int(text) -> int:
     """An argparse type: a whole number >= 1."""
     try:
         value = int(text)
@@ -23,7 +30,7 @@ def positive_int(text):
     return value
 
 
-def partitions(text):
+def partitions(text) -> int:
     """An argparse type: a number of Spark partitions, 1 to ``MAX_PARTITIONS``."""
     from kmc.checker.spark_master import MAX_PARTITIONS
 
@@ -35,7 +42,7 @@ def partitions(text):
     return value
 
 
-def master_url(text):
+def master_url(text) -> str:
     """An argparse type: a Spark master URL (its syntax; reachability is checked at start)."""
     from kmc.checker.errors import EngineError
     from kmc.checker.spark_master import validate_master
@@ -46,7 +53,7 @@ def master_url(text):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_spec_argument(parser, optional=False):
+def add_spec_argument(parser, optional=False) -> None:
     parser.add_argument(
         "spec",
         metavar="SPEC",
@@ -55,7 +62,7 @@ def add_spec_argument(parser, optional=False):
     )
 
 
-def add_model_arguments(parser):
+def add_model_arguments(parser) -> None:
     """``--model REF`` and ``--param NAME=VALUE``: a user's own model instead of a spec."""
     g = parser.add_argument_group("a model of your own (docs/writing-a-model.md)")
     g.add_argument(
@@ -73,7 +80,7 @@ def add_model_arguments(parser):
     )
 
 
-def load_target(args):
+def load_target(args) -> Spec | ModelSpec:
     """What a command checks: the spec file, or the model ``--model`` names
     (``app.user_model.ModelSpec``)."""
     model = getattr(args, "model", None)
@@ -90,7 +97,7 @@ def load_target(args):
     return load_model_spec(model, parse_params(args.param))
 
 
-def add_engine_arguments(parser):
+def add_engine_arguments(parser) -> None:
     g = parser.add_argument_group("engine")
     g.add_argument(
         "--engine", choices=ENGINES, help="where to explore (default: the spec's [check] engine, else local)"
@@ -143,13 +150,13 @@ def add_engine_arguments(parser):
     )
 
 
-def load(path):
+def load(path) -> Spec:
     from kmc.model.spec import load_spec
 
     return load_spec(path)
 
 
-def select_properties(spec, names):
+def select_properties(spec, names) -> list[Property]:
     """The properties to check: ``--invariant`` names if given, else the spec's."""
     if not names:
         return spec.properties()
@@ -203,7 +210,7 @@ def make_engine(spec, model, properties, options, progress, args, **hooks):
     )
 
 
-def _test_fault():
+def _test_fault() -> str | bool:
     """The test hook ``KMC_TEST_SPARK_FAULT`` (``kill``, ``kill:PATH``, ``sigint:PATH``), for the Spark
     engine's ``_fail_first_attempt``; a SIGINT goes to this process's group, as a
     terminal's Ctrl-C does."""
@@ -255,13 +262,13 @@ def require_spark(spec, args) -> None:
         )
 
 
-def add_force_argument(parser):
+def add_force_argument(parser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="replace an existing output file even if kmc did not write it"
     )
 
 
-def check_output_path(option, path, *, protected=(), force=False, kind="json"):
+def check_output_path(option, path, *, protected=(), force=False, kind="json") -> None:
     """Refuse, before a long run starts, an output file that could not or must not be
     written (see ``checker.outputs.check_output_path``)."""
     from ..outputs import check_output_path as check

@@ -12,7 +12,7 @@ from kmc.checker.text import safe_text
 from .common import load, options_from
 
 
-def register(sub):
+def register(sub) -> None:
     p = sub.add_parser(
         "explore",
         help="walk a model in the browser: choose each step, see the state and the properties",
@@ -43,7 +43,7 @@ def register(sub):
     p.set_defaults(run=run)
 
 
-def _port(text):
+def _port(text) -> int:
     try:
         port = int(text)
     except ValueError:

@@ -12,7 +12,7 @@ from kmc.checker.errors import UsageError
 from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
 
-def register(sub):
+def register(sub) -> None:
     from kmc.checker.graph import DEFAULT_MAX_STATES
 
     p = sub.add_parser(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def register(sub):
+def register(sub) -> None:
     p = sub.add_parser(
         "invariants",
         help="list the properties kmc can check",

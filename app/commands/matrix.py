@@ -34,6 +34,7 @@ from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from he
     RULE_ALIASES,
     VERSION_CONFIGS,
     VERSIONS,
+    RowItem,
     check_rows,
     grid,
     known_verdicts,
@@ -44,7 +45,7 @@ from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from he
 from .common import positive_int
 
 
-def register(sub):
+def register(sub) -> None:
     p = sub.add_parser(
         "matrix",
         help="check a grid of configurations (or a directory of specs) and write a results table",
@@ -147,7 +148,7 @@ _OPTIONS = _GRID_OPTIONS + _VERSION_OPTIONS + ("max_states", "jobs", "title")
 # -- the configurations ---------------------------------------------------------------------
 
 
-def _list(text, option, parse, valid=None):
+def _list(text, option, parse, valid=None) -> list:
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
         raise UsageError(f"{option}: give a comma-separated list")
@@ -163,11 +164,11 @@ def _list(text, option, parse, valid=None):
     return out
 
 
-def _on_off(t):
+def _on_off(t) -> bool:
     return {"on": True, "off": False, "true": True, "false": False}[t.lower()]
 
 
-def _bounded(option, value, lo, hi):
+def _bounded(option, value, lo, hi) -> int | None:
     if value is not None and not lo <= value <= hi:
         raise UsageError(f"{option}: must be between {lo} and {hi}, got {value}")
     return value
@@ -176,7 +177,7 @@ def _bounded(option, value, lo, hi):
 # -- the command ----------------------------------------------------------------------------
 
 
-def _items(args):
+def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | None]:
     """``(items, source, constants, spec_dir)`` from the command line."""
     changed_versions = [f"--{k}" for k in ("configs", "kafka") if getattr(args, k) != args._defaults[k]]
     if changed_versions and not args.versions:
@@ -202,7 +203,7 @@ def _items(args):
         every = tuple(p.name for p in ALL)
         # AcknowledgedNeverLost only on the rows that track acknowledgements
         unacked = tuple(n for n in every if n != _A)
-        items = [
+        items: list[RowItem] = [
             (rid, c, None, args.max_states, known, every if c.acks else unacked)
             for rid, c, known in version_grid(configs, versions)
         ]
@@ -253,7 +254,7 @@ def _items(args):
             config_from_table(c.as_dict(), f"kmc matrix row {row_id(c)}")
         except SpecError as e:
             raise UsageError(str(e)) from None
-    constants = {}
+    constants: dict[int, dict[str, int]] = {}
     for c in configs:
         constants.setdefault(
             c.n, {"max_messages": c.max_messages, "max_crashes": c.max_crashes, "max_leader_epoch": c.max_leader_epoch}
@@ -387,7 +388,7 @@ def run(args, out, err) -> int:
     text = to_markdown(doc)
     tmp = out_dir / ".RESULTS.md.tmp"
 
-    def write_md():
+    def write_md() -> None:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, out_dir / "RESULTS.md")
 
@@ -415,21 +416,21 @@ def run(args, out, err) -> int:
     return EXIT_OK
 
 
-def _invariants(rows):
+def _invariants(rows) -> list[str]:
     """Every invariant some row was checked against, in the model's order."""
     from kmc.invariants import ALL
 
     return [p.name for p in ALL if any(p.name in r["verdicts"] for r in rows)]
 
 
-def _write(path, write):
+def _write(path, write) -> None:
     try:
         write()
     except OSError as e:
         raise UsageError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
-def _check_out_dir(out_dir, ids, force):
+def _check_out_dir(out_dir, ids, force) -> None:
     """Before any row runs: every file the run will write (or remove) in ``out_dir`` is
     either absent, one kmc wrote, or ``force`` allows replacing it.
 
@@ -452,7 +453,7 @@ def _check_out_dir(out_dir, ids, force):
                 check_output_path("--out", str(path), force=force, kind="json")
 
 
-def _remove_stale_traces(traces_dir, ids, written):
+def _remove_stale_traces(traces_dir, ids, written) -> None:
     """Remove trace files left by an earlier run of these same rows (a verdict that no
     longer fails would otherwise keep a dead counterexample next to the table); only
     files kmc wrote."""

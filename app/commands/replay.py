@@ -26,7 +26,7 @@ MAX_BYTES = 256 << 20
 MAX_TRACE_STATES = 100_001
 
 
-def register(sub):
+def register(sub) -> None:
     p = sub.add_parser(
         "replay",
         help="re-execute a saved counterexample and show it (rich, TLC-style text, or JSON)",
@@ -333,7 +333,8 @@ def _replay_model(args, doc, out, err) -> int:
             f"{path}: violations: no counterexample" + (f" of {args.invariant}" if args.invariant else "")
         )
     entry = found[0]
-    ref = ident.get("file") if isinstance(ident.get("file"), str) else ident["ref"]
+    file = ident.get("file")
+    ref: str = file if isinstance(file, str) else ident["ref"]
     spec = load_model_spec(ref, ident["params"])
     model = spec.model()
     props = {p.name: p for p in model.properties()}

@@ -21,7 +21,7 @@ DEFAULT_SEED = 0
 MAX_DEPTH = 100_000  # a walk is kept whole in memory; the spec's check.max_depth has the same bound
 
 
-def _depth(text):
+def _depth(text) -> int:
     import argparse
 
     value = positive_int(text)
@@ -30,7 +30,7 @@ def _depth(text):
     return value
 
 
-def _seed(text):
+def _seed(text) -> int:
     import argparse
 
     try:
@@ -39,7 +39,7 @@ def _seed(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
-def register(sub):
+def register(sub) -> None:
     p = sub.add_parser(
         "simulate",
         help="random walks through a spec, checking its invariants at every step",
@@ -160,7 +160,7 @@ def run(args, out, err) -> int:
     else:
         with err.status(f"walk 0 of {args.runs:,}") as status:
 
-            def progress(st):
+            def progress(st) -> None:
                 status.update(
                     f"walk {st.runs:,} of {args.runs:,}  ·  {st.steps:,} steps  ·  {st.distinct:,} distinct states"
                 )

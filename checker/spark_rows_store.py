@@ -54,13 +54,16 @@ class Store:
 
     # Paths (also used on the executors, through the module functions below).
     def run(self, i, depth):
-        return _run_path(self.root, i, depth)
+        return run_path(self.root, i, depth)
 
     def front(self, depth, t, i):
-        return _front_path(self.root, depth, t, i)
+        return front_path(self.root, depth, t, i)
+
+    def meta(self, i, depth):
+        return meta_path(self.root, i, depth)
 
     def save(self, path, *arrays):
-        _save(path, *arrays)
+        save_arrays(path, *arrays)
 
     def drop_run(self, i, depth):
         with contextlib.suppress(FileNotFoundError):
@@ -87,7 +90,7 @@ class Store:
         return total
 
     def parent(self, i, depth, fp):
-        fps, parents, choices = _load(_meta_path(self.root, i, depth), 3)
+        fps, parents, choices = load_arrays(self.meta(i, depth), 3)
         at = int(np.searchsorted(fps, np.uint64(fp)))
         if at == len(fps) or int(fps[at]) != fp:
             raise EngineError("trace rebuild: a state's parent is missing from the seen-set")
@@ -186,7 +189,7 @@ def clean_stale(parent=None) -> str | None:
     return "; ".join(parts) if parts else None
 
 
-def _split_frontier(store, depth, n, keys, fps, rows):
+def split_frontier(store, depth, n, keys, fps, rows):
     """Write a level (in rank order) into ``store`` as ``n`` rank partitions: partition
     ``j`` holds the ranks ``g`` with ``g * n // L == j``. Returns the count of each and
     the owners that wrote each (the driver, as owner 0)."""
@@ -203,7 +206,7 @@ def _split_frontier(store, depth, n, keys, fps, rows):
     return [bounds[j + 1] - bounds[j] for j in range(n)], sources
 
 
-def _link(source, target):
+def link(source, target):
     """Hard-link ``source`` as ``target`` (the store never rewrites a file), or copy it
     when they are on different file systems."""
     try:
@@ -212,28 +215,28 @@ def _link(source, target):
         shutil.copyfile(source, target)
 
 
-def _digests(directory) -> dict:
+def level_digests(directory) -> dict:
     """``{file name: (size, sha256)}`` of a saved level's files."""
     return digests(sorted(Path(directory).iterdir()))
 
 
-def _run_path(root, i, depth):
+def run_path(root, i, depth):
     return os.path.join(root, "seen", f"{i:04d}", f"run-{depth:06d}.npy")
 
 
-def _meta_path(root, i, depth):
+def meta_path(root, i, depth):
     return os.path.join(root, "seen", f"{i:04d}", f"meta-{depth:06d}.bin")
 
 
-def _succ_path(root, depth, o, i, s):
+def succ_path(root, depth, o, i, s):
     return os.path.join(root, "succ", f"{depth:06d}", f"o{o:04d}-p{i:04d}-{s:09d}.bin")
 
 
-def _front_path(root, depth, t, i):
+def front_path(root, depth, t, i):
     return os.path.join(root, "front", f"{depth:06d}", f"t{t:04d}-p{i:04d}.bin")
 
 
-def _save(path, *arrays, pack=False):
+def save_arrays(path, *arrays, pack=False):
     """Write ``arrays`` to ``path`` whole: under a name of this process, then renamed;
     with ``pack``, rows that fit four bits a column take half their bytes (``_pack``).
     Returns the bytes written."""
@@ -253,7 +256,7 @@ def _save(path, *arrays, pack=False):
     return written
 
 
-def _load(path, count):
+def load_arrays(path, count):
     with open(path, "rb") as f:
         return [_load_one(f) for _ in range(count)]
 
@@ -310,12 +313,12 @@ def _cloudpickle():
     return cloudpickle
 
 
-def _owners(fps, n):
+def owners(fps, n):
     """The fingerprint partition of each fingerprint: ``floor(fp * n / 2**64)`` (to 32
     bits), which grows with ``fp``, so that a sorted array of fingerprints splits into
     its owners' shares by position."""
     return ((fps >> np.uint64(32)) * np.uint64(n) >> np.uint64(32)).astype(np.int64)
 
 
-def _owner_of(fp, n):
+def owner_of(fp, n):
     return ((int(fp) >> 32) * n) >> 32

@@ -130,7 +130,7 @@ def spark_context(master=None, verbose=False, status=None, preload=()):
         say(f"starting the Spark session (master {master})")
         sc = SparkContext(conf=conf, gateway=gateway)
     except Exception as e:
-        why = str(e) if isinstance(e, EngineError) else _one_line(e)
+        why = str(e) if isinstance(e, EngineError) else one_line(e)
         raise EngineError(f"could not start Spark (master {master!r}): {why}") from None
     finally:
         if relay is not None:
@@ -169,7 +169,7 @@ def _quiet_gateway(conf):
     except Exception as e:
         os.close(write_end)
         relay.wait(10)  # the JVM has exited: read to the end of what it printed
-        raise EngineError(relay.reason() or _one_line(e)) from None
+        raise EngineError(relay.reason() or one_line(e)) from None
     os.close(write_end)
     return gateway, relay
 
@@ -226,7 +226,7 @@ def partitions_bad(partitions) -> bool:
 
 
 @contextlib.contextmanager
-def _quiet_py4j(enabled):
+def quiet_py4j(enabled):
     """Silence py4j's Python log messages: a second Ctrl-C inside a py4j call makes it log
     the interrupt and the closing of its connection, with tracebacks, on stderr."""
     if not enabled:
@@ -253,7 +253,7 @@ def _not_from_py4j(record) -> bool:
     return "py4j" not in Path(record.pathname).parts
 
 
-def _cancel_group(sc, group):
+def cancel_group(sc, group):
     try:
         sc.cancelJobGroup(group)
     except Exception:  # the context may be stopping; the stop flag is enough then
@@ -267,7 +267,7 @@ def default_partitions(sc) -> int:
     return max(1, sc.defaultParallelism)
 
 
-def _one_line(error) -> str:
+def one_line(error) -> str:
     """A one-line description of a (possibly Java) exception."""
     java = getattr(error, "java_exception", None)
     text = str(error)

@@ -46,7 +46,7 @@ position. One level is one Spark job of two stages:
 
 After the hand-over, a level no larger than ``driver_level_limit`` (the shrinking tail)
 runs the same two task functions on the driver, without a job
-(``checker.spark_search._in_process``); and the session is started in the background,
+(``checker.spark_search.in_process``); and the session is started in the background,
 with a warm-up job, once a driver level passes an eighth of the limit.
 
 Counts come from the summaries (no accumulators), every file is written whole under a
@@ -64,8 +64,10 @@ complete level under ``data_dir(data_root, depth)``; ``restore()`` checks them a
 ``run()`` re-splits them for its own partition count.
 
 The engine is the level driver (``checker.driver``) over ``checker.spark_search``'s search
-object: the stop rules, progress, hooks, violation records and result are the local
-engines' own.
+objects: ``DriverLevels`` (the rows search) while the levels are small, replaced at the
+hand-over (``next_search``, at a level boundary) by ``SparkLevels``, which holds the store
+and is given the session (``checker.spark_start.Session``) and the settings it needs. The
+stop rules, progress, hooks, violation records and result are the local engines' own.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ import functools
 import os
 import signal
 import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +22,7 @@ from .spark_rows_store import front_path, load_arrays, meta_path, owners, run_pa
 SLICE_ROWS = 1 << 16  # frontier rows expanded (one kernel call) and deduplicated together in a task
 
 
-def _least_per_fingerprint(keys, fps):
+def _least_per_fingerprint(keys, fps) -> np.ndarray:
     """Indices of one successor per distinct fingerprint, the one with the least key (keys
     are distinct), in fingerprint order."""
     order = np.argsort(fps)  # ties are settled by the keys below: no stable sort needed
@@ -34,17 +36,17 @@ def _least_per_fingerprint(keys, fps):
     return order[skeys == np.repeat(least, sizes)]
 
 
-def _fingerprints(kernel, rows, symmetry):
+def _fingerprints(kernel, rows, symmetry) -> np.ndarray:
     return kernel_fingerprints(kernel, rows, symmetry)
 
 
-def _profiled(task):
+def _profiled(task: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
     """``task`` run under cProfile when ``KMC_PROFILE_TASKS`` names a directory (a profile
     of where the executors' CPU goes, ``DIR/<task>-<pid>-<n>.prof``, read with ``pstats``);
     otherwise ``task`` itself."""
 
     @functools.wraps(task)  # its name, so that pickle finds the module's function
-    def run(*args):
+    def run(*args) -> Iterator[Any]:
         where = os.environ.get("KMC_PROFILE_TASKS")
         if not where:
             yield from task(*args)
@@ -75,7 +77,7 @@ def expand_partition(
     coverage,
     index,
     _records,
-):
+) -> Iterator[tuple[int, tuple]]:
     """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
     rank is ``offsets[index]``), read from the store.
 
@@ -140,7 +142,7 @@ def expand_partition(
 
 
 @_profiled
-def own_partition(step, found, n, level, root, depth, runs, pack, coverage, index, records):
+def own_partition(step, found, n, level, root, depth, runs, pack, coverage, index, records) -> Iterator[tuple]:
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
     to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``
@@ -207,13 +209,13 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
     yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine, cov)
 
 
-def shuffle_owner(key):
+def shuffle_owner(key: int) -> int:
     """The partition function of the shuffle: a record's key is its owner's partition
     number (PySpark sends key ``k`` to partition ``shuffle_owner(k) % n``)."""
     return key
 
 
-def _test_fault(kind):
+def _test_fault(kind) -> None:
     """Test hooks, on the first attempt of partition 0's expansion tasks: ``True`` raises;
     ``"kill"`` ends this Python worker as a crash would (the OOM killer, a stray signal),
     ``"kill:PATH"`` does so once (``PATH`` is created to remember it);
@@ -241,17 +243,17 @@ def _test_fault(kind):
     raise RuntimeError("kmc test hook: the first attempt of this task fails")
 
 
-def warm_up_pair(index, _records):
+def warm_up_pair(index, _records) -> Iterator[tuple[int, None]]:
     """The warm-up job's first stage: one record for partition ``index``."""
     yield (index, None)
 
 
-def warm_up_pass(_index, records):
+def warm_up_pass(_index, records: Iterable) -> Iterable:
     """The warm-up job's second stage: passes its records on."""
     return records
 
 
-def _add_part(cov, names, part):
+def _add_part(cov, names, part) -> tuple:
     """Two coverage parts of one task as one (``checker.coverage.task_part``)."""
     if cov is None:
         return part

@@ -537,7 +537,7 @@ def level_bytes(level, pack) -> int:
     return level * (PACK_BYTES // 2 if pack else PACK_BYTES)
 
 
-def check_room(root, level, pack):
+def check_room(root, level, pack) -> None:
     """Stop the run (``ResourceStop``, resumable) before a level the store's disk cannot hold."""
     try:
         free = shutil.disk_usage(root).free
@@ -587,7 +587,7 @@ def pack_rows(level, root) -> bool:
     return level * PACK_BYTES > PACK_SHARE * free
 
 
-def in_process(n, grow, own):
+def in_process(n, grow, own) -> list:
     """A level's two stages run here, one task after the other, without Spark: for a level
     of at most ``driver_level_limit`` states (the shrinking tail of a search), whose job
     would cost more than its work. The tasks are the same functions over the same files,

@@ -146,6 +146,8 @@ class LevelDriver:
             first = len(search.seen) - size  # the number of the frontier's first state
             done = 0
             try:
+                self.next_search()  # an engine may replace its search at a level boundary
+                search = self.search
                 search.begin_level()
                 for count, piece in enumerate(search.pieces()):
                     if self.stop_requested is not None:
@@ -211,6 +213,10 @@ class LevelDriver:
             partial.seconds += elapsed
             return self.result(stopped, partial)
         return self.result(stopped)
+
+    def next_search(self) -> None:
+        """Called at every level boundary, before the level is expanded: an engine may
+        replace ``self.search`` there (the Spark engine hands its levels over to Spark)."""
 
     # One line on why a resource stop happened (``"out-of-memory"``, ``"disk-full"``), or None.
     stop_detail: str | None = None

@@ -97,7 +97,7 @@ def probe_request() -> bytes:
     return struct.pack(">qbqi", length, _RPC_REQUEST, _PROBE_ID, len(_PROBE_BODY)) + _PROBE_BODY
 
 
-def speaks_spark(sock, timeout=PROBE_SECONDS):
+def speaks_spark(sock, timeout=PROBE_SECONDS) -> str | None:
     """Ask the peer of the connected ``sock`` one RPC question in Spark's framing.
 
     Returns:

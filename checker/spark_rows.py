@@ -46,7 +46,7 @@ position. One level is one Spark job of two stages:
 
 After the hand-over, a level no larger than ``driver_level_limit`` (the shrinking tail)
 runs the same two task functions on the driver, without a job
-(``checker.spark_search._in_process``); and the session is started in the background,
+(``checker.spark_search.in_process``); and the session is started in the background,
 with a warm-up job, once a driver level passes an eighth of the limit.
 
 Counts come from the summaries (no accumulators), every file is written whole under a
@@ -64,26 +64,32 @@ complete level under ``data_dir(data_root, depth)``; ``restore()`` checks them a
 ``run()`` re-splits them for its own partition count.
 
 The engine is the level driver (``checker.driver``) over ``checker.spark_search``'s search
-object: the stop rules, progress, hooks, violation records and result are the local
-engines' own.
+objects: ``DriverLevels`` (the rows search) while the levels are small, replaced at the
+hand-over (``next_search``, at a level boundary) by ``SparkLevels``, which holds the store
+and is given the session (``checker.spark_start.Session``) and the settings it needs. The
+stop rules, progress, hooks, violation records and result are the local engines' own.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from .checkpoint import CheckpointError
 from .driver import LevelDriver
 from .errors import EngineError, UsageError
-from .kernel import canonical_encoder
+from .kernel import canonical_encoder, require_symmetric, split_properties
+from .kernel_check import kernel_check
 from .options import Options
 from .protocol import POSSIBLY, HasBatchKernel, capable
 from .result import CheckResult
 from .spark_rows_store import Store
-from .spark_save import SNAPSHOT_FORMAT, STATES_FORMAT
-from .spark_search import SparkSearch
-from .spark_session import _cancel_group, _one_line, _quiet_py4j, partitions_bad
+from .spark_save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
+from .spark_search import DriverLevels, SparkLevels, SparkSetup
+from .spark_session import one_line, partitions_bad, quiet_py4j
+from .spark_start import Session
 from .states_kernel import StatesKernel
 
 __all__ = ["DRIVER_LEVEL_LIMIT", "SNAPSHOT_FORMAT", "STATES_FORMAT", "SparkRowsEngine"]
@@ -123,22 +129,22 @@ class SparkRowsEngine(LevelDriver):
 
     def __init__(
         self,
-        model,
-        properties=None,
-        options=None,
-        progress=None,
+        model: Any,
+        properties: Any = None,
+        options: Options | None = None,
+        progress: Any = None,
         *,
-        master=None,
-        partitions=None,
-        verbose=False,
-        driver_level_limit=DRIVER_LEVEL_LIMIT,
-        store_dir=None,
-        per_state=False,
-        on_level=None,
-        on_status=None,
-        data_root=None,
-        _fail_first_attempt=False,
-    ):
+        master: str | None = None,
+        partitions: int | None = None,
+        verbose: bool = False,
+        driver_level_limit: int = DRIVER_LEVEL_LIMIT,
+        store_dir: str | None = None,
+        per_state: bool = False,
+        on_level: Any = None,
+        on_status: Callable[[str], None] | None = None,
+        data_root: str | None = None,
+        _fail_first_attempt: bool | str = False,
+    ) -> None:
         props = list(model.properties() if properties is None else properties)
         for p in props:
             if p.kind == POSSIBLY:
@@ -147,20 +153,21 @@ class SparkRowsEngine(LevelDriver):
                     "run without --engine spark"
                 )
         options = options or Options()
-        super().__init__(model, None, props, options, progress, on_level=on_level)
+        if options.symmetry:
+            require_symmetric(props)
+        kernel: Any
         if per_state or not capable(model, HasBatchKernel):
             # The per-state model as rows of Python states: the same search, for models
             # with no batch kernel and for comparing a batch kernel with its model.
-            self.kernel = StatesKernel(model)
+            kernel = StatesKernel(model)
             self.path, self.snapshot_format = "per-state", STATES_FORMAT
             if options.symmetry:
                 canonical_encoder(model)  # refuses a model that declares no symmetries
         else:
-            self.kernel = model.batch_kernel()
+            kernel = model.batch_kernel()
             self.snapshot_format = SNAPSHOT_FORMAT
+        self.kernel = kernel
         self.master, self.partitions, self.verbose = master, partitions, verbose
-        # What the tasks import, for a local session's worker daemon to import once.
-        self.preload = (type(model).__module__, type(self.kernel).__module__)
         self.driver_level_limit = driver_level_limit
         self.store_dir = store_dir
         self.data_root = data_root  # the checkpoint directory snapshot() saves levels under
@@ -168,7 +175,6 @@ class SparkRowsEngine(LevelDriver):
         # Test hook: every expansion task of rank partition 0 fails on its first attempt
         # (see checker.spark_rows_tasks._test_fault).
         self.fail_first_attempt = _fail_first_attempt
-        self.saved = None  # (level key, directory, files) of the last level saved
         self.metrics: dict = {
             "session_start_seconds": None,
             "spark_levels": [],
@@ -179,12 +185,56 @@ class SparkRowsEngine(LevelDriver):
             "packed_levels": 0,  # levels whose rows were written four bits a column
         }
         self.group = f"kmc-rows-{id(self):x}"
+        # What the tasks import, for a local session's worker daemon to import once.
+        preload = (type(model).__module__, type(kernel).__module__)
+        self.session = Session(
+            master=master,
+            verbose=verbose,
+            preload=preload,
+            partitions=partitions,
+            group=self.group,
+            metrics=self.metrics,
+            on_status=on_status,
+        )
+        self.setup = SparkSetup(
+            master=master,
+            partitions=partitions,
+            store_dir=store_dir,
+            driver_level_limit=driver_level_limit,
+            data_root=data_root,
+            snapshot_format=self.snapshot_format,
+            coverage=bool(options.coverage),
+            fail_first_attempt=_fail_first_attempt,
+        )
+        invariants, step_props = split_properties(props)
+        check = kernel_check(model, kernel, props, options)
+        search = DriverLevels(
+            model,
+            kernel,
+            invariants,
+            step_props,
+            bool(options.symmetry),
+            check,
+            setup=self.setup,
+            session=self.session,
+        )
+        super().__init__(model, search, props, options, progress, on_level=on_level)
+        self.search: DriverLevels | SparkLevels = search
         # After run(): why no Spark session was started (every level stayed on the driver), or None.
         self.not_started: str | None = None
         # After run() starts: what it removed of the stores of killed runs, in one line, or None.
         self.cleaned: str | None = None
-        self._canceller = None
-        self.search = SparkSearch(self, self.kernel, bool(options.symmetry))
+        self._canceller: threading.Thread | None = None
+
+    def _stopping(self) -> bool:
+        return self.stop_requested is not None
+
+    def next_search(self) -> None:
+        """At a level boundary: hand the levels over to Spark once a level outgrows
+        ``driver_level_limit`` (``checker.spark_search``)."""
+        search = self.search
+        if isinstance(search, DriverLevels) and search.outgrown():
+            self.search = SparkLevels.hand_over(search, self.stats.depth, self.metrics, self._stopping)
 
     def run(self) -> CheckResult:
         """Explore, and return the result (with full counterexample paths).
@@ -201,39 +251,20 @@ class SparkRowsEngine(LevelDriver):
         self.cleaned = clean_stale(self.store_dir)  # the stores of runs that were killed
         if self.store_dir is not None:
             Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
-        search = self.search
         leave_running = False
         try:
-            if search.phase == "spark" and search.store is None:
-                search._load_saved()  # a decided run is reported again without starting Spark
-            with _quiet_py4j(not self.verbose):
+            if isinstance(self.search, SparkLevels):
+                self.search.open()  # a decided run is reported again without starting Spark
+            with quiet_py4j(not self.verbose):
                 result = super().run()
-            if search.phase == "driver" and result.stopped == "disk-full":
+            search = self.search
+            if isinstance(search, DriverLevels) and result.stopped == "disk-full":
                 pass  # the hand-over found the store short of space: said by the stop's own line
-            elif search.phase == "driver":
+            elif isinstance(search, DriverLevels):
                 self.metrics["driver_levels"] = self.stats.depth
-                limit = self.driver_level_limit
-                if search.starter is None:
-                    head = "Spark was not started"
-                elif search._abandon_early():  # the search is over: not a second more for the JVM
-                    head = "Spark was being started in advance; that start was abandoned, not waited for"
-                else:
-                    head = "Spark was started in advance, then not used"
-                if search.waited:
-                    self.not_started = (
-                        f"{head}: the driver expanded the levels past {limit:,} states "
-                        f"(--driver-level-limit {limit}) while the session was starting, and the search ended "
-                        "before it was up."
-                    )
-                else:
-                    self.not_started = (
-                        f"{head}: every level it expanded had at most {limit:,} states "
-                        f"(--driver-level-limit {limit}), so the driver ran them all itself, as the local engine does."
-                    )
+                self.not_started = search.not_started()
             elif self.data_root is not None:
-                from .spark_save import save_level
-
-                save_level(search)  # what snapshot() returns once run() has returned
+                search.save()  # what snapshot() returns once run() has returned
             return result
         except KeyboardInterrupt:
             leave_running = True  # SparkContext.stop() inside a signal's unwinding can hang
@@ -243,22 +274,20 @@ class SparkRowsEngine(LevelDriver):
         except Exception as e:
             if type(e).__module__.startswith(("py4j", "pyspark")):
                 where = f" (master {self.master})" if self.master else ""
-                raise EngineError(f"Spark failed{where}: {_one_line(e)}") from None
+                raise EngineError(f"Spark failed{where}: {one_line(e)}") from None
             raise
         finally:
             begin = time.perf_counter()
-            search.close(leave_running)
+            self.session.close(leave_running)
+            if isinstance(self.search, SparkLevels):
+                self.search.close()
             self.metrics["close_seconds"] = round(time.perf_counter() - begin, 3)
 
-    def cancel(self, reason="interrupted"):
+    def cancel(self, reason="interrupted") -> None:
         """Stop as soon as possible: abort the level being computed (it is dropped)."""
         self.stop_requested = reason
-        sc = self.search.sc
-        if sc is not None and self._canceller is None:
-            self._canceller = threading.Thread(
-                target=_cancel_group, args=(sc, self.group), name="kmc-spark-cancel", daemon=True
-            )
-            self._canceller.start()
+        if self._canceller is None:
+            self._canceller = self.session.cancel()
 
     def snapshot(self) -> dict:
         """The search at its last complete level, for ``checker.checkpoint``.
@@ -289,7 +318,11 @@ class SparkRowsEngine(LevelDriver):
                 the level directory is missing or its files differ from those the
                 snapshot lists (damaged, cut short, a file added or removed).
         """
-        super().restore(snapshot, directory)
+        check_format(snapshot, self.snapshot_format)
+        search = self.search
+        if snapshot["phase"] == "spark" and isinstance(search, DriverLevels):
+            self.search = SparkLevels.saved_level(search, self.metrics, self._stopping, snapshot)
+        super().restore(snapshot, directory)  # the search takes its parts back
 
 
 def _check_master(master) -> None:

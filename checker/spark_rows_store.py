@@ -9,6 +9,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,11 +30,11 @@ class Store:
     executors and the driver must all see the directory at the same path (on a cluster:
     a shared file system)."""
 
-    def __init__(self, root):
+    def __init__(self, root) -> None:
         self.root = str(root)
 
     @classmethod
-    def create(cls, parent=None):
+    def create(cls, parent=None) -> Store:
         """A new store in ``parent`` (default: the temporary directory), marked with its
         owner (``OWNER``: this host, pid and process start time) so that a later run can
         tell it from a store whose run was killed (``clean_stale``)."""
@@ -49,27 +50,30 @@ class Store:
                 f"spark store: cannot create a directory in {parent or tempfile.gettempdir()} ({e.strerror or e})"
             ) from None
 
-    def remove(self):
+    def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
 
     # Paths (also used on the executors, through the module functions below).
-    def run(self, i, depth):
-        return _run_path(self.root, i, depth)
+    def run(self, i, depth) -> str:
+        return run_path(self.root, i, depth)
 
-    def front(self, depth, t, i):
-        return _front_path(self.root, depth, t, i)
+    def front(self, depth, t, i) -> str:
+        return front_path(self.root, depth, t, i)
 
-    def save(self, path, *arrays):
-        _save(path, *arrays)
+    def meta(self, i, depth) -> str:
+        return meta_path(self.root, i, depth)
 
-    def drop_run(self, i, depth):
+    def save(self, path, *arrays) -> None:
+        save_arrays(path, *arrays)
+
+    def drop_run(self, i, depth) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.run(i, depth))
 
-    def drop_front(self, depth):
+    def drop_front(self, depth) -> None:
         shutil.rmtree(os.path.join(self.root, "front", f"{depth:06d}"), ignore_errors=True)
 
-    def drop_successors(self, depth):
+    def drop_successors(self, depth) -> None:
         shutil.rmtree(os.path.join(self.root, "succ", f"{depth:06d}"), ignore_errors=True)
 
     def disk_bytes(self) -> int:
@@ -86,8 +90,8 @@ class Store:
                             total += entry.stat(follow_symlinks=False).st_size
         return total
 
-    def parent(self, i, depth, fp):
-        fps, parents, choices = _load(_meta_path(self.root, i, depth), 3)
+    def parent(self, i, depth, fp) -> tuple[int, int]:
+        fps, parents, choices = load_arrays(self.meta(i, depth), 3)
         at = int(np.searchsorted(fps, np.uint64(fp)))
         if at == len(fps) or int(fps[at]) != fp:
             raise EngineError("trace rebuild: a state's parent is missing from the seen-set")
@@ -186,7 +190,7 @@ def clean_stale(parent=None) -> str | None:
     return "; ".join(parts) if parts else None
 
 
-def _split_frontier(store, depth, n, keys, fps, rows):
+def split_frontier(store, depth, n, keys, fps, rows) -> tuple[list[int], list[list[int]]]:
     """Write a level (in rank order) into ``store`` as ``n`` rank partitions: partition
     ``j`` holds the ranks ``g`` with ``g * n // L == j``. Returns the count of each and
     the owners that wrote each (the driver, as owner 0)."""
@@ -203,7 +207,7 @@ def _split_frontier(store, depth, n, keys, fps, rows):
     return [bounds[j + 1] - bounds[j] for j in range(n)], sources
 
 
-def _link(source, target):
+def link(source, target) -> None:
     """Hard-link ``source`` as ``target`` (the store never rewrites a file), or copy it
     when they are on different file systems."""
     try:
@@ -212,28 +216,28 @@ def _link(source, target):
         shutil.copyfile(source, target)
 
 
-def _digests(directory) -> dict:
+def level_digests(directory) -> dict:
     """``{file name: (size, sha256)}`` of a saved level's files."""
     return digests(sorted(Path(directory).iterdir()))
 
 
-def _run_path(root, i, depth):
+def run_path(root, i, depth) -> str:
     return os.path.join(root, "seen", f"{i:04d}", f"run-{depth:06d}.npy")
 
 
-def _meta_path(root, i, depth):
+def meta_path(root, i, depth) -> str:
     return os.path.join(root, "seen", f"{i:04d}", f"meta-{depth:06d}.bin")
 
 
-def _succ_path(root, depth, o, i, s):
+def succ_path(root, depth, o, i, s) -> str:
     return os.path.join(root, "succ", f"{depth:06d}", f"o{o:04d}-p{i:04d}-{s:09d}.bin")
 
 
-def _front_path(root, depth, t, i):
+def front_path(root, depth, t, i) -> str:
     return os.path.join(root, "front", f"{depth:06d}", f"t{t:04d}-p{i:04d}.bin")
 
 
-def _save(path, *arrays, pack=False):
+def save_arrays(path, *arrays, pack=False) -> int:
     """Write ``arrays`` to ``path`` whole: under a name of this process, then renamed;
     with ``pack``, rows that fit four bits a column take half their bytes (``_pack``).
     Returns the bytes written."""
@@ -253,7 +257,7 @@ def _save(path, *arrays, pack=False):
     return written
 
 
-def _load(path, count):
+def load_arrays(path, count) -> list[np.ndarray]:
     with open(path, "rb") as f:
         return [_load_one(f) for _ in range(count)]
 
@@ -276,12 +280,12 @@ def _nibbles_fit(a) -> bool:
     return a.dtype == np.int8 and a.ndim == 2 and a.shape[1] % 2 == 0 and a.size > 0 and a.min() >= -1 and a.max() <= 14
 
 
-def _pack(rows):
+def _pack(rows) -> np.ndarray:
     u = rows.view(np.uint8) + np.uint8(1)  # -1..14 -> 0..15
     return (u[:, 0::2] << np.uint8(4)) | u[:, 1::2]
 
 
-def _unpack(packed):
+def _unpack(packed) -> np.ndarray:
     rows = np.empty((len(packed), 2 * packed.shape[1]), dtype=np.uint8)
     rows[:, 0::2] = packed >> np.uint8(4)
     rows[:, 1::2] = packed & np.uint8(15)
@@ -289,7 +293,7 @@ def _unpack(packed):
     return rows.view(np.int8)
 
 
-def _load_one(f):
+def _load_one(f) -> np.ndarray:
     a = np.load(f, allow_pickle=False)
     if a.dtype.kind != "S" or a.shape != (1,):
         return a
@@ -304,18 +308,18 @@ def _load_one(f):
     return out
 
 
-def _cloudpickle():
+def _cloudpickle() -> Any:
     from pyspark import cloudpickle
 
     return cloudpickle
 
 
-def _owners(fps, n):
+def owners(fps, n) -> np.ndarray:
     """The fingerprint partition of each fingerprint: ``floor(fp * n / 2**64)`` (to 32
     bits), which grows with ``fp``, so that a sorted array of fingerprints splits into
     its owners' shares by position."""
     return ((fps >> np.uint64(32)) * np.uint64(n) >> np.uint64(32)).astype(np.int64)
 
 
-def _owner_of(fp, n):
+def owner_of(fp, n) -> int:
     return ((int(fp) >> 32) * n) >> 32

@@ -9,18 +9,20 @@ import functools
 import os
 import signal
 import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
 from .coverage import task_part
 from .protocol import kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
-from .spark_rows_store import _front_path, _load, _meta_path, _owners, _run_path, _save, _succ_path
+from .spark_rows_store import front_path, load_arrays, meta_path, owners, run_path, save_arrays, succ_path
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded (one kernel call) and deduplicated together in a task
 
 
-def _least_per_fingerprint(keys, fps):
+def _least_per_fingerprint(keys, fps) -> np.ndarray:
     """Indices of one successor per distinct fingerprint, the one with the least key (keys
     are distinct), in fingerprint order."""
     order = np.argsort(fps)  # ties are settled by the keys below: no stable sort needed
@@ -34,17 +36,17 @@ def _least_per_fingerprint(keys, fps):
     return order[skeys == np.repeat(least, sizes)]
 
 
-def _fingerprints(kernel, rows, symmetry):
+def _fingerprints(kernel, rows, symmetry) -> np.ndarray:
     return kernel_fingerprints(kernel, rows, symmetry)
 
 
-def _profiled(task):
+def _profiled(task: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
     """``task`` run under cProfile when ``KMC_PROFILE_TASKS`` names a directory (a profile
     of where the executors' CPU goes, ``DIR/<task>-<pid>-<n>.prof``, read with ``pstats``);
     otherwise ``task`` itself."""
 
     @functools.wraps(task)  # its name, so that pickle finds the module's function
-    def run(*args):
+    def run(*args) -> Iterator[Any]:
         where = os.environ.get("KMC_PROFILE_TASKS")
         if not where:
             yield from task(*args)
@@ -61,7 +63,7 @@ def _profiled(task):
 
 
 @_profiled
-def _expand_partition(
+def expand_partition(
     step,
     found,
     symmetry,
@@ -75,7 +77,7 @@ def _expand_partition(
     coverage,
     index,
     _records,
-):
+) -> Iterator[tuple[int, tuple]]:
     """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
     rank is ``offsets[index]``), read from the store.
 
@@ -89,7 +91,8 @@ def _expand_partition(
     if fail_first_attempt and index == 0:
         from pyspark import TaskContext
 
-        if TaskContext.get().attemptNumber() == 0:
+        context = TaskContext.get()
+        if context is not None and context.attemptNumber() == 0:
             _test_fault(fail_first_attempt)
     clock = time.perf_counter()
     kernel = step.kernel
@@ -100,7 +103,7 @@ def _expand_partition(
     step_bad: dict[str, tuple] = {}
     base = offsets[index]
     busy = 0.0
-    parts = [_load(_front_path(root, depth, index, i), 3) for i in sources[index]]
+    parts = [load_arrays(front_path(root, depth, index, i), 3) for i in sources[index]]
     if parts:
         keys, fps, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
         order = np.argsort(keys)  # the rank order (keys are distinct): this partition's frontier
@@ -124,12 +127,12 @@ def _expand_partition(
             sfps, pfps = _fingerprints(kernel, succ, symmetry), fps[s + parents]
             pick = _least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
             keys, sfps, pfps, codes, succ = keys[pick], sfps[pick], pfps[pick], codes[pick], succ[pick]
-            cuts = np.searchsorted(_owners(sfps, n), np.arange(n + 1))
+            cuts = np.searchsorted(owners(sfps, n), np.arange(n + 1))
             for o in range(n):
                 a, b = int(cuts[o]), int(cuts[o + 1])
                 if b > a:
-                    path = _succ_path(root, depth, o, index, s)
-                    shipped += _save(path, keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b], pack=pack)
+                    path = succ_path(root, depth, o, index, s)
+                    shipped += save_arrays(path, keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b], pack=pack)
                     payload = ("f", path)
                     busy += time.perf_counter() - clock
                     yield (o, payload)
@@ -139,7 +142,7 @@ def _expand_partition(
 
 
 @_profiled
-def _own_partition(step, found, n, level, root, depth, runs, pack, coverage, index, records):
+def own_partition(step, found, n, level, root, depth, runs, pack, coverage, index, records) -> Iterator[tuple]:
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
     to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``
@@ -157,7 +160,7 @@ def _own_partition(step, found, n, level, root, depth, runs, pack, coverage, ind
     clock = time.perf_counter()
     for _key, value in records:
         if value[0] == "f":
-            parts.append(_load(value[1], 5))
+            parts.append(load_arrays(value[1], 5))
         else:
             metas.append(value[1])
     new_codes = np.zeros(len(names), dtype=np.int64)
@@ -170,7 +173,7 @@ def _own_partition(step, found, n, level, root, depth, runs, pack, coverage, ind
         keys, fps, pfps, codes, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
         del parts
         sel = _least_per_fingerprint(keys, fps)  # sorted by fingerprint
-        old = [np.load(_run_path(root, index, d), mmap_mode="r") for d, _ in mine]
+        old = [np.load(run_path(root, index, d), mmap_mode="r") for d, _ in mine]
         sel = sel[~runs_contain(old, fps[sel])]
         del old
         if len(sel):
@@ -178,7 +181,7 @@ def _own_partition(step, found, n, level, root, depth, runs, pack, coverage, ind
             # key order (the next frontier); the rows are gathered once, in key order.
             by_key = sel[np.argsort(keys[sel])]
             new_fps = fps[sel]
-            _save(_meta_path(root, index, depth), new_fps, pfps[sel], (keys[sel] & 255).astype(np.int16))
+            save_arrays(meta_path(root, index, depth), new_fps, pfps[sel], (keys[sel] & 255).astype(np.int16))
             new_codes += np.bincount(codes[sel], minlength=len(names))
             keys, fps, rows = keys[by_key], fps[by_key], rows[by_key]
             del pfps, codes, sel, by_key
@@ -186,9 +189,9 @@ def _own_partition(step, found, n, level, root, depth, runs, pack, coverage, ind
             run, mine = new_fps, mine + [(depth, len(new_fps))]
             while len(mine) > 1 and merges(mine[-1][1], mine[-2][1]):
                 d, _ = mine[-2]
-                run = merge_runs(np.load(_run_path(root, index, d)), run)
+                run = merge_runs(np.load(run_path(root, index, d)), run)
                 mine[-2:] = [(depth, len(run))]
-            _save(_run_path(root, index, depth), run)
+            save_arrays(run_path(root, index, depth), run)
             del run, new_fps
             for name, (j, why) in step.state_violations(rows, keys, found).items():  # checker.level
                 state_bad[name] = (int(keys[j]), why, int(fps[j]))
@@ -198,21 +201,21 @@ def _own_partition(step, found, n, level, root, depth, runs, pack, coverage, ind
             for t in range(n):
                 a, b = int(cuts[t]), int(cuts[t + 1])
                 if b > a:
-                    path = _front_path(root, depth, t, index)
-                    shipped += _save(path, keys[a:b], fps[a:b], rows[a:b], pack=pack)
+                    path = front_path(root, depth, t, index)
+                    shipped += save_arrays(path, keys[a:b], fps[a:b], rows[a:b], pack=pack)
             if coverage:
                 cov = task_part(step.model, kernel, new_rows=rows)
     busy = time.perf_counter() - clock
     yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine, cov)
 
 
-def _owner(key):
+def shuffle_owner(key: int) -> int:
     """The partition function of the shuffle: a record's key is its owner's partition
-    number (PySpark sends key ``k`` to partition ``_owner(k) % n``)."""
+    number (PySpark sends key ``k`` to partition ``shuffle_owner(k) % n``)."""
     return key
 
 
-def _test_fault(kind):
+def _test_fault(kind) -> None:
     """Test hooks, on the first attempt of partition 0's expansion tasks: ``True`` raises;
     ``"kill"`` ends this Python worker as a crash would (the OOM killer, a stray signal),
     ``"kill:PATH"`` does so once (``PATH`` is created to remember it);
@@ -240,17 +243,17 @@ def _test_fault(kind):
     raise RuntimeError("kmc test hook: the first attempt of this task fails")
 
 
-def _pair(index, _records):
+def warm_up_pair(index, _records) -> Iterator[tuple[int, None]]:
     """The warm-up job's first stage: one record for partition ``index``."""
     yield (index, None)
 
 
-def _nothing(_index, records):
+def warm_up_pass(_index, records: Iterable) -> Iterable:
     """The warm-up job's second stage: passes its records on."""
     return records
 
 
-def _add_part(cov, names, part):
+def _add_part(cov, names, part) -> tuple:
     """Two coverage parts of one task as one (``checker.coverage.task_part``)."""
     if cov is None:
         return part

@@ -1,8 +1,9 @@
-"""The Spark engine's search object (``checker.driver``): the rows search on the driver
-while the levels are small, then one Spark job a level over the file store.
+"""The Spark engine's search objects (``checker.driver``): the rows search on the driver
+while the levels are small (``DriverLevels``), then one Spark job a level over the file
+store (``SparkLevels``), which replaces it at the hand-over.
 
-See ``checker.spark_rows`` for the design. Here a level handed to Spark is a single
-*piece* of the level driver: ``expand`` runs the level's job and adds its summaries to
+See ``checker.spark_rows`` for the design. A level handed to Spark is a single *piece* of
+the level driver: ``SparkLevels.expand`` runs the level's job and adds its summaries to
 the counts and to the level's first violations, so the driver's stop rules, progress,
 ``on_level`` hook, violation records and result are the local engines' own.
 
@@ -17,210 +18,326 @@ import errno
 import re
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
+from typing import Any
 
+import attrs
 import numpy as np
 
-from .batch import RowsSearch, add_counts
+from .batch import ROWS_FORMAT, RowsSearch, add_counts
 from .driver import ResourceStop, Search
 from .errors import EngineError
 from .kernel import keep_least
-from .kernel_check import KernelMismatchError, kernel_check
+from .kernel_check import KernelCheck, KernelMismatchError
+from .level import LevelStep
 from .memory import format_size
-from .spark_rows_store import Store, _owner_of, _owners, _split_frontier
-from .spark_rows_tasks import _expand_partition, _fingerprints, _own_partition, _owner
-from .spark_session import _one_line
-from .spark_start import EARLY, SessionStarter
+from .protocol import BatchKernel, Model, Property, kernel_fingerprints
+from .result import Stats
+from .seen import CompactSeenSet
+from .spark_rows_store import Store, owner_of, owners, split_frontier
+from .spark_rows_tasks import expand_partition, own_partition, shuffle_owner
+from .spark_save import check_format, load_saved, relocate, save_level, verify_saved
+from .spark_session import one_line
+from .spark_start import EARLY, Session
 from .trace import replay_choices
 
 
-class _Count:
+@attrs.frozen
+class SparkSetup:
+    """What the Spark levels take of the engine's arguments (``checker.spark_rows``).
+
+    ``fail_first_attempt`` is a test hook (``checker.spark_rows_tasks._test_fault``);
+    ``snapshot_format`` the engine's checkpoint format (the batch or the per-state path).
+    """
+
+    master: str | None
+    partitions: int | None
+    store_dir: str | None
+    driver_level_limit: int
+    data_root: str | None
+    snapshot_format: str
+    coverage: bool = False
+    fail_first_attempt: bool | str = False
+
+
+class DriverLevels(RowsSearch):
+    """The rows search (``checker.batch``) while the levels run on the driver: it starts
+    the Spark session in the background once a level nears ``setup.driver_level_limit``
+    and says when a level has outgrown it (``outgrown``); the engine then replaces it with
+    ``SparkLevels.hand_over(...)``."""
+
+    def __init__(
+        self,
+        model: Model,
+        kernel: BatchKernel,
+        invariants: Sequence[Property],
+        step_props: Sequence[Property],
+        symmetry: bool,
+        check: KernelCheck | None,
+        *,
+        setup: SparkSetup,
+        session: Session,
+    ) -> None:
+        super().__init__(model, kernel, invariants, step_props, symmetry, check)
+        self.setup, self.session = setup, session
+        self.waited = False  # a level past the limit ran here while the session started
+
+    def outgrown(self) -> bool:
+        """At a level boundary: whether the level is to run on Spark (it has more than
+        ``driver_level_limit`` states, and the session is not still starting); starts the
+        session early when a level passes ``driver_level_limit / EARLY`` states."""
+        size, limit, session = self.size(), self.setup.driver_level_limit, self.session
+        if size > limit:
+            if session.still_starting(size, limit):
+                self.waited = True
+                return False
+            return True
+        if size * EARLY > limit > 0 and session.sc is None:
+            session.start_early()
+        return False
+
+    def not_started(self) -> str:
+        """Why this run never used Spark, in one line (every level stayed on the driver)."""
+        limit, session = self.setup.driver_level_limit, self.session
+        if session.starter is None:
+            head = "Spark was not started"
+        elif session.abandon_early():  # the search is over: not a second more for the JVM
+            head = "Spark was being started in advance; that start was abandoned, not waited for"
+        else:
+            head = "Spark was started in advance, then not used"
+        if self.waited:
+            return (
+                f"{head}: the driver expanded the levels past {limit:,} states "
+                f"(--driver-level-limit {limit}) while the session was starting, and the search ended "
+                "before it was up."
+            )
+        return (
+            f"{head}: every level it expanded had at most {limit:,} states "
+            f"(--driver-level-limit {limit}), so the driver ran them all itself, as the local engine does."
+        )
+
+    def snapshot_parts(self) -> dict:
+        return {
+            "head": {"format": self.setup.snapshot_format},
+            "phase": "driver",
+            "local": {"format": ROWS_FORMAT, "frontier": self.frontier, "seen": self.seen},
+        }
+
+    def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
+        check_format(snapshot, self.setup.snapshot_format)
+        super().restore_parts(snapshot["local"])
+
+
+class SeenCount:
     """A stand-in for the seen-set once it lives in the store: only its size is known here."""
 
-    def __init__(self, n):
+    def __init__(self, n: int) -> None:
         self.n = n
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.n
 
 
-class SparkSearch(SessionStarter, Search):
-    """The search object of ``checker.spark_rows.SparkRowsEngine`` (``engine``)."""
+class SparkLevels(Search):
+    """The search once the levels run on Spark: the store and what the driver keeps of it
+    (every partition's seen runs, the frontier's count per rank partition and the owners
+    that wrote it, the hand-over's fingerprints), one Spark job a level.
 
-    def __init__(self, engine, kernel, symmetry):
-        self.engine = engine
-        self.kernel = kernel
-        self.symmetry = symmetry
-        self.check = kernel_check(engine.model, kernel, engine.properties, engine.options)
-        self.rows = RowsSearch(engine.model, kernel, engine.invariants, engine.step_props, symmetry, self.check)
-        self.phase = "driver"  # then "spark", once the store holds the search
-        self.store = None
-        self.n = None  # partitions
-        self.sc = None
-        self.owned = False
-        self.runs = self.counts = self.sources = None
-        self.handoff = self.handoff_depth = None
+    Built by ``hand_over`` (from the driver's search, when a level outgrows
+    ``driver_level_limit``) or by ``saved`` (a checkpoint's saved level, loaded by
+    ``open()`` when the run starts).
+
+    Args:
+        setup: the engine's arguments; session: the run's Spark session; metrics: the
+            engine's metrics, which the levels add to; stopping: whether a stop was
+            requested (a failed job is then a cancelled level).
+        step: the rules of a level (``checker.level``; its model and kernel);
+        symmetry: whether fingerprints are of canonical rows;
+        driver_seen: the driver's seen-set, which numbers the handed-over states.
+        depth: the frontier's depth; n: the partitions.
+    """
+
+    every = 0  # a Spark level is one piece: no look at the memory inside it
+    frontier = None
+    possibly: list = []  # the Spark engine refuses always-possibly properties
+
+    def __init__(
+        self,
+        setup: SparkSetup,
+        session: Session,
+        metrics: dict,
+        stopping: Callable[[], bool],
+        step: LevelStep,
+        symmetry: bool,
+        driver_seen: CompactSeenSet,
+        *,
+        depth: int,
+        n: int,
+    ) -> None:
+        self.setup, self.session, self.metrics, self.stopping = setup, session, metrics, stopping
+        self.step, self.symmetry, self.driver_seen = step, symmetry, driver_seen
+        self.depth, self.n = depth, n  # the frontier's depth (the driver's stats.depth)
+        self.store: Store | None = None  # until open() (a saved level) or the hand-over
+        self.runs: list[list[tuple[int, int]]] = []  # per partition: (depth, length) of its seen runs
+        self.counts: list[int] = []  # the frontier's count per rank partition
+        self.sources: list[list[int]] = []  # per rank partition: the owners that wrote its share
+        self.handoff: dict[int, int] = {}  # a handed-over frontier state's fingerprint -> its number
+        self.handoff_depth = depth
         self.distinct = 0
-        self.resume_from = None  # (directory, snapshot) of a saved Spark level to load
-        self.next_counts = None
+        self.next_counts: list[int] | None = None
+        self.next_sources: list[list[int]] = []
         self.busy = 0.0
-        self.starter = None  # the thread of _start_early, and what it started (or its error)
-        self.early = None
-        self.abandoned = False  # the search ended while the early start was still under way
-        self.waited = False  # a level past the limit ran on the driver while the session started
+        self.saved: tuple[Path, dict] | None = None  # the level's directory and files, once saved
+        self.resume_from: tuple[Path, dict] | None = None  # a saved level that open() loads
+
+    @classmethod
+    def hand_over(
+        cls,
+        rows: DriverLevels,
+        depth: int,
+        metrics: dict,
+        stopping: Callable[[], bool],
+    ) -> SparkLevels:
+        """Write the driver's seen-set (split by owner) and frontier (split by rank) into
+        a new store: the levels from here on run on Spark."""
+        setup, session = rows.setup, rows.session
+        _sc, n = session.context()
+        levels = cls(setup, session, metrics, stopping, rows.level, rows.symmetry, rows.seen, depth=depth, n=n)
+        store = Store.create(setup.store_dir)
+        try:
+            # The hand-over writes the seen-set and the frontier, then the first Spark level runs.
+            level = rows.size()
+            check_room(store.root, level, pack_rows(level, store.root))
+            try:
+                levels._write_hand_over(store, rows)
+            except OSError as e:
+                if not disk_full(e):
+                    raise
+                raise ResourceStop("disk-full", full_line(store.root, e)) from None
+        except BaseException:
+            store.remove()
+            raise
+        levels.store = store
+        rows.frontier = []
+        return levels
+
+    def _write_hand_over(self, store: Store, rows: DriverLevels) -> None:
+        depth, n = self.depth, self.n
+        seen = rows.seen
+        seen_fps = np.concatenate(seen._runs + seen._level_runs)
+        owner = owners(seen_fps, n)
+        self.runs = []
+        for i in range(n):
+            fps = np.sort(seen_fps[owner == i])
+            store.save(store.run(i, depth), fps)
+            self.runs.append([(depth, len(fps))])
+        del seen_fps, owner
+        frontier = np.concatenate(rows.frontier)
+        fps = kernel_fingerprints(rows.kernel, frontier, self.symmetry)
+        self.handoff = {int(fp): len(seen) - len(frontier) + i for i, fp in enumerate(fps.tolist())}
+        self.metrics["driver_levels"] = depth
+        self.distinct = len(seen)
+        keys = np.arange(len(frontier), dtype=np.int64)
+        self.counts, self.sources = split_frontier(store, depth, n, keys, fps, frontier)
+
+    @classmethod
+    def saved_level(
+        cls,
+        rows: DriverLevels,
+        metrics: dict,
+        stopping: Callable[[], bool],
+        snapshot: dict,
+    ) -> SparkLevels:
+        """The levels of a checkpoint's saved Spark level (``snapshot``), which
+        ``restore_parts`` then checks and ``open()`` loads."""
+        return cls(
+            rows.setup,
+            rows.session,
+            metrics,
+            stopping,
+            rows.level,
+            rows.symmetry,
+            snapshot["local_seen"],
+            depth=snapshot["stats"]["depth"],
+            n=rows.setup.partitions or snapshot["partitions"],
+        )
 
     # -- the search protocol ------------------------------------------------------------
 
     @property
-    def every(self):
-        return 1 if self.phase == "driver" else 0  # a Spark level: no look at the memory inside it
-
-    @property
-    def seen(self):
-        return self.rows.seen if self.phase == "driver" else _Count(self.distinct)
-
-    @property
-    def frontier(self):
-        return self.rows.frontier if self.phase == "driver" else None
-
-    @property
-    def possibly(self):
-        return []
-
-    @possibly.setter
-    def possibly(self, _value):
-        pass  # the Spark engine refuses always-possibly properties
-
-    def start(self, stats, found):
-        self.rows.start(stats, found)
+    def seen(self) -> SeenCount:
+        return SeenCount(self.distinct)
 
     def size(self) -> int:
-        return self.rows.size() if self.phase == "driver" else sum(self.counts)
+        return sum(self.counts)
 
     def next_size(self) -> int:
-        if self.phase == "driver":
-            return self.rows.next_size()
         return sum(self.next_counts) if self.next_counts is not None else 0
 
-    def pieces(self):
-        limit = self.engine.driver_level_limit
-        if self.phase == "driver" and self.rows.size() > limit:
-            if self._still_starting(limit):
-                self.waited = True
-            else:
-                self._hand_over()
-        elif self.phase == "driver" and self.rows.size() * EARLY > limit > 0 and self.sc is None:
-            self._start_early()
-        elif self.phase == "spark" and self.store is None:
-            self._load_saved()
-        if self.phase == "driver":
-            return self.rows.pieces()
+    def pieces(self) -> list[int]:
+        self.open()
         return [self.size()]
 
-    def piece_len(self, piece) -> int:
-        return self.rows.piece_len(piece) if self.phase == "driver" else piece
+    def piece_len(self, piece: int) -> int:
+        return piece
 
-    def begin_level(self):
-        if self.phase == "driver":
-            self.rows.begin_level()
+    def begin_level(self) -> None:
         self.next_counts = None
 
-    def expand(self, piece, first, stats, level_found, found):
-        if self.phase == "driver":
-            return self.rows.expand(piece, first, stats, level_found, found)
+    def expand(self, piece: int, first: int, stats: Stats, level_found: dict, found: dict) -> bool | None:
         return self._spark_level(piece, stats, level_found, found)
 
-    def end_level(self):
-        if self.phase == "driver":
-            self.rows.end_level()
-            return
-        depth = self.depth
-        self.store.drop_front(depth)
-        self.store.drop_successors(depth)
+    def end_level(self) -> None:
+        store, depth = self.open(), self.depth
+        store.drop_front(depth)
+        store.drop_successors(depth)
+        assert self.next_counts is not None  # the level was expanded
         self.counts, self.sources = self.next_counts, self.next_sources
         self.distinct += sum(self.counts)
         self.next_counts = None
+        if sum(self.counts):
+            self.depth += 1
+        self.saved = None  # a new level: saved anew when a snapshot needs it
 
-    def rollback(self):
-        if self.phase == "driver":
-            self.rows.rollback()
+    def rollback(self) -> None:
         self.next_counts = None  # a cancelled Spark level changed nothing the driver keeps
 
-    def memory_reserve(self) -> int:
-        return self.rows.memory_reserve() if self.phase == "driver" else 0
-
-    def numbers_of(self, fps):
+    def numbers_of(self, fps: Any) -> Any:
         raise EngineError("the Spark engine does not number its states")
 
     # -- Spark levels ---------------------------------------------------------------------
 
-    def _hand_over(self):
-        """Write the driver's seen-set (split by owner) and frontier (split by rank) into
-        a new store: the levels from here on run on Spark."""
-        self.session()
+    def open(self) -> Store:
+        """The store, with the saved level this search resumes written into it first."""
         if self.store is None:
-            self.store = self._create_store()
-        # The hand-over writes the seen-set and the frontier, then the first Spark level runs.
-        level, root = self.rows.size(), self.store.root
-        _check_room(root, level, _pack_rows(level, root))
-        try:
-            self._write_hand_over()
-        except OSError as e:
-            if not disk_full(e):
-                raise
-            raise ResourceStop("disk-full", _full_line(self.store.root, e)) from None
+            if self.resume_from is None:
+                raise EngineError("the Spark levels have no store")
+            where, snap = self.resume_from
+            store = Store.create(self.setup.store_dir)
+            self.runs, self.counts, self.sources = load_saved(store, where, snap, self.n, self.depth)
+            self.store, self.resume_from = store, None
+        return self.store
 
-    def _create_store(self):
-        return Store.create(self.engine.store_dir)
-
-    def _write_hand_over(self):
-        rows_search, depth = self.rows, self.engine.stats.depth
-        store = self.store
-        n = self.n
-        seen = rows_search.seen
-        seen_fps = np.concatenate(seen._runs + seen._level_runs)
-        owners = _owners(seen_fps, n)
-        self.runs = []
-        for i in range(n):
-            fps = np.sort(seen_fps[owners == i])
-            store.save(store.run(i, depth), fps)
-            self.runs.append([(depth, len(fps))])
-        del seen_fps, owners
-        rows = np.concatenate(rows_search.frontier)
-        fps = _fingerprints(self.kernel, rows, self.symmetry)
-        self.handoff = {int(fp): len(seen) - len(rows) + i for i, fp in enumerate(fps.tolist())}
-        self.handoff_depth = self.engine.metrics["driver_levels"] = depth
-        self.distinct = len(seen)
-        self.counts, self.sources = _split_frontier(store, depth, n, np.arange(len(rows), dtype=np.int64), fps, rows)
-        rows_search.frontier = []
-        self.phase = "spark"
-
-    def _load_saved(self):
-        from .spark_save import load_saved
-
-        where, snap = self.resume_from
-        self.store = self._create_store()
-        self.n = self.engine.partitions or snap["partitions"]
-        self.runs, self.counts, self.sources = load_saved(self.store, where, snap, self.n, self.engine.stats.depth)
-
-    def _spark_level(self, level, stats, level_found, found):
+    def _spark_level(self, level: int, stats: Stats, level_found: dict, found: dict) -> bool | None:
         """One level as one Spark job; returns False when a stop request cancelled it."""
-        engine = self.engine
+        setup, metrics = self.setup, self.metrics
         # A level as small as those the driver expands runs its tasks here (the test hook
         # of a failing first attempt needs Spark's retries).
-        here = level <= engine.driver_level_limit and not engine.fail_first_attempt
-        sc = None if here else self.session()
-        n, store = self.n, self.store
+        here = level <= setup.driver_level_limit and not setup.fail_first_attempt
+        sc = None if here else self.session.context(self.n)[0]
+        n, store = self.n, self.open()
         t0 = time.perf_counter()
-        depth = self.depth = stats.depth
+        depth = self.depth
         offsets = np.concatenate(([0], np.cumsum(self.counts))).tolist()
-        pack = _pack_rows(level, store.root)
-        _check_room(store.root, level, pack)  # before a byte of the level is written
-        engine.metrics["packed_levels"] += pack
+        pack = pack_rows(level, store.root)
+        check_room(store.root, level, pack)  # before a byte of the level is written
+        metrics["packed_levels"] += pack
         done = frozenset(found)
         grow = partial(
-            _expand_partition,
-            self.rows.level,  # the rules of a level (checker.level)
+            expand_partition,
+            self.step,  # the rules of a level (checker.level)
             done,
             self.symmetry,
             n,
@@ -229,64 +346,53 @@ class SparkSearch(SessionStarter, Search):
             depth,
             self.sources,
             pack,
-            engine.fail_first_attempt,
-            engine.options.coverage,
+            setup.fail_first_attempt,
+            setup.coverage,
         )
-        own = partial(
-            _own_partition,
-            self.rows.level,
-            done,
-            n,
-            level,
-            store.root,
-            depth + 1,
-            self.runs,
-            pack,
-            engine.options.coverage,
-        )
+        own = partial(own_partition, self.step, done, n, level, store.root, depth + 1, self.runs, pack, setup.coverage)
         try:
-            if here:
-                summaries = _in_process(n, grow, own)
-                engine.metrics["in_process_levels"] += 1
+            if sc is None:
+                summaries = in_process(n, grow, own)
+                metrics["in_process_levels"] += 1
             else:
                 # One job, two stages: the rank partitions (expand their share of the
                 # frontier, read from the store) and, after the shuffle to the owners,
                 # the owners (merge with the seen runs, check, write the next frontier).
-                job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, _owner)
+                job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, shuffle_owner)
                 summaries = job.mapPartitionsWithIndex(own).collect()
         except (KernelMismatchError, MemoryError):
             # a kernel disagreement found by a level run here says it all in its own line; a
             # MemoryError of the driver's own: the level driver stops the run (exit 4, resumable)
             raise
         except Exception as e:
-            if engine.stop_requested is not None:
+            if self.stopping():
                 return False  # cancelled: the level is dropped, the last one stands
             if disk_full(e):  # the level is dropped, the last one stands: resumable
-                raise ResourceStop("disk-full", _full_line(store.root, e)) from None
-            if _out_of_memory(e):  # a task's MemoryError: the same stop as the driver's own
-                raise ResourceStop("out-of-memory", f"a Spark task could not allocate: {_one_line(e)}") from None
-            line = _one_line(e)
+                raise ResourceStop("disk-full", full_line(store.root, e)) from None
+            if out_of_memory(e):  # a task's MemoryError: the same stop as the driver's own
+                raise ResourceStop("out-of-memory", f"a Spark task could not allocate: {one_line(e)}") from None
+            line = one_line(e)
             _head, found_it, tail = line.partition(KernelMismatchError.__name__ + ": ")
             if found_it:  # a task's comparison of the kernel with the model
                 raise KernelMismatchError(tail) from None
-            where = f" (master {engine.master})" if engine.master else ""
-            raise EngineError(f"a Spark job failed at depth {depth + 1}{where}: {_one_line(e)}") from None
+            where = f" (master {setup.master})" if setup.master else ""
+            raise EngineError(f"a Spark job failed at depth {depth + 1}{where}: {one_line(e)}") from None
         # Both levels' frontiers, the successors and the merged runs beside those they
         # replace: the store at its largest.
-        engine.metrics["store_peak_bytes"] = max(engine.metrics["store_peak_bytes"], store.disk_bytes())
-        shipped = self._absorb(summaries, depth + 1, stats, level_found, found)
-        next_level = sum(self.next_counts)
+        metrics["store_peak_bytes"] = max(metrics["store_peak_bytes"], store.disk_bytes())
+        shipped = self._absorb(store, summaries, depth + 1, stats, level_found, found)
+        next_level = sum(self.next_counts or ())
         seconds = round(time.perf_counter() - t0, 3)
-        engine.metrics["spark_levels"].append((next_level, seconds, shipped, round(self.busy, 3)))
-        engine.metrics["shuffle_bytes"] += shipped
+        metrics["spark_levels"].append((next_level, seconds, shipped, round(self.busy, 3)))
+        metrics["shuffle_bytes"] += shipped
         return None
 
-    def _absorb(self, summaries, depth, stats, level_found, found):
+    def _absorb(self, store: Store, summaries: list, depth: int, stats: Stats, level_found: dict, found: dict) -> int:
         """Add a level's summaries to the stats and its first violations to
         ``level_found``; take the owners' new seen runs (dropping the runs they merged).
         Sets the next level's count per rank partition and the owners that wrote a share
         of each; returns the bytes shipped."""
-        names, n = self.kernel.action_names, self.n
+        names, n = self.step.kernel.action_names, self.n
         counts = np.zeros(n, dtype=np.int64)
         sources: list[list[int]] = [[] for _ in range(n)]
         shipped = 0
@@ -317,7 +423,7 @@ class SparkSearch(SessionStarter, Search):
                     keep_least(candidates, prop, (key, "step", why, ((depth - 1, pfp), choice)))
             stale = {d for d, _ in self.runs[index]} - {d for d, _ in runs}
             for d in stale:
-                self.store.drop_run(index, d)
+                store.drop_run(index, d)
             self.runs[index] = runs
         # The local engine checks step properties while expanding a level and state
         # invariants on its new states; either way a property's first violation is the
@@ -331,49 +437,91 @@ class SparkSearch(SessionStarter, Search):
 
     # -- results ----------------------------------------------------------------------------
 
-    def path(self, where):
+    def path(self, where: Any) -> Any:
+        model = self.step.model
         if not isinstance(where, tuple):
-            return self.rows.path(where)
+            init, choices = self.driver_seen.path_to(where)
+            return replay_choices(model, init, choices)
         depth, fp = where
+        store = self.open()
         tail = []
         while depth > self.handoff_depth:
-            parent, choice = self.store.parent(_owner_of(fp, self.n), depth, fp)
+            parent, choice = store.parent(owner_of(fp, self.n), depth, fp)
             tail.append(choice)
             fp, depth = parent, depth - 1
         if fp not in self.handoff:
             raise EngineError("trace rebuild: reached a handed-over state the driver does not know")
-        init, choices = self.rows.seen.path_to(self.handoff[fp])
-        return replay_choices(self.engine.model, init, choices + tail[::-1])
+        init, choices = self.driver_seen.path_to(self.handoff[fp])
+        return replay_choices(model, init, choices + tail[::-1])
 
-    def close(self, leave_running=False):
-        """Stop the session this search started, remove the store."""
-        if self.sc is None and self.starter is not None and not leave_running and not self._abandon_early():
-            try:
-                self.sc = self._adopt_early()  # started early, up, then never needed
-            except BaseException:
-                pass  # nothing to stop: the early start failed, and no level needed Spark
-        sc, owned = self.sc, self.owned
-        self.sc = None
-        if owned and not leave_running:
-            sc.stop()
+    def close(self) -> None:
+        """Remove the store."""
         if self.store is not None:
             self.store.remove()
             self.store = None
 
     # -- checkpoints: see checker.spark_save ------------------------------------------------
 
+    def save(self) -> tuple[Path, dict]:
+        """Link the store's files of the last complete level under ``data_dir(data_root,
+        depth)``, unless done; returns that directory and its files.
+
+        Raises:
+            EngineError: no ``data_root``.
+            CheckpointError: the level's files cannot be written.
+        """
+        if self.saved is None:
+            if self.store is None or self.setup.data_root is None:
+                raise EngineError("snapshot: the level's files were not saved (set data_root before run())")
+            self.saved = save_level(
+                self.store, self.runs, self.sources, self.handoff_depth, self.depth, self.setup.data_root
+            )
+        return self.saved
+
     def snapshot_parts(self) -> dict:
-        from .spark_save import snapshot_parts
+        """The parts of a snapshot the search owns (the driver adds the stats and violations).
 
-        return snapshot_parts(self)
+        Raises:
+            EngineError: the level's files are needed but were never saved (no
+                ``data_root`` during ``run()``).
+            CheckpointError: the level's files cannot be written.
+        """
+        where, files = self.save()
+        assert self.setup.data_root is not None  # save() needs it
+        moved = relocate(where, self.setup.data_root, self.depth)
+        if moved != where:
+            self.saved = where, files = moved, files
+        return {
+            "head": {"format": self.setup.snapshot_format},
+            "phase": "spark",
+            "data": where.name,
+            "files": files,
+            "runs": self.runs,
+            "counts": self.counts,
+            "sources": self.sources,
+            "handoff": self.handoff,
+            "handoff_depth": self.handoff_depth,
+            "local_seen": self.driver_seen,
+            "partitions": self.n,
+            "frontier": sum(self.counts),
+        }
 
-    def restore_parts(self, snapshot, directory=None):
-        from .spark_save import restore_parts
+    def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
+        """Take a snapshot's saved level back (see ``SparkRowsEngine.restore``): checked
+        now, written into a new store by ``open()``."""
+        check_format(snapshot, self.setup.snapshot_format)
+        where = verify_saved(snapshot, self.setup.data_root if directory is None else directory)
+        stats = snapshot["stats"]
+        self.resume_from = (where, snapshot)
+        self.runs, self.counts, self.sources = snapshot["runs"], snapshot["counts"], snapshot["sources"]
+        self.handoff, self.handoff_depth = snapshot["handoff"], snapshot["handoff_depth"]
+        self.driver_seen, self.depth = snapshot["local_seen"], stats["depth"]
+        self.n = self.setup.partitions or snapshot["partitions"]
+        self.distinct = stats["distinct"]
+        self.saved = (where, snapshot["files"])
 
-        restore_parts(self, snapshot, directory)
 
-
-# Rows are packed (``checker.spark_rows_store._pack``) in a level whose store files, at
+# Rows are packed (``checker.spark_rows_store.save_arrays``) in a level whose store files, at
 # about PACK_BYTES a frontier state (successors and both frontiers, unpacked), would take
 # more than PACK_SHARE of the store's free disk space.
 PACK_BYTES = 300
@@ -389,7 +537,7 @@ def level_bytes(level, pack) -> int:
     return level * (PACK_BYTES // 2 if pack else PACK_BYTES)
 
 
-def _check_room(root, level, pack):
+def check_room(root, level, pack) -> None:
     """Stop the run (``ResourceStop``, resumable) before a level the store's disk cannot hold."""
     try:
         free = shutil.disk_usage(root).free
@@ -415,23 +563,23 @@ def disk_full(e) -> bool:
     carrying a task's traceback) says that the disk was full."""
     if isinstance(e, OSError) and e.errno in _FULL_ERRNOS:
         return True
-    return bool(_FULL_TEXT.search(str(e)) or _FULL_TEXT.search(_one_line(e)))
+    return bool(_FULL_TEXT.search(str(e)) or _FULL_TEXT.search(one_line(e)))
 
 
-def _out_of_memory(e) -> bool:
+def out_of_memory(e) -> bool:
     """Whether a failed Spark job's error is a task's ``MemoryError`` (its Python traceback)."""
-    return "MemoryError" in _one_line(e) or bool(re.search(r"^\s*MemoryError\b", str(e), re.M))
+    return "MemoryError" in one_line(e) or bool(re.search(r"^\s*MemoryError\b", str(e), re.M))
 
 
-def _full_line(root, e) -> str:
+def full_line(root, e) -> str:
     try:
         free = f" ({format_size(shutil.disk_usage(root).free)} free)"
     except OSError:
         free = ""
-    return f"the Spark store {root} is full{free}: {_one_line(e)}"
+    return f"the Spark store {root} is full{free}: {one_line(e)}"
 
 
-def _pack_rows(level, root) -> bool:
+def pack_rows(level, root) -> bool:
     try:
         free = shutil.disk_usage(root).free
     except OSError:
@@ -439,7 +587,7 @@ def _pack_rows(level, root) -> bool:
     return level * PACK_BYTES > PACK_SHARE * free
 
 
-def _in_process(n, grow, own):
+def in_process(n, grow, own) -> list:
     """A level's two stages run here, one task after the other, without Spark: for a level
     of at most ``driver_level_limit`` states (the shrinking tail of a search), whose job
     would cost more than its work. The tasks are the same functions over the same files,

@@ -17,7 +17,9 @@ import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .errors import EngineError
 from .spark_master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
@@ -62,7 +64,7 @@ DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 PRELOAD_VARIABLE = "KMC_SPARK_PRELOAD"  # read by checker.spark_daemon
 
 
-def spark_context(master=None, verbose=False, status=None, preload=()):
+def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[Any, bool]:
     """The running SparkContext, or a new one.
 
     Args:
@@ -130,7 +132,7 @@ def spark_context(master=None, verbose=False, status=None, preload=()):
         say(f"starting the Spark session (master {master})")
         sc = SparkContext(conf=conf, gateway=gateway)
     except Exception as e:
-        why = str(e) if isinstance(e, EngineError) else _one_line(e)
+        why = str(e) if isinstance(e, EngineError) else one_line(e)
         raise EngineError(f"could not start Spark (master {master!r}): {why}") from None
     finally:
         if relay is not None:
@@ -146,12 +148,12 @@ def spark_context(master=None, verbose=False, status=None, preload=()):
     return sc, True
 
 
-def _remove_quietly(path):
+def _remove_quietly(path) -> None:
     with contextlib.suppress(OSError):
         os.unlink(path)
 
 
-def _quiet_gateway(conf):
+def _quiet_gateway(conf) -> tuple[Any, _Relay]:
     """Start PySpark's JVM with its stderr relayed through a filter of start-up noise.
 
     PySpark starts one JVM per process and reuses it for every later context, so this
@@ -169,7 +171,7 @@ def _quiet_gateway(conf):
     except Exception as e:
         os.close(write_end)
         relay.wait(10)  # the JVM has exited: read to the end of what it printed
-        raise EngineError(relay.reason() or _one_line(e)) from None
+        raise EngineError(relay.reason() or one_line(e)) from None
     os.close(write_end)
     return gateway, relay
 
@@ -177,19 +179,19 @@ def _quiet_gateway(conf):
 class _Relay:
     """Copies a JVM's stderr to ours, without its start-up noise, once released."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.held: list[str] = []
         self.released = False
         self.lock = threading.Lock()
 
-    def start(self, stream):
+    def start(self, stream) -> None:
         self.thread = threading.Thread(target=self._pump, args=(stream,), name="kmc-spark-stderr", daemon=True)
         self.thread.start()
 
-    def wait(self, seconds):
+    def wait(self, seconds) -> None:
         self.thread.join(seconds)
 
-    def _pump(self, stream):
+    def _pump(self, stream) -> None:
         for raw in iter(stream.readline, b""):
             line = raw.decode("utf-8", "replace")
             if line.startswith(_JVM_NOISE):
@@ -202,7 +204,7 @@ class _Relay:
             sys.stderr.flush()
         stream.close()
 
-    def release(self):
+    def release(self) -> None:
         with self.lock:
             self.released = True
             held, self.held = self.held, []
@@ -226,7 +228,7 @@ def partitions_bad(partitions) -> bool:
 
 
 @contextlib.contextmanager
-def _quiet_py4j(enabled):
+def quiet_py4j(enabled) -> Iterator[None]:
     """Silence py4j's Python log messages: a second Ctrl-C inside a py4j call makes it log
     the interrupt and the closing of its connection, with tracebacks, on stderr."""
     if not enabled:
@@ -253,7 +255,7 @@ def _not_from_py4j(record) -> bool:
     return "py4j" not in Path(record.pathname).parts
 
 
-def _cancel_group(sc, group):
+def cancel_group(sc, group) -> None:
     try:
         sc.cancelJobGroup(group)
     except Exception:  # the context may be stopping; the stop flag is enough then
@@ -267,7 +269,7 @@ def default_partitions(sc) -> int:
     return max(1, sc.defaultParallelism)
 
 
-def _one_line(error) -> str:
+def one_line(error) -> str:
     """A one-line description of a (possibly Java) exception."""
     java = getattr(error, "java_exception", None)
     text = str(error)

@@ -1,6 +1,6 @@
-"""How the Spark engine's search (``checker.spark_search``) gets its session: started in
-the background while the driver still expands small levels, with a warm-up job of the
-levels' shape, and waited for only when a level needs it."""
+"""How the Spark engine (``checker.spark_rows``) gets its session: started in the
+background while the driver still expands small levels, with a warm-up job of the levels'
+shape, and waited for only when a level needs it."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from .spark_rows_tasks import _nothing, _owner, _pair
-from .spark_session import default_partitions, spark_context
+from .spark_rows_tasks import shuffle_owner, warm_up_pair, warm_up_pass
+from .spark_session import cancel_group, default_partitions, spark_context
 
 # The session starts in the background once a driver level has more than
 # driver_level_limit / EARLY states (levels grow by less than this factor per level).
@@ -54,51 +55,68 @@ def end_spark_children() -> None:
                 os.kill(pid, signal.SIGTERM)
 
 
-class SessionStarter:
-    """The session part of ``SparkSearch`` (which sets ``engine``, ``rows``, ``sc``,
-    ``owned``, ``n``, ``starter``, ``early`` and ``waited``)."""
+class Session:
+    """The Spark session of one run of the Spark engine: started in the background while
+    the driver still expands small levels (``start_early``), or at the first level that
+    needs it (``context``); stopped by ``close`` when this run started it.
 
-    engine: Any
-    rows: Any
-    sc: Any
-    owned: bool
-    n: int | None
-    starter: threading.Thread | None
-    early: Any
-    waited: bool
+    Args:
+        master, verbose, preload, on_status: as ``spark_session.spark_context``.
+        partitions: the partitions asked for (None: the session's default).
+        group: the job group of the run's jobs (what ``cancel_group`` cancels).
+        metrics: the engine's metrics, where the session's start time is written.
+    """
 
-    def _still_starting(self, limit) -> bool:
-        """Whether the session started early is still coming up while the level is at
-        most ``WAIT`` times ``driver_level_limit``: the driver then expands it itself
-        rather than wait (the hand-over is at a level boundary, wherever it falls: the
-        results do not depend on it)."""
+    def __init__(
+        self,
+        *,
+        master: str | None,
+        verbose: bool,
+        preload: tuple[str, ...],
+        partitions: int | None,
+        group: str,
+        metrics: dict,
+        on_status: Callable[[str], None] | None = None,
+    ) -> None:
+        self.master, self.verbose, self.preload = master, verbose, preload
+        self.partitions, self.group, self.metrics, self.on_status = partitions, group, metrics, on_status
+        self.sc: Any = None  # the SparkContext, once started
+        self.owned = False  # this run started it (and stops it)
+        self.starter: threading.Thread | None = None  # the thread of start_early
+        self.early: Any = None  # what start_early started (context, owned, seconds), or its error
+        self.abandoned = False  # the search ended while the early start was still under way
+        self._early_lock = threading.Lock()
+
+    def still_starting(self, size: int, limit: int) -> bool:
+        """Whether the session started early is still coming up while a level of ``size``
+        states is at most ``WAIT`` times ``limit`` (``driver_level_limit``): the driver then
+        expands it itself rather than wait (the hand-over is at a level boundary, wherever
+        it falls: the results do not depend on it)."""
         starter = self.starter
         if starter is None or self.sc is not None or limit < WAIT_FROM or not starter.is_alive():
             return False
-        return self.rows.size() <= WAIT * limit
+        return size <= WAIT * limit
 
-    def _start_early(self):
+    def start_early(self) -> None:
         """Start the session in a thread of its own while the driver expands its last small
         levels (a level past ``driver_level_limit / EARLY`` states): the JVM's start, the
         Python workers' and the first job's warm-up overlap the driver's work."""
         if self.starter is not None:
             return
-        engine = self.engine
-        self._early_lock = threading.Lock()
         self.abandoned = False
 
-        def start():
+        def start() -> None:
             begin = time.perf_counter()
             early: Any = None
             try:
-                sc, owned = spark_context(engine.master, engine.verbose, preload=engine.preload)
+                sc, owned = spark_context(self.master, self.verbose, preload=self.preload)
                 # A first job of the levels' shape: the JVM loads and compiles its code
                 # paths and the Python workers start, before the first level needs them.
-                n = engine.partitions or self.n or default_partitions(sc)
-                warm = sc.parallelize(range(n), n).mapPartitionsWithIndex(_pair).partitionBy(n, _owner)
-                warm.mapPartitionsWithIndex(_nothing).collect()
+                n = self.partitions or default_partitions(sc)
+                warm = sc.parallelize(range(n), n).mapPartitionsWithIndex(warm_up_pair).partitionBy(n, shuffle_owner)
+                warm.mapPartitionsWithIndex(warm_up_pass).collect()
                 early = (sc, owned, round(time.perf_counter() - begin, 3))
-            except BaseException as e:  # reported by session(), in the search's own thread
+            except BaseException as e:  # reported by context(), in the search's own thread
                 early = e
             with self._early_lock:
                 self.early, abandoned = early, self.abandoned
@@ -108,7 +126,7 @@ class SessionStarter:
         self.starter = threading.Thread(target=start, name="kmc-spark-start", daemon=True)
         self.starter.start()
 
-    def _abandon_early(self) -> bool:
+    def abandon_early(self) -> bool:
         """Give up the session being started early, without waiting for it, when the search
         ended before it was needed: the starting thread stops it once it is up (in a
         ``kmc`` process that has exited by then, the JVM ends with it). Returns False when
@@ -124,34 +142,54 @@ class SessionStarter:
                 return True
         return False
 
-    def _adopt_early(self):
-        """The session started by ``_start_early``, once it is up (or its error)."""
-        self.starter.join()
+    def _adopt_early(self, starter: threading.Thread) -> Any:
+        """The session started by ``start_early``, once it is up (or its error)."""
+        starter.join()
         early, self.early = self.early, None
         if isinstance(early, BaseException):
             raise early
         sc, self.owned, seconds = early
-        self.engine.metrics["session_start_seconds"] = seconds
-        self.engine.metrics["session_started_early"] = True
+        self.metrics["session_start_seconds"] = seconds
+        self.metrics["session_started_early"] = True
         return sc
 
-    def session(self):
-        """The SparkContext, started at the first level that needs it."""
-        engine = self.engine
-        if self.sc is None:
+    def context(self, n: int | None = None) -> tuple[Any, int]:
+        """The SparkContext, started (or taken from the early start) at the first call,
+        and the partitions the levels run on: ``n`` (a saved level's), else those asked
+        for, else the session's default."""
+        sc = self.sc
+        if sc is None:
             begin = time.perf_counter()
             if self.starter is not None:
-                self.sc = self._adopt_early()
+                sc = self._adopt_early(self.starter)
             else:
-                self.sc, self.owned = spark_context(
-                    engine.master, engine.verbose, status=engine.on_status, preload=engine.preload
-                )
-                engine.metrics["session_start_seconds"] = round(time.perf_counter() - begin, 3)
-            self.sc.setJobGroup(engine.group, "kmc breadth-first search (rows)", interruptOnCancel=False)
-            if self.n is None:
-                self.n = engine.partitions or default_partitions(self.sc)
-            if engine.on_status is not None:
-                engine.on_status(
-                    f"Spark session ready (master {self.sc.master}, {self.n} partitions); running the first level"
-                )
-        return self.sc
+                sc, self.owned = spark_context(self.master, self.verbose, status=self.on_status, preload=self.preload)
+                self.metrics["session_start_seconds"] = round(time.perf_counter() - begin, 3)
+            self.sc = sc
+            sc.setJobGroup(self.group, "kmc breadth-first search (rows)", interruptOnCancel=False)
+            n = n or self.partitions or default_partitions(sc)
+            if self.on_status is not None:
+                self.on_status(f"Spark session ready (master {sc.master}, {n} partitions); running the first level")
+        return sc, n or self.partitions or default_partitions(sc)
+
+    def cancel(self) -> threading.Thread | None:
+        """Cancel the run's running job, in a thread of its own (a call into the JVM may
+        block); None when no session is up."""
+        sc = self.sc
+        if sc is None:
+            return None
+        thread = threading.Thread(target=cancel_group, args=(sc, self.group), name="kmc-spark-cancel", daemon=True)
+        thread.start()
+        return thread
+
+    def close(self, leave_running: bool = False) -> None:
+        """Stop the session this run started (one started early and never used too)."""
+        if self.sc is None and self.starter is not None and not leave_running and not self.abandon_early():
+            try:
+                self.sc = self._adopt_early(self.starter)  # started early, up, then never needed
+            except BaseException:
+                pass  # nothing to stop: the early start failed, and no level needed Spark
+        sc, owned = self.sc, self.owned
+        self.sc = None
+        if owned and not leave_running:
+            sc.stop()

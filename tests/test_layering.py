@@ -230,3 +230,35 @@ def test_no_import_cycle_at_module_level():
         if name not in state:
             visit(name, [name])
     assert cycles == []
+
+
+def test_the_spark_modules_use_each_other_s_public_names_only():
+    """A Spark module takes what another one offers by its public name: the store's paths
+    and files, the tasks, the session's helpers (a leading underscore is a module's own)."""
+    modules = _modules()
+    spark = {name for name in modules if name.startswith("kmc.checker.spark_")}
+    bad = []
+    for name in sorted(spark):
+        package = name.rpartition(".")[0].split(".")
+        for node in ast.walk(ast.parse(modules[name].read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            module = node.module or ""
+            if node.level:
+                module = ".".join(package[: len(package) - node.level + 1] + [module])
+            if module in spark and module != name:
+                bad += [f"{name} imports {module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert bad == []
+
+
+def test_the_spark_search_objects_keep_no_phase():
+    """The Spark engine's search is one object per phase, swapped at the hand-over: no
+    object says which phase it is in, and none needs the engine."""
+    import inspect
+
+    from kmc.checker import spark_search, spark_start
+
+    for module in (spark_search, spark_start):
+        source = inspect.getsource(module)
+        assert "self.phase" not in source and "self.engine" not in source
+    assert not issubclass(spark_search.SparkLevels, spark_start.Session)

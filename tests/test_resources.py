@@ -110,11 +110,11 @@ def test_a_full_disk_is_told_from_other_failures():
 
 
 def test_a_task_s_memory_error_is_told_from_other_failures():
-    from kmc.checker.spark_search import _out_of_memory
+    from kmc.checker.spark_search import out_of_memory
 
-    assert _out_of_memory(RuntimeError("Job aborted: ...\n  File \"x\", line 1\nMemoryError\n"))
-    assert _out_of_memory(RuntimeError("... numpy._core._exceptions._ArrayMemoryError: Unable to allocate"))
-    assert not _out_of_memory(RuntimeError("a task failed: ValueError: bad row"))
+    assert out_of_memory(RuntimeError("Job aborted: ...\n  File \"x\", line 1\nMemoryError\n"))
+    assert out_of_memory(RuntimeError("... numpy._core._exceptions._ArrayMemoryError: Unable to allocate"))
+    assert not out_of_memory(RuntimeError("a task failed: ValueError: bad row"))
 
 
 def test_a_level_the_store_cannot_hold_is_not_started(tmp_path, monkeypatch):
@@ -123,10 +123,10 @@ def test_a_level_the_store_cannot_hold_is_not_started(tmp_path, monkeypatch):
 
     monkeypatch.setattr(spark_search.shutil, "disk_usage", lambda root: shutil._ntuple_diskusage(1, 1, 1000))
     with pytest.raises(ResourceStop) as e:
-        spark_search._check_room(str(tmp_path), 10, False)
+        spark_search.check_room(str(tmp_path), 10, False)
     assert e.value.reason == "disk-full" and "has 1000B free" in e.value.detail
     monkeypatch.setattr(spark_search.shutil, "disk_usage", lambda root: shutil._ntuple_diskusage(1, 1, 1 << 40))
-    spark_search._check_room(str(tmp_path), 10, False)
+    spark_search.check_room(str(tmp_path), 10, False)
 
 
 @pytest.mark.spark
@@ -134,7 +134,7 @@ def test_a_level_the_store_cannot_hold_is_not_started(tmp_path, monkeypatch):
 def test_a_full_spark_store_stops_cleanly_and_resumes(spark_sc, tmp_path, monkeypatch, capsys):
     from kmc.checker import spark_rows_store
 
-    real = spark_rows_store._save
+    real = spark_rows_store.save_arrays
     saved = {"n": 0}
 
     def save(path, *arrays, **kw):
@@ -143,7 +143,7 @@ def test_a_full_spark_store_stops_cleanly_and_resumes(spark_sc, tmp_path, monkey
             raise OSError("51195 requested and 4592 written")
         return real(path, *arrays, **kw)
 
-    monkeypatch.setattr(spark_rows_store, "_save", save)
+    monkeypatch.setattr(spark_rows_store, "save_arrays", save)
     spec, ck = SPECS / "le-data-loss.toml", tmp_path / "ck"
     code, out, err = run(capsys, "check", spec, "--engine", "spark", "--driver-level-limit", "5", "--no-progress",
                          "--no-trace", "--spark-store", tmp_path / "store", "--checkpoint", ck,
@@ -154,7 +154,7 @@ def test_a_full_spark_store_stops_cleanly_and_resumes(spark_sc, tmp_path, monkey
     assert len(lines) == 1 and "is full" in lines[0] and "51195 requested and 4592 written" in lines[0]
     assert "Spark was" not in err
     assert os.listdir(tmp_path / "store") == []  # the store is removed
-    monkeypatch.setattr(spark_rows_store, "_save", real)
+    monkeypatch.setattr(spark_rows_store, "save_arrays", real)
     code, out, err = run(capsys, "check", "--resume", ck, "--no-progress", "--no-trace", "--json", tmp_path / "b.json")
     whole = tmp_path / "whole.json"
     assert run(capsys, "check", spec, "--no-progress", "--no-trace", "--json", whole)[0] == code

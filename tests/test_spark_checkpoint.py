@@ -151,10 +151,8 @@ def test_a_resumed_level_is_copied_into_a_new_checkpoint_directory(killed, tmp_p
     ck = copy_of(killed, tmp_path)
     snap = checkpoint.read(ck)[1]
     spec = load_spec(HW_UNCLEAN)
-    engine = SparkRowsEngine(spec.model(), spec.properties())
-    engine.data_root = ck
-    engine.restore(snap)
-    engine.data_root = tmp_path / "other"
+    engine = SparkRowsEngine(spec.model(), spec.properties(), data_root=tmp_path / "other")
+    engine.restore(snap, ck)
     again = engine.snapshot()
     assert again["data"] == snap["data"] and again["files"] == snap["files"]
     assert (again["stats"], again["found"], again["frontier"]) == (snap["stats"], snap["found"], snap["frontier"])

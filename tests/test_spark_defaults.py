@@ -60,7 +60,7 @@ def test_a_session_started_in_advance_and_never_used_is_said_so(spark_sc):
     else:  # still warming up: abandoned, not waited for
         assert engine.not_started.startswith("Spark was being started in advance; that start was abandoned, not "
                                              "waited for: every level it expanded had at most 1,000 states")
-    engine.search.starter.join()
+    engine.session.starter.join()
     assert spark_sc._jsc is not None  # the test session's context is not stopped: kmc did not start it
 
 
@@ -101,7 +101,7 @@ def test_a_start_in_advance_that_the_search_outruns_is_abandoned_not_waited_for(
     engine = SparkRowsEngine(spec.model(), spec.properties(), partitions=2, driver_level_limit=1000)
     result = engine.run()
     assert (result.stats.distinct, result.stats.depth) == (1834, 10)  # tests/pins.py
-    starter = engine.search.starter
+    starter = engine.session.starter
     assert starter.is_alive() and not stopped  # run() returned without waiting for the start
     assert engine.not_started.startswith("Spark was being started in advance; that start was abandoned, not "
                                          "waited for: every level it expanded had at most 1,000 states")

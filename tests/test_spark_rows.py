@@ -331,3 +331,28 @@ def test_rows_packed_in_the_store_change_nothing(sc, monkeypatch, share):
     assert_same(result, _batch("kip279-data-loss"))
     levels = len(engine.metrics["spark_levels"])
     assert levels > 5 and engine.metrics["packed_levels"] == (levels if share == 0.0 else 0)
+
+
+def test_the_hand_over_replaces_the_search_with_one_that_holds_no_engine(sc):
+    """Past driver_level_limit the engine's search is the Spark levels' object: it was
+    given what it needs (the store, the session, the settings), not the engine."""
+    from kmc.checker.spark_search import DriverLevels, SparkLevels
+
+    spec = _spec("hw-unclean")
+    kinds = []
+
+    def on_level(e):
+        search = e.search
+        kinds.append(type(search).__name__)
+        if isinstance(search, SparkLevels):
+            assert all(value is not e for value in vars(search).values())
+            assert search.store is not None and search.session is e.session
+
+    engine = SparkRowsEngine(spec.model(), spec.properties(), _options(spec), partitions=2,
+                             driver_level_limit=20, on_level=on_level)
+    assert isinstance(engine.search, DriverLevels)
+    result = engine.run()
+    assert_same(result, _batch("hw-unclean"))
+    first = kinds.index("SparkLevels")
+    assert 0 < first and set(kinds[:first]) == {"DriverLevels"} and set(kinds[first:]) == {"SparkLevels"}
+    assert engine.metrics["driver_levels"] == first + 1 and engine.search.store is None  # removed at the end

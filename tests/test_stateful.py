@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from kmc.checker import checkpoint, checkpointer
 from kmc.checker.seen import CompactSeenSet
-from kmc.checker.spark_rows_store import Store, _load, _meta_path, _save
+from kmc.checker.spark_rows_store import Store, load_arrays, meta_path, save_arrays
 
 CHEAP = settings(max_examples=25, stateful_step_count=15, deadline=None)
 FPS = st.integers(min_value=0, max_value=2**64 - 1)
@@ -101,7 +101,7 @@ class FileStoreMachine(RuleBasedStateMachine):
         objects = np.empty(len(rows), dtype=object)
         for k, r in enumerate(rows):
             objects[k] = r
-        _save(path, keys, objects)
+        save_arrays(path, keys, objects)
         self.files[path] = [keys, objects]
 
     @rule(i=st.integers(0, 3), depth=st.integers(1, 3), data=st.data())
@@ -110,7 +110,7 @@ class FileStoreMachine(RuleBasedStateMachine):
         fps = np.array(sorted(entries), dtype=np.uint64)
         parents = np.array([entries[int(fp)][0] for fp in fps], dtype=np.uint64)
         choices = np.array([entries[int(fp)][1] for fp in fps], dtype=np.int16)
-        _save(_meta_path(self.store.root, i, depth), fps, parents, choices)
+        save_arrays(meta_path(self.store.root, i, depth), fps, parents, choices)
         self.metas[(i, depth)] = {fp: (p, c) for fp, (p, c) in entries.items()}
 
     @precondition(lambda self: any(self.metas.values()))
@@ -123,7 +123,7 @@ class FileStoreMachine(RuleBasedStateMachine):
     @invariant()
     def files_read_back(self):
         for path, arrays in self.files.items():
-            got = _load(path, len(arrays))
+            got = load_arrays(path, len(arrays))
             for a, b in zip(got, arrays):
                 assert a.dtype == b.dtype and a.tolist() == b.tolist()
 
@@ -216,8 +216,8 @@ def test_the_store_gives_back_the_rows_it_saved(rows, small, pack):
         a = np.clip(a, -1, 14)
     with tempfile.TemporaryDirectory() as d:
         path = str(Path(d) / "rows.bin")
-        written = _save(path, a, np.arange(len(a), dtype=np.uint64), pack=pack)
-        back, numbers = _load(path, 2)
+        written = save_arrays(path, a, np.arange(len(a), dtype=np.uint64), pack=pack)
+        back, numbers = load_arrays(path, 2)
         assert back.dtype == np.int8 and back.shape == a.shape and (back == a).all()
         assert numbers.tolist() == list(range(len(a)))
         assert written == Path(path).stat().st_size
@@ -227,20 +227,20 @@ def test_rows_of_small_numbers_take_half_the_bytes_in_the_store(tmp_path):
     rows = np.random.default_rng(7).integers(-1, 15, size=(10_000, 64)).astype(np.int8)
     wide = rows.copy()
     wide[0, 0] = 15  # one column out of four bits: saved as it is
-    small = _save(str(tmp_path / "small.bin"), rows, pack=True)
-    plain = _save(str(tmp_path / "plain.bin"), wide, pack=True)
+    small = save_arrays(str(tmp_path / "small.bin"), rows, pack=True)
+    plain = save_arrays(str(tmp_path / "plain.bin"), wide, pack=True)
     assert plain - rows.nbytes < 200 and plain - small > 0.49 * rows.nbytes
-    assert _save(str(tmp_path / "unpacked.bin"), rows) == plain  # not asked to pack
-    assert (_load(str(tmp_path / "small.bin"), 1)[0] == rows).all()
-    assert (_load(str(tmp_path / "plain.bin"), 1)[0] == wide).all()
+    assert save_arrays(str(tmp_path / "unpacked.bin"), rows) == plain  # not asked to pack
+    assert (load_arrays(str(tmp_path / "small.bin"), 1)[0] == rows).all()
+    assert (load_arrays(str(tmp_path / "plain.bin"), 1)[0] == wide).all()
 
 
 def test_the_store_s_size_on_disk_is_its_files_sizes(tmp_path):
     store = Store.create(tmp_path)
     owner = (Path(store.root) / "owner").stat().st_size  # the mark naming the run that made it
     assert store.disk_bytes() == owner
-    sizes = [_save(store.run(i, 3), np.arange(10 * (i + 1), dtype=np.uint64)) for i in range(3)]
-    sizes.append(_save(store.front(4, 1, 2), np.zeros((7, 8), dtype=np.int8)))
+    sizes = [save_arrays(store.run(i, 3), np.arange(10 * (i + 1), dtype=np.uint64)) for i in range(3)]
+    sizes.append(save_arrays(store.front(4, 1, 2), np.zeros((7, 8), dtype=np.int8)))
     assert store.disk_bytes() == sum(sizes) + owner == sum(p.stat().st_size for p in Path(store.root).rglob("*")
                                                             if p.is_file())
     store.remove()

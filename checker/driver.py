@@ -93,7 +93,7 @@ class LevelDriver:
         self.stop_requested = None
         self.stats = Stats(coverage=Coverage(coverage_names(model)) if self.options.coverage else NoCoverage())
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
-        self.search = search
+        self.search: LevelSearch = search
         self._started = False
         # One edge log per always-possibly property (``checker.possibly``).
         self.possibly = [(p, EdgeLog()) for p in self.properties if p.kind == POSSIBLY]
@@ -157,7 +157,7 @@ class LevelDriver:
                         stopped = self.stop_requested  # a stop request cancelled the piece
                         break
                     done += search.piece_len(piece)
-                    every = search.every  # read each time: a search may change phase (Spark)
+                    every = search.every
                     if every and count % every == 0:
                         if max_memory is not None and _over(max_memory, search):
                             stopped = "max-memory"

@@ -131,6 +131,11 @@ class CompactSeenSet:
             choices.append(choice)
             i = parent
 
+    def fingerprints(self) -> np.ndarray:
+        """Every stored fingerprint, in no particular order (a new array)."""
+        runs = self._runs + self._level_runs
+        return np.concatenate(runs) if runs else np.zeros(0, dtype=np.uint64)
+
     def merge_reserve(self) -> int:
         """The most a merge of runs may allocate (``end_level``): the merged array and
         the sort's buffer, up to 12 bytes a stored state when every run merges."""

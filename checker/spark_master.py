@@ -19,7 +19,7 @@ import struct
 import time
 
 from .errors import EngineError
-from .units import _HOST_PORT, _K8S, validate_master  # noqa: F401  (the master URL's syntax)
+from .units import HOST_PORT, K8S_MASTER, validate_master  # noqa: F401  (the master URL's syntax)
 
 # Spark's local mode does not retry a failed task unless the master says so: with
 # local[*] one crashed Python worker aborts the whole run. "local[*,4]" gives every task
@@ -34,10 +34,10 @@ PROBE_SECONDS = 4.0  # for a master that accepted the connection to answer the p
 def addresses(url) -> list[tuple[str, int]]:
     """The (host, port) pairs a cluster master URL names (none for local and yarn)."""
     if url.startswith("spark://"):
-        pairs = [_HOST_PORT.fullmatch(p) for p in url[len("spark://") :].split(",")]
+        pairs = [HOST_PORT.fullmatch(p) for p in url[len("spark://") :].split(",")]
         return [(m.group("host").strip("[]"), int(m.group("port"))) for m in pairs if m]
     if url.startswith("k8s://"):
-        m = _K8S.fullmatch(url)
+        m = K8S_MASTER.fullmatch(url)
         if m:
             default = 80 if m.group("scheme") == "http" else 443
             return [(m.group("host").strip("[]"), int(m.group("port") or default))]

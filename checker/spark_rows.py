@@ -219,7 +219,6 @@ class SparkRowsEngine(LevelDriver):
             session=self.session,
         )
         super().__init__(model, search, props, options, progress, on_level=on_level)
-        self.search: DriverLevels | SparkLevels = search
         # After run(): why no Spark session was started (every level stayed on the driver), or None.
         self.not_started: str | None = None
         # After run() starts: what it removed of the stores of killed runs, in one line, or None.
@@ -263,7 +262,7 @@ class SparkRowsEngine(LevelDriver):
             elif isinstance(search, DriverLevels):
                 self.metrics["driver_levels"] = self.stats.depth
                 self.not_started = search.not_started()
-            elif self.data_root is not None:
+            elif isinstance(search, SparkLevels) and self.data_root is not None:
                 search.save()  # what snapshot() returns once run() has returned
             return result
         except KeyboardInterrupt:

@@ -31,7 +31,7 @@ from .driver import ResourceStop, Search
 from .errors import EngineError
 from .kernel import keep_least
 from .kernel_check import KernelCheck, KernelMismatchError
-from .level import LevelStep
+from .level import LevelStep, record_first
 from .memory import format_size
 from .protocol import BatchKernel, Model, Property, kernel_fingerprints
 from .result import Stats
@@ -226,7 +226,7 @@ class SparkLevels(Search):
     def _write_hand_over(self, store: Store, rows: DriverLevels) -> None:
         depth, n = self.depth, self.n
         seen = rows.seen
-        seen_fps = np.concatenate(seen._runs + seen._level_runs)
+        seen_fps = seen.fingerprints()
         owner = owners(seen_fps, n)
         self.runs = []
         for i in range(n):
@@ -269,6 +269,10 @@ class SparkLevels(Search):
     @property
     def seen(self) -> SeenCount:
         return SeenCount(self.distinct)
+
+    def start(self, stats: Stats, found: dict) -> None:
+        """Never called: the Spark levels begin from a hand-over or a saved level."""
+        raise EngineError("the Spark levels start from the driver's levels or a saved level")
 
     def size(self) -> int:
         return sum(self.counts)
@@ -428,9 +432,9 @@ class SparkLevels(Search):
         # The local engine checks step properties while expanding a level and state
         # invariants on its new states; either way a property's first violation is the
         # least key of this level.
-        for prop, (_key, kind, why, where) in candidates.items():
-            if prop not in found and prop not in level_found:
-                level_found[prop] = (kind, why, where)
+        for kind in ("step", "always"):
+            mine = {prop: (where, why) for prop, (_key, k, why, where) in candidates.items() if k == kind}
+            record_first(level_found, found, kind, mine, lambda where: where)
         self.busy = busy
         self.next_counts, self.next_sources = counts.tolist(), sources
         return shipped

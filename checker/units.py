@@ -53,8 +53,8 @@ def check_ceiling(value) -> str | None:
 
 _LOCAL = re.compile(r"local(?:\[(?P<threads>\*|\d{1,6})(?:\s*,\s*(?P<failures>\d{1,6}))?\])?")
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*\d{1,4}\s*,\s*\d{1,4}\s*,\s*\d{1,7}\s*\]")
-_HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253}):(?P<port>\d{1,5})")
-_K8S = re.compile(
+HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253}):(?P<port>\d{1,5})")
+K8S_MASTER = re.compile(
     r"k8s://(?:(?P<scheme>https?)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253})"
     r"(?::(?P<port>\d{1,5}))?/?"
 )
@@ -84,14 +84,14 @@ def validate_master(url) -> str:
         return url
     if url.startswith("spark://"):
         for part in url[len("spark://") :].split(","):
-            m = _HOST_PORT.fullmatch(part)
+            m = HOST_PORT.fullmatch(part)
             if not m or not 0 < int(m.group("port")) < 65536:
                 raise EngineError(f"Spark master {url!r}: {part!r} is not HOST:PORT")
         return url
     if url == "yarn":
         return url
     if url.startswith("k8s://"):
-        m = _K8S.fullmatch(url)
+        m = K8S_MASTER.fullmatch(url)
         if not m or (m.group("port") and not 0 < int(m.group("port")) < 65536):
             raise EngineError(f"Spark master {url!r}: not k8s://[https://]HOST[:PORT]")
         return url

@@ -108,10 +108,11 @@ class PerStateSearch(Search):
             stored, before = len(seen), len(nxt)
         if not edges:
             stats.terminal += 1
+        skip = decided(level_found, found)  # (a property decided by this state is asked again: no harm)
         if self.step_props:
-            transitions = [(action, succ) for _, action, succ, _ in edges]
-            bad = self.level.transition_violations(state, transitions, decided(level_found, found))
-            record_first(level_found, found, "step", bad, lambda choice: (parent, choice))
+            bad = self.level.transition_violations(state, [(e[1], e[2]) for e in edges], skip)
+            if bad:
+                record_first(level_found, found, "step", bad, lambda choice: (parent, choice))
         fresh = []
         for _choice, action, succ, sfp in edges:
             stats.generated += 1
@@ -123,8 +124,9 @@ class PerStateSearch(Search):
             fresh.append(True)
             new[name] = new.get(name, 0) + 1
             nxt.append(succ)
-            bad = invariants((succ,), None, decided(level_found, found))
-            record_first(level_found, found, "always", bad, partial(add, len(seen) - 1))  # its number
+            bad = invariants((succ,), None, skip)
+            if bad:
+                record_first(level_found, found, "always", bad, partial(add, len(seen) - 1))  # its number
         stats.coverage.add_state(model, state, edges, fresh)
         if self.possibly:
             self._log_states(stored, nxt[before:])

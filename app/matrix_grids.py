@@ -58,8 +58,6 @@ KNOWN_VERDICTS = {
 # versions, every row checked against all five properties (and AcknowledgedNeverLost on the
 # rows with acks = "all").
 from kmc.model.versions import (  # noqa: E402, F401
-    _C1,
-    _LRS,
     ALTER_PARTITION_VERSIONS,
     LAST_KNOWN_LEADER_VERSIONS,
     VERSION_CONFIGS,

@@ -67,12 +67,12 @@ from .errors import KmcError
 FORMAT = 2
 FILE_NAME = "checkpoint.kmc"
 MAGIC = b"KMC-CHECKPOINT\n"
-_LOCK_NAME = ".lock"
+LOCK_NAME = ".lock"
 MANIFEST_NAME = ".kmc-checkpoint"  # names the level directories kmc created (see prune_data)
 _MANIFEST_KIND = "kmc-checkpoint-directory"
 _LEVEL_NAME = re.compile(r"level-\d{6}")
-_TMP_PREFIX = ".checkpoint-"
-_TMP_SUFFIX = ".tmp"
+TMP_PREFIX = ".checkpoint-"
+TMP_SUFFIX = ".tmp"
 _DIGEST = 32
 _MAX_HEADER = 1 << 20
 _CHUNK = 1 << 20
@@ -111,7 +111,7 @@ def prune_data(directory, keep=None) -> None:
             shutil.rmtree(path, ignore_errors=True)
     left = [name for name in owned if name == keep or (Path(directory) / name).exists()]
     if left != owned:
-        _write_manifest(directory, left)
+        write_manifest(directory, left)
 
 
 def claim_data_dir(directory, depth: int) -> Path:
@@ -133,14 +133,14 @@ def claim_data_dir(directory, depth: int) -> Path:
             )
         shutil.rmtree(path)
     if path.name not in manifest["owned"]:
-        _write_manifest(directory, [*manifest["owned"], path.name])
+        write_manifest(directory, [*manifest["owned"], path.name])
     return path
 
 
 def own_files(directory) -> list[Path]:
     """The files kmc keeps in a checkpoint directory (outputs must never replace them)."""
     d = Path(directory)
-    return [d / FILE_NAME, d / _LOCK_NAME, d / MANIFEST_NAME]
+    return [d / FILE_NAME, d / LOCK_NAME, d / MANIFEST_NAME]
 
 
 def read_manifest(directory) -> dict | None:
@@ -163,9 +163,9 @@ def read_manifest(directory) -> dict | None:
     return {"owned": owned}
 
 
-def _write_manifest(directory, owned) -> None:
+def write_manifest(directory, owned) -> None:
     path = Path(directory) / MANIFEST_NAME
-    tmp = path.with_name(f"{_TMP_PREFIX}manifest-{os.getpid()}{_TMP_SUFFIX}")
+    tmp = path.with_name(f"{TMP_PREFIX}manifest-{os.getpid()}{TMP_SUFFIX}")
     tmp.write_text(json.dumps({"kind": _MANIFEST_KIND, "owned": list(owned)}), encoding="utf-8")
     os.replace(tmp, path)
 
@@ -182,7 +182,7 @@ def is_kmc_directory(directory) -> bool:
         names = [p.name for p in d.iterdir()]
     except OSError:
         return False
-    return all(n == _LOCK_NAME or (n.startswith(_TMP_PREFIX) and n.endswith(_TMP_SUFFIX)) for n in names)
+    return all(n == LOCK_NAME or (n.startswith(TMP_PREFIX) and n.endswith(TMP_SUFFIX)) for n in names)
 
 
 def exists(directory) -> bool:
@@ -209,7 +209,7 @@ def write(directory, run: dict, snapshot: dict) -> Path:
     """
     stats = snapshot["stats"]
     target = checkpoint_file(directory)
-    tmp = target.with_name(f"{_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}{_TMP_SUFFIX}")
+    tmp = target.with_name(f"{TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}{TMP_SUFFIX}")
     try:
         with open(tmp, "xb") as f:
             out = _HashingWriter(f)

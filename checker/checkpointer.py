@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from .checkpoint import (
-    _LOCK_NAME,
-    _TMP_PREFIX,
-    _TMP_SUFFIX,
+    LOCK_NAME,
+    TMP_PREFIX,
+    TMP_SUFFIX,
     CheckpointError,
-    _write_manifest,
     is_kmc_directory,
     prune_data,
     read_manifest,
     write,
+    write_manifest,
 )
 
 # -- resuming: is this the same run? --------------------------------------------------------
@@ -139,7 +139,7 @@ class Checkpointer:
             )
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            self._lock = open(self.directory / _LOCK_NAME, "a+b")
+            self._lock = open(self.directory / LOCK_NAME, "a+b")
         except OSError as e:
             raise CheckpointError(
                 f"{self.directory}: cannot use it as a checkpoint directory ({e.strerror or e})"
@@ -155,12 +155,12 @@ class Checkpointer:
             self._lock = None
             raise CheckpointError(f"{self.directory}: in use by another kmc run") from None
         # Temporary files left by a run that was killed while writing (we hold the lock).
-        for stale in self.directory.glob(f"{_TMP_PREFIX}*{_TMP_SUFFIX}"):
+        for stale in self.directory.glob(f"{TMP_PREFIX}*{TMP_SUFFIX}"):
             with contextlib.suppress(OSError):
                 stale.unlink()
         try:
             if read_manifest(self.directory) is None:
-                _write_manifest(self.directory, [])
+                write_manifest(self.directory, [])
         except (OSError, CheckpointError) as e:
             self.__exit__()
             if isinstance(e, CheckpointError):

@@ -10,7 +10,7 @@ import re
 from .errors import EngineError
 
 _SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([KMGTP]?)(?:I?B)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
 
 def parse_size(text) -> int:
@@ -22,14 +22,14 @@ def parse_size(text) -> int:
     m = _SIZE.match(str(text))
     if not m:
         raise ValueError(f"{str(text)[:40]!r} is not a size (e.g. 8G, 512M, 1.5G)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    return int(float(m.group(1)) * UNITS[m.group(2).upper()])
 
 
 def format_size(n: int) -> str:
     """``n`` bytes as a short size (``1.5G``)."""
     for unit in ("P", "T", "G", "M", "K"):
-        if n >= _UNITS[unit]:
-            return f"{n / _UNITS[unit]:.3g}{unit}"
+        if n >= UNITS[unit]:
+            return f"{n / UNITS[unit]:.3g}{unit}"
     return f"{n}B"
 
 

@@ -58,7 +58,7 @@ def epoch_style(epoch: int) -> str:
 # -- small formatters ---------------------------------------------------------------------
 
 
-def _record(epoch, rid, offset=None) -> Text:
+def record_text(epoch, rid, offset=None) -> Text:
     text = f"e{epoch}·r{rid}" if offset is None else f"{offset}:e{epoch}·r{rid}"
     return Text(text, style=epoch_style(epoch))
 
@@ -76,8 +76,8 @@ def _join(parts, sep=" ", open_="", close="") -> Text:
 def _log(log, offsets=True) -> Text:
     """A log as ``0:e0·r0 1:e0·r1`` (table) or ``[e0·r0, e0·r1]`` (diff)."""
     if offsets:
-        return _join([_record(e, i, o) for o, (e, i) in enumerate(log)]) if log else Text("empty", DIM)
-    return _join([_record(e, i) for e, i in log], ", ", "[", "]")
+        return _join([record_text(e, i, o) for o, (e, i) in enumerate(log)]) if log else Text("empty", DIM)
+    return _join([record_text(e, i) for e, i in log], ", ", "[", "]")
 
 
 def _fetch(model, f) -> Text:
@@ -88,7 +88,7 @@ def _fetch(model, f) -> Text:
 
 
 def _committed(committed) -> Text:
-    return _join([_record(e, i, o) for o, e, i in committed], ", ", "{", "}")
+    return _join([record_text(e, i, o) for o, e, i in committed], ", ", "{", "}")
 
 
 # -- one state as cells -------------------------------------------------------------------
@@ -189,7 +189,7 @@ def _mark(text: Text, changed: bool, plain: bool) -> Text:
     return text
 
 
-def _no_colour(console: Console) -> bool:
+def no_colour(console: Console) -> bool:
     return console.no_color or console.color_system is None
 
 
@@ -213,7 +213,7 @@ class StateView:
         self.widths = widths or {}
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        plain = _no_colour(console)
+        plain = no_colour(console)
         model, state, prev = self.model, self.state, self.previous
         rows = []  # per replica: column -> the Text to show (marked when it changed)
         for r in range(len(state.replicas)):

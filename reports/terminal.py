@@ -25,10 +25,10 @@ from .state_view import (
     EPOCH_STYLES,
     UNCLEAN_NOTE,
     StateView,
-    _no_colour,
-    _record,
     column_widths,
     diff_lines,
+    no_colour,
+    record_text,
     table_layout,
 )
 
@@ -120,20 +120,20 @@ class TraceView:
         """The lines that explain the notation, once per trace: how a record is written and
         how a changed value is shown."""
         text = Text("Records: ", DIM)
-        text.append_text(_record(0, 1, 2))
+        text.append_text(record_text(0, 1, 2))
         text.append(
             " is the record at offset 2, written in leader epoch 0, the producer's record 1 (colour = epoch)", DIM
         )
         if self.diff:
             text.append("; ", DIM)
-            text.append_text(_record(0, 1))
+            text.append_text(record_text(0, 1))
             text.append(" is the same record without its offset.", DIM)
             yield text
             yield Text("After State 1, each state lists only the variables that changed (before → after).", DIM)
             return
         text.append(".", DIM)
         yield text
-        if _no_colour(console):
+        if no_colour(console):
             yield Text(f"{CHANGED_MARK} marks a value that changed since the previous state.", DIM)
         else:
             line = Text("Highlighted", CHANGED)

@@ -232,23 +232,27 @@ def test_no_import_cycle_at_module_level():
     assert cycles == []
 
 
-def test_the_spark_modules_use_each_other_s_public_names_only():
-    """A Spark module takes what another one offers by its public name: the store's paths
-    and files, the tasks, the session's helpers (a leading underscore is a module's own)."""
+def test_modules_use_each_other_s_public_names_only():
+    """A module takes what another one offers by its public name (a leading underscore is a
+    module's own): the Spark store's paths and files, its tasks, the checkpoint's files."""
     modules = _modules()
-    spark = {name for name in modules if name.startswith("kmc.checker.spark_")}
     bad = []
-    for name in sorted(spark):
-        package = name.rpartition(".")[0].split(".")
-        for node in ast.walk(ast.parse(modules[name].read_text())):
+    for name in sorted(modules):
+        path = modules[name]
+        package = (name if path.name == "__init__.py" else name.rpartition(".")[0]).split(".")
+        for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.ImportFrom):
                 continue
             module = node.module or ""
             if node.level:
-                module = ".".join(package[: len(package) - node.level + 1] + [module])
-            if module in spark and module != name:
-                bad += [f"{name} imports {module}.{a.name}" for a in node.names if a.name.startswith("_")]
+                module = ".".join(package[: len(package) - node.level + 1] + ([module] if module else []))
+            if module in modules and module != name:
+                bad += [f"{name} imports {module}.{a.name}" for a in node.names if _private(a.name)]
     assert bad == []
+
+
+def _private(name):
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))  # __version__: public
 
 
 def test_the_spark_search_objects_keep_no_phase():

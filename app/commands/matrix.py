@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from kmc.checker.errors import UsageError
+from kmc.model.spec import ACKED_PROPERTY
 
 from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from here by the tests and reports)
-    _A,
     ALTER_PARTITION_VERSIONS,
     BASE,
     DEFAULT_MAX_STATES,
@@ -202,7 +202,7 @@ def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | N
 
         every = tuple(p.name for p in ALL)
         # AcknowledgedNeverLost only on the rows that track acknowledgements
-        unacked = tuple(n for n in every if n != _A)
+        unacked = tuple(n for n in every if n != ACKED_PROPERTY)
         items: list[RowItem] = [
             (rid, c, None, args.max_states, known, every if c.acks else unacked)
             for rid, c, known in version_grid(configs, versions)

@@ -105,7 +105,7 @@ class Coverage:
             for var, value in names.values_of(part):
                 values.setdefault(var, set()).add(value)
 
-    def _add_row_values(self, kernel, model, rows) -> None:
+    def _add_row_values(self, kernel, model, rows, ranges=None) -> None:
         if not len(rows):
             return
         names = self.names
@@ -118,6 +118,8 @@ class Coverage:
         if columns is None:
             domains = names.row_domains(kernel) if names.row_domains is not None else {}
             columns = self._columns = _Columns(row_columns(kernel), domains)
+            if ranges:
+                columns.assume(ranges)
         columns.add(rows)
         if names.row_derived is not None:
             for var, vals in names.row_derived(kernel, rows, columns.wanted()):
@@ -143,6 +145,16 @@ class Coverage:
             self.values.setdefault(var, set()).update(vals)
         for var, vals in other._column_values().items():
             self.values.setdefault(var, set()).update(vals)
+
+    def full_ranges(self) -> dict[str, tuple[int, int]]:
+        """Per variable whose integer values seen so far fill a range ``lo..hi`` without
+        a gap: that range. A Spark task is given them (``task_part``), so that it need not
+        look at a column whose values in its rows all fall inside its variable's range."""
+        out = {}
+        for var, vals in self.distinct_values().items():
+            if vals and all(type(v) is int for v in vals) and len(vals) == vals[-1] - vals[0] + 1:
+                out[var] = (vals[0], vals[-1])
+        return out
 
     def copy(self) -> Coverage:
         c = Coverage.__new__(Coverage)
@@ -256,6 +268,29 @@ class _Columns:
             dom = self.domain[j]
             self.done[j] = dom is not None and self.full[j] and (self.lo[j], self.hi[j]) == tuple(dom)
 
+    def assume(self, ranges: Mapping[str, tuple[int, int]]) -> None:
+        """Start from values already seen elsewhere: every value of ``ranges[var]`` (a
+        full range, ``Coverage.full_ranges``) counts as seen in each of ``var``'s columns,
+        so that rows inside it are skipped. (The range's values are reported again with
+        the rest: a union does not mind.)"""
+        position = {c: j for j, c in enumerate(self.cols.tolist())}
+        for var, cols in self.var_columns.items():
+            if var not in ranges:
+                continue
+            lo, hi = ranges[var]
+            for col in cols:
+                j = position[col]
+                self.seen[col] = set(range(lo, hi + 1))
+                self.lo[j], self.hi[j], self.full[j] = lo, hi, True
+                dom = self.domain[j]
+                self.done[j] = dom is not None and (lo, hi) == tuple(dom)
+        for var, dom in self.domains.items():
+            if var not in self.var_columns and var in ranges:
+                lo, hi = ranges[var]
+                self.seen[var] = set(range(lo, hi + 1))
+                if (lo, hi) == tuple(dom):
+                    self.derived_done.add(var)
+
     def wanted(self) -> set:
         """The derived variables whose domain is not seen whole yet."""
         return {v for v in self.domains if v not in self.var_columns} - self.derived_done
@@ -294,10 +329,11 @@ class _Columns:
         return c
 
 
-def task_part(model, kernel, expanded=None, new_rows=None) -> tuple:
+def task_part(model, kernel, expanded=None, new_rows=None, ranges=None) -> tuple:
     """What a Spark task ships: ``expanded`` a list of ``(chunk, (parents, choices, codes,
     succ))`` it expanded (enabled and kind counts), ``new_rows`` the rows it stored (the
-    distinct values of the variables, as small sets)."""
+    distinct values of the variables, as small sets), looked at only outside ``ranges``
+    (the driver's ``Coverage.full_ranges`` at the level's start)."""
     from .protocol import coverage_names
 
     names = coverage_names(model)
@@ -308,7 +344,7 @@ def task_part(model, kernel, expanded=None, new_rows=None) -> tuple:
         kinds = k if kinds is None else {a: kinds[a] + c for a, c in k.items()}
     part = Coverage(names)
     if new_rows is not None:
-        part._add_row_values(kernel, model, new_rows)
+        part._add_row_values(kernel, model, new_rows, ranges)
     values = {v: s for v, s in part.values.items() if s}
     for var, vals in part._column_values().items():
         values.setdefault(var, set()).update(vals)

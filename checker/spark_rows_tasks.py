@@ -150,7 +150,8 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
     partition ``g * n // level``) and checks the invariants on them.
 
     Yields one summary ``(index, new per rank partition, new per code, state violations,
-    expansion summaries, bytes written, seconds, runs, coverage part)``; a state violation maps a
+    expansion summaries, bytes written, seconds, runs, coverage part)`` (``coverage``: None, or the
+    variables' full ranges the run has seen, ``checker.coverage.task_part``); a state violation maps a
     property to its least ``(key, explanation, fp)``; ``runs`` lists the ``(depth,
     length)`` of the partition's seen runs from now on.
     """
@@ -203,8 +204,8 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
                 if b > a:
                     path = front_path(root, depth, t, index)
                     shipped += save_arrays(path, keys[a:b], fps[a:b], rows[a:b], pack=pack)
-            if coverage:
-                cov = task_part(step.model, kernel, new_rows=rows)
+            if coverage is not None:  # the variables' full ranges seen so far (or {})
+                cov = task_part(step.model, kernel, new_rows=rows, ranges=coverage)
     busy = time.perf_counter() - clock
     yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine, cov)
 

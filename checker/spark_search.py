@@ -353,7 +353,10 @@ class SparkLevels(Search):
             setup.fail_first_attempt,
             setup.coverage,
         )
-        own = partial(own_partition, self.step, done, n, level, store.root, depth + 1, self.runs, pack, setup.coverage)
+        # What the run has seen of each variable: an owner looks only at the columns and
+        # rows that may hold a value not seen yet.
+        ranges = stats.coverage.full_ranges() if setup.coverage else None
+        own = partial(own_partition, self.step, done, n, level, store.root, depth + 1, self.runs, pack, ranges)
         try:
             if sc is None:
                 summaries = in_process(n, grow, own)

@@ -250,3 +250,34 @@ def test_coverage_off_counts_nothing_and_changes_nothing_else(engine_kind, reque
     assert coverage_to_dict(off.stats) is None and coverage_to_dict(on.stats) is not None
     assert (off.stats.distinct, off.stats.generated, off.stats.fired, off.stats.new) == (
         on.stats.distinct, on.stats.generated, on.stats.fired, on.stats.new)
+
+
+def test_a_task_told_the_runs_full_ranges_reports_the_same_union():
+    """A Spark owner is given the variables' full ranges seen so far and skips the columns
+    of its rows that fall inside them: the union it makes with the run's values is the
+    union a task told nothing makes."""
+    import numpy as np
+
+    from kmc.checker.coverage import task_part
+    from kmc.checker.options import Options
+
+    spec = load_spec(SEED)
+    model = spec.model()
+    kernel = model.batch_kernel()
+    engine = make_engine(model, spec.properties(), Options(max_depth=4))
+    engine.run()
+    seen = engine.stats.coverage
+    ranges = seen.full_ranges()
+    assert len(ranges) >= 5  # the test is about skipping: there are ranges to skip
+    rows = kernel.expand(np.concatenate(engine.search.frontier))[3]  # the next level's states, and more
+    before = seen.distinct_values()
+
+    def union(part):
+        out = {v: set(vals) for v, vals in before.items()}
+        for var, vals in part[2].items():
+            out.setdefault(var, set()).update(vals)
+        return out
+
+    told, untold = task_part(model, kernel, new_rows=rows, ranges=ranges), task_part(model, kernel, new_rows=rows)
+    assert union(told) == union(untold)
+    assert union(untold) != {v: set(vals) for v, vals in before.items()}  # the rows add values

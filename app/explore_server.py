@@ -31,6 +31,7 @@ The API (every answer JSON, UTF-8; errors ``{"error": "one line"}`` with 400, 40
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -89,6 +90,16 @@ class ExploreServer(ThreadingHTTPServer):
         host = self.bound_host
         shown = "127.0.0.1" if host in ("", "0.0.0.0") else (f"[{host}]" if ":" in host else host)
         return f"http://{shown}:{self.port}/"
+
+    def handle_error(self, request, client_address) -> None:
+        """A request that failed: a client that went away (a reset, a closed pipe: a
+        browser tab closed, a probe) is no error of the server's and says nothing; anything
+        else is one line on standard error, never a traceback."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            return
+        what = f"{type(error).__name__}: {error}"
+        print(f"kmc: explore: a request from {client_address[0]} failed: {what}", file=sys.stderr)
 
     def serve_in_thread(self) -> threading.Thread:
         t = threading.Thread(target=self.serve_forever, name="kmc-explore-server", daemon=True)

@@ -226,3 +226,16 @@ def test_a_long_walk_has_no_swimlane_and_a_server_on_every_interface_knows_its_n
         assert f"127.0.0.1:{srv.port}" in srv.allowed_hosts and f"evil.example:{srv.port}" not in srv.allowed_hosts
     finally:
         srv.server_close()
+
+
+def test_a_client_that_goes_away_is_no_traceback(server, capsys):
+    """A reset or a closed pipe (a tab closed mid-request) says nothing; any other failure
+    of a request is one line, never the standard library's traceback."""
+    for error in (ConnectionResetError(104, "Connection reset by peer"), BrokenPipeError(32, "Broken pipe"),
+                  ValueError("boom")):
+        try:
+            raise error
+        except Exception:
+            server.handle_error(None, ("127.0.0.1", 5555))
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["kmc: explore: a request from 127.0.0.1 failed: ValueError: boom"]

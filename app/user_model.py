@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 from kmc.checker.errors import UsageError
+from kmc.reports.json_result import compare_expected
 
 
 @attrs.frozen
@@ -165,22 +166,7 @@ def expectation(expected: dict, result, symmetry: bool = False) -> dict:
     whole = result.stopped is None and not symmetry
     if whole:
         got.update(distinct_states=result.stats.distinct, depth=result.stats.depth)
-    mismatches, unchecked = [], []
-    for name, want in expected.items():
-        have = got.get(name)
-        if have is None:
-            unchecked.append(name)
-        elif have == "unknown":
-            mismatches.append(f"{name}: expected {want}, got unknown (the search stopped before deciding it)")
-        elif have != want:
-            mismatches.append(f"{name}: expected {want}, got {have}")
-    return {
-        "expected": expected,
-        "got": got,
-        "matched": not mismatches,
-        "mismatches": mismatches,
-        "unchecked": unchecked,
-    }
+    return compare_expected(expected, got)
 
 
 def parse_params(items) -> dict:

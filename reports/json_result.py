@@ -53,7 +53,13 @@ def expectation(spec, result) -> dict:
         ``[expect]`` table, ``expected`` is ``{}`` and ``matched`` is True.
     """
     expected = dict(spec.expect) if spec is not None and spec.expect else {}
-    got = verdicts(result)
+    return compare_expected(expected, verdicts(result))
+
+
+def compare_expected(expected: dict, got: dict) -> dict:
+    """``expectation``'s document for an ``expected`` table and what the run ``got`` (a
+    verdict or a count by name; a name the run did not check is absent): the one rule by
+    which a spec's and a model's expectations are compared."""
     mismatches, unchecked = [], []
     for name, want in expected.items():
         have = got.get(name)

@@ -306,15 +306,16 @@ def _in_short(doc) -> list[str]:
     """A few sentences, each computed from the cells: what acks, lossy crashes and the
     price in availability come to."""
 
-    def settings(c):
+    def settings(c) -> tuple[str, int, int, int, bool, str] | None:
         return ROWS[c["row"]] if c["row"] in ROWS else None
 
     cells = [c for c in doc["cells"] if settings(c) is not None]
     safe = [c for c in cells if durable(c) and available(c)]
     out = ["In short (each sentence counted from the cells below):", ""]
     for acks in ("all", "1"):
-        mine = [c for c in cells if settings(c)[5] == acks]
-        ok = [c for c in safe if settings(c)[5] == acks]
+        # (every cell of `cells` has its settings: the index below is never of None)
+        mine = [c for c in cells if settings(c)[5] == acks]  # type: ignore[index]
+        ok = [c for c in safe if settings(c)[5] == acks]  # type: ignore[index]
         if not mine:
             continue
         if ok:
@@ -324,7 +325,7 @@ def _in_short(doc) -> list[str]:
                 f"- `acks={acks}`: none of its {len(mine)} cells is durable: in every one, a record the "
                 "producer was told is written can be lost."
             )
-    lossy = [c for c in safe if settings(c)[4]]
+    lossy = [c for c in safe if settings(c)[4]]  # type: ignore[index]
     if lossy:
         versions = [doc["policies"][p] for p in doc["policies"] if any(c["policy"] == p for c in lossy)]
         rows = [doc["rows"][r] for r in doc["rows"] if any(c["row"] == r for c in lossy)]

@@ -352,7 +352,7 @@ def _check_header(where, header) -> None:
     if not names(header.get("violated")):
         bad("violated", "a list of property names")
 
-    def text(x):
+    def text(x) -> bool:
         return isinstance(x, str) and 0 < len(x) <= 4096 and "\x00" not in x
 
     for key in ("kmc_version", "spec_sha256", "spec_path", "written", "model_ref", "model_sha256"):

@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import FrameType, ModuleType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 from kmc.checker import __version__  # cheap: the package imports its engines on first use
 from kmc.checker.errors import KmcError
@@ -32,6 +32,11 @@ from kmc.checker.exitcodes import (  # noqa: F401  (re-exported: tests and scrip
     EXIT_VIOLATION,
     SUMMARY,
 )
+
+if TYPE_CHECKING:  # for the annotations only: rich is imported on first use
+    from rich.console import Console
+
+_N = TypeVar("_N")  # a namespace given to parse_args
 
 
 def _commands() -> list[ModuleType]:
@@ -48,14 +53,20 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
-    def parse_args(self, args=None, namespace=None):
+    @overload
+    def parse_args(self, args: Iterable[str] | None = None, namespace: None = None) -> argparse.Namespace: ...
+    @overload
+    def parse_args(self, args: Iterable[str] | None, namespace: _N) -> _N: ...
+    @overload
+    def parse_args(self, *, namespace: _N) -> _N: ...
+    def parse_args(self, args=None, namespace=None) -> Any:  # the overloads above: what argparse's give
         args, extras = self.parse_known_args(args, namespace)
         if extras:
             command = self._subcommand(getattr(args, "command", None))
             (command or self).error(unknown_options_message(command or self, extras))
         return args
 
-    def _subcommand(self, name):
+    def _subcommand(self, name) -> argparse.ArgumentParser | None:
         for action in self._actions:
             if isinstance(action, argparse._SubParsersAction) and name in action.choices:
                 return action.choices[name]
@@ -96,13 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def consoles():
+def consoles() -> tuple[Console, Console]:
     """The (standard output, standard error) rich consoles. Written to a file or a pipe
     (not a terminal), their lines carry no trailing spaces (rich pads table cells and
     paragraphs to the width)."""
     from rich.console import Console
 
-    def stream(f):
+    def stream(f) -> Any:  # ``f``, or ``f`` wrapped: a text stream either way
         return f if _isatty(f) else StripTrailingSpaces(f)
 
     return (

@@ -5,7 +5,11 @@ verdicts docs/model.md knows for their rows, and checking one row.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from kmc.model.config import Config
 
 # One row to check (``run_row``): (row id, Config, Spec or None, max_states), optionally
 # followed by the expected verdicts and the property names to check (the versions grid).
@@ -106,7 +110,7 @@ KNOWN_VERSION_VERDICTS = {
 }
 
 
-def version_grid(configs=None, versions=None):
+def version_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[str, str]]]:
     """``[(row id, Config, expected verdicts)]`` of the versions grid, configuration-major.
 
     Args:
@@ -134,7 +138,7 @@ def row_id(config) -> str:
     )
 
 
-def grid(rules, replicas, min_isr, unclean, unflushed, messages=None, crashes=None, epochs=None):
+def grid(rules, replicas, min_isr, unclean, unflushed, messages=None, crashes=None, epochs=None) -> list[Config]:
     """The grid's configurations, in table order: rule, replicas, min ISR, unclean, unflushed.
 
     Args:
@@ -187,7 +191,7 @@ def known_verdicts(config) -> dict:
 # -- running one row ------------------------------------------------------------------------
 
 
-def run_row(item: RowItem):
+def run_row(item: RowItem) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Check one configuration; returns ``(row dict, {invariant: trace document})``.
 
     ``item`` is ``(row id, Config, Spec or None, max_states)``, optionally followed by the
@@ -255,7 +259,7 @@ def run_row(item: RowItem):
     return row, traces
 
 
-def check_rows(items, jobs):
+def check_rows(items, jobs) -> Iterator[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
     """Yield ``run_row``'s results in ``items`` order (in ``jobs`` processes when > 1)."""
     if jobs <= 1 or len(items) <= 1:
         for item in items:

@@ -17,11 +17,15 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 from kmc.checker.errors import UsageError
 from kmc.reports.json_result import compare_expected
+
+if TYPE_CHECKING:  # for the annotation only: imported on first use
+    from kmc.checker.protocol import Model
 
 
 @attrs.frozen
@@ -54,7 +58,7 @@ class ModelSpec:
     def name(self) -> str:
         return self.ref
 
-    def model(self):
+    def model(self) -> Model:
         try:
             return self.factory(**self.params)
         except TypeError as e:
@@ -219,7 +223,7 @@ def load_model_spec(ref: str, params: dict) -> ModelSpec:
     return ModelSpec(ref, params, factory, digest, source)
 
 
-def _import_file(path: str):
+def _import_file(path: str) -> ModuleType:
     """Import the Python file ``path`` as a module named after it, its folder on the
     import path (and on the Spark workers', through ``PYTHONPATH``), so that its classes
     pickle by reference."""

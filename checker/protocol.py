@@ -266,7 +266,7 @@ class KernelBase:
         return None
 
     def fingerprints(self, rows: Any, symmetry: bool = False) -> Any:
-        return fingerprint_rows(self.canonical(rows) if symmetry else rows)  # type: ignore[attr-defined]
+        return fingerprint_rows(self.canonical(rows) if symmetry else rows)
 
 
 # -- optional capabilities, declared --------------------------------------------------

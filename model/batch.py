@@ -57,6 +57,7 @@ from .batch_elections import Elections
 from .batch_rules import RowRules
 from .config import ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21
 from .rows import NONE, RowCodec, lexicographic_min
+from .state import State
 from .symmetry import symmetries
 
 
@@ -83,20 +84,20 @@ class KafkaBatchKernel(KernelBase):
 
     # -- the protocol the batch engine uses --------------------------------------------
 
-    def encode(self, state):
+    def encode(self, state) -> np.ndarray:
         return self.codec.encode(state)
 
-    def decode(self, row):
+    def decode(self, row) -> State:
         return self.codec.decode(row)
 
-    def init_rows(self, states):
+    def init_rows(self, states) -> np.ndarray:
         """The rows of ``states`` (the model's initial states), in order."""
         return np.stack([self.codec.encode(s) for s in states])
 
-    def action(self, code, replica, cut=None):
+    def action(self, code, replica, cut=None) -> Action:
         return Action(ACTION_NAMES[code], replica, cut)
 
-    def canonical(self, rows):
+    def canonical(self, rows) -> np.ndarray:
         """The least row over the allowed replica permutations of each row (symmetry)."""
         if self._perms is None:
             self._perms = [self.codec.permuter(p) for p in symmetries(self.config)]
@@ -106,7 +107,7 @@ class KafkaBatchKernel(KernelBase):
 
     # -- successors ---------------------------------------------------------------------
 
-    def expand(self, rows):
+    def expand(self, rows) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every successor of every row.
 
         Returns ``(parents, choices, codes, successors)``: ``parents`` (``int64``) the
@@ -240,15 +241,15 @@ class KafkaBatchKernel(KernelBase):
 
     # -- the rules the properties' masks read -------------------------------------------
 
-    def leads(self, rows):
+    def leads(self, rows) -> np.ndarray:
         """The replica that leads each row, or -1 (``RowRules.leads``)."""
         return self.rules.leads(rows)
 
-    def alive_mask(self, rows):
+    def alive_mask(self, rows) -> np.ndarray:
         """Each row's live replicas as a bit mask (``RowRules.alive_mask``)."""
         return self.rules.alive_mask(rows)
 
-    def election_kinds(self, rows, alive, lead):
+    def election_kinds(self, rows, alive, lead) -> list[tuple[int, str, np.ndarray]]:
         """``(candidate, kind, mask)`` of every ElectLeader (``Elections.election_kinds``)."""
         return self.elections.election_kinds(rows, alive, lead)
 
@@ -276,7 +277,7 @@ class _Gen:
         self.count[idx] += 1
         self.parts.append((idx, choice, code, effect, args))
 
-    def result(self):
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         total = sum(len(p[0]) for p in self.parts)
         succ = np.empty((total, self.kernel.width), dtype=self.rows.dtype)
         parents = np.empty(total, dtype=np.int64)

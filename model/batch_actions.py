@@ -163,7 +163,7 @@ class ActionEffects:
         s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
         self.rules.clear_inflight(s, b)
 
-    def _common_prefix(self, s, b, bl):
+    def _common_prefix(self, s, b, bl) -> np.ndarray:
         c = self.codec
         m = self.m
         n_r = s[:, b + c.LEO].astype(np.int64)
@@ -174,7 +174,7 @@ class ActionEffects:
         )
         return np.cumprod(same, axis=1).sum(axis=1).astype(np.int64)
 
-    def _offsets_for_leader_epoch(self, s, b, bl, hw):
+    def _offsets_for_leader_epoch(self, s, b, bl, hw) -> np.ndarray:
         """KIP-101's truncation offset (``model.truncation.truncate_leader_epoch``)."""
         c = self.codec
         m = self.m

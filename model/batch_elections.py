@@ -24,7 +24,7 @@ class Elections:
         for cand, kind, ok in self.election_kinds(rows, g.alive, g.lead):
             g.emit(ELECT_LEADER, can & ok, self.elect, cand, kind)
 
-    def election_kinds(self, rows, alive, lead):
+    def election_kinds(self, rows, alive, lead) -> list[tuple[int, str, np.ndarray]]:
         """``(candidate, kind, mask)`` for every kind of ElectLeader(candidate), in the
         model's order (replica, then kind; the kinds exclude each other): ``mask`` says in
         which rows it is enabled, the epoch bound aside."""

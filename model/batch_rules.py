@@ -31,7 +31,7 @@ class RowRules:
 
     # -- helpers over arrays of rows ------------------------------------------------------
 
-    def leads(self, rows):
+    def leads(self, rows) -> np.ndarray:
         """The replica that leads each row, or -1."""
         c = self.codec
         lead = np.full(len(rows), -1, dtype=np.int64)
@@ -42,17 +42,17 @@ class RowRules:
             lead[ok] = r
         return lead
 
-    def isr_size(self, rows):
+    def isr_size(self, rows) -> np.ndarray:
         return POPCOUNT[rows[:, self.codec.Q_ISR].astype(np.uint8)]
 
-    def alive_mask(self, rows):
+    def alive_mask(self, rows) -> np.ndarray:
         c = self.codec
         out = np.zeros(len(rows), dtype=np.int64)
         for r in range(self.n):
             out |= (rows[:, c.block(r) + c.ALIVE].astype(np.int64) & 1) << r
         return out
 
-    def leso(self, rows, l):
+    def leso(self, rows, l) -> np.ndarray:
         """The leader's epoch start offset: the first offset of its log whose record has
         its epoch, or its log end."""
         c = self.codec
@@ -105,7 +105,7 @@ class RowRules:
                 s[ri[ack], c.ACKED_EPOCH + rid[ack]] = epoch[ack]
         s[idx, b + c.HW] = hi
 
-    def elr_after(self, s, old_isr, new_isr):
+    def elr_after(self, s, old_isr, new_isr) -> np.ndarray:
         """``elr_after(I, I')`` of docs/model.md as bit masks (int64 arrays)."""
         cfg = self.config
         if not cfg.eligible_leader_replicas:

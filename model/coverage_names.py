@@ -21,6 +21,8 @@ batch kernel's rows (``model.rows``): the engines' counts agree on every path.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from kmc.checker.protocol import CoverageNames
 
@@ -65,7 +67,7 @@ def kafka_coverage(model) -> CoverageNames:
 # -- kinds ------------------------------------------------------------------------------
 
 
-def kind_of(model, before, action, after):
+def kind_of(model, before, action, after) -> str | None:
     if action.name == ELECT_LEADER:
         q, c = before.quorum, action.replica
         if c in q.isr:
@@ -85,7 +87,7 @@ def kind_of(model, before, action, after):
     return None
 
 
-def row_kinds(kernel, chunk, parents, codes, succ):
+def row_kinds(kernel, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     from .actions import ALTER_PARTITION_CODE, CRASH_CODE, ELECT_LEADER_CODE
 
     c = kernel.codec
@@ -128,7 +130,7 @@ def _mask(ids) -> int:
     return m
 
 
-def _replica_values(rep):
+def _replica_values(rep) -> Iterator[tuple[str, int]]:
     yield "replica.alive", int(rep.alive)
     yield "replica.log end", len(rep.log)
     yield "replica.hw", rep.hw
@@ -140,7 +142,7 @@ def _replica_values(rep):
     yield "replica.inflight", -1 if rep.inflight is None else len(rep.inflight.records)
 
 
-def _quorum_values(q, n):
+def _quorum_values(q, n) -> Iterator[tuple[str, int]]:
     yield "quorum.leader", -1 if q.leader is None else q.leader
     yield "quorum.epoch", q.epoch
     yield "quorum.isr", _mask(q.isr)
@@ -165,12 +167,12 @@ class _Values:
         self.acks = acks
         self.alter_replicas = alter_replicas  # the replica count with alter_partition, else 0
 
-    def parts(self, state):
+    def parts(self, state) -> Iterator[Replica | Quorum | tuple[str, int, int, int, int]]:
         yield from state.replicas
         yield state.quorum
         yield ("history", state.produced, state.crashes, len(state.committed), len(state.acked))
 
-    def __call__(self, part):
+    def __call__(self, part) -> Iterator[tuple[str, int]]:
         if isinstance(part, Replica):
             yield from _replica_values(part)
         elif isinstance(part, Quorum):
@@ -187,12 +189,12 @@ class _Values:
                 yield from self(p)
 
 
-def row_columns(kernel):
+def row_columns(kernel) -> dict[str, list[int]]:
     """The row columns (``model.rows``) that hold each variable's values as they are."""
     c = kernel.codec
     blocks = [c.block(r) for r in range(c.n)]
 
-    def per_replica(offset):
+    def per_replica(offset) -> list[int]:
         return [b + offset for b in blocks]
 
     return {
@@ -213,7 +215,7 @@ def row_columns(kernel):
     }
 
 
-def row_derived(kernel, rows, wanted):
+def row_derived(kernel, rows, wanted) -> Iterator[tuple[str, np.ndarray]]:
     """The variables no column holds: how many records are committed (and acknowledged)."""
     c = kernel.codec
     if "committed" in wanted:
@@ -226,7 +228,7 @@ def row_derived(kernel, rows, wanted):
         yield "quorum.alter", np.where(leader < 0, -1, value)
 
 
-def row_domains(kernel):
+def row_domains(kernel) -> dict[str, tuple[int, int]]:
     """Every variable's least and greatest value (model invariants: a log holds at most
     ``max_messages`` records, epochs stay within ``max_leader_epoch``, ...)."""
     cfg = kernel.config
@@ -264,7 +266,7 @@ class _Text:
     def __init__(self, replicas) -> None:
         self.replicas = replicas
 
-    def __call__(self, var, value):
+    def __call__(self, var, value) -> str:
         if var in ("replica.leader", "quorum.leader"):
             return "none" if value < 0 else self.replicas[value]
         if var in ("quorum.isr", "quorum.elr"):
@@ -288,7 +290,7 @@ class _Hint:
     def __init__(self, cfg) -> None:
         self.cfg = cfg
 
-    def __call__(self, action, kind):
+    def __call__(self, action, kind) -> str | None:
         cfg = self.cfg
         if kind is None:
             if action in ("Crash", "Restart") and cfg.max_crashes == 0:

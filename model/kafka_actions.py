@@ -14,7 +14,7 @@ from .state import EXPAND, SHRINK, Fetch, Quorum, Replica, State, elr_after, lea
 from .truncation import truncation_offset
 
 
-def _put(replicas, i, rep):
+def _put(replicas, i, rep) -> tuple:
     return replicas[:i] + (rep,) + replicas[i + 1 :]
 
 
@@ -25,7 +25,7 @@ _KEEP = object()
 
 def _replica(
     r, alive=_KEEP, log=_KEEP, hw=_KEEP, epoch=_KEEP, leader=_KEEP, remote_leo=_KEEP, inflight=_KEEP, lossy=_KEEP
-):
+) -> Replica:
     return Replica(
         r.alive if alive is _KEEP else alive,
         r.log if log is _KEEP else log,
@@ -38,7 +38,7 @@ def _replica(
     )
 
 
-def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, committed=_KEEP, acked=_KEEP):
+def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, committed=_KEEP, acked=_KEEP) -> State:
     return State(
         s.replicas if replicas is _KEEP else replicas,
         s.quorum if quorum is _KEEP else quorum,
@@ -49,7 +49,7 @@ def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, commi
     )
 
 
-def _advance_hw(rep, l, isr, committed, gate=0, alter=None):
+def _advance_hw(rep, l, isr, committed, gate=0, alter=None) -> tuple[Replica, tuple]:
     """HW(l) of docs/model.md: the leader's HW rises to the smallest log end in the ISR.
 
     ``isr`` is the ISR in force after the step. With ``hw_requires_min_isr`` the caller
@@ -92,13 +92,13 @@ class KafkaEffects:
 
     # -- actions ------------------------------------------------------------------
 
-    def produce(self, s, l):
+    def produce(self, s, l) -> State:
         rep = s.replicas[l]
         rep = _replica(rep, log=rep.log + ((rep.epoch, s.produced),))
         rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed, self._gate, s.quorum.alter)
         return _state(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1, committed=committed)
 
-    def produce_acks_one(self, s):
+    def produce_acks_one(self, s) -> list[tuple[Action, State]]:
         """Produce under ``acks = "1"``: every replica that believes it leads (alive and its
         own leader, whatever the controller decided since) may append, min ISR or not, and
         the record is acknowledged at once; HW(l) follows only if ``l`` really leads."""
@@ -124,7 +124,7 @@ class KafkaEffects:
             )
         return out
 
-    def acknowledge(self, before, after):
+    def acknowledge(self, before, after) -> State:
         """The acknowledgements of ``acks = "all"`` after one step (the rule of HW(l)): the
         records that the step brought below the HW of the replica leading after it, and
         that it wrote in the epoch it leads now (their produce requests are still waiting
@@ -146,7 +146,7 @@ class KafkaEffects:
             return after
         return _state(after, acked=tuple(sorted(set(after.acked).union(new))))
 
-    def fetch_request(self, s, f, l):
+    def fetch_request(self, s, f, l) -> State:
         reps = s.replicas
         fol, led = reps[f], reps[l]
         o = min(len(fol.log), len(led.log))
@@ -156,7 +156,7 @@ class KafkaEffects:
         reps = _put(_put(reps, l, led), f, fol)
         return _state(s, replicas=reps, committed=committed)
 
-    def fetch_response(self, s, f):
+    def fetch_response(self, s, f) -> State:
         fol = s.replicas[f]
         resp = fol.inflight
         if fol.alive and fol.leader == resp.leader and fol.epoch == resp.epoch:
@@ -166,7 +166,7 @@ class KafkaEffects:
             fol = _replica(fol, inflight=None)
         return _state(s, replicas=_put(s.replicas, f, fol))
 
-    def crash(self, s, r, cut):
+    def crash(self, s, r, cut) -> State:
         rep = s.replicas[r]
         if cut is None:
             rep = _replica(rep, alive=False, inflight=None)
@@ -178,7 +178,7 @@ class KafkaEffects:
             rep = _replica(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut))
         return _state(s, replicas=_put(s.replicas, r, rep), crashes=s.crashes + 1)
 
-    def restart(self, s, r):
+    def restart(self, s, r) -> State:
         n = len(s.replicas)
         rep = _replica(s.replicas[r], alive=True, epoch=-1, leader=None, remote_leo=(0,) * n)
         q = s.quorum
@@ -216,7 +216,7 @@ class KafkaEffects:
             out = _state(out, replicas=_put(reps, ql, led), committed=committed)
         return out
 
-    def electable(self, s):
+    def electable(self, s) -> list[int]:
         """The replicas the controller may elect in ``s``, in replica order, whatever its
         epoch: the election guard without ``quorum.epoch < max_leader_epoch``."""
         cfg = self.config
@@ -243,7 +243,7 @@ class KafkaEffects:
                 out.append(c)
         return out
 
-    def elect(self, s, c):
+    def elect(self, s, c) -> State:
         reps = s.replicas
         q = s.quorum
         if c in q.isr:  # clean
@@ -260,19 +260,19 @@ class KafkaEffects:
         rep, committed = _advance_hw(rep, c, isr, s.committed, self._gate)
         return _state(s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr, elr), committed=committed)
 
-    def become_follower(self, s, r, l):
+    def become_follower(self, s, r, l) -> State:
         rep = s.replicas[r]
         t = truncation_offset(self.config.truncation, rep.log, rep.hw, s.replicas[l].log)
         rep = _replica(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l, epoch=s.quorum.epoch, inflight=None)
         return _state(s, replicas=_put(s.replicas, r, rep))
 
-    def ask(self, s, l, change, r):
+    def ask(self, s, l, change, r) -> State:
         """ShrinkIsr and ExpandIsr with ``alter_partition``: the leader only sends the
         controller its request; nothing else changes until AlterPartition answers."""
         q = s.quorum
         return _state(s, quorum=Quorum(q.leader, q.epoch, q.isr, q.elr, (l, change, r)))
 
-    def alter_partition(self, s):
+    def alter_partition(self, s) -> State:
         """AlterPartition, the controller's answer to the request in flight: refused (with
         ``broker_epochs``, an expansion of a replica that is down), or accepted: the ISR
         change, the ELR after it, then HW of the asking leader if it still leads."""
@@ -292,7 +292,7 @@ class KafkaEffects:
                 out = _state(out, replicas=_put(s.replicas, p, rep), committed=committed)
         return out
 
-    def shrink(self, s, r, l):
+    def shrink(self, s, r, l) -> State:
         q = s.quorum
         isr = tuple(x for x in q.isr if x != r)
         elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
@@ -301,7 +301,7 @@ class KafkaEffects:
             s, replicas=_put(s.replicas, l, rep), quorum=Quorum(q.leader, q.epoch, isr, elr), committed=committed
         )
 
-    def expand(self, s, r, l):
+    def expand(self, s, r, l) -> State:
         q = s.quorum
         isr = tuple(sorted(q.isr + (r,)))
         elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()

@@ -40,6 +40,8 @@ multiple of 8 bytes, so that it can be hashed as 64-bit words.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
@@ -254,7 +256,7 @@ class RowCodec:
 
     # -- symmetry -----------------------------------------------------------------------
 
-    def permuter(self, perm):
+    def permuter(self, perm) -> Callable[[np.ndarray], np.ndarray]:
         """A function mapping an array of rows to the rows with replica ``r`` renamed
         ``perm[r]``: blocks move, ``remote_leo`` entries move, and every replica id
         (leaders, in-flight leader, quorum leader, ISR and ELR bits) is renamed."""
@@ -275,7 +277,7 @@ class RowCodec:
         mask_lut = np.array([_mask(perm[r] for r in range(n) if x >> r & 1) for x in range(1 << n)], dtype=self.dtype)
         mask_cols = [self.Q_ISR, self.Q_ELR]
 
-        def apply(rows):
+        def apply(rows) -> np.ndarray:
             out = np.ascontiguousarray(rows[:, src])
             for c in id_cols:
                 out[:, c] = id_lut[out[:, c].astype(np.intp) + 1]
@@ -297,7 +299,7 @@ def _ids(mask: int, n: int) -> tuple:
     return tuple(r for r in range(n) if mask >> r & 1)
 
 
-def lexicographic_min(candidates):
+def lexicographic_min(candidates) -> np.ndarray:
     """The least row, byte by byte, among several arrays of rows (same shape): a list
     of arrays, one per permutation; returns one array of rows."""
     best = candidates[0].copy()

@@ -32,6 +32,7 @@ import hashlib
 import re
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from kmc.checker.errors import SpecError
@@ -39,6 +40,11 @@ from kmc.checker.result import HOLDS, VIOLATED
 from kmc.invariants import ALL, BY_NAME, default_properties
 
 from .config import ACKS, INITIAL_LEADERS, TRUNCATION_RULES, Config
+
+if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from kmc.checker.protocol import Property
+
+    from .kafka import KafkaModel
 
 MAX_REPLICAS = 7
 MAX_SPEC_BYTES = 1 << 20
@@ -107,13 +113,13 @@ class Spec:
     def name(self) -> str:
         return Path(self.path).stem
 
-    def model(self):
+    def model(self) -> KafkaModel:
         """The ``KafkaModel`` of this spec."""
         from .kafka import KafkaModel
 
         return KafkaModel(self.config)
 
-    def properties(self, names=None):
+    def properties(self, names=None) -> list[Property]:
         """The ``Property`` values to check (``names`` overrides the spec's list)."""
         return [BY_NAME[n] for n in (names or self.invariants)]
 
@@ -123,7 +129,7 @@ def is_replica_name(x) -> bool:
     return isinstance(x, str) and _NAME.fullmatch(x) is not None
 
 
-def property_names():
+def property_names() -> list[str]:
     return [p.name for p in ALL]
 
 
@@ -288,7 +294,7 @@ def _config(path, model) -> Config:
         if len(set(reps)) != len(reps):
             raise SpecError(path, "model.replicas", "replica names must be unique")
         names = tuple(reps)
-    values = {}
+    values: dict[str, Any] = {}  # ints and bools, the Config fields of those names
     for key, (default, lo, hi) in _MODEL_INTS.items():
         values[key] = _int(path, f"model.{key}", model.get(key, default), lo, hi)
     for key in _MODEL_BOOLS:
@@ -359,7 +365,7 @@ def _only(path, prefix, table, allowed) -> None:
             raise SpecError(path, _key(prefix, key), f"unknown key (allowed: {', '.join(allowed)})")
 
 
-def _table(path, key, value, required=False):
+def _table(path, key, value, required=False) -> dict:
     if value is None and required:
         raise SpecError(path, f"[{key}]", "missing table")
     if not isinstance(value, dict):
@@ -367,19 +373,19 @@ def _table(path, key, value, required=False):
     return value
 
 
-def _str(path, key, value):
+def _str(path, key, value) -> str:
     if not isinstance(value, str):
         raise SpecError(path, key, f"must be a string, got {_show(value)}")
     return value
 
 
-def _bool(path, key, value):
+def _bool(path, key, value) -> bool:
     if not isinstance(value, bool):
         raise SpecError(path, key, f"must be true or false, got {_show(value)}")
     return value
 
 
-def _int(path, key, value, lo, hi):
+def _int(path, key, value, lo, hi) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise SpecError(path, key, f"must be an integer, got {_show(value)}")
     if not lo <= value <= hi:
@@ -387,7 +393,7 @@ def _int(path, key, value, lo, hi):
     return value
 
 
-def _size(path, key, value):
+def _size(path, key, value) -> int | None:
     """A size in bytes: an integer, or a string such as "8G" or "512M"."""
     raw = value
     if isinstance(value, str):
@@ -406,7 +412,7 @@ def _size(path, key, value):
     return _opt_int(path, key, value)
 
 
-def _opt_int(path, key, value):
+def _opt_int(path, key, value) -> int | None:
     if value is None:
         return None
     lo, hi = LIMITS[key]

@@ -29,7 +29,7 @@ def permute(state: State, perm) -> State:
     history are not replica ids."""
     n = len(state.replicas)
 
-    def rid(r):
+    def rid(r) -> int | None:
         return None if r is None else perm[r]
 
     reps: list[Replica | None] = [None] * n  # every slot is filled: perm is a permutation

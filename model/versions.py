@@ -2,6 +2,13 @@
 of successive Kafka versions, which ``kmc matrix --versions`` crosses (its grid, in the
 application) and whose labels the results' tables show (``reports.matrix``)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for the annotation only: imported on first use
+    from .config import Config
+
 _C1 = dict(replicas=("A", "B"), max_messages=2, max_crashes=2, max_leader_epoch=2, min_insync_replicas=1)
 _LRS = dict(
     replicas=("A", "B", "C"),
@@ -63,7 +70,7 @@ LAST_KNOWN_LEADER_VERSIONS = ("v41", "v41-ap")
 ALTER_PARTITION_VERSIONS = {"v27": False, "v21-gate-ap": True, "v21-elr-ap": True, "v41-ap": True}
 
 
-def version_config(version: str, constants: dict):
+def version_config(version: str, constants: dict) -> Config:
     """The ``Config`` of ``constants`` (a ``VERSION_CONFIGS`` entry's) under the rule and
     options of Kafka version ``version`` (a key of ``VERSIONS``)."""
     from .config import Config

@@ -306,10 +306,10 @@ def _in_short(doc) -> list[str]:
     """A few sentences, each computed from the cells: what acks, lossy crashes and the
     price in availability come to."""
 
-    def settings(c):
-        return ROWS[c["row"]] if c["row"] in ROWS else None
+    def settings(c) -> tuple[str, int, int, int, bool, str]:
+        return ROWS[c["row"]]
 
-    cells = [c for c in doc["cells"] if settings(c) is not None]
+    cells = [c for c in doc["cells"] if c["row"] in ROWS]  # a cell of a row this atlas knows
     safe = [c for c in cells if durable(c) and available(c)]
     out = ["In short (each sentence counted from the cells below):", ""]
     for acks in ("all", "1"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html as _html
 import json
+from typing import Any
 
 import attrs
 from kmc.checker.protocol import NamesActions, action_name, capable, describe_step, format_action, format_state
@@ -30,7 +31,7 @@ def action_order(model, stats) -> list[str]:
     return names + sorted(set(stats.fired) - set(names))
 
 
-def _value(v):
+def _value(v) -> Any:
     if attrs.has(type(v)):
         return {k: _value(x) for k, x in attrs.asdict(v, recurse=False).items()}
     if isinstance(v, (tuple, list, frozenset, set)):

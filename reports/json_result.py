@@ -85,7 +85,7 @@ def _records(records) -> list:
     return [[epoch, rid] for epoch, rid in records]
 
 
-def _name(model, r):
+def _name(model, r) -> str | None:
     return None if r is None else model.name(r)
 
 
@@ -154,10 +154,10 @@ def state_from_dict(model, doc) -> State:
     """
     index = {name: i for i, name in enumerate(model.config.replicas)}
 
-    def num(name):
+    def num(name) -> int | None:
         return None if name is None else index[name]
 
-    def recs(rows):
+    def recs(rows) -> tuple[tuple[int, int], ...]:
         return tuple((int(e), int(i)) for e, i in rows)
 
     names = list(doc["replicas"])

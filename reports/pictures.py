@@ -6,16 +6,21 @@ and the SVG of a check's result, a simulation's walk or a replayed trace (what
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kmc.checker.text import safe_text
 
 from . import html, mermaid, svg
 from .coverage import coverage_to_dict
 from .diagram import build, config_lines, counts_from_document, counts_from_stats
 
+if TYPE_CHECKING:  # for the annotation only: imported on first use
+    from kmc.checker.result import Violation
+
 FORMATS = ("html", "mermaid", "svg")
 
 
-def _ordered(result):
+def _ordered(result) -> list[Violation]:
     """A check's violations, shortest counterexample first (as the terminal lists them)."""
     return sorted(result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
 
@@ -27,7 +32,7 @@ def _shown(path) -> str:
     return display_path(path)
 
 
-def _lanes(model):
+def _lanes(model) -> tuple[str, ...]:
     return ("controller",) + tuple(model.config.replicas)
 
 
@@ -74,7 +79,7 @@ def result_mermaid(spec, model, result) -> str:
     return text
 
 
-def simulation_outputs(spec, model, sim, command=""):
+def simulation_outputs(spec, model, sim, command="") -> tuple[str, str]:
     """``(html, mermaid)`` of a simulation's outcome (the walk that violated a property,
     if any)."""
     v = sim.violation

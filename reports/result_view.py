@@ -5,6 +5,8 @@ the counterexamples (``reports.terminal.TraceView``) and a one-line summary.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED
 from kmc.checker.text import safe_text
 from kmc.model.actions import action_names
@@ -50,7 +52,7 @@ _VERDICT_TEXT = {
 }
 
 
-def join_fitting(pieces, separator, max_width=None):
+def join_fitting(pieces, separator, max_width=None) -> Iterator[Text]:
     """``pieces`` joined by ``separator`` on as few lines as fit in ``max_width`` cells,
     breaking only between pieces (a line never ends in a separator, no piece is cut)."""
     line = Text()
@@ -127,7 +129,7 @@ def _flags(cfg) -> str:
     return ", ".join(on) if on else "none"
 
 
-def spec_header(spec, cfg, command="check", engine=None):
+def spec_header(spec, cfg, command="check", engine=None) -> Iterator[Text | Padding]:
     """The header of a run (``kmc check``, ``kmc simulate``): the spec's path, title and
     description, then the configuration (every option that changes the model: ``_flags``)
     and, when given, the engine."""
@@ -181,7 +183,7 @@ class ResultView:
 
     # the parts, in order
 
-    def header(self):
+    def header(self) -> Iterator[Text | Padding]:
         yield from spec_header(self.spec, self.model.config, "check", self.result.engine)
 
     def verdict_table(self, max_width=None) -> Table:
@@ -219,7 +221,7 @@ class ResultView:
             table.add_row(name, verdict, exp, *((meaning,) if show_meaning else ()))
         return table
 
-    def statistics(self, max_width=None):
+    def statistics(self, max_width=None) -> Iterator[Text]:
         s = self.result.stats
         parts = (
             (_count(s.distinct), " distinct states"),
@@ -268,7 +270,7 @@ class ResultView:
         """The violations, shortest counterexample first."""
         return sorted(self.result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
 
-    def summary(self):
+    def summary(self) -> Iterator[Text]:
         result, model = self.result, self.model
         ordered = self.violations()
         n = len(result.checked)

@@ -8,6 +8,8 @@ variables, with every value that changed since the previous state highlighted;
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from kmc.model.describe import replica_set
 from kmc.model.state import EXPAND, leads
 from rich import box
@@ -232,6 +234,7 @@ class StateView:
         if columns is None:  # too narrow for any table: one block of text per replica
             yield from self._stacked(rows)
         else:
+            assert widths is not None  # table_layout gives both or neither
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold dim", padding=(0, 1))
             for col in columns:
                 wraps = col in _WRAPS
@@ -257,7 +260,7 @@ class StateView:
                     yield line
         yield from self._summary_lines(plain)
 
-    def _stacked(self, rows):
+    def _stacked(self, rows) -> Iterator[Table]:
         """The replicas as blocks of text that wrap, for a console too narrow for the table."""
         grid = Table.grid(padding=(0, 1))
         grid.add_column(no_wrap=True)
@@ -276,7 +279,7 @@ class StateView:
             grid.add_row(Text(self.model.name(r), "bold"), text)
         yield grid
 
-    def _summary_lines(self, plain):
+    def _summary_lines(self, plain) -> Iterator[Text]:
         """The controller's and the history variables' lines."""
         model, state, prev = self.model, self.state, self.previous
         now = _summary_cells(model, state)
@@ -306,7 +309,7 @@ _FLEXIBLE_MIN = 16  # the fewest cells the column that takes the leftover room m
 _NARROW_COLUMNS = tuple(c for c in COLUMNS if c not in ("remote LEO", "in flight"))
 
 
-def table_layout(widths, max_width):
+def table_layout(widths, max_width) -> tuple[tuple[str, ...], dict[str, int]] | tuple[None, None]:
     """The columns of the replica table, and the width of each, for a console
     ``max_width`` cells wide: ``(None, None)`` when no table fits.
 

@@ -59,7 +59,7 @@ def wrap(text, width, size, bold=False) -> list[str]:
     return lines or [""]
 
 
-def _text(x, y, lines, size, *, fill="#222", weight="normal", family=SANS, anchor="start", extra=""):
+def _text(x, y, lines, size, *, fill="#222", weight="normal", family=SANS, anchor="start", extra="") -> str:
     spans = "".join(
         f'<tspan x="{x}" dy="{0 if i == 0 else round(size * 1.2, 1)}">{_x(t)}</tspan>' for i, t in enumerate(lines)
     )
@@ -268,7 +268,7 @@ def _history_lines(col, inner) -> list[str]:
     return commits + _acked_lines(col, inner)
 
 
-def _role_text(cell):
+def _role_text(cell) -> tuple[str, str, str]:
     if not cell.alive:
         return ("DOWN (lossy)" if cell.lossy else "DOWN"), RED, "bold"
     if cell.role == "leader":

@@ -10,6 +10,8 @@ state a ``reports.state_view.StateView`` (or its ``diff_lines``). The whole run'
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from kmc.checker.protocol import describe_step, format_action
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.padding import Padding
@@ -116,7 +118,7 @@ class TraceView:
             yield Text("")
         yield self.verdict_panel()
 
-    def legend(self, console: Console):
+    def legend(self, console: Console) -> Iterator[Text]:
         """The lines that explain the notation, once per trace: how a record is written and
         how a changed value is shown."""
         text = Text("Records: ", DIM)

@@ -90,7 +90,7 @@ def state_variables(model, state) -> list[tuple[str, str]]:
     reps = list(enumerate(state.replicas))
     names = [model.name(r) for r, _ in reps]
 
-    def per_replica(fn):
+    def per_replica(fn) -> str:
         return function((names[r], fn(rep)) for r, rep in reps)
 
     q = state.quorum

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from kmc.checker.errors import UsageError
 
 
-def run_cell(item):
+def run_cell(item) -> dict[str, Any]:
     """``(row, policy, max_states)`` -> a cell dict (a module-level function of plain values,
     so that ``--jobs`` can run it in another process)."""
     from kmc.checker.engines import make_engine
@@ -39,7 +41,7 @@ def run_cell(item):
     return cell
 
 
-def cells(rows=None, policies=None, max_states=None, jobs=1):
+def cells(rows=None, policies=None, max_states=None, jobs=1) -> Iterator[dict[str, Any]]:
     """Yield the cell dicts of ``rows`` × ``policies`` (default: all), row-major."""
     from kmc.reports.atlas import POLICIES, ROWS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from kmc.checker import __version__, checkpoint, checkpointer, memory
@@ -28,6 +28,14 @@ from .common import (
     require_spark,
     select_properties,
 )
+
+if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from kmc.checker.driver import LevelDriver
+    from kmc.checker.result import CheckResult
+    from kmc.model.spec import Spec
+    from rich.console import RenderableType
+
+    from ..user_model import ModelSpec
 
 
 def register(sub) -> None:
@@ -239,7 +247,7 @@ def run(args, out, err) -> int:
     return _report(args, err, out, spec, model, result, engine, writer, signals, options, directory, views)
 
 
-def _load_target(args):
+def _load_target(args) -> Spec | ModelSpec:
     """The spec file, or the model ``--model`` names with its ``--param`` values (or, on
     resume, the parameters its checkpoint recorded)."""
     params = getattr(args, "model_params", None)
@@ -267,7 +275,7 @@ class _Views:
     expected: dict | None = None  # a model's expect(), read by prepare
 
     @classmethod
-    def of(cls, spec):
+    def of(cls, spec) -> _Views:
         from ..user_model import ModelSpec
 
         if isinstance(spec, ModelSpec):
@@ -295,7 +303,7 @@ class _Views:
 
         return None if self.expected is None else expectation(self.expected, result, options.symmetry)
 
-    def show(self, args, model, result, options, exp):
+    def show(self, args, model, result, options, exp) -> RenderableType:
         if not self.generic:
             from kmc.reports import ResultView
 
@@ -349,7 +357,9 @@ class _Views:
         return (generic if self.generic else pictures).result_mermaid(self.spec, model, result)
 
 
-def _search(args, err, spec, model, properties, options, identity, header, directory, show_progress, recorded):
+def _search(
+    args, err, spec, model, properties, options, identity, header, directory, show_progress, recorded
+) -> tuple[LevelDriver, CheckResult, checkpointer.Checkpointer | None, StopOnSignals]:
     """Run the search (writing checkpoints when asked); ``(engine, result, writer, signals)``.
     ``identity`` goes into a checkpoint's header and is compared on resume, ``recorded``
     goes into it only."""
@@ -473,7 +483,7 @@ def _exit_code(args, result, signals, exp) -> int:
     return EXIT_OK
 
 
-def _restore(engine, directory, per_state):
+def _restore(engine, directory, per_state) -> LevelDriver:
     """``engine.restore`` from the checkpoint in ``directory``, a malformed snapshot
     (re-sealed after an edit: the checksum cannot tell) refused in one line. A snapshot
     of the per-state path continues on that path (``per_state()`` makes its engine).

@@ -11,6 +11,7 @@ from kmc.checker.errors import UsageError
 from kmc.checker.options import Options
 
 if TYPE_CHECKING:  # for the annotations only: the commands import these on first use
+    from kmc.checker.driver import LevelDriver
     from kmc.checker.protocol import Property
     from kmc.model.spec import Spec
 
@@ -180,7 +181,7 @@ def select_properties(spec, names) -> list[Property]:
     return spec.properties([n for n in known if n in names])
 
 
-def make_engine(spec, model, properties, options, progress, args, **hooks):
+def make_engine(spec, model, properties, options, progress, args, **hooks) -> LevelDriver:
     """The engine the command line (first) or the spec asks for (see
     ``checker.engines.make_engine``); ``hooks`` go to its constructor."""
     from kmc.checker.engines import make_engine as build

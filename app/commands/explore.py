@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
 from kmc.checker.errors import UsageError
 from kmc.checker.text import safe_text
 
 from .common import load, options_from
+
+if TYPE_CHECKING:  # for the annotation only: imported on first use
+    from kmc.checker.result import CheckResult
 
 
 def register(sub) -> None:
@@ -144,6 +148,6 @@ def run(args, out, err) -> int:
     return 0
 
 
-def _run(engine, progress):
+def _run(engine, progress) -> CheckResult:
     engine.progress = progress
     return engine.run()

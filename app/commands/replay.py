@@ -13,9 +13,15 @@ refused, never shown as if it still held.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from kmc.checker.errors import KmcError, UsageError
 from kmc.checker.text import safe_text
+
+if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from kmc.checker.result import Violation
+    from kmc.model.config import Config
+    from kmc.model.kafka import KafkaModel
 
 FORMATS = ("rich", "tla", "json", "html", "mermaid", "svg")
 DIAGRAMS = ("html", "mermaid", "svg")
@@ -122,7 +128,7 @@ def violations_of(path, doc) -> list[dict]:
     return found
 
 
-def config_from_dict(path, d):
+def config_from_dict(path, d) -> Config:
     """A ``model.config.Config`` from the ``spec.model`` dict of a result document,
     validated by the spec loader's validator (``model.spec.config_from_table``)."""
     from kmc.checker.errors import SpecError
@@ -137,7 +143,7 @@ def config_from_dict(path, d):
         raise ReplayError(f"{path}: {key}: {e.detail}") from None
 
 
-def replay(path, doc, invariant=None):
+def replay(path, doc, invariant=None) -> tuple[KafkaModel, Violation]:
     """Rebuild the model of a result document and re-execute one of its violations.
 
     Args:
@@ -249,7 +255,7 @@ def select_entry(path, doc, invariant=None) -> dict:
     return matches[0]
 
 
-def _check_still_violated(path, model, prop, kind, path_):
+def _check_still_violated(path, model, prop, kind, path_) -> str:
     """Refuse a trace whose last state (or step) does not violate the property it is
     saved for: the states replay, but showing it as a counterexample would be a lie."""
     from kmc.invariants import BY_NAME

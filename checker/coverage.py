@@ -52,17 +52,18 @@ class Coverage:
         """The stored initial states, as rows."""
         self._add_row_values(kernel, model, rows)
 
-    def add_state(self, model, state, edges, new) -> None:
+    def add_state(self, model, state, edges, new, action_names=None) -> None:
         """One expanded state: ``edges`` its edges as the per-state search has them
         (``(choice, action, successor, ...)``), ``new`` a flag per edge, true where the
-        successor was stored (a new distinct state)."""
+        successor was stored (a new distinct state), ``action_names`` the name of each
+        edge's action when the caller knows them."""
         names, enabled, kinds = self.names, self.enabled, self.kinds
         kind_of = names.kind_of if kinds else None
-        seen_names = set()
-        for edge, fresh in zip(edges, new):
+        if action_names is None:
+            action_names = [action_name(edge[1]) for edge in edges]
+        seen_names = set(action_names)
+        for edge, fresh, name in zip(edges, new, action_names):
             action, succ = edge[1], edge[2]
-            name = action_name(action)
-            seen_names.add(name)
             if kind_of is not None and name in kinds:
                 kind = kind_of(model, state, action, succ)
                 if kind is not None:
@@ -209,7 +210,7 @@ class NoCoverage(Coverage):
     def add_initial_rows(self, kernel, model, rows) -> None:
         pass
 
-    def add_state(self, model, state, edges, new) -> None:
+    def add_state(self, model, state, edges, new, action_names=None) -> None:
         pass
 
     def add_rows(self, kernel, model, chunk, expanded, new_rows) -> None:

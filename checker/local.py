@@ -113,10 +113,11 @@ class PerStateSearch(Search):
             bad = self.level.transition_violations(state, [(e[1], e[2]) for e in edges], skip)
             if bad:
                 record_first(level_found, found, "step", bad, lambda choice: (parent, choice))
-        fresh = []
+        fresh, names = [], []
         for _choice, action, succ, sfp in edges:
             stats.generated += 1
             name = action_name(action)
+            names.append(name)
             fired[name] = fired.get(name, 0) + 1
             if not seen.add(sfp, parent):
                 fresh.append(False)
@@ -127,7 +128,7 @@ class PerStateSearch(Search):
             bad = invariants((succ,), None, skip)
             if bad:
                 record_first(level_found, found, "always", bad, partial(add, len(seen) - 1))  # its number
-        stats.coverage.add_state(model, state, edges, fresh)
+        stats.coverage.add_state(model, state, edges, fresh, names)
         if self.possibly:
             self._log_states(stored, nxt[before:])
             dst = np.array([e[3] for e in edges], dtype=np.uint64)

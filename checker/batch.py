@@ -90,7 +90,7 @@ class RowsSearch(Search):
         self.frontier = [rows[keep]]
         self._log_states(0, rows[keep], fps[keep])
         stats.coverage.add_initial_rows(self.kernel, self.model, rows[keep])
-        self._check_new(rows[keep], 0, found, {})
+        self._check_new(rows[keep], 0, found, {})  # the initial states' violations: the run's first
 
     def size(self) -> int:
         return sum(len(c) for c in self.frontier)

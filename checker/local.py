@@ -77,7 +77,8 @@ class PerStateSearch(Search):
                 continue
             self.frontier.append(state)
             bad = self.level.state_violations((state,), None, found)
-            record_first(found, {}, "always", bad, partial(add, len(self.seen) - 1))  # its number
+            # an initial state's violation is the run's first: recorded in ``found`` itself
+            record_first(found, {}, "always", bad, partial(add, len(self.seen) - 1))
         self._log_states(0, self.frontier)
         stats.coverage.add_initial(self.frontier)
 

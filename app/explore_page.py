@@ -8,6 +8,7 @@ PAGE = """<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>kmc explore</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/explorer.css">
 <script src="/explorer.js" defer></script>
 </head>
@@ -22,6 +23,7 @@ PAGE = """<!DOCTYPE html>
   <aside>
     <section>
       <h2>Path</h2>
+      <label id="initial-choice" hidden>initial state <select id="initial"></select></label>
       <div class="nav"><button id="back" title="one step back (←)">◀ back</button>
         <button id="forward" title="one step forward again (→)">forward ▶</button>
         <button id="restart" title="back to the initial state">⟲ start</button></div>
@@ -72,11 +74,6 @@ async function api(path) {
   return d;
 }
 
-function walkOfUrl() {
-  const w = new URLSearchParams(location.search).get('walk');
-  return w ? w.split('.').map(Number) : [0];
-}
-
 function isPrefix(a, b) {
   return a.length <= b.length && a.every((x, i) => x === b[i]);
 }
@@ -89,6 +86,23 @@ async function go(walk, push = true) {
     if (push) history.pushState({walk}, '', '?walk=' + walk.join('.'));
     $('#error').textContent = '';
     render(d);
+  } catch (e) {
+    $('#error').textContent = e.message;
+  }
+}
+
+// The walk a URL names (typed, pasted or edited by hand): its longest prefix that replays
+// is shown, and the page says where the rest broke.
+async function goUrl() {
+  try {
+    const w = new URLSearchParams(location.search).get('walk') || '0';
+    const d = await api('/api/state?prefix=1&walk=' + encodeURIComponent(w));
+    current = d;
+    trail = d.walk;
+    if (d.broken) history.replaceState({walk: d.walk}, '', '?walk=' + d.walk.join('.'));
+    render(d);
+    $('#error').textContent = d.broken ? d.broken.error + ' (the first ' + d.broken.kept +
+                                         (d.broken.kept === 1 ? ' state is' : ' states are') + ' shown)' : '';
   } catch (e) {
     $('#error').textContent = e.message;
   }
@@ -125,7 +139,8 @@ function render(d) {
     const li = el('li', {'class': 'prop ' + p.status.replace(/ /g, '-'), 'data-name': p.name,
                          'title': p.description});
     li.append(el('span', {'class': 'status'}, p.status === 'violated' ? '✗ violated' :
-                                               p.status === 'holds' ? '✓ holds' : p.status));
+                                               p.status === 'holds' ? '✓ holds' :
+                                               p.status === 'trap' ? '✗ trap' : p.status));
     li.append(el('b', {}, ' ' + p.name));
     if (p.reason) li.append(el('span', {'class': 'reason'}, ' — ' + p.reason));
     props.append(li);
@@ -133,6 +148,7 @@ function render(d) {
   $('#state-title').textContent = 'State ' + d.steps.length + ' of the path';
   $('#state').innerHTML = d.state_html;    // kmc's own renderers: every value escaped
   $('#diagram').innerHTML = d.diagram_svg || '';
+  $('#initial').value = String(walk[0]);
   $('#back').disabled = walk.length <= 1;
   $('#forward').disabled = !(trail && trail.length > walk.length && isPrefix(walk, trail));
 }
@@ -176,6 +192,12 @@ async function start() {
   document.title = 'kmc explore: ' + (spec.title || spec.path);
   $('#title').textContent = spec.title || 'kmc explore';
   $('#spec-path').textContent = spec.path;
+  if (spec.initial_states > 1) {
+    const select = $('#initial');
+    spec.initial_labels.forEach((label, i) => select.append(el('option', {'value': String(i)}, label)));
+    select.addEventListener('change', () => { trail = null; go([Number(select.value)]); });
+    $('#initial-choice').hidden = false;
+  }
   const traces = $('#traces');
   for (const t of spec.traces) {
     const li = el('li', {'class': 'trace'});
@@ -193,8 +215,8 @@ async function start() {
     if (e.key === 'ArrowLeft' && !$('#back').disabled) $('#back').click();
     if (e.key === 'ArrowRight' && !$('#forward').disabled) $('#forward').click();
   });
-  window.addEventListener('popstate', () => go(walkOfUrl(), false));
-  await go(walkOfUrl(), false);
+  window.addEventListener('popstate', () => goUrl());
+  await goUrl();
   pollSearch();
   document.body.dataset.ready = '1';
 }
@@ -231,6 +253,10 @@ li.prop.holds .status, li.prop.goal .status { color: #2e7d32; font-weight: bold;
 li.prop.violated { border-color: #c62828; background: #fdecea; }
 li.prop.violated .status { color: #c62828; font-weight: bold; }
 li.prop.not-a-goal .status { color: #e65100; }
+li.prop.trap { border-color: #c62828; background: #fdecea; }
+li.prop.trap .status { color: #c62828; font-weight: bold; }
+#initial-choice { display: block; margin: 2px 0 4px; }
+#initial-choice[hidden] { display: none; }
 li.verdict.holds .v { color: #2e7d32; font-weight: bold; }
 li.verdict.violated .v { color: #c62828; font-weight: bold; }
 li.verdict.unknown .v { color: #e65100; }
@@ -242,4 +268,13 @@ table.fields tr.changed td { background: #fff4c2; }
 .scroll { overflow-x: auto; margin-top: 8px; }
 .scroll svg { display: block; }
 .note { color: #666; }
+"""
+
+# The tab's icon: a node with two successors, in the page's colours.
+FAVICON = """<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
+<rect width="32" height="32" rx="6" fill="#1f5fbf"/>
+<path d="M9 16 L23 8 M9 16 L23 24" stroke="#fff" stroke-width="2.5" fill="none"/>
+<circle cx="9" cy="16" r="4" fill="#fff"/><circle cx="23" cy="8" r="3.5" fill="#fff4c2"/>
+<circle cx="23" cy="24" r="3.5" fill="#fff4c2"/>
+</svg>
 """

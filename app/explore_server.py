@@ -1,9 +1,26 @@
 """The web server of ``kmc explore``: the page, its script and style, and the JSON API.
 
-The standard library's ``ThreadingHTTPServer``: one page and a handful of GET endpoints
-need no framework. Safety:
+The standard library's ``http.server`` parses and answers each request; the connections
+are kmc's own, so that no client can make the server unavailable to the others:
 
-- bound to 127.0.0.1 unless ``--host`` says otherwise (the command warns then);
+- one thread waits on every connection at once (``selectors``) and reads each request's
+  head, without blocking, until its blank line; only a complete request goes to one of
+  ``WORKERS`` worker threads, so a slow or half-open client holds no thread;
+- a connection that has not sent a whole request head within ``HEAD_TIMEOUT`` seconds of
+  being accepted (or of its previous answer) is closed, and so is one whose head passes
+  ``MAX_HEAD`` bytes; an answer not taken by the client within ``IO_TIMEOUT`` seconds is
+  dropped;
+- at most ``max_connections`` connections are open (a quarter of the process's file
+  limit, at most ``MAX_CONNECTIONS``): a new one closes the oldest that waits for its
+  head, and when the process runs out of files the server pauses accepting instead of
+  spinning; the listen backlog is ``BACKLOG``.
+
+Safety:
+
+- bound to a loopback address (127.0.0.1 unless ``--host`` says otherwise); any other
+  address (``0``, ``0.0.0.0``, ``::``, a LAN address) only with ``allow_remote``
+  (``--allow-remote``; the command warns then); ``bind_address`` decides it before any
+  socket is opened;
 - the ``Host`` header must name the server (``localhost``, the loopback addresses or the
   bound host, with the port; bound to every interface, also this machine's names and
   addresses): a page of another site that points its own name at
@@ -16,13 +33,16 @@ need no framework. Safety:
 The API (every answer JSON, UTF-8; errors ``{"error": "one line"}`` with 400, 403, 404,
 405, 413 or 414):
 
-- ``GET /api/spec``: the title, the spec's path, the number of initial states, the
-  action names, the properties (name, kind, description), the ``--trace`` walks;
+- ``GET /api/spec``: the title, the spec's path, the initial states (their number and a
+  label of each), the action names, the properties (name, kind, description), the
+  ``--trace`` walks;
 - ``GET /api/state?walk=I.C1.C2...``: a walk (initial state ``I``, then the choices) ->
   its steps, the enabled next steps (``choice``, ``action`` as traces name it, its
   description), the actions not enabled, each property's status in the last state
-  (``holds``/``violated`` with the reason, ``goal``/``not a goal``), the state as HTML
-  and (Kafka) the swimlane SVG;
+  (``holds``/``violated`` with the reason; ``goal``, ``not a goal`` or, once the search
+  has decided the property, ``trap``), the state as HTML and (Kafka) the swimlane SVG.
+  With ``&prefix=1`` a walk that does not replay is answered with its longest valid
+  prefix and ``broken``: where it broke (``step``, 1 the initial state) and why;
 - ``GET /api/search``: the background search: ``state`` (running, done, stopped,
   failed, idle), ``distinct``, ``depth``, ``seconds``, and per property its ``verdict``,
   ``explanation`` and counterexample ``walk`` (or null).
@@ -30,18 +50,34 @@ The API (every answer JSON, UTF-8; errors ``{"error": "one line"}`` with 400, 40
 
 from __future__ import annotations
 
+import collections
+import errno
+import io
+import ipaddress
 import json
+import queue
+import selectors
+import socket
 import sys
 import threading
+import time
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
+import attrs
+from kmc.checker.errors import UsageError
 from kmc.reports.explorer import WalkError
 
 from . import explore_page
 
 MAX_TARGET = 64 << 10  # bytes of a request target (a walk of ~10,000 steps fits)
+MAX_HEAD = MAX_TARGET + (16 << 10)  # bytes of a request's head: its line and its headers
+HEAD_TIMEOUT = 10.0  # seconds a connection has to send a whole request head
+IO_TIMEOUT = 10.0  # seconds a worker waits on a client taking its answer
+WORKERS = 8  # threads that answer complete requests
+MAX_CONNECTIONS = 512  # open connections at most (fewer when the file limit is low)
+BACKLOG = 1024  # the listen backlog (the system may cap it: net.core.somaxconn)
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -58,10 +94,94 @@ def parse_walk(text: str) -> tuple[int, list[int]]:
     return nums[0], nums[1:]
 
 
+def parse_walk_prefix(text: str) -> tuple[int, list[int], str | None]:
+    """The longest prefix of ``text`` that is a walk's syntax: ``(init, choices, error)``,
+    ``error`` ``None`` when all of it is (``"0.3.x.1"`` -> ``(0, [3], "step 3 ...")``)."""
+    parts = text.split(".") if text else ["0"]
+    nums: list[int] = []
+    for part in parts:
+        if not (part.isdigit() and len(part) <= 6):
+            where = "the initial state" if not nums else f"step {len(nums) + 1}"
+            shown = part[:20] + ("…" if len(part) > 20 else "")
+            error = f"{where} of the walk is {shown!r}, not a number: a walk is numbers joined by dots"
+            return (nums[0] if nums else 0), nums[1:], error
+        nums.append(int(part))
+    return nums[0], nums[1:], None
+
+
+# -- the address to bind ------------------------------------------------------------------
+
+
+@attrs.frozen
+class BindAddress:
+    """Where the server listens: ``family`` and ``address`` as ``socket.bind`` takes
+    them, ``host`` as the user wrote it, whether it is a loopback address and whether it
+    is every interface (``0.0.0.0`` or ``::``)."""
+
+    host: str
+    family: int
+    address: str
+    loopback: bool
+    every_interface: bool
+
+    def url(self, port: int) -> str:
+        """A URL a browser on this machine opens: an address every interface includes is
+        shown as its loopback, an IPv6 address in brackets."""
+        shown = self.address
+        if self.every_interface:
+            shown = "::1" if self.family == socket.AF_INET6 else "127.0.0.1"
+        if ":" in shown:
+            shown = f"[{shown}]"
+        return f"http://{shown}:{port}/"
+
+
+def bind_address(host: str, allow_remote: bool = False) -> BindAddress:
+    """Resolve ``--host`` (an address, ``localhost``, or a name of this machine) without
+    opening a socket.
+
+    Raises:
+        UsageError: the host does not resolve, or it is not a loopback address and
+            ``allow_remote`` is false (one line, naming ``--host``).
+    """
+    text = host.strip()
+    if text.startswith("[") and text.endswith("]"):  # an IPv6 address as URLs write it
+        text = text[1:-1]
+    if not text:
+        raise UsageError("--host: empty (give an address such as 127.0.0.1 or ::1)")
+    try:
+        infos = socket.getaddrinfo(text, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as e:
+        reason = getattr(e, "strerror", None) or str(e)
+        raise UsageError(f"--host {host}: not an address of this machine ({reason})") from None
+    infos = [i for i in infos if i[0] in (socket.AF_INET, socket.AF_INET6)]
+    if not infos:
+        raise UsageError(f"--host {host}: no IPv4 or IPv6 address")
+    family, _, _, _, sockaddr = infos[0]
+    address = str(sockaddr[0])
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    every = ip.is_unspecified
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    loopback = ip.is_loopback or (mapped is not None and mapped.is_loopback)
+    if not loopback and not allow_remote:
+        what = "every interface" if every else "an address other machines can reach"
+        raise UsageError(
+            f"--host {host}: {address} is {what}; the explorer listens on a loopback address "
+            "(127.0.0.1, ::1) unless --allow-remote is given"
+        )
+    return BindAddress(host, family, address, loopback, every)
+
+
+def remote_warning(bind: BindAddress) -> str:
+    """The line printed when the server listens beyond this machine."""
+    where = "every interface" if bind.every_interface else bind.address
+    return (
+        f"kmc: warning: listening on {where} ({bind.host}), not only this machine: anyone who can "
+        "reach it can walk the model and run its search"
+    )
+
+
 def _machine_names() -> set[str]:
     """This machine's host name, its fully qualified name and their addresses."""
-    import socket
-
     names = {socket.gethostname(), socket.getfqdn()}
     for name in list(names):
         try:
@@ -72,24 +192,265 @@ def _machine_names() -> set[str]:
     return {n for n in names if n}
 
 
-class ExploreServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+def allowed_hosts(bind: BindAddress, port: int) -> set[str]:
+    """The ``Host`` headers the server answers (lower case, with the port)."""
+    names = set(LOOPBACK) | {bind.host, bind.address}
+    if bind.every_interface:  # every interface: the names this machine goes by
+        names |= _machine_names()
+    out = set()
+    for n in names:
+        n = n.lower()
+        if ":" in n and not n.startswith("["):
+            n = f"[{n}]"
+        out.add(f"{n}:{port}")
+    return out
 
-    def __init__(self, explorer, host="127.0.0.1", port=0) -> None:
+
+def _connection_limit() -> int:
+    """``MAX_CONNECTIONS``, or a quarter of the process's file limit when that is lower."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return MAX_CONNECTIONS
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(8, min(MAX_CONNECTIONS, soft // 4))
+
+
+# -- the server ---------------------------------------------------------------------------
+
+
+class _Connection:
+    """A client's connection while the selector thread reads its next request head."""
+
+    __slots__ = ("sock", "address", "buffer", "deadline")
+
+    def __init__(self, sock, address, buffer=b"") -> None:
+        self.sock = sock
+        self.address = address
+        self.buffer = bytearray(buffer)
+        self.deadline = time.monotonic() + HEAD_TIMEOUT
+
+
+class ExploreServer:
+    """The explorer's HTTP server (see the module): ``serve_forever`` (or
+    ``serve_in_thread``), ``shutdown``, ``server_close``.
+
+    Raises (from the constructor):
+        UsageError: ``host`` is not a loopback address and ``allow_remote`` is false, or
+            it does not resolve.
+        OSError: the address cannot be bound (the port is taken).
+    """
+
+    def __init__(self, explorer, host="127.0.0.1", port=0, *, allow_remote=False, workers=WORKERS) -> None:
         self.explorer = explorer
-        super().__init__((host, port), Handler)
+        self.bind = bind_address(host, allow_remote)
         self.bound_host = host
-        self.port = self.server_address[1]
-        names = set(LOOPBACK) | {host, f"[{host}]"}
-        if host in ("", "0.0.0.0", "::"):  # every interface: the names this machine goes by
-            names |= _machine_names()
-        self.allowed_hosts = {f"{n}:{self.port}".lower() for n in names}
+        self.listener = socket.socket(self.bind.family, socket.SOCK_STREAM)
+        try:
+            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if self.bind.family == socket.AF_INET6 and self.bind.every_interface:
+                try:  # '::' takes IPv4 clients too where the system allows it
+                    self.listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+                except (AttributeError, OSError):
+                    pass
+            self.listener.bind((self.bind.address, port))
+            self.listener.listen(BACKLOG)
+            self.listener.setblocking(False)
+        except BaseException:
+            self.listener.close()
+            raise
+        self.port = self.listener.getsockname()[1]
+        self.allowed_hosts = allowed_hosts(self.bind, self.port)
+        self.max_connections = _connection_limit()
+        self._waiting: collections.OrderedDict[int, _Connection] = collections.OrderedDict()  # oldest first
+        self._busy = 0  # connections a worker holds
+        self._returned: queue.SimpleQueue[_Connection] = queue.SimpleQueue()  # back from a worker
+        self._jobs: queue.SimpleQueue[_Connection | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._stopped.set()
+        self._paused_until = 0.0
+        self._workers = [
+            threading.Thread(target=self._work, name=f"kmc-explore-worker-{i}", daemon=True) for i in range(workers)
+        ]
+        for t in self._workers:
+            t.start()
 
     def url(self) -> str:
-        host = self.bound_host
-        shown = "127.0.0.1" if host in ("", "0.0.0.0") else (f"[{host}]" if ":" in host else host)
-        return f"http://{shown}:{self.port}/"
+        return self.bind.url(self.port)
+
+    # -- the selector thread ------------------------------------------------------------------
+
+    def serve_forever(self) -> None:
+        """Accept connections and read request heads until ``shutdown``."""
+        self._stopped.clear()
+        sel = self._selector
+        sel.register(self.listener, selectors.EVENT_READ, "listen")
+        sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        listening = True
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if not listening and now >= self._paused_until:
+                    sel.register(self.listener, selectors.EVENT_READ, "listen")
+                    listening = True
+                for key, _ in sel.select(timeout=0.5):
+                    if key.data == "listen":
+                        if not self._accept():
+                            sel.unregister(self.listener)
+                            listening = False
+                    elif key.data == "wake":
+                        self._drain_wake()
+                    else:
+                        self._read(key.data)
+                self._take_returned()
+                self._expire(time.monotonic())
+        finally:
+            for key in list(sel.get_map().values()):
+                sel.unregister(key.fileobj)
+            self._stopped.set()
+
+    def _accept(self) -> bool:
+        """Accept what is pending; ``False`` when the process is out of files (accepting
+        pauses for a moment instead of spinning on a listener that stays readable)."""
+        for _ in range(256):
+            try:
+                sock, address = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return True
+            except OSError as e:
+                if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    if not self._evict():
+                        self._paused_until = time.monotonic() + 0.1
+                        return False
+                    continue
+                return True  # a connection reset before it was accepted, and the like
+            with self._lock:
+                full = len(self._waiting) + self._busy >= self.max_connections
+            if full and not self._evict():
+                sock.close()  # every connection is being answered: this one must wait its turn
+                continue
+            sock.setblocking(False)
+            self._watch(_Connection(sock, address))
+        return True
+
+    def _watch(self, conn: _Connection) -> None:
+        self._waiting[conn.sock.fileno()] = conn
+        self._selector.register(conn.sock, selectors.EVENT_READ, conn)
+        if b"\r\n\r\n" in conn.buffer:  # a pipelined request already read
+            self._dispatch(conn)
+
+    def _evict(self) -> bool:
+        """Close the connection that has waited longest for its request head."""
+        if not self._waiting:
+            return False
+        _, conn = self._waiting.popitem(last=False)
+        self._drop(conn)
+        return True
+
+    def _drop(self, conn: _Connection) -> None:
+        try:
+            self._selector.unregister(conn.sock)
+        except (KeyError, ValueError):
+            pass
+        conn.sock.close()
+
+    def _read(self, conn: _Connection) -> None:
+        try:
+            data = conn.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # the client went away
+            self._waiting.pop(conn.sock.fileno(), None)
+            self._drop(conn)
+            return
+        conn.buffer += data
+        if b"\r\n\r\n" in conn.buffer or len(conn.buffer) > MAX_HEAD:
+            self._dispatch(conn)
+
+    def _dispatch(self, conn: _Connection) -> None:
+        self._waiting.pop(conn.sock.fileno(), None)
+        self._selector.unregister(conn.sock)
+        with self._lock:
+            self._busy += 1
+        self._jobs.put(conn)
+
+    def _expire(self, now: float) -> None:
+        while self._waiting:
+            conn = next(iter(self._waiting.values()))
+            if conn.deadline > now:
+                # the order is the order of deadlines: accepted (or returned) in turn
+                break
+            self._waiting.popitem(last=False)
+            self._drop(conn)
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError, OSError):
+            pass
+
+    def _take_returned(self) -> None:
+        while True:
+            try:
+                conn = self._returned.get_nowait()
+            except queue.Empty:
+                return
+            conn.deadline = time.monotonic() + HEAD_TIMEOUT
+            if self._stop.is_set():
+                conn.sock.close()
+            else:
+                self._watch(conn)
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:  # full (a wake-up is pending anyway) or closed
+            pass
+
+    # -- the workers ---------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            conn = self._jobs.get()
+            if conn is None:
+                return
+            keep = False
+            try:
+                keep = self._answer(conn)
+            except Exception:  # noqa: BLE001 (one line on standard error, never a traceback)
+                self.handle_error(conn.sock, conn.address)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+            if keep and not self._stop.is_set():
+                self._returned.put(conn)
+                self._wake()
+            else:
+                conn.sock.close()
+
+    def _answer(self, conn: _Connection) -> bool:
+        """Answer the request in ``conn.buffer``; whether the connection stays open."""
+        conn.sock.setblocking(True)
+        conn.sock.settimeout(IO_TIMEOUT)
+        head, sep, rest = bytes(conn.buffer).partition(b"\r\n\r\n")
+        conn.buffer = bytearray(rest)
+        handler = Handler(conn.sock, conn.address, self, head + sep)
+        if not sep or handler.close_connection or len(rest) > MAX_HEAD:
+            return False
+        conn.sock.setblocking(False)
+        return True
 
     def handle_error(self, request, client_address) -> None:
         """A request that failed: a client that went away (a reset, a closed pipe: a
@@ -101,17 +462,70 @@ class ExploreServer(ThreadingHTTPServer):
         what = f"{type(error).__name__}: {error}"
         print(f"kmc: explore: a request from {client_address[0]} failed: {what}", file=sys.stderr)
 
+    # -- starting and stopping -------------------------------------------------------------------
+
     def serve_in_thread(self) -> threading.Thread:
+        self._stopped.clear()
         t = threading.Thread(target=self.serve_forever, name="kmc-explore-server", daemon=True)
         t.start()
         return t
 
+    def shutdown(self) -> None:
+        """Stop ``serve_forever`` and wait for it."""
+        self._stop.set()
+        self._wake()
+        self._stopped.wait(10)
+
+    def server_close(self) -> None:
+        """Close the listener, every connection and the workers (a worker answering a
+        request finishes it)."""
+        self._stop.set()
+        self._wake()
+        self._stopped.wait(10)
+        for conn in list(self._waiting.values()):
+            conn.sock.close()
+        self._waiting.clear()
+        for _ in self._workers:
+            self._jobs.put(None)
+        self.listener.close()
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
 
 class Handler(BaseHTTPRequestHandler):
-    server: ExploreServer
     server_version = "kmc-explore"
     sys_version = ""
     protocol_version = "HTTP/1.1"
+
+    def __init__(self, sock, client_address, owner: ExploreServer, head: bytes) -> None:
+        # (what socketserver's base class does, for kmc's own server: ``owner``)
+        self._head = head
+        self.owner = owner
+        self.request, self.client_address = sock, client_address
+        self.setup()
+        try:
+            self.handle()
+        finally:
+            self.finish()
+
+    def setup(self) -> None:
+        """The request's head, already read by the server; answers go to the socket."""
+        self.connection = self.request
+        self.rfile = io.BytesIO(self._head)
+        self.wfile = self.connection.makefile("wb")
+
+    def handle(self) -> None:
+        """One request (the server reads the next one's head itself)."""
+        self.close_connection = True
+        self.handle_one_request()
+
+    def finish(self) -> None:
+        try:
+            self.wfile.flush()
+        finally:
+            self.wfile.close()
+            self.rfile.close()
 
     def log_message(self, format, *args) -> None:  # noqa: A002 (the base class's name)
         pass  # quiet: the terminal shows the URL and the search, not every request
@@ -123,7 +537,7 @@ class Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.REQUEST_URI_TOO_LONG, "the request target is too long")
             return True
         host = (self.headers.get("Host") or "").lower()
-        if host not in self.server.allowed_hosts:
+        if host not in self.owner.allowed_hosts:
             self._error(HTTPStatus.FORBIDDEN, "the Host header does not name this server")
             return True
         length = self.headers.get("Content-Length")
@@ -152,13 +566,20 @@ class Handler(BaseHTTPRequestHandler):
         elif route == "/explorer.css":
             self._send(HTTPStatus.OK, "text/css; charset=utf-8", explore_page.STYLE.encode(), head)
         elif route == "/api/spec":
-            self._json(self.server.explorer.spec_doc(), head=head)
+            self._json(self.owner.explorer.spec_doc(), head=head)
         elif route == "/api/search":
-            self._json(self.server.explorer.search_doc(), head=head)
+            self._json(self.owner.explorer.search_doc(), head=head)
+        elif route in ("/favicon.ico", "/favicon.svg"):
+            self._send(HTTPStatus.OK, "image/svg+xml", explore_page.FAVICON.encode(), head, cache=True)
         elif route == "/api/state":
+            text = (query.get("walk") or [""])[0]
             try:
-                init, choices = parse_walk((query.get("walk") or [""])[0])
-                doc = self.server.explorer.state_doc(init, choices)
+                if (query.get("prefix") or [""])[0] in ("1", "true"):
+                    init, choices, broken = parse_walk_prefix(text)
+                    doc = self.owner.explorer.state_doc_prefix(init, choices, broken)
+                else:
+                    init, choices = parse_walk(text)
+                    doc = self.owner.explorer.state_doc(init, choices)
             except (ValueError, WalkError) as e:
                 self._error(HTTPStatus.BAD_REQUEST, str(e))
                 return
@@ -180,11 +601,11 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         self._json({"error": message}, status)
 
-    def _send(self, status, ctype, body, head=False) -> None:
+    def _send(self, status, ctype, body, head=False, cache=False) -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
+        self.send_header("Cache-Control", "max-age=86400" if cache else "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("X-Frame-Options", "DENY")
         self.send_header("Referrer-Policy", "no-referrer")

@@ -37,6 +37,8 @@ from kmc.checker.trace import replay_choices
 
 MAX_STEPS = 10_000  # the longest walk the explorer replays
 MAX_DIAGRAM_STATES = 60  # a longer walk is shown without its swimlane (a page-wide picture)
+MAX_TRAP_STATES = 200_000  # states a trap check visits at most (beyond: not decided here)
+MAX_LABEL = 80  # characters of an initial state's label
 
 
 class WalkError(ValueError):
@@ -79,6 +81,7 @@ class Explorer:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._actions = list(coverage_names(model).actions)
+        self._distances: dict = {}  # (property, encoded state) -> steps to a goal (_goal_distance)
 
     # -- walks ----------------------------------------------------------------------------
 
@@ -93,6 +96,42 @@ class Explorer:
             return replay_choices(self.model, init_index, list(choices))
         except Exception as e:  # the engine's replay error names the step
             raise WalkError(str(e)) from None
+
+    def valid_prefix(self, init_index: int, choices) -> tuple[int, list[int], dict | None]:
+        """The longest prefix of a walk that replays: ``(init, choices, broken)``, where
+        ``broken`` (``None`` when all of it replays) says at which state of the walk it
+        broke (``step``: 1 is the initial state) and why (``error``)."""
+        model = self.model
+        inits = model.init_states()
+        if not 0 <= init_index < len(inits):
+            error = f"no initial state number {init_index} (the model has {len(inits)}); initial state 0 shown"
+            return 0, [], {"step": 1, "error": error}
+        state = inits[init_index]
+        for i, choice in enumerate(choices):
+            if i >= MAX_STEPS:
+                error = f"the explorer replays at most {MAX_STEPS:,} steps"
+                return init_index, list(choices[:i]), {"step": i + 2, "error": error}
+            succ = successors(model, state)
+            if not 0 <= choice < len(succ):
+                error = f"no action number {choice} (state {i + 1} has {len(succ)} enabled)"
+                return init_index, list(choices[:i]), {"step": i + 2, "error": error}
+            state = succ[choice][1]
+        return init_index, list(choices), None
+
+    def state_doc_prefix(self, init_index: int, choices, syntax_error: str | None = None) -> dict:
+        """``state_doc`` of the longest valid prefix of a walk, with ``broken``: where the
+        walk broke and why (``None`` when it replays whole), so that a link cut or edited
+        by hand keeps what it can. ``syntax_error``: the walk's text stopped being numbers
+        after ``choices`` (``explore_server.parse_walk_prefix``)."""
+        init, prefix, broken = self.valid_prefix(init_index, choices)
+        if broken is None and syntax_error is not None:
+            broken = {"step": len(choices) + 2, "error": syntax_error}
+        if broken is not None:
+            broken["error"] = f"the walk breaks at state {broken['step']}: {broken['error']}"
+            broken["kept"] = len(prefix) + 1
+        doc = self.state_doc(init, prefix)
+        doc["broken"] = broken
+        return doc
 
     def state_doc(self, init_index: int, choices) -> dict:
         """Everything the page shows for a walk (the ``/api/state`` answer)."""
@@ -158,21 +197,94 @@ class Explorer:
                     doc.update(status="violated" if why else "holds", reason=why or "")
             elif prop.kind == POSSIBLY:
                 goal = bool(prop.check(model, state))
-                doc.update(
-                    status="goal" if goal else "not a goal",
-                    reason="" if goal else "a goal state must stay reachable from here (the search decides it)",
-                )
+                if goal:
+                    doc.update(status="goal", reason="")
+                else:
+                    doc.update(self._possibly_status(prop, state))
             out.append(doc)
         return out
 
+    def _possibly_status(self, prop, state) -> dict:
+        """A state that is not a goal of the always-possibly ``prop``: ``not a goal``
+        while the search has not decided ``prop``; once it has, ``trap`` when no goal
+        state is reachable from it (the property is violated then), else ``not a goal``
+        with the distance to the nearest goal."""
+        with self._lock:
+            decided = self.status.state == "done" and (self.status.verdicts.get(prop.name) or {}).get("verdict")
+        if decided not in ("holds", "violated"):
+            return {
+                "status": "not a goal",
+                "reason": "a goal state must stay reachable from here (the search decides it)",
+            }
+        if decided == "holds":
+            return {"status": "not a goal", "reason": "a goal state is reachable from here (the search found no trap)"}
+        distance = self._goal_distance(prop, state)
+        if distance is None:
+            return {"status": "trap", "reason": "no goal state is reachable from here: a trap"}
+        if distance < 0:
+            return {"status": "not a goal", "reason": "a trap or not: too many states reachable from here to decide"}
+        steps = "1 step" if distance == 1 else f"{distance:,} steps"
+        return {"status": "not a goal", "reason": f"the nearest goal state is {steps} away"}
+
+    def _goal_distance(self, prop, state) -> int | None:
+        """The number of steps from ``state`` to the nearest goal of ``prop``: ``None``
+        when none is reachable (a trap), ``-1`` when more than ``MAX_TRAP_STATES`` states
+        were visited without deciding. Remembered per state."""
+        model = self.model
+        key = (prop.name, model.encode(state))
+        with self._lock:
+            if key in self._distances:
+                return self._distances[key]
+        seen = {key[1]}
+        level = [state]
+        depth = 0
+        found: int | None = None
+        while level:
+            depth += 1
+            nxt = []
+            for s in level:
+                for _, t in successors(model, s):
+                    code = model.encode(t)
+                    if code in seen:
+                        continue
+                    if prop.check(model, t):
+                        found = depth
+                        break
+                    seen.add(code)
+                    nxt.append(t)
+                if found is not None:
+                    break
+            if found is not None:
+                break
+            if len(seen) > MAX_TRAP_STATES:
+                found = -1
+                break
+            level = nxt
+        with self._lock:
+            if len(self._distances) > 10_000:
+                self._distances.clear()
+            self._distances[key] = found
+        return found
+
     def initial_count(self) -> int:
         return len(self.model.init_states())
+
+    def initial_labels(self) -> list[str]:
+        """A short label of each initial state (the view's, at most ``MAX_LABEL`` characters)."""
+        out = []
+        for i, state in enumerate(self.model.init_states()):
+            text = " ".join(str(self.view.initial_label(state)).split())
+            if len(text) > MAX_LABEL:
+                text = text[: MAX_LABEL - 1] + "…"
+            out.append(f"{i}: {text}" if text else str(i))
+        return out
 
     def spec_doc(self) -> dict:
         return {
             "title": self.title,
             "path": self.path,
             "initial_states": self.initial_count(),
+            "initial_labels": self.initial_labels(),
             "actions": self._actions,
             "properties": [{"name": p.name, "kind": p.kind, "description": p.description} for p in self.properties],
             "traces": [{"name": n, "walk": [i, *c]} for n, (i, c) in self.traces.items()],
@@ -271,6 +383,11 @@ class GenericView:
     def diagram_svg(self, path, violated) -> str | None:
         return None
 
+    def initial_label(self, state) -> str:
+        from kmc.checker.protocol import format_state
+
+        return format_state(self.model, state)
+
 
 class KafkaView:
     """A Kafka state as ``kmc check`` draws it: the per-replica table (changed values
@@ -283,6 +400,13 @@ class KafkaView:
         from .state_view import StateView
 
         return _html_of(StateView(self.model, state, previous))
+
+    def initial_label(self, state) -> str:
+        from kmc.model.state import leader_of
+
+        lead = leader_of(state)
+        names = self.model.config.replicas
+        return "no leader" if lead is None else f"{names[lead]} leads at epoch {state.replicas[lead].epoch}"
 
     def diagram_svg(self, path, violated) -> str | None:
         if len(path.steps) > MAX_DIAGRAM_STATES:

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import time
 from typing import TYPE_CHECKING
 
 from kmc.checker.errors import UsageError
 from kmc.checker.text import safe_text
 
-from .common import load, options_from
+from .common import add_model_arguments, load_target, options_from
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
     from kmc.checker.result import CheckResult
@@ -20,19 +21,28 @@ def register(sub) -> None:
     p = sub.add_parser(
         "explore",
         help="walk a model in the browser: choose each step, see the state and the properties",
-        description="Start a local web server for one spec and print its URL. The page shows the state "
+        description="Start a local web server for one spec (or a model of your own, --model) and print its "
+        "URL. The page shows the state "
         "(the replica table and the swimlane of the path so far), every enabled next step as a button, "
         "every property's status in the current state, and the verdicts of a search run in the "
         "background, each linked to its counterexample. The path is in the URL: a link reproduces it. "
         "Ctrl-C stops the server.",
         epilog='The JSON API the page uses is documented in README.md ("Walk a scenario").',
     )
-    p.add_argument("spec", metavar="SPEC", help="the spec file (TOML), e.g. specs/hw-data-loss.toml")
+    p.add_argument(
+        "spec", metavar="SPEC", nargs="?", help="the spec file (TOML), e.g. specs/hw-data-loss.toml (or --model)"
+    )
     p.add_argument(
         "--host",
         default="127.0.0.1",
-        help="the address to bind (default 127.0.0.1, this machine only; another address "
-        "lets other machines walk the model: a warning is printed)",
+        help="the address to bind: a loopback address (default 127.0.0.1; ::1, localhost), this machine "
+        "only; any other (0.0.0.0, ::, a LAN address) needs --allow-remote",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow --host to be an address other machines can reach: anyone who reaches it can walk the "
+        "model and run its search (a warning is printed)",
     )
     p.add_argument("--port", type=_port, default=8470, help="the port (default 8470; 0: any free port)")
     p.add_argument(
@@ -44,6 +54,7 @@ def register(sub) -> None:
         "kmc replay --format json); may be given more than once",
     )
     p.add_argument("--no-search", action="store_true", help="do not run the search in the background")
+    add_model_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -57,8 +68,11 @@ def _port(text) -> int:
     return port
 
 
-def load_traces(paths, model) -> dict:
-    """``{name: (init_index, choices)}`` of the traces in the files the user named."""
+def load_traces(paths, model, identity=None) -> dict:
+    """``{name: (init_index, choices)}`` of the traces in the files the user named: data
+    only (nothing a file names is imported). ``identity``: a model of the user's own
+    (``ModelSpec.identity``), whose parameters and source digest a file's recorded model
+    must match."""
     from .replay import ReplayError, load_document, violations_of
 
     out = {}
@@ -68,9 +82,16 @@ def load_traces(paths, model) -> dict:
             found = violations_of(path, doc)
         except ReplayError as e:
             raise UsageError(f"--trace: {e}") from None
-        saved = doc.get("spec", {}).get("model") if isinstance(doc.get("spec"), dict) else None
-        if saved is not None and saved != model.config.as_dict():
-            raise UsageError(f"--trace: {path}: its model's constants differ from the spec's")
+        if identity is None:
+            saved = doc.get("spec", {}).get("model") if isinstance(doc.get("spec"), dict) else None
+            if saved is not None and saved != model.config.as_dict():
+                raise UsageError(f"--trace: {path}: its model's constants differ from the spec's")
+        else:
+            recorded = doc.get("model")
+            if isinstance(recorded, dict):
+                for key in ("params", "sha256"):
+                    if key in recorded and recorded[key] != identity.get(key):
+                        raise UsageError(f"--trace: {path}: its model's {key} differ from --model {identity['ref']}'s")
         if not found:
             raise UsageError(f"--trace: {path}: holds no trace")
         for v in found:
@@ -91,32 +112,37 @@ def run(args, out, err) -> int:
     from kmc.checker.engines import make_engine
     from kmc.reports.explorer import Explorer, GenericView, KafkaView, WalkError
 
-    from ..explore_server import ExploreServer
+    from ..explore_server import ExploreServer, bind_address, remote_warning
+    from ..user_model import ModelSpec
 
-    spec = load(args.spec)
+    bind = bind_address(args.host, args.allow_remote)  # before anything is loaded or bound
+    spec = load_target(args)
     model = spec.model()
     properties = spec.properties()
-    traces = load_traces(args.trace, model)
+    generic = isinstance(spec, ModelSpec)
+    traces = load_traces(args.trace, model, spec.identity() if generic else None)
     from kmc.model.kafka import KafkaModel
 
     view = KafkaView(model) if isinstance(model, KafkaModel) else GenericView(model)
-    explorer = Explorer(model, properties, view=view, title=spec.title, path=spec.path, traces=traces)
+    title = spec.title or (f"{spec.ref} ({', '.join(f'{k}={v}' for k, v in spec.params.items())})" if generic else "")
+    explorer = Explorer(model, properties, view=view, title=title, path=spec.path, traces=traces)
     for name, (init, choices) in traces.items():
         try:
             explorer.walk(init, choices)
         except WalkError as e:
             raise UsageError(f"--trace: {name}: does not replay on {spec.path}: {e}") from None
     try:
-        server = ExploreServer(explorer, args.host, args.port)
+        server = ExploreServer(explorer, args.host, args.port, allow_remote=args.allow_remote)
     except OSError as e:
-        raise UsageError(
-            f"--port {args.port}: cannot listen on {args.host} ({e.strerror or e}); "
-            "choose another port (--port 0: any free one)"
-        ) from None
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        if e.errno in (errno.EADDRINUSE, errno.EACCES):
+            raise UsageError(
+                f"--port {args.port}: cannot listen on {args.host} ({e.strerror or e}); "
+                "choose another port (--port 0: any free one)"
+            ) from None
+        raise UsageError(f"--host {args.host}: cannot listen there ({e.strerror or e})") from None
+    if not bind.loopback:
         err.print(
-            f"kmc: warning: listening on {safe_text(args.host)}, not only this machine: anyone who can "
-            "reach it can walk the model and run its search",
+            safe_text(remote_warning(bind)),
             markup=False,
             highlight=False,
             soft_wrap=True,

@@ -150,3 +150,86 @@ def _check_screenshot(shot):
     # the swimlane is drawn down the page
     inked = [y for y, r in enumerate(rows) if r.count(255) < len(r) * 0.97]
     assert inked and inked[-1] > 500
+
+
+def _serve(explorer):
+    server = ExploreServer(explorer, "127.0.0.1", 0)
+    server.serve_in_thread()
+    return server
+
+
+def test_the_initial_state_is_chosen_a_broken_link_keeps_its_prefix_and_nothing_fails(browser, tmp_path):
+    """With ``initial_leader = "any"`` a menu chooses the initial state; a link edited by
+    hand shows its valid prefix and says where it broke; the page's requests all succeed
+    (the favicon too) and its console stays clean."""
+    text = Path(SEED).read_text().replace('truncation = "high-watermark"',
+                                          'truncation = "high-watermark"\ninitial_leader = "any"')
+    path = tmp_path / "any.toml"
+    path.write_text(text)
+    spec = load_spec(path)
+    model = spec.model()
+    server = _serve(Explorer(model, spec.properties(), view=KafkaView(model), title=spec.title, path=spec.path))
+    url = f"http://127.0.0.1:{server.port}/"
+    page = browser.new_page()
+    failures, console = [], []
+    page.on("requestfailed", lambda r: failures.append(r.url))
+    page.on("response", lambda r: r.status >= 400 and failures.append(f"{r.status} {r.url}"))
+    page.on("console", lambda m: m.type in ("error", "warning") and console.append(m.text))
+    try:
+        page.goto(url)
+        page.wait_for_selector("body[data-ready]")
+        menu = page.locator("#initial")
+        assert menu.is_visible()
+        assert menu.locator("option").all_inner_texts() == ["0: A leads at epoch 0", "1: B leads at epoch 0"]
+        menu.select_option("1")
+        page.locator("#next button.action", has_text="Produce(B)").wait_for()
+        assert page.url.endswith("?walk=1")
+        page.locator("#next button.action", has_text="Produce(B)").click()
+        _wait_steps(page, 2)
+        assert _steps(page) == ["1. initial", "2. Produce(B)"] and menu.input_value() == "1"
+        # a link cut or edited by hand: the valid prefix is shown, the page says where it broke
+        page.goto(url + "?walk=1.0.9.0")
+        page.wait_for_selector("body[data-ready]")
+        assert _steps(page) == ["1. initial", "2. Produce(B)"]
+        # Produce(B) again, FetchRequest(A), Crash(A), Crash(B), ShrinkIsr(A): 5 enabled
+        assert page.locator("#next button.action").count() == 5
+        assert page.locator("#error").inner_text() == (
+            "the walk breaks at state 3: no action number 9 (state 2 has 5 enabled) (the first 2 states are shown)")
+        assert page.url.endswith("?walk=1.0")
+        page.wait_for_timeout(300)  # (the favicon is asked for after the page's load)
+    finally:
+        page.close()
+        server.shutdown()
+        server.server_close()
+    assert failures == [] and console == []
+
+
+def test_a_trap_is_drawn_as_one_once_the_search_has_decided(browser):
+    spec = load_spec(REPO / "specs" / "avail-c2-elr.toml")
+    model = spec.model()
+    explorer = Explorer(model, spec.properties(), view=KafkaView(model), title=spec.title, path=spec.path)
+    engine = make_engine(model, spec.properties())
+
+    def run(progress):
+        engine.progress = progress
+        return engine.run()
+
+    explorer.start_search(run, engine.cancel)
+    server = _serve(explorer)
+    page = browser.new_page()
+    try:
+        page.goto(f"http://127.0.0.1:{server.port}/")
+        page.wait_for_selector("body[data-ready]")
+        link = page.locator('a.counterexample[data-property="PartitionRecoverable"]')
+        link.wait_for(timeout=60_000)
+        link.click()
+        _wait_steps(page, 4)  # docs/model.md's trap in 4 states
+        prop = page.locator('li.prop[data-name="PartitionRecoverable"]')
+        assert "trap" in prop.get_attribute("class")
+        assert prop.inner_text().startswith("✗ trap PartitionRecoverable — no goal state is reachable from here")
+        assert prop.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(253, 236, 234)"
+    finally:
+        page.close()
+        server.shutdown()
+        server.server_close()
+        explorer.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from types import FrameType, ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
@@ -180,19 +181,28 @@ def main(argv=None) -> int:
     engine is imported: an interrupt at any moment of start-up ends in one line and exit
     130 or 143, never a traceback. (Before this function runs, the program's imports are
     covered by ``checker.signals.install_startup_handlers``; after it has returned,
-    ``run`` ignores both signals so that the verdict's exit code stands.) (A run replaces these handlers with
-    its own, which
-    stop it at a safe point; see ``checker.signals.StopOnSignals``.)
+    ``run`` ignores both signals so that the verdict's exit code stands. A run replaces
+    these handlers with its own, which stop it at a safe point: see
+    ``checker.signals.StopOnSignals``.) The handlers are set and put back inside the
+    ``try`` that reports a signal: Python runs a handler as the call that set it returns,
+    and a pending one as the call that puts the old one back begins, so a signal at either
+    edge is reported like any other, never escaping as a ``KeyboardInterrupt`` (a
+    traceback, and the process killed by the signal itself: exit -2).
     """
     # what signal.signal returns: a handler, SIG_DFL/SIG_IGN, or None (not set from Python)
     old: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
-    for s, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _terminate)):
-        try:
-            old[s] = signal.signal(s, handler)
-        except ValueError:  # not the main thread: Python delivers signals to the main thread only
-            break
     try:
-        return _main(argv)
+        try:  # (installed inside the try: a signal right after SIGINT's handler is set is caught)
+            for s, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _terminate)):
+                if threading.current_thread() is not threading.main_thread():
+                    break  # Python delivers signals to the main thread only, and sets handlers there
+                old[s] = signal.getsignal(s)  # (recorded first: a signal may end the next call)
+                signal.signal(s, handler)
+            return _main(argv)
+        finally:
+            # A signal still pending runs its handler (this function's) as the first restore
+            # begins: it raises here, inside the try, and ends in one line like any other.
+            _restore(old)
     except KeyboardInterrupt:
         _say("kmc: interrupted")
         return EXIT_INTERRUPTED
@@ -204,8 +214,20 @@ def main(argv=None) -> int:
         _say("kmc: stopped (SIGTERM)")
         return 128 + t.signum
     finally:
-        for s, previous in old.items():
-            signal.signal(s, previous)
+        _restore(old, quiet=True)  # again: a signal interrupted the first restore
+
+
+def _restore(old, quiet=False) -> None:
+    """Put back the handlers ``old`` holds. ``quiet``: a signal that arrives meanwhile
+    (a second one, the run's outcome already decided) does not change it."""
+    for s, previous in old.items():
+        for _ in range(3):
+            try:
+                signal.signal(s, previous)
+                break
+            except (KeyboardInterrupt, Terminated):  # its pending signal has run; try again
+                if not quiet:
+                    raise
 
 
 def _say(line) -> None:

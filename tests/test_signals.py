@@ -175,3 +175,56 @@ def test_startup_handlers_are_installed_in_the_kmc_program_only():
     assert not is_kmc_program("-m", ["python", "-m", "pytest", "-k", "kmc.app.cli"])
     # this very process (pytest) kept its own handlers
     assert signal.getsignal(signal.SIGTERM) is not None and "exit_at_startup" not in repr(signal.getsignal(signal.SIGINT))
+
+
+# -- the command line's own handlers: a signal at the edges of main ---------------------------
+
+def _signal_at(monkeypatch, when):
+    """Make ``signal.signal`` in ``kmc.app.cli`` behave as when a SIGINT arrives at an
+    edge of ``main``: ``"installed"``, just after SIGINT's handler is set (Python runs the
+    new handler as the call returns); ``"restore"``, pending as ``main`` puts the handlers
+    back (``signal.signal`` runs the pending handler before it changes anything)."""
+    from kmc.app import cli
+
+    real = signal.signal
+    fired: list = []
+    calls: list = []  # SIGINT's: main installs its handler, then puts the old one back
+
+    def fake(signum, handler):
+        if signum == signal.SIGINT:
+            calls.append(handler)
+        if when == "restore" and len(calls) == 2 and not fired:
+            fired.append(signum)
+            current = signal.getsignal(signal.SIGINT)
+            assert current is signal.default_int_handler  # main's
+            current(signal.SIGINT, None)  # the pending signal's handler runs first: it raises
+        previous = real(signum, handler)
+        if when == "installed" and len(calls) == 1 and not fired:
+            fired.append(signum)
+            handler(signal.SIGINT, None)  # what Python runs as the call returns
+        return previous
+
+    monkeypatch.setattr(cli.signal, "signal", fake)
+    return fired
+
+
+@pytest.mark.parametrize("when", ["installed", "restore"])
+def test_a_sigint_at_the_edges_of_main_is_one_line_and_130(monkeypatch, capsys, when):
+    """The race of the start-up test under load: a SIGINT just after ``main`` set its
+    handler, or pending as it puts the handlers back after the verdict, used to escape
+    ``main`` as a KeyboardInterrupt (a traceback, and the process killed by the signal
+    itself: exit -2)."""
+    from kmc.app.cli import EXIT_INTERRUPTED, main
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    fired = _signal_at(monkeypatch, when)
+    try:
+        code = main(["invariants"])
+    except KeyboardInterrupt:  # (caught here: pytest would take it for the user's Ctrl-C)
+        code = "a KeyboardInterrupt escaped main"
+    finally:
+        monkeypatch.undo()
+    assert fired == [signal.SIGINT]
+    err = capsys.readouterr().err
+    assert (code, err) == (EXIT_INTERRUPTED, "kmc: interrupted\n")
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

@@ -31,7 +31,8 @@ Safety:
 - the answers forbid framing and scripts from elsewhere (``Content-Security-Policy``).
 
 The API (every answer JSON, UTF-8; errors ``{"error": "one line"}`` with 400, 403, 404,
-405, 413 or 414):
+405, 413 or 414, and 500 when the model's own code fails, also said in one line on
+standard error):
 
 - ``GET /api/spec``: the title, the spec's path, the initial states (their number and a
   label of each), the action names, the properties (name, kind, description), the
@@ -559,6 +560,15 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._error(HTTPStatus.BAD_REQUEST, "too many query fields")
             return
+        try:
+            self._route(route, query, head)
+        except (ConnectionError, TimeoutError):
+            raise
+        except Exception as e:  # the model's own code failed: 500 and one line on standard error
+            self.owner.handle_error(self.request, self.client_address)
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"the model failed: {type(e).__name__}: {e}"[:500])
+
+    def _route(self, route, query, head) -> None:
         if route in ("/", "/index.html"):
             self._send(HTTPStatus.OK, "text/html; charset=utf-8", explore_page.PAGE.encode(), head)
         elif route == "/explorer.js":

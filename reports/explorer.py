@@ -39,6 +39,7 @@ MAX_STEPS = 10_000  # the longest walk the explorer replays
 MAX_DIAGRAM_STATES = 60  # a longer walk is shown without its swimlane (a page-wide picture)
 MAX_TRAP_STATES = 200_000  # states a trap check visits at most (beyond: not decided here)
 MAX_LABEL = 80  # characters of an initial state's label
+MAX_LABELS = 1_000  # initial states the page's menu offers
 
 
 class WalkError(ValueError):
@@ -270,9 +271,10 @@ class Explorer:
         return len(self.model.init_states())
 
     def initial_labels(self) -> list[str]:
-        """A short label of each initial state (the view's, at most ``MAX_LABEL`` characters)."""
+        """A short label of each of the first ``MAX_LABELS`` initial states (the view's, at
+        most ``MAX_LABEL`` characters); the others are reached through the URL."""
         out = []
-        for i, state in enumerate(self.model.init_states()):
+        for i, state in enumerate(self.model.init_states()[:MAX_LABELS]):
             text = " ".join(str(self.view.initial_label(state)).split())
             if len(text) > MAX_LABEL:
                 text = text[: MAX_LABEL - 1] + "…"

@@ -371,3 +371,28 @@ def test_the_favicon_is_served(toy_server):
         status, ctype, body = get(toy_server.port, target)
         assert status == 200 and ctype == "image/svg+xml" and body.startswith(b"<svg")
     assert '<link rel="icon" href="/favicon.svg"' in explore_page.PAGE
+
+
+class _Broken(toy.TwoCounters):
+    """The toy model whose actions fail once x reaches 2."""
+
+    def actions(self, state):
+        if state.x >= 2:
+            raise RuntimeError("no actions past x = 2")
+        return super().actions(state)
+
+
+def test_a_model_that_fails_in_a_walk_is_a_500_and_one_line(capsys):
+    model = _Broken()
+    srv = ExploreServer(Explorer(model, model.properties(), view=GenericView(model)), "127.0.0.1", 0)
+    srv.serve_in_thread()
+    try:
+        assert get(srv.port, "/api/state?walk=0.0")[0] == 200
+        status, _, body = get(srv.port, "/api/state?walk=0.0.0")
+        assert (status, json.loads(body)) == (500, {"error": "the model failed: RuntimeError: no actions past x = 2"})
+        assert get(srv.port, "/api/spec")[0] == 200  # and the server goes on
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    err = capsys.readouterr().err
+    assert err == "kmc: explore: a request from 127.0.0.1 failed: RuntimeError: no actions past x = 2\n"

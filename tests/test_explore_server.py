@@ -396,3 +396,27 @@ def test_a_model_that_fails_in_a_walk_is_a_500_and_one_line(capsys):
         srv.server_close()
     err = capsys.readouterr().err
     assert err == "kmc: explore: a request from 127.0.0.1 failed: RuntimeError: no actions past x = 2\n"
+
+
+def test_a_trace_of_a_model_with_other_parameters_is_refused(tmp_path, capsys):
+    """A saved trace records its model (reference, parameters, source digest): a trace of
+    the two-phase commit with 2 RMs does not load on 3."""
+    from kmc.app.user_model import load_model_spec
+
+    ref = f"{TWO_PHASE}:two_phase"
+    identity = load_model_spec(ref, {"rms": 2, "eager": True}).identity()
+    result = tmp_path / "r.json"
+    trace = {"property": "Consistent", "trace": {"init_index": 0, "choices": [0]}}
+    result.write_text(json.dumps({"schema_version": 1, "model": identity, "violations": [trace]}))
+    code = main(["explore", "--model", ref, "--param", "rms=3", "--param", "eager=true", "--port", "0",
+                 "--trace", str(result)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_BAD_INPUT
+    assert err == [f"kmc: error: --trace: {result}: its model's parameters differ from --model {ref}'s"]
+    identity["sha256"] = "0" * 64  # the same parameters, another source
+    identity["params"] = {"rms": 3, "eager": True}
+    result.write_text(json.dumps({"schema_version": 1, "model": identity, "violations": [trace]}))
+    code = main(["explore", "--model", ref, "--param", "rms=3", "--param", "eager=true", "--port", "0",
+                 "--trace", str(result)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"kmc: error: --trace: {result}: its model's source differs (SHA-256) from --model {ref}'s"]

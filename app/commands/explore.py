@@ -89,9 +89,9 @@ def load_traces(paths, model, identity=None) -> dict:
         else:
             recorded = doc.get("model")
             if isinstance(recorded, dict):
-                for key in ("params", "sha256"):
+                for key, what in (("params", "parameters differ"), ("sha256", "source differs (SHA-256)")):
                     if key in recorded and recorded[key] != identity.get(key):
-                        raise UsageError(f"--trace: {path}: its model's {key} differ from --model {identity['ref']}'s")
+                        raise UsageError(f"--trace: {path}: its model's {what} from --model {identity['ref']}'s")
         if not found:
             raise UsageError(f"--trace: {path}: holds no trace")
         for v in found:
@@ -124,7 +124,11 @@ def run(args, out, err) -> int:
     from kmc.model.kafka import KafkaModel
 
     view = KafkaView(model) if isinstance(model, KafkaModel) else GenericView(model)
-    title = spec.title or (f"{spec.ref} ({', '.join(f'{k}={v}' for k, v in spec.params.items())})" if generic else "")
+    title = spec.title
+    if generic and spec.params:
+        title = f"{spec.ref} ({', '.join(f'{k}={v}' for k, v in spec.params.items())})"
+    elif generic:
+        title = spec.ref
     explorer = Explorer(model, properties, view=view, title=title, path=spec.path, traces=traces)
     for name, (init, choices) in traces.items():
         try:

@@ -8,9 +8,7 @@ for longer ones.
 
 from __future__ import annotations
 
-from html import escape
-
-from kmc.checker.text import picture_text
+from kmc.checker.text import xml_text
 
 from .diagram import CONTROLLER, MARKER, epoch_colour, lost_label
 
@@ -27,8 +25,7 @@ RED, ORANGE, BLUE, PURPLE, GREY = "#c62828", "#e65100", "#1f5fbf", "#6a3fb5", "#
 GREEN = "#2e7d32"
 
 
-def _x(text) -> str:
-    return escape(picture_text(text), quote=True)
+_x = xml_text
 
 
 def wrap(text, width, size, bold=False) -> list[str]:

@@ -433,7 +433,9 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
     wrote = True
     if args.json:
         try:
-            write_json(args.json, views.document(model, result, exp))
+            from ..outputs import exclusive
+
+            write_json(args.json, views.document(model, result, exp), exclusive=exclusive(args.json))
         except OSError as e:
             # The verdict is printed and stands; the lost file is one more line.
             err.print(

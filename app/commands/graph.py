@@ -85,6 +85,8 @@ def run(args, out, err) -> int:
 
     from kmc.checker.graph import FORMATS, GraphTooLarge, state_graph, write_graph
 
+    from ..outputs import exclusive
+
     suffix = Path(args.out).suffix.lower()
     if suffix not in FORMATS:
         raise UsageError(
@@ -105,7 +107,7 @@ def run(args, out, err) -> int:
     except GraphTooLarge as e:
         raise GraphTooLarge(f"{args.spec}: {e}") from None
     try:
-        write_graph(g, args.out)
+        write_graph(g, args.out, exclusive=exclusive(args.out))
     except OSError as e:
         raise UsageError(f"--out: cannot write the graph to {args.out} ({e.strerror or e})") from None
     bad = sum(1 for _, d in g.nodes(data=True) if d["violates"])

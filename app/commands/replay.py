@@ -370,7 +370,9 @@ def _replay_model(args, doc, out, err) -> int:
     if args.diff and args.format != "rich":
         raise UsageError("--diff: only with --format rich")
     if args.format == "json":
-        out.out(json.dumps(generic.violation_dict(model, violation), indent=2, ensure_ascii=False), highlight=False)
+        from kmc.reports.json_result import json_text
+
+        out.out(json_text(generic.violation_dict(model, violation)), highlight=False)
     elif args.format in ("html", "mermaid"):
         make = generic.violation_page if args.format == "html" else generic.violation_mermaid
         text = make(ident["ref"], model, violation)
@@ -379,8 +381,10 @@ def _replay_model(args, doc, out, err) -> int:
             return 0
         from kmc.reports.pictures import write_text
 
+        from ..outputs import exclusive
+
         try:
-            write_text(args.out, text)
+            write_text(args.out, text, exclusive=exclusive(args.out))
         except OSError as e:
             raise UsageError(f"--out: cannot write {args.out} ({e.strerror or e})") from None
         err.print(f"kmc: wrote {safe_text(args.out)}", markup=False, highlight=False, soft_wrap=True)
@@ -432,6 +436,7 @@ def run(args, out, err) -> int:
         from kmc.reports.pictures import replay_output, write_text
 
         from ..diagram_files import command_line
+        from ..outputs import exclusive
 
         text = replay_output(
             args.format,
@@ -445,12 +450,14 @@ def run(args, out, err) -> int:
             out.out(text, highlight=False, end="")
             return 0
         try:
-            write_text(args.out, text)
+            write_text(args.out, text, exclusive=exclusive(args.out))
         except OSError as e:
             raise UsageError(f"--out: cannot write {args.out} ({e.strerror or e})") from None
         err.print(f"kmc: wrote {safe_text(args.out)}", markup=False, highlight=False, soft_wrap=True)
     elif args.format == "json":
-        out.out(json.dumps(replay_document(doc, model, violation), indent=2, ensure_ascii=False), highlight=False)
+        from kmc.reports.json_result import json_text
+
+        out.out(json_text(replay_document(doc, model, violation)), highlight=False)
     elif args.format == "tla":
         from kmc.reports.tla import violation_text
 

@@ -21,9 +21,20 @@ from rich.table import Table
 from rich.text import Text
 
 from . import html, mermaid
+from .coverage import coverage_view
 from .diagram import MARKER
 
 SCHEMA = "kmc-generic-result-1"
+
+
+def by_path(violations) -> list[list]:
+    """``violations`` (in their order) grouped by counterexample: those whose paths are
+    the same (same initial state, same choices) in one group, so that a path two
+    properties share is shown once, with both verdicts."""
+    groups: dict[tuple, list] = {}
+    for v in violations:
+        groups.setdefault((v.path.init_index, tuple(v.path.choices)), []).append(v)
+    return list(groups.values())
 
 
 def action_order(model, stats) -> list[str]:
@@ -140,9 +151,10 @@ def _plain(text) -> Text:
     return Text(safe_text(text))
 
 
-def result_view(spec, model, result, show_traces=True, diff=False) -> Group:
+def result_view(spec, model, result, show_traces=True, diff=False, coverage=False) -> Group:
     """``kmc check --model``'s terminal output: the model, the verdicts, the counts, the
-    actions, the counterexamples and a summary."""
+    actions (with ``coverage``: the coverage tables instead), the counterexamples and a
+    summary."""
     s = result.stats
     props = {p.name: p for p in model.properties()}
     verdicts = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
@@ -169,18 +181,20 @@ def result_view(spec, model, result, show_traces=True, diff=False) -> Group:
         verdicts,
         Text(f"{s.distinct:,} distinct states · {s.generated:,} generated · depth {s.depth} · {s.terminal:,} terminal"),
         Text(""),
-        actions,
+        coverage_view(result.stats) if coverage else actions,
     ]
     if not result.complete:
         parts.append(Text(f"incomplete: the search stopped ({result.stopped})", "yellow"))
     ordered = sorted(result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
     if show_traces:
-        for v in ordered:
+        for v, *also in by_path(ordered):  # a path several properties share: once
+            names = ", ".join(safe_text(x.property) for x in (v, *also))
             parts += [
                 Text(""),
-                Text(f"Counterexample: {safe_text(v.property)} ({len(v.path)} states)", "bold red"),
+                Text(f"Counterexample: {names} ({len(v.path)} states)", "bold red"),
                 trace_view(model, v, diff=diff),
             ]
+            parts += [Text(f"{safe_text(x.property)}: {safe_text(x.explanation)}", "bold red") for x in also]
     parts.append(Text(""))
     if ordered:
         parts.append(

@@ -308,11 +308,19 @@ class _Views:
             from kmc.reports import ResultView
 
             return ResultView(
-                self.spec, model, result, diff=args.diff, show_traces=not args.no_trace, max_states=options.max_states
+                self.spec,
+                model,
+                result,
+                diff=args.diff,
+                show_traces=not args.no_trace,
+                max_states=options.max_states,
+                coverage=args.coverage,
             )
         from kmc.reports import generic
 
-        view = generic.result_view(self.spec, model, result, show_traces=not args.no_trace, diff=args.diff)
+        view = generic.result_view(
+            self.spec, model, result, show_traces=not args.no_trace, diff=args.diff, coverage=args.coverage
+        )
         if exp is None:
             return view
         from rich.console import Group
@@ -421,11 +429,6 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
 
     exp = views.expectation(model, result, options)
     out.print(views.show(args, model, result, options, exp))
-    if args.coverage:
-        from kmc.reports.coverage import coverage_view
-
-        out.print()
-        out.print(coverage_view(result.stats))
     if engine.cleaned:
         err.print(f"kmc: {engine.cleaned}", markup=False, highlight=False, soft_wrap=True)
     if engine.not_started:

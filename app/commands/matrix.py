@@ -448,9 +448,10 @@ def _check_out_dir(out_dir, ids, force) -> None:
             check_output_path("--out", str(path), force=force, kind=kind)
     traces = out_dir / "traces"
     if traces.is_dir():
-        for path in sorted(traces.glob("*.json")):
+        for path in sorted([*traces.glob("*.json"), *traces.glob("*.html")]):
             if any(path.name.startswith(rid + "-") for rid in ids):
-                check_output_path("--out", str(path), force=force, kind="json")
+                kind = "json" if path.suffix == ".json" else "diagram"
+                check_output_path("--out", str(path), force=force, kind=kind)
 
 
 def _remove_stale_traces(traces_dir, ids, written) -> None:

@@ -239,13 +239,27 @@ def replay(path, doc, invariant=None) -> tuple[KafkaModel, Violation]:
     return model, Violation(entry["property"], kind, why, path_, traps=traps)
 
 
+def headline(found) -> dict:
+    """Of the violation entries ``found``, the one ``kmc check`` heads its summary with:
+    the shortest counterexample, the first in the order of its choices among equals."""
+
+    def key(entry) -> tuple:
+        choices = entry.get("trace", {}).get("choices") if isinstance(entry.get("trace"), dict) else None
+        if isinstance(choices, list) and all(type(c) is int for c in choices):
+            return (0, len(choices), choices)
+        return (1, 0, [])  # a malformed trace: after every other (its replay will say why)
+
+    return min(found, key=key)
+
+
 def select_entry(path, doc, invariant=None) -> dict:
-    """The violation entry of ``doc`` to replay: the first, or the one of ``invariant``."""
+    """The violation entry of ``doc`` to replay: the one ``kmc check``'s summary names
+    first (``headline``), or the one of ``invariant``."""
     found = violations_of(path, doc)
     if not found:
         raise ReplayError(f"{path}: holds no counterexample (every checked invariant held)")
     if invariant is None:
-        return found[0]
+        return headline(found)
     matches = [v for v in found if v["property"] == invariant]
     if not matches:
         names = ", ".join(safe_text(v["property"]) for v in found)
@@ -338,7 +352,7 @@ def _replay_model(args, doc, out, err) -> int:
         raise ReplayError(
             f"{path}: violations: no counterexample" + (f" of {args.invariant}" if args.invariant else "")
         )
-    entry = found[0]
+    entry = headline(found)
     file = ident.get("file")
     ref: str = file if isinstance(file, str) else ident["ref"]
     spec = load_model_spec(ref, ident["params"])

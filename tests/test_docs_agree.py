@@ -133,3 +133,16 @@ def test_spark_md_names_the_installed_modules():
 def test_pyspark_is_listed_once_under_dependencies():
     deps = README.split("## Dependencies", 1)[1].split("\n## ", 1)[0] if "## Dependencies" in README else README
     assert deps.count("- **pyspark**") == 1
+
+
+def test_writing_a_model_gives_the_signature_of_every_optional_text_method():
+    # The page lists each method as the protocol declares it (its parameters, in order).
+    import inspect
+
+    from kmc.checker import protocol
+
+    page = (ROOT / "docs" / "writing-a-model.md").read_text(encoding="utf-8")
+    for cls, name in ((protocol.FormatsActions, "format_action"), (protocol.DescribesSteps, "describe_step"),
+                      (protocol.FormatsStates, "format_state")):
+        params = ", ".join(inspect.signature(getattr(cls, name)).parameters)
+        assert f"`{name}({params}) -> str`" in page, name

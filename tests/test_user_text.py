@@ -226,3 +226,14 @@ def test_a_models_page_is_styled_as_a_specs(tmp_path, capsys, monkeypatch):
     assert f"<style>{CSS}</style>" in page
     assert '<table class="steps">' in page and '<section class="trace" data-property="Consistent">' in page
     assert "<footer>Made by kmc" in page
+
+
+def test_matrix_writes_every_file_of_a_spec_with_an_undecodable_name(tmp_path):
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / os.fsdecode(b"bad\xff.toml")).write_bytes((SPECS / "hw-data-loss.toml").read_bytes())
+    proc = kmc("matrix", "specs", "--out", "mx", cwd=tmp_path)
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+    assert "| `bad\\udcff` |" in (tmp_path / "mx" / "RESULTS.md").read_bytes().decode("utf-8")
+    doc = json.loads((tmp_path / "mx" / "results.json").read_bytes().decode("utf-8"))
+    assert [row["id"] for row in doc["rows"]] == ["bad\udcff"]

@@ -106,7 +106,7 @@ class _Layout:
         self.controller_lines = max(
             len(_controller_lines(c.controller, inner)) + len(_request_lines(c.controller, inner)) for c in d.columns
         )
-        controller_h = 10 + LINE * self.controller_lines + 10
+        controller_h: float = 10 + LINE * self.controller_lines + 10
         controller_h += self.commit_lines * 10.2
         self.lane_h = [controller_h] + [replica_h] * (len(d.lanes) - 1)
         top = PAD + self.head_h

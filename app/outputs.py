@@ -179,7 +179,7 @@ def exclusive(path) -> bool:
         FileExistsError: the file there now is not one kmc wrote (its message says the
             file was left as it is).
     """
-    existed, kind, force = _CHECKED.get(_key(path), (True, "json", True))
+    existed, kind, force = _CHECKED.pop(_key(path), (True, "json", True))
     if force:
         return False
     if not existed:

@@ -328,17 +328,18 @@ class _Views:
 
         undecided = [n for n in exp["expected"] if exp["got"].get(n) == "unknown"]
         if exp["matched"]:
-            skipped = f" (not compared: {', '.join(exp['unchecked'])})" if exp["unchecked"] else ""
+            skipped = f" (not compared: {safe_text(', '.join(exp['unchecked']))})" if exp["unchecked"] else ""
             line = Text(f"This matches the model's expectation{skipped}.", "green")
         elif len(undecided) == len(exp["mismatches"]):  # nothing contradicts it (as for a spec)
             line = Text(
                 "The model's expectation is not confirmed yet: the search stopped before deciding "
-                f"{', '.join(undecided)}.",
+                f"{safe_text(', '.join(undecided))}.",
                 "yellow",
             )
         else:
             line = Text(
-                "This does NOT match the model's expectation: " + "; ".join(exp["mismatches"]) + ".", "bold red"
+                "This does NOT match the model's expectation: " + safe_text("; ".join(exp["mismatches"])) + ".",
+                "bold red",
             )
         return Group(view, line)
 

@@ -92,8 +92,8 @@ def test_long_replica_names_stay_in_their_columns():
     from kmc.model.spec import parse_spec
     from kmc.reports import diagram, svg
 
-    text = (SPECS / "kip279-isr-expansion.toml").read_text()
-    names = '["broker_east_1abc", "broker_west_2xyz", "broker_north3zz"]'
+    text = (SPECS / "hw-data-loss.toml").read_text()
+    names = '["broker_east_1abc", "broker_west_2xyz"]'
     text = re.sub(r"^replicas = .*$", f"replicas = {names}", text, flags=re.M)
     spec = parse_spec(text.encode(), "long.toml")
     model = spec.model()

@@ -46,6 +46,7 @@ def _small_disk(limit):
     return apply
 
 
+@pytest.mark.slow
 def test_a_graph_that_cannot_be_written_leaves_the_old_file_whole(tmp_path):
     (tmp_path / "tiny.toml").write_text(TINY)
     assert kmc("graph", "tiny.toml", "--out", "g.dot", cwd=tmp_path).returncode == 0
@@ -58,6 +59,7 @@ def test_a_graph_that_cannot_be_written_leaves_the_old_file_whole(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.dot", "tiny.toml"]  # no temporary file left
 
 
+@pytest.mark.slow
 def test_matrix_does_not_replace_a_users_trace_diagram_without_force(tmp_path):
     specs = tmp_path / "specs"
     specs.mkdir()

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from kmc.app.cli import EXIT_BAD_INPUT, EXIT_VIOLATION, main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -111,6 +112,7 @@ def test_the_coverage_tables_show_a_models_names_as_written(tmp_path, capsys, mo
 
 # -- lone surrogates and undecodable file names: every writer -----------------------------------
 
+@pytest.mark.slow
 def test_an_undecodable_spec_name_is_written_to_every_output(tmp_path):
     name = os.fsdecode(b"bad\xff.toml")
     (tmp_path / name).write_bytes((SPECS / "hw-data-loss.toml").read_bytes())
@@ -128,6 +130,7 @@ def test_an_undecodable_spec_name_is_written_to_every_output(tmp_path):
     assert json.loads((tmp_path / "s.json").read_bytes().decode("utf-8"))["spec"]["path"].endswith("bad\udcff.toml")
 
 
+@pytest.mark.slow
 def test_replay_prints_a_title_with_a_lone_surrogate(tmp_path):
     assert kmc("check", SPECS / "hw-data-loss.toml", "--no-progress", "--no-trace", "--json", "r.json",
                cwd=tmp_path).returncode == EXIT_VIOLATION

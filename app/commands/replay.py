@@ -62,7 +62,10 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing --out file even if kmc did not write it")
     p.add_argument("--diff", action="store_true", help="(rich) show only what changes at each step")
     p.add_argument(
-        "--invariant", metavar="NAME", help="which violation to replay when the file holds several (default: the first)"
+        "--invariant",
+        metavar="NAME",
+        help="which violation to replay when the file holds several (default: the shortest, the one 'kmc check' "
+        "names first)",
     )
     p.set_defaults(run=run)
 
@@ -149,7 +152,7 @@ def replay(path, doc, invariant=None) -> tuple[KafkaModel, Violation]:
     Args:
         path: the file's name, for messages.
         doc: the loaded document.
-        invariant: the property whose violation to replay (default: the first listed).
+        invariant: the property whose violation to replay (default: ``headline``'s).
 
     Returns:
         ``(model, checker.result.Violation)``, its path rebuilt by the model.

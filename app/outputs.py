@@ -187,8 +187,8 @@ def exclusive(path) -> bool:
     if os.path.lexists(path) and not is_kmc_output(path, kind):
         raise FileExistsError(
             errno.EEXIST,
-            f"it changed during the run and is no longer a kmc {_KIND_NAMES[kind]}; it is left as it is "
-            "(--force replaces it)",
+            f"it changed during the run and is no longer a kmc {_KIND_NAMES[kind]}; it is left as it is, "
+            "--force replaces it",
         )
     return False
 

@@ -78,7 +78,8 @@ def check_regular_input(what, path) -> None:
 
 def is_kmc_output(path, kind: str = "json") -> bool:
     """True when the regular file ``path`` is empty or was written by kmc (a JSON document
-    that starts with ``schema_version``, or a graph that names kmc as its generator)."""
+    that starts as kmc writes one, ``_KMC_JSON``; a diagram or a results table with kmc's
+    header; a graph that names kmc as its generator)."""
     try:
         with open(path, "rb") as f:
             head = f.read(_SNIFF)

@@ -220,8 +220,11 @@ def _label(text) -> str:
     return mermaid.escape(text).replace('"', "#quot;").replace("`", "#96;")
 
 
-def _flowchart(model, v, n) -> list[str]:
-    lines = ["flowchart TD", f'  subgraph v{n}["{_label(v.property)}: {_label(v.explanation)}"]']
+def _flowchart(model, group, n) -> list[str]:
+    """One counterexample as a subgraph (``group``: the violations of one path, ``by_path``)."""
+    v = group[0]
+    title = "; ".join(f"{_label(x.property)}: {_label(x.explanation)}" for x in group)
+    lines = [f'  subgraph v{n}["{title}"]']
     for step in trace_steps(model, v.path):
         i = step["index"]
         lines.append(f'    v{n}s{i}["{i}. {_label(step["text"])}"]')
@@ -238,22 +241,30 @@ def _mermaid_head(what, ref) -> str:
 
 def violation_mermaid(ref, model, violation) -> str:
     """One counterexample as a Mermaid flowchart (``kmc replay --format mermaid``)."""
-    return "\n".join([_mermaid_head("kmc replay --model", ref), *_flowchart(model, violation, 0)]) + "\n"
-
-
-def result_mermaid(spec, model, result) -> str:
-    """Every counterexample as a Mermaid flowchart: its states as boxes, its actions as
-    arrows."""
-    lines = [_mermaid_head("kmc check --model", spec.ref)]
-    for n, name in enumerate(n for n in result.checked if n in result.violations):
-        lines += _flowchart(model, result.violations[name], n)
-    if len(lines) == 1:
-        lines += ["flowchart TD", f'  ok["no violation in {result.stats.distinct:,} distinct states"]']
+    lines = [_mermaid_head("kmc replay --model", ref), "flowchart TD", *_flowchart(model, [violation], 0)]
     return "\n".join(lines) + "\n"
 
 
-def _trace_section(model, v) -> str:
+def result_mermaid(spec, model, result) -> str:
+    """Every counterexample as one Mermaid flowchart, a subgraph each (a path several
+    properties share, once): its states as boxes, its actions as arrows."""
+    lines = [_mermaid_head("kmc check --model", spec.ref), "flowchart TD"]
+    for n, group in enumerate(by_path(_in_order(result))):
+        lines += _flowchart(model, group, n)
+    if len(lines) == 2:
+        lines.append(f'  ok["no violation in {result.stats.distinct:,} distinct states"]')
+    return "\n".join(lines) + "\n"
+
+
+def _in_order(result) -> list:
+    """The violations, in the order of the checked properties."""
+    return [result.violations[n] for n in result.checked if n in result.violations]
+
+
+def _trace_section(model, group) -> str:
+    """One counterexample (``group``: the violations of one path, ``by_path``)."""
     x = xml_text
+    v = group[0]
     steps = trace_steps(model, v.path)
     rows = []
     for s in steps:
@@ -266,9 +277,10 @@ def _trace_section(model, v) -> str:
         )
     return "\n".join(
         [
-            f'<section class="trace" data-property="{x(v.property)}">',
-            f'<h2 class="violation">✗ {x(v.property)}: a counterexample of {len(steps)} states</h2>',
-            f'<p class="note">{x(v.explanation)}</p>',
+            f'<section class="trace" data-property="{x(", ".join(g.property for g in group))}">',
+            f'<h2 class="violation">✗ {x(", ".join(g.property for g in group))}: a counterexample of '
+            f"{len(steps)} states</h2>",
+            *(f'<p class="note">{x(g.property)}: {x(g.explanation)}</p>' for g in group),
             '<table class="steps"><tr><th>#</th><th>action</th><th>what it did</th><th>state</th></tr>',
             *rows,
             "</table>",
@@ -281,7 +293,7 @@ def violation_page(ref, model, violation) -> str:
     """One counterexample as a self-contained HTML page (``kmc replay --format html``),
     styled as every page kmc writes."""
     parts = html.head(f"kmc replay: {ref}")
-    parts += ["</header>", _trace_section(model, violation), *html.foot(f"kmc replay --model {ref}")]
+    parts += ["</header>", _trace_section(model, [violation]), *html.foot(f"kmc replay --model {ref}")]
     return "\n".join(parts) + "\n"
 
 
@@ -322,7 +334,7 @@ def result_page(spec, model, result, command="") -> str:
         verdict = result.verdict(name)
         parts.append(f'<tr><td>{x(name)}</td><td class="{x(verdict)}">{x(verdict)}</td></tr>')
     parts.append("</table>")
-    traces = [_trace_section(model, result.violations[n]) for n in result.checked if n in result.violations]
+    traces = [_trace_section(model, group) for group in by_path(_in_order(result))]
     if not traces:
         parts.append(
             f'<p class="note">No counterexample: no checked property failed in {s.distinct:,} distinct states.</p>'

@@ -51,10 +51,15 @@ def test_a_models_shared_counterexample_is_printed_once(tmp_path, capsys, monkey
         "    def encode(self, s):\n        return bytes([s])\n\n"
         "def twice():\n    return Twice()\n"
     )
-    code, out, err = run(capsys, "check", "--model", "twice.py:twice", "--keep-going", "--no-progress")
+    code, out, err = run(capsys, "check", "--model", "twice.py:twice", "--keep-going", "--no-progress", "--html",
+                         "t.html", "--mermaid", "t.mmd")
     assert code == EXIT_VIOLATION, err
     assert re.findall(r"Counterexample: .*", out) == ["Counterexample: AtTwo, AtLeastTwo (3 states)"]
     assert out.count("State 3") == 1 and "AtTwo: two" in out and "AtLeastTwo: at least two" in out
+    page, text = (tmp_path / "t.html").read_text(), (tmp_path / "t.mmd").read_text()
+    assert re.findall(r"<h2[^>]*>(.*?)</h2>", page) == ["✗ AtTwo, AtLeastTwo: a counterexample of 3 states"]
+    assert re.findall(r"subgraph .*", text) == ['subgraph v0["AtTwo: two; AtLeastTwo: at least two"]']
+    assert text.count("flowchart TD") == 1
 
 
 def test_replay_shows_the_counterexample_checks_summary_names_first(tmp_path, capsys):

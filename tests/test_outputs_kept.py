@@ -152,3 +152,12 @@ def test_a_users_document_that_starts_with_schema_version_is_not_a_kmc_result(tm
     assert main(["simulate", str(SPECS / "hw-data-loss.toml"), "--runs", "5", "--no-progress", "--no-trace",
                  "--json", "s.json"]) in (EXIT_OK, EXIT_VIOLATION)
     assert is_kmc_output("c.json", "json") and is_kmc_output("s.json", "json")
+
+
+def test_bench_replaces_its_own_json(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["bench", str(SPECS / "hw-data-loss.toml"), "--max-depth", "3", "--json", "b.json"]
+    assert main(args) == EXIT_OK and main(args) == EXIT_OK
+    out = capsys.readouterr().out
+    assert json.loads(Path("b.json").read_text())["kind"] == "kmc-bench"
+    assert " kind " not in out  # the document's kind is not a measure

@@ -244,7 +244,7 @@ def _print(out, title, docs, ratio=None, ratio_title="batch / per-state") -> Non
         table.add_column(d.get("path", ""), justify="right")
     if ratio is not None:
         table.add_column(ratio_title, justify="right")
-    hidden = ("schema_version", "spec", "engine", "path", "verdicts", "tree_method")
+    hidden = ("schema_version", "kind", "spec", "engine", "path", "verdicts", "tree_method")
     keys = [k for k in docs[0] if k not in hidden]
     keys += [k for d in docs[1:] for k in d if k not in keys and k not in hidden]
     for key in keys:

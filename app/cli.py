@@ -111,15 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
 def consoles() -> tuple[Console, Console]:
     """The (standard output, standard error) rich consoles. Written to a file or a pipe
     (not a terminal), their lines carry no trailing spaces (rich pads table cells and
-    paragraphs to the width)."""
+    paragraphs to the width). Emoji codes are never rendered: a user's text (a file name,
+    a model's action) that holds ``:x:`` is shown as it is."""
     from rich.console import Console
 
     def stream(f) -> Any:  # ``f``, or ``f`` wrapped: a text stream either way
         return f if _isatty(f) else StripTrailingSpaces(f)
 
     return (
-        Console(file=stream(sys.stdout), highlight=False),
-        Console(file=stream(sys.stderr), stderr=True, highlight=False),
+        Console(file=stream(sys.stdout), highlight=False, emoji=False),
+        Console(file=stream(sys.stderr), stderr=True, highlight=False, emoji=False),
     )
 
 

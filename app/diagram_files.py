@@ -9,7 +9,7 @@ import os
 from kmc.checker.errors import UsageError
 from kmc.checker.text import display_path, safe_text
 
-from .outputs import check_output_path
+from .outputs import check_output_path, exclusive
 
 
 def add_diagram_arguments(parser) -> None:
@@ -60,7 +60,7 @@ def write_diagrams(args, err, html, mermaid) -> bool:
         if not path:
             continue
         try:
-            write_text(path, make())
+            write_text(path, make(), exclusive=exclusive(path))
         except OSError as e:
             err.print(
                 f"kmc: error: {option}: cannot write {safe_text(path)} ({e.strerror or e})",

@@ -10,14 +10,20 @@ over it would replace the device and a write to it would lose the result.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
 
 from kmc.checker.errors import UsageError
 
-# The first bytes of every JSON document kmc writes (``schema_version`` is its first key).
-_KMC_JSON = re.compile(rb'\A\{\s*"schema_version":\s*\d{1,9}\s*,')
+# The first bytes of every JSON document kmc writes, as it writes them (indent 2): its
+# ``schema_version``, then a key that names kmc (``schema_minor`` for a check's result, a
+# ``kind`` or ``schema`` of ``kmc-...`` for the others). A user's own document that starts
+# with ``schema_version`` (``{"schema_version": 1, "mine": ...}``) is not taken for kmc's.
+_KMC_JSON = re.compile(
+    rb'\A\{\n  "schema_version": \d{1,9},\n  (?:"schema_minor": \d{1,9},\n|"(?:kind|schema)": "kmc-)'
+)
 # Every graph kmc writes names its generator (``checker.graph.GENERATOR``).
 GRAPH_MARKER = b"kmc state graph"
 # Every counterexample diagram kmc writes (HTML, SVG, Mermaid) holds this text in its header.
@@ -72,7 +78,8 @@ def check_regular_input(what, path) -> None:
 
 def is_kmc_output(path, kind: str = "json") -> bool:
     """True when the regular file ``path`` is empty or was written by kmc (a JSON document
-    that starts with ``schema_version``, or a graph that names kmc as its generator)."""
+    that starts as kmc writes one, ``_KMC_JSON``; a diagram or a results table with kmc's
+    header; a graph that names kmc as its generator)."""
     try:
         with open(path, "rb") as f:
             head = f.read(_SNIFF)
@@ -138,6 +145,7 @@ def check_output_path(option, path, *, protected=(), force=False, kind="json") -
     if not os.access(folder, os.W_OK):
         raise UsageError(f"{option}: the folder {folder} is not writable")
     probe_folder(option, folder)
+    _CHECKED[_key(path)] = (st is not None, kind, force)
     if st is None:
         return
     for other in protected:
@@ -150,6 +158,40 @@ def check_output_path(option, path, *, protected=(), force=False, kind="json") -
             f"{option}: {path} exists and is not a kmc {_KIND_NAMES[kind]}; "
             "choose another file, or pass --force to replace it"
         )
+
+
+# The outputs ``check_output_path`` passed: the file's real path -> (a file was there,
+# its kind, --force). ``exclusive`` asks it again when the file is written.
+_CHECKED: dict[str, tuple[bool, str, bool]] = {}
+
+
+def _key(path) -> str:
+    return os.path.realpath(os.fspath(path))
+
+
+def exclusive(path) -> bool:
+    """Just before an output checked by ``check_output_path`` is written (a search may
+    have run for hours meanwhile): True when the file must be created, not replaced (there
+    was none, so a file there now is someone else's: the write fails rather than replace
+    it, atomically, ``checker.files.write_file``). A file that was there is asked again:
+    it must still be one kmc wrote (or ``--force`` was given).
+
+    Raises:
+        FileExistsError: the file there now is not one kmc wrote (its message says the
+            file was left as it is).
+    """
+    existed, kind, force = _CHECKED.pop(_key(path), (True, "json", True))
+    if force:
+        return False
+    if not existed:
+        return True
+    if os.path.lexists(path) and not is_kmc_output(path, kind):
+        raise FileExistsError(
+            errno.EEXIST,
+            f"it changed during the run and is no longer a kmc {_KIND_NAMES[kind]}; it is left as it is, "
+            "--force replaces it",
+        )
+    return False
 
 
 def probe_folder(option, folder) -> None:

@@ -391,14 +391,17 @@ def _sort_key(value: object) -> tuple[int, object, str]:
 
 def coverage_warnings(cov: Coverage, fired: Mapping[str, int]) -> list[str]:
     """One line per action that never fired, and per kind of a fired action that never
-    fired, worded for the user (the model's ``hint`` when it has one)."""
+    fired, worded for the user (the model's ``hint`` when it has one; none where the hint
+    is ``""``: the configuration turned it off)."""
     hint = cov.names.hint
     out = []
     for action in cov.enabled:
         if not fired.get(action, 0):
-            out.append(hint(action, None) or f"{action} never fired: a modelling bug or an unreachable action?")
+            line = hint(action, None)
+            out.append(f"{action} never fired: a modelling bug or an unreachable action?" if line is None else line)
             continue
         for kind, k in cov.kinds.get(action, {}).items():
             if not k:
-                out.append(hint(action, kind) or f"{action} never took the {kind} kind")
-    return out
+                line = hint(action, kind)
+                out.append(f"{action} never took the {kind} kind" if line is None else line)
+    return [line for line in out if line]

@@ -118,27 +118,35 @@ def _limit(nodes: dict, max_states: int | None) -> None:
         )
 
 
-def write_graph(g, path) -> None:
+def write_graph(g, path, *, exclusive: bool = False) -> None:
     """Write ``g`` to ``path`` in the format its suffix names (``.dot``, ``.graphml``,
-    ``.gexf``).
+    ``.gexf``), whole: the document is made in memory and written through a temporary
+    file renamed over ``path`` (``checker.files``), so a full disk leaves no truncated
+    graph.
 
-    DOT is written by networkx when pydot is installed, else by ``write_dot`` below
-    (networkx's own DOT writers need pydot or pygraphviz).
+    DOT is ``dot_text``'s.
+
+    Args:
+        exclusive: fail rather than replace a file at ``path``.
 
     Raises:
         UsageError: the suffix is not one of ``FORMATS``.
         OSError: the file cannot be written.
     """
+    import io
+
+    from .files import write_file
+
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise UsageError(f"{path}: unknown graph format {suffix or '(no suffix)'!r} (use one of {', '.join(FORMATS)})")
-    if suffix == ".graphml":
-        nx.write_graphml(g, path)
-    elif suffix == ".gexf":
-        nx.write_gexf(g, path)
+    if suffix == ".dot":
+        data = dot_text(g).encode("utf-8", "backslashreplace")
     else:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(dot_text(g))
+        buffer = io.BytesIO()
+        (nx.write_graphml if suffix == ".graphml" else nx.write_gexf)(g, buffer)
+        data = buffer.getvalue()
+    write_file(path, data, exclusive=exclusive)
 
 
 def dot_text(g) -> str:

@@ -137,7 +137,9 @@ class CoverageNames:
             not looked at again).
         text: ``text(variable, value)`` -> the value as a report shows it (default ``str``).
         hint: ``hint(action, kind)`` -> the warning for a kind (``kind`` ``None``: the
-            action) that never fired, worded for the user (default: a plain sentence).
+            action) that never fired, worded for the user (``None``, the default: a plain
+            sentence; ``""``: none, its never firing is what the configuration asked
+            for, e.g. a kind whose option is off).
     """
 
     actions: Sequence[str] = ()

@@ -12,8 +12,9 @@ import os
 import re
 
 # C0 controls (newline and tab included: the text is shown on one line), DEL, C1
-# controls, and the Unicode bidirectional overrides and isolates.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# controls, the Unicode bidirectional overrides and isolates, and lone surrogates (no
+# encoding writes them: the terminal's write would fail).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape(m) -> str:
@@ -52,6 +53,14 @@ def picture_text(text) -> str:
     encoded or is not legal in XML, replaced by its visible escape (``\\ud800``, ``\\ufffe``).
     Line breaks and tabs stay (each format lays them out in its own way)."""
     return _UNSAFE_IN_PICTURES.sub(_escape_wide, str(text))
+
+
+def xml_text(text) -> str:
+    """``text`` inside an HTML or SVG element or attribute: ``picture_text``, then ``&``,
+    ``<``, ``>`` and both quotes as entities (every HTML and SVG writer's one escape)."""
+    import html
+
+    return html.escape(picture_text(text), quote=True)
 
 
 def display_path(path) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kmc.checker.coverage import coverage_warnings
+from kmc.checker.text import safe_text
 
 if TYPE_CHECKING:  # for the annotations only: rich is imported on first use
     from rich.console import RenderableType
@@ -68,7 +69,13 @@ def coverage_view(stats, max_values: int = 12) -> RenderableType:
     for name, a in doc["actions"].items():
         kinds = ", ".join(f"{k} {n:,}" for k, n in a.get("kinds", {}).items())
         style = "yellow" if not a["fired"] else None
-        actions.add_row(Text(name, style or ""), f"{a['enabled']:,}", f"{a['fired']:,}", f"{a['new']:,}", kinds)
+        actions.add_row(
+            Text(safe_text(name), style or ""),
+            f"{a['enabled']:,}",
+            f"{a['fired']:,}",
+            f"{a['new']:,}",
+            Text(safe_text(kinds)),
+        )
     variables = Table(
         title="Coverage: variables", title_justify="left", box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False
     )
@@ -78,8 +85,8 @@ def coverage_view(stats, max_values: int = 12) -> RenderableType:
     for var, v in doc["variables"].items():
         shown = v["values"][:max_values]
         more = f" … ({v['distinct'] - len(shown)} more)" if v["distinct"] > len(shown) else ""
-        variables.add_row(var, str(v["distinct"]), ", ".join(shown) + more)
+        variables.add_row(Text(safe_text(var)), str(v["distinct"]), Text(safe_text(", ".join(shown) + more)))
     parts: list[RenderableType] = [actions, Text(""), variables]
     for line in doc["warnings"]:
-        parts.append(Text(f"⚠ {line}", "yellow"))
+        parts.append(Text(f"⚠ {safe_text(line)}", "yellow"))
     return Group(*parts)

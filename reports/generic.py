@@ -9,19 +9,32 @@ more; these show any model a user writes (``kmc check --model``).
 
 from __future__ import annotations
 
-import html as _html
 import json
 from typing import Any
 
 import attrs
 from kmc.checker.protocol import NamesActions, action_name, capable, describe_step, format_action, format_state
-from kmc.checker.text import safe_text
+from kmc.checker.text import safe_text, xml_text
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from . import html, mermaid
+from .coverage import coverage_view
+from .diagram import MARKER
+
 SCHEMA = "kmc-generic-result-1"
+
+
+def by_path(violations) -> list[list]:
+    """``violations`` (in their order) grouped by counterexample: those whose paths are
+    the same (same initial state, same choices) in one group, so that a path two
+    properties share is shown once, with both verdicts."""
+    groups: dict[tuple, list] = {}
+    for v in violations:
+        groups.setdefault((v.path.init_index, tuple(v.path.choices)), []).append(v)
+    return list(groups.values())
 
 
 def action_order(model, stats) -> list[str]:
@@ -73,6 +86,7 @@ def result_dict(spec, model, result) -> dict:
 
     s = result.stats
     return {
+        "schema_version": 1,  # first, as in every JSON document kmc writes (app.outputs)
         "schema": SCHEMA,
         "kmc_version": __version__,
         "model": spec.identity(),
@@ -128,13 +142,19 @@ def trace_view(model, violation, diff=False) -> Group:
         else:
             parts.append(Text(f"  {safe_text(step['text'])}"))
         before = step["state"]
-    parts.append(Text(f"{violation.property}: {safe_text(violation.explanation)}", "bold red"))
+    parts.append(Text(f"{safe_text(violation.property)}: {safe_text(violation.explanation)}", "bold red"))
     return Group(*parts)
 
 
-def result_view(spec, model, result, show_traces=True, diff=False) -> Group:
+def _plain(text) -> Text:
+    """A user's text as a table cell: never read as markup, controls escaped."""
+    return Text(safe_text(text))
+
+
+def result_view(spec, model, result, show_traces=True, diff=False, coverage=False) -> Group:
     """``kmc check --model``'s terminal output: the model, the verdicts, the counts, the
-    actions, the counterexamples and a summary."""
+    actions (with ``coverage``: the coverage tables instead), the counterexamples and a
+    summary."""
     s = result.stats
     props = {p.name: p for p in model.properties()}
     verdicts = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
@@ -144,15 +164,15 @@ def result_view(spec, model, result, show_traces=True, diff=False) -> Group:
         verdict = result.verdict(name)
         style = {"holds": "green", "violated": "bold red"}.get(verdict, "yellow")
         verdicts.add_row(
-            name,
+            _plain(name),
             Text(verdict.upper() if verdict == "violated" else verdict, style),
-            props[name].description if name in props else "",
+            _plain(props[name].description if name in props else ""),
         )
     actions = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
     for column in ("action", "fired", "new states"):
         actions.add_column(column, justify="left" if column == "action" else "right")
     for name in action_order(model, s):
-        actions.add_row(name, f"{s.fired.get(name, 0):,}", f"{s.new.get(name, 0):,}")
+        actions.add_row(_plain(name), f"{s.fired.get(name, 0):,}", f"{s.new.get(name, 0):,}")
     parts: list[RenderableType] = [
         Text(f"kmc check --model {safe_text(spec.ref)}", "bold"),
         Text(f"  {safe_text(repr(model))}", "dim"),
@@ -161,23 +181,26 @@ def result_view(spec, model, result, show_traces=True, diff=False) -> Group:
         verdicts,
         Text(f"{s.distinct:,} distinct states · {s.generated:,} generated · depth {s.depth} · {s.terminal:,} terminal"),
         Text(""),
-        actions,
+        coverage_view(result.stats) if coverage else actions,
     ]
     if not result.complete:
         parts.append(Text(f"incomplete: the search stopped ({result.stopped})", "yellow"))
     ordered = sorted(result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
     if show_traces:
-        for v in ordered:
+        for v, *also in by_path(ordered):  # a path several properties share: once
+            names = ", ".join(safe_text(x.property) for x in (v, *also))
             parts += [
                 Text(""),
-                Text(f"Counterexample: {v.property} ({len(v.path)} states)", "bold red"),
+                Text(f"Counterexample: {names} ({len(v.path)} states)", "bold red"),
                 trace_view(model, v, diff=diff),
             ]
+            parts += [Text(f"{safe_text(x.property)}: {safe_text(x.explanation)}", "bold red") for x in also]
     parts.append(Text(""))
     if ordered:
         parts.append(
             Text(
-                f"✗ {ordered[0].property} violated: shortest counterexample has {len(ordered[0].path)} states.",
+                f"✗ {safe_text(ordered[0].property)} violated: shortest counterexample has "
+                f"{len(ordered[0].path)} states.",
                 "bold red",
             )
         )
@@ -190,12 +213,18 @@ def result_view(spec, model, result, show_traces=True, diff=False) -> Group:
     return Group(*parts)
 
 
-def _label(text: str) -> str:
-    return text.replace('"', "#quot;")
+def _label(text) -> str:
+    """Text inside a quoted Mermaid flowchart label: ``reports.mermaid.escape`` (the
+    escape of every Mermaid kmc writes), and the quote and the backquote (which would end
+    the label or make it Markdown) as entity codes."""
+    return mermaid.escape(text).replace('"', "#quot;").replace("`", "#96;")
 
 
-def _flowchart(model, v, n) -> list[str]:
-    lines = ["flowchart TD", f'  subgraph v{n}["{_label(v.property)}: {_label(v.explanation)}"]']
+def _flowchart(model, group, n) -> list[str]:
+    """One counterexample as a subgraph (``group``: the violations of one path, ``by_path``)."""
+    v = group[0]
+    title = "; ".join(f"{_label(x.property)}: {_label(x.explanation)}" for x in group)
+    lines = [f'  subgraph v{n}["{title}"]']
     for step in trace_steps(model, v.path):
         i = step["index"]
         lines.append(f'    v{n}s{i}["{i}. {_label(step["text"])}"]')
@@ -205,43 +234,67 @@ def _flowchart(model, v, n) -> list[str]:
     return lines
 
 
+def _mermaid_head(what, ref) -> str:
+    """The first line of every Mermaid text kmc writes (``app.outputs`` knows it by it)."""
+    return f"%% {MARKER}: {mermaid.comment(what + ' ' + ref)}"
+
+
 def violation_mermaid(ref, model, violation) -> str:
     """One counterexample as a Mermaid flowchart (``kmc replay --format mermaid``)."""
-    return "\n".join(["%% kmc replay --model " + ref.replace("\n", " "), *_flowchart(model, violation, 0)]) + "\n"
-
-
-def result_mermaid(spec, model, result) -> str:
-    """Every counterexample as a Mermaid flowchart: its states as boxes, its actions as
-    arrows."""
-    lines = ["%% kmc check --model " + spec.ref.replace("\n", " ")]
-    for n, name in enumerate(n for n in result.checked if n in result.violations):
-        lines += _flowchart(model, result.violations[name], n)
-    if len(lines) == 1:
-        lines += ["flowchart TD", f'  ok["no violation in {result.stats.distinct:,} distinct states"]']
+    lines = [_mermaid_head("kmc replay --model", ref), "flowchart TD", *_flowchart(model, [violation], 0)]
     return "\n".join(lines) + "\n"
 
 
-def _trace_table(model, v) -> str:
-    esc = _html.escape
-    body = "".join(
-        f"<tr><td>{s['index']}</td><td>{esc(s['action']['text']) if s['action'] else ''}</td>"
-        f"<td>{esc(s['action']['description']) if s['action'] else ''}</td><td><code>{esc(s['text'])}</code></td></tr>"
-        for s in trace_steps(model, v.path)
-    )
-    return (
-        f"<h2>{esc(v.property)}: {esc(v.explanation)}</h2><table><tr><th>#</th><th>action</th>"
-        f"<th>what it did</th><th>state</th></tr>{body}</table>"
+def result_mermaid(spec, model, result) -> str:
+    """Every counterexample as one Mermaid flowchart, a subgraph each (a path several
+    properties share, once): its states as boxes, its actions as arrows."""
+    lines = [_mermaid_head("kmc check --model", spec.ref), "flowchart TD"]
+    for n, group in enumerate(by_path(_in_order(result))):
+        lines += _flowchart(model, group, n)
+    if len(lines) == 2:
+        lines.append(f'  ok["no violation in {result.stats.distinct:,} distinct states"]')
+    return "\n".join(lines) + "\n"
+
+
+def _in_order(result) -> list:
+    """The violations, in the order of the checked properties."""
+    return [result.violations[n] for n in result.checked if n in result.violations]
+
+
+def _trace_section(model, group) -> str:
+    """One counterexample (``group``: the violations of one path, ``by_path``)."""
+    x = xml_text
+    v = group[0]
+    steps = trace_steps(model, v.path)
+    rows = []
+    for s in steps:
+        action = s["action"]
+        last = ' class="last"' if s["index"] == len(steps) else ""
+        rows.append(
+            f'<tr{last}><td class="n">{s["index"]}</td><td class="action">{x(action["text"]) if action else ""}</td>'
+            f'<td class="desc">{x(action["description"]) if action else ""}</td>'
+            f'<td class="state">{x(s["text"])}</td></tr>'
+        )
+    return "\n".join(
+        [
+            f'<section class="trace" data-property="{x(", ".join(g.property for g in group))}">',
+            f'<h2 class="violation">✗ {x(", ".join(g.property for g in group))}: a counterexample of '
+            f"{len(steps)} states</h2>",
+            *(f'<p class="note">{x(g.property)}: {x(g.explanation)}</p>' for g in group),
+            '<table class="steps"><tr><th>#</th><th>action</th><th>what it did</th><th>state</th></tr>',
+            *rows,
+            "</table>",
+            "</section>",
+        ]
     )
 
 
 def violation_page(ref, model, violation) -> str:
-    """One counterexample as a self-contained HTML page (``kmc replay --format html``)."""
-    esc = _html.escape
-    return (
-        '<!doctype html><html><head><meta charset="utf-8"><title>kmc replay</title>'
-        '<meta name="generator" content="kmc"></head><body>'
-        f"<h1>kmc replay: {esc(ref)}</h1>{_trace_table(model, violation)}</body></html>\n"
-    )
+    """One counterexample as a self-contained HTML page (``kmc replay --format html``),
+    styled as every page kmc writes."""
+    parts = html.head(f"kmc replay: {ref}")
+    parts += ["</header>", _trace_section(model, [violation]), *html.foot(f"kmc replay --model {ref}")]
+    return "\n".join(parts) + "\n"
 
 
 def violation_dict(model, violation) -> dict:
@@ -259,19 +312,37 @@ def violation_dict(model, violation) -> dict:
 
 
 def result_page(spec, model, result, command="") -> str:
-    """A self-contained HTML page: the verdicts, every counterexample as a table of steps,
-    and the result as JSON."""
-    esc = _html.escape
-    rows = []
+    """A self-contained HTML page, styled as a Kafka spec's: the model and the run's
+    counts, the verdicts, every counterexample as a table of steps, and the result as
+    JSON."""
+    x = xml_text
+    s = result.stats
+    parts = html.head(command or f"kmc check --model {spec.ref}")
+    facts = [
+        ("model", repr(model)),
+        ("engine", result.engine),
+        ("distinct states", f"{s.distinct:,}"),
+        ("states generated", f"{s.generated:,}"),
+        ("depth", str(s.depth)),
+    ]
+    if not result.complete:
+        facts.append(("incomplete", f"the search stopped ({result.stopped})"))
+    parts.append('<dl class="facts">' + "".join(f"<dt>{x(k)}</dt><dd>{x(v)}</dd>" for k, v in facts) + "</dl>")
+    parts.append("</header>")
+    parts.append('<table class="verdicts"><tr><th>property</th><th>verdict</th></tr>')
     for name in result.checked:
-        rows.append(f"<tr><td>{esc(name)}</td><td>{esc(result.verdict(name))}</td></tr>")
-    traces = [_trace_table(model, result.violations[n]) for n in result.checked if n in result.violations]
-    doc = json.dumps(result_dict(spec, model, result), ensure_ascii=False).replace("</", "<\\/")
-    return (
-        '<!doctype html><html><head><meta charset="utf-8"><title>kmc check '
-        f'{esc(spec.ref)}</title><meta name="generator" content="kmc"></head><body>'
-        f"<h1>{esc(command or 'kmc check --model ' + spec.ref)}</h1>"
-        f"<p>{result.stats.distinct:,} distinct states, depth {result.stats.depth}, engine {esc(result.engine)}</p>"
-        f"<table><tr><th>property</th><th>verdict</th></tr>{''.join(rows)}</table>{''.join(traces)}"
-        f'<script type="application/json" id="kmc-result">{doc}</script></body></html>\n'
-    )
+        verdict = result.verdict(name)
+        parts.append(f'<tr><td>{x(name)}</td><td class="{x(verdict)}">{x(verdict)}</td></tr>')
+    parts.append("</table>")
+    traces = [_trace_section(model, group) for group in by_path(_in_order(result))]
+    if not traces:
+        parts.append(
+            f'<p class="note">No counterexample: no checked property failed in {s.distinct:,} distinct states.</p>'
+        )
+    parts += traces
+    # Inside the page, every character but printable ASCII is an escape, and so is "<" (no
+    # text of the model can end the element or read as a tag).
+    doc = json.dumps(result_dict(spec, model, result)).replace("<", "\\u003c")
+    parts.append(f'<script type="application/json" id="kmc-result">{doc}</script>')
+    parts += html.foot(f"kmc check --model {spec.ref}")
+    return "\n".join(parts) + "\n"

@@ -9,11 +9,7 @@ as an attachment. It prints in landscape, one diagram per page.
 
 from __future__ import annotations
 
-import os
-import tempfile
-from html import escape
-
-from kmc.checker.text import picture_text
+from kmc.checker.text import xml_text
 
 from . import svg
 from .diagram import MARKER
@@ -45,6 +41,16 @@ section.coverage table { border-collapse: collapse; font-size: 13px; margin: 6px
 section.coverage th, section.coverage td { text-align: left; padding: 1px 10px 1px 0; vertical-align: top; }
 section.coverage td.n { text-align: right; font-variant-numeric: tabular-nums; }
 section.coverage tr.never td:first-child, section.coverage li { color: #b26a00; }
+table.steps, table.verdicts { border-collapse: collapse; font-size: 13px; margin: 6px 0; max-width: 1230px; }
+table.steps th, table.steps td, table.verdicts th, table.verdicts td { text-align: left; padding: 2px 12px 2px 0;
+  vertical-align: top; overflow-wrap: anywhere; }
+table.steps th, table.verdicts th { color: #666; font-weight: normal; border-bottom: 1px solid #ccc; }
+table.steps td.n { text-align: right; color: #666; font-variant-numeric: tabular-nums; }
+table.steps td.action { font-weight: bold; font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; }
+table.steps td.state { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; }
+table.steps tr.last td { color: #b71c1c; }
+table.verdicts td.violated { color: #b71c1c; font-weight: bold; }
+table.verdicts td.holds { color: #2e7d32; }
 footer { color: #777; font-size: 12px; margin-top: 16px; }
 @media print {
   @page { size: A4 landscape; margin: 8mm; }
@@ -59,8 +65,7 @@ footer { color: #777; font-size: 12px; margin-top: 16px; }
 """
 
 
-def _x(text) -> str:
-    return escape(picture_text(text), quote=True)
+_x = xml_text
 
 
 def page(
@@ -91,23 +96,8 @@ def page(
         coverage: the run's coverage (``reports.coverage.coverage_to_dict``), a section
             after the diagrams.
     """
-    from kmc.checker import __version__
-
     heading = title or "kmc counterexample"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        f"<!-- {MARKER} -->",
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_x(heading)}</title>",
-        f"<style>{CSS}</style>",
-        "</head>",
-        "<body>",
-        "<header>",
-        f"<h1>{_x(heading)}</h1>",
-    ]
+    parts = head(heading)
     if path:
         parts.append(f'<p class="path">{_x(path)}</p>')
     if description.strip():
@@ -124,9 +114,35 @@ def page(
         parts.append(_section(d))
     if coverage:
         parts.append(_coverage(coverage))
-    made = f"Made by kmc {__version__}" + (f": <code>{_x(command)}</code>" if command else "") + "."
-    parts += [f"<footer>{made} Colours: leader epochs, as in the terminal.</footer>", "</body>", "</html>"]
+    parts += foot(command, " Colours: leader epochs, as in the terminal.")
     return "\n".join(parts) + "\n"
+
+
+def head(heading) -> list[str]:
+    """The lines of every page kmc writes up to its header's title (``heading``): the
+    first lines name kmc (``app.outputs`` knows its pages by them), then the style."""
+    return [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<!-- {MARKER} -->",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_x(heading)}</title>",
+        f"<style>{CSS}</style>",
+        "</head>",
+        "<body>",
+        "<header>",
+        f"<h1>{_x(heading)}</h1>",
+    ]
+
+
+def foot(command, note="") -> list[str]:
+    """The last lines of every page: the kmc version and the command that made it."""
+    from kmc.checker import __version__
+
+    made = f"Made by kmc {__version__}" + (f": <code>{_x(command)}</code>" if command else "") + "."
+    return [f"<footer>{made}{note}</footer>", "</body>", "</html>"]
 
 
 def _section(d) -> str:
@@ -173,31 +189,19 @@ def _coverage(doc) -> str:
     return "\n".join(out)
 
 
-def write_text(path, text) -> None:
-    """Write ``text`` to ``path`` (UTF-8) through a temporary file renamed over it, so that
-    an interrupted write leaves the old file whole; a destination that is not a regular
-    file (``/dev/stdout``) is written to directly.
+def write_text(path, text, *, exclusive: bool = False) -> None:
+    """Write ``text`` to ``path`` (UTF-8; what cannot be encoded as its backslash escape)
+    whole (``checker.files.write_file``: an interrupted write leaves the old file whole;
+    a destination that is not a regular file, ``/dev/stdout``, is written to directly).
+
+    Args:
+        exclusive: fail rather than replace a file at ``path`` (one that appeared since
+            the path was checked).
 
     Raises:
-        OSError: the write fails (the temporary file is removed).
+        OSError: the write fails (the temporary file is removed), or ``exclusive`` and a
+            file is there.
     """
-    path = os.fspath(path)
-    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
-        with open(path, "w", encoding="utf-8", errors="backslashreplace") as out:
-            out.write(text)
-        return
-    path = os.path.realpath(path)
-    fd, tmp = tempfile.mkstemp(prefix=".kmc-", suffix=".tmp", dir=os.path.dirname(path))
-    try:
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from kmc.checker.files import write_file
+
+    write_file(path, text.encode("utf-8", "backslashreplace"), exclusive=exclusive)

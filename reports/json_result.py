@@ -8,8 +8,7 @@ back, so a change to their shape is a change to ``SCHEMA_VERSION``.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import re
 
 from kmc.checker.protocol import action_name, format_action
 from kmc.checker.result import UNKNOWN
@@ -312,53 +311,42 @@ def _violation_to_dict(model, v) -> dict:
     return doc
 
 
-def write_json(path, doc) -> None:
-    """Write ``doc`` to ``path`` as UTF-8 JSON (indent 2, keys in insertion order).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
-    The file is written next to its destination and renamed over it, so a reader never
-    sees half a document and an interrupted write leaves the old file in place. A symbolic
-    link is followed (the file it names is replaced, not the link). A destination that
-    exists but is not a regular file (``/dev/stdout``, a named pipe, a terminal) is
-    written to directly: renaming over it would replace the device with a plain file.
+
+def json_text(doc, indent: int | None = 2) -> str:
+    """``doc`` as the JSON text kmc writes and prints: UTF-8 characters as they are, but a
+    lone surrogate (a file name's undecodable byte, a model's broken string) as its JSON
+    escape (``\\udcff``), which no encoding refuses and ``json.loads`` reads back as the
+    same string."""
+    text = json.dumps(doc, indent=indent, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def write_json(path, doc, *, exclusive: bool = False) -> None:
+    """Write ``doc`` to ``path`` as UTF-8 JSON (``json_text``: indent 2, keys in insertion
+    order), whole (``checker.files.write_file``: a reader never sees half a document,
+    an interrupted write leaves the old file in place; flushed to the disk before the
+    rename).
+
+    Args:
+        exclusive: fail rather than replace a file at ``path`` (one that appeared since
+            the path was checked).
 
     Raises:
-        OSError: the directory is missing or not writable, or the write fails (the
-            temporary file is removed).
+        OSError: the directory is missing or not writable, the write fails, or
+            ``exclusive`` and a file is there.
     """
-    path = os.fspath(path)
-    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
-        with open(path, "w", encoding="utf-8") as out:
-            out.write(text)
-        return
-    path = os.path.realpath(path)
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".kmc-", suffix=".json.tmp", dir=directory)
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give it a normal file's mode
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from kmc.checker.files import write_file
 
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    write_file(path, (json_text(doc) + "\n").encode("utf-8"), exclusive=exclusive, sync=True)
 
 
 __all__ = [
     "SCHEMA_VERSION",
     "action_to_dict",
     "expectation",
+    "json_text",
     "result_to_dict",
     "spec_to_dict",
     "state_from_dict",

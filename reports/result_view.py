@@ -18,6 +18,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from .generic import by_path
 from .json_result import expectation
 from .terminal import UNCLEAN_NOTE, TraceView, trap_share
 
@@ -172,8 +173,9 @@ class ResultView:
         show_traces: show the counterexamples at all.
     """
 
-    def __init__(self, spec, model, result, *, diff=False, show_traces=True, max_states=None) -> None:
+    def __init__(self, spec, model, result, *, diff=False, show_traces=True, max_states=None, coverage=False) -> None:
         self.spec = spec
+        self.coverage = coverage  # the coverage tables in the action table's place
         self.max_states = max_states
         self.model = model
         self.result = result
@@ -345,14 +347,20 @@ class ResultView:
         yield Text("")
         yield from self.statistics(options.max_width)
         yield Text("")
-        yield self.action_table()
+        if self.coverage:  # its action table has every column of the plain one, and more
+            from .coverage import coverage_view
+
+            yield coverage_view(self.result.stats)
+        else:
+            yield self.action_table()
         if self.show_traces:
-            for v in self.violations():
+            for v, *also in by_path(self.violations()):  # a path several properties share: once
                 yield Text("")
-                title = Text(f"Counterexample: {v.property} ({len(v.path)} states)", "bold red")
+                names = ", ".join(x.property for x in (v, *also))
+                title = Text(f"Counterexample: {names} ({len(v.path)} states)", "bold red")
                 # a rule would cut a title that does not fit: then the title alone, wrapped
                 yield Rule(title, style="red") if title.cell_len + 6 <= options.max_width else title
-                yield TraceView(self.model, v, diff=self.diff, distinct=self.result.stats.distinct)
+                yield TraceView(self.model, v, diff=self.diff, distinct=self.result.stats.distinct, also=also)
         yield Text("")
         yield from self.summary()
 

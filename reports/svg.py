@@ -8,9 +8,7 @@ for longer ones.
 
 from __future__ import annotations
 
-from html import escape
-
-from kmc.checker.text import picture_text
+from kmc.checker.text import xml_text
 
 from .diagram import CONTROLLER, MARKER, epoch_colour, lost_label
 
@@ -27,8 +25,7 @@ RED, ORANGE, BLUE, PURPLE, GREY = "#c62828", "#e65100", "#1f5fbf", "#6a3fb5", "#
 GREEN = "#2e7d32"
 
 
-def _x(text) -> str:
-    return escape(picture_text(text), quote=True)
+_x = xml_text
 
 
 def wrap(text, width, size, bold=False) -> list[str]:
@@ -100,11 +97,16 @@ class _Layout:
             (len(wrap(cell.inflight, inner, 8)) for c in d.columns for cell in c.replicas if cell.inflight), default=0
         )
         self.stack_h = max(1, boxes) * (BOX_H + BOX_GAP)
-        replica_h = 18 + self.stack_h + 14 + flight * 9.6 + 8
+        # A replica's role ("follows broker-east-1 e0") and the controller's lines wrap in
+        # their column: long replica names make the lanes taller, never wider.
+        roles = max((len(_role_lines(cell, self.col_w)) for c in d.columns for cell in c.replicas), default=1)
+        self.role_extra = (roles - 1) * LINE
+        replica_h = 18 + self.role_extra + self.stack_h + 14 + flight * 9.6 + 8
         self.commit_lines = max((len(_history_lines(c, inner)) for c in d.columns), default=0)
-        first = d.columns[0].controller
-        self.controller_lines = 2 + (first.elr is not None) + first.requests
-        controller_h = 10 + LINE * self.controller_lines + 10
+        self.controller_lines = max(
+            len(_controller_lines(c.controller, inner)) + len(_request_lines(c.controller, inner)) for c in d.columns
+        )
+        controller_h: float = 10 + LINE * self.controller_lines + 10
         controller_h += self.commit_lines * 10.2
         self.lane_h = [controller_h] + [replica_h] * (len(d.lanes) - 1)
         top = PAD + self.head_h
@@ -214,22 +216,24 @@ def _controller(out, col, x, y, lay) -> None:
         f'<g class="cell controller" data-step="{col.number}"><rect x="{x + 1}" y="{y + 1}" '
         f'width="{lay.col_w - 2}" height="{lay.lane_h[CONTROLLER] - 2}" fill="{fill}" rx="3"/>'
     )
-    lines = [f"leader {c.leader} · e{c.epoch}", f"ISR {c.isr}"] + ([f"ELR {c.elr}"] if c.elr is not None else [])
+    inner = lay.col_w - 8
+    lines = _controller_lines(c, inner)
     out.append(_text(x + 4, y + 16, lines, 9, fill=PURPLE))
+    request = _request_lines(c, inner)
     if c.request is not None:  # the AlterPartition request in flight, under the ISR
         out.append(
             _text(
                 x + 4,
                 y + 16 + len(lines) * LINE,
-                [c.request_short],
+                request,
                 8.5,
                 fill=ORANGE,
                 weight="bold",
                 extra=' class="request"',
             )
         )
-    if c.requests:
-        lines.append("")
+    lines = lines + request
+    lines += [""] * (lay.controller_lines - len(lines))  # what follows starts at one height
     if col.committed:  # the history variable: records that went below a leader's HW here
         out.append(
             _text(
@@ -258,6 +262,20 @@ def _controller(out, col, x, y, lay) -> None:
     out.append("</g>")
 
 
+def _controller_lines(c, inner) -> list[str]:
+    """The controller's leader, epoch, ISR (and ELR) in a column ``inner`` pixels wide."""
+    lines = [f"leader {c.leader} · e{c.epoch}", f"ISR {c.isr}"] + ([f"ELR {c.elr}"] if c.elr is not None else [])
+    return [part for line in lines for part in wrap(line, inner, 9)]
+
+
+def _request_lines(c, inner) -> list[str]:
+    """The AlterPartition request in flight (one empty line held for it in every column
+    of a configuration that sends requests)."""
+    if c.request is not None:
+        return wrap(c.request_short, inner, 8.5, bold=True)
+    return [""] if c.requests else []
+
+
 def _acked_lines(col, inner) -> list[str]:
     return wrap("producer told: " + ", ".join(col.acked), inner, 8.5) if col.acked else []
 
@@ -280,6 +298,12 @@ def _role_text(cell) -> tuple[str, str, str]:
     return f"{cell.role} e{cell.epoch}", ORANGE, "bold"
 
 
+def _role_lines(cell, col_w) -> list[str]:
+    """A replica's role in its column (room kept at the right for a crash's mark)."""
+    text, _colour, weight = _role_text(cell)
+    return wrap(text, col_w - 22, 9, bold=weight == "bold")
+
+
 def _replica(out, cell, x, y, lay, data) -> None:
     h = lay.lane_h[1]
     fill = "#e4e4e4" if not cell.alive else "#fff3c4" if cell.changed else "none"
@@ -289,10 +313,10 @@ def _replica(out, cell, x, y, lay, data) -> None:
         f'fill="{fill}" rx="3"/>'
     )
     out.append(f'<g opacity="{1 if cell.alive else 0.55}">')
-    text, colour, weight = _role_text(cell)
-    out.append(_text(x + 4, y + 13, [text], 9, fill=colour, weight=weight))
+    _role, colour, weight = _role_text(cell)
+    out.append(_text(x + 4, y + 13, _role_lines(cell, lay.col_w), 9, fill=colour, weight=weight))
     box_w = lay.col_w - 30
-    top = y + 18
+    top = y + 18 + lay.role_extra
     for slot, b in zip(slots(cell), cell.boxes):
         out.append(_box(b, x + 4, top + slot * (BOX_H + BOX_GAP), box_w))
     hw_y = top + cell.hw * (BOX_H + BOX_GAP) - BOX_GAP / 2

@@ -68,11 +68,13 @@ class TraceView:
         model: the ``KafkaModel`` the path belongs to (names, action texts).
         violation: a ``checker.result.Violation``.
         diff: show, after the first state, only the action and the variables it changed.
+        also: other violations of the same path (``by_path``): their verdicts follow.
     """
 
-    def __init__(self, model, violation, *, diff=False, distinct=None) -> None:
+    def __init__(self, model, violation, *, diff=False, distinct=None, also=()) -> None:
         self.model = model
         self.violation = violation
+        self.also = tuple(also)
         self.diff = diff
         self.distinct = distinct  # the run's distinct states: a trap count's share
 
@@ -117,6 +119,8 @@ class TraceView:
                 yield Padding(Group(*lines) if lines else Text("(no change)", DIM), (0, 0, 0, 2), expand=False)
             yield Text("")
         yield self.verdict_panel()
+        for other in self.also:
+            yield TraceView(model, other, distinct=self.distinct).verdict_panel()
 
     def legend(self, console: Console) -> Iterator[Text]:
         """The lines that explain the notation, once per trace: how a record is written and

@@ -133,3 +133,47 @@ def test_spark_md_names_the_installed_modules():
 def test_pyspark_is_listed_once_under_dependencies():
     deps = README.split("## Dependencies", 1)[1].split("\n## ", 1)[0] if "## Dependencies" in README else README
     assert deps.count("- **pyspark**") == 1
+
+
+def test_writing_a_model_gives_the_signature_of_every_optional_text_method():
+    # The page lists each method as the protocol declares it (its parameters, in order).
+    import inspect
+
+    from kmc.checker import protocol
+
+    page = (ROOT / "docs" / "writing-a-model.md").read_text(encoding="utf-8")
+    for cls, name in ((protocol.FormatsActions, "format_action"), (protocol.DescribesSteps, "describe_step"),
+                      (protocol.FormatsStates, "format_state")):
+        params = ", ".join(inspect.signature(getattr(cls, name)).parameters)
+        assert f"`{name}({params}) -> str`" in page, name
+
+
+def test_the_atlas_figures_of_the_docs_are_the_published_atlas():
+    import json
+
+    results_md = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    doc = json.loads((ROOT / "reports" / "atlas.json").read_text(encoding="utf-8"))
+    found = re.search(r"The whole page,\s+(\d[\d,]*) cells,.*?the published one took (\d+) s", results_md, re.S)
+    assert found, "docs/results.md no longer gives the atlas's cell count and time"
+    assert int(found.group(1).replace(",", "")) == len(doc["cells"])
+    assert int(found.group(2)) == round(doc["total_seconds"])
+    atlas_md = (ROOT / "reports" / "ATLAS.md").read_text(encoding="utf-8")
+    assert f"in {doc['total_seconds']:.0f} s." in atlas_md and f"Of the {len(doc['cells'])} cells" in atlas_md
+
+
+def test_the_readme_counts_the_tests_there_are(request):
+    found = re.search(r"The whole suite \(([\d,]+) tests as `python -m pytest --collect-only -q` counts them", README)
+    assert found, "the README no longer gives the suite's size"
+    said = int(found.group(1).replace(",", ""))
+    items = request.session.items
+    everything = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
+    option = request.config.option
+    if sorted({Path(str(i.fspath)).name for i in items}) == everything and not option.keyword and not option.markexpr:
+        count = len(items)  # this session collected the whole suite: its count is the one
+    else:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", str(ROOT / "tests")],
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+        counted = re.search(r"^(\d+) tests? collected", proc.stdout, re.M)
+        assert counted, proc.stdout[-2000:] + proc.stderr[-2000:]
+        count = int(counted.group(1))
+    assert said == count, f"the README says {said:,} tests; there are {count:,}"

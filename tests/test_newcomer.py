@@ -78,7 +78,7 @@ def test_a_write_that_still_fails_after_the_search_exits_2(tmp_path, monkeypatch
 
     import kmc.reports
 
-    def full(path, doc):
+    def full(path, doc, **_options):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(kmc.reports, "write_json", full)
@@ -94,7 +94,8 @@ def test_a_write_that_still_fails_after_the_search_exits_2(tmp_path, monkeypatch
 MATRIX = ["matrix", "--versions", "--configs", "c1", "--kafka", "hw"]  # one row, 4,913 states
 
 
-@pytest.mark.parametrize("name", ["RESULTS.md", "results.json", "traces/c1-hw-CommittedNeverLost.json"])
+@pytest.mark.parametrize("name", ["RESULTS.md", "results.json", "traces/c1-hw-CommittedNeverLost.json",
+                                  "traces/c1-hw-CommittedNeverLost.html"])
 def test_matrix_refuses_to_replace_a_file_kmc_did_not_write(tmp_path, capsys, name):
     mine = tmp_path / "m2" / name
     mine.parent.mkdir(parents=True)
@@ -102,8 +103,8 @@ def test_matrix_refuses_to_replace_a_file_kmc_did_not_write(tmp_path, capsys, na
     assert main([*MATRIX, "--out", str(tmp_path / "m2")]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.strip() == (f"kmc: error: --out: {mine} exists and is not a kmc "
-                           f"{'results table' if name == 'RESULTS.md' else 'result'}; "
+    kind = "results table" if name == "RESULTS.md" else "diagram" if name.endswith(".html") else "result"
+    assert err.strip() == (f"kmc: error: --out: {mine} exists and is not a kmc {kind}; "
                            "choose another file, or pass --force to replace it")
     assert mine.read_text() == "my own results\n"
 

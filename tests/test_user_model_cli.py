@@ -294,7 +294,7 @@ def test_a_model_s_counterexample_replays_in_every_generic_format(tmp_path):
     assert diff.returncode == 0, diff.stderr
     assert "tm_prepared: 0 -> 1" in diff.stdout and "commit_msg: false -> true" in diff.stdout
     assert "rm: [1, 3, 0] -> [2, 3, 0]" in diff.stdout and "TM init · RMs prepared" not in diff.stdout
-    for fmt, says in (("html", "<table>"), ("mermaid", "flowchart TD")):
+    for fmt, says in (("html", '<table class="steps">'), ("mermaid", "flowchart TD")):
         shown = kmc("replay", saved, "--format", fmt)
         assert shown.returncode == 0 and says in shown.stdout and "RMRcvCommitMsg(0)" in shown.stdout
         written = kmc("replay", saved, "--format", fmt, "--out", tmp_path / f"r.{fmt}")

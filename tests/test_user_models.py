@@ -49,7 +49,7 @@ def _same_on(tmp_path, engines):
     steps = doc["violations"][0]["trace"]["steps"]
     assert [s["action"]["text"] for s in steps[1:]] == [
         "RMPrepare(0)", "TMRcvPrepared(0)", "TMCommit", "RMChooseToAbort(1)", "RMRcvCommitMsg(0)"]
-    assert "RM 0 committed while RM 1 aborted" in trace and "flowchart TD" in mermaid and "<table>" in page
+    assert "RM 0 committed while RM 1 aborted" in trace and "flowchart TD" in mermaid and '<table class="steps">' in page
     for engine in engines[1:]:
         other = runs[engine]
         assert other[0] == doc and other[1] == trace and other[2] == mermaid, engine

@@ -159,6 +159,7 @@ def run(args, out, err) -> int:
     st = result.stats
     doc = {
         "schema_version": 1,
+        "kind": "kmc-bench",
         "spec": spec.path,
         "engine": result.engine,
         "python": platform.python_version(),
@@ -203,8 +204,10 @@ def _write_json(path, doc) -> None:
     from kmc.checker.errors import UsageError
     from kmc.reports import write_json
 
+    from ..outputs import exclusive
+
     try:
-        write_json(path, doc)
+        write_json(path, doc, exclusive=exclusive(path))
     except OSError as e:
         raise UsageError(f"--json: cannot write {path} ({e.strerror or e})") from None
 
@@ -241,7 +244,7 @@ def _print(out, title, docs, ratio=None, ratio_title="batch / per-state") -> Non
         table.add_column(d.get("path", ""), justify="right")
     if ratio is not None:
         table.add_column(ratio_title, justify="right")
-    hidden = ("schema_version", "spec", "engine", "path", "verdicts", "tree_method")
+    hidden = ("schema_version", "kind", "spec", "engine", "path", "verdicts", "tree_method")
     keys = [k for k in docs[0] if k not in hidden]
     keys += [k for d in docs[1:] for k in d if k not in keys and k not in hidden]
     for key in keys:
@@ -322,7 +325,9 @@ def _compare(args, spec, out) -> int:
         else "[bold red]The two paths disagree on the counts: this is a bug.[/]"
     )
     if args.json:
-        _write_json(args.json, {"schema_version": 1, "spec": spec.path, "runs": docs, "ratio": ratio})
+        _write_json(
+            args.json, {"schema_version": 1, "kind": "kmc-bench", "spec": spec.path, "runs": docs, "ratio": ratio}
+        )
     return 0 if same else 1
 
 
@@ -361,5 +366,8 @@ def _compare_engines(args, spec, out) -> int:
         else "[bold red]The two engines disagree on the counts or verdicts: this is a bug.[/]"
     )
     if args.json:
-        _write_json(args.json, {"schema_version": 1, "spec": spec.path, "runs": docs, "ratio": ratio, "same": same})
+        _write_json(
+            args.json,
+            {"schema_version": 1, "kind": "kmc-bench", "spec": spec.path, "runs": docs, "ratio": ratio, "same": same},
+        )
     return 0 if same else 1

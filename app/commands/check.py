@@ -308,11 +308,19 @@ class _Views:
             from kmc.reports import ResultView
 
             return ResultView(
-                self.spec, model, result, diff=args.diff, show_traces=not args.no_trace, max_states=options.max_states
+                self.spec,
+                model,
+                result,
+                diff=args.diff,
+                show_traces=not args.no_trace,
+                max_states=options.max_states,
+                coverage=args.coverage,
             )
         from kmc.reports import generic
 
-        view = generic.result_view(self.spec, model, result, show_traces=not args.no_trace, diff=args.diff)
+        view = generic.result_view(
+            self.spec, model, result, show_traces=not args.no_trace, diff=args.diff, coverage=args.coverage
+        )
         if exp is None:
             return view
         from rich.console import Group
@@ -320,17 +328,18 @@ class _Views:
 
         undecided = [n for n in exp["expected"] if exp["got"].get(n) == "unknown"]
         if exp["matched"]:
-            skipped = f" (not compared: {', '.join(exp['unchecked'])})" if exp["unchecked"] else ""
+            skipped = f" (not compared: {safe_text(', '.join(exp['unchecked']))})" if exp["unchecked"] else ""
             line = Text(f"This matches the model's expectation{skipped}.", "green")
         elif len(undecided) == len(exp["mismatches"]):  # nothing contradicts it (as for a spec)
             line = Text(
                 "The model's expectation is not confirmed yet: the search stopped before deciding "
-                f"{', '.join(undecided)}.",
+                f"{safe_text(', '.join(undecided))}.",
                 "yellow",
             )
         else:
             line = Text(
-                "This does NOT match the model's expectation: " + "; ".join(exp["mismatches"]) + ".", "bold red"
+                "This does NOT match the model's expectation: " + safe_text("; ".join(exp["mismatches"])) + ".",
+                "bold red",
             )
         return Group(view, line)
 
@@ -421,11 +430,6 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
 
     exp = views.expectation(model, result, options)
     out.print(views.show(args, model, result, options, exp))
-    if args.coverage:
-        from kmc.reports.coverage import coverage_view
-
-        out.print()
-        out.print(coverage_view(result.stats))
     if engine.cleaned:
         err.print(f"kmc: {engine.cleaned}", markup=False, highlight=False, soft_wrap=True)
     if engine.not_started:
@@ -433,7 +437,9 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
     wrote = True
     if args.json:
         try:
-            write_json(args.json, views.document(model, result, exp))
+            from ..outputs import exclusive
+
+            write_json(args.json, views.document(model, result, exp), exclusive=exclusive(args.json))
         except OSError as e:
             # The verdict is printed and stands; the lost file is one more line.
             err.print(

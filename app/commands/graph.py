@@ -8,6 +8,7 @@ text (``Crash(B, keeps 1)``) as the edge label.
 from __future__ import annotations
 
 from kmc.checker.errors import UsageError
+from kmc.checker.text import safe_text
 
 from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
 
@@ -85,6 +86,8 @@ def run(args, out, err) -> int:
 
     from kmc.checker.graph import FORMATS, GraphTooLarge, state_graph, write_graph
 
+    from ..outputs import exclusive
+
     suffix = Path(args.out).suffix.lower()
     if suffix not in FORMATS:
         raise UsageError(
@@ -105,12 +108,12 @@ def run(args, out, err) -> int:
     except GraphTooLarge as e:
         raise GraphTooLarge(f"{args.spec}: {e}") from None
     try:
-        write_graph(g, args.out)
+        write_graph(g, args.out, exclusive=exclusive(args.out))
     except OSError as e:
         raise UsageError(f"--out: cannot write the graph to {args.out} ({e.strerror or e})") from None
     bad = sum(1 for _, d in g.nodes(data=True) if d["violates"])
     out.print(
-        f"wrote {args.out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} "
+        f"wrote {safe_text(args.out)}: {g.number_of_nodes():,} states, {g.number_of_edges():,} "
         f"transitions, {bad:,} states violating an invariant",
         markup=False,
         highlight=False,

@@ -14,7 +14,6 @@ minutes on two cores: with three replicas, one crash (two crashes make a single 
 
 from __future__ import annotations
 
-import os
 import shlex
 import time
 from pathlib import Path
@@ -385,14 +384,11 @@ def run(args, out, err) -> int:
     if problems:  # a bug in kmc, not bad input: say so plainly
         raise RuntimeError("results.json does not follow its schema: " + "; ".join(problems))
     _write(out_dir / "results.json", lambda: write_json(out_dir / "results.json", doc))
-    text = to_markdown(doc)
-    tmp = out_dir / ".RESULTS.md.tmp"
+    from kmc.checker.files import write_file
 
-    def write_md() -> None:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out_dir / "RESULTS.md")
-
-    _write(out_dir / "RESULTS.md", write_md)
+    # a spec's undecodable file name (a lone surrogate) as its escape, as in every picture
+    text = to_markdown(doc).encode("utf-8", "backslashreplace")
+    _write(out_dir / "RESULTS.md", lambda: write_file(out_dir / "RESULTS.md", text))
     unexpected = [r["id"] for r in rows if r["matched"] is False]
     rows_text = "1 configuration" if len(rows) == 1 else f"{len(rows)} configurations"
     count = sum(1 for name in written if name.endswith(".json"))
@@ -448,9 +444,10 @@ def _check_out_dir(out_dir, ids, force) -> None:
             check_output_path("--out", str(path), force=force, kind=kind)
     traces = out_dir / "traces"
     if traces.is_dir():
-        for path in sorted(traces.glob("*.json")):
+        for path in sorted([*traces.glob("*.json"), *traces.glob("*.html")]):
             if any(path.name.startswith(rid + "-") for rid in ids):
-                check_output_path("--out", str(path), force=force, kind="json")
+                kind = "json" if path.suffix == ".json" else "diagram"
+                check_output_path("--out", str(path), force=force, kind=kind)
 
 
 def _remove_stale_traces(traces_dir, ids, written) -> None:

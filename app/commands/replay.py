@@ -62,7 +62,10 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing --out file even if kmc did not write it")
     p.add_argument("--diff", action="store_true", help="(rich) show only what changes at each step")
     p.add_argument(
-        "--invariant", metavar="NAME", help="which violation to replay when the file holds several (default: the first)"
+        "--invariant",
+        metavar="NAME",
+        help="which violation to replay when the file holds several (default: the shortest, the one 'kmc check' "
+        "names first)",
     )
     p.set_defaults(run=run)
 
@@ -149,7 +152,7 @@ def replay(path, doc, invariant=None) -> tuple[KafkaModel, Violation]:
     Args:
         path: the file's name, for messages.
         doc: the loaded document.
-        invariant: the property whose violation to replay (default: the first listed).
+        invariant: the property whose violation to replay (default: ``headline``'s).
 
     Returns:
         ``(model, checker.result.Violation)``, its path rebuilt by the model.
@@ -239,13 +242,27 @@ def replay(path, doc, invariant=None) -> tuple[KafkaModel, Violation]:
     return model, Violation(entry["property"], kind, why, path_, traps=traps)
 
 
+def headline(found) -> dict:
+    """Of the violation entries ``found``, the one ``kmc check`` heads its summary with:
+    the shortest counterexample, the first in the order of its choices among equals."""
+
+    def key(entry) -> tuple:
+        choices = entry.get("trace", {}).get("choices") if isinstance(entry.get("trace"), dict) else None
+        if isinstance(choices, list) and all(type(c) is int for c in choices):
+            return (0, len(choices), choices)
+        return (1, 0, [])  # a malformed trace: after every other (its replay will say why)
+
+    return min(found, key=key)
+
+
 def select_entry(path, doc, invariant=None) -> dict:
-    """The violation entry of ``doc`` to replay: the first, or the one of ``invariant``."""
+    """The violation entry of ``doc`` to replay: the one ``kmc check``'s summary names
+    first (``headline``), or the one of ``invariant``."""
     found = violations_of(path, doc)
     if not found:
         raise ReplayError(f"{path}: holds no counterexample (every checked invariant held)")
     if invariant is None:
-        return found[0]
+        return headline(found)
     matches = [v for v in found if v["property"] == invariant]
     if not matches:
         names = ", ".join(safe_text(v["property"]) for v in found)
@@ -338,7 +355,7 @@ def _replay_model(args, doc, out, err) -> int:
         raise ReplayError(
             f"{path}: violations: no counterexample" + (f" of {args.invariant}" if args.invariant else "")
         )
-    entry = found[0]
+    entry = headline(found)
     file = ident.get("file")
     ref: str = file if isinstance(file, str) else ident["ref"]
     spec = load_model_spec(ref, ident["params"])
@@ -370,7 +387,9 @@ def _replay_model(args, doc, out, err) -> int:
     if args.diff and args.format != "rich":
         raise UsageError("--diff: only with --format rich")
     if args.format == "json":
-        out.out(json.dumps(generic.violation_dict(model, violation), indent=2, ensure_ascii=False), highlight=False)
+        from kmc.reports.json_result import json_text
+
+        out.out(json_text(generic.violation_dict(model, violation)), highlight=False)
     elif args.format in ("html", "mermaid"):
         make = generic.violation_page if args.format == "html" else generic.violation_mermaid
         text = make(ident["ref"], model, violation)
@@ -379,8 +398,10 @@ def _replay_model(args, doc, out, err) -> int:
             return 0
         from kmc.reports.pictures import write_text
 
+        from ..outputs import exclusive
+
         try:
-            write_text(args.out, text)
+            write_text(args.out, text, exclusive=exclusive(args.out))
         except OSError as e:
             raise UsageError(f"--out: cannot write {args.out} ({e.strerror or e})") from None
         err.print(f"kmc: wrote {safe_text(args.out)}", markup=False, highlight=False, soft_wrap=True)
@@ -432,6 +453,7 @@ def run(args, out, err) -> int:
         from kmc.reports.pictures import replay_output, write_text
 
         from ..diagram_files import command_line
+        from ..outputs import exclusive
 
         text = replay_output(
             args.format,
@@ -445,12 +467,14 @@ def run(args, out, err) -> int:
             out.out(text, highlight=False, end="")
             return 0
         try:
-            write_text(args.out, text)
+            write_text(args.out, text, exclusive=exclusive(args.out))
         except OSError as e:
             raise UsageError(f"--out: cannot write {args.out} ({e.strerror or e})") from None
         err.print(f"kmc: wrote {safe_text(args.out)}", markup=False, highlight=False, soft_wrap=True)
     elif args.format == "json":
-        out.out(json.dumps(replay_document(doc, model, violation), indent=2, ensure_ascii=False), highlight=False)
+        from kmc.reports.json_result import json_text
+
+        out.out(json_text(replay_document(doc, model, violation)), highlight=False)
     elif args.format == "tla":
         from kmc.reports.tla import violation_text
 

@@ -212,7 +212,9 @@ def run(args, out, err) -> int:
             code = code or EXIT_BAD_INPUT
     if args.json:
         try:
-            write_json(args.json, result_to_dict(spec, model, sim))
+            from ..outputs import exclusive
+
+            write_json(args.json, result_to_dict(spec, model, sim), exclusive=exclusive(args.json))
         except OSError as e:  # the outcome stands; the lost file is one more line
             err.print(
                 f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",

@@ -1,0 +1,380 @@
+"""Liveness under fairness on the Kafka model: EventuallyLeader and
+CommittedEventuallyReplicated.
+
+Three sources meet here: the known-verdict table of docs/model.md's "Liveness under
+fairness" (TLC with the same fairness on an independent TLA+ rendering), the independent
+liveness oracle (tests/liveness_oracle.py: the naive oracle's whole state graph, networkx's
+components, fairness decided from the model description), and kmc. The oracle is checked
+against the table first; then the Kafka pieces kmc plugs into its engines — the fair
+instance of a step, its array form, the properties' checks and masks, the lasso
+explanations — are checked against the oracle, state by state.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import liveness_oracle as lo
+from helpers import reachable
+from kmc.checker.protocol import ALWAYS_EVENTUALLY, LEADS_TO
+from kmc.invariants import BY_NAME, EVERY, LIVENESS, CommittedEventuallyReplicated, EventuallyLeader
+from kmc.invariants.liveness import (
+    blocked_by_bound,
+    committed_replicated,
+    committed_replicated_mask,
+    explain_leaderless,
+    explain_unreplicated,
+    leaderless,
+    leaderless_mask,
+    record_obligations,
+)
+from kmc.model import Action, Config, KafkaModel
+from kmc.model.spec import load_spec
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+EL, CER = lo.EL, lo.CER
+H, V, VB = "holds", "violated", "violated, at the bound"
+
+# docs/model.md's known verdicts of the liveness section, one shipped spec per row.
+TABLE = {
+    "live-c1": {EL: H, CER: H},
+    "live-c1-ap-be": {EL: H, CER: H},
+    "live-c1-hw": {EL: H, CER: V},
+    "live-c2": {EL: H, CER: V},
+    "live-c2-ap": {EL: H, CER: V},
+    "live-c2-elr": {EL: V, CER: V},
+    "live-c2-elr-lkl": {EL: H, CER: V},
+    "live-c3": {EL: H, CER: V},
+    "live-c4": {EL: VB, CER: VB},
+    "live-c5": {EL: H, CER: H},
+    "live-lrs2": {EL: H, CER: V},
+    "live-lrs2-elr": {EL: V, CER: V},
+}
+# Distinct states of each row (the oracle's count; a two-replica row is fast, a
+# three-replica one is not).
+ORACLE_ALL = pytest.mark.skipif(os.environ.get("KMC_ORACLE_ALL") != "1",
+                                reason="1.2 million states in the naive oracle: set KMC_ORACLE_ALL=1")
+SLOW_ROWS = {"live-c4", "live-c5"}  # about 50,000 states: 20-60 s in the oracle
+HUGE_ROWS = {"live-lrs2", "live-lrs2-elr"}  # 1.2 million states
+
+
+def _spec(name):
+    return load_spec(SPECS / f"{name}.toml")
+
+
+def _param(name):
+    if name in HUGE_ROWS:
+        return pytest.param(name, id=name, marks=[pytest.mark.slow, ORACLE_ALL])
+    if name in SLOW_ROWS:
+        return pytest.param(name, id=name, marks=[pytest.mark.slow])
+    return pytest.param(name, id=name)
+
+
+_GRAPHS: dict = {}
+
+
+def _oracle(name):
+    """The oracle's verdicts and graph of a row, computed once per session."""
+    if name not in _GRAPHS:
+        _GRAPHS[name] = lo.verdicts(_spec(name).config)
+    return _GRAPHS[name]
+
+
+# -- the specs are the table ----------------------------------------------------------------------
+
+
+def test_every_liveness_spec_is_a_table_row():
+    shipped = {p.stem for p in SPECS.glob("live-*.toml")}
+    assert shipped == set(TABLE)
+    for name, row in TABLE.items():
+        spec = _spec(name)
+        assert spec.title and spec.keep_going and not spec.symmetry, name
+        assert set(spec.invariants) - {"CommittedNeverLost"} == {EL, CER}, name
+        for prop, verdict in row.items():
+            assert spec.expect[prop] == verdict.split(",")[0], (name, prop)
+        # CommittedNeverLost beside the liveness verdicts only where the table of the
+        # availability section knows it holds (the eligible leader replicas)
+        assert spec.expect.get("CommittedNeverLost", H) == H
+
+
+def test_the_rows_are_the_tables_configurations():
+    c1 = _spec("live-c1").config
+    assert (c1.n, c1.max_messages, c1.max_crashes, c1.max_leader_epoch, c1.min_insync_replicas,
+            c1.truncation) == (2, 2, 2, 2, 1, "leader-epoch-2.1")
+    plus = {
+        "live-c1-ap-be": dict(alter_partition=True, broker_epochs=True),
+        "live-c1-hw": dict(truncation="high-watermark"),
+        "live-c2": dict(unflushed_loss=True),
+        "live-c2-ap": dict(unflushed_loss=True, alter_partition=True),
+        "live-c2-elr": dict(unflushed_loss=True, hw_requires_min_isr=True, eligible_leader_replicas=True),
+        "live-c2-elr-lkl": dict(unflushed_loss=True, hw_requires_min_isr=True, eligible_leader_replicas=True,
+                                last_known_leader=True),
+        "live-c3": dict(unclean_leader_election=True),
+    }
+    for name, kw in plus.items():
+        assert _spec(name).config == _evolve(c1, **kw), name
+    assert _spec("live-c4").config == _evolve(c1, max_messages=4, max_crashes=1, preferred_election=True)
+    c5 = _spec("live-c5").config
+    assert (c5.n, c5.min_insync_replicas, c5.max_messages, c5.max_crashes) == (3, 2, 2, 1)
+    lrs2 = _spec("live-lrs2").config
+    assert lrs2 == _evolve(c5, max_crashes=2, unflushed_loss=True)
+    assert _spec("live-lrs2-elr").config == _evolve(lrs2, hw_requires_min_isr=True, eligible_leader_replicas=True)
+
+
+def _evolve(config, **kw):
+    import attrs
+
+    return attrs.evolve(config, **kw)
+
+
+# -- the oracle against the table -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in TABLE])
+def test_the_oracle_reproduces_the_table(name):
+    got, _ = _oracle(name)
+    assert got == TABLE[name]
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in TABLE if TABLE[n] != {EL: H, CER: H}])
+def test_every_oracle_lasso_is_a_fair_violating_behaviour(name):
+    """A lasso through the first fair tail of every violated obligation passes the
+    independent lasso check; so does no lasso with its cycle cut short or its stutter
+    moved to a state where a fair instance is enabled."""
+    _, graph = _oracle(name)
+    cfg = graph.cfg
+    cases = []
+    tails = lo.eventually_leader(graph)
+    if tails:
+        cases.append((EL, None, tails))
+    for record, tails in lo.committed_eventually_replicated(graph).items():
+        cases.append((CER, record, tails))
+    assert cases
+    for prop, record, tails in cases:
+        for tail in sorted(tails, key=lambda t: min(t[0]))[:3]:
+            states, labels, loop = lo.lasso(graph, tail)
+            assert lo.check_lasso(cfg, states, labels, loop, prop, record) is None, (prop, record)
+            # the same path stopped one step early, as if the state before stuttered: it has a
+            # fair instance enabled, or its property holds there, or the path was a cycle
+            if loop is None and len(states) > 1:
+                why = lo.check_lasso(cfg, states[:-1], labels[:-1], None, prop, record)
+                assert why is not None
+
+
+def test_the_lasso_check_rejects_what_is_not_a_fair_violation():
+    cfg = _spec("live-c2-elr").config
+    graph = lo.Graph(cfg)
+    init = graph.states[0]
+    # a leader leads in the initial state, which has fair instances enabled
+    assert lo.check_lasso(cfg, [init], [], None, EL) == "the final state stutters with a fair instance enabled"
+    # B's fetch of nothing and its response: a real, fair cycle, but A leads on it
+    succ = dict(((lb[0], lb[1]), t) for lb, t in oracle_successors(cfg, init))
+    fetched = succ[("FetchRequest", 1)]
+    back = dict(((lb[0], lb[1]), t) for lb, t in oracle_successors(cfg, fetched))[("FetchResponse", 1)]
+    assert back == init  # nothing to fetch: the response changes nothing else
+    cycle = [init, fetched, init]
+    labels = [("FetchRequest", 1, None), ("FetchResponse", 1, None)]
+    assert lo.check_lasso(cfg, cycle, labels, 0, EL) == "some replica leads on the cycle"
+    assert lo.check_lasso(cfg, cycle, labels[:1] + [("FetchRequest", 1, None)], 0, EL).startswith("step 2")
+    assert lo.check_lasso(cfg, cycle, labels, 1, EL) == "the cycle does not come back to the state it names"
+    # (fair: the only fair instance the initial state enables is the one the cycle takes)
+    assert lo.enabled_fair(init, oracle_successors(cfg, init)) == {("FetchRequest", 1)}
+
+
+def oracle_successors(cfg, state):
+    import oracle
+
+    return oracle.successors(cfg, state)
+
+
+def test_a_cycle_that_skips_an_instance_enabled_throughout_is_unfair():
+    """A two-step cycle of C1 whose two states both enable a fair instance that neither
+    step takes: the lasso check refuses it."""
+    cfg = _spec("live-c1").config
+    graph = lo.Graph(cfg)
+    for i, edges in enumerate(graph.out):
+        for label, inst, j in edges:
+            for label2, inst2, k in graph.out[j]:
+                if k != i:
+                    continue
+                owed = (graph.enabled[i] & graph.enabled[j]) - {inst, inst2}
+                if owed:
+                    states = [graph.states[i], graph.states[j], graph.states[i]]
+                    path, labels = graph.path_to(i)
+                    prefix = [graph.states[x] for x in path]
+                    why = lo.check_lasso(cfg, prefix + states[1:], labels + [label, label2], len(prefix) - 1, EL)
+                    assert why is not None and why.startswith("the cycle is unfair to"), why
+                    return
+    pytest.fail("no two-step cycle in C1")
+
+
+# -- the fair instances: the model and its kernel against the oracle -----------------------------------
+
+
+def _oracle_text(cfg, inst):
+    if inst is None:
+        return None
+    return inst[0] if len(inst) == 1 else f"{inst[0]}({cfg.replicas[inst[1]]})"
+
+
+@pytest.mark.parametrize("name", ["live-c1", "live-c1-ap-be", "live-c2-elr-lkl", "live-c3", "live-c4", "live-c5"])
+def test_the_fair_instance_of_every_step_is_the_oracles(name):
+    cfg = _spec(name).config
+    model = KafkaModel(cfg)
+    kernel = model.batch_kernel()
+    names = model.fair_instances()
+    assert len(set(names)) == len(names)
+    states = reachable(model, 1500)
+    rows = np.stack([kernel.encode(s) for s in states])
+    parents, choices, codes, succ = kernel.expand(rows)
+    fair = kernel.fair_codes(rows, parents, choices, codes, succ)
+    order = np.lexsort((choices, parents))
+    j = 0
+    seen = set()
+    for i, s in enumerate(states):
+        for choice, (action, _) in enumerate(model.successors(s)):
+            want = _oracle_text(cfg, lo.fair_instance(s, (action.name, action.replica, action.cut)))
+            assert model.fair_instance(s, action) == want, (s, action)
+            x = order[j]
+            assert (parents[x], choices[x]) == (i, choice)
+            assert (None if fair[x] < 0 else names[fair[x]]) == want, (s, action)
+            seen.add(want)
+            j += 1
+    assert j == len(parents)
+    # every kind of fair step and a step that is not fair occur in these states
+    kinds = {w.split("(")[0] for w in seen if w is not None}
+    assert {"FetchRequest", "FetchResponse", "Restart", "Failover", "BecomeFollower", "ExpandIsr"} <= kinds
+    assert None in seen
+    if cfg.alter_partition:
+        assert "AlterPartition" in seen
+
+
+def test_the_fair_instances_are_named_in_code_order():
+    assert KafkaModel(Config(replicas=("A", "B"))).fair_instances() == (
+        "FetchRequest(A)", "FetchRequest(B)", "FetchResponse(A)", "FetchResponse(B)", "Restart(A)", "Restart(B)",
+        "Failover(A)", "Failover(B)", "BecomeFollower(A)", "BecomeFollower(B)", "ExpandIsr(A)", "ExpandIsr(B)")
+    ap = KafkaModel(Config(replicas=("A", "B"), truncation="leader-epoch-2.1", alter_partition=True))
+    assert ap.fair_instances()[-1] == "AlterPartition" and len(ap.fair_instances()) == 13
+
+
+def test_a_preferred_election_is_not_fair_and_a_failover_is(build):
+    model = build.model(truncation="leader-epoch-2.1", preferred_election=True, max_leader_epoch=3)
+    init = model.init_states()[0]
+    assert model.fair_instance(init, Action("ElectLeader", 1)) is None  # A leads: preferred
+    crashed = model.next_state(init, Action("Crash", 0))
+    assert model.fair_instance(crashed, Action("ElectLeader", 1)) == "Failover(B)"
+    assert model.fair_instance(init, Action("Produce", 0)) is None
+    assert model.fair_instance(init, Action("ShrinkIsr", 1)) is None
+    assert model.fair_instance(init, Action("Crash", 1)) is None
+
+
+# -- the properties: checks and masks -------------------------------------------------------------
+
+
+def test_both_properties_are_listed_and_never_a_default():
+    assert LIVENESS == (EventuallyLeader, CommittedEventuallyReplicated)
+    assert set(LIVENESS) <= set(EVERY) and BY_NAME[EL] is EventuallyLeader and BY_NAME[CER] is CommittedEventuallyReplicated
+    assert EventuallyLeader.kind == ALWAYS_EVENTUALLY and CommittedEventuallyReplicated.kind == LEADS_TO
+    for spec in SPECS.glob("*.toml"):
+        config = load_spec(spec).config
+        assert not set(LIVENESS) & set(KafkaModel(config).properties()), spec.name
+
+
+def test_the_obligations_are_every_record_a_commit_can_hold():
+    model = KafkaModel(Config(max_messages=2, max_leader_epoch=1))
+    assert record_obligations(model) == ((0, 0, 0), (0, 0, 1), (0, 1, 0), (0, 1, 1), (1, 0, 1), (1, 1, 1))
+
+
+@pytest.mark.parametrize("name", ["live-c1-hw", "live-c2-elr", "live-c4", "live-c1-ap-be"])
+def test_the_checks_masks_and_oracle_agree_state_by_state(name):
+    cfg = _spec(name).config
+    model = KafkaModel(cfg)
+    kernel = model.batch_kernel()
+    states = reachable(model, 4000)
+    rows = np.stack([kernel.encode(s) for s in states])
+    lm = leaderless_mask(kernel, rows)
+    p, q = committed_replicated_mask(kernel, rows)
+    obligations = record_obligations(model)
+    assert p.shape == q.shape == (len(states), len(obligations))
+    waiting = 0
+    for i, s in enumerate(states):
+        assert (leaderless(model, s) is None) == lo.someone_leads(s) == (not lm[i])
+        ps, qs = committed_replicated(model, s)
+        assert set(ps) == set(s.committed) <= set(obligations)
+        for j, ob in enumerate(obligations):
+            assert p[i, j] == (ob in ps) == (ob in s.committed)
+            want_q = ob not in s.committed or lo.holds_everywhere(s, ob)
+            assert q[i, j] == (ob in qs) == want_q
+            waiting += not want_q
+    assert waiting  # some state waits for a record in each of these configurations
+
+
+def test_leaderless_says_why():
+    model = KafkaModel(Config(truncation="leader-epoch-2.1", max_crashes=2))
+    init = model.init_states()[0]
+    assert leaderless(model, init) is None
+    down = model.next_state(init, Action("Crash", 0))
+    assert leaderless(model, down) == "the quorum leader A is down"
+    back = model.next_state(down, Action("Restart", 0))
+    assert leaderless(model, back) == "the quorum leader A has restarted since its election (its epoch is -1, the quorum's 0)"
+
+
+# -- the explanations of a lasso --------------------------------------------------------------------
+
+
+def _first_lasso(graph, tails):
+    states, labels, loop = lo.lasso(graph, min(tails, key=lambda t: min(t[0])))
+    return states, labels, len(states) - 1 if loop is None else loop
+
+
+@pytest.mark.slow
+def test_the_c4_lasso_is_violated_at_the_bound():
+    _, graph = _oracle("live-c4")
+    model = _spec("live-c4").model()
+    states, labels, loop = _first_lasso(graph, lo.eventually_leader(graph))
+    assert [model.format_action(Action(*lb)) for lb in labels] == [
+        "ElectLeader(B)", "ElectLeader(A)", "Crash(A)", "Restart(A)"]
+    assert blocked_by_bound(model, states[-1]) and lo.failover_blocked_by_bound(graph.cfg, states[-1])
+    assert explain_leaderless(model, states, loop, None) == (
+        "no replica leads in state 5, where no fair action is enabled (it stays there for ever): no leader can "
+        "be elected because quorum.epoch reached max_leader_epoch = 2; raise it")
+    record = (0, 0, 0)
+    states, _, loop = _first_lasso(graph, lo.record_violations(graph, record))
+    assert explain_unreplicated(model, states, loop, record) == (
+        "committed record 0 (epoch 0) at offset 0 is missing from B (its log ends at 0) in state 7, where no fair "
+        "action is enabled (it stays there for ever); no leader can be elected because quorum.epoch reached "
+        "max_leader_epoch = 2; raise it")
+
+
+def test_the_c2_elr_lasso_says_nobody_can_be_elected():
+    graph = lo.Graph(_spec("live-c2-elr").config)
+    model = _spec("live-c2-elr").model()
+    states, labels, loop = _first_lasso(graph, lo.eventually_leader(graph))
+    assert [model.format_action(Action(*lb)) for lb in labels] == [
+        "Produce(A)", "ShrinkIsr(B)", "Crash(A, keeps 0)", "Restart(A)"]
+    assert explain_leaderless(model, states, loop, None) == (
+        "no replica leads in state 5, where no fair action is enabled (it stays there for ever): no replica can "
+        "be elected: ISR {} and ELR {}, both are empty, unclean election is off, no last-known-leader election")
+    record = (0, 0, 0)
+    states, _, loop = _first_lasso(graph, lo.record_violations(graph, record))
+    assert explain_unreplicated(model, states, loop, record).endswith(
+        "in state 5, where no fair action is enabled (it stays there for ever); no replica holds it any more: "
+        "it is lost for good")
+    assert not any(blocked_by_bound(model, s) for s in states)
+
+
+def test_a_cycle_names_the_replica_that_lacks_the_record_in_every_state():
+    graph = lo.Graph(_spec("live-c1-hw").config)
+    model = _spec("live-c1-hw").model()
+    record = (0, 0, 0)
+    states, labels, loop = _first_lasso(graph, lo.record_violations(graph, record))
+    assert loop < len(states) - 1  # a cycle, not a stutter
+    assert lo.check_lasso(graph.cfg, states, labels, loop, CER, record) is None
+    text = explain_unreplicated(model, states, loop, record)
+    assert text == (
+        f"committed record 0 (epoch 0) at offset 0 is missing from B (it holds record 1 (epoch 1) there) in every "
+        f"state on the cycle from state {loop + 1} back to it")

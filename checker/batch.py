@@ -34,6 +34,7 @@ from .result import Path, Stats
 from .search import Found
 from .seen import CompactSeenSet
 from .trace import replay_choices
+from .visitor import GraphVisitor
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
 _CHOICES = 256  # a state has fewer enabled actions than this (choices are stored as uint8)
@@ -47,7 +48,6 @@ class RowsSearch(Search):
     piece, expanded by the model's batch kernel, stored in a ``CompactSeenSet``."""
 
     every = 1
-    possibly: list = []  # (property, EdgeLog) of the always-possibly properties (the driver's)
 
     def __init__(
         self,
@@ -58,8 +58,12 @@ class RowsSearch(Search):
         symmetry: bool = False,
         check: KernelCheck | None = None,
         store: CompactSeenSet | None = None,
+        visitor: GraphVisitor | None = None,
     ):
         self.model, self.kernel = model, kernel
+        # The graph visitor (``checker.visitor``): every stored state and expanded edge
+        # goes to it when some property needs the graph.
+        self.visitor = GraphVisitor() if visitor is None else visitor
         self.invariants, self.step_props = invariants, step_props
         self.symmetry = symmetry
         # The rules of a level (checker.level), with the kernel's comparison with its model.
@@ -69,7 +73,7 @@ class RowsSearch(Search):
         self.seen = CompactSeenSet() if store is None else store  # the store: 13 bytes a state
         self.frontier: list[np.ndarray] = []  # the level being expanded, as row chunks
         self.next: list[np.ndarray] = []
-        self._numbered: list[np.ndarray] = []  # fingerprints in number order (always-possibly only)
+        self._numbered: list[np.ndarray] = []  # fingerprints in number order (for the visitor only)
 
     def fingerprints(self, rows: np.ndarray) -> np.ndarray:
         return kernel_fingerprints(self.kernel, rows, self.symmetry)
@@ -157,17 +161,17 @@ class RowsSearch(Search):
         self._check_new(rows, len(self.seen) - len(rows), level_found, found)
         if len(rows):
             self.next.append(rows)
-        if self.possibly:
+        visitor = self.visitor
+        if visitor.active:
             self._log_states(len(self.seen) - len(rows), rows, all_fps[src])
-            for _prop, log in self.possibly:
-                log.add_edges(first + parents, all_fps)
+            fair = self.level.fair_codes(chunk, exp, visitor.fair_code) if visitor.fairness else None
+            visitor.add_edges(first + parents, all_fps, choices, fair)
 
     def _log_states(self, first: int, rows: np.ndarray, fps: np.ndarray) -> None:
-        if not self.possibly:
+        if not self.visitor.active:
             return
         self._numbered.append(fps)
-        for prop, log in self.possibly:
-            log.add_states(first, self.level.goal_flags(prop, rows))
+        self.visitor.add_states(first, rows, self.level)
 
     def memory_reserve(self) -> int:
         return self.seen.merge_reserve()
@@ -225,7 +229,10 @@ class BatchEngine(LevelDriver):
         invariants, step_props = split_properties(props)
         self.kernel = cast(HasBatchKernel, model).batch_kernel() if kernel is None else kernel
         check = kernel_check(model, self.kernel, props, options)
-        search = RowsSearch(model, self.kernel, invariants, step_props, options.symmetry, check, CompactSeenSet())
+        visitor = GraphVisitor(model, props)
+        search = RowsSearch(
+            model, self.kernel, invariants, step_props, options.symmetry, check, CompactSeenSet(), visitor
+        )
         super().__init__(model, search, props, options, progress, on_level=on_level)
 
 

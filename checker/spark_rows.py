@@ -83,7 +83,7 @@ from .errors import EngineError, UsageError
 from .kernel import canonical_encoder, require_symmetric, split_properties
 from .kernel_check import kernel_check
 from .options import Options
-from .protocol import POSSIBLY, HasBatchKernel, capable
+from .protocol import LIVENESS, POSSIBLY, HasBatchKernel, capable
 from .result import CheckResult
 from .spark_rows_store import Store
 from .spark_save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
@@ -151,6 +151,10 @@ class SparkRowsEngine(LevelDriver):
                 raise UsageError(
                     f"{p.name} (an always-possibly property) is checked by the local engine only; "
                     "run without --engine spark"
+                )
+            if p.kind in LIVENESS:
+                raise UsageError(
+                    f"{p.name} (a liveness property) is checked by the local engine only; run without --engine spark"
                 )
         options = options or Options()
         if options.symmetry:

@@ -42,6 +42,7 @@ from .spark_save import check_format, load_saved, relocate, save_level, verify_s
 from .spark_session import one_line
 from .spark_start import EARLY, Session
 from .trace import replay_choices
+from .visitor import GraphVisitor
 
 
 @attrs.frozen
@@ -161,7 +162,7 @@ class SparkLevels(Search):
 
     every = 0  # a Spark level is one piece: no look at the memory inside it
     frontier = None
-    possibly: list = []  # the Spark engine refuses always-possibly properties
+    visitor = GraphVisitor()  # the Spark engine refuses the properties that need the graph
 
     def __init__(
         self,

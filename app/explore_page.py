@@ -231,6 +231,7 @@ li.prop.holds .status, li.prop.goal .status { color: #2e7d32; font-weight: bold;
 li.prop.violated { border-color: #c62828; background: #fdecea; }
 li.prop.violated .status { color: #c62828; font-weight: bold; }
 li.prop.not-a-goal .status { color: #e65100; }
+li.prop.waits .status { color: #e65100; }
 li.verdict.holds .v { color: #2e7d32; font-weight: bold; }
 li.verdict.violated .v { color: #c62828; font-weight: bold; }
 li.verdict.unknown .v { color: #e65100; }

@@ -43,7 +43,9 @@ def leaderless(model, state) -> str | None:
     who = model.name(q.leader)
     if not rep.alive:
         return f"the quorum leader {who} is down"
-    return f"the quorum leader {who} has restarted since its election (its epoch is {rep.epoch}, the quorum's {q.epoch})"
+    return (
+        f"the quorum leader {who} has restarted since its election (its epoch is {rep.epoch}, the quorum's {q.epoch})"
+    )
 
 
 def leaderless_mask(kernel, rows) -> np.ndarray:
@@ -56,9 +58,7 @@ def blocked_by_bound(model, state) -> bool:
     Nobody leads, the epoch is at the bound, and some ElectLeader would be enabled without
     that conjunct of its guard."""
     cfg = model.config
-    return (
-        state.quorum.epoch >= cfg.max_leader_epoch and state.leader() is None and bool(model.electable(state))
-    )
+    return state.quorum.epoch >= cfg.max_leader_epoch and state.leader() is None and bool(model.electable(state))
 
 
 def _tail(states, loop):
@@ -113,9 +113,7 @@ def _obligations(max_messages: int, max_leader_epoch: int) -> tuple:
     written at an offset of at most ``id`` (a log holds only records produced before it),
     in an epoch of at most ``max_leader_epoch``."""
     return tuple(
-        sorted(
-            (o, e, i) for i in range(max_messages) for o in range(i + 1) for e in range(max_leader_epoch + 1)
-        )
+        sorted((o, e, i) for i in range(max_messages) for o in range(i + 1) for e in range(max_leader_epoch + 1))
     )
 
 
@@ -207,7 +205,8 @@ CommittedEventuallyReplicated = Property(
     "CommittedEventuallyReplicated",
     LEADS_TO,
     committed_replicated,
-    "under weak fairness of the healing actions, every committed record eventually reaches every replica's log at its offset",
+    "under weak fairness of the healing actions, every committed record eventually reaches every replica's log "
+    "at its offset",
     symmetric=True,
     explain=explain_unreplicated,
     mask=committed_replicated_mask,

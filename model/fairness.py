@@ -111,14 +111,26 @@ def fair_codes(kernel, chunk, parents, choices, codes, succ) -> np.ndarray:
             return where, r
         return where, None
 
-    put(FETCH_REQUEST_CODE, lambda w: _changed_replica(
-        chunk, parents, succ, w, c.INFLIGHT_LEADER, block, n, lambda b, a: (b == c.NONE) & (a != c.NONE)))
-    put(FETCH_RESPONSE_CODE, lambda w: _changed_replica(
-        chunk, parents, succ, w, c.INFLIGHT_LEADER, block, n, lambda b, a: (b != c.NONE) & (a == c.NONE)))
-    put(RESTART_CODE, lambda w: _changed_replica(
-        chunk, parents, succ, w, c.ALIVE, block, n, lambda b, a: (b == 0) & (a == 1)))
-    put(BECOME_FOLLOWER_CODE, lambda w: _changed_replica(
-        chunk, parents, succ, w, c.EPOCH, block, n, lambda b, a: b != a))
+    put(
+        FETCH_REQUEST_CODE,
+        lambda w: _changed_replica(
+            chunk, parents, succ, w, c.INFLIGHT_LEADER, block, n, lambda b, a: (b == c.NONE) & (a != c.NONE)
+        ),
+    )
+    put(
+        FETCH_RESPONSE_CODE,
+        lambda w: _changed_replica(
+            chunk, parents, succ, w, c.INFLIGHT_LEADER, block, n, lambda b, a: (b != c.NONE) & (a == c.NONE)
+        ),
+    )
+    put(
+        RESTART_CODE,
+        lambda w: _changed_replica(chunk, parents, succ, w, c.ALIVE, block, n, lambda b, a: (b == 0) & (a == 1)),
+    )
+    put(
+        BECOME_FOLLOWER_CODE,
+        lambda w: _changed_replica(chunk, parents, succ, w, c.EPOCH, block, n, lambda b, a: b != a),
+    )
     if config.alter_partition:
         put(EXPAND_ISR_CODE, lambda w: succ[w, c.ALTER_REPLICA].astype(np.int64))
         where = np.flatnonzero(codes == ALTER_PARTITION_CODE)

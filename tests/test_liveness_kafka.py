@@ -378,3 +378,242 @@ def test_a_cycle_names_the_replica_that_lacks_the_record_in_every_state():
     assert text == (
         f"committed record 0 (epoch 0) at offset 0 is missing from B (it holds record 1 (epoch 1) there) in every "
         f"state on the cycle from state {loop + 1} back to it")
+
+
+# -- kmc's engines against the table, every lasso checked by the oracle -----------------------------
+
+SLOW = pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1",
+                          reason="three replicas, two crashes (1.2 million states): set KMC_SLOW=1")
+_RUNS: dict = {}
+
+
+def _run(name, per_state=False):
+    """The spec run by the local engine (the batch path, or ``per_state``), once a session."""
+    from kmc.checker.engines import make_engine
+    from kmc.checker.options import Options
+
+    key = (name, per_state)
+    if key not in _RUNS:
+        spec = _spec(name)
+        model = spec.model()
+        engine = make_engine(model, spec.properties(), Options(keep_going=spec.keep_going), per_state=per_state)
+        _RUNS[key] = (spec, model, engine.run())
+    return _RUNS[key]
+
+
+def assert_lassos_are_fair_violations(spec, model, result):
+    """Every lasso of ``result`` replays, is a fair behaviour that violates its property
+    (the oracle's lasso check, which shares no code with kmc's), and carries the
+    property's own explanation."""
+    from kmc.checker.trace import replay_choices
+
+    assert result.violations
+    for name, v in result.violations.items():
+        prop = BY_NAME[name]
+        if prop not in LIVENESS:
+            continue
+        path = v.path
+        assert v.lasso and v.fair_instances == len(model.fair_instances())
+        assert replay_choices(model, path.init_index, path.choices) == path
+        labels = [(a.name, a.replica, a.cut) for a in path.actions]
+        loop = None if v.stutters else v.loop
+        assert lo.check_lasso(spec.config, list(path.states), labels, loop, name, v.obligation) is None, name
+        assert v.explanation == prop.explain(model, path.states, v.loop, v.obligation)
+
+
+def _engine_param(name, slow_if_per_state=False):
+    if name in HUGE_ROWS:
+        return pytest.param(name, id=name, marks=[pytest.mark.slow, SLOW])
+    if slow_if_per_state:
+        return pytest.param(name, id=name, marks=[pytest.mark.slow])
+    return pytest.param(name, id=name)
+
+
+@pytest.mark.parametrize("name", [_engine_param(n) for n in TABLE])
+def test_the_batch_engine_reproduces_the_table(name):
+    spec, model, result = _run(name)
+    assert result.complete
+    for prop, verdict in TABLE[name].items():
+        assert result.verdict(prop) == verdict.split(",")[0], prop
+    assert result.matches_expectations(spec.expect) if hasattr(result, "matches_expectations") else True
+    if any(v != H for v in TABLE[name].values()):
+        assert_lassos_are_fair_violations(spec, model, result)
+
+
+@pytest.mark.parametrize("name", [_engine_param(n, n in SLOW_ROWS) for n in TABLE if n not in HUGE_ROWS])
+def test_the_per_state_engine_gives_the_batch_engines_verdicts_and_lassos(name):
+    spec, model, result = _run(name, per_state=True)
+    _, _, batch = _run(name)
+    assert result.stats.distinct == batch.stats.distinct
+    assert {p: result.verdict(p) for p in result.checked} == {p: batch.verdict(p) for p in batch.checked}
+    for prop, v in batch.violations.items():
+        w = result.violations[prop]
+        assert (w.path.init_index, w.path.choices, w.loop, w.obligation, w.explanation) == (
+            v.path.init_index, v.path.choices, v.loop, v.obligation, v.explanation), prop
+    if result.violations:
+        assert_lassos_are_fair_violations(spec, model, result)
+
+
+@pytest.mark.parametrize("name", ["live-c4"])
+def test_at_the_bound_the_explanation_says_raise_it(name):
+    _, _, result = _run(name)
+    bound = "no leader can be elected because quorum.epoch reached max_leader_epoch = 2; raise it"
+    assert result.violations[EL].explanation.endswith(bound)
+    assert result.violations[CER].explanation.endswith(bound)
+    # and nowhere else in the table
+    for other in ("live-c2-elr", "live-c1-hw", "live-c2"):
+        for v in _run(other)[2].violations.values():
+            assert "max_leader_epoch" not in v.explanation
+
+
+def test_the_c2_elr_run_names_the_record_and_the_replicas():
+    _, _, result = _run("live-c2-elr")
+    v = result.violations[CER]
+    assert v.obligation == (0, 0, 0) and v.stutters and len(v.path) == 5
+    assert v.explanation == (
+        "committed record 0 (epoch 0) at offset 0 is missing from A (its log ends at 0), B (its log ends at 0) in "
+        "state 5, where no fair action is enabled (it stays there for ever); no replica holds it any more: it is "
+        "lost for good")
+    assert result.verdict("CommittedNeverLost") == H
+
+
+# -- a printed cycle owes what its own states enable --------------------------------------------------
+
+
+def never(model, state):
+    """``[]<>false``: fails in every state."""
+    return "never"
+
+
+class _Triangle:
+    """Three states ``s``, ``t``, ``u`` in one component: ``s -X-> t -Y-> s``, ``s -Z-> u``,
+    ``t -Z-> u``, and ``u -> s`` (not fair). No instance is enabled in all three states
+    (``u`` enables none), so the component is fair; but the short cycle ``s t s`` has
+    ``Z`` enabled in both of its states and never takes it: it is not a fair cycle, and a
+    lasso must not print it."""
+
+    EDGES = {"s": [("X", "t"), ("Z", "u")], "t": [("Y", "s"), ("Z", "u")], "u": [("back", "s")]}
+
+    def init_states(self):
+        return ("s",)
+
+    def actions(self, state):
+        return [a for a, _ in self.EDGES[state]]
+
+    def next_state(self, state, action):
+        return dict(self.EDGES[state])[action]
+
+    def properties(self):
+        return ()
+
+    def encode(self, state):
+        return state.encode()
+
+    def fair_instances(self):
+        return ("X", "Y", "Z")
+
+    def fair_instance(self, state, action):
+        return action if action in ("X", "Y", "Z") else None
+
+
+def _fair_lasso(model, path, loop) -> bool:
+    """Whether the cycle of ``path`` from ``loop`` takes every instance its states all enable
+    (written here from the definition, on the model's own successor function)."""
+    states, actions = list(path.states), list(path.actions)
+    cycle = range(loop, len(states) - 1)
+    enabled = [{model.fair_instance(states[i], a) for a in model.actions(states[i])} - {None} for i in cycle]
+    taken = {model.fair_instance(states[i], actions[i]) for i in cycle} - {None}
+    return not (set.intersection(*enabled) - taken) if enabled else True
+
+
+def test_a_printed_cycle_takes_every_instance_its_own_states_enable():
+    from kmc.checker.local import LocalEngine
+    from kmc.checker.options import Options
+    from kmc.checker.protocol import ALWAYS_EVENTUALLY, Property
+
+    model = _Triangle()
+    prop = Property("Never", ALWAYS_EVENTUALLY, never)
+    v = LocalEngine(model, [prop], Options(keep_going=True)).run().violations["Never"]
+    assert v.lasso and not v.stutters
+    assert _fair_lasso(model, v.path, v.loop), [str(a) for a in v.path.actions]
+
+
+# -- pictures and the explorer ---------------------------------------------------------------------
+
+
+def test_the_svg_frames_the_cycle_and_draws_the_way_back():
+    import re
+
+    from kmc.reports import svg
+    from kmc.reports.diagram import build
+
+    _, model, result = _run("live-c1-hw")
+    v = result.violations[CER]
+    d = build(model, v)
+    assert d.lasso and not d.stutters and d.loop == v.loop
+    assert d.verdict == f"{CER} fails" and d.lost == ("0:e0·r0",)
+    text = svg.render(d)
+    assert text.count('class="cycle-arrow"') == 1 and f"back to State {v.loop + 1}, for ever" in text
+    frame = re.search(r'<rect class="cycle" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', text)
+    cols = [float(x) for x in re.findall(r'<g class="column" data-step="\d+"><title>[^<]*</title><rect x="([\d.]+)"',
+                                         text)]
+    assert frame and float(frame.group(1)) == cols[v.loop] + 1  # from the cycle's first state ...
+    assert float(frame.group(1)) + float(frame.group(2)) == cols[-1] + (cols[1] - cols[0]) - 1  # ... to the last
+    assert 'stroke-dasharray="6 3"' in text and "dashed red frame: the cycle" in text
+    # B lacks the record in the last state: a dashed box where it should be
+    assert d.columns[-1].replicas[1].boxes[-1].ghost and d.columns[-1].replicas[1].boxes[-1].lost
+
+
+def test_a_stuttering_lasso_is_drawn_as_a_state_kept_for_ever():
+    from kmc.reports import html, mermaid, svg
+    from kmc.reports.diagram import build
+
+    _, model, result = _run("live-c2-elr")
+    d = build(model, result.violations[EL])
+    assert d.stutters and d.loop == 4 and d.lost == ()
+    text = svg.render(d)
+    assert '<rect class="cycle" ' in text and "State 5 for ever: no fair action is enabled" in text
+    assert "stroke-dasharray" not in text.split('class="cycle"')[1].split("/>")[0]
+    page = html.page([d], title="t")
+    assert "EventuallyLeader: a lasso of 5 states" in page and "↺ State 5 for ever" in page
+    mmd = mermaid.render(d)
+    assert "loop " not in mmd and "rect rgb" not in mmd
+    assert mmd.rstrip().splitlines()[-1].startswith("    Note over ctl,r1: ✗ EventuallyLeader fails: no replica leads")
+    assert "↺ State 5 for ever: no fair action is enabled" in mmd
+
+
+def test_mermaid_draws_the_cycle_as_a_loop_block():
+    from kmc.reports import mermaid
+    from kmc.reports.diagram import build
+
+    _, model, result = _run("live-c1-hw")
+    v = result.violations[CER]
+    lines = mermaid.render(build(model, v)).splitlines()
+    start = lines.index(f"    loop back to State {v.loop + 1}, for ever")
+    end = lines.index("    end", start)
+    # the block holds exactly the cycle's steps (one message each), then closes before the verdict
+    inside = lines[start + 1 : end]
+    assert len(inside) == len(v.cycle) and inside[0].split(": ", 1)[1].startswith(f"{v.loop + 2}. ")
+    assert lines[end + 1].startswith("    Note over ctl,r1: ✗ CommittedEventuallyReplicated fails")
+
+
+def test_the_explorer_loads_a_lasso_as_a_path(tmp_path):
+    from kmc.app.commands.explore import load_traces
+    from kmc.app.cli import main
+    from kmc.reports.explorer import Explorer, KafkaView
+
+    out = tmp_path / "c1hw.json"
+    assert main(["check", str(SPECS / "live-c1-hw.toml"), "--json", str(out), "--no-trace", "--no-progress"]) == 1
+    spec, model, result = _run("live-c1-hw")
+    traces = load_traces([str(out)], model)
+    (init, choices), = traces.values()
+    v = result.violations[CER]
+    explorer = Explorer(model, spec.properties(), view=KafkaView(model), traces=traces)
+    assert explorer.walk(init, choices) == v.path
+    doc = explorer.state_doc(init, choices)
+    status = {p["name"]: p for p in doc["properties"]}
+    assert status[EL]["status"] == "goal"  # B leads in the last state
+    assert status[CER]["status"] == "waits"
+    # record 0 (epoch 0) is on A only, record 1 (epoch 1) on B only, both at offset 0
+    assert status[CER]["reason"].startswith("2 obligations wait ((0, 0, 0), (0, 1, 1))")
+    assert doc["diagram_svg"]

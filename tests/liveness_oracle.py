@@ -34,7 +34,6 @@ from __future__ import annotations
 from collections import deque
 
 import networkx as nx
-
 import oracle
 from oracle import initial_states, leads, successors
 
@@ -321,11 +320,11 @@ def lasso(graph, tail):
         want = min(owed, key=repr)
         takers = {i for i in comp for _, inst, j in graph.out[i] if inst == want and j in comp}
         if takers:
-            walk += _inner_path(graph, comp, at, lambda i: i in takers)
+            walk += _inner_path(graph, comp, at, takers.__contains__)
             label, _, j = next(e for e in graph.out[walk[-1][1]] if e[1] == want and e[2] in comp)
             walk.append((label, j))
         else:
-            walk += _inner_path(graph, comp, at, lambda i: want not in graph.enabled[i])
+            walk += _inner_path(graph, comp, at, lambda i, want=want: want not in graph.enabled[i])
     k = len(states) - 1
     for label, j in cycle:
         labels.append(label)

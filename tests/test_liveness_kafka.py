@@ -15,10 +15,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import liveness_oracle as lo
 import numpy as np
 import pytest
-
-import liveness_oracle as lo
 from helpers import reachable
 from kmc.checker.protocol import ALWAYS_EVENTUALLY, LEADS_TO
 from kmc.invariants import BY_NAME, EVERY, LIVENESS, CommittedEventuallyReplicated, EventuallyLeader
@@ -277,7 +276,8 @@ def test_a_preferred_election_is_not_fair_and_a_failover_is(build):
 
 def test_both_properties_are_listed_and_never_a_default():
     assert LIVENESS == (EventuallyLeader, CommittedEventuallyReplicated)
-    assert set(LIVENESS) <= set(EVERY) and BY_NAME[EL] is EventuallyLeader and BY_NAME[CER] is CommittedEventuallyReplicated
+    assert set(LIVENESS) <= set(EVERY)
+    assert BY_NAME[EL] is EventuallyLeader and BY_NAME[CER] is CommittedEventuallyReplicated
     assert EventuallyLeader.kind == ALWAYS_EVENTUALLY and CommittedEventuallyReplicated.kind == LEADS_TO
     for spec in SPECS.glob("*.toml"):
         config = load_spec(spec).config
@@ -320,7 +320,8 @@ def test_leaderless_says_why():
     down = model.next_state(init, Action("Crash", 0))
     assert leaderless(model, down) == "the quorum leader A is down"
     back = model.next_state(down, Action("Restart", 0))
-    assert leaderless(model, back) == "the quorum leader A has restarted since its election (its epoch is -1, the quorum's 0)"
+    assert leaderless(model, back) == (
+        "the quorum leader A has restarted since its election (its epoch is -1, the quorum's 0)")
 
 
 # -- the explanations of a lasso --------------------------------------------------------------------
@@ -598,8 +599,8 @@ def test_mermaid_draws_the_cycle_as_a_loop_block():
 
 
 def test_the_explorer_loads_a_lasso_as_a_path(tmp_path):
-    from kmc.app.commands.explore import load_traces
     from kmc.app.cli import main
+    from kmc.app.commands.explore import load_traces
     from kmc.reports.explorer import Explorer, KafkaView
 
     out = tmp_path / "c1hw.json"
@@ -617,3 +618,19 @@ def test_the_explorer_loads_a_lasso_as_a_path(tmp_path):
     # record 0 (epoch 0) is on A only, record 1 (epoch 1) on B only, both at offset 0
     assert status[CER]["reason"].startswith("2 obligations wait ((0, 0, 0), (0, 1, 1))")
     assert doc["diagram_svg"]
+
+
+# -- the users' page --------------------------------------------------------------------------------
+
+
+def test_docs_model_md_has_the_table_and_the_real_explanations():
+    doc = " ".join((SPECS.parent / "docs" / "model.md").read_text(encoding="utf-8").split())
+    for name, row in TABLE.items():
+        line = f"| `{name}` |"
+        assert line in doc, name
+        shown = doc.split(line, 1)[1].split("|")[1:3]
+        assert [c.strip().strip("*") for c in shown] == [row[EL], row[CER]], name
+    _, _, result = _run("live-c2-elr")
+    for prop in (EL, CER):
+        assert f"✗ {prop}: {result.violations[prop].explanation}" in doc, prop
+    assert "no leader can be elected because quorum.epoch reached max_leader_epoch = 2; raise it" in doc

@@ -36,11 +36,12 @@ import attrs
 from .coverage import Coverage, NoCoverage
 from .errors import UsageError
 from .kernel import require_symmetric, result_of, split_properties, stop_after_level
+from .level import state_failures
 from .liveness import LivenessLog
 from .memory import resident_bytes
 from .options import Options
 from .possibly import EdgeLog
-from .protocol import LIVENESS, POSSIBLY, Model, Property, coverage_names
+from .protocol import ALWAYS_EVENTUALLY, LIVENESS, POSSIBLY, Model, Property, coverage_names
 from .result import CheckResult, Path, Stats, Violation
 from .search import LevelSearch, Search
 from .trace import extend
@@ -372,10 +373,8 @@ def liveness_explanation(model: Any, prop: Property, path: Path, loop: int, obli
         else:
             tail = f"goes round a fair cycle from {where} back to it"
         own = f"a fair behaviour never satisfies {what} again: it {tail}"
-        if prop.kind == "always-eventually":
-            detail = prop.check(model, states[loop])
-            if isinstance(detail, str):
-                own += f" ({detail})"
+        if prop.kind == ALWAYS_EVENTUALLY:
+            own += "".join(f" ({why})" for _name, why in state_failures(model, states[loop], (prop,)))
     if not instances:
         own += " (the model declares no fair actions: a behaviour may stop in any state)"
     return own

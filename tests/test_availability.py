@@ -343,7 +343,7 @@ def test_the_json_of_a_trap():
     v = Violation(PR, POSSIBLY, explain_trap(model, path.steps[-1].state), path, traps=1296)
     result = CheckResult("local", list(spec.invariants), Stats(distinct=7057), {PR: v})
     doc = result_to_dict(spec, model, result)
-    assert (doc["schema_version"], doc["schema_minor"]) == (SCHEMA_VERSION, SCHEMA_MINOR) == (1, 2)
+    assert (doc["schema_version"], doc["schema_minor"]) == (SCHEMA_VERSION, SCHEMA_MINOR) == (1, 3)
     (entry,) = doc["violations"]
     assert list(entry) == ["property", "kind", "explanation", "trap_states", "trace"]
     assert entry["trap_states"] == 1296 and entry["kind"] == "possibly"

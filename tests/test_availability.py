@@ -391,6 +391,28 @@ def test_the_engine_agrees_with_the_oracle(tmp_path, capsys, name, path):
         assert PR not in found and doc["verdicts"][PR] == HOLDS
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize("name", ["avail-c2-elr", "avail-c2", "avail-c2m2-elr"])
+def test_spark_agrees_with_the_pins(name, spark_sc):
+    """PartitionRecoverable on Spark: the pinned verdicts, trap counts and trace lengths
+    (the levels past the first hundred states run as Spark levels)."""
+    from kmc.checker.engines import make_engine
+
+    pin = AVAIL_PINS[name]
+    spec = _spec(name)
+    engine = make_engine(spec.model(), spec.properties(), Options(keep_going=True), engine="spark", partitions=2,
+                         driver_level_limit=100)
+    result = engine.run()
+    assert engine.metrics["spark_levels"]
+    assert (result.stats.distinct, result.stats.generated, result.stats.depth) == (pin.distinct, pin.generated,
+                                                                                   pin.depth)
+    if pin.traps:
+        v = result.violations[PR]
+        assert (v.traps, len(v.path)) == (pin.traps, pin.trap_trace)
+    else:
+        assert result.verdict(PR) == HOLDS
+
+
 def _trap_run(**options):
     spec = _spec("avail-c2-elr")
     return check(spec.model(), spec.properties(), Options(**options))

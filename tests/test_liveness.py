@@ -261,3 +261,38 @@ def test_check_lasso_refuses_what_is_not_a_counterexample():
     # the prefix alone, read as stuttering in (1, 0): Next is enabled there
     short = type(v.path)(v.path.steps[:2], v.path.init_index, v.path.choices[:1])
     assert "is enabled there" in check_lasso(model, props["OneLeadsToFinish"], short, 1)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("fair_tm", [True, False])
+def test_two_phase_on_spark_as_locally(fair_tm, spark_sc):
+    """On Spark (the levels past the twentieth state run as Spark levels; the executors write
+    what the graph visitor keeps into the store), the local engine's verdicts, lassos and kept
+    graph."""
+    from kmc.checker.engines import make_engine
+
+    spark_sc.addPyFile(str(TWO_PHASE))
+    model = two_phase(rms=3, fair_tm=fair_tm)
+    local = LocalEngine(model)
+    want = local.run()
+    engine = make_engine(model, None, Options(), engine="spark", partitions=2, driver_level_limit=20)
+    got = engine.run()
+    assert engine.metrics["spark_levels"]
+    assert {n: got.verdict(n) for n in got.checked} == {n: want.verdict(n) for n in want.checked}
+    assert _lassos(got) == _lassos(want)
+    kept = [(log.kept_states, log.edges) for _, log, _ in local.liveness]
+    assert [(log.kept_states, log.edges) for _, log, _ in engine.liveness] == kept
+
+
+@pytest.mark.spark
+def test_the_ring_on_spark(spark_sc):
+    from kmc.checker.engines import make_engine
+
+    spark_sc.addPyFile(str(Path(__file__).with_name("toy.py")))
+    for fair in (True, False):
+        want = LocalEngine(Ring(n=7, fair=fair)).run()
+        engine = make_engine(Ring(n=7, fair=fair), None, Options(), engine="spark", partitions=2, driver_level_limit=0)
+        got = engine.run()
+        assert engine.metrics["spark_levels"]
+        assert {n: got.verdict(n) for n in got.checked} == {n: want.verdict(n) for n in want.checked}
+        assert _lassos(got) == _lassos(want)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .driver import LevelDriver, OnLevel, Progress, Search
 from .errors import EngineError
-from .kernel import split_properties
+from .kernel import require_symmetric, split_properties
 from .kernel_check import KernelCheck, kernel_check
 from .level import LevelStep, decided, record_first
 from .options import Options
@@ -229,6 +229,8 @@ class BatchEngine(LevelDriver):
         invariants, step_props = split_properties(props)
         self.kernel = cast(HasBatchKernel, model).batch_kernel() if kernel is None else kernel
         check = kernel_check(model, self.kernel, props, options)
+        if options.symmetry:
+            require_symmetric(props)  # before the search asks the model for its symmetries
         visitor = GraphVisitor(model, props)
         search = RowsSearch(
             model, self.kernel, invariants, step_props, options.symmetry, check, CompactSeenSet(), visitor

@@ -34,13 +34,13 @@ from typing import Any
 import attrs
 
 from .coverage import Coverage, NoCoverage
-from .errors import UsageError
 from .kernel import require_symmetric, result_of, split_properties, stop_after_level
+from .level import state_failures
 from .liveness import LivenessLog
 from .memory import resident_bytes
 from .options import Options
 from .possibly import EdgeLog
-from .protocol import LIVENESS, POSSIBLY, Model, Property, coverage_names
+from .protocol import ALWAYS_EVENTUALLY, POSSIBLY, Model, Property, coverage_names
 from .result import CheckResult, Path, Stats, Violation
 from .search import LevelSearch, Search
 from .trace import extend
@@ -89,7 +89,6 @@ class LevelDriver:
         self.invariants, self.step_props = split_properties(self.properties)
         self.options = options or Options()
         if self.options.symmetry:
-            require_liveness_free(self.properties)
             require_symmetric(self.properties)
         self.progress = progress
         self.on_level = on_level
@@ -372,23 +371,11 @@ def liveness_explanation(model: Any, prop: Property, path: Path, loop: int, obli
         else:
             tail = f"goes round a fair cycle from {where} back to it"
         own = f"a fair behaviour never satisfies {what} again: it {tail}"
-        if prop.kind == "always-eventually":
-            detail = prop.check(model, states[loop])
-            if isinstance(detail, str):
-                own += f" ({detail})"
+        if prop.kind == ALWAYS_EVENTUALLY:
+            own += "".join(f" ({why})" for _name, why in state_failures(model, states[loop], (prop,)))
     if not instances:
         own += " (the model declares no fair actions: a behaviour may stop in any state)"
     return own
-
-
-def require_liveness_free(properties: list[Property]) -> None:
-    """Refuse symmetry reduction for a liveness property, in one line."""
-    for p in properties:
-        if p.kind in LIVENESS:
-            raise UsageError(
-                f"--symmetry: {p.name} is a liveness property, and weak fairness per action instance "
-                "is not preserved by the symmetry quotient; check it without --symmetry"
-            )
 
 
 class ResourceStop(Exception):

@@ -34,8 +34,8 @@ computed, so the edges' targets are looked up at the end (as ``checker.possibly`
 
 The lasso is deterministic (the same on every run, engine and partition count): the
 edges are sorted by ``(source, choice)`` before anything is computed, the component chosen
-is the one holding the least state number among the violating ones, and every path is a
-breadth-first one over that sorted graph.
+is the one holding the violating state nearest to an opened state (the least number among
+the nearest), and every path is a breadth-first one over that sorted graph.
 """
 
 from __future__ import annotations
@@ -348,7 +348,10 @@ class _Graph:
         bad = np.flatnonzero(stutter | fair_cycle)
         if not len(bad):
             return None
-        first = int(bad[0])  # the least state number among the violating ones
+        # the violating state nearest to an opened one (then the least number): the
+        # cycle's first state, or the stuttering one
+        dist = csgraph.shortest_path(g, directed=True, unweighted=True, indices=n)[bad]
+        first = int(bad[np.lexsort((bad, dist))[0]])
         # the prefix: from an opened state (the BFS root's child) to `first`, in the region
         chain = [first]
         while pred[chain[-1]] != n:

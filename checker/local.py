@@ -17,7 +17,7 @@ import numpy as np
 
 from .driver import LevelDriver, OnLevel, Progress, Search
 from .fingerprint import fingerprint_bytes
-from .kernel import canonical_encoder, expand, split_properties
+from .kernel import canonical_encoder, expand, require_symmetric, split_properties
 from .level import LevelStep, decided, record_first
 from .options import Options
 from .protocol import Model, Property, action_name, fair_instance
@@ -226,6 +226,8 @@ class LocalEngine(LevelDriver):
         options = options or Options()
         props = list(model.properties() if properties is None else properties)
         invariants, step_props = split_properties(props)
+        if options.symmetry:
+            require_symmetric(props)  # before the search asks the model for its symmetries
         visitor = GraphVisitor(model, props)
         search = PerStateSearch(model, invariants, step_props, options.symmetry, visit, SeenSet(), visitor)
         super().__init__(model, search, props, options, progress, on_level=on_level)

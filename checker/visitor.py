@@ -21,14 +21,71 @@ driver asks them for their verdicts once every reachable state was explored.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from .liveness import LivenessLog
 from .possibly import EdgeLog
 from .protocol import LIVENESS, POSSIBLY, Property, fair_instances
+
+
+@attrs.frozen
+class GraphTask:
+    """What computing a visitor's records needs, without its logs: small and picklable, so
+    that a Spark task computes the same flags and fair codes as a local search
+    (``checker.spark_rows_tasks``).
+
+    Attributes:
+        possibly: the always-possibly properties, in order.
+        liveness: ``(property, obligations)`` of the liveness properties, in order.
+        codes: fair instance -> its code.
+    """
+
+    possibly: tuple = ()
+    liveness: tuple = ()
+    codes: Mapping[Any, int] = attrs.field(factory=dict)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.possibly or self.liveness)
+
+    @property
+    def fairness(self) -> bool:
+        return bool(self.liveness)
+
+    def flags(self, rows: Any, level: Any) -> list:
+        """Per client, in order, what its log records of ``rows`` (a kernel's rows, or
+        Python states, with the rules of a level ``level``): an always-possibly
+        property's goal flags, a liveness property's ``(opened, waits)``."""
+        out: list = [level.goal_flags(prop, rows) for prop in self.possibly]
+        out += [level.liveness_flags(prop, rows, obligations) for prop, obligations in self.liveness]
+        return out
+
+    def kept(self, flags: list, count: int) -> np.ndarray:
+        """Per row: whether some client keeps the edges leaving it (a non-goal state of an
+        always-possibly property, a state where a liveness obligation waits)."""
+        keep = np.zeros(count, dtype=np.bool_)
+        for goal in flags[: len(self.possibly)]:
+            keep |= ~np.asarray(goal, dtype=np.bool_)
+        for _opened, waits in flags[len(self.possibly) :]:
+            keep |= np.asarray(waits, dtype=np.bool_).reshape(count, -1).any(axis=1)
+        return keep
+
+    def fair_code(self, instance: Any) -> int:
+        """The code of a fair instance (``-1`` for ``None``: a step that is not fair).
+
+        Raises:
+            ValueError: the model named an instance that ``fair_instances()`` does not list.
+        """
+        if instance is None:
+            return -1
+        code = self.codes.get(instance)
+        if code is None:
+            raise ValueError(f"fair_instance returned {instance!r}, which fair_instances() does not list")
+        return code
 
 
 class GraphVisitor:
@@ -39,17 +96,22 @@ class GraphVisitor:
         liveness: ``(property, LivenessLog, obligations)`` of every liveness property, in
             order (``obligations``: the property's obligation indices, ``(None,)`` for one).
         instances: the model's fair instances, in code order.
+        task: the ``GraphTask`` that computes what the logs record.
     """
 
     def __init__(self, model: Any = None, properties: Sequence[Property] = ()):
         self.instances = fair_instances(model) if model is not None else ()
-        self._code = {instance: i for i, instance in enumerate(self.instances)}
         self.possibly = [(p, EdgeLog()) for p in properties if p.kind == POSSIBLY]
         self.liveness = []
         for p in properties:
             if p.kind in LIVENESS:
                 obligations = tuple(p.obligations(model)) if p.obligations is not None else (None,)
                 self.liveness.append((p, LivenessLog(len(obligations), len(self.instances)), obligations))
+        self.task = GraphTask(
+            tuple(p for p, _ in self.possibly),
+            tuple((p, obligations) for p, _, obligations in self.liveness),
+            {instance: i for i, instance in enumerate(self.instances)},
+        )
 
     @property
     def active(self) -> bool:
@@ -64,10 +126,14 @@ class GraphVisitor:
     # -- what the searches call -------------------------------------------------------------
 
     def add_states(self, first: int, rows: Any, level: Any) -> None:
-        for prop, log in self.possibly:
-            log.add_states(first, level.goal_flags(prop, rows))
-        for prop, llog, obligations in self.liveness:
-            opened, waits = level.liveness_flags(prop, rows, obligations)
+        self.add_flags(first, self.task.flags(rows, level))
+
+    def add_flags(self, first: int, flags: list) -> None:
+        """States ``first ..`` were stored; ``flags`` are ``task.flags`` of them."""
+        k = len(self.possibly)
+        for (_prop, log), goal in zip(self.possibly, flags[:k]):
+            log.add_states(first, goal)
+        for (_prop, llog, _obligations), (opened, waits) in zip(self.liveness, flags[k:]):
             llog.add_states(first, opened, waits)
 
     def add_edges(self, src: np.ndarray, dst_fp: np.ndarray, choices: np.ndarray, fair: np.ndarray | None) -> None:
@@ -80,17 +146,8 @@ class GraphVisitor:
                 llog.add_edges(src, dst_fp, choices, fair)
 
     def fair_code(self, instance: Any) -> int:
-        """The code of a fair instance (``-1`` for ``None``: a step that is not fair).
-
-        Raises:
-            ValueError: the model named an instance that ``fair_instances()`` does not list.
-        """
-        if instance is None:
-            return -1
-        code = self._code.get(instance)
-        if code is None:
-            raise ValueError(f"fair_instance returned {instance!r}, which fair_instances() does not list")
-        return code
+        """``task.fair_code``."""
+        return self.task.fair_code(instance)
 
     def rollback(self, n_states: int) -> None:
         for _prop, log in self.possibly:

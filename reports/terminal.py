@@ -19,6 +19,7 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
 
+from .generic import lasso_mark
 from .state_view import (
     CHANGED,
     CHANGED_MARK,
@@ -115,6 +116,9 @@ class TraceView:
             else:
                 lines = diff_lines(model, previous.state, step.state)
                 yield Padding(Group(*lines) if lines else Text("(no change)", DIM), (0, 0, 0, 2), expand=False)
+            mark = lasso_mark(v, index)  # a liveness counterexample: where its cycle starts and ends
+            if mark is not None:
+                yield Text(f"↺ {mark}", "bold magenta")
             yield Text("")
         yield self.verdict_panel()
 

@@ -376,9 +376,10 @@ class _Graph:
         return int(self.choice[lo + hits[0]])
 
     def _cycle(self, first: int, label) -> list[tuple[int, int]]:
-        """A cycle from ``first`` back to it inside its component that takes every fair
-        instance enabled in all the component's states: breadth-first paths through one
-        edge of each such instance in code order (an instance already taken is skipped)."""
+        """A fair cycle from ``first`` back to it inside its component: breadth-first paths
+        through one edge of each fair instance enabled in all the component's states, in
+        code order (an instance already taken is skipped), then as many more rounds as
+        needed until the cycle takes every instance enabled in all of its own states."""
         from scipy import sparse
         from scipy.sparse import csgraph
 
@@ -426,7 +427,30 @@ class _Graph:
                 taken.add(int(ef[k]))
             here = int(ed[k])
         walk(first)
-        return steps
+        # The cycle must also take what is enabled in all of *its own* states, which may be
+        # more than what all the component's states enable. While it owes an instance, go
+        # round once more through an edge of it (or, when no edge inside the component
+        # takes it, through a state of the component where it is disabled). Each round
+        # settles one instance for good, since the cycle only grows, so this ends.
+        while True:
+            owed = np.bitwise_and.reduce(self.enabled[[a for a, _ in steps]], axis=0)
+            codes = [
+                c for c in range(owed.shape[0] * _WORD) if int(owed[c // _WORD]) >> (c % _WORD) & 1 and c not in taken
+            ]
+            if not codes:
+                return steps
+            code = codes[0]
+            hits = np.flatnonzero(ef == code)
+            if len(hits):
+                k = int(hits[0])
+                walk(int(es[k]))
+                steps.append((int(es[k]), int(ec[k])))
+                taken.add(code)
+                here = int(ed[k])
+            else:
+                off = (self.enabled[members, code // _WORD] >> np.uint64(code % _WORD)) & np.uint64(1)
+                walk(int(members[np.flatnonzero(off == 0)[0]]))
+            walk(first)
 
     def _inner_edge(self, es, ed, a: int, b: int) -> int:
         lo, hi = np.searchsorted(es, a), np.searchsorted(es, a, side="right")

@@ -634,3 +634,39 @@ def test_docs_model_md_has_the_table_and_the_real_explanations():
     for prop in (EL, CER):
         assert f"✗ {prop}: {result.violations[prop].explanation}" in doc, prop
     assert "no leader can be elected because quorum.epoch reached max_leader_epoch = 2; raise it" in doc
+
+
+# -- Spark (local mode) -------------------------------------------------------------------------------
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", [_engine_param(n, n in SLOW_ROWS) for n in TABLE if n not in HUGE_ROWS])
+def test_spark_gives_the_batch_engines_verdicts_and_lassos(spark_sc, name):
+    from kmc.checker.engines import make_engine
+    from kmc.checker.options import Options
+
+    spec, model, batch = _run(name)
+    engine = make_engine(model, spec.properties(), Options(keep_going=spec.keep_going), engine="spark",
+                         partitions=2, driver_level_limit=0)
+    result = engine.run()
+    assert engine.metrics["spark_levels"]  # the levels ran in Spark tasks
+    assert (result.engine, result.complete, result.stats.distinct) == ("spark", True, batch.stats.distinct)
+    assert {p: result.verdict(p) for p in result.checked} == {p: batch.verdict(p) for p in batch.checked}
+    for prop, v in batch.violations.items():
+        w = result.violations[prop]
+        assert (w.path, w.loop, w.obligation, w.explanation) == (v.path, v.loop, v.obligation, v.explanation), prop
+    if result.violations:
+        assert_lassos_are_fair_violations(spec, model, result)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_a_spark_lasso_does_not_depend_on_the_partitions(spark_sc, partitions):
+    from kmc.checker.engines import make_engine
+    from kmc.checker.options import Options
+
+    spec, model, batch = _run("live-c1-hw")
+    result = make_engine(model, spec.properties(), Options(keep_going=True), engine="spark",
+                         partitions=partitions, driver_level_limit=0).run()
+    v, w = batch.violations[CER], result.violations[CER]
+    assert (w.path.choices, w.loop, w.obligation) == (v.path.choices, v.loop, v.obligation)

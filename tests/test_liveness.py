@@ -296,3 +296,34 @@ def test_the_ring_on_spark(spark_sc):
         assert engine.metrics["spark_levels"]
         assert {n: got.verdict(n) for n in got.checked} == {n: want.verdict(n) for n in want.checked}
         assert _lassos(got) == _lassos(want)
+
+
+def _two_phase_module():
+    spec = importlib.util.spec_from_file_location("two_phase_kernel_check", TWO_PHASE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_kernel_check_compares_fair_codes_and_liveness_masks():
+    from kmc.checker.kernel_check import KernelMismatchError
+
+    module = _two_phase_module()
+    model = module.two_phase(rms=2, liveness=True)
+
+    class WrongFair(module.TwoPhaseKernel):
+        def fair_codes(self, rows, parents, choices, codes, succ):
+            out = super().fair_codes(rows, parents, choices, codes, succ)
+            return np.where(out == 0, -1, out)  # TMRcvPrepared(0) declared not fair
+
+    with pytest.raises(KernelMismatchError, match="fair instance code"):
+        BatchEngine(model, kernel=WrongFair(model), options=Options(verify_kernel=True)).run()
+
+    def wrong_mask(kernel, rows):
+        p, q = module.prepared_decides_mask(kernel, rows)
+        return p, np.zeros_like(q)  # "no RM ever decided"
+
+    wrong = module.PreparedDecides.__class__(**{**module.attrs.asdict(module.PreparedDecides, recurse=False),
+                                               "mask": wrong_mask})
+    with pytest.raises(KernelMismatchError, match="PreparedDecides mask"):
+        BatchEngine(model, [wrong], options=Options(verify_kernel=True)).run()

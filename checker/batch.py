@@ -73,7 +73,7 @@ class RowsSearch(Search):
         self.seen = CompactSeenSet() if store is None else store  # the store: 13 bytes a state
         self.frontier: list[np.ndarray] = []  # the level being expanded, as row chunks
         self.next: list[np.ndarray] = []
-        self._numbered: list[np.ndarray] = []  # fingerprints in number order (for the visitor only)
+        self.numbered: list[np.ndarray] = []  # fingerprints in number order (for the visitor only)
 
     def fingerprints(self, rows: np.ndarray) -> np.ndarray:
         return kernel_fingerprints(self.kernel, rows, self.symmetry)
@@ -121,9 +121,9 @@ class RowsSearch(Search):
     def rollback(self) -> None:
         self.seen.rollback()
         self.next = []
-        if self._numbered:
-            kept = np.concatenate(self._numbered)[: len(self.seen)]
-            self._numbered = [kept]
+        if self.numbered:
+            kept = np.concatenate(self.numbered)[: len(self.seen)]
+            self.numbered = [kept]
 
     def expand(self, chunk: np.ndarray, first: int, stats: Stats, level_found: Found, found: Found) -> None:
         """Expand one chunk whose first state is number ``first``; store its new
@@ -170,14 +170,14 @@ class RowsSearch(Search):
     def _log_states(self, first: int, rows: np.ndarray, fps: np.ndarray) -> None:
         if not self.visitor.active:
             return
-        self._numbered.append(fps)
+        self.numbered.append(fps)
         self.visitor.add_states(first, rows, self.level)
 
     def memory_reserve(self) -> int:
         return self.seen.merge_reserve()
 
     def numbers_of(self, fps: np.ndarray) -> np.ndarray:
-        numbered = np.concatenate(self._numbered) if self._numbered else np.zeros(0, np.uint64)
+        numbered = np.concatenate(self.numbered) if self.numbered else np.zeros(0, np.uint64)
         order = np.argsort(numbered)
         return order[np.searchsorted(numbered[order], fps)].astype(np.int64)
 
@@ -194,8 +194,8 @@ class RowsSearch(Search):
 
     def snapshot_parts(self) -> dict:
         parts = {"head": {"format": ROWS_FORMAT}, "frontier": self.frontier, "seen": self.seen}
-        if self._numbered:
-            parts["numbered"] = self._numbered
+        if self.numbered:
+            parts["numbered"] = self.numbered
         return parts
 
     def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
@@ -203,7 +203,7 @@ class RowsSearch(Search):
             raise EngineError("the checkpoint was written by the per-state engine; resume it with --per-state")
         self.frontier = list(snapshot["frontier"])
         self.seen = snapshot["seen"]
-        self._numbered = list(snapshot.get("numbered", []))
+        self.numbered = list(snapshot.get("numbered", []))
 
 
 class BatchEngine(LevelDriver):

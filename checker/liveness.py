@@ -376,10 +376,12 @@ class _Graph:
         return int(self.choice[lo + hits[0]])
 
     def _cycle(self, first: int, label) -> list[tuple[int, int]]:
-        """A fair cycle from ``first`` back to it inside its component: breadth-first paths
-        through one edge of each fair instance enabled in all the component's states, in
-        code order (an instance already taken is skipped), then as many more rounds as
-        needed until the cycle takes every instance enabled in all of its own states."""
+        """A fair cycle from ``first`` back to it inside its (fair) component: breadth-first
+        paths through one edge of each fair instance enabled in all the component's states
+        (in code order; one already taken is skipped), then back; while some instance is
+        enabled in every state the cycle visits and never taken on it, a detour through an
+        edge that takes it, or else through a state of the component where it is disabled
+        (there is one: the component is fair)."""
         from scipy import sparse
         from scipy.sparse import csgraph
 
@@ -390,67 +392,52 @@ class _Graph:
         es, ed, ef, ec = self.src[sel], self.dst[sel], self.fair[sel], self.choice[sel]
         n = len(self.numbers)
         g = sparse.csr_matrix((np.ones(len(es), dtype=np.int8), (es, ed)), shape=(n, n))
-        everywhere = np.bitwise_and.reduce(self.enabled[members], axis=0)
-        need = [c for c in range(everywhere.shape[0] * _WORD) if int(everywhere[c // _WORD]) >> (c % _WORD) & 1]
-        steps: list[tuple[int, int]] = []
-        taken: set[int] = set()
-        here = first
 
-        def walk(to: int) -> None:
-            nonlocal here
-            if here == to:
-                return
-            _, pred = csgraph.breadth_first_order(g, here, directed=True, return_predecessors=True)
+        def bits(words: np.ndarray) -> list[int]:
+            return [c for c in range(len(words) * _WORD) if int(words[c // _WORD]) >> (c % _WORD) & 1]
+
+        def walk(start: int, to: int) -> list[tuple[int, int]]:
+            """A shortest path ``start -> to`` inside the component, as ``(node, edge)``."""
+            if start == to:
+                return []
+            _, pred = csgraph.breadth_first_order(g, start, directed=True, return_predecessors=True)
             chain = [to]
-            while chain[-1] != here:
+            while chain[-1] != start:
                 chain.append(int(pred[chain[-1]]))
             chain.reverse()
-            for a, b in zip(chain, chain[1:]):
-                k = self._inner_edge(es, ed, a, b)
-                steps.append((a, int(ec[k])))
-                if ef[k] >= 0:
-                    taken.add(int(ef[k]))
-            here = to
+            return [(a, self._inner_edge(es, ed, a, b)) for a, b in zip(chain, chain[1:])]
 
-        for code in need:
-            if code in taken:
-                continue
-            k = int(np.flatnonzero(ef == code)[0])  # the least (source, choice) edge of it
-            walk(int(es[k]))
-            steps.append((int(es[k]), int(ec[k])))
-            taken.add(code)
+        steps: list[tuple[int, int]] = []  # (node, index of the inner edge taken)
+        here = first
+
+        def take(k: int) -> None:
+            nonlocal here
+            steps.extend(walk(here, int(es[k])))
+            steps.append((int(es[k]), k))
             here = int(ed[k])
+
+        taken: set[int] = set()
+        for code in bits(np.bitwise_and.reduce(self.enabled[members], axis=0)):
+            if code not in {int(ef[k]) for _, k in steps}:
+                take(int(np.flatnonzero(ef == code)[0]))  # the least (source, choice) edge of it
         if not steps:  # nothing to take: any cycle through `first`, by its least edge
-            k = int(np.flatnonzero(es == first)[0])
-            steps.append((first, int(ec[k])))
-            if ef[k] >= 0:
-                taken.add(int(ef[k]))
-            here = int(ed[k])
-        walk(first)
-        # The cycle must also take what is enabled in all of *its own* states, which may be
-        # more than what all the component's states enable. While it owes an instance, go
-        # round once more through an edge of it (or, when no edge inside the component
-        # takes it, through a state of the component where it is disabled). Each round
-        # settles one instance for good, since the cycle only grows, so this ends.
+            take(int(np.flatnonzero(es == first)[0]))
         while True:
-            owed = np.bitwise_and.reduce(self.enabled[[a for a, _ in steps]], axis=0)
-            codes = [
-                c for c in range(owed.shape[0] * _WORD) if int(owed[c // _WORD]) >> (c % _WORD) & 1 and c not in taken
-            ]
-            if not codes:
-                return steps
-            code = codes[0]
-            hits = np.flatnonzero(ef == code)
-            if len(hits):
-                k = int(hits[0])
-                walk(int(es[k]))
-                steps.append((int(es[k]), int(ec[k])))
-                taken.add(code)
-                here = int(ed[k])
-            else:
-                off = (self.enabled[members, code // _WORD] >> np.uint64(code % _WORD)) & np.uint64(1)
-                walk(int(members[np.flatnonzero(off == 0)[0]]))
-            walk(first)
+            cycle = steps + walk(here, first)
+            visited = np.array([a for a, _ in cycle])
+            taken = {int(ef[k]) for _, k in cycle if ef[k] >= 0}
+            missing = [c for c in bits(np.bitwise_and.reduce(self.enabled[visited], axis=0)) if c not in taken]
+            if not missing:
+                return [(a, int(ec[k])) for a, k in cycle]
+            code = missing[0]
+            edges = np.flatnonzero(ef == code)
+            if len(edges):
+                take(int(edges[0]))
+            else:  # a state of the component where it is disabled, the least by number
+                off = members[(self.enabled[members, code // _WORD] >> np.uint64(code % _WORD)) & np.uint64(1) == 0]
+                to = int(off[0])
+                steps.extend(walk(here, to))
+                here = to
 
     def _inner_edge(self, es, ed, a: int, b: int) -> int:
         lo, hi = np.searchsorted(es, a), np.searchsorted(es, a, side="right")

@@ -125,7 +125,12 @@ class DriverLevels(RowsSearch):
         return {
             "head": {"format": self.setup.snapshot_format},
             "phase": "driver",
-            "local": {"format": ROWS_FORMAT, "frontier": self.frontier, "seen": self.seen},
+            "local": {
+                "format": ROWS_FORMAT,
+                "frontier": self.frontier,
+                "seen": self.seen,
+                **({"numbered": self.numbered} if self.numbered else {}),
+            },
         }
 
     def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
@@ -214,7 +219,7 @@ class SparkLevels(Search):
         setup, session = rows.setup, rows.session
         _sc, n = session.context()
         levels = cls(setup, session, metrics, stopping, rows.level, rows.symmetry, rows.seen, depth=depth, n=n)
-        levels.visitor, levels.numbered = rows.visitor, list(rows._numbered)
+        levels.visitor, levels.numbered = rows.visitor, list(rows.numbered)
         store = Store.create(setup.store_dir)
         try:
             # The hand-over writes the seen-set and the frontier, then the first Spark level runs.

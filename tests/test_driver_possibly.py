@@ -124,7 +124,7 @@ def test_spark_finds_the_same_traps(symmetry, traps, distinct, spark_sc):
     graph visitor keeps into the store), the traps by hand and the same path."""
     spark_sc.addPyFile(__file__)  # the executors import the graph model
     engine = make_engine(Graph(), [Home], Options(symmetry=symmetry), engine="spark", partitions=2,
-                         driver_level_limit=1)
+                         driver_level_limit=0)
     result = engine.run()
     assert engine.metrics["spark_levels"]  # the levels did run on Spark
     v = result.violations["Home"]

@@ -89,6 +89,15 @@ def test_the_cycle_takes_every_instance_it_must():
     assert cycle == ((0, 0), (1, 1), (2, 0)) or cycle == ((0, 0), (1, 0), (0, 1))
 
 
+def test_the_printed_cycle_is_fair_for_its_own_states():
+    # {0, 1, 2} by a (0 -> 1, 1 -> 0, 1 -> 2, 2 -> 0); b leads out to 3 from 0 and 1 only.
+    # The component is fair (b is disabled in 2), but the cycle 0 -> 1 -> 0 would not be
+    # (b enabled in both its states, never taken): the cycle must pass through 2.
+    edges = [(0, 1, 0), (0, 3, 1), (1, 0, 0), (1, 2, 0), (1, 3, 1), (2, 0, 0)]
+    found = build("www.", edges, 2).decide(numbers_of)
+    assert (found.start, found.steps, found.to_loop) == (0, ((0, 0), (1, 1), (2, 0)), 0)  # 1 -> 2 is choice 1
+
+
 def test_stuttering_where_no_fair_instance_is_enabled():
     # 0 -> 1 by a step that is not fair: 0 may stop there for ever.
     assert lasso_of(build("w.", [(0, 1, -1)], 1)) == (0, (), 0, 0)
@@ -296,3 +305,68 @@ def test_the_ring_on_spark(spark_sc):
         assert engine.metrics["spark_levels"]
         assert {n: got.verdict(n) for n in got.checked} == {n: want.verdict(n) for n in want.checked}
         assert _lassos(got) == _lassos(want)
+
+
+def _two_phase_module():
+    spec = importlib.util.spec_from_file_location("two_phase_kernel_check", TWO_PHASE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_kernel_check_compares_fair_codes_and_liveness_masks():
+    from kmc.checker.kernel_check import KernelMismatchError
+
+    module = _two_phase_module()
+    model = module.two_phase(rms=2, liveness=True)
+
+    class WrongFair(module.TwoPhaseKernel):
+        def fair_codes(self, rows, parents, choices, codes, succ):
+            out = super().fair_codes(rows, parents, choices, codes, succ)
+            return np.where(out == 0, -1, out)  # TMRcvPrepared(0) declared not fair
+
+    with pytest.raises(KernelMismatchError, match="fair instance code"):
+        BatchEngine(model, kernel=WrongFair(model), options=Options(verify_kernel=True)).run()
+
+    def wrong_mask(kernel, rows):
+        p, q = module.prepared_decides_mask(kernel, rows)
+        return p, np.zeros_like(q)  # "no RM ever decided"
+
+    wrong = module.PreparedDecides.__class__(**{**module.attrs.asdict(module.PreparedDecides, recurse=False),
+                                               "mask": wrong_mask})
+    with pytest.raises(KernelMismatchError, match="PreparedDecides mask"):
+        BatchEngine(model, [wrong], options=Options(verify_kernel=True)).run()
+
+
+def _kmc(*args):
+    import os
+    import subprocess
+    import sys
+
+    repo = TWO_PHASE.parent.parent.parent
+    env = dict(os.environ, COLUMNS="200")
+    env["PYTHONPATH"] = str(repo) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "kmc.app.cli", *map(str, args)], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(__import__("shutil").which("java") is None, reason="the Spark engine needs Java")
+def test_a_spark_checkpoint_keeps_the_graph(tmp_path):
+    """A Spark run stopped by --max-states with a checkpoint, resumed: the verdicts and lassos
+    of an uninterrupted local run (the graph the visitor kept so far travels in the checkpoint)."""
+    import json
+
+    model = ["--model", f"{TWO_PHASE}:two_phase", "--param", "liveness=true", "--param", "fair_tm=false",
+             "--keep-going", "--no-progress"]
+    first = _kmc("check", *model, "--engine", "spark", "--partitions", "2", "--driver-level-limit", "20",
+                 "--max-states", "100", "--checkpoint", tmp_path / "ck")
+    assert first.returncode == 0, first.stderr
+    resumed = _kmc("check", "--resume", tmp_path / "ck", "--json", tmp_path / "a.json")
+    local = _kmc("check", *model, "--json", tmp_path / "b.json")
+    assert resumed.returncode == local.returncode == 1, resumed.stderr
+    a, b = (json.loads((tmp_path / f).read_text()) for f in ("a.json", "b.json"))
+    assert (a["engine"], b["engine"]) == ("spark", "local")
+    assert a["verdicts"] == b["verdicts"] and a["verdicts"]["EveryoneDecides"] == "violated"
+    assert [(v["lasso"], v["trace"]["choices"]) for v in a["violations"]] == [
+        (v["lasso"], v["trace"]["choices"]) for v in b["violations"]]

@@ -670,3 +670,37 @@ def test_a_spark_lasso_does_not_depend_on_the_partitions(spark_sc, partitions):
                          partitions=partitions, driver_level_limit=0).run()
     v, w = batch.violations[CER], result.violations[CER]
     assert (w.path.choices, w.loop, w.obligation) == (v.path.choices, v.loop, v.obligation)
+
+
+def test_kmc_replay_draws_a_saved_lasso_and_prints_it_as_tlc_does(tmp_path, capsys):
+    from kmc.app.cli import main
+
+    saved = tmp_path / "c1hw.json"
+    assert main(["check", str(SPECS / "live-c1-hw.toml"), "--json", str(saved), "--no-trace", "--no-progress"]) == 1
+    _, _, result = _run("live-c1-hw")
+    v = result.violations[CER]
+    back = v.loop + 1
+    outputs = {}
+    for fmt in ("svg", "mermaid", "html"):
+        out = tmp_path / f"c1hw.{fmt}"
+        assert main(["replay", str(saved), "--format", fmt, "--out", str(out)]) == 0, fmt
+        outputs[fmt] = out.read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main(["replay", str(saved), "--format", "tla"]) == 0
+    outputs["tla"] = capsys.readouterr().out
+    assert 'class="cycle-arrow"' in outputs["svg"] and f"back to State {back}, for ever" in outputs["svg"]
+    assert f"    loop back to State {back}, for ever" in outputs["mermaid"]
+    assert f"a lasso (a cycle from State {back})" in outputs["html"]
+    tla = outputs["tla"]
+    assert tla.startswith("Error: Temporal properties were violated.\n")
+    assert f"\nBack to state {back}: <FetchRequest(A)>\n" in tla
+    assert f"State {len(v.path)}:" not in tla  # the closing step is the "Back to state" line
+
+
+def test_a_stuttering_lasso_ends_as_tlc_says_it():
+    from kmc.reports.tla import violation_text
+
+    _, model, result = _run("live-c2-elr")
+    text = violation_text(model, result.violations[EL])
+    assert "\nState 5: <Restart(A)>\n" in text and "\nState 6: Stuttering\n" in text
+    assert "Back to state" not in text

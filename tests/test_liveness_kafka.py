@@ -704,3 +704,60 @@ def test_a_stuttering_lasso_ends_as_tlc_says_it():
     text = violation_text(model, result.violations[EL])
     assert "\nState 5: <Restart(A)>\n" in text and "\nState 6: Stuttering\n" in text
     assert "Back to state" not in text
+
+
+# -- the pins ------------------------------------------------------------------------------------------
+
+
+def _older_counts(name):
+    """The counts pinned for the same configuration by the older tables of tests/pins.py."""
+    import pins
+
+    if name == "hw-data-loss":
+        p = pins.HW_DATA_LOSS_KEEP_GOING
+        return p.distinct, p.generated, p.depth
+    for table in (pins.PINS, pins.AP_PINS, pins.AVAIL_PINS):
+        if name in table:
+            p = table[name]
+            return p.distinct, p.generated, p.depth
+    distinct, depth, generated, _ = {**pins.MODERN_FAST_ROWS, **pins.MODERN_SLOW_ROWS}[name]
+    return distinct, generated, depth
+
+
+def test_the_pins_are_the_table_and_the_older_pins():
+    from pins import LIVE_PINS
+
+    assert set(LIVE_PINS) == set(TABLE)
+    for name, pin in LIVE_PINS.items():
+        spec = _spec(name)
+        assert pin.verdicts == spec.expect, name
+        assert {p: v.split(",")[0] for p, v in TABLE[name].items()} == {p: pin.verdicts[p] for p in (EL, CER)}
+        # the liveness properties add no state: the same configuration, the same counts
+        assert _spec(pin.same_as).config == spec.config or pin.same_as == "hw-data-loss", name
+        assert (pin.distinct, pin.generated, pin.depth) == _older_counts(pin.same_as), name
+    assert _spec("hw-data-loss").config == _spec("live-c1-hw").config
+
+
+@pytest.mark.parametrize("name", [_engine_param(n) for n in TABLE])
+def test_the_batch_engines_counts_are_pinned(name):
+    from pins import LIVE_PINS
+
+    _, _, result = _run(name)
+    pin = LIVE_PINS[name]
+    assert (result.stats.distinct, result.stats.generated, result.stats.depth) == (
+        pin.distinct, pin.generated, pin.depth)
+    assert {p: result.verdict(p) for p in result.checked} == pin.verdicts
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in TABLE])
+def test_the_oracle_counts_the_pinned_states(name):
+    from pins import LIVE_PINS
+
+    _, graph = _oracle(name)
+    pin = LIVE_PINS[name]
+    depth = {0: 1}
+    for i in range(1, len(graph.states)):
+        p = graph.parent[i]
+        depth[i] = 1 if p is None else depth[p[0]] + 1
+    generated = sum(1 for p in graph.parent if p is None) + sum(len(out) for out in graph.out)
+    assert (len(graph.states), generated, max(depth.values())) == (pin.distinct, pin.generated, pin.depth)

@@ -761,3 +761,11 @@ def test_the_oracle_counts_the_pinned_states(name):
         depth[i] = 1 if p is None else depth[p[0]] + 1
     generated = sum(1 for p in graph.parent if p is None) + sum(len(out) for out in graph.out)
     assert (len(graph.states), generated, max(depth.values())) == (pin.distinct, pin.generated, pin.depth)
+
+
+def test_symmetry_refuses_a_kafka_liveness_spec_in_one_line(capsys):
+    from kmc.app.cli import main
+
+    assert main(["check", str(SPECS / "live-c1.toml"), "--symmetry", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "EventuallyLeader is a liveness property" in err and "--symmetry" in err

@@ -769,3 +769,15 @@ def test_symmetry_refuses_a_kafka_liveness_spec_in_one_line(capsys):
     assert main(["check", str(SPECS / "live-c1.toml"), "--symmetry", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "EventuallyLeader is a liveness property" in err and "--symmetry" in err
+
+
+def test_a_run_that_did_not_explore_everything_leaves_them_unknown():
+    from kmc.checker.engines import make_engine
+    from kmc.checker.options import Options
+    from kmc.checker.result import UNKNOWN
+
+    spec = _spec("live-c2-elr")
+    result = make_engine(spec.model(), [EventuallyLeader, CommittedEventuallyReplicated],
+                         Options(keep_going=True, max_states=500)).run()
+    assert not result.complete
+    assert result.verdict(EL) == result.verdict(CER) == UNKNOWN

@@ -141,9 +141,9 @@ def test_the_oracle_reproduces_the_table(name):
 
 @pytest.mark.parametrize("name", [_param(n) for n in TABLE if TABLE[n] != {EL: H, CER: H}])
 def test_every_oracle_lasso_is_a_fair_violating_behaviour(name):
-    """A lasso through the first fair tail of every violated obligation passes the
-    independent lasso check; so does no lasso with its cycle cut short or its stutter
-    moved to a state where a fair instance is enabled."""
+    """A lasso through each of the first fair tails of every violated obligation passes
+    the oracle's lasso check (which re-executes it: the lasso builder and the check share
+    nothing but the successor function)."""
     _, graph = _oracle(name)
     cfg = graph.cfg
     cases = []
@@ -157,11 +157,6 @@ def test_every_oracle_lasso_is_a_fair_violating_behaviour(name):
         for tail in sorted(tails, key=lambda t: min(t[0]))[:3]:
             states, labels, loop = lo.lasso(graph, tail)
             assert lo.check_lasso(cfg, states, labels, loop, prop, record) is None, (prop, record)
-            # the same path stopped one step early, as if the state before stuttered: it has a
-            # fair instance enabled, or its property holds there, or the path was a cycle
-            if loop is None and len(states) > 1:
-                why = lo.check_lasso(cfg, states[:-1], labels[:-1], None, prop, record)
-                assert why is not None
 
 
 def test_the_lasso_check_rejects_what_is_not_a_fair_violation():

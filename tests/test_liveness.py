@@ -387,3 +387,24 @@ def test_a_spark_checkpoint_keeps_the_graph(tmp_path):
     assert a["verdicts"] == b["verdicts"] and a["verdicts"]["EveryoneDecides"] == "violated"
     assert [(v["lasso"], v["trace"]["choices"]) for v in a["violations"]] == [
         (v["lasso"], v["trace"]["choices"]) for v in b["violations"]]
+
+
+def test_kmc_replay_checks_a_lasso(tmp_path):
+    """kmc replay re-executes a lasso and checks it; a lasso edited to start its cycle elsewhere
+    (it no longer closes) is refused in one line."""
+    import json
+
+    model = ["--model", f"{TWO_PHASE}:two_phase", "--param", "rms=1", "--param", "liveness=true",
+             "--param", "fair_tm=false", "--keep-going", "--no-progress"]
+    ring = tmp_path / "r.json"
+    assert _kmc("check", *model, "--json", ring).returncode == 1
+    ok = _kmc("replay", ring, "--invariant", "PreparedDecides")
+    assert ok.returncode == 0 and "stutters here for ever" in ok.stdout, ok.stderr
+    doc = json.loads(ring.read_text())
+    entry = next(v for v in doc["violations"] if v["property"] == "PreparedDecides")
+    assert entry["lasso"] == {"cycle_start": 2, "stutters": True, "obligation": 0}
+    # read as a cycle from state 1 to state 2 and back, it does not close (state 2 is not state 1)
+    entry["lasso"] = {"cycle_start": 1, "stutters": False, "obligation": 0}
+    ring.write_text(json.dumps(doc))
+    bad = _kmc("replay", ring, "--invariant", "PreparedDecides")
+    assert bad.returncode == 2 and "the cycle does not close" in bad.stderr and "Traceback" not in bad.stderr

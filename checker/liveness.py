@@ -27,7 +27,8 @@ What is kept (bytes a kept item, in numpy arrays):
   obligations' opened and waiting bits (two bits an obligation, packed), and the fair
   instances enabled there (a bit an instance, 8 bytes a 64);
 - the edges that leave a waiting state: source number (4 or 8), the successor's
-  fingerprint (8), the choice (1) and the fair instance code (2): 15 bytes.
+  fingerprint (8), the choice (1) and the fair instance code (2, or 4 past 32,767
+  instances): 15 bytes.
 
 A successor's number is only known once it is stored, which may be later than its edge is
 computed, so the edges' targets are looked up at the end (as ``checker.possibly`` does).
@@ -108,7 +109,7 @@ class LivenessLog:
         self._src = np.empty(0, dtype=np.uint32)
         self._dst = np.empty(0, dtype=np.uint64)
         self._choice = np.empty(0, dtype=np.uint8)
-        self._fair = np.empty(0, dtype=np.int16)
+        self._fair = np.empty(0, dtype=np.int16 if self.instances < 2**15 else np.int32)
 
     # -- recording ----------------------------------------------------------------------
 
@@ -416,7 +417,6 @@ class _Graph:
             steps.append((int(es[k]), k))
             here = int(ed[k])
 
-        taken: set[int] = set()
         for code in bits(np.bitwise_and.reduce(self.enabled[members], axis=0)):
             if code not in {int(ef[k]) for _, k in steps}:
                 take(int(np.flatnonzero(ef == code)[0]))  # the least (source, choice) edge of it

@@ -261,6 +261,21 @@ def test_a_checkpoint_keeps_the_liveness_log():
     assert _lassos(resumed.run()) == _lassos(LocalEngine(Ring(fair=True)).run())
 
 
+def test_a_batch_checkpoint_keeps_the_liveness_log():
+    model = two_phase(rms=2, fair_tm=False)
+    engine = BatchEngine(model, options=Options(max_depth=3))
+    engine.run()
+    snap = pickle.loads(pickle.dumps(engine.snapshot()))
+    resumed = BatchEngine(model)
+    resumed.restore(snap)
+    got, want = resumed.run(), BatchEngine(model).run()
+    assert _lassos(got) == _lassos(want) and got.verdict("EveryoneDecides") == "violated"
+    kept = [(log.kept_states, log.edges) for _, log, _ in resumed.liveness]
+    fresh = BatchEngine(model)
+    fresh.run()
+    assert kept == [(log.kept_states, log.edges) for _, log, _ in fresh.liveness]
+
+
 def test_check_lasso_refuses_what_is_not_a_counterexample():
     model = Ring(fair=True)
     props = {p.name: p for p in model.properties()}
@@ -294,13 +309,15 @@ def test_two_phase_on_spark_as_locally(fair_tm, spark_sc):
 
 
 @pytest.mark.spark
-def test_the_ring_on_spark(spark_sc):
+@pytest.mark.parametrize("partitions", [2, 3])
+def test_the_ring_on_spark(spark_sc, partitions):
     from kmc.checker.engines import make_engine
 
     spark_sc.addPyFile(str(Path(__file__).with_name("toy.py")))
     for fair in (True, False):
         want = LocalEngine(Ring(n=7, fair=fair)).run()
-        engine = make_engine(Ring(n=7, fair=fair), None, Options(), engine="spark", partitions=2, driver_level_limit=0)
+        engine = make_engine(Ring(n=7, fair=fair), None, Options(), engine="spark", partitions=partitions,
+                             driver_level_limit=0)
         got = engine.run()
         assert engine.metrics["spark_levels"]
         assert {n: got.verdict(n) for n in got.checked} == {n: want.verdict(n) for n in want.checked}
@@ -370,3 +387,24 @@ def test_a_spark_checkpoint_keeps_the_graph(tmp_path):
     assert a["verdicts"] == b["verdicts"] and a["verdicts"]["EveryoneDecides"] == "violated"
     assert [(v["lasso"], v["trace"]["choices"]) for v in a["violations"]] == [
         (v["lasso"], v["trace"]["choices"]) for v in b["violations"]]
+
+
+def test_kmc_replay_checks_a_lasso(tmp_path):
+    """kmc replay re-executes a lasso and checks it; a lasso edited to start its cycle elsewhere
+    (it no longer closes) is refused in one line."""
+    import json
+
+    model = ["--model", f"{TWO_PHASE}:two_phase", "--param", "rms=1", "--param", "liveness=true",
+             "--param", "fair_tm=false", "--keep-going", "--no-progress"]
+    ring = tmp_path / "r.json"
+    assert _kmc("check", *model, "--json", ring).returncode == 1
+    ok = _kmc("replay", ring, "--invariant", "PreparedDecides")
+    assert ok.returncode == 0 and "stutters here for ever" in ok.stdout, ok.stderr
+    doc = json.loads(ring.read_text())
+    entry = next(v for v in doc["violations"] if v["property"] == "PreparedDecides")
+    assert entry["lasso"] == {"cycle_start": 2, "stutters": True, "obligation": 0}
+    # read as a cycle from state 1 to state 2 and back, it does not close (state 2 is not state 1)
+    entry["lasso"] = {"cycle_start": 1, "stutters": False, "obligation": 0}
+    ring.write_text(json.dumps(doc))
+    bad = _kmc("replay", ring, "--invariant", "PreparedDecides")
+    assert bad.returncode == 2 and "the cycle does not close" in bad.stderr and "Traceback" not in bad.stderr

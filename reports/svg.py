@@ -529,6 +529,8 @@ def _legend(out, d, lay, y) -> float:
     if d.columns[0].controller.requests:
         items[-3:-3] = [("ISR request ⇢", ORANGE), ("┆ request in flight", ORANGE)]
         items.append(("ISR changes through the controller: " + ", ".join(d.options), PURPLE))
+    if d.lasso and not d.lost:  # EventuallyLeader's lasso marks no record
+        items = [item for item in items if not item[0].startswith("red: ")]
     if d.lasso:
         items.append(
             ("red frame: the state it stays in for ever", RED)

@@ -570,6 +570,7 @@ def test_a_stuttering_lasso_is_drawn_as_a_state_kept_for_ever():
     text = svg.render(d)
     assert '<rect class="cycle" ' in text and "State 5 for ever: no fair action is enabled" in text
     assert "stroke-dasharray" not in text.split('class="cycle"')[1].split("/>")[0]
+    assert "red: the lost record" not in text  # no record is marked: the legend does not name one
     page = html.page([d], title="t")
     assert "EventuallyLeader: a lasso of 5 states" in page and "↺ State 5 for ever" in page
     mmd = mermaid.render(d)

@@ -777,3 +777,13 @@ def test_a_run_that_did_not_explore_everything_leaves_them_unknown():
                          Options(keep_going=True, max_states=500)).run()
     assert not result.complete
     assert result.verdict(EL) == result.verdict(CER) == UNKNOWN
+
+
+def test_the_summary_line_calls_a_lasso_a_lasso(capsys):
+    from kmc.app.cli import main
+
+    assert main(["check", str(SPECS / "live-c2-elr.toml"), "--no-trace", "--no-progress"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "✗ EventuallyLeader violated: counterexample is a lasso of 5 states, stuttering in state 5." in out
+    assert "Also violated: CommittedEventuallyReplicated (a lasso of 5 states, stuttering in state 5)." in out
+    assert "shortest" not in out

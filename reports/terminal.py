@@ -19,7 +19,7 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
 
-from .generic import lasso_mark
+from .generic import lasso_mark, lasso_summary
 from .state_view import (
     CHANGED,
     CHANGED_MARK,
@@ -159,6 +159,10 @@ class TraceView:
             )
             text.append(v.explanation, "red")
             text.append("\n" + trap_share(v.traps, self.distinct), "red")
+            return Panel(text, border_style="red", expand=False, padding=(0, 1))
+        if v.loop is not None:  # a liveness property: the trace is a lasso
+            text.append(f" is violated by a fair behaviour: {lasso_summary(v)}:\n", "red")
+            text.append(v.explanation, "red")
             return Panel(text, border_style="red", expand=False, padding=(0, 1))
         if v.kind == "step" and n > 1:
             action = format_action(model, v.path.steps[-1].action)

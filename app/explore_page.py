@@ -257,6 +257,7 @@ li.prop.trap { border-color: #c62828; background: #fdecea; }
 li.prop.trap .status { color: #c62828; font-weight: bold; }
 #initial-choice { display: block; margin: 2px 0 4px; }
 #initial-choice[hidden] { display: none; }
+li.prop.waits .status { color: #e65100; }
 li.verdict.holds .v { color: #2e7d32; font-weight: bold; }
 li.verdict.violated .v { color: #c62828; font-weight: bold; }
 li.verdict.unknown .v { color: #e65100; }

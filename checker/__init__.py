@@ -39,6 +39,8 @@ _LAZY = {
     "ALWAYS": ".protocol",
     "STEP": ".protocol",
     "POSSIBLY": ".protocol",
+    "ALWAYS_EVENTUALLY": ".protocol",
+    "LEADS_TO": ".protocol",
     "Model": ".protocol",
     "Property": ".protocol",
     "successors": ".protocol",
@@ -76,6 +78,8 @@ def __dir__() -> list[str]:
 __all__ = [
     "ALWAYS",
     "POSSIBLY",
+    "ALWAYS_EVENTUALLY",
+    "LEADS_TO",
     "CheckResult",
     "action_name",
     "describe_step",

@@ -25,7 +25,7 @@ import numpy as np
 
 from .driver import LevelDriver, OnLevel, Progress, Search
 from .errors import EngineError
-from .kernel import split_properties
+from .kernel import require_symmetric, split_properties
 from .kernel_check import KernelCheck, kernel_check
 from .level import LevelStep, decided, record_first
 from .options import Options
@@ -34,6 +34,7 @@ from .result import Path, Stats
 from .search import Found
 from .seen import CompactSeenSet
 from .trace import replay_choices
+from .visitor import GraphVisitor
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
 _CHOICES = 256  # a state has fewer enabled actions than this (choices are stored as uint8)
@@ -47,7 +48,6 @@ class RowsSearch(Search):
     piece, expanded by the model's batch kernel, stored in a ``CompactSeenSet``."""
 
     every = 1
-    possibly: list = []  # (property, EdgeLog) of the always-possibly properties (the driver's)
 
     def __init__(
         self,
@@ -58,8 +58,12 @@ class RowsSearch(Search):
         symmetry: bool = False,
         check: KernelCheck | None = None,
         store: CompactSeenSet | None = None,
+        visitor: GraphVisitor | None = None,
     ):
         self.model, self.kernel = model, kernel
+        # The graph visitor (``checker.visitor``): every stored state and expanded edge
+        # goes to it when some property needs the graph.
+        self.visitor = GraphVisitor() if visitor is None else visitor
         self.invariants, self.step_props = invariants, step_props
         self.symmetry = symmetry
         # The rules of a level (checker.level), with the kernel's comparison with its model.
@@ -69,7 +73,7 @@ class RowsSearch(Search):
         self.seen = CompactSeenSet() if store is None else store  # the store: 13 bytes a state
         self.frontier: list[np.ndarray] = []  # the level being expanded, as row chunks
         self.next: list[np.ndarray] = []
-        self._numbered: list[np.ndarray] = []  # fingerprints in number order (always-possibly only)
+        self.numbered: list[np.ndarray] = []  # fingerprints in number order (for the visitor only)
 
     def fingerprints(self, rows: np.ndarray) -> np.ndarray:
         return kernel_fingerprints(self.kernel, rows, self.symmetry)
@@ -117,9 +121,9 @@ class RowsSearch(Search):
     def rollback(self) -> None:
         self.seen.rollback()
         self.next = []
-        if self._numbered:
-            kept = np.concatenate(self._numbered)[: len(self.seen)]
-            self._numbered = [kept]
+        if self.numbered:
+            kept = np.concatenate(self.numbered)[: len(self.seen)]
+            self.numbered = [kept]
 
     def expand(self, chunk: np.ndarray, first: int, stats: Stats, level_found: Found, found: Found) -> None:
         """Expand one chunk whose first state is number ``first``; store its new
@@ -157,23 +161,23 @@ class RowsSearch(Search):
         self._check_new(rows, len(self.seen) - len(rows), level_found, found)
         if len(rows):
             self.next.append(rows)
-        if self.possibly:
+        visitor = self.visitor
+        if visitor.active:
             self._log_states(len(self.seen) - len(rows), rows, all_fps[src])
-            for _prop, log in self.possibly:
-                log.add_edges(first + parents, all_fps)
+            fair = self.level.fair_codes(chunk, exp, visitor.fair_code) if visitor.fairness else None
+            visitor.add_edges(first + parents, all_fps, choices, fair)
 
     def _log_states(self, first: int, rows: np.ndarray, fps: np.ndarray) -> None:
-        if not self.possibly:
+        if not self.visitor.active:
             return
-        self._numbered.append(fps)
-        for prop, log in self.possibly:
-            log.add_states(first, self.level.goal_flags(prop, rows))
+        self.numbered.append(fps)
+        self.visitor.add_states(first, rows, self.level)
 
     def memory_reserve(self) -> int:
         return self.seen.merge_reserve()
 
     def numbers_of(self, fps: np.ndarray) -> np.ndarray:
-        numbered = np.concatenate(self._numbered) if self._numbered else np.zeros(0, np.uint64)
+        numbered = np.concatenate(self.numbered) if self.numbered else np.zeros(0, np.uint64)
         order = np.argsort(numbered)
         return order[np.searchsorted(numbered[order], fps)].astype(np.int64)
 
@@ -190,8 +194,8 @@ class RowsSearch(Search):
 
     def snapshot_parts(self) -> dict:
         parts = {"head": {"format": ROWS_FORMAT}, "frontier": self.frontier, "seen": self.seen}
-        if self._numbered:
-            parts["numbered"] = self._numbered
+        if self.numbered:
+            parts["numbered"] = self.numbered
         return parts
 
     def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
@@ -199,7 +203,7 @@ class RowsSearch(Search):
             raise EngineError("the checkpoint was written by the per-state engine; resume it with --per-state")
         self.frontier = list(snapshot["frontier"])
         self.seen = snapshot["seen"]
-        self._numbered = list(snapshot.get("numbered", []))
+        self.numbered = list(snapshot.get("numbered", []))
 
 
 class BatchEngine(LevelDriver):
@@ -225,7 +229,12 @@ class BatchEngine(LevelDriver):
         invariants, step_props = split_properties(props)
         self.kernel = cast(HasBatchKernel, model).batch_kernel() if kernel is None else kernel
         check = kernel_check(model, self.kernel, props, options)
-        search = RowsSearch(model, self.kernel, invariants, step_props, options.symmetry, check, CompactSeenSet())
+        if options.symmetry:
+            require_symmetric(props)  # before the search asks the model for its symmetries
+        visitor = GraphVisitor(model, props)
+        search = RowsSearch(
+            model, self.kernel, invariants, step_props, options.symmetry, check, CompactSeenSet(), visitor
+        )
         super().__init__(model, search, props, options, progress, on_level=on_level)
 
 

@@ -35,11 +35,13 @@ import attrs
 
 from .coverage import Coverage, NoCoverage
 from .kernel import require_symmetric, result_of, split_properties, stop_after_level
+from .level import state_failures
+from .liveness import LivenessLog
 from .memory import resident_bytes
 from .options import Options
 from .possibly import EdgeLog
-from .protocol import POSSIBLY, Model, Property, coverage_names
-from .result import CheckResult, Stats, Violation
+from .protocol import ALWAYS_EVENTUALLY, POSSIBLY, Model, Property, coverage_names
+from .result import CheckResult, Path, Stats, Violation
 from .search import LevelSearch, Search
 from .trace import extend
 
@@ -95,8 +97,17 @@ class LevelDriver:
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
         self.search: LevelSearch = search
         self._started = False
-        # One edge log per always-possibly property (``checker.possibly``).
-        self.possibly = [(p, EdgeLog()) for p in self.properties if p.kind == POSSIBLY]
+
+    @property
+    def possibly(self) -> list[tuple[Property, EdgeLog]]:
+        """The ``(property, EdgeLog)`` of every always-possibly property (the graph
+        visitor's clients, ``checker.visitor``)."""
+        return self.search.visitor.possibly
+
+    @property
+    def liveness(self) -> list[tuple[Property, LivenessLog, tuple]]:
+        """The ``(property, LivenessLog, obligations)`` of every liveness property."""
+        return self.search.visitor.liveness
 
     # the store and the frontier, for the engines built on this one and for the tests
     @property
@@ -115,7 +126,6 @@ class LevelDriver:
     def start(self) -> None:
         """Store the initial states (``run()`` does it unless the search was restored)."""
         stats = self.stats
-        self.search.possibly = self.possibly
         self.search.start(stats, self.found)
         size = self.search.size()
         stats.distinct = len(self.search.seen)
@@ -129,7 +139,6 @@ class LevelDriver:
         stats, search = self.stats, self.search
         if not self._started:
             self.start()
-        search.possibly = self.possibly
         # After restore() the run may already be decided (a violation, an empty frontier).
         stopped = self.stop_reason_after_level()
         last_tick = time.perf_counter()
@@ -188,8 +197,7 @@ class LevelDriver:
                     queue=size - done + search.next_size(),
                 )
                 search.rollback()
-                for _prop, log in self.possibly:
-                    log.rollback(len(search.seen))
+                search.visitor.rollback(len(search.seen))
                 stats.generated, stats.terminal = boundary[0], boundary[1]
                 stats.fired, stats.new, stats.coverage = boundary[2], boundary[3], boundary[4]
                 break
@@ -258,8 +266,7 @@ class LevelDriver:
         parts = self.search.snapshot_parts()
         head = {"engine": self.name, **parts.pop("head", {})}
         snap = {**head, "stats": attrs.asdict(self.stats), "found": self.search.found_out(self.found), **parts}
-        if self.possibly:  # named only then: other checkpoints keep their old form
-            snap["possibly"] = {prop.name: log for prop, log in self.possibly}
+        snap.update(self.search.visitor.snapshot())  # only the logs present: old forms stay
         return snap
 
     def restore(self, snapshot: dict, directory=None) -> None:
@@ -275,8 +282,7 @@ class LevelDriver:
         else:
             self.stats.coverage.restore_names(coverage_names(self.model))
         self.found = self.search.found_in(dict(snapshot["found"]))
-        logs = snapshot.get("possibly", {})
-        self.possibly = [(prop, logs.get(prop.name, log)) for prop, log in self.possibly]
+        self.search.visitor.restore(snapshot)
         self._started = True
 
     # -- results ------------------------------------------------------------------
@@ -297,21 +303,50 @@ class LevelDriver:
         result = result_of(self, violations, stopped, self.search.size(), stats)
         for prop, log in self.possibly:
             self._decide_possibly(result, prop, log, stopped)
+        for prop, llog, obligations in self.liveness:
+            self._decide_liveness(result, prop, llog, obligations, stopped)
         return result
+
+    def _unexplored(self, result: CheckResult, prop: Property, stopped: str | None) -> bool:
+        """Whether the run left states unexplored; if so ``prop`` (which needs every
+        reachable state) is recorded unknown with the reason."""
+        # A stop at a violation on the last level has still explored every state.
+        if not self.search.size() and stopped in (None, "violation"):
+            return False
+        reasons = {
+            "max-depth": f"the run stopped at max_depth {self.options.max_depth}",
+            "max-states": f"the run stopped at max_states {self.options.max_states}",
+            "violation": "the run stopped at another property's violation (--keep-going explores them all)",
+        }
+        why = reasons.get(stopped or "", f"the run stopped early ({stopped})")
+        result.unknown[prop.name] = f"{prop.name} needs every reachable state; {why}"
+        return True
+
+    def _decide_liveness(
+        self, result: CheckResult, prop: Property, log: LivenessLog, obligations: tuple, stopped: str | None
+    ) -> None:
+        """A liveness property's verdict (``checker.liveness``): its lasso when some
+        obligation is violated, else it holds; unknown when states were left unexplored."""
+        if self._unexplored(result, prop, stopped):
+            return
+        lasso = log.decide(self.search.numbers_of)
+        if lasso is None:
+            return
+        path = self.search.path(lasso.start)
+        for _number, choice in lasso.steps:
+            path = extend(self.model, path, choice)
+        loop = len(path) - 1 - (len(lasso.steps) - lasso.to_loop)
+        obligation = obligations[lasso.obligation]
+        instances = len(self.search.visitor.instances)
+        why = liveness_explanation(self.model, prop, path, loop, obligation, instances)
+        result.violations[prop.name] = Violation(
+            prop.name, prop.kind, why, path, loop=loop, obligation=obligation, fair_instances=instances
+        )
 
     def _decide_possibly(self, result: CheckResult, prop: Property, log: EdgeLog, stopped: str | None) -> None:
         """An always-possibly property's verdict: from the edge log when every reachable
         state was explored, else unknown with the reason."""
-        # A stop at a violation on the last level has still explored every state.
-        explored = not self.search.size() and stopped in (None, "violation")
-        if not explored:
-            reasons = {
-                "max-depth": f"the run stopped at max_depth {self.options.max_depth}",
-                "max-states": f"the run stopped at max_states {self.options.max_states}",
-                "violation": "the run stopped at another property's violation (--keep-going explores them all)",
-            }
-            why = reasons.get(stopped or "", f"the run stopped early ({stopped})")
-            result.unknown[prop.name] = f"{prop.name} needs every reachable state; {why}"
+        if self._unexplored(result, prop, stopped):
             return
         count, least = log.traps(self.search.numbers_of)
         if count:
@@ -320,6 +355,27 @@ class LevelDriver:
             explained = prop.explain(self.model, state) if prop.explain is not None else None
             trapped = explained or f"no state where {prop.name} holds can be reached from this state"
             result.violations[prop.name] = Violation(prop.name, POSSIBLY, trapped, path, traps=count)
+
+
+def liveness_explanation(model: Any, prop: Property, path: Path, loop: int, obligation: Any, instances: int) -> str:
+    """Why the lasso ``path`` (its cycle back to ``path.steps[loop]``) violates the liveness
+    property ``prop``: the property's own ``explain`` when it has one and answers, else a
+    generic sentence; it says so when the model declares no fair instance."""
+    states = path.states
+    own = prop.explain(model, states, loop, obligation) if prop.explain is not None else None
+    if own is None:
+        what = prop.name if obligation is None else f"{prop.name} for {obligation!r}"
+        where = f"state {loop + 1}"
+        if loop == len(path) - 1:
+            tail = f"stops in {where}, where no fair action is enabled"
+        else:
+            tail = f"goes round a fair cycle from {where} back to it"
+        own = f"a fair behaviour never satisfies {what} again: it {tail}"
+        if prop.kind == ALWAYS_EVENTUALLY:
+            own += "".join(f" ({why})" for _name, why in state_failures(model, states[loop], (prop,)))
+    if not instances:
+        own += " (the model declares no fair actions: a behaviour may stop in any state)"
+    return own
 
 
 class ResourceStop(Exception):

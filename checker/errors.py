@@ -38,10 +38,10 @@ class PropertyError(KmcError):
     neither ``None`` (holds) nor a ``str`` (the explanation of a violation). A
     programming error in the property, not a violation."""
 
-    def __init__(self, name: str, value: object) -> None:
+    def __init__(self, name: str, value: object, expected: str | None = None) -> None:
         self.property = name
         self.value = value
+        expected = expected or "None when it holds and a str explaining the violation when it does not"
         super().__init__(
-            f"property {name} returned {value!r} ({type(value).__name__}); a property's check "
-            "must return None when it holds and a str explaining the violation when it does not"
+            f"property {name} returned {value!r} ({type(value).__name__}); a property's check must return {expected}"
         )

@@ -9,7 +9,7 @@ from collections.abc import Callable, Container, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .fingerprint import fingerprint_bytes
-from .protocol import ALWAYS, POSSIBLY, STEP, HasSymmetries, Property, capable, successors
+from .protocol import ALWAYS, LIVENESS, POSSIBLY, STEP, HasSymmetries, Property, capable, successors
 
 if TYPE_CHECKING:
     from .options import Options
@@ -94,9 +94,17 @@ def stop_after_level(
 
 
 def require_symmetric(properties: Iterable[Property]) -> None:
-    """Refuse symmetry reduction for a state invariant not declared symmetric."""
+    """Refuse symmetry reduction for a liveness property (weak fairness per action instance
+    is not preserved by the quotient), and for a state invariant not declared symmetric."""
     from .errors import UsageError
 
+    properties = list(properties)
+    for p in properties:
+        if p.kind in LIVENESS:
+            raise UsageError(
+                f"--symmetry: {p.name} is a liveness property, and weak fairness per action instance "
+                "is not preserved by the symmetry quotient; check it without --symmetry"
+            )
     for p in properties:
         if p.kind in (ALWAYS, POSSIBLY) and not p.symmetric:  # a goal predicate too
             raise UsageError(

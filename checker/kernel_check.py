@@ -36,6 +36,8 @@ from .errors import EngineError
 from .masks import state_mask, step_mask
 from .protocol import (
     ALWAYS,
+    ALWAYS_EVENTUALLY,
+    LIVENESS,
     POSSIBLY,
     STEP,
     BatchKernel,
@@ -186,6 +188,9 @@ class KernelCheck:
     def _compare_state_masks(self, rows) -> None:
         model, kernel = self.model, self.kernel
         for prop in self.properties:
+            if prop.kind in LIVENESS:
+                self._compare_liveness_mask(prop, rows)
+                continue
             if prop.kind not in (ALWAYS, POSSIBLY):
                 continue
             mask = state_mask(kernel, prop, rows)
@@ -197,6 +202,31 @@ class KernelCheck:
                 flag = holds is not None if prop.kind == ALWAYS else bool(holds)
                 if bool(mask[k]) != flag:
                     _fail(state, None, f"{prop.name} mask", bool(mask[k]), flag)
+
+    def _compare_liveness_mask(self, prop, rows) -> None:
+        """A liveness property's array form (``Property.mask``) against its own check."""
+        if prop.mask is None or not len(rows):
+            return
+        model, kernel = self.model, self.kernel
+        answer = prop.mask(kernel, rows)
+        single = prop.obligations is None
+        obligations = (None,) if single else tuple(prop.obligations(model))
+        mine: Any
+        theirs: Any
+        for k in range(len(rows)):
+            state = kernel.decode(rows[k])
+            if prop.kind == ALWAYS_EVENTUALLY:
+                mine, theirs = bool(np.asarray(answer)[k]), prop.check(model, state) is not None
+            else:
+                p, q = (np.asarray(a, dtype=bool).reshape(len(rows), -1)[k].tolist() for a in answer)
+                own = prop.check(model, state)
+                if single:
+                    mine, theirs = (p[0], q[0]), (bool(own[0]), bool(own[1]))
+                else:
+                    mine = (tuple(p), tuple(q))
+                    theirs = tuple(tuple(o in set(part) for o in obligations) for part in own)
+            if mine != theirs:
+                _fail(state, None, f"{prop.name} mask", mine, theirs)
 
 
 def kernel_check(model, kernel, properties, options) -> KernelCheck | None:

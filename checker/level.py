@@ -14,7 +14,9 @@ a slice of its rank partition, the per-state search (``checker.local``) one stat
 - the state invariants' first violations on new states, likewise by least key;
 - a mask that fires where the property's own check says the property holds is a
   disagreement between the kernel and its model (``KernelMismatchError``);
-- the goal flags of the always-possibly properties on stored states.
+- the goal flags of the always-possibly properties on stored states, the obligations'
+  flags of the liveness properties (``liveness_flags``), and the fair instance of every
+  successor (``fair_codes``), which the graph visitor keeps (``checker.visitor``).
 
 Asking a property is written once too: ``state_failures`` and ``step_failures`` ask each
 property of a state or a transition and refuse an answer that is neither ``None`` nor a
@@ -28,7 +30,7 @@ earlier (``skip``), and the driver keeps the first of the level (``checker.drive
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import numpy as np
@@ -36,7 +38,7 @@ import numpy as np
 from .errors import PropertyError
 from .kernel_check import KernelCheck, KernelMismatchError
 from .masks import state_mask, step_mask
-from .protocol import Expander, Property, successors
+from .protocol import ALWAYS_EVENTUALLY, Expander, FairCodes, Property, capable, fair_instance, successors
 from .states_kernel import StatesKernel
 
 
@@ -79,7 +81,9 @@ class LevelStep:
         states at ``depth``; compare the kernel with its model where ``check`` says."""
         parents, choices, codes, succ = self.kernel.expand(chunk)
         if self.check is not None:
-            self.check.compare(chunk, parents, choices, codes, succ, self.check.pick(depth, rank, level, chunk))
+            picked = self.check.pick(depth, rank, level, chunk)
+            object.__setattr__(self, "_picked", picked)
+            self.check.compare(chunk, parents, choices, codes, succ, picked)
         names = len(self.kernel.action_names)
         return Expansion(
             parents,
@@ -178,6 +182,99 @@ class LevelStep:
             model, decode = self.model, self.kernel.decode
             mask = np.array([bool(prop.check(model, decode(row))) for row in rows], dtype=bool)
         return mask
+
+    def liveness_flags(self, prop: Property, rows, obligations: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """Per row and obligation (``obligations``: the property's, ``(None,)`` for one):
+        ``(opened, waits)``, two boolean arrays of shape ``(len(rows), K)`` (see
+        ``checker.liveness``), from the property's array form when it has one."""
+        n, k = len(rows), len(obligations)
+        if self.arrays and prop.mask is not None:
+            answer = prop.mask(self.kernel, rows)
+            if prop.kind == ALWAYS_EVENTUALLY:
+                fails = np.asarray(answer, dtype=bool).reshape(n, 1)
+                return fails, fails
+            p, q = (np.asarray(a, dtype=bool).reshape(n, k) for a in answer)
+            return p & ~q, ~q
+        model, decode = self.model, self.kernel.decode
+        return liveness_rows(prop, model, [decode(row) for row in rows], obligations)
+
+    def fair_codes(self, chunk, exp: Expansion, code_of: Callable[[Any], int]) -> np.ndarray:
+        """The fair instance code of every successor of ``exp`` (``-1``: not fair): the
+        kernel's array form (``FairCodes``) when it has one, compared with the model on
+        the parents the kernel's check picks; else the model asked successor by successor
+        (``code_of(instance)`` numbers an instance)."""
+        if self.arrays and capable(self.kernel, FairCodes):
+            kernel = cast(FairCodes, self.kernel)
+            fair = np.asarray(kernel.fair_codes(chunk, exp.parents, exp.choices, exp.codes, exp.succ), dtype=np.int64)
+            if self.check is not None and self._picked is not None:
+                self._compare_fair(chunk, exp, fair, self._picked, code_of)
+            return fair
+        return self._model_fair_codes(chunk, exp.parents, exp.choices, code_of)
+
+    def _model_fair_codes(self, chunk, parents, choices, code_of) -> np.ndarray:
+        model, decode = self.model, self.kernel.decode
+        out = np.empty(len(parents), dtype=np.int64)
+        last, succ, state = -1, [], None
+        for k, (p, c) in enumerate(zip(parents.tolist(), choices.tolist())):
+            if p != last:
+                state = decode(chunk[p])
+                succ, last = successors(model, state), p
+            out[k] = code_of(fair_instance(model, state, succ[c][0]))
+        return out
+
+    def _compare_fair(self, chunk, exp: Expansion, fair, which, code_of) -> None:
+        picked = np.flatnonzero(np.isin(exp.parents, which))
+        if not len(picked):
+            return
+        want = self._model_fair_codes(chunk, exp.parents[picked], exp.choices[picked], code_of)
+        wrong = np.flatnonzero(fair[picked] != want)
+        if len(wrong):
+            j = int(picked[wrong[0]])
+            state = self.kernel.decode(chunk[exp.parents[j]])
+            action = successors(self.model, state)[int(exp.choices[j])][0]
+            raise KernelMismatchError(
+                f"the batch kernel and the model disagree at state {state!r}, action {action!r}: "
+                f"fair instance code: kernel {int(fair[j])}, model {int(want[wrong[0]])} "
+                "(fix the kernel, or run with --per-state)"
+            )
+
+    # the parents the last ``expand`` compared (for the fair codes of the same piece)
+    _picked: Any = attrs.field(default=None, init=False)
+
+
+_PAIR = "a pair (p, q): the obligations whose P and whose Q hold (two bools for a single obligation)"
+
+
+def liveness_rows(
+    prop: Property, model: Any, states: Sequence[Any], obligations: Sequence[Any]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(opened, waits)`` of Python ``states`` from the liveness property's own check
+    (``LevelStep.liveness_flags``'s per-state form).
+
+    Raises:
+        PropertyError: the check answered something of the wrong form.
+    """
+    n, k = len(states), len(obligations)
+    if prop.kind == ALWAYS_EVENTUALLY:
+        fails = np.array([_checked(prop, prop.check(model, s)) is not None for s in states], dtype=bool)
+        return fails.reshape(n, 1), fails.reshape(n, 1)
+    p = np.zeros((n, k), dtype=bool)
+    q = np.zeros((n, k), dtype=bool)
+    single = prop.obligations is None
+    index = {o: j for j, o in enumerate(obligations)}
+    for i, s in enumerate(states):
+        answer = prop.check(model, s)
+        if not (isinstance(answer, tuple) and len(answer) == 2):
+            raise PropertyError(prop.name, answer, _PAIR)
+        for row, part in ((p, answer[0]), (q, answer[1])):
+            if single:
+                row[i, 0] = bool(part)
+                continue
+            try:
+                row[i, [index[o] for o in part]] = True
+            except (KeyError, TypeError) as e:
+                raise PropertyError(prop.name, answer, _PAIR) from e
+    return p & ~q, ~q
 
 
 def decided(level_found: Mapping[str, tuple], found: Mapping[str, tuple]) -> set[str]:

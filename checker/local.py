@@ -17,15 +17,16 @@ import numpy as np
 
 from .driver import LevelDriver, OnLevel, Progress, Search
 from .fingerprint import fingerprint_bytes
-from .kernel import canonical_encoder, expand, split_properties
+from .kernel import canonical_encoder, expand, require_symmetric, split_properties
 from .level import LevelStep, decided, record_first
 from .options import Options
-from .protocol import Model, Property, action_name
+from .protocol import Model, Property, action_name, fair_instance
 from .result import CheckResult, Path, Stats
 from .search import Found
 from .seen import SeenSet
 from .states_kernel import StatesKernel
 from .trace import replay_fingerprints
+from .visitor import GraphVisitor
 
 __all__ = ["LocalEngine", "Options", "PerStateSearch", "SeenSet", "check"]
 
@@ -40,7 +41,6 @@ class PerStateSearch(Search):
     """The per-state search object of ``checker.driver.LevelDriver``: one state a piece."""
 
     every = _PROGRESS_EVERY
-    possibly: list = []  # (property, EdgeLog) of the always-possibly properties (the driver's)
 
     def __init__(
         self,
@@ -50,8 +50,12 @@ class PerStateSearch(Search):
         symmetry: bool = False,
         visit: Visitor | None = None,
         store: SeenSet | None = None,
+        visitor: GraphVisitor | None = None,
     ):
         self.model = model
+        # The graph visitor (``checker.visitor``): every stored state and expanded edge
+        # goes to it when some property needs the graph.
+        self.visitor = GraphVisitor() if visitor is None else visitor
         # Called with every expanded state's fingerprint, the state and its edges (as
         # ``checker.kernel.expand`` gives them), in the search's order: a visitor of the
         # search (``checker.graph`` builds the state graph so).
@@ -79,7 +83,8 @@ class PerStateSearch(Search):
             bad = self.level.state_violations((state,), None, found)
             # an initial state's violation is the run's first: recorded in ``found`` itself
             record_first(found, {}, "always", bad, partial(add, len(self.seen) - 1))
-        self._log_states(0, self.frontier)
+        if self.visitor.active:
+            self.visitor.add_states(0, self.frontier, self.level)
         stats.coverage.add_initial(self.frontier)
 
     def size(self) -> int:
@@ -105,7 +110,8 @@ class PerStateSearch(Search):
         edges = expand(model, state, self.encode)
         if self.visit is not None:
             self.visit(seen.fps[parent], state, edges)
-        if self.possibly:
+        visitor = self.visitor
+        if visitor.active:
             stored, before = len(seen), len(nxt)
         if not edges:
             stats.terminal += 1
@@ -130,15 +136,18 @@ class PerStateSearch(Search):
             if bad:
                 record_first(level_found, found, "always", bad, partial(add, len(seen) - 1))  # its number
         stats.coverage.add_state(model, state, edges, fresh, names)
-        if self.possibly:
-            self._log_states(stored, nxt[before:])
-            dst = np.array([e[3] for e in edges], dtype=np.uint64)
-            for _prop, log in self.possibly:
-                log.add_edges(np.full(len(dst), parent, dtype=np.int64), dst)
-
-    def _log_states(self, first: int, states: list) -> None:
-        for prop, log in self.possibly:
-            log.add_states(first, self.level.goal_flags(prop, states))
+        if visitor.active:
+            visitor.add_states(stored, nxt[before:], self.level)
+            count = len(edges)
+            fair = None
+            if visitor.fairness:
+                fair = np.array([visitor.fair_code(fair_instance(model, state, e[1])) for e in edges], dtype=np.int64)
+            visitor.add_edges(
+                np.full(count, parent, dtype=np.int64),
+                np.array([e[3] for e in edges], dtype=np.uint64),
+                np.arange(count, dtype=np.int64),
+                fair,
+            )
 
     def numbers_of(self, fps: np.ndarray) -> np.ndarray:
         number = self.seen.number
@@ -217,7 +226,10 @@ class LocalEngine(LevelDriver):
         options = options or Options()
         props = list(model.properties() if properties is None else properties)
         invariants, step_props = split_properties(props)
-        search = PerStateSearch(model, invariants, step_props, options.symmetry, visit, SeenSet())
+        if options.symmetry:
+            require_symmetric(props)  # before the search asks the model for its symmetries
+        visitor = GraphVisitor(model, props)
+        search = PerStateSearch(model, invariants, step_props, options.symmetry, visit, SeenSet(), visitor)
         super().__init__(model, search, props, options, progress, on_level=on_level)
         self.encode = search.encode
 

@@ -25,10 +25,10 @@ _MIN_CAPACITY = 1024
 # Source state numbers are kept in 4 bytes while every state number fits (the engines store
 # far fewer than 2**32 states), in 8 beyond.
 _NARROW = np.uint32
-_NARROW_LIMIT = 2**32
+NARROW_LIMIT = 2**32
 
 
-def _grown(array: np.ndarray, used: int, needed: int) -> np.ndarray:
+def grown(array: np.ndarray, used: int, needed: int) -> np.ndarray:
     """``array`` with room for ``needed`` entries, its first ``used`` entries kept
     (capacity grows by half, so appending is amortised constant time and at most a third
     of the array is slack)."""
@@ -37,7 +37,7 @@ def _grown(array: np.ndarray, used: int, needed: int) -> np.ndarray:
     capacity = max(_MIN_CAPACITY, len(array))
     while capacity < needed:
         capacity += capacity // 2
-    bigger = np.empty(capacity, dtype=array.dtype)
+    bigger = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
     bigger[:used] = array[:used]
     return bigger
 
@@ -74,9 +74,9 @@ class EdgeLog:
                 f"EdgeLog.add_states: states must be added in order; expected state {self._states} next, got {first}"
             )
         end = self._states + len(goal)
-        if end > _NARROW_LIMIT and self._src.dtype != np.int64:
+        if end > NARROW_LIMIT and self._src.dtype != np.int64:
             self._src = self._src.astype(np.int64)
-        self._goal = _grown(self._goal, self._states, end)
+        self._goal = grown(self._goal, self._states, end)
         self._goal[self._states : end] = goal
         self._states = end
 
@@ -105,8 +105,8 @@ class EdgeLog:
         if not count:
             return
         end = self._edges + count
-        self._src = _grown(self._src, self._edges, end)
-        self._dst = _grown(self._dst, self._edges, end)
+        self._src = grown(self._src, self._edges, end)
+        self._dst = grown(self._dst, self._edges, end)
         self._src[self._edges : end] = src[keep]  # fits: every source is a stored state's number
         self._dst[self._edges : end] = dst_fp[keep]
         self._edges = end
@@ -205,7 +205,7 @@ class EdgeLog:
         self._goal = np.asarray(state["goal"], dtype=np.bool_)
         self._states = len(self._goal)
         src = np.asarray(state["src"])
-        wide = src.dtype == np.int64 or self._states > _NARROW_LIMIT
+        wide = src.dtype == np.int64 or self._states > NARROW_LIMIT
         self._src = src.astype(np.int64 if wide else _NARROW)
         self._dst = np.asarray(state["dst"], dtype=np.uint64)
         self._edges = len(self._src)

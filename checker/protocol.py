@@ -23,7 +23,37 @@ and optionally
 - ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows;
 - ``coverage_names()`` -> a ``CoverageNames``: the kinds of its actions
   and its variables, as coverage reports them (default: ``Model.coverage_names``, the
-  top-level fields of a state and no kinds).
+  top-level fields of a state and no kinds);
+- ``fair_instances()`` and ``fair_instance(state, action)`` -> its weakly fair action
+  instances, for the liveness properties (default: none, no fairness; see "Fairness"
+  below).
+
+Fairness (for the ``"always-eventually"`` and ``"leads-to"`` properties)
+-------------------------------------------------------------------------
+
+An *action instance* is an action with its parameters as far as fairness cares
+(``FetchRequest(A)`` and ``FetchRequest(B)`` are two). A model declares its weakly fair
+instances with two methods (``HasFairness``):
+
+- ``fair_instances()`` -> every weakly fair instance the model may name, a sequence of
+  distinct hashable values in a fixed order (their positions are the instances' *codes*,
+  ``0 .. len - 1``; reports show an instance by ``str``). Fixed for the model object: the
+  engines ask once per run.
+- ``fair_instance(state, action)`` -> the instance the step ``state --action-->`` is one of
+  (a member of ``fair_instances()``), or ``None`` when the step is not fair (a Produce, a
+  Crash). Several actions of one state may share an instance; an instance is *enabled* in
+  a state when at least one of the state's actions is of it.
+
+A batch kernel gives the same as an array (``FairCodes``):
+``fair_codes(rows, parents, choices, codes, succ)`` over ``expand(rows)``'s four arrays ->
+an integer array, one entry per successor: the code of the step's instance (its position in
+the model's ``fair_instances()``), or ``-1`` when the step is not fair. It must agree with
+``fair_instance`` (``checker.kernel_check`` compares them where it compares the
+successors); a kernel without it has its rows decoded and the model asked, state by state.
+
+A behaviour is weakly fair for an instance unless, from some point on, the instance is
+enabled in every state and never taken. A model that declares no instances has no fairness:
+every behaviour may stop (stutter) in any state, and a liveness verdict says so.
 
 An action is any value. Engines count the actions that fired and the new states each
 found per action *name*: an action's ``name`` attribute when it has a string one (several
@@ -47,6 +77,10 @@ from .fingerprint import fingerprint_rows
 ALWAYS = "always"
 STEP = "step"
 POSSIBLY = "possibly"  # AG EF: from every reachable state some goal state stays reachable
+ALWAYS_EVENTUALLY = "always-eventually"  # []<>P under weak fairness
+LEADS_TO = "leads-to"  # P ~> Q under weak fairness, for every obligation
+LIVENESS = (ALWAYS_EVENTUALLY, LEADS_TO)  # the kinds decided on fair behaviours (lassos)
+KINDS = (ALWAYS, STEP, POSSIBLY, ALWAYS_EVENTUALLY, LEADS_TO)
 
 
 @attrs.frozen
@@ -56,34 +90,87 @@ class Property:
     Args:
         name: the name users select it by (``--invariant NAME``).
         kind: ``"always"`` (a state invariant: ``check(model, state)``), ``"step"``
-            (checked on every transition: ``check(model, before, action, after)``) or
+            (checked on every transition: ``check(model, before, action, after)``),
             ``"possibly"`` (AG EF: ``check(model, state)`` returns True for a *goal* state,
             and the property holds when a goal state stays reachable from every reachable
-            state; it needs the whole reachable graph).
+            state; it needs the whole reachable graph), or one of the two liveness kinds,
+            decided over the fair behaviours of the whole reachable graph (see
+            "Liveness" below): ``"always-eventually"`` (``[]<>P``) and ``"leads-to"``
+            (``P ~> Q``).
         check: a plain module-level function returning ``None`` when the property holds
-            and a one-sentence explanation when it does not.
+            and a one-sentence explanation when it does not (for ``"always"`` and
+            ``"step"``; the other kinds' answers are below).
         description: what the property says, for help texts and reports.
         symmetric: the property's verdict does not change when replicas are renamed, so
             it may be checked on one state per orbit (symmetry reduction refuses the
             state invariants that do not say so).
         explain: for a ``"possibly"`` property, ``explain(model, state)`` says in a sentence
-            why no goal state can be reached from the trap ``state`` (default: none).
+            why no goal state can be reached from the trap ``state`` (default: none); for
+            a liveness property, ``explain(model, states, loop, obligation)`` says in a
+            sentence why the lasso violates it (``states``: the lasso's states, as
+            ``Violation.path`` holds them; ``loop``: ``Violation.loop``; ``obligation``:
+            the violated obligation of a ``"leads-to"`` property, ``None`` for the other
+            kind) or ``None`` for the engine's generic sentence.
         mask: the property's array form for the model's batch kernel, a plain module-level
             function beside ``check``: ``mask(kernel, rows)`` -> a boolean per row, true where
             an ``"always"`` property is violated or where a ``"possibly"`` property's goal
             holds; ``mask(kernel, rows, parents, after)`` for a ``"step"`` property, true
-            for the transitions ``rows[parents[i]] -> after[i]`` that violate it. The
-            kernel's ``invariant_mask``/``step_mask``/``goal_mask`` may answer with it;
-            ``None`` (the default): no array form, the engines call ``check`` state by state.
+            for the transitions ``rows[parents[i]] -> after[i]`` that violate it; for the
+            liveness kinds, below. The kernel's ``invariant_mask``/``step_mask``/``goal_mask``
+            may answer with it; ``None`` (the default): no array form, the engines call
+            ``check`` state by state.
+        obligations: for a ``"leads-to"`` property that is a family of ``P_i ~> Q_i`` (one
+            per index ``i``), ``obligations(model)`` -> every index, a sequence of distinct
+            hashable values in a fixed order; ``None`` (the default): one obligation.
+
+    Liveness
+    --------
+
+    Both kinds are decided over the weakly fair behaviours (the model's
+    ``fair_instances``, see the module) of the whole reachable graph; a run that did not
+    explore every reachable state leaves them ``unknown``. A violation is a *lasso*
+    (``checker.result.Violation.loop``).
+
+    ``"always-eventually"`` (``[]<>P``: at every point of every fair behaviour, ``P`` holds
+    again later): ``check(model, state)`` -> ``None`` where ``P`` holds, else a sentence
+    saying why it does not; ``mask(kernel, rows)`` -> a boolean per row, true where ``P``
+    does *not* hold (where ``check`` answers a sentence). It is violated by a fair
+    behaviour that, from some point on, stays in states where ``P`` fails.
+
+    ``"leads-to"`` (``P ~> Q``: whenever ``P`` holds, ``Q`` holds then or later) is a family
+    of obligations ``P_i ~> Q_i``, each checked on its own (Kafka's "every committed record
+    ``(o, m)`` eventually reaches every replica at ``o``" is one obligation per ``(o, m)``):
+
+    - ``check(model, state)`` -> ``(p, q)``: the obligations whose ``P_i`` holds in
+      ``state`` and those whose ``Q_i`` holds, each a collection of members of
+      ``obligations(model)``; with ``obligations`` ``None``, ``p`` and ``q`` are two bools
+      (``P`` and ``Q`` of ``state``).
+    - ``mask(kernel, rows)`` -> ``(p, q)``: two boolean arrays of shape ``(len(rows), K)``,
+      ``K = len(obligations(model))``, column ``j`` for the ``j``-th obligation (shape
+      ``(len(rows),)`` with one obligation), true where ``P_j`` (``Q_j``) holds.
+
+    Obligation ``i`` is violated by a fair behaviour that reaches a state where ``P_i``
+    holds and ``Q_i`` does not, and never afterwards a state where ``Q_i`` holds. The
+    engines check the obligations in the order of ``obligations(model)`` and report the
+    first violated one (``Violation.obligation``).
+
+    What the engines keep: the states where some obligation *waits* (its ``Q_i`` fails),
+    with two bits an obligation and the fair instances enabled there, and the edges that
+    leave them (about 15 bytes an edge). A ``P_i`` that, once true, stays true for ever
+    (a history variable: a record once committed stays committed) may be written so that
+    few states wait: answer ``Q_i or not P_i`` as ``q`` (``P_i ~> Q_i`` and ``P_i ~> (Q_i
+    or not P_i)`` then say the same). ``[]<>P`` is ``true ~> P``: its states wait where ``P``
+    fails.
     """
 
     name: str
-    kind: str = attrs.field(validator=attrs.validators.in_((ALWAYS, STEP, POSSIBLY)))
+    kind: str = attrs.field(validator=attrs.validators.in_(KINDS))
     check: Callable[..., Any]
     description: str = ""
     symmetric: bool = False
-    explain: Callable[..., str] | None = None
+    explain: Callable[..., str | None] | None = None
     mask: Callable[..., Any] | None = None
+    obligations: Callable[[Any], Sequence[Any]] | None = None
 
 
 def generic_values(state) -> Iterable[tuple[str, Any]]:
@@ -329,6 +416,24 @@ class HasSymmetries(Protocol):
 
 
 @runtime_checkable
+class HasFairness(Protocol):
+    """A model's weakly fair action instances (the module's "Fairness")."""
+
+    def fair_instances(self) -> Sequence[Any]: ...
+
+    def fair_instance(self, state: Any, action: Any) -> Any: ...
+
+
+@runtime_checkable
+class FairCodes(Protocol):
+    """A batch kernel's array form of ``HasFairness.fair_instance`` (the module's
+    "Fairness"): one instance code a successor of ``expand``, ``-1`` for a step that is not
+    fair."""
+
+    def fair_codes(self, rows: Any, parents: Any, choices: Any, codes: Any, succ: Any) -> Any: ...
+
+
+@runtime_checkable
 class Named(Protocol):
     name: str
 
@@ -400,3 +505,14 @@ def kernel_fingerprints(kernel: BatchKernel, rows, symmetry: bool = False) -> An
     if capable(kernel, OwnFingerprints):
         return kernel.fingerprints(rows, symmetry)
     return fingerprint_rows(kernel.canonical(rows) if symmetry else rows)
+
+
+def fair_instances(model: Any) -> tuple:
+    """The model's weakly fair action instances, in code order (``()``: no fairness)."""
+    return tuple(model.fair_instances()) if capable(model, HasFairness) else ()
+
+
+def fair_instance(model: Any, state: Any, action: Any) -> Any:
+    """The fair instance of the step ``state --action-->`` (``None``: not fair, or the model
+    declares no fairness)."""
+    return model.fair_instance(state, action) if capable(model, HasFairness) else None

@@ -5,6 +5,7 @@ Rendering them (terminal, JSON, Markdown) is ``reports``' job, never the engine'
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import attrs
@@ -55,6 +56,20 @@ class Violation:
     property the last step of ``path`` does; for a ``possibly`` property the last state of
     ``path`` is the first trap state of the breadth-first order, and ``traps`` is the number
     of trap states among the distinct states (orbits under symmetry reduction).
+
+    For a liveness property (``"always-eventually"``, ``"leads-to"``) ``path`` is a *lasso*:
+    a shortest path from an initial state to the state ``path.steps[loop]``, where the
+    cycle starts, then the cycle's steps: ``path.steps[loop + 1:]``, every one an action
+    step, the last leading back to the state of ``path.steps[loop]`` (the last state of
+    ``path`` equals it; a trace shows it as "back to state ``loop + 1``"). The cycle is
+    fair: every fair instance enabled in all of its states is taken on one of its steps.
+    When ``loop == len(path) - 1`` there is no cycle: the behaviour stutters for ever in
+    the last state, where no fair instance is enabled (``stutters``). ``loop`` is ``None``
+    for the other kinds. ``obligation`` is the violated obligation of a ``"leads-to"``
+    family (a member of ``Property.obligations(model)``; ``None`` for a single one): it
+    holds its ``P`` at or before ``path.steps[loop]`` and its ``Q`` nowhere from there on.
+    ``fair_instances`` is the number of fair instances the model declares (0: no fairness,
+    which the explanation then says).
     """
 
     property: str
@@ -62,6 +77,25 @@ class Violation:
     explanation: str
     path: Path
     traps: int | None = None
+    loop: int | None = None
+    obligation: Any = None
+    fair_instances: int | None = None
+
+    @builtins.property  # (the field ``property`` hides the builtin here)
+    def lasso(self) -> bool:
+        """Whether the path is a lasso (a liveness property's counterexample)."""
+        return self.loop is not None
+
+    @builtins.property  # (the field ``property`` hides the builtin here)
+    def stutters(self) -> bool:
+        """Whether the lasso ends in a state that stutters for ever (no cycle)."""
+        return self.loop is not None and self.loop == len(self.path) - 1
+
+    @builtins.property  # (the field ``property`` hides the builtin here)
+    def cycle(self) -> tuple:
+        """The cycle's steps (``path.steps[loop + 1:]``; empty when it stutters or is no
+        lasso)."""
+        return () if self.loop is None else self.path.steps[self.loop + 1 :]
 
 
 @attrs.define

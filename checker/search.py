@@ -63,12 +63,11 @@ class LevelSearch(Protocol):
         seen: the store (``len(seen)`` states), or a stand-in with its size.
         every: how many pieces go between two looks at the clock and at the memory (0:
             never inside a level).
-        possibly: set by the driver: the ``(property, EdgeLog)`` pairs of the
-            always-possibly properties; the search adds every stored state's goal flag
-            and every expanded edge to them.
+        visitor: the graph visitor (``checker.visitor.GraphVisitor``) the search hands
+            every stored state and every expanded edge to (when it is ``active``).
     """
 
-    possibly: list
+    visitor: Any
 
     @property
     def every(self) -> int: ...
@@ -120,7 +119,7 @@ class LevelSearch(Protocol):
         ...
 
     def numbers_of(self, fps: np.ndarray) -> np.ndarray:
-        """The stored numbers of fingerprints (for the always-possibly verdict)."""
+        """The stored numbers of fingerprints (for the graph visitor's verdicts)."""
         ...
 
     def snapshot_parts(self) -> dict: ...

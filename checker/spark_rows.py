@@ -83,7 +83,7 @@ from .errors import EngineError, UsageError
 from .kernel import canonical_encoder, require_symmetric, split_properties
 from .kernel_check import kernel_check
 from .options import Options
-from .protocol import POSSIBLY, HasBatchKernel, capable
+from .protocol import HasBatchKernel, capable
 from .result import CheckResult
 from .spark_rows_store import Store
 from .spark_save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
@@ -91,6 +91,7 @@ from .spark_search import DriverLevels, SparkLevels, SparkSetup
 from .spark_session import one_line, partitions_bad, quiet_py4j
 from .spark_start import Session
 from .states_kernel import StatesKernel
+from .visitor import GraphVisitor
 
 __all__ = ["DRIVER_LEVEL_LIMIT", "SNAPSHOT_FORMAT", "STATES_FORMAT", "SparkRowsEngine"]
 
@@ -146,12 +147,6 @@ class SparkRowsEngine(LevelDriver):
         _fail_first_attempt: bool | str = False,
     ) -> None:
         props = list(model.properties() if properties is None else properties)
-        for p in props:
-            if p.kind == POSSIBLY:
-                raise UsageError(
-                    f"{p.name} (an always-possibly property) is checked by the local engine only; "
-                    "run without --engine spark"
-                )
         options = options or Options()
         if options.symmetry:
             require_symmetric(props)
@@ -217,6 +212,7 @@ class SparkRowsEngine(LevelDriver):
             check,
             setup=self.setup,
             session=self.session,
+            visitor=GraphVisitor(model, props),
         )
         super().__init__(model, search, props, options, progress, on_level=on_level)
         # After run(): why no Spark session was started (every level stayed on the driver), or None.

@@ -73,6 +73,18 @@ class Store:
     def drop_front(self, depth) -> None:
         shutil.rmtree(os.path.join(self.root, "front", f"{depth:06d}"), ignore_errors=True)
 
+    def drop_graph(self, depth) -> None:
+        shutil.rmtree(os.path.join(self.root, "graph", f"{depth:06d}"), ignore_errors=True)
+
+    def graph_files(self, depth) -> list[str]:
+        """A level's graph records, in rank order (partition, then slice)."""
+        where = os.path.join(self.root, "graph", f"{depth:06d}")
+        try:
+            names = sorted(n for n in os.listdir(where) if n.endswith(".bin"))
+        except FileNotFoundError:
+            return []
+        return [os.path.join(where, n) for n in names]
+
     def drop_successors(self, depth) -> None:
         shutil.rmtree(os.path.join(self.root, "succ", f"{depth:06d}"), ignore_errors=True)
 
@@ -231,6 +243,12 @@ def meta_path(root, i, depth) -> str:
 
 def succ_path(root, depth, o, i, s) -> str:
     return os.path.join(root, "succ", f"{depth:06d}", f"o{o:04d}-p{i:04d}-{s:09d}.bin")
+
+
+def graph_path(root, depth, i, s) -> str:
+    """What a rank partition's slice of a level records for the graph visitor
+    (``checker.spark_rows_tasks.graph_records``)."""
+    return os.path.join(root, "graph", f"{depth:06d}", f"p{i:04d}-{s:09d}.bin")
 
 
 def front_path(root, depth, t, i) -> str:

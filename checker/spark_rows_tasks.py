@@ -17,7 +17,16 @@ import numpy as np
 from .coverage import task_part
 from .protocol import kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
-from .spark_rows_store import front_path, load_arrays, meta_path, owners, run_path, save_arrays, succ_path
+from .spark_rows_store import (
+    front_path,
+    graph_path,
+    load_arrays,
+    meta_path,
+    owners,
+    run_path,
+    save_arrays,
+    succ_path,
+)
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded (one kernel call) and deduplicated together in a task
 
@@ -75,6 +84,7 @@ def expand_partition(
     pack,
     fail_first_attempt,
     coverage,
+    graph,
     index,
     _records,
 ) -> Iterator[tuple[int, tuple]]:
@@ -86,7 +96,9 @@ def expand_partition(
     store and yields ``(owner, ("f", path))`` for each file, then ``(index, ("m", (terminal,
     generated, fired per code, step violations, bytes, seconds, coverage part)))`` where
     (the coverage part: ``checker.coverage.task_part``) a step violation maps a property to its least
-    ``(key, explanation, parent fp, choice)`` in this partition.
+    ``(key, explanation, parent fp, choice)`` in this partition. With a ``graph``
+    (``checker.visitor.GraphTask``), each slice's records for the graph visitor are written
+    too (``graph_records``).
     """
     if fail_first_attempt and index == 0:
         from pyspark import TaskContext
@@ -118,6 +130,10 @@ def expand_partition(
             fired += exp.fired
             if coverage:
                 cov = _add_part(cov, names, task_part(step.model, kernel, [(chunk, (parents, choices, codes, succ))]))
+            if graph is not None:
+                shipped += graph_records(
+                    graph, step, chunk, exp, fps[s : s + len(chunk)], symmetry, root, depth, index, s
+                )
             if not len(succ):
                 continue
             keys = (base + s + parents.astype(np.int64)) * 256 + choices
@@ -139,6 +155,36 @@ def expand_partition(
                     clock = time.perf_counter()
     busy += time.perf_counter() - clock
     yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy, cov)))
+
+
+def graph_records(graph, step, chunk, exp, parent_fps, symmetry, root, depth, index, s) -> int:
+    """Write what the graph visitor records of one slice of a level (``chunk``, its
+    expansion ``exp``, its states' fingerprints ``parent_fps``) to ``graph_path``: the
+    parents' fingerprints, every client's flags of them (``GraphTask.flags``), and the edges
+    leaving the parents some client keeps (the parent's position in the slice, the
+    successor's fingerprint, the choice, the fair instance code). Returns the bytes written."""
+    flags = graph.flags(chunk, step)
+    parents = exp.parents
+    keep = graph.kept(flags, len(chunk))[parents]
+    fair = step.fair_codes(chunk, exp, graph.fair_code) if graph.fairness else np.full(len(parents), -1)
+    dst = _fingerprints(step.kernel, exp.succ[keep], symmetry) if keep.any() else np.zeros(0, np.uint64)
+    arrays = [np.asarray(parent_fps, dtype=np.uint64)]
+    for f in flags:
+        arrays += [np.asarray(a, dtype=np.bool_) for a in (f if isinstance(f, tuple) else (f,))]
+    arrays += [parents[keep].astype(np.int64), dst, exp.choices[keep].astype(np.int64), fair[keep].astype(np.int64)]
+    return save_arrays(graph_path(root, depth, index, s), *arrays)
+
+
+def read_graph_records(graph, path) -> tuple[np.ndarray, list, tuple]:
+    """``graph_records``' file: ``(parent fps, flags, (src positions, dst fps, choices,
+    fair codes))``."""
+    count = 1 + len(graph.possibly) + 2 * len(graph.liveness) + 4
+    arrays = load_arrays(path, count)
+    k = len(graph.possibly)
+    flags: list = list(arrays[1 : 1 + k])
+    rest = arrays[1 + k : 1 + k + 2 * len(graph.liveness)]
+    flags += [(rest[2 * i], rest[2 * i + 1]) for i in range(len(graph.liveness))]
+    return arrays[0], flags, tuple(arrays[-4:])
 
 
 @_profiled

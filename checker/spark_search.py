@@ -14,6 +14,7 @@ number, as the rows search records them. ``path`` follows either back to an init
 
 from __future__ import annotations
 
+import bisect
 import errno
 import re
 import shutil
@@ -37,11 +38,12 @@ from .protocol import BatchKernel, Model, Property, kernel_fingerprints
 from .result import Stats
 from .seen import CompactSeenSet
 from .spark_rows_store import Store, owner_of, owners, split_frontier
-from .spark_rows_tasks import expand_partition, own_partition, shuffle_owner
+from .spark_rows_tasks import expand_partition, own_partition, read_graph_records, shuffle_owner
 from .spark_save import check_format, load_saved, relocate, save_level, verify_saved
 from .spark_session import one_line
 from .spark_start import EARLY, Session
 from .trace import replay_choices
+from .visitor import GraphVisitor
 
 
 @attrs.frozen
@@ -79,8 +81,9 @@ class DriverLevels(RowsSearch):
         *,
         setup: SparkSetup,
         session: Session,
+        visitor: GraphVisitor | None = None,
     ) -> None:
-        super().__init__(model, kernel, invariants, step_props, symmetry, check)
+        super().__init__(model, kernel, invariants, step_props, symmetry, check, visitor=visitor)
         self.setup, self.session = setup, session
         self.waited = False  # a level past the limit ran here while the session started
 
@@ -122,7 +125,12 @@ class DriverLevels(RowsSearch):
         return {
             "head": {"format": self.setup.snapshot_format},
             "phase": "driver",
-            "local": {"format": ROWS_FORMAT, "frontier": self.frontier, "seen": self.seen},
+            "local": {
+                "format": ROWS_FORMAT,
+                "frontier": self.frontier,
+                "seen": self.seen,
+                **({"numbered": self.numbered} if self.numbered else {}),
+            },
         }
 
     def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
@@ -161,7 +169,6 @@ class SparkLevels(Search):
 
     every = 0  # a Spark level is one piece: no look at the memory inside it
     frontier = None
-    possibly: list = []  # the Spark engine refuses always-possibly properties
 
     def __init__(
         self,
@@ -191,6 +198,13 @@ class SparkLevels(Search):
         self.busy = 0.0
         self.saved: tuple[Path, dict] | None = None  # the level's directory and files, once saved
         self.resume_from: tuple[Path, dict] | None = None  # a saved level that open() loads
+        # The graph visitor (``checker.visitor``), the driver's search's: the tasks write
+        # their records of each level into the store, and the driver adds them to it once
+        # the level is done (``_visit``); the stored fingerprints in number order with them.
+        self.visitor = GraphVisitor()
+        self.numbered: list[np.ndarray] = []
+        self.first = 0  # the number of the frontier's first state
+        self.graph_levels: list[tuple[int, int]] = []  # (first number, depth) of each level visited here
 
     @classmethod
     def hand_over(
@@ -205,6 +219,7 @@ class SparkLevels(Search):
         setup, session = rows.setup, rows.session
         _sc, n = session.context()
         levels = cls(setup, session, metrics, stopping, rows.level, rows.symmetry, rows.seen, depth=depth, n=n)
+        levels.visitor, levels.numbered = rows.visitor, list(rows.numbered)
         store = Store.create(setup.store_dir)
         try:
             # The hand-over writes the seen-set and the frontier, then the first Spark level runs.
@@ -252,7 +267,7 @@ class SparkLevels(Search):
     ) -> SparkLevels:
         """The levels of a checkpoint's saved Spark level (``snapshot``), which
         ``restore_parts`` then checks and ``open()`` loads."""
-        return cls(
+        levels = cls(
             rows.setup,
             rows.session,
             metrics,
@@ -263,6 +278,8 @@ class SparkLevels(Search):
             depth=snapshot["stats"]["depth"],
             n=rows.setup.partitions or snapshot["partitions"],
         )
+        levels.visitor = rows.visitor  # the driver gives it its logs back (checker.driver)
+        return levels
 
     # -- the search protocol ------------------------------------------------------------
 
@@ -291,6 +308,7 @@ class SparkLevels(Search):
         self.next_counts = None
 
     def expand(self, piece: int, first: int, stats: Stats, level_found: dict, found: dict) -> bool | None:
+        self.first = first
         return self._spark_level(piece, stats, level_found, found)
 
     def end_level(self) -> None:
@@ -309,7 +327,26 @@ class SparkLevels(Search):
         self.next_counts = None  # a cancelled Spark level changed nothing the driver keeps
 
     def numbers_of(self, fps: Any) -> Any:
-        raise EngineError("the Spark engine does not number its states")
+        numbered = np.concatenate(self.numbered) if self.numbered else np.zeros(0, np.uint64)
+        order = np.argsort(numbered)
+        return order[np.searchsorted(numbered[order], fps)].astype(np.int64)
+
+    def _visit(self, store: Store, depth: int) -> None:
+        """Hand the graph visitor what the tasks recorded of the level of ``depth`` just
+        expanded (``checker.spark_rows_tasks.graph_records``), in number order: its states
+        (unless the driver stored them: the handed-over frontier) and the edges leaving them."""
+        graph = self.visitor.task
+        number = self.first
+        for path in store.graph_files(depth):
+            fps, flags, (src, dst, choices, fair) = read_graph_records(graph, path)
+            if depth > self.handoff_depth:
+                if number == self.first:
+                    self.graph_levels.append((number, depth))
+                self.visitor.add_flags(number, flags)
+                self.numbered.append(fps)
+            self.visitor.add_edges(number + src, dst, choices, fair if graph.fairness else None)
+            number += len(fps)
+        store.drop_graph(depth)
 
     # -- Spark levels ---------------------------------------------------------------------
 
@@ -352,6 +389,7 @@ class SparkLevels(Search):
             pack,
             setup.fail_first_attempt,
             setup.coverage,
+            self.visitor.task if self.visitor.active else None,
         )
         # What the run has seen of each variable: an owner looks only at the columns and
         # rows that may hold a value not seen yet.
@@ -388,6 +426,8 @@ class SparkLevels(Search):
         # replace: the store at its largest.
         metrics["store_peak_bytes"] = max(metrics["store_peak_bytes"], store.disk_bytes())
         shipped = self._absorb(store, summaries, depth + 1, stats, level_found, found)
+        if self.visitor.active:
+            self._visit(store, depth)
         next_level = sum(self.next_counts or ())
         seconds = round(time.perf_counter() - t0, 3)
         metrics["spark_levels"].append((next_level, seconds, shipped, round(self.busy, 3)))
@@ -446,6 +486,8 @@ class SparkLevels(Search):
 
     def path(self, where: Any) -> Any:
         model = self.step.model
+        if not isinstance(where, tuple) and where >= len(self.driver_seen):
+            where = self._located(where)  # a state stored on Spark, by its number (the graph visitor's)
         if not isinstance(where, tuple):
             init, choices = self.driver_seen.path_to(where)
             return replay_choices(model, init, choices)
@@ -460,6 +502,15 @@ class SparkLevels(Search):
             raise EngineError("trace rebuild: reached a handed-over state the driver does not know")
         init, choices = self.driver_seen.path_to(self.handoff[fp])
         return replay_choices(model, init, choices + tail[::-1])
+
+    def _located(self, number: int) -> tuple[int, int]:
+        """``(depth, fingerprint)`` of the state numbered ``number``, stored on Spark."""
+        firsts = [first for first, _ in self.graph_levels]
+        k = bisect.bisect_right(firsts, number) - 1
+        if k < 0:
+            raise EngineError(f"trace rebuild: no level of the graph visitor holds state {number}")
+        numbered = np.concatenate(self.numbered)
+        return self.graph_levels[k][1], int(numbered[number])
 
     def close(self) -> None:
         """Remove the store."""
@@ -511,6 +562,7 @@ class SparkLevels(Search):
             "local_seen": self.driver_seen,
             "partitions": self.n,
             "frontier": sum(self.counts),
+            **({"graph_numbered": self.numbered, "graph_levels": self.graph_levels} if self.visitor.active else {}),
         }
 
     def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
@@ -525,6 +577,8 @@ class SparkLevels(Search):
         self.driver_seen, self.depth = snapshot["local_seen"], stats["depth"]
         self.n = self.setup.partitions or snapshot["partitions"]
         self.distinct = stats["distinct"]
+        self.numbered = list(snapshot.get("graph_numbered", []))
+        self.graph_levels = list(snapshot.get("graph_levels", []))
         self.saved = (where, snapshot["files"])
 
 

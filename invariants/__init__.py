@@ -5,6 +5,8 @@ from .kafka import (
     ALL,
     BY_NAME,
     CLASSIC,
+    EVERY,
+    LIVENESS,
     MODERN,
     AcknowledgedNeverLost,
     CommittedNeverLost,
@@ -20,13 +22,18 @@ from .kafka import (
     leader_epoch_monotonic,
     logs_never_diverge,
 )
+from .liveness import CommittedEventuallyReplicated, EventuallyLeader
 
 __all__ = [
     "ALL",
     "AcknowledgedNeverLost",
     "BY_NAME",
     "CLASSIC",
+    "CommittedEventuallyReplicated",
     "CommittedNeverLost",
+    "EVERY",
+    "EventuallyLeader",
+    "LIVENESS",
     "HighWatermarkBelowLogEnd",
     "LeaderCandidateCompleteness",
     "LeaderEpochMonotonic",

@@ -239,6 +239,13 @@ class KafkaBatchKernel(KernelBase):
                 g.emit(ALTER_PARTITION, rows[:, c.ALTER_REPLICA] == r, fx.alter_partition, r)
         return g.result()
 
+    def fair_codes(self, rows, parents, choices, codes, succ) -> np.ndarray:
+        """The code of each successor's fair instance, -1 where the step is not fair
+        (``model.fairness.fair_codes``)."""
+        from .fairness import fair_codes
+
+        return fair_codes(self, rows, parents, choices, codes, succ)
+
     # -- the rules the properties' masks read -------------------------------------------
 
     def leads(self, rows) -> np.ndarray:

@@ -27,6 +27,7 @@ from .actions import (
     action_names,
 )
 from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21, Config
+from .fairness import fair_instance, fair_instances, instance_codes
 from .kafka_actions import KafkaEffects
 from .state import EXPAND, SHRINK, Quorum, Replica, State, encode, leader_of, leso
 
@@ -51,10 +52,15 @@ class KafkaModel:
     _fx: KafkaEffects = attrs.field(init=False, repr=False, eq=False)
     # Does ExpandIsr also ask for the leader's epoch start offset (KAFKA-7128)?
     _v21: bool = attrs.field(init=False, repr=False, eq=False)
+    # the weakly fair instances (model.fairness), and the code of each fair action's first
+    _fair: tuple = attrs.field(init=False, repr=False, eq=False)
+    _fair_codes: dict = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_fx", KafkaEffects(self.config))
         object.__setattr__(self, "_v21", self.config.truncation == LEADER_EPOCH_21)
+        object.__setattr__(self, "_fair", fair_instances(self.config))
+        object.__setattr__(self, "_fair_codes", instance_codes(self.config))
 
     # -- protocol -----------------------------------------------------------------
 
@@ -107,6 +113,17 @@ class KafkaModel:
     def properties(self) -> tuple[Property, ...]:
         """The properties checked by default: see ``invariants.default_properties``."""
         return default_properties(self.config)
+
+    def fair_instances(self) -> tuple[str, ...]:
+        """The weakly fair action instances of docs/model.md's "Liveness under fairness",
+        in code order (``model.fairness``): FetchRequest, FetchResponse, Restart, Failover,
+        BecomeFollower and ExpandIsr of every replica, then AlterPartition."""
+        return self._fair
+
+    def fair_instance(self, state, action) -> str | None:
+        """The fair instance the step ``state --action-->`` is one of, or None (Produce,
+        Crash, ShrinkIsr, and an ElectLeader while the quorum leader leads)."""
+        return fair_instance(self._fair, self._fair_codes, state, action)
 
     def actions(self, state) -> list[Action]:
         return [a for a, _ in self.successors(state)]

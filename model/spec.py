@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from kmc.checker.errors import SpecError
 from kmc.checker.result import HOLDS, VIOLATED
-from kmc.invariants import ALL, BY_NAME, default_properties
+from kmc.invariants import BY_NAME, EVERY, default_properties
 
 from .config import ACKS, INITIAL_LEADERS, TRUNCATION_RULES, Config
 
@@ -130,7 +130,7 @@ def is_replica_name(x) -> bool:
 
 
 def property_names() -> list[str]:
-    return [p.name for p in ALL]
+    return [p.name for p in EVERY]
 
 
 def load_spec(path) -> Spec:

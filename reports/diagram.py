@@ -14,6 +14,7 @@ The renderers (``reports.svg``, ``reports.mermaid``, ``reports.html``) only draw
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, cast
 
 import attrs
@@ -127,10 +128,35 @@ class Diagram:
     traps: int | None = None
     note: str = ""
     options: tuple = ()  # the AlterPartition options that are on ("alter_partition", "broker_epochs")
+    # A liveness property's lasso: the index of the column where its cycle starts (the last
+    # column is that state again), or of the last column when the behaviour stutters there
+    # for ever; None for any other counterexample.
+    loop: int | None = None
+
+    @builtins.property  # (the field ``property`` hides the builtin here)
+    def lasso(self) -> bool:
+        return self.loop is not None
+
+    @builtins.property  # (the field ``property`` hides the builtin here)
+    def stutters(self) -> bool:
+        """The lasso ends in a state where no fair action is enabled (no cycle)."""
+        return self.loop is not None and self.loop == len(self.columns) - 1
+
+
+LIVENESS_KINDS = ("always-eventually", "leads-to")  # checker.protocol's liveness kinds
+
+
+def cycle_text(d) -> str:
+    """What a lasso's end does, in a few words: ``back to State 8, for ever`` or ``State 5
+    for ever: no fair action is enabled``."""
+    if d.stutters:
+        return f"State {len(d.columns)} for ever: no fair action is enabled"
+    return f"back to State {d.loop + 1}, for ever"
 
 
 def build(model, violation) -> Diagram:
-    """The diagram of ``violation``'s path (a ``checker.result.Violation``)."""
+    """The diagram of ``violation``'s path (a ``checker.result.Violation``; a liveness
+    property's lasso is drawn with its cycle)."""
     return build_path(
         model,
         violation.path,
@@ -138,16 +164,20 @@ def build(model, violation) -> Diagram:
         violation.kind,
         violation.explanation,
         getattr(violation, "traps", None),
+        loop=getattr(violation, "loop", None),
+        obligation=getattr(violation, "obligation", None),
     )
 
 
-def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None) -> Diagram:
+def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None, *, loop=None, obligation=None) -> Diagram:
     """The diagram of any path (a ``checker.result.Path``): a counterexample's, with the
     property ``prop`` of kind ``kind`` it violates and why, or (``kind`` ``HOLDS``, what
-    ``kmc explore`` draws for a walk) a path whose last state violates nothing."""
+    ``kmc explore`` draws for a walk) a path whose last state violates nothing. A liveness
+    property's lasso gives ``loop`` (the index of the state its cycle returns to, the last
+    one when it stutters) and, for a leads-to family, the violated ``obligation``."""
     steps = path.steps
     states = [s.state for s in steps]
-    marked, ghosts = _marks(model, prop, states[-1])
+    marked, ghosts = _marks(model, prop, states[-1], obligation)
     columns = []
     for i, step in enumerate(steps):
         prev = states[i - 1] if i else None
@@ -163,6 +193,8 @@ def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None) -> 
         )
     elif kind == "possibly":
         verdict = f"{prop} fails: State {n} is a trap"
+    elif kind in LIVENESS_KINDS and loop is not None:
+        verdict = f"{prop} fails"  # where the lasso ends is the explanation's first words
     else:
         verdict = f"{prop} is violated in State {n}"
     note = UNCLEAN_NOTE if (prop == "CommittedNeverLost" and model.config.unclean_leader_election) else ""
@@ -179,16 +211,27 @@ def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None) -> 
         traps=traps,
         note=note,
         options=options,
+        loop=loop if kind in LIVENESS_KINDS else None,
     )
 
 
-def _marks(model, prop: str, state) -> tuple[set[tuple[int, ...]], dict[int, list[tuple[int, int, int]]]]:
+def _marks(
+    model, prop: str, state, obligation=None
+) -> tuple[set[tuple[int, ...]], dict[int, list[tuple[int, int, int]]]]:
     """The records the violation is about: ``(marked, ghosts)`` where ``marked`` is a set
     of ``(offset, epoch, id)`` to highlight wherever they appear, and ``ghosts`` maps a
-    replica to the committed records missing from its log in the last state."""
+    replica to the committed records missing from its log in the last state (for
+    CommittedEventuallyReplicated: the record of the violated ``obligation``, on every
+    replica that lacks it)."""
     marked: set[tuple[int, ...]] = set()
     ghosts: dict[int, list[tuple[int, int, int]]] = {}
-    if prop in ("CommittedNeverLost", "LeaderCandidateCompleteness", "AcknowledgedNeverLost"):
+    if prop == "CommittedEventuallyReplicated" and obligation is not None:
+        offset, epoch, rid = obligation
+        marked.add((offset, epoch, rid))
+        for r, rep in enumerate(state.replicas):
+            if offset >= len(rep.log) or rep.log[offset] != (epoch, rid):
+                ghosts.setdefault(r, []).append((offset, epoch, rid))
+    elif prop in ("CommittedNeverLost", "LeaderCandidateCompleteness", "AcknowledgedNeverLost"):
         if prop in ("CommittedNeverLost", "AcknowledgedNeverLost"):
             l = leader_of(state)
             who = [] if l is None else [l]
@@ -350,7 +393,11 @@ def _events(model, before, action, after) -> tuple:
 
 def lost_label(d) -> str:
     """What the records ``d.lost`` are: ``"lost record"``, ``"lost acknowledged records"``..."""
-    kind = {"LogsNeverDiverge": "diverging", "AcknowledgedNeverLost": "lost acknowledged"}.get(d.property, "lost")
+    kind = {
+        "LogsNeverDiverge": "diverging",
+        "AcknowledgedNeverLost": "lost acknowledged",
+        "CommittedEventuallyReplicated": "missing",
+    }.get(d.property, "lost")
     return f"{kind} record{'s' if len(d.lost) > 1 else ''}"
 
 
@@ -443,8 +490,10 @@ __all__ = [
     "Event",
     "MARKER",
     "ReplicaCell",
+    "LIVENESS_KINDS",
     "build",
     "config_flags",
+    "cycle_text",
     "config_lines",
     "config_summary",
     "counts_from_document",

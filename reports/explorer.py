@@ -24,6 +24,8 @@ import time
 import attrs
 from kmc.checker.protocol import (
     ALWAYS,
+    ALWAYS_EVENTUALLY,
+    LEADS_TO,
     POSSIBLY,
     STEP,
     action_name,
@@ -202,6 +204,22 @@ class Explorer:
                     doc.update(status="goal", reason="")
                 else:
                     doc.update(self._possibly_status(prop, state))
+            elif prop.kind == ALWAYS_EVENTUALLY:
+                why = prop.check(model, state)
+                doc.update(
+                    status="not a goal" if why else "goal",
+                    reason=f"{why}; it must hold again later in every fair behaviour (the search decides it)"
+                    if why
+                    else "",
+                )
+            elif prop.kind == LEADS_TO:
+                waiting = _waiting(model, prop, state)
+                doc.update(
+                    status="waits" if waiting else "goal",
+                    reason=f"{waiting}: each must hold later in every fair behaviour (the search decides it)"
+                    if waiting
+                    else "",
+                )
             out.append(doc)
         return out
 
@@ -361,6 +379,20 @@ def _html_of(renderable, width=110) -> str:
     console = Console(record=True, width=width, file=io.StringIO(), color_system="truecolor", force_terminal=True)
     console.print(renderable)
     return console.export_html(inline_styles=True, code_format='<pre class="state">{code}</pre>')
+
+
+def _waiting(model, prop, state) -> str:
+    """The obligations of a leads-to property that wait in ``state`` (their ``P`` holds and
+    their ``Q`` does not), as text; ``""`` when none does."""
+    p, q = prop.check(model, state)
+    if prop.obligations is None:
+        return "its Q does not hold yet" if p and not q else ""
+    done = set(q)
+    waiting = [ob for ob in prop.obligations(model) if ob in set(p) and ob not in done]
+    if not waiting:
+        return ""
+    shown = ", ".join(str(ob) for ob in waiting[:4]) + (", ..." if len(waiting) > 4 else "")
+    return f"{len(waiting)} obligation{'s' if len(waiting) > 1 else ''} wait{'' if len(waiting) > 1 else 's'} ({shown})"
 
 
 class GenericView:

@@ -29,11 +29,11 @@ SCHEMA = "kmc-generic-result-1"
 
 def by_path(violations) -> list[list]:
     """``violations`` (in their order) grouped by counterexample: those whose paths are
-    the same (same initial state, same choices) in one group, so that a path two
-    properties share is shown once, with both verdicts."""
+    the same (same initial state, same choices, and for a lasso the same cycle) in one
+    group, so that a path two properties share is shown once, with both verdicts."""
     groups: dict[tuple, list] = {}
     for v in violations:
-        groups.setdefault((v.path.init_index, tuple(v.path.choices)), []).append(v)
+        groups.setdefault((v.path.init_index, tuple(v.path.choices), v.loop), []).append(v)
     return list(groups.values())
 
 
@@ -44,14 +44,16 @@ def action_order(model, stats) -> list[str]:
     return names + sorted(set(stats.fired) - set(names))
 
 
-def _value(v) -> Any:
+def json_value(v) -> Any:
+    """A value as JSON holds it: attrs classes and dicts as objects, tuples, lists and sets
+    as arrays (a set sorted), scalars as they are, anything else as its ``repr``."""
     if attrs.has(type(v)):
-        return {k: _value(x) for k, x in attrs.asdict(v, recurse=False).items()}
+        return {k: json_value(x) for k, x in attrs.asdict(v, recurse=False).items()}
     if isinstance(v, (tuple, list, frozenset, set)):
-        items = [_value(x) for x in v]
+        items = [json_value(x) for x in v]
         return sorted(items, key=repr) if isinstance(v, (set, frozenset)) else items
     if isinstance(v, dict):
-        return {str(k): _value(x) for k, x in v.items()}
+        return {str(k): json_value(x) for k, x in v.items()}
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     return repr(v)
@@ -72,7 +74,7 @@ def trace_steps(model, path) -> list[dict]:
                 "description": describe_step(model, before, step.action, step.state),
             }
         out.append(
-            {"index": i + 1, "action": action, "text": format_state(model, step.state), "state": _value(step.state)}
+            {"index": i + 1, "action": action, "text": format_state(model, step.state), "state": json_value(step.state)}
         )
         before = step.state
     return out
@@ -108,6 +110,51 @@ def result_dict(spec, model, result) -> dict:
     }
 
 
+def lasso_mark(violation, index: int) -> str | None:
+    """What a trace says beside state ``index`` (from 1) of a liveness counterexample (a
+    lasso, ``checker.result.Violation.loop``): where its cycle starts, that its last state
+    goes back there, or that its last state stutters; ``None`` elsewhere and for the other
+    kinds."""
+    loop = getattr(violation, "loop", None)
+    if loop is None:
+        return None
+    n = len(violation.path)
+    start = loop + 1
+    if loop == n - 1:
+        return "stutters here for ever: no fair action is enabled in this state" if index == n else None
+    if index == start:
+        return "the cycle starts here"
+    if index == n:
+        return f"back to state {start}: the cycle repeats for ever"
+    return None
+
+
+def lasso_dict(violation) -> dict | None:
+    """A liveness counterexample's lasso as JSON writes it (``None`` for the other kinds):
+    the state its cycle starts at (from 1), whether it stutters instead, and the violated
+    obligation of a leads-to family (``null`` for one)."""
+    loop = getattr(violation, "loop", None)
+    if loop is None:
+        return None
+    return {
+        "cycle_start": loop + 1,
+        "stutters": loop == len(violation.path) - 1,
+        "obligation": json_value(violation.obligation),
+    }
+
+
+def lasso_summary(violation) -> str:
+    """A counterexample's size for a summary line: ``"5 states"``, or for a lasso ``"a
+    lasso of 5 states, its cycle from state 2"`` / ``"... stuttering in state 5"``."""
+    n = len(violation.path)
+    loop = getattr(violation, "loop", None)
+    if loop is None:
+        return f"{n} states"
+    if loop == n - 1:
+        return f"a lasso of {n} states, stuttering in state {n}"
+    return f"a lasso of {n} states, its cycle from state {loop + 1} back to it"
+
+
 def changed_fields(before, after) -> list[str]:
     """``field: old -> new`` for every field of a state's dict (``trace_steps``) that a
     step changed; a state that is no dict shows whole."""
@@ -135,6 +182,9 @@ def trace_view(model, violation, diff=False) -> Group:
             head.append(f"  {safe_text(step['action']['text'])}", "bold cyan")
             if step["action"]["description"]:
                 head.append(f"  {safe_text(step['action']['description'])}", "dim")
+        mark = lasso_mark(violation, step["index"])
+        if mark is not None:
+            head.append(f"  ↺ {mark}", "bold magenta")
         parts.append(head)
         if diff and before is not None:
             changed = changed_fields(before, step["state"])
@@ -191,7 +241,7 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
             names = ", ".join(safe_text(x.property) for x in (v, *also))
             parts += [
                 Text(""),
-                Text(f"Counterexample: {names} ({len(v.path)} states)", "bold red"),
+                Text(f"Counterexample: {names} ({lasso_summary(v)})", "bold red"),
                 trace_view(model, v, diff=diff),
             ]
             parts += [Text(f"{safe_text(x.property)}: {safe_text(x.explanation)}", "bold red") for x in also]
@@ -199,8 +249,12 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
     if ordered:
         parts.append(
             Text(
-                f"✗ {safe_text(ordered[0].property)} violated: shortest counterexample has "
-                f"{len(ordered[0].path)} states.",
+                f"✗ {safe_text(ordered[0].property)} violated: "
+                + (
+                    f"counterexample is {lasso_summary(ordered[0])}."
+                    if ordered[0].loop is not None
+                    else f"shortest counterexample has {len(ordered[0].path)} states."
+                ),
                 "bold red",
             )
         )
@@ -299,10 +353,12 @@ def violation_page(ref, model, violation) -> str:
 
 def violation_dict(model, violation) -> dict:
     """One counterexample as ``result_dict`` writes it."""
+    lasso = lasso_dict(violation)
     return {
         "property": violation.property,
         "kind": violation.kind,
         "explanation": violation.explanation,
+        **({"lasso": lasso} if lasso is not None else {}),
         "trace": {
             "init_index": violation.path.init_index,
             "choices": list(violation.path.choices),

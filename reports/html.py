@@ -12,7 +12,7 @@ from __future__ import annotations
 from kmc.checker.text import xml_text
 
 from . import svg
-from .diagram import MARKER
+from .diagram import MARKER, cycle_text
 
 CSS = """
 :root { color-scheme: light; }
@@ -37,6 +37,7 @@ ol.steps li { margin: 2px 0; }
 ol.steps code { font-weight: bold; }
 ol.steps .desc { color: #444; }
 ol.steps li.last { color: #b71c1c; }
+ol.steps li.cycle, ol.steps span.cycle { color: #b71c1c; }
 section.coverage table { border-collapse: collapse; font-size: 13px; margin: 6px 0; }
 section.coverage th, section.coverage td { text-align: left; padding: 1px 10px 1px 0; vertical-align: top; }
 section.coverage td.n { text-align: right; font-variant-numeric: tabular-nums; }
@@ -147,18 +148,23 @@ def foot(command, note="") -> list[str]:
 
 def _section(d) -> str:
     trap = d.kind == "possibly"
+    what = "trace to an availability trap" if trap else "counterexample"
+    if d.lasso:  # a liveness property's lasso: a path, then its cycle or its stuttering state
+        what = "lasso" if d.stutters else f"lasso (a cycle from State {d.loop + 1})"
     out = [
         f'<section class="trace" data-property="{_x(d.property)}">',
-        f'<h2 class="{"trap" if trap else "violation"}">✗ {_x(d.property)}: a '
-        f"{'trace to an availability trap' if trap else 'counterexample'} of {len(d.columns)} states</h2>",
+        f'<h2 class="{"trap" if trap else "violation"}">✗ {_x(d.property)}: '
+        f"a {_x(what)} of {len(d.columns)} states</h2>",
         '<div class="scroll">',
         svg.render(d, standalone=False),
         "</div>",
         '<ol class="steps">',
     ]
+    last = len(d.columns) - 1
     for i, col in enumerate(d.columns):
-        cls = ' class="last"' if i == len(d.columns) - 1 else ""
-        out.append(f'<li{cls}><code>{_x(col.action)}</code> <span class="desc">{_x(col.description)}</span></li>')
+        cls = ' class="last"' if i == last else ' class="cycle"' if d.lasso and i >= d.loop else ""
+        back = f' <span class="cycle">↺ {_x(cycle_text(d))}</span>' if d.lasso and i == last else ""
+        out.append(f'<li{cls}><code>{_x(col.action)}</code> <span class="desc">{_x(col.description)}</span>{back}</li>')
     out.append("</ol>")
     out.append("</section>")
     return "\n".join(out)

@@ -16,11 +16,12 @@ from kmc.model.actions import ACTION_NAMES, action_names
 from kmc.model.state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
 
 from .coverage import coverage_to_dict
+from .generic import lasso_dict
 
 SCHEMA_VERSION = 1
 # Fields added within a version raise the minor version (docs/json-schema.md lists them);
 # readers of version 1 ignore the fields they do not know.
-SCHEMA_MINOR = 2
+SCHEMA_MINOR = 3
 
 
 # -- verdicts and expectations ----------------------------------------------------------
@@ -302,11 +303,15 @@ def result_to_dict(spec, model, result) -> dict:
 
 def _violation_to_dict(model, v) -> dict:
     """One violation; an always-possibly one also carries ``trap_states``: how many
-    distinct states (orbits under symmetry reduction) are traps."""
+    distinct states (orbits under symmetry reduction) are traps; a liveness one its
+    ``lasso`` (``reports.generic.lasso_dict``)."""
     doc = {"property": v.property, "kind": v.kind, "explanation": v.explanation}
     traps = getattr(v, "traps", None)
     if traps is not None:
         doc["trap_states"] = int(traps)
+    lasso = lasso_dict(v)
+    if lasso is not None:  # a liveness property's counterexample
+        doc["lasso"] = lasso
     doc["trace"] = trace_to_dict(model, v.path)
     return doc
 

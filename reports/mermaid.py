@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kmc.checker.text import picture_text
 
-from .diagram import CONTROLLER, MARKER, config_summary, lost_label
+from .diagram import CONTROLLER, MARKER, config_summary, cycle_text, lost_label
 
 
 def _ids(d) -> list[str]:
@@ -93,7 +93,10 @@ def render(d, *, title="", config=None) -> str:
     last = len(d.columns) - 1
     for i in range(1, len(d.columns)):
         col = d.columns[i]
-        if i == last:
+        if d.lasso and not d.stutters and i == d.loop + 1:
+            # a lasso's cycle: Mermaid's loop block, from its first step to its last
+            lines.append(f"    loop {escape(cycle_text(d))}")
+        elif i == last and not d.lasso:
             colour = "255, 236, 214" if d.kind == "possibly" else "253, 228, 228"
             lines.append(f"    rect rgb({colour})")
         text = [f"{col.number}. {col.action}: {col.description}"] + _changes(d, d.columns[i - 1], col)
@@ -119,7 +122,13 @@ def render(d, *, title="", config=None) -> str:
             lines.append(f"    activate {ids[CONTROLLER]}")
         elif now is None and before is not None:
             lines.append(f"    deactivate {ids[CONTROLLER]}")
-        if i == last:
+        if i == last and d.lasso:
+            if now is not None:
+                lines.append(f"    deactivate {ids[CONTROLLER]}")
+            if not d.stutters:
+                lines.append("    end")
+            lines.append(f"    Note over {everyone}: {_verdict(d)}")
+        elif i == last:
             lines.append(f"    Note over {everyone}: {_verdict(d)}")
             if now is not None:
                 lines.append(f"    deactivate {ids[CONTROLLER]}")
@@ -138,6 +147,8 @@ def _acting_lane(d, col) -> int:
 
 def _verdict(d) -> str:
     text = [f"✗ {d.verdict}: {d.explanation}"]
+    if d.stutters:
+        text.append(f"↺ {cycle_text(d)}")
     if d.lost:
         text.append(f"{lost_label(d)}: {', '.join(d.lost)}")
     if d.kind == "possibly" and d.traps is not None:

@@ -293,13 +293,17 @@ class ResultView:
             else:
                 yield Text(f"✓ All {n} {what} hold over {states} distinct states.", "bold green")
         else:
+            from .generic import lasso_summary
+
             first = ordered[0]
-            text = Text(
-                f"✗ {first.property} violated: shortest counterexample has "
-                f"{len(first.path)} states{self._traps(first)}.",
-                "bold red",
+            # a liveness property's lasso has no "shortest": say what it is instead
+            head = (
+                f"counterexample is {lasso_summary(first)}"
+                if getattr(first, "loop", None) is not None
+                else f"shortest counterexample has {len(first.path)} states{self._traps(first)}"
             )
-            rest = [f"{v.property} ({len(v.path)} states{self._traps(v)})" for v in ordered[1:]]
+            text = Text(f"✗ {first.property} violated: {head}.", "bold red")
+            rest = [f"{v.property} ({lasso_summary(v)}{self._traps(v)})" for v in ordered[1:]]
             if rest:
                 text.append(f" Also violated: {', '.join(rest)}.", "red")
             unknown = [p for p in result.checked if result.verdict(p) == UNKNOWN]

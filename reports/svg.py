@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kmc.checker.text import xml_text
 
-from .diagram import CONTROLLER, MARKER, epoch_colour, lost_label
+from .diagram import CONTROLLER, MARKER, cycle_text, epoch_colour, lost_label
 
 SANS = "Helvetica, Arial, 'DejaVu Sans', sans-serif"
 MONO = "Menlo, Consolas, 'DejaVu Sans Mono', monospace"
@@ -138,7 +138,8 @@ def render(d, *, standalone=True, title="") -> str:
             _pending(out, col, x, lay)
         for ev in col.events:
             _event(out, ev, x, lay)
-    y = _verdict(out, d, lay)
+    y = _cycle(out, d, lay) if d.lasso else lay.lanes_bottom
+    y = _verdict(out, d, lay, y)
     y = _legend(out, d, lay, y)
     lines = wrap(" ".join(str(title).split()), lay.width - 2 * PAD, 13, bold=True) if title else []
     top = len(lines) * 16 + 6 if lines else 0
@@ -152,14 +153,15 @@ def render(d, *, standalone=True, title="") -> str:
         f'viewBox="0 0 {lay.width} {height}" role="img" class="kmc-diagram" '
         f'data-lanes="{len(d.lanes)}" data-columns="{len(d.columns)}">\n'
         f"<!-- {MARKER} -->\n<title>{_x(d.verdict)}</title>\n"
-        f"<defs>{_markers(d.columns[0].controller.requests)}</defs>\n"
+        f"<defs>{_markers(d.columns[0].controller.requests, d.lasso)}</defs>\n"
         f'<rect x="0" y="0" width="{lay.width}" height="{height}" fill="#ffffff"/>\n{heading}'
         f'<g transform="translate(0,{top})">\n' + "\n".join(out) + "\n</g>\n</svg>\n"
     )
 
 
-def _markers(requests=False) -> str:
+def _markers(requests=False, cycle=False) -> str:
     colours = (("blue", BLUE), ("purple", PURPLE), ("grey", GREY)) + ((("orange", ORANGE),) if requests else ())
+    colours += (("red", RED),) if cycle else ()
     return "".join(
         f'<marker id="arrow-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'
@@ -201,11 +203,13 @@ def _columns_and_lanes(out, d, lay) -> None:
         f'<line x1="{PAD}" y1="{lay.lanes_bottom}" x2="{lay.width - PAD}" y2="{lay.lanes_bottom}" stroke="#c8c8c8"/>'
     )
     colour = ORANGE if d.kind == "possibly" else RED
-    x = lay.col_x(last)
-    cls = "trap" if d.kind == "possibly" else "violation"
+    first = d.loop if d.lasso else last  # a lasso frames its whole cycle
+    x = lay.col_x(first)
+    cls = "cycle" if d.lasso else "trap" if d.kind == "possibly" else "violation"
+    dash = ' stroke-dasharray="6 3"' if d.lasso and not d.stutters else ""
     out.append(
-        f'<rect class="{cls}" x="{x + 1}" y="{PAD + 1}" width="{lay.col_w - 2}" '
-        f'height="{lay.lanes_bottom - PAD - 2}" fill="none" stroke="{colour}" stroke-width="2.5"/>'
+        f'<rect class="{cls}" x="{x + 1}" y="{PAD + 1}" width="{(last - first + 1) * lay.col_w - 2}" '
+        f'height="{lay.lanes_bottom - PAD - 2}" fill="none" stroke="{colour}" stroke-width="2.5"{dash}/>'
     )
 
 
@@ -449,8 +453,35 @@ def _event(out, ev, x, lay) -> None:
     )
 
 
-def _verdict(out, d, lay) -> float:
-    y = lay.lanes_bottom + 10
+CYCLE_H = 34  # the band under the lanes where a lasso's cycle arrow runs
+
+
+def _cycle(out, d, lay) -> float:
+    """A lasso's end under the lanes: an arrow from the last column back to the column
+    where the cycle starts (the same state), or, when the last state stutters, a loop on
+    it; with what it means in words. Returns the band's bottom."""
+    last = len(d.columns) - 1
+    top = lay.lanes_bottom
+    x_last = lay.col_x(last) + lay.col_w / 2
+    label = cycle_text(d)
+    if d.stutters:
+        path = f"M{x_last + 8},{top + 2} C{x_last + 26},{top + 24} {x_last - 26},{top + 24} {x_last - 8},{top + 3}"
+        tx, anchor, ty = (lay.col_x(last) - 4, "end", top + 16) if last else (x_last + 24, "start", top + 16)
+    else:
+        x_loop = lay.col_x(d.loop) + lay.col_w / 2
+        path = f"M{x_last},{top + 2} L{x_last},{top + 18} L{x_loop},{top + 18} L{x_loop},{top + 3}"
+        tx, anchor, ty = (x_last + x_loop) / 2, "middle", top + 28
+    out.append(
+        f'<g class="cycle-arrow"><title>{_x(label)}</title>'
+        f'<path d="{path}" fill="none" stroke="{RED}" stroke-width="1.6" marker-end="url(#arrow-red)"/>'
+        + _text(tx, ty, [label], 9, fill=RED, weight="bold", anchor=anchor)
+        + "</g>"
+    )
+    return top + CYCLE_H
+
+
+def _verdict(out, d, lay, top=None) -> float:
+    y = (lay.lanes_bottom if top is None else top) + 10
     colour = ORANGE if d.kind == "possibly" else GREEN if d.kind == "holds" else RED
     width = lay.width - 2 * PAD
     head = (
@@ -507,6 +538,7 @@ def _legend(out, d, lay, y) -> float:
             {
                 "LogsNeverDiverge": "red: the records that disagree",
                 "AcknowledgedNeverLost": "red: the lost acknowledged record",
+                "CommittedEventuallyReplicated": "red: the committed record some replica lacks for ever",
             }.get(d.property, "red: the lost record"),
             RED,
         ),
@@ -521,6 +553,14 @@ def _legend(out, d, lay, y) -> float:
     if d.columns[0].controller.requests:
         items[-3:-3] = [("ISR request ⇢", ORANGE), ("┆ request in flight", ORANGE)]
         items.append(("ISR changes through the controller: " + ", ".join(d.options), PURPLE))
+    if d.lasso and not d.lost:  # EventuallyLeader's lasso marks no record
+        items = [item for item in items if not item[0].startswith("red: ")]
+    if d.lasso:
+        items.append(
+            ("red frame: the state it stays in for ever", RED)
+            if d.stutters
+            else ("dashed red frame: the cycle, repeated for ever", RED)
+        )
     if any(c.acked for c in d.columns):
         items.append(("producer told: acknowledged to the producer", BLUE))
     for text, fill in items:

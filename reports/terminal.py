@@ -19,6 +19,7 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
 
+from .generic import lasso_mark, lasso_summary
 from .state_view import (
     CHANGED,
     CHANGED_MARK,
@@ -117,6 +118,9 @@ class TraceView:
             else:
                 lines = diff_lines(model, previous.state, step.state)
                 yield Padding(Group(*lines) if lines else Text("(no change)", DIM), (0, 0, 0, 2), expand=False)
+            mark = lasso_mark(v, index)  # a liveness counterexample: where its cycle starts and ends
+            if mark is not None:
+                yield Text(f"↺ {mark}", "bold magenta")
             yield Text("")
         yield self.verdict_panel()
         for other in self.also:
@@ -159,6 +163,10 @@ class TraceView:
             )
             text.append(v.explanation, "red")
             text.append("\n" + trap_share(v.traps, self.distinct), "red")
+            return Panel(text, border_style="red", expand=False, padding=(0, 1))
+        if v.loop is not None:  # a liveness property: the trace is a lasso
+            text.append(f" is violated by a fair behaviour: {lasso_summary(v)}:\n", "red")
+            text.append(v.explanation, "red")
             return Panel(text, border_style="red", expand=False, padding=(0, 1))
         if v.kind == "step" and n > 1:
             action = format_action(model, v.path.steps[-1].action)

@@ -158,17 +158,41 @@ def trace_text(model, path) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
+def lasso_text(model, path, loop: int) -> str:
+    """A lasso the way TLC prints a behaviour that violates a temporal property: the states
+    up to the cycle's last one, then ``Back to state k: <Action>`` for the step that closes
+    the cycle; or, when the last state stutters for ever, every state and then
+    ``State n: Stuttering``."""
+    steps = path.steps
+    if loop == len(steps) - 1:
+        return trace_text(model, path) + f"\nState {len(steps) + 1}: Stuttering\n"
+    blocks = [
+        step_header(model, index, step.action) + "\n" + state_text(model, step.state)
+        for index, step in enumerate(steps[:-1], 1)
+    ]
+    blocks.append(f"Back to state {loop + 1}: <{format_action(model, steps[-1].action)}>")
+    return "\n\n".join(blocks) + "\n"
+
+
 def violation_text(model, violation, stats=None) -> str:
     """A violation the way TLC reports one: the error line, the behaviour, then (as a
     TLA+ comment) kmc's explanation, and, given a ``stats`` dict of the JSON result
     format (``distinct_states``, ``states_generated``, ``depth``), TLC's closing counts.
     """
-    kind = "Action property" if violation.kind == "step" else "Invariant"
-    lines = [
-        f"Error: {kind} {violation.property} is violated.",
-        "Error: The behavior up to this point is:",
-        trace_text(model, violation.path),
-    ]
+    loop = getattr(violation, "loop", None)
+    if loop is not None:  # a liveness property's lasso, as TLC prints a temporal violation
+        lines = [
+            "Error: Temporal properties were violated.",
+            "Error: The following behavior constitutes a counter-example:",
+            lasso_text(model, violation.path, loop),
+        ]
+    else:
+        kind = "Action property" if violation.kind == "step" else "Invariant"
+        lines = [
+            f"Error: {kind} {violation.property} is violated.",
+            "Error: The behavior up to this point is:",
+            trace_text(model, violation.path),
+        ]
     lines.append(f"\\* {violation.property}: {violation.explanation}")
     if stats:
         lines.append(f"{stats['states_generated']} states generated, {stats['distinct_states']} distinct states found.")
@@ -176,4 +200,12 @@ def violation_text(model, violation, stats=None) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["VARIABLES", "state_text", "state_variables", "step_header", "trace_text", "violation_text"]
+__all__ = [
+    "VARIABLES",
+    "lasso_text",
+    "state_text",
+    "state_variables",
+    "step_header",
+    "trace_text",
+    "violation_text",
+]

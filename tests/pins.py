@@ -219,3 +219,38 @@ AP_PINS = {
     "kip903-three-replicas": Pin(2338627, 8950968, 35, ALL5, {}, None),
     "kafka-14139-acks-all": Pin(3128571, 11701870, 37, ALL6, {CNL: 16, LCC: 14, ANL: 16}, None),
 }
+
+
+# -- liveness under fairness: the specs/live-*.toml (tests/test_liveness_kafka.py) ----------------
+#
+# One spec per row of docs/model.md's liveness table (TLC with the same fairness on an
+# independent TLA+ rendering), run with keep-going (the properties need every reachable
+# state). The liveness properties change no count: each row's numbers are those pinned above
+# for the same configuration (the spec named last), which the tests check too; the two-replica
+# rows are recomputed by the oracle. Verdicts: the table's ("violated" with a lasso).
+EL, CER = "EventuallyLeader", "CommittedEventuallyReplicated"
+
+
+class LivePin(NamedTuple):
+    distinct: int
+    generated: int
+    depth: int
+    verdicts: dict  # property -> "holds" or "violated"
+    same_as: str  # the spec with the same configuration whose counts are pinned above
+
+
+V = "violated"
+LIVE_PINS = {
+    "live-c1": LivePin(4267, 9202, 17, {EL: H, CER: H}, "v21-data-loss"),
+    "live-c1-ap-be": LivePin(7390, 17654, 19, {EL: H, CER: H}, "ap-be-c1"),
+    "live-c1-hw": LivePin(4913, 10749, 20, {EL: H, CER: V}, "hw-data-loss"),  # HW_DATA_LOSS_KEEP_GOING
+    "live-c2": LivePin(10652, 24480, 19, {EL: H, CER: V}, "avail-c2"),
+    "live-c2-ap": LivePin(18417, 47071, 20, {EL: H, CER: V}, "ap-c2"),
+    "live-c2-elr": LivePin(7057, 15830, 17, {CNL: H, EL: V, CER: V}, "avail-c2-elr"),
+    "live-c2-elr-lkl": LivePin(8325, 18718, 17, {EL: H, CER: V}, "avail-c2-elr-lkl"),
+    "live-c3": LivePin(4770, 10406, 17, {EL: H, CER: V}, "avail-c3"),
+    "live-c4": LivePin(47577, 98343, 22, {EL: V, CER: V}, "v21-fast-leader-change"),
+    "live-c5": LivePin(49302, 163100, 22, {EL: H, CER: H}, "v21-min-isr"),
+    "live-lrs2": LivePin(1207522, 4465456, 27, {EL: H, CER: V}, "avail-lrs2"),
+    "live-lrs2-elr": LivePin(1227129, 4269582, 29, {CNL: H, EL: V, CER: V}, "avail-lrs2-elr"),
+}

@@ -343,7 +343,7 @@ def test_the_json_of_a_trap():
     v = Violation(PR, POSSIBLY, explain_trap(model, path.steps[-1].state), path, traps=1296)
     result = CheckResult("local", list(spec.invariants), Stats(distinct=7057), {PR: v})
     doc = result_to_dict(spec, model, result)
-    assert (doc["schema_version"], doc["schema_minor"]) == (SCHEMA_VERSION, SCHEMA_MINOR) == (1, 2)
+    assert (doc["schema_version"], doc["schema_minor"]) == (SCHEMA_VERSION, SCHEMA_MINOR) == (1, 3)
     (entry,) = doc["violations"]
     assert list(entry) == ["property", "kind", "explanation", "trap_states", "trace"]
     assert entry["trap_states"] == 1296 and entry["kind"] == "possibly"
@@ -389,6 +389,28 @@ def test_the_engine_agrees_with_the_oracle(tmp_path, capsys, name, path):
         assert share in text and f"State {pin.trap_trace} is a trap" in text
     else:
         assert PR not in found and doc["verdicts"][PR] == HOLDS
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", ["avail-c2-elr", "avail-c2", "avail-c2m2-elr"])
+def test_spark_agrees_with_the_pins(name, spark_sc):
+    """PartitionRecoverable on Spark: the pinned verdicts, trap counts and trace lengths
+    (the levels past the first hundred states run as Spark levels)."""
+    from kmc.checker.engines import make_engine
+
+    pin = AVAIL_PINS[name]
+    spec = _spec(name)
+    engine = make_engine(spec.model(), spec.properties(), Options(keep_going=True), engine="spark", partitions=2,
+                         driver_level_limit=100)
+    result = engine.run()
+    assert engine.metrics["spark_levels"]
+    assert (result.stats.distinct, result.stats.generated, result.stats.depth) == (pin.distinct, pin.generated,
+                                                                                   pin.depth)
+    if pin.traps:
+        v = result.violations[PR]
+        assert (v.traps, len(v.path)) == (pin.traps, pin.trap_trace)
+    else:
+        assert result.verdict(PR) == HOLDS
 
 
 def _trap_run(**options):

@@ -169,7 +169,7 @@ def test_the_json_result_carries_coverage_and_warnings(tmp_path, capsys):
                  "--html", str(page)]) == EXIT_VIOLATION
     printed = capsys.readouterr().out
     doc = json.loads(out.read_text())
-    assert doc["schema_minor"] == 2
+    assert doc["schema_minor"] == 3
     cov = doc["coverage"]
     assert cov["actions"]["Crash"] == {"enabled": 1053, "fired": 4027, "new": 2440,
                                        "kinds": {"keeps its log": 1871, "lossy cut": 2156}}

@@ -117,11 +117,18 @@ def test_a_checkpoint_keeps_the_edge_log(path):
     assert v.traps == 2 and v.path.states == ("s", "a1", "a2")
 
 
-def test_spark_refuses_in_one_line():
-    with pytest.raises(UsageError) as e:
-        make_engine(Graph(), [Home], Options(), engine="spark")
-    assert str(e.value) == ("Home (an always-possibly property) is checked by the local engine only; "
-                            "run without --engine spark")
+@pytest.mark.spark
+@pytest.mark.parametrize("symmetry,traps,distinct", [(False, 2, 5), (True, 1, 3)])
+def test_spark_finds_the_same_traps(symmetry, traps, distinct, spark_sc):
+    """On Spark (the second level and on run as Spark levels: the executors write what the
+    graph visitor keeps into the store), the traps by hand and the same path."""
+    spark_sc.addPyFile(__file__)  # the executors import the graph model
+    engine = make_engine(Graph(), [Home], Options(symmetry=symmetry), engine="spark", partitions=2,
+                         driver_level_limit=0)
+    result = engine.run()
+    assert engine.metrics["spark_levels"]  # the levels did run on Spark
+    v = result.violations["Home"]
+    assert (result.stats.distinct, v.traps, v.path.states) == (distinct, traps, ("s", "a1", "a2"))
 
 
 def test_symmetry_refuses_a_goal_not_declared_symmetric():

@@ -48,9 +48,10 @@ BENCHMARKS |= {"acks-all-lrs2", "acks-all-lrs2-elr", "acks-all-lrs2-elr-lkl", "a
                "acks-all-kip279-unclean-two-crashes"}
 # And for the alter_partition specs of two to three million states (tests/test_alter_partition.py).
 BENCHMARKS |= {"three-replicas-large-ap", "ap-lrs2", "ap-be-lrs2", "kafka-14139-three-replicas", "kip903-three-replicas", "kafka-14139-acks-all"}
-# The availability specs check an always-possibly property, which the Spark engine refuses
-# (test_an_always_possibly_property_is_refused_in_one_line); their larger ones run in
-# tests/test_availability.py.
+# The liveness specs run on every engine, Spark included, in tests/test_liveness_kafka.py.
+BENCHMARKS |= {p.stem for p in (REPO / "specs").glob("live-*.toml")}
+# The availability specs check an always-possibly property; they run on Spark in
+# tests/test_availability.py (against their pinned verdicts and trap counts).
 AVAILABILITY = sorted(p.stem for p in (REPO / "specs").glob("avail-*.toml"))
 SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.toml")
                if p.stem not in BENCHMARKS and p.stem not in AVAILABILITY)
@@ -274,16 +275,14 @@ def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
 
 
 @pytest.mark.parametrize("name", ["avail-c2-elr", "avail-c5-elr"])
-def test_an_always_possibly_property_is_refused_in_one_line(name):
-    # Before any level runs, and without starting Spark: one line that names the property
-    # and the local engine.
+def test_an_always_possibly_property_is_taken_without_starting_spark(name):
+    # The graph visitor takes it (checker.visitor): the Spark tasks write what it keeps, so
+    # the engine no longer refuses it (its verdicts on Spark: tests/test_availability.py).
     spec = _spec(name)
     assert any(p.kind == "possibly" for p in spec.properties())
-    with pytest.raises(UsageError) as caught:
-        SparkRowsEngine(spec.model(), spec.properties(), _options(spec), partitions=2)
-    message = str(caught.value)
-    assert "\n" not in message
-    assert "PartitionRecoverable" in message and "local engine" in message
+    engine = SparkRowsEngine(spec.model(), spec.properties(), _options(spec), partitions=2)
+    assert [p.name for p, _ in engine.possibly] == ["PartitionRecoverable"]
+    assert engine.search.visitor.active and engine.session.sc is None
 
 
 @pytest.mark.parametrize("wait", [2, 10 ** 6])

@@ -13,7 +13,7 @@ import struct
 
 import attrs
 
-from kmc.checker.protocol import ALWAYS, STEP, Property, format_action
+from kmc.checker.protocol import ALWAYS, ALWAYS_EVENTUALLY, LEADS_TO, STEP, Property, format_action
 
 N = 3
 LIMIT = 5
@@ -109,3 +109,56 @@ class BareCounters(_Counters):
         if isinstance(action, IncX):
             return Counters(state.x + 1, state.y)
         return Counters(state.x, state.y + 1)
+
+
+# -- a ring, for liveness under fairness ----------------------------------------------------
+# State ``Counters(x, y)``: ``x`` goes round ``0 .. n - 1`` by ``Next`` (always enabled), and
+# ``Finish`` (enabled while ``x == n - 1`` and ``y == 0``) sets ``y`` to 1 for good. ``Next``
+# is weakly fair when ``fair`` (``Finish`` never is). ``ReturnsToZero`` (``[]<>(x = 0)``) then
+# holds: ``Next`` is enabled everywhere, so a fair behaviour goes round; without fairness a
+# behaviour may stop at ``x = 1``. ``OneLeadsToFinish`` (``x = 1 ~> y = 1``) fails either
+# way: a fair behaviour may go round for ever without ``Finish``.
+
+
+def returns_to_zero(model, state):
+    return None if state.x == 0 else f"x is {state.x}"
+
+
+def one_leads_to_finish(model, state):
+    return state.x == 1, state.y == 1
+
+
+ReturnsToZero = Property("ReturnsToZero", ALWAYS_EVENTUALLY, returns_to_zero, "x comes back to 0 again and again")
+OneLeadsToFinish = Property("OneLeadsToFinish", LEADS_TO, one_leads_to_finish, "once x is 1, y becomes 1")
+
+
+@attrs.frozen
+class Ring:
+    n: int = 3
+    fair: bool = True
+
+    def init_states(self):
+        return (Counters(0, 0),)
+
+    def actions(self, state):
+        return [Inc("Next")] + ([Inc("Finish")] if state.x == self.n - 1 and state.y == 0 else [])
+
+    def next_state(self, state, action):
+        if action.name == "Next":
+            return Counters((state.x + 1) % self.n, state.y)
+        return Counters(state.x, 1)
+
+    def properties(self):
+        return (ReturnsToZero, OneLeadsToFinish)
+
+    def encode(self, state):
+        return struct.pack("<2q", state.x, state.y)
+
+    def action_names(self):
+        return ("Next", "Finish")
+
+    def fair_instances(self):
+        return ("Next",) if self.fair else ()
+
+    def fair_instance(self, state, action):
+        return "Next" if self.fair and action.name == "Next" else None

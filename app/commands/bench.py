@@ -92,6 +92,23 @@ def edge_log_measures(possibly) -> dict:
     }
 
 
+def liveness_log_measures(liveness) -> dict:
+    """What the liveness logs hold (``checker.liveness``): the waiting states and the edges
+    leaving them that were kept, their bytes, and the bytes per kept edge; ``{}`` when no
+    liveness property was checked."""
+    logs = [log for _, log, _ in liveness or ()]
+    if not logs:
+        return {}
+    edges = sum(log.edges for log in logs)
+    nbytes = sum(log.nbytes() for log in logs)
+    return {
+        "liveness_states_kept": sum(log.kept_states for log in logs),
+        "liveness_edges_kept": edges,
+        "liveness_log_bytes": nbytes,
+        "bytes_per_kept_edge": round(nbytes / edges, 1) if edges else None,
+    }
+
+
 def spark_measures(metrics) -> dict:
     """What the Spark rows engine measured (``SparkRowsEngine.metrics``): the session's
     start time, the levels run on the driver and on Spark, the per-level overhead (the
@@ -179,6 +196,7 @@ def run(args, out, err) -> int:
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
     doc.update(edge_log_measures(engine.possibly))
+    doc.update(liveness_log_measures(engine.liveness))
     doc["tree_cpu_seconds"] = usage["cpu_seconds"]
     if result.engine == "spark":  # where the tree's CPU went: the kmc process, the JVM, the Python workers
         for kind in ("kmc", "jvm", "python"):

@@ -13,11 +13,11 @@ def register(sub) -> None:
 
 
 def run(args, out, err) -> int:
-    from kmc.invariants import ALL
+    from kmc.invariants import EVERY
     from rich.table import Table
 
     table = Table("name", "kind", "what it says", box=None)
-    for p in ALL:
+    for p in EVERY:
         table.add_row(p.name, p.kind, p.description)
     out.print(table)
     return 0

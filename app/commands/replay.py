@@ -16,6 +16,7 @@ import json
 from typing import TYPE_CHECKING
 
 from kmc.checker.errors import KmcError, UsageError
+from kmc.checker.protocol import LIVENESS
 from kmc.checker.text import safe_text
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
@@ -194,8 +195,8 @@ def replay(path, doc, invariant=None) -> tuple[KafkaModel, Violation]:
             f"{path}: the trace of {prop} starts at initial state {init_index}, which the model does not have"
         )
     # A check's counterexample is a shortest path, which never visits a state twice;
-    # a simulation's walk may.
-    shortest = doc.get("kind") != "kmc-simulation"
+    # a simulation's walk may, and so does a liveness counterexample's cycle (a lasso).
+    shortest = doc.get("kind") != "kmc-simulation" and "lasso" not in entry
     changed = "the model changed since it was saved, or the file was edited"
     state = inits[init_index]
     steps = [Step(None, state)]
@@ -230,8 +231,15 @@ def replay(path, doc, invariant=None) -> tuple[KafkaModel, Violation]:
             visited[state] = i + 1
     path_ = Path(tuple(steps), init_index, tuple(choices))
     kind = entry.get("kind", "always")
-    if kind not in ("always", "step", "possibly"):
+    if kind not in ("always", "step", "possibly", *LIVENESS):
         raise ReplayError(f"{path}: the violation of {prop} has an unknown kind {safe_text(repr(kind))}")
+    if kind in LIVENESS:
+        from kmc.invariants import BY_NAME
+
+        p = BY_NAME.get(entry["property"])
+        if p is None or p.kind != kind:
+            raise ReplayError(f"{path}: the violation names {prop}, which is no {kind} property of the Kafka model")
+        return model, replay_lasso(path, model, p, entry, path_)
     why = _check_still_violated(path, model, entry["property"], kind, path_)
     traps = entry.get("trap_states") if kind == "possibly" else None
     if traps is not None and (not isinstance(traps, int) or isinstance(traps, bool) or traps < 1):
@@ -253,6 +261,45 @@ def headline(found) -> dict:
         return (1, 0, [])  # a malformed trace: after every other (its replay will say why)
 
     return min(found, key=key)
+
+
+def replay_lasso(path, model, prop, entry, path_):
+    """The liveness counterexample ``entry`` (its trace replayed as ``path_``), checked
+    real, fair and violating by re-executing it (``checker.lasso_check``); its explanation
+    recomputed.
+
+    Raises:
+        ReplayError: the entry's lasso is malformed, or the check fails.
+    """
+    from kmc.checker.driver import liveness_explanation
+    from kmc.checker.lasso_check import check_lasso
+    from kmc.checker.protocol import fair_instances
+    from kmc.checker.result import Violation
+    from kmc.reports.generic import json_value
+
+    name = safe_text(prop.name)
+    lasso = entry.get("lasso")
+    start = lasso.get("cycle_start") if isinstance(lasso, dict) else None
+    if not isinstance(start, int) or isinstance(start, bool) or not 1 <= start <= len(path_):
+        raise ReplayError(
+            f"{path}: the violation of {name} needs a lasso with a cycle_start between 1 and {len(path_)}"
+        )
+    loop = start - 1
+    if bool(lasso.get("stutters")) != (loop == len(path_) - 1):
+        raise ReplayError(f"{path}: the lasso of {name}: 'stutters' disagrees with its cycle_start")
+    obligation = None
+    if prop.obligations is not None:
+        saved = lasso.get("obligation")
+        matches = [o for o in prop.obligations(model) if json_value(o) == saved]
+        if not matches:
+            raise ReplayError(f"{path}: the lasso of {name} names an obligation the model does not have")
+        obligation = matches[0]
+    wrong = check_lasso(model, prop, path_, loop, obligation)
+    if wrong is not None:
+        raise ReplayError(f"{path}: the lasso of {name} replays, but {wrong}")
+    instances = len(fair_instances(model))
+    why = liveness_explanation(model, prop, path_, loop, obligation, instances)
+    return Violation(prop.name, prop.kind, why, path_, loop=loop, obligation=obligation, fair_instances=instances)
 
 
 def select_entry(path, doc, invariant=None) -> dict:
@@ -315,6 +362,7 @@ def _check_still_violated(path, model, prop, kind, path_) -> str:
 def replay_document(doc, model, violation) -> dict:
     """``kmc replay --format json``: the replayed trace as a versioned document,
     readable by ``kmc replay`` again."""
+    from kmc.reports.generic import lasso_dict
     from kmc.reports.json_result import trace_to_dict
 
     return {
@@ -323,6 +371,7 @@ def replay_document(doc, model, violation) -> dict:
         "kind": violation.kind,
         "explanation": violation.explanation,
         **({"trap_states": violation.traps} if violation.traps is not None else {}),
+        **({"lasso": lasso_dict(violation)} if violation.loop is not None else {}),
         "spec": doc.get("spec") if isinstance(doc.get("spec"), dict) else {"model": model.config.as_dict()},
         "trace": trace_to_dict(model, violation.path),
     }
@@ -377,13 +426,16 @@ def _replay_model(args, doc, out, err) -> int:
         if not isinstance(theirs, dict) or mine["state"] != theirs.get("state"):
             raise ReplayError(f"{path}: step {mine['index']}: the replayed state differs from the saved one")
     last = replayed.steps[-1]
-    if prop.kind == STEP and len(replayed.steps) > 1:
-        why = prop.check(model, replayed.steps[-2].state, last.action, last.state)
+    if prop.kind in LIVENESS:
+        violation = replay_lasso(path, model, prop, entry, replayed)
     else:
-        why = prop.check(model, last.state)
-    if why is None:
-        raise ReplayError(f"{path}: the replayed trace no longer violates {prop.name}")
-    violation = Violation(prop.name, prop.kind, why, replayed)
+        if prop.kind == STEP and len(replayed.steps) > 1:
+            why = prop.check(model, replayed.steps[-2].state, last.action, last.state)
+        else:
+            why = prop.check(model, last.state)
+        if why is None:
+            raise ReplayError(f"{path}: the replayed trace no longer violates {prop.name}")
+        violation = Violation(prop.name, prop.kind, why, replayed)
     if args.diff and args.format != "rich":
         raise UsageError("--diff: only with --format rich")
     if args.format == "json":

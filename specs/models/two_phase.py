@@ -10,12 +10,22 @@ times).
 The invariant ``Consistent``: no RM has committed while another has aborted. It holds;
 with ``eager=True`` the TM commits as soon as *one* RM is prepared, and it does not.
 
+With ``liveness=True`` two liveness properties are checked too, under weak fairness: an RM
+always reads the TM's decision (``RMRcvCommitMsg(r)`` and ``RMRcvAbortMsg(r)`` are fair),
+and, with ``fair_tm=True`` (the default), the TM does not stay silent for ever
+(``TMRcvPrepared(r)``, ``TMCommit`` and ``TMAbort`` are fair). ``EveryoneDecides``
+(``[]<>`` every RM committed or aborted) and ``PreparedDecides`` (for every RM ``r``:
+``r`` prepared ``~>`` ``r`` committed or aborted) hold with a fair TM; without one the
+TM may never answer, and both fail (an RM's own steps are not fair: it may stay working).
+
 Check it from the command line, on any engine (``expect()`` says what a check must find,
 ``--check-expect`` compares)::
 
     kmc check --model specs/models/two_phase.py:two_phase --param rms=3
     kmc check --model specs/models/two_phase.py:two_phase --param rms=3 --param eager=true
     kmc check --model specs/models/two_phase.py:two_phase --param eager=true --keep-going --check-expect
+    kmc check --model specs/models/two_phase.py:two_phase --param liveness=true
+    kmc check --model specs/models/two_phase.py:two_phase --param liveness=true --param fair_tm=false
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from kmc.checker.protocol import ALWAYS, STEP, KernelBase, Property
+from kmc.checker.protocol import ALWAYS, ALWAYS_EVENTUALLY, LEADS_TO, STEP, KernelBase, Property
 
 WORKING, PREPARED, COMMITTED, ABORTED = 0, 1, 2, 3  # an RM's state
 INIT, TM_COMMITTED, TM_ABORTED = 0, 1, 2  # the TM's state
@@ -69,8 +79,42 @@ def decisions_final(model, before, action, after):
     return None
 
 
+def everyone_decided(model, state):
+    waiting = [r for r, x in enumerate(state.rm) if x not in (COMMITTED, ABORTED)]
+    return f"RM {waiting[0]} has not decided" if waiting else None
+
+
+def everyone_decided_mask(kernel, rows):  # true where some RM has not decided
+    rm = rows[:, : kernel.rms]
+    return ((rm != COMMITTED) & (rm != ABORTED)).any(axis=1)
+
+
+def prepared_decides(model, state):  # (RMs prepared, RMs decided): one obligation an RM
+    return (
+        [r for r, x in enumerate(state.rm) if x == PREPARED],
+        [r for r, x in enumerate(state.rm) if x in (COMMITTED, ABORTED)],
+    )
+
+
+def prepared_decides_mask(kernel, rows):
+    rm = rows[:, : kernel.rms]
+    return rm == PREPARED, (rm == COMMITTED) | (rm == ABORTED)
+
+
+def every_rm(model):
+    return tuple(range(model.rms))
+
+
 Consistent = Property("Consistent", ALWAYS, consistent, "no RM commits while another aborts", mask=consistent_mask)
 DecisionsFinal = Property("DecisionsFinal", STEP, decisions_final, "an RM's commit or abort is never undone")
+EveryoneDecides = Property(
+    "EveryoneDecides", ALWAYS_EVENTUALLY, everyone_decided, "every RM eventually commits or aborts",
+    mask=everyone_decided_mask,
+)
+PreparedDecides = Property(
+    "PreparedDecides", LEADS_TO, prepared_decides, "an RM that prepared eventually commits or aborts",
+    mask=prepared_decides_mask, obligations=every_rm,
+)
 
 
 @attrs.frozen
@@ -79,6 +123,8 @@ class TwoPhase:
 
     rms: int = 3
     eager: bool = False
+    liveness: bool = False
+    fair_tm: bool = True
 
     def init_states(self):
         return (State((WORKING,) * self.rms, INIT, 0, 0, False, False),)
@@ -112,7 +158,18 @@ class TwoPhase:
         return attrs.evolve(s, rm=tuple(rm))
 
     def properties(self):
-        return (Consistent, DecisionsFinal)
+        return (Consistent, DecisionsFinal) + ((EveryoneDecides, PreparedDecides) if self.liveness else ())
+
+    def fair_instances(self):
+        """The weakly fair action instances (as ``format_action`` names them): an RM reads
+        the TM's decision; with ``fair_tm``, every TM action."""
+        rms = range(self.rms)
+        tm = [f"TMRcvPrepared({r})" for r in rms] + ["TMCommit", "TMAbort"] if self.fair_tm else []
+        return (*tm, *(f"RMRcvCommitMsg({r})" for r in rms), *(f"RMRcvAbortMsg({r})" for r in rms))
+
+    def fair_instance(self, state, action):
+        fair = action.name.startswith("RMRcv") or (self.fair_tm and action.name.startswith("TM"))
+        return self.format_action(action) if fair else None
 
     def encode(self, s):
         return bytes(_row(self.rms, s))
@@ -144,6 +201,9 @@ class TwoPhase:
         bug = self.eager and self.rms >= 2
         verdict = "violated" if bug else "holds"
         out = {"Consistent": verdict, "DecisionsFinal": verdict}
+        if self.liveness:  # a silent TM leaves the RMs undecided; a fair one decides
+            live = "holds" if self.fair_tm else "violated"
+            out.update(EveryoneDecides=live, PreparedDecides=live)
         if (self.rms, bug) in COUNTS:
             distinct, depth = COUNTS[self.rms, bug]
             out.update(distinct_states=distinct, depth=depth)
@@ -176,7 +236,7 @@ class TwoPhaseKernel(KernelBase):
     def __init__(self, model):
         if model.rms > 8:
             raise ValueError("the kernel keeps the RMs' bit masks in a byte: at most 8 RMs")
-        self.rms, self.eager = model.rms, model.eager
+        self.rms, self.eager, self.model = model.rms, model.eager, model
         self.width = -(-(model.rms + 5) // 8) * 8
         self.action_names = ACTIONS
         n = model.rms
@@ -234,7 +294,18 @@ class TwoPhaseKernel(KernelBase):
             succ[at] = s
         return parents.astype(np.int64), choice[parents, which].astype(np.int64), codes, succ
 
+    def fair_codes(self, rows, parents, choices, codes, succ):
+        """The fair instance code of every successor (``TwoPhase.fair_instances``), -1 for
+        a step that is not fair."""
+        groups = self._groups(rows)
+        enabled = np.stack([g[2] for g in groups], axis=1)
+        position = np.cumsum(enabled, axis=1) - 1
+        which = np.argmax((position[parents] == choices[:, None]) & enabled[parents], axis=1)
+        names = [ACTIONS[code] if r < 0 else f"{ACTIONS[code]}({r})" for code, r, _ in groups]
+        index = {name: i for i, name in enumerate(self.model.fair_instances())}
+        return np.array([index.get(name, -1) for name in names], dtype=np.int64)[which]
 
-def two_phase(rms=3, eager=False):
+
+def two_phase(rms=3, eager=False, liveness=False, fair_tm=True):
     """The factory ``kmc check --model specs/models/two_phase.py:two_phase`` calls."""
-    return TwoPhase(int(rms), bool(eager))
+    return TwoPhase(int(rms), bool(eager), bool(liveness), bool(fair_tm))

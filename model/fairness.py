@@ -1,0 +1,153 @@
+"""The Kafka model's weakly fair action instances (docs/model.md, "Liveness under fairness").
+
+The healing actions are fair, one instance per replica: FetchRequest(f), FetchResponse(f),
+Restart(r), BecomeFollower(r), ExpandIsr(r), and Failover(n) — an ElectLeader(n) step
+taken while the quorum leader does not lead (a preferred election, taken while it
+does, is not fair); with ``alter_partition`` also AlterPartition, one instance. Produce,
+Crash and ShrinkIsr are not fair: a producer may stop writing, a replica may never crash
+again, a leader may never shrink its ISR.
+
+An instance is its text (``"FetchRequest(A)"``, ``"Failover(B)"``, ``"AlterPartition"``);
+its *code* is its position in ``fair_instances(config)``. ``fair_instance`` answers for a
+step of the attrs model, ``fair_codes`` for the batch kernel's successors, reading which
+replica a step acted on from what it changed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .actions import (
+    ALTER_PARTITION,
+    ALTER_PARTITION_CODE,
+    BECOME_FOLLOWER,
+    BECOME_FOLLOWER_CODE,
+    ELECT_LEADER,
+    ELECT_LEADER_CODE,
+    EXPAND_ISR,
+    EXPAND_ISR_CODE,
+    FETCH_REQUEST,
+    FETCH_REQUEST_CODE,
+    FETCH_RESPONSE,
+    FETCH_RESPONSE_CODE,
+    RESTART,
+    RESTART_CODE,
+)
+from .state import leader_of
+
+FAILOVER = "Failover"
+# The fair actions with one instance per replica, in the order of their instances' codes
+# (the actions' own order; ElectLeader's instances are named Failover).
+PER_REPLICA = (FETCH_REQUEST, FETCH_RESPONSE, RESTART, ELECT_LEADER, BECOME_FOLLOWER, EXPAND_ISR)
+
+
+def fair_instances(config) -> tuple[str, ...]:
+    """Every fair instance of ``config``, in code order: each per-replica action for every
+    replica in the spec's order, then AlterPartition (only with ``alter_partition``)."""
+    out = [f"{FAILOVER if a == ELECT_LEADER else a}({r})" for a in PER_REPLICA for r in config.replicas]
+    if config.alter_partition:
+        out.append(ALTER_PARTITION)
+    return tuple(out)
+
+
+def instance_codes(config) -> dict[str, int]:
+    """Action name -> the code of its instance for the first replica (add the replica's
+    number); AlterPartition -> its one code."""
+    n = config.n
+    out = {a: k * n for k, a in enumerate(PER_REPLICA)}
+    if config.alter_partition:
+        out[ALTER_PARTITION] = len(PER_REPLICA) * n
+    return out
+
+
+def fair_instance(names, codes, state, action) -> str | None:
+    """The instance of the step ``state --action-->`` (a member of ``names``, the model's
+    ``fair_instances``), or None when the step is not fair. ``codes`` is
+    ``instance_codes``: both are computed once per model."""
+    base = codes.get(action.name)
+    if base is None:
+        return None
+    if action.name == ALTER_PARTITION:
+        return names[base]
+    if action.name == ELECT_LEADER and leader_of(state) is not None:
+        return None  # a preferred election: the quorum leader leads
+    return names[base + action.replica]
+
+
+def _changed_replica(chunk, parents, succ, where, column, block_of, n, test) -> np.ndarray:
+    """The replica whose ``column`` changed as ``test(before, after)`` says, one a step of
+    ``where`` (-1 if none did; the actions read this way change exactly one replica's)."""
+    out = np.full(len(where), -1, dtype=np.int64)
+    before, after = chunk[parents[where]], succ[where]
+    for r in range(n):
+        col = block_of(r) + column
+        out[test(before[:, col], after[:, col])] = r
+    return out
+
+
+def fair_codes(kernel, chunk, parents, choices, codes, succ) -> np.ndarray:
+    """``fair_instance`` over the batch kernel's successors (``expand(chunk)``'s four
+    arrays): the code of each step's instance, or -1 when the step is not fair.
+
+    Which replica a step acted on is read off what it changed: FetchRequest(f) puts a
+    response in flight to ``f``, FetchResponse(f) clears ``f``'s, Restart(r) brings ``r``
+    back, BecomeFollower(r) moves ``r``'s epoch, ExpandIsr(r) adds ``r`` to the ISR (with
+    ``alter_partition``: asks for it), ElectLeader(n) makes ``n`` the quorum leader, and is
+    a Failover only when nobody led before the step."""
+    c = kernel.codec
+    n = kernel.n
+    config = kernel.config
+    base = instance_codes(config)
+    out = np.full(len(codes), -1, dtype=np.int64)
+    codes = np.asarray(codes)
+    block = c.block
+
+    def put(code, replica_of):
+        where = np.flatnonzero(codes == code)
+        if len(where):
+            r = replica_of(where)
+            name = kernel.action_names[code]
+            out[where] = np.where(r >= 0, base[name] + r, -1)
+            return where, r
+        return where, None
+
+    put(
+        FETCH_REQUEST_CODE,
+        lambda w: _changed_replica(
+            chunk, parents, succ, w, c.INFLIGHT_LEADER, block, n, lambda b, a: (b == c.NONE) & (a != c.NONE)
+        ),
+    )
+    put(
+        FETCH_RESPONSE_CODE,
+        lambda w: _changed_replica(
+            chunk, parents, succ, w, c.INFLIGHT_LEADER, block, n, lambda b, a: (b != c.NONE) & (a == c.NONE)
+        ),
+    )
+    put(
+        RESTART_CODE,
+        lambda w: _changed_replica(chunk, parents, succ, w, c.ALIVE, block, n, lambda b, a: (b == 0) & (a == 1)),
+    )
+    put(
+        BECOME_FOLLOWER_CODE,
+        lambda w: _changed_replica(chunk, parents, succ, w, c.EPOCH, block, n, lambda b, a: b != a),
+    )
+    if config.alter_partition:
+        put(EXPAND_ISR_CODE, lambda w: succ[w, c.ALTER_REPLICA].astype(np.int64))
+        where = np.flatnonzero(codes == ALTER_PARTITION_CODE)
+        out[where] = base[ALTER_PARTITION]
+    else:
+
+        def added(w):
+            new = succ[w, c.Q_ISR].astype(np.int64) & ~chunk[parents[w], c.Q_ISR].astype(np.int64)
+            r = np.full(len(w), -1, dtype=np.int64)
+            for k in range(n):
+                r[new == 1 << k] = k
+            return r
+
+        put(EXPAND_ISR_CODE, added)
+    where = np.flatnonzero(codes == ELECT_LEADER_CODE)
+    if len(where):
+        failover = kernel.leads(chunk[parents[where]]) < 0
+        cand = succ[where, c.Q_LEADER].astype(np.int64)
+        out[where] = np.where(failover, base[ELECT_LEADER] + cand, -1)
+    return out

@@ -307,7 +307,15 @@ def load_model_spec(ref: str, params: dict) -> ModelSpec:
     except UsageError:
         raise
     except Exception as e:  # the user's module failed to import: say so in one line
-        raise UsageError(f"--model {ref}: cannot import {where} ({type(e).__name__}: {e})") from None
+        from kmc.checker.model_errors import blame, model_frame, traceback_frames
+
+        if isinstance(e, KmcError):  # (a Spark task's error, when the module runs an engine)
+            why = str(e)
+        elif model_frame(traceback_frames(e.__traceback__)) is not None:
+            why = blame(e)
+        else:  # (a syntax error: no frame of the module ran)
+            why = f"{type(e).__name__}: {e}"
+        raise UsageError(f"--model {ref}: cannot import {where}: {why}") from None
     factory = vars(module).get(attr)
     if not callable(factory):
         raise UsageError(f"--model {ref}: {where} has no callable {attr}")

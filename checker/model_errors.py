@@ -75,7 +75,7 @@ def model_frame(frames: Iterable[tuple[str, int, str]]) -> tuple[str, int, str] 
     return mine[-1] if mine else None
 
 
-def _frames(tb: TracebackType | None) -> list[tuple[str, int, str]]:
+def traceback_frames(tb: TracebackType | None) -> list[tuple[str, int, str]]:
     out = []
     while tb is not None:
         code = tb.tb_frame.f_code
@@ -95,7 +95,7 @@ def blame(e: BaseException) -> str:
     """One line for an exception raised while the model ran: ``Model.actions
     (m.py:12) raised KeyError: 'x'``; when no frame is the model's (a value it returned
     broke kmc's code), the exception and the place in kmc."""
-    frames = _frames(e.__traceback__)
+    frames = traceback_frames(e.__traceback__)
     what = _exception_text(type(e).__name__, str(e))
     found = model_frame(frames)
     if found is not None:
@@ -106,9 +106,10 @@ def blame(e: BaseException) -> str:
 
 
 def blame_text(text: str) -> str | None:
-    """One line for a Python traceback's text (a failed Spark task's): the exception's type
-    and message and the deepest frame of the model's own code, ``None`` when the text
-    holds no Python exception."""
+    """One line for a Python traceback's text (a failed Spark task's) whose deepest frame
+    of the model's own code is named: that function, its file and line, and the exception's
+    type and message; ``None`` when the text holds no Python exception or no frame of the
+    model's code (an error of kmc or of Spark)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     last = None
     for line in lines:
@@ -122,9 +123,26 @@ def blame_text(text: str) -> str | None:
     frames = [(f, int(n), name) for f, n, name in _FRAME.findall(text)]
     found = model_frame(frames)
     if found is None:
-        return what
+        return None
     file, line, name = found
     return f"{name} ({shown_path(file)}:{line}) raised {what}"
+
+
+def task_failure(e: BaseException, where: str) -> ModelError | None:
+    """A ``ModelError`` for a failed Spark job whose task failed in the model's code
+    (``blame_text``), ``None`` for any other failure."""
+    texts = [str(e)]
+    java = getattr(e, "java_exception", None)
+    if java is not None:
+        try:
+            texts.append(str(java.toString()))
+        except Exception:
+            pass
+    for text in texts:
+        line = blame_text(text)
+        if line is not None:
+            return ModelError(f"{line} ({where})")
+    return None
 
 
 # -- the probe ------------------------------------------------------------------------------

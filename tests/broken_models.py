@@ -50,6 +50,9 @@ class Good:
     def encode(self, state):
         return struct.pack("<q", state.x)
 
+    def action_names(self):  # for the Spark engine's counters
+        return ("Inc", "Dec")
+
 
 def good(n=3):
     return Good(n)
@@ -242,6 +245,35 @@ class ExpandRaises(Kernel):
 class KernelExpandRaises(WithKernel):
     def batch_kernel(self):
         return ExpandRaises(self.n)
+
+
+class DeepActionsRaise(Good):
+    """Raises past the states a probe calls the model on."""
+
+    def actions(self, state):
+        if state.x == 90:
+            raise KeyError("x")  # broken: deep_actions_raise
+        return super().actions(state)
+
+
+def deep_actions_raise(n=95):
+    return DeepActionsRaise(n)
+
+
+class DeepExpandRaises(Kernel):
+    def expand(self, rows):
+        if len(rows) and rows.view("<i8")[:, 0].max() >= 90:
+            raise OverflowError("a column overflowed")  # broken: deep_expand_raises
+        return super().expand(rows)
+
+
+class DeepKernel(WithKernel):
+    def batch_kernel(self):
+        return DeepExpandRaises(self.n)
+
+
+def deep_expand_raises(n=95):
+    return DeepKernel(n)
 
 
 def with_kernel(n=3):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from kmc.checker import __version__, checkpoint, checkpointer, memory
 from kmc.checker.driver import RESOURCE_STOPS
-from kmc.checker.errors import KmcError, UsageError
+from kmc.checker.errors import KmcError, ModelError, UsageError
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from kmc.checker.signals import StopOnSignals
 from kmc.checker.text import safe_text
@@ -186,6 +186,10 @@ def _from_checkpoint(args, header) -> None:
 def run(args, out, err) -> int:
     try:
         return _run(args, out, err)
+    except ModelError as e:  # an engine's (a Spark task's): named after the model as the others
+        if getattr(args, "model", None) is None or str(e).startswith("--model "):
+            raise
+        raise ModelError(f"--model {args.model}: {e}") from None
     except (KmcError, MemoryError):
         raise
     except Exception as e:

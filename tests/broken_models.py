@@ -39,7 +39,7 @@ class Good:
         return (Counter(0),)
 
     def actions(self, state):
-        return ["Inc"] if state.x < self.n else []
+        return ["Inc"] if state.x < self.n else []  # broken: n_is_number (an int compared with a str)
 
     def next_state(self, state, action):
         return Counter(state.x + 1)
@@ -183,7 +183,7 @@ class ActionsVary(Good):
 
 
 def n_is_number(n="3"):
-    return Good(n)  # broken: n_is_number (with --param n=abc, actions compares an int with a str)
+    return Good(n)  # with --param n=abc, Good.actions compares an int with a str
 
 
 # -- the batch kernel -----------------------------------------------------------------------
@@ -278,29 +278,3 @@ def deep_expand_raises(n=95):
 
 def with_kernel(n=3):
     return WithKernel(n)
-
-
-FACTORIES = {
-    "factory_raises": factory_raises,
-    "returns_none": returns_none,
-    "returns_int": returns_int,
-    "returns_class": returns_class,
-    "returns_dict": returns_dict,
-    "init_raises": InitRaises,
-    "init_none": InitNone,
-    "init_empty": InitEmpty,
-    "actions_raise": ActionsRaise,
-    "actions_none": ActionsNone,
-    "next_raises": NextRaises,
-    "next_none": NextNone,
-    "encode_str": EncodeStr,
-    "properties_strings": PropertiesStrings,
-    "check_raises": CheckRaises,
-    "step_raises": StepRaises,
-    "unhashable": Unhashable,
-    "nondeterministic": Nondeterministic,
-    "actions_vary": ActionsVary,
-    "kernel_raises": KernelRaises,
-    "two_values": ExpandTwoValues,
-    "expand_raises": KernelExpandRaises,
-}

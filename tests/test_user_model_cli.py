@@ -290,16 +290,16 @@ def test_a_malformed_expectation_is_refused_in_one_line(tmp_path, new, says):
 def test_a_model_s_counterexample_replays_in_every_generic_format(tmp_path):
     saved = tmp_path / "r.json"
     assert kmc("check", "--model", TWO_PHASE, "--param", "eager=true", "--no-progress", "--json", saved).returncode == 1
-    diff = kmc("replay", saved, "--diff")
+    diff = kmc("replay", saved, "--model", TWO_PHASE, "--diff")
     assert diff.returncode == 0, diff.stderr
     assert "tm_prepared: 0 -> 1" in diff.stdout and "commit_msg: false -> true" in diff.stdout
     assert "rm: [1, 3, 0] -> [2, 3, 0]" in diff.stdout and "TM init · RMs prepared" not in diff.stdout
     for fmt, says in (("html", "<table>"), ("mermaid", "flowchart TD")):
-        shown = kmc("replay", saved, "--format", fmt)
+        shown = kmc("replay", saved, "--model", TWO_PHASE, "--format", fmt)
         assert shown.returncode == 0 and says in shown.stdout and "RMRcvCommitMsg(0)" in shown.stdout
-        written = kmc("replay", saved, "--format", fmt, "--out", tmp_path / f"r.{fmt}")
+        written = kmc("replay", saved, "--model", TWO_PHASE, "--format", fmt, "--out", tmp_path / f"r.{fmt}")
         assert written.returncode == 0 and (tmp_path / f"r.{fmt}").read_text() == shown.stdout
     for fmt in ("svg", "tla"):
-        proc = kmc("replay", saved, "--format", fmt)
+        proc = kmc("replay", saved, "--model", TWO_PHASE, "--format", fmt)
         assert proc.returncode == 2 and "drawn for Kafka's specs only" in one_line(proc)
-    assert "--diff: only with --format rich" in one_line(kmc("replay", saved, "--format", "json", "--diff"))
+    assert "--diff: only with --format rich" in one_line(kmc("replay", saved, "--model", TWO_PHASE, "--format", "json", "--diff"))

@@ -111,12 +111,12 @@ def test_a_saved_counterexample_replays_and_an_edited_one_is_refused(tmp_path):
     saved = tmp_path / "r.json"
     assert kmc("check", "--model", TWO_PHASE, "--param", "eager=true", "--no-progress", "--json", saved).returncode == 1
     doc = json.loads(saved.read_text())
-    again = kmc("replay", saved, "--format", "json")
+    again = kmc("replay", saved, "--model", TWO_PHASE, "--format", "json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout) == doc["violations"][0]
-    shown = kmc("replay", saved)
+    shown = kmc("replay", saved, "--model", TWO_PHASE)
     assert shown.returncode == 0 and "RMRcvCommitMsg(0)" in shown.stdout
     doc["violations"][0]["trace"]["steps"][2]["state"]["tm"] = 2
     saved.write_text(json.dumps(doc))
-    edited = kmc("replay", saved)
+    edited = kmc("replay", saved, "--model", TWO_PHASE)
     assert edited.returncode == 2 and "step 3: the replayed state differs from the saved one" in edited.stderr

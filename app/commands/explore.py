@@ -59,12 +59,21 @@ def _port(text) -> int:
 
 def load_traces(paths, model) -> dict:
     """``{name: (init_index, choices)}`` of the traces in the files the user named."""
+    from kmc.reports import generic
+
     from .replay import ReplayError, load_document, violations_of
 
     out = {}
     for path in paths:
         try:
             doc = load_document(path)
+        except ReplayError as e:
+            raise UsageError(f"--trace: {e}") from None
+        if doc.get("schema") == generic.SCHEMA:
+            # A model's result names its model's code; a file is data: nothing it names is
+            # imported (kmc replay checks the model the user names against it).
+            raise UsageError(f"--trace: {path}: the result of a model of your own, not of a spec")
+        try:
             found = violations_of(path, doc)
         except ReplayError as e:
             raise UsageError(f"--trace: {e}") from None

@@ -15,11 +15,12 @@ answers for those parents:
   checks.
 
 Which parents: with ``--verify-kernel`` (``Options.verify_kernel``) every one; by
-default an evenly spread sample of ``SAMPLE_PER_LEVEL`` parents of each of the first
-``SAMPLE_LEVELS`` levels, and on every level the first ``WRAPS_PER_CHUNK`` parents of a
-chunk that hold a byte at 255, and as many at 127: where a narrow integer column wraps on
-its next increment (to 0, or to -128). The sample depends only
-on a parent's depth and its rank in the level, so every engine checks the same parents.
+default an evenly spread sample of ``SAMPLE_PER_LEVEL`` parents of every level (a kernel
+wrong only deep in the search is caught as surely as one wrong at the start), and the
+first ``WRAPS_PER_CHUNK`` parents of a chunk that hold a byte at 255, and as many at 127:
+where a narrow integer column wraps on its next increment (to 0, or to -128). The sample
+depends only on a parent's depth and its rank in the level, so every engine checks the
+same parents, and ``sampled`` counts them (the result's ``kernel_cross_checked``).
 
 A disagreement raises ``KernelMismatchError``: one line naming the state, the action and the
 field that differ (exit code 2 on the command line).
@@ -46,8 +47,7 @@ from .protocol import (
     successors,
 )
 
-SAMPLE_LEVELS = 8  # the default compares a sample of parents of the first levels...
-SAMPLE_PER_LEVEL = 4  # ...this many a level, evenly spread over its ranks
+SAMPLE_PER_LEVEL = 4  # the default compares this many parents of every level, evenly spread over its ranks
 WRAPS_PER_CHUNK = 2  # and, on every level, this many parents a chunk with a byte at 255, and at 127
 
 
@@ -80,10 +80,9 @@ class KernelCheck:
         if self.full:
             return np.arange(count)
         picked = []
-        if depth <= SAMPLE_LEVELS:
-            stride = max(1, level // SAMPLE_PER_LEVEL)
-            start = -rank % stride
-            picked.append(np.arange(start, count, stride))
+        stride = max(1, level // SAMPLE_PER_LEVEL)
+        start = -rank % stride
+        picked.append(np.arange(start, count, stride))
         # A byte at the top of its range (255 unsigned, 127 signed) is where a narrow
         # integer column wraps on its next increment (a wider little-endian one too: its
         # low byte is 255 then); its rows are compared whatever their depth.
@@ -94,6 +93,14 @@ class KernelCheck:
         if not picked:
             return np.zeros(0, dtype=np.int64)
         return np.unique(np.concatenate(picked))
+
+    def sampled(self, level: int) -> int:
+        """How many parents of a level of ``level`` states ``pick`` compares by rank (every
+        one with ``full``; the rows with a byte at an edge come on top)."""
+        if self.full:
+            return level
+        stride = max(1, level // SAMPLE_PER_LEVEL)
+        return -(-level // stride)
 
     def compare(self, chunk, parents, choices, codes, succ, which) -> None:
         """Compare the kernel's expansion of ``chunk`` (``parents, choices, codes, succ``)

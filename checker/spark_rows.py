@@ -220,6 +220,7 @@ class SparkRowsEngine(LevelDriver):
             session=self.session,
         )
         super().__init__(model, search, props, options, progress, on_level=on_level)
+        self.kernel_check = check
         # After run(): why no Spark session was started (every level stayed on the driver), or None.
         self.not_started: str | None = None
         # After run() starts: what it removed of the stores of killed runs, in one line, or None.

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 from kmc.checker.protocol import NamesActions, action_name, capable, describe_step, format_action, format_state
 from kmc.checker.text import safe_text
+from kmc.reports.json_result import cross_checked_text
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -87,6 +88,7 @@ def result_dict(spec, model, result) -> dict:
             "depth": s.depth,
             "terminal_states": s.terminal,
             "levels": list(s.levels),
+            "kernel_cross_checked": s.cross_checked,
             "actions": {n: {"fired": s.fired.get(n, 0), "new": s.new.get(n, 0)} for n in action_order(model, s)},
         },
         "verdicts": {name: result.verdict(name) for name in result.checked},
@@ -159,7 +161,10 @@ def result_view(spec, model, result, show_traces=True, diff=False) -> Group:
         Text(f"  engine {result.engine}", "dim"),
         Text(""),
         verdicts,
-        Text(f"{s.distinct:,} distinct states · {s.generated:,} generated · depth {s.depth} · {s.terminal:,} terminal"),
+        Text(
+            f"{s.distinct:,} distinct states · {s.generated:,} generated · depth {s.depth} · {s.terminal:,} terminal"
+        ),
+        *([Text(f"batch kernel: {cross_checked_text(s.cross_checked)}", "dim")] if s.cross_checked else []),
         Text(""),
         actions,
     ]

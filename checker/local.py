@@ -68,6 +68,7 @@ class PerStateSearch(Search):
         self.frontier: list = []
         self.next: list = []
         self._stored = 0
+        self._branching = 1  # the most successors a state has had: new states between two looks at the memory
 
     def start(self, stats: Stats, found: Found) -> None:
         for state in self.model.init_states():
@@ -103,6 +104,8 @@ class PerStateSearch(Search):
         model, seen, fired, new, nxt = self.model, self.seen, stats.fired, stats.new, self.next
         invariants = self.level.state_violations
         edges = expand(model, state, self.encode)
+        if len(edges) > self._branching:
+            self._branching = len(edges)
         if self.visit is not None:
             self.visit(seen.fps[parent], state, edges)
         if self.possibly:
@@ -135,6 +138,12 @@ class PerStateSearch(Search):
             dst = np.array([e[3] for e in edges], dtype=np.uint64)
             for _prop, log in self.possibly:
                 log.add_edges(np.full(len(dst), parent, dtype=np.int64), dst)
+
+    def memory_reserve(self) -> int:
+        """The seen-set's next table, when the states stored before the next look at the
+        memory may bring its rehash (a table twice as large, allocated at once)."""
+        reserve = getattr(self.seen, "rehash_bytes", None)
+        return reserve(self.every * self._branching) if reserve is not None else 0
 
     def _log_states(self, first: int, states: list) -> None:
         for prop, log in self.possibly:

@@ -186,10 +186,15 @@ def result_view(spec, model, result, show_traces=True, diff=False) -> Group:
                 "bold red",
             )
         )
-    else:
+    elif result.complete:
+        parts.append(Text(f"✓ No violation in {s.distinct:,} distinct states.", "bold green"))
+    else:  # stopped early (a bound, --max-memory, a signal): nothing is proved
+        unknown = [n for n in result.checked if result.verdict(n) == "unknown"]
         parts.append(
             Text(
-                f"✓ No violation in {s.distinct:,} distinct states.", "bold green" if result.complete else "bold yellow"
+                f"No violation in {s.distinct:,} distinct states, but the search is incomplete "
+                f"({result.stopped}): {len(unknown)} {'property' if len(unknown) == 1 else 'properties'} unknown.",
+                "bold yellow",
             )
         )
     return Group(*parts)

@@ -198,7 +198,7 @@ class LevelDriver:
                 break
             search.end_level()
             if self.kernel_check is not None:  # the sample is a function of the level's size
-                stats.cross_checked += self.kernel_check.sampled(size)
+                stats.cross_checked += self.kernel_check.sampled(stats.depth, size)
             found.update(level_found)
             count = search.size()
             if count:

@@ -15,8 +15,9 @@ answers for those parents:
   checks.
 
 Which parents: with ``--verify-kernel`` (``Options.verify_kernel``) every one; by
-default an evenly spread sample of ``SAMPLE_PER_LEVEL`` parents of every level (a kernel
-wrong only deep in the search is caught as surely as one wrong at the start), and the
+default an evenly spread sample of ``SAMPLE_PER_LEVEL`` parents of each of the first
+``SAMPLE_LEVELS`` levels and ``SAMPLE_DEEPER`` of every deeper one (a kernel wrong only
+deep in the search is caught as one wrong at the start is), and the
 first ``WRAPS_PER_CHUNK`` parents of a chunk that hold a byte at 255, and as many at 127:
 where a narrow integer column wraps on its next increment (to 0, or to -128). The sample
 depends only on a parent's depth and its rank in the level, so every engine checks the
@@ -47,7 +48,9 @@ from .protocol import (
     successors,
 )
 
-SAMPLE_PER_LEVEL = 4  # the default compares this many parents of every level, evenly spread over its ranks
+SAMPLE_PER_LEVEL = 4  # the default compares this many parents of each of the first levels...
+SAMPLE_LEVELS = 8  # ...(these), evenly spread over its ranks,
+SAMPLE_DEEPER = 2  # and this many of every deeper level
 WRAPS_PER_CHUNK = 2  # and, on every level, this many parents a chunk with a byte at 255, and at 127
 
 
@@ -80,7 +83,7 @@ class KernelCheck:
         if self.full:
             return np.arange(count)
         picked = []
-        stride = max(1, level // SAMPLE_PER_LEVEL)
+        stride = _stride(depth, level)
         start = -rank % stride
         picked.append(np.arange(start, count, stride))
         # A byte at the top of its range (255 unsigned, 127 signed) is where a narrow
@@ -94,13 +97,12 @@ class KernelCheck:
             return np.zeros(0, dtype=np.int64)
         return np.unique(np.concatenate(picked))
 
-    def sampled(self, level: int) -> int:
-        """How many parents of a level of ``level`` states ``pick`` compares by rank (every
-        one with ``full``; the rows with a byte at an edge come on top)."""
+    def sampled(self, depth: int, level: int) -> int:
+        """How many parents of a level of ``level`` states at ``depth`` ``pick`` compares
+        by rank (every one with ``full``; the rows with a byte at an edge come on top)."""
         if self.full:
             return level
-        stride = max(1, level // SAMPLE_PER_LEVEL)
-        return -(-level // stride)
+        return -(-level // _stride(depth, level))
 
     def compare(self, chunk, parents, choices, codes, succ, which) -> None:
         """Compare the kernel's expansion of ``chunk`` (``parents, choices, codes, succ``)
@@ -204,6 +206,11 @@ class KernelCheck:
                 flag = holds is not None if prop.kind == ALWAYS else bool(holds)
                 if bool(mask[k]) != flag:
                     _fail(state, None, f"{prop.name} mask", bool(mask[k]), flag)
+
+
+def _stride(depth: int, level: int) -> int:
+    """The sample takes the ranks of a level that are multiples of this."""
+    return max(1, level // (SAMPLE_PER_LEVEL if depth <= SAMPLE_LEVELS else SAMPLE_DEEPER))
 
 
 def kernel_check(model, kernel, properties, options) -> KernelCheck | None:

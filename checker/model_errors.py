@@ -43,8 +43,8 @@ _PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|
 def _library_roots() -> tuple[str, ...]:
     """The folders whose code is not the model's: kmc's packages, the standard library,
     the installed packages (numpy, pyspark)."""
-    roots = {os.path.dirname(os.path.abspath(m.__file__)) for name, m in list(sys.modules.items())
-             if (name == "kmc" or name.startswith("kmc.")) and getattr(m, "__file__", None)}
+    files = [getattr(m, "__file__", None) for name, m in list(sys.modules.items()) if name.startswith("kmc.")]
+    roots = {os.path.dirname(os.path.abspath(f)) for f in files if isinstance(f, str)}
     paths = sysconfig.get_paths()
     roots.update(os.path.abspath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
     return tuple(r.rstrip(os.sep) + os.sep for r in roots)
@@ -124,8 +124,7 @@ def blame_text(text: str) -> str | None:
     found = model_frame(frames)
     if found is None:
         return None
-    file, line, name = found
-    return f"{name} ({shown_path(file)}:{line}) raised {what}"
+    return f"{found[2]} ({shown_path(found[0])}:{found[1]}) raised {what}"
 
 
 def task_failure(e: BaseException, where: str) -> ModelError | None:
@@ -216,7 +215,7 @@ def probe(model: Any, kernel: Any = None, limit: int = PROBE_STATES) -> None:
         _refuse(model.init_states, "returned a set, whose order changes between runs; return a tuple or a list")
     if not inits:
         _refuse(model.init_states, "returned no initial state: there is nothing to check")
-    seen = {}
+    seen: dict[Any, bytes] = {}
     queue = []
     for state in inits:
         seen.setdefault(state, _check_state(model, state, model.init_states, "initial state"))

@@ -31,9 +31,9 @@ from .driver import ResourceStop, Search
 from .errors import EngineError
 from .kernel import keep_least
 from .kernel_check import KernelCheck, KernelMismatchError
-from .model_errors import task_failure
 from .level import LevelStep, record_first
 from .memory import format_size
+from .model_errors import task_failure
 from .protocol import BatchKernel, Model, Property, kernel_fingerprints
 from .result import Stats
 from .seen import CompactSeenSet

@@ -161,9 +161,7 @@ def result_view(spec, model, result, show_traces=True, diff=False) -> Group:
         Text(f"  engine {result.engine}", "dim"),
         Text(""),
         verdicts,
-        Text(
-            f"{s.distinct:,} distinct states · {s.generated:,} generated · depth {s.depth} · {s.terminal:,} terminal"
-        ),
+        Text(f"{s.distinct:,} distinct states · {s.generated:,} generated · depth {s.depth} · {s.terminal:,} terminal"),
         *([Text(f"batch kernel: {cross_checked_text(s.cross_checked)}", "dim")] if s.cross_checked else []),
         Text(""),
         actions,

@@ -115,8 +115,8 @@ class DropsAtDepth120(CountersKernel):
 
 
 def test_a_kernel_wrong_only_deep_in_the_search_is_caught():
-    """Sampled on its first levels only, this kernel passed: 'no violation in 7,260 states'
-    where the model's own search finds x + y reach 150 at depth 151."""
+    """Sampled on its first levels only, this kernel passed (no violation, the search ending
+    at depth 120) where the model's own search finds x + y reach 150 at depth 151."""
     model = KernelCounters(n=100, limit=150, kernel=DropsAtDepth120)
     per_state = make_engine(model, per_state=True).run()
     assert len(per_state.violations["SumBelow"].path) == 151

@@ -142,8 +142,7 @@ class PerStateSearch(Search):
     def memory_reserve(self) -> int:
         """The seen-set's next table, when the states stored before the next look at the
         memory may bring its rehash (a table twice as large, allocated at once)."""
-        reserve = getattr(self.seen, "rehash_bytes", None)
-        return reserve(self.every * self._branching) if reserve is not None else 0
+        return self.seen.rehash_bytes(self.every * self._branching)
 
     def _log_states(self, first: int, states: list) -> None:
         for prop, log in self.possibly:

@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from .errors import ModelError
-from .protocol import action_name, successors
+from .protocol import HasSuccessors, action_name, capable, successors
 
 # The states the probe expands, breadth-first from the initial ones (the nondeterminism
 # check asks each of them twice).
@@ -223,13 +223,13 @@ def probe(model: Any, kernel: Any = None, limit: int = PROBE_STATES) -> None:
     again = _call(model.init_states)
     if not _sequence(again) or list(again) != list(inits):
         _refuse(model.init_states, "returned other initial states when asked again; it must be deterministic")
-    custom = getattr(model, "successors", None)
-    source = custom if callable(custom) else model.next_state
+    custom = model.successors if capable(model, HasSuccessors) else None
+    source = custom if custom is not None else model.next_state
     done = 0
     while queue and done < limit:
         state = queue.pop(0)
         done += 1
-        if not callable(custom):
+        if custom is None:
             enabled = _call(model.actions, state)
             if not _sequence(enabled):
                 _refuse(model.actions, f"returned {_kind(enabled)} for {_short(state)}; it must return a sequence")
@@ -243,7 +243,7 @@ def probe(model: Any, kernel: Any = None, limit: int = PROBE_STATES) -> None:
         names = [action_name(a) for a, _ in first]
         if not isinstance(second, list) or [action_name(a) for a, _ in second] != names:
             _refuse(
-                source if callable(custom) else model.actions,
+                source if custom is not None else model.actions,
                 f"gave the same state {_short(state)} other actions when asked again "
                 f"({_short(names)}, then {_short([action_name(a) for a, _ in second or ()])}); "
                 "a model must be deterministic",

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 from kmc.checker.errors import KmcError, ModelError, UsageError
+from kmc.checker.model_errors import blame, value_text, where_defined
 from kmc.checker.protocol import Property
 from kmc.reports.json_result import compare_expected
 
@@ -32,20 +33,6 @@ if TYPE_CHECKING:  # for the annotation only: imported on first use
 
 # What the factory's object must have (``checker.protocol.Model``).
 MODEL_FUNCTIONS = ("init_states", "actions", "next_state", "properties", "encode")
-
-
-def _kind(value) -> str:
-    text = " ".join(repr(value).split())
-    if value is None:
-        return "None"
-    kind = type(value).__name__
-    return f"{'an' if kind[0] in 'aeiouAEIOU' else 'a'} {kind} ({text if len(text) <= 60 else text[:57] + '...'})"
-
-
-def _where(fn) -> str:
-    from kmc.checker.model_errors import where_defined
-
-    return where_defined(fn)
 
 
 @attrs.frozen
@@ -85,8 +72,6 @@ class ModelSpec:
             UsageError: the factory does not take the ``--param`` names.
             ModelError: the factory raised, or returned something that is not a model.
         """
-        from kmc.checker.model_errors import blame, where_defined
-
         try:
             inspect.signature(self.factory).bind(**self.params)
         except TypeError as e:
@@ -99,7 +84,7 @@ class ModelSpec:
             raise ModelError(f"--model {self.ref}: {blame(e)}") from None
         missing = [name for name in MODEL_FUNCTIONS if not callable(getattr(model, name, None))]
         if isinstance(model, type) or missing:
-            what = f"the class {model.__name__}, not an instance" if isinstance(model, type) else f"{_kind(model)}"
+            what = f"the class {model.__name__}, not an instance" if isinstance(model, type) else f"{value_text(model)}"
             lacks = f" (it has no {', '.join(missing)})" if missing and not isinstance(model, type) else ""
             raise ModelError(
                 f"--model {self.ref}: {where_defined(self.factory)} returned {what}{lacks}; a model's factory "
@@ -112,15 +97,15 @@ class ModelSpec:
         props = self._call(model.properties)
         if isinstance(props, (str, bytes)) or not isinstance(props, Iterable):
             raise ModelError(
-                f"--model {self.ref}: {_where(model.properties)} returned {_kind(props)}; it must return "
+                f"--model {self.ref}: {where_defined(model.properties)} returned {value_text(props)}; it must return "
                 "a sequence of kmc.checker.protocol.Property"
             )
         props = list(props)
         for p in props:
             if not isinstance(p, Property):
                 raise ModelError(
-                    f"--model {self.ref}: {_where(model.properties)} returned {_kind(p)} among its properties; "
-                    "each must be a kmc.checker.protocol.Property"
+                    f"--model {self.ref}: {where_defined(model.properties)} returned {value_text(p)} among its "
+                    "properties; each must be a kmc.checker.protocol.Property"
                 )
         if not names:
             return props
@@ -134,8 +119,6 @@ class ModelSpec:
         return [by_name[n] for n in names]
 
     def _call(self, fn, *args) -> Any:
-        from kmc.checker.model_errors import blame
-
         try:
             return fn(*args)
         except (KmcError, MemoryError):
@@ -261,8 +244,6 @@ def expectation(expected: dict, result, symmetry: bool = False) -> dict:
 
 def failure(ref: str, e: BaseException) -> ModelError:
     """The one-line error for an exception the model ``ref`` raised during a run."""
-    from kmc.checker.model_errors import blame
-
     return ModelError(f"--model {ref}: {blame(e)}")
 
 
@@ -307,7 +288,7 @@ def load_model_spec(ref: str, params: dict) -> ModelSpec:
     except UsageError:
         raise
     except Exception as e:  # the user's module failed to import: say so in one line
-        from kmc.checker.model_errors import blame, model_frame, traceback_frames
+        from kmc.checker.model_errors import model_frame, traceback_frames
 
         if isinstance(e, KmcError):  # (a Spark task's error, when the module runs an engine)
             why = str(e)

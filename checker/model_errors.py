@@ -172,7 +172,8 @@ def _call(fn: Any, *args: Any) -> Any:
         raise ModelError(blame(e)) from None
 
 
-def _kind(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """A value as a message names it: ``None``, or its type and its (short) repr."""
     if value is None:
         return "None"
     kind = type(value).__name__
@@ -188,12 +189,14 @@ def _check_state(model: Any, state: Any, source: Any, what: str) -> bytes:
     try:
         hash(state)
     except TypeError:
-        _refuse(source, f"returned an unhashable {what}, {_kind(state)}; a state must be hashable (a frozen class)")
+        _refuse(
+            source, f"returned an unhashable {what}, {value_text(state)}; a state must be hashable (a frozen class)"
+        )
     if state is None:
         _refuse(source, f"returned None as a {what}")
     data = _call(model.encode, state)
     if not isinstance(data, bytes):
-        _refuse(model.encode, f"returned {_kind(data)} for the state {_short(state)}; encode must return bytes")
+        _refuse(model.encode, f"returned {value_text(data)} for the state {_short(state)}; encode must return bytes")
     return data
 
 
@@ -210,7 +213,7 @@ def probe(model: Any, kernel: Any = None, limit: int = PROBE_STATES) -> None:
     """
     inits = _call(model.init_states)
     if not _sequence(inits) and not isinstance(inits, (set, frozenset)):
-        _refuse(model.init_states, f"returned {_kind(inits)}; it must return a sequence of initial states")
+        _refuse(model.init_states, f"returned {value_text(inits)}; it must return a sequence of initial states")
     if not _sequence(inits):
         _refuse(model.init_states, "returned a set, whose order changes between runs; return a tuple or a list")
     if not inits:
@@ -232,10 +235,10 @@ def probe(model: Any, kernel: Any = None, limit: int = PROBE_STATES) -> None:
         if custom is None:
             enabled = _call(model.actions, state)
             if not _sequence(enabled):
-                _refuse(model.actions, f"returned {_kind(enabled)} for {_short(state)}; it must return a sequence")
+                _refuse(model.actions, f"returned {value_text(enabled)} for {_short(state)}; it must return a sequence")
         first = _call(successors, model, state)
         if not isinstance(first, list) or not all(isinstance(p, tuple) and len(p) == 2 for p in first):
-            _refuse(source, f"returned {_kind(first)} for {_short(state)}; it must return (action, state) pairs")
+            _refuse(source, f"returned {value_text(first)} for {_short(state)}; it must return (action, state) pairs")
         encoded = [_check_state(model, after, source, "successor") for _action, after in first]
         # Asked again, the same state must give the same actions (by name, in order) and the
         # same successors (by their encoding, which is what the engines identify them by).
@@ -268,14 +271,14 @@ def _probe_kernel(kernel: Any, inits: list) -> None:
     if not isinstance(rows, np.ndarray) or rows.ndim != 2 or rows.dtype != np.uint8 or len(rows) != len(inits):
         _refuse(
             kernel.init_rows,
-            f"returned {_kind(rows)}; it must return a two-dimensional uint8 array, one row an initial state",
+            f"returned {value_text(rows)}; it must return a two-dimensional uint8 array, one row an initial state",
         )
     out = _call(kernel.expand, rows)
     if not isinstance(out, tuple) or len(out) != 4:
         n = len(out) if isinstance(out, tuple) else None
         _refuse(
             kernel.expand,
-            f"returned {n if n is not None else _kind(out)} values; it must return four arrays "
+            f"returned {n if n is not None else value_text(out)} values; it must return four arrays "
             "(parents, choices, codes, successors)",
         )
     parents, choices, codes, succ = out

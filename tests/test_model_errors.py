@@ -156,7 +156,8 @@ def test_a_model_module_that_runs_spark_at_import_names_its_line(tmp_path):
     blocks = re.findall(r"```python\n(.*?)```", doc, flags=re.S)
     text = "\n".join(blocks)
     (tmp_path / "counters.py").write_text(text)
-    spark_line = text[: text.index("for per_state in (False, True):")].count("\n") + 3  # the engine's run
+    loop = text.index("for per_state in (False, True):")
+    spark_line = text[: text.index("assert summary(engine.run())", loop)].count("\n") + 1  # the engine's run
     proc = kmc("check", "--model", "counters.py:FastCounters", "--engine", "spark", "--no-progress", cwd=tmp_path)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("kmc: ")]
     assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr

@@ -13,19 +13,26 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
-from kmc.checker.errors import UsageError
+from kmc.checker.errors import KmcError, ModelError, UsageError
+from kmc.checker.model_errors import blame, value_text, where_defined
+from kmc.checker.protocol import Property
 from kmc.reports.json_result import compare_expected
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
     from kmc.checker.protocol import Model
+
+
+# What the factory's object must have (``checker.protocol.Model``).
+MODEL_FUNCTIONS = ("init_states", "actions", "next_state", "properties", "encode")
 
 
 @attrs.frozen
@@ -59,13 +66,47 @@ class ModelSpec:
         return self.ref
 
     def model(self) -> Model:
+        """The model the factory returns, checked to have the protocol's functions.
+
+        Raises:
+            UsageError: the factory does not take the ``--param`` names.
+            ModelError: the factory raised, or returned something that is not a model.
+        """
         try:
-            return self.factory(**self.params)
+            inspect.signature(self.factory).bind(**self.params)
         except TypeError as e:
-            raise UsageError(f"--model {self.ref}: {e}") from None
+            raise UsageError(f"--model {self.ref}: --param: {e}") from None
+        except ValueError:  # a callable without a signature: the call says it
+            pass
+        try:
+            model = self.factory(**self.params)
+        except Exception as e:  # the user's code: one line, never a traceback
+            raise ModelError(f"--model {self.ref}: {blame(e)}") from None
+        missing = [name for name in MODEL_FUNCTIONS if not callable(getattr(model, name, None))]
+        if isinstance(model, type) or missing:
+            what = f"the class {model.__name__}, not an instance" if isinstance(model, type) else f"{value_text(model)}"
+            lacks = f" (it has no {', '.join(missing)})" if missing and not isinstance(model, type) else ""
+            raise ModelError(
+                f"--model {self.ref}: {where_defined(self.factory)} returned {what}{lacks}; a model's factory "
+                f"returns an object with {', '.join(MODEL_FUNCTIONS)} (docs/writing-a-model.md)"
+            )
+        return model
 
     def properties(self, names=None) -> list:
-        props = list(self.model().properties())
+        model = self.model()
+        props = self._call(model.properties)
+        if isinstance(props, (str, bytes)) or not isinstance(props, Iterable):
+            raise ModelError(
+                f"--model {self.ref}: {where_defined(model.properties)} returned {value_text(props)}; it must return "
+                "a sequence of kmc.checker.protocol.Property"
+            )
+        props = list(props)
+        for p in props:
+            if not isinstance(p, Property):
+                raise ModelError(
+                    f"--model {self.ref}: {where_defined(model.properties)} returned {value_text(p)} among its "
+                    "properties; each must be a kmc.checker.protocol.Property"
+                )
         if not names:
             return props
         by_name = {p.name: p for p in props}
@@ -76,6 +117,34 @@ class ModelSpec:
                 f"(it has {', '.join(by_name) or 'none'})"
             )
         return [by_name[n] for n in names]
+
+    def _call(self, fn, *args) -> Any:
+        try:
+            return fn(*args)
+        except (KmcError, MemoryError):
+            raise
+        except Exception as e:  # the user's code: one line, never a traceback
+            raise ModelError(f"--model {self.ref}: {blame(e)}") from None
+
+    def probe(self, model, kernel: bool) -> None:
+        """Call the model (and, when ``kernel``, its batch kernel) on a sample of its first
+        states: a model that breaks the protocol is refused before the search
+        (``checker.model_errors.probe``).
+
+        Raises:
+            ModelError: one line naming the model, the function, its file and line.
+        """
+        from kmc.checker.model_errors import probe
+        from kmc.checker.protocol import HasBatchKernel, capable
+
+        try:
+            probe(model, model.batch_kernel() if kernel and capable(model, HasBatchKernel) else None)
+        except ModelError as e:
+            raise ModelError(f"--model {self.ref}: {e}") from None
+        except (KmcError, MemoryError):
+            raise
+        except Exception as e:  # batch_kernel() raised
+            raise failure(self.ref, e) from None
 
     @property
     def resolved_ref(self) -> str:
@@ -173,6 +242,11 @@ def expectation(expected: dict, result, symmetry: bool = False) -> dict:
     return compare_expected(expected, got)
 
 
+def failure(ref: str, e: BaseException) -> ModelError:
+    """The one-line error for an exception the model ``ref`` raised during a run."""
+    return ModelError(f"--model {ref}: {blame(e)}")
+
+
 def parse_params(items) -> dict:
     """``NAME=VALUE`` strings as keyword arguments: a value is an int, a float,
     ``true``/``false`` or else a string."""
@@ -214,7 +288,15 @@ def load_model_spec(ref: str, params: dict) -> ModelSpec:
     except UsageError:
         raise
     except Exception as e:  # the user's module failed to import: say so in one line
-        raise UsageError(f"--model {ref}: cannot import {where} ({type(e).__name__}: {e})") from None
+        from kmc.checker.model_errors import model_frame, traceback_frames
+
+        if isinstance(e, KmcError):  # (a Spark task's error, when the module runs an engine)
+            why = str(e)
+        elif model_frame(traceback_frames(e.__traceback__)) is not None:
+            why = blame(e)
+        else:  # (a syntax error: no frame of the module ran)
+            why = f"{type(e).__name__}: {e}"
+        raise UsageError(f"--model {ref}: cannot import {where}: {why}") from None
     factory = vars(module).get(attr)
     if not callable(factory):
         raise UsageError(f"--model {ref}: {where} has no callable {attr}")

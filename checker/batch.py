@@ -236,6 +236,7 @@ class BatchEngine(LevelDriver):
             model, self.kernel, invariants, step_props, options.symmetry, check, CompactSeenSet(), visitor
         )
         super().__init__(model, search, props, options, progress, on_level=on_level)
+        self.kernel_check = check
 
 
 def add_counts(counter: dict[str, int], names: Sequence[str], counts: Any) -> None:

@@ -93,6 +93,9 @@ class LevelDriver:
         self.progress = progress
         self.on_level = on_level
         self.stop_requested = None
+        # a batch kernel's comparison with its model (``checker.kernel_check.KernelCheck``),
+        # set by an engine that has one: it counts the states compared
+        self.kernel_check: Any = None
         self.stats = Stats(coverage=Coverage(coverage_names(model)) if self.options.coverage else NoCoverage())
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
         self.search: LevelSearch = search
@@ -202,6 +205,8 @@ class LevelDriver:
                 stats.fired, stats.new, stats.coverage = boundary[2], boundary[3], boundary[4]
                 break
             search.end_level()
+            if self.kernel_check is not None:  # the sample is a function of the level's size
+                stats.cross_checked += self.kernel_check.sampled(stats.depth, size)
             found.update(level_found)
             count = search.size()
             if count:

@@ -45,3 +45,9 @@ class PropertyError(KmcError):
         super().__init__(
             f"property {name} returned {value!r} ({type(value).__name__}); a property's check must return {expected}"
         )
+
+
+class ModelError(KmcError):
+    """A user's model broke the model protocol (``checker.protocol``): one of its functions
+    raised, or returned what the protocol does not allow. A programming error in the model,
+    never a verdict: exit code 2, one line naming the function, its file and line."""

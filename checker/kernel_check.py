@@ -16,10 +16,12 @@ answers for those parents:
 
 Which parents: with ``--verify-kernel`` (``Options.verify_kernel``) every one; by
 default an evenly spread sample of ``SAMPLE_PER_LEVEL`` parents of each of the first
-``SAMPLE_LEVELS`` levels, and on every level the first ``WRAPS_PER_CHUNK`` parents of a
-chunk that hold a byte at 255, and as many at 127: where a narrow integer column wraps on
-its next increment (to 0, or to -128). The sample depends only
-on a parent's depth and its rank in the level, so every engine checks the same parents.
+``SAMPLE_LEVELS`` levels and ``SAMPLE_DEEPER`` of every deeper one (a kernel wrong only
+deep in the search is caught as one wrong at the start is), and the
+first ``WRAPS_PER_CHUNK`` parents of a chunk that hold a byte at 255, and as many at 127:
+where a narrow integer column wraps on its next increment (to 0, or to -128). The sample
+depends only on a parent's depth and its rank in the level, so every engine checks the
+same parents, and ``sampled`` counts them (the result's ``kernel_cross_checked``).
 
 A disagreement raises ``KernelMismatchError``: one line naming the state, the action and the
 field that differ (exit code 2 on the command line).
@@ -48,8 +50,9 @@ from .protocol import (
     successors,
 )
 
-SAMPLE_LEVELS = 8  # the default compares a sample of parents of the first levels...
-SAMPLE_PER_LEVEL = 4  # ...this many a level, evenly spread over its ranks
+SAMPLE_PER_LEVEL = 4  # the default compares this many parents of each of the first levels...
+SAMPLE_LEVELS = 8  # ...(these), evenly spread over its ranks,
+SAMPLE_DEEPER = 2  # and this many of every deeper level
 WRAPS_PER_CHUNK = 2  # and, on every level, this many parents a chunk with a byte at 255, and at 127
 
 
@@ -82,10 +85,9 @@ class KernelCheck:
         if self.full:
             return np.arange(count)
         picked = []
-        if depth <= SAMPLE_LEVELS:
-            stride = max(1, level // SAMPLE_PER_LEVEL)
-            start = -rank % stride
-            picked.append(np.arange(start, count, stride))
+        stride = _stride(depth, level)
+        start = -rank % stride
+        picked.append(np.arange(start, count, stride))
         # A byte at the top of its range (255 unsigned, 127 signed) is where a narrow
         # integer column wraps on its next increment (a wider little-endian one too: its
         # low byte is 255 then); its rows are compared whatever their depth.
@@ -96,6 +98,13 @@ class KernelCheck:
         if not picked:
             return np.zeros(0, dtype=np.int64)
         return np.unique(np.concatenate(picked))
+
+    def sampled(self, depth: int, level: int) -> int:
+        """How many parents of a level of ``level`` states at ``depth`` ``pick`` compares
+        by rank (every one with ``full``; the rows with a byte at an edge come on top)."""
+        if self.full:
+            return level
+        return -(-level // _stride(depth, level))
 
     def compare(self, chunk, parents, choices, codes, succ, which) -> None:
         """Compare the kernel's expansion of ``chunk`` (``parents, choices, codes, succ``)
@@ -227,6 +236,11 @@ class KernelCheck:
                     theirs = tuple(tuple(o in set(part) for o in obligations) for part in own)
             if mine != theirs:
                 _fail(state, None, f"{prop.name} mask", mine, theirs)
+
+
+def _stride(depth: int, level: int) -> int:
+    """The sample takes the ranks of a level that are multiples of this."""
+    return max(1, level // (SAMPLE_PER_LEVEL if depth <= SAMPLE_LEVELS else SAMPLE_DEEPER))
 
 
 def kernel_check(model, kernel, properties, options) -> KernelCheck | None:

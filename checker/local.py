@@ -72,6 +72,7 @@ class PerStateSearch(Search):
         self.frontier: list = []
         self.next: list = []
         self._stored = 0
+        self._branching = 1  # the most successors a state has had: new states between two looks at the memory
 
     def start(self, stats: Stats, found: Found) -> None:
         for state in self.model.init_states():
@@ -108,6 +109,8 @@ class PerStateSearch(Search):
         model, seen, fired, new, nxt = self.model, self.seen, stats.fired, stats.new, self.next
         invariants = self.level.state_violations
         edges = expand(model, state, self.encode)
+        if len(edges) > self._branching:
+            self._branching = len(edges)
         if self.visit is not None:
             self.visit(seen.fps[parent], state, edges)
         visitor = self.visitor
@@ -148,6 +151,11 @@ class PerStateSearch(Search):
                 np.arange(count, dtype=np.int64),
                 fair,
             )
+
+    def memory_reserve(self) -> int:
+        """The seen-set's next table, when the states stored before the next look at the
+        memory may bring its rehash (a table twice as large, allocated at once)."""
+        return self.seen.rehash_bytes(self.every * self._branching)
 
     def numbers_of(self, fps: np.ndarray) -> np.ndarray:
         number = self.seen.number

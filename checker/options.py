@@ -20,7 +20,7 @@ class Options:
         progress_seconds: how often ``progress`` is called during a level.
         symmetry: store one state per orbit under the model's replica symmetries.
         verify_kernel: compare a batch kernel with its model on every state expanded,
-            not only on a sample of the first levels (``checker.kernel_check``).
+            not only on a sample of every level (``checker.kernel_check``).
         coverage: count the coverage (``checker.coverage``); off only to measure its cost.
     """
 

@@ -310,7 +310,7 @@ class BatchKernel(Expander, Protocol):
       canonical rows under symmetry reduction).
 
     The engines compare a kernel with its model (``checker.kernel_check``): on a sample
-    of the first levels of every run, and on every state with ``--verify-kernel``.
+    of every level of every run, and on every state with ``--verify-kernel``.
     ``KernelBase`` gives the optional members their defaults; a kernel that does not
     inherit it may leave out ``goal_mask`` (``GoalMasks``) and ``fingerprints``
     (``OwnFingerprints``).

@@ -113,6 +113,9 @@ class Stats:
     new: dict[str, int] = attrs.field(factory=dict)
     # what the search reached (``checker.coverage.Coverage``); None when not counted
     coverage: Any = None
+    # the states whose expansion by a batch kernel was compared with the model's
+    # (``checker.kernel_check``; 0 without a kernel)
+    cross_checked: int = 0
 
     @property
     def states_per_second(self) -> float:

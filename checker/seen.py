@@ -264,10 +264,27 @@ class SeenSet(Mapping):
         return self.parents[i] - 1
 
     def truncate(self, n) -> None:
-        """Forget every state numbered ``n`` or more."""
+        """Forget every state numbered ``n`` or more. The table is rebuilt in place: a stop
+        at the memory ceiling goes back to the level boundary without a second table."""
         del self.fps[n:]
         del self.parents[n:]
-        self._rehash(self._mask + 1)
+        slots, mask = self._slots, self._mask
+        zero = array(slots.typecode, [0]) * min(len(slots), 1 << 16)
+        for start in range(0, len(slots), len(zero)):
+            end = min(start + len(zero), len(slots))
+            slots[start:end] = zero[: end - start]
+        for k, fp in enumerate(self.fps, 1):
+            i = fp & mask
+            while slots[i]:
+                i = (i + 1) & mask
+            slots[i] = k
+
+    def rehash_bytes(self, coming: int) -> int:
+        """The bytes the table's next rehash allocates when storing ``coming`` more states
+        brings it, else 0 (the memory ceiling counts them before they are allocated)."""
+        if 2 * (len(self.fps) + coming) > self._mask:
+            return self._slots.itemsize * 2 * (self._mask + 1)
+        return 0
 
     def _rehash(self, size: int) -> None:
         # Numbers above 2**32 - 1 do not fit the 4-byte arrays: widen them (a local run
@@ -275,7 +292,7 @@ class SeenSet(Mapping):
         code = "I" if size <= 1 << 32 else "Q"
         if code != self.parents.typecode:
             self.parents = array(code, self.parents)
-        slots = array(code, bytes(array(code).itemsize * size))
+        slots = array(code, [0]) * size  # one allocation (no temporary bytes of its size)
         mask = size - 1
         for k, fp in enumerate(self.fps, 1):
             i = fp & mask

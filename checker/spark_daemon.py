@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 
 import numpy  # noqa: F401  (imported before the fork: that is the point)
 from kmc.checker import fingerprint, spark_rows_tasks  # noqa: F401
@@ -22,9 +23,19 @@ if __name__ == "__main__":
     # The model's modules, named by the engine that started the session (the core knows
     # no model). One that cannot be imported here is left to the workers' first task,
     # which reports its error as every task does.
-    for name in filter(None, os.environ.get(PRELOAD_VARIABLE, "").split(",")):
-        try:
-            importlib.import_module(name)
-        except Exception:
-            pass
+    # The daemon tells Spark its port on its standard output: what a module prints when it
+    # is imported goes to the standard error meanwhile.
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        for name in filter(None, os.environ.get(PRELOAD_VARIABLE, "").split(",")):
+            try:
+                importlib.import_module(name)
+            except BaseException:  # (an exit at import too: the task reports it)
+                pass
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
     daemon.manager()

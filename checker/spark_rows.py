@@ -82,6 +82,7 @@ from .driver import LevelDriver
 from .errors import EngineError, UsageError
 from .kernel import canonical_encoder, require_symmetric, split_properties
 from .kernel_check import kernel_check
+from .model_errors import task_failure
 from .options import Options
 from .protocol import HasBatchKernel, capable
 from .result import CheckResult
@@ -215,6 +216,7 @@ class SparkRowsEngine(LevelDriver):
             visitor=GraphVisitor(model, props),
         )
         super().__init__(model, search, props, options, progress, on_level=on_level)
+        self.kernel_check = check
         # After run(): why no Spark session was started (every level stayed on the driver), or None.
         self.not_started: str | None = None
         # After run() starts: what it removed of the stores of killed runs, in one line, or None.
@@ -269,6 +271,9 @@ class SparkRowsEngine(LevelDriver):
         except Exception as e:
             if type(e).__module__.startswith(("py4j", "pyspark")):
                 where = f" (master {self.master})" if self.master else ""
+                blamed = task_failure(e, f"in a Spark task{where}")
+                if blamed is not None:  # the model's own code raised: its function, file and line
+                    raise blamed from None
                 raise EngineError(f"Spark failed{where}: {one_line(e)}") from None
             raise
         finally:

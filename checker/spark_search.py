@@ -34,6 +34,7 @@ from .kernel import keep_least
 from .kernel_check import KernelCheck, KernelMismatchError
 from .level import LevelStep, record_first
 from .memory import format_size
+from .model_errors import task_failure
 from .protocol import BatchKernel, Model, Property, kernel_fingerprints
 from .result import Stats
 from .seen import CompactSeenSet
@@ -421,6 +422,9 @@ class SparkLevels(Search):
             if found_it:  # a task's comparison of the kernel with the model
                 raise KernelMismatchError(tail) from None
             where = f" (master {setup.master})" if setup.master else ""
+            blamed = task_failure(e, f"in a Spark task at depth {depth + 1}{where}")
+            if blamed is not None:  # the model's own code raised: its function, file and line
+                raise blamed from None
             raise EngineError(f"a Spark job failed at depth {depth + 1}{where}: {one_line(e)}") from None
         # Both levels' frontiers, the successors and the merged runs beside those they
         # replace: the store at its largest.

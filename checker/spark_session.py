@@ -62,6 +62,8 @@ DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 PRELOAD_VARIABLE = "KMC_SPARK_PRELOAD"  # read by checker.spark_daemon
+# Set in the environment of every Spark executor's Python: no Spark engine starts there.
+TASK_VARIABLE = "KMC_SPARK_TASK"
 
 
 def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[Any, bool]:
@@ -89,6 +91,14 @@ def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[
         from pyspark import SparkConf, SparkContext
     except ImportError as e:
         raise EngineError(f"the spark engine needs pyspark ({e})") from None
+    if os.environ.get(TASK_VARIABLE):
+        # A model's module that runs a Spark engine when it is imported, imported by a task
+        # to unpickle the model: one line naming the module's line (the task's traceback),
+        # not a second Spark started inside the first one's worker.
+        raise EngineError(
+            "a Spark engine cannot start inside a Spark task: the model's module starts one when it is "
+            "imported (put that code under 'if __name__ == \"__main__\":')"
+        )
     active = SparkContext._active_spark_context
     if active is not None:
         return active, False
@@ -113,6 +123,7 @@ def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[
             f.write(_QUIET_LOG4J2)
         java_options = f"{java_options} -Dlog4j2.configurationFile=file:{log_config}"
     conf.set("spark.driver.extraJavaOptions", java_options)
+    conf.setExecutorEnv(TASK_VARIABLE, "1")
     if master.startswith("local"):
         # The workers fork from a daemon that has imported the tasks' modules already
         # (checker.spark_daemon); on a cluster, PySpark's own daemon.

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 from kmc.checker.protocol import NamesActions, action_name, capable, describe_step, format_action, format_state
 from kmc.checker.text import safe_text, xml_text
+from kmc.reports.json_result import cross_checked_text
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -103,6 +104,7 @@ def result_dict(spec, model, result) -> dict:
             "depth": s.depth,
             "terminal_states": s.terminal,
             "levels": list(s.levels),
+            "kernel_cross_checked": s.cross_checked,
             "actions": {n: {"fired": s.fired.get(n, 0), "new": s.new.get(n, 0)} for n in action_order(model, s)},
         },
         "verdicts": {name: result.verdict(name) for name in result.checked},
@@ -230,6 +232,7 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
         Text(""),
         verdicts,
         Text(f"{s.distinct:,} distinct states · {s.generated:,} generated · depth {s.depth} · {s.terminal:,} terminal"),
+        *([Text(f"batch kernel: {cross_checked_text(s.cross_checked)}", "dim")] if s.cross_checked else []),
         Text(""),
         coverage_view(result.stats) if coverage else actions,
     ]
@@ -258,10 +261,15 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
                 "bold red",
             )
         )
-    else:
+    elif result.complete:
+        parts.append(Text(f"✓ No violation in {s.distinct:,} distinct states.", "bold green"))
+    else:  # stopped early (a bound, --max-memory, a signal): nothing is proved
+        unknown = [n for n in result.checked if result.verdict(n) == "unknown"]
         parts.append(
             Text(
-                f"✓ No violation in {s.distinct:,} distinct states.", "bold green" if result.complete else "bold yellow"
+                f"No violation in {s.distinct:,} distinct states, but the search is incomplete "
+                f"({result.stopped}): {len(unknown)} {'property' if len(unknown) == 1 else 'properties'} unknown.",
+                "bold yellow",
             )
         )
     return Group(*parts)

@@ -248,6 +248,11 @@ def spec_to_dict(spec, model) -> dict:
     }
 
 
+def cross_checked_text(count: int) -> str:
+    """What a result says of its batch kernel's comparison with the model (``checker.kernel_check``)."""
+    return f"cross-checked with the model on {count:,} states (their successors, rows and property masks)"
+
+
 def stats_to_dict(stats, names=ACTION_NAMES) -> dict:
     return {
         "distinct_states": stats.distinct,
@@ -259,6 +264,7 @@ def stats_to_dict(stats, names=ACTION_NAMES) -> dict:
         "queue": stats.queue,
         "fingerprint_collision_probability": stats.collision_probability,
         "levels": list(stats.levels),
+        "kernel_cross_checked": stats.cross_checked,
         "actions": {name: {"fired": stats.fired.get(name, 0), "new": stats.new.get(name, 0)} for name in names},
     }
 

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .generic import by_path
-from .json_result import expectation
+from .json_result import cross_checked_text, expectation
 from .terminal import UNCLEAN_NOTE, TraceView, trap_share
 
 __all__ = ["ResultView", "collision_text", "stop_reason"]
@@ -254,6 +254,8 @@ class ResultView:
             f'{collision_text(s.collision_probability)} (see docs/model.md, "Counting")',
             "dim",
         )
+        if s.cross_checked:
+            yield Text(f"batch kernel: {cross_checked_text(s.cross_checked)}", "dim")
 
     def action_table(self) -> Table:
         s = self.result.stats

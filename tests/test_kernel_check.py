@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import attrs
 import numpy as np
 import pytest
@@ -99,3 +101,53 @@ def test_the_engine_reads_the_property_mask_itself():
     assert (
         calls and result.violations["SumBelow"].path.states[-1].x + result.violations["SumBelow"].path.states[-1].y == 5
     )
+
+
+class DropsAtDepth120(CountersKernel):
+    """Right at every depth but 120, where it drops the successors (IncX and IncY) of
+    every state (x + y = 119)."""
+
+    def expand(self, rows):
+        parents, choices, codes, succ = super().expand(rows)
+        cols = self._columns(rows)
+        keep = cols[parents, 0].astype(np.int64) + cols[parents, 1] != 119
+        return parents[keep], choices[keep], codes[keep], succ[keep]
+
+
+def test_a_kernel_wrong_only_deep_in_the_search_is_caught():
+    """Sampled on its first levels only, this kernel passed (no violation, the search ending
+    at depth 120) where the model's own search finds x + y reach 150 at depth 151."""
+    model = KernelCounters(n=100, limit=150, kernel=DropsAtDepth120)
+    per_state = make_engine(model, per_state=True).run()
+    assert len(per_state.violations["SumBelow"].path) == 151
+    with pytest.raises(KernelMismatchError) as caught:
+        make_engine(model).run()
+    message = str(caught.value)
+    assert "\n" not in message and "successors: kernel '0 (choices [])', model '" in message
+    x, y = map(int, re.search(r"state Counters\(x=(\d+), y=(\d+)\)", message).groups())
+    assert x + y == 119
+
+
+def test_the_result_says_how_many_states_were_cross_checked(monkeypatch):
+    """n = 9: levels of 1, 2, ..., 10, ..., 2, 1 states (depth d: min(d, 20 - d) states).
+    Four evenly spread parents of each of the first eight levels (the ranks divisible by
+    max(1, size // 4)): 1 + ... + 7 and 4 of the 8 at depth 8; two of each deeper level
+    (max(1, size // 2)): 3 of 9, 2 of 10, 3 of 9, 2 of 8, then 3, 2, 3, 2, 3, 2, 1 of the
+    levels of 7 down to 1 state: 28 + 4 + 10 + 16."""
+    from kmc.checker.kernel_check import KernelCheck
+
+    compared = []
+    original = KernelCheck.compare
+
+    def counting(self, chunk, parents, choices, codes, succ, which):
+        compared.append(len(which))
+        return original(self, chunk, parents, choices, codes, succ, which)
+
+    monkeypatch.setattr(KernelCheck, "compare", counting)
+    model = KernelCounters(n=9, limit=10**6)
+    result = make_engine(model).run()
+    assert result.stats.distinct == 100 and result.stats.cross_checked == sum(compared) == 58
+    compared.clear()
+    full = make_engine(model, options=Options(verify_kernel=True)).run()
+    assert full.stats.cross_checked == sum(compared) == 100
+    assert make_engine(model, per_state=True).run().stats.cross_checked == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,8 +39,12 @@ def _check(tmp_path, engine, *extra):
     assert proc.returncode == 1, proc.stderr
     doc = json.loads((out / "r.json").read_text())
     assert doc.pop("engine") == ("spark" if engine == "spark" else "local")
+    # how many states the batch kernel was compared on: the same on both of its paths, none without it
+    assert (doc["stats"].pop("kernel_cross_checked") == 0) == (engine == "per-state")
     trace = proc.stdout[proc.stdout.index("Counterexample"):]
-    return doc, trace, (out / "r.mmd").read_text(), (out / "r.html").read_text()
+    # (the page embeds the document: the kernel's figure is the path's, as above)
+    page = re.sub(r'"kernel_cross_checked": \d+', '"kernel_cross_checked": N', (out / "r.html").read_text())
+    return doc, trace, (out / "r.mmd").read_text(), page
 
 
 def _same_on(tmp_path, engines):
@@ -111,12 +116,12 @@ def test_a_saved_counterexample_replays_and_an_edited_one_is_refused(tmp_path):
     saved = tmp_path / "r.json"
     assert kmc("check", "--model", TWO_PHASE, "--param", "eager=true", "--no-progress", "--json", saved).returncode == 1
     doc = json.loads(saved.read_text())
-    again = kmc("replay", saved, "--format", "json")
+    again = kmc("replay", saved, "--model", TWO_PHASE, "--format", "json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout) == doc["violations"][0]
-    shown = kmc("replay", saved)
+    shown = kmc("replay", saved, "--model", TWO_PHASE)
     assert shown.returncode == 0 and "RMRcvCommitMsg(0)" in shown.stdout
     doc["violations"][0]["trace"]["steps"][2]["state"]["tm"] = 2
     saved.write_text(json.dumps(doc))
-    edited = kmc("replay", saved)
+    edited = kmc("replay", saved, "--model", TWO_PHASE)
     assert edited.returncode == 2 and "step 3: the replayed state differs from the saved one" in edited.stderr

@@ -9,6 +9,7 @@ import sys
 import time
 
 import attrs
+from kmc.checker.errors import KmcError
 from kmc.checker.text import safe_text
 
 from .common import (
@@ -143,6 +144,19 @@ def spark_measures(metrics) -> dict:
 
 
 def run(args, out, err) -> int:
+    try:
+        return _run(args, out, err)
+    except (KmcError, MemoryError):
+        raise
+    except Exception as e:
+        if getattr(args, "model", None) is None:
+            raise
+        from ..user_model import failure  # a model of the user's own raised: one line, exit 2
+
+        raise failure(args.model, e) from None
+
+
+def _run(args, out, err) -> int:
     spec = load_target(args)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     require_spark(spec, args)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from kmc.checker import __version__, checkpoint, checkpointer, memory
 from kmc.checker.driver import RESOURCE_STOPS
-from kmc.checker.errors import UsageError
+from kmc.checker.errors import KmcError, ModelError, UsageError
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from kmc.checker.signals import StopOnSignals
 from kmc.checker.text import safe_text
@@ -184,6 +184,25 @@ def _from_checkpoint(args, header) -> None:
 
 
 def run(args, out, err) -> int:
+    try:
+        return _run(args, out, err)
+    except ModelError as e:  # an engine's (a Spark task's): named after the model as the others
+        if getattr(args, "model", None) is None or str(e).startswith("--model "):
+            raise
+        raise ModelError(f"--model {args.model}: {e}") from None
+    except (KmcError, MemoryError):
+        raise
+    except Exception as e:
+        if getattr(args, "model", None) is None:
+            raise
+        # A model of the user's own raised (the probe before the search calls it on a
+        # sample; this is what it did not reach): one line, exit 2, never a verdict.
+        from ..user_model import failure
+
+        raise failure(args.model, e) from None
+
+
+def _run(args, out, err) -> int:
     header = checkpoint.read_header(args.resume) if args.resume else None
     if header is not None:
         _from_checkpoint(args, header)
@@ -206,6 +225,8 @@ def run(args, out, err) -> int:
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     options = options_from(spec, args)
+    if views.generic:  # a model of the user's own: called on a sample before the search
+        spec.probe(model, kernel=not args.per_state)
     views.prepare(args, model)
     show_progress = not args.no_progress and err.is_terminal
     identity = {

@@ -73,12 +73,21 @@ def load_traces(paths, model, identity=None) -> dict:
     only (nothing a file names is imported). ``identity``: a model of the user's own
     (``ModelSpec.identity``), whose parameters and source digest a file's recorded model
     must match."""
+    from kmc.reports import generic
+
     from .replay import ReplayError, load_document, violations_of
 
     out = {}
     for path in paths:
         try:
             doc = load_document(path)
+        except ReplayError as e:
+            raise UsageError(f"--trace: {e}") from None
+        if identity is None and (doc.get("schema") == generic.SCHEMA or isinstance(doc.get("model"), dict)):
+            # A model's result names its model's code; a file is data: nothing it names is
+            # imported (the user names the model with --model, checked against the file below).
+            raise UsageError(f"--trace: {path}: the result of a model of your own: explore it with --model")
+        try:
             found = violations_of(path, doc)
         except ReplayError as e:
             raise UsageError(f"--trace: {e}") from None
@@ -88,10 +97,14 @@ def load_traces(paths, model, identity=None) -> dict:
                 raise UsageError(f"--trace: {path}: its model's constants differ from the spec's")
         else:
             recorded = doc.get("model")
-            if isinstance(recorded, dict):
-                for key, what in (("params", "parameters differ"), ("sha256", "source differs (SHA-256)")):
-                    if key in recorded and recorded[key] != identity.get(key):
-                        raise UsageError(f"--trace: {path}: its model's {what} from --model {identity['ref']}'s")
+            if not isinstance(recorded, dict):
+                raise UsageError(f"--trace: {path}: records no model: not a result of --model {identity['ref']}")
+            factory = str(recorded.get("ref", "")).rpartition(":")[2]
+            if factory != str(identity.get("ref", "")).rpartition(":")[2]:
+                raise UsageError(f"--trace: {path}: its model's factory differs from --model {identity['ref']}'s")
+            for key, what in (("params", "parameters differ"), ("sha256", "source differs (SHA-256)")):
+                if recorded.get(key) != identity.get(key):
+                    raise UsageError(f"--trace: {path}: its model's {what} from --model {identity['ref']}'s")
         if not found:
             raise UsageError(f"--trace: {path}: holds no trace")
         for v in found:

@@ -3,7 +3,9 @@
 Reads a JSON document that holds a trace in the format of ``reports.json_result``:
 the result of ``kmc check --json`` (or a matrix trace file, which has the same format),
 the result of ``kmc simulate --json``, or the output of ``kmc replay --format json``.
-The model is rebuilt from the document's ``spec.model`` constants, the trace's
+The model is rebuilt from the document's ``spec.model`` constants (a model of the user's
+own is the one ``--model`` names, checked against the factory, parameters and source digest
+the document records: kmc never imports what a file names), the trace's
 ``init_index`` and ``choices`` are re-executed step by step, and every replayed state and
 action must equal the saved one as it is replayed: a trace that no longer
 replays (the model's rules changed since it was saved, or the file was edited) is
@@ -24,6 +26,8 @@ if TYPE_CHECKING:  # for the annotations only: imported on first use
     from kmc.model.config import Config
     from kmc.model.kafka import KafkaModel
 
+    from ..user_model import ModelSpec
+
 FORMATS = ("rich", "tla", "json", "html", "mermaid", "svg")
 DIAGRAMS = ("html", "mermaid", "svg")
 MAX_BYTES = 256 << 20
@@ -38,11 +42,13 @@ def register(sub) -> None:
         "replay",
         help="re-execute a saved counterexample and show it (rich, TLC-style text, or JSON)",
         description="Load a saved result (kmc check --json, a kmc matrix trace file, kmc "
-        "simulate --json), rebuild the model from its constants, re-execute the "
+        "simulate --json), rebuild the model from its constants (a model of your own: the one --model "
+        "names, checked against the result's record of it), re-execute the "
         "counterexample's choices, verify that every state equals the saved one and that the "
         "last state (or step) still violates the property, and show it.",
         epilog="Exit codes: 0 the trace replayed and was shown, 2 bad input: a missing or "
-        "unreadable file, not a kmc result, or a trace that no longer replays.",
+        "unreadable file, not a kmc result, a trace that no longer replays, or a --model that is "
+        "not the one the result was found on.",
     )
     p.add_argument("file", metavar="RESULT.json", help="a saved result or trace file")
     p.add_argument(
@@ -67,6 +73,21 @@ def register(sub) -> None:
         metavar="NAME",
         help="which violation to replay when the file holds several (default: the shortest, the one 'kmc check' "
         "names first)",
+    )
+    g = p.add_argument_group("the result of a model of your own (kmc check --model)")
+    g.add_argument(
+        "--model",
+        metavar="MODULE:FACTORY",
+        help="the model the result was found on (pkg.mod:factory or path/to/file.py:factory), as kmc check "
+        "--model took it: kmc never imports what a result file names; it checks this model against the "
+        "file's recorded factory, parameters and source digest",
+    )
+    g.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        default=[],
+        help="a keyword argument of the factory (repeatable; default: the parameters the file records)",
     )
     p.set_defaults(run=run)
 
@@ -387,8 +408,6 @@ def _replay_model(args, doc, out, err) -> int:
     from kmc.checker.trace import replay_choices
     from kmc.reports import generic
 
-    from ..user_model import load_model_spec
-
     path = args.file
     ident = doc.get("model")
     if (
@@ -396,7 +415,7 @@ def _replay_model(args, doc, out, err) -> int:
         or not isinstance(ident.get("ref"), str)
         or not isinstance(ident.get("params"), dict)
     ):
-        raise ReplayError(f"{path}: model: no 'ref' and 'params' to rebuild the model from")
+        raise ReplayError(f"{path}: model: no 'ref' and 'params' to check the model against")
     found = [v for v in doc.get("violations") or [] if isinstance(v, dict)]
     if args.invariant is not None:
         found = [v for v in found if v.get("property") == args.invariant]
@@ -405,9 +424,7 @@ def _replay_model(args, doc, out, err) -> int:
             f"{path}: violations: no counterexample" + (f" of {args.invariant}" if args.invariant else "")
         )
     entry = headline(found)
-    file = ident.get("file")
-    ref: str = file if isinstance(file, str) else ident["ref"]
-    spec = load_model_spec(ref, ident["params"])
+    spec = model_for_result(path, ident, args.model, args.param)
     model = spec.model()
     props = {p.name: p for p in model.properties()}
     prop = props.get(entry.get("property"))
@@ -467,6 +484,53 @@ def _replay_model(args, doc, out, err) -> int:
     return 0
 
 
+def model_for_result(path, ident, ref, params) -> ModelSpec:
+    """The model the user names (``--model REF``, ``--param``) for the result of a model in
+    ``path``, checked against what the result records of its model (``ident``: the
+    reference, the parameters, the source's SHA-256), as a checkpoint's header is on
+    resume. kmc never imports the reference a file names: a result file is data.
+
+    Raises:
+        ReplayError: no ``--model`` was given, or the model differs from the recorded one.
+    """
+    from ..user_model import load_model_spec, parse_params
+
+    recorded = safe_text(ident["ref"])
+    if ref is None:
+        raise ReplayError(
+            f"{path}: the result of the model {recorded}: pass --model {recorded} (and its --param values) to "
+            "replay it; kmc never imports what a result file names"
+        )
+    spec = load_model_spec(ref, parse_params(params) if params else dict(ident["params"]))
+    mine = spec.identity()
+    factory = ref.rpartition(":")[2]
+    if factory != ident["ref"].rpartition(":")[2]:
+        raise ReplayError(f"{path}: --model {safe_text(ref)}: the result was found on the model {recorded}")
+    if mine["params"] != ident["params"]:
+        raise ReplayError(
+            f"{path}: --param: the result was found with the parameters {_params(ident['params'])}, "
+            f"this run gives {_params(mine['params'])}"
+        )
+    digest = ident.get("sha256")
+    if mine["sha256"] and not digest:
+        raise ReplayError(
+            f"{path}: model: records no SHA-256 of the model's source, so --model {safe_text(ref)} cannot be "
+            "checked against it"
+        )
+    if digest and mine["sha256"] != digest:
+        raise ReplayError(
+            f"{path}: --model {safe_text(ref)}: its source differs from the one the result was found on "
+            f"(SHA-256 {mine['sha256'][:12]}..., recorded {safe_text(str(digest))[:12]}...)"
+        )
+    if not digest and mine["ref"] != ident["ref"]:  # nothing to compare the source with
+        raise ReplayError(f"{path}: --model {safe_text(ref)}: the result was found on the model {recorded}")
+    return spec
+
+
+def _params(params) -> str:
+    return safe_text(", ".join(f"{k}={v!r}" for k, v in sorted(params.items())) or "none")
+
+
 def run(args, out, err) -> int:
     if args.out is not None and args.format not in DIAGRAMS:
         raise UsageError("--out: only with --format html, mermaid or svg")
@@ -478,7 +542,16 @@ def run(args, out, err) -> int:
     from kmc.reports import generic
 
     if doc.get("schema") == generic.SCHEMA:  # a user's model (kmc check --model)
-        return _replay_model(args, doc, out, err)
+        try:
+            return _replay_model(args, doc, out, err)
+        except (KmcError, MemoryError):
+            raise
+        except Exception as e:  # the model's own code raised: one line, exit 2
+            from ..user_model import failure
+
+            raise failure(args.model, e) from None
+    if args.model is not None or args.param:
+        raise UsageError(f"--model: {args.file} is the result of a spec, not of a model of your own")
     model, violation = replay(args.file, doc, args.invariant)
     found = violations_of(args.file, doc)
     if len(found) > 1:  # say which one is shown, and how to choose another

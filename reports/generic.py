@@ -10,32 +10,20 @@ more; these show any model a user writes (``kmc check --model``).
 from __future__ import annotations
 
 import json
-from typing import Any
 
-import attrs
 from kmc.checker.protocol import NamesActions, action_name, capable, describe_step, format_action, format_state
 from kmc.checker.text import safe_text, xml_text
-from kmc.reports.json_result import cross_checked_text
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from . import html, mermaid
+from .counterexample import by_path, cross_checked_text, json_value, lasso_dict, lasso_mark, lasso_summary
 from .coverage import coverage_view
 from .diagram import MARKER
 
 SCHEMA = "kmc-generic-result-1"
-
-
-def by_path(violations) -> list[list]:
-    """``violations`` (in their order) grouped by counterexample: those whose paths are
-    the same (same initial state, same choices, and for a lasso the same cycle) in one
-    group, so that a path two properties share is shown once, with both verdicts."""
-    groups: dict[tuple, list] = {}
-    for v in violations:
-        groups.setdefault((v.path.init_index, tuple(v.path.choices), v.loop), []).append(v)
-    return list(groups.values())
 
 
 def action_order(model, stats) -> list[str]:
@@ -43,21 +31,6 @@ def action_order(model, stats) -> list[str]:
     then any other name that fired, in order of name."""
     names = list(model.action_names()) if capable(model, NamesActions) else []
     return names + sorted(set(stats.fired) - set(names))
-
-
-def json_value(v) -> Any:
-    """A value as JSON holds it: attrs classes and dicts as objects, tuples, lists and sets
-    as arrays (a set sorted), scalars as they are, anything else as its ``repr``."""
-    if attrs.has(type(v)):
-        return {k: json_value(x) for k, x in attrs.asdict(v, recurse=False).items()}
-    if isinstance(v, (tuple, list, frozenset, set)):
-        items = [json_value(x) for x in v]
-        return sorted(items, key=repr) if isinstance(v, (set, frozenset)) else items
-    if isinstance(v, dict):
-        return {str(k): json_value(x) for k, x in v.items()}
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    return repr(v)
 
 
 def trace_steps(model, path) -> list[dict]:
@@ -110,51 +83,6 @@ def result_dict(spec, model, result) -> dict:
         "verdicts": {name: result.verdict(name) for name in result.checked},
         "violations": [violation_dict(model, result.violations[n]) for n in result.checked if n in result.violations],
     }
-
-
-def lasso_mark(violation, index: int) -> str | None:
-    """What a trace says beside state ``index`` (from 1) of a liveness counterexample (a
-    lasso, ``checker.result.Violation.loop``): where its cycle starts, that its last state
-    goes back there, or that its last state stutters; ``None`` elsewhere and for the other
-    kinds."""
-    loop = getattr(violation, "loop", None)
-    if loop is None:
-        return None
-    n = len(violation.path)
-    start = loop + 1
-    if loop == n - 1:
-        return "stutters here for ever: no fair action is enabled in this state" if index == n else None
-    if index == start:
-        return "the cycle starts here"
-    if index == n:
-        return f"back to state {start}: the cycle repeats for ever"
-    return None
-
-
-def lasso_dict(violation) -> dict | None:
-    """A liveness counterexample's lasso as JSON writes it (``None`` for the other kinds):
-    the state its cycle starts at (from 1), whether it stutters instead, and the violated
-    obligation of a leads-to family (``null`` for one)."""
-    loop = getattr(violation, "loop", None)
-    if loop is None:
-        return None
-    return {
-        "cycle_start": loop + 1,
-        "stutters": loop == len(violation.path) - 1,
-        "obligation": json_value(violation.obligation),
-    }
-
-
-def lasso_summary(violation) -> str:
-    """A counterexample's size for a summary line: ``"5 states"``, or for a lasso ``"a
-    lasso of 5 states, its cycle from state 2"`` / ``"... stuttering in state 5"``."""
-    n = len(violation.path)
-    loop = getattr(violation, "loop", None)
-    if loop is None:
-        return f"{n} states"
-    if loop == n - 1:
-        return f"a lasso of {n} states, stuttering in state {n}"
-    return f"a lasso of {n} states, its cycle from state {loop + 1} back to it"
 
 
 def changed_fields(before, after) -> list[str]:

@@ -15,8 +15,8 @@ from kmc.checker.result import UNKNOWN
 from kmc.model.actions import ACTION_NAMES, action_names
 from kmc.model.state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
 
+from .counterexample import lasso_dict
 from .coverage import coverage_to_dict
-from .generic import lasso_dict
 
 SCHEMA_VERSION = 1
 # Fields added within a version raise the minor version (docs/json-schema.md lists them);
@@ -248,11 +248,6 @@ def spec_to_dict(spec, model) -> dict:
     }
 
 
-def cross_checked_text(count: int) -> str:
-    """What a result says of its batch kernel's comparison with the model (``checker.kernel_check``)."""
-    return f"cross-checked with the model on {count:,} states (their successors, rows and property masks)"
-
-
 def stats_to_dict(stats, names=ACTION_NAMES) -> dict:
     return {
         "distinct_states": stats.distinct,
@@ -310,7 +305,7 @@ def result_to_dict(spec, model, result) -> dict:
 def _violation_to_dict(model, v) -> dict:
     """One violation; an always-possibly one also carries ``trap_states``: how many
     distinct states (orbits under symmetry reduction) are traps; a liveness one its
-    ``lasso`` (``reports.generic.lasso_dict``)."""
+    ``lasso`` (``reports.counterexample.lasso_dict``)."""
     doc = {"property": v.property, "kind": v.kind, "explanation": v.explanation}
     traps = getattr(v, "traps", None)
     if traps is not None:

@@ -18,8 +18,8 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from .generic import by_path
-from .json_result import cross_checked_text, expectation
+from .counterexample import by_path, cross_checked_text
+from .json_result import expectation
 from .terminal import UNCLEAN_NOTE, TraceView, trap_share
 
 __all__ = ["ResultView", "collision_text", "stop_reason"]
@@ -295,7 +295,7 @@ class ResultView:
             else:
                 yield Text(f"✓ All {n} {what} hold over {states} distinct states.", "bold green")
         else:
-            from .generic import lasso_summary
+            from .counterexample import lasso_summary
 
             first = ordered[0]
             # a liveness property's lasso has no "shortest": say what it is instead

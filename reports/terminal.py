@@ -19,7 +19,7 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
 
-from .generic import lasso_mark, lasso_summary
+from .counterexample import lasso_mark, lasso_summary
 from .state_view import (
     CHANGED,
     CHANGED_MARK,

@@ -296,7 +296,7 @@ def replay_lasso(path, model, prop, entry, path_):
     from kmc.checker.lasso_check import check_lasso
     from kmc.checker.protocol import fair_instances
     from kmc.checker.result import Violation
-    from kmc.reports.generic import json_value
+    from kmc.reports.counterexample import json_value
 
     name = safe_text(prop.name)
     lasso = entry.get("lasso")
@@ -383,7 +383,7 @@ def _check_still_violated(path, model, prop, kind, path_) -> str:
 def replay_document(doc, model, violation) -> dict:
     """``kmc replay --format json``: the replayed trace as a versioned document,
     readable by ``kmc replay`` again."""
-    from kmc.reports.generic import lasso_dict
+    from kmc.reports.counterexample import lasso_dict
     from kmc.reports.json_result import trace_to_dict
 
     return {

@@ -398,7 +398,7 @@ def test_kmc_replay_checks_a_lasso(tmp_path):
              "--param", "fair_tm=false", "--keep-going", "--no-progress"]
     ring = tmp_path / "r.json"
     assert _kmc("check", *model, "--json", ring).returncode == 1
-    ok = _kmc("replay", ring, "--invariant", "PreparedDecides")
+    ok = _kmc("replay", ring, "--invariant", "PreparedDecides", "--model", f"{TWO_PHASE}:two_phase")
     assert ok.returncode == 0 and "stutters here for ever" in ok.stdout, ok.stderr
     doc = json.loads(ring.read_text())
     entry = next(v for v in doc["violations"] if v["property"] == "PreparedDecides")
@@ -406,5 +406,5 @@ def test_kmc_replay_checks_a_lasso(tmp_path):
     # read as a cycle from state 1 to state 2 and back, it does not close (state 2 is not state 1)
     entry["lasso"] = {"cycle_start": 1, "stutters": False, "obligation": 0}
     ring.write_text(json.dumps(doc))
-    bad = _kmc("replay", ring, "--invariant", "PreparedDecides")
+    bad = _kmc("replay", ring, "--invariant", "PreparedDecides", "--model", f"{TWO_PHASE}:two_phase")
     assert bad.returncode == 2 and "the cycle does not close" in bad.stderr and "Traceback" not in bad.stderr

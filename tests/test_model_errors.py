@@ -194,7 +194,7 @@ def test_a_result_file_never_imports_what_it_names(tmp_path, two_phase_result):
     # the explorer's --trace never takes a model's result
     proc = kmc("explore", REPO / "specs" / "hw-data-loss.toml", "--trace", evil, "--no-search", "--port", "0",
                cwd=tmp_path, timeout=60)
-    assert proc.returncode == 2 and "the result of a model of your own, not of a spec" in one_line(proc)
+    assert proc.returncode == 2 and "the result of a model of your own: explore it with --model" in one_line(proc)
 
 
 def test_a_model_s_result_replays_only_with_the_model_it_was_found_on(tmp_path, two_phase_result):

@@ -220,6 +220,29 @@ def leader_candidate_completeness_mask(kernel, rows) -> np.ndarray:
     return bad
 
 
+def uncommitted_never_exposed_mask(kernel, rows) -> np.ndarray:
+    """``uncommitted_never_exposed`` over rows: which rows violate it (a live replica holds,
+    below its high watermark, a record that is not committed at that offset)."""
+    c, m = kernel.codec, kernel.m
+    bad = np.zeros(len(rows), dtype=bool)
+    # the committed slot of each log slot's record (its id: code % m), flat: row * m + id
+    committed_offset = rows[:, c.COMMITTED_OFFSET : c.COMMITTED_OFFSET + m].ravel()
+    committed_epoch = rows[:, c.COMMITTED_EPOCH : c.COMMITTED_EPOCH + m].ravel()
+    base = np.arange(len(rows)) * m
+    for r in range(kernel.n):
+        b = c.block(r)
+        below = np.minimum(rows[:, b + c.HW], rows[:, b + c.LEO])
+        below[rows[:, b + c.ALIVE] != 1] = 0
+        for o in range(m):
+            exposed = below > o
+            if not exposed.any():
+                break
+            epoch, rid = np.divmod(rows[:, b + c.LOG + o].astype(np.int64), m)
+            at = base + rid
+            bad |= exposed & ((committed_offset[at] != o) | (committed_epoch[at] != epoch))
+    return bad
+
+
 def leader_epoch_monotonic(model, before, action, after) -> str | None:
     """The controller's epoch never decreases; a live replica's epoch never decreases
     except to -1 on restart."""

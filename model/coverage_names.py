@@ -26,12 +26,18 @@ from collections.abc import Iterator
 import numpy as np
 from kmc.checker.protocol import CoverageNames
 
-from .actions import ALTER_PARTITION, CRASH, ELECT_LEADER, action_names
+from .actions import ALTER_PARTITION, CRASH, ELECT_LEADER, FETCH_REQUEST, FETCH_RESPONSE, action_names
+from .rows import KAFKA_14704, NONE
 from .state import Quorum, Replica
 
 ELECT_KINDS = ("clean", "ELR", "unclean", "last-known-leader")
 CRASH_KINDS = ("keeps its log", "lossy cut")
 ALTER_KINDS = ("removes", "adds", "refused")  # the controller's answer (alter_partition)
+# truncation in the fetch path: what the leader answers, and what the follower does with it
+# (with KAFKA-14704 a diverging answer's HW is taken first, its truncation at a second step)
+FETCH_REQUEST_KINDS = ("records", "diverging")
+FETCH_RESPONSE_KINDS = ("append", "truncate")
+HW_FIRST = "hw-first"
 REPLICA_VARS = ("alive", "log end", "hw", "epoch", "leader", "lossy", "remote_leo", "inflight")
 GLOBAL_VARS = ("quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr", "produced", "crashes", "committed")
 
@@ -48,6 +54,11 @@ def kafka_coverage(model) -> CoverageNames:
     if cfg.alter_partition:
         variables += ("quorum.alter",)
         kinds[ALTER_PARTITION] = ALTER_KINDS
+    if getattr(cfg, "truncate_on_fetch", False):
+        kinds[FETCH_REQUEST] = FETCH_REQUEST_KINDS
+        kinds[FETCH_RESPONSE] = FETCH_RESPONSE_KINDS
+        if KAFKA_14704 in getattr(cfg, "fetch_bugs", ()):
+            kinds[FETCH_RESPONSE] += (HW_FIRST,)
     return CoverageNames(
         actions=action_names(cfg),
         kinds=kinds,
@@ -80,6 +91,14 @@ def kind_of(model, before, action, after) -> str | None:
     if action.name == CRASH:
         r = action.replica
         return "lossy cut" if len(after.replicas[r].log) < len(before.replicas[r].log) else "keeps its log"
+    if action.name == FETCH_REQUEST and getattr(model.config, "truncate_on_fetch", False):
+        return "records" if after.replicas[action.replica].inflight.diverging is None else "diverging"
+    if action.name == FETCH_RESPONSE and getattr(model.config, "truncate_on_fetch", False):
+        resp = before.replicas[action.replica].inflight
+        if resp.diverging is None:
+            return "append"
+        bug = KAFKA_14704 in model.config.fetch_bugs
+        return HW_FIRST if bug and not resp.applied else "truncate"
     if action.name == ALTER_PARTITION:
         if after.quorum.isr == before.quorum.isr:
             return "refused"
@@ -110,6 +129,8 @@ def row_kinds(kernel, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray
         leo = [c.block(r) + c.LEO for r in range(c.n)]
         lost = (succ[np.ix_(where, leo)] < chunk[np.ix_(parents[where], leo)]).any(axis=1)
         out[CRASH] = (where, lost.astype(np.int64))
+    if c.fetch:
+        out.update(_fetch_row_kinds(c, chunk, parents, codes, succ))
     if c.alter:
         where = np.flatnonzero(codes == ALTER_PARTITION_CODE)
         if len(where):
@@ -117,6 +138,40 @@ def row_kinds(kernel, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray
             kind = chunk[parents[where], c.ALTER_CHANGE].astype(np.int64)  # 0 removes, 1 adds
             kind[same] = 2
             out[ALTER_PARTITION] = (where, kind)
+    return out
+
+
+def _fetch_row_kinds(c, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The kinds of FetchRequest and FetchResponse with truncation in the fetch path, read
+    from the in-flight columns: the follower is the replica whose response the step
+    sends (FetchRequest: none was in flight, a diverging one is) or takes (FetchResponse:
+    its response is gone, or, KAFKA-14704's first half, now marked applied)."""
+    from .actions import FETCH_REQUEST_CODE, FETCH_RESPONSE_CODE
+
+    out = {}
+    blocks = [c.block(r) for r in range(c.n)]
+    where = np.flatnonzero(codes == FETCH_REQUEST_CODE)
+    if len(where):
+        before = chunk[:, [b + c.INFLIGHT_LEADER for b in blocks]][parents[where]]
+        after = succ[where][:, [b + c.INFLIGHT_DIV_EPOCH for b in blocks]]
+        sent = ((before == NONE) & (after != NONE)).any(axis=1)
+        out[FETCH_REQUEST] = (where, sent.astype(np.int64))  # records 0, diverging 1
+    where = np.flatnonzero(codes == FETCH_RESPONSE_CODE)
+    if len(where):
+        cols = [b + c.INFLIGHT_LEADER for b in blocks] + [b + c.INFLIGHT_DIV_EPOCH for b in blocks]
+        applied = c.INFLIGHT_APPLIED
+        if applied is not None:
+            cols += [b + applied for b in blocks]
+        before = chunk[:, cols][parents[where]]
+        after = succ[where][:, cols]
+        n = c.n
+        taken = before[:, :n] != after[:, :n]  # the response is gone
+        diverging = before[:, n : 2 * n] != NONE
+        kind = (taken & diverging).any(axis=1).astype(np.int64)  # append 0, truncate 1
+        if applied is not None:
+            first = before[:, 2 * n :] != after[:, 2 * n :]  # marked applied: the HW first
+            kind[first.any(axis=1)] = 2
+        out[FETCH_RESPONSE] = (where, kind)
     return out
 
 

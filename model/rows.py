@@ -46,6 +46,8 @@ import numpy as np
 
 from .state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
 
+KAFKA_14704 = "KAFKA-14704"
+
 NONE = -1
 
 
@@ -89,6 +91,21 @@ class RowCodec:
         self.INFLIGHT_COUNT = self.INFLIGHT_LEADER + 4
         self.INFLIGHT_RECORDS = self.INFLIGHT_LEADER + 5  # m columns
         self.BLOCK = self.INFLIGHT_RECORDS + m  # the width of a block
+        # truncation in the fetch path: a response's diverging epoch and offset (-1: none,
+        # a response with records), and with KAFKA-14704 its applied mark (1: its high
+        # watermark is taken, the truncation still to come; -1 otherwise), at the end of
+        # the block, only with truncate_on_fetch
+        self.fetch = bool(getattr(config, "truncate_on_fetch", False))
+        self.fetch_applied = self.fetch and KAFKA_14704 in getattr(config, "fetch_bugs", ())
+        self.INFLIGHT_DIV_EPOCH: int | None = None
+        self.INFLIGHT_DIV_OFFSET: int | None = None
+        self.INFLIGHT_APPLIED: int | None = None
+        if self.fetch:
+            self.INFLIGHT_DIV_EPOCH, self.INFLIGHT_DIV_OFFSET = self.BLOCK, self.BLOCK + 1
+            self.BLOCK += 2
+            if self.fetch_applied:
+                self.INFLIGHT_APPLIED = self.BLOCK
+                self.BLOCK += 1
         self.used = self.GLOBAL + n * self.BLOCK
         # the acknowledged set, after the blocks, only when acknowledgements are tracked
         self.acks = getattr(config, "acks", None)
@@ -126,6 +143,10 @@ class RowCodec:
                 "inflight.leader_hw",
                 "inflight.count",
             ] + [f"inflight.records[{k}]" for k in range(m)]
+            if self.fetch:
+                fields += ["inflight.diverging_epoch", "inflight.diverging_offset"]
+            if self.fetch_applied:
+                fields += ["inflight.applied"]
             names += [f"r{r}.{f}" for f in fields]
         if self.acks is not None:
             names += [f"acked[{i}].offset" for i in range(m)] + [f"acked[{i}].epoch" for i in range(m)]
@@ -197,7 +218,25 @@ class RowCodec:
                 row[b + self.INFLIGHT_COUNT] = len(f.records)
                 for k, (e, i) in enumerate(f.records):
                     row[b + self.INFLIGHT_RECORDS + k] = e * self.m + i
+                self._encode_diverging(row, b, f)
         return row
+
+    def _encode_diverging(self, row, b, f) -> None:
+        """The diverging epoch and offset of the response ``f`` and its applied mark, in
+        the block at ``b`` (the columns exist exactly with truncate_on_fetch)."""
+        diverging = getattr(f, "diverging", None)
+        applied = getattr(f, "applied", False)
+        if diverging is None and not applied:
+            return
+        epoch_col, offset_col = self.INFLIGHT_DIV_EPOCH, self.INFLIGHT_DIV_OFFSET
+        if epoch_col is None or offset_col is None:
+            raise ValueError("a diverging fetch response in a configuration without truncate_on_fetch")
+        if diverging is not None:
+            row[b + epoch_col], row[b + offset_col] = diverging
+        if applied:
+            if self.INFLIGHT_APPLIED is None:
+                raise ValueError("an applied fetch response in a configuration without KAFKA-14704")
+            row[b + self.INFLIGHT_APPLIED] = 1
 
     def decode(self, row) -> State:
         """The ``State`` of a row (the inverse of ``encode``)."""
@@ -224,6 +263,7 @@ class RowCodec:
                     v[b + self.INFLIGHT_START],
                     tuple(divmod(v[b + self.INFLIGHT_RECORDS + k], m) for k in range(count)),
                     v[b + self.INFLIGHT_HW],
+                    **self._decode_diverging(v, b),
                 )
             leader = v[b + self.LEADER]
             reps.append(
@@ -253,6 +293,19 @@ class RowCodec:
                 sorted((v[acked_offset + i], v[acked_epoch + i], i) for i in range(m) if v[acked_offset + i] != NONE)
             )
         return State(tuple(reps), quorum, v[self.PRODUCED], v[self.CRASHES], committed, acked)
+
+    def _decode_diverging(self, v, b) -> dict:
+        """The diverging fields of the response in the block at ``b`` of the row values ``v``
+        (none without truncate_on_fetch)."""
+        epoch_col, offset_col = self.INFLIGHT_DIV_EPOCH, self.INFLIGHT_DIV_OFFSET
+        if epoch_col is None or offset_col is None:
+            return {}
+        out: dict = {}
+        if v[b + epoch_col] != NONE:
+            out["diverging"] = (v[b + epoch_col], v[b + offset_col])
+        if self.INFLIGHT_APPLIED is not None and v[b + self.INFLIGHT_APPLIED] == 1:
+            out["applied"] = True
+        return out
 
     # -- symmetry -----------------------------------------------------------------------
 

@@ -23,7 +23,10 @@ replica ``RowCodec.HW``, ``RowCodec.LOG``, ...; ``RowCodec.column_names()`` list
 - per replica, one block each: ``alive``, ``hw``, ``epoch``, ``leader``, ``lossy``,
   ``remote_leo[0..n)``, the log's length, its records (``m`` slots of codes), and the
   in-flight response: leader, epoch, start offset, leader HW, number of records, their
-  codes.
+  codes; with ``truncate_on_fetch`` two more, its diverging epoch and offset (``-1`` for
+  a response with records), and with ``KAFKA-14704`` in ``fetch_bugs`` one more, its
+  applied mark (``1`` once the follower took its high watermark, else ``-1``). Without
+  the option the block ends at the records, so rows are what they were before it.
 
 With ``acks`` set, two more columns per record id follow the last replica block: the
 offset and epoch at which record ``i`` was acknowledged (``-1`` when it was not). Without

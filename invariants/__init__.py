@@ -12,6 +12,7 @@ from .kafka import (
     LeaderCandidateCompleteness,
     LeaderEpochMonotonic,
     LogsNeverDiverge,
+    UncommittedNeverExposed,
     acknowledged_never_lost,
     committed_never_lost,
     default_properties,
@@ -19,6 +20,7 @@ from .kafka import (
     leader_candidate_completeness,
     leader_epoch_monotonic,
     logs_never_diverge,
+    uncommitted_never_exposed,
 )
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "LeaderCandidateCompleteness",
     "LeaderEpochMonotonic",
     "LogsNeverDiverge",
+    "UncommittedNeverExposed",
     "MODERN",
     "acknowledged_never_lost",
     "committed_never_lost",
@@ -39,6 +42,7 @@ __all__ = [
     "leader_candidate_completeness",
     "leader_epoch_monotonic",
     "logs_never_diverge",
+    "uncommitted_never_exposed",
     "PartitionRecoverable",
     "available",
     "explain_trap",

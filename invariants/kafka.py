@@ -220,6 +220,30 @@ def leader_candidate_completeness_mask(kernel, rows) -> np.ndarray:
     return bad
 
 
+def uncommitted_never_exposed(model, state) -> str | None:
+    """Every live replica: every record below its high watermark (and its log end) is
+    committed at that offset, so a consumer reading from any replica, the leader or a
+    follower (KIP-392), reads only committed records."""
+    committed: set | None = None  # made at the first record below a HW
+    for r, rep in enumerate(state.replicas):
+        if not rep.alive:
+            continue
+        log = rep.log
+        for offset in range(min(rep.hw, len(log))):
+            if committed is None:
+                committed = set(state.committed)
+            epoch, rid = log[offset]
+            if (offset, epoch, rid) in committed:
+                continue
+            there = [(e, i) for o, e, i in state.committed if o == offset]
+            was = f"{_record(*there[0])} was committed there" if there else "nothing was ever committed there"
+            return (
+                f"{model.name(r)} exposes {_record(epoch, rid)} at offset {offset}, below its high "
+                f"watermark {rep.hw}, but it was never committed: {was}"
+            )
+    return None
+
+
 def uncommitted_never_exposed_mask(kernel, rows) -> np.ndarray:
     """``uncommitted_never_exposed`` over rows: which rows violate it (a live replica holds,
     below its high watermark, a record that is not committed at that offset)."""
@@ -331,6 +355,16 @@ AcknowledgedNeverLost = Property(
     mask=acknowledged_never_lost_mask,
 )
 
+UncommittedNeverExposed = Property(
+    "UncommittedNeverExposed",
+    ALWAYS,
+    uncommitted_never_exposed,
+    "every record below a live replica's high watermark was committed at that offset "
+    "(a consumer reading from any replica reads only committed records)",
+    symmetric=True,
+    mask=uncommitted_never_exposed_mask,
+)
+
 # Every property kmc can check. PartitionRecoverable (availability) is checked only when a
 # run asks for it: it needs the whole reachable graph, so it is never a default.
 ALL = (
@@ -340,6 +374,7 @@ ALL = (
     LeaderEpochMonotonic,
     LeaderCandidateCompleteness,
     AcknowledgedNeverLost,
+    UncommittedNeverExposed,
     PartitionRecoverable,
 )
 BY_NAME = {p.name: p for p in ALL}
@@ -355,7 +390,12 @@ def default_properties(config) -> tuple[Property, ...]:
     """The properties a run of ``config`` checks unless told otherwise: ``MODERN`` for a
     configuration that uses the 2.1 rule, the HW gate or the ELR; ``CLASSIC`` (without
     ``LeaderCandidateCompleteness``) for the pre-2.1 model; either followed by
-    ``AcknowledgedNeverLost`` when the configuration tracks acknowledgements (``acks``).
-    ``PartitionRecoverable`` is never a default."""
+    ``AcknowledgedNeverLost`` when the configuration tracks acknowledgements (``acks``),
+    then by ``UncommittedNeverExposed`` when followers truncate in the fetch path
+    (``truncate_on_fetch``). ``PartitionRecoverable`` is never a default."""
     base = MODERN if config.modern else CLASSIC
-    return base + (AcknowledgedNeverLost,) if getattr(config, "acks", None) else base
+    if getattr(config, "acks", None):
+        base += (AcknowledgedNeverLost,)
+    if getattr(config, "truncate_on_fetch", False):
+        base += (UncommittedNeverExposed,)
+    return base

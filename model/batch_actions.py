@@ -118,11 +118,10 @@ class ActionEffects:
             self.rules.advance_hw(s, l)
         s[:, bf + c.INFLIGHT_LEADER] = l
         s[:, bf + c.INFLIGHT_EPOCH] = s[:, bl + c.EPOCH]
-        s[:, bf + c.INFLIGHT_START] = self.rules.diverging_start(s, bf, offset)
+        s[:, bf + c.INFLIGHT_START] = offset  # a diverging response's start is O'
         s[:, bf + c.INFLIGHT_HW] = s[:, bl + c.HW]
         s[:, bf + c.INFLIGHT_COUNT] = 0
-        s[:, bf + c.INFLIGHT_DIV_EPOCH] = epoch
-        s[:, bf + c.INFLIGHT_DIV_OFFSET] = offset
+        s[:, bf + c.INFLIGHT_DIVERGING] = epoch
 
     def fetch_response(self, s, f) -> None:
         c = self.codec
@@ -134,7 +133,7 @@ class ActionEffects:
         )
         stay = None  # the rows whose response stays in flight (KAFKA-14704's first half)
         if c.fetch:
-            div = s[:, b + c.INFLIGHT_DIV_EPOCH] != NONE
+            div = s[:, b + c.INFLIGHT_DIVERGING] != NONE
             if c.fetch_applied:
                 stay = fresh & div & (s[:, b + c.INFLIGHT_APPLIED] != 1)
                 if stay.any():
@@ -178,8 +177,8 @@ class ActionEffects:
         ``min(G, LEO)``; to ``min(O', LEO)`` when ``EO(f, E')`` is undefined. Its HW follows."""
         c = self.codec
         length = s[:, b + c.LEO].astype(np.int64)
-        div_epoch = s[:, b + c.INFLIGHT_DIV_EPOCH].astype(np.int64)
-        div_offset = s[:, b + c.INFLIGHT_DIV_OFFSET].astype(np.int64)
+        div_epoch = s[:, b + c.INFLIGHT_DIVERGING].astype(np.int64)
+        div_offset = s[:, b + c.INFLIGHT_START].astype(np.int64)
         epoch, offset, defined = self.rules.end_offset_for(s, b, div_epoch)
         t = np.minimum(offset, length)
         t = np.where(epoch == div_epoch, np.minimum(t, div_offset), t)

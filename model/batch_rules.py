@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import ACKS_ALL
+from .config import ACKS_ALL, KAFKA_13141
 from .rows import NONE
-
-KAFKA_13141 = "KAFKA-13141"
 
 POPCOUNT = np.array([bin(x).count("1") for x in range(256)], dtype=np.int8)
 
@@ -31,7 +29,7 @@ class RowRules:
         self.config = config
         self.n, self.m = codec.n, codec.m
         # KAFKA-13141: a diverging fetch still moves the follower's log end on the leader
-        self.bug_13141 = codec.fetch and KAFKA_13141 in getattr(config, "fetch_bugs", ())
+        self.bug_13141 = codec.fetch and config.has_bug(KAFKA_13141)
 
     # -- helpers over arrays of rows ------------------------------------------------------
 
@@ -139,10 +137,6 @@ class RowRules:
         fields end the block)."""
         c = self.codec
         s[:, b + c.INFLIGHT_LEADER : b + c.BLOCK] = NONE
-
-    def diverging_start(self, s, bf, offset) -> np.ndarray:
-        """The start offset a diverging response carries (its records field holds none)."""
-        return offset
 
     def end_offset_for(self, rows, b, epoch, own=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``EO(r, E)`` of docs/model.md for the replica whose block is at ``b``, in every

@@ -27,7 +27,8 @@ import numpy as np
 from kmc.checker.protocol import CoverageNames
 
 from .actions import ALTER_PARTITION, CRASH, ELECT_LEADER, FETCH_REQUEST, FETCH_RESPONSE, action_names
-from .rows import KAFKA_14704, NONE
+from .config import KAFKA_14704
+from .rows import NONE
 from .state import Quorum, Replica
 
 ELECT_KINDS = ("clean", "ELR", "unclean", "last-known-leader")
@@ -54,10 +55,10 @@ def kafka_coverage(model) -> CoverageNames:
     if cfg.alter_partition:
         variables += ("quorum.alter",)
         kinds[ALTER_PARTITION] = ALTER_KINDS
-    if getattr(cfg, "truncate_on_fetch", False):
+    if cfg.truncate_on_fetch:
         kinds[FETCH_REQUEST] = FETCH_REQUEST_KINDS
         kinds[FETCH_RESPONSE] = FETCH_RESPONSE_KINDS
-        if KAFKA_14704 in getattr(cfg, "fetch_bugs", ()):
+        if cfg.has_bug(KAFKA_14704):
             kinds[FETCH_RESPONSE] += (HW_FIRST,)
     return CoverageNames(
         actions=action_names(cfg),
@@ -91,13 +92,13 @@ def kind_of(model, before, action, after) -> str | None:
     if action.name == CRASH:
         r = action.replica
         return "lossy cut" if len(after.replicas[r].log) < len(before.replicas[r].log) else "keeps its log"
-    if action.name == FETCH_REQUEST and getattr(model.config, "truncate_on_fetch", False):
+    if action.name == FETCH_REQUEST and model.config.truncate_on_fetch:
         return "records" if after.replicas[action.replica].inflight.diverging is None else "diverging"
-    if action.name == FETCH_RESPONSE and getattr(model.config, "truncate_on_fetch", False):
+    if action.name == FETCH_RESPONSE and model.config.truncate_on_fetch:
         resp = before.replicas[action.replica].inflight
         if resp.diverging is None:
             return "append"
-        bug = KAFKA_14704 in model.config.fetch_bugs
+        bug = model.config.has_bug(KAFKA_14704)
         return HW_FIRST if bug and not resp.applied else "truncate"
     if action.name == ALTER_PARTITION:
         if after.quorum.isr == before.quorum.isr:
@@ -153,12 +154,12 @@ def _fetch_row_kinds(c, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarr
     where = np.flatnonzero(codes == FETCH_REQUEST_CODE)
     if len(where):
         before = chunk[:, [b + c.INFLIGHT_LEADER for b in blocks]][parents[where]]
-        after = succ[where][:, [b + c.INFLIGHT_DIV_EPOCH for b in blocks]]
+        after = succ[where][:, [b + c.INFLIGHT_DIVERGING for b in blocks]]
         sent = ((before == NONE) & (after != NONE)).any(axis=1)
         out[FETCH_REQUEST] = (where, sent.astype(np.int64))  # records 0, diverging 1
     where = np.flatnonzero(codes == FETCH_RESPONSE_CODE)
     if len(where):
-        cols = [b + c.INFLIGHT_LEADER for b in blocks] + [b + c.INFLIGHT_DIV_EPOCH for b in blocks]
+        cols = [b + c.INFLIGHT_LEADER for b in blocks] + [b + c.INFLIGHT_DIVERGING for b in blocks]
         applied = c.INFLIGHT_APPLIED
         if applied is not None:
             cols += [b + applied for b in blocks]

@@ -29,8 +29,8 @@ def model(build):
 def test_the_properties_in_order():
     assert [p.name for p in ALL] == [
         "HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic",
-        "LeaderCandidateCompleteness", "AcknowledgedNeverLost", "PartitionRecoverable"]
-    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP, ALWAYS, ALWAYS, POSSIBLY]
+        "LeaderCandidateCompleteness", "AcknowledgedNeverLost", "UncommittedNeverExposed", "PartitionRecoverable"]
+    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP, ALWAYS, ALWAYS, ALWAYS, POSSIBLY]
     assert set(BY_NAME) == {p.name for p in ALL}
     assert all(p.description for p in ALL)
 

@@ -170,7 +170,7 @@ def _fetch_row_kinds(c, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarr
         diverging = before[:, n : 2 * n] != NONE
         kind = (taken & diverging).any(axis=1).astype(np.int64)  # append 0, truncate 1
         if applied is not None:
-            first = before[:, 2 * n :] != after[:, 2 * n :]  # marked applied: the HW first
+            first = (before[:, 2 * n :] != 1) & (after[:, 2 * n :] == 1)  # marked applied: the HW first
             kind[first.any(axis=1)] = 2
         out[FETCH_RESPONSE] = (where, kind)
     return out

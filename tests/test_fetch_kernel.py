@@ -24,7 +24,6 @@ from pathlib import Path
 import attrs
 import numpy as np
 import pytest
-
 from helpers import assert_same_successors, assert_traces_replay, random_walk, reachable
 from kmc.checker.batch import BatchEngine
 from kmc.checker.local import LocalEngine, Options

@@ -5,7 +5,11 @@ Kinds (docs/model.md, "ElectLeader" and "Crash"):
 - ElectLeader: ``clean`` (the candidate is in the ISR), ``ELR`` (in the eligible leader
   replicas, KIP-966), ``last-known-leader`` (the quorum's leader re-elected with the ISR
   and the ELR empty, KIP-966), ``unclean`` (anyone else);
-- Crash: ``keeps its log`` (nothing lost) or ``lossy cut`` (an unflushed suffix lost).
+- Crash: ``keeps its log`` (nothing lost) or ``lossy cut`` (an unflushed suffix lost);
+- with ``truncate_on_fetch`` only: FetchRequest ``records`` (answered with records) or
+  ``diverging`` (answered with a diverging epoch); FetchResponse ``append`` (records
+  taken), ``truncate`` (the truncation on a diverging answer) or ``hw-first`` (KAFKA-14704's
+  first half: the answer's high watermark taken before truncating).
 
 Variables, each as the values a report lists (one set over every replica for a
 replica's field): a replica's ``alive``, ``log end``, ``hw``, ``epoch``, ``leader``,
@@ -27,18 +31,14 @@ import numpy as np
 from kmc.checker.protocol import CoverageNames
 
 from .actions import ALTER_PARTITION, CRASH, ELECT_LEADER, FETCH_REQUEST, FETCH_RESPONSE, action_names
-from .config import KAFKA_14704
 from .rows import NONE
 from .state import Quorum, Replica
 
 ELECT_KINDS = ("clean", "ELR", "unclean", "last-known-leader")
 CRASH_KINDS = ("keeps its log", "lossy cut")
 ALTER_KINDS = ("removes", "adds", "refused")  # the controller's answer (alter_partition)
-# truncation in the fetch path: what the leader answers, and what the follower does with it
-# (with KAFKA-14704 a diverging answer's HW is taken first, its truncation at a second step)
-FETCH_REQUEST_KINDS = ("records", "diverging")
-FETCH_RESPONSE_KINDS = ("append", "truncate")
-HW_FIRST = "hw-first"
+FETCH_REQUEST_KINDS = ("records", "diverging")  # truncate_on_fetch only
+FETCH_RESPONSE_KINDS = ("append", "truncate", "hw-first")  # truncate_on_fetch only
 REPLICA_VARS = ("alive", "log end", "hw", "epoch", "leader", "lossy", "remote_leo", "inflight")
 GLOBAL_VARS = ("quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr", "produced", "crashes", "committed")
 
@@ -58,8 +58,6 @@ def kafka_coverage(model) -> CoverageNames:
     if cfg.truncate_on_fetch:
         kinds[FETCH_REQUEST] = FETCH_REQUEST_KINDS
         kinds[FETCH_RESPONSE] = FETCH_RESPONSE_KINDS
-        if cfg.has_bug(KAFKA_14704):
-            kinds[FETCH_RESPONSE] += (HW_FIRST,)
     return CoverageNames(
         actions=action_names(cfg),
         kinds=kinds,
@@ -92,18 +90,17 @@ def kind_of(model, before, action, after) -> str | None:
     if action.name == CRASH:
         r = action.replica
         return "lossy cut" if len(after.replicas[r].log) < len(before.replicas[r].log) else "keeps its log"
-    if action.name == FETCH_REQUEST and model.config.truncate_on_fetch:
-        return "records" if after.replicas[action.replica].inflight.diverging is None else "diverging"
-    if action.name == FETCH_RESPONSE and model.config.truncate_on_fetch:
-        resp = before.replicas[action.replica].inflight
-        if resp.diverging is None:
-            return "append"
-        bug = model.config.has_bug(KAFKA_14704)
-        return HW_FIRST if bug and not resp.applied else "truncate"
     if action.name == ALTER_PARTITION:
         if after.quorum.isr == before.quorum.isr:
             return "refused"
         return "adds" if len(after.quorum.isr) > len(before.quorum.isr) else "removes"
+    if action.name in (FETCH_REQUEST, FETCH_RESPONSE) and model.config.truncate_on_fetch:
+        r = action.replica
+        if action.name == FETCH_REQUEST:
+            return "diverging" if after.replicas[r].inflight.diverging is not None else "records"
+        if before.replicas[r].inflight.diverging is None:
+            return "append"
+        return "truncate" if after.replicas[r].inflight is None else "hw-first"
     return None
 
 

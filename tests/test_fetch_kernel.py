@@ -202,7 +202,7 @@ def test_every_shipped_spec_with_the_option_runs_the_kernel_as_the_model():
     names = [p.stem for p in sorted(SPECS.glob("*.toml")) if load_spec(p).model().config.truncate_on_fetch]
     for name in names:
         model = load_spec(SPECS / f"{name}.toml").model()
-        assert_same_successors(model, reachable(model, 3000)[::2])
+        assert_same_successors(model, reachable(model, 1500)[::2])
 
 
 # -- UncommittedNeverExposed's mask ----------------------------------------------------------------
@@ -244,9 +244,10 @@ def test_coverage_counts_the_fetch_kinds_alike_on_both_paths(bugs):
     assert per_state.kinds == batch.kinds and per_state.enabled == batch.enabled
     kinds = batch.kinds
     assert set(kinds["FetchRequest"]) == {"records", "diverging"}
-    want = {"append", "truncate"} | ({"hw-first"} if KAFKA_14704 in BUGS[bugs] else set())
-    assert set(kinds["FetchResponse"]) == want
-    assert all(kinds["FetchRequest"].values()) and all(kinds["FetchResponse"].values())
+    assert set(kinds["FetchResponse"]) == {"append", "truncate", "hw-first"}
+    assert all(kinds["FetchRequest"].values())
+    assert kinds["FetchResponse"]["append"] and kinds["FetchResponse"]["truncate"]
+    assert bool(kinds["FetchResponse"]["hw-first"]) == (KAFKA_14704 in BUGS[bugs])  # KAFKA-14704's first half
     # each diverging answer is taken once: truncated, or (KAFKA-14704) its HW first, then truncated
     assert batch.enabled["FetchResponse"] == sum(kinds["FetchResponse"].values())
 

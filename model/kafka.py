@@ -85,6 +85,11 @@ class KafkaModel:
 
         return KafkaBatchKernel(self.config)
 
+    def batch_unsupported(self) -> str | None:
+        """Why the batch kernel cannot run this configuration (the engines would then take
+        the per-state path), or ``None``: it runs every configuration of this model."""
+        return None
+
     def coverage_names(self) -> CoverageNames:
         """The kinds of the actions and the variables coverage counts (``model.coverage_names``)."""
         from .coverage_names import kafka_coverage

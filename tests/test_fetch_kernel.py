@@ -23,6 +23,7 @@ from pathlib import Path
 
 import attrs
 import numpy as np
+import oracle
 import pytest
 from helpers import assert_same_successors, assert_traces_replay, random_walk, reachable
 from kmc.checker.batch import BatchEngine
@@ -41,6 +42,7 @@ from kmc.model.config import KAFKA_13141, KAFKA_14704
 from kmc.model.rows import RowCodec
 from kmc.model.spec import load_spec
 from kmc.model.symmetry import permute, symmetries
+from pins import FETCH_PINS
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
@@ -78,26 +80,31 @@ TABLE = {
     ("C5", "13141"): {CNL: H, LND: H, LCC: 9, UNE: H},
     ("C5", "both"): {CNL: H, LND: 10, LCC: 9, UNE: 10},
 }
-# The batch engine's counts of those rows (distinct, generated, depth), computed by kmc and
-# equal on the per-state path (test_the_per_state_path_gives_the_batch_path_s_result).
-COUNTS = {
-    ("C1", "fixed"): (4526, 9981),
-    ("C1", "14704"): (4658, 10252),
-    ("C1", "13141"): (4630, 10164),
-    ("C1", "both"): (4709, 10330),
-    ("C2", "fixed"): (11851, 27879),
-    ("C2", "14704"): (12329, 28908),
-    ("C2", "13141"): (12574, 29153),
-    ("C2", "both"): (13042, 30132),
-    ("C4", "fixed"): (54377, 114261),
-    ("C4", "14704"): (60485, 126771),
-    ("C4", "13141"): (64264, 133372),
-    ("C4", "both"): (68112, 141078),
-    ("C5", "fixed"): (51918, 171304),
-    ("C5", "14704"): (53222, 175320),
-    ("C5", "13141"): (53162, 175288),
-    ("C5", "both"): (54600, 179778),
+# The shipped spec of each row: its counts are pinned in tests/pins.py (FETCH_PINS), which the
+# naive oracle gives (tests/test_fetch_path.py) and the per-state engine too.
+SPEC_OF = {
+    ("C1", "fixed"): "fetch-c1",
+    ("C1", "14704"): "fetch-c1-kafka-14704",
+    ("C1", "13141"): "fetch-c1-kafka-13141",
+    ("C1", "both"): "fetch-c1-both-bugs",
+    ("C2", "fixed"): "fetch-c2",
+    ("C2", "14704"): "fetch-c2-kafka-14704",
+    ("C2", "13141"): "fetch-c2-kafka-13141",
+    ("C2", "both"): "fetch-c2-both-bugs",
+    ("C4", "fixed"): "fetch-c4",
+    ("C4", "14704"): "kafka-14704-exposure",
+    ("C4", "13141"): "kafka-13141-data-loss",
+    ("C4", "both"): "fetch-c4-both-bugs",
+    ("C5", "fixed"): "fetch-c5",
+    ("C5", "14704"): "fetch-c5-kafka-14704",
+    ("C5", "13141"): "fetch-c5-kafka-13141",
+    ("C5", "both"): "fetch-c5-both-bugs",
 }
+
+
+def counts(key):
+    pin = FETCH_PINS[SPEC_OF[key]]
+    return pin.distinct, pin.generated
 
 
 def model_of(config, bugs, **extra):
@@ -159,7 +166,7 @@ def test_every_parent_s_successors_and_masks_are_the_model_s(config, bugs):
     their rows and fingerprints, every property's mask), then the table's numbers."""
     model = model_of(config, bugs)
     result = BatchEngine(model, CHECKED, Options(keep_going=True, verify_kernel=True)).run()
-    assert (result.stats.distinct, result.stats.generated) == COUNTS[config, bugs]
+    assert (result.stats.distinct, result.stats.generated) == counts((config, bugs))
     assert verdicts(result) == expected((config, bugs))
 
 
@@ -180,7 +187,7 @@ def test_the_kernel_equals_the_model_on_larger_configurations(config, bugs):
 def test_the_batch_engine_gives_the_table(key):
     model, result = batch_run(*key)
     assert verdicts(result) == expected(key)
-    assert (result.stats.distinct, result.stats.generated) == COUNTS[key]
+    assert (result.stats.distinct, result.stats.generated) == counts(key)
     assert_traces_replay(model, result)
 
 
@@ -196,6 +203,36 @@ def test_the_per_state_path_gives_the_batch_path_s_result(key):
         p: (v.path.init_index, v.path.choices) for p, v in want.violations.items()}
     assert {p: v.explanation for p, v in got.violations.items()} == {
         p: v.explanation for p, v in want.violations.items()}
+
+
+def test_each_row_is_its_shipped_spec():
+    for (config, bugs), name in SPEC_OF.items():
+        spec = load_spec(SPECS / f"{name}.toml").config
+        assert spec == model_of(config, bugs).config, name
+
+
+@pytest.mark.parametrize("name", sorted(FETCH_PINS))
+def test_the_batch_engine_gives_the_pins(name):
+    """Every pinned spec of the fetch path on the batch engine (the pins are the oracle's)."""
+    spec = load_spec(SPECS / f"{name}.toml")
+    pin = FETCH_PINS[name]
+    result = BatchEngine(spec.model(), spec.properties(), Options(keep_going=spec.keep_going)).run()
+    assert tuple(result.checked) == pin.checked
+    assert (result.stats.distinct, result.stats.generated, result.stats.depth) == (
+        pin.distinct, pin.generated, pin.depth)
+    assert {p: len(v.path) for p, v in result.violations.items()} == pin.traces
+
+
+@pytest.mark.parametrize("bugs", BUGS)
+def test_the_oracle_gives_the_batch_engine_s_numbers(bugs):
+    """The naive oracle (tests/oracle.py), straight against the batch engine: counts, depth and
+    every shortest trace's length, C1 and C2 with each set of bugs."""
+    for config in ("C1", "C2"):
+        model, result = batch_run(config, bugs)
+        want = oracle.explore(model.config, [p.name for p in CHECKED], keep_going=True)
+        assert (want.distinct, want.generated, want.depth) == (
+            result.stats.distinct, result.stats.generated, result.stats.depth)
+        assert want.traces == {p: len(v.path.states) for p, v in result.violations.items()}
 
 
 def test_every_shipped_spec_with_the_option_runs_the_kernel_as_the_model():

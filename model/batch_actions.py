@@ -97,14 +97,29 @@ class ActionEffects:
         """Which fetches of the follower at block ``bf`` from the leader at ``bl`` diverge
         (truncation in the fetch path), with the leader's answer ``(E', O') = EO(l, E)`` for
         the follower's last record's epoch ``E``: it diverges iff ``E' < E`` or ``O'`` is
-        below the follower's log end. A follower with an empty log names no epoch: never."""
+        below the follower's log end. A follower with an empty log names no epoch: never.
+
+        ``EO`` is computed only where the follower's log is not a prefix of the leader's: a
+        prefix never diverges (the leader holds the follower's last record, of epoch ``E``,
+        at the same offset, so ``E`` is in its cache and ends at or after the follower's log
+        end), and most fetches are of a prefix. Elsewhere the answer is ``(-1, -1)``."""
         c, m = self.codec, self.m
         length = s[:, bf + c.LEO].astype(np.int64)
-        ri = np.arange(len(s))
-        last = s[ri, bf + c.LOG + np.maximum(length - 1, 0)].astype(np.int64) // m
-        own = s[:, bl + c.EPOCH].astype(np.int64)  # the leader caches its own epoch
-        epoch, offset, defined = self.rules.end_offset_for(s, bl, last, own)
-        div = (length > 0) & defined & ((epoch < last) | (offset < length))
+        pos = np.arange(m)
+        differs = (s[:, bf + c.LOG : bf + c.LOG + m] != s[:, bl + c.LOG : bl + c.LOG + m]) & (pos < length[:, None])
+        check = np.flatnonzero(differs.any(axis=1) | (length > s[:, bl + c.LEO]))
+        div = np.zeros(len(s), dtype=bool)
+        epoch = np.full(len(s), NONE, dtype=np.int64)
+        offset = np.full(len(s), NONE, dtype=np.int64)
+        if not len(check):
+            return div, epoch, offset
+        t = s[check]
+        n = length[check]
+        last = t[np.arange(len(t)), bf + c.LOG + np.maximum(n - 1, 0)].astype(np.int64) // m
+        own = t[:, bl + c.EPOCH].astype(np.int64)  # the leader caches its own epoch
+        e2, o2, defined = self.rules.end_offset_for(t, bl, last, own)
+        div[check] = (n > 0) & defined & ((e2 < last) | (o2 < n))
+        epoch[check], offset[check] = e2, o2
         return div, epoch, offset
 
     def _answer_diverging(self, s, f, l, epoch, offset) -> None:

@@ -141,34 +141,36 @@ def row_kinds(kernel, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray
 
 def _fetch_row_kinds(c, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The kinds of FetchRequest and FetchResponse with truncation in the fetch path, read
-    from the in-flight columns: the follower is the replica whose response the step
-    sends (FetchRequest: none was in flight, a diverging one is) or takes (FetchResponse:
-    its response is gone, or, KAFKA-14704's first half, now marked applied)."""
+    from the in-flight columns (one column at a time: a gather of one byte a successor):
+    the follower is the replica whose response the step sends (FetchRequest: none was in
+    flight, one is) or takes (FetchResponse: its response is gone, or, KAFKA-14704's first
+    half, now marked applied)."""
     from .actions import FETCH_REQUEST_CODE, FETCH_RESPONSE_CODE
 
     out = {}
-    blocks = [c.block(r) for r in range(c.n)]
     where = np.flatnonzero(codes == FETCH_REQUEST_CODE)
     if len(where):
-        before = chunk[:, [b + c.INFLIGHT_LEADER for b in blocks]][parents[where]]
-        after = succ[where][:, [b + c.INFLIGHT_DIVERGING for b in blocks]]
-        sent = ((before == NONE) & (after != NONE)).any(axis=1)
+        p = parents[where]
+        sent = np.zeros(len(where), dtype=bool)
+        for r in range(c.n):
+            b = c.block(r)
+            sent |= (chunk[p, b + c.INFLIGHT_LEADER] == NONE) & (succ[where, b + c.INFLIGHT_DIVERGING] != NONE)
         out[FETCH_REQUEST] = (where, sent.astype(np.int64))  # records 0, diverging 1
     where = np.flatnonzero(codes == FETCH_RESPONSE_CODE)
     if len(where):
-        cols = [b + c.INFLIGHT_LEADER for b in blocks] + [b + c.INFLIGHT_DIVERGING for b in blocks]
+        p = parents[where]
+        kind = np.zeros(len(where), dtype=np.int64)  # append 0
         applied = c.INFLIGHT_APPLIED
-        if applied is not None:
-            cols += [b + applied for b in blocks]
-        before = chunk[:, cols][parents[where]]
-        after = succ[where][:, cols]
-        n = c.n
-        taken = before[:, :n] != after[:, :n]  # the response is gone
-        diverging = before[:, n : 2 * n] != NONE
-        kind = (taken & diverging).any(axis=1).astype(np.int64)  # append 0, truncate 1
-        if applied is not None:
-            first = (before[:, 2 * n :] != 1) & (after[:, 2 * n :] == 1)  # marked applied: the HW first
-            kind[first.any(axis=1)] = 2
+        for r in range(c.n):
+            b = c.block(r)
+            diverging = chunk[p, b + c.INFLIGHT_DIVERGING] != NONE
+            if not diverging.any():
+                continue
+            gone = succ[where, b + c.INFLIGHT_LEADER] == NONE
+            kind[diverging & gone] = 1  # truncate
+            if applied is not None:  # marked applied at this step: the HW first
+                first = (chunk[p, b + applied] != 1) & (succ[where, b + applied] == 1)
+                kind[diverging & first] = 2
         out[FETCH_RESPONSE] = (where, kind)
     return out
 

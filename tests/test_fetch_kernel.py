@@ -410,3 +410,28 @@ def test_spark_gives_the_batch_engine_s_result_with_the_option(spark_sc, symmetr
     want = BatchEngine(model, props, options).run()
     got = SparkRowsEngine(model, props, options, partitions=2, driver_level_limit=0).run()
     assert_same_spark_result(got, want)
+
+
+@pytest.mark.spark
+def test_a_spark_checkpoint_with_the_option_resumes_on_other_partitions(spark_sc, tmp_path):
+    """A Spark run on the batch path stopped at a level boundary, saved and resumed on other
+    partitions: the levels it saved hold the new columns, and the result is the batch engine's."""
+    from conftest import assert_same_spark_result
+    from kmc.checker.engines import make_engine
+
+    model = KafkaModel(ANY2)
+    props = list(MODERN) + [UncommittedNeverExposed]
+    options = Options(keep_going=True)
+    want = BatchEngine(model, props, options).run()
+
+    def stop(engine):
+        if engine.stats.depth >= 8:
+            engine.stop_requested = "interrupted"
+
+    first = make_engine(model, props, options, engine="spark", partitions=3, driver_level_limit=0, on_level=stop,
+                        data_root=tmp_path)
+    assert first.run().stopped == "interrupted"
+    snap = first.snapshot()
+    again = make_engine(model, props, options, engine="spark", partitions=2, driver_level_limit=0)
+    again.restore(snap, tmp_path)
+    assert_same_spark_result(again.run(), want)

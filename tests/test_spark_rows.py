@@ -48,6 +48,8 @@ BENCHMARKS |= {"acks-all-lrs2", "acks-all-lrs2-elr", "acks-all-lrs2-elr-lkl", "a
                "acks-all-kip279-unclean-two-crashes"}
 # And for the alter_partition specs of two to three million states (tests/test_alter_partition.py).
 BENCHMARKS |= {"three-replicas-large-ap", "ap-lrs2", "ap-be-lrs2", "kafka-14139-three-replicas", "kip903-three-replicas", "kafka-14139-acks-all"}
+# And for the fetch path's (tests/test_fetch_path.py, tests/test_fetch_kernel.py): its benchmark and LRS2 (1.4 million).
+BENCHMARKS |= {"three-replicas-large-fetch", "fetch-lrs2"}
 # The availability specs check an always-possibly property, which the Spark engine refuses
 # (test_an_always_possibly_property_is_refused_in_one_line); their larger ones run in
 # tests/test_availability.py.

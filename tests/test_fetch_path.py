@@ -583,3 +583,28 @@ def test_the_explorer_walks_the_kafka_14704_story():
     status = {p["name"]: p["status"] for p in doc["properties"]}
     assert status[UNE] == "violated" and status[CNL] == "holds"
     assert "diverging-response" in doc["diagram_svg"]
+
+
+def test_the_batch_engine_refuses_a_model_its_kernel_cannot_run():
+    from kmc.checker.batch import BatchEngine
+    from kmc.checker.errors import EngineError
+
+    with pytest.raises(EngineError, match=r"this configuration has no batch form \(run it with --per-state\)"):
+        BatchEngine(_NoKernelYet(Config(truncation="leader-epoch-2.1")))
+
+
+@pytest.mark.spark
+def test_the_spark_engine_gives_the_per_state_result(spark_sc):
+    """The Spark engine on a fetch-path spec: every level after the initial state on Spark, the same
+    counts, verdicts and counterexamples as the local per-state engine."""
+    from conftest import SPARK_MASTER, assert_same_spark_result
+    from kmc.checker.spark_rows import SparkRowsEngine
+
+    spec = load_spec(SPECS / "fetch-c1-both-bugs.toml")
+    model = spec.model()
+    options = Options(keep_going=True)
+    want = LocalEngine(model, spec.properties(), options).run()
+    engine = SparkRowsEngine(model, spec.properties(), options, master=SPARK_MASTER, partitions=2,
+                             driver_level_limit=0)
+    assert engine.path == "per-state"
+    assert_same_spark_result(engine.run(), want)

@@ -52,8 +52,11 @@ BENCHMARKS |= {"three-replicas-large-ap", "ap-lrs2", "ap-be-lrs2", "kafka-14139-
 # (test_an_always_possibly_property_is_refused_in_one_line); their larger ones run in
 # tests/test_availability.py.
 AVAILABILITY = sorted(p.stem for p in (REPO / "specs").glob("avail-*.toml"))
+# The fetch path's specs (truncate_on_fetch) have no batch form: tests/test_fetch_path.py runs them
+# on Spark's per-state path.
+FETCH_PATH = {p.stem for p in (REPO / "specs").glob("*.toml") if load_spec(p).config.truncate_on_fetch}
 SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.toml")
-               if p.stem not in BENCHMARKS and p.stem not in AVAILABILITY)
+               if p.stem not in BENCHMARKS and p.stem not in AVAILABILITY and p.stem not in FETCH_PATH)
 # Every level on Spark costs a job (about a second on two cores): the Spark path runs on
 # specs chosen to cover each rule family, a violation stop, keep_going and lossy crashes;
 # every spec runs through the same engine with its levels on the driver.

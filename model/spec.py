@@ -82,6 +82,8 @@ _MODEL_KEYS = (
 )
 # The property that reads the acknowledgements: meaningful only with model.acks.
 ACKED_PROPERTY = "AcknowledgedNeverLost"
+# The property of the fetch path: checked by default only with model.truncate_on_fetch.
+EXPOSED_PROPERTY = "UncommittedNeverExposed"
 _CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry")
 _SPARK_KEYS = ("master", "partitions")
 _TOP_KEYS = ("title", "description", "model", "check", "spark", "expect")

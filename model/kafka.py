@@ -90,7 +90,7 @@ class KafkaModel:
         per-state path), or ``None``: it runs every configuration but those of the fetch
         path (``truncate_on_fetch``)."""
         if self.config.truncate_on_fetch:
-            return "the batch kernel has no fetch path (model.truncate_on_fetch) yet"
+            return "the batch kernel does not model the fetch path (model.truncate_on_fetch)"
         return None
 
     def coverage_names(self) -> CoverageNames:

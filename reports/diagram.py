@@ -269,7 +269,8 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
     truncated_to = None
     if action is not None and action_name(action) == "FetchResponse" and action.replica == r and old is not None:
         answer = old.inflight
-        if answer is not None and answer.diverging is not None and rep.inflight is None and rep.alive:
+        fresh = answer is not None and old.alive and old.leader == answer.leader and old.epoch == answer.epoch
+        if fresh and answer.diverging is not None and rep.inflight is None:
             truncated_to = len(rep.log)
     return ReplicaCell(
         alive=rep.alive,

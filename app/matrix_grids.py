@@ -106,7 +106,9 @@ KNOWN_VERSION_VERDICTS = {
     ("c1", "v27"): {_C: _H, _N: _H, _L: _H},
     ("c2", "v27"): {_C: _V, _N: _H, _L: _V},
     ("c4", "v27"): {_C: _H, _N: _H, _L: _H},
-    ("c2", "v21-elr-ap"): {_C: _H, _N: _H, _L: _H},
+    # docs/model.md, "Kafka 2.8+": C2 with the ELR, AlterPartition and broker epochs in the fetch
+    # path with every fix in
+    ("c2", "v21-elr-ap"): {_C: _H, _N: _H, _L: _H, "UncommittedNeverExposed": _H},
 }
 
 

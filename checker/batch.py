@@ -29,7 +29,7 @@ from .kernel import require_symmetric, split_properties
 from .kernel_check import KernelCheck, kernel_check
 from .level import LevelStep, decided, record_first
 from .options import Options
-from .protocol import BatchKernel, HasBatchKernel, Model, Property, kernel_fingerprints
+from .protocol import BatchKernel, HasBatchKernel, Model, Property, batch_path, kernel_fingerprints
 from .result import Path, Stats
 from .search import Found
 from .seen import CompactSeenSet
@@ -227,6 +227,10 @@ class BatchEngine(LevelDriver):
         options = options or Options()
         props = list(model.properties() if properties is None else properties)
         invariants, step_props = split_properties(props)
+        if kernel is None:
+            _usable, why = batch_path(model)
+            if why is not None:  # never a silently wrong run: the kernel does not model this
+                raise EngineError(f"the batch engine cannot run this model: {why} (run it with --per-state)")
         self.kernel = cast(HasBatchKernel, model).batch_kernel() if kernel is None else kernel
         check = kernel_check(model, self.kernel, props, options)
         if options.symmetry:

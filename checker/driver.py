@@ -73,6 +73,8 @@ class LevelDriver:
     path = "per-state"
     not_started: str | None = None  # the Spark engine's: why it never started a session
     cleaned: str | None = None  # the Spark engine's: the stores of killed runs it removed
+    # why a model with a batch kernel runs on the per-state path (its batch_unsupported())
+    per_state_because: str | None = None
 
     def __init__(
         self,

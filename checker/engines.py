@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .errors import UsageError
 from .options import Options
-from .protocol import HasBatchKernel, Model, capable
+from .protocol import Model, batch_path
 
 if TYPE_CHECKING:
     from .driver import LevelDriver
@@ -43,7 +43,9 @@ def make_engine(
         model, properties, options: what to check and how (``Options``).
         per_state: expand one Python state at a time with the model's own successor
             function, even when the model has a batch kernel (for differential testing);
-            a model without a batch kernel always runs so.
+            a model without a batch kernel always runs so, and so does one whose kernel
+            cannot run its configuration (``batch_unsupported()``): the engine's
+            ``per_state_because`` then says why, in one sentence.
         progress: called with a ``Stats`` snapshot now and then, and after every level.
         on_level: called with the engine at every level boundary (a checkpoint writer).
         on_status: called with a short message while Spark starts (Spark only).
@@ -52,19 +54,22 @@ def make_engine(
             (``checker.spark_rows.SparkRowsEngine``).
     """
     options = options or Options()
-    batch = capable(model, HasBatchKernel) and not per_state
+    batch, why = batch_path(model)
+    batch = batch and not per_state
+    made: LevelDriver
     if engine == "local":
         if batch:
             from .batch import BatchEngine
 
-            return BatchEngine(model, properties, options, progress, on_level=on_level)
-        from .local import LocalEngine
+            made = BatchEngine(model, properties, options, progress, on_level=on_level)
+        else:
+            from .local import LocalEngine
 
-        return LocalEngine(model, properties, options, progress, on_level=on_level)
-    if engine == "spark":
+            made = LocalEngine(model, properties, options, progress, on_level=on_level)
+    elif engine == "spark":
         from .spark_rows import DRIVER_LEVEL_LIMIT, SparkRowsEngine
 
-        return SparkRowsEngine(
+        made = SparkRowsEngine(
             model,
             properties,
             options,
@@ -80,4 +85,8 @@ def make_engine(
             driver_level_limit=DRIVER_LEVEL_LIMIT if driver_level_limit is None else driver_level_limit,
             _fail_first_attempt=_fail_first_attempt,
         )
-    raise UsageError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    else:
+        raise UsageError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    if why is not None and not per_state:
+        made.per_state_because = why
+    return made

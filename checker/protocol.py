@@ -21,6 +21,8 @@ and optionally
 - ``action_names()`` -> every action name the model can fire, in a fixed order: the Spark
   engine counts actions by their position there when the model has no batch kernel;
 - ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows;
+- ``batch_unsupported()`` -> ``None``, or one sentence saying why the batch kernel cannot
+  run this model's configuration: the engines then take the per-state path (``batch_path``);
 - ``coverage_names()`` -> a ``CoverageNames``: the kinds of its actions
   and its variables, as coverage reports them (default: ``Model.coverage_names``, the
   top-level fields of a state and no kinds);
@@ -376,6 +378,21 @@ class OwnFingerprints(Protocol):
 @runtime_checkable
 class HasBatchKernel(Protocol):
     def batch_kernel(self) -> BatchKernel: ...
+
+
+@runtime_checkable
+class LimitsBatchKernel(Protocol):
+    def batch_unsupported(self) -> str | None: ...
+
+
+def batch_path(model) -> tuple[bool, str | None]:
+    """Whether the engines may run ``model`` on its batch kernel, and if it has one it
+    cannot use, why not (``batch_unsupported()``): ``(True, None)``, ``(False, None)`` for a
+    model without a kernel, or ``(False, reason)``."""
+    if not capable(model, HasBatchKernel):
+        return False, None
+    why = model.batch_unsupported() if capable(model, LimitsBatchKernel) else None
+    return why is None, why
 
 
 @runtime_checkable

@@ -84,7 +84,7 @@ from .kernel import canonical_encoder, require_symmetric, split_properties
 from .kernel_check import kernel_check
 from .model_errors import task_failure
 from .options import Options
-from .protocol import HasBatchKernel, capable
+from .protocol import batch_path
 from .result import CheckResult
 from .spark_rows_store import Store
 from .spark_save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
@@ -152,7 +152,7 @@ class SparkRowsEngine(LevelDriver):
         if options.symmetry:
             require_symmetric(props)
         kernel: Any
-        if per_state or not capable(model, HasBatchKernel):
+        if per_state or not batch_path(model)[0]:  # no kernel, or one that cannot run this model
             # The per-state model as rows of Python states: the same search, for models
             # with no batch kernel and for comparing a batch kernel with its model.
             kernel = StatesKernel(model)

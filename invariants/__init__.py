@@ -14,6 +14,7 @@ from .kafka import (
     LeaderCandidateCompleteness,
     LeaderEpochMonotonic,
     LogsNeverDiverge,
+    UncommittedNeverExposed,
     acknowledged_never_lost,
     committed_never_lost,
     default_properties,
@@ -21,6 +22,7 @@ from .kafka import (
     leader_candidate_completeness,
     leader_epoch_monotonic,
     logs_never_diverge,
+    uncommitted_never_exposed,
 )
 from .liveness import CommittedEventuallyReplicated, EventuallyLeader
 
@@ -38,6 +40,7 @@ __all__ = [
     "LeaderCandidateCompleteness",
     "LeaderEpochMonotonic",
     "LogsNeverDiverge",
+    "UncommittedNeverExposed",
     "MODERN",
     "acknowledged_never_lost",
     "committed_never_lost",
@@ -46,6 +49,7 @@ __all__ = [
     "leader_candidate_completeness",
     "leader_epoch_monotonic",
     "logs_never_diverge",
+    "uncommitted_never_exposed",
     "PartitionRecoverable",
     "available",
     "explain_trap",

@@ -221,6 +221,53 @@ def leader_candidate_completeness_mask(kernel, rows) -> np.ndarray:
     return bad
 
 
+def uncommitted_never_exposed(model, state) -> str | None:
+    """Every live replica: every record below its high watermark (and its log end) is
+    committed at that offset, so a consumer reading from any replica, the leader or a
+    follower (KIP-392), reads only committed records."""
+    committed: set | None = None  # made at the first record below a HW
+    for r, rep in enumerate(state.replicas):
+        if not rep.alive:
+            continue
+        log = rep.log
+        for offset in range(min(rep.hw, len(log))):
+            if committed is None:
+                committed = set(state.committed)
+            epoch, rid = log[offset]
+            if (offset, epoch, rid) in committed:
+                continue
+            there = [(e, i) for o, e, i in state.committed if o == offset]
+            was = f"{_record(*there[0])} was committed there" if there else "nothing was ever committed there"
+            return (
+                f"{model.name(r)} exposes {_record(epoch, rid)} at offset {offset}, below its high "
+                f"watermark {rep.hw}, but it was never committed: {was}"
+            )
+    return None
+
+
+def uncommitted_never_exposed_mask(kernel, rows) -> np.ndarray:
+    """``uncommitted_never_exposed`` over rows: which rows violate it (a live replica holds,
+    below its high watermark, a record that is not committed at that offset)."""
+    c, m = kernel.codec, kernel.m
+    bad = np.zeros(len(rows), dtype=bool)
+    # the committed slot of each log slot's record (its id: code % m), flat: row * m + id
+    committed_offset = rows[:, c.COMMITTED_OFFSET : c.COMMITTED_OFFSET + m].ravel()
+    committed_epoch = rows[:, c.COMMITTED_EPOCH : c.COMMITTED_EPOCH + m].ravel()
+    base = np.arange(len(rows)) * m
+    for r in range(kernel.n):
+        b = c.block(r)
+        below = np.minimum(rows[:, b + c.HW], rows[:, b + c.LEO])
+        below[rows[:, b + c.ALIVE] != 1] = 0
+        for o in range(m):
+            exposed = below > o
+            if not exposed.any():
+                break
+            epoch, rid = np.divmod(rows[:, b + c.LOG + o].astype(np.int64), m)
+            at = base + rid
+            bad |= exposed & ((committed_offset[at] != o) | (committed_epoch[at] != epoch))
+    return bad
+
+
 def leader_epoch_monotonic(model, before, action, after) -> str | None:
     """The controller's epoch never decreases; a live replica's epoch never decreases
     except to -1 on restart."""
@@ -309,6 +356,16 @@ AcknowledgedNeverLost = Property(
     mask=acknowledged_never_lost_mask,
 )
 
+UncommittedNeverExposed = Property(
+    "UncommittedNeverExposed",
+    ALWAYS,
+    uncommitted_never_exposed,
+    "every record below a live replica's high watermark was committed at that offset "
+    "(a consumer reading from any replica reads only committed records)",
+    symmetric=True,
+    mask=uncommitted_never_exposed_mask,
+)
+
 # Every property kmc can check. PartitionRecoverable (availability) is checked only when a
 # run asks for it: it needs the whole reachable graph, so it is never a default.
 ALL = (
@@ -318,6 +375,7 @@ ALL = (
     LeaderEpochMonotonic,
     LeaderCandidateCompleteness,
     AcknowledgedNeverLost,
+    UncommittedNeverExposed,
     PartitionRecoverable,
 )
 # The liveness properties (docs/model.md, "Liveness under fairness"): checked only when a
@@ -338,7 +396,12 @@ def default_properties(config) -> tuple[Property, ...]:
     """The properties a run of ``config`` checks unless told otherwise: ``MODERN`` for a
     configuration that uses the 2.1 rule, the HW gate or the ELR; ``CLASSIC`` (without
     ``LeaderCandidateCompleteness``) for the pre-2.1 model; either followed by
-    ``AcknowledgedNeverLost`` when the configuration tracks acknowledgements (``acks``).
-    ``PartitionRecoverable`` is never a default."""
+    ``AcknowledgedNeverLost`` when the configuration tracks acknowledgements (``acks``),
+    then by ``UncommittedNeverExposed`` when followers truncate in the fetch path
+    (``truncate_on_fetch``). ``PartitionRecoverable`` is never a default."""
     base = MODERN if config.modern else CLASSIC
-    return base + (AcknowledgedNeverLost,) if getattr(config, "acks", None) else base
+    if getattr(config, "acks", None):
+        base += (AcknowledgedNeverLost,)
+    if getattr(config, "truncate_on_fetch", False):
+        base += (UncommittedNeverExposed,)
+    return base

@@ -179,8 +179,8 @@ class KafkaBatchKernel(KernelBase):
                 if l == r:
                     continue
                 ok = base & (ql == l)
-                if cfg.truncation != HIGH_WATERMARK:
-                    ok &= lead == l  # it answers OffsetsForLeaderEpoch
+                if cfg.truncation != HIGH_WATERMARK and not c.fetch:
+                    ok &= lead == l  # it answers OffsetsForLeaderEpoch (not asked when truncating on fetch)
                 g.emit(BECOME_FOLLOWER, ok, fx.become_follower, r, l)
         # 8. ShrinkIsr(r) and 9. ExpandIsr(r), by the leader l
         isr = rows[:, c.Q_ISR].astype(np.int64)

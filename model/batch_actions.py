@@ -55,6 +55,25 @@ class ActionEffects:
 
     def fetch_request(self, s, f, l) -> None:
         c = self.codec
+        if c.fetch:  # truncation in the fetch path: some fetches diverge
+            bf, bl = c.block(f), c.block(l)
+            div, epoch, offset = self.diverging(s, bf, bl)
+            if div.any():
+                t = s[div]
+                self._answer_diverging(t, f, l, epoch[div], offset[div])
+                s[div] = t
+                if div.all():
+                    return
+                keep = ~div
+                t = s[keep]
+                self._answer_records(t, f, l)
+                s[keep] = t
+                return
+        self._answer_records(s, f, l)
+
+    def _answer_records(self, s, f, l) -> None:
+        """FetchRequest(f) answered with the leader's records from the follower's offset."""
+        c = self.codec
         bf, bl = c.block(f), c.block(l)
         o = np.minimum(s[:, bf + c.LEO], s[:, bl + c.LEO]).astype(np.int64)
         s[:, bl + c.REMOTE_LEO + f] = o
@@ -74,6 +93,51 @@ class ActionEffects:
             r, at = ri[ok], src[ok]
             s[r, bf + c.INFLIGHT_RECORDS + k] = s[r, bl + c.LOG + at]
 
+    def diverging(self, s, bf, bl) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Which fetches of the follower at block ``bf`` from the leader at ``bl`` diverge
+        (truncation in the fetch path), with the leader's answer ``(E', O') = EO(l, E)`` for
+        the follower's last record's epoch ``E``: it diverges iff ``E' < E`` or ``O'`` is
+        below the follower's log end. A follower with an empty log names no epoch: never.
+
+        ``EO`` is computed only where the follower's log is not a prefix of the leader's: a
+        prefix never diverges (the leader holds the follower's last record, of epoch ``E``,
+        at the same offset, so ``E`` is in its cache and ends at or after the follower's log
+        end), and most fetches are of a prefix. Elsewhere the answer is ``(-1, -1)``."""
+        c, m = self.codec, self.m
+        length = s[:, bf + c.LEO].astype(np.int64)
+        pos = np.arange(m)
+        differs = (s[:, bf + c.LOG : bf + c.LOG + m] != s[:, bl + c.LOG : bl + c.LOG + m]) & (pos < length[:, None])
+        check = np.flatnonzero(differs.any(axis=1) | (length > s[:, bl + c.LEO]))
+        div = np.zeros(len(s), dtype=bool)
+        epoch = np.full(len(s), NONE, dtype=np.int64)
+        offset = np.full(len(s), NONE, dtype=np.int64)
+        if not len(check):
+            return div, epoch, offset
+        t = s[check]
+        n = length[check]
+        last = t[np.arange(len(t)), bf + c.LOG + np.maximum(n - 1, 0)].astype(np.int64) // m
+        own = t[:, bl + c.EPOCH].astype(np.int64)  # the leader caches its own epoch
+        e2, o2, defined = self.rules.end_offset_for(t, bl, last, own)
+        div[check] = (n > 0) & defined & ((e2 < last) | (o2 < n))
+        epoch[check], offset[check] = e2, o2
+        return div, epoch, offset
+
+    def _answer_diverging(self, s, f, l, epoch, offset) -> None:
+        """FetchRequest(f) answered with the diverging epoch ``(epoch, offset)`` and no
+        records; the leader records nothing of the follower, except under KAFKA-13141,
+        where it takes the follower's log end as its fetch offset and moves its HW."""
+        c = self.codec
+        bf, bl = c.block(f), c.block(l)
+        if self.rules.bug_13141:
+            s[:, bl + c.REMOTE_LEO + f] = s[:, bf + c.LEO]
+            self.rules.advance_hw(s, l)
+        s[:, bf + c.INFLIGHT_LEADER] = l
+        s[:, bf + c.INFLIGHT_EPOCH] = s[:, bl + c.EPOCH]
+        s[:, bf + c.INFLIGHT_START] = offset  # a diverging response's start is O'
+        s[:, bf + c.INFLIGHT_HW] = s[:, bl + c.HW]
+        s[:, bf + c.INFLIGHT_COUNT] = 0
+        s[:, bf + c.INFLIGHT_DIVERGING] = epoch
+
     def fetch_response(self, s, f) -> None:
         c = self.codec
         b = c.block(f)
@@ -82,6 +146,24 @@ class ActionEffects:
             & (s[:, b + c.LEADER] == s[:, b + c.INFLIGHT_LEADER])
             & (s[:, b + c.EPOCH] == s[:, b + c.INFLIGHT_EPOCH])
         )
+        stay = None  # the rows whose response stays in flight (KAFKA-14704's first half)
+        if c.fetch:
+            div = s[:, b + c.INFLIGHT_DIVERGING] != NONE
+            if c.fetch_applied:
+                stay = fresh & div & (s[:, b + c.INFLIGHT_APPLIED] != 1)
+                if stay.any():
+                    # KAFKA-14704: the response's HW first, the truncation at the next step
+                    hw = np.minimum(s[stay, b + c.INFLIGHT_HW], s[stay, b + c.LEO])
+                    s[stay, b + c.HW] = hw
+                    s[stay, b + c.INFLIGHT_APPLIED] = 1
+                else:
+                    stay = None
+            cut = fresh & div if stay is None else fresh & div & ~stay
+            if cut.any():
+                t = s[cut]
+                self._truncate_on_answer(t, b)
+                s[cut] = t
+            fresh &= ~div
         if fresh.any():
             t = s[fresh]
             start = t[:, b + c.INFLIGHT_START].astype(np.int64)
@@ -98,7 +180,26 @@ class ActionEffects:
             t[:, b + c.LEO] = end
             t[:, b + c.HW] = np.minimum(t[:, b + c.INFLIGHT_HW], end)
             s[fresh] = t
-        self.rules.clear_inflight(s, b)
+        if stay is None:
+            self.rules.clear_inflight(s, b)
+        else:
+            gone = ~stay
+            s[gone, b + c.INFLIGHT_LEADER : b + c.BLOCK] = NONE
+
+    def _truncate_on_answer(self, s, b) -> None:
+        """The follower at block ``b`` truncates on the diverging epoch ``(E', O')`` of its
+        response: with ``(F, G) = EO(f, E')``, to ``min(G, O', LEO)`` when ``F = E'``, else to
+        ``min(G, LEO)``; to ``min(O', LEO)`` when ``EO(f, E')`` is undefined. Its HW follows."""
+        c = self.codec
+        length = s[:, b + c.LEO].astype(np.int64)
+        div_epoch = s[:, b + c.INFLIGHT_DIVERGING].astype(np.int64)
+        div_offset = s[:, b + c.INFLIGHT_START].astype(np.int64)
+        epoch, offset, defined = self.rules.end_offset_for(s, b, div_epoch)
+        t = np.minimum(offset, length)
+        t = np.where(epoch == div_epoch, np.minimum(t, div_offset), t)
+        t = np.where(defined, t, np.minimum(div_offset, length))
+        self.rules.cut_log(s, b, t)
+        np.minimum(s[:, b + c.HW], t, out=s[:, b + c.HW])
 
     def crash(self, s, r, cut) -> None:
         c, cfg = self.codec, self.config
@@ -150,6 +251,11 @@ class ActionEffects:
     def become_follower(self, s, r, l) -> None:
         c, cfg = self.codec, self.config
         b, bl = c.block(r), c.block(l)
+        if c.fetch:  # truncation in the fetch path: nothing is truncated here
+            s[:, b + c.LEADER] = l
+            s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
+            self.rules.clear_inflight(s, b)
+            return
         hw = s[:, b + c.HW].astype(np.int64)
         if cfg.truncation == HIGH_WATERMARK:
             t = hw

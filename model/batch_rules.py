@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import ACKS_ALL
+from .config import ACKS_ALL, KAFKA_13141
 from .rows import NONE
 
 POPCOUNT = np.array([bin(x).count("1") for x in range(256)], dtype=np.int8)
@@ -28,6 +28,8 @@ class RowRules:
         self.codec = codec
         self.config = config
         self.n, self.m = codec.n, codec.m
+        # KAFKA-13141: a diverging fetch still moves the follower's log end on the leader
+        self.bug_13141 = codec.fetch and config.has_bug(KAFKA_13141)
 
     # -- helpers over arrays of rows ------------------------------------------------------
 
@@ -131,5 +133,42 @@ class RowRules:
             s[where, c.ALTER_LEADER : c.ALTER_REPLICA + 1] = NONE
 
     def clear_inflight(self, s, b) -> None:
+        """No response in flight to the replica whose block is at ``b`` (the in-flight
+        fields end the block)."""
         c = self.codec
-        s[:, b + c.INFLIGHT_LEADER : b + c.INFLIGHT_RECORDS + self.m] = NONE
+        s[:, b + c.INFLIGHT_LEADER : b + c.BLOCK] = NONE
+
+    def end_offset_for(self, rows, b, epoch, own=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``EO(r, E)`` of docs/model.md for the replica whose block is at ``b``, in every
+        row at once: the end offset of epoch ``epoch`` (an array) by the replica's epoch
+        cache, Kafka's ``endOffsetFor``.
+
+        The cache holds each epoch of a record of the log at its first offset; ``own``
+        (an array, or ``None`` for a follower) adds a leader's own epoch at its epoch start
+        offset (``leso``: that epoch's first offset, or the log end when it has none).
+
+        Returns ``(epochs, offsets, defined)``: where ``epoch`` is the largest cached epoch,
+        ``(epoch, LEO)``; else with ``H`` the least cached epoch above it (none: not
+        ``defined``) and ``h`` its offset, ``(F, h)`` for the largest cached epoch ``F`` at
+        most ``epoch``, or ``(epoch, h)`` when there is none.
+        """
+        c, m = self.codec, self.m
+        big = np.int64(1 << 30)
+        length = rows[:, b + c.LEO].astype(np.int64)
+        epochs = rows[:, b + c.LOG : b + c.LOG + m].astype(np.int64) // m  # -1 (none) stays -1
+        valid = np.arange(m) < length[:, None]
+        e = epoch[:, None]
+        largest = np.where(valid, epochs, -1).max(axis=1)
+        above = np.where(valid & (epochs > e), epochs, big).min(axis=1)
+        below = np.where(valid & (epochs <= e), epochs, -1).max(axis=1)
+        if own is not None:
+            largest = np.maximum(largest, own)
+            above = np.where(own > epoch, np.minimum(above, own), above)
+            below = np.where(own <= epoch, np.maximum(below, own), below)
+        # the first offset of epoch H, or the log end (a leader's own epoch with no record)
+        first = valid & (epochs == above[:, None])
+        h = np.where(first.any(axis=1), first.argmax(axis=1), length)
+        top = epoch == largest
+        out_epoch = np.where(top, epoch, np.where(below >= 0, below, epoch))
+        out_offset = np.where(top, length, h)
+        return out_epoch, out_offset, top | (above < big)

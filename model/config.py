@@ -16,6 +16,11 @@ INITIAL_LEADERS = ("first", "any")
 ACKS_ALL = "all"
 ACKS_ONE = "1"
 ACKS = (ACKS_ALL, ACKS_ONE)
+# The bugs of the fetch path (truncate_on_fetch) a configuration may select: the path as it
+# was before each fix (KAFKA-13141: fixed in 2.8.1; KAFKA-14704: fixed in 3.4.1 and 3.5).
+KAFKA_13141 = "KAFKA-13141"
+KAFKA_14704 = "KAFKA-14704"
+FETCH_BUGS = (KAFKA_13141, KAFKA_14704)
 
 
 @attrs.frozen
@@ -54,6 +59,14 @@ class Config:
         broker_epochs: the controller refuses to add a replica that is down, and drops a
             pending expansion of a replica that restarts (KIP-841, KIP-903). Meaningful only
             with ``alter_partition`` (the spec loader insists).
+        truncate_on_fetch: followers truncate in the fetch path (Kafka 2.8+, every KRaft
+            cluster): BecomeFollower keeps the log, the leader answers a fetch whose last
+            epoch diverges from its own epoch cache with a diverging epoch and no records,
+            and the follower truncates on that answer. Meaningful only under
+            ``leader-epoch-2.1`` (the spec loader insists).
+        fetch_bugs: a sorted tuple of ``FETCH_BUGS`` ids: the fetch path as it was before
+            each of those fixes. Meaningful only with ``truncate_on_fetch`` (the spec
+            loader insists).
     """
 
     replicas: tuple = ("A", "B")
@@ -72,6 +85,8 @@ class Config:
     acks: str | None = None
     alter_partition: bool = False
     broker_epochs: bool = False
+    truncate_on_fetch: bool = False
+    fetch_bugs: tuple = ()
 
     @property
     def n(self) -> int:
@@ -98,4 +113,12 @@ class Config:
         for key in ("alter_partition", "broker_epochs"):  # off: as before the keys existed
             if not d[key]:
                 del d[key]
+        if d["truncate_on_fetch"]:
+            d["fetch_bugs"] = list(self.fetch_bugs)
+        else:  # off: as before the keys existed (fetch_bugs needs it)
+            del d["truncate_on_fetch"], d["fetch_bugs"]
         return d
+
+    def has_bug(self, bug: str) -> bool:
+        """Is the fetch path's bug ``bug`` (one of ``FETCH_BUGS``) selected?"""
+        return bug in self.fetch_bugs

@@ -5,7 +5,11 @@ Kinds (docs/model.md, "ElectLeader" and "Crash"):
 - ElectLeader: ``clean`` (the candidate is in the ISR), ``ELR`` (in the eligible leader
   replicas, KIP-966), ``last-known-leader`` (the quorum's leader re-elected with the ISR
   and the ELR empty, KIP-966), ``unclean`` (anyone else);
-- Crash: ``keeps its log`` (nothing lost) or ``lossy cut`` (an unflushed suffix lost).
+- Crash: ``keeps its log`` (nothing lost) or ``lossy cut`` (an unflushed suffix lost);
+- with ``truncate_on_fetch`` only: FetchRequest ``records`` (answered with records) or
+  ``diverging`` (answered with a diverging epoch); FetchResponse ``append`` (records
+  taken), ``truncate`` (the truncation on a diverging answer) or ``hw-first`` (KAFKA-14704's
+  first half: the answer's high watermark taken before truncating).
 
 Variables, each as the values a report lists (one set over every replica for a
 replica's field): a replica's ``alive``, ``log end``, ``hw``, ``epoch``, ``leader``,
@@ -26,12 +30,15 @@ from collections.abc import Iterator
 import numpy as np
 from kmc.checker.protocol import CoverageNames
 
-from .actions import ALTER_PARTITION, CRASH, ELECT_LEADER, action_names
+from .actions import ALTER_PARTITION, CRASH, ELECT_LEADER, FETCH_REQUEST, FETCH_RESPONSE, action_names
+from .rows import NONE
 from .state import Quorum, Replica
 
 ELECT_KINDS = ("clean", "ELR", "unclean", "last-known-leader")
 CRASH_KINDS = ("keeps its log", "lossy cut")
 ALTER_KINDS = ("removes", "adds", "refused")  # the controller's answer (alter_partition)
+FETCH_REQUEST_KINDS = ("records", "diverging")  # truncate_on_fetch only
+FETCH_RESPONSE_KINDS = ("append", "truncate", "hw-first")  # truncate_on_fetch only
 REPLICA_VARS = ("alive", "log end", "hw", "epoch", "leader", "lossy", "remote_leo", "inflight")
 GLOBAL_VARS = ("quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr", "produced", "crashes", "committed")
 
@@ -48,6 +55,9 @@ def kafka_coverage(model) -> CoverageNames:
     if cfg.alter_partition:
         variables += ("quorum.alter",)
         kinds[ALTER_PARTITION] = ALTER_KINDS
+    if cfg.truncate_on_fetch:
+        kinds[FETCH_REQUEST] = FETCH_REQUEST_KINDS
+        kinds[FETCH_RESPONSE] = FETCH_RESPONSE_KINDS
     return CoverageNames(
         actions=action_names(cfg),
         kinds=kinds,
@@ -84,6 +94,13 @@ def kind_of(model, before, action, after) -> str | None:
         if after.quorum.isr == before.quorum.isr:
             return "refused"
         return "adds" if len(after.quorum.isr) > len(before.quorum.isr) else "removes"
+    if action.name in (FETCH_REQUEST, FETCH_RESPONSE) and model.config.truncate_on_fetch:
+        r = action.replica
+        if action.name == FETCH_REQUEST:
+            return "diverging" if after.replicas[r].inflight.diverging is not None else "records"
+        if before.replicas[r].inflight.diverging is None:
+            return "append"
+        return "truncate" if after.replicas[r].inflight is None else "hw-first"
     return None
 
 
@@ -110,6 +127,8 @@ def row_kinds(kernel, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray
         leo = [c.block(r) + c.LEO for r in range(c.n)]
         lost = (succ[np.ix_(where, leo)] < chunk[np.ix_(parents[where], leo)]).any(axis=1)
         out[CRASH] = (where, lost.astype(np.int64))
+    if c.fetch:
+        out.update(_fetch_row_kinds(c, chunk, parents, codes, succ))
     if c.alter:
         where = np.flatnonzero(codes == ALTER_PARTITION_CODE)
         if len(where):
@@ -117,6 +136,42 @@ def row_kinds(kernel, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray
             kind = chunk[parents[where], c.ALTER_CHANGE].astype(np.int64)  # 0 removes, 1 adds
             kind[same] = 2
             out[ALTER_PARTITION] = (where, kind)
+    return out
+
+
+def _fetch_row_kinds(c, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The kinds of FetchRequest and FetchResponse with truncation in the fetch path, read
+    from the in-flight columns (one column at a time: a gather of one byte a successor):
+    the follower is the replica whose response the step sends (FetchRequest: none was in
+    flight, one is) or takes (FetchResponse: its response is gone, or, KAFKA-14704's first
+    half, now marked applied)."""
+    from .actions import FETCH_REQUEST_CODE, FETCH_RESPONSE_CODE
+
+    out = {}
+    where = np.flatnonzero(codes == FETCH_REQUEST_CODE)
+    if len(where):
+        p = parents[where]
+        sent = np.zeros(len(where), dtype=bool)
+        for r in range(c.n):
+            b = c.block(r)
+            sent |= (chunk[p, b + c.INFLIGHT_LEADER] == NONE) & (succ[where, b + c.INFLIGHT_DIVERGING] != NONE)
+        out[FETCH_REQUEST] = (where, sent.astype(np.int64))  # records 0, diverging 1
+    where = np.flatnonzero(codes == FETCH_RESPONSE_CODE)
+    if len(where):
+        p = parents[where]
+        kind = np.zeros(len(where), dtype=np.int64)  # append 0
+        applied = c.INFLIGHT_APPLIED
+        for r in range(c.n):
+            b = c.block(r)
+            diverging = chunk[p, b + c.INFLIGHT_DIVERGING] != NONE
+            if not diverging.any():
+                continue
+            gone = succ[where, b + c.INFLIGHT_LEADER] == NONE
+            kind[diverging & gone] = 1  # truncate
+            if applied is not None:  # marked applied at this step: the HW first
+                first = (chunk[p, b + applied] != 1) & (succ[where, b + applied] == 1)
+                kind[diverging & first] = 2
+        out[FETCH_RESPONSE] = (where, kind)
     return out
 
 

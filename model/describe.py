@@ -51,6 +51,8 @@ def describe_step(model, before, action, after) -> str:
         return f"{who} appends {model.format_record(a.log[-1])} at offset {offset}"
     if action.name == FETCH_REQUEST:
         f = a.inflight
+        if f.diverging is not None:
+            return _diverging_answer(model, before, after, r) + _rejoin_note(model, after, r, f.leader)
         n = len(f.records)
         text = (
             f"{name(f.leader)} answers {who}'s fetch from offset {f.start}: "
@@ -62,6 +64,15 @@ def describe_step(model, before, action, after) -> str:
         sender = name(f.leader)
         if not (b.alive and b.leader == f.leader and b.epoch == f.epoch):
             return f"{who} drops a stale response from {sender} (epoch {f.epoch})"
+        if f.diverging is not None:
+            if a.inflight is not None:  # KAFKA-14704: the first half
+                return f"{who} takes {sender}'s high watermark {a.hw} before truncating (KAFKA-14704)"
+            text = f"{who} truncates to offset {len(a.log)} on {sender}'s answer"
+            if len(a.log) == len(b.log):
+                text = f"{who} truncates nothing on {sender}'s answer (its log ends at {len(a.log)})"
+            if a.hw != b.hw:
+                text += f", its high watermark down to {a.hw}"
+            return text
         what = f"{plural(len(f.records), 'record')} at offset {f.start}" if f.records else "no new records"
         if len(b.log) > f.start:
             what = f"truncates to offset {f.start}, {what}"
@@ -128,6 +139,8 @@ def describe_step(model, before, action, after) -> str:
         text = f"{who} follows {leader} in epoch {a.epoch}"
         if len(a.log) < len(b.log):
             return text + f", truncating its log to offset {len(a.log)}"
+        if model.config.truncate_on_fetch and b.log:
+            return text + f", keeping its log (it truncates, if it must, on {leader}'s answer to its fetch)"
         return text + ", keeping its log"
     if action.name == ALTER_PARTITION:
         return _answer(model, before, after)
@@ -148,6 +161,28 @@ def describe_step(model, before, action, after) -> str:
             text += _expand_test(model, before, r, leader)
         return text
     return ""
+
+
+def _diverging_answer(model, before, after, f) -> str:
+    """FetchRequest answered with a diverging epoch (``truncate_on_fetch``): where the
+    follower's last epoch ends on the leader, and with KAFKA-13141 the false log end the
+    leader takes and the high watermark it then reaches."""
+    name = model.name
+    who = name(f)
+    resp = after.replicas[f].inflight
+    l = resp.leader
+    mine = before.replicas[f].log[-1][0]
+    if resp.diverging == mine:
+        where = f"{who}'s epoch {mine} ends at offset {resp.start} on {name(l)}"
+    else:
+        where = f"{name(l)} has no epoch {mine}: its epoch {resp.diverging} ends at offset {resp.start}"
+    text = f"{name(l)} answers {who}'s fetch: {where} (diverging), no records, high watermark {resp.leader_hw}"
+    led_b, led_a = before.replicas[l], after.replicas[l]
+    if led_a.remote_leo[f] != led_b.remote_leo[f]:
+        text += f"; {name(l)} takes {who}'s fetch offset {led_a.remote_leo[f]} as its log end (KAFKA-13141)"
+        if led_a.hw > led_b.hw:
+            text += f" and its high watermark advances to {led_a.hw}"
+    return text
 
 
 def _expand_test(model, state, r, leader) -> str:

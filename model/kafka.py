@@ -91,6 +91,11 @@ class KafkaModel:
 
         return KafkaBatchKernel(self.config)
 
+    def batch_unsupported(self) -> str | None:
+        """Why the batch kernel cannot run this configuration (the engines would then take
+        the per-state path), or ``None``: it runs every configuration of this model."""
+        return None
+
     def coverage_names(self) -> CoverageNames:
         """The kinds of the actions and the variables coverage counts (``model.coverage_names``)."""
         from .coverage_names import kafka_coverage
@@ -177,9 +182,10 @@ class KafkaModel:
         if q.epoch < cfg.max_leader_epoch:
             for cand in fx.electable(state):
                 out.append((Action(ELECT_LEADER, cand), fx.elect(state, cand)))
-        # 7. BecomeFollower
+        # 7. BecomeFollower (asks the leader, which must lead, except under high-watermark
+        # and in the fetch path, where the follower truncates nothing yet)
         ql = q.leader
-        if ql is not None and (cfg.truncation == HIGH_WATERMARK or lead == ql):
+        if ql is not None and (cfg.truncation == HIGH_WATERMARK or cfg.truncate_on_fetch or lead == ql):
             for r in range(n):
                 if r != ql and reps[r].alive and reps[r].epoch < q.epoch:
                     out.append((Action(BECOME_FOLLOWER, r), fx.become_follower(state, r, ql)))

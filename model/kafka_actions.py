@@ -10,6 +10,8 @@ from __future__ import annotations
 import attrs
 
 from .actions import PRODUCE, Action
+from .config import KAFKA_13141, KAFKA_14704
+from .fetch_path import diverging_epoch, truncation_on_answer
 from .state import EXPAND, SHRINK, Fetch, Quorum, Replica, State, elr_after, leader_of, leads
 from .truncation import truncation_offset
 
@@ -83,12 +85,15 @@ class KafkaEffects:
         config: the model's ``Config``.
     """
 
-    __slots__ = ("config", "_gate")
+    __slots__ = ("config", "_gate", "_on_fetch", "_bug_13141", "_bug_14704")
 
     def __init__(self, config) -> None:
         self.config = config
         # min_insync_replicas under hw_requires_min_isr, else 0: see _advance_hw.
         self._gate = config.min_insync_replicas if config.hw_requires_min_isr else 0
+        self._on_fetch = config.truncate_on_fetch
+        self._bug_13141 = config.has_bug(KAFKA_13141)
+        self._bug_14704 = config.has_bug(KAFKA_14704)
 
     # -- actions ------------------------------------------------------------------
 
@@ -147,6 +152,10 @@ class KafkaEffects:
         return _state(after, acked=tuple(sorted(set(after.acked).union(new))))
 
     def fetch_request(self, s, f, l) -> State:
+        if self._on_fetch:
+            div = diverging_epoch(s, f, l)
+            if div is not None:
+                return self.diverging_answer(s, f, l, div)
         reps = s.replicas
         fol, led = reps[f], reps[l]
         o = min(len(fol.log), len(led.log))
@@ -156,14 +165,50 @@ class KafkaEffects:
         reps = _put(_put(reps, l, led), f, fol)
         return _state(s, replicas=reps, committed=committed)
 
+    def diverging_answer(self, s, f, l, div) -> State:
+        """FetchRequest whose last epoch diverges from the leader's cache
+        (``truncate_on_fetch``): the leader answers with the diverging epoch ``div`` =
+        ``(E', O')``, no records and its HW, and records nothing of the follower; with
+        KAFKA-13141 it first takes the fetch offset as the follower's log end, then HW(l)."""
+        reps = s.replicas
+        fol, led = reps[f], reps[l]
+        committed = s.committed
+        if self._bug_13141:
+            led = _replica(led, remote_leo=_put(led.remote_leo, f, len(fol.log)))
+            led, committed = _advance_hw(led, l, s.quorum.isr, committed, self._gate, s.quorum.alter)
+            reps = _put(reps, l, led)
+        e2, o2 = div
+        fol = _replica(fol, inflight=Fetch(l, led.epoch, o2, (), led.hw, e2))
+        return _state(s, replicas=_put(reps, f, fol), committed=committed)
+
     def fetch_response(self, s, f) -> State:
         fol = s.replicas[f]
         resp = fol.inflight
+        if resp.diverging is not None:
+            return self.diverging_response(s, f)
         if fol.alive and fol.leader == resp.leader and fol.epoch == resp.epoch:
             log = fol.log[: resp.start] + resp.records
             fol = _replica(fol, log=log, hw=min(resp.leader_hw, len(log)), inflight=None)
         else:  # stale: dropped
             fol = _replica(fol, inflight=None)
+        return _state(s, replicas=_put(s.replicas, f, fol))
+
+    def diverging_response(self, s, f) -> State:
+        """FetchResponse on a diverging answer ``(E', O')``: unless stale, the follower
+        truncates to ``truncation_on_answer`` (its HW no higher) and the response is gone.
+        With KAFKA-14704 this takes two steps: first the follower sets its HW to the
+        answer's (no higher than its log end) and marks the response applied; the
+        truncation comes with the next FetchResponse."""
+        fol = s.replicas[f]
+        resp = fol.inflight
+        if not (fol.alive and fol.leader == resp.leader and fol.epoch == resp.epoch):  # stale: dropped
+            fol = _replica(fol, inflight=None)
+        elif self._bug_14704 and not resp.applied:
+            applied = Fetch(resp.leader, resp.epoch, resp.start, (), resp.leader_hw, resp.diverging, True)
+            fol = _replica(fol, hw=min(resp.leader_hw, len(fol.log)), inflight=applied)
+        else:
+            t = truncation_on_answer(fol.log, resp.diverging, resp.start)
+            fol = _replica(fol, log=fol.log[:t], hw=min(fol.hw, t), inflight=None)
         return _state(s, replicas=_put(s.replicas, f, fol))
 
     def crash(self, s, r, cut) -> State:
@@ -262,6 +307,9 @@ class KafkaEffects:
 
     def become_follower(self, s, r, l) -> State:
         rep = s.replicas[r]
+        if self._on_fetch:  # the fetch path truncates, on the leader's answer
+            rep = _replica(rep, leader=l, epoch=s.quorum.epoch, inflight=None)
+            return _state(s, replicas=_put(s.replicas, r, rep))
         t = truncation_offset(self.config.truncation, rep.log, rep.hw, s.replicas[l].log)
         rep = _replica(rep, log=rep.log[:t], hw=min(rep.hw, t), leader=l, epoch=s.quorum.epoch, inflight=None)
         return _state(s, replicas=_put(s.replicas, r, rep))

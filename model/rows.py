@@ -23,7 +23,11 @@ replica ``RowCodec.HW``, ``RowCodec.LOG``, ...; ``RowCodec.column_names()`` list
 - per replica, one block each: ``alive``, ``hw``, ``epoch``, ``leader``, ``lossy``,
   ``remote_leo[0..n)``, the log's length, its records (``m`` slots of codes), and the
   in-flight response: leader, epoch, start offset, leader HW, number of records, their
-  codes.
+  codes; with ``truncate_on_fetch`` one more, its diverging epoch ``E'`` (``-1`` for a
+  response with records; a diverging response has no records and its start offset is
+  ``O'``), and with ``KAFKA-14704`` in ``fetch_bugs`` one more, its applied mark (``1``
+  once the follower took its high watermark, else ``-1``). Without the option the block
+  ends at the records, so rows are what they were before it.
 
 With ``acks`` set, two more columns per record id follow the last replica block: the
 offset and epoch at which record ``i`` was acknowledged (``-1`` when it was not). Without
@@ -44,6 +48,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .config import KAFKA_14704
 from .state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
 
 NONE = -1
@@ -89,6 +94,20 @@ class RowCodec:
         self.INFLIGHT_COUNT = self.INFLIGHT_LEADER + 4
         self.INFLIGHT_RECORDS = self.INFLIGHT_LEADER + 5  # m columns
         self.BLOCK = self.INFLIGHT_RECORDS + m  # the width of a block
+        # truncation in the fetch path: a response's diverging epoch (-1: none, a response
+        # with records; a diverging one's start is its diverging offset), and with
+        # KAFKA-14704 its applied mark (1: its high watermark is taken, the truncation still
+        # to come; -1 otherwise), at the end of the block, only with truncate_on_fetch
+        self.fetch = bool(getattr(config, "truncate_on_fetch", False))
+        self.fetch_applied = self.fetch and KAFKA_14704 in getattr(config, "fetch_bugs", ())
+        self.INFLIGHT_DIVERGING: int | None = None
+        self.INFLIGHT_APPLIED: int | None = None
+        if self.fetch:
+            self.INFLIGHT_DIVERGING = self.BLOCK
+            self.BLOCK += 1
+            if self.fetch_applied:
+                self.INFLIGHT_APPLIED = self.BLOCK
+                self.BLOCK += 1
         self.used = self.GLOBAL + n * self.BLOCK
         # the acknowledged set, after the blocks, only when acknowledgements are tracked
         self.acks = getattr(config, "acks", None)
@@ -126,6 +145,10 @@ class RowCodec:
                 "inflight.leader_hw",
                 "inflight.count",
             ] + [f"inflight.records[{k}]" for k in range(m)]
+            if self.fetch:
+                fields += ["inflight.diverging"]
+            if self.fetch_applied:
+                fields += ["inflight.applied"]
             names += [f"r{r}.{f}" for f in fields]
         if self.acks is not None:
             names += [f"acked[{i}].offset" for i in range(m)] + [f"acked[{i}].epoch" for i in range(m)]
@@ -197,7 +220,23 @@ class RowCodec:
                 row[b + self.INFLIGHT_COUNT] = len(f.records)
                 for k, (e, i) in enumerate(f.records):
                     row[b + self.INFLIGHT_RECORDS + k] = e * self.m + i
+                self._encode_diverging(row, b, f)
         return row
+
+    def _encode_diverging(self, row, b, f) -> None:
+        """The diverging epoch of the response ``f`` and its applied mark, in the block at
+        ``b`` (the columns exist exactly with truncate_on_fetch)."""
+        if f.diverging is None and not f.applied:
+            return
+        column = self.INFLIGHT_DIVERGING
+        if column is None:
+            raise ValueError("a diverging fetch response in a configuration without truncate_on_fetch")
+        if f.diverging is not None:
+            row[b + column] = f.diverging
+        if f.applied:
+            if self.INFLIGHT_APPLIED is None:
+                raise ValueError("an applied fetch response in a configuration without KAFKA-14704")
+            row[b + self.INFLIGHT_APPLIED] = 1
 
     def decode(self, row) -> State:
         """The ``State`` of a row (the inverse of ``encode``)."""
@@ -224,6 +263,7 @@ class RowCodec:
                     v[b + self.INFLIGHT_START],
                     tuple(divmod(v[b + self.INFLIGHT_RECORDS + k], m) for k in range(count)),
                     v[b + self.INFLIGHT_HW],
+                    **self._decode_diverging(v, b),
                 )
             leader = v[b + self.LEADER]
             reps.append(
@@ -253,6 +293,19 @@ class RowCodec:
                 sorted((v[acked_offset + i], v[acked_epoch + i], i) for i in range(m) if v[acked_offset + i] != NONE)
             )
         return State(tuple(reps), quorum, v[self.PRODUCED], v[self.CRASHES], committed, acked)
+
+    def _decode_diverging(self, v, b) -> dict:
+        """The diverging fields of the response in the block at ``b`` of the row values ``v``
+        (none without truncate_on_fetch)."""
+        column = self.INFLIGHT_DIVERGING
+        if column is None:
+            return {}
+        out: dict = {}
+        if v[b + column] != NONE:
+            out["diverging"] = v[b + column]
+        if self.INFLIGHT_APPLIED is not None and v[b + self.INFLIGHT_APPLIED] == 1:
+            out["applied"] = True
+        return out
 
     # -- symmetry -----------------------------------------------------------------------
 

@@ -8,6 +8,8 @@ expected of it.
     max_messages = 2
     ...
     acks = "all"                  # optional: "all" or "1" (track acknowledgements)
+    truncate_on_fetch = true      # optional: truncation in the fetch path (Kafka 2.8+)
+    fetch_bugs = ["KAFKA-14704"]  # optional, with truncate_on_fetch: the bugs of that path
     [check]                       # optional
     invariants = ["CommittedNeverLost"]   # default: see invariants.default_properties
     keep_going = false            # after a failure, keep exploring to decide the others
@@ -39,7 +41,7 @@ from kmc.checker.errors import SpecError
 from kmc.checker.result import HOLDS, VIOLATED
 from kmc.invariants import BY_NAME, EVERY, default_properties
 
-from .config import ACKS, INITIAL_LEADERS, TRUNCATION_RULES, Config
+from .config import ACKS, FETCH_BUGS, INITIAL_LEADERS, LEADER_EPOCH_21, TRUNCATION_RULES, Config
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
     from kmc.checker.protocol import Property
@@ -66,10 +68,22 @@ _MODEL_BOOLS = (
     "last_known_leader",
     "alter_partition",
     "broker_epochs",
+    "truncate_on_fetch",
 )
-_MODEL_KEYS = ("replicas", "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS, "initial_leader", "acks")
+_MODEL_KEYS = (
+    "replicas",
+    "truncation",
+    "min_insync_replicas",
+    *_MODEL_INTS,
+    *_MODEL_BOOLS,
+    "initial_leader",
+    "acks",
+    "fetch_bugs",
+)
 # The property that reads the acknowledgements: meaningful only with model.acks.
 ACKED_PROPERTY = "AcknowledgedNeverLost"
+# The property of the fetch path: checked by default only with model.truncate_on_fetch.
+EXPOSED_PROPERTY = "UncommittedNeverExposed"
 _CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry")
 _SPARK_KEYS = ("master", "partitions")
 _TOP_KEYS = ("title", "description", "model", "check", "spark", "expect")
@@ -325,6 +339,13 @@ def _config(path, model) -> Config:
             "needs model.alter_partition = true (broker epochs act on the AlterPartition "
             "requests that model.alter_partition adds)",
         )
+    if values["truncate_on_fetch"] and rule != LEADER_EPOCH_21:
+        raise SpecError(
+            path,
+            "model.truncate_on_fetch",
+            f'needs model.truncation = "{LEADER_EPOCH_21}" (the fetch path of Kafka 2.8+), got {_show(rule)}',
+        )
+    values["fetch_bugs"] = _fetch_bugs(path, model, values["truncate_on_fetch"])
     initial = model.get("initial_leader", "first")
     if initial not in INITIAL_LEADERS:
         raise SpecError(
@@ -340,6 +361,27 @@ def _config(path, model) -> Config:
     return Config(
         replicas=names, truncation=rule, min_insync_replicas=min_isr, initial_leader=initial, acks=acks, **values
     )
+
+
+def _fetch_bugs(path, model, truncate_on_fetch) -> tuple:
+    """``model.fetch_bugs``: a list of ``FETCH_BUGS`` ids, only with ``truncate_on_fetch``
+    (the key itself, even an empty list, is refused without it); a sorted tuple, each id once."""
+    if "fetch_bugs" not in model:
+        return ()
+    allowed = ", ".join(f'"{b}"' for b in FETCH_BUGS)
+    bugs = model["fetch_bugs"]
+    if not truncate_on_fetch:
+        raise SpecError(
+            path,
+            "model.fetch_bugs",
+            f"needs model.truncate_on_fetch = true (the bugs, {allowed}, are of the fetch path)",
+        )
+    if not isinstance(bugs, list):
+        raise SpecError(path, "model.fetch_bugs", f"must be a list of bug ids (allowed: {allowed}), got {_show(bugs)}")
+    for b in bugs:
+        if b not in FETCH_BUGS:
+            raise SpecError(path, "model.fetch_bugs", f"unknown bug {_show(b)} (allowed: {allowed})")
+    return tuple(b for b in FETCH_BUGS if b in bugs)
 
 
 def _show(value) -> str:

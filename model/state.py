@@ -13,17 +13,30 @@ import attrs
 
 Record = tuple  # (leader epoch it was written in, producer sequence number)
 NONE = -1  # how "no replica" is written in the canonical encoding
+# Where a response writes its record count, a diverging response writes one of these.
+DIVERGING = -2
+DIVERGING_APPLIED = -3
 
 
 @attrs.frozen
 class Fetch:
-    """A fetch response on its way to a follower."""
+    """A fetch response on its way to a follower: from ``leader`` in its ``epoch``, the
+    ``records`` from offset ``start`` and the leader's high watermark ``leader_hw``.
+
+    A *diverging* response (``truncate_on_fetch`` only) carries no records and the
+    diverging epoch ``(E', O')`` of docs/model.md: ``diverging`` is the epoch ``E'``
+    (``None`` for a response with records) and ``start`` the offset ``O'``. ``applied``
+    is KAFKA-14704's mark: the follower has already taken the response's high watermark
+    and has still to truncate (only on a diverging response, only with that bug).
+    """
 
     leader: int
     epoch: int
     start: int
     records: tuple
     leader_hw: int
+    diverging: int | None = None
+    applied: bool = False
 
 
 @attrs.frozen
@@ -141,7 +154,10 @@ def encode(state: State) -> bytes:
     when it is at its initial value). The AlterPartition request in flight comes last, only
     when there is one, after both parts (each written even when at its initial value): its
     three numbers (leader, 0 shrink or 1 expand, replica) follow a count-prefixed part, so
-    every shape parses one way.
+    every shape parses one way. A diverging response (``truncate_on_fetch`` only) writes,
+    where a response writes its record count, ``-2`` (``-3`` once KAFKA-14704's follower
+    has applied its high watermark) and then its diverging epoch: a count is never
+    negative, so every response with records keeps its encoding.
     """
     q = state.quorum
     out = [state.produced, state.crashes, NONE if q.leader is None else q.leader, q.epoch, len(q.isr)]
@@ -164,6 +180,9 @@ def encode(state: State) -> bytes:
         f = r.inflight
         if f is None:
             out.append(NONE)
+        elif f.diverging is not None:
+            mark = DIVERGING_APPLIED if f.applied else DIVERGING
+            out.extend((f.leader, f.epoch, f.start, f.leader_hw, mark, f.diverging))
         else:
             out.extend((f.leader, f.epoch, f.start, f.leader_hw, len(f.records)))
             for e, i in f.records:

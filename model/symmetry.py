@@ -40,7 +40,13 @@ def permute(state: State, perm) -> State:
         inflight = rep.inflight
         if inflight is not None:
             inflight = Fetch(
-                perm[inflight.leader], inflight.epoch, inflight.start, inflight.records, inflight.leader_hw
+                perm[inflight.leader],
+                inflight.epoch,
+                inflight.start,
+                inflight.records,
+                inflight.leader_hw,
+                inflight.diverging,  # an epoch, not a replica id
+                inflight.applied,
             )
         reps[perm[r]] = Replica(
             rep.alive, rep.log, rep.hw, rep.epoch, rid(rep.leader), tuple(remote), inflight, rep.lossy

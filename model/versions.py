@@ -44,20 +44,34 @@ VERSION_CONFIGS = {
 # AlterPartition has the leader write the ISR itself, atomically (ZooKeeper before 2.7): those
 # columns keep the numbers they always had. Kafka sends ISR changes to the controller since
 # 2.7 and fences them with broker epochs since 3.5 (KIP-903), so each later column also comes
-# as it really runs, "+ AlterPartition + broker epochs", right after its atomic twin.
+# as it really runs, "+ AlterPartition + broker epochs", right after its atomic twin; since
+# 2.8 followers also truncate in the fetch path (FETCH_PATH_VERSIONS), which the 2.8.0 and
+# 2.8.1–3.4.0 columns run with the bugs they shipped and the columns as shipped without.
 VERSIONS = {
     "hw": ("pre-0.11: high watermark", "high-watermark", False, False),
     "le": ("0.11: leader epoch (KIP-101)", "leader-epoch", False, False),
     "kip279": ("2.0: KIP-279", "leader-epoch-kip279", False, False),
     "v21": ("2.1: KAFKA-7128", "leader-epoch-2.1", False, False),
-    "v27": ("2.7–3.4: AlterPartition (KIP-497), no broker epochs", "leader-epoch-2.1", False, False),
+    "v27": ("2.7: AlterPartition (KIP-497), no broker epochs", "leader-epoch-2.1", False, False),
+    "v28": (
+        "2.8.0: AlterPartition + fetch path (KAFKA-10554) with KAFKA-13141 and KAFKA-14704",
+        "leader-epoch-2.1",
+        False,
+        False,
+    ),
+    "v281": ("2.8.1–3.4.0: AlterPartition + fetch path with KAFKA-14704", "leader-epoch-2.1", False, False),
     "v21-gate": ("3.7: + HW gate (KAFKA-15583)", "leader-epoch-2.1", True, False),
-    "v21-gate-ap": ("3.7 as shipped: HW gate + AlterPartition + broker epochs", "leader-epoch-2.1", True, False),
+    "v21-gate-ap": (
+        "3.7 as shipped: HW gate + AlterPartition + broker epochs + fetch path",
+        "leader-epoch-2.1",
+        True,
+        False,
+    ),
     "v21-elr": ("KIP-966 (ELR)", "leader-epoch-2.1", True, True),
-    "v21-elr-ap": ("KIP-966 (ELR) + AlterPartition + broker epochs", "leader-epoch-2.1", True, True),
+    "v21-elr-ap": ("KIP-966 (ELR) + AlterPartition + broker epochs + fetch path", "leader-epoch-2.1", True, True),
     "v41": ("4.1 (ELR + last known leader)", "leader-epoch-2.1", True, True),
     "v41-ap": (
-        "4.1 as shipped: ELR + last known leader + AlterPartition + broker epochs",
+        "4.1 as shipped: ELR + last known leader + AlterPartition + broker epochs + fetch path",
         "leader-epoch-2.1",
         True,
         True,
@@ -67,7 +81,26 @@ VERSIONS = {
 LAST_KNOWN_LEADER_VERSIONS = ("v41", "v41-ap")
 # The versions whose ISR changes go through the controller (alter_partition) -> whether the
 # controller also fences them with broker epochs (broker_epochs: KIP-903, Kafka 3.5).
-ALTER_PARTITION_VERSIONS = {"v27": False, "v21-gate-ap": True, "v21-elr-ap": True, "v41-ap": True}
+ALTER_PARTITION_VERSIONS = {
+    "v27": False,
+    "v28": False,
+    "v281": False,
+    "v21-gate-ap": True,
+    "v21-elr-ap": True,
+    "v41-ap": True,
+}
+# The versions whose followers truncate in the fetch path (truncate_on_fetch: Kafka 2.8+ with
+# inter-broker protocol 2.7+, every KRaft cluster) -> the bugs of that path they shipped
+# (fetch_bugs): 2.8.0 both, 2.8.1–3.4.0 KAFKA-14704, 3.4.1 / 3.5 and later none. The columns
+# that run as Kafka ships (AlterPartition with broker epochs, 3.5+) take it; their atomic twins
+# and every column before 2.8 keep the truncation at BecomeFollower, and their numbers.
+FETCH_PATH_VERSIONS = {
+    "v28": ("KAFKA-13141", "KAFKA-14704"),
+    "v281": ("KAFKA-14704",),
+    "v21-gate-ap": (),
+    "v21-elr-ap": (),
+    "v41-ap": (),
+}
 
 
 def version_config(version: str, constants: dict) -> Config:
@@ -83,5 +116,7 @@ def version_config(version: str, constants: dict) -> Config:
         last_known_leader=version in LAST_KNOWN_LEADER_VERSIONS,
         alter_partition=version in ALTER_PARTITION_VERSIONS,
         broker_epochs=ALTER_PARTITION_VERSIONS.get(version, False),
+        truncate_on_fetch=version in FETCH_PATH_VERSIONS,
+        fetch_bugs=FETCH_PATH_VERSIONS.get(version, ()),
         **constants,
     )

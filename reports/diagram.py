@@ -49,7 +49,8 @@ def record_text(offset, epoch, rid) -> str:
 class Box:
     """A record of a log: its offset, the epoch it was written in and its producer id.
     ``new``: it was not at this offset in the step before; ``lost``: the committed record
-    the violation lost (or a record of the divergence); ``ghost``: not in the log — where
+    the violation lost (or a record of the divergence, or the uncommitted record a replica
+    exposes below its high watermark); ``ghost``: not in the log — where
     the lost record should be, or the unflushed tail a lossy crash dropped."""
 
     offset: int
@@ -78,6 +79,8 @@ class ReplicaCell:
     changed: bool
     crashed: bool = False  # this step crashed it
     dropped: int = 0  # records this step removed from its log (a lossy crash, a truncation)
+    # the offset this step truncated its log to on a diverging answer (truncate_on_fetch), else None
+    truncated_to: int | None = None
 
 
 @attrs.frozen
@@ -97,7 +100,9 @@ class ControllerCell:
 class Event:
     """A message between two lanes (``source`` and ``target`` are lane numbers)."""
 
-    kind: str  # fetch-request, fetch-response, stale-response, elect, follow, isr, request, answer, refused
+    # fetch-request, fetch-response, diverging-response (the fetch path's answer with a diverging
+    # epoch), stale-response, elect, follow, isr, request, answer, refused
+    kind: str
     source: int
     target: int
     label: str
@@ -256,6 +261,14 @@ def _marks(
                     if ra.log[offset] != rb.log[offset]:
                         marked.add((offset,) + tuple(ra.log[offset]))
                         marked.add((offset,) + tuple(rb.log[offset]))
+    elif prop == "UncommittedNeverExposed":  # below a live replica's HW, never committed
+        committed = set(state.committed)
+        for rep in state.replicas:
+            if rep.alive:
+                for offset in range(min(rep.hw, len(rep.log))):
+                    record = (offset,) + tuple(rep.log[offset])
+                    if record not in committed:
+                        marked.add(record)
     return marked, ghosts
 
 
@@ -289,9 +302,19 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
         boxes.append(Box(offset, epoch, rid, lost=True, ghost=True))
     f = rep.inflight
     inflight = None
-    if f is not None:
+    if f is not None and f.diverging is not None:
+        inflight = f"diverging answer from {model.name(f.leader)}: e{f.diverging} ends @{f.start}, hw {f.leader_hw}"
+        if f.applied:
+            inflight += " (hw taken; truncation to come)"
+    elif f is not None:
         what = plural(len(f.records), "record")
         inflight = f"response from {model.name(f.leader)} on its way: {what}, hw {f.leader_hw}"
+    truncated_to = None
+    if action is not None and action_name(action) == "FetchResponse" and action.replica == r and old is not None:
+        answer = old.inflight
+        fresh = answer is not None and old.alive and old.leader == answer.leader and old.epoch == answer.epoch
+        if fresh and answer.diverging is not None and rep.inflight is None:
+            truncated_to = len(rep.log)
     return ReplicaCell(
         alive=rep.alive,
         lossy=rep.lossy,
@@ -304,6 +327,7 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
         changed=old is not None and old != rep,
         crashed=crashed,
         dropped=len(dropped),
+        truncated_to=truncated_to,
     )
 
 
@@ -363,12 +387,21 @@ def _events(model, before, action, after) -> tuple:
     lane = r + 1
     if name == "FetchRequest":
         f = after.replicas[r].inflight
+        if f.diverging is not None:  # the fetch path: from the log end, naming the last epoch
+            log = before.replicas[r].log
+            return (Event("fetch-request", lane, f.leader + 1, f"fetch @{len(log)} e{log[-1][0]}"),)
         return (Event("fetch-request", lane, f.leader + 1, f"fetch @{f.start}"),)
     if name == "FetchResponse":
         f = before.replicas[r].inflight
         b = before.replicas[r]
         if not (b.alive and b.leader == f.leader and b.epoch == f.epoch):
             return (Event("stale-response", f.leader + 1, lane, "stale: dropped"),)
+        if f.diverging is not None:
+            if after.replicas[r].inflight is not None:  # KAFKA-14704's first half
+                label = f"hw {f.leader_hw} first"
+            else:
+                label = f"diverging e{f.diverging} @{f.start}: truncate to {len(after.replicas[r].log)}"
+            return (Event("diverging-response", f.leader + 1, lane, label),)
         return (Event("fetch-response", f.leader + 1, lane, f"{plural(len(f.records), 'record')}, hw {f.leader_hw}"),)
     if name == "ElectLeader":
         return (Event("elect", CONTROLLER, lane, f"leader, e{after.quorum.epoch}"),)
@@ -397,6 +430,7 @@ def lost_label(d) -> str:
         "LogsNeverDiverge": "diverging",
         "AcknowledgedNeverLost": "lost acknowledged",
         "CommittedEventuallyReplicated": "missing",
+        "UncommittedNeverExposed": "exposed",
     }.get(d.property, "lost")
     return f"{kind} record{'s' if len(d.lost) > 1 else ''}"
 
@@ -425,6 +459,8 @@ def config_flags(config) -> list[str]:
             out.append(field.name)
         elif value is False:
             out.append(f"{field.name} = false")
+        elif isinstance(value, tuple):  # a list of ids (fetch_bugs), as a spec writes it
+            out.append(f"{field.name} = [{', '.join(value)}]")
         else:
             out.append(f"{field.name} = {value}")
     return out

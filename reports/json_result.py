@@ -110,15 +110,7 @@ def state_to_dict(model, state) -> dict:
             "epoch": rep.epoch,
             "leader": _name(model, rep.leader),
             "remote_leo": {model.name(i): n for i, n in enumerate(rep.remote_leo)},
-            "inflight": None
-            if f is None
-            else {
-                "leader": model.name(f.leader),
-                "epoch": f.epoch,
-                "start": f.start,
-                "records": _records(f.records),
-                "leader_hw": f.leader_hw,
-            },
+            "inflight": None if f is None else _fetch(model, f),
         }
         if elr_on:
             replicas[model.name(r)]["lossy"] = rep.lossy
@@ -144,6 +136,23 @@ def state_to_dict(model, state) -> dict:
     return doc
 
 
+def _fetch(model, f) -> dict:
+    """A response in flight; a diverging one (``truncate_on_fetch``) adds ``diverging`` (its
+    epoch; ``start`` is then its offset) and ``applied`` (KAFKA-14704's mark), which no other
+    response has, so every other document is as it always was."""
+    out: dict = {
+        "leader": model.name(f.leader),
+        "epoch": f.epoch,
+        "start": f.start,
+        "records": _records(f.records),
+        "leader_hw": f.leader_hw,
+    }
+    if f.diverging is not None:
+        out["diverging"] = f.diverging
+        out["applied"] = f.applied
+    return out
+
+
 def state_from_dict(model, doc) -> State:
     """The inverse of ``state_to_dict`` (``kmc replay`` and the tests use it to check that
     a document describes a state completely).
@@ -167,9 +176,18 @@ def state_from_dict(model, doc) -> State:
     for name in names:
         d = doc["replicas"][name]
         f = d["inflight"]
-        fetch = (
-            None if f is None else Fetch(index[f["leader"]], f["epoch"], f["start"], recs(f["records"]), f["leader_hw"])
-        )
+        fetch = None
+        if f is not None:
+            diverging = f.get("diverging")
+            fetch = Fetch(
+                index[f["leader"]],
+                f["epoch"],
+                f["start"],
+                recs(f["records"]),
+                f["leader_hw"],
+                None if diverging is None else int(diverging),
+                bool(f.get("applied", False)),
+            )
         replicas.append(
             Replica(
                 alive=bool(d["alive"]),

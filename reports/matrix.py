@@ -37,6 +37,7 @@ SHORT = {
     "LeaderEpochMonotonic": "LEM",
     "LeaderCandidateCompleteness": "LCC",
     "AcknowledgedNeverLost": "ANL",
+    "UncommittedNeverExposed": "UNE",
     "PartitionRecoverable": "PR",
 }
 RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279", "leader-epoch-2.1": "v21"}
@@ -222,6 +223,7 @@ _BOUND_LABELS = {
     "hw_requires_min_isr": "HW gate",
     "eligible_leader_replicas": "ELR",
     "last_known_leader": "last known leader",
+    "truncate_on_fetch": "fetch path",
 }
 
 
@@ -232,9 +234,11 @@ def _bounds(m) -> str:
     never read the same, and an option added later shows without being named here."""
     text = f"{m['max_messages']} msg, {m['max_crashes']} crash, ep ≤ {m['max_leader_epoch']}"
     for key, value in m.items():
-        if key in _OWN_COLUMNS or value in (False, None) or (key == "initial_leader" and value == "first"):
+        if key in _OWN_COLUMNS or value in (False, None, []) or (key == "initial_leader" and value == "first"):
             continue
         label = _BOUND_LABELS.get(key, key.replace("_", " "))
+        if isinstance(value, list):  # fetch_bugs: the ids
+            value = " ".join(map(str, value))
         text += f", {label}" if value is True else f", {label} {value}"
     return text
 

@@ -62,6 +62,8 @@ def _changes(d, prev, col) -> list[str]:
             if cell.dropped:
                 what += f", {cell.dropped} unflushed lost"
             lines.append(f"{name}: {what}")
+        elif cell.truncated_to is not None:  # the fetch path: on the leader's diverging answer
+            lines.append(f"{name}: truncated to offset {cell.truncated_to} on the answer: {_log(cell)}")
         elif (_log(cell) != _log(old)) or not old.alive:
             lines.append(f"{name}: {_log(cell)}")
     if col.committed:
@@ -107,6 +109,7 @@ def render(d, *, title="", config=None) -> str:
                 "fetch-request": "->>",
                 "fetch-response": "-->>",
                 "stale-response": "--x",
+                "diverging-response": "--)",
                 "follow": "-->>",
                 "answer": "-->>",
                 "refused": "--x",

@@ -83,6 +83,13 @@ def _log(log, offsets=True) -> Text:
 
 
 def _fetch(model, f) -> Text:
+    if f.diverging is not None:  # the fetch path's answer: an epoch and its end offset, no records
+        out = Text(f"from {model.name(f.leader)} e{f.epoch} ")
+        out.append(f"diverging e{f.diverging} ends @{f.start}", "bold magenta")
+        out.append(f" hw={f.leader_hw}")
+        if f.applied:
+            out.append(" (hw applied, truncation to come)", "bold red")
+        return out
     out = Text(f"from {model.name(f.leader)} e{f.epoch} @{f.start} ")
     out.append_text(_log(f.records, offsets=False))
     out.append(f" hw={f.leader_hw}")

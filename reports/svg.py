@@ -22,6 +22,7 @@ ZOOM = 1.25  # a short trace is drawn larger, up to this much, to fill WIDTH
 BOX_H, BOX_GAP = 15, 2
 LINE = 11
 RED, ORANGE, BLUE, PURPLE, GREY = "#c62828", "#e65100", "#1f5fbf", "#6a3fb5", "#9e9e9e"
+MAGENTA = "#ad1457"  # a diverging answer (truncate_on_fetch) and the truncation it causes
 GREEN = "#2e7d32"
 
 
@@ -153,14 +154,21 @@ def render(d, *, standalone=True, title="") -> str:
         f'viewBox="0 0 {lay.width} {height}" role="img" class="kmc-diagram" '
         f'data-lanes="{len(d.lanes)}" data-columns="{len(d.columns)}">\n'
         f"<!-- {MARKER} -->\n<title>{_x(d.verdict)}</title>\n"
-        f"<defs>{_markers(d.columns[0].controller.requests, d.lasso)}</defs>\n"
+        f"<defs>{_markers(d.columns[0].controller.requests, _diverges(d), d.lasso)}</defs>\n"
         f'<rect x="0" y="0" width="{lay.width}" height="{height}" fill="#ffffff"/>\n{heading}'
         f'<g transform="translate(0,{top})">\n' + "\n".join(out) + "\n</g>\n</svg>\n"
     )
 
 
-def _markers(requests=False, cycle=False) -> str:
+def _diverges(d) -> bool:
+    """Does the diagram draw a diverging answer (truncate_on_fetch)? Its arrow has a marker
+    of its own, defined only then (every other picture is as it always was)."""
+    return any(ev.kind == "diverging-response" for col in d.columns for ev in col.events)
+
+
+def _markers(requests=False, diverging=False, cycle=False) -> str:
     colours = (("blue", BLUE), ("purple", PURPLE), ("grey", GREY)) + ((("orange", ORANGE),) if requests else ())
+    colours += (("magenta", MAGENTA),) if diverging else ()
     colours += (("red", RED),) if cycle else ()
     return "".join(
         f'<marker id="arrow-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
@@ -345,6 +353,18 @@ def _replica(out, cell, x, y, lay, data) -> None:
         if cell.dropped:
             out.append(_text(x + 4, y + h - 5, [f"lossy: {cell.dropped} lost"], 8.5, fill=RED, weight="bold"))
         out.append("</g>")
+    elif cell.truncated_to is not None:  # the fetch path: on the leader's diverging answer
+        out.append(
+            _text(
+                x + 4,
+                y + h - 5,
+                [f"truncated to {cell.truncated_to} on answer"],
+                8.5,
+                fill=MAGENTA,
+                weight="bold",
+                extra=' class="truncated on-answer"',
+            )
+        )
     elif cell.dropped:
         out.append(
             _text(
@@ -419,6 +439,7 @@ _EVENT_STYLE = {
     "fetch-request": (BLUE, "blue", "4 3"),
     "fetch-response": (BLUE, "blue", ""),
     "stale-response": (GREY, "grey", "2 3"),
+    "diverging-response": (MAGENTA, "magenta", "6 2"),  # no records: where the epochs diverge
     "elect": (PURPLE, "purple", ""),
     "follow": (PURPLE, "purple", "4 3"),
     "isr": (PURPLE, "purple", ""),
@@ -496,7 +517,11 @@ def _verdict(out, d, lay, top=None) -> float:
             lost_label(d)
             + ": "
             + ", ".join(d.lost)
-            + (" (red, dashed where it is missing)" if d.property != "LogsNeverDiverge" else " (red)")
+            + (
+                " (red, dashed where it is missing)"
+                if d.property not in ("LogsNeverDiverge", "UncommittedNeverExposed")
+                else " (red)"
+            )
         )
     if d.kind == "possibly" and d.traps is not None:
         extra.append(

@@ -7,7 +7,9 @@ Every variable of docs/model.md ("State") is printed for every state, as a TLA+ 
 - replicas are model values (``A``), "no replica" is the model value ``None``;
 - per-replica variables are functions over the replicas: ``(A :> 1 @@ B :> 0)``;
 - a log is a sequence of records: ``<<[epoch |-> 0, id |-> 0]>>``;
-- an in-flight fetch response, the controller state and (with ``alter_partition``) its
+- an in-flight fetch response (a diverging answer of the fetch path as ``diverging |->
+  [epoch, offset]`` in place of ``start`` and ``records``, with KAFKA-14704's ``applied``),
+  the controller state and (with ``alter_partition``) its
   AlterPartition request in flight are records (``None`` when there is no request);
 - the ISR is a set ``{A, B}``; ``committed`` is the set of ``<<offset, record>>`` pairs.
 
@@ -73,6 +75,16 @@ def _log(log) -> str:
 def _fetch(model, f) -> str:
     if f is None:
         return "None"
+    if f.diverging is not None:  # the fetch path's answer: div(E', O') in place of start and records
+        fields = [
+            ("leader", _replica(model, f.leader)),
+            ("epoch", str(f.epoch)),
+            ("diverging", record((("epoch", str(f.diverging)), ("offset", str(f.start))))),
+            ("leader_hw", str(f.leader_hw)),
+        ]
+        if "KAFKA-14704" in getattr(model.config, "fetch_bugs", ()):  # the applied mark is a variable then
+            fields.append(("applied", boolean(f.applied)))
+        return record(fields)
     return record(
         (
             ("leader", _replica(model, f.leader)),

@@ -9,9 +9,11 @@ enumerates them (actions 1–9, then AlterPartition; then replica order, then cu
 model: the four truncation rules (with the 2.1 rule's ISR guard), min ISR, unclean
 election, unflushed loss, preferred election, ``initial_leader = any``, the HW gate,
 eligible leader replicas (the lossy crash and the unclean-shutdown restart with its
-fence), the last-known-leader election, producer acknowledgements (``acks``), and ISR
+fence), the last-known-leader election, producer acknowledgements (``acks``), ISR
 changes through the controller (``alter_partition``, ``broker_epochs``: the request in
-flight, the maximal ISR, AlterPartition's answer and the drops); every
+flight, the maximal ISR, AlterPartition's answer and the drops), and truncation in the fetch
+path (``truncate_on_fetch``: the epoch caches as dicts, the diverging answer, KAFKA-13141's
+false log end and KAFKA-14704's two-step response); every
 invariant and the step property; and ``PartitionRecoverable`` (AG EF), decided the naive
 way: the predecessors of every state are kept as Python sets, and a plain BFS over the
 reversed graph from the ``Available`` states finds every state that can still reach one;
@@ -121,6 +123,31 @@ def truncation_point(rule: str, follower: Replica, leader_log: tuple) -> int:
     return follower.hw if answer is None else min(answer, len(log))
 
 
+def epoch_cache(s: State, r: int) -> dict:
+    """cache(r) as a dict epoch -> the offset of its first record; a leading replica also
+    has its own epoch, at its epoch start offset (its log end when it wrote nothing in it)."""
+    rep = s.replicas[r]
+    out = {}
+    for o, (e, _) in enumerate(rep.log):
+        if e not in out:
+            out[e] = o
+    if leads(s, r) and rep.epoch not in out:
+        out[rep.epoch] = len(rep.log)
+    return out
+
+
+def eo(cache: dict, e: int, leo: int):
+    """EO(r, E): ``(epoch, offset)`` or None (undefined)."""
+    if cache and e == max(cache):
+        return (e, leo)
+    above = [x for x in cache if x > e]
+    if not above:
+        return None
+    h = cache[min(above)]
+    below = [x for x in cache if x <= e]
+    return (max(below), h) if below else (e, h)
+
+
 def election(cfg, s: State, c: int, bounded=True):
     """The kind of ElectLeader(c) enabled in ``s`` ("clean", "elr", "last known leader",
     "unclean") or None; ``bounded=False`` drops the epoch bound (``Available``)."""
@@ -188,6 +215,19 @@ def successors(cfg, s: State) -> list:
         if (fol.alive and l is not None and l != f and leads(s, l) and fol.epoch == s.replicas[l].epoch
                 and fol.inflight is None):
             led = s.replicas[l]
+            if cfg.truncate_on_fetch and fol.log:
+                e = fol.log[-1][0]
+                e2, o2 = eo(epoch_cache(s, l), e, len(led.log))
+                if e2 < e or o2 < len(fol.log):  # diverging: no records, nothing recorded
+                    t = s
+                    if "KAFKA-13141" in cfg.fetch_bugs:  # the fetch offset taken as f's log end
+                        remote = list(led.remote_leo)
+                        remote[f] = len(fol.log)
+                        t = advance_hw(set_replica(t, l, evolve(led, remote_leo=tuple(remote))), l, cfg)
+                    led = t.replicas[l]
+                    answer = Fetch(l, led.epoch, o2, (), led.hw, e2, False)
+                    out.append((("FetchRequest", f, None), set_replica(t, f, evolve(fol, inflight=answer))))
+                    continue
             o = min(len(fol.log), len(led.log))
             remote = list(led.remote_leo)
             remote[f] = o
@@ -200,7 +240,20 @@ def successors(cfg, s: State) -> list:
         fol = s.replicas[f]
         if fol.inflight is not None:
             resp = fol.inflight
-            if fol.alive and fol.leader == resp.leader and fol.epoch == resp.epoch:
+            fresh = fol.alive and fol.leader == resp.leader and fol.epoch == resp.epoch
+            if fresh and resp.diverging is not None and "KAFKA-14704" in cfg.fetch_bugs and not resp.applied:
+                marked = Fetch(resp.leader, resp.epoch, resp.start, (), resp.leader_hw, resp.diverging, True)
+                fol = evolve(fol, hw=min(resp.leader_hw, len(fol.log)), inflight=marked)
+            elif fresh and resp.diverging is not None:
+                mine = eo(epoch_cache(s, f), resp.diverging, len(fol.log))
+                if mine is None:
+                    t = min(resp.start, len(fol.log))
+                elif mine[0] == resp.diverging:
+                    t = min(mine[1], resp.start, len(fol.log))
+                else:
+                    t = min(mine[1], len(fol.log))
+                fol = evolve(fol, log=fol.log[:t], hw=min(fol.hw, t), inflight=None)
+            elif fresh:
                 log = fol.log[:resp.start] + resp.records
                 fol = evolve(fol, log=log, hw=min(resp.leader_hw, len(log)), inflight=None)
             else:
@@ -264,6 +317,10 @@ def successors(cfg, s: State) -> list:
         rep = s.replicas[r]
         l = q.leader
         if not rep.alive or l is None or l == r or rep.epoch >= q.epoch:
+            continue
+        if cfg.truncate_on_fetch:  # nothing truncated, no leader asked
+            rep = evolve(rep, leader=l, epoch=q.epoch, inflight=None)
+            out.append((("BecomeFollower", r, None), set_replica(s, r, rep)))
             continue
         if cfg.truncation != HW_RULE and not leads(s, l):
             continue
@@ -350,6 +407,12 @@ def logs_never_diverge(s):
     return True
 
 
+def uncommitted_never_exposed(s):
+    committed = set(s.committed)
+    return all((o,) + rep.log[o] in committed
+               for rep in s.replicas if rep.alive for o in range(min(rep.hw, len(rep.log))))
+
+
 def epoch_monotonic(before, after):
     if after.quorum.epoch < before.quorum.epoch:
         return False
@@ -371,6 +434,7 @@ STATE_PROPERTIES = {
     "LogsNeverDiverge": logs_never_diverge,
     "LeaderCandidateCompleteness": leader_candidate_completeness,
     "AcknowledgedNeverLost": acknowledged_never_lost,
+    "UncommittedNeverExposed": uncommitted_never_exposed,
 }
 STEP_PROPERTIES = {"LeaderEpochMonotonic": epoch_monotonic}
 

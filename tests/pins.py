@@ -55,6 +55,7 @@ EXCLUDED = {
     "three-replicas-mid": "a benchmark (8,573,699 states), measured by `kmc bench`, too slow for the suite",
     "three-replicas-billion": "a benchmark (1,620,314,011 states) for the Spark engine, see docs/spark.md",
     "three-replicas-large-ap": "a benchmark (5,649,527 states) of alter_partition's batch kernel, measured by `kmc bench`",
+    "three-replicas-large-fetch": "a benchmark (2,989,290 states) of the fetch path's batch kernel, measured by `kmc bench`",
 }
 
 # hw-data-loss run with keep-going (every reachable state: the run does not stop once its
@@ -253,4 +254,42 @@ LIVE_PINS = {
     "live-c5": LivePin(49302, 163100, 22, {EL: H, CER: H}, "v21-min-isr"),
     "live-lrs2": LivePin(1207522, 4465456, 27, {EL: H, CER: V}, "avail-lrs2"),
     "live-lrs2-elr": LivePin(1227129, 4269582, 29, {CNL: H, EL: V, CER: V}, "avail-lrs2-elr"),
+}
+
+
+# -- truncation in the fetch path: specs with truncate_on_fetch (tests/test_fetch_path.py) ----
+#
+# One spec per row of docs/model.md's fetch-path verdict table (TLC's, on an independent TLA+
+# rendering), run with the spec's own [check] options (keep-going: every reachable state) on the
+# per-state engine; every one of 20,000 states or fewer is recomputed by the oracle
+# (tests/oracle.py) in every suite, the C4 and C5 rows with KMC_ORACLE_ALL=1 (LRS2, too big for
+# the oracle, with KMC_SLOW=1 on the engine only).
+UNE = "UncommittedNeverExposed"
+ALL6F = (HWB, CNL, LND, LEM, LCC, UNE)
+FETCH_PINS = {
+    # C1: 2 replicas, min ISR 1, 2 msgs, 2 crashes, epochs <= 2
+    "fetch-c1": Pin(4526, 9981, 17, ALL6F, {}, None),
+    "fetch-c1-kafka-14704": Pin(4658, 10252, 18, ALL6F, {LND: 9, UNE: 9}, None),
+    "fetch-c1-kafka-13141": Pin(4630, 10164, 18, ALL6F, {CNL: 10, LND: 12, LCC: 8}, None),
+    "fetch-c1-both-bugs": Pin(4709, 10330, 20, ALL6F, {CNL: 10, LND: 9, LCC: 8, UNE: 9}, None),
+    # C2: C1 + unflushed_loss
+    "fetch-c2": Pin(11851, 27879, 19, ALL6F, {CNL: 6, LND: 10, LCC: 5}, None),
+    "fetch-c2-kafka-14704": Pin(12329, 28908, 19, ALL6F, {CNL: 6, LND: 9, LCC: 5, UNE: 9}, None),
+    "fetch-c2-kafka-13141": Pin(12574, 29153, 19, ALL6F, {CNL: 6, LND: 10, LCC: 5}, None),
+    "fetch-c2-both-bugs": Pin(13042, 30132, 20, ALL6F, {CNL: 6, LND: 9, LCC: 5, UNE: 9}, None),
+    "fetch-c2-elr": Pin(7418, 17275, 17, ALL6F, {}, None),
+    "fetch-c2-elr-ap-be": Pin(12182, 31464, 19, ALL6F, {}, None),
+    "fetch-c2-ap-be": Pin(20282, 52802, 21, ALL6F, {CNL: 7, LND: 11, LCC: 6}, None),
+    # C4: 2 replicas, 4 msgs, 1 crash, preferred election
+    "fetch-c4": Pin(54377, 114261, 23, ALL6F, {}, None),
+    "kafka-14704-exposure": Pin(60485, 126771, 25, ALL6F, {LND: 8, UNE: 8}, None),
+    "kafka-13141-data-loss": Pin(64264, 133372, 24, ALL6F, {CNL: 7, LND: 9, LCC: 6}, None),
+    "fetch-c4-both-bugs": Pin(68112, 141078, 26, ALL6F, {CNL: 7, LND: 7, LCC: 6, UNE: 7}, None),
+    # C5: 3 replicas, min ISR 2, 2 msgs, 1 crash
+    "fetch-c5": Pin(51918, 171304, 22, ALL6F, {}, None),
+    "fetch-c5-kafka-14704": Pin(53222, 175320, 24, ALL6F, {LND: 10, UNE: 10}, None),
+    "fetch-c5-kafka-13141": Pin(53162, 175288, 23, ALL6F, {LCC: 9}, None),
+    "fetch-c5-both-bugs": Pin(54600, 179778, 22, ALL6F, {LND: 10, LCC: 9, UNE: 10}, None),
+    # LRS2: 3 replicas, min ISR 2, 2 msgs, 2 crashes, unflushed_loss (35 minutes on the per-state engine)
+    "fetch-lrs2": Pin(1414507, 5359241, 27, ALL6F, {CNL: 7, LND: 13, LCC: 6}, None),
 }

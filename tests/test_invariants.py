@@ -29,8 +29,8 @@ def model(build):
 def test_the_properties_in_order():
     assert [p.name for p in ALL] == [
         "HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic",
-        "LeaderCandidateCompleteness", "AcknowledgedNeverLost", "PartitionRecoverable"]
-    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP, ALWAYS, ALWAYS, POSSIBLY]
+        "LeaderCandidateCompleteness", "AcknowledgedNeverLost", "UncommittedNeverExposed", "PartitionRecoverable"]
+    assert [p.kind for p in ALL] == [ALWAYS, ALWAYS, ALWAYS, STEP, ALWAYS, ALWAYS, ALWAYS, POSSIBLY]
     # the liveness properties come after ALL (tests/test_liveness_kafka.py), so that what
     # the matrix's grids check stays as it was
     from kmc.invariants import EVERY, LIVENESS

@@ -268,7 +268,7 @@ def test_versions_options_errors(tmp_path, capsys):
     assert "only with --versions" in capsys.readouterr().err
     assert main(["matrix", "--versions", "--rules", "hw", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
     assert main(["matrix", "--versions", "--kafka", "9.9", "--out", str(tmp_path)]) == EXIT_BAD_INPUT
-    assert ("(use hw, le, kip279, v21, v27, v21-gate, v21-gate-ap, v21-elr, v21-elr-ap, v41, v41-ap)"
+    assert ("(use hw, le, kip279, v21, v27, v28, v281, v21-gate, v21-gate-ap, v21-elr, v21-elr-ap, v41, v41-ap)"
             in capsys.readouterr().err)
 
 
@@ -292,13 +292,55 @@ def test_versions_with_alter_partition():
         assert shape(b)[:4] == shape(a)[:4]  # the same version's rule and options otherwise
         assert "AlterPartition + broker epochs" in VERSIONS[ap][0]
         assert list(VERSIONS).index(ap) == list(VERSIONS).index(atomic) + 1  # next to its twin
-    assert set(ALTER_PARTITION_VERSIONS) == {"v27", "v21-gate-ap", "v21-elr-ap", "v41-ap"}
+    assert set(ALTER_PARTITION_VERSIONS) == {"v27", "v28", "v281", "v21-gate-ap", "v21-elr-ap", "v41-ap"}
     assert all(not grid[f"c2-{v}"].alter_partition for v in VERSIONS if v not in ALTER_PARTITION_VERSIONS)
     known = {rid: k for rid, _, k in version_grid(["c1", "c2"], ["v27", "v21-elr-ap"])}
     assert known["c2-v27"] == {"CommittedNeverLost": "violated", "LogsNeverDiverge": "holds",
                                "LeaderCandidateCompleteness": "violated"}
     assert known["c2-v21-elr-ap"]["CommittedNeverLost"] == "holds"
     assert known["c1-v21-elr-ap"] == {}  # docs/model.md has no such row
+
+
+def test_versions_with_the_fetch_path(tmp_path, capsys):
+    """2.8.0 and 2.8.1–3.4.0 run the fetch path with the bugs they shipped (and AlterPartition without
+    broker epochs); every column as Kafka 3.5+ ships it runs it with every fix in; the atomic columns
+    and every column before 2.8 keep the truncation at BecomeFollower and check what they checked."""
+    from kmc.app.commands.matrix import ALTER_PARTITION_VERSIONS, VERSIONS, version_grid
+    from kmc.model.versions import FETCH_PATH_VERSIONS
+
+    grid = {rid: c for rid, c, _ in version_grid(["c1"])}
+    assert list(VERSIONS)[list(VERSIONS).index("v27") + 1:][:2] == ["v28", "v281"]
+    assert grid["c1-v28"].fetch_bugs == ("KAFKA-13141", "KAFKA-14704")
+    assert grid["c1-v281"].fetch_bugs == ("KAFKA-14704",)
+    for v in ("v28", "v281"):
+        assert grid[f"c1-{v}"].alter_partition and not grid[f"c1-{v}"].broker_epochs
+    shipped = [v for v, be in ALTER_PARTITION_VERSIONS.items() if be]  # 3.5+: broker epochs
+    assert set(FETCH_PATH_VERSIONS) == {"v28", "v281", *shipped}
+    for v in shipped:
+        assert grid[f"c1-{v}"].truncate_on_fetch and grid[f"c1-{v}"].fetch_bugs == ()
+    for v in set(VERSIONS) - set(FETCH_PATH_VERSIONS):
+        assert not grid[f"c1-{v}"].truncate_on_fetch and grid[f"c1-{v}"].fetch_bugs == ()
+    # one row of each: UncommittedNeverExposed is checked on the fetch path only; the 2.8 rows
+    # against the independent oracle
+    assert main(["matrix", "--versions", "--configs", "c1", "--kafka", "v27,v28,v281", "--out", str(tmp_path)]) == EXIT_OK
+    capsys.readouterr()
+    doc = json.loads((tmp_path / "results.json").read_text())
+    rows = {r["id"]: r for r in doc["rows"]}
+    assert "UncommittedNeverExposed" not in rows["c1-v27"]["verdicts"]
+    assert rows["c1-v27"]["distinct_states"] == 7394  # tests/pins.py: ap-c1, as before
+    import oracle
+
+    for v in ("v28", "v281"):
+        row = rows[f"c1-{v}"]
+        want = oracle.explore(grid[f"c1-{v}"], list(row["verdicts"]), keep_going=True)
+        assert (row["distinct_states"], row["states_generated"], row["depth"]) == (
+            want.distinct, want.generated, want.depth)
+        assert {n: c["length"] for n, c in row["counterexamples"].items()} == want.traces
+    assert rows["c1-v281"]["verdicts"]["UncommittedNeverExposed"] == "violated"
+    assert rows["c1-v28"]["verdicts"]["CommittedNeverLost"] == "violated"
+    results = (tmp_path / "RESULTS.md").read_text()
+    assert "fetch path, fetch bugs KAFKA-14704 |" in results and "fetch bugs []" not in results
+    assert "UNE = `UncommittedNeverExposed`" in results
 
 
 def test_published_versions_table_is_the_readme_table():

@@ -73,7 +73,8 @@ def test_every_modern_spec_is_a_row():
     # specs, tests/test_availability.py's; those with alter_partition, tests/test_alter_partition.py's)
     modern = {p.stem for p in SPECS.glob("*.toml")
               if load_spec(p).config.modern and load_spec(p).config.acks is None
-              and not load_spec(p).config.alter_partition and not p.stem.startswith(("avail-", "live-"))}
+              and not load_spec(p).config.alter_partition and not p.stem.startswith(("avail-", "live-"))
+              and not load_spec(p).config.truncate_on_fetch}  # the fetch path: tests/test_fetch_path.py
     assert modern - set(EXCLUDED) == set(ROWS)  # benchmarks are measured, not tested
 
 

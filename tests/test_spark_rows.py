@@ -50,6 +50,8 @@ BENCHMARKS |= {"acks-all-lrs2", "acks-all-lrs2-elr", "acks-all-lrs2-elr-lkl", "a
 BENCHMARKS |= {"three-replicas-large-ap", "ap-lrs2", "ap-be-lrs2", "kafka-14139-three-replicas", "kip903-three-replicas", "kafka-14139-acks-all"}
 # The liveness specs run on every engine, Spark included, in tests/test_liveness_kafka.py.
 BENCHMARKS |= {p.stem for p in (REPO / "specs").glob("live-*.toml")}
+# And for the fetch path's (tests/test_fetch_path.py, tests/test_fetch_kernel.py): its benchmark and LRS2 (1.4 million).
+BENCHMARKS |= {"three-replicas-large-fetch", "fetch-lrs2"}
 # The availability specs check an always-possibly property; they run on Spark in
 # tests/test_availability.py (against their pinned verdicts and trap counts).
 AVAILABILITY = sorted(p.stem for p in (REPO / "specs").glob("avail-*.toml"))

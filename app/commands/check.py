@@ -455,6 +455,13 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
         err.print(f"kmc: {engine.cleaned}", markup=False, highlight=False, soft_wrap=True)
     if engine.not_started:
         err.print(f"kmc: {engine.not_started}", markup=False, highlight=False, soft_wrap=True)
+    if engine.per_state_because:
+        err.print(
+            f"kmc: checked on the per-state path: {engine.per_state_because}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     wrote = True
     if args.json:
         try:

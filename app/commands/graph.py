@@ -60,7 +60,8 @@ def state_label(model, state) -> str:
     Per replica: its name, ``*`` if it leads, ``!`` if it is down, ``?`` if it restarted
     and has not yet learnt the epoch; its log (``offset:e<epoch>·r<record>`` per record, as
     traces write it); ``hw``; ``e`` its
-    epoch; ``>o:n`` a fetch response in flight (start offset, record count). Then the
+    epoch; ``>o:n`` a fetch response in flight (start offset, record count), or ``>div eE@O``
+    a diverging answer of the fetch path (``!`` once KAFKA-14704's follower took its HW). Then the
     controller's leader, epoch and ISR, and the ghost counters: ``p`` records produced,
     ``c`` crashes, ``k`` records committed (only those that are not 0).
     """
@@ -70,8 +71,11 @@ def state_label(model, state) -> str:
     for r, rep in enumerate(state.replicas):
         mark = "*" if leads(state, r) else "!" if not rep.alive else "?" if rep.epoch < 0 else ""
         text = f"{model.name(r)}{mark} {_records(rep.log)} hw{rep.hw} e{rep.epoch}"
-        if rep.inflight is not None:
-            text += f" >{rep.inflight.start}:{len(rep.inflight.records)}"
+        f = rep.inflight
+        if f is not None and f.diverging is not None:  # the fetch path's answer: epoch and end offset
+            text += f" >div e{f.diverging}@{f.start}{'!' if f.applied else ''}"
+        elif f is not None:
+            text += f" >{f.start}:{len(f.records)}"
         parts.append(text)
     q = state.quorum
     parts.append(f"ctl {model.name(q.leader)} e{q.epoch} isr {','.join(model.name(r) for r in q.isr) or '-'}")

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from kmc.checker.errors import UsageError
-from kmc.model.spec import ACKED_PROPERTY
+from kmc.model.spec import ACKED_PROPERTY, EXPOSED_PROPERTY
 
 from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from here by the tests and reports)
     ALTER_PARTITION_VERSIONS,
@@ -200,11 +200,16 @@ def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | N
         from kmc.invariants import ALL
 
         every = tuple(p.name for p in ALL)
-        # AcknowledgedNeverLost only on the rows that track acknowledgements
-        unacked = tuple(n for n in every if n != ACKED_PROPERTY)
+
+        def checked(c) -> tuple:
+            # AcknowledgedNeverLost only on the rows that track acknowledgements, and
+            # UncommittedNeverExposed only on those of the fetch path (every other row as before)
+            return tuple(
+                n for n in every if (n != ACKED_PROPERTY or c.acks) and (n != EXPOSED_PROPERTY or c.truncate_on_fetch)
+            )
+
         items: list[RowItem] = [
-            (rid, c, None, args.max_states, known, every if c.acks else unacked)
-            for rid, c, known in version_grid(configs, versions)
+            (rid, c, None, args.max_states, known, checked(c)) for rid, c, known in version_grid(configs, versions)
         ]
         return items, "versions", {}, None
     if args.spec_dir is not None:
@@ -283,9 +288,12 @@ def _default_note(source, constants) -> str:
             "Kafka versions; *expected* compares a row with docs/model.md's known-verdict tables "
             "where they have it. LCC = LeaderCandidateCompleteness: every live ISR or ELR "
             "member holds every committed record. A column without AlterPartition has the leader "
-            "write the ISR itself (atomically); the 2.7–3.4 column and the columns marked "
-            '"+ AlterPartition" send ISR changes to the controller, and those marked "+ broker '
-            'epochs" also fence them as Kafka 3.5+ does (KIP-903).'
+            "write the ISR itself (atomically); the 2.7, 2.8.0 and 2.8.1–3.4.0 columns and the columns "
+            'marked "+ AlterPartition" send ISR changes to the controller, and those marked "+ broker '
+            'epochs" also fence them as Kafka 3.5+ does (KIP-903). The 2.8.0, 2.8.1–3.4.0 and "fetch '
+            'path" columns truncate followers in the fetch path (2.8+), with the bugs each shipped, and '
+            "also check UNE = UncommittedNeverExposed: every record below a live replica's high "
+            "watermark was committed."
         )
     if source != "grid":
         return ""

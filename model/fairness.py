@@ -90,7 +90,8 @@ def fair_codes(kernel, chunk, parents, choices, codes, succ) -> np.ndarray:
     arrays): the code of each step's instance, or -1 when the step is not fair.
 
     Which replica a step acted on is read off what it changed: FetchRequest(f) puts a
-    response in flight to ``f``, FetchResponse(f) clears ``f``'s, Restart(r) brings ``r``
+    response in flight to ``f``, FetchResponse(f) clears ``f``'s (or, the first half of a
+    diverging answer under KAFKA-14704, marks it applied), Restart(r) brings ``r``
     back, BecomeFollower(r) moves ``r``'s epoch, ExpandIsr(r) adds ``r`` to the ISR (with
     ``alter_partition``: asks for it), ElectLeader(n) makes ``n`` the quorum leader, and is
     a Failover only when nobody led before the step."""
@@ -117,12 +118,21 @@ def fair_codes(kernel, chunk, parents, choices, codes, succ) -> np.ndarray:
             chunk, parents, succ, w, c.INFLIGHT_LEADER, block, n, lambda b, a: (b == c.NONE) & (a != c.NONE)
         ),
     )
-    put(
-        FETCH_RESPONSE_CODE,
-        lambda w: _changed_replica(
+
+    def responded(w):
+        # FetchResponse(f) clears f's response, except the first half of a diverging answer
+        # under KAFKA-14704, which keeps it in flight and marks it applied
+        r = _changed_replica(
             chunk, parents, succ, w, c.INFLIGHT_LEADER, block, n, lambda b, a: (b != c.NONE) & (a == c.NONE)
-        ),
-    )
+        )
+        if c.INFLIGHT_APPLIED is not None:
+            half = _changed_replica(
+                chunk, parents, succ, w, c.INFLIGHT_APPLIED, block, n, lambda b, a: (b != 1) & (a == 1)
+            )
+            r = np.where(r >= 0, r, half)
+        return r
+
+    put(FETCH_RESPONSE_CODE, responded)
     put(
         RESTART_CODE,
         lambda w: _changed_replica(chunk, parents, succ, w, c.ALIVE, block, n, lambda b, a: (b == 0) & (a == 1)),

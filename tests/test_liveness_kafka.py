@@ -33,6 +33,7 @@ from kmc.invariants.liveness import (
 )
 from kmc.model import Action, Config, KafkaModel
 from kmc.model.spec import load_spec
+from pins import FETCH_PINS
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 EL, CER = lo.EL, lo.CER
@@ -215,7 +216,8 @@ def _oracle_text(cfg, inst):
     return inst[0] if len(inst) == 1 else f"{inst[0]}({cfg.replicas[inst[1]]})"
 
 
-@pytest.mark.parametrize("name", ["live-c1", "live-c1-ap-be", "live-c2-elr-lkl", "live-c3", "live-c4", "live-c5"])
+@pytest.mark.parametrize("name", ["live-c1", "live-c1-ap-be", "live-c2-elr-lkl", "live-c3", "live-c4", "live-c5",
+                                  "fetch-c1-both-bugs", "fetch-c2-kafka-14704"])
 def test_the_fair_instance_of_every_step_is_the_oracles(name):
     cfg = _spec(name).config
     model = KafkaModel(cfg)
@@ -787,3 +789,28 @@ def test_the_summary_line_calls_a_lasso_a_lasso(capsys):
     assert "✗ EventuallyLeader violated: counterexample is a lasso of 5 states, stuttering in state 5." in out
     assert "Also violated: CommittedEventuallyReplicated (a lasso of 5 states, stuttering in state 5)." in out
     assert "shortest" not in out
+
+
+@pytest.mark.parametrize("name", ["fetch-c1-both-bugs", "fetch-c2-kafka-14704"])
+def test_the_fetch_path_s_liveness_is_the_same_on_both_local_engines(name):
+    """With truncate_on_fetch (a diverging answer, and under KAFKA-14704 its response in two
+    halves, each a FetchResponse step), the batch kernel's fair instances are the model's: both
+    local engines give the same verdicts and the same lassos, and each lasso is a fair
+    violating behaviour by the oracle's check."""
+    from kmc.checker.engines import make_engine
+    from kmc.checker.options import Options
+
+    spec = _spec(name)
+    model = spec.model()
+    props = [*spec.properties(), EventuallyLeader, CommittedEventuallyReplicated]
+    per_state, batch = (
+        make_engine(model, props, Options(keep_going=True), per_state=p).run() for p in (True, False)
+    )
+    assert per_state.stats.distinct == batch.stats.distinct == FETCH_PINS[name].distinct
+    assert {p: per_state.verdict(p) for p in per_state.checked} == {p: batch.verdict(p) for p in batch.checked}
+    assert batch.verdict("EventuallyLeader") == "holds" and batch.verdict("CommittedEventuallyReplicated") == "violated"
+    for prop, v in batch.violations.items():
+        w = per_state.violations[prop]
+        assert (w.path.init_index, w.path.choices, w.loop, w.obligation) == (
+            v.path.init_index, v.path.choices, v.loop, v.obligation), prop
+    assert_lassos_are_fair_violations(spec, model, batch)

@@ -269,7 +269,22 @@ def run() -> NoReturn:  # console-script entry point
             signal.signal(s, signal.SIG_IGN)
         except ValueError:  # not the main thread
             break
+    _forget_handled_interrupt()
     sys.exit(code)
+
+
+def _forget_handled_interrupt() -> None:
+    """Clear CPython's note of a KeyboardInterrupt that left code it ran through its
+    ``PyRun_*`` entry points (an import that executes source that way). kmc caught that
+    interrupt, said so and chose its exit code; left set, the note makes the interpreter end
+    the process with SIGINT itself as it exits (exit -2 instead of 130, after "kmc:
+    interrupted" was printed). Other Python implementations have no such note."""
+    try:
+        import ctypes
+
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
+    except (ImportError, AttributeError, ValueError, OSError):
+        pass
 
 
 if __name__ == "__main__":

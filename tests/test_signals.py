@@ -228,3 +228,24 @@ def test_a_sigint_at_the_edges_of_main_is_one_line_and_130(monkeypatch, capsys, 
     err = capsys.readouterr().err
     assert (code, err) == (EXIT_INTERRUPTED, "kmc: interrupted\n")
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_an_interrupt_kmc_reported_never_ends_the_process_by_sigint():
+    """CPython notes a KeyboardInterrupt that leaves code it ran through its ``PyRun_*`` entry
+    points, and kills itself with SIGINT as it exits when the note is set, whatever code was
+    chosen: after "kmc: interrupted" the process died by SIGINT (exit -2, not 130) about once
+    in twenty interrupts at the end of start-up. kmc reported that interrupt itself, so its
+    exit code stands. (The note is set by hand here, as an interrupt in such an import does.)"""
+    import subprocess
+    import sys
+
+    code = (
+        "import ctypes, kmc.app.cli as cli\n"
+        "def main():\n"
+        "    ctypes.c_int.in_dll(ctypes.pythonapi, '_Py_UnhandledKeyboardInterrupt').value = 1\n"
+        "    return 130\n"
+        "cli.main = main\n"
+        "cli.run()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 130, (proc.returncode, proc.stderr)

@@ -230,16 +230,17 @@ def test_a_sigint_at_the_edges_of_main_is_one_line_and_130(monkeypatch, capsys, 
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
-def test_an_interrupt_kmc_reported_never_ends_the_process_by_sigint():
+def test_an_interrupt_kmc_reported_never_ends_the_process_by_sigint(tmp_path):
     """CPython notes a KeyboardInterrupt that leaves code it ran through its ``PyRun_*`` entry
     points, and kills itself with SIGINT as it exits when the note is set, whatever code was
     chosen: after "kmc: interrupted" the process died by SIGINT (exit -2, not 130) about once
     in twenty interrupts at the end of start-up. kmc reported that interrupt itself, so its
-    exit code stands. (The note is set by hand here, as an interrupt in such an import does.)"""
+    exit code stands. (The note is set by hand here, as an interrupt in such an import does;
+    the program runs as ``python -m``, as the signal tests run kmc.)"""
     import subprocess
     import sys
 
-    code = (
+    (tmp_path / "noted.py").write_text(
         "import ctypes, kmc.app.cli as cli\n"
         "def main():\n"
         "    ctypes.c_int.in_dll(ctypes.pythonapi, '_Py_UnhandledKeyboardInterrupt').value = 1\n"
@@ -247,5 +248,5 @@ def test_an_interrupt_kmc_reported_never_ends_the_process_by_sigint():
         "cli.main = main\n"
         "cli.run()\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "noted"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 130, (proc.returncode, proc.stderr)

@@ -214,8 +214,32 @@ def main(argv=None) -> int:
     except Terminated as t:
         _say("kmc: stopped (SIGTERM)")
         return 128 + t.signum
+    except Exception as e:
+        # Python wraps what a few hooks raise (``__set_name__`` in a class body of a module
+        # being imported, as rich's are on the first output): a signal's exception arrives
+        # as the context of another. It is still that signal.
+        signum = _signal_behind(e)
+        if signum is None:
+            raise
+        _say("kmc: interrupted" if signum == signal.SIGINT else "kmc: stopped (SIGTERM)")
+        return 128 + signum
     finally:
         _restore(old, quiet=True)  # again: a signal interrupted the first restore
+
+
+def _signal_behind(error: BaseException) -> int | None:
+    """The signal whose exception ``error`` wraps (as its cause or context, at any depth),
+    or ``None``."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, KeyboardInterrupt):
+            return int(signal.SIGINT)
+        if isinstance(e, Terminated):
+            return e.signum
+        e = e.__cause__ or e.__context__
+    return None
 
 
 def _restore(old, quiet=False) -> None:

@@ -250,3 +250,34 @@ def test_an_interrupt_kmc_reported_never_ends_the_process_by_sigint(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-m", "noted"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 130, (proc.returncode, proc.stderr)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_wrapped_by_the_interpreter_is_still_the_signal(monkeypatch, capsys, signum):
+    """A signal that arrives while a module defines a class whose attribute has
+    ``__set_name__`` (rich's console, imported at the first output) reaches ``main`` as a
+    ``RuntimeError`` whose cause is the signal's exception: it used to end in a traceback
+    and exit 1, the code of a violation."""
+    from kmc.app import cli
+
+    def interrupted_import():
+        class Field:
+            def __set_name__(self, owner, name):
+                if signum == signal.SIGINT:
+                    signal.default_int_handler(signal.SIGINT, None)
+                cli._terminate(signum, None)
+
+        class Locals:  # what a module's class body does at import
+            buffer = Field()
+
+        return Locals
+
+    monkeypatch.setattr(cli, "consoles", interrupted_import)
+    with pytest.raises(RuntimeError) as wrapped:  # what Python itself makes of it
+        interrupted_import()
+    assert isinstance(wrapped.value.__cause__, (KeyboardInterrupt, cli.Terminated))
+    code = cli.main(["invariants"])
+    assert (code, capsys.readouterr().err) == (
+        128 + signum,
+        "kmc: interrupted\n" if signum == signal.SIGINT else "kmc: stopped (SIGTERM)\n",
+    )

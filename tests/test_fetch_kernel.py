@@ -15,6 +15,7 @@ Replicas are numbered A=0, B=1, C=2; records are (epoch, id).
 from __future__ import annotations
 
 import itertools
+import os
 import json
 import pickle
 import subprocess
@@ -298,7 +299,12 @@ ANY3 = Config(**V21, replicas=("A", "B", "C"), max_messages=1, max_crashes=1, ma
               unflushed_loss=True, fetch_bugs=BOTH, initial_leader="any")
 
 
-@pytest.mark.parametrize("config", [ANY2, pytest.param(ANY3, marks=pytest.mark.slow)], ids=["two", "three"])
+@pytest.mark.parametrize("config", [
+    ANY2,
+    # (three replicas' diverging fields move with their replica: the row permutation's test below)
+    pytest.param(ANY3, marks=[pytest.mark.slow, pytest.mark.skipif(
+        os.environ.get("KMC_SLOW") != "1", reason="24,834 states by brute force (~15 s): set KMC_SLOW=1")]),
+], ids=["two", "three"])
 def test_symmetry_counts_the_orbits_found_by_brute_force(config):
     model = KafkaModel(config)
     everything = reachable(model, 10**6)

@@ -105,7 +105,14 @@ def test_every_spec_on_spark(sc, name, partitions):
     assert_same(result, _batch(name))
 
 
-@pytest.mark.parametrize("name", SPECS)
+def _every_fourth(names):
+    """Every fourth spec (in name order, so every truncation rule and option family is
+    among them); all of them with KMC_SLOW=1."""
+    slow = pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason="the other specs: set KMC_SLOW=1")
+    return [pytest.param(n, marks=[] if i % 4 == 0 else [slow]) for i, n in enumerate(names)]
+
+
+@pytest.mark.parametrize("name", _every_fourth(SPECS))
 def test_every_spec_on_the_driver(name):
     # With a limit no level reaches, the whole search is BatchEngine's on the driver
     # and no Spark session is started (the partition count plays no part).
@@ -115,9 +122,20 @@ def test_every_spec_on_the_driver(name):
     assert engine.metrics["session_start_seconds"] is None and not engine.metrics["spark_levels"]
 
 
+def _on_spark_params():
+    """Each of ``ON_SPARK`` on one partition count, the counts alternating (both runs of each
+    with KMC_SLOW=1, as ``test_every_spec_on_spark`` runs every spec)."""
+    params = []
+    for i, name in enumerate(ON_SPARK):
+        for partitions in (1, 3):
+            marks = [] if partitions == (1, 3)[i % 2] else [pytest.mark.skipif(
+                os.environ.get("KMC_SLOW") != "1", reason="the other partition count: set KMC_SLOW=1")]
+            params.append(pytest.param(name, partitions, marks=marks, id=f"{name}-{partitions}"))
+    return params
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("partitions", [1, 3])
-@pytest.mark.parametrize("name", ON_SPARK)
+@pytest.mark.parametrize(("name", "partitions"), _on_spark_params())
 def test_specs_on_spark(sc, name, partitions):
     spec = _spec(name)
     engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=0)

@@ -1,4 +1,5 @@
-"""The ``kmc`` command line, run in subprocesses as a user runs it.
+"""The ``kmc`` command line, run in subprocesses as a user runs it (and, for the many
+one-line errors and help pages, through its ``main`` in this process).
 
 Only stable facts of the terminal rendering are asserted (exit codes, property and
 action names, the word "hold"); exact numbers come from ``--json``.
@@ -217,8 +218,26 @@ def assert_one_line_error(proc, path, word):
     assert proc.stdout == ""
 
 
+def kmc_here(capsys, *args):
+    """``kmc`` run in this process (its ``main``), answered as ``kmc`` answers: the exit
+    code and what it wrote. The messages are the same; the subprocess runs above and below
+    show the program's own exit and streams."""
+    from types import SimpleNamespace
+
+    code, out, err = _main(capsys, *args)
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+
 @pytest.mark.parametrize("name", sorted(BAD_SPECS))
-def test_bad_spec(tmp_path, name):
+def test_bad_spec(tmp_path, capsys, name):
+    text, word = BAD_SPECS[name]
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    assert_one_line_error(kmc_here(capsys, "check", path, "--no-progress"), path, word)
+
+
+@pytest.mark.parametrize("name", ["bad-toml", "elr-without-gate"])
+def test_bad_spec_in_the_program(tmp_path, name):
     text, word = BAD_SPECS[name]
     path = tmp_path / f"{name}.toml"
     path.write_text(text, encoding="utf-8")
@@ -230,22 +249,22 @@ def test_missing_spec_file(tmp_path):
     assert_one_line_error(kmc("check", path, "--no-progress"), path, "no such")
 
 
-def test_spec_is_a_directory(tmp_path):
+def test_spec_is_a_directory(tmp_path, capsys):
     path = tmp_path / "dir.toml"
     path.mkdir()
-    assert_one_line_error(kmc("check", path, "--no-progress"), path, "not a file")
+    assert_one_line_error(kmc_here(capsys, "check", path, "--no-progress"), path, "not a file")
 
 
-def test_non_utf8_spec(tmp_path):
+def test_non_utf8_spec(tmp_path, capsys):
     path = tmp_path / "latin1.toml"
     path.write_bytes('title = "caf\u00e9"\n'.encode("latin-1") + GOOD_MODEL.encode())
-    assert_one_line_error(kmc("check", path, "--no-progress"), path, "UTF-8")
+    assert_one_line_error(kmc_here(capsys, "check", path, "--no-progress"), path, "UTF-8")
 
 
-def test_bench_reports_bad_spec_the_same_way(tmp_path):
+def test_bench_reports_bad_spec_the_same_way(tmp_path, capsys):
     path = tmp_path / "bad.toml"
     path.write_text(GOOD_MODEL + "max_messages = 99\n", encoding="utf-8")
-    assert_one_line_error(kmc("bench", path), path, "model.max_messages")
+    assert_one_line_error(kmc_here(capsys, "bench", path), path, "model.max_messages")
 
 
 @pytest.mark.parametrize("command", ["check", "bench"])
@@ -286,8 +305,9 @@ def test_simulate_refuses_an_unwritable_json_before_walking_and_bounds_depth(tmp
     (["simulate", "--help"], ["Exit codes", "1 a violation"]),
     (["graph", "--help"], ["Exit codes", "unwritable"]),
 ])
-def test_subcommand_help_states_exit_codes(command, words):
-    proc = kmc(*command, columns=200)
+def test_subcommand_help_states_exit_codes(command, words, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    proc = kmc_here(capsys, *command)
     assert proc.returncode == 0
     for w in words:
         assert w in " ".join(proc.stdout.split())

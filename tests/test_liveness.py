@@ -6,6 +6,7 @@ no code with the components' computation)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import pickle
 from pathlib import Path
 
@@ -309,7 +310,8 @@ def test_two_phase_on_spark_as_locally(fair_tm, spark_sc):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("partitions", [2, 3])
+@pytest.mark.parametrize("partitions", [
+    pytest.param(2, marks=pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason='another partition count: set KMC_SLOW=1')), 3])
 def test_the_ring_on_spark(spark_sc, partitions):
     from kmc.checker.engines import make_engine
 

@@ -14,6 +14,7 @@ since a checkpoint is verified before Spark starts.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 from pathlib import Path
@@ -189,6 +190,11 @@ def test_sigint_prints_statistics_exits_130_and_the_checkpoint_resumes(tmp_path)
     assert [len(v["trace"]["steps"]) for v in doc["violations"]] == [10]
 
 
+# (The local engine's second SIGINT and SIGTERM: tests/test_signals.py; on Spark, with another JVM each:)
+ALSO_ON_SPARK = pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason="a Spark run in a subprocess, as the local engine's in test_signals.py: set KMC_SLOW=1")
+
+
+@ALSO_ON_SPARK
 def test_a_second_sigint_exits_at_once_and_leaves_a_valid_checkpoint(tmp_path):
     ck = tmp_path / "ck"
     proc = kmc_at_level("check", HW_UNCLEAN, *SPARK, "--checkpoint", ck, "--checkpoint-every", "0",
@@ -199,6 +205,7 @@ def test_a_second_sigint_exits_at_once_and_leaves_a_valid_checkpoint(tmp_path):
     assert checkpoint.read_header(ck)["depth"] == 3  # written whole before the signals
 
 
+@ALSO_ON_SPARK
 def test_sigterm_exits_143_with_a_checkpoint(tmp_path):
     ck = tmp_path / "ck"
     proc = kmc_at_level("check", HW_DATA_LOSS, *SPARK, "--checkpoint", ck, "--checkpoint-every", "0",

@@ -13,9 +13,10 @@ functions the caller passes in.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:  # (imported where a graph is built or written: it is a sixth of kmc's start-up)
+    import networkx as nx
 
 from .errors import UsageError
 from .fingerprint import fingerprint
@@ -86,6 +87,8 @@ def state_graph(
     from .options import Options
 
     LocalEngine(model, props, Options(keep_going=True), visit=visit).run()
+    import networkx as nx
+
     g = nx.MultiDiGraph(name=GENERATOR, distinct_states=len(nodes), transitions=len(edges))
     expanded = {e[0] for e in edges}
     for fp, (state, d, initial) in nodes.items():
@@ -144,6 +147,8 @@ def write_graph(g, path, *, exclusive: bool = False) -> None:
         data = dot_text(g).encode("utf-8", "backslashreplace")
     else:
         buffer = io.BytesIO()
+        import networkx as nx
+
         (nx.write_graphml if suffix == ".graphml" else nx.write_gexf)(g, buffer)
         data = buffer.getvalue()
     write_file(path, data, exclusive=exclusive)
@@ -164,4 +169,6 @@ def dot_text(g) -> str:
             data["color"] = "red"
     h.graph["node"] = {"shape": "box", "fontname": "monospace", "fontsize": "10"}
     h.graph["edge"] = {"fontname": "monospace", "fontsize": "9"}
+    import networkx as nx
+
     return nx.nx_pydot.to_pydot(h).to_string()

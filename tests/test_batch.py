@@ -204,9 +204,12 @@ def _orbits(model, states):
            truncation="leader-epoch"),
     Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=1, truncation="leader-epoch-2.1",
            initial_leader="any"),
-    Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=1, max_leader_epoch=1,
-           truncation="leader-epoch-2.1", min_insync_replicas=2, unflushed_loss=True,
-           hw_requires_min_isr=True, eligible_leader_replicas=True, initial_leader="any"),
+    # (ELR's symmetry by brute force in every suite: tests/test_alter_partition.py)
+    pytest.param(Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=1, max_leader_epoch=1,
+                        truncation="leader-epoch-2.1", min_insync_replicas=2, unflushed_loss=True,
+                        hw_requires_min_isr=True, eligible_leader_replicas=True, initial_leader="any"),
+                 marks=pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1",
+                                          reason="about 50,000 states by brute force (~10 s): set KMC_SLOW=1")),
 ])
 def test_symmetry_counts_the_orbits_found_by_brute_force(config):
     model = KafkaModel(config)

@@ -21,6 +21,7 @@ import attrs
 
 from .fingerprint import fingerprint
 from .kernel import split_properties
+from .keys import tally
 from .level import state_failures, step_failures
 from .protocol import action_name, successors
 from .result import Path, Step, Violation
@@ -121,7 +122,7 @@ def simulate(
             choices.append(choice)
             steps.append(Step(action, nxt))
             name = action_name(action)
-            fired[name] = fired.get(name, 0) + 1
+            tally(fired, name)
             seen.add(fingerprint(model, nxt))
             # A step property is judged on the transition, before the state it reaches,
             # the order in which the breadth-first engines find them.

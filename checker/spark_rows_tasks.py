@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .coverage import task_part
+from .keys import key, key_choice, key_parent, least_per_fingerprint
 from .protocol import kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
 from .spark_rows_store import (
@@ -29,20 +30,6 @@ from .spark_rows_store import (
 )
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded (one kernel call) and deduplicated together in a task
-
-
-def _least_per_fingerprint(keys, fps) -> np.ndarray:
-    """Indices of one successor per distinct fingerprint, the one with the least key (keys
-    are distinct), in fingerprint order."""
-    order = np.argsort(fps)  # ties are settled by the keys below: no stable sort needed
-    sfps = fps[order]
-    starts = np.flatnonzero(np.concatenate(([True], sfps[1:] != sfps[:-1])))
-    if len(starts) == len(order):
-        return order
-    skeys = keys[order]
-    least = np.minimum.reduceat(skeys, starts)
-    sizes = np.diff(np.append(starts, len(order)))
-    return order[skeys == np.repeat(least, sizes)]
 
 
 def _fingerprints(kernel, rows, symmetry) -> np.ndarray:
@@ -136,12 +123,12 @@ def expand_partition(
                 )
             if not len(succ):
                 continue
-            keys = (base + s + parents.astype(np.int64)) * 256 + choices
+            keys = key(base + s + parents.astype(np.int64), choices)
             # an earlier slice's violation has a smaller key
             for name, (i, why) in step.step_violations(chunk, exp, keys, found | step_bad.keys()).items():
                 step_bad[name] = (int(keys[i]), why, int(fps[s + parents[i]]), int(choices[i]))
             sfps, pfps = _fingerprints(kernel, succ, symmetry), fps[s + parents]
-            pick = _least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
+            pick = least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
             keys, sfps, pfps, codes, succ = keys[pick], sfps[pick], pfps[pick], codes[pick], succ[pick]
             cuts = np.searchsorted(owners(sfps, n), np.arange(n + 1))
             for o in range(n):
@@ -219,7 +206,7 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
     if parts:
         keys, fps, pfps, codes, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
         del parts
-        sel = _least_per_fingerprint(keys, fps)  # sorted by fingerprint
+        sel = least_per_fingerprint(keys, fps)  # sorted by fingerprint
         old = [np.load(run_path(root, index, d), mmap_mode="r") for d, _ in mine]
         sel = sel[~runs_contain(old, fps[sel])]
         del old
@@ -228,7 +215,7 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
             # key order (the next frontier); the rows are gathered once, in key order.
             by_key = sel[np.argsort(keys[sel])]
             new_fps = fps[sel]
-            save_arrays(meta_path(root, index, depth), new_fps, pfps[sel], (keys[sel] & 255).astype(np.int16))
+            save_arrays(meta_path(root, index, depth), new_fps, pfps[sel], key_choice(keys[sel]).astype(np.int16))
             new_codes += np.bincount(codes[sel], minlength=len(names))
             keys, fps, rows = keys[by_key], fps[by_key], rows[by_key]
             del pfps, codes, sel, by_key
@@ -242,7 +229,7 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
             del run, new_fps
             for name, (j, why) in step.state_violations(rows, keys, found).items():  # checker.level
                 state_bad[name] = (int(keys[j]), why, int(fps[j]))
-            target = (keys >> 8) * n // level  # grows with the key
+            target = key_parent(keys) * n // level  # grows with the key
             per_target += np.bincount(target, minlength=n)
             cuts = np.searchsorted(target, np.arange(n + 1))
             for t in range(n):

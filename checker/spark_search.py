@@ -27,11 +27,12 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .batch import ROWS_FORMAT, RowsSearch, add_counts
+from .batch import ROWS_FORMAT, RowsSearch
 from .driver import ResourceStop, Search
 from .errors import EngineError
 from .kernel import keep_least
 from .kernel_check import KernelCheck, KernelMismatchError
+from .keys import add_counts
 from .level import LevelStep, record_first
 from .memory import format_size
 from .model_errors import task_failure
@@ -43,7 +44,7 @@ from .spark_rows_tasks import expand_partition, own_partition, read_graph_record
 from .spark_save import check_format, load_saved, relocate, save_level, verify_saved
 from .spark_session import one_line
 from .spark_start import EARLY, Session
-from .trace import replay_choices
+from .trace import ROOT, parent_chain, path_by_choices
 from .visitor import GraphVisitor
 
 
@@ -492,20 +493,23 @@ class SparkLevels(Search):
         model = self.step.model
         if not isinstance(where, tuple) and where >= len(self.driver_seen):
             where = self._located(where)  # a state stored on Spark, by its number (the graph visitor's)
+        driver = self.driver_seen.parent_and_choice
         if not isinstance(where, tuple):
-            init, choices = self.driver_seen.path_to(where)
-            return replay_choices(model, init, choices)
-        depth, fp = where
+            return path_by_choices(model, where, driver)
         store = self.open()
-        tail = []
-        while depth > self.handoff_depth:
-            parent, choice = store.parent(owner_of(fp, self.n), depth, fp)
-            tail.append(choice)
-            fp, depth = parent, depth - 1
-        if fp not in self.handoff:
-            raise EngineError("trace rebuild: reached a handed-over state the driver does not know")
-        init, choices = self.driver_seen.path_to(self.handoff[fp])
-        return replay_choices(model, init, choices + tail[::-1])
+
+        def link(at: tuple[int, int]) -> tuple[Any, Any]:
+            """A stored state's parent on Spark; at the hand-over, the driver's number."""
+            depth, fp = at
+            if depth > self.handoff_depth:
+                parent, choice = store.parent(owner_of(fp, self.n), depth, fp)
+                return (depth - 1, parent), choice
+            if fp not in self.handoff:
+                raise EngineError("trace rebuild: reached a handed-over state the driver does not know")
+            return ROOT, self.handoff[fp]
+
+        handed, *tail = parent_chain(where, link)
+        return path_by_choices(model, handed, driver, tail)
 
     def _located(self, number: int) -> tuple[int, int]:
         """``(depth, fingerprint)`` of the state numbered ``number``, stored on Spark."""

@@ -20,9 +20,8 @@ import numpy as np
 from .errors import UsageError
 from .fingerprint import fingerprint_bytes
 from .kernel import canonical_encoder
+from .keys import CHOICES
 from .protocol import HasBatchKernel, NamesActions, action_name, capable, successors
-
-MAX_CHOICES = 256  # the rows search keeps a choice in a byte
 
 
 class StatesKernel:
@@ -63,9 +62,9 @@ class StatesKernel:
         model, code_of = self.model, self._codes
         for i, state in enumerate(rows):
             for choice, (action, nxt) in enumerate(successors(model, state)):
-                if choice >= MAX_CHOICES:
+                if choice >= CHOICES:
                     raise UsageError(
-                        f"a state has more than {MAX_CHOICES} enabled actions: the rows search "
+                        f"a state has more than {CHOICES} enabled actions: the rows search "
                         "cannot keep its choices; run with --engine local --per-state"
                     )
                 name = action_name(action)

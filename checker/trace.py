@@ -14,6 +14,36 @@ from .fingerprint import fingerprint_bytes
 from .protocol import successors
 from .result import Path, Step
 
+ROOT = -1  # the parent of an initial state
+
+
+def parent_chain(number: Any, link: Callable[[Any], tuple[Any, Any]]) -> list:
+    """The labels of the states from an initial state to state ``number``, following
+    parent pointers: ``link(n)`` -> ``(n's parent, n's label)``, the parent ``ROOT`` for
+    an initial state."""
+    labels = []
+    while True:
+        parent, label = link(number)
+        labels.append(label)
+        if parent == ROOT:
+            labels.reverse()
+            return labels
+        number = parent
+
+
+def path_by_choices(model, number: Any, link: Callable[[Any], tuple[Any, Any]], tail: Sequence[int] = ()) -> Path:
+    """The path to state ``number`` (then the choices ``tail``) from parent pointers
+    labelled by choice (``parent_chain``; an initial state's label is its index in
+    ``init_states()``), replayed."""
+    init, *choices = parent_chain(number, link)
+    return replay_choices(model, init, [*choices, *tail])
+
+
+def path_by_fingerprints(model, number: Any, link: Callable[[Any], tuple[Any, Any]], encode) -> Path:
+    """The path to state ``number`` from parent pointers labelled by fingerprint
+    (``parent_chain``), replayed (``replay_fingerprints``)."""
+    return replay_fingerprints(model, parent_chain(number, link), encode)
+
 
 def replay_choices(model, init_index: int, choices: Sequence[int]) -> Path:
     """The path that starts at ``init_states()[init_index]`` and takes, at each step, the

@@ -19,7 +19,7 @@ The kernel's contract is ``checker.protocol.BatchKernel``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from .kernel import require_symmetric, split_properties
 from .kernel_check import KernelCheck, kernel_check
 from .level import LevelStep, decided, record_first
 from .options import Options
-from .protocol import BatchKernel, HasBatchKernel, Model, Property, batch_path, kernel_fingerprints
+from .protocol import BatchKernel, Model, Property, batch_path, kernel_fingerprints, with_defaults
 from .result import Path, Stats
 from .search import Found
 from .seen import CompactSeenSet
@@ -217,13 +217,18 @@ class BatchEngine(LevelDriver):
         kernel: BatchKernel | None = None,
     ):
         options = options or Options()
+        model = with_defaults(model)
         props = list(model.properties() if properties is None else properties)
         invariants, step_props = split_properties(props)
         if kernel is None:
-            _usable, why = batch_path(model)
+            kernel, why = batch_path(model)
             if why is not None:  # never a silently wrong run: the kernel does not model this
                 raise EngineError(f"the batch engine cannot run this model: {why} (run it with --per-state)")
-        self.kernel = cast(HasBatchKernel, model).batch_kernel() if kernel is None else kernel
+            if kernel is None:
+                raise EngineError(
+                    "the batch engine cannot run this model: it has no batch kernel (run it with --per-state)"
+                )
+        self.kernel = kernel
         check = kernel_check(model, self.kernel, props, options)
         if options.symmetry:
             require_symmetric(props)  # before the search asks the model for its symmetries

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .errors import UsageError
 from .options import Options
-from .protocol import Model, batch_path
+from .protocol import Model, batch_path, with_defaults
 
 if TYPE_CHECKING:
     from .driver import LevelDriver
@@ -54,14 +54,15 @@ def make_engine(
             (``checker.spark_rows.SparkRowsEngine``).
     """
     options = options or Options()
-    batch, why = batch_path(model)
-    batch = batch and not per_state
+    model = with_defaults(model)
+    kernel, why = (None, None) if per_state else batch_path(model)
+    batch = kernel is not None and not per_state
     made: LevelDriver
     if engine == "local":
         if batch:
             from .batch import BatchEngine
 
-            made = BatchEngine(model, properties, options, progress, on_level=on_level)
+            made = BatchEngine(model, properties, options, progress, on_level=on_level, kernel=kernel)
         else:
             from .local import LocalEngine
 
@@ -87,6 +88,6 @@ def make_engine(
         )
     else:
         raise UsageError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
-    if why is not None and not per_state:
+    if why is not None:
         made.per_state_because = why
     return made

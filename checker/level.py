@@ -31,7 +31,7 @@ earlier (``skip``), and the driver keeps the first of the level (``checker.drive
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import attrs
 import numpy as np
@@ -39,8 +39,7 @@ import numpy as np
 from .errors import PropertyError
 from .kernel_check import KernelCheck, KernelMismatchError
 from .masks import state_mask, step_mask
-from .protocol import ALWAYS_EVENTUALLY, Expander, FairCodes, Property, capable, fair_instance, successors
-from .states_kernel import StatesKernel
+from .protocol import ALWAYS_EVENTUALLY, Expander, Property, fair_instance, successors
 
 
 @attrs.frozen
@@ -75,7 +74,7 @@ class LevelStep:
     arrays: bool = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "arrays", not isinstance(self.kernel, StatesKernel))
+        object.__setattr__(self, "arrays", self.kernel.arrays)
 
     def expand(self, chunk, depth: int, rank: int, level: int) -> Expansion:
         """Expand ``chunk``, the frontier ranks ``rank ...`` of a level of ``level``
@@ -189,12 +188,12 @@ class LevelStep:
 
     def fair_codes(self, chunk, exp: Expansion, code_of: Callable[[Any], int]) -> np.ndarray:
         """The fair instance code of every successor of ``exp`` (``-1``: not fair): the
-        kernel's array form (``FairCodes``) when it has one, compared with the model on
+        kernel's array form (``fair_codes``) when it has one, compared with the model on
         the parents the kernel's check picks; else the model asked successor by successor
         (``code_of(instance)`` numbers an instance)."""
-        if self.arrays and capable(self.kernel, FairCodes):
-            kernel = cast(FairCodes, self.kernel)
-            fair = np.asarray(kernel.fair_codes(chunk, exp.parents, exp.choices, exp.codes, exp.succ), dtype=np.int64)
+        fair = self.kernel.fair_codes(chunk, exp.parents, exp.choices, exp.codes, exp.succ) if self.arrays else None
+        if fair is not None:
+            fair = np.asarray(fair, dtype=np.int64)
             if self.check is not None and self._picked is not None:
                 self._compare_fair(chunk, exp, fair, self._picked, code_of)
             return fair

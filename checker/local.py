@@ -21,7 +21,7 @@ from .kernel import canonical_encoder, expand, require_symmetric, split_properti
 from .keys import tally
 from .level import LevelStep, decided, record_first
 from .options import Options
-from .protocol import Model, Property, action_name, fair_instance
+from .protocol import Model, Property, action_name, fair_instance, with_defaults
 from .result import CheckResult, Path, Stats
 from .search import Found
 from .seen import SeenSet
@@ -227,6 +227,7 @@ class LocalEngine(LevelDriver):
         visit: Visitor | None = None,
     ):
         options = options or Options()
+        model = with_defaults(model)
         props = list(model.properties() if properties is None else properties)
         invariants, step_props = split_properties(props)
         if options.symmetry:

@@ -23,7 +23,7 @@ from .fingerprint import fingerprint
 from .kernel import split_properties
 from .keys import tally
 from .level import state_failures, step_failures
-from .protocol import action_name, successors
+from .protocol import action_name, successors, with_defaults
 from .result import Path, Step, Violation
 
 
@@ -94,6 +94,7 @@ def simulate(
     """
     if runs < 1 or depth < 0:
         raise ValueError("simulate needs runs >= 1 and depth >= 0")
+    model = with_defaults(model)
     props = list(model.properties() if properties is None else properties)
     invariants, step_props = split_properties(props)
     rng = random.Random(seed)

@@ -89,6 +89,32 @@ class DriverLevels(RowsSearch):
         self.setup, self.session = setup, session
         self.waited = False  # a level past the limit ran here while the session started
 
+    # -- the engine's phases (checker.spark_rows): the same calls on both search objects ----
+
+    def following(self, depth: int, metrics: dict, stopping: Callable[[], bool]) -> DriverLevels | SparkLevels:
+        """At a level boundary: the search of the next level, Spark's once a level has
+        outgrown the driver."""
+        return SparkLevels.hand_over(self, depth, metrics, stopping) if self.outgrown() else self
+
+    def resumed(self, snapshot: dict, metrics: dict, stopping: Callable[[], bool]) -> DriverLevels | SparkLevels:
+        """The search that takes a checkpoint's ``snapshot`` back: Spark's for a saved
+        Spark level."""
+        return SparkLevels.saved_level(self, metrics, stopping, snapshot) if snapshot["phase"] == "spark" else self
+
+    def prepare(self) -> None:
+        """Before the run: nothing to load."""
+
+    def finish(self, stopped: str | None, metrics: dict, depth: int, data_root: Any) -> str | None:
+        """After the run: why Spark was never used, in one line (``None`` after a stop on
+        a full disk at the hand-over, said by the stop's own line)."""
+        if stopped == "disk-full":
+            return None
+        metrics["driver_levels"] = depth
+        return self.not_started()
+
+    def close(self) -> None:
+        """No store to remove."""
+
     def outgrown(self) -> bool:
         """At a level boundary: whether the level is to run on Spark (it has more than
         ``driver_level_limit`` states, and the session is not still starting); starts the
@@ -282,6 +308,27 @@ class SparkLevels(Search):
         )
         levels.visitor = rows.visitor  # the driver gives it its logs back (checker.driver)
         return levels
+
+    # -- the engine's phases (``DriverLevels``' same calls) ------------------------------
+
+    def following(self, depth: int, metrics: dict, stopping: Callable[[], bool]) -> SparkLevels:
+        """Every later level runs on Spark."""
+        return self
+
+    def resumed(self, snapshot: dict, metrics: dict, stopping: Callable[[], bool]) -> SparkLevels:
+        return self
+
+    def prepare(self) -> None:
+        """Before the run: load the saved level (a decided run is reported again without
+        starting Spark)."""
+        self.open()
+
+    def finish(self, stopped: str | None, metrics: dict, depth: int, data_root: Any) -> str | None:
+        """After the run: save the last level when the run keeps checkpoints (what
+        ``snapshot()`` returns once ``run()`` has returned)."""
+        if data_root is not None:
+            self.save()
+        return None
 
     # -- the search protocol ------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The Kafka replication model: one partition, its replicas, the controller and a producer.
 
 The transition system of docs/model.md, action for action. ``KafkaModel`` follows
-``checker.protocol.Model``; the engines know nothing else about it.
+``checker.protocol.Model`` (its optional members' defaults from ``ModelBase``); the engines
+know nothing else about it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import attrs
+from kmc.checker.protocol import ModelBase
 from kmc.invariants import default_properties
 
 from .actions import (
@@ -40,7 +42,7 @@ __all__ = ["ACTION_NAMES", "Action", "KafkaModel"]  # the action names live in m
 
 
 @attrs.frozen
-class KafkaModel:
+class KafkaModel(ModelBase):
     """The model for one ``Config``.
 
     Args:

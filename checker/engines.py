@@ -35,7 +35,6 @@ def make_engine(
     verbose=False,
     driver_level_limit=None,
     store_dir=None,
-    _fail_first_attempt=False,
 ) -> LevelDriver:
     """The engine ``engine`` (``"local"`` or ``"spark"``) for ``model``.
 
@@ -84,7 +83,6 @@ def make_engine(
             data_root=data_root,
             store_dir=store_dir,
             driver_level_limit=DRIVER_LEVEL_LIMIT if driver_level_limit is None else driver_level_limit,
-            _fail_first_attempt=_fail_first_attempt,
         )
     else:
         raise UsageError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")

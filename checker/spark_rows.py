@@ -145,7 +145,6 @@ class SparkRowsEngine(LevelDriver):
         on_level: Any = None,
         on_status: Callable[[str], None] | None = None,
         data_root: str | None = None,
-        _fail_first_attempt: bool | str = False,
     ) -> None:
         model = with_defaults(model)
         props = list(model.properties() if properties is None else properties)
@@ -170,9 +169,6 @@ class SparkRowsEngine(LevelDriver):
         self.store_dir = store_dir
         self.data_root = data_root  # the checkpoint directory snapshot() saves levels under
         self.on_status = on_status  # called with a short message while Spark starts
-        # Test hook: every expansion task of rank partition 0 fails on its first attempt
-        # (see checker.spark_rows_tasks._test_fault).
-        self.fail_first_attempt = _fail_first_attempt
         self.metrics: dict = {
             "session_start_seconds": None,
             "spark_levels": [],
@@ -202,7 +198,6 @@ class SparkRowsEngine(LevelDriver):
             data_root=data_root,
             snapshot_format=self.snapshot_format,
             coverage=bool(options.coverage),
-            fail_first_attempt=_fail_first_attempt,
         )
         invariants, step_props = split_properties(props)
         check = kernel_check(model, kernel, props, options)

@@ -69,7 +69,7 @@ def expand_partition(
     depth,
     sources,
     pack,
-    fail_first_attempt,
+    fault,
     coverage,
     graph,
     index,
@@ -87,12 +87,12 @@ def expand_partition(
     (``checker.visitor.GraphTask``), each slice's records for the graph visitor are written
     too (``graph_records``).
     """
-    if fail_first_attempt and index == 0:
+    if fault is not None and index == 0:
         from pyspark import TaskContext
 
         context = TaskContext.get()
         if context is not None and context.attemptNumber() == 0:
-            _test_fault(fail_first_attempt)
+            _plant(fault)
     clock = time.perf_counter()
     kernel = step.kernel
     names = kernel.action_names
@@ -249,23 +249,41 @@ def shuffle_owner(key: int) -> int:
     return key
 
 
-def _test_fault(kind) -> None:
-    """Test hooks, on the first attempt of partition 0's expansion tasks: ``True`` raises;
-    ``"kill"`` ends this Python worker as a crash would (the OOM killer, a stray signal),
-    ``"kill:PATH"`` does so once (``PATH`` is created to remember it);
-    ``"sigint:GROUP:PATH"`` sends SIGINT to the driver's process group ``GROUP`` once, as
-    Ctrl-C in a terminal does, and to this worker (``PATH`` is created to remember it was
-    sent; PySpark's daemon gives its workers a process group of their own, but a worker
-    started without it is in the terminal's group)."""
+FAULT_VARIABLE = "KMC_TEST_SPARK_FAULT"
+
+
+def planted_fault() -> str | None:
+    """A fault to plant in the first attempt of rank partition 0's expansion tasks, for
+    the tests of Spark's retries and of interrupts (``_plant``): the environment
+    variable ``KMC_TEST_SPARK_FAULT``, read here only, on the driver, as a level's job is
+    built (``None``: no fault, the production case). A ``sigint:PATH`` fault is given the
+    driver's process group, which a terminal's Ctrl-C reaches."""
+    fault = os.environ.get(FAULT_VARIABLE)
+    if not fault:
+        return None
+    if fault.startswith("sigint:"):
+        return f"sigint:{os.getpgid(0)}:{fault[len('sigint:') :]}"
+    return fault
+
+
+def _plant(kind: str) -> None:
+    """The planted faults (``planted_fault``): ``"kill"`` ends this Python worker as a
+    crash would (the OOM killer, a stray signal), ``"kill:PATH"`` does so once (``PATH``
+    is created to remember it); ``"sigint:GROUP:PATH"`` sends SIGINT to the driver's
+    process group ``GROUP`` once, as Ctrl-C in a terminal does, and to this worker
+    (``PATH`` is created to remember it was sent; PySpark's daemon gives its workers a
+    process group of their own, but a worker started without it is in the terminal's
+    group); ``"raise:PATH"`` raises, after creating ``PATH`` (if not there yet) to say it
+    did; anything else raises."""
     if kind == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
-    if isinstance(kind, str) and kind.startswith("kill:"):
+    if kind.startswith("kill:"):
         try:
             os.close(os.open(kind[len("kill:") :], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return
         os.kill(os.getpid(), signal.SIGKILL)
-    if isinstance(kind, str) and kind.startswith("sigint:"):
+    if kind.startswith("sigint:"):
         group, _, marker = kind[len("sigint:") :].partition(":")
         try:
             os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
@@ -274,7 +292,9 @@ def _test_fault(kind) -> None:
         os.killpg(int(group), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGINT)  # and this worker, as without PySpark's daemon
         return
-    raise RuntimeError("kmc test hook: the first attempt of this task fails")
+    if kind.startswith("raise:"):
+        os.close(os.open(kind[len("raise:") :], os.O_CREAT | os.O_WRONLY))
+    raise RuntimeError("kmc test fault: the first attempt of this task fails")
 
 
 def warm_up_pair(index, _records) -> Iterator[tuple[int, None]]:

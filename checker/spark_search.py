@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from . import spark_rows_tasks
 from .batch import ROWS_FORMAT, RowsSearch
 from .driver import ResourceStop, Search
 from .errors import EngineError
@@ -52,8 +53,7 @@ from .visitor import GraphVisitor
 class SparkSetup:
     """What the Spark levels take of the engine's arguments (``checker.spark_rows``).
 
-    ``fail_first_attempt`` is a test hook (``checker.spark_rows_tasks._test_fault``);
-    ``snapshot_format`` the engine's checkpoint format (the batch or the per-state path).
+    ``snapshot_format`` is the engine's checkpoint format (the batch or the per-state path).
     """
 
     master: str | None
@@ -63,7 +63,6 @@ class SparkSetup:
     data_root: str | None
     snapshot_format: str
     coverage: bool = False
-    fail_first_attempt: bool | str = False
 
 
 class DriverLevels(RowsSearch):
@@ -413,9 +412,10 @@ class SparkLevels(Search):
     def _spark_level(self, level: int, stats: Stats, level_found: dict, found: dict) -> bool | None:
         """One level as one Spark job; returns False when a stop request cancelled it."""
         setup, metrics = self.setup, self.metrics
-        # A level as small as those the driver expands runs its tasks here (the test hook
-        # of a failing first attempt needs Spark's retries).
-        here = level <= setup.driver_level_limit and not setup.fail_first_attempt
+        # A level as small as those the driver expands runs its tasks here (a planted
+        # fault in a first attempt needs Spark's retries).
+        fault = spark_rows_tasks.planted_fault()
+        here = level <= setup.driver_level_limit and fault is None
         sc = None if here else self.session.context(self.n)[0]
         n, store = self.n, self.open()
         t0 = time.perf_counter()
@@ -436,7 +436,7 @@ class SparkLevels(Search):
             depth,
             self.sources,
             pack,
-            setup.fail_first_attempt,
+            fault,
             setup.coverage,
             self.visitor.task if self.visitor.active else None,
         )

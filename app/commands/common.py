@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING
 
 from kmc.checker import memory
@@ -195,9 +194,6 @@ def make_engine(spec, model, properties, options, progress, args, **hooks) -> Le
             verbose=getattr(args, "verbose", False),
             driver_level_limit=getattr(args, "driver_level_limit", None),
             store_dir=getattr(args, "spark_store", None),
-            # Test hook (tests/test_spark_faults.py): a fault in the first attempt of some
-            # tasks; see checker.spark_rows_tasks._test_fault.
-            _fail_first_attempt=_test_fault(),
         )
     return build(
         model,
@@ -209,16 +205,6 @@ def make_engine(spec, model, properties, options, progress, args, **hooks) -> Le
         **hooks,
         **spark,
     )
-
-
-def _test_fault() -> str | bool:
-    """The test hook ``KMC_TEST_SPARK_FAULT`` (``kill``, ``kill:PATH``, ``sigint:PATH``), for the Spark
-    engine's ``_fail_first_attempt``; a SIGINT goes to this process's group, as a
-    terminal's Ctrl-C does."""
-    fault = os.environ.get("KMC_TEST_SPARK_FAULT")
-    if fault and fault.startswith("sigint:"):
-        return f"sigint:{os.getpgid(0)}:{fault[len('sigint:') :]}"
-    return fault or False
 
 
 def options_from(spec, args) -> Options:

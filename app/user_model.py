@@ -54,8 +54,7 @@ class ModelSpec:
     max_memory: int | None = None
     keep_going: bool = False
     symmetry: bool = False
-    spark_master: str | None = None
-    spark_partitions: int | None = None
+    tables: dict = attrs.field(factory=dict)  # a spec file's application tables: none
 
     @property
     def path(self) -> str:

@@ -6,8 +6,10 @@ import ast
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from kmc.checker.engines import make_engine
+from kmc.checker.errors import SpecError
 from kmc.checker.protocol import BatchKernel, KernelBase, KernelDefaults, ModelBase, batch_path, with_defaults
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -219,6 +221,28 @@ def test_the_model_imports_nothing_of_spark_or_the_runtime():
         if (_within(m, "kmc.checker") and not any(_within(m, a) for a in allowed)) or _within(m, "pyspark")
     ]
     assert bad == []
+
+
+def test_the_model_knows_nothing_of_spark():
+    # Spark's settings (the spec's [spark] table, its master URL) are the application's:
+    # no module of the model imports a Spark module or a Spark name, and a spec holds none.
+    import attrs
+
+    from kmc.model.spec import Spec, parse_spec
+
+    _, graph = _graph()
+    bad = [
+        f"{name} imports {m}"
+        for name, imports in graph.items()
+        if _within(name, "kmc.model") or _within(name, "kmc.invariants")
+        for m, _ in imports
+        if any(word in m.lower() for word in ("spark", "master"))
+    ]
+    assert bad == []
+    assert [f.name for f in attrs.fields(Spec) if "spark" in f.name] == []
+    spec = b'[model]\nreplicas = 2\ntruncation = "high-watermark"\n[spark]\npartitions = 2\n'
+    with pytest.raises(SpecError, match=r"unknown key \(allowed: title, description, model, check, expect\)"):
+        parse_spec(spec)  # without the application, a [spark] table is an unknown key
 
 
 def test_the_reports_do_not_import_the_application():

@@ -32,7 +32,7 @@ from kmc.invariants.liveness import (
     record_obligations,
 )
 from kmc.model import Action, Config, KafkaModel
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from pins import FETCH_PINS
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"

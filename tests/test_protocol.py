@@ -11,7 +11,7 @@ from kmc.checker.graph import state_graph
 from kmc.checker.local import LocalEngine, Options
 from kmc.checker.protocol import action_name, describe_step, format_action, with_defaults
 from kmc.checker.simulate import simulate
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from toy import BareCounters, IncX, NeverDown, SumBelow, TwoCounters
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"

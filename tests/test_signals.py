@@ -11,7 +11,7 @@ import pytest
 
 from kmc.checker import LocalEngine, Options, checkpoint
 from kmc.checker.signals import StopOnSignals
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from test_checkpoint import kmc_at_level, kmc_run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,7 +27,7 @@ from kmc.checker.local import Options
 from kmc.checker.protocol import STEP, Property
 from kmc.checker.spark_session import spark_context
 from kmc.checker.spark_rows import SparkRowsEngine
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
 MASTER = "local[2,3]"

@@ -151,7 +151,7 @@ def add_engine_arguments(parser) -> None:
 
 
 def load(path) -> Spec:
-    from kmc.model.spec import load_spec
+    from ..specs import load_spec
 
     return load_spec(path)
 
@@ -185,12 +185,15 @@ def make_engine(spec, model, properties, options, progress, args, **hooks) -> Le
     ``checker.engines.make_engine``); ``hooks`` go to its constructor."""
     from kmc.checker.engines import make_engine as build
 
+    from ..specs import spark_table
+
     engine = getattr(args, "engine", None) or spec.engine
     spark = {}
     if engine == "spark":
+        table = spark_table(spec)
         spark = dict(
-            master=getattr(args, "master", None) or spec.spark_master,
-            partitions=getattr(args, "partitions", None) or spec.spark_partitions,
+            master=getattr(args, "master", None) or table.master,
+            partitions=getattr(args, "partitions", None) or table.partitions,
             verbose=getattr(args, "verbose", False),
             driver_level_limit=getattr(args, "driver_level_limit", None),
             store_dir=getattr(args, "spark_store", None),

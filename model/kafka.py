@@ -34,7 +34,7 @@ from .kafka_actions import KafkaEffects
 from .state import EXPAND, SHRINK, Quorum, Replica, State, encode, leader_of, leso
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
-    from kmc.checker.protocol import CoverageNames, Property
+    from kmc.checker.protocol import BatchKernel, CoverageNames, Model, Property
 
     from .batch import KafkaBatchKernel
 
@@ -249,3 +249,10 @@ class KafkaModel(ModelBase):
     def format_record(self, record) -> str:
         epoch, rid = record
         return f"record {rid} (epoch {epoch})"
+
+
+if TYPE_CHECKING:  # for mypy: the model and its kernel follow the protocols they claim
+
+    def _follows_the_protocols(model: KafkaModel) -> tuple[Model, BatchKernel]:
+        kernel = model.batch_kernel()
+        return model, kernel

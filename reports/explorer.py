@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+from typing import Any
 
 import attrs
 from kmc.checker.protocol import (
@@ -429,7 +430,7 @@ class KafkaView:
     highlighted) and the swimlane diagram of the walk so far."""
 
     def __init__(self, model) -> None:
-        self.model = with_defaults(model)
+        self.model: Any = with_defaults(model)  # a KafkaModel: its config names the replicas
 
     def state_html(self, state, previous=None) -> str:
         from .state_view import StateView

@@ -13,6 +13,11 @@ any violation was found, 130 interrupted by SIGINT, 143 stopped by SIGTERM.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # python -m kmc.app.cli: the program starts here, before its imports
+    from kmc.app.program import protect_start_up
+
+    protect_start_up()
+
 import argparse
 import signal
 import sys
@@ -181,7 +186,7 @@ def main(argv=None) -> int:
     SIGINT and SIGTERM are handled from the first line on, before rich, pyspark or an
     engine is imported: an interrupt at any moment of start-up ends in one line and exit
     130 or 143, never a traceback. (Before this function runs, the program's imports are
-    covered by ``checker.signals.install_startup_handlers``; after it has returned,
+    covered by ``kmc.app.program.protect_start_up``; after it has returned,
     ``run`` ignores both signals so that the verdict's exit code stands. A run replaces
     these handlers with its own, which stop it at a safe point: see
     ``checker.signals.StopOnSignals``.) The handlers are set and put back inside the

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import attrs
 from kmc.checker.errors import KmcError, ModelError, UsageError
 from kmc.checker.model_errors import blame, value_text, where_defined
-from kmc.checker.protocol import Property
+from kmc.checker.protocol import Property, with_defaults
 from kmc.reports.json_result import compare_expected
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
@@ -54,8 +54,7 @@ class ModelSpec:
     max_memory: int | None = None
     keep_going: bool = False
     symmetry: bool = False
-    spark_master: str | None = None
-    spark_partitions: int | None = None
+    tables: dict = attrs.field(factory=dict)  # a spec file's application tables: none
 
     @property
     def path(self) -> str:
@@ -90,7 +89,7 @@ class ModelSpec:
                 f"--model {self.ref}: {where_defined(self.factory)} returned {what}{lacks}; a model's factory "
                 f"returns an object with {', '.join(MODEL_FUNCTIONS)} (docs/writing-a-model.md)"
             )
-        return model
+        return with_defaults(model)  # the protocol's defaults, given once
 
     def properties(self, names=None) -> list:
         model = self.model()
@@ -135,10 +134,10 @@ class ModelSpec:
             ModelError: one line naming the model, the function, its file and line.
         """
         from kmc.checker.model_errors import probe
-        from kmc.checker.protocol import HasBatchKernel, capable
+        from kmc.checker.protocol import batch_path
 
         try:
-            probe(model, model.batch_kernel() if kernel and capable(model, HasBatchKernel) else None)
+            probe(model, batch_path(model)[0] if kernel else None)
         except ModelError as e:
             raise ModelError(f"--model {self.ref}: {e}") from None
         except (KmcError, MemoryError):

@@ -3,15 +3,9 @@ seen-sets, traces and checkpoints. It knows no model; the Kafka application (the
 command line) lives in ``kmc.app``.
 
 The public names are imported on first use (PEP 562), so that ``import kmc.checker`` is
-cheap: the ``kmc`` command installs its signal handlers before any heavy import (see
-``kmc.app.cli``).
+cheap. Importing it changes nothing in the process (no signal handler: a run installs its
+own, ``checker.signals``, and the ``kmc`` program its start-up ones, ``kmc.app.program``).
 """
-
-# First of all, in the ``kmc`` program: a signal during the imports below ends it in one line.
-from .signals import install_startup_handlers as _install
-
-_install()
-del _install
 
 from typing import Any
 
@@ -42,6 +36,9 @@ _LAZY = {
     "ALWAYS_EVENTUALLY": ".protocol",
     "LEADS_TO": ".protocol",
     "Model": ".protocol",
+    "ModelBase": ".protocol",
+    "KernelBase": ".protocol",
+    "with_defaults": ".protocol",
     "Property": ".protocol",
     "successors": ".protocol",
     "action_name": ".protocol",
@@ -92,6 +89,9 @@ __all__ = [
     "KmcError",
     "LocalEngine",
     "Model",
+    "ModelBase",
+    "KernelBase",
+    "with_defaults",
     "Options",
     "Path",
     "Property",

@@ -19,27 +19,25 @@ The kernel's contract is ``checker.protocol.BatchKernel``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
+from . import keys
 from .driver import LevelDriver, OnLevel, Progress, Search
 from .errors import EngineError
 from .kernel import require_symmetric, split_properties
 from .kernel_check import KernelCheck, kernel_check
 from .level import LevelStep, decided, record_first
 from .options import Options
-from .protocol import BatchKernel, HasBatchKernel, Model, Property, batch_path, kernel_fingerprints
+from .protocol import BatchKernel, Model, Property, batch_path, kernel_fingerprints, with_defaults
 from .result import Path, Stats
 from .search import Found
 from .seen import CompactSeenSet
-from .trace import replay_choices
+from .trace import path_by_choices
 from .visitor import GraphVisitor
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
-_CHOICES = 256  # a state has fewer enabled actions than this (choices are stored as uint8)
-_INDEX_BITS = 32
-_INDEX_MASK = (1 << _INDEX_BITS) - 1
 ROWS_FORMAT = "rows-1"  # the snapshot format of this engine
 
 
@@ -133,29 +131,24 @@ class RowsSearch(Search):
         stats.generated += exp.generated
         stats.terminal += exp.terminal
         names = self.kernel.action_names
-        add_counts(stats.fired, names, exp.fired)
+        keys.add_counts(stats.fired, names, exp.fired)
         if not len(succ):
             return
-        # A successor's place in the model's order is (parent, choice): `key`. Of the
-        # successors with one fingerprint, the one with the least key is the one the
-        # per-state search meets first; `tagged` carries the key with the successor's
-        # index in its low bits, so one minimum gives both.
-        key = parents * _CHOICES + choices
+        # A successor's place in the model's order is its key (checker.keys): of the
+        # successors with one fingerprint, the least key is the one the per-state search
+        # meets first.
+        key = keys.key(parents.astype(np.int64), choices)
         if self.step_props:
             bad = self.level.step_violations(chunk, exp, key, decided(level_found, found))
             record_first(level_found, found, "step", bad, lambda i: (first + int(parents[i]), int(choices[i])))
-        tagged = (key << _INDEX_BITS) | np.arange(len(succ), dtype=np.int64)
-        fps = all_fps = self.fingerprints(succ)
-        by_fp = np.argsort(fps)
-        fps = fps[by_fp]
-        starts = np.flatnonzero(np.concatenate(([True], fps[1:] != fps[:-1])))
-        uniq = fps[starts]
-        least = np.minimum.reduceat(tagged[by_fp], starts)
+        all_fps = self.fingerprints(succ)
+        pick = keys.least_per_fingerprint(key, all_fps)  # in fingerprint order
+        uniq = all_fps[pick]
         fresh = ~self.seen.contains_sorted(uniq)
-        uniq, least = uniq[fresh], np.sort(least[fresh])  # discovery order
-        src = least & _INDEX_MASK
+        uniq, pick = uniq[fresh], pick[fresh]
+        src = pick[np.argsort(key[pick])]  # discovery order
         self.seen.add_sorted(uniq, first + parents[src], choices[src])
-        add_counts(stats.new, names, np.bincount(codes[src], minlength=len(names)))
+        keys.add_counts(stats.new, names, np.bincount(codes[src], minlength=len(names)))
         rows = succ[src]
         stats.coverage.add_rows(self.kernel, self.model, chunk, (parents, choices, codes, succ), rows)
         self._check_new(rows, len(self.seen) - len(rows), level_found, found)
@@ -187,8 +180,7 @@ class RowsSearch(Search):
         record_first(level_found, found, "always", bad, lambda j: first + j)
 
     def path(self, number: int) -> Path:
-        init, choices = self.seen.path_to(number)
-        return replay_choices(self.model, init, choices)
+        return path_by_choices(self.model, number, self.seen.parent_and_choice)
 
     # -- checkpoints --------------------------------------------------------------
 
@@ -225,13 +217,18 @@ class BatchEngine(LevelDriver):
         kernel: BatchKernel | None = None,
     ):
         options = options or Options()
+        model = with_defaults(model)
         props = list(model.properties() if properties is None else properties)
         invariants, step_props = split_properties(props)
         if kernel is None:
-            _usable, why = batch_path(model)
+            kernel, why = batch_path(model)
             if why is not None:  # never a silently wrong run: the kernel does not model this
                 raise EngineError(f"the batch engine cannot run this model: {why} (run it with --per-state)")
-        self.kernel = cast(HasBatchKernel, model).batch_kernel() if kernel is None else kernel
+            if kernel is None:
+                raise EngineError(
+                    "the batch engine cannot run this model: it has no batch kernel (run it with --per-state)"
+                )
+        self.kernel = kernel
         check = kernel_check(model, self.kernel, props, options)
         if options.symmetry:
             require_symmetric(props)  # before the search asks the model for its symmetries
@@ -241,13 +238,6 @@ class BatchEngine(LevelDriver):
         )
         super().__init__(model, search, props, options, progress, on_level=on_level)
         self.kernel_check = check
-
-
-def add_counts(counter: dict[str, int], names: Sequence[str], counts: Any) -> None:
-    """Add per-action-code ``counts`` to ``counter`` (action name -> count)."""
-    for code, k in enumerate(np.asarray(counts).tolist()):
-        if k:
-            counter[names[code]] = counter.get(names[code], 0) + k
 
 
 def _chunks(arrays: list[np.ndarray], size: int) -> Iterator[np.ndarray]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .errors import UsageError
 from .options import Options
-from .protocol import Model, batch_path
+from .protocol import Model, batch_path, with_defaults
 
 if TYPE_CHECKING:
     from .driver import LevelDriver
@@ -35,7 +35,6 @@ def make_engine(
     verbose=False,
     driver_level_limit=None,
     store_dir=None,
-    _fail_first_attempt=False,
 ) -> LevelDriver:
     """The engine ``engine`` (``"local"`` or ``"spark"``) for ``model``.
 
@@ -54,14 +53,15 @@ def make_engine(
             (``checker.spark_rows.SparkRowsEngine``).
     """
     options = options or Options()
-    batch, why = batch_path(model)
-    batch = batch and not per_state
+    model = with_defaults(model)
+    kernel, why = (None, None) if per_state else batch_path(model)
+    batch = kernel is not None and not per_state
     made: LevelDriver
     if engine == "local":
         if batch:
             from .batch import BatchEngine
 
-            made = BatchEngine(model, properties, options, progress, on_level=on_level)
+            made = BatchEngine(model, properties, options, progress, on_level=on_level, kernel=kernel)
         else:
             from .local import LocalEngine
 
@@ -83,10 +83,9 @@ def make_engine(
             data_root=data_root,
             store_dir=store_dir,
             driver_level_limit=DRIVER_LEVEL_LIMIT if driver_level_limit is None else driver_level_limit,
-            _fail_first_attempt=_fail_first_attempt,
         )
     else:
         raise UsageError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
-    if why is not None and not per_state:
+    if why is not None:
         made.per_state_because = why
     return made

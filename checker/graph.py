@@ -22,7 +22,7 @@ from .errors import UsageError
 from .fingerprint import fingerprint
 from .kernel import split_properties
 from .level import state_failures, step_failures
-from .protocol import action_name, format_action
+from .protocol import action_name, format_action, with_defaults
 
 FORMATS = (".dot", ".graphml", ".gexf")
 GENERATOR = "kmc state graph"  # names kmc in every file it writes (kmc.app.outputs)
@@ -65,6 +65,7 @@ def state_graph(
             stops as soon as the limit is passed, before any graph is built.
     """
     label = label or repr
+    model = with_defaults(model)
     action_text = action_text or (lambda action: format_action(model, action))
     props = list(model.properties() if properties is None else properties)
     invariants, step_props = split_properties(props)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Container, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .fingerprint import fingerprint_bytes
-from .protocol import ALWAYS, LIVENESS, POSSIBLY, STEP, HasSymmetries, Property, capable, successors
+from .protocol import ALWAYS, LIVENESS, POSSIBLY, STEP, Property, successors
 
 if TYPE_CHECKING:
     from .options import Options
@@ -118,9 +118,9 @@ def canonical_encoder(model: Any) -> Callable[[Any], bytes]:
     ``model.encode`` over ``model.symmetries()`` applied by ``model.permute``."""
     from .errors import UsageError
 
-    if not capable(model, HasSymmetries):
-        raise UsageError("--symmetry: this model declares no symmetries")
     perms = model.symmetries()
+    if perms is None:
+        raise UsageError("--symmetry: this model declares no symmetries")
     encode, permute = model.encode, model.permute
 
     def canonical(state: Any) -> bytes:

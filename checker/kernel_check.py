@@ -43,9 +43,7 @@ from .protocol import (
     POSSIBLY,
     STEP,
     BatchKernel,
-    HasSymmetries,
     action_name,
-    capable,
     format_action,
     successors,
 )
@@ -154,7 +152,7 @@ class KernelCheck:
             _fail(state, action, "successor row", "cannot encode the model's successor", str(e))
         if own.tobytes() != np.asarray(row).tobytes():
             _fail(state, action, "successor row", "its row", "the kernel's encode of the same state")
-        if self.symmetry and capable(model, HasSymmetries):
+        if self.symmetry and model.symmetries() is not None:
             rows = np.stack([np.asarray(kernel.encode(model.permute(after, p))) for p in model.symmetries()])
             from .protocol import kernel_fingerprints
 
@@ -246,9 +244,7 @@ def _stride(depth: int, level: int) -> int:
 def kernel_check(model, kernel, properties, options) -> KernelCheck | None:
     """The comparison a search runs for ``kernel``: ``None`` for rows of Python states
     (``checker.states_kernel``: the model itself, nothing to compare)."""
-    from .states_kernel import StatesKernel
-
-    if isinstance(kernel, StatesKernel):
+    if not kernel.arrays:
         return None
     return KernelCheck(model, kernel, tuple(properties), bool(options.symmetry), bool(options.verify_kernel))
 

@@ -20,13 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 from .level import liveness_rows, state_failures
-from .protocol import ALWAYS_EVENTUALLY, LEADS_TO, Property, fair_instance, successors
+from .protocol import ALWAYS_EVENTUALLY, LEADS_TO, Property, fair_instance, successors, with_defaults
 from .result import Path
 
 
 def check_lasso(model: Any, prop: Property, path: Path, loop: int, obligation: Any = None) -> str | None:
     """``None`` when the lasso ``path`` (its cycle back to ``path.steps[loop]``) is a real,
     fair counterexample of ``prop``; else one sentence saying what is wrong."""
+    model = with_defaults(model)
     states = path.states
     n = len(states)
     if prop.kind not in (ALWAYS_EVENTUALLY, LEADS_TO):

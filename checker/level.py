@@ -9,9 +9,10 @@ a slice of its rank partition, the per-state search (``checker.local``) one stat
   actions fired per code) and the kernel's comparison with its model
   (``checker.kernel_check``);
 - the step properties' first violations: per property, the violating transition with the
-  least key (``(parent rank, choice)``: the per-state search's order), found with the
+  least key (``checker.keys``: the per-state search's order), found with the
   property's array form when it has one, else state by state;
-- the state invariants' first violations on new states, likewise by least key;
+- the state invariants' first violations on new states, likewise by least key (one rule,
+  ``first_violation``, for both and for every kind of piece);
 - a mask that fires where the property's own check says the property holds is a
   disagreement between the kernel and its model (``KernelMismatchError``);
 - the goal flags of the always-possibly properties on stored states, the obligations'
@@ -30,7 +31,7 @@ earlier (``skip``), and the driver keeps the first of the level (``checker.drive
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import attrs
 import numpy as np
@@ -38,8 +39,7 @@ import numpy as np
 from .errors import PropertyError
 from .kernel_check import KernelCheck, KernelMismatchError
 from .masks import state_mask, step_mask
-from .protocol import ALWAYS_EVENTUALLY, Expander, FairCodes, Property, capable, fair_instance, successors
-from .states_kernel import StatesKernel
+from .protocol import ALWAYS_EVENTUALLY, Expander, Property, fair_instance, successors
 
 
 @attrs.frozen
@@ -74,7 +74,7 @@ class LevelStep:
     arrays: bool = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "arrays", not isinstance(self.kernel, StatesKernel))
+        object.__setattr__(self, "arrays", self.kernel.arrays)
 
     def expand(self, chunk, depth: int, rank: int, level: int) -> Expansion:
         """Expand ``chunk``, the frontier ranks ``rank ...`` of a level of ``level``
@@ -99,25 +99,19 @@ class LevelStep:
         """Per step property not in ``skip``: ``(i, explanation)`` of its violating
         successor ``i`` with the least ``keys[i]``."""
         out: dict[str, tuple[int, str]] = {}
+        parents, choices = exp.parents, exp.choices
         for prop in self.step_props:
             if prop.name in skip:
                 continue
-            mask = step_mask(self.kernel, prop, chunk, exp.parents, exp.succ)
-            if mask is None:
-                mask = np.array(
-                    [
-                        self.step_why(prop, chunk[p], c) is not None
-                        for p, c in zip(exp.parents.tolist(), exp.choices.tolist())
-                    ],
-                    dtype=bool,
-                )
-            hits = np.flatnonzero(mask)
-            if len(hits):
-                i = int(hits[np.argmin(keys[hits])])
-                why = self.step_why(prop, chunk[exp.parents[i]], int(exp.choices[i]))
-                if why is None:
-                    raise KernelMismatchError(f"the batch kernel and the model disagree on {prop.name}")
-                out[prop.name] = (i, why)
+            first = first_violation(
+                prop,
+                len(parents),
+                keys,
+                step_mask(self.kernel, prop, chunk, parents, exp.succ),
+                lambda p, i: self.step_why(p, chunk[parents[i]], int(choices[i])),
+            )
+            if first is not None:
+                out[prop.name] = first
         return out
 
     def step_why(self, prop: Property, row, choice: int) -> str | None:
@@ -134,14 +128,19 @@ class LevelStep:
         ``state``'s ``transitions`` (its ``(action, successor)`` pairs in the model's
         order) that violates it: the least key when one state is expanded at a time."""
         out: dict[str, tuple[int, str]] = {}
+        model = self.model
         for prop in self.step_props:
             if prop.name in skip:
                 continue
-            for choice, (action, nxt) in enumerate(transitions):
-                why = _checked(prop, prop.check(self.model, state, action, nxt))
-                if why is not None:
-                    out[prop.name] = (choice, why)
-                    break
+            first = first_violation(
+                prop,
+                len(transitions),
+                None,
+                None,
+                lambda p, i: _checked(p, p.check(model, state, *transitions[i])),
+            )
+            if first is not None:
+                out[prop.name] = first
         return out
 
     def state_violations(self, rows, keys=None, skip: Container[str] = ()) -> dict[str, tuple[int, str]]:
@@ -152,26 +151,15 @@ class LevelStep:
         for prop in self.invariants:
             if prop.name in skip:
                 continue
-            mask = state_mask(kernel, prop, rows) if self.arrays else None
-            if mask is None:  # no array form: decode and ask the property, row by row
-                best = None
-                for j, row in enumerate(rows):
-                    why = _checked(prop, prop.check(model, kernel.decode(row)))
-                    if why is not None and (best is None or keys[j] < keys[best[0]]):
-                        best = (j, why)
-                        if keys is None:
-                            break
-                if best is not None:
-                    out[prop.name] = best
-                continue
-            if not mask.any():
-                continue
-            hits = np.flatnonzero(mask)
-            j = int(hits[0] if keys is None else hits[np.argmin(keys[hits])])
-            why = _checked(prop, prop.check(model, kernel.decode(rows[j])))
-            if why is None:
-                raise KernelMismatchError(f"the batch kernel and the model disagree on {prop.name}")
-            out[prop.name] = (j, why)
+            first = first_violation(
+                prop,
+                len(rows),
+                keys,
+                state_mask(kernel, prop, rows) if self.arrays else None,
+                lambda p, j: _checked(p, p.check(model, kernel.decode(rows[j]))),
+            )
+            if first is not None:
+                out[prop.name] = first
         return out
 
     def goal_flags(self, prop: Property, rows) -> np.ndarray:
@@ -200,12 +188,12 @@ class LevelStep:
 
     def fair_codes(self, chunk, exp: Expansion, code_of: Callable[[Any], int]) -> np.ndarray:
         """The fair instance code of every successor of ``exp`` (``-1``: not fair): the
-        kernel's array form (``FairCodes``) when it has one, compared with the model on
+        kernel's array form (``fair_codes``) when it has one, compared with the model on
         the parents the kernel's check picks; else the model asked successor by successor
         (``code_of(instance)`` numbers an instance)."""
-        if self.arrays and capable(self.kernel, FairCodes):
-            kernel = cast(FairCodes, self.kernel)
-            fair = np.asarray(kernel.fair_codes(chunk, exp.parents, exp.choices, exp.codes, exp.succ), dtype=np.int64)
+        fair = self.kernel.fair_codes(chunk, exp.parents, exp.choices, exp.codes, exp.succ) if self.arrays else None
+        if fair is not None:
+            fair = np.asarray(fair, dtype=np.int64)
             if self.check is not None and self._picked is not None:
                 self._compare_fair(chunk, exp, fair, self._picked, code_of)
             return fair
@@ -275,6 +263,35 @@ def liveness_rows(
             except (KeyError, TypeError) as e:
                 raise PropertyError(prop.name, answer, _PAIR) from e
     return p & ~q, ~q
+
+
+def first_violation(
+    prop: Property, count: int, keys: Any, mask: Any, why: Callable[[Property, int], str | None]
+) -> tuple[int, str] | None:
+    """A property's first violation among ``count`` candidates (states, or transitions):
+    ``(i, explanation)`` of the violating candidate ``i`` with the least ``keys[i]`` (the
+    first when ``keys`` is ``None``), or ``None``. ``why(prop, i)`` is the property's own answer
+    on candidate ``i``. With an array form (``mask``, true where the property is
+    violated), only the least hit is asked, and must be confirmed; without one the
+    candidates are asked in key order until one violates it.
+
+    Raises:
+        KernelMismatchError: the array form and the property's own check disagree.
+    """
+    if mask is not None:
+        hits = np.flatnonzero(mask)
+        if not len(hits):
+            return None
+        i = int(hits[0] if keys is None else hits[np.argmin(keys[hits])])
+        answer = why(prop, i)
+        if answer is None:
+            raise KernelMismatchError(f"the batch kernel and the model disagree on {prop.name}")
+        return i, answer
+    for i in range(count) if keys is None else np.argsort(keys).tolist():
+        answer = why(prop, i)
+        if answer is not None:
+            return i, answer
+    return None
 
 
 def decided(level_found: Mapping[str, tuple], found: Mapping[str, tuple]) -> set[str]:

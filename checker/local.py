@@ -18,14 +18,15 @@ import numpy as np
 from .driver import LevelDriver, OnLevel, Progress, Search
 from .fingerprint import fingerprint_bytes
 from .kernel import canonical_encoder, expand, require_symmetric, split_properties
+from .keys import tally
 from .level import LevelStep, decided, record_first
 from .options import Options
-from .protocol import Model, Property, action_name, fair_instance
+from .protocol import Model, Property, action_name, fair_instance, with_defaults
 from .result import CheckResult, Path, Stats
 from .search import Found
 from .seen import SeenSet
 from .states_kernel import StatesKernel
-from .trace import replay_fingerprints
+from .trace import path_by_fingerprints
 from .visitor import GraphVisitor
 
 __all__ = ["LocalEngine", "Options", "PerStateSearch", "SeenSet", "check"]
@@ -128,12 +129,12 @@ class PerStateSearch(Search):
             stats.generated += 1
             name = action_name(action)
             names.append(name)
-            fired[name] = fired.get(name, 0) + 1
+            tally(fired, name)
             if not seen.add(sfp, parent):
                 fresh.append(False)
                 continue
             fresh.append(True)
-            new[name] = new.get(name, 0) + 1
+            tally(new, name)
             nxt.append(succ)
             bad = invariants((succ,), None, skip)
             if bad:
@@ -170,13 +171,7 @@ class PerStateSearch(Search):
 
     def path(self, number: int) -> Path:
         seen = self.seen
-        chain = []
-        i = number
-        while i >= 0:
-            chain.append(seen.fps[i])
-            i = seen.parent_number(i)
-        chain.reverse()
-        return replay_fingerprints(self.model, chain, self.encode)
+        return path_by_fingerprints(self.model, number, lambda i: (seen.parent_number(i), seen.fps[i]), self.encode)
 
     # -- checkpoints: states and violations by fingerprint --------------------------
 
@@ -232,6 +227,7 @@ class LocalEngine(LevelDriver):
         visit: Visitor | None = None,
     ):
         options = options or Options()
+        model = with_defaults(model)
         props = list(model.properties() if properties is None else properties)
         invariants, step_props = split_properties(props)
         if options.symmetry:

@@ -12,34 +12,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from .protocol import ALWAYS, GoalMasks, Property
-from .states_kernel import StatesKernel
+from .protocol import ALWAYS, Expander, Property
 
 
-def _arrays(kernel) -> bool:
-    return not isinstance(kernel, StatesKernel)
-
-
-def state_mask(kernel, prop: Property, rows) -> np.ndarray | None:
+def state_mask(kernel: Expander, prop: Property, rows) -> np.ndarray | None:
     """Per row: true where the ``"always"`` property ``prop`` is violated, or where the
     ``"possibly"`` property ``prop``'s goal holds; ``None`` when there is no array form."""
-    if not _arrays(kernel):
+    if not kernel.arrays:
         return None
     if prop.mask is not None:
         return np.asarray(prop.mask(kernel, rows), dtype=bool)
     if prop.kind == ALWAYS:
         mask = kernel.invariant_mask(prop.name, rows)
-    elif isinstance(kernel, GoalMasks):
-        mask = kernel.goal_mask(prop.name, rows)
     else:
-        return None
+        mask = kernel.goal_mask(prop.name, rows)
     return None if mask is None else np.asarray(mask, dtype=bool)
 
 
-def step_mask(kernel, prop: Property, rows, parents, after) -> np.ndarray | None:
+def step_mask(kernel: Expander, prop: Property, rows, parents, after) -> np.ndarray | None:
     """Per transition ``rows[parents[i]] -> after[i]``: true where the step property
     ``prop`` is violated; ``None`` when there is no array form."""
-    if not _arrays(kernel):
+    if not kernel.arrays:
         return None
     if prop.mask is not None:
         return np.asarray(prop.mask(kernel, rows, parents, after), dtype=bool)

@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from .errors import ModelError
-from .protocol import HasSuccessors, action_name, capable, successors
+from .protocol import ModelBase, action_name, successors
 
 # The states the probe expands, breadth-first from the initial ones (the nondeterminism
 # check asks each of them twice).
@@ -226,7 +226,9 @@ def probe(model: Any, kernel: Any = None, limit: int = PROBE_STATES) -> None:
     again = _call(model.init_states)
     if not _sequence(again) or list(again) != list(inits):
         _refuse(model.init_states, "returned other initial states when asked again; it must be deterministic")
-    custom = model.successors if capable(model, HasSuccessors) else None
+    # the model's own successors(), or None when it takes ModelBase's (actions and next_state)
+    method = model.successors
+    custom = None if getattr(method, "__func__", None) is ModelBase.successors else method
     source = custom if custom is not None else model.next_state
     done = 0
     while queue and done < limit:

@@ -9,7 +9,9 @@ A model is any object with
 - ``encode(state)`` -> bytes, a canonical encoding (equal states, equal bytes; the
   fingerprint is a digest of it, so it must not depend on the process);
 
-and optionally
+and optionally (``ModelBase`` gives each its default: a model may inherit it, and one that
+does not is given the defaults once, when an engine or the application takes it:
+``with_defaults``)
 
 - ``successors(state)`` -> list of ``(action, next_state)``, a faster way to compute both
   at once;
@@ -19,23 +21,27 @@ and optionally
 - ``format_state(state)`` -> str, a state in one line for a generic trace (default: its
   fields, or its ``repr``);
 - ``action_names()`` -> every action name the model can fire, in a fixed order: the Spark
-  engine counts actions by their position there when the model has no batch kernel;
-- ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows;
+  engine counts actions by their position there when the model has no batch kernel
+  (default ``None``: not declared);
+- ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows
+  (default ``None``: none);
 - ``batch_unsupported()`` -> ``None``, or one sentence saying why the batch kernel cannot
   run this model's configuration: the engines then take the per-state path (``batch_path``);
 - ``coverage_names()`` -> a ``CoverageNames``: the kinds of its actions
-  and its variables, as coverage reports them (default: ``Model.coverage_names``, the
-  top-level fields of a state and no kinds);
+  and its variables, as coverage reports them (default: the top-level fields of a state
+  and no kinds);
 - ``fair_instances()`` and ``fair_instance(state, action)`` -> its weakly fair action
   instances, for the liveness properties (default: none, no fairness; see "Fairness"
-  below).
+  below);
+- ``symmetries()`` and ``permute(state, perm)`` -> the replica permutations symmetry
+  reduction (``--symmetry``) applies (default ``None``: none declared).
 
 Fairness (for the ``"always-eventually"`` and ``"leads-to"`` properties)
 -------------------------------------------------------------------------
 
 An *action instance* is an action with its parameters as far as fairness cares
 (``FetchRequest(A)`` and ``FetchRequest(B)`` are two). A model declares its weakly fair
-instances with two methods (``HasFairness``):
+instances with two methods:
 
 - ``fair_instances()`` -> every weakly fair instance the model may name, a sequence of
   distinct hashable values in a fixed order (their positions are the instances' *codes*,
@@ -46,7 +52,7 @@ instances with two methods (``HasFairness``):
   Crash). Several actions of one state may share an instance; an instance is *enabled* in
   a state when at least one of the state's actions is of it.
 
-A batch kernel gives the same as an array (``FairCodes``):
+A batch kernel gives the same as an array:
 ``fair_codes(rows, parents, choices, codes, succ)`` over ``expand(rows)``'s four arrays ->
 an integer array, one entry per successor: the code of the step's instance (its position in
 the model's ``fair_instances()``), or ``-1`` when the step is not fair. It must agree with
@@ -70,7 +76,7 @@ states, actions and property functions must pickle (Spark ships them).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast
 
 import attrs
 
@@ -246,6 +252,10 @@ class CoverageNames:
 
 
 class Model(Protocol):
+    """What the engines call on a model: its required members and the optional ones, which
+    ``ModelBase`` gives their defaults (``with_defaults`` applies them once, to a model
+    that does not inherit it)."""
+
     def init_states(self) -> Sequence[Any]: ...
 
     def actions(self, state: Any) -> Sequence[Any]: ...
@@ -256,10 +266,143 @@ class Model(Protocol):
 
     def encode(self, state: Any) -> bytes: ...
 
+    def successors(self, state: Any) -> list[tuple[Any, Any]]: ...
+
+    def format_action(self, action: Any) -> str: ...
+
+    def describe_step(self, before: Any, action: Any, after: Any) -> str: ...
+
+    def format_state(self, state: Any) -> str: ...
+
+    def action_names(self) -> Sequence[str] | None: ...
+
+    def batch_kernel(self) -> BatchKernel | None: ...
+
+    def batch_unsupported(self) -> str | None: ...
+
+    def coverage_names(self) -> CoverageNames: ...
+
+    def fair_instances(self) -> Sequence[Any]: ...
+
+    def fair_instance(self, state: Any, action: Any) -> Any: ...
+
+    def symmetries(self) -> Sequence[Any] | None: ...
+
+    def permute(self, state: Any, perm: Any) -> Any: ...
+
+
+class ModelBase:
+    """The optional members of a model, with their defaults (the module's list): a model
+    may inherit this class and define only what it has. A model that does not inherit it
+    is given the same defaults once, when an engine or the application takes it
+    (``with_defaults``)."""
+
+    __slots__ = ()
+
+    def successors(self, state: Any) -> list[tuple[Any, Any]]:
+        """``(action, next_state)`` for each enabled action, in the model's order."""
+        model = cast(Model, self)
+        return [(a, model.next_state(state, a)) for a in model.actions(state)]
+
+    def format_action(self, action: Any) -> str:
+        """An action as a trace shows it."""
+        return str(action)
+
+    def describe_step(self, before: Any, action: Any, after: Any) -> str:
+        """What the action did, in one sentence (``""``: nothing to add to its text)."""
+        return ""
+
+    def format_state(self, state: Any) -> str:
+        """A state in one line: its fields (``name=value``, for an attrs class) or its
+        ``repr``."""
+        if attrs.has(type(state)):
+            return ", ".join(f"{k}={v!r}" for k, v in attrs.asdict(state, recurse=False).items())
+        return repr(state)
+
+    def action_names(self) -> Sequence[str] | None:
+        """Every action name the model can fire, in a fixed order (``None``: undeclared)."""
+        return None
+
+    def batch_kernel(self) -> BatchKernel | None:
+        """The batch kernel (``None``: none, the per-state path)."""
+        return None
+
+    def batch_unsupported(self) -> str | None:
+        """Why the batch kernel cannot run this configuration (``None``: it can)."""
+        return None
+
     def coverage_names(self) -> CoverageNames:
         """The model's action kinds and variables for coverage (``checker.coverage``):
         by default none of the first, and the top-level fields of a state."""
         return CoverageNames()
+
+    def fair_instances(self) -> Sequence[Any]:
+        """The weakly fair action instances (none: no fairness)."""
+        return ()
+
+    def fair_instance(self, state: Any, action: Any) -> Any:
+        """The fair instance of a step (``None``: not fair)."""
+        return None
+
+    def symmetries(self) -> Sequence[Any] | None:
+        """The replica permutations ``permute`` takes (``None``: no symmetries declared)."""
+        return None
+
+    def permute(self, state: Any, perm: Any) -> Any:
+        """``state`` with its replicas renamed by ``perm`` (only with ``symmetries``)."""
+        raise NotImplementedError("this model declares no symmetries")
+
+
+_MODEL_MEMBERS = (
+    "init_states",
+    "actions",
+    "next_state",
+    "properties",
+    "encode",
+    *(name for name in vars(ModelBase) if not name.startswith("_")),
+)
+
+
+def _declared(cls: type, name: str) -> bool:
+    """Whether a class (or one of its bases) declares the member ``name``: its
+    declaration read once, never an attribute looked up on an object."""
+    return any(name in vars(k) for k in cls.__mro__ if k is not object)
+
+
+class _Adapted:
+    """A model or a kernel given the defaults of the members its class leaves out: the
+    members it declares are bound once, here; everything else it holds (the attributes
+    its properties read) is its own. The original is ``__wrapped__``."""
+
+    def __init__(self, inner: Any, members: Iterable[str]) -> None:
+        self.__wrapped__ = inner
+        for name in members:
+            if _declared(type(inner), name):
+                self.__dict__[name] = getattr(inner, name)
+
+    def __getattr__(self, name: str) -> Any:
+        if "__wrapped__" not in self.__dict__:  # while unpickling
+            raise AttributeError(name)
+        return getattr(self.__wrapped__, name)
+
+    def __repr__(self) -> str:
+        return repr(self.__wrapped__)
+
+
+class ModelDefaults(_Adapted, ModelBase):
+    """A model that does not inherit ``ModelBase``, with its defaults."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__(model, _MODEL_MEMBERS)
+
+
+def with_defaults(model: Any) -> Model:
+    """``model`` with every optional member: itself when it inherits ``ModelBase``, else
+    ``ModelDefaults(model)``. Engines and the application call it once, when they take a
+    model."""
+    if isinstance(model, ModelBase):
+        return cast(Model, model)
+    return cast(Model, ModelDefaults(model))
 
 
 class Expander(Protocol):
@@ -281,6 +424,15 @@ class Expander(Protocol):
     def invariant_mask(self, name: str, rows: Any) -> Any: ...
 
     def step_mask(self, name: str, rows: Any, parents: Any, after: Any) -> Any: ...
+
+    def goal_mask(self, name: str, rows: Any) -> Any: ...
+
+    def fingerprints(self, rows: Any, symmetry: bool) -> Any: ...
+
+    def fair_codes(self, rows: Any, parents: Any, choices: Any, codes: Any, succ: Any) -> Any: ...
+
+    # Whether rows are arrays that properties' array forms read (``KernelBase``: true).
+    arrays: bool
 
 
 class BatchKernel(Expander, Protocol):
@@ -313,9 +465,9 @@ class BatchKernel(Expander, Protocol):
 
     The engines compare a kernel with its model (``checker.kernel_check``): on a sample
     of every level of every run, and on every state with ``--verify-kernel``.
-    ``KernelBase`` gives the optional members their defaults; a kernel that does not
-    inherit it may leave out ``goal_mask`` (``GoalMasks``) and ``fingerprints``
-    (``OwnFingerprints``).
+    ``KernelBase`` gives the optional members (``canonical``, the masks, ``fingerprints``,
+    ``fair_codes``) their defaults; a kernel that does not inherit it may leave them out
+    (``batch_path`` gives it the defaults once).
     """
 
     width: int
@@ -341,8 +493,14 @@ class BatchKernel(Expander, Protocol):
 
 class KernelBase:
     """The defaults of a batch kernel's optional members: no array form of any property
-    (the engine asks the properties, or reads ``Property.mask``), no symmetries, and the
-    fingerprints of the rows' bytes."""
+    (the engine asks the properties, or reads ``Property.mask``), no symmetries, the
+    fingerprints of the rows' bytes, and no array form of the fair instances. A kernel
+    that does not inherit it is given them once, when the engines take it
+    (``batch_path``)."""
+
+    __slots__ = ()
+
+    arrays = True  # rows are arrays (``checker.states_kernel``'s rows of Python states are not)
 
     def canonical(self, rows: Any) -> Any:
         return rows
@@ -359,113 +517,34 @@ class KernelBase:
     def fingerprints(self, rows: Any, symmetry: bool = False) -> Any:
         return fingerprint_rows(self.canonical(rows) if symmetry else rows)
 
-
-# -- optional capabilities, declared --------------------------------------------------
-# A model or a kernel has one of these when it defines the method; the engines ask with
-# ``isinstance`` at the boundary, never by looking an attribute up.
-
-
-@runtime_checkable
-class GoalMasks(Protocol):
-    def goal_mask(self, name: str, rows: Any) -> Any: ...
+    def fair_codes(self, rows: Any, parents: Any, choices: Any, codes: Any, succ: Any) -> Any:
+        """The fair instance code of every successor of ``expand(rows)`` (the module's
+        "Fairness"), or ``None``: no array form, the model is asked state by state."""
+        return None
 
 
-@runtime_checkable
-class OwnFingerprints(Protocol):
-    def fingerprints(self, rows: Any, symmetry: bool) -> Any: ...
+_KERNEL_MEMBERS = tuple(name for name, v in vars(KernelBase).items() if not name.startswith("_") and callable(v))
 
 
-@runtime_checkable
-class HasBatchKernel(Protocol):
-    def batch_kernel(self) -> BatchKernel: ...
+class KernelDefaults(_Adapted, KernelBase):
+    """A batch kernel that does not inherit ``KernelBase``, with its defaults."""
+
+    def __init__(self, kernel: Any) -> None:
+        super().__init__(kernel, _KERNEL_MEMBERS)
 
 
-@runtime_checkable
-class LimitsBatchKernel(Protocol):
-    def batch_unsupported(self) -> str | None: ...
-
-
-def batch_path(model) -> tuple[bool, str | None]:
-    """Whether the engines may run ``model`` on its batch kernel, and if it has one it
-    cannot use, why not (``batch_unsupported()``): ``(True, None)``, ``(False, None)`` for a
-    model without a kernel, or ``(False, reason)``."""
-    if not capable(model, HasBatchKernel):
-        return False, None
-    why = model.batch_unsupported() if capable(model, LimitsBatchKernel) else None
-    return why is None, why
-
-
-@runtime_checkable
-class HasSuccessors(Protocol):
-    def successors(self, state: Any) -> Sequence[tuple[Any, Any]]: ...
-
-
-@runtime_checkable
-class FormatsActions(Protocol):
-    def format_action(self, action: Any) -> str: ...
-
-
-@runtime_checkable
-class DescribesSteps(Protocol):
-    def describe_step(self, before: Any, action: Any, after: Any) -> str: ...
-
-
-@runtime_checkable
-class FormatsStates(Protocol):
-    def format_state(self, state: Any) -> str: ...
-
-
-@runtime_checkable
-class NamesCoverage(Protocol):
-    def coverage_names(self) -> Any: ...
-
-
-@runtime_checkable
-class NamesActions(Protocol):
-    def action_names(self) -> Sequence[str]: ...
-
-
-@runtime_checkable
-class HasSymmetries(Protocol):
-    def symmetries(self) -> Sequence[Any]: ...
-
-    def permute(self, state: Any, perm: Any) -> Any: ...
-
-
-@runtime_checkable
-class HasFairness(Protocol):
-    """A model's weakly fair action instances (the module's "Fairness")."""
-
-    def fair_instances(self) -> Sequence[Any]: ...
-
-    def fair_instance(self, state: Any, action: Any) -> Any: ...
-
-
-@runtime_checkable
-class FairCodes(Protocol):
-    """A batch kernel's array form of ``HasFairness.fair_instance`` (the module's
-    "Fairness"): one instance code a successor of ``expand``, ``-1`` for a step that is not
-    fair."""
-
-    def fair_codes(self, rows: Any, parents: Any, choices: Any, codes: Any, succ: Any) -> Any: ...
-
-
-@runtime_checkable
-class Named(Protocol):
-    name: str
-
-
-_CAPABLE: dict[tuple[type, type], bool] = {}
-
-
-def capable(obj, capability) -> bool:
-    """Whether ``obj`` has the optional ``capability`` (one of the Protocols above),
-    decided once per class."""
-    key = (obj.__class__, capability)
-    known = _CAPABLE.get(key)
-    if known is None:
-        known = _CAPABLE[key] = isinstance(obj, capability)
-    return known
+def batch_path(model: Model) -> tuple[BatchKernel | None, str | None]:
+    """The batch kernel the engines may run ``model`` on, with its defaults, or ``None``
+    and why not: ``(kernel, None)``; ``(None, None)`` for a model without a kernel;
+    ``(None, reason)`` for one whose kernel cannot run its configuration
+    (``batch_unsupported()``)."""
+    why = model.batch_unsupported()
+    if why is not None:
+        return None, why
+    kernel = model.batch_kernel()
+    if kernel is None or isinstance(kernel, KernelBase):
+        return kernel, None
+    return cast(BatchKernel, KernelDefaults(kernel)), None
 
 
 def action_name(action) -> str:
@@ -473,63 +552,50 @@ def action_name(action) -> str:
     else the action itself when it is a string, else its class's name."""
     if action.__class__ is str:
         return action
-    if capable(action, Named) and action.name.__class__ is str:
-        return action.name
+    name = getattr(action, "name", None)  # an action is any value (the module's last section)
+    if name.__class__ is str:
+        return name
     return type(action).__name__
 
 
-def format_action(model, action) -> str:
-    """``action`` as a trace shows it: ``model.format_action(action)`` when the model
-    defines it, else ``str(action)``."""
-    return model.format_action(action) if capable(model, FormatsActions) else str(action)
+def format_action(model: Model, action) -> str:
+    """``action`` as a trace shows it (``ModelBase.format_action``)."""
+    return model.format_action(action)
 
 
-def describe_step(model, before, action, after) -> str:
-    """What ``action`` did between ``before`` and ``after``, in one sentence:
-    ``model.describe_step(...)`` when the model defines it, else ``""`` (nothing to add
-    to the action's own text)."""
-    return model.describe_step(before, action, after) if capable(model, DescribesSteps) else ""
+def describe_step(model: Model, before, action, after) -> str:
+    """What ``action`` did between ``before`` and ``after``, in one sentence
+    (``ModelBase.describe_step``; ``""``: nothing to add to the action's own text)."""
+    return model.describe_step(before, action, after)
 
 
-def format_state(model, state) -> str:
-    """``state`` in one line, as a generic trace shows it: ``model.format_state(state)``
-    when the model defines it, else its fields (``name=value``, for an attrs class) or
-    its ``repr``."""
-    if capable(model, FormatsStates):
-        return model.format_state(state)
-    if attrs.has(type(state)):
-        return ", ".join(f"{k}={v!r}" for k, v in attrs.asdict(state, recurse=False).items())
-    return repr(state)
+def format_state(model: Model, state) -> str:
+    """``state`` in one line, as a generic trace shows it (``ModelBase.format_state``)."""
+    return model.format_state(state)
 
 
-def coverage_names(model: Any) -> CoverageNames:
-    """``model.coverage_names()`` when the model names its action kinds and variables,
-    else the protocol's default (``Model.coverage_names``)."""
-    return model.coverage_names() if capable(model, NamesCoverage) else Model.coverage_names(model)
+def coverage_names(model: Model) -> CoverageNames:
+    """The model's action kinds and variables for coverage (``ModelBase.coverage_names``)."""
+    return model.coverage_names()
 
 
-def successors(model: Any, state: Any) -> list[tuple[Any, Any]]:
+def successors(model: Model, state: Any) -> list[tuple[Any, Any]]:
     """The ``(action, next_state)`` pairs of ``state`` in the model's fixed order."""
-    if capable(model, HasSuccessors):
-        return model.successors(state)
-    return [(a, model.next_state(state, a)) for a in model.actions(state)]
+    return model.successors(state)
 
 
 def kernel_fingerprints(kernel: BatchKernel, rows, symmetry: bool = False) -> Any:
     """The fingerprints of a batch kernel's ``rows`` (of their orbits' canonical rows under
-    symmetry reduction): the kernel's own ``fingerprints(rows, symmetry)`` when it has
-    one (``checker.states_kernel.StatesKernel``), else ``fingerprint_rows``."""
-    if capable(kernel, OwnFingerprints):
-        return kernel.fingerprints(rows, symmetry)
-    return fingerprint_rows(kernel.canonical(rows) if symmetry else rows)
+    symmetry reduction)."""
+    return kernel.fingerprints(rows, symmetry)
 
 
-def fair_instances(model: Any) -> tuple:
+def fair_instances(model: Model) -> tuple:
     """The model's weakly fair action instances, in code order (``()``: no fairness)."""
-    return tuple(model.fair_instances()) if capable(model, HasFairness) else ()
+    return tuple(model.fair_instances())
 
 
-def fair_instance(model: Any, state: Any, action: Any) -> Any:
+def fair_instance(model: Model, state: Any, action: Any) -> Any:
     """The fair instance of the step ``state --action-->`` (``None``: not fair, or the model
     declares no fairness)."""
-    return model.fair_instance(state, action) if capable(model, HasFairness) else None
+    return model.fair_instance(state, action)

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
+from .trace import parent_chain
+
 
 class CompactSeenSet:
     """Fingerprints, parent numbers and choices of every stored state."""
@@ -122,14 +124,8 @@ class CompactSeenSet:
 
     def path_to(self, i: int) -> tuple[int, list[int]]:
         """The initial state's index and the choices that lead to state ``i``."""
-        choices: list[int] = []
-        while True:
-            parent, choice = self.parent_and_choice(i)
-            if parent < 0:
-                choices.reverse()
-                return choice, choices
-            choices.append(choice)
-            i = parent
+        init, *choices = parent_chain(i, self.parent_and_choice)
+        return init, choices
 
     def fingerprints(self) -> np.ndarray:
         """Every stored fingerprint, in no particular order (a new array)."""

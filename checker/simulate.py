@@ -21,8 +21,9 @@ import attrs
 
 from .fingerprint import fingerprint
 from .kernel import split_properties
+from .keys import tally
 from .level import state_failures, step_failures
-from .protocol import action_name, successors
+from .protocol import action_name, successors, with_defaults
 from .result import Path, Step, Violation
 
 
@@ -93,6 +94,7 @@ def simulate(
     """
     if runs < 1 or depth < 0:
         raise ValueError("simulate needs runs >= 1 and depth >= 0")
+    model = with_defaults(model)
     props = list(model.properties() if properties is None else properties)
     invariants, step_props = split_properties(props)
     rng = random.Random(seed)
@@ -121,7 +123,7 @@ def simulate(
             choices.append(choice)
             steps.append(Step(action, nxt))
             name = action_name(action)
-            fired[name] = fired.get(name, 0) + 1
+            tally(fired, name)
             seen.add(fingerprint(model, nxt))
             # A step property is judged on the transition, before the state it reaches,
             # the order in which the breadth-first engines find them.

@@ -75,7 +75,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .checkpoint import CheckpointError
 from .driver import LevelDriver
@@ -84,7 +84,7 @@ from .kernel import canonical_encoder, require_symmetric, split_properties
 from .kernel_check import kernel_check
 from .model_errors import task_failure
 from .options import Options
-from .protocol import batch_path
+from .protocol import batch_path, with_defaults
 from .result import CheckResult
 from .spark_rows_store import Store
 from .spark_save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
@@ -145,14 +145,15 @@ class SparkRowsEngine(LevelDriver):
         on_level: Any = None,
         on_status: Callable[[str], None] | None = None,
         data_root: str | None = None,
-        _fail_first_attempt: bool | str = False,
     ) -> None:
+        model = with_defaults(model)
         props = list(model.properties() if properties is None else properties)
         options = options or Options()
         if options.symmetry:
             require_symmetric(props)
         kernel: Any
-        if per_state or not batch_path(model)[0]:  # no kernel, or one that cannot run this model
+        batch = None if per_state else batch_path(model)[0]
+        if batch is None:  # no kernel, or one that cannot run this model
             # The per-state model as rows of Python states: the same search, for models
             # with no batch kernel and for comparing a batch kernel with its model.
             kernel = StatesKernel(model)
@@ -160,7 +161,7 @@ class SparkRowsEngine(LevelDriver):
             if options.symmetry:
                 canonical_encoder(model)  # refuses a model that declares no symmetries
         else:
-            kernel = model.batch_kernel()
+            kernel = batch
             self.snapshot_format = SNAPSHOT_FORMAT
         self.kernel = kernel
         self.master, self.partitions, self.verbose = master, partitions, verbose
@@ -168,9 +169,6 @@ class SparkRowsEngine(LevelDriver):
         self.store_dir = store_dir
         self.data_root = data_root  # the checkpoint directory snapshot() saves levels under
         self.on_status = on_status  # called with a short message while Spark starts
-        # Test hook: every expansion task of rank partition 0 fails on its first attempt
-        # (see checker.spark_rows_tasks._test_fault).
-        self.fail_first_attempt = _fail_first_attempt
         self.metrics: dict = {
             "session_start_seconds": None,
             "spark_levels": [],
@@ -200,7 +198,6 @@ class SparkRowsEngine(LevelDriver):
             data_root=data_root,
             snapshot_format=self.snapshot_format,
             coverage=bool(options.coverage),
-            fail_first_attempt=_fail_first_attempt,
         )
         invariants, step_props = split_properties(props)
         check = kernel_check(model, kernel, props, options)
@@ -226,12 +223,15 @@ class SparkRowsEngine(LevelDriver):
     def _stopping(self) -> bool:
         return self.stop_requested is not None
 
+    @property
+    def levels(self) -> DriverLevels | SparkLevels:
+        """The search object, in either phase (each answers the engine's same calls)."""
+        return cast("DriverLevels | SparkLevels", self.search)
+
     def next_search(self) -> None:
         """At a level boundary: hand the levels over to Spark once a level outgrows
         ``driver_level_limit`` (``checker.spark_search``)."""
-        search = self.search
-        if isinstance(search, DriverLevels) and search.outgrown():
-            self.search = SparkLevels.hand_over(search, self.stats.depth, self.metrics, self._stopping)
+        self.search = self.levels.following(self.stats.depth, self.metrics, self._stopping)
 
     def run(self) -> CheckResult:
         """Explore, and return the result (with full counterexample paths).
@@ -250,18 +250,10 @@ class SparkRowsEngine(LevelDriver):
             Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
         leave_running = False
         try:
-            if isinstance(self.search, SparkLevels):
-                self.search.open()  # a decided run is reported again without starting Spark
+            self.levels.prepare()
             with quiet_py4j(not self.verbose):
                 result = super().run()
-            search = self.search
-            if isinstance(search, DriverLevels) and result.stopped == "disk-full":
-                pass  # the hand-over found the store short of space: said by the stop's own line
-            elif isinstance(search, DriverLevels):
-                self.metrics["driver_levels"] = self.stats.depth
-                self.not_started = search.not_started()
-            elif isinstance(search, SparkLevels) and self.data_root is not None:
-                search.save()  # what snapshot() returns once run() has returned
+            self.not_started = self.levels.finish(result.stopped, self.metrics, self.stats.depth, self.data_root)
             return result
         except KeyboardInterrupt:
             leave_running = True  # SparkContext.stop() inside a signal's unwinding can hang
@@ -279,8 +271,7 @@ class SparkRowsEngine(LevelDriver):
         finally:
             begin = time.perf_counter()
             self.session.close(leave_running)
-            if isinstance(self.search, SparkLevels):
-                self.search.close()
+            self.levels.close()
             self.metrics["close_seconds"] = round(time.perf_counter() - begin, 3)
 
     def cancel(self, reason="interrupted") -> None:
@@ -319,9 +310,7 @@ class SparkRowsEngine(LevelDriver):
                 snapshot lists (damaged, cut short, a file added or removed).
         """
         check_format(snapshot, self.snapshot_format)
-        search = self.search
-        if snapshot["phase"] == "spark" and isinstance(search, DriverLevels):
-            self.search = SparkLevels.saved_level(search, self.metrics, self._stopping, snapshot)
+        self.search = self.levels.resumed(snapshot, self.metrics, self._stopping)
         super().restore(snapshot, directory)  # the search takes its parts back
 
 

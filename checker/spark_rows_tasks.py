@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .coverage import task_part
+from .keys import key, key_choice, key_parent, least_per_fingerprint
 from .protocol import kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
 from .spark_rows_store import (
@@ -29,20 +30,6 @@ from .spark_rows_store import (
 )
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded (one kernel call) and deduplicated together in a task
-
-
-def _least_per_fingerprint(keys, fps) -> np.ndarray:
-    """Indices of one successor per distinct fingerprint, the one with the least key (keys
-    are distinct), in fingerprint order."""
-    order = np.argsort(fps)  # ties are settled by the keys below: no stable sort needed
-    sfps = fps[order]
-    starts = np.flatnonzero(np.concatenate(([True], sfps[1:] != sfps[:-1])))
-    if len(starts) == len(order):
-        return order
-    skeys = keys[order]
-    least = np.minimum.reduceat(skeys, starts)
-    sizes = np.diff(np.append(starts, len(order)))
-    return order[skeys == np.repeat(least, sizes)]
 
 
 def _fingerprints(kernel, rows, symmetry) -> np.ndarray:
@@ -82,7 +69,7 @@ def expand_partition(
     depth,
     sources,
     pack,
-    fail_first_attempt,
+    fault,
     coverage,
     graph,
     index,
@@ -100,12 +87,12 @@ def expand_partition(
     (``checker.visitor.GraphTask``), each slice's records for the graph visitor are written
     too (``graph_records``).
     """
-    if fail_first_attempt and index == 0:
+    if fault is not None and index == 0:
         from pyspark import TaskContext
 
         context = TaskContext.get()
         if context is not None and context.attemptNumber() == 0:
-            _test_fault(fail_first_attempt)
+            _plant(fault)
     clock = time.perf_counter()
     kernel = step.kernel
     names = kernel.action_names
@@ -136,12 +123,12 @@ def expand_partition(
                 )
             if not len(succ):
                 continue
-            keys = (base + s + parents.astype(np.int64)) * 256 + choices
+            keys = key(base + s + parents.astype(np.int64), choices)
             # an earlier slice's violation has a smaller key
             for name, (i, why) in step.step_violations(chunk, exp, keys, found | step_bad.keys()).items():
                 step_bad[name] = (int(keys[i]), why, int(fps[s + parents[i]]), int(choices[i]))
             sfps, pfps = _fingerprints(kernel, succ, symmetry), fps[s + parents]
-            pick = _least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
+            pick = least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
             keys, sfps, pfps, codes, succ = keys[pick], sfps[pick], pfps[pick], codes[pick], succ[pick]
             cuts = np.searchsorted(owners(sfps, n), np.arange(n + 1))
             for o in range(n):
@@ -219,7 +206,7 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
     if parts:
         keys, fps, pfps, codes, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
         del parts
-        sel = _least_per_fingerprint(keys, fps)  # sorted by fingerprint
+        sel = least_per_fingerprint(keys, fps)  # sorted by fingerprint
         old = [np.load(run_path(root, index, d), mmap_mode="r") for d, _ in mine]
         sel = sel[~runs_contain(old, fps[sel])]
         del old
@@ -228,7 +215,7 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
             # key order (the next frontier); the rows are gathered once, in key order.
             by_key = sel[np.argsort(keys[sel])]
             new_fps = fps[sel]
-            save_arrays(meta_path(root, index, depth), new_fps, pfps[sel], (keys[sel] & 255).astype(np.int16))
+            save_arrays(meta_path(root, index, depth), new_fps, pfps[sel], key_choice(keys[sel]).astype(np.int16))
             new_codes += np.bincount(codes[sel], minlength=len(names))
             keys, fps, rows = keys[by_key], fps[by_key], rows[by_key]
             del pfps, codes, sel, by_key
@@ -242,7 +229,7 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
             del run, new_fps
             for name, (j, why) in step.state_violations(rows, keys, found).items():  # checker.level
                 state_bad[name] = (int(keys[j]), why, int(fps[j]))
-            target = (keys >> 8) * n // level  # grows with the key
+            target = key_parent(keys) * n // level  # grows with the key
             per_target += np.bincount(target, minlength=n)
             cuts = np.searchsorted(target, np.arange(n + 1))
             for t in range(n):
@@ -262,23 +249,41 @@ def shuffle_owner(key: int) -> int:
     return key
 
 
-def _test_fault(kind) -> None:
-    """Test hooks, on the first attempt of partition 0's expansion tasks: ``True`` raises;
-    ``"kill"`` ends this Python worker as a crash would (the OOM killer, a stray signal),
-    ``"kill:PATH"`` does so once (``PATH`` is created to remember it);
-    ``"sigint:GROUP:PATH"`` sends SIGINT to the driver's process group ``GROUP`` once, as
-    Ctrl-C in a terminal does, and to this worker (``PATH`` is created to remember it was
-    sent; PySpark's daemon gives its workers a process group of their own, but a worker
-    started without it is in the terminal's group)."""
+FAULT_VARIABLE = "KMC_TEST_SPARK_FAULT"
+
+
+def planted_fault() -> str | None:
+    """A fault to plant in the first attempt of rank partition 0's expansion tasks, for
+    the tests of Spark's retries and of interrupts (``_plant``): the environment
+    variable ``KMC_TEST_SPARK_FAULT``, read here only, on the driver, as a level's job is
+    built (``None``: no fault, the production case). A ``sigint:PATH`` fault is given the
+    driver's process group, which a terminal's Ctrl-C reaches."""
+    fault = os.environ.get(FAULT_VARIABLE)
+    if not fault:
+        return None
+    if fault.startswith("sigint:"):
+        return f"sigint:{os.getpgid(0)}:{fault[len('sigint:') :]}"
+    return fault
+
+
+def _plant(kind: str) -> None:
+    """The planted faults (``planted_fault``): ``"kill"`` ends this Python worker as a
+    crash would (the OOM killer, a stray signal), ``"kill:PATH"`` does so once (``PATH``
+    is created to remember it); ``"sigint:GROUP:PATH"`` sends SIGINT to the driver's
+    process group ``GROUP`` once, as Ctrl-C in a terminal does, and to this worker
+    (``PATH`` is created to remember it was sent; PySpark's daemon gives its workers a
+    process group of their own, but a worker started without it is in the terminal's
+    group); ``"raise:PATH"`` raises, after creating ``PATH`` (if not there yet) to say it
+    did; anything else raises."""
     if kind == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
-    if isinstance(kind, str) and kind.startswith("kill:"):
+    if kind.startswith("kill:"):
         try:
             os.close(os.open(kind[len("kill:") :], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return
         os.kill(os.getpid(), signal.SIGKILL)
-    if isinstance(kind, str) and kind.startswith("sigint:"):
+    if kind.startswith("sigint:"):
         group, _, marker = kind[len("sigint:") :].partition(":")
         try:
             os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
@@ -287,7 +292,9 @@ def _test_fault(kind) -> None:
         os.killpg(int(group), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGINT)  # and this worker, as without PySpark's daemon
         return
-    raise RuntimeError("kmc test hook: the first attempt of this task fails")
+    if kind.startswith("raise:"):
+        os.close(os.open(kind[len("raise:") :], os.O_CREAT | os.O_WRONLY))
+    raise RuntimeError("kmc test fault: the first attempt of this task fails")
 
 
 def warm_up_pair(index, _records) -> Iterator[tuple[int, None]]:

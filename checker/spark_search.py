@@ -27,11 +27,13 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .batch import ROWS_FORMAT, RowsSearch, add_counts
+from . import spark_rows_tasks
+from .batch import ROWS_FORMAT, RowsSearch
 from .driver import ResourceStop, Search
 from .errors import EngineError
 from .kernel import keep_least
 from .kernel_check import KernelCheck, KernelMismatchError
+from .keys import add_counts
 from .level import LevelStep, record_first
 from .memory import format_size
 from .model_errors import task_failure
@@ -43,7 +45,7 @@ from .spark_rows_tasks import expand_partition, own_partition, read_graph_record
 from .spark_save import check_format, load_saved, relocate, save_level, verify_saved
 from .spark_session import one_line
 from .spark_start import EARLY, Session
-from .trace import replay_choices
+from .trace import ROOT, parent_chain, path_by_choices
 from .visitor import GraphVisitor
 
 
@@ -51,8 +53,7 @@ from .visitor import GraphVisitor
 class SparkSetup:
     """What the Spark levels take of the engine's arguments (``checker.spark_rows``).
 
-    ``fail_first_attempt`` is a test hook (``checker.spark_rows_tasks._test_fault``);
-    ``snapshot_format`` the engine's checkpoint format (the batch or the per-state path).
+    ``snapshot_format`` is the engine's checkpoint format (the batch or the per-state path).
     """
 
     master: str | None
@@ -62,7 +63,6 @@ class SparkSetup:
     data_root: str | None
     snapshot_format: str
     coverage: bool = False
-    fail_first_attempt: bool | str = False
 
 
 class DriverLevels(RowsSearch):
@@ -87,6 +87,32 @@ class DriverLevels(RowsSearch):
         super().__init__(model, kernel, invariants, step_props, symmetry, check, visitor=visitor)
         self.setup, self.session = setup, session
         self.waited = False  # a level past the limit ran here while the session started
+
+    # -- the engine's phases (checker.spark_rows): the same calls on both search objects ----
+
+    def following(self, depth: int, metrics: dict, stopping: Callable[[], bool]) -> DriverLevels | SparkLevels:
+        """At a level boundary: the search of the next level, Spark's once a level has
+        outgrown the driver."""
+        return SparkLevels.hand_over(self, depth, metrics, stopping) if self.outgrown() else self
+
+    def resumed(self, snapshot: dict, metrics: dict, stopping: Callable[[], bool]) -> DriverLevels | SparkLevels:
+        """The search that takes a checkpoint's ``snapshot`` back: Spark's for a saved
+        Spark level."""
+        return SparkLevels.saved_level(self, metrics, stopping, snapshot) if snapshot["phase"] == "spark" else self
+
+    def prepare(self) -> None:
+        """Before the run: nothing to load."""
+
+    def finish(self, stopped: str | None, metrics: dict, depth: int, data_root: Any) -> str | None:
+        """After the run: why Spark was never used, in one line (``None`` after a stop on
+        a full disk at the hand-over, said by the stop's own line)."""
+        if stopped == "disk-full":
+            return None
+        metrics["driver_levels"] = depth
+        return self.not_started()
+
+    def close(self) -> None:
+        """No store to remove."""
 
     def outgrown(self) -> bool:
         """At a level boundary: whether the level is to run on Spark (it has more than
@@ -282,6 +308,27 @@ class SparkLevels(Search):
         levels.visitor = rows.visitor  # the driver gives it its logs back (checker.driver)
         return levels
 
+    # -- the engine's phases (``DriverLevels``' same calls) ------------------------------
+
+    def following(self, depth: int, metrics: dict, stopping: Callable[[], bool]) -> SparkLevels:
+        """Every later level runs on Spark."""
+        return self
+
+    def resumed(self, snapshot: dict, metrics: dict, stopping: Callable[[], bool]) -> SparkLevels:
+        return self
+
+    def prepare(self) -> None:
+        """Before the run: load the saved level (a decided run is reported again without
+        starting Spark)."""
+        self.open()
+
+    def finish(self, stopped: str | None, metrics: dict, depth: int, data_root: Any) -> str | None:
+        """After the run: save the last level when the run keeps checkpoints (what
+        ``snapshot()`` returns once ``run()`` has returned)."""
+        if data_root is not None:
+            self.save()
+        return None
+
     # -- the search protocol ------------------------------------------------------------
 
     @property
@@ -365,9 +412,10 @@ class SparkLevels(Search):
     def _spark_level(self, level: int, stats: Stats, level_found: dict, found: dict) -> bool | None:
         """One level as one Spark job; returns False when a stop request cancelled it."""
         setup, metrics = self.setup, self.metrics
-        # A level as small as those the driver expands runs its tasks here (the test hook
-        # of a failing first attempt needs Spark's retries).
-        here = level <= setup.driver_level_limit and not setup.fail_first_attempt
+        # A level as small as those the driver expands runs its tasks here (a planted
+        # fault in a first attempt needs Spark's retries).
+        fault = spark_rows_tasks.planted_fault()
+        here = level <= setup.driver_level_limit and fault is None
         sc = None if here else self.session.context(self.n)[0]
         n, store = self.n, self.open()
         t0 = time.perf_counter()
@@ -388,7 +436,7 @@ class SparkLevels(Search):
             depth,
             self.sources,
             pack,
-            setup.fail_first_attempt,
+            fault,
             setup.coverage,
             self.visitor.task if self.visitor.active else None,
         )
@@ -492,20 +540,23 @@ class SparkLevels(Search):
         model = self.step.model
         if not isinstance(where, tuple) and where >= len(self.driver_seen):
             where = self._located(where)  # a state stored on Spark, by its number (the graph visitor's)
+        driver = self.driver_seen.parent_and_choice
         if not isinstance(where, tuple):
-            init, choices = self.driver_seen.path_to(where)
-            return replay_choices(model, init, choices)
-        depth, fp = where
+            return path_by_choices(model, where, driver)
         store = self.open()
-        tail = []
-        while depth > self.handoff_depth:
-            parent, choice = store.parent(owner_of(fp, self.n), depth, fp)
-            tail.append(choice)
-            fp, depth = parent, depth - 1
-        if fp not in self.handoff:
-            raise EngineError("trace rebuild: reached a handed-over state the driver does not know")
-        init, choices = self.driver_seen.path_to(self.handoff[fp])
-        return replay_choices(model, init, choices + tail[::-1])
+
+        def link(at: tuple[int, int]) -> tuple[Any, Any]:
+            """A stored state's parent on Spark; at the hand-over, the driver's number."""
+            depth, fp = at
+            if depth > self.handoff_depth:
+                parent, choice = store.parent(owner_of(fp, self.n), depth, fp)
+                return (depth - 1, parent), choice
+            if fp not in self.handoff:
+                raise EngineError("trace rebuild: reached a handed-over state the driver does not know")
+            return ROOT, self.handoff[fp]
+
+        handed, *tail = parent_chain(where, link)
+        return path_by_choices(model, handed, driver, tail)
 
     def _located(self, number: int) -> tuple[int, int]:
         """``(depth, fingerprint)`` of the state numbered ``number``, stored on Spark."""

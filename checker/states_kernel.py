@@ -20,12 +20,11 @@ import numpy as np
 from .errors import UsageError
 from .fingerprint import fingerprint_bytes
 from .kernel import canonical_encoder
-from .protocol import HasBatchKernel, NamesActions, action_name, capable, successors
+from .keys import CHOICES
+from .protocol import KernelBase, Model, action_name, batch_path, successors, with_defaults
 
-MAX_CHOICES = 256  # the rows search keeps a choice in a byte
 
-
-class StatesKernel:
+class StatesKernel(KernelBase):
     """The ``checker.protocol.BatchKernel`` of a per-state model.
 
     Args:
@@ -35,11 +34,13 @@ class StatesKernel:
             one, else its batch kernel's names.
     """
 
-    def __init__(self, model, action_names: Iterable[str] | None = None) -> None:
+    arrays = False  # rows of Python states: no property has an array form over them
+
+    def __init__(self, model: Model, action_names: Iterable[str] | None = None) -> None:
         self._setup(model, action_names)
 
     def _setup(self, model, action_names: Iterable[str] | None) -> None:
-        self.model = model
+        self.model = model = with_defaults(model)
         if action_names is None:
             action_names = _declared_names(model)
         self.action_names = list(action_names)
@@ -63,9 +64,9 @@ class StatesKernel:
         model, code_of = self.model, self._codes
         for i, state in enumerate(rows):
             for choice, (action, nxt) in enumerate(successors(model, state)):
-                if choice >= MAX_CHOICES:
+                if choice >= CHOICES:
                     raise UsageError(
-                        f"a state has more than {MAX_CHOICES} enabled actions: the rows search "
+                        f"a state has more than {CHOICES} enabled actions: the rows search "
                         "cannot keep its choices; run with --engine local --per-state"
                     )
                 name = action_name(action)
@@ -102,11 +103,13 @@ class StatesKernel:
         return None
 
 
-def _declared_names(model) -> Sequence[str]:
-    if capable(model, NamesActions):
-        return model.action_names()
-    if capable(model, HasBatchKernel):
-        return model.batch_kernel().action_names
+def _declared_names(model: Model) -> Sequence[str]:
+    names = model.action_names()
+    if names is not None:
+        return names
+    kernel = batch_path(model)[0]
+    if kernel is not None:
+        return kernel.action_names
     raise UsageError(
         "this model has no batch kernel and declares no action_names(): "
         "the rows search needs one of them (run with --engine local --per-state)"

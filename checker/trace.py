@@ -11,13 +11,44 @@ from typing import Any
 
 from .errors import EngineError
 from .fingerprint import fingerprint_bytes
-from .protocol import successors
+from .protocol import successors, with_defaults
 from .result import Path, Step
+
+ROOT = -1  # the parent of an initial state
+
+
+def parent_chain(number: Any, link: Callable[[Any], tuple[Any, Any]]) -> list:
+    """The labels of the states from an initial state to state ``number``, following
+    parent pointers: ``link(n)`` -> ``(n's parent, n's label)``, the parent ``ROOT`` for
+    an initial state."""
+    labels = []
+    while True:
+        parent, label = link(number)
+        labels.append(label)
+        if parent == ROOT:
+            labels.reverse()
+            return labels
+        number = parent
+
+
+def path_by_choices(model, number: Any, link: Callable[[Any], tuple[Any, Any]], tail: Sequence[int] = ()) -> Path:
+    """The path to state ``number`` (then the choices ``tail``) from parent pointers
+    labelled by choice (``parent_chain``; an initial state's label is its index in
+    ``init_states()``), replayed."""
+    init, *choices = parent_chain(number, link)
+    return replay_choices(model, init, [*choices, *tail])
+
+
+def path_by_fingerprints(model, number: Any, link: Callable[[Any], tuple[Any, Any]], encode) -> Path:
+    """The path to state ``number`` from parent pointers labelled by fingerprint
+    (``parent_chain``), replayed (``replay_fingerprints``)."""
+    return replay_fingerprints(model, parent_chain(number, link), encode)
 
 
 def replay_choices(model, init_index: int, choices: Sequence[int]) -> Path:
     """The path that starts at ``init_states()[init_index]`` and takes, at each step, the
     enabled action at position ``choices[i]``."""
+    model = with_defaults(model)
     state = model.init_states()[init_index]
     steps = [Step(None, state)]
     for i, choice in enumerate(choices):
@@ -35,6 +66,7 @@ def replay_fingerprints(model, fps: Sequence[int], encode: Callable[[Any], bytes
     At each step the first enabled action whose successor has the next fingerprint is
     taken, which is the action a breadth-first search discovers that state by.
     """
+    model = with_defaults(model)
     inits = model.init_states()
     init_index = next((i for i, s in enumerate(inits) if fingerprint_bytes(encode(s)) == fps[0]), None)
     if init_index is None:
@@ -56,5 +88,5 @@ def replay_fingerprints(model, fps: Sequence[int], encode: Callable[[Any], bytes
 
 def extend(model, path: Path, choice: int) -> Path:
     """``path`` with one more step: the enabled action at position ``choice``."""
-    action, nxt = successors(model, path.steps[-1].state)[choice]
+    action, nxt = successors(with_defaults(model), path.steps[-1].state)[choice]
     return Path(path.steps + (Step(action, nxt),), path.init_index, path.choices + (choice,))

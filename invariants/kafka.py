@@ -399,7 +399,7 @@ def default_properties(config) -> tuple[Property, ...]:
     ``AcknowledgedNeverLost`` when the configuration tracks acknowledgements (``acks``),
     then by ``UncommittedNeverExposed`` when followers truncate in the fetch path
     (``truncate_on_fetch``). ``PartitionRecoverable`` is never a default."""
-    base = MODERN if config.modern else CLASSIC
+    base: tuple[Property, ...] = MODERN if config.modern else CLASSIC
     if getattr(config, "acks", None):
         base += (AcknowledgedNeverLost,)
     if getattr(config, "truncate_on_fetch", False):

@@ -1,7 +1,8 @@
 """The Kafka replication model: one partition, its replicas, the controller and a producer.
 
 The transition system of docs/model.md, action for action. ``KafkaModel`` follows
-``checker.protocol.Model``; the engines know nothing else about it.
+``checker.protocol.Model`` (its optional members' defaults from ``ModelBase``); the engines
+know nothing else about it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import attrs
+from kmc.checker.protocol import ModelBase
 from kmc.invariants import default_properties
 
 from .actions import (
@@ -32,7 +34,7 @@ from .kafka_actions import KafkaEffects
 from .state import EXPAND, SHRINK, Quorum, Replica, State, encode, leader_of, leso
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
-    from kmc.checker.protocol import CoverageNames, Property
+    from kmc.checker.protocol import BatchKernel, CoverageNames, Model, Property
 
     from .batch import KafkaBatchKernel
 
@@ -40,7 +42,7 @@ __all__ = ["ACTION_NAMES", "Action", "KafkaModel"]  # the action names live in m
 
 
 @attrs.frozen
-class KafkaModel:
+class KafkaModel(ModelBase):
     """The model for one ``Config``.
 
     Args:
@@ -247,3 +249,10 @@ class KafkaModel:
     def format_record(self, record) -> str:
         epoch, rid = record
         return f"record {rid} (epoch {epoch})"
+
+
+if TYPE_CHECKING:  # for mypy: the model and its kernel follow the protocols they claim
+
+    def _follows_the_protocols(model: KafkaModel) -> tuple[Model, BatchKernel]:
+        kernel = model.batch_kernel()
+        return model, kernel

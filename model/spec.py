@@ -18,11 +18,12 @@ expected of it.
     max_states = 1000000
     max_memory = "8G"             # stop cleanly past this resident memory (or bytes)
     engine = "local"              # or "spark"
-    [spark]                       # optional
-    master = "local[*]"
-    partitions = 4
     [expect]                      # optional: invariant = "holds" | "violated"
     CommittedNeverLost = "violated"
+
+The application may add tables of its own between ``[check]`` and ``[expect]`` (``tables``:
+a table's name and the function that reads it, e.g. the engine's settings); each is read
+where it stands, and kept in ``Spec.tables``.
 
 A spec is untrusted input: every key is checked, every number is bounded, and every
 error is a one-line ``SpecError`` naming the file and the key.
@@ -33,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,14 +87,15 @@ ACKED_PROPERTY = "AcknowledgedNeverLost"
 # The property of the fetch path: checked by default only with model.truncate_on_fetch.
 EXPOSED_PROPERTY = "UncommittedNeverExposed"
 _CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry")
-_SPARK_KEYS = ("master", "partitions")
-_TOP_KEYS = ("title", "description", "model", "check", "spark", "expect")
+_HEAD_KEYS = ("title", "description", "model", "check")  # then the application's tables
+_TAIL_KEYS = ("expect",)
 LIMITS = {
     "check.max_depth": (1, 100_000),
     "check.max_states": (1, 10**12),
     "check.max_memory": (128 << 20, 1 << 50),  # 128M .. 1P bytes (kmc.checker.memory.MIN_CEILING, MAX_CEILING)
-    "spark.partitions": (1, 4096),  # checker.spark_master.MAX_PARTITIONS
 }
+# An application's table: read(path, table) -> what Spec.tables keeps of it (SpecError when bad).
+TableReader = Callable[[str, dict], Any]
 
 
 @attrs.frozen
@@ -119,9 +122,8 @@ class Spec:
     max_states: int | None = None
     max_memory: int | None = None
     engine: str = "local"
-    spark_master: str | None = None
-    spark_partitions: int | None = None
     expect: dict = attrs.field(factory=dict)
+    tables: dict = attrs.field(factory=dict)  # the application's tables, as their readers give them
 
     @property
     def name(self) -> str:
@@ -147,8 +149,9 @@ def property_names() -> list[str]:
     return [p.name for p in EVERY]
 
 
-def load_spec(path) -> Spec:
-    """Read and validate a spec file.
+def load_spec(path, tables: Mapping[str, TableReader] | None = None) -> Spec:
+    """Read and validate a spec file (``tables``: the application's tables and their
+    readers, see the module).
 
     Raises:
         SpecError: the file is missing or unreadable, is not TOML, or has an unknown key,
@@ -164,11 +167,12 @@ def load_spec(path) -> Spec:
         data = p.read_bytes()
     except OSError as e:
         raise SpecError(path, None, f"cannot read the file ({e.strerror or e})") from None
-    return parse_spec(data, path)
+    return parse_spec(data, path, tables)
 
 
-def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
+def parse_spec(data: bytes, path: str = "<spec>", tables: Mapping[str, TableReader] | None = None) -> Spec:
     """Validate the bytes of a spec file; see ``load_spec``."""
+    tables = tables or {}
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -181,12 +185,12 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
         raise SpecError(path, None, "not valid TOML: an integer has too many digits") from None
     except RecursionError:
         raise SpecError(path, None, "not valid TOML: nested too deeply") from None
-    _only(path, "", doc, _TOP_KEYS)
+    _only(path, "", doc, (*_HEAD_KEYS, *tables, *_TAIL_KEYS))
     title = _str(path, "title", doc.get("title", ""))
     description = _str(path, "description", doc.get("description", ""))
     model = _table(path, "model", doc.get("model"), required=True)
     check = _table(path, "check", doc.get("check", {}))
-    spark = _table(path, "spark", doc.get("spark", {}))
+    extra = {name: _table(path, name, doc.get(name, {})) for name in tables}
     expect = _table(path, "expect", doc.get("expect", {}))
     config = _config(path, model)
 
@@ -217,20 +221,7 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
     if engine not in ENGINES:
         raise SpecError(path, "check.engine", f"must be one of {', '.join(map(repr, ENGINES))}, got {_show(engine)}")
 
-    _only(path, "spark.", spark, _SPARK_KEYS)
-    master = spark.get("master")
-    if master is not None:
-        master = _str(path, "spark.master", master)
-        if not master:
-            raise SpecError(path, "spark.master", "must not be empty")
-        from kmc.checker.errors import EngineError
-        from kmc.checker.units import validate_master
-
-        try:
-            validate_master(master)
-        except EngineError as e:
-            raise SpecError(path, "spark.master", str(e)) from None
-    partitions = _opt_int(path, "spark.partitions", spark.get("partitions"))
+    kept = {name: read(path, extra[name]) for name, read in tables.items()}
 
     verdicts = {}
     for key, value in expect.items():
@@ -258,9 +249,8 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
         max_states=max_states,
         max_memory=max_memory,
         engine=engine,
-        spark_master=master,
-        spark_partitions=partitions,
         expect=verdicts,
+        tables=kept,
     )
 
 
@@ -413,6 +403,21 @@ def _table(path, key, value, required=False) -> dict:
     if not isinstance(value, dict):
         raise SpecError(path, key, f"must be a table, got {_show(value)}")
     return value
+
+
+def check_keys(path, prefix: str, table: dict, allowed) -> None:
+    """Refuse a key of ``table`` (``prefix``: its name and a dot) not in ``allowed``."""
+    _only(path, prefix, table, allowed)
+
+
+def check_text(path, key: str, value) -> str:
+    """``value``, refused unless it is a string."""
+    return _str(path, key, value)
+
+
+def check_int(path, key: str, value, lo: int, hi: int) -> int | None:
+    """``value`` (``None`` when absent), refused unless an integer in ``[lo, hi]``."""
+    return None if value is None else _int(path, key, value, lo, hi)
 
 
 def _str(path, key, value) -> str:

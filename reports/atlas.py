@@ -24,7 +24,7 @@ A cell::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
     from kmc.model.config import Config
@@ -69,7 +69,8 @@ def _version_policies() -> dict:
     from kmc.model.versions import VERSION_CONFIGS, VERSIONS, version_config
 
     first = next(iter(VERSION_CONFIGS))
-    base = Config(**VERSION_CONFIGS[first][1])
+    params: dict[str, Any] = dict(VERSION_CONFIGS[first][1])
+    base = Config(**params)
     out = {}
     for version in VERSIONS:
         cfg = version_config(version, VERSION_CONFIGS[first][1])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+from typing import Any
 
 import attrs
 from kmc.checker.protocol import (
@@ -33,6 +34,7 @@ from kmc.checker.protocol import (
     describe_step,
     format_action,
     successors,
+    with_defaults,
 )
 from kmc.checker.result import Path
 from kmc.checker.trace import replay_choices
@@ -73,7 +75,7 @@ class Explorer:
     """
 
     def __init__(self, model, properties, *, view=None, title="", path="", search=None, traces=None) -> None:
-        self.model = model
+        self.model = model = with_defaults(model)
         self.properties = list(properties)
         self.view = view or GenericView(model)
         self.title, self.path = title, path
@@ -399,7 +401,7 @@ class GenericView:
     """Any model's state: its fields (``checker.coverage.generic_values``), no diagram."""
 
     def __init__(self, model) -> None:
-        self.model = model
+        self.model = with_defaults(model)
 
     def state_html(self, state, previous=None) -> str:
         from html import escape
@@ -428,7 +430,7 @@ class KafkaView:
     highlighted) and the swimlane diagram of the walk so far."""
 
     def __init__(self, model) -> None:
-        self.model = model
+        self.model: Any = with_defaults(model)  # a KafkaModel: its config names the replicas
 
     def state_html(self, state, previous=None) -> str:
         from .state_view import StateView

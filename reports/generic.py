@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from kmc.checker.protocol import NamesActions, action_name, capable, describe_step, format_action, format_state
+from kmc.checker.protocol import action_name, describe_step, format_action, format_state
 from kmc.checker.text import safe_text, xml_text
 from rich import box
 from rich.console import Group, RenderableType
@@ -29,7 +29,7 @@ SCHEMA = "kmc-generic-result-1"
 def action_order(model, stats) -> list[str]:
     """Every action name to list: the model's ``action_names()`` when it declares them,
     then any other name that fired, in order of name."""
-    names = list(model.action_names()) if capable(model, NamesActions) else []
+    names = list(model.action_names() or ())
     return names + sorted(set(stats.fired) - set(names))
 
 

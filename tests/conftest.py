@@ -78,7 +78,7 @@ class Explorations:
     def __getitem__(self, name):
         if name not in self._done:
             from kmc.checker.local import LocalEngine, Options
-            from kmc.model.spec import load_spec
+            from kmc.app.specs import load_spec
 
             spec = load_spec(SPECS / f"{name}.toml")
             model = spec.model()

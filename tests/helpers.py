@@ -9,7 +9,7 @@ import collections
 import numpy as np
 
 from kmc.model.batch import KafkaBatchKernel
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 
 
 def reachable(model, limit):

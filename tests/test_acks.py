@@ -31,7 +31,7 @@ from kmc.model import LEADER_EPOCH_21, TRUNCATION_RULES, Config, KafkaModel, enc
 from kmc.model.batch import KafkaBatchKernel
 from kmc.model.kafka import Action
 from kmc.model.rows import RowCodec
-from kmc.model.spec import load_spec, parse_spec
+from kmc.app.specs import load_spec, parse_spec
 from kmc.model.symmetry import permute, symmetries
 from helpers import assert_same_successors, assert_traces_replay, random_walk, reachable, spec_runs
 from pins import ACKS_PINS, ANL, CNL

@@ -27,7 +27,8 @@ from helpers import assert_same_successors, assert_traces_replay, reachable, spe
 from kmc.checker.batch import BatchEngine
 from kmc.checker.local import LocalEngine, Options
 from kmc.model import Config, KafkaModel, encode
-from kmc.model.spec import SpecError, load_spec, parse_spec
+from kmc.app.specs import load_spec, parse_spec
+from kmc.model.spec import SpecError
 from kmc.model.state import EXPAND, SHRINK, Quorum
 from kmc.model.symmetry import permute, symmetries
 from pins import ANL, AP_PINS, CNL, EXCLUDED, LCC, LND

@@ -420,7 +420,7 @@ def test_every_answer_and_drop_of_a_broker_epochs_run_is_told():
     from collections import deque
     from pathlib import Path
 
-    from kmc.model.spec import load_spec
+    from kmc.app.specs import load_spec
 
     model = load_spec(Path(__file__).resolve().parent.parent / "specs" / "kip903-two-replicas.toml").model()
     seen, todo, told = set(), deque(model.init_states()), set()

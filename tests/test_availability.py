@@ -31,7 +31,7 @@ from kmc.checker.result import CheckResult, HOLDS, Stats, UNKNOWN, VIOLATED, Vio
 from kmc.checker.trace import replay_choices
 from kmc.invariants import BY_NAME, PartitionRecoverable, available, default_properties, explain_trap
 from kmc.model import Config, KafkaModel
-from kmc.model.spec import load_spec, parse_spec
+from kmc.app.specs import load_spec, parse_spec
 from helpers import assert_same_successors, reachable
 from pins import AVAIL_PINS, CNL, FAST_LIMIT, LCC, PR
 

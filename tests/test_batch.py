@@ -28,7 +28,7 @@ from kmc.checker.seen import CompactSeenSet
 from kmc.checker.trace import replay_choices
 from kmc.model import INITIAL_LEADERS, TRUNCATION_RULES, Config, KafkaModel
 from kmc.model.batch import KafkaBatchKernel
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from kmc.model.symmetry import permute, symmetries
 from helpers import assert_same_successors, random_walk, reachable
 from pins import PINS

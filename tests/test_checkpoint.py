@@ -21,7 +21,7 @@ import pytest
 from kmc import checker
 from kmc.checker import LocalEngine, Options, checkpoint, checkpointer, memory
 from kmc.checker.checkpoint import CheckpointError
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -299,7 +299,7 @@ def test_max_memory_stops_cleanly_and_the_checkpoint_resumes(tmp_path, monkeypat
 
 
 def test_max_memory_in_a_spec(tmp_path):
-    from kmc.model.spec import parse_spec
+    from kmc.app.specs import parse_spec
 
     text = (SPECS / "hw-data-loss.toml").read_text().replace("[check]", '[check]\nmax_memory = "1.5G"')
     assert parse_spec(text.encode()).max_memory == 3 << 29

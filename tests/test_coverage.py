@@ -14,7 +14,7 @@ from kmc.app.cli import EXIT_OK, EXIT_VIOLATION, main
 from kmc.app.commands.common import options_from
 from kmc.checker.local import LocalEngine
 from kmc.model.kafka import ACTION_NAMES
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from kmc.reports import ResultView
 
 REPO = Path(__file__).resolve().parent.parent
@@ -79,7 +79,7 @@ def test_an_action_that_never_fires_is_flagged(tmp_path, capsys):
 
 
 def test_result_view_flags_never_fired_actions_directly():
-    from kmc.model.spec import parse_spec
+    from kmc.app.specs import parse_spec
 
     spec = parse_spec(NO_CRASH.encode(), "no-crash.toml")
     model = spec.model()

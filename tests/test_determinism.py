@@ -18,7 +18,7 @@ SEEDS = ("0", "12345")
 # violation's trace, and a digest of the whole seen-set (every fingerprint, sorted).
 _PROBE = r"""
 import hashlib, json, sys
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from kmc.checker.local import LocalEngine, Options
 from kmc.checker.fingerprint import fingerprint
 spec = load_spec(sys.argv[1])

@@ -20,7 +20,7 @@ import pytest
 from kmc.checker.engines import make_engine
 from kmc.checker.errors import UsageError
 from kmc.checker.options import Options
-from kmc.model.spec import load_spec, parse_spec
+from kmc.app.specs import load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
 HAVE_JAVA = shutil.which("java") is not None

@@ -15,7 +15,7 @@ import pytest
 
 from kmc.app.cli import EXIT_BAD_INPUT, main
 from kmc.app.explore_server import ExploreServer, allowed_hosts, bind_address, parse_walk
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from kmc.reports.explorer import Explorer, GenericView, KafkaView, WalkError
 
 REPO = Path(__file__).resolve().parent.parent

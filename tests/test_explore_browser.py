@@ -11,7 +11,7 @@ import pytest
 
 from kmc.checker.engines import make_engine
 from kmc.app.explore_server import ExploreServer
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from kmc.reports.explorer import Explorer, KafkaView
 
 from test_diagrams import decode_png

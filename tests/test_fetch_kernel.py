@@ -41,7 +41,7 @@ from kmc.invariants.kafka import (
 from kmc.model import Config, KafkaModel, encode
 from kmc.model.config import KAFKA_13141, KAFKA_14704
 from kmc.model.rows import RowCodec
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from kmc.model.symmetry import permute, symmetries
 from pins import FETCH_PINS
 

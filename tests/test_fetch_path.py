@@ -28,7 +28,8 @@ from kmc.checker.local import LocalEngine, Options
 from kmc.invariants import BY_NAME, default_properties
 from kmc.model import Config, KafkaModel, encode
 from kmc.model.fetch_path import cache, diverging_epoch, end_offset_for, log_cache, truncation_on_answer
-from kmc.model.spec import SpecError, load_spec, parse_spec
+from kmc.app.specs import load_spec, parse_spec
+from kmc.model.spec import SpecError
 from kmc.model.state import Fetch
 from pins import CNL, EXCLUDED, FETCH_PINS, LCC, LND, PINS, UNE
 

@@ -17,7 +17,7 @@ from kmc.app.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from kmc.checker.graph import GraphTooLarge, dot_text, state_graph
 from kmc.checker.local import LocalEngine, Options
 from kmc.model import Config, KafkaModel
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 
 TINY = """title = "tiny"
 [model]

@@ -178,7 +178,7 @@ def test_check_expect_with_a_memory_stop_exits_4(tmp_path, monkeypatch, capsys):
 
 def test_a_replica_name_with_a_trailing_newline_is_refused():
     from kmc.checker.errors import SpecError
-    from kmc.model.spec import parse_spec
+    from kmc.app.specs import parse_spec
 
     text = '[model]\nreplicas = ["A\\n", "A"]\ntruncation = "high-watermark"\n'
     with pytest.raises(SpecError, match="model.replicas"):
@@ -202,10 +202,10 @@ def test_partitions_are_bounded_on_the_command_line(value, capsys):
 
 def test_partitions_are_bounded_in_a_spec():
     from kmc.checker.errors import SpecError
-    from kmc.model.spec import parse_spec
+    from kmc.app.specs import parse_spec, spark_table
 
     text = '[model]\nreplicas = 2\ntruncation = "high-watermark"\n[spark]\npartitions = {}\n'
-    assert parse_spec(text.format(4096).encode()).spark_partitions == 4096
+    assert spark_table(parse_spec(text.format(4096).encode())).partitions == 4096
     with pytest.raises(SpecError, match=r"spark.partitions: must be between 1 and 4096"):
         parse_spec(text.format(4097).encode())
 
@@ -223,7 +223,7 @@ def test_bad_masters_are_refused_before_spark_starts(master, words, capsys):
 
 def test_a_bad_master_in_a_spec_is_a_spec_error():
     from kmc.checker.errors import SpecError
-    from kmc.model.spec import parse_spec
+    from kmc.app.specs import parse_spec
 
     text = '[model]\nreplicas = 2\ntruncation = "high-watermark"\n[spark]\nmaster = "local[0]"\n'
     with pytest.raises(SpecError, match="spark.master"):
@@ -276,7 +276,7 @@ def seed_doc(tmp_path_factory):
 def _with_choices(doc, choices):
     """``doc`` whose first trace takes ``choices`` (steps recomputed, so they are legal)."""
     from kmc.checker.trace import replay_choices
-    from kmc.model.spec import load_spec
+    from kmc.app.specs import load_spec
     from kmc.reports.json_result import trace_to_dict
 
     model = load_spec(SEED).model()

@@ -6,9 +6,11 @@ import ast
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from kmc.checker.engines import make_engine
-from kmc.checker.protocol import BatchKernel, GoalMasks, HasBatchKernel, KernelBase, OwnFingerprints, capable
+from kmc.checker.errors import SpecError
+from kmc.checker.protocol import BatchKernel, KernelBase, KernelDefaults, ModelBase, batch_path, with_defaults
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,16 +79,68 @@ def test_kernel_base_gives_the_optional_members_their_defaults():
 
     kernel = Bare()
     rows = np.zeros((2, 8), dtype=np.uint8)
-    assert capable(kernel, GoalMasks) and capable(kernel, OwnFingerprints)
     assert kernel.goal_mask("G", rows) is None and kernel.invariant_mask("I", rows) is None
+    assert kernel.fair_codes(rows, None, None, None, None) is None and kernel.arrays
     assert len(set(kernel.fingerprints(rows).tolist())) == 1
 
 
-def test_a_model_without_a_kernel_runs_per_state():
-    from toy import TwoCounters
+def test_a_kernel_that_inherits_nothing_is_given_the_defaults_once():
+    from counter_kernels import CountersKernel, KernelCounters
 
-    assert not capable(TwoCounters(), HasBatchKernel)
+    class Own:  # a kernel of its own: CountersKernel's members, none of KernelBase's defaults
+        def __init__(self, model):
+            self.base = CountersKernel(model)
+            self.width, self.action_names = self.base.width, self.base.action_names
+
+        def init_rows(self, states):
+            return self.base.init_rows(states)
+
+        def encode(self, state):
+            return self.base.encode(state)
+
+        def decode(self, row):
+            return self.base.decode(row)
+
+        def expand(self, rows):
+            return self.base.expand(rows)
+
+        def invariant_mask(self, name, rows):
+            return np.ones(len(rows), dtype=bool)  # its own member is kept over the default
+
+    class OwnKernel(KernelCounters):
+        def batch_kernel(self):
+            return Own(self)
+
+    kernel, why = batch_path(with_defaults(OwnKernel()))
+    rows = kernel.init_rows(OwnKernel().init_states())
+    assert isinstance(kernel, KernelDefaults) and why is None
+    assert kernel.goal_mask("G", rows) is None and kernel.fair_codes(rows, None, None, None, None) is None
+    assert kernel.invariant_mask("I", rows).all() and kernel.width == CountersKernel(OwnKernel()).width
+    assert kernel.fingerprints(rows).tolist() == CountersKernel(OwnKernel()).fingerprints(rows).tolist()
+
+
+def test_a_model_that_inherits_nothing_is_given_the_defaults_once():
+    from toy import Ring, TwoCounters
+
+    model = with_defaults(TwoCounters())
+    assert isinstance(model, ModelBase) and with_defaults(model) is model
+    assert batch_path(model) == (None, None) and model.symmetries() is None and model.fair_instances() == ()
+    state = model.init_states()[0]
+    assert model.successors(state) == [(a, model.next_state(state, a)) for a in model.actions(state)]
+    assert model.format_action("x") == "x" and model.describe_step(state, "x", state) == ""
+    assert model.limit == TwoCounters().limit  # the model's own attributes, for its properties
+    ring = with_defaults(Ring())
+    assert ring.fair_instances() == Ring().fair_instances()  # its own members are kept
     assert make_engine(TwoCounters()).path == "per-state"
+
+
+def test_no_optional_capability_is_a_runtime_protocol():
+    # Optional behaviour is ModelBase's and KernelBase's defaults, applied once; the core
+    # asks no object whether it has a method.
+    for path in sorted((ROOT / "checker").glob("*.py")):
+        text = path.read_text()
+        assert "runtime_checkable" not in text or path.name == "search.py", path.name
+        assert "def capable(" not in text and "capable(" not in text, path.name
 
 
 # -- the import graph of the installed packages ---------------------------------------------
@@ -169,10 +223,37 @@ def test_the_model_imports_nothing_of_spark_or_the_runtime():
     assert bad == []
 
 
+def test_the_model_knows_nothing_of_spark():
+    # Spark's settings (the spec's [spark] table, its master URL) are the application's:
+    # no module of the model imports a Spark module or a Spark name, and a spec holds none.
+    import attrs
+
+    from kmc.model.spec import Spec, parse_spec
+
+    _, graph = _graph()
+    bad = [
+        f"{name} imports {m}"
+        for name, imports in graph.items()
+        if _within(name, "kmc.model") or _within(name, "kmc.invariants")
+        for m, _ in imports
+        if any(word in m.lower() for word in ("spark", "master"))
+    ]
+    assert bad == []
+    assert [f.name for f in attrs.fields(Spec) if "spark" in f.name] == []
+    spec = b'[model]\nreplicas = 2\ntruncation = "high-watermark"\n[spark]\npartitions = 2\n'
+    with pytest.raises(SpecError, match=r"unknown key \(allowed: title, description, model, check, expect\)"):
+        parse_spec(spec)  # without the application, a [spark] table is an unknown key
+
+
 def test_the_reports_do_not_import_the_application():
     _, graph = _graph()
-    bad = [f"{name} imports {m}" for name, imports in graph.items() if _within(name, "kmc.reports")
-           for m, _ in imports if _within(m, APPLICATION) or _within(m, "kmc.checker.app")]
+    bad = [
+        f"{name} imports {m}"
+        for name, imports in graph.items()
+        if _within(name, "kmc.reports")
+        for m, _ in imports
+        if _within(m, APPLICATION) or _within(m, "kmc.checker.app")
+    ]
     assert bad == []
 
 
@@ -190,10 +271,20 @@ def _layer(module):
 
 def test_the_model_and_its_properties_import_each_other_one_way_only():
     _, graph = _graph()
-    back = [f"{name} imports {m}" for name, imports in graph.items() if _within(name, "kmc.invariants")
-            for m, _ in imports if _within(m, "kmc.model")]
-    hidden = [f"{name} imports {m} inside a function" for name, imports in graph.items() if _within(name, "kmc.model")
-              for m, top in imports if _within(m, "kmc.invariants") and not top]
+    back = [
+        f"{name} imports {m}"
+        for name, imports in graph.items()
+        if _within(name, "kmc.invariants")
+        for m, _ in imports
+        if _within(m, "kmc.model")
+    ]
+    hidden = [
+        f"{name} imports {m} inside a function"
+        for name, imports in graph.items()
+        if _within(name, "kmc.model")
+        for m, top in imports
+        if _within(m, "kmc.invariants") and not top
+    ]
     assert back == [] and hidden == []
 
 
@@ -210,7 +301,9 @@ def test_no_package_imports_a_higher_layer():
 
 def test_no_import_cycle_at_module_level():
     modules, graph = _graph()
-    edges = {name: sorted({m for m, top in imports if top and m in modules and m != name}) for name, imports in graph.items()}
+    edges = {
+        name: sorted({m for m, top in imports if top and m in modules and m != name}) for name, imports in graph.items()
+    }
     # a package's __init__ importing its own modules is how Python builds it, not a cycle
     for name in edges:
         edges[name] = [m for m in edges[name] if not _within(m, name)]
@@ -221,7 +314,7 @@ def test_no_import_cycle_at_module_level():
         state[node] = 1
         for nxt in edges[node]:
             if state.get(nxt) == 1:
-                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+                cycles.append(" -> ".join(stack[stack.index(nxt) :] + [nxt]))
             elif nxt not in state:
                 visit(nxt, stack + [nxt])
         state[node] = 2

@@ -32,7 +32,7 @@ from kmc.invariants.liveness import (
     record_obligations,
 )
 from kmc.model import Action, Config, KafkaModel
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from kmc.reports.json_result import expectation as expectation_of
 from pins import FETCH_PINS
 

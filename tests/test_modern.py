@@ -24,7 +24,7 @@ from kmc.checker.protocol import ALWAYS
 from kmc.checker.result import HOLDS, VIOLATED
 from kmc.invariants import ALL, BY_NAME, CLASSIC, default_properties, leader_candidate_completeness
 from kmc.model import LEADER_EPOCH_21, LEADER_EPOCH_KIP279, Config, KafkaModel, elr_after, encode, leso
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from helpers import assert_traces_replay, spec_runs
 from pins import EXCLUDED
 from pins import MODERN_FAST_ROWS as FAST_ROWS

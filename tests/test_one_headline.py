@@ -94,7 +94,7 @@ def test_long_replica_names_stay_in_their_columns():
     # width estimate the layout wraps with: at most 0.53 of the font size per character,
     # 0.58 in bold); the names are the longest a spec allows.
     from kmc.checker.local import LocalEngine
-    from kmc.model.spec import parse_spec
+    from kmc.app.specs import parse_spec
     from kmc.reports import diagram, svg
 
     text = (SPECS / "hw-data-loss.toml").read_text()

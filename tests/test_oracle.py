@@ -22,7 +22,7 @@ import oracle
 from kmc.checker.errors import PropertyError
 from kmc.checker.local import LocalEngine, Options
 from kmc.checker.protocol import ALWAYS, Property
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from pins import (ACKS_PINS, AVAIL_PINS, CNL, HW_DATA_LOSS_KEEP_GOING, MODERN_FAST_ROWS, MODERN_SLOW_ROWS, PINS,
                   PR)
 from toy import NeverDown, SumBelow, TwoCounters

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from kmc.checker.local import LocalEngine, Options
 from kmc.checker.result import Stats
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from kmc.reports import ProgressDisplay
 from kmc.reports.progress import progress_text
 

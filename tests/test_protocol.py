@@ -9,9 +9,9 @@ from pathlib import Path
 
 from kmc.checker.graph import state_graph
 from kmc.checker.local import LocalEngine, Options
-from kmc.checker.protocol import action_name, describe_step, format_action
+from kmc.checker.protocol import action_name, describe_step, format_action, with_defaults
 from kmc.checker.simulate import simulate
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from toy import BareCounters, IncX, NeverDown, SumBelow, TwoCounters
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"
@@ -31,7 +31,7 @@ def test_action_name_defaults():
 
 
 def test_format_and_describe_defaults():
-    model = BareCounters()
+    model = with_defaults(BareCounters())  # as an engine or the application takes it
     assert format_action(model, IncX()) == "IncX()"
     assert describe_step(model, None, IncX(), None) == ""
 

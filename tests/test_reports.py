@@ -20,7 +20,7 @@ from kmc.checker.local import LocalEngine, Options
 from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED, Stats, Violation
 from kmc.model.config import Config
 from kmc.model.kafka import ACTION_NAMES, KafkaModel
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from kmc.reports import (
     SCHEMA_VERSION, ProgressDisplay, ResultView, TraceView, expectation, result_to_dict,
     state_from_dict, state_to_dict, trace_to_dict, write_json,

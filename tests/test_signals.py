@@ -11,7 +11,7 @@ import pytest
 
 from kmc.checker import LocalEngine, Options, checkpoint
 from kmc.checker.signals import StopOnSignals
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from test_checkpoint import kmc_at_level, kmc_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,15 +166,52 @@ def test_a_signal_during_start_up_ends_in_one_line_and_130_or_143(signum):
             assert lines == [line], where
 
 
-def test_startup_handlers_are_installed_in_the_kmc_program_only():
-    from kmc.checker.signals import is_kmc_program
+_IMPORT_EVERYTHING = """
+import importlib, pkgutil, signal, sys
+SIGNALS = [s for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP)]
+before = {s: signal.getsignal(s) for s in SIGNALS}
+names = []
+for package in ("kmc.checker", "kmc.model", "kmc.invariants", "kmc.reports", "kmc.app", "kmc.app.commands"):
+    module = importlib.import_module(package)
+    names += [package] + [f"{package}.{m.name}" for m in pkgutil.iter_modules(module.__path__)]
+for name in names:
+    importlib.import_module(name)
+after = {s: signal.getsignal(s) for s in SIGNALS}
+changed = [s.name for s in SIGNALS if after[s] is not before[s]]
+print(len(names), changed)
+"""
 
-    assert is_kmc_program("/venv/bin/kmc", ["/venv/bin/python", "/venv/bin/kmc", "check"])
-    assert is_kmc_program("-m", ["python", "-m", "kmc.app.cli", "check"])
-    assert not is_kmc_program("/venv/bin/pytest", ["python", "/venv/bin/pytest"])
-    assert not is_kmc_program("-m", ["python", "-m", "pytest", "-k", "kmc.app.cli"])
-    # this very process (pytest) kept its own handlers
-    assert signal.getsignal(signal.SIGTERM) is not None and "exit_at_startup" not in repr(signal.getsignal(signal.SIGINT))
+
+def test_importing_every_kmc_module_installs_no_signal_handler(tmp_path):
+    # A fresh interpreter imports every module of every kmc package (the command line's
+    # too): no signal's handler changes, even in a script named like the program. The
+    # program installs its own when it starts (kmc.app.program), a run its own while it
+    # runs (StopOnSignals).
+    import subprocess
+    import sys
+
+    script = tmp_path / "kmc"
+    script.write_text(_IMPORT_EVERYTHING)
+    proc = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    count, changed = proc.stdout.split(" ", 1)
+    assert int(count) > 100 and changed.strip() == "[]", proc.stdout
+
+
+def test_the_program_protects_its_start_up_and_a_run_restores_the_handlers():
+    from kmc.app.program import _exit_at_start_up, protect_start_up
+
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert protect_start_up()
+        assert signal.getsignal(signal.SIGINT) is _exit_at_start_up is signal.getsignal(signal.SIGTERM)
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    engine = LocalEngine(load_spec(HW_FAST).model())
+    with StopOnSignals(engine) as stop:
+        assert signal.getsignal(signal.SIGINT) == stop._handle
+    assert {s: signal.getsignal(s) for s in old} == old
 
 
 # -- the command line's own handlers: a signal at the edges of main ---------------------------

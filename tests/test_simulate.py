@@ -14,7 +14,7 @@ from kmc.app.commands.simulate import DEFAULT_DEPTH, DEFAULT_RUNS, DEFAULT_SEED
 from kmc.checker.simulate import simulate
 from kmc.checker.trace import replay_choices
 from kmc.model import Config, KafkaModel
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = str(REPO / "specs" / "hw-data-loss.toml")

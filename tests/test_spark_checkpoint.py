@@ -147,7 +147,7 @@ def test_a_checkpoint_of_the_other_engine_is_refused(killed, tmp_path):
 def test_a_resumed_level_is_copied_into_a_new_checkpoint_directory(killed, tmp_path):
     # --resume A --checkpoint B, stopped before a new level: B must not depend on A.
     from kmc.checker.spark_rows import SparkRowsEngine
-    from kmc.model.spec import load_spec
+    from kmc.app.specs import load_spec
 
     ck = copy_of(killed, tmp_path)
     snap = checkpoint.read(ck)[1]
@@ -222,7 +222,7 @@ def test_sigterm_exits_143_with_a_checkpoint(tmp_path):
 def test_per_state_path_resumes_on_other_partitions(spark_sc, tmp_path):
     from conftest import EXPLORATIONS
     from kmc.checker.engines import make_engine
-    from kmc.model.spec import load_spec
+    from kmc.app.specs import load_spec
 
     spec = load_spec(HW_DATA_LOSS)
 
@@ -247,7 +247,7 @@ def test_per_state_path_resumes_on_other_partitions(spark_sc, tmp_path):
 
 def test_a_checkpoint_of_the_retired_per_state_spark_engine_is_refused(tmp_path):
     from kmc.checker.engines import make_engine
-    from kmc.model.spec import load_spec
+    from kmc.app.specs import load_spec
 
     spec = load_spec(HW_DATA_LOSS)
     engine = make_engine(spec.model(), spec.properties(), engine="spark")

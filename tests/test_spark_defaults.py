@@ -47,7 +47,7 @@ def test_a_session_started_in_advance_and_never_used_is_said_so(spark_sc):
     # hw-data-loss's levels grow past 1000 / 8 states but never past 1000: the session is
     # started in the background (here: the test session's own), then no level needs it.
     from kmc.checker.spark_rows import SparkRowsEngine
-    from kmc.model.spec import load_spec
+    from kmc.app.specs import load_spec
 
     spec = load_spec(str(HW))
     engine = SparkRowsEngine(spec.model(), spec.properties(), partitions=2, driver_level_limit=1000)
@@ -72,7 +72,7 @@ def test_a_start_in_advance_that_the_search_outruns_is_abandoned_not_waited_for(
 
     from kmc.checker import spark_start
     from kmc.checker.spark_rows import SparkRowsEngine
-    from kmc.model.spec import load_spec
+    from kmc.app.specs import load_spec
 
     release, stopped = threading.Event(), []
 

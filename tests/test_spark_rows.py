@@ -27,7 +27,7 @@ from kmc.checker.local import Options
 from kmc.checker.protocol import STEP, Property
 from kmc.checker.spark_session import spark_context
 from kmc.checker.spark_rows import SparkRowsEngine
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
 MASTER = "local[2,3]"
@@ -220,14 +220,18 @@ def test_hand_over_in_the_middle_with_symmetry(sc):
     assert engine.metrics["driver_levels"] > 1 and engine.metrics["spark_levels"]
 
 
-def test_retried_tasks_change_nothing(sc):
-    # Every expansion task of rank partition 0 fails on its first attempt; the run can
-    # only succeed because Spark retried them (local[2,3] allows three attempts).
+def test_retried_tasks_change_nothing(sc, monkeypatch, tmp_path):
+    # Every expansion task of rank partition 0 fails on its first attempt (the marker file
+    # says the fault was planted); the run can only succeed because Spark retried them
+    # (local[2,3] allows three attempts).
     spec = _spec("le-unclean")
     options = Options(max_depth=5, keep_going=True)
     want = BatchEngine(spec.model(), spec.properties(), options).run()
-    _engine, result = _rows(spec, options, partitions=2, driver_level_limit=0, _fail_first_attempt=True)
+    marker = tmp_path / "raised"
+    monkeypatch.setenv("KMC_TEST_SPARK_FAULT", f"raise:{marker}")
+    _engine, result = _rows(spec, options, partitions=2, driver_level_limit=0)
     assert_same(result, want)
+    assert marker.exists()
 
 
 def test_progress_and_stop_requested(sc):

@@ -25,9 +25,8 @@ from hypothesis import strategies as st
 from kmc.checker.errors import SpecError
 from kmc.checker.result import HOLDS, VIOLATED
 from kmc.model.config import TRUNCATION_RULES
-from kmc.model.spec import (
-    _MODEL_BOOLS, _MODEL_INTS, ENGINES, LIMITS, MAX_REPLICAS, load_spec, parse_spec, property_names,
-)
+from kmc.app.specs import PARTITIONS, load_spec, parse_spec, spark_table
+from kmc.model.spec import _MODEL_BOOLS, _MODEL_INTS, ENGINES, LIMITS, MAX_REPLICAS, property_names
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "specs").glob("*.toml"))
@@ -92,13 +91,15 @@ def assert_within_bounds(spec):
     assert c.truncation in TRUNCATION_RULES
     assert all(type(getattr(c, key)) is bool for key in _MODEL_BOOLS)
     attrs_of = {"check.max_depth": "max_depth", "check.max_states": "max_states",
-                "check.max_memory": "max_memory", "spark.partitions": "spark_partitions"}
+                "check.max_memory": "max_memory"}
     for key, (lo, hi) in LIMITS.items():
         value = getattr(spec, attrs_of[key])
         assert value is None or (type(value) is int and lo <= value <= hi), (key, value)
+    spark = spark_table(spec)
+    assert spark.partitions is None or (type(spark.partitions) is int and PARTITIONS[0] <= spark.partitions <= PARTITIONS[1])
     assert spec.invariants and set(spec.invariants) <= set(property_names())
     assert type(spec.keep_going) is bool and spec.engine in ENGINES
-    assert spec.spark_master is None or (isinstance(spec.spark_master, str) and spec.spark_master)
+    assert spark.master is None or (isinstance(spark.master, str) and spark.master)
     assert set(spec.expect) <= set(spec.invariants) and set(spec.expect.values()) <= {HOLDS, VIOLATED}
     assert isinstance(spec.title, str) and isinstance(spec.description, str)
     model = spec.model()

@@ -19,7 +19,7 @@ from kmc.checker.result import HOLDS, VIOLATED
 from kmc.checker.trace import replay_choices
 from kmc.invariants import BY_NAME, CLASSIC
 from kmc.model import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, Config, KafkaModel
-from kmc.model.spec import load_spec
+from kmc.app.specs import load_spec
 from kmc.model.truncation import offsets_for_leader_epoch
 
 from pins import ALL4, CNL, EXCLUDED, HWB, LEM, LND, PINS, spec_param

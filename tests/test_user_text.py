@@ -184,6 +184,7 @@ def test_a_replayed_models_pictures_escape_too(tmp_path, monkeypatch):
     # what kmc replay --format html|mermaid writes for a model's counterexample
     import importlib.util
 
+    from kmc.checker.protocol import with_defaults
     from kmc.checker.result import Violation
     from kmc.checker.trace import replay_choices
     from kmc.reports import generic
@@ -192,7 +193,7 @@ def test_a_replayed_models_pictures_escape_too(tmp_path, monkeypatch):
     spec = importlib.util.spec_from_file_location("hostile_under_test", tmp_path / "hostile.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    model = module.hostile()
+    model = with_defaults(module.hostile())  # as the application takes a user's model
     path = replay_choices(model, 0, [0, 0])
     violation = Violation("[/]P", "always", module.reached(model, 2), path)
     ref = "hostile.py:hostile\x1b[2J"

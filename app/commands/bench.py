@@ -7,6 +7,7 @@ import platform
 import resource
 import sys
 import time
+from typing import Any, cast
 
 import attrs
 from kmc.checker.errors import KmcError
@@ -220,7 +221,7 @@ def _run(args, out, err) -> int:
     doc["states_per_cpu_second"] = round(st.distinct / usage["cpu_seconds"], 1) if usage["cpu_seconds"] else None
     doc["tree_method"] = usage["method"]
     doc["verdicts"] = {name: result.verdict(name) for name in result.checked}
-    doc.update(spark_measures(engine.metrics if result.engine == "spark" else None))
+    doc.update(spark_measures(cast(Any, engine).metrics if result.engine == "spark" else None))
     doc["path"] = engine.path if result.engine == "local" else result.engine
     doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
     _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from kmc.checker import __version__, checkpoint, checkpointer, memory
@@ -226,7 +226,7 @@ def _run(args, out, err) -> int:
     properties = select_properties(spec, args.invariants)
     options = options_from(spec, args)
     if views.generic:  # a model of the user's own: called on a sample before the search
-        spec.probe(model, kernel=not args.per_state)
+        cast("ModelSpec", spec).probe(model, kernel=not args.per_state)
     views.prepare(args, model)
     show_progress = not args.no_progress and err.is_terminal
     identity = {
@@ -317,9 +317,9 @@ class _Views:
     def expectation(self, model, result, options) -> dict | None:
         """The comparison with the expectations (``None``: a model that declares none)."""
         if not self.generic:
-            from kmc.reports import expectation
+            from kmc.reports import expectation as spec_expectation
 
-            return expectation(self.spec, result)
+            return spec_expectation(self.spec, result)
         from ..user_model import expectation
 
         return None if self.expected is None else expectation(self.expected, result, options.symmetry)

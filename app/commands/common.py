@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING
 
 from kmc.checker import memory
@@ -152,7 +151,7 @@ def add_engine_arguments(parser) -> None:
 
 
 def load(path) -> Spec:
-    from kmc.model.spec import load_spec
+    from ..specs import load_spec
 
     return load_spec(path)
 
@@ -186,18 +185,18 @@ def make_engine(spec, model, properties, options, progress, args, **hooks) -> Le
     ``checker.engines.make_engine``); ``hooks`` go to its constructor."""
     from kmc.checker.engines import make_engine as build
 
+    from ..specs import spark_table
+
     engine = getattr(args, "engine", None) or spec.engine
     spark = {}
     if engine == "spark":
+        table = spark_table(spec)
         spark = dict(
-            master=getattr(args, "master", None) or spec.spark_master,
-            partitions=getattr(args, "partitions", None) or spec.spark_partitions,
+            master=getattr(args, "master", None) or table.master,
+            partitions=getattr(args, "partitions", None) or table.partitions,
             verbose=getattr(args, "verbose", False),
             driver_level_limit=getattr(args, "driver_level_limit", None),
             store_dir=getattr(args, "spark_store", None),
-            # Test hook (tests/test_spark_faults.py): a fault in the first attempt of some
-            # tasks; see checker.spark_rows_tasks._test_fault.
-            _fail_first_attempt=_test_fault(),
         )
     return build(
         model,
@@ -209,16 +208,6 @@ def make_engine(spec, model, properties, options, progress, args, **hooks) -> Le
         **hooks,
         **spark,
     )
-
-
-def _test_fault() -> str | bool:
-    """The test hook ``KMC_TEST_SPARK_FAULT`` (``kill``, ``kill:PATH``, ``sigint:PATH``), for the Spark
-    engine's ``_fail_first_attempt``; a SIGINT goes to this process's group, as a
-    terminal's Ctrl-C does."""
-    fault = os.environ.get("KMC_TEST_SPARK_FAULT")
-    if fault and fault.startswith("sigint:"):
-        return f"sigint:{os.getpgid(0)}:{fault[len('sigint:') :]}"
-    return fault or False
 
 
 def options_from(spec, args) -> Options:

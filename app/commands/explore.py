@@ -132,16 +132,16 @@ def run(args, out, err) -> int:
     spec = load_target(args)
     model = spec.model()
     properties = spec.properties()
-    generic = isinstance(spec, ModelSpec)
-    traces = load_traces(args.trace, model, spec.identity() if generic else None)
+    own = spec if isinstance(spec, ModelSpec) else None  # a model of the user's own
+    traces = load_traces(args.trace, model, own.identity() if own is not None else None)
     from kmc.model.kafka import KafkaModel
 
     view = KafkaView(model) if isinstance(model, KafkaModel) else GenericView(model)
     title = spec.title
-    if generic and spec.params:
-        title = f"{spec.ref} ({', '.join(f'{k}={v}' for k, v in spec.params.items())})"
-    elif generic:
-        title = spec.ref
+    if own is not None and own.params:
+        title = f"{own.ref} ({', '.join(f'{k}={v}' for k, v in own.params.items())})"
+    elif own is not None:
+        title = own.ref
     explorer = Explorer(model, properties, view=view, title=title, path=spec.path, traces=traces)
     for name, (init, choices) in traces.items():
         try:

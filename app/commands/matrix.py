@@ -222,7 +222,7 @@ def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | N
         files = sorted(d.glob("*.toml"))
         if not files:
             raise UsageError(f"SPEC_DIR: {args.spec_dir} holds no spec files (*.toml)")
-        from kmc.model.spec import load_spec
+        from ..specs import load_spec
 
         specs = [load_spec(f) for f in files]  # every file is checked before any row runs
         items = [(s.name, s.config, s, args.max_states) for s in specs]

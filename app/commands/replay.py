@@ -364,7 +364,9 @@ def _check_still_violated(path, model, prop, kind, path_) -> str:
                 f"state of {prop}, not a trap (the property changed since it was "
                 "saved, or the file was edited)"
             )
-        return p.explain(model, last.state) if p.explain is not None else f"{prop}: a trap"
+        explained = p.explain(model, last.state) if p.explain is not None else f"{prop}: a trap"
+        # an explain that does not answer: the engine's own sentence (checker.driver)
+        return explained or f"no state where {prop} holds can be reached from this state"
     if kind == "always":
         why = p.check(model, last.state)
     elif len(path_.steps) < 2:
@@ -427,7 +429,7 @@ def _replay_model(args, doc, out, err) -> int:
     spec = model_for_result(path, ident, args.model, args.param)
     model = spec.model()
     props = {p.name: p for p in model.properties()}
-    prop = props.get(entry.get("property"))
+    prop = props.get(str(entry.get("property")))
     trace = entry.get("trace")
     if prop is None or not isinstance(trace, dict):
         raise ReplayError(f"{path}: violations: {entry.get('property')!r} is not a property of {ident['ref']}")

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
+from .search import path_to
+
 
 class CompactSeenSet:
     """Fingerprints, parent numbers and choices of every stored state."""
@@ -122,14 +124,7 @@ class CompactSeenSet:
 
     def path_to(self, i: int) -> tuple[int, list[int]]:
         """The initial state's index and the choices that lead to state ``i``."""
-        choices: list[int] = []
-        while True:
-            parent, choice = self.parent_and_choice(i)
-            if parent < 0:
-                choices.reverse()
-                return choice, choices
-            choices.append(choice)
-            i = parent
+        return path_to(self, i)
 
     def fingerprints(self) -> np.ndarray:
         """Every stored fingerprint, in no particular order (a new array)."""
@@ -145,6 +140,34 @@ class CompactSeenSet:
         """The bytes held by the arrays."""
         arrays = self._runs + self._level_runs + self._parents + self._choices
         return sum(a.nbytes for a in arrays)
+
+    def parents_and_choices(self) -> tuple[np.ndarray, np.ndarray]:
+        parents = np.concatenate(self._parents) if self._parents else np.zeros(0, dtype=np.uint32)
+        choices = np.concatenate(self._choices) if self._choices else np.zeros(0, dtype=np.uint8)
+        return np.where(parents == 0xFFFFFFFF, -1, parents.astype(np.int64)), choices
+
+    # -- a checkpoint pickles the set itself; it keeps no file ---------------------------
+
+    kind = "memory"
+
+    def saved(self) -> dict:
+        return {"seen": self}
+
+    def reopen(self, directory=None) -> CompactSeenSet:
+        return self
+
+    def restored(self, saved, directory=None):
+        """A checkpoint's store as it is (a disk store stays on disk: it may not fit)."""
+        return saved.reopen(directory)
+
+    def disk_bytes(self) -> int:
+        return 0
+
+    def peak_disk_bytes(self) -> int:
+        return 0
+
+    def written_bytes(self) -> int:
+        return 0
 
 
 def runs_contain(runs, fps) -> np.ndarray:

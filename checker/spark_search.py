@@ -37,7 +37,8 @@ from .memory import format_size
 from .model_errors import task_failure
 from .protocol import BatchKernel, Model, Property, kernel_fingerprints
 from .result import Stats
-from .seen import CompactSeenSet
+from .search import Store as SearchStore
+from .search import path_to
 from .spark_rows_store import Store, owner_of, owners, split_frontier
 from .spark_rows_tasks import expand_partition, own_partition, read_graph_records, shuffle_owner
 from .spark_save import check_format, load_saved, relocate, save_level, verify_saved
@@ -179,7 +180,7 @@ class SparkLevels(Search):
         stopping: Callable[[], bool],
         step: LevelStep,
         symmetry: bool,
-        driver_seen: CompactSeenSet,
+        driver_seen: SearchStore,
         *,
         depth: int,
         n: int,
@@ -493,7 +494,7 @@ class SparkLevels(Search):
         if not isinstance(where, tuple) and where >= len(self.driver_seen):
             where = self._located(where)  # a state stored on Spark, by its number (the graph visitor's)
         if not isinstance(where, tuple):
-            init, choices = self.driver_seen.path_to(where)
+            init, choices = path_to(self.driver_seen, where)
             return replay_choices(model, init, choices)
         depth, fp = where
         store = self.open()
@@ -504,7 +505,7 @@ class SparkLevels(Search):
             fp, depth = parent, depth - 1
         if fp not in self.handoff:
             raise EngineError("trace rebuild: reached a handed-over state the driver does not know")
-        init, choices = self.driver_seen.path_to(self.handoff[fp])
+        init, choices = path_to(self.driver_seen, self.handoff[fp])
         return replay_choices(model, init, choices + tail[::-1])
 
     def _located(self, number: int) -> tuple[int, int]:

@@ -18,6 +18,7 @@ expected of it.
     max_states = 1000000
     max_memory = "8G"             # stop cleanly past this resident memory (or bytes)
     engine = "local"              # or "spark"
+    store = "memory"              # or "disk": the seen states in files (a local engine)
     [spark]                       # optional
     master = "local[*]"
     partitions = 4
@@ -84,7 +85,8 @@ _MODEL_KEYS = (
 ACKED_PROPERTY = "AcknowledgedNeverLost"
 # The property of the fetch path: checked by default only with model.truncate_on_fetch.
 EXPOSED_PROPERTY = "UncommittedNeverExposed"
-_CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry")
+_CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry", "store")
+STORES = ("memory", "disk")  # kmc.checker.disk_store.STORES
 _SPARK_KEYS = ("master", "partitions")
 _TOP_KEYS = ("title", "description", "model", "check", "spark", "expect")
 LIMITS = {
@@ -119,6 +121,7 @@ class Spec:
     max_states: int | None = None
     max_memory: int | None = None
     engine: str = "local"
+    store: str = "memory"
     spark_master: str | None = None
     spark_partitions: int | None = None
     expect: dict = attrs.field(factory=dict)
@@ -216,6 +219,9 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
     engine = check.get("engine", "local")
     if engine not in ENGINES:
         raise SpecError(path, "check.engine", f"must be one of {', '.join(map(repr, ENGINES))}, got {_show(engine)}")
+    store = check.get("store", "memory")
+    if store not in STORES:
+        raise SpecError(path, "check.store", f"must be one of {', '.join(map(repr, STORES))}, got {_show(store)}")
 
     _only(path, "spark.", spark, _SPARK_KEYS)
     master = spark.get("master")
@@ -258,6 +264,7 @@ def parse_spec(data: bytes, path: str = "<spec>") -> Spec:
         max_states=max_states,
         max_memory=max_memory,
         engine=engine,
+        store=store,
         spark_master=master,
         spark_partitions=partitions,
         expect=verdicts,

@@ -48,16 +48,22 @@ class CompactSeenSet:
         return self._len
 
     def add(self, fps, parents, choices) -> np.ndarray:
-        """Store the states with fingerprints ``fps`` (``uint64``, distinct, in the order
-        they are numbered) unless stored already; return the mask of those that were new.
+        """Store the states with fingerprints ``fps`` (``uint64``, in the order they are
+        numbered) unless stored already; return the mask of those that were new (of a
+        fingerprint repeated in ``fps``, the first).
 
         Args:
-            fps: fingerprints, no two equal.
+            fps: fingerprints.
             parents: each state's parent number (-1 for an initial state).
             choices: each state's choice.
         """
         fps = np.asarray(fps, dtype=np.uint64)
         new = ~self.contains(fps)
+        _, first = np.unique(fps, return_index=True)
+        if len(first) < len(fps):
+            once = np.zeros(len(fps), dtype=bool)
+            once[first] = True
+            new &= once
         if new.any():
             kept = fps[new]
             self._level_runs.append(np.sort(kept))

@@ -111,11 +111,15 @@ class DiskSaved:
     data: str | None  # the level directory's name in the checkpoint directory
     path: str  # the directory the files were linked into
 
-    def reopen(self, directory: Any = None) -> DiskStore:
+    kind = "disk"
+
+    def reopen(self, directory: Any = None, parent: Any = None) -> DiskStore:
+        """The store, its files linked from the checkpoint ``directory`` into a new
+        directory in ``parent`` (default: the checkpoint directory)."""
         source = Path(directory) / self.data if directory is not None and self.data else Path(self.path)
         if not source.is_dir():
             raise EngineError(f"disk store: {source}: the checkpoint's store files are missing")
-        store = DiskStore(parent=directory, bits=self.bits)
+        store = DiskStore(parent=directory if parent is None else parent, bits=self.bits)
         store.checkpoint_dir = None if directory is None else str(directory)
         names = [name for bucket in self.runs for name, _ in bucket] + [name for _, name, _ in self.levels]
         for name in names:
@@ -274,10 +278,11 @@ class DiskStore:
     def restored(self, saved, directory=None) -> DiskStore:
         """A checkpoint's store on disk: its files linked in; a store of another kind (a
         run stopped at its memory ceiling) has its states written into this one."""
-        store = saved.reopen(directory)
-        if store.kind == self.kind:
+        if saved.kind == self.kind:  # in this store's place (--store-dir)
+            store = saved.reopen(directory, parent=os.path.dirname(self.root))
             self.close()
             return store
+        store = saved.reopen(directory)
         if len(self) or self.levels:
             raise EngineError("disk store: a checkpoint is restored only into an empty store")
         fps = np.sort(store.fingerprints())

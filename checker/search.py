@@ -138,6 +138,8 @@ class Store(Protocol):
 class SavedStore(Protocol):
     """A store's checkpoint part (``Store.saved()["seen"]``)."""
 
+    kind: str  # the kind of the store it stands for
+
     def reopen(self, directory: Any = None) -> Store:
         """The store this part stands for, its files (if any) found in the checkpoint
         ``directory`` (else where they were saved)."""

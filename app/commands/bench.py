@@ -209,6 +209,14 @@ def _run(args, out, err) -> int:
         doc["seen_set_bytes"] = seen_set_bytes(seen)
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
+    doc["store"] = options.store if result.engine == "local" else "spark"
+    if result.engine == "local" and options.store == "disk":  # the disk store's files (checker.disk_store)
+        store = engine.search.seen
+        doc["disk_peak_bytes"] = store.peak_disk_bytes()
+        doc["disk_peak_bytes_per_state"] = round(store.peak_disk_bytes() / max(st.distinct, 1), 1)
+        doc["disk_final_bytes"] = store.disk_bytes()
+        doc["disk_written_bytes"] = store.written_bytes()
+        doc["disk_written_bytes_per_state"] = round(store.written_bytes() / max(st.distinct, 1), 1)
     doc.update(edge_log_measures(engine.possibly))
     doc.update(liveness_log_measures(engine.liveness))
     doc["tree_cpu_seconds"] = usage["cpu_seconds"]
@@ -251,6 +259,9 @@ _SIZES = (
     "tree_peak_rss_bytes",
     "edge_log_bytes",
     "store_peak_bytes",
+    "disk_peak_bytes",
+    "disk_final_bytes",
+    "disk_written_bytes",
 )
 _SHOWN = (
     "distinct_states",

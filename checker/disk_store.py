@@ -167,6 +167,7 @@ class DiskStore:
         self._seq = 1  # the next file's sequence number
         self._written = self._disk = self._peak = 0
         self._records: dict[str, np.memmap] = {}
+        self._saved: tuple[int, dict] | None = None  # the last saved() part, at its length
 
     def close(self) -> None:
         """Remove the store's directory (a checkpoint keeps its own links)."""
@@ -329,7 +330,11 @@ class DiskStore:
     def saved(self) -> dict:
         """Link the files into a new level directory of the checkpoint (or of the store's
         own directory when the run has none); the index and the unwritten levels go into
-        the snapshot itself."""
+        the snapshot itself. At the boundary of the last call, its part again: the states
+        numbered below a boundary never change."""
+        last = self._saved
+        if last is not None and last[0] == self._len and Path(last[1]["seen"].path).is_dir():
+            return last[1]
         if self.checkpoint_dir is not None:
             owned = (read_manifest(self.checkpoint_dir) or {"owned": []})["owned"]
             number = 1 + max((int(name.split("-")[1]) for name in owned), default=0)
@@ -353,7 +358,9 @@ class DiskStore:
             data=data,
             path=str(target),
         )
-        return {"seen": part, "data": data} if data is not None else {"seen": part}
+        parts = {"seen": part, "data": data} if data is not None else {"seen": part}
+        self._saved = (self._len, parts)
+        return parts
 
     # -- files --------------------------------------------------------------------------
 

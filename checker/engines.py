@@ -45,13 +45,12 @@ def make_engine(
             function, even when the model has a batch kernel (for differential testing);
             a model without a batch kernel always runs so, and so does one whose kernel
             cannot run its configuration (``batch_unsupported()``): the engine's
-            ``per_state_because`` then says why, in one sentence.
+            ``per_state_because`` then says why, in one sentence. With ``options.store``
+            ``"disk"``, a local engine keeps its states in a ``checker.disk_store.DiskStore``,
+            the per-state path then on the rows search over
+            ``checker.states_kernel.StatesKernel`` (the same states in the same order).
         progress: called with a ``Stats`` snapshot now and then, and after every level.
         on_level: called with the engine at every level boundary (a checkpoint writer).
-            With ``options.store`` ``"disk"``, a local engine keeps its states in a
-            ``checker.disk_store.DiskStore`` (on the per-state path: the rows search over
-            ``checker.states_kernel.StatesKernel``, which stores the same states in the
-            same order).
         on_status: called with a short message while Spark starts (Spark only).
         data_root: the checkpoint directory, where the Spark engine and the disk store
             save their files.

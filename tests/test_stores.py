@@ -321,16 +321,20 @@ def test_every_local_engine_on_every_store_gives_the_same_result(name, per_state
 HW_UNCLEAN = SPECS / "hw-unclean.toml"
 
 
-@pytest.mark.parametrize("store", ["memory", "disk"])
-def test_sigkill_then_resume_with_each_store(tmp_path, store):
+@pytest.mark.parametrize("store, path", [("memory", []), ("disk", []), ("disk", ["--per-state"])],
+                         ids=["memory", "disk", "disk-per-state"])
+def test_sigkill_then_resume_with_each_store(tmp_path, store, path):
     ck = tmp_path / "ck"
-    proc = kmc_at_level("check", HW_UNCLEAN, "--store", store, "--checkpoint", ck, "--checkpoint-every", "0",
+    proc = kmc_at_level("check", HW_UNCLEAN, "--store", store, *path, "--checkpoint", ck, "--checkpoint-every", "0",
                         "--no-progress", depth=9, signals=("KILL",))
     proc.communicate(timeout=120)
     assert proc.returncode == -signal.SIGKILL
     assert checkpoint.read_header(ck).get("store", "memory") == store
+    # (resumed without --per-state: the checkpoint's path goes on)
     code, out, err = kmc_run("check", "--resume", ck, "--no-progress", "--json", tmp_path / "r.json")
     assert code == 1, err  # hw-unclean: CommittedNeverLost and LogsNeverDiverge fail
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert (doc["stats"]["kernel_cross_checked"] == 0) == bool(path)  # the per-state path has no kernel to compare
     assert comparable(json.loads((tmp_path / "r.json").read_text())) == comparable(reference(HW_UNCLEAN))
     assert not list(ck.glob(f"{disk_store.PREFIX}*"))  # the killed run's store is gone, and the resumed one's
     if store == "disk":

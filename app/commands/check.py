@@ -545,11 +545,14 @@ def _restore(engine, directory, per_state) -> LevelDriver:
             f"{checkpoint.checkpoint_file(directory)}: corrupted (its states "
             "were written by another engine than its header names)"
         )
+    from kmc.checker.batch import STATES_ROWS_FORMAT
     from kmc.checker.spark_rows import STATES_FORMAT
 
-    # A snapshot of the per-state path continues on that path (a local one has no format).
+    # A snapshot of the per-state path continues on that path (a local one in memory has no
+    # format; one on disk is the rows search's over Python states).
     if engine.path != "per-state" and (
-        (engine.name == "local" and "format" not in snapshot) or snapshot.get("format") == STATES_FORMAT
+        (engine.name == "local" and "format" not in snapshot)
+        or snapshot.get("format") in (STATES_FORMAT, STATES_ROWS_FORMAT)
     ):
         engine = per_state()
     try:

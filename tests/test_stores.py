@@ -422,3 +422,19 @@ def test_the_disk_store_is_the_local_engine_s():
     code, _, err = kmc_run("check", HW_UNCLEAN, "--store", "disk", "--engine", "spark", "--no-progress")
     assert code == 2
     assert "--spark-store" in one_line_error(err)
+
+
+def test_kmc_bench_compares_the_stores(tmp_path):
+    code, out, err = kmc_run("bench", SPECS / "hw-data-loss.toml", "--compare-stores", "--json", tmp_path / "b.json")
+    assert code == 0, err
+    doc = json.loads((tmp_path / "b.json").read_text())
+    memory, disk = doc["runs"]
+    assert (memory["store"], disk["store"]) == ("memory", "disk") and doc["same"] is True
+    pin = pinned("hw-data-loss")
+    assert disk["distinct_states"] == pin.distinct and disk["states_generated"] == pin.generated
+    # what it wrote: every state's 5-byte parent and choice, and fingerprints (of all but the
+    # levels still in memory at the end), at most three times the 13 bytes a state it keeps
+    assert 5 * pin.distinct < disk["disk_written_bytes"] <= 3 * 13 * pin.distinct
+    assert 0 < disk["disk_peak_bytes"] <= 16 * pin.distinct
+    assert "disk_peak_bytes" not in memory
+    assert "Both stores explored the same state space" in out

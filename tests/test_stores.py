@@ -385,6 +385,17 @@ def test_a_full_disk_stops_cleanly_and_resumes(tmp_path, monkeypatch, capsys):
     assert comparable(json.loads((tmp_path / "b.json").read_text())) == comparable(reference(HW_UNCLEAN))
 
 
+def test_a_disk_full_from_the_first_write_is_one_line(tmp_path, monkeypatch, capsys):
+    from kmc.app.cli import main
+
+    monkeypatch.setattr(disk_store, "write_bytes", _full_after(1))  # the initial states' records
+    code = main(["check", str(HW_UNCLEAN), "--store", "disk", "--store-dir", str(tmp_path), "--no-progress"])
+    _, err = capsys.readouterr()
+    assert code == 4
+    line = one_line_error(err)
+    assert line.startswith("kmc: stopped: the disk store ") and "No space left on device" in line
+
+
 def test_the_memory_ceiling_names_the_disk_store_which_goes_on(tmp_path, monkeypatch, capsys):
     from kmc.app.cli import main
     from kmc.checker import driver
@@ -422,6 +433,17 @@ def test_the_disk_store_is_the_local_engine_s():
     code, _, err = kmc_run("check", HW_UNCLEAN, "--store", "disk", "--engine", "spark", "--no-progress")
     assert code == 2
     assert "--spark-store" in one_line_error(err)
+
+
+def test_the_stores_agree_under_symmetry(tmp_path):
+    spec = load_spec(SPECS / "le-three-replicas.toml")
+    model = spec.model()
+    results = [
+        make_engine(model, spec.properties(), Options(symmetry=True, store=store, store_dir=str(tmp_path))).run()
+        for store in ("memory", "disk")
+    ]
+    assert summary(results[0]) == summary(results[1])
+    assert results[0].stats.distinct < pinned("le-three-replicas").distinct  # orbits: fewer states
 
 
 def test_kmc_bench_compares_the_stores(tmp_path):

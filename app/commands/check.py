@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from kmc.checker import __version__, checkpoint, checkpointer, memory
-from kmc.checker.driver import RESOURCE_STOPS
+from kmc.checker.driver import RESOURCE_STOPS, ResourceStop
 from kmc.checker.errors import KmcError, ModelError, UsageError
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from kmc.checker.signals import StopOnSignals
@@ -279,6 +279,15 @@ def _run(args, out, err) -> int:
                 highlight=False,
                 soft_wrap=True,
             )
+        return EXIT_RESOURCE_LIMIT
+    except ResourceStop as e:
+        # Outside a level (the driver stops a level at a full disk): storing the initial states.
+        err.print(
+            f"kmc: stopped: {safe_text(e.detail)}; the search was not complete (no checkpoint was written).",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         return EXIT_RESOURCE_LIMIT
     return _report(args, err, out, spec, model, result, engine, writer, signals, options, directory, views)
 

@@ -206,8 +206,8 @@ class RowsSearch(Search):
             if snapshot.get("format") == ROWS_FORMAT:
                 raise EngineError("the checkpoint was written on the batch path; resume it without --per-state")
             raise EngineError(
-                "the checkpoint was written by the per-state engine (its states in memory); "
-                "resume it with --per-state --store memory"
+                "the checkpoint was written by the per-state search, which keeps its states in memory; "
+                "resume it with --store memory"
             )
         self.frontier = list(snapshot["frontier"])
         saved: SavedStore = snapshot["seen"]  # a CompactSeenSet, in a checkpoint of an older kmc

@@ -351,6 +351,15 @@ def test_a_disk_checkpoint_is_not_resumed_in_memory(tmp_path):
     assert "--store disk" in one_line_error(err)
 
 
+def test_a_per_state_checkpoint_in_memory_is_not_resumed_on_disk(tmp_path):
+    ck = tmp_path / "ck"
+    code, _, err = kmc_run("check", HW_UNCLEAN, "--per-state", "--max-depth", "3", "--checkpoint", ck, "--no-progress")
+    assert code == 0, err
+    code, _, err = kmc_run("check", "--resume", ck, "--store", "disk", "--no-progress")
+    assert code == 2
+    assert "--store memory" in one_line_error(err)
+
+
 def _full_after(calls):
     """A ``write_bytes`` that finds the disk full from its ``calls``-th write on."""
     real = disk_store.write_bytes

@@ -242,9 +242,10 @@ def options_from(spec, args) -> Options:
     symmetry = getattr(args, "symmetry", False) or spec.symmetry
     store = getattr(args, "store", None) or getattr(spec, "store", "memory")
     if store != "memory" and (getattr(args, "engine", None) or spec.engine) == "spark":
+        where = "--store disk" if getattr(args, "store", None) else f'{spec.path}: check.store = "disk"'
         raise UsageError(
-            "--store disk: the spark engine keeps its states in its own files (--spark-store DIR); "
-            "--store is the local engine's"
+            f"{where}: the spark engine keeps its states in its own files (--spark-store DIR); "
+            "the disk store is the local engine's"
         )
     store_dir = getattr(args, "store_dir", None)
     if store_dir is not None and not store_dir.strip():

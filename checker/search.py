@@ -9,8 +9,11 @@ search                 expander                                    store
 =====================  ==========================================  =====================
 ``PerStateSearch``     the Python model (``Model``: its            ``SeenSet`` (in memory:
 (``checker.local``)    ``successors``, one state a piece)          fingerprint, parent)
-``RowsSearch``         a ``BatchKernel``: the model's own, or      ``CompactSeenSet``
-(``checker.batch``)    ``StatesKernel`` (rows of Python states)    (13 bytes a state)
+``RowsSearch``         a ``BatchKernel``: the model's own, or      a ``Store``:
+(``checker.batch``)    ``StatesKernel`` (rows of Python states)    ``CompactSeenSet``
+                                                                   (13 bytes a state) or
+                                                                   ``DiskStore`` (files,
+                                                                   ``--store disk``)
 the Spark levels       the same kernel, in Spark tasks             the file store
 (``checker.spark_*``)                                              (``spark_rows_store``)
 =====================  ==========================================  =====================

@@ -321,6 +321,7 @@ def test_every_local_engine_on_every_store_gives_the_same_result(name, per_state
 HW_UNCLEAN = SPECS / "hw-unclean.toml"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store, path", [("memory", []), ("disk", []), ("disk", ["--per-state"])],
                          ids=["memory", "disk", "disk-per-state"])
 def test_sigkill_then_resume_with_each_store(tmp_path, store, path):
@@ -374,6 +375,7 @@ def _full_after(calls):
     return write
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_cleanly_and_resumes(tmp_path, monkeypatch, capsys):
     from kmc.app.cli import main
 
@@ -405,6 +407,7 @@ def test_a_disk_full_from_the_first_write_is_one_line(tmp_path, monkeypatch, cap
     assert line.startswith("kmc: stopped: the disk store ") and "No space left on device" in line
 
 
+@pytest.mark.slow
 def test_the_memory_ceiling_names_the_disk_store_which_goes_on(tmp_path, monkeypatch, capsys):
     from kmc.app.cli import main
     from kmc.checker import driver

@@ -49,6 +49,7 @@ class ModelSpec:
     description: str = ""
     expect: dict = attrs.field(factory=dict)
     engine: str = "local"
+    store: str = "memory"
     max_depth: int | None = None
     max_states: int | None = None
     max_memory: int | None = None

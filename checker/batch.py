@@ -32,20 +32,23 @@ from .level import LevelStep, decided, record_first
 from .options import Options
 from .protocol import BatchKernel, Model, Property, batch_path, kernel_fingerprints, with_defaults
 from .result import Path, Stats
-from .search import Found
+from .search import Found, SavedStore, Store
 from .seen import CompactSeenSet
 from .trace import path_by_choices
 from .visitor import GraphVisitor
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
 ROWS_FORMAT = "rows-1"  # the snapshot format of this engine
+STATES_ROWS_FORMAT = "rows-states-1"  # ... over rows of Python states (the per-state path on disk)
 
 
 class RowsSearch(Search):
     """The rows search object of ``checker.driver.LevelDriver``: a chunk of frontier rows a
-    piece, expanded by the model's batch kernel, stored in a ``CompactSeenSet``."""
+    piece, expanded by the model's batch kernel, stored in a ``checker.search.Store``
+    (in memory by default, ``checker.seen.CompactSeenSet``)."""
 
     every = 1
+    snapshot_format = ROWS_FORMAT  # STATES_ROWS_FORMAT over rows of Python states
 
     def __init__(
         self,
@@ -55,7 +58,7 @@ class RowsSearch(Search):
         step_props: Sequence[Property],
         symmetry: bool = False,
         check: KernelCheck | None = None,
-        store: CompactSeenSet | None = None,
+        store: Store | None = None,
         visitor: GraphVisitor | None = None,
     ):
         self.model, self.kernel = model, kernel
@@ -68,7 +71,7 @@ class RowsSearch(Search):
         self.level = LevelStep(model, kernel, invariants, step_props, check)
         self.check = check
         self._level_first = self._level = 0  # the number of the frontier's first state, its size
-        self.seen = CompactSeenSet() if store is None else store  # the store: 13 bytes a state
+        self.seen: Store = CompactSeenSet() if store is None else store
         self.frontier: list[np.ndarray] = []  # the level being expanded, as row chunks
         self.next: list[np.ndarray] = []
         self.numbered: list[np.ndarray] = []  # fingerprints in number order (for the visitor only)
@@ -185,23 +188,31 @@ class RowsSearch(Search):
     # -- checkpoints --------------------------------------------------------------
 
     def snapshot_parts(self) -> dict:
-        parts = {"head": {"format": ROWS_FORMAT}, "frontier": self.frontier, "seen": self.seen}
+        parts = {"head": {"format": self.snapshot_format}, "frontier": self.frontier, **self.seen.saved()}
         if self.numbered:
             parts["numbered"] = self.numbered
         return parts
 
     def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
-        if snapshot.get("format") != ROWS_FORMAT:
-            raise EngineError("the checkpoint was written by the per-state engine; resume it with --per-state")
+        if snapshot.get("format") != self.snapshot_format:
+            if snapshot.get("format") == ROWS_FORMAT:
+                raise EngineError("the checkpoint was written on the batch path; resume it without --per-state")
+            raise EngineError(
+                "the checkpoint was written by the per-state search, which keeps its states in memory; "
+                "resume it with --store memory"
+            )
         self.frontier = list(snapshot["frontier"])
-        self.seen = snapshot["seen"]
+        saved: SavedStore = snapshot["seen"]  # a CompactSeenSet, in a checkpoint of an older kmc
+        self.seen = self.seen.restored(saved, directory)
         self.numbered = list(snapshot.get("numbered", []))
 
 
 class BatchEngine(LevelDriver):
     """Breadth-first exploration of a model that has a batch kernel (see
     ``checker.driver.LevelDriver`` for the arguments); ``kernel`` replaces the model's own
-    (``checker.states_kernel.StatesKernel`` runs a per-state model on rows)."""
+    (``checker.states_kernel.StatesKernel`` runs a per-state model on rows); ``store``
+    replaces the in-memory store (``checker.disk_store.DiskStore``); ``snapshot_format``
+    names what its snapshots hold (``STATES_ROWS_FORMAT``: rows of Python states)."""
 
     name = "local"
     path = "batch"
@@ -215,6 +226,8 @@ class BatchEngine(LevelDriver):
         *,
         on_level: OnLevel | None = None,
         kernel: BatchKernel | None = None,
+        store: Store | None = None,
+        snapshot_format: str = ROWS_FORMAT,
     ):
         options = options or Options()
         model = with_defaults(model)
@@ -234,8 +247,16 @@ class BatchEngine(LevelDriver):
             require_symmetric(props)  # before the search asks the model for its symmetries
         visitor = GraphVisitor(model, props)
         search = RowsSearch(
-            model, self.kernel, invariants, step_props, options.symmetry, check, CompactSeenSet(), visitor
+            model,
+            self.kernel,
+            invariants,
+            step_props,
+            options.symmetry,
+            check,
+            CompactSeenSet() if store is None else store,
+            visitor,
         )
+        search.snapshot_format = snapshot_format
         super().__init__(model, search, props, options, progress, on_level=on_level)
         self.kernel_check = check
 

@@ -7,7 +7,7 @@ driver. Hooks are given here, at construction, never set afterwards.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 from .options import Options
@@ -44,11 +44,15 @@ def make_engine(
             function, even when the model has a batch kernel (for differential testing);
             a model without a batch kernel always runs so, and so does one whose kernel
             cannot run its configuration (``batch_unsupported()``): the engine's
-            ``per_state_because`` then says why, in one sentence.
+            ``per_state_because`` then says why, in one sentence. With ``options.store``
+            ``"disk"``, a local engine keeps its states in a ``checker.disk_store.DiskStore``,
+            the per-state path then on the rows search over
+            ``checker.states_kernel.StatesKernel`` (the same states in the same order).
         progress: called with a ``Stats`` snapshot now and then, and after every level.
         on_level: called with the engine at every level boundary (a checkpoint writer).
         on_status: called with a short message while Spark starts (Spark only).
-        data_root: the checkpoint directory where the Spark engine saves a level's files.
+        data_root: the checkpoint directory, where the Spark engine and the disk store
+            save their files.
         master, partitions, verbose, driver_level_limit, store_dir: the Spark engine's
             (``checker.spark_rows.SparkRowsEngine``).
     """
@@ -58,10 +62,31 @@ def make_engine(
     batch = kernel is not None and not per_state
     made: LevelDriver
     if engine == "local":
-        if batch:
+        if batch or options.store != "memory":
             from .batch import BatchEngine
+            from .disk_store import new_store
 
-            made = BatchEngine(model, properties, options, progress, on_level=on_level, kernel=kernel)
+            # A store other than the per-state search's own runs the rows search; a model
+            # on the per-state path then runs there through its states kernel.
+            store = new_store(options.store, options.store_dir, data_root)
+            if batch:
+                made = BatchEngine(model, properties, options, progress, on_level=on_level, kernel=kernel, store=store)
+            else:
+                from .batch import STATES_ROWS_FORMAT
+                from .states_kernel import StatesKernel
+
+                states: Any = StatesKernel(model)  # (rows of Python states: see checker.states_kernel)
+                made = BatchEngine(
+                    model,
+                    properties,
+                    options,
+                    progress,
+                    on_level=on_level,
+                    kernel=states,
+                    store=store,
+                    snapshot_format=STATES_ROWS_FORMAT,
+                )
+                made.path = "per-state"
         else:
             from .local import LocalEngine
 

@@ -22,6 +22,10 @@ class Options:
         verify_kernel: compare a batch kernel with its model on every state expanded,
             not only on a sample of every level (``checker.kernel_check``).
         coverage: count the coverage (``checker.coverage``); off only to measure its cost.
+        store: where the seen states are kept: ``"memory"`` or ``"disk"``
+            (``checker.disk_store``; the search then runs on rows, ``checker.batch``).
+        store_dir: the directory the disk store makes its own directory in (default: the
+            checkpoint directory, else the temporary directory).
     """
 
     max_depth: int | None = None
@@ -32,3 +36,5 @@ class Options:
     symmetry: bool = False
     verify_kernel: bool = False
     coverage: bool = True
+    store: str = "memory"
+    store_dir: str | None = None

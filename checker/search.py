@@ -9,8 +9,11 @@ search                 expander                                    store
 =====================  ==========================================  =====================
 ``PerStateSearch``     the Python model (``Model``: its            ``SeenSet`` (in memory:
 (``checker.local``)    ``successors``, one state a piece)          fingerprint, parent)
-``RowsSearch``         a ``BatchKernel``: the model's own, or      ``CompactSeenSet``
-(``checker.batch``)    ``StatesKernel`` (rows of Python states)    (13 bytes a state)
+``RowsSearch``         a ``BatchKernel``: the model's own, or      a ``Store``:
+(``checker.batch``)    ``StatesKernel`` (rows of Python states)    ``CompactSeenSet``
+                                                                   (13 bytes a state) or
+                                                                   ``DiskStore`` (files,
+                                                                   ``--store disk``)
 the Spark levels       the same kernel, in Spark tasks             the file store
 (``checker.spark_*``)                                              (``spark_rows_store``)
 =====================  ==========================================  =====================
@@ -47,12 +50,111 @@ Found = dict[str, tuple]
 
 
 @runtime_checkable
-class Store(Sized, Protocol):
-    """The states a search has seen, numbered in the order they were added."""
+class Store(Protocol):
+    """The states a rows search has seen, numbered in the order they were added: the one
+    interface every store gives (``checker.seen.CompactSeenSet`` in memory,
+    ``checker.disk_store.DiskStore`` on disk), and all that a search calls of it.
+
+    A state is stored as its 64-bit fingerprint (membership), its parent's number (-1 for
+    an initial state) and its choice (the path back to it). Numbers are given in the order
+    states are added and never change; ``end_level`` closes a level and ``rollback``
+    forgets every state added since the last ``end_level``. The contract test of every
+    store is ``tests/test_stores.py``.
+    """
+
+    kind: str  # "memory" or "disk": what ``--store`` calls it
+
+    def __len__(self) -> int:
+        """How many states are stored (the next state's number)."""
+        ...
+
+    def add(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> np.ndarray:
+        """Store a block of states unless stored already, numbered in the block's order;
+        the mask of those that were new (of fingerprints repeated in the block, the first
+        is the one stored)."""
+        ...
+
+    def contains_sorted(self, fps: np.ndarray) -> np.ndarray:
+        """Which of the sorted ``fps`` (``uint64``) are stored."""
+        ...
+
+    def add_sorted(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> None:
+        """Store new states: ``fps`` sorted, distinct, none stored yet (``contains_sorted``);
+        ``parents`` and ``choices`` in the order the states are numbered, which need not
+        be the order of ``fps``."""
+        ...
+
+    def parent_and_choice(self, number: int) -> tuple[int, int]:
+        """State ``number``'s parent number (-1 for an initial state) and choice (for an
+        initial state, its index among the initial states)."""
+        ...
+
+    def end_level(self) -> None:
+        """Close the level: its states are kept for good (a level boundary)."""
+        ...
+
+    def rollback(self) -> None:
+        """Forget every state added since the last ``end_level``."""
+        ...
+
+    def fingerprints(self) -> np.ndarray:
+        """Every stored fingerprint, in no particular order (a new array)."""
+        ...
+
+    def parents_and_choices(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every stored state's parent number (-1 for an initial state) and choice, in
+        number order (new arrays)."""
+        ...
+
+    def merge_reserve(self) -> int:
+        """The most bytes of memory the store may allocate at the next level boundary."""
+        ...
+
+    def restored(self, saved: SavedStore, directory: Any = None) -> Store:
+        """The store of a checkpoint's ``saved()["seen"]`` part, of this store's kind: the
+        part reopened, or its states moved into a store of this kind."""
+        ...
+
+    def saved(self) -> dict:
+        """The store as checkpoint parts: ``{"seen": picklable}``, plus ``"data"`` (the
+        name of a directory of the checkpoint that holds its files) for a store on disk.
+        Valid at a level boundary; ``reopen`` of the ``"seen"`` part gives it back."""
+        ...
 
     def nbytes(self) -> int:
         """The bytes the store holds in memory."""
         ...
+
+    def disk_bytes(self) -> int:
+        """The bytes of its files on disk now."""
+        ...
+
+    def peak_disk_bytes(self) -> int:
+        """The most bytes its files held on disk at once."""
+        ...
+
+    def written_bytes(self) -> int:
+        """The bytes written to its files in all."""
+        ...
+
+
+class SavedStore(Protocol):
+    """A store's checkpoint part (``Store.saved()["seen"]``)."""
+
+    kind: str  # the kind of the store it stands for
+
+    def reopen(self, directory: Any = None) -> Store:
+        """The store this part stands for, its files (if any) found in the checkpoint
+        ``directory`` (else where they were saved)."""
+        ...
+
+
+def path_to(store: Store, number: int) -> tuple[int, list[int]]:
+    """The initial state's index and the choices that lead to state ``number``."""
+    from .trace import parent_chain
+
+    init, *choices = parent_chain(number, store.parent_and_choice)
+    return init, choices
 
 
 @runtime_checkable

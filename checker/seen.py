@@ -48,16 +48,22 @@ class CompactSeenSet:
         return self._len
 
     def add(self, fps, parents, choices) -> np.ndarray:
-        """Store the states with fingerprints ``fps`` (``uint64``, distinct, in the order
-        they are numbered) unless stored already; return the mask of those that were new.
+        """Store the states with fingerprints ``fps`` (``uint64``, in the order they are
+        numbered) unless stored already; return the mask of those that were new (of a
+        fingerprint repeated in ``fps``, the first).
 
         Args:
-            fps: fingerprints, no two equal.
+            fps: fingerprints.
             parents: each state's parent number (-1 for an initial state).
             choices: each state's choice.
         """
         fps = np.asarray(fps, dtype=np.uint64)
         new = ~self.contains(fps)
+        _, first = np.unique(fps, return_index=True)
+        if len(first) < len(fps):
+            once = np.zeros(len(fps), dtype=bool)
+            once[first] = True
+            new &= once
         if new.any():
             kept = fps[new]
             self._level_runs.append(np.sort(kept))
@@ -141,6 +147,34 @@ class CompactSeenSet:
         """The bytes held by the arrays."""
         arrays = self._runs + self._level_runs + self._parents + self._choices
         return sum(a.nbytes for a in arrays)
+
+    def parents_and_choices(self) -> tuple[np.ndarray, np.ndarray]:
+        parents = np.concatenate(self._parents) if self._parents else np.zeros(0, dtype=np.uint32)
+        choices = np.concatenate(self._choices) if self._choices else np.zeros(0, dtype=np.uint8)
+        return np.where(parents == 0xFFFFFFFF, -1, parents.astype(np.int64)), choices
+
+    # -- a checkpoint pickles the set itself; it keeps no file ---------------------------
+
+    kind = "memory"
+
+    def saved(self) -> dict:
+        return {"seen": self}
+
+    def reopen(self, directory=None) -> CompactSeenSet:
+        return self
+
+    def restored(self, saved, directory=None):
+        """A checkpoint's store as it is (a disk store stays on disk: it may not fit)."""
+        return saved.reopen(directory)
+
+    def disk_bytes(self) -> int:
+        return 0
+
+    def peak_disk_bytes(self) -> int:
+        return 0
+
+    def written_bytes(self) -> int:
+        return 0
 
 
 def runs_contain(runs, fps) -> np.ndarray:

@@ -39,7 +39,7 @@ from .memory import format_size
 from .model_errors import task_failure
 from .protocol import BatchKernel, Model, Property, kernel_fingerprints
 from .result import Stats
-from .seen import CompactSeenSet
+from .search import Store as SearchStore
 from .spark_rows_store import Store, owner_of, owners, split_frontier
 from .spark_rows_tasks import expand_partition, own_partition, read_graph_records, shuffle_owner
 from .spark_save import check_format, load_saved, relocate, save_level, verify_saved
@@ -205,7 +205,7 @@ class SparkLevels(Search):
         stopping: Callable[[], bool],
         step: LevelStep,
         symmetry: bool,
-        driver_seen: CompactSeenSet,
+        driver_seen: SearchStore,
         *,
         depth: int,
         n: int,

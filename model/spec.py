@@ -18,6 +18,7 @@ expected of it.
     max_states = 1000000
     max_memory = "8G"             # stop cleanly past this resident memory (or bytes)
     engine = "local"              # or "spark"
+    store = "memory"              # or "disk": the seen states in files (a local engine)
     [expect]                      # optional: invariant = "holds" | "violated"
     CommittedNeverLost = "violated"
 
@@ -86,9 +87,10 @@ _MODEL_KEYS = (
 ACKED_PROPERTY = "AcknowledgedNeverLost"
 # The property of the fetch path: checked by default only with model.truncate_on_fetch.
 EXPOSED_PROPERTY = "UncommittedNeverExposed"
-_CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry")
+_CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry", "store")
 _HEAD_KEYS = ("title", "description", "model", "check")  # then the application's tables
 _TAIL_KEYS = ("expect",)
+STORES = ("memory", "disk")  # kmc.checker.disk_store.STORES
 LIMITS = {
     "check.max_depth": (1, 100_000),
     "check.max_states": (1, 10**12),
@@ -122,6 +124,7 @@ class Spec:
     max_states: int | None = None
     max_memory: int | None = None
     engine: str = "local"
+    store: str = "memory"
     expect: dict = attrs.field(factory=dict)
     tables: dict = attrs.field(factory=dict)  # the application's tables, as their readers give them
 
@@ -220,6 +223,9 @@ def parse_spec(data: bytes, path: str = "<spec>", tables: Mapping[str, TableRead
     engine = check.get("engine", "local")
     if engine not in ENGINES:
         raise SpecError(path, "check.engine", f"must be one of {', '.join(map(repr, ENGINES))}, got {_show(engine)}")
+    store = check.get("store", "memory")
+    if store not in STORES:
+        raise SpecError(path, "check.store", f"must be one of {', '.join(map(repr, STORES))}, got {_show(store)}")
 
     kept = {name: read(path, extra[name]) for name, read in tables.items()}
 
@@ -249,6 +255,7 @@ def parse_spec(data: bytes, path: str = "<spec>", tables: Mapping[str, TableRead
         max_states=max_states,
         max_memory=max_memory,
         engine=engine,
+        store=store,
         expect=verdicts,
         tables=kept,
     )

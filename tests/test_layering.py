@@ -62,10 +62,17 @@ def test_every_search_is_composed_and_declared():
 
     from kmc.checker.search import LevelSearch, Store
 
+    from kmc.checker.options import Options
+    from kmc.checker.seen import SeenSet
+
     for model, per_state in ((TwoCounters(), True), (KernelCounters(), False), (KernelCounters(), True)):
-        engine = make_engine(model, per_state=per_state)
-        assert isinstance(engine.search, LevelSearch)
-        assert isinstance(engine.search.seen, Store)
+        for store in ("memory", "disk"):
+            engine = make_engine(model, options=Options(store=store), per_state=per_state)
+            assert isinstance(engine.search, LevelSearch)
+            if per_state and store == "memory":  # the per-state search's own set: fingerprint -> parent
+                assert isinstance(engine.search.seen, SeenSet)
+            else:
+                assert isinstance(engine.search.seen, Store) and engine.search.seen.kind == store
 
 
 def test_the_batch_kernel_protocol_declares_goal_masks_and_fingerprints():

@@ -67,6 +67,29 @@ class CompactSeenSetMachine(RuleBasedStateMachine):
         assert len(self.seen) == len(self.states)
 
 
+class DiskStoreMachine(CompactSeenSetMachine):
+    """``checker.disk_store.DiskStore`` (four buckets), by the same rules, its lookups
+    through the protocol's ``contains_sorted``."""
+
+    def __init__(self):
+        RuleBasedStateMachine.__init__(self)
+        from kmc.checker.disk_store import DiskStore
+
+        self.seen = DiskStore(bits=2)
+        self.states = []
+        self.level_start = 0
+
+    def teardown(self):
+        self.seen.close()
+
+    @rule(probe=FPS)
+    def contains(self, probe):
+        fps = sorted({fp for fp, _, _ in self.states} | {probe})
+        got = self.seen.contains_sorted(np.array(fps, dtype=np.uint64))
+        known = {fp for fp, _, _ in self.states}
+        assert got.tolist() == [fp in known for fp in fps]
+
+
 class FileStoreMachine(RuleBasedStateMachine):
     """The Spark engine's file store: whole-file writes read back exactly (rows of bytes and
     rows of Python objects), parent pointers found by fingerprint, runs dropped."""
@@ -194,6 +217,8 @@ class CheckpointerMachine(RuleBasedStateMachine):
 
 TestCompactSeenSet = CompactSeenSetMachine.TestCase
 TestCompactSeenSet.settings = CHEAP
+TestDiskStore = DiskStoreMachine.TestCase
+TestDiskStore.settings = CHEAP
 TestFileStore = FileStoreMachine.TestCase
 TestFileStore.settings = CHEAP
 TestCheckpointer = CheckpointerMachine.TestCase

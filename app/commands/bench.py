@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import attrs
 from kmc.checker.errors import KmcError
+from kmc.checker.search import Store
 from kmc.checker.text import safe_text
 
 from .common import (
@@ -38,7 +39,7 @@ def register(sub) -> None:
         "sampled from /proc every 0.2 s). With --repeat, the fastest run counts. "
         "Sizes are shown in binary units (KiB, MiB, GiB); --json keeps them in bytes.",
         epilog="Exit codes: 0 measured (a violation in the spec is not an error here), 1 with "
-        "--compare or --compare-engines: the two runs disagree on the counts or verdicts (a bug), "
+        "--compare, --compare-engines or --compare-stores: the two runs disagree on the counts or verdicts (a bug), "
         "2 bad input (a spec, an option, "
         "an unwritable --json), 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
@@ -60,6 +61,13 @@ def register(sub) -> None:
         help="run the local engine and the Spark engine (with --master, --partitions, ...) on "
         "the spec, each in a process of its own, one after the other, and print both, their "
         "ratios, and whether they explored the same state space",
+    )
+    p.add_argument(
+        "--compare-stores",
+        action="store_true",
+        help="run the local engine with --store memory and with --store disk on the spec, each in a "
+        "process of its own, one after the other, and print both, their ratios, and whether they "
+        "explored the same state space",
     )
     p.add_argument(
         "--no-coverage", action="store_true", help="do not count the coverage (to measure what counting it costs)"
@@ -161,10 +169,12 @@ def _run(args, out, err) -> int:
     spec = load_target(args)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     require_spark(spec, args)
-    if args.compare and args.compare_engines:
+    if sum(map(bool, (args.compare, args.compare_engines, args.compare_stores))) > 1:
         from kmc.checker.errors import UsageError
 
-        raise UsageError("--compare and --compare-engines: choose one")
+        raise UsageError("--compare, --compare-engines and --compare-stores: choose one")
+    if args.compare_stores:
+        return _compare_stores(args, spec, out)
     if args.compare:
         return _compare(args, spec, out)
     if args.compare_engines:
@@ -210,6 +220,14 @@ def _run(args, out, err) -> int:
         doc["seen_set_bytes"] = seen_set_bytes(seen)
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
+    doc["store"] = options.store if result.engine == "local" else "spark"
+    if result.engine == "local" and options.store == "disk":  # the disk store's files (checker.disk_store)
+        store = cast(Store, engine.search.seen)
+        doc["disk_peak_bytes"] = store.peak_disk_bytes()
+        doc["disk_peak_bytes_per_state"] = round(store.peak_disk_bytes() / max(st.distinct, 1), 1)
+        doc["disk_final_bytes"] = store.disk_bytes()
+        doc["disk_written_bytes"] = store.written_bytes()
+        doc["disk_written_bytes_per_state"] = round(store.written_bytes() / max(st.distinct, 1), 1)
     doc.update(edge_log_measures(engine.possibly))
     doc.update(liveness_log_measures(engine.liveness))
     doc["tree_cpu_seconds"] = usage["cpu_seconds"]
@@ -252,6 +270,9 @@ _SIZES = (
     "tree_peak_rss_bytes",
     "edge_log_bytes",
     "store_peak_bytes",
+    "disk_peak_bytes",
+    "disk_final_bytes",
+    "disk_written_bytes",
 )
 _SHOWN = (
     "distinct_states",
@@ -327,8 +348,9 @@ def _child_bench(args, label, extra) -> dict:
         what = [args.spec] if args.model is None else ["--model", args.model, *(f"--param={p}" for p in args.param)]
         cmd = [sys.executable, "-m", cli, "bench", *what, "--json", target, "--repeat", str(args.repeat)]
         cmd += ["--symmetry"] if getattr(args, "symmetry", False) else []
-        for opt in ("max_depth", "max_states"):
-            if getattr(args, opt, None) is not None:
+        local = ("store", "store_dir") if "spark" not in extra else ()
+        for opt in ("max_depth", "max_states", *local):
+            if getattr(args, opt, None) is not None and not (opt == "store" and "--store" in extra):
                 cmd += [f"--{opt.replace('_', '-')}", str(getattr(args, opt))]
         done = subprocess.run(cmd + extra, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
@@ -360,6 +382,30 @@ def _compare(args, spec, out) -> int:
     if args.json:
         _write_json(
             args.json, {"schema_version": 1, "kind": "kmc-bench", "spec": spec.path, "runs": docs, "ratio": ratio}
+        )
+    return 0 if same else 1
+
+
+def _compare_stores(args, spec, out) -> int:
+    """The local engine with each store on one spec, one after the other, each in a process
+    of its own; their figures, the ratios disk / memory, and whether they explored the same
+    state space (counts, depth, verdicts)."""
+    docs = [_child_bench(args, store, ["--engine", "local", "--store", store]) for store in ("memory", "disk")]
+    ratio = {k: docs[1][k] / docs[0][k] for k in _ENGINE_RATIOS if docs[0].get(k) and docs[1].get(k)}
+    keys = ("distinct_states", "states_generated", "depth", "verdicts")
+    same = all(docs[0].get(k) == docs[1].get(k) for k in keys)
+    for doc in docs:
+        doc["path"] = doc["store"]  # the table's column
+    _print(out, f"kmc bench --compare-stores {safe_text(spec.path)}", docs, ratio, "disk / memory")
+    out.print(
+        "Both stores explored the same state space (counts, depth, verdicts)."
+        if same
+        else "[bold red]The two stores disagree on the counts or verdicts: this is a bug.[/]"
+    )
+    if args.json:
+        _write_json(
+            args.json,
+            {"schema_version": 1, "kind": "kmc-bench", "spec": spec.path, "runs": docs, "ratio": ratio, "same": same},
         )
     return 0 if same else 1
 

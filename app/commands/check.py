@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from kmc.checker import __version__, checkpoint, checkpointer, memory
-from kmc.checker.driver import RESOURCE_STOPS
+from kmc.checker.driver import RESOURCE_STOPS, ResourceStop
 from kmc.checker.errors import KmcError, ModelError, UsageError
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
 from kmc.checker.signals import StopOnSignals
@@ -181,6 +181,18 @@ def _from_checkpoint(args, header) -> None:
         args.invariants = header.get("properties")
     if args.engine is None:  # the engine that wrote it; another one is refused
         args.engine = header.get("engine")
+    store = header.get("store", "memory")  # named only when not in memory
+    if store not in ("memory", "disk"):
+        raise checkpoint.CheckpointError(
+            f"{checkpoint.checkpoint_file(args.resume)}: corrupted header: store must be 'memory' or 'disk'"
+        )
+    if args.store is None:  # the store that wrote it; memory to disk goes on, disk to memory is refused
+        args.store = store
+    elif store == "disk" and args.store != store:
+        raise checkpoint.CheckpointError(
+            f"{args.resume}: cannot resume, the checkpoint keeps its states in the disk store and this run "
+            f"asks for --store {args.store}; resume it with --store disk"
+        )
 
 
 def run(args, out, err) -> int:
@@ -212,6 +224,7 @@ def _run(args, out, err) -> int:
         ("--checkpoint", args.checkpoint),
         ("--resume", args.resume),
         ("--spark-store", args.spark_store),
+        ("--store-dir", args.store_dir),
     ):
         if value is not None and not value.strip():
             raise UsageError(f"{option}: the path is empty; name a directory")
@@ -237,6 +250,8 @@ def _run(args, out, err) -> int:
     }
     if options.symmetry:  # named only when on: checkpoints of runs without it stay compatible
         identity["options"]["symmetry"] = True
+    if options.store != "memory":  # named only when not in memory (a resume takes it over)
+        identity["store"] = options.store
     resuming_here = args.resume and os.path.realpath(directory) == os.path.realpath(args.resume)
     if directory and not resuming_here and checkpoint.exists(directory):
         raise UsageError(
@@ -264,6 +279,15 @@ def _run(args, out, err) -> int:
                 highlight=False,
                 soft_wrap=True,
             )
+        return EXIT_RESOURCE_LIMIT
+    except ResourceStop as e:
+        # Outside a level (the driver stops a level at a full disk): storing the initial states.
+        err.print(
+            f"kmc: stopped: {safe_text(e.detail)}; the search was not complete (no checkpoint was written).",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         return EXIT_RESOURCE_LIMIT
     return _report(args, err, out, spec, model, result, engine, writer, signals, options, directory, views)
 
@@ -494,7 +518,9 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
         else f"{memory.format_size(options.max_memory or 0)}, the default ceiling "
         f"({memory.DEFAULT_SHARE:.0%} of the memory this process may use; --max-memory SIZE sets another)"
     )
-    _say_how_to_continue(err, result, directory if writer else None, ceiling, engine.stop_detail)
+    _say_how_to_continue(
+        err, result, directory if writer else None, ceiling, engine.stop_detail, engine.name, options.store, engine.path
+    )
     code = _exit_code(args, result, signals, exp)
     # The path was checked before the search, so a write that fails now is rare (a full
     # disk, a folder removed meanwhile); a script reading "1 = see the JSON" must not look
@@ -528,11 +554,14 @@ def _restore(engine, directory, per_state) -> LevelDriver:
             f"{checkpoint.checkpoint_file(directory)}: corrupted (its states "
             "were written by another engine than its header names)"
         )
+    from kmc.checker.batch import STATES_ROWS_FORMAT
     from kmc.checker.spark_rows import STATES_FORMAT
 
-    # A snapshot of the per-state path continues on that path (a local one has no format).
+    # A snapshot of the per-state path continues on that path (a local one in memory has no
+    # format; one on disk is the rows search's over Python states).
     if engine.path != "per-state" and (
-        (engine.name == "local" and "format" not in snapshot) or snapshot.get("format") == STATES_FORMAT
+        (engine.name == "local" and "format" not in snapshot)
+        or snapshot.get("format") in (STATES_FORMAT, STATES_ROWS_FORMAT)
     ):
         engine = per_state()
     try:
@@ -545,7 +574,9 @@ def _restore(engine, directory, per_state) -> LevelDriver:
     return engine
 
 
-def _say_how_to_continue(err, result, directory, ceiling, detail=None) -> None:
+def _say_how_to_continue(
+    err, result, directory, ceiling, detail=None, engine_name="local", store="memory", path="batch"
+) -> None:
     if result.stopped not in ("interrupted", *RESOURCE_STOPS):
         return
     if result.stopped == "max-memory":
@@ -574,7 +605,7 @@ def _say_how_to_continue(err, result, directory, ceiling, detail=None) -> None:
         more = {
             "max-memory": " --max-memory LARGER",
             "out-of-memory": " (with more memory)",
-            "disk-full": " --spark-store DIR (with more free space)",
+            "disk-full": f" {'--store-dir' if engine_name == 'local' else '--spark-store'} DIR (with more free space)",
         }.get(result.stopped, "")
         err.print(
             f"kmc: checkpoint saved in {directory}; continue with: kmc check --resume {directory}{more}",
@@ -584,9 +615,14 @@ def _say_how_to_continue(err, result, directory, ceiling, detail=None) -> None:
     else:
         err.print("kmc: no checkpoint was written; run with --checkpoint DIR to be able to resume.", markup=False)
     if result.stopped in ("max-memory", "out-of-memory"):
+        disk = ""
+        if store == "memory" and engine_name == "local":
+            disk = (
+                f"--resume {directory} --store disk, " if directory and path != "per-state" else "--store disk, "
+            ) + "which keeps the seen states on disk and goes on past the memory, "
         err.print(
             "kmc: to finish, use a machine with more memory (then --resume with a higher --max-memory), "
-            "or --engine spark, which keeps its states on the cluster.",
+            f"or {disk}or --engine spark, which keeps its states on the cluster.",
             markup=False,
             soft_wrap=True,
         )

@@ -133,6 +133,19 @@ def add_engine_arguments(parser) -> None:
         "same path everywhere)",
     )
     g.add_argument(
+        "--store",
+        choices=("memory", "disk"),
+        help="local engine: keep the seen states in memory (13 bytes a state) or on disk (sorted "
+        "fingerprint files, a few bytes of memory a state: a run larger than the memory); default: the "
+        "spec's [check] store, else memory",
+    )
+    g.add_argument(
+        "--store-dir",
+        metavar="DIR",
+        help="--store disk: the directory the store's files go in (default: the checkpoint directory, "
+        "else the system's temporary directory); removed at the end of the run",
+    )
+    g.add_argument(
         "--symmetry",
         action="store_true",
         help="symmetry reduction: count one state per orbit of replica permutations (docs/model.md)",
@@ -216,6 +229,16 @@ def options_from(spec, args) -> Options:
     keep_going = getattr(args, "keep_going", False) or spec.keep_going
     max_memory = getattr(args, "max_memory", None) or spec.max_memory or memory.default_ceiling()
     symmetry = getattr(args, "symmetry", False) or spec.symmetry
+    store: str = getattr(args, "store", None) or spec.store
+    if store != "memory" and (getattr(args, "engine", None) or spec.engine) == "spark":
+        where = "--store disk" if getattr(args, "store", None) else f'{spec.path}: check.store = "disk"'
+        raise UsageError(
+            f"{where}: the spark engine keeps its states in its own files (--spark-store DIR); "
+            "the disk store is the local engine's"
+        )
+    store_dir = getattr(args, "store_dir", None)
+    if store_dir is not None and not store_dir.strip():
+        raise UsageError("--store-dir: the path is empty; name a directory")
     return Options(
         max_depth=max_depth,
         keep_going=keep_going,
@@ -223,6 +246,8 @@ def options_from(spec, args) -> Options:
         max_memory=max_memory,
         symmetry=symmetry,
         verify_kernel=getattr(args, "verify_kernel", False),
+        store=store,
+        store_dir=store_dir,
     )
 
 

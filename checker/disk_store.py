@@ -1,0 +1,521 @@
+"""The disk store: the ``checker.search.Store`` of a run larger than its machine's memory.
+
+What it keeps, in a directory of its own (``.kmc-store-*``, under the checkpoint
+directory, ``--store-dir``, or the temporary directory):
+
+- **fingerprints**, in ``2**bits`` buckets by their high bits, each bucket a few sorted
+  runs (``fp-BB-SEQ.u64``: raw little-endian ``uint64``). A level's new fingerprints stay
+  in memory (sorted runs, as in ``checker.seen.CompactSeenSet``) until the first block
+  of the next level, which writes each bucket's share as a new run; a bucket's newest
+  run is merged into the one before it while it is at least as large, so a bucket has
+  about log2(levels) runs and a merge rewrites only that bucket (the disk's peak is the
+  store plus two copies of one bucket, never two copies of the store);
+- **parents and choices**, 5 bytes a state (``uint32`` parent number, ``uint8``
+  choice), one flat file a level (``pc-SEQ.bin``), written once in number order and read
+  back by memory map only to rebuild a path.
+
+Membership is answered from the memory-mapped runs (a binary search a run of the
+queried bucket) and the in-memory runs; the index held in memory is the list of files,
+their lengths and buckets. Pages of the runs read by a lookup are handed back to the
+page cache at once (``MADV_DONTNEED``), so resident memory stays the index and one
+level's fingerprints, whatever the store's size.
+
+Files are never changed once written (a merge writes a new file and removes the two it
+replaces), so a checkpoint links them (hard links: no bytes copied) into a level
+directory of the checkpoint (``checker.checkpoint.claim_data_dir``), and a resumed run
+links them back into a new directory of its own.
+
+A write that finds the disk full stops the run cleanly inside a level
+(``checker.driver.ResourceStop``, ``"disk-full"``): the level is dropped, the last one
+stands, and its checkpoint resumes. Every write goes through ``write_bytes`` (the one
+seam where the tests make the disk full).
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import errno
+import mmap
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from .checkpoint import claim_data_dir, read_manifest
+from .driver import ResourceStop
+from .errors import EngineError
+from .seen import runs_contain
+from .units import format_size
+
+BUCKET_BITS = 6  # 64 buckets: a merge rewrites at most 1/64 of the fingerprints
+PREFIX = ".kmc-store-"
+MARK = "KMC-DISK-STORE"  # the file that says kmc made a directory (a stale one may be removed)
+RECORD = np.dtype([("parent", "<u4"), ("choice", "u1")])  # 5 bytes, packed
+_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+def write_bytes(path: str, data: np.ndarray, append: bool = False) -> None:
+    """Write ``data``'s bytes into a new file (or at the end of one): every write of the
+    store goes through here (tests replace it to make the disk full)."""
+    with open(path, "ab" if append else "xb") as f:
+        f.write(np.ascontiguousarray(data).data)
+
+
+@attrs.define
+class _Run:
+    """A sorted run of fingerprints in a file, mapped on first use."""
+
+    name: str
+    length: int
+    mm: Any = None
+    array: Any = None
+
+    def open(self, root: str) -> np.ndarray:
+        if self.array is None:
+            with open(os.path.join(root, self.name), "rb") as f:
+                self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            self.array = np.frombuffer(self.mm, dtype="<u8", count=self.length)
+        return self.array
+
+    def release(self) -> None:
+        """Hand the pages read back to the page cache (resident memory stays small)."""
+        if self.mm is not None and hasattr(self.mm, "madvise"):
+            with contextlib.suppress(OSError, ValueError):
+                self.mm.madvise(mmap.MADV_DONTNEED)
+
+    def close(self) -> None:
+        self.array = None
+        if self.mm is not None:
+            self.mm.close()
+            self.mm = None
+
+
+@attrs.frozen
+class DiskSaved:
+    """A disk store's checkpoint part (``checker.search.SavedStore``): its index, the
+    fingerprints of levels not yet written, and where its files were linked."""
+
+    bits: int
+    runs: tuple  # per bucket: ((file name, length), ...)
+    levels: tuple  # ((first number, file name, count), ...)
+    pending: tuple  # sorted uint64 arrays
+    length: int
+    written: int
+    peak: int
+    data: str | None  # the level directory's name in the checkpoint directory
+    path: str  # the directory the files were linked into
+
+    kind = "disk"
+
+    def reopen(self, directory: Any = None, parent: Any = None) -> DiskStore:
+        """The store, its files linked from the checkpoint ``directory`` into a new
+        directory in ``parent`` (default: the checkpoint directory)."""
+        source = Path(directory) / self.data if directory is not None and self.data else Path(self.path)
+        if not source.is_dir():
+            raise EngineError(f"disk store: {source}: the checkpoint's store files are missing")
+        store = DiskStore(parent=directory if parent is None else parent, bits=self.bits)
+        store.checkpoint_dir = None if directory is None else str(directory)
+        names = [name for bucket in self.runs for name, _ in bucket] + [name for _, name, _ in self.levels]
+        for name in names:
+            _link(source / name, Path(store.root) / name)
+        store.buckets = [[_Run(name, length) for name, length in bucket] for bucket in self.runs]
+        store.levels = [tuple(level) for level in self.levels]
+        store.pending = list(self.pending)
+        store._len = store._level_start = self.length
+        store._written, store._peak = self.written, self.peak
+        store._disk = sum(os.path.getsize(Path(store.root) / name) for name in names)
+        store._seq = 1 + max((_seq_of(name) for name in names), default=0)
+        return store
+
+
+class DiskStore:
+    """Fingerprints in bucketed sorted runs on disk, parents and choices in flat files
+    (see the module).
+
+    Args:
+        parent: the directory to make the store's own directory in (default: the
+            temporary directory).
+        checkpoint_dir: the run's checkpoint directory (a checkpoint links the files
+            into one of its level directories), or ``None``.
+        bits: the buckets are ``2**bits``.
+    """
+
+    def __init__(self, parent: Any = None, checkpoint_dir: Any = None, bits: int = BUCKET_BITS) -> None:
+        try:
+            if parent is not None:
+                os.makedirs(parent, exist_ok=True)
+            self.root = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
+            with open(os.path.join(self.root, MARK), "w", encoding="utf-8") as f:
+                f.write(f"{os.getpid()}\n")
+        except OSError as e:
+            where = parent or tempfile.gettempdir()
+            raise EngineError(f"disk store: cannot create a directory in {where} ({e.strerror or e})") from None
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.root, True)
+        self.checkpoint_dir = None if checkpoint_dir is None else str(checkpoint_dir)
+        self.bits = bits
+        self.buckets: list[list[_Run]] = [[] for _ in range(1 << bits)]
+        self.levels: list[tuple[int, str, int]] = []  # (first number, parents file, count) a level
+        self.pending: list[np.ndarray] = []  # fingerprints of closed levels, not written yet
+        self.level_runs: list[np.ndarray] = []  # fingerprints of the level being added
+        self._len = self._level_start = 0
+        self._seq = 1  # the next file's sequence number
+        self._written = self._disk = self._peak = 0
+        self._records: dict[str, np.memmap] = {}
+        self._saved: tuple[int, dict] | None = None  # the last saved() part, at its length
+
+    def close(self) -> None:
+        """Remove the store's directory (a checkpoint keeps its own links)."""
+        for bucket in self.buckets:
+            for run in bucket:
+                run.close()
+        self._records.clear()
+        self._cleanup()
+
+    # -- the protocol -----------------------------------------------------------------
+
+    kind = "disk"
+
+    def __len__(self) -> int:
+        return self._len
+
+    def add(self, fps, parents, choices) -> np.ndarray:
+        fps = np.asarray(fps, dtype=np.uint64)
+        _, first = np.unique(fps, return_index=True)
+        order = np.sort(first)  # the first of each fingerprint, in block order
+        candidates = fps[order]
+        by_fp = np.argsort(candidates, kind="stable")
+        fresh = np.zeros(len(candidates), dtype=bool)
+        fresh[by_fp] = ~self.contains_sorted(candidates[by_fp])
+        new = np.zeros(len(fps), dtype=bool)
+        new[order[fresh]] = True
+        if new.any():
+            self.add_sorted(np.sort(fps[new]), np.asarray(parents)[new], np.asarray(choices)[new])
+        return new
+
+    def contains_sorted(self, fps) -> np.ndarray:
+        fps = np.asarray(fps, dtype=np.uint64)
+        hit = runs_contain(self.level_runs + self.pending, fps)
+        if not len(fps):
+            return hit
+        cuts = self._cuts(fps)
+        for b in np.flatnonzero(np.diff(cuts)).tolist():
+            runs = self.buckets[b]
+            if not runs:
+                continue
+            lo, hi = int(cuts[b]), int(cuts[b + 1])
+            hit[lo:hi] |= runs_contain([run.open(self.root) for run in runs], fps[lo:hi])
+            for run in runs:
+                run.release()
+        return hit
+
+    def add_sorted(self, fps, parents, choices) -> None:
+        if not len(fps):
+            return
+        self._flush()
+        records = np.empty(len(fps), dtype=RECORD)
+        records["parent"] = np.asarray(parents, dtype=np.int64).astype(np.uint32)
+        records["choice"] = np.asarray(choices).astype(np.uint8)
+        if not self.levels or self.levels[-1][0] + self.levels[-1][2] <= self._level_start:
+            self.levels.append((self._len, self._name("pc", "bin"), 0))
+        first, name, count = self.levels[-1]
+        self._write(name, records, append=True)
+        self.levels[-1] = (first, name, count + len(fps))
+        self._records.pop(name, None)
+        self.level_runs.append(np.asarray(fps, dtype=np.uint64))
+        _merge_tail(self.level_runs)
+        self._len += len(fps)
+
+    def parent_and_choice(self, number: int) -> tuple[int, int]:
+        k = bisect.bisect_right([first for first, _, _ in self.levels], number) - 1
+        first, name, count = self.levels[k]
+        records = self._records.get(name)
+        if records is None:
+            records = np.memmap(os.path.join(self.root, name), dtype=RECORD, mode="r", shape=(count,))
+            self._records[name] = records
+        parent, choice = records[number - first]
+        parent = int(parent)
+        return (-1 if parent == 0xFFFFFFFF else parent), int(choice)
+
+    def end_level(self) -> None:
+        if self.level_runs:
+            merged = np.concatenate(self.level_runs)
+            merged.sort(kind="stable")
+            self.pending.append(merged)
+        self.level_runs = []
+        self._level_start = self._len
+
+    def rollback(self) -> None:
+        self.level_runs = []
+        if self.levels and self.levels[-1][0] >= self._level_start:
+            _first, name, _count = self.levels.pop()
+            self._records.pop(name, None)
+            self._remove(name)
+        self._len = self._level_start
+
+    def fingerprints(self) -> np.ndarray:
+        parts = [np.array(run.open(self.root)) for bucket in self.buckets for run in bucket]
+        for bucket in self.buckets:
+            for run in bucket:
+                run.release()
+        parts += self.pending + self.level_runs
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+
+    def parents_and_choices(self) -> tuple[np.ndarray, np.ndarray]:
+        parts = [
+            np.array(np.memmap(os.path.join(self.root, name), dtype=RECORD, mode="r", shape=(count,)))
+            for _, name, count in self.levels
+            if count
+        ]
+        records = np.concatenate(parts) if parts else np.zeros(0, dtype=RECORD)
+        parents = records["parent"]
+        return np.where(parents == 0xFFFFFFFF, -1, parents.astype(np.int64)), records["choice"].copy()
+
+    def restored(self, saved, directory=None) -> DiskStore:
+        """A checkpoint's store on disk: its files linked in; a store of another kind (a
+        run stopped at its memory ceiling) has its states written into this one."""
+        if saved.kind == self.kind:  # in this store's place (--store-dir)
+            store = saved.reopen(directory, parent=os.path.dirname(self.root))
+            self.close()
+            return store
+        store = saved.reopen(directory)
+        if len(self) or self.levels:
+            raise EngineError("disk store: a checkpoint is restored only into an empty store")
+        fps = np.sort(store.fingerprints())
+        parents, choices = store.parents_and_choices()
+        del store
+        try:
+            self._take(fps, parents, choices)
+        except ResourceStop as e:
+            raise EngineError(e.detail) from None
+        return self
+
+    def _take(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> None:
+        if len(fps):
+            self.levels.append((0, self._name("pc", "bin"), 0))
+            records = np.empty(len(fps), dtype=RECORD)
+            records["parent"] = parents.astype(np.uint32)
+            records["choice"] = choices
+            del parents, choices
+            self._write(self.levels[0][1], records)
+            self.levels[0] = (0, self.levels[0][1], len(fps))
+            self.pending = [fps]
+        self._len = self._level_start = len(fps)
+
+    def merge_reserve(self) -> int:
+        """The next boundary merges the level's runs (twice its fingerprints); its first
+        block writes them out, merging bucket runs (three times the largest bucket)."""
+        level = sum(len(r) for r in self.level_runs) + sum(len(r) for r in self.pending)
+        largest = max((sum(run.length for run in bucket) for bucket in self.buckets), default=0)
+        return 16 * level + 24 * largest
+
+    def nbytes(self) -> int:
+        held = sum(r.nbytes for r in self.level_runs + self.pending)
+        return held + 64 * (sum(len(b) for b in self.buckets) + len(self.levels))
+
+    def disk_bytes(self) -> int:
+        return self._disk
+
+    def peak_disk_bytes(self) -> int:
+        return self._peak
+
+    def written_bytes(self) -> int:
+        return self._written
+
+    def saved(self) -> dict:
+        """Link the files into a new level directory of the checkpoint (or of the store's
+        own directory when the run has none); the index and the unwritten levels go into
+        the snapshot itself. At the boundary of the last call, its part again: the states
+        numbered below a boundary never change."""
+        last = self._saved
+        if last is not None and last[0] == self._len and Path(last[1]["seen"].path).is_dir():
+            return last[1]
+        if self.checkpoint_dir is not None:
+            owned = (read_manifest(self.checkpoint_dir) or {"owned": []})["owned"]
+            number = 1 + max((int(name.split("-")[1]) for name in owned), default=0)
+            target = claim_data_dir(self.checkpoint_dir, number)
+            data: str | None = target.name
+        else:
+            target = Path(self.root) / f"saved-{self._name('s', 'd')}"
+            data = None
+        target.mkdir()
+        names = [run.name for bucket in self.buckets for run in bucket] + [name for _, name, _ in self.levels]
+        for name in names:
+            _link(Path(self.root) / name, target / name)
+        part = DiskSaved(
+            bits=self.bits,
+            runs=tuple(tuple((run.name, run.length) for run in bucket) for bucket in self.buckets),
+            levels=tuple(self.levels),
+            pending=tuple(self.pending),
+            length=self._len,
+            written=self._written,
+            peak=self._peak,
+            data=data,
+            path=str(target),
+        )
+        parts = {"seen": part, "data": data} if data is not None else {"seen": part}
+        self._saved = (self._len, parts)
+        return parts
+
+    # -- files --------------------------------------------------------------------------
+
+    def _cuts(self, fps: np.ndarray) -> np.ndarray:
+        """Where each bucket's share of the sorted ``fps`` starts (and the end)."""
+        shift = np.uint64(64 - self.bits)
+        starts = np.arange((1 << self.bits) + 1, dtype=np.uint64)
+        cuts = np.searchsorted(fps >> shift, starts[:-1])
+        return np.append(cuts, len(fps))
+
+    def _flush(self) -> None:
+        """Write the closed levels' fingerprints out, a new run a bucket, and merge."""
+        if not self.pending:
+            return
+        merged = self.pending[0] if len(self.pending) == 1 else np.sort(np.concatenate(self.pending))
+        cuts = self._cuts(merged)
+        made: list[tuple[int, _Run]] = []
+        try:
+            for b in np.flatnonzero(np.diff(cuts)).tolist():
+                part = merged[int(cuts[b]) : int(cuts[b + 1])]
+                run = _Run(self._name(f"fp-{b:02x}", "u64"), len(part))
+                made.append((b, run))
+                self._write(run.name, part)
+        except BaseException:
+            for _, run in made:
+                self._remove(run.name)
+            raise
+        self.pending = []
+        del merged
+        for b, run in made:
+            self.buckets[b].append(run)
+        for b in sorted({b for b, _ in made}):
+            self._merge_bucket(b)
+
+    def _merge_bucket(self, b: int) -> None:
+        runs = self.buckets[b]
+        while len(runs) > 1 and merges(runs[-1].length, runs[-2].length):
+            older, newer = runs[-2], runs[-1]
+            merged = np.concatenate((older.open(self.root), newer.open(self.root)))
+            merged.sort(kind="stable")
+            run = _Run(self._name(f"fp-{b:02x}", "u64"), len(merged))
+            self._write(run.name, merged)  # the old runs stand until the new one is whole
+            del merged
+            for old in (older, newer):
+                old.close()
+                self._remove(old.name)
+            runs[-2:] = [run]
+
+    def _name(self, kind: str, ext: str) -> str:
+        self._seq += 1
+        return f"{kind}-{self._seq - 1:08d}.{ext}"
+
+    def _write(self, name: str, data: np.ndarray, append: bool = False) -> None:
+        path = os.path.join(self.root, name)
+        try:
+            write_bytes(path, data, append)
+        except OSError as e:
+            if not append:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            if e.errno in _FULL:
+                raise ResourceStop("disk-full", self._full_line(e)) from None
+            raise EngineError(f"disk store: cannot write {path} ({e.strerror or e})") from None
+        self._written += data.nbytes
+        self._disk += data.nbytes
+        self._peak = max(self._peak, self._disk)
+
+    def _remove(self, name: str) -> None:
+        path = os.path.join(self.root, name)
+        with contextlib.suppress(OSError):
+            self._disk -= os.path.getsize(path)
+            os.unlink(path)
+
+    def _full_line(self, e: OSError) -> str:
+        try:
+            free = f" ({format_size(shutil.disk_usage(self.root).free)} free)"
+        except OSError:
+            free = ""
+        return f"the disk store {self.root} is full{free}: {e.strerror or e}"
+
+
+def merges(newer: int, older: int) -> bool:
+    """Whether a bucket's newest run (``newer`` fingerprints) is merged into the one before
+    it (``older``): while it is at least as large, so sizes at least double from run to
+    run (about log2(levels) runs a bucket) and a fingerprint is rewritten only when its
+    run meets one as large."""
+    return newer >= older
+
+
+def _merge_tail(runs: list[np.ndarray]) -> None:
+    while len(runs) > 1 and 2 * len(runs[-1]) >= len(runs[-2]):
+        newer = runs.pop()
+        merged = np.concatenate((runs[-1], newer))
+        merged.sort(kind="stable")
+        runs[-1] = merged
+
+
+def _seq_of(name: str) -> int:
+    try:
+        return int(name.rsplit("-", 1)[1].split(".")[0])
+    except (IndexError, ValueError):
+        return 0
+
+
+def _link(source: Path, target: Path) -> None:
+    """``target`` as a hard link to ``source`` (a copy across file systems)."""
+    try:
+        os.link(source, target)
+    except OSError as e:
+        if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            raise
+        shutil.copyfile(source, target)
+
+
+def new_store(kind: str, store_dir: Any = None, checkpoint_dir: Any = None):
+    """The store ``kind`` (``"memory"`` or ``"disk"``) of a rows search: the disk store's
+    directory in ``store_dir``, else in the checkpoint directory, else the temporary
+    directory."""
+    from .seen import CompactSeenSet
+
+    if kind == "memory":
+        return CompactSeenSet()
+    if kind != "disk":
+        raise EngineError(f"unknown store {kind!r} (known: {', '.join(STORES)})")
+    parent = store_dir if store_dir is not None else checkpoint_dir
+    if parent is not None:
+        remove_stale(parent)
+    return DiskStore(parent, checkpoint_dir)
+
+
+def remove_stale(parent: Any) -> None:
+    """Remove the store directories that kmc made in ``parent`` for runs no longer alive
+    (killed: their own cleanup never ran)."""
+    try:
+        entries = list(Path(parent).glob(f"{PREFIX}*"))
+    except OSError:
+        return
+    for path in entries:
+        mark = path / MARK
+        try:
+            pid = int(mark.read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            continue  # not kmc's: left as it is
+        if pid != os.getpid() and not _alive(pid):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+STORES = ("memory", "disk")

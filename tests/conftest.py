@@ -67,7 +67,9 @@ SPECS = Path(__file__).resolve().parent.parent / "specs"
 
 class Explorations:
     """``explorations[name]`` -> ``(spec, model, result)``: the shipped spec ``name`` run by
-    the local engine with the spec's own ``[check]`` options, at most once per session.
+    the local engine with the spec's own ``[check]`` options, at most once per session, on
+    the path ``kmc check`` takes (the batch kernel; the per-state path gives the same
+    results: tests/test_batch.py and tests/test_engines.py compare them).
 
     Results are shared: a test must not change them.
     """
@@ -77,13 +79,14 @@ class Explorations:
 
     def __getitem__(self, name):
         if name not in self._done:
-            from kmc.checker.local import LocalEngine, Options
+            from kmc.checker.engines import make_engine
+            from kmc.checker.options import Options
             from kmc.app.specs import load_spec
 
             spec = load_spec(SPECS / f"{name}.toml")
             model = spec.model()
             options = Options(keep_going=spec.keep_going, max_depth=spec.max_depth, max_states=spec.max_states)
-            self._done[name] = (spec, model, LocalEngine(model, spec.properties(), options).run())
+            self._done[name] = (spec, model, make_engine(model, spec.properties(), options).run())
         return self._done[name]
 
 

@@ -74,11 +74,17 @@ ORACLE_ALL = os.environ.get("KMC_ORACLE_ALL") == "1"
 ORACLE_LIMIT = 100_000  # distinct states: above, the oracle would take many minutes (LRS2)
 
 
+STORIES = ("kafka-13141-data-loss", "kafka-14704-exposure")  # docs/model.md's two bugs, told as stories
+
+
 def _param(name):
     distinct = FETCH_PINS[name].distinct
     marks = [] if distinct <= FAST_LIMIT else [pytest.mark.slow]
     if distinct > 1_000_000:
         marks.append(SLOW)
+    elif distinct > FAST_LIMIT and name not in STORIES:  # (every row's pins on the batch engine:
+        marks.append(pytest.mark.skipif(  # tests/test_fetch_kernel.py; per-state = batch there on C4)
+            os.environ.get("KMC_SLOW") != "1", reason="50,000-70,000 states on the per-state engine: set KMC_SLOW=1"))
     return pytest.param(name, id=name, marks=marks)
 
 

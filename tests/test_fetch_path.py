@@ -82,7 +82,7 @@ def _param(name):
     marks = [] if distinct <= FAST_LIMIT else [pytest.mark.slow]
     if distinct > 1_000_000:
         marks.append(SLOW)
-    elif distinct > FAST_LIMIT and name not in STORIES:  # (every row's pins on the batch engine:
+    elif distinct > 50_000 and name not in STORIES:  # (every row's pins on the batch engine:
         marks.append(pytest.mark.skipif(  # tests/test_fetch_kernel.py; per-state = batch there on C4)
             os.environ.get("KMC_SLOW") != "1", reason="50,000-70,000 states on the per-state engine: set KMC_SLOW=1"))
     return pytest.param(name, id=name, marks=marks)

@@ -482,4 +482,7 @@ def test_kmc_bench_compares_the_stores(tmp_path):
     assert 5 * pin.distinct < disk["disk_written_bytes"] <= 3 * 13 * pin.distinct
     assert 0 < disk["disk_peak_bytes"] <= 16 * pin.distinct
     assert "disk_peak_bytes" not in memory
+    # the frontier's files (checker.frontier.DiskQueue): every state's row written once, two levels at most kept
+    assert 0 < disk["queue_disk_peak_bytes"] < disk["queue_written_bytes"]
+    assert disk["queue_written_bytes"] % pin.distinct == 0 and "queue_written_bytes" not in memory
     assert "Both stores explored the same state space" in out

@@ -332,13 +332,12 @@ class DiskQueue:
             os.unlink(path)
 
 
-QUEUES: dict[str, Callable[[Any], FrontierQueue]] = {
-    "memory": lambda store: MemoryQueue(),
-    "disk": lambda store: DiskQueue(store.root),
-}
+# the queue of a store's kind, where it is not the memory queue
+QUEUES: dict[str, Callable[[Any], FrontierQueue]] = {"disk": lambda store: DiskQueue(store.root)}
 
 
 def new_queue(store: Any) -> FrontierQueue:
-    """The frontier queue that goes with ``store`` (a ``checker.search.Store``): in memory
-    with the memory store, files in its directory with the disk store."""
-    return QUEUES[store.kind](store)
+    """The frontier queue that goes with ``store`` (a ``checker.search.Store``): files in
+    its directory with the disk store, else in memory."""
+    make = QUEUES.get(store.kind)
+    return MemoryQueue() if make is None else make(store)

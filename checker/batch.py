@@ -6,7 +6,8 @@ batch kernel (``model.batch_kernel()``, see ``checker.protocol.BatchKernel``) co
 successor of a chunk with array operations, the rows are fingerprinted together
 (``checker.fingerprint.fingerprint_rows``), duplicates are dropped with one sort, and the
 seen-set (``checker.seen.CompactSeenSet``) keeps 13 bytes a state. The frontier is kept
-as rows, never as Python objects.
+as rows, never as Python objects, in a frontier queue (``checker.frontier``): in memory,
+or in files beside the disk store's.
 
 Order, and so the counterexamples, match the per-state engine: within a chunk the
 successors are sorted by (parent, choice), the order in which ``LocalEngine`` meets
@@ -26,13 +27,14 @@ import numpy as np
 from . import keys
 from .driver import LevelDriver, OnLevel, Progress, Search
 from .errors import EngineError
+from .frontier import MemorySaved, new_queue
 from .kernel import require_symmetric, split_properties
 from .kernel_check import KernelCheck, kernel_check
 from .level import LevelStep, decided, record_first
 from .options import Options
 from .protocol import BatchKernel, Model, Property, batch_path, kernel_fingerprints, with_defaults
 from .result import Path, Stats
-from .search import Found, SavedStore, Store
+from .search import Found, FrontierQueue, SavedQueue, SavedStore, Store
 from .seen import CompactSeenSet
 from .trace import path_by_choices
 from .visitor import GraphVisitor
@@ -45,7 +47,8 @@ STATES_ROWS_FORMAT = "rows-states-1"  # ... over rows of Python states (the per-
 class RowsSearch(Search):
     """The rows search object of ``checker.driver.LevelDriver``: a chunk of frontier rows a
     piece, expanded by the model's batch kernel, stored in a ``checker.search.Store``
-    (in memory by default, ``checker.seen.CompactSeenSet``)."""
+    (in memory by default, ``checker.seen.CompactSeenSet``), the levels kept in the
+    ``checker.search.FrontierQueue`` that goes with the store."""
 
     every = 1
     snapshot_format = ROWS_FORMAT  # STATES_ROWS_FORMAT over rows of Python states
@@ -72,8 +75,7 @@ class RowsSearch(Search):
         self.check = check
         self._level_first = self._level = 0  # the number of the frontier's first state, its size
         self.seen: Store = CompactSeenSet() if store is None else store
-        self.frontier: list[np.ndarray] = []  # the level being expanded, as row chunks
-        self.next: list[np.ndarray] = []
+        self.queue: FrontierQueue = new_queue(self.seen)  # the level being expanded, and the next
         self.numbered: list[np.ndarray] = []  # fingerprints in number order (for the visitor only)
 
     def fingerprints(self, rows: np.ndarray) -> np.ndarray:
@@ -92,36 +94,41 @@ class RowsSearch(Search):
         keep = np.sort(first)
         self.seen.add(fps[keep], np.full(len(keep), -1), keep)  # choice: the initial state's index
         self.seen.end_level()
-        self.frontier = [rows[keep]]
+        self.queue.append(rows[keep])
+        self.queue.swap()
         self._log_states(0, rows[keep], fps[keep])
         stats.coverage.add_initial_rows(self.kernel, self.model, rows[keep])
         self._check_new(rows[keep], 0, found, {})  # the initial states' violations: the run's first
 
+    @property
+    def frontier(self) -> list[np.ndarray]:
+        """The level being expanded, read whole as row chunks (for small runs and tests)."""
+        return list(self.queue.chunks(CHUNK_ROWS))
+
     def size(self) -> int:
-        return sum(len(c) for c in self.frontier)
+        return len(self.queue)
 
     def pieces(self) -> Iterator[np.ndarray]:
-        return _chunks(self.frontier, CHUNK_ROWS)
+        return self.queue.chunks(CHUNK_ROWS)
 
     @staticmethod
     def piece_len(piece) -> int:
         return len(piece)
 
     def begin_level(self) -> None:
-        self.next = []
         self._level = self.size()
         self._level_first = len(self.seen) - self._level
 
     def next_size(self) -> int:
-        return sum(len(c) for c in self.next)
+        return self.queue.next_len()
 
     def end_level(self) -> None:
         self.seen.end_level()
-        self.frontier, self.next = self.next, []
+        self.queue.swap()
 
     def rollback(self) -> None:
         self.seen.rollback()
-        self.next = []
+        self.queue.rollback()
         if self.numbered:
             kept = np.concatenate(self.numbered)[: len(self.seen)]
             self.numbered = [kept]
@@ -155,8 +162,7 @@ class RowsSearch(Search):
         rows = succ[src]
         stats.coverage.add_rows(self.kernel, self.model, chunk, (parents, choices, codes, succ), rows)
         self._check_new(rows, len(self.seen) - len(rows), level_found, found)
-        if len(rows):
-            self.next.append(rows)
+        self.queue.append(rows)
         visitor = self.visitor
         if visitor.active:
             self._log_states(len(self.seen) - len(rows), rows, all_fps[src])
@@ -188,7 +194,8 @@ class RowsSearch(Search):
     # -- checkpoints --------------------------------------------------------------
 
     def snapshot_parts(self) -> dict:
-        parts = {"head": {"format": self.snapshot_format}, "frontier": self.frontier, **self.seen.saved()}
+        stored = self.seen.saved()
+        parts = {"head": {"format": self.snapshot_format}, **stored, **self.queue.saved(stored)}
         if self.numbered:
             parts["numbered"] = self.numbered
         return parts
@@ -201,9 +208,12 @@ class RowsSearch(Search):
                 "the checkpoint was written by the per-state search, which keeps its states in memory; "
                 "resume it with --store memory"
             )
-        self.frontier = list(snapshot["frontier"])
         saved: SavedStore = snapshot["seen"]  # a CompactSeenSet, in a checkpoint of an older kmc
         self.seen = self.seen.restored(saved, directory)
+        # the queue that goes with the restored store; an older checkpoint's "frontier"
+        # is its list of row chunks
+        queue: SavedQueue = snapshot["queue"] if "queue" in snapshot else MemorySaved(tuple(snapshot["frontier"]))
+        self.queue = new_queue(self.seen).restored(queue, directory)
         self.numbered = list(snapshot.get("numbered", []))
 
 
@@ -259,20 +269,3 @@ class BatchEngine(LevelDriver):
         search.snapshot_format = snapshot_format
         super().__init__(model, search, props, options, progress, on_level=on_level)
         self.kernel_check = check
-
-
-def _chunks(arrays: list[np.ndarray], size: int) -> Iterator[np.ndarray]:
-    """Consecutive chunks of about ``size`` rows from a list of row arrays, in order."""
-    buf, count = [], 0
-    for a in arrays:
-        start = 0
-        while start < len(a):
-            take = min(size - count, len(a) - start)
-            buf.append(a[start : start + take])
-            count += take
-            start += take
-            if count >= size:
-                yield buf[0] if len(buf) == 1 else np.concatenate(buf)
-                buf, count = [], 0
-    if buf:
-        yield buf[0] if len(buf) == 1 else np.concatenate(buf)

@@ -31,10 +31,13 @@ The snapshot is the contract between an engine and this module: a dict with at l
 ``"found"`` (keyed by the names of the properties violated so far; the values are the
 engine's own, e.g. ``(kind, explanation, where)`` for the local engine). The local engine
 adds ``"frontier"`` (``[(fingerprint, state), ...]``) and ``"seen"``
-(fingerprint -> parent fingerprint). An engine whose frontier and seen-set live outside
-the process (Spark) writes them under ``data_dir(DIR, depth)`` first and names that
-directory in its snapshot under ``"data"`` (its name); the checkpoint file, replaced last,
-is the commit point, after which ``Checkpointer`` removes every other level directory
+(fingerprint -> parent fingerprint); the rows search adds its parts, each saved by
+itself: ``"seen"`` (its store) and ``"queue"`` (its frontier queue, ``checker.frontier``),
+where an older checkpoint holds ``"frontier"``, the level's rows as a list of arrays.
+An engine whose frontier and seen-set live outside the process (Spark) writes them under
+``data_dir(DIR, depth)`` first and names that directory in its snapshot under ``"data"``
+(its name), as the disk store and its queue do; the checkpoint file, replaced last, is the
+commit point, after which ``Checkpointer`` removes every other level directory
 that kmc created. kmc deletes only what it wrote: ``DIR/.kmc-checkpoint`` (the manifest)
 lists every level directory before it is created (``claim_data_dir``), only listed
 directories are ever removed, and a non-empty DIR that is not a kmc checkpoint directory

@@ -10,6 +10,8 @@ directory, ``--store-dir``, or the temporary directory):
   run is merged into the one before it while it is at least as large, so a bucket has
   about log2(levels) runs and a merge rewrites only that bucket (the disk's peak is the
   store plus two copies of one bucket, never two copies of the store);
+- **the frontier** (``checker.frontier.DiskQueue``): one file of rows a level, written
+  as the level is found and read back a chunk at a time;
 - **parents and choices**, 5 bytes a state (``uint32`` parent number, ``uint8``
   choice), one flat file a level (``pc-SEQ.bin``), written once in number order and read
   back by memory map only to rebuild a path.
@@ -123,7 +125,7 @@ class DiskSaved:
         store.checkpoint_dir = None if directory is None else str(directory)
         names = [name for bucket in self.runs for name, _ in bucket] + [name for _, name, _ in self.levels]
         for name in names:
-            _link(source / name, Path(store.root) / name)
+            link(source / name, Path(store.root) / name)
         store.buckets = [[_Run(name, length) for name, length in bucket] for bucket in self.runs]
         store.levels = [tuple(level) for level in self.levels]
         store.pending = list(self.pending)
@@ -346,7 +348,7 @@ class DiskStore:
         target.mkdir()
         names = [run.name for bucket in self.buckets for run in bucket] + [name for _, name, _ in self.levels]
         for name in names:
-            _link(Path(self.root) / name, target / name)
+            link(Path(self.root) / name, target / name)
         part = DiskSaved(
             bits=self.bits,
             runs=tuple(tuple((run.name, run.length) for run in bucket) for bucket in self.buckets),
@@ -435,11 +437,16 @@ class DiskStore:
             os.unlink(path)
 
     def _full_line(self, e: OSError) -> str:
-        try:
-            free = f" ({format_size(shutil.disk_usage(self.root).free)} free)"
-        except OSError:
-            free = ""
-        return f"the disk store {self.root} is full{free}: {e.strerror or e}"
+        return full_line(self.root, e)
+
+
+def full_line(root: str, e: OSError) -> str:
+    """The one line of a disk store (or its queue) that found its disk full."""
+    try:
+        free = f" ({format_size(shutil.disk_usage(root).free)} free)"
+    except OSError:
+        free = ""
+    return f"the disk store {root} is full{free}: {e.strerror or e}"
 
 
 def merges(newer: int, older: int) -> bool:
@@ -465,7 +472,7 @@ def _seq_of(name: str) -> int:
         return 0
 
 
-def _link(source: Path, target: Path) -> None:
+def link(source: Path, target: Path) -> None:
     """``target`` as a hard link to ``source`` (a copy across file systems)."""
     try:
         os.link(source, target)

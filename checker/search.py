@@ -1,5 +1,5 @@
-"""What a search is made of: an expander, a store, and the search object that joins them
-for the level driver (``checker.driver``).
+"""What a search is made of: an expander, a store, a frontier queue, and the search
+object that joins them for the level driver (``checker.driver``).
 
 Every engine is the level driver over one search object, and every search object is
 composed of parts passed in at construction:
@@ -19,6 +19,10 @@ the Spark levels       the same kernel, in Spark tasks             the file stor
 =====================  ==========================================  =====================
 
 and each of them asks the rules of a level (``checker.level.LevelStep``) on every piece.
+The rows search keeps its frontier in a ``FrontierQueue`` (``checker.frontier``) that
+goes with its store: in memory with ``CompactSeenSet``, files in the store's directory
+with ``DiskStore``; the per-state search keeps its states in a list, the Spark levels in
+their file store.
 
 The determinism contract, which makes every engine report the same counts and the same
 counterexamples on every run and partition count:
@@ -36,7 +40,7 @@ counterexamples on every run and partition count:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable, Iterator, Sized
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -146,6 +150,91 @@ class SavedStore(Protocol):
     def reopen(self, directory: Any = None) -> Store:
         """The store this part stands for, its files (if any) found in the checkpoint
         ``directory`` (else where they were saved)."""
+        ...
+
+
+@runtime_checkable
+class FrontierQueue(Protocol):
+    """The frontier of a rows search: the level being expanded (the *current* level) and
+    the next one, as rows, and all that a search calls of it (``checker.frontier``:
+    ``MemoryQueue``, lists of row blocks; ``DiskQueue``, one file of rows a level in the
+    disk store's directory, the queue of every run with ``--store disk``).
+
+    Rows are appended to the next level in discovery order and read back in the same
+    order; ``swap`` at a level boundary makes the next level the current one (the
+    finished level is dropped) and ``rollback`` drops the next level. The contract test
+    of every queue is ``tests/test_queues.py``.
+    """
+
+    kind: str  # the kind of the store it goes with: "memory" or "disk"
+
+    def append(self, rows: np.ndarray) -> None:
+        """Add a block of rows at the end of the next level."""
+        ...
+
+    def __len__(self) -> int:
+        """How many rows the current level holds."""
+        ...
+
+    def next_len(self) -> int:
+        """How many rows the next level holds so far."""
+        ...
+
+    def chunks(self, size: int) -> Iterator[np.ndarray]:
+        """The current level's rows in order, in chunks of ``size`` rows (the last one
+        shorter), whatever the blocks they were appended in."""
+        ...
+
+    def swap(self) -> None:
+        """At a level boundary: the next level becomes the current one, the finished
+        level is dropped, and the next level starts empty."""
+        ...
+
+    def rollback(self) -> None:
+        """Drop the next level (the current one stands)."""
+        ...
+
+    def clear(self) -> None:
+        """Drop both levels (their rows now live elsewhere)."""
+        ...
+
+    def saved(self, beside: dict) -> dict:
+        """The current level as checkpoint parts, ``{"queue": SavedQueue}``, at a level
+        boundary; ``beside`` is the store's parts (``Store.saved()``): a queue on disk
+        links its level file where the store's files went."""
+        ...
+
+    def restored(self, saved: SavedQueue, directory: Any = None) -> FrontierQueue:
+        """The queue of a checkpoint's ``"queue"`` part, of this queue's kind: its level
+        file linked in (the same kind) or its rows moved in (another kind); the next
+        level empty."""
+        ...
+
+    def nbytes(self) -> int:
+        """The bytes the queue holds in memory."""
+        ...
+
+    def disk_bytes(self) -> int:
+        """The bytes of its files on disk now."""
+        ...
+
+    def peak_disk_bytes(self) -> int:
+        """The most bytes its files held on disk at once."""
+        ...
+
+    def written_bytes(self) -> int:
+        """The bytes written to its files in all."""
+        ...
+
+
+class SavedQueue(Protocol):
+    """A queue's checkpoint part (``FrontierQueue.saved()["queue"]``)."""
+
+    kind: str  # the kind of the queue it stands for
+
+    def blocks(self, directory: Any = None) -> Iterator[np.ndarray]:
+        """The saved level's rows in order, a block at a time, its files (if any) found
+        in the checkpoint ``directory`` (else where they were saved)."""
         ...
 
 

@@ -262,7 +262,7 @@ class SparkLevels(Search):
             store.remove()
             raise
         levels.store = store
-        rows.frontier = []
+        rows.queue.clear()
         return levels
 
     def _write_hand_over(self, store: Store, rows: DriverLevels) -> None:

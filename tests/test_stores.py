@@ -5,7 +5,8 @@ The contract (``test_contract_*``) runs over ``STORES``; a new store is one more
 there. It compares each store with a naive oracle (a dict from fingerprint to number,
 parent and choice), never with another store. The engine rows compare every local engine
 on every store with the pinned numbers (tests/pins.py) and with the per-state engine's
-own run. The end-to-end rows kill a run, resume it, and fill the disk through the one
+own run (with the disk store, its frontier is on disk too: ``checker.frontier.DiskQueue``,
+whose own contract is tests/test_queues.py). The end-to-end rows kill a run, resume it, and fill the disk through the one
 seam the disk store writes through (``checker.disk_store.write_bytes``).
 """
 
@@ -309,9 +310,19 @@ def test_every_local_engine_on_every_store_gives_the_same_result(name, per_state
     assert summary(got) == summary(want)
     pin = pinned(name)
     assert (got.stats.distinct, got.stats.generated, got.stats.depth) == (pin.distinct, pin.generated, pin.depth)
+    queue = engine.search.queue  # the frontier queue that goes with the store (checker.frontier)
+    assert queue.kind == store
     if store == "disk":
         seen = engine.search.seen
         assert seen.written_bytes() <= 3 * 13 * len(seen) + 8 * 4 * 64  # at most 3x the final store
+        # every stored state went through the queue's files once, and the levels expanded are gone
+        layout = queue.layout
+        if per_state:
+            assert layout.dtype is None and queue.written_bytes() > 8 * pin.distinct  # pickled blocks
+        else:
+            row_bytes = np.dtype(layout.dtype).itemsize * int(np.prod(layout.shape))
+            assert queue.written_bytes() == row_bytes * pin.distinct
+        assert queue.disk_bytes() < queue.written_bytes() and queue.nbytes() == 0
         seen.close()
         assert not any(tmp_path.iterdir())
 
@@ -471,4 +482,7 @@ def test_kmc_bench_compares_the_stores(tmp_path):
     assert 5 * pin.distinct < disk["disk_written_bytes"] <= 3 * 13 * pin.distinct
     assert 0 < disk["disk_peak_bytes"] <= 16 * pin.distinct
     assert "disk_peak_bytes" not in memory
+    # the frontier's files (checker.frontier.DiskQueue): every state's row written once, two levels at most kept
+    assert 0 < disk["queue_disk_peak_bytes"] < disk["queue_written_bytes"]
+    assert disk["queue_written_bytes"] % pin.distinct == 0 and "queue_written_bytes" not in memory
     assert "Both stores explored the same state space" in out

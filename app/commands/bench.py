@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import attrs
 from kmc.checker.errors import KmcError
-from kmc.checker.search import Store
+from kmc.checker.search import FrontierQueue, Store
 from kmc.checker.text import safe_text
 
 from .common import (
@@ -228,6 +228,11 @@ def _run(args, out, err) -> int:
         doc["disk_final_bytes"] = store.disk_bytes()
         doc["disk_written_bytes"] = store.written_bytes()
         doc["disk_written_bytes_per_state"] = round(store.written_bytes() / max(st.distinct, 1), 1)
+        queue = cast(FrontierQueue, cast(Any, engine.search).queue)  # its frontier's files (checker.frontier)
+        doc["queue_disk_peak_bytes"] = queue.peak_disk_bytes()
+        doc["queue_disk_peak_bytes_per_state"] = round(queue.peak_disk_bytes() / max(st.distinct, 1), 1)
+        doc["queue_written_bytes"] = queue.written_bytes()
+        doc["queue_written_bytes_per_state"] = round(queue.written_bytes() / max(st.distinct, 1), 1)
     doc.update(edge_log_measures(engine.possibly))
     doc.update(liveness_log_measures(engine.liveness))
     doc["tree_cpu_seconds"] = usage["cpu_seconds"]
@@ -273,6 +278,8 @@ _SIZES = (
     "disk_peak_bytes",
     "disk_final_bytes",
     "disk_written_bytes",
+    "queue_disk_peak_bytes",
+    "queue_written_bytes",
 )
 _SHOWN = (
     "distinct_states",

@@ -136,14 +136,14 @@ def add_engine_arguments(parser) -> None:
         "--store",
         choices=("memory", "disk"),
         help="local engine: keep the seen states in memory (13 bytes a state) or on disk (sorted "
-        "fingerprint files, a few bytes of memory a state: a run larger than the memory); default: the "
-        "spec's [check] store, else memory",
+        "fingerprint files, a few bytes of memory a state: a run larger than the memory; the frontier's "
+        "rows then go on disk too, a file a level); default: the spec's [check] store, else memory",
     )
     g.add_argument(
         "--store-dir",
         metavar="DIR",
-        help="--store disk: the directory the store's files go in (default: the checkpoint directory, "
-        "else the system's temporary directory); removed at the end of the run",
+        help="--store disk: the directory the store's and the frontier's files go in (default: the checkpoint "
+        "directory, else the system's temporary directory); removed at the end of the run",
     )
     g.add_argument(
         "--symmetry",

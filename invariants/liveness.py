@@ -155,16 +155,21 @@ def committed_replicated_mask(kernel, rows) -> tuple[np.ndarray, np.ndarray]:
     every = _obligations(kernel.config.max_messages, kernel.config.max_leader_epoch)
     p = np.zeros((len(rows), len(every)), dtype=bool)
     q = np.ones((len(rows), len(every)), dtype=bool)
+    held: dict[int, np.ndarray] = {}  # offset -> the entry every replica's log holds there, or -1
     for j, (o, e, i) in enumerate(every):
         here = (rows[:, c.COMMITTED_OFFSET + i] == o) & (rows[:, c.COMMITTED_EPOCH + i] == e)
         if not here.any():
             continue
-        everywhere = np.ones(len(rows), dtype=bool)
-        for r in range(kernel.n):
-            b = c.block(r)
-            everywhere &= (rows[:, b + c.LEO] > o) & (rows[:, b + c.LOG + o] == e * m + i)
+        if o not in held:
+            entry = np.full(len(rows), -1, dtype=np.int64)
+            b = c.block(0)
+            np.copyto(entry, rows[:, b + c.LOG + o], where=rows[:, b + c.LEO] > o)
+            for r in range(1, kernel.n):
+                b = c.block(r)
+                entry[(rows[:, b + c.LEO] <= o) | (rows[:, b + c.LOG + o] != entry)] = -1
+            held[o] = entry
         p[:, j] = here
-        q[:, j] = ~here | everywhere
+        q[:, j] = ~here | (held[o] == e * m + i)
     return p, q
 
 

@@ -61,7 +61,7 @@ from .possibly import NARROW_LIMIT, grown
 
 _WORD = 64  # fair instances a uint64 word holds
 _CHUNK = 1 << 22  # items a decision reads from a column at a time
-_BUFFER = 1 << 24  # bytes a column keeps in memory before it writes them to its file
+_BUFFER = 1 << 21  # bytes a column keeps in memory before it writes them to its file
 
 
 def _bit(codes: np.ndarray) -> np.ndarray:
@@ -235,7 +235,8 @@ class LivenessLog:
             for column in (self._number, self._src):
                 column.replace(column.read(), np.int64)
         self._number.append(first + keep)
-        self._flags.append(np.concatenate([np.packbits(opened[keep], axis=1), np.packbits(waits[keep], axis=1)], axis=1))
+        both = np.concatenate([opened[keep], waits[keep]], axis=1).reshape(-1, 2, self.obligations)
+        self._flags.append(np.packbits(both, axis=2))
 
     def add_edges(self, src: np.ndarray, dst_fp: np.ndarray, choices: np.ndarray, fair: np.ndarray) -> None:
         """Every successor computed from some expanded states: ``src[i]`` the parent's
@@ -347,11 +348,10 @@ class LivenessLog:
                 return lasso
         return None
 
-    def _targets(self, numbers: np.ndarray, numbers_of: Callable[[np.ndarray], np.ndarray], index: Any) -> np.ndarray:
-        """Each kept edge's target as a waiting state's position in ``numbers`` (-1 when
-        the target waits for no obligation): ``numbers_of`` asked once, for the distinct
-        fingerprints in increasing order; then each chunk of edges looked up sorted."""
-        n = len(numbers)
+    def _targets(self, position: np.ndarray, numbers_of: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """Each kept edge's target as a waiting state's position (``position``: of each
+        state number, -1 where no obligation waits): ``numbers_of`` asked once, for the
+        distinct fingerprints in increasing order; then each chunk of edges looked up."""
         fps = self._dst.read()
         fps.sort()
         distinct = np.empty(len(fps), dtype=np.bool_)
@@ -364,41 +364,63 @@ class LivenessLog:
             raise ValueError(f"LivenessLog.decide: numbers_of returned {len(got)} numbers for {len(fps)}")
         if len(got) and (got.min() < 0 or got.max() >= self._states):
             raise ValueError("LivenessLog.decide: a successor is not a stored state")
-        at = np.minimum(np.searchsorted(numbers, got), n - 1)
-        node = np.where(numbers[at] == got, at, -1).astype(index)
-        del got, at
+        node = position[got]
+        del got
         find = _Finder(fps)
-        out = np.empty(self.edges, dtype=index)
+        out = np.empty(self.edges, dtype=position.dtype)
         for lo, chunk in self._dst.chunks():
             out[lo : lo + len(chunk)] = node[find(chunk)]
         return out
 
     def _graph(self, numbers_of: Callable[[np.ndarray], np.ndarray]) -> _Graph:
         """The kept graph over the waiting states, numbered ``0 .. n - 1`` in state number
-        order (see ``_Graph``)."""
-        numbers = self._number.read().astype(np.int64)
+        order (see ``_Graph``), built a chunk of edges at a time: the targets first, then
+        the edges whose target waits moved to the front in place."""
+        numbers = self._number.read()
         n, e = len(numbers), self.edges
         index = np.int32 if max(n, e) < 2**31 else np.int64
-        dst = self._targets(numbers, numbers_of, index)
-        src = np.empty(e, dtype=index)
+        waiting = self._waiting[: self._states]
+        position = np.cumsum(waiting, dtype=index)
+        position -= 1
+        position[~waiting] = -1
+        dst = self._targets(position, numbers_of)
+        ordered, last = True, -1
+        for _, chunk in self._src.chunks():  # the searches hand edges over by source in order
+            ordered = ordered and int(chunk[0]) >= last and bool((np.diff(chunk.astype(np.int64)) >= 0).all())
+            last = int(chunk[-1])
         enabled = np.zeros((n, self._words), dtype=np.uint64)
+        counts = np.zeros(n, dtype=np.int64)
+        kept = int(np.count_nonzero(dst >= 0))
+        choice = np.empty(kept, dtype=self._choice.dtype)
+        fair = np.empty(kept, dtype=self._fair.dtype)
+        sources = []  # the kept edges' sources, when they must be sorted
+        at = 0
         for lo, chunk in self._src.chunks():
-            s = np.searchsorted(numbers, chunk.astype(np.int64)).astype(index)
-            src[lo : lo + len(chunk)] = s
-            f = self._fair.read(lo, lo + len(chunk)).astype(np.int64)
+            hi = lo + len(chunk)
+            s = position[chunk]
+            f = self._fair.read(lo, hi)
             hit = f >= 0
-            s, codes = s[hit], f[hit]
+            codes = f[hit].astype(np.int64)
             for w in range(self._words):
                 mine = codes // _WORD == w
-                _or_rows(enabled[:, w], s[mine], _bit(codes[mine]))
-        inside = np.flatnonzero(dst >= 0)
-        if len(inside) and not (np.diff(src[inside]) >= 0).all():  # sources out of number order
-            inside = inside[np.argsort(src[inside], kind="stable")]
-        src, dst = src[inside], dst[inside]
-        choice, fair = self._choice.read()[inside], self._fair.read()[inside]
-        del inside
+                _or_rows(enabled[:, w], s[hit][mine], _bit(codes[mine]))
+            inside = dst[lo:hi] >= 0
+            s = s[inside]
+            counts += np.bincount(s, minlength=n)
+            if not ordered:
+                sources.append(s)
+            k = len(s)
+            dst[at : at + k] = dst[lo:hi][inside]  # in place: at <= lo
+            choice[at : at + k] = self._choice.read(lo, hi)[inside]
+            fair[at : at + k] = f[inside]
+            at += k
+        del position
+        dst = dst[:kept].copy() if kept < e else dst
+        if not ordered:
+            by = np.argsort(np.concatenate(sources), kind="stable")
+            dst, choice, fair = dst[by], choice[by], fair[by]
         starts = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(src, minlength=n), out=starts[1:])
+        np.cumsum(counts, out=starts[1:])
         return _Graph(numbers, starts, dst, choice, fair, enabled)
 
 

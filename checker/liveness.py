@@ -119,7 +119,7 @@ class _Column:
         shape = (hi - lo,) if self.width is None else (hi - lo, self.width)
         out = np.empty(shape, dtype=self.dtype)
         if hi > lo:
-            view = memoryview(out).cast("B")
+            view = out.data.cast("B")
             self._file.seek(lo * self._row)
             done = 0
             while done < len(view):
@@ -381,7 +381,7 @@ class LivenessLog:
         index = np.int32 if max(n, e) < 2**31 else np.int64
         waiting = self._waiting[: self._states]
         position = np.cumsum(waiting, dtype=index)
-        position -= 1
+        np.subtract(position, 1, out=position)
         position[~waiting] = -1
         dst = self._targets(position, numbers_of)
         ordered, last = True, -1

@@ -60,7 +60,7 @@ import numpy as np
 from .possibly import NARROW_LIMIT, grown
 
 _WORD = 64  # fair instances a uint64 word holds
-_CHUNK = 1 << 22  # items a decision reads from a column at a time
+_CHUNK = 1 << 20  # items a decision reads from a column at a time
 _BUFFER = 1 << 21  # bytes a column keeps in memory before it writes them to its file
 
 
@@ -348,10 +348,11 @@ class LivenessLog:
                 return lasso
         return None
 
-    def _targets(self, position: np.ndarray, numbers_of: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-        """Each kept edge's target as a waiting state's position (``position``: of each
-        state number, -1 where no obligation waits): ``numbers_of`` asked once, for the
-        distinct fingerprints in increasing order; then each chunk of edges looked up."""
+    def _targets(self, numbers_of: Callable[[np.ndarray], np.ndarray], index: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Each kept edge's target as a waiting state's position (-1 where no obligation
+        waits), and the position of each state number (-1 likewise): ``numbers_of`` asked
+        once, for the distinct fingerprints in increasing order; then each chunk of edges
+        looked up."""
         fps = self._dst.read()
         fps.sort()
         distinct = np.empty(len(fps), dtype=np.bool_)
@@ -364,13 +365,22 @@ class LivenessLog:
             raise ValueError(f"LivenessLog.decide: numbers_of returned {len(got)} numbers for {len(fps)}")
         if len(got) and (got.min() < 0 or got.max() >= self._states):
             raise ValueError("LivenessLog.decide: a successor is not a stored state")
+        position = self._positions(index)
         node = position[got]
         del got
         find = _Finder(fps)
         out = np.empty(self.edges, dtype=position.dtype)
         for lo, chunk in self._dst.chunks():
             out[lo : lo + len(chunk)] = node[find(chunk)]
-        return out
+        return out, position
+
+    def _positions(self, index: Any) -> np.ndarray:
+        """The position of each state number among the waiting states (-1: not waiting)."""
+        waiting = self._waiting[: self._states]
+        position = np.cumsum(waiting, dtype=index)
+        np.subtract(position, 1, out=position)
+        position[~waiting] = -1
+        return position
 
     def _graph(self, numbers_of: Callable[[np.ndarray], np.ndarray]) -> _Graph:
         """The kept graph over the waiting states, numbered ``0 .. n - 1`` in state number
@@ -379,11 +389,7 @@ class LivenessLog:
         numbers = self._number.read()
         n, e = len(numbers), self.edges
         index = np.int32 if max(n, e) < 2**31 else np.int64
-        waiting = self._waiting[: self._states]
-        position = np.cumsum(waiting, dtype=index)
-        np.subtract(position, 1, out=position)
-        position[~waiting] = -1
-        dst = self._targets(position, numbers_of)
+        dst, position = self._targets(numbers_of, index)
         ordered, last = True, -1
         for _, chunk in self._src.chunks():  # the searches hand edges over by source in order
             ordered = ordered and int(chunk[0]) >= last and bool((np.diff(chunk.astype(np.int64)) >= 0).all())

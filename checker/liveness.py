@@ -351,8 +351,8 @@ class LivenessLog:
     def _targets(self, numbers_of: Callable[[np.ndarray], np.ndarray], index: Any) -> tuple[np.ndarray, np.ndarray]:
         """Each kept edge's target as a waiting state's position (-1 where no obligation
         waits), and the position of each state number (-1 likewise): ``numbers_of`` asked
-        once, for the distinct fingerprints in increasing order; then each chunk of edges
-        looked up."""
+        for the distinct fingerprints in increasing order (in a few parts), then each
+        chunk of edges looked up."""
         fps = self._dst.read()
         fps.sort()
         distinct = np.empty(len(fps), dtype=np.bool_)
@@ -360,14 +360,19 @@ class LivenessLog:
         np.not_equal(fps[1:], fps[:-1], out=distinct[1:])
         fps = fps[distinct]
         del distinct
-        got = np.asarray(numbers_of(fps), dtype=np.int64)
-        if len(got) != len(fps):
-            raise ValueError(f"LivenessLog.decide: numbers_of returned {len(got)} numbers for {len(fps)}")
-        if len(got) and (got.min() < 0 or got.max() >= self._states):
-            raise ValueError("LivenessLog.decide: a successor is not a stored state")
         position = self._positions(index)
-        node = position[got]
-        del got
+        node = np.empty(len(fps), dtype=index)
+        # in parts of at most a quarter of the states (a search's lookup may need a few
+        # arrays of its argument's size beside its own index of every state)
+        part = max(self._states // 4, _CHUNK)
+        for lo in range(0, len(fps), part):
+            asked = fps[lo : lo + part]
+            got = np.asarray(numbers_of(asked), dtype=np.int64)
+            if len(got) != len(asked):
+                raise ValueError(f"LivenessLog.decide: numbers_of returned {len(got)} numbers for {len(asked)}")
+            if len(got) and (got.min() < 0 or got.max() >= self._states):
+                raise ValueError("LivenessLog.decide: a successor is not a stored state")
+            node[lo : lo + len(got)] = position[got]
         find = _Finder(fps)
         out = np.empty(self.edges, dtype=position.dtype)
         for lo, chunk in self._dst.chunks():
@@ -493,9 +498,10 @@ class _Graph:
         counts = self.starts[nodes + 1] - first
         index = self.dst.dtype
         at = np.repeat(np.arange(len(nodes), dtype=index), counts)
-        edges = np.arange(int(counts.sum()), dtype=np.int64)
-        edges += np.repeat(first - (np.cumsum(counts) - counts), counts)
-        return edges.astype(index, copy=False), at
+        first -= np.cumsum(counts) - counts
+        edges = np.arange(int(counts.sum()), dtype=index)
+        edges += np.repeat(first.astype(index), counts)
+        return edges, at
 
     def violation(self, j: int, opened: np.ndarray, waits: np.ndarray) -> Lasso | None:
         """Obligation ``j``'s lasso, or ``None`` when it holds."""
@@ -556,9 +562,9 @@ class _Graph:
         everywhere = np.full((labels, words), ~np.uint64(0), dtype=np.uint64)
         np.bitwise_and.at(everywhere, label, self.enabled[members])
         taken = np.zeros_like(everywhere)
-        codes = self.fair[edges].astype(np.int64)
+        codes = self.fair[edges]
         hit = internal & (codes >= 0)
-        codes = codes[hit]
+        codes = codes[hit].astype(np.int64)
         np.bitwise_or.at(taken, (label[at[hit]], codes // _WORD), _bit(codes))
         del hit, codes
         fair = nontrivial & ~(everywhere & ~taken).any(axis=1)

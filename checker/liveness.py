@@ -89,6 +89,11 @@ class _Column:
     def nbytes(self) -> int:
         return len(self) * self._row
 
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of the items not yet written to the file."""
+        return self._waiting * self._row
+
     def append(self, items: np.ndarray) -> None:
         items = np.array(items, dtype=self.dtype)  # a copy: the caller's array may change
         if self.width is not None:
@@ -311,6 +316,12 @@ class LivenessLog:
         every state number."""
         columns = (self._number, self._flags, self._src, self._dst, self._choice, self._fair)
         return int(sum(c.nbytes for c in columns) + self._states)
+
+    def memory_bytes(self) -> int:
+        """Bytes of the log in memory: the flag of every state number and the columns' items
+        not yet written to their files."""
+        columns = (self._number, self._flags, self._src, self._dst, self._choice, self._fair)
+        return int(self._waiting.nbytes + sum(c.memory_bytes for c in columns))
 
     # -- pickling (checkpoints): the used part of the flags; the columns' items ---------
 

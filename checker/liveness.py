@@ -428,8 +428,11 @@ class LivenessLog:
                 _or_rows(enabled[:, w], s[hit][mine], _bit(codes[mine]))
             inside = dst[lo:hi] >= 0
             s = s[inside]
-            counts += np.bincount(s, minlength=n)
-            if not ordered:
+            if ordered and len(s):  # runs of a source: one count each
+                run = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
+                counts[s[run]] += np.diff(np.append(run, len(s)))
+            elif not ordered:
+                counts += np.bincount(s, minlength=n)
                 sources.append(s)
             k = len(s)
             dst[at : at + k] = dst[lo:hi][inside]  # in place: at <= lo

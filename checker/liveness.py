@@ -371,8 +371,7 @@ class LivenessLog:
         np.not_equal(fps[1:], fps[:-1], out=distinct[1:])
         fps = fps[distinct]
         del distinct
-        position = self._positions(index)
-        node = np.empty(len(fps), dtype=index)
+        numbers = np.empty(len(fps), dtype=np.uint32 if self._states <= NARROW_LIMIT else np.int64)
         # in parts of at most a quarter of the states (a search's lookup may need a few
         # arrays of its argument's size beside its own index of every state)
         part = max(self._states // 4, _CHUNK)
@@ -383,7 +382,11 @@ class LivenessLog:
                 raise ValueError(f"LivenessLog.decide: numbers_of returned {len(got)} numbers for {len(asked)}")
             if len(got) and (got.min() < 0 or got.max() >= self._states):
                 raise ValueError("LivenessLog.decide: a successor is not a stored state")
-            node[lo : lo + len(got)] = position[got]
+            numbers[lo : lo + len(got)] = got
+            del got
+        position = self._positions(index)  # built once the search's lookup is done
+        node = position[numbers]
+        del numbers
         find = _Finder(fps)
         out = np.empty(self.edges, dtype=position.dtype)
         for lo, chunk in self._dst.chunks():

@@ -112,6 +112,36 @@ KNOWN_VERSION_VERDICTS = {
 }
 
 
+# -- under fairness (``--versions --liveness``) ----------------------------------------------
+# The two liveness properties on the small configurations of the versions grid, one row per
+# configuration and version: what a partition eventually does when the healing actions keep
+# being taken (docs/model.md, "Liveness under fairness").
+LIVENESS_VERSION_CONFIGS = ("c1", "c2")
+_EL, _CER = "EventuallyLeader", "CommittedEventuallyReplicated"
+LIVENESS_PROPERTIES = (_EL, _CER)
+# docs/model.md's liveness table where its rows are cells of this grid (C1 is c1, C2 is c2;
+# "none" is the 2.1 column, AP the 2.7 one, ELR KIP-966's, ELR + last_known_leader 4.1's)
+KNOWN_LIVENESS_VERDICTS = {
+    ("c1", "hw"): {_EL: _H, _CER: _V},
+    ("c1", "v21"): {_EL: _H, _CER: _H},
+    ("c2", "v21"): {_EL: _H, _CER: _V},
+    ("c2", "v27"): {_EL: _H, _CER: _V},
+    ("c2", "v21-elr"): {_EL: _V, _CER: _V},
+    ("c2", "v41"): {_EL: _H, _CER: _V},
+}
+
+
+def liveness_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[str, str]]]:
+    """``version_grid`` for the liveness rows: ``LIVENESS_VERSION_CONFIGS`` by default, each
+    row's expectation from ``KNOWN_LIVENESS_VERDICTS``."""
+    out = []
+    for ck in configs or LIVENESS_VERSION_CONFIGS:
+        for vk in versions or VERSIONS:
+            ((rid, config, _),) = version_grid([ck], [vk])
+            out.append((rid, config, dict(KNOWN_LIVENESS_VERDICTS.get((ck, vk), {}))))
+    return out
+
+
 def version_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[str, str]]]:
     """``[(row id, Config, expected verdicts)]`` of the versions grid, configuration-major.
 

@@ -17,31 +17,42 @@ states where it waits. Such a behaviour ends, from some point on, in one of
 
 reachable from an opened state through waiting states. ``LivenessLog`` keeps what
 deciding it needs while a search runs, and ``LivenessLog.decide`` finds the first
-violated obligation and a lasso for it once every reachable state was explored: the
-components are computed with ``scipy.sparse.csgraph`` over numpy arrays, never a Python
-loop per state.
+violated obligation and a lasso for it once every reachable state was explored, with
+numpy array operations (a breadth-first search one level at a time) and
+``scipy.sparse.csgraph``'s components, never a Python loop per state.
 
-What is kept (bytes a kept item, in numpy arrays):
+What is kept, per item, in append-only columns written to unnamed temporary files as they
+fill (``_Column``: the search's memory holds only the last few megabytes of each, and one
+byte per state number, whether some obligation waits there):
 
-- the *waiting* states (where some obligation waits): their number (4 or 8), the
-  obligations' opened and waiting bits (two bits an obligation, packed), and the fair
-  instances enabled there (a bit an instance, 8 bytes a 64);
+- the *waiting* states (where some obligation waits): their number (4 bytes, 8 past 2**32
+  states) and the obligations' opened and waiting bits (two bits an obligation, packed);
 - the edges that leave a waiting state: source number (4 or 8), the successor's
   fingerprint (8), the choice (1) and the fair instance code (2, or 4 past 32,767
   instances): 15 bytes.
 
 A successor's number is only known once it is stored, which may be later than its edge is
-computed, so the edges' targets are looked up at the end (as ``checker.possibly`` does).
+computed, so the edges' targets are looked up at the end (as ``checker.possibly`` does),
+once per distinct fingerprint, in sorted order. The fair instances enabled in a waiting
+state are those of the edges leaving it, also computed at the end. The graph the verdict
+is computed on holds, per edge whose target waits too, the target's position (4 bytes),
+the choice and the fair code, and per waiting state its first edge's position and its
+enabled instances; each obligation's search looks only at the edges its own region
+reaches.
 
-The lasso is deterministic (the same on every run, engine and partition count): the
-edges are sorted by ``(source, choice)`` before anything is computed, the component chosen
-is the one holding the violating state nearest to an opened state (the least number among
-the nearest), and every path is a breadth-first one over that sorted graph.
+The lasso is deterministic (the same on every run, engine and partition count): every
+path is a breadth-first one that visits a state's successors in increasing number (the
+edge of a step is the least choice between the two states), the component chosen is the
+one holding the violating state nearest to an opened state (the least number among the
+nearest), and an edge of a fair instance the cycle must take is the least by
+``(source, choice)``.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -49,11 +60,106 @@ import numpy as np
 from .possibly import NARROW_LIMIT, grown
 
 _WORD = 64  # fair instances a uint64 word holds
+_CHUNK = 1 << 20  # items a decision reads from a column at a time
+_BUFFER = 1 << 21  # bytes a column keeps in memory before it writes them to its file
 
 
 def _bit(codes: np.ndarray) -> np.ndarray:
     """Each instance code's bit in its uint64 word."""
     return np.left_shift(np.uint64(1), (codes % _WORD).astype(np.uint64))
+
+
+class _Column:
+    """An append-only array of ``dtype`` items (rows of ``width`` items when ``width`` is
+    given) kept in an unnamed temporary file, the last appended ones in memory until they
+    fill ``_BUFFER`` bytes; the file is removed when the column is collected."""
+
+    def __init__(self, dtype: Any, width: int | None = None) -> None:
+        self.dtype, self.width = np.dtype(dtype), width
+        self._row = self.dtype.itemsize * (width or 1)
+        self._file: Any = None
+        self._stored = 0  # items in the file
+        self._pending: list[np.ndarray] = []
+        self._waiting = 0  # items in _pending
+
+    def __len__(self) -> int:
+        return self._stored + self._waiting
+
+    @property
+    def nbytes(self) -> int:
+        return len(self) * self._row
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of the items not yet written to the file."""
+        return self._waiting * self._row
+
+    def append(self, items: np.ndarray) -> None:
+        items = np.array(items, dtype=self.dtype)  # a copy: the caller's array may change
+        if self.width is not None:
+            items = items.reshape(-1, self.width)
+        if not len(items):
+            return
+        self._pending.append(items)
+        self._waiting += len(items)
+        if self._waiting * self._row >= _BUFFER:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="kmc-liveness-")
+        self._file.seek(self._stored * self._row)
+        for items in self._pending:
+            self._file.write(np.ascontiguousarray(items).data)
+        self._stored += self._waiting
+        self._pending, self._waiting = [], 0
+
+    def read(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Items ``lo .. hi - 1`` (all by default), as a new array."""
+        self._flush()
+        hi = self._stored if hi is None else min(hi, self._stored)
+        lo = min(lo, hi)
+        shape = (hi - lo,) if self.width is None else (hi - lo, self.width)
+        out = np.empty(shape, dtype=self.dtype)
+        if hi > lo:
+            view = out.data.cast("B")
+            self._file.seek(lo * self._row)
+            done = 0
+            while done < len(view):
+                got = self._file.readinto(view[done:])
+                if not got:
+                    raise OSError("a liveness column's temporary file is shorter than what was written")
+                done += got
+        return out
+
+    def chunks(self, size: int = _CHUNK):
+        """``(lo, items)`` over the whole column, ``size`` items at a time."""
+        for lo in range(0, len(self), size):
+            yield lo, self.read(lo, lo + size)
+
+    def truncate(self, count: int) -> None:
+        """Keep the first ``count`` items."""
+        self._flush()
+        if count < self._stored:
+            self._file.truncate(count * self._row)
+            self._stored = count
+
+    def replace(self, items: np.ndarray, dtype: Any = None) -> None:
+        """Hold ``items`` (of ``dtype``, by default the column's) instead."""
+        self.truncate(0)
+        if dtype is not None:
+            self.dtype = np.dtype(dtype)
+            self._row = self.dtype.itemsize * (self.width or 1)
+        self.append(items)
+
+    def __getstate__(self) -> dict:
+        return {"dtype": self.dtype.str, "width": self.width, "items": self.read()}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(np.dtype(state["dtype"]), state["width"])  # type: ignore[misc]
+        self.append(state["items"])
 
 
 @attrs.frozen
@@ -100,16 +206,13 @@ class LivenessLog:
         self._bits = max(1, -(-self.obligations // 8))  # bytes of one packed row of bits
         self._words = max(1, -(-self.instances // _WORD))
         self._states = 0
-        self._n = 0  # waiting states kept
-        self._number = np.empty(0, dtype=np.uint32)
-        self._opened = np.empty((0, self._bits), dtype=np.uint8)
-        self._waits = np.empty((0, self._bits), dtype=np.uint8)
-        self._enabled = np.empty((0, self._words), dtype=np.uint64)
-        self._e = 0  # edges kept
-        self._src = np.empty(0, dtype=np.uint32)
-        self._dst = np.empty(0, dtype=np.uint64)
-        self._choice = np.empty(0, dtype=np.uint8)
-        self._fair = np.empty(0, dtype=np.int16 if self.instances < 2**15 else np.int32)
+        self._waiting = np.empty(0, dtype=np.bool_)  # per state number: some obligation waits
+        self._number = _Column(np.uint32)  # the waiting states' numbers, increasing
+        self._flags = _Column(np.uint8, 2 * self._bits)  # their opened bits, then waiting bits
+        self._src = _Column(np.uint32)
+        self._dst = _Column(np.uint64)
+        self._choice = _Column(np.uint8)
+        self._fair = _Column(np.int16 if self.instances < 2**15 else np.int32)
 
     # -- recording ----------------------------------------------------------------------
 
@@ -126,29 +229,26 @@ class LivenessLog:
         if first != self._states:
             raise ValueError(f"LivenessLog.add_states: expected state {self._states} next, got {first}")
         end = self._states + len(waits)
+        waiting = waits.any(axis=1)
+        self._waiting = grown(self._waiting, self._states, end)
+        self._waiting[self._states : end] = waiting
         self._states = end
-        keep = np.flatnonzero(waits.any(axis=1))
+        keep = np.flatnonzero(waiting)
         if not len(keep):
             return
         if end > NARROW_LIMIT and self._number.dtype != np.int64:
-            self._number, self._src = self._number.astype(np.int64), self._src.astype(np.int64)
-        n, m = self._n, self._n + len(keep)
-        self._number = grown(self._number, n, m)
-        self._opened = grown(self._opened, n, m)
-        self._waits = grown(self._waits, n, m)
-        self._enabled = grown(self._enabled, n, m)
-        self._number[n:m] = first + keep
-        self._opened[n:m] = np.packbits(opened[keep], axis=1)
-        self._waits[n:m] = np.packbits(waits[keep], axis=1)
-        self._enabled[n:m] = 0
-        self._n = m
+            for column in (self._number, self._src):
+                column.replace(column.read(), np.int64)
+        self._number.append(first + keep)
+        both = np.concatenate([opened[keep], waits[keep]], axis=1).reshape(-1, 2, self.obligations)
+        self._flags.append(np.packbits(both, axis=2))
 
     def add_edges(self, src: np.ndarray, dst_fp: np.ndarray, choices: np.ndarray, fair: np.ndarray) -> None:
         """Every successor computed from some expanded states: ``src[i]`` the parent's
         number, ``dst_fp[i]`` the successor's stored fingerprint, ``choices[i]`` the
         action's position among the parent's, ``fair[i]`` the step's fair instance code
         (-1: not fair). Every edge of a parent comes in the same call. The edges leaving
-        waiting states are kept, and their parents' enabled instances recorded.
+        waiting states are kept.
 
         Raises:
             ValueError: the arrays differ in length, or a source is not a stored state.
@@ -159,34 +259,20 @@ class LivenessLog:
         fair = np.asarray(fair, dtype=np.int64).ravel()
         if not len(src) == len(dst_fp) == len(choices) == len(fair):
             raise ValueError("LivenessLog.add_edges: the edge arrays differ in length")
-        if not len(src) or not self._n:
+        if not len(src) or not len(self._number):
             return
         if src.min() < 0 or src.max() >= self._states:
             raise ValueError("LivenessLog.add_edges: an edge leaves a state that was not added")
-        numbers = self._number[: self._n]
-        at = np.searchsorted(numbers, src)
-        at_ok = np.minimum(at, self._n - 1)
-        kept = numbers[at_ok] == src
+        kept = self._waiting[src]
         if not kept.any():
             return
-        at = at_ok[kept]
         src, dst_fp, choices, fair = src[kept], dst_fp[kept], choices[kept], fair[kept]
         if fair.max(initial=-1) >= self.instances or choices.min() < 0 or choices.max() > 255:
             raise ValueError("LivenessLog.add_edges: a fair instance code or a choice is out of range")
-        is_fair = fair >= 0
-        if is_fair.any():
-            codes = fair[is_fair]
-            np.bitwise_or.at(self._enabled, (at[is_fair], codes // _WORD), _bit(codes))
-        e, f = self._e, self._e + len(src)
-        self._src = grown(self._src, e, f)
-        self._dst = grown(self._dst, e, f)
-        self._choice = grown(self._choice, e, f)
-        self._fair = grown(self._fair, e, f)
-        self._src[e:f] = src
-        self._dst[e:f] = dst_fp
-        self._choice[e:f] = choices
-        self._fair[e:f] = fair
-        self._e = f
+        self._src.append(src)
+        self._dst.append(dst_fp)
+        self._choice.append(choices)
+        self._fair.append(fair)
 
     def rollback(self, n_states: int) -> None:
         """Forget the states numbered ``n_states`` or more, and the edges leaving them."""
@@ -194,55 +280,61 @@ class LivenessLog:
             return
         n_states = max(int(n_states), 0)
         self._states = n_states
-        self._n = int(np.searchsorted(self._number[: self._n], n_states))
-        kept = self._src[: self._e] < n_states
+        count = int(np.searchsorted(self._number.read(), n_states))
+        self._number.truncate(count)
+        self._flags.truncate(count)
+        kept = self._src.read() < n_states
         count = int(np.count_nonzero(kept))
-        if count < self._e:
-            for name in ("_src", "_dst", "_choice", "_fair"):
-                a = getattr(self, name)
-                a[:count] = a[: self._e][kept]
-            self._e = count
+        if count == len(kept):
+            return
+        columns = (self._src, self._dst, self._choice, self._fair)
+        if kept[:count].all():  # the usual case: the forgotten edges are the last ones
+            for column in columns:
+                column.truncate(count)
+        else:
+            for column in columns:
+                column.replace(column.read()[kept])
 
     # -- sizes --------------------------------------------------------------------------
 
     @property
     def edges(self) -> int:
         """The number of edges kept (those leaving waiting states)."""
-        return self._e
+        return len(self._src)
 
     @property
     def kept_states(self) -> int:
         """The number of waiting states kept."""
-        return self._n
+        return len(self._number)
 
     @property
     def states(self) -> int:
         return self._states
 
     def nbytes(self) -> int:
-        """Bytes held by the log's arrays."""
-        return int(
-            sum(
-                getattr(self, a).nbytes
-                for a in ("_number", "_opened", "_waits", "_enabled", "_src", "_dst", "_choice", "_fair")
-            )
-        )
+        """Bytes the log holds: its columns (in their files and in memory) and the flag of
+        every state number."""
+        columns = (self._number, self._flags, self._src, self._dst, self._choice, self._fair)
+        return int(sum(c.nbytes for c in columns) + self._states)
 
-    # -- pickling (checkpoints): the used parts only -------------------------------------
+    def memory_bytes(self) -> int:
+        """Bytes of the log in memory: the flag of every state number and the columns' items
+        not yet written to their files."""
+        columns = (self._number, self._flags, self._src, self._dst, self._choice, self._fair)
+        return int(self._waiting.nbytes + sum(c.memory_bytes for c in columns))
+
+    # -- pickling (checkpoints): the used part of the flags; the columns' items ---------
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for a in ("_number", "_opened", "_waits", "_enabled"):
-            state[a] = state[a][: self._n].copy()
-        for a in ("_src", "_dst", "_choice", "_fair"):
-            state[a] = state[a][: self._e].copy()
+        state["_waiting"] = state["_waiting"][: self._states].copy()
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
 
     def __repr__(self) -> str:
-        return f"LivenessLog(states={self._states}, waiting={self._n}, edges={self._e})"
+        return f"LivenessLog(states={self._states}, waiting={self.kept_states}, edges={self.edges})"
 
     # -- the verdict ----------------------------------------------------------------------
 
@@ -254,54 +346,179 @@ class LivenessLog:
             numbers_of: ``numbers_of(fps)`` -> int64 array: the stored number of each
                 fingerprint of the uint64 array ``fps`` (every one is stored).
         """
-        n, e = self._n, self._e
-        if not n:
+        if not self.kept_states:
             return None
-        numbers = self._number[:n].astype(np.int64)
-        dst_number = np.asarray(numbers_of(self._dst[:e].copy()), dtype=np.int64)
-        if len(dst_number) != e:
-            raise ValueError(f"LivenessLog.decide: numbers_of returned {len(dst_number)} numbers for {e}")
-        if e and (dst_number.min() < 0 or dst_number.max() >= self._states):
-            raise ValueError("LivenessLog.decide: a successor is not a stored state")
-        graph = _Graph.of(
-            numbers,
-            self._src[:e].astype(np.int64),
-            dst_number,
-            self._choice[:e].astype(np.int64),
-            self._fair[:e].astype(np.int64),
-            self._enabled[:n],
-        )
-        opened = np.unpackbits(self._opened[:n], axis=1, count=self.obligations).astype(np.bool_)
-        waits = np.unpackbits(self._waits[:n], axis=1, count=self.obligations).astype(np.bool_)
+        graph = self._graph(numbers_of)
+        flags = self._flags.read()
         for j in range(self.obligations):
-            lasso = graph.violation(j, opened[:, j], waits[:, j])
+            byte, shift = j // 8, 7 - j % 8  # packbits: the first obligation is the high bit
+            opened = (flags[:, byte] >> shift) & 1 == 1
+            waits = (flags[:, self._bits + byte] >> shift) & 1 == 1
+            lasso = graph.violation(j, opened, waits)
             if lasso is not None:
                 return lasso
         return None
 
+    def _targets(self, numbers_of: Callable[[np.ndarray], np.ndarray], index: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Each kept edge's target as a waiting state's position (-1 where no obligation
+        waits), and the position of each state number (-1 likewise): ``numbers_of`` asked
+        for the distinct fingerprints in increasing order (in a few parts), then each
+        chunk of edges looked up."""
+        fps = self._dst.read()
+        fps.sort()
+        distinct = np.empty(len(fps), dtype=np.bool_)
+        distinct[:1] = True
+        np.not_equal(fps[1:], fps[:-1], out=distinct[1:])
+        fps = fps[distinct]
+        del distinct
+        numbers = np.empty(len(fps), dtype=np.uint32 if self._states <= NARROW_LIMIT else np.int64)
+        # in parts of at most a quarter of the states (a search's lookup may need a few
+        # arrays of its argument's size beside its own index of every state)
+        part = max(self._states // 4, _CHUNK)
+        for lo in range(0, len(fps), part):
+            asked = fps[lo : lo + part]
+            got = np.asarray(numbers_of(asked), dtype=np.int64)
+            if len(got) != len(asked):
+                raise ValueError(f"LivenessLog.decide: numbers_of returned {len(got)} numbers for {len(asked)}")
+            if len(got) and (got.min() < 0 or got.max() >= self._states):
+                raise ValueError("LivenessLog.decide: a successor is not a stored state")
+            numbers[lo : lo + len(got)] = got
+            del got
+        position = self._positions(index)  # built once the search's lookup is done
+        node = position[numbers]
+        del numbers
+        find = _Finder(fps)
+        out = np.empty(self.edges, dtype=position.dtype)
+        for lo, chunk in self._dst.chunks():
+            out[lo : lo + len(chunk)] = node[find(chunk)]
+        return out, position
+
+    def _positions(self, index: Any) -> np.ndarray:
+        """The position of each state number among the waiting states (-1: not waiting)."""
+        waiting = self._waiting[: self._states]
+        position = np.cumsum(waiting, dtype=index)
+        np.subtract(position, 1, out=position)
+        position[~waiting] = -1
+        return position
+
+    def _graph(self, numbers_of: Callable[[np.ndarray], np.ndarray]) -> _Graph:
+        """The kept graph over the waiting states, numbered ``0 .. n - 1`` in state number
+        order (see ``_Graph``), built a chunk of edges at a time: the targets first, then
+        the edges whose target waits moved to the front in place."""
+        numbers = self._number.read()
+        n, e = len(numbers), self.edges
+        index = np.int32 if max(n, e) < 2**31 else np.int64
+        dst, position = self._targets(numbers_of, index)
+        ordered, last = True, -1
+        for _, chunk in self._src.chunks():  # the searches hand edges over by source in order
+            ordered = ordered and int(chunk[0]) >= last and bool((np.diff(chunk.astype(np.int64)) >= 0).all())
+            last = int(chunk[-1])
+        enabled = np.zeros((n, self._words), dtype=np.uint64)
+        counts = np.zeros(n, dtype=np.int64)
+        kept = int(np.count_nonzero(dst >= 0))
+        choice = np.empty(kept, dtype=self._choice.dtype)
+        fair = np.empty(kept, dtype=self._fair.dtype)
+        sources = []  # the kept edges' sources, when they must be sorted
+        at = 0
+        for lo, chunk in self._src.chunks():
+            hi = lo + len(chunk)
+            s = position[chunk]
+            f = self._fair.read(lo, hi)
+            hit = f >= 0
+            codes = f[hit].astype(np.int64)
+            for w in range(self._words):
+                mine = codes // _WORD == w
+                _or_rows(enabled[:, w], s[hit][mine], _bit(codes[mine]))
+            inside = dst[lo:hi] >= 0
+            s = s[inside]
+            if ordered and len(s):  # runs of a source: one count each
+                run = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
+                counts[s[run]] += np.diff(np.append(run, len(s)))
+            elif not ordered:
+                counts += np.bincount(s, minlength=n)
+                sources.append(s)
+            k = len(s)
+            dst[at : at + k] = dst[lo:hi][inside]  # in place: at <= lo
+            choice[at : at + k] = self._choice.read(lo, hi)[inside]
+            fair[at : at + k] = f[inside]
+            at += k
+        del position
+        dst = dst[:kept].copy() if kept < e else dst
+        if not ordered:
+            by = np.argsort(np.concatenate(sources), kind="stable")
+            dst, choice, fair = dst[by], choice[by], fair[by]
+        starts = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        return _Graph(numbers, starts, dst, choice, fair, enabled)
+
+
+class _Finder:
+    """The positions of keys in a sorted array of distinct uint64 fingerprints that holds
+    them all. Fingerprints are spread evenly over the 64-bit range, so a directory of
+    their high bits (about one entry per fingerprint) leaves a few candidates per key,
+    tried in a few vectorised rounds; the keys still unplaced after those are searched
+    for by bisection (so any distribution of fingerprints gives the right answer)."""
+
+    _ROUNDS = 8
+
+    def __init__(self, fps: np.ndarray) -> None:
+        self.fps = fps
+        bits = max(1, min(30, int(len(fps)).bit_length() - 1))
+        self.shift = np.uint64(64 - bits)
+        index = np.int32 if len(fps) < 2**31 else np.int64
+        self.first = np.searchsorted(fps, np.arange(1 << bits, dtype=np.uint64) << self.shift).astype(index)
+
+    def __call__(self, keys: np.ndarray) -> np.ndarray:
+        at = self.first[keys >> self.shift]  # a copy
+        last = len(self.fps) - 1
+        todo = np.arange(len(keys))
+        for _ in range(self._ROUNDS):
+            hit = self.fps[np.minimum(at[todo], last)] == keys[todo]
+            todo = todo[~hit]
+            if not len(todo):
+                return at
+            at[todo] += 1
+        at[todo] = np.searchsorted(self.fps, keys[todo])
+        return at
+
+
+def _or_rows(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> None:
+    """``words[rows[i]] |= bits[i]`` for every ``i`` (rows in increasing order in the usual
+    case: one reduction per run of a row)."""
+    if not len(rows):
+        return
+    if (np.diff(rows) >= 0).all():
+        starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+        words[rows[starts]] |= np.bitwise_or.reduceat(bits, starts)
+    else:
+        np.bitwise_or.at(words, rows, bits)
+
 
 @attrs.frozen
 class _Graph:
-    """The kept graph over the waiting states, renumbered ``0 .. n - 1`` in state number
-    order; edges sorted by ``(source, choice)``, those whose target is no waiting state
-    dropped (the enabled instances already count them)."""
+    """The kept graph over the waiting states, numbered ``0 .. n - 1`` in state number
+    order, as compressed rows: the edges leaving node ``a`` are ``starts[a] ..
+    starts[a + 1] - 1`` (in the order the search gave them), those whose target is no
+    waiting state dropped (the enabled instances already count them)."""
 
     numbers: np.ndarray  # node -> state number
-    src: np.ndarray  # node numbers
-    dst: np.ndarray
+    starts: np.ndarray  # node -> its first edge (n + 1 entries)
+    dst: np.ndarray  # edge -> target node
     choice: np.ndarray
     fair: np.ndarray
     enabled: np.ndarray  # (n, words) uint64
 
-    @classmethod
-    def of(cls, numbers, src_number, dst_number, choice, fair, enabled) -> _Graph:
-        order = np.lexsort((choice, src_number))
-        src_number, dst_number, choice, fair = src_number[order], dst_number[order], choice[order], fair[order]
-        n = len(numbers)
-        src = np.searchsorted(numbers, src_number)
-        dst = np.searchsorted(numbers, dst_number)
-        inside = (dst < n) & (numbers[np.minimum(dst, n - 1)] == dst_number)
-        return cls(numbers, src[inside], dst[inside], choice[inside], fair[inside], enabled)
+    def _out(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The edges leaving ``nodes``, grouped by node in the order of ``nodes``: their
+        positions, and the position in ``nodes`` of each one's source."""
+        first = self.starts[nodes]
+        counts = self.starts[nodes + 1] - first
+        index = self.dst.dtype
+        at = np.repeat(np.arange(len(nodes), dtype=index), counts)
+        first -= np.cumsum(counts) - counts
+        edges = np.arange(int(counts.sum()), dtype=index)
+        edges += np.repeat(first.astype(index), counts)
+        return edges, at
 
     def violation(self, j: int, opened: np.ndarray, waits: np.ndarray) -> Lasso | None:
         """Obligation ``j``'s lasso, or ``None`` when it holds."""
@@ -311,88 +528,115 @@ class _Graph:
         if not opened.any():
             return None
         n = len(self.numbers)
-        inside = waits[self.src] & waits[self.dst]
-        src, dst = self.src[inside], self.dst[inside]
-        # The waiting states reachable from an opened one through waiting states: a
-        # breadth-first search from a node ``n`` joined to every opened state.
-        roots = np.flatnonzero(opened)
-        g = sparse.csr_matrix(
-            (np.ones(len(src) + len(roots), dtype=np.int8), (np.r_[src, np.full(len(roots), n)], np.r_[dst, roots])),
-            shape=(n + 1, n + 1),
-        )
-        order, pred = csgraph.breadth_first_order(g, n, directed=True, return_predecessors=True)
-        region = np.zeros(n + 1, dtype=np.bool_)
-        region[order] = True
-        region = region[:n] & waits
+        # The waiting states reachable from an opened one through waiting states, one level
+        # at a time: the opened states in increasing number, then each level's new states
+        # in the order of their first discovery (the level before in its order, each
+        # state's successors in increasing number), `pred` the discoverer (-1: opened).
+        level = np.full(n, -1, dtype=np.int32)
+        pred = np.full(n, -1, dtype=self.dst.dtype)
+        frontier = np.flatnonzero(opened).astype(self.dst.dtype)
+        depth = 0
+        level[frontier] = 0
+        while len(frontier):
+            edges, at = self._out(frontier)
+            to = self.dst[edges]
+            del edges
+            new = waits[to] & (level[to] < 0)
+            to, at = to[new], at[new]
+            if not len(to):
+                break
+            order = np.lexsort((to, at))
+            to, at = to[order], at[order]
+            first = np.sort(np.unique(to, return_index=True)[1])  # each one's first discovery
+            depth += 1
+            pred[to[first]] = frontier[at[first]]
+            frontier = to[first]
+            level[frontier] = depth
+        region = level >= 0
         stutter = region & ~self.enabled.any(axis=1)
-        keep = region[src] & region[dst]
+        # The strongly connected components of the region; a fair one holds every
+        # instance enabled in all its states taken on an edge inside it.
+        members = np.flatnonzero(region)
+        m = len(members)
+        where = np.full(n, -1, dtype=self.dst.dtype)
+        where[members] = np.arange(m, dtype=self.dst.dtype)
+        edges, at = self._out(members.astype(self.dst.dtype))
+        to = where[self.dst[edges]]
+        inner = to >= 0
+        edges, at, to = edges[inner], at[inner], to[inner]
+        del inner
+        sub = sparse.csr_matrix(
+            (np.ones(len(to), dtype=np.int8), to, np.concatenate(([0], np.cumsum(np.bincount(at, minlength=m))))),
+            shape=(m, m),
+        )
+        _, label = csgraph.connected_components(sub, directed=True, connection="strong")
+        del sub
+        internal = label[at] == label[to]
+        labels = int(label.max()) + 1 if m else 0
+        nontrivial = np.zeros(labels, dtype=np.bool_)
+        nontrivial[label[at[internal]]] = True
+        words = self.enabled.shape[1]
+        everywhere = np.full((labels, words), ~np.uint64(0), dtype=np.uint64)
+        np.bitwise_and.at(everywhere, label, self.enabled[members])
+        taken = np.zeros_like(everywhere)
+        codes = self.fair[edges]
+        hit = internal & (codes >= 0)
+        codes = codes[hit].astype(np.int64)
+        np.bitwise_or.at(taken, (label[at[hit]], codes // _WORD), _bit(codes))
+        del hit, codes
+        fair = nontrivial & ~(everywhere & ~taken).any(axis=1)
         fair_cycle = np.zeros(n, dtype=np.bool_)
-        label = np.arange(n)
-        if keep.any():
-            ks, kd, kf = src[keep], dst[keep], self.fair[inside][keep]
-            sub = sparse.csr_matrix((np.ones(len(ks), dtype=np.int8), (ks, kd)), shape=(n, n))
-            _, label = csgraph.connected_components(sub, directed=True, connection="strong")
-            internal = label[ks] == label[kd]
-            labels = label.max() + 1
-            nontrivial = np.zeros(labels, dtype=np.bool_)
-            nontrivial[label[ks[internal]]] = True
-            # enabled in every state of a component: the AND of its members' sets
-            members = np.flatnonzero(region)
-            everywhere = np.full((labels, self.enabled.shape[1]), ~np.uint64(0), dtype=np.uint64)
-            np.bitwise_and.at(everywhere, label[members], self.enabled[members])
-            taken = np.zeros_like(everywhere)
-            hit = internal & (kf >= 0)
-            codes = kf[hit]
-            np.bitwise_or.at(taken, (label[ks[hit]], codes // _WORD), _bit(codes))
-            fair = nontrivial & ~(everywhere & ~taken).any(axis=1)
-            fair_cycle = region & fair[label]
+        fair_cycle[members] = fair[label]
         bad = np.flatnonzero(stutter | fair_cycle)
         if not len(bad):
             return None
         # the violating state nearest to an opened one (then the least number): the
         # cycle's first state, or the stuttering one
-        dist = csgraph.shortest_path(g, directed=True, unweighted=True, indices=n)[bad]
-        first = int(bad[np.lexsort((bad, dist))[0]])
-        # the prefix: from an opened state (the BFS root's child) to `first`, in the region
-        chain = [first]
-        while pred[chain[-1]] != n:
+        near = level[bad]
+        first_bad = int(bad[near == near.min()][0])
+        # the prefix: from an opened state to it, through the region
+        chain = [first_bad]
+        while pred[chain[-1]] >= 0:
             chain.append(int(pred[chain[-1]]))
         chain.reverse()
         steps = [(a, self._edge_choice(a, b)) for a, b in zip(chain, chain[1:])]
         to_loop = len(steps)
-        if not stutter[first]:
-            steps += self._cycle(first, label)
+        if not stutter[first_bad]:
+            comp = label[where[first_bad]]
+            inside = np.flatnonzero(internal & (label[at] == comp))
+            steps += self._cycle(first_bad, members[label == comp], members[at[inside]], edges[inside])
         return Lasso(
             obligation=j,
             start=int(self.numbers[chain[0]]),
             steps=tuple((int(self.numbers[a]), c) for a, c in steps),
             to_loop=to_loop,
-            loop_state=int(self.numbers[first]),
+            loop_state=int(self.numbers[first_bad]),
         )
 
     def _edge_choice(self, a: int, b: int) -> int:
-        """The least choice of an edge ``a -> b`` (edges are sorted by source and choice)."""
-        lo, hi = np.searchsorted(self.src, a), np.searchsorted(self.src, a, side="right")
-        hits = np.flatnonzero(self.dst[lo:hi] == b)
-        return int(self.choice[lo + hits[0]])
+        """The least choice of an edge ``a -> b``."""
+        lo, hi = int(self.starts[a]), int(self.starts[a + 1])
+        return int(self.choice[lo:hi][self.dst[lo:hi] == b].min())
 
-    def _cycle(self, first: int, label) -> list[tuple[int, int]]:
-        """A fair cycle from ``first`` back to it inside its (fair) component: breadth-first
-        paths through one edge of each fair instance enabled in all the component's states
-        (in code order; one already taken is skipped), then back; while some instance is
-        enabled in every state the cycle visits and never taken on it, a detour through an
-        edge that takes it, or else through a state of the component where it is disabled
-        (there is one: the component is fair)."""
+    def _cycle(self, first: int, members: np.ndarray, src: np.ndarray, edges: np.ndarray) -> list[tuple[int, int]]:
+        """A fair cycle from ``first`` back to it inside its (fair) component (``members``,
+        its states; ``src`` and ``edges``, the sources and positions of the edges inside
+        it): breadth-first paths through one edge of each fair instance enabled in all the
+        component's states (in code order; one already taken is skipped), then back; while
+        some instance is enabled in every state the cycle visits and never taken on it, a
+        detour through an edge that takes it, or else through a state of the component
+        where it is disabled (there is one: the component is fair)."""
         from scipy import sparse
         from scipy.sparse import csgraph
 
-        comp = label[first]
-        members = np.flatnonzero(label == comp)
-        # the edges inside the component with their choices, in (source, choice) order
-        sel = np.flatnonzero((label[self.src] == comp) & (label[self.dst] == comp))
-        es, ed, ef, ec = self.src[sel], self.dst[sel], self.fair[sel], self.choice[sel]
-        n = len(self.numbers)
-        g = sparse.csr_matrix((np.ones(len(es), dtype=np.int8), (es, ed)), shape=(n, n))
+        # the edges inside the component in (source, choice) order, on its own numbering
+        order = np.lexsort((self.choice[edges], src))
+        edges = edges[order]
+        es, ed = src[order], self.dst[edges].astype(np.int64)
+        ef, ec = self.fair[edges].astype(np.int64), self.choice[edges].astype(np.int64)
+        m = len(members)
+        local = np.searchsorted(members, es), np.searchsorted(members, ed)
+        g = sparse.csr_matrix((np.ones(len(es), dtype=np.int8), local), shape=(m, m))
 
         def bits(words: np.ndarray) -> list[int]:
             return [c for c in range(len(words) * _WORD) if int(words[c // _WORD]) >> (c % _WORD) & 1]
@@ -401,12 +645,14 @@ class _Graph:
             """A shortest path ``start -> to`` inside the component, as ``(node, edge)``."""
             if start == to:
                 return []
-            _, pred = csgraph.breadth_first_order(g, start, directed=True, return_predecessors=True)
-            chain = [to]
-            while chain[-1] != start:
+            s, t = int(np.searchsorted(members, start)), int(np.searchsorted(members, to))
+            _, pred = csgraph.breadth_first_order(g, s, directed=True, return_predecessors=True)
+            chain = [t]
+            while chain[-1] != s:
                 chain.append(int(pred[chain[-1]]))
             chain.reverse()
-            return [(a, self._inner_edge(es, ed, a, b)) for a, b in zip(chain, chain[1:])]
+            nodes = [int(members[c]) for c in chain]
+            return [(a, self._inner_edge(es, ed, a, b)) for a, b in zip(nodes, nodes[1:])]
 
         steps: list[tuple[int, int]] = []  # (node, index of the inner edge taken)
         here = first
@@ -430,15 +676,16 @@ class _Graph:
             if not missing:
                 return [(a, int(ec[k])) for a, k in cycle]
             code = missing[0]
-            edges = np.flatnonzero(ef == code)
-            if len(edges):
-                take(int(edges[0]))
+            found = np.flatnonzero(ef == code)
+            if len(found):
+                take(int(found[0]))
             else:  # a state of the component where it is disabled, the least by number
                 off = members[(self.enabled[members, code // _WORD] >> np.uint64(code % _WORD)) & np.uint64(1) == 0]
                 to = int(off[0])
                 steps.extend(walk(here, to))
                 here = to
 
-    def _inner_edge(self, es, ed, a: int, b: int) -> int:
+    @staticmethod
+    def _inner_edge(es: np.ndarray, ed: np.ndarray, a: int, b: int) -> int:
         lo, hi = np.searchsorted(es, a), np.searchsorted(es, a, side="right")
         return int(lo + np.flatnonzero(ed[lo:hi] == b)[0])

@@ -152,19 +152,37 @@ def committed_replicated_mask(kernel, rows) -> tuple[np.ndarray, np.ndarray]:
     is in every replica's log or not committed (``Q or not P``)."""
     c = kernel.codec
     m = kernel.m
-    every = _obligations(kernel.config.max_messages, kernel.config.max_leader_epoch)
-    p = np.zeros((len(rows), len(every)), dtype=bool)
-    q = np.ones((len(rows), len(every)), dtype=bool)
+    cfg = kernel.config
+    every = _obligations(cfg.max_messages, cfg.max_leader_epoch)
+    rows = np.asarray(rows)
+    count, epochs = len(rows), cfg.max_leader_epoch + 1
+    p = np.zeros((count, len(every)), dtype=bool)
+    q = np.ones((count, len(every)), dtype=bool)
+    if not count:
+        return p, q
+    # held[row, o]: the entry every replica's log holds at offset o, or -1
+    held = np.full((count, cfg.max_messages), -1, dtype=np.int64)
+    b = c.block(0)
+    for o in range(cfg.max_messages):
+        np.copyto(held[:, o], rows[:, b + c.LOG + o], where=rows[:, b + c.LEO] > o)
+    for r in range(1, kernel.n):
+        b = c.block(r)
+        for o in range(cfg.max_messages):
+            held[(rows[:, b + c.LEO] <= o) | (rows[:, b + c.LOG + o] != held[:, o]), o] = -1
+    # obligation[i, o, e]: the position of (o, e, i) in `every`
+    obligation = np.full((cfg.max_messages, cfg.max_messages, epochs), -1, dtype=np.int64)
     for j, (o, e, i) in enumerate(every):
-        here = (rows[:, c.COMMITTED_OFFSET + i] == o) & (rows[:, c.COMMITTED_EPOCH + i] == e)
-        if not here.any():
+        obligation[i, o, e] = j
+    for i in range(cfg.max_messages):
+        o = rows[:, c.COMMITTED_OFFSET + i].astype(np.int64)
+        e = rows[:, c.COMMITTED_EPOCH + i].astype(np.int64)
+        at = np.flatnonzero((o >= 0) & (o <= i) & (e >= 0) & (e < epochs))
+        if not len(at):
             continue
-        everywhere = np.ones(len(rows), dtype=bool)
-        for r in range(kernel.n):
-            b = c.block(r)
-            everywhere &= (rows[:, b + c.LEO] > o) & (rows[:, b + c.LOG + o] == e * m + i)
-        p[:, j] = here
-        q[:, j] = ~here | everywhere
+        o, e = o[at], e[at]
+        j = obligation[i, o, e]
+        p[at, j] = True
+        q[at, j] = held[at, o] == e * m + i
     return p, q
 
 

@@ -78,10 +78,10 @@ def _changed_replica(chunk, parents, succ, where, column, block_of, n, test) -> 
     """The replica whose ``column`` changed as ``test(before, after)`` says, one a step of
     ``where`` (-1 if none did; the actions read this way change exactly one replica's)."""
     out = np.full(len(where), -1, dtype=np.int64)
-    before, after = chunk[parents[where]], succ[where]
+    cols = [block_of(r) + column for r in range(n)]
+    before, after = chunk[np.ix_(parents[where], cols)], succ[np.ix_(where, cols)]  # those columns only
     for r in range(n):
-        col = block_of(r) + column
-        out[test(before[:, col], after[:, col])] = r
+        out[test(before[:, r], after[:, r])] = r
     return out
 
 

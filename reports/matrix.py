@@ -25,6 +25,7 @@ A row (schema version 1)::
 
 from __future__ import annotations
 
+from kmc.checker.protocol import LIVENESS as LIVENESS_KINDS
 from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED
 
 SCHEMA_VERSION = 1
@@ -39,7 +40,10 @@ SHORT = {
     "AcknowledgedNeverLost": "ANL",
     "UncommittedNeverExposed": "UNE",
     "PartitionRecoverable": "PR",
+    "EventuallyLeader": "EL",
+    "CommittedEventuallyReplicated": "CER",
 }
+LIVENESS_NAMES = ("EventuallyLeader", "CommittedEventuallyReplicated")  # the Kafka model's liveness properties
 RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279", "leader-epoch-2.1": "v21"}
 
 _ROW_FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -267,6 +271,9 @@ def _version_cell(row) -> str:
             share = 100 * cx["trap_states"] / row["distinct_states"]
             parts.append(f"{SHORT.get(n, n)} ({cx['length']}; {share:.1f}% traps)")
             continue
+        if cx and cx.get("kind") in LIVENESS_KINDS and "max_leader_epoch" in (cx.get("explanation") or ""):
+            parts.append(f"{SHORT.get(n, n)} ({cx['length']}, at the bound)")
+            continue
         parts.append(f"{SHORT.get(n, n)} ({cx['length']})" if cx else f"{SHORT.get(n, n)} {row['verdicts'][n]}")
     return "✗ " + ", ".join(parts)
 
@@ -311,12 +318,16 @@ def to_markdown(doc) -> str:
     if doc.get("note"):
         lines.append(doc["note"])
         lines.append("")
+    # a table of liveness properties only (``kmc matrix --versions --liveness``): its
+    # counterexamples are lassos, each the one kmc prints (not a shortest one)
+    lasso = bool(inv) and all(n in LIVENESS_NAMES for n in inv)
     if doc["source"] == "versions":
         lines += [
-            "## Kafka through the versions",
+            "## Kafka through the versions" + (", under fairness" if lasso else ""),
             "",
-            "A cell lists the violated properties, each with the length of its shortest "
-            "counterexample in states (the initial state included).",
+            "A cell lists the violated properties, each with the length of its "
+            + ("lasso" if lasso else "shortest counterexample")
+            + " in states (the initial state included).",
             "",
             versions_table(doc),
             "",
@@ -326,17 +337,29 @@ def to_markdown(doc) -> str:
     every = "all four" if len(inv) == 4 else f"all {len(inv)}" if len(inv) > 1 else "the"
     lines.append(
         f"Every configuration is explored completely, breadth-first, checking {every} "
-        "invariants and keeping going after a violation, so each invariant gets a "
-        "verdict. A violated cell links to the shortest counterexample "
-        "(its length in states, the initial state included) and to its diagram (an HTML page); "
-        "`kmc replay <trace file>` shows it, `--format tla` as TLC would. "
-        "Bounds: messages produced, crashes, highest leader epoch."
+        + ("properties" if lasso else "invariants")
+        + " and keeping going after a violation, so each "
+        + ("property" if lasso else "invariant")
+        + " gets a verdict. A violated cell links to "
+        + (
+            "its lasso (the path, then the cycle back to one of its states or the last state kept for ever; "
+            if lasso
+            else "the shortest counterexample ("
+        )
+        + "its length in states, the initial state included) and to its diagram (an HTML page); "
+        + (
+            "`kmc replay <trace file>` shows it. "
+            if lasso
+            else "`kmc replay <trace file>` shows it, `--format tla` as TLC would. "
+        )
+        + "Bounds: messages produced, crashes, highest leader epoch."
     )
     lines.append("")
-    lines.append("Invariants: " + ", ".join(f"{SHORT.get(n, n)} = `{n}`" for n in inv) + ".")
+    kind = "Properties" if lasso else "Invariants"
+    lines.append(f"{kind}: " + ", ".join(f"{SHORT.get(n, n)} = `{n}`" for n in inv) + ".")
     limit = doc.get("max_states")
     if limit:
-        lines.append(f"A run stops at {limit:,} distinct states; its undecided invariants then read *unknown*.")
+        lines.append(f"A run stops at {limit:,} distinct states; its undecided {kind.lower()} then read *unknown*.")
     lines.append("")
     violated = sum(1 for r in rows for v in r["verdicts"].values() if v == VIOLATED)
     expected = [r for r in rows if r["matched"] is not None]

@@ -104,8 +104,9 @@ def edge_log_measures(possibly) -> dict:
 
 def liveness_log_measures(liveness) -> dict:
     """What the liveness logs hold (``checker.liveness``): the waiting states and the edges
-    leaving them that were kept, their bytes, and the bytes per kept edge; ``{}`` when no
-    liveness property was checked."""
+    leaving them that were kept, their bytes (in their temporary files and in memory), the
+    bytes per kept edge, and the bytes they kept in memory at the end of the search; ``{}``
+    when no liveness property was checked."""
     logs = [log for _, log, _ in liveness or ()]
     if not logs:
         return {}
@@ -116,6 +117,7 @@ def liveness_log_measures(liveness) -> dict:
         "liveness_edges_kept": edges,
         "liveness_log_bytes": nbytes,
         "bytes_per_kept_edge": round(nbytes / edges, 1) if edges else None,
+        "liveness_memory_bytes": sum(log.memory_bytes() for log in logs),
     }
 
 
@@ -270,6 +272,7 @@ def _write_json(path, doc) -> None:
 
 _SIZES = (
     "peak_rss_bytes",
+    "liveness_memory_bytes",
     "seen_set_bytes",
     "shuffle_bytes",
     "tree_peak_rss_bytes",

@@ -27,9 +27,12 @@ from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from he
     DEFAULT_MAX_STATES,
     FALLBACK_BASE,
     KNOWN_CONSTANTS,
+    KNOWN_LIVENESS_VERDICTS,
     KNOWN_VERDICTS,
     KNOWN_VERSION_VERDICTS,
     LAST_KNOWN_LEADER_VERSIONS,
+    LIVENESS_PROPERTIES,
+    LIVENESS_VERSION_CONFIGS,
     RULE_ALIASES,
     VERSION_CONFIGS,
     VERSIONS,
@@ -37,6 +40,7 @@ from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from he
     check_rows,
     grid,
     known_verdicts,
+    liveness_grid,
     row_id,
     run_row,
     version_grid,
@@ -70,6 +74,13 @@ def register(sub) -> None:
         "and options (pre-0.11 .. 4.1; from 2.7 also with ISR changes through the controller, "
         "AlterPartition, and from 3.5 broker epochs, as Kafka runs them), every row with all five "
         "properties (six with acks=all), and a configuration x version table in RESULTS.md",
+    )
+    v.add_argument(
+        "--liveness",
+        action="store_true",
+        help="with --versions: instead of the safety properties, EventuallyLeader and "
+        "CommittedEventuallyReplicated under weak fairness of the healing actions, on the small "
+        f"configurations ({', '.join(LIVENESS_VERSION_CONFIGS)} unless --configs says otherwise)",
     )
     v.add_argument(
         "--configs",
@@ -140,7 +151,7 @@ def _rule_names() -> list[str]:
 
 
 _GRID_OPTIONS = ("rules", "replicas", "min_isr", "unclean", "unflushed", "messages", "crashes", "epochs")
-_VERSION_OPTIONS = ("versions", "configs", "kafka")
+_VERSION_OPTIONS = ("versions", "liveness", "configs", "kafka")
 _OPTIONS = _GRID_OPTIONS + _VERSION_OPTIONS + ("max_states", "jobs", "title")
 
 
@@ -178,7 +189,7 @@ def _bounded(option, value, lo, hi) -> int | None:
 
 def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | None]:
     """``(items, source, constants, spec_dir)`` from the command line."""
-    changed_versions = [f"--{k}" for k in ("configs", "kafka") if getattr(args, k) != args._defaults[k]]
+    changed_versions = [f"--{k}" for k in ("liveness", "configs", "kafka") if getattr(args, k) != args._defaults[k]]
     if changed_versions and not args.versions:
         raise UsageError(f"{', '.join(changed_versions)}: only with --versions")
     if args.versions:
@@ -208,6 +219,16 @@ def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | N
                 n for n in every if (n != ACKED_PROPERTY or c.acks) and (n != EXPOSED_PROPERTY or c.truncate_on_fetch)
             )
 
+        if args.liveness:
+            return (
+                [
+                    (rid, c, None, args.max_states, known, LIVENESS_PROPERTIES)
+                    for rid, c, known in liveness_grid(configs, versions)
+                ],
+                "versions",
+                {},
+                None,
+            )
         items: list[RowItem] = [
             (rid, c, None, args.max_states, known, checked(c)) for rid, c, known in version_grid(configs, versions)
         ]
@@ -279,6 +300,21 @@ def command_line(args) -> str:
             words += [f"--{k.replace('_', '-')}"] if value is True else [f"--{k.replace('_', '-')}", str(value)]
     words += ["--out", args.out]
     return " ".join(shlex.quote(w) for w in words)
+
+
+_LIVENESS_NOTE = (
+    "The small configurations of the versions grid under the truncation rule and options of "
+    "successive Kafka versions, each checked for EL = EventuallyLeader (the partition is never "
+    "left without a leader for ever) and CER = CommittedEventuallyReplicated (every committed "
+    "record comes back to every replica's log), in every behaviour that keeps taking the healing "
+    "actions (weak fairness of fetches, BecomeFollower, Restart, ExpandIsr, failover elections and "
+    "the controller's answer; never of Produce, Crash, ShrinkIsr or preferred elections: "
+    'docs/model.md, "Liveness under fairness"). A violation is a lasso: a path, then a cycle '
+    "back to one of its states, or a last state kept for ever; *at the bound* marks a lasso where "
+    "only max_leader_epoch blocks an election. Where the safety columns say a record is never lost "
+    "while some replica leads, EL says whether a leader comes back at all; *expected* compares a row "
+    "with docs/model.md's liveness table where it has it."
+)
 
 
 def _default_note(source, constants) -> str:
@@ -372,9 +408,10 @@ def run(args, out, err) -> int:
         )
     _remove_stale_traces(traces_dir, [r["id"] for r in rows], written)
     total = time.perf_counter() - started
+    liveness = bool(getattr(args, "liveness", False))
     title = args.title or {
         "grid": "kmc results: the default configuration grid",
-        "versions": "kmc results: Kafka through the versions",
+        "versions": "kmc results: Kafka through the versions" + (", under fairness" if liveness else ""),
     }.get(source, f"kmc results: the specs in {spec_dir}")
     doc = results_document(
         rows=rows,
@@ -386,7 +423,7 @@ def run(args, out, err) -> int:
         spec_dir=spec_dir,
         max_states=args.max_states,
         total_seconds=total,
-        note=_default_note(source, constants),
+        note=_LIVENESS_NOTE if liveness else _default_note(source, constants),
     )
     problems = validate(doc)
     if problems:  # a bug in kmc, not bad input: say so plainly
@@ -422,9 +459,9 @@ def run(args, out, err) -> int:
 
 def _invariants(rows) -> list[str]:
     """Every invariant some row was checked against, in the model's order."""
-    from kmc.invariants import ALL
+    from kmc.invariants import EVERY
 
-    return [p.name for p in ALL if any(p.name in r["verdicts"] for r in rows)]
+    return [p.name for p in EVERY if any(p.name in r["verdicts"] for r in rows)]
 
 
 def _write(path, write) -> None:

@@ -49,7 +49,8 @@ def build():
 # Each module runs whole on one of the two workers (--dist loadfile, in pyproject.toml), in
 # this order: the longest first (the Spark modules start JVMs and subprocesses), so that
 # the others fill in beside them instead of after them.
-FIRST = ("test_spark_checkpoint", "test_spark_faults", "test_spark_rows", "test_engines")
+FIRST = ("test_spark_checkpoint", "test_spark_faults", "test_spark_rows", "test_engines", "test_liveness_kafka",
+         "test_fetch_kernel", "test_model_errors", "test_liveness", "test_fetch_path", "test_stores")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -237,7 +237,7 @@ def test_a_resumed_run_counts_the_coverage_of_a_straight_one(per_state):
     assert _coverage(resumed.run()) == _coverage(straight)
 
 
-@pytest.mark.parametrize("engine_kind", ["local", pytest.param("spark", marks=pytest.mark.spark)])
+@pytest.mark.parametrize("engine_kind", ["local", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason="coverage off on Spark: set KMC_SLOW=1")])])
 def test_coverage_off_counts_nothing_and_changes_nothing_else(engine_kind, request):
     """``Options.coverage`` off (``kmc bench --no-coverage``, to measure its cost)."""
     import attrs

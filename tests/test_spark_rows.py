@@ -123,13 +123,14 @@ def test_every_spec_on_the_driver(name):
 
 
 def _on_spark_params():
-    """Each of ``ON_SPARK`` on one partition count, the counts alternating (both runs of each
-    with KMC_SLOW=1, as ``test_every_spec_on_spark`` runs every spec)."""
+    """Three rules of ``ON_SPARK`` (high watermark, leader epoch, 2.1 with ELR) on one
+    partition count each, the counts alternating; every spec on both with KMC_SLOW=1 (as
+    ``test_every_spec_on_spark`` runs every spec)."""
     params = []
     for i, name in enumerate(ON_SPARK):
         for partitions in (1, 3):
-            marks = [] if partitions == (1, 3)[i % 2] else [pytest.mark.skipif(
-                os.environ.get("KMC_SLOW") != "1", reason="the other partition count: set KMC_SLOW=1")]
+            marks = [] if partitions == (1, 3)[i % 2] and i in (0, 1, 3) else [pytest.mark.skipif(
+                os.environ.get("KMC_SLOW") != "1", reason="the other specs and partition counts: set KMC_SLOW=1")]
             params.append(pytest.param(name, partitions, marks=marks, id=f"{name}-{partitions}"))
     return params
 

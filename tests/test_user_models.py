@@ -71,6 +71,7 @@ def test_the_worked_example_gives_one_answer_on_the_local_paths(tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="the Spark engine needs Java")
+@pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason="the worked example in a Spark subprocess: set KMC_SLOW=1")  # (the page's own Spark block runs in every suite: tests/test_writing_a_model.py)
 def test_the_worked_example_gives_the_same_answer_on_spark(tmp_path):
     _same_on(tmp_path, ["batch", "spark"])
 

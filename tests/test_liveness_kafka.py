@@ -444,7 +444,8 @@ def test_the_batch_engine_reproduces_the_table(name):
         assert_lassos_are_fair_violations(spec, model, result)
 
 
-@pytest.mark.parametrize("name", [_engine_param(n, n in SLOW_ROWS) for n in TABLE if n not in HUGE_ROWS])
+# (live-c2-ap's 18,417 states take as long per state as C4's: AlterPartition's requests)
+@pytest.mark.parametrize("name", [_engine_param(n, n in SLOW_ROWS | {"live-c2-ap"}) for n in TABLE if n not in HUGE_ROWS])
 def test_the_per_state_engine_gives_the_batch_engines_verdicts_and_lassos(name):
     spec, model, result = _run(name, per_state=True)
     _, _, batch = _run(name)

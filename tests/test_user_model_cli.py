@@ -161,6 +161,8 @@ def test_a_model_s_run_stopped_then_resumed_ends_as_an_uninterrupted_one(tmp_pat
 
 @pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="the Spark engine needs Java")
+@pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1",  # (a spec's Spark resume: tests/test_spark_checkpoint.py)
+                    reason="a model's Spark run stopped and resumed, two JVMs: set KMC_SLOW=1")
 def test_a_model_s_spark_run_stopped_then_resumed_ends_as_an_uninterrupted_one(tmp_path):
     (doc, model), (want, want_model), _, _ = _stop_then_resume(tmp_path, SPARK, ["--partitions", "2"])
     assert doc.pop("engine") == "spark" and want.pop("engine") == "local"

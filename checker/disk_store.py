@@ -136,7 +136,47 @@ class DiskSaved:
         return store
 
 
-class DiskStore:
+class DiskFiles:
+    """The files of a part on disk, in the directory ``root``: each written through
+    ``write_bytes`` (a full disk stops the run with ``ResourceStop("disk-full")``), and
+    counted: the bytes on disk now, at their peak, and written in all."""
+
+    what = "disk store"  # (a failed write's line names the part)
+    root: str
+    _written = _disk = _peak = 0
+
+    def disk_bytes(self) -> int:
+        return self._disk
+
+    def peak_disk_bytes(self) -> int:
+        return self._peak
+
+    def written_bytes(self) -> int:
+        return self._written
+
+    def _write(self, name: str, data: np.ndarray, append: bool = False) -> None:
+        path = os.path.join(self.root, name)
+        try:
+            write_bytes(path, data, append)
+        except OSError as e:
+            if not append:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            if e.errno in _FULL:
+                raise ResourceStop("disk-full", full_line(self.root, e)) from None
+            raise EngineError(f"{self.what}: cannot write {path} ({e.strerror or e})") from None
+        self._written += data.nbytes
+        self._disk += data.nbytes
+        self._peak = max(self._peak, self._disk)
+
+    def _remove(self, name: str) -> None:
+        path = os.path.join(self.root, name)
+        with contextlib.suppress(OSError):
+            self._disk = max(0, self._disk - os.path.getsize(path))
+            os.unlink(path)
+
+
+class DiskStore(DiskFiles):
     """Fingerprints in bucketed sorted runs on disk, parents and choices in flat files
     (see the module).
 
@@ -320,15 +360,6 @@ class DiskStore:
         held = sum(r.nbytes for r in self.level_runs + self.pending)
         return held + 64 * (sum(len(b) for b in self.buckets) + len(self.levels))
 
-    def disk_bytes(self) -> int:
-        return self._disk
-
-    def peak_disk_bytes(self) -> int:
-        return self._peak
-
-    def written_bytes(self) -> int:
-        return self._written
-
     def saved(self) -> dict:
         """Link the files into a new level directory of the checkpoint (or of the store's
         own directory when the run has none); the index and the unwritten levels go into
@@ -414,30 +445,6 @@ class DiskStore:
     def _name(self, kind: str, ext: str) -> str:
         self._seq += 1
         return f"{kind}-{self._seq - 1:08d}.{ext}"
-
-    def _write(self, name: str, data: np.ndarray, append: bool = False) -> None:
-        path = os.path.join(self.root, name)
-        try:
-            write_bytes(path, data, append)
-        except OSError as e:
-            if not append:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-            if e.errno in _FULL:
-                raise ResourceStop("disk-full", self._full_line(e)) from None
-            raise EngineError(f"disk store: cannot write {path} ({e.strerror or e})") from None
-        self._written += data.nbytes
-        self._disk += data.nbytes
-        self._peak = max(self._peak, self._disk)
-
-    def _remove(self, name: str) -> None:
-        path = os.path.join(self.root, name)
-        with contextlib.suppress(OSError):
-            self._disk -= os.path.getsize(path)
-            os.unlink(path)
-
-    def _full_line(self, e: OSError) -> str:
-        return full_line(self.root, e)
 
 
 def full_line(root: str, e: OSError) -> str:

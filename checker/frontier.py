@@ -214,11 +214,12 @@ class DiskQueueSaved:
         return self.layout.read(self.source(directory), self.count, READ_ROWS)
 
 
-class DiskQueue:
+class DiskQueue(disk_store.DiskFiles):
     """Each level one append-only file of rows in ``root`` (the disk store's directory);
     see the module."""
 
     kind = "disk"
+    what = "frontier queue"
 
     def __init__(self, root: str) -> None:
         self.root = root
@@ -226,7 +227,6 @@ class DiskQueue:
         self.current: tuple[str, int] | None = None  # (file name, rows)
         self.next: tuple[str, int] | None = None
         self._seq = 1
-        self._written = self._disk = self._peak = 0
 
     def append(self, rows: np.ndarray) -> None:
         if not len(rows):
@@ -236,7 +236,7 @@ class DiskQueue:
         if self.next is None:
             self.next = (self._new_name(), 0)
         name, count = self.next
-        self._write(name, self.layout.encode(rows))
+        self._write(name, self.layout.encode(rows), append=True)
         self.next = (name, count + len(rows))
 
     def __len__(self) -> int:
@@ -296,15 +296,6 @@ class DiskQueue:
     def nbytes(self) -> int:
         return 0
 
-    def disk_bytes(self) -> int:
-        return self._disk
-
-    def peak_disk_bytes(self) -> int:
-        return self._peak
-
-    def written_bytes(self) -> int:
-        return self._written
-
     def close(self) -> None:
         self.rollback()
         self.swap()
@@ -312,24 +303,6 @@ class DiskQueue:
     def _new_name(self) -> str:
         self._seq += 1
         return f"q-{self._seq - 1:08d}.rows"
-
-    def _write(self, name: str, data: np.ndarray) -> None:
-        path = os.path.join(self.root, name)
-        try:
-            disk_store.write_bytes(path, data, append=True)
-        except OSError as e:
-            if e.errno in _FULL:
-                raise ResourceStop("disk-full", disk_store.full_line(self.root, e)) from None
-            raise EngineError(f"frontier queue: cannot write {path} ({e.strerror or e})") from None
-        self._written += data.nbytes
-        self._disk += data.nbytes
-        self._peak = max(self._peak, self._disk)
-
-    def _remove(self, name: str) -> None:
-        path = os.path.join(self.root, name)
-        with contextlib.suppress(OSError):
-            self._disk = max(0, self._disk - os.path.getsize(path))
-            os.unlink(path)
 
 
 # the queue of a store's kind, where it is not the memory queue

@@ -50,6 +50,7 @@ class ModelSpec:
     expect: dict = attrs.field(factory=dict)
     engine: str = "local"
     store: str = "memory"
+    workers: int | None = None
     max_depth: int | None = None
     max_states: int | None = None
     max_memory: int | None = None

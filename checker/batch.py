@@ -22,26 +22,51 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from . import keys
+from .coverage import row_counts
 from .driver import LevelDriver, OnLevel, Progress, Search
 from .errors import EngineError
 from .frontier import MemorySaved, new_queue
 from .kernel import require_symmetric, split_properties
 from .kernel_check import KernelCheck, kernel_check
-from .level import LevelStep, decided, record_first
+from .level import Expansion, LevelStep, decided, record_first
 from .options import Options
-from .protocol import BatchKernel, Model, Property, batch_path, kernel_fingerprints, with_defaults
+from .protocol import BatchKernel, Model, Property, batch_path, coverage_names, kernel_fingerprints, with_defaults
 from .result import Path, Stats
 from .search import Found, FrontierQueue, SavedQueue, SavedStore, Store
 from .seen import CompactSeenSet
 from .trace import path_by_choices
 from .visitor import GraphVisitor
+from .workers import MIN_CHUNKS, ExpandPool, in_order
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
 ROWS_FORMAT = "rows-1"  # the snapshot format of this engine
 STATES_ROWS_FORMAT = "rows-states-1"  # ... over rows of Python states (the per-state path on disk)
+
+
+@attrs.frozen
+class Prepared:
+    """What ``RowsSearch.prepare_chunk`` computes of a chunk before the store is asked: its
+    counts (successors generated, terminal states, actions fired per code), the step
+    properties' first violations (by name: the transition's ``(parent, choice)`` and the
+    explanation), and of each distinct successor fingerprint (in fingerprint order) the
+    successor with the least key: its key, parent, choice, action code and row, the
+    coverage counts, and ``whole``:
+    the expansion with every successor's fingerprint (the graph visitor's edges)."""
+
+    counted: tuple[int, int, np.ndarray]
+    steps: dict[str, tuple[tuple[int, int], str]] = attrs.Factory(dict)
+    fps: np.ndarray | None = None
+    keys: Any = None
+    parents: Any = None
+    choices: Any = None
+    codes: Any = None
+    rows: Any = None
+    counts: Any = None
+    whole: tuple[Expansion, np.ndarray] | None = None
 
 
 class RowsSearch(Search):
@@ -63,6 +88,8 @@ class RowsSearch(Search):
         check: KernelCheck | None = None,
         store: Store | None = None,
         visitor: GraphVisitor | None = None,
+        workers: int = 1,
+        counting: bool = True,
     ):
         self.model, self.kernel = model, kernel
         # The graph visitor (``checker.visitor``): every stored state and expanded edge
@@ -77,6 +104,16 @@ class RowsSearch(Search):
         self.seen: Store = CompactSeenSet() if store is None else store
         self.queue: FrontierQueue = new_queue(self.seen)  # the level being expanded, and the next
         self.numbered: list[np.ndarray] = []  # fingerprints in number order (for the visitor only)
+        # The coverage counts of each chunk are computed with its successors when counted.
+        self.counting = counting
+        self.coverage_names = coverage_names(model)
+        # Worker processes that prepare chunks (checker.workers): started at the first level
+        # of at least MIN_CHUNKS chunks; none when a property needs the graph (the visitor
+        # keeps every edge, in this process).
+        self.workers = workers
+        self.pool: ExpandPool | None = None
+        self._depth = 0
+        self._decided: set[str] = set()  # the properties decided at the last chunk committed
 
     def fingerprints(self, rows: np.ndarray) -> np.ndarray:
         return kernel_fingerprints(self.kernel, rows, self.symmetry)
@@ -108,16 +145,41 @@ class RowsSearch(Search):
     def size(self) -> int:
         return len(self.queue)
 
-    def pieces(self) -> Iterator[np.ndarray]:
-        return self.queue.chunks(CHUNK_ROWS)
+    def pieces(self) -> Iterator[tuple[np.ndarray, Prepared | None]]:
+        """The level's chunks in order, each with what a worker prepared of it (``None``:
+        the search prepares it itself)."""
+        chunks = self.queue.chunks(CHUNK_ROWS)
+        if self.workers < 2 or self.visitor.active or self._level < MIN_CHUNKS * CHUNK_ROWS:
+            return ((chunk, None) for chunk in chunks)
+        if self.pool is None:
+            self.pool = ExpandPool(self._prepare_part, self.workers)
+        return ((task[0], prepared) for task, prepared in in_order(self.pool, self._tasks(chunks), self._prepare_part))
+
+    def _tasks(self, chunks: Iterator[np.ndarray]) -> Iterator[tuple]:
+        rank = 0
+        for chunk in chunks:
+            # The properties decided when the chunk is sent (more may be by its commit: the
+            # search records the first of each in chunk order, checker.level.record_first).
+            yield chunk, self._depth, rank, self._level, frozenset(self._decided)
+            rank += len(chunk)
+
+    def _prepare_part(self, chunk, depth: int, rank: int, level: int, skip: frozenset) -> Prepared:
+        return self.prepare_chunk(chunk, depth, rank, level, skip, whole=False)
 
     @staticmethod
     def piece_len(piece) -> int:
-        return len(piece)
+        return len(piece[0])
 
-    def begin_level(self) -> None:
+    def begin_level(self, depth: int) -> None:
+        self._depth = depth
         self._level = self.size()
         self._level_first = len(self.seen) - self._level
+
+    def end_run(self) -> None:
+        """End the worker processes, if any."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
 
     def next_size(self) -> int:
         return self.queue.next_len()
@@ -127,47 +189,90 @@ class RowsSearch(Search):
         self.queue.swap()
 
     def rollback(self) -> None:
+        if self.pool is not None:
+            self.pool.drain()
         self.seen.rollback()
         self.queue.rollback()
         if self.numbered:
             kept = np.concatenate(self.numbered)[: len(self.seen)]
             self.numbered = [kept]
 
-    def expand(self, chunk: np.ndarray, first: int, stats: Stats, level_found: Found, found: Found) -> None:
-        """Expand one chunk whose first state is number ``first``; store its new
-        successors and keep their rows, in discovery order."""
-        exp = self.level.expand(chunk, stats.depth, first - self._level_first, self._level)
+    def prepare_chunk(
+        self, chunk: np.ndarray, depth: int, rank: int, level: int, skip: frozenset, whole: bool = True
+    ) -> Prepared:
+        """The work on a chunk that asks nothing of the store (``checker.workers``): the
+        chunk holds the frontier ranks ``rank ...`` of a level of ``level`` states at
+        ``depth``; ``skip`` names the properties whose first violation is known;
+        ``whole`` keeps every successor's fingerprint and the expansion (the graph
+        visitor's edges), not only one successor per fingerprint."""
+        exp = self.level.expand(chunk, depth, rank, level)
         parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
-        stats.generated += exp.generated
-        stats.terminal += exp.terminal
-        names = self.kernel.action_names
-        keys.add_counts(stats.fired, names, exp.fired)
+        counted = (exp.generated, exp.terminal, exp.fired)
         if not len(succ):
-            return
+            return Prepared(counted)
         # A successor's place in the model's order is its key (checker.keys): of the
         # successors with one fingerprint, the least key is the one the per-state search
         # meets first.
         key = keys.key(parents.astype(np.int64), choices)
+        steps: dict[str, tuple[tuple[int, int], str]] = {}
         if self.step_props:
-            bad = self.level.step_violations(chunk, exp, key, decided(level_found, found))
-            record_first(level_found, found, "step", bad, lambda i: (first + int(parents[i]), int(choices[i])))
+            bad = self.level.step_violations(chunk, exp, key, skip)
+            steps = {name: ((int(parents[i]), int(choices[i])), why) for name, (i, why) in bad.items()}
         all_fps = self.fingerprints(succ)
         pick = keys.least_per_fingerprint(key, all_fps)  # in fingerprint order
-        uniq = all_fps[pick]
-        fresh = ~self.seen.contains_sorted(uniq)
-        uniq, pick = uniq[fresh], pick[fresh]
-        src = pick[np.argsort(key[pick])]  # discovery order
-        self.seen.add_sorted(uniq, first + parents[src], choices[src])
-        keys.add_counts(stats.new, names, np.bincount(codes[src], minlength=len(names)))
-        rows = succ[src]
-        stats.coverage.add_rows(self.kernel, self.model, chunk, (parents, choices, codes, succ), rows)
+        rows = succ[pick]
+        counts = (
+            row_counts(self.coverage_names, self.kernel, self.model, chunk, parents, choices, codes, succ)
+            if self.counting
+            else None
+        )
+        return Prepared(
+            counted,
+            steps,
+            fps=all_fps[pick],
+            keys=key[pick],
+            parents=parents[pick],
+            choices=choices[pick],
+            codes=codes[pick],
+            rows=rows,
+            counts=counts,
+            whole=(exp, all_fps) if whole else None,
+        )
+
+    def expand(self, piece: Any, first: int, stats: Stats, level_found: Found, found: Found) -> None:
+        """Store the new successors of one chunk whose first state is number ``first``
+        (``piece``: the chunk, and what a worker prepared of it or ``None``), and keep
+        their rows, in discovery order."""
+        chunk, p = piece
+        self._decided = decided(level_found, found)
+        if p is None:
+            rank = first - self._level_first
+            p = self.prepare_chunk(chunk, stats.depth, rank, self._level, frozenset(self._decided))
+        generated, terminal, fired = p.counted
+        stats.generated += generated
+        stats.terminal += terminal
+        names = self.kernel.action_names
+        keys.add_counts(stats.fired, names, fired)
+        if p.fps is None:
+            return
+        record_first(level_found, found, "step", p.steps, lambda pc: (first + pc[0], pc[1]))
+        fresh = np.flatnonzero(~self.seen.contains_sorted(p.fps))
+        src = fresh[np.argsort(p.keys[fresh])]  # discovery order
+        self.seen.add_sorted(p.fps[fresh], first + p.parents[src], p.choices[src])
+        keys.add_counts(stats.new, names, np.bincount(p.codes[src], minlength=len(names)))
+        rows = p.rows[src]
+        if p.counts is not None:
+            stats.coverage.add_counts(names, *p.counts)
+        stats.coverage.add_new_rows(self.kernel, self.model, rows)
         self._check_new(rows, len(self.seen) - len(rows), level_found, found)
         self.queue.append(rows)
         visitor = self.visitor
         if visitor.active:
-            self._log_states(len(self.seen) - len(rows), rows, all_fps[src])
+            assert p.whole is not None  # the workers run only when no property needs the graph
+            exp, all_fps = p.whole
+            self._log_states(len(self.seen) - len(rows), rows, p.fps[src])
             fair = self.level.fair_codes(chunk, exp, visitor.fair_code) if visitor.fairness else None
-            visitor.add_edges(first + parents, all_fps, choices, fair)
+            visitor.add_edges(first + exp.parents, all_fps, exp.choices, fair)
 
     def _log_states(self, first: int, rows: np.ndarray, fps: np.ndarray) -> None:
         if not self.visitor.active:
@@ -265,6 +370,8 @@ class BatchEngine(LevelDriver):
             check,
             CompactSeenSet() if store is None else store,
             visitor,
+            workers=options.workers,
+            counting=options.coverage,
         )
         search.snapshot_format = snapshot_format
         super().__init__(model, search, props, options, progress, on_level=on_level)

@@ -79,6 +79,10 @@ class Coverage:
         self.add_counts(kernel.action_names, *row_counts(self.names, kernel, model, chunk, *expanded))
         self._add_row_values(kernel, model, new_rows)
 
+    def add_new_rows(self, kernel, model, new_rows) -> None:
+        """The values of the successors a chunk stored (its counts: ``add_counts``)."""
+        self._add_row_values(kernel, model, new_rows)
+
     def add_counts(self, names, enabled, kinds) -> None:
         """Add ``row_counts``' result (an array per action code of ``names``, action ->
         an array of kind counts)."""
@@ -214,6 +218,12 @@ class NoCoverage(Coverage):
         pass
 
     def add_rows(self, kernel, model, chunk, expanded, new_rows) -> None:
+        pass
+
+    def add_new_rows(self, kernel, model, new_rows) -> None:
+        pass
+
+    def add_counts(self, names, enabled, kinds) -> None:
         pass
 
     def add_task(self, names, part) -> None:

@@ -140,6 +140,12 @@ class LevelDriver:
 
     def run(self) -> CheckResult:
         """Explore, and return the result (with full counterexample paths)."""
+        try:
+            return self._run()
+        finally:
+            self.search.end_run()
+
+    def _run(self) -> CheckResult:
         started = time.perf_counter()
         stats, search = self.stats, self.search
         if not self._started:
@@ -162,7 +168,7 @@ class LevelDriver:
             try:
                 self.next_search()  # an engine may replace its search at a level boundary
                 search = self.search
-                search.begin_level()
+                search.begin_level(stats.depth)
                 for count, piece in enumerate(search.pieces()):
                     if self.stop_requested is not None:
                         stopped = self.stop_requested

@@ -99,7 +99,7 @@ class PerStateSearch(Search):
     def piece_len(_piece) -> int:
         return 1
 
-    def begin_level(self) -> None:
+    def begin_level(self, depth: int) -> None:
         self.next = []
         self._stored = len(self.seen)
 

@@ -26,6 +26,8 @@ class Options:
             (``checker.disk_store``; the search then runs on rows, ``checker.batch``).
         store_dir: the directory the disk store makes its own directory in (default: the
             checkpoint directory, else the temporary directory).
+        workers: processes that expand the frontier on the batch path (``checker.workers``):
+            1 expands it in the search's own process.
     """
 
     max_depth: int | None = None
@@ -38,3 +40,4 @@ class Options:
     coverage: bool = True
     store: str = "memory"
     store_dir: str | None = None
+    workers: int = 1

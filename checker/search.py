@@ -285,7 +285,13 @@ class LevelSearch(Protocol):
 
     def piece_len(self, piece: Any) -> int: ...
 
-    def begin_level(self) -> None: ...
+    def begin_level(self, depth: int) -> None:
+        """A level of states at ``depth`` is about to be expanded."""
+        ...
+
+    def end_run(self) -> None:
+        """The run returned: release what only a run needs (worker processes)."""
+        ...
 
     def expand(self, piece: Any, first: int, stats: Stats, level_found: Found, found: Found) -> bool | None:
         """Store the new successors of ``piece`` (whose first state is number ``first``),
@@ -337,3 +343,6 @@ class Search:
         """Bytes the search may still allocate at the next level boundary (the memory
         ceiling counts them as already resident)."""
         return 0
+
+    def end_run(self) -> None:
+        """Nothing to release."""

@@ -352,7 +352,7 @@ class SparkLevels(Search):
     def piece_len(self, piece: int) -> int:
         return piece
 
-    def begin_level(self) -> None:
+    def begin_level(self, depth: int) -> None:
         self.next_counts = None
 
     def expand(self, piece: int, first: int, stats: Stats, level_found: dict, found: dict) -> bool | None:

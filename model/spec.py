@@ -19,6 +19,7 @@ expected of it.
     max_memory = "8G"             # stop cleanly past this resident memory (or bytes)
     engine = "local"              # or "spark"
     store = "memory"              # or "disk": the seen states in files (a local engine)
+    workers = 2                   # processes expanding the frontier (a local engine's batch path)
     [expect]                      # optional: invariant = "holds" | "violated"
     CommittedNeverLost = "violated"
 
@@ -87,14 +88,25 @@ _MODEL_KEYS = (
 ACKED_PROPERTY = "AcknowledgedNeverLost"
 # The property of the fetch path: checked by default only with model.truncate_on_fetch.
 EXPOSED_PROPERTY = "UncommittedNeverExposed"
-_CHECK_KEYS = ("invariants", "keep_going", "max_depth", "max_states", "max_memory", "engine", "symmetry", "store")
+_CHECK_KEYS = (
+    "invariants",
+    "keep_going",
+    "max_depth",
+    "max_states",
+    "max_memory",
+    "engine",
+    "symmetry",
+    "store",
+    "workers",
+)
 _HEAD_KEYS = ("title", "description", "model", "check")  # then the application's tables
 _TAIL_KEYS = ("expect",)
 STORES = ("memory", "disk")  # kmc.checker.disk_store.STORES
 LIMITS = {
     "check.max_depth": (1, 100_000),
     "check.max_states": (1, 10**12),
-    "check.max_memory": (128 << 20, 1 << 50),  # 128M .. 1P bytes (kmc.checker.memory.MIN_CEILING, MAX_CEILING)
+    "check.max_memory": (128 << 20, 1 << 50),
+    "check.workers": (1, 256),  # 128M .. 1P bytes (kmc.checker.memory.MIN_CEILING, MAX_CEILING)
 }
 # An application's table: read(path, table) -> what Spec.tables keeps of it (SpecError when bad).
 TableReader = Callable[[str, dict], Any]
@@ -125,6 +137,7 @@ class Spec:
     max_memory: int | None = None
     engine: str = "local"
     store: str = "memory"
+    workers: int | None = None  # None: as many as the machine gives the process
     expect: dict = attrs.field(factory=dict)
     tables: dict = attrs.field(factory=dict)  # the application's tables, as their readers give them
 
@@ -220,6 +233,7 @@ def parse_spec(data: bytes, path: str = "<spec>", tables: Mapping[str, TableRead
     max_depth = _opt_int(path, "check.max_depth", check.get("max_depth"))
     max_states = _opt_int(path, "check.max_states", check.get("max_states"))
     max_memory = _size(path, "check.max_memory", check.get("max_memory"))
+    workers = _opt_int(path, "check.workers", check.get("workers"))
     engine = check.get("engine", "local")
     if engine not in ENGINES:
         raise SpecError(path, "check.engine", f"must be one of {', '.join(map(repr, ENGINES))}, got {_show(engine)}")
@@ -256,6 +270,7 @@ def parse_spec(data: bytes, path: str = "<spec>", tables: Mapping[str, TableRead
         max_memory=max_memory,
         engine=engine,
         store=store,
+        workers=workers,
         expect=verdicts,
         tables=kept,
     )

@@ -146,6 +146,15 @@ def add_engine_arguments(parser) -> None:
         "directory, else the system's temporary directory); removed at the end of the run",
     )
     g.add_argument(
+        "--workers",
+        type=_workers,
+        metavar="N",
+        help="local engine: processes that expand the frontier on the batch path, beside the one that stores "
+        "the states (same states, same numbers, same counterexamples for every N; used on levels of about a "
+        "hundred thousand states or more, not with a liveness or always-possibly property); default: the "
+        "spec's [check] workers, else the CPUs this process may use",
+    )
+    g.add_argument(
         "--symmetry",
         action="store_true",
         help="symmetry reduction: count one state per orbit of replica permutations (docs/model.md)",
@@ -223,6 +232,16 @@ def make_engine(spec, model, properties, options, progress, args, **hooks) -> Le
     )
 
 
+def _workers(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 256, got {text!r}")
+    return n
+
+
 def options_from(spec, args) -> Options:
     max_depth = args.max_depth if getattr(args, "max_depth", None) is not None else spec.max_depth
     max_states = args.max_states if getattr(args, "max_states", None) is not None else spec.max_states
@@ -239,6 +258,9 @@ def options_from(spec, args) -> Options:
     store_dir = getattr(args, "store_dir", None)
     if store_dir is not None and not store_dir.strip():
         raise UsageError("--store-dir: the path is empty; name a directory")
+    from kmc.checker.workers import default_workers
+
+    workers = getattr(args, "workers", None) or spec.workers or default_workers()
     return Options(
         max_depth=max_depth,
         keep_going=keep_going,
@@ -248,6 +270,7 @@ def options_from(spec, args) -> Options:
         verify_kernel=getattr(args, "verify_kernel", False),
         store=store,
         store_dir=store_dir,
+        workers=workers,
     )
 
 

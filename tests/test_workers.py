@@ -1,0 +1,191 @@
+"""Worker processes that expand the frontier beside the rows search (``checker.workers``).
+
+A run with workers must store the same states with the same numbers as one without: the
+same counts per level and per action, the same coverage, the same counterexamples. The
+chunks are made small here (``CHUNK_ROWS``) so that every level past the first few runs
+through the workers, and each test checks that the workers did take chunks; the counts
+are checked against the pinned numbers of tests/pins.py as well (recomputed by the
+independent checker of tests/test_oracle.py), not only against the run without workers.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import attrs
+import kmc.checker.batch
+import kmc.checker.workers
+import pytest
+from kmc.app.specs import load_spec
+from kmc.checker.batch import BatchEngine
+from kmc.checker.disk_store import DiskStore
+from kmc.checker.options import Options
+from pins import ACKS_PINS, AP_PINS, FETCH_PINS, PINS
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+ROWS = 32  # states a chunk: every level of more than 3 chunks goes to the workers
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Small chunks, and a count of the chunks the workers took."""
+    monkeypatch.setattr(kmc.checker.batch, "CHUNK_ROWS", ROWS)
+    sent = []
+    send = kmc.checker.workers.ExpandPool.send
+
+    def counted(self, task):
+        sent.append(len(task[0]))
+        return send(self, task)
+
+    monkeypatch.setattr(kmc.checker.workers.ExpandPool, "send", counted)
+    return sent
+
+
+def summary(result):
+    s = result.stats
+    cov = s.coverage
+    return (
+        (s.distinct, s.generated, s.depth, s.terminal, list(s.levels), dict(s.fired), dict(s.new)),
+        (result.complete, result.stopped, tuple(result.checked)),
+        {k: (v.kind, v.explanation, v.path.init_index, v.path.choices) for k, v in result.violations.items()},
+        (
+            dict(cov.enabled),
+            {a: dict(k) for a, k in cov.kinds.items()},
+            {v: sorted(map(repr, x)) for v, x in cov.values.items()},
+        ),
+    )
+
+
+def run(name, workers, options=None, store=None):
+    spec = load_spec(SPECS / f"{name}.toml")
+    opts = attrs.evolve(options or Options(keep_going=spec.keep_going, max_depth=spec.max_depth), workers=workers)
+    engine = BatchEngine(spec.model(), spec.properties(), opts, store=store)
+    return engine.run(), engine
+
+
+CASES = {
+    "hw-data-loss": PINS["hw-data-loss"],  # a violation: the run stops at its level
+    "hw-unclean": PINS["hw-unclean"],  # two violations and a step property, kept going
+    "kip279-isr-expansion": PINS["kip279-isr-expansion"],
+    "acks1-data-loss": ACKS_PINS["acks1-data-loss"],
+    "ap-c2": AP_PINS["ap-c2"],  # AlterPartition requests in flight
+    "fetch-c1-both-bugs": FETCH_PINS["fetch-c1-both-bugs"],  # the fetch path's four violations
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_workers_store_what_one_process_stores(name, small_chunks):
+    pin = CASES[name]
+    alone, _ = run(name, 1)
+    assert not small_chunks
+    together, engine = run(name, 2)
+    assert len(small_chunks) > 10 and max(small_chunks) == ROWS  # the workers took the levels
+    assert engine.search.pool is None  # ended with the run
+    assert summary(together) == summary(alone)
+    st = together.stats
+    assert (st.distinct, st.generated, st.depth) == (pin.distinct, pin.generated, pin.depth)
+    assert {k: len(v.path.states) for k, v in together.violations.items()} == pin.traces
+
+
+def test_workers_with_the_disk_store(small_chunks, tmp_path):
+    alone, _ = run("hw-unclean", 1)
+    together, _ = run("hw-unclean", 2, store=DiskStore(parent=str(tmp_path)))
+    assert len(small_chunks) > 10
+    assert summary(together) == summary(alone)
+
+
+def test_workers_under_symmetry_and_without_coverage(small_chunks):
+    for opts in (Options(keep_going=True, symmetry=True), Options(keep_going=True, coverage=False)):
+        alone, _ = run("kip279-isr-expansion", 1, opts)
+        together, _ = run("kip279-isr-expansion", 2, opts)
+        assert summary(together) == summary(alone)
+    assert len(small_chunks) > 10
+
+
+def test_a_run_with_workers_stopped_inside_a_level_resumes_to_the_same_result(small_chunks, monkeypatch):
+    """A stop request in the middle of a level with chunks at the workers: the run goes back
+    to the level boundary, and its snapshot resumes (with or without workers) to the counts
+    of a run never stopped."""
+    want, _ = run("hw-unclean", 1)
+    spec = load_spec(SPECS / "hw-unclean.toml")
+    opts = Options(keep_going=True, workers=2)
+    engine = BatchEngine(spec.model(), spec.properties(), opts)
+    expand = kmc.checker.batch.RowsSearch.expand
+
+    def stop_at_depth_12(self, piece, first, stats, level_found, found):
+        if stats.depth == 12 and first > self._level_first + 3 * ROWS:
+            engine.cancel()
+        return expand(self, piece, first, stats, level_found, found)
+
+    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "expand", stop_at_depth_12)
+    stopped = engine.run()
+    assert stopped.stopped == "interrupted" and stopped.stats.depth == 12
+    snap = pickle.dumps(engine.snapshot())
+    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "expand", expand)
+    for workers in (1, 2):
+        resumed = BatchEngine(spec.model(), spec.properties(), Options(keep_going=True, workers=workers))
+        resumed.restore(pickle.loads(snap))
+        assert summary(resumed.run())[:3] == summary(want)[:3]
+
+
+def test_a_worker_s_error_is_raised_by_the_search_itself(small_chunks, monkeypatch):
+    """A kernel that raises deep in the run: with workers the run ends with the same
+    exception, raised in the search's own process from the kernel's own line."""
+    import kmc.model.batch
+
+    expand = kmc.model.batch.KafkaBatchKernel.expand
+
+    def overflowing(self, rows):
+        if len(rows) and int(rows[:, 9].max()) >= 2:  # a second record committed in epoch 2: depth 8
+            raise OverflowError("a column overflowed")
+        return expand(self, rows)
+
+    monkeypatch.setattr(kmc.model.batch.KafkaBatchKernel, "expand", overflowing)
+    errors = []
+    for workers in (1, 2):
+        with pytest.raises(OverflowError) as info:
+            run("hw-unclean", workers)
+        errors.append((str(info.value), info.traceback[-1].name))
+    assert errors[0] == errors[1] == ("a column overflowed", "overflowing")
+    assert small_chunks  # the workers had taken chunks when it raised
+
+
+def test_a_worker_that_ends_stops_the_run_at_its_level_boundary(small_chunks, monkeypatch):
+    """A worker killed (as the system's memory killer would): the run stops as at the
+    memory ceiling, and resumes to the counts of a run never stopped."""
+    want, _ = run("hw-unclean", 1)
+    main = os.getpid()
+    prepare = kmc.checker.batch.RowsSearch._prepare_part
+
+    def dies_at_depth_14(self, chunk, depth, rank, level, skip):
+        if os.getpid() != main and depth == 14:
+            os._exit(9)
+        return prepare(self, chunk, depth, rank, level, skip)
+
+    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "_prepare_part", dies_at_depth_14)
+    spec = load_spec(SPECS / "hw-unclean.toml")
+    engine = BatchEngine(spec.model(), spec.properties(), Options(keep_going=True, workers=2))
+    stopped = engine.run()
+    assert (stopped.stopped, stopped.stats.depth) == ("out-of-memory", 14)
+    assert "expansion worker" in engine.stop_detail and "--workers" in engine.stop_detail
+    snap = engine.snapshot()
+    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "_prepare_part", prepare)
+    resumed = BatchEngine(spec.model(), spec.properties(), Options(keep_going=True, workers=2))
+    resumed.restore(snap)
+    assert summary(resumed.run())[:3] == summary(want)[:3]
+
+
+def test_small_levels_and_graph_properties_stay_in_one_process(small_chunks, monkeypatch):
+    """Levels of fewer than three chunks, and runs whose properties need the graph (the
+    visitor keeps every edge in the search's process), never start the workers."""
+    monkeypatch.setattr(kmc.checker.batch, "CHUNK_ROWS", 1 << 15)
+    run("hw-unclean", 2)
+    assert not small_chunks
+    monkeypatch.setattr(kmc.checker.batch, "CHUNK_ROWS", ROWS)
+    spec = load_spec(SPECS / "live-c1.toml")
+    alone = BatchEngine(spec.model(), spec.properties(), Options(workers=1)).run()
+    together = BatchEngine(spec.model(), spec.properties(), Options(workers=2)).run()
+    assert not small_chunks
+    assert summary(together)[:3] == summary(alone)[:3]

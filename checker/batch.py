@@ -49,11 +49,12 @@ STATES_ROWS_FORMAT = "rows-states-1"  # ... over rows of Python states (the per-
 
 @attrs.frozen
 class Prepared:
-    """What ``RowsSearch.prepare_chunk`` computes of a chunk before the store is asked: its
+    """What ``RowsSearch.prepare_chunk`` computes of a chunk before the level's own states
+    are asked about: its
     counts (successors generated, terminal states, actions fired per code), the step
     properties' first violations (by name: the transition's ``(parent, choice)`` and the
-    explanation), and of each distinct successor fingerprint (in fingerprint order) the
-    successor with the least key: its key, parent, choice, action code and row, the
+    explanation), and of each distinct successor fingerprint not stored in an earlier
+    level (in fingerprint order) the successor with the least key: its key, parent, choice, action code and row, the
     coverage counts, and ``whole``:
     the expansion with every successor's fingerprint (the graph visitor's edges)."""
 
@@ -151,8 +152,10 @@ class RowsSearch(Search):
         chunks = self.queue.chunks(CHUNK_ROWS)
         if self.workers < 2 or self.visitor.active or self._level < MIN_CHUNKS * CHUNK_ROWS:
             return ((chunk, None) for chunk in chunks)
-        if self.pool is None:
-            self.pool = ExpandPool(self._prepare_part, self.workers)
+        # Forked at each level's start: a worker asks the store about the levels before,
+        # which stay unchanged while this one is expanded (checker.search.Store).
+        self.end_run()
+        self.pool = ExpandPool(self._prepare_part, self.workers)
         return ((task[0], prepared) for task, prepared in in_order(self.pool, self._tasks(chunks), self._prepare_part))
 
     def _tasks(self, chunks: Iterator[np.ndarray]) -> Iterator[tuple]:
@@ -174,6 +177,7 @@ class RowsSearch(Search):
         self._depth = depth
         self._level = self.size()
         self._level_first = len(self.seen) - self._level
+        self.seen.begin_level()
 
     def end_run(self) -> None:
         """End the worker processes, if any."""
@@ -185,6 +189,7 @@ class RowsSearch(Search):
         return self.queue.next_len()
 
     def end_level(self) -> None:
+        self.end_run()  # the workers' view of the store ends with the level
         self.seen.end_level()
         self.queue.swap()
 
@@ -200,11 +205,12 @@ class RowsSearch(Search):
     def prepare_chunk(
         self, chunk: np.ndarray, depth: int, rank: int, level: int, skip: frozenset, whole: bool = True
     ) -> Prepared:
-        """The work on a chunk that asks nothing of the store (``checker.workers``): the
+        """The work on a chunk that asks the store only about earlier levels
+        (``checker.workers``): the
         chunk holds the frontier ranks ``rank ...`` of a level of ``level`` states at
         ``depth``; ``skip`` names the properties whose first violation is known;
         ``whole`` keeps every successor's fingerprint and the expansion (the graph
-        visitor's edges), not only one successor per fingerprint."""
+        visitor's edges), not only one successor per new fingerprint."""
         exp = self.level.expand(chunk, depth, rank, level)
         parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
         counted = (exp.generated, exp.terminal, exp.fired)
@@ -220,6 +226,7 @@ class RowsSearch(Search):
             steps = {name: ((int(parents[i]), int(choices[i])), why) for name, (i, why) in bad.items()}
         all_fps = self.fingerprints(succ)
         pick = keys.least_per_fingerprint(key, all_fps)  # in fingerprint order
+        pick = pick[~self.seen.contains_older_sorted(all_fps[pick])]  # the levels before: unchanging
         rows = succ[pick]
         counts = (
             row_counts(self.coverage_names, self.kernel, self.model, chunk, parents, choices, codes, succ)
@@ -256,7 +263,7 @@ class RowsSearch(Search):
         if p.fps is None:
             return
         record_first(level_found, found, "step", p.steps, lambda pc: (first + pc[0], pc[1]))
-        fresh = np.flatnonzero(~self.seen.contains_sorted(p.fps))
+        fresh = np.flatnonzero(~self.seen.contains_level_sorted(p.fps))
         src = fresh[np.argsort(p.keys[fresh])]  # discovery order
         self.seen.add_sorted(p.fps[fresh], first + p.parents[src], p.choices[src])
         keys.add_counts(stats.new, names, np.bincount(p.codes[src], minlength=len(names)))

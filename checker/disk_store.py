@@ -242,7 +242,19 @@ class DiskStore(DiskFiles):
 
     def contains_sorted(self, fps) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
-        hit = runs_contain(self.level_runs + self.pending, fps)
+        return self.contains_older_sorted(fps) | self.contains_level_sorted(fps)
+
+    def begin_level(self) -> None:
+        """Write the closed levels' fingerprints out now: the runs then change only at the
+        next level's first ``add_sorted``."""
+        self._flush()
+
+    def contains_level_sorted(self, fps) -> np.ndarray:
+        return runs_contain(self.level_runs, np.asarray(fps, dtype=np.uint64))
+
+    def contains_older_sorted(self, fps) -> np.ndarray:
+        fps = np.asarray(fps, dtype=np.uint64)
+        hit = runs_contain(self.pending, fps)
         if not len(fps):
             return hit
         cuts = self._cuts(fps)

@@ -82,6 +82,21 @@ class Store(Protocol):
         """Which of the sorted ``fps`` (``uint64``) are stored."""
         ...
 
+    def begin_level(self) -> None:
+        """A level is about to be expanded: from here to its ``end_level`` (or
+        ``rollback``) the states stored before it do not change, in memory or on disk."""
+        ...
+
+    def contains_older_sorted(self, fps: np.ndarray) -> np.ndarray:
+        """Which of the sorted ``fps`` were stored before the level being expanded (since
+        ``begin_level`` they do not change, so a process forked after it may ask too:
+        ``checker.workers``)."""
+        ...
+
+    def contains_level_sorted(self, fps: np.ndarray) -> np.ndarray:
+        """Which of the sorted ``fps`` were stored since the level began."""
+        ...
+
     def add_sorted(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> None:
         """Store new states: ``fps`` sorted, distinct, none stored yet (``contains_sorted``);
         ``parents`` and ``choices`` in the order the states are numbered, which need not

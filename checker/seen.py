@@ -101,6 +101,15 @@ class CompactSeenSet:
         cheaper than the one before)."""
         return runs_contain(self._runs + self._level_runs, fps)
 
+    def begin_level(self) -> None:
+        """The runs of completed levels are replaced only at ``end_level``."""
+
+    def contains_older_sorted(self, fps) -> np.ndarray:
+        return runs_contain(self._runs, fps)
+
+    def contains_level_sorted(self, fps) -> np.ndarray:
+        return runs_contain(self._level_runs, fps)
+
     def end_level(self) -> None:
         """Close the level: its states are kept for good."""
         if len(self._level_runs) > 1:  # one run a level: fewer binary searches later

@@ -1,14 +1,16 @@
 """Worker processes that expand frontier chunks beside the rows search (``--workers N``).
 
-A chunk's work splits in two (``checker.batch.RowsSearch``): ``prepare_chunk`` asks nothing
-of the store (the kernel's successors, their counts, the step properties' first
-violations, the fingerprints, one successor per fingerprint by least key, the coverage
-counts), and ``commit`` asks the store which
-successors are new and stores them (``expand``), in chunk order. ``ExpandPool`` runs the first in
-worker processes forked from the search, one chunk a worker at a time, while the search
-commits the chunks before: the store, the queue and every count stay in the search's
-process, and the chunks are committed in frontier order, so a run with workers stores the
-same states with the same numbers, parents and counterexamples as one without.
+A chunk's work splits in two (``checker.batch.RowsSearch``): ``prepare_chunk`` asks the
+store only about the levels before this one, which do not change while a level is
+expanded (``checker.search.Store.begin_level``): the kernel's successors, their counts,
+the step properties' first violations, the fingerprints, one successor per fingerprint
+by least key, those already stored in an earlier level dropped, the coverage counts. The
+commit (``expand``) asks which of the rest this level stored already, stores the others
+and checks them, in chunk order. ``ExpandPool`` runs the first in worker processes forked
+at the level's start, one chunk a worker at a time, while the search commits the chunks
+before: the store, the queue and every count stay in the search's process, and the
+chunks are committed in frontier order, so a run with workers stores the same states with
+the same numbers, parents and counterexamples as one without.
 
 Each worker holds at most one chunk: the search sends a worker its next chunk only
 after it has received the worker's last answer, so neither side ever waits on the other

@@ -166,6 +166,51 @@ def test_contract_fingerprints_alike_but_in_other_buckets(make):
     assert store.contains_sorted(fps).tolist() == [i % 2 == 0 for i in range(16)]
 
 
+def test_contract_older_levels_stand_still_while_a_level_is_expanded(make):
+    """After ``begin_level`` the states of closed levels answer ``contains_older_sorted``
+    and this level's ``contains_level_sorted``, and the first do not change while the level
+    grows: a process forked at the level's start gets the same answers as the store does
+    after the level has stored many more (the expansion workers rely on it)."""
+    import multiprocessing
+
+    rng = np.random.default_rng(17)
+    store, oracle = make(), Oracle()
+    for level in range(5):
+        store.begin_level()
+        for _ in range(3):
+            block = random_block(rng, oracle.numbers, 300 + 50 * level)
+            parents = rng.integers(-1, max(1, len(oracle.records)), len(block))
+            oracle.add(block.tolist(), parents.tolist(), [1] * len(block))
+            store.add(block, parents, np.ones(len(block)))
+        store.end_level()
+        oracle.end_level()
+    older = np.array(sorted(oracle.numbers), dtype=np.uint64)
+    store.begin_level()
+    ctx = multiprocessing.get_context("fork")
+
+    def child():
+        asks.recv()  # after the parent's level has grown
+        answers_in.send((store.contains_older_sorted(probe).tolist(), store.contains_level_sorted(probe).tolist()))
+
+    answers, answers_in = ctx.Pipe(duplex=False)
+    asks, asks_in = ctx.Pipe(duplex=False)
+    newer = np.sort(rng.integers(0, 1 << 63, 2000, dtype=np.uint64) * np.uint64(2) + np.uint64(1))
+    newer = newer[~np.isin(newer, older)]
+    probe = np.sort(np.concatenate([older[::3], newer[::2]]))
+    proc = ctx.Process(target=child)
+    proc.start()
+    for part in np.array_split(newer, 4):  # the level grows in four blocks (a block may write runs out)
+        assert store.add(part, np.zeros(len(part), dtype=np.int64), np.zeros(len(part))).all()
+    asks_in.send(True)
+    got = answers.recv()
+    proc.join()
+    in_older = np.isin(probe, older)
+    assert store.contains_older_sorted(probe).tolist() == in_older.tolist() == got[0]
+    assert store.contains_level_sorted(probe).tolist() == (~in_older).tolist()
+    assert got[1] == [False] * len(probe)  # the child was forked before the level stored anything
+    assert store.contains_sorted(probe).all()
+
+
 def test_contract_rollback_to_the_level_boundary(make):
     rng = np.random.default_rng(5)
     store, oracle = make(), Oracle()

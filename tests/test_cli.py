@@ -196,6 +196,8 @@ BAD_SPECS = {
     "duplicate-replicas": ('[model]\nreplicas = ["A", "B", "A"]\ntruncation = "high-watermark"\n',
                            "model.replicas"),
     "bad-keep-going": (GOOD_MODEL + '[check]\nkeep_going = "yes"\n', "check.keep_going"),
+    "workers-0": (GOOD_MODEL + "[check]\nworkers = 0\n", "check.workers"),
+    "workers-string": (GOOD_MODEL + '[check]\nworkers = "2"\n', "check.workers"),
     # docs/model.md's "Kafka 2.1 and later"
     "unknown-truncation-lists-four": ('[model]\nreplicas = 2\ntruncation = "leader-epoch-2.2"\n',
                                       "high-watermark, leader-epoch, leader-epoch-kip279, leader-epoch-2.1"),

@@ -18,7 +18,7 @@ import attrs
 import kmc.checker.batch
 import kmc.checker.workers
 import pytest
-from kmc.app.specs import load_spec
+from kmc.app.specs import load_spec, parse_spec
 from kmc.checker.batch import BatchEngine
 from kmc.checker.disk_store import DiskStore
 from kmc.checker.options import Options
@@ -68,7 +68,7 @@ def run(name, workers, options=None, store=None):
 CASES = {
     "hw-data-loss": PINS["hw-data-loss"],  # a violation: the run stops at its level
     "hw-unclean": PINS["hw-unclean"],  # two violations and a step property, kept going
-    "kip279-isr-expansion": PINS["kip279-isr-expansion"],
+    "kip279-unclean": PINS["kip279-unclean"],
     "acks1-data-loss": ACKS_PINS["acks1-data-loss"],
     "ap-c2": AP_PINS["ap-c2"],  # AlterPartition requests in flight
     "fetch-c1-both-bugs": FETCH_PINS["fetch-c1-both-bugs"],  # the fetch path's four violations
@@ -96,11 +96,26 @@ def test_workers_with_the_disk_store(small_chunks, tmp_path):
     assert summary(together) == summary(alone)
 
 
+# Three replicas, any initial leader: 2,556 orbits under symmetry (tests/test_engines.py).
+SYMMETRIC = b"""
+[model]
+replicas = 3
+initial_leader = "any"
+max_messages = 1
+max_crashes = 1
+max_leader_epoch = 1
+truncation = "leader-epoch-kip279"
+"""
+
+
 def test_workers_under_symmetry_and_without_coverage(small_chunks):
+    spec = parse_spec(SYMMETRIC)
+    got = []
     for opts in (Options(keep_going=True, symmetry=True), Options(keep_going=True, coverage=False)):
-        alone, _ = run("kip279-isr-expansion", 1, opts)
-        together, _ = run("kip279-isr-expansion", 2, opts)
-        assert summary(together) == summary(alone)
+        runs = [BatchEngine(spec.model(), spec.properties(), attrs.evolve(opts, workers=w)).run() for w in (1, 2)]
+        assert summary(runs[1]) == summary(runs[0])
+        got.append(runs[1].stats.distinct)
+    assert got == [2556, 14937]
     assert len(small_chunks) > 10
 
 
@@ -189,3 +204,30 @@ def test_small_levels_and_graph_properties_stay_in_one_process(small_chunks, mon
     together = BatchEngine(spec.model(), spec.properties(), Options(workers=2)).run()
     assert not small_chunks
     assert summary(together)[:3] == summary(alone)[:3]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "257", "two", ""])
+def test_a_bad_workers_option_is_one_line(value, capsys):
+    from kmc.app.cli import main
+
+    try:
+        code = main(["check", str(SPECS / "hw-data-loss.toml"), "--workers", value])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--workers" in err[0] and "1 to 256" in err[0], err
+
+
+def test_the_workers_come_from_the_option_the_spec_or_the_machine(tmp_path):
+    from types import SimpleNamespace
+
+    from kmc.app.commands.common import options_from
+    from kmc.checker.workers import default_workers
+
+    path = tmp_path / "w.toml"
+    path.write_bytes(SYMMETRIC + b"[check]\nworkers = 3\n")
+    spec = load_spec(path)
+    assert options_from(spec, SimpleNamespace(workers=5)).workers == 5
+    assert options_from(spec, SimpleNamespace()).workers == 3
+    plain = load_spec(SPECS / "hw-data-loss.toml")
+    assert options_from(plain, SimpleNamespace()).workers == default_workers() == len(os.sched_getaffinity(0))

@@ -223,6 +223,8 @@ def _run(args, out, err) -> int:
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
     doc["store"] = options.store if result.engine == "local" else "spark"
+    if result.engine == "local":  # processes expanding the frontier beside the search's (checker.workers)
+        doc["workers"] = options.workers
     if result.engine == "local" and options.store == "disk":  # the disk store's files (checker.disk_store)
         store = cast(Store, engine.search.seen)
         doc["disk_peak_bytes"] = store.peak_disk_bytes()

@@ -40,6 +40,7 @@ from .trace import path_by_choices
 from .visitor import GraphVisitor
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
+NUMBERS_SLICE = 1 << 20  # stored fingerprints ``RowsSearch.numbers_of`` sorts at a time
 ROWS_FORMAT = "rows-1"  # the snapshot format of this engine
 STATES_ROWS_FORMAT = "rows-states-1"  # ... over rows of Python states (the per-state path on disk)
 
@@ -179,9 +180,27 @@ class RowsSearch(Search):
         return self.seen.merge_reserve()
 
     def numbers_of(self, fps: np.ndarray) -> np.ndarray:
-        numbered = np.concatenate(self.numbered) if self.numbered else np.zeros(0, np.uint64)
-        order = np.argsort(numbered)
-        return order[np.searchsorted(numbered[order], fps)].astype(np.int64)
+        """The stored number of each fingerprint (-1: not stored), in one pass over the
+        fingerprints in number order, a sorted slice at a time looked up among the asked
+        ones: the memory it takes is that of the answer and of a slice, never a sorted
+        copy of every stored fingerprint."""
+        fps = np.asarray(fps, dtype=np.uint64).ravel()
+        if len(fps) < 2 or bool((fps[1:] > fps[:-1]).all()):
+            asked, inverse = fps, None  # sorted and distinct: the usual question
+        else:
+            asked, inverse = np.unique(fps, return_inverse=True)
+        found = np.full(len(asked), -1, dtype=np.int64)
+        if len(asked):
+            first = 0
+            for part in self.numbered:
+                for lo in range(0, len(part), NUMBERS_SLICE):
+                    piece = part[lo : lo + NUMBERS_SLICE]
+                    order = np.argsort(piece)
+                    at = np.minimum(np.searchsorted(asked, piece[order]), len(asked) - 1)
+                    hit = asked[at] == piece[order]
+                    found[at[hit]] = first + lo + order[hit]
+                first += len(part)
+        return found if inverse is None else found[inverse.ravel()]
 
     def _check_new(self, rows: np.ndarray, first: int, level_found: Found, found: Found) -> None:
         """Check the state invariants on new rows numbered from ``first``."""

@@ -447,7 +447,7 @@ class LivenessLog:
         if not ordered:
             by = np.argsort(np.concatenate(sources), kind="stable")
             dst, choice, fair = dst[by], choice[by], fair[by]
-        starts = np.zeros(n + 1, dtype=np.int64)
+        starts = np.zeros(n + 1, dtype=index)
         np.cumsum(counts, out=starts[1:])
         return _Graph(numbers, starts, dst, choice, fair, enabled)
 
@@ -511,7 +511,7 @@ class _Graph:
     def _out(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The edges leaving ``nodes``, grouped by node in the order of ``nodes``: their
         positions, and the position in ``nodes`` of each one's source."""
-        first = self.starts[nodes]
+        first = self.starts[nodes].astype(np.int64)
         counts = self.starts[nodes + 1] - first
         index = self.dst.dtype
         at = np.repeat(np.arange(len(nodes), dtype=index), counts)
@@ -555,34 +555,45 @@ class _Graph:
         region = level >= 0
         stutter = region & ~self.enabled.any(axis=1)
         # The strongly connected components of the region; a fair one holds every
-        # instance enabled in all its states taken on an edge inside it.
-        members = np.flatnonzero(region)
+        # instance enabled in all its states taken on an edge inside it. When the region
+        # is the whole graph (the usual case when nothing is violated), the graph's own
+        # rows are handed over and no edge's ends are gathered again.
+        members = np.flatnonzero(region).astype(self.dst.dtype)
         m = len(members)
-        where = np.full(n, -1, dtype=self.dst.dtype)
-        where[members] = np.arange(m, dtype=self.dst.dtype)
-        edges, at = self._out(members.astype(self.dst.dtype))
-        to = where[self.dst[edges]]
-        inner = to >= 0
-        edges, at, to = edges[inner], at[inner], to[inner]
-        del inner
-        sub = sparse.csr_matrix(
-            (np.ones(len(to), dtype=np.int8), to, np.concatenate(([0], np.cumsum(np.bincount(at, minlength=m))))),
-            shape=(m, m),
-        )
+        whole = m == n
+        if whole:
+            edges = at = None
+            to = self.dst
+            sub = sparse.csr_matrix((np.ones(len(to), dtype=np.int8), to, self.starts), shape=(m, m))
+        else:
+            where = np.full(n, -1, dtype=self.dst.dtype)
+            where[members] = np.arange(m, dtype=self.dst.dtype)
+            edges, at = self._out(members)
+            to = where[self.dst[edges]]
+            del where
+            inner = to >= 0
+            edges, at, to = edges[inner], at[inner], to[inner]
+            del inner
+            sub = sparse.csr_matrix(
+                (np.ones(len(to), dtype=np.int8), to, np.concatenate(([0], np.cumsum(np.bincount(at, minlength=m))))),
+                shape=(m, m),
+            )
         _, label = csgraph.connected_components(sub, directed=True, connection="strong")
         del sub
-        internal = label[at] == label[to]
+        # each edge's source's component
+        at_label = np.repeat(label, np.diff(self.starts)) if at is None else label[at]
+        internal = at_label == label[to]
         labels = int(label.max()) + 1 if m else 0
         nontrivial = np.zeros(labels, dtype=np.bool_)
-        nontrivial[label[at[internal]]] = True
+        nontrivial[at_label[internal]] = True
         words = self.enabled.shape[1]
         everywhere = np.full((labels, words), ~np.uint64(0), dtype=np.uint64)
-        np.bitwise_and.at(everywhere, label, self.enabled[members])
+        np.bitwise_and.at(everywhere, label, self.enabled if whole else self.enabled[members])
         taken = np.zeros_like(everywhere)
-        codes = self.fair[edges]
+        codes = self.fair if edges is None else self.fair[edges]
         hit = internal & (codes >= 0)
         codes = codes[hit].astype(np.int64)
-        np.bitwise_or.at(taken, (label[at[hit]], codes // _WORD), _bit(codes))
+        np.bitwise_or.at(taken, (at_label[hit], codes // _WORD), _bit(codes))
         del hit, codes
         fair = nontrivial & ~(everywhere & ~taken).any(axis=1)
         fair_cycle = np.zeros(n, dtype=np.bool_)
@@ -602,9 +613,13 @@ class _Graph:
         steps = [(a, self._edge_choice(a, b)) for a, b in zip(chain, chain[1:])]
         to_loop = len(steps)
         if not stutter[first_bad]:
-            comp = label[where[first_bad]]
-            inside = np.flatnonzero(internal & (label[at] == comp))
-            steps += self._cycle(first_bad, members[label == comp], members[at[inside]], edges[inside])
+            comp = label[np.searchsorted(members, first_bad)]
+            inside = np.flatnonzero(internal & (at_label == comp))
+            if edges is None:  # positions in the whole graph: the source is the row holding one
+                src = np.searchsorted(self.starts, inside, side="right") - 1
+                steps += self._cycle(first_bad, members[label == comp], members[src], inside)
+            else:
+                steps += self._cycle(first_bad, members[label == comp], members[at[inside]], edges[inside])
         return Lasso(
             obligation=j,
             start=int(self.numbers[chain[0]]),

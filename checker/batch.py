@@ -31,6 +31,7 @@ from .frontier import MemorySaved, new_queue
 from .kernel import require_symmetric, split_properties
 from .kernel_check import KernelCheck, kernel_check
 from .level import LevelStep, decided, record_first
+from .liveness import Column
 from .options import Options
 from .protocol import BatchKernel, Model, Property, batch_path, kernel_fingerprints, with_defaults
 from .result import Path, Stats
@@ -77,7 +78,8 @@ class RowsSearch(Search):
         self._level_first = self._level = 0  # the number of the frontier's first state, its size
         self.seen: Store = CompactSeenSet() if store is None else store
         self.queue: FrontierQueue = new_queue(self.seen)  # the level being expanded, and the next
-        self.numbered: list[np.ndarray] = []  # fingerprints in number order (for the visitor only)
+        # fingerprints in number order (for the visitor only), in a temporary file
+        self.numbered = Column(np.uint64)
 
     def fingerprints(self, rows: np.ndarray) -> np.ndarray:
         return kernel_fingerprints(self.kernel, rows, self.symmetry)
@@ -130,9 +132,7 @@ class RowsSearch(Search):
     def rollback(self) -> None:
         self.seen.rollback()
         self.queue.rollback()
-        if self.numbered:
-            kept = np.concatenate(self.numbered)[: len(self.seen)]
-            self.numbered = [kept]
+        self.numbered.truncate(len(self.seen))
 
     def expand(self, chunk: np.ndarray, first: int, stats: Stats, level_found: Found, found: Found) -> None:
         """Expand one chunk whose first state is number ``first``; store its new
@@ -191,15 +191,11 @@ class RowsSearch(Search):
             asked, inverse = np.unique(fps, return_inverse=True)
         found = np.full(len(asked), -1, dtype=np.int64)
         if len(asked):
-            first = 0
-            for part in self.numbered:
-                for lo in range(0, len(part), NUMBERS_SLICE):
-                    piece = part[lo : lo + NUMBERS_SLICE]
-                    order = np.argsort(piece)
-                    at = np.minimum(np.searchsorted(asked, piece[order]), len(asked) - 1)
-                    hit = asked[at] == piece[order]
-                    found[at[hit]] = first + lo + order[hit]
-                first += len(part)
+            for lo, piece in self.numbered.chunks(NUMBERS_SLICE):
+                order = np.argsort(piece)
+                at = np.minimum(np.searchsorted(asked, piece[order]), len(asked) - 1)
+                hit = asked[at] == piece[order]
+                found[at[hit]] = lo + order[hit]
         return found if inverse is None else found[inverse.ravel()]
 
     def _check_new(self, rows: np.ndarray, first: int, level_found: Found, found: Found) -> None:
@@ -215,8 +211,8 @@ class RowsSearch(Search):
     def snapshot_parts(self) -> dict:
         stored = self.seen.saved()
         parts = {"head": {"format": self.snapshot_format}, **stored, **self.queue.saved(stored)}
-        if self.numbered:
-            parts["numbered"] = self.numbered
+        if len(self.numbered):
+            parts["numbered"] = [self.numbered.read()]
         return parts
 
     def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
@@ -233,7 +229,9 @@ class RowsSearch(Search):
         # is its list of row chunks
         queue: SavedQueue = snapshot["queue"] if "queue" in snapshot else MemorySaved(tuple(snapshot["frontier"]))
         self.queue = new_queue(self.seen).restored(queue, directory)
-        self.numbered = list(snapshot.get("numbered", []))
+        self.numbered = Column(np.uint64)
+        for fps in snapshot.get("numbered", []):  # arrays, or a column in a driver-phase checkpoint
+            self.numbered.append(fps)
 
 
 class BatchEngine(LevelDriver):

@@ -22,7 +22,7 @@ numpy array operations (a breadth-first search one level at a time) and
 ``scipy.sparse.csgraph``'s components, never a Python loop per state.
 
 What is kept, per item, in append-only columns written to unnamed temporary files as they
-fill (``_Column``: the search's memory holds only the last few megabytes of each, and one
+fill (``Column``: the search's memory holds only the last few megabytes of each, and one
 byte per state number, whether some obligation waits there):
 
 - the *waiting* states (where some obligation waits): their number (4 bytes, 8 past 2**32
@@ -69,7 +69,7 @@ def _bit(codes: np.ndarray) -> np.ndarray:
     return np.left_shift(np.uint64(1), (codes % _WORD).astype(np.uint64))
 
 
-class _Column:
+class Column:
     """An append-only array of ``dtype`` items (rows of ``width`` items when ``width`` is
     given) kept in an unnamed temporary file, the last appended ones in memory until they
     fill ``_BUFFER`` bytes; the file is removed when the column is collected."""
@@ -139,6 +139,11 @@ class _Column:
         for lo in range(0, len(self), size):
             yield lo, self.read(lo, lo + size)
 
+    def __iter__(self):
+        """The items, as arrays of at most a chunk each (``numpy.concatenate`` of them
+        is the whole column)."""
+        return (items for _, items in self.chunks())
+
     def truncate(self, count: int) -> None:
         """Keep the first ``count`` items."""
         self._flush()
@@ -207,12 +212,12 @@ class LivenessLog:
         self._words = max(1, -(-self.instances // _WORD))
         self._states = 0
         self._waiting = np.empty(0, dtype=np.bool_)  # per state number: some obligation waits
-        self._number = _Column(np.uint32)  # the waiting states' numbers, increasing
-        self._flags = _Column(np.uint8, 2 * self._bits)  # their opened bits, then waiting bits
-        self._src = _Column(np.uint32)
-        self._dst = _Column(np.uint64)
-        self._choice = _Column(np.uint8)
-        self._fair = _Column(np.int16 if self.instances < 2**15 else np.int32)
+        self._number = Column(np.uint32)  # the waiting states' numbers, increasing
+        self._flags = Column(np.uint8, 2 * self._bits)  # their opened bits, then waiting bits
+        self._src = Column(np.uint32)
+        self._dst = Column(np.uint64)
+        self._choice = Column(np.uint8)
+        self._fair = Column(np.int16 if self.instances < 2**15 else np.int32)
 
     # -- recording ----------------------------------------------------------------------
 

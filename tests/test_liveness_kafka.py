@@ -833,3 +833,30 @@ def test_the_fetch_path_s_liveness_is_the_same_on_both_local_engines(name):
         assert (w.path.init_index, w.path.choices, w.loop, w.obligation) == (
             v.path.init_index, v.path.choices, v.loop, v.obligation), prop
     assert_lassos_are_fair_violations(spec, model, batch)
+
+
+def test_the_rows_search_looks_up_numbers_in_storing_order(monkeypatch):
+    """``RowsSearch.numbers_of`` against the fingerprints the search stored, in the order
+    it numbered them (kept beside the store only for the graph's verdicts), on slices of
+    a few fingerprints so that a fingerprint's slice and its number's offset both count:
+    asked in any order, repeated, or not stored at all (-1)."""
+    from kmc.checker import batch
+    from kmc.checker.batch import BatchEngine
+    from kmc.checker.options import Options
+
+    monkeypatch.setattr(batch, "NUMBERS_SLICE", 7)
+    spec = _spec("live-c1")
+    engine = BatchEngine(KafkaModel(spec.config), spec.properties(), Options(keep_going=True))
+    result = engine.run()
+    search = engine.search
+    numbered = np.concatenate(list(search.numbered))
+    assert len(numbered) == result.stats.distinct == len(np.unique(numbered))
+    assert sorted(numbered.tolist()) == sorted(search.seen.fingerprints().tolist())
+    rng = np.random.default_rng(5)
+    numbers = rng.integers(0, len(numbered), 200)
+    absent = np.setdiff1d(np.arange(1, 50, dtype=np.uint64), numbered)[:3]
+    asked = np.concatenate([numbered[numbers], absent])
+    assert search.numbers_of(asked).tolist() == numbers.tolist() + [-1] * len(absent)
+    ordered = np.unique(numbered[numbers])
+    expect = [int(np.flatnonzero(numbered == fp)[0]) for fp in ordered]
+    assert search.numbers_of(ordered).tolist() == expect

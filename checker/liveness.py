@@ -566,27 +566,33 @@ class _Graph:
         members = np.flatnonzero(region).astype(self.dst.dtype)
         m = len(members)
         whole = m == n
+        region_edges: np.ndarray | None  # the region's edges' positions and sources (None: every edge)
+        region_at: np.ndarray | None
         if whole:
-            edges = at = None
+            region_edges = region_at = None
             to = self.dst
             sub = sparse.csr_matrix((np.ones(len(to), dtype=np.int8), to, self.starts), shape=(m, m))
         else:
             where = np.full(n, -1, dtype=self.dst.dtype)
             where[members] = np.arange(m, dtype=self.dst.dtype)
-            edges, at = self._out(members)
-            to = where[self.dst[edges]]
+            region_edges, region_at = self._out(members)
+            to = where[self.dst[region_edges]]
             del where
             inner = to >= 0
-            edges, at, to = edges[inner], at[inner], to[inner]
+            region_edges, region_at, to = region_edges[inner], region_at[inner], to[inner]
             del inner
             sub = sparse.csr_matrix(
-                (np.ones(len(to), dtype=np.int8), to, np.concatenate(([0], np.cumsum(np.bincount(at, minlength=m))))),
+                (
+                    np.ones(len(to), dtype=np.int8),
+                    to,
+                    np.concatenate(([0], np.cumsum(np.bincount(region_at, minlength=m)))),
+                ),
                 shape=(m, m),
             )
         _, label = csgraph.connected_components(sub, directed=True, connection="strong")
         del sub
         # each edge's source's component
-        at_label = np.repeat(label, np.diff(self.starts)) if at is None else label[at]
+        at_label = np.repeat(label, np.diff(self.starts)) if region_at is None else label[region_at]
         internal = at_label == label[to]
         labels = int(label.max()) + 1 if m else 0
         nontrivial = np.zeros(labels, dtype=np.bool_)
@@ -595,7 +601,7 @@ class _Graph:
         everywhere = np.full((labels, words), ~np.uint64(0), dtype=np.uint64)
         np.bitwise_and.at(everywhere, label, self.enabled if whole else self.enabled[members])
         taken = np.zeros_like(everywhere)
-        codes = self.fair if edges is None else self.fair[edges]
+        codes = self.fair if region_edges is None else self.fair[region_edges]
         hit = internal & (codes >= 0)
         codes = codes[hit].astype(np.int64)
         np.bitwise_or.at(taken, (at_label[hit], codes // _WORD), _bit(codes))
@@ -620,11 +626,15 @@ class _Graph:
         if not stutter[first_bad]:
             comp = label[np.searchsorted(members, first_bad)]
             inside = np.flatnonzero(internal & (at_label == comp))
-            if edges is None:  # positions in the whole graph: the source is the row holding one
+            if (
+                region_edges is None or region_at is None
+            ):  # positions in the whole graph: the source is the row holding one
                 src = np.searchsorted(self.starts, inside, side="right") - 1
                 steps += self._cycle(first_bad, members[label == comp], members[src], inside)
             else:
-                steps += self._cycle(first_bad, members[label == comp], members[at[inside]], edges[inside])
+                steps += self._cycle(
+                    first_bad, members[label == comp], members[region_at[inside]], region_edges[inside]
+                )
         return Lasso(
             obligation=j,
             start=int(self.numbers[chain[0]]),

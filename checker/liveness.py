@@ -487,6 +487,36 @@ class _Finder:
         return at
 
 
+def _components(m: int, starts: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """The strongly connected component of each of ``m`` nodes whose edges go to
+    ``to[starts[a] .. starts[a + 1] - 1]`` (a target may repeat), by
+    ``scipy.sparse.csgraph``. Its search needs rows without repeats, so it is given a copy
+    of the targets with each row's repeats dropped (sorted), made a chunk of edges at a
+    time; it reads no weights, so the weights are one float64 seen through a zero stride
+    rather than an array of the edges' size."""
+    from scipy import sparse
+    from scipy.sparse import csgraph
+
+    index = np.int32 if max(m, len(to)) < 2**31 else np.int64
+    targets = np.empty(len(to), dtype=index)
+    rows = np.zeros(m + 1, dtype=index)
+    k = lo = 0
+    while lo < m:
+        hi = int(np.searchsorted(starts, starts[lo] + _CHUNK, side="right")) - 1
+        hi = min(max(hi, lo + 1), m)  # about a chunk of edges, at least one row
+        a, b = int(starts[lo]), int(starts[hi])
+        row = np.repeat(np.arange(hi - lo, dtype=np.int64), np.diff(starts[lo : hi + 1]))
+        key = np.unique(row * m + to[a:b])
+        del row
+        targets[k : k + len(key)] = key % m
+        rows[lo + 1 : hi + 1] = k + np.cumsum(np.bincount(key // m, minlength=hi - lo))
+        k += len(key)
+        lo = hi
+    weights = np.broadcast_to(np.float64(1), (k,))
+    g = sparse.csr_matrix((weights, targets[:k], rows), shape=(m, m), copy=False)
+    return csgraph.connected_components(g, directed=True, connection="strong")[1]
+
+
 def _or_rows(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> None:
     """``words[rows[i]] |= bits[i]`` for every ``i`` (rows in increasing order in the usual
     case: one reduction per run of a row)."""
@@ -527,9 +557,6 @@ class _Graph:
 
     def violation(self, j: int, opened: np.ndarray, waits: np.ndarray) -> Lasso | None:
         """Obligation ``j``'s lasso, or ``None`` when it holds."""
-        from scipy import sparse
-        from scipy.sparse import csgraph
-
         if not opened.any():
             return None
         n = len(self.numbers)
@@ -543,20 +570,24 @@ class _Graph:
         depth = 0
         level[frontier] = 0
         while len(frontier):
-            edges, at = self._out(frontier)
-            to = self.dst[edges]
-            del edges
-            new = waits[to] & (level[to] < 0)
-            to, at = to[new], at[new]
-            if not len(to):
-                break
-            order = np.lexsort((to, at))
-            to, at = to[order], at[order]
-            first = np.sort(np.unique(to, return_index=True)[1])  # each one's first discovery
             depth += 1
-            pred[to[first]] = frontier[at[first]]
-            frontier = to[first]
-            level[frontier] = depth
+            found = []
+            for lo in range(0, len(frontier), _CHUNK):  # a part of the level at a time, in its order
+                part = frontier[lo : lo + _CHUNK]
+                edges, at = self._out(part)
+                to = self.dst[edges]
+                del edges
+                new = waits[to] & (level[to] < 0)  # (a state found by an earlier part is not new)
+                to, at = to[new], at[new]
+                if not len(to):
+                    continue
+                order = np.lexsort((to, at))
+                to, at = to[order], at[order]
+                first = np.sort(np.unique(to, return_index=True)[1])  # each one's first discovery
+                pred[to[first]] = part[at[first]]
+                level[to[first]] = depth
+                found.append(to[first])
+            frontier = np.concatenate(found) if found else frontier[:0]
         region = level >= 0
         stutter = region & ~self.enabled.any(axis=1)
         # The strongly connected components of the region; a fair one holds every
@@ -571,7 +602,7 @@ class _Graph:
         if whole:
             region_edges = region_at = None
             to = self.dst
-            sub = sparse.csr_matrix((np.ones(len(to), dtype=np.int8), to, self.starts), shape=(m, m))
+            label = _components(m, self.starts, to)
         else:
             where = np.full(n, -1, dtype=self.dst.dtype)
             where[members] = np.arange(m, dtype=self.dst.dtype)
@@ -581,16 +612,7 @@ class _Graph:
             inner = to >= 0
             region_edges, region_at, to = region_edges[inner], region_at[inner], to[inner]
             del inner
-            sub = sparse.csr_matrix(
-                (
-                    np.ones(len(to), dtype=np.int8),
-                    to,
-                    np.concatenate(([0], np.cumsum(np.bincount(region_at, minlength=m)))),
-                ),
-                shape=(m, m),
-            )
-        _, label = csgraph.connected_components(sub, directed=True, connection="strong")
-        del sub
+            label = _components(m, np.concatenate(([0], np.cumsum(np.bincount(region_at, minlength=m)))), to)
         # each edge's source's component
         at_label = np.repeat(label, np.diff(self.starts)) if region_at is None else label[region_at]
         internal = at_label == label[to]

@@ -623,12 +623,17 @@ class _Graph:
         everywhere = np.full((labels, words), ~np.uint64(0), dtype=np.uint64)
         np.bitwise_and.at(everywhere, label, self.enabled if whole else self.enabled[members])
         taken = np.zeros_like(everywhere)
-        codes = self.fair if region_edges is None else self.fair[region_edges]
-        hit = internal & (codes >= 0)
-        codes = codes[hit].astype(np.int64)
-        np.bitwise_or.at(taken, (at_label[hit], codes // _WORD), _bit(codes))
-        del hit, codes
-        fair = nontrivial & ~(everywhere & ~taken).any(axis=1)
+        fair_codes = self.fair if region_edges is None else self.fair[region_edges]
+        for lo in range(0, len(fair_codes), _CHUNK):  # the instances taken inside, a chunk at a time
+            codes = fair_codes[lo : lo + _CHUNK]
+            hit = internal[lo : lo + _CHUNK] & (codes >= 0)
+            codes = codes[hit].astype(np.int64)
+            np.bitwise_or.at(taken, (at_label[lo : lo + _CHUNK][hit], codes // _WORD), _bit(codes))
+        del fair_codes
+        np.invert(taken, out=taken)  # in place: the instances enabled throughout and never taken
+        np.bitwise_and(taken, everywhere, out=taken)
+        del everywhere
+        fair = nontrivial & ~taken.any(axis=1)
         fair_cycle = np.zeros(n, dtype=np.bool_)
         fair_cycle[members] = fair[label]
         bad = np.flatnonzero(stutter | fair_cycle)

@@ -33,6 +33,7 @@ from .frontier import MemorySaved, new_queue
 from .kernel import require_symmetric, split_properties
 from .kernel_check import KernelCheck, kernel_check
 from .level import Expansion, LevelStep, decided, record_first
+from .liveness import Column
 from .options import Options
 from .protocol import BatchKernel, Model, Property, batch_path, coverage_names, kernel_fingerprints, with_defaults
 from .result import Path, Stats
@@ -43,6 +44,7 @@ from .visitor import GraphVisitor
 from .workers import MIN_CHUNKS, ExpandPool, in_order
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
+NUMBERS_SLICE = 1 << 20  # stored fingerprints ``RowsSearch.numbers_of`` sorts at a time
 ROWS_FORMAT = "rows-1"  # the snapshot format of this engine
 STATES_ROWS_FORMAT = "rows-states-1"  # ... over rows of Python states (the per-state path on disk)
 
@@ -104,7 +106,8 @@ class RowsSearch(Search):
         self._level_first = self._level = 0  # the number of the frontier's first state, its size
         self.seen: Store = CompactSeenSet() if store is None else store
         self.queue: FrontierQueue = new_queue(self.seen)  # the level being expanded, and the next
-        self.numbered: list[np.ndarray] = []  # fingerprints in number order (for the visitor only)
+        # fingerprints in number order (for the visitor only), in a temporary file
+        self.numbered = Column(np.uint64)
         # The coverage counts of each chunk are computed with its successors when counted.
         self.counting = counting
         self.coverage_names = coverage_names(model)
@@ -198,9 +201,7 @@ class RowsSearch(Search):
             self.pool.drain()
         self.seen.rollback()
         self.queue.rollback()
-        if self.numbered:
-            kept = np.concatenate(self.numbered)[: len(self.seen)]
-            self.numbered = [kept]
+        self.numbered.truncate(len(self.seen))
 
     def prepare_chunk(
         self, chunk: np.ndarray, depth: int, rank: int, level: int, skip: frozenset, whole: bool = True
@@ -291,9 +292,23 @@ class RowsSearch(Search):
         return self.seen.merge_reserve()
 
     def numbers_of(self, fps: np.ndarray) -> np.ndarray:
-        numbered = np.concatenate(self.numbered) if self.numbered else np.zeros(0, np.uint64)
-        order = np.argsort(numbered)
-        return order[np.searchsorted(numbered[order], fps)].astype(np.int64)
+        """The stored number of each fingerprint (-1: not stored), in one pass over the
+        fingerprints in number order, a sorted slice at a time looked up among the asked
+        ones: the memory it takes is that of the answer and of a slice, never a sorted
+        copy of every stored fingerprint."""
+        fps = np.asarray(fps, dtype=np.uint64).ravel()
+        if len(fps) < 2 or bool((fps[1:] > fps[:-1]).all()):
+            asked, inverse = fps, None  # sorted and distinct: the usual question
+        else:
+            asked, inverse = np.unique(fps, return_inverse=True)
+        found = np.full(len(asked), -1, dtype=np.int64)
+        if len(asked):
+            for lo, piece in self.numbered.chunks(NUMBERS_SLICE):
+                order = np.argsort(piece)
+                at = np.minimum(np.searchsorted(asked, piece[order]), len(asked) - 1)
+                hit = asked[at] == piece[order]
+                found[at[hit]] = lo + order[hit]
+        return found if inverse is None else found[inverse.ravel()]
 
     def _check_new(self, rows: np.ndarray, first: int, level_found: Found, found: Found) -> None:
         """Check the state invariants on new rows numbered from ``first``."""
@@ -308,8 +323,8 @@ class RowsSearch(Search):
     def snapshot_parts(self) -> dict:
         stored = self.seen.saved()
         parts = {"head": {"format": self.snapshot_format}, **stored, **self.queue.saved(stored)}
-        if self.numbered:
-            parts["numbered"] = self.numbered
+        if len(self.numbered):
+            parts["numbered"] = [self.numbered.read()]
         return parts
 
     def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
@@ -326,7 +341,9 @@ class RowsSearch(Search):
         # is its list of row chunks
         queue: SavedQueue = snapshot["queue"] if "queue" in snapshot else MemorySaved(tuple(snapshot["frontier"]))
         self.queue = new_queue(self.seen).restored(queue, directory)
-        self.numbered = list(snapshot.get("numbered", []))
+        self.numbered = Column(np.uint64)
+        for fps in snapshot.get("numbered", []):  # arrays, or a column in a driver-phase checkpoint
+            self.numbered.append(fps)
 
 
 class BatchEngine(LevelDriver):

@@ -22,7 +22,7 @@ numpy array operations (a breadth-first search one level at a time) and
 ``scipy.sparse.csgraph``'s components, never a Python loop per state.
 
 What is kept, per item, in append-only columns written to unnamed temporary files as they
-fill (``_Column``: the search's memory holds only the last few megabytes of each, and one
+fill (``Column``: the search's memory holds only the last few megabytes of each, and one
 byte per state number, whether some obligation waits there):
 
 - the *waiting* states (where some obligation waits): their number (4 bytes, 8 past 2**32
@@ -69,7 +69,7 @@ def _bit(codes: np.ndarray) -> np.ndarray:
     return np.left_shift(np.uint64(1), (codes % _WORD).astype(np.uint64))
 
 
-class _Column:
+class Column:
     """An append-only array of ``dtype`` items (rows of ``width`` items when ``width`` is
     given) kept in an unnamed temporary file, the last appended ones in memory until they
     fill ``_BUFFER`` bytes; the file is removed when the column is collected."""
@@ -139,6 +139,11 @@ class _Column:
         for lo in range(0, len(self), size):
             yield lo, self.read(lo, lo + size)
 
+    def __iter__(self):
+        """The items, as arrays of at most a chunk each (``numpy.concatenate`` of them
+        is the whole column)."""
+        return (items for _, items in self.chunks())
+
     def truncate(self, count: int) -> None:
         """Keep the first ``count`` items."""
         self._flush()
@@ -207,12 +212,12 @@ class LivenessLog:
         self._words = max(1, -(-self.instances // _WORD))
         self._states = 0
         self._waiting = np.empty(0, dtype=np.bool_)  # per state number: some obligation waits
-        self._number = _Column(np.uint32)  # the waiting states' numbers, increasing
-        self._flags = _Column(np.uint8, 2 * self._bits)  # their opened bits, then waiting bits
-        self._src = _Column(np.uint32)
-        self._dst = _Column(np.uint64)
-        self._choice = _Column(np.uint8)
-        self._fair = _Column(np.int16 if self.instances < 2**15 else np.int32)
+        self._number = Column(np.uint32)  # the waiting states' numbers, increasing
+        self._flags = Column(np.uint8, 2 * self._bits)  # their opened bits, then waiting bits
+        self._src = Column(np.uint32)
+        self._dst = Column(np.uint64)
+        self._choice = Column(np.uint8)
+        self._fair = Column(np.int16 if self.instances < 2**15 else np.int32)
 
     # -- recording ----------------------------------------------------------------------
 
@@ -447,7 +452,7 @@ class LivenessLog:
         if not ordered:
             by = np.argsort(np.concatenate(sources), kind="stable")
             dst, choice, fair = dst[by], choice[by], fair[by]
-        starts = np.zeros(n + 1, dtype=np.int64)
+        starts = np.zeros(n + 1, dtype=index)
         np.cumsum(counts, out=starts[1:])
         return _Graph(numbers, starts, dst, choice, fair, enabled)
 
@@ -482,6 +487,36 @@ class _Finder:
         return at
 
 
+def _components(m: int, starts: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """The strongly connected component of each of ``m`` nodes whose edges go to
+    ``to[starts[a] .. starts[a + 1] - 1]`` (a target may repeat), by
+    ``scipy.sparse.csgraph``. Its search needs rows without repeats, so it is given a copy
+    of the targets with each row's repeats dropped (sorted), made a chunk of edges at a
+    time; it reads no weights, so the weights are one float64 seen through a zero stride
+    rather than an array of the edges' size."""
+    from scipy import sparse
+    from scipy.sparse import csgraph
+
+    index = np.int32 if max(m, len(to)) < 2**31 else np.int64
+    targets = np.empty(len(to), dtype=index)
+    rows = np.zeros(m + 1, dtype=index)
+    k = lo = 0
+    while lo < m:
+        hi = int(np.searchsorted(starts, starts[lo] + _CHUNK, side="right")) - 1
+        hi = min(max(hi, lo + 1), m)  # about a chunk of edges, at least one row
+        a, b = int(starts[lo]), int(starts[hi])
+        row = np.repeat(np.arange(hi - lo, dtype=np.int64), np.diff(starts[lo : hi + 1]))
+        key = np.unique(row * m + to[a:b])
+        del row
+        targets[k : k + len(key)] = key % m
+        rows[lo + 1 : hi + 1] = k + np.cumsum(np.bincount(key // m, minlength=hi - lo))
+        k += len(key)
+        lo = hi
+    weights = np.broadcast_to(np.float64(1), (k,))
+    g = sparse.csr_matrix((weights, targets[:k], rows), shape=(m, m), copy=False)
+    return csgraph.connected_components(g, directed=True, connection="strong")[1]
+
+
 def _or_rows(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> None:
     """``words[rows[i]] |= bits[i]`` for every ``i`` (rows in increasing order in the usual
     case: one reduction per run of a row)."""
@@ -511,7 +546,7 @@ class _Graph:
     def _out(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The edges leaving ``nodes``, grouped by node in the order of ``nodes``: their
         positions, and the position in ``nodes`` of each one's source."""
-        first = self.starts[nodes]
+        first = self.starts[nodes].astype(np.int64)
         counts = self.starts[nodes + 1] - first
         index = self.dst.dtype
         at = np.repeat(np.arange(len(nodes), dtype=index), counts)
@@ -522,9 +557,6 @@ class _Graph:
 
     def violation(self, j: int, opened: np.ndarray, waits: np.ndarray) -> Lasso | None:
         """Obligation ``j``'s lasso, or ``None`` when it holds."""
-        from scipy import sparse
-        from scipy.sparse import csgraph
-
         if not opened.any():
             return None
         n = len(self.numbers)
@@ -538,53 +570,70 @@ class _Graph:
         depth = 0
         level[frontier] = 0
         while len(frontier):
-            edges, at = self._out(frontier)
-            to = self.dst[edges]
-            del edges
-            new = waits[to] & (level[to] < 0)
-            to, at = to[new], at[new]
-            if not len(to):
-                break
-            order = np.lexsort((to, at))
-            to, at = to[order], at[order]
-            first = np.sort(np.unique(to, return_index=True)[1])  # each one's first discovery
             depth += 1
-            pred[to[first]] = frontier[at[first]]
-            frontier = to[first]
-            level[frontier] = depth
+            found = []
+            for lo in range(0, len(frontier), _CHUNK):  # a part of the level at a time, in its order
+                part = frontier[lo : lo + _CHUNK]
+                edges, at = self._out(part)
+                to = self.dst[edges]
+                del edges
+                new = waits[to] & (level[to] < 0)  # (a state found by an earlier part is not new)
+                to, at = to[new], at[new]
+                if not len(to):
+                    continue
+                order = np.lexsort((to, at))
+                to, at = to[order], at[order]
+                first = np.sort(np.unique(to, return_index=True)[1])  # each one's first discovery
+                pred[to[first]] = part[at[first]]
+                level[to[first]] = depth
+                found.append(to[first])
+            frontier = np.concatenate(found) if found else frontier[:0]
         region = level >= 0
         stutter = region & ~self.enabled.any(axis=1)
         # The strongly connected components of the region; a fair one holds every
-        # instance enabled in all its states taken on an edge inside it.
-        members = np.flatnonzero(region)
+        # instance enabled in all its states taken on an edge inside it. When the region
+        # is the whole graph (the usual case when nothing is violated), the graph's own
+        # rows are handed over and no edge's ends are gathered again.
+        members = np.flatnonzero(region).astype(self.dst.dtype)
         m = len(members)
-        where = np.full(n, -1, dtype=self.dst.dtype)
-        where[members] = np.arange(m, dtype=self.dst.dtype)
-        edges, at = self._out(members.astype(self.dst.dtype))
-        to = where[self.dst[edges]]
-        inner = to >= 0
-        edges, at, to = edges[inner], at[inner], to[inner]
-        del inner
-        sub = sparse.csr_matrix(
-            (np.ones(len(to), dtype=np.int8), to, np.concatenate(([0], np.cumsum(np.bincount(at, minlength=m))))),
-            shape=(m, m),
-        )
-        _, label = csgraph.connected_components(sub, directed=True, connection="strong")
-        del sub
-        internal = label[at] == label[to]
+        whole = m == n
+        region_edges: np.ndarray | None  # the region's edges' positions and sources (None: every edge)
+        region_at: np.ndarray | None
+        if whole:
+            region_edges = region_at = None
+            to = self.dst
+            label = _components(m, self.starts, to)
+        else:
+            where = np.full(n, -1, dtype=self.dst.dtype)
+            where[members] = np.arange(m, dtype=self.dst.dtype)
+            region_edges, region_at = self._out(members)
+            to = where[self.dst[region_edges]]
+            del where
+            inner = to >= 0
+            region_edges, region_at, to = region_edges[inner], region_at[inner], to[inner]
+            del inner
+            label = _components(m, np.concatenate(([0], np.cumsum(np.bincount(region_at, minlength=m)))), to)
+        # each edge's source's component
+        at_label = np.repeat(label, np.diff(self.starts)) if region_at is None else label[region_at]
+        internal = at_label == label[to]
         labels = int(label.max()) + 1 if m else 0
         nontrivial = np.zeros(labels, dtype=np.bool_)
-        nontrivial[label[at[internal]]] = True
+        nontrivial[at_label[internal]] = True
         words = self.enabled.shape[1]
         everywhere = np.full((labels, words), ~np.uint64(0), dtype=np.uint64)
-        np.bitwise_and.at(everywhere, label, self.enabled[members])
+        np.bitwise_and.at(everywhere, label, self.enabled if whole else self.enabled[members])
         taken = np.zeros_like(everywhere)
-        codes = self.fair[edges]
-        hit = internal & (codes >= 0)
-        codes = codes[hit].astype(np.int64)
-        np.bitwise_or.at(taken, (label[at[hit]], codes // _WORD), _bit(codes))
-        del hit, codes
-        fair = nontrivial & ~(everywhere & ~taken).any(axis=1)
+        fair_codes = self.fair if region_edges is None else self.fair[region_edges]
+        for lo in range(0, len(fair_codes), _CHUNK):  # the instances taken inside, a chunk at a time
+            codes = fair_codes[lo : lo + _CHUNK]
+            hit = internal[lo : lo + _CHUNK] & (codes >= 0)
+            codes = codes[hit].astype(np.int64)
+            np.bitwise_or.at(taken, (at_label[lo : lo + _CHUNK][hit], codes // _WORD), _bit(codes))
+        del fair_codes
+        np.invert(taken, out=taken)  # in place: the instances enabled throughout and never taken
+        np.bitwise_and(taken, everywhere, out=taken)
+        del everywhere
+        fair = nontrivial & ~taken.any(axis=1)
         fair_cycle = np.zeros(n, dtype=np.bool_)
         fair_cycle[members] = fair[label]
         bad = np.flatnonzero(stutter | fair_cycle)
@@ -602,9 +651,17 @@ class _Graph:
         steps = [(a, self._edge_choice(a, b)) for a, b in zip(chain, chain[1:])]
         to_loop = len(steps)
         if not stutter[first_bad]:
-            comp = label[where[first_bad]]
-            inside = np.flatnonzero(internal & (label[at] == comp))
-            steps += self._cycle(first_bad, members[label == comp], members[at[inside]], edges[inside])
+            comp = label[np.searchsorted(members, first_bad)]
+            inside = np.flatnonzero(internal & (at_label == comp))
+            if (
+                region_edges is None or region_at is None
+            ):  # positions in the whole graph: the source is the row holding one
+                src = np.searchsorted(self.starts, inside, side="right") - 1
+                steps += self._cycle(first_bad, members[label == comp], members[src], inside)
+            else:
+                steps += self._cycle(
+                    first_bad, members[label == comp], members[region_at[inside]], region_edges[inside]
+                )
         return Lasso(
             obligation=j,
             start=int(self.numbers[chain[0]]),

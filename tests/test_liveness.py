@@ -145,6 +145,21 @@ def test_in_chunks_after_a_rollback_and_through_a_pickle():
     assert lasso_of(again) == whole and again.nbytes() <= log.nbytes()
 
 
+@pytest.mark.parametrize("chunk", [None, 1])
+def test_the_prefix_comes_from_the_opened_state_that_found_it(monkeypatch, chunk):
+    # 0, 1 opened; 0 -> 2 -> 4 -> 7 (not waiting) and 1 -> 3 -> {4, 5}; 5 <-> 6 (fair). Worked
+    # by hand: the levels are {0, 1}, {2, 3}, {4, 5}, {6}; 5 is the nearest violating state,
+    # found from 3 (its choice 1), which was found from 1. With one state a part, each
+    # level's states are looked at one by one and must give the same prefix.
+    from kmc.checker import liveness
+
+    if chunk is not None:
+        monkeypatch.setattr(liveness, "_CHUNK", chunk)
+    edges = [(0, 2, 0), (1, 3, 0), (2, 4, 0), (3, 4, 0), (3, 5, 0), (4, 7, 0), (5, 6, 0), (6, 5, 0)]
+    log = build("wwwwwww.", edges, 1, opened="oo......")
+    assert lasso_of(log) == (1, ((1, 0), (3, 1), (5, 0), (6, 0)), 2, 5)
+
+
 def test_bad_input_is_refused():
     log = LivenessLog(1, 1)
     with pytest.raises(ValueError, match="expected state 0"):

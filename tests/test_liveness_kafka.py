@@ -833,3 +833,48 @@ def test_the_fetch_path_s_liveness_is_the_same_on_both_local_engines(name):
         assert (w.path.init_index, w.path.choices, w.loop, w.obligation) == (
             v.path.init_index, v.path.choices, v.loop, v.obligation), prop
     assert_lassos_are_fair_violations(spec, model, batch)
+
+
+def test_the_rows_search_looks_up_numbers_in_storing_order(monkeypatch):
+    """``RowsSearch.numbers_of`` against the fingerprints the search stored, in the order
+    it numbered them (kept beside the store only for the graph's verdicts), on slices of
+    a few fingerprints so that a fingerprint's slice and its number's offset both count:
+    asked in any order, repeated, or not stored at all (-1)."""
+    from kmc.checker import batch
+    from kmc.checker.batch import BatchEngine
+    from kmc.checker.options import Options
+
+    monkeypatch.setattr(batch, "NUMBERS_SLICE", 7)
+    spec = _spec("live-c1")
+    engine = BatchEngine(KafkaModel(spec.config), spec.properties(), Options(keep_going=True))
+    result = engine.run()
+    search = engine.search
+    numbered = np.concatenate(list(search.numbered))
+    assert len(numbered) == result.stats.distinct == len(np.unique(numbered))
+    assert sorted(numbered.tolist()) == sorted(search.seen.fingerprints().tolist())
+    rng = np.random.default_rng(5)
+    numbers = rng.integers(0, len(numbered), 200)
+    absent = np.setdiff1d(np.arange(1, 50, dtype=np.uint64), numbered)[:3]
+    asked = np.concatenate([numbered[numbers], absent])
+    assert search.numbers_of(asked).tolist() == numbers.tolist() + [-1] * len(absent)
+    ordered = np.unique(numbered[numbers])
+    expect = [int(np.flatnonzero(numbered == fp)[0]) for fp in ordered]
+    assert search.numbers_of(ordered).tolist() == expect
+
+
+@pytest.mark.parametrize("name", ["live-c1-hw", "live-c2-elr", "live-c3"])
+def test_the_decision_a_few_states_at_a_time_gives_the_same_lassos(monkeypatch, name):
+    """The breadth-first levels and the components' rows taken a state or an edge at
+    a time (as a large graph's are, a million at a time): the same verdicts and lassos as
+    with every level and row at once, each a fair violation by the oracle's check."""
+    from kmc.checker import liveness
+    from kmc.checker.engines import make_engine
+    from kmc.checker.options import Options
+
+    spec, model, want = _run(name)
+    monkeypatch.setattr(liveness, "_CHUNK", 1)
+    got = make_engine(model, spec.properties(), Options(keep_going=spec.keep_going)).run()
+    assert {p: got.verdict(p) for p in got.checked} == {p: want.verdict(p) for p in want.checked}
+    assert {p: (v.path.init_index, v.path.choices, v.loop, v.obligation) for p, v in got.violations.items()} == {
+        p: (v.path.init_index, v.path.choices, v.loop, v.obligation) for p, v in want.violations.items()}
+    assert_lassos_are_fair_violations(spec, model, got)

@@ -91,7 +91,7 @@ def assert_within_bounds(spec):
     assert c.truncation in TRUNCATION_RULES
     assert all(type(getattr(c, key)) is bool for key in _MODEL_BOOLS)
     attrs_of = {"check.max_depth": "max_depth", "check.max_states": "max_states",
-                "check.max_memory": "max_memory"}
+                "check.max_memory": "max_memory", "check.workers": "workers"}
     for key, (lo, hi) in LIMITS.items():
         value = getattr(spec, attrs_of[key])
         assert value is None or (type(value) is int and lo <= value <= hi), (key, value)

@@ -402,7 +402,9 @@ def test_a_checkpoint_resumes_to_the_same_result(tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("symmetry", [False, True], ids=["plain", "symmetry"])
+@pytest.mark.parametrize("symmetry", [False, pytest.param(True, marks=pytest.mark.skipif(
+    os.environ.get("KMC_SLOW") != "1", reason="symmetry on Spark (the fetch path's rows travel in [plain]; symmetry on "
+    "Spark in test_alter_partition.py): set KMC_SLOW=1"))], ids=["plain", "symmetry"])
 def test_spark_gives_the_batch_engine_s_result_with_the_option(spark_sc, symmetry):
     """Both bugs on Spark from the second level on, two partitions: the rows' new columns travel."""
     from conftest import assert_same_spark_result

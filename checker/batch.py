@@ -32,7 +32,7 @@ from .errors import EngineError
 from .frontier import MemorySaved, new_queue
 from .kernel import require_symmetric, split_properties
 from .kernel_check import KernelCheck, kernel_check
-from .level import Expansion, LevelStep, decided, record_first
+from .level import LevelStep, decided, record_first
 from .liveness import Column
 from .options import Options
 from .protocol import BatchKernel, Model, Property, batch_path, coverage_names, kernel_fingerprints, with_defaults
@@ -56,9 +56,10 @@ class Prepared:
     counts (successors generated, terminal states, actions fired per code), the step
     properties' first violations (by name: the transition's ``(parent, choice)`` and the
     explanation), and of each distinct successor fingerprint not stored in an earlier
-    level (in fingerprint order) the successor with the least key: its key, parent, choice, action code and row, the
-    coverage counts, and ``whole``:
-    the expansion with every successor's fingerprint (the graph visitor's edges)."""
+    level (in fingerprint order) the successor with the least key: its key, parent, choice,
+    action code and row, the coverage counts, and when some property needs the graph, every
+    edge: ``edges``, the parents, the successors' fingerprints, the choices and the fair
+    instance codes (``None`` when no property needs them)."""
 
     counted: tuple[int, int, np.ndarray]
     steps: dict[str, tuple[tuple[int, int], str]] = attrs.Factory(dict)
@@ -69,7 +70,7 @@ class Prepared:
     codes: Any = None
     rows: Any = None
     counts: Any = None
-    whole: tuple[Expansion, np.ndarray] | None = None
+    edges: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None = None
 
 
 class RowsSearch(Search):
@@ -111,9 +112,8 @@ class RowsSearch(Search):
         # The coverage counts of each chunk are computed with its successors when counted.
         self.counting = counting
         self.coverage_names = coverage_names(model)
-        # Worker processes that prepare chunks (checker.workers): started at the first level
-        # of at least MIN_CHUNKS chunks; none when a property needs the graph (the visitor
-        # keeps every edge, in this process).
+        # Worker processes that prepare chunks (checker.workers): forked at each level of at
+        # least MIN_CHUNKS chunks; the graph visitor's edges come back with the chunks.
         self.workers = workers
         self.pool: ExpandPool | None = None
         self._depth = 0
@@ -153,13 +153,13 @@ class RowsSearch(Search):
         """The level's chunks in order, each with what a worker prepared of it (``None``:
         the search prepares it itself)."""
         chunks = self.queue.chunks(CHUNK_ROWS)
-        if self.workers < 2 or self.visitor.active or self._level < MIN_CHUNKS * CHUNK_ROWS:
+        if self.workers < 2 or self._level < MIN_CHUNKS * CHUNK_ROWS:
             return ((chunk, None) for chunk in chunks)
         # Forked at each level's start: a worker asks the store about the levels before,
         # which stay unchanged while this one is expanded (checker.search.Store).
         self.end_run()
-        self.pool = ExpandPool(self._prepare_part, self.workers)
-        return ((task[0], prepared) for task, prepared in in_order(self.pool, self._tasks(chunks), self._prepare_part))
+        self.pool = ExpandPool(self.prepare_chunk, self.workers)
+        return ((task[0], prepared) for task, prepared in in_order(self.pool, self._tasks(chunks), self.prepare_chunk))
 
     def _tasks(self, chunks: Iterator[np.ndarray]) -> Iterator[tuple]:
         rank = 0
@@ -168,9 +168,6 @@ class RowsSearch(Search):
             # search records the first of each in chunk order, checker.level.record_first).
             yield chunk, self._depth, rank, self._level, frozenset(self._decided)
             rank += len(chunk)
-
-    def _prepare_part(self, chunk, depth: int, rank: int, level: int, skip: frozenset) -> Prepared:
-        return self.prepare_chunk(chunk, depth, rank, level, skip, whole=False)
 
     @staticmethod
     def piece_len(piece) -> int:
@@ -203,15 +200,11 @@ class RowsSearch(Search):
         self.queue.rollback()
         self.numbered.truncate(len(self.seen))
 
-    def prepare_chunk(
-        self, chunk: np.ndarray, depth: int, rank: int, level: int, skip: frozenset, whole: bool = True
-    ) -> Prepared:
+    def prepare_chunk(self, chunk: np.ndarray, depth: int, rank: int, level: int, skip: frozenset) -> Prepared:
         """The work on a chunk that asks the store only about earlier levels
         (``checker.workers``): the
         chunk holds the frontier ranks ``rank ...`` of a level of ``level`` states at
-        ``depth``; ``skip`` names the properties whose first violation is known;
-        ``whole`` keeps every successor's fingerprint and the expansion (the graph
-        visitor's edges), not only one successor per new fingerprint."""
+        ``depth``; ``skip`` names the properties whose first violation is known."""
         exp = self.level.expand(chunk, depth, rank, level)
         parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
         counted = (exp.generated, exp.terminal, exp.fired)
@@ -234,6 +227,11 @@ class RowsSearch(Search):
             if self.counting
             else None
         )
+        edges = None
+        visitor = self.visitor
+        if visitor.active:  # every edge, with its fair instance (the graph visitor's)
+            fair = self.level.fair_codes(chunk, exp, visitor.fair_code) if visitor.fairness else None
+            edges = (parents, all_fps, choices, fair)
         return Prepared(
             counted,
             steps,
@@ -244,7 +242,7 @@ class RowsSearch(Search):
             codes=codes[pick],
             rows=rows,
             counts=counts,
-            whole=(exp, all_fps) if whole else None,
+            edges=edges,
         )
 
     def expand(self, piece: Any, first: int, stats: Stats, level_found: Found, found: Found) -> None:
@@ -275,12 +273,10 @@ class RowsSearch(Search):
         self._check_new(rows, len(self.seen) - len(rows), level_found, found)
         self.queue.append(rows)
         visitor = self.visitor
-        if visitor.active:
-            assert p.whole is not None  # the workers run only when no property needs the graph
-            exp, all_fps = p.whole
+        if visitor.active and p.edges is not None:
+            parents, all_fps, choices, fair = p.edges
             self._log_states(len(self.seen) - len(rows), rows, p.fps[src])
-            fair = self.level.fair_codes(chunk, exp, visitor.fair_code) if visitor.fairness else None
-            visitor.add_edges(first + exp.parents, all_fps, exp.choices, fair)
+            visitor.add_edges(first + parents, all_fps, choices, fair)
 
     def _log_states(self, first: int, rows: np.ndarray, fps: np.ndarray) -> None:
         if not self.visitor.active:

@@ -22,7 +22,7 @@ from kmc.app.specs import load_spec, parse_spec
 from kmc.checker.batch import BatchEngine
 from kmc.checker.disk_store import DiskStore
 from kmc.checker.options import Options
-from pins import ACKS_PINS, AP_PINS, FETCH_PINS, PINS
+from pins import ACKS_PINS, AP_PINS, AVAIL_PINS, FETCH_PINS, LIVE_PINS, PINS
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 ROWS = 32  # states a chunk: every level of more than 3 chunks goes to the workers
@@ -178,38 +178,62 @@ def test_a_worker_that_ends_stops_the_run_at_its_level_boundary(small_chunks, mo
     memory ceiling, and resumes to the counts of a run never stopped."""
     want, _ = run("hw-unclean", 1)
     main = os.getpid()
-    prepare = kmc.checker.batch.RowsSearch._prepare_part
+    prepare = kmc.checker.batch.RowsSearch.prepare_chunk
 
     def dies_at_depth_14(self, chunk, depth, rank, level, skip):
         if os.getpid() != main and depth == 14:
             os._exit(9)
         return prepare(self, chunk, depth, rank, level, skip)
 
-    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "_prepare_part", dies_at_depth_14)
+    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "prepare_chunk", dies_at_depth_14)
     spec = load_spec(SPECS / "hw-unclean.toml")
     engine = BatchEngine(spec.model(), spec.properties(), Options(keep_going=True, workers=2))
     stopped = engine.run()
     assert (stopped.stopped, stopped.stats.depth) == ("out-of-memory", 14)
     assert "expansion worker" in engine.stop_detail and "--workers" in engine.stop_detail
     snap = engine.snapshot()
-    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "_prepare_part", prepare)
+    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "prepare_chunk", prepare)
     resumed = BatchEngine(spec.model(), spec.properties(), Options(keep_going=True, workers=2))
     resumed.restore(snap)
     assert summary(resumed.run())[:3] == summary(want)[:3]
 
 
-def test_small_levels_and_graph_properties_stay_in_one_process(small_chunks, monkeypatch):
-    """Levels of fewer than three chunks, and runs whose properties need the graph (the
-    visitor keeps every edge in the search's process), never start the workers."""
+def test_small_levels_stay_in_one_process(small_chunks, monkeypatch):
+    """Levels of fewer than three chunks never start the workers."""
     monkeypatch.setattr(kmc.checker.batch, "CHUNK_ROWS", 1 << 15)
     run("hw-unclean", 2)
     assert not small_chunks
-    monkeypatch.setattr(kmc.checker.batch, "CHUNK_ROWS", ROWS)
-    spec = load_spec(SPECS / "live-c1.toml")
-    alone = BatchEngine(spec.model(), spec.properties(), Options(workers=1)).run()
-    together = BatchEngine(spec.model(), spec.properties(), Options(workers=2)).run()
+
+
+def graph_summary(result):
+    """What the graph's properties answer: verdicts, lassos (the path, where the cycle starts,
+    the obligation) and trap counts."""
+    return {
+        name: (result.verdict(name), v.path.choices, v.loop, v.obligation, v.traps, v.explanation)
+        for name, v in result.violations.items()
+    } | {name: result.verdict(name) for name in result.checked if name not in result.violations}
+
+
+@pytest.mark.parametrize("name", ["live-c2-elr", "avail-c2-elr"])
+def test_workers_send_the_graph_s_edges_back(name, small_chunks):
+    """A liveness property (both violated, live-c2-elr: lassos under fairness) and an
+    always-possibly one (avail-c2-elr: 1,296 trap states, a trace of 4): the workers send
+    every edge of their chunks, with its fair instance, back to the graph visitor, and the
+    verdicts, lassos and trap counts are those of one process and of the pinned table."""
+    alone, _ = run(name, 1)
     assert not small_chunks
-    assert summary(together)[:3] == summary(alone)[:3]
+    together, _ = run(name, 2)
+    assert len(small_chunks) > 10
+    assert summary(together) == summary(alone)
+    assert graph_summary(together) == graph_summary(alone)
+    if name == "avail-c2-elr":
+        pin = AVAIL_PINS[name]
+        pr = together.violations["PartitionRecoverable"]
+        assert (together.stats.distinct, pr.traps, len(pr.path.states)) == (pin.distinct, 1296, 4)
+    else:
+        pin = LIVE_PINS[name]
+        assert together.stats.distinct == pin.distinct
+        assert {p: together.verdict(p) for p in pin.verdicts} == pin.verdicts
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "257", "two", ""])

@@ -151,7 +151,7 @@ def add_engine_arguments(parser) -> None:
         metavar="N",
         help="local engine: processes that expand the frontier on the batch path, beside the one that stores "
         "the states (same states, same numbers, same counterexamples for every N; used on levels of about a "
-        "hundred thousand states or more, not with a liveness or always-possibly property); default: the "
+        "hundred thousand states or more); default: the "
         "spec's [check] workers, else the CPUs this process may use",
     )
     g.add_argument(

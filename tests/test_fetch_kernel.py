@@ -187,7 +187,9 @@ def test_the_kernel_equals_the_model_on_larger_configurations(config, bugs):
 
 
 @pytest.mark.parametrize("key", [("C1", b) for b in BUGS] + [("C2", b) for b in BUGS]
-                         + [pytest.param(("C4", "both"), marks=pytest.mark.slow)],
+                         + [pytest.param(("C4", "both"), marks=[pytest.mark.slow, pytest.mark.skipif(
+                             os.environ.get("KMC_SLOW") != "1", reason="C4 with both bugs (C1 and C2 with each "
+                             "bug stay): set KMC_SLOW=1")])],
                          ids=lambda k: f"{k[0]}-{k[1]}")
 def test_the_per_state_path_gives_the_batch_path_s_result(key):
     model, want = batch_run(*key)
@@ -419,6 +421,9 @@ def test_spark_gives_the_batch_engine_s_result_with_the_option(spark_sc, symmetr
 
 
 @pytest.mark.spark
+@pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason="a Spark checkpoint resumed on other partitions "
+                    "(tests/test_spark_checkpoint.py; the option's rows travel in test_spark_gives_the_batch_engine_s_"
+                    "result_with_the_option[plain]): set KMC_SLOW=1")
 def test_a_spark_checkpoint_with_the_option_resumes_on_other_partitions(spark_sc, tmp_path):
     """A Spark run on the batch path stopped at a level boundary, saved and resumed on other
     partitions: the levels it saved hold the new columns, and the result is the batch engine's."""

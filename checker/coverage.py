@@ -11,8 +11,9 @@ The model describes its kinds and variables with ``Model.coverage_names()`` (a
 ``CoverageNames``; the protocol's default names the top-level fields of a state and no
 kinds). Every engine calls this module once per expanded piece: ``Coverage.add_state``
 (the per-state search: one state, its edges, which successors were new) or
-``Coverage.add_rows`` (the batch search and the Spark tasks: a chunk of rows, the kernel's
-parents and codes, the successors, which were new); ``Coverage.add_initial`` for the
+``row_counts`` with ``Coverage.add_counts`` and ``Coverage.add_new_rows`` (the batch search,
+whose expansion workers count a chunk of rows, and the Spark tasks: the kernel's parents and
+codes, the successors, which were new); ``Coverage.add_initial`` for the
 initial states. The counts are the same on every engine and partition count: they depend
 only on which states are expanded and stored, never on their order.
 """
@@ -73,14 +74,9 @@ class Coverage:
         for name in seen_names:
             enabled[name] = enabled.get(name, 0) + 1
 
-    def add_rows(self, kernel, model, chunk, expanded, new_rows) -> None:
-        """One expanded chunk of rows: ``expanded`` the kernel's ``(parents, choices,
-        codes, succ)`` of ``chunk``, ``new_rows`` the successors that were stored."""
-        self.add_counts(kernel.action_names, *row_counts(self.names, kernel, model, chunk, *expanded))
-        self._add_row_values(kernel, model, new_rows)
-
     def add_new_rows(self, kernel, model, new_rows) -> None:
-        """The values of the successors a chunk stored (its counts: ``add_counts``)."""
+        """The values of the successors an expanded chunk of rows stored (its counts:
+        ``add_counts`` of ``row_counts``)."""
         self._add_row_values(kernel, model, new_rows)
 
     def add_counts(self, names, enabled, kinds) -> None:
@@ -215,9 +211,6 @@ class NoCoverage(Coverage):
         pass
 
     def add_state(self, model, state, edges, new, action_names=None) -> None:
-        pass
-
-    def add_rows(self, kernel, model, chunk, expanded, new_rows) -> None:
         pass
 
     def add_new_rows(self, kernel, model, new_rows) -> None:

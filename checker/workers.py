@@ -112,9 +112,6 @@ class ExpandPool:
         """Whether some worker holds no task."""
         return len(self._busy) < self.workers
 
-    def pending(self) -> int:
-        return len(self._busy)
-
     def send(self, task: tuple) -> None:
         """Give the next worker a task (``idle()`` must be true)."""
         w = self._next

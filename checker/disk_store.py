@@ -16,11 +16,14 @@ directory, ``--store-dir``, or the temporary directory):
   choice), one flat file a level (``pc-SEQ.bin``), written once in number order and read
   back by memory map only to rebuild a path.
 
-Membership is answered from the memory-mapped runs (a binary search a run of the
-queried bucket) and the in-memory runs; the index held in memory is the list of files,
-their lengths and buckets. Pages of the runs read by a lookup are handed back to the
-page cache at once (``MADV_DONTNEED``), so resident memory stays the index and one
-level's fingerprints, whatever the store's size.
+Membership is answered from the memory-mapped runs and the in-memory runs. The index
+held in memory is the list of files, their lengths and buckets, and each run's every
+``STRIDE``-th fingerprint (1/256 of the store: 50 MB for a billion and a half states): a
+lookup finds its block of ``STRIDE`` in that sample, then searches the block in the
+file, so it reads one page of a run instead of one a step of a binary search over the
+whole file. Pages of the runs read by a lookup are handed back to the page cache at once
+(``MADV_DONTNEED``), so resident memory stays the index and one level's fingerprints,
+whatever the store's size.
 
 Files are never changed once written (a merge writes a new file and removes the two it
 replaces), so a checkpoint links them (hard links: no bytes copied) into a level
@@ -52,10 +55,11 @@ import numpy as np
 from .checkpoint import claim_data_dir, read_manifest
 from .driver import ResourceStop
 from .errors import EngineError
-from .seen import runs_contain
+from .seen import block_contains, runs_contain
 from .units import format_size
 
 BUCKET_BITS = 6  # 64 buckets: a merge rewrites at most 1/64 of the fingerprints
+STRIDE = 256  # a run's index holds every STRIDE-th fingerprint (a lookup reads 2 KiB of its file)
 PREFIX = ".kmc-store-"
 MARK = "KMC-DISK-STORE"  # the file that says kmc made a directory (a stale one may be removed)
 RECORD = np.dtype([("parent", "<u4"), ("choice", "u1")])  # 5 bytes, packed
@@ -71,10 +75,13 @@ def write_bytes(path: str, data: np.ndarray, append: bool = False) -> None:
 
 @attrs.define
 class _Run:
-    """A sorted run of fingerprints in a file, mapped on first use."""
+    """A sorted run of fingerprints in a file, mapped on first use, with its index: every
+    ``STRIDE``-th fingerprint, in memory (taken from the run as written, or read once from
+    the file when a checkpoint is reopened)."""
 
     name: str
     length: int
+    index: Any = None
     mm: Any = None
     array: Any = None
 
@@ -83,7 +90,14 @@ class _Run:
             with open(os.path.join(root, self.name), "rb") as f:
                 self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             self.array = np.frombuffer(self.mm, dtype="<u8", count=self.length)
+        if self.index is None:
+            self.index = self.array[::STRIDE].copy()
         return self.array
+
+    def contains(self, root: str, fps: np.ndarray) -> np.ndarray:
+        """Which of the sorted ``fps`` are in the run (``checker.seen.block_contains``)."""
+        run = self.open(root)
+        return block_contains(run, self.index, STRIDE, fps)
 
     def release(self) -> None:
         """Hand the pages read back to the page cache (resident memory stays small)."""
@@ -205,6 +219,7 @@ class DiskStore(DiskFiles):
         self.levels: list[tuple[int, str, int]] = []  # (first number, parents file, count) a level
         self.pending: list[np.ndarray] = []  # fingerprints of closed levels, not written yet
         self.level_runs: list[np.ndarray] = []  # fingerprints of the level being added
+        self.level_index: list[np.ndarray] = []  # each level run's every STRIDE-th fingerprint
         self._len = self._level_start = 0
         self._seq = 1  # the next file's sequence number
         self._written = self._disk = self._peak = 0
@@ -248,9 +263,18 @@ class DiskStore(DiskFiles):
         """Write the closed levels' fingerprints out now: the runs then change only at the
         next level's first ``add_sorted``."""
         self._flush()
+        for bucket in self.buckets:  # the indexes, read here once rather than in each worker
+            for run in bucket:
+                run.open(self.root)
+                run.release()
 
     def contains_level_sorted(self, fps) -> np.ndarray:
-        return runs_contain(self.level_runs, np.asarray(fps, dtype=np.uint64))
+        fps = np.asarray(fps, dtype=np.uint64)
+        hit = np.zeros(len(fps), dtype=bool)
+        if len(fps):
+            for run, index in zip(self.level_runs, self.level_index):
+                hit |= block_contains(run, index, STRIDE, fps)
+        return hit
 
     def contains_older_sorted(self, fps) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
@@ -263,8 +287,8 @@ class DiskStore(DiskFiles):
             if not runs:
                 continue
             lo, hi = int(cuts[b]), int(cuts[b + 1])
-            hit[lo:hi] |= runs_contain([run.open(self.root) for run in runs], fps[lo:hi])
             for run in runs:
+                hit[lo:hi] |= run.contains(self.root, fps[lo:hi])
                 run.release()
         return hit
 
@@ -282,7 +306,8 @@ class DiskStore(DiskFiles):
         self.levels[-1] = (first, name, count + len(fps))
         self._records.pop(name, None)
         self.level_runs.append(np.asarray(fps, dtype=np.uint64))
-        _merge_tail(self.level_runs)
+        _merge_tail(self.level_runs)  # changes only the last run
+        self.level_index[len(self.level_runs) - 1 :] = [self.level_runs[-1][::STRIDE].copy()]
         self._len += len(fps)
 
     def parent_and_choice(self, number: int) -> tuple[int, int]:
@@ -301,11 +326,11 @@ class DiskStore(DiskFiles):
             merged = np.concatenate(self.level_runs)
             merged.sort(kind="stable")
             self.pending.append(merged)
-        self.level_runs = []
+        self.level_runs, self.level_index = [], []
         self._level_start = self._len
 
     def rollback(self) -> None:
-        self.level_runs = []
+        self.level_runs, self.level_index = [], []
         if self.levels and self.levels[-1][0] >= self._level_start:
             _first, name, _count = self.levels.pop()
             self._records.pop(name, None)
@@ -370,7 +395,9 @@ class DiskStore(DiskFiles):
 
     def nbytes(self) -> int:
         held = sum(r.nbytes for r in self.level_runs + self.pending)
-        return held + 64 * (sum(len(b) for b in self.buckets) + len(self.levels))
+        index = sum(run.index.nbytes for bucket in self.buckets for run in bucket if run.index is not None)
+        index += sum(i.nbytes for i in self.level_index)
+        return held + index + 64 * (sum(len(b) for b in self.buckets) + len(self.levels))
 
     def saved(self) -> dict:
         """Link the files into a new level directory of the checkpoint (or of the store's
@@ -426,7 +453,7 @@ class DiskStore(DiskFiles):
         try:
             for b in np.flatnonzero(np.diff(cuts)).tolist():
                 part = merged[int(cuts[b]) : int(cuts[b + 1])]
-                run = _Run(self._name(f"fp-{b:02x}", "u64"), len(part))
+                run = _Run(self._name(f"fp-{b:02x}", "u64"), len(part), part[::STRIDE].copy())
                 made.append((b, run))
                 self._write(run.name, part)
         except BaseException:
@@ -446,7 +473,7 @@ class DiskStore(DiskFiles):
             older, newer = runs[-2], runs[-1]
             merged = np.concatenate((older.open(self.root), newer.open(self.root)))
             merged.sort(kind="stable")
-            run = _Run(self._name(f"fp-{b:02x}", "u64"), len(merged))
+            run = _Run(self._name(f"fp-{b:02x}", "u64"), len(merged), merged[::STRIDE].copy())
             self._write(run.name, merged)  # the old runs stand until the new one is whole
             del merged
             for old in (older, newer):

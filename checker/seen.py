@@ -201,6 +201,25 @@ def runs_contain(runs, fps) -> np.ndarray:
     return hit
 
 
+def block_contains(run, index, stride: int, fps) -> np.ndarray:
+    """Which of the sorted ``fps`` are in the sorted ``run`` (an array, or a memory map of
+    a store's file), whose every ``stride``-th fingerprint is ``index`` (held in memory):
+    each key finds its block in the index, then the block is searched, all keys a step at
+    a time (``stride`` a power of two). A key reads one block of the run, where a binary
+    search of the whole run would read one place a step, each far from the last."""
+    lo = np.searchsorted(index, fps, side="right").astype(np.int64)
+    lo -= 1
+    np.maximum(lo, 0, out=lo)  # a key below the run's first fingerprint is not in it
+    lo *= stride
+    last = len(run) - 1
+    step = stride // 2
+    while step:
+        mid = np.minimum(lo + step, last)
+        lo = np.where(run[mid] <= fps, mid, lo)
+        step //= 2
+    return run[lo] == fps
+
+
 def merges(newer: int, older: int) -> bool:
     """Whether the newest run (``newer`` fingerprints) is merged into the one before it
     (``older``): while it is at least half that size, so that run sizes stay geometric

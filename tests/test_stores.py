@@ -320,6 +320,31 @@ def test_the_disk_store_removes_its_directory_and_stale_ones(tmp_path):
     assert not stale.exists() and foreign.exists()
 
 
+def test_a_disk_run_finds_each_key_through_its_index_like_a_set(tmp_path):
+    """A run of many index blocks (``disk_store.STRIDE`` fingerprints each), asked about
+    its first and last fingerprints, each block's first and last, keys below, above and
+    between them: the answers are those of a Python set."""
+    rng = np.random.default_rng(256)
+    stride = disk_store.STRIDE
+    values = np.unique(rng.integers(1, 1 << 62, 7 * stride + 37, dtype=np.uint64) * np.uint64(2))
+    path = tmp_path / "fp-run.u64"
+    values.tofile(path)
+    run = disk_store._Run(path.name, len(values))
+    present = set(values.tolist())
+    edges = [values[i] for k in range(len(values) // stride + 1) for i in (k * stride - 1, k * stride) if 0 <= i < len(values)]
+    keys = np.concatenate([
+        values, np.array(edges, dtype=np.uint64), values[::7] + np.uint64(1), values[::5] - np.uint64(1),
+        np.array([0, 1, values[0] - 1, values[-1] + 1, (1 << 64) - 1], dtype=np.uint64),
+        rng.integers(0, 1 << 63, 3000, dtype=np.uint64),
+    ])
+    keys = np.sort(keys)
+    got = run.contains(str(tmp_path), keys)
+    assert got.tolist() == [k in present for k in keys.tolist()]
+    assert got.sum() > len(values) and not got.all()
+    assert len(run.index) == -(-len(values) // stride)
+    run.close()
+
+
 # -- every local engine x every store: the same results ----------------------------------------
 
 def summary(result):

@@ -144,16 +144,21 @@ class RowsSearch(Search):
     @property
     def frontier(self) -> list[np.ndarray]:
         """The level being expanded, read whole as row chunks (for small runs and tests)."""
-        return list(self.queue.chunks(CHUNK_ROWS))
+        return list(self.queue.chunks(self.chunk_rows()))
 
     def size(self) -> int:
         return len(self.queue)
 
+    def chunk_rows(self) -> int:
+        """The frontier states expanded together (the store's ``chunk_factor`` chunks)."""
+        return CHUNK_ROWS * self.seen.chunk_factor
+
     def pieces(self) -> Iterator[tuple[np.ndarray, Prepared | None]]:
         """The level's chunks in order, each with what a worker prepared of it (``None``:
         the search prepares it itself)."""
-        chunks = self.queue.chunks(CHUNK_ROWS)
-        if self.workers < 2 or self._level < MIN_CHUNKS * CHUNK_ROWS:
+        rows = self.chunk_rows()
+        chunks = self.queue.chunks(rows)
+        if self.workers < 2 or self._level < MIN_CHUNKS * rows:
             return ((chunk, None) for chunk in chunks)
         # Forked at each level's start: a worker asks the store about the levels before,
         # which stay unchanged while this one is expanded (checker.search.Store).

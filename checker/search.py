@@ -67,6 +67,10 @@ class Store(Protocol):
     """
 
     kind: str  # "memory" or "disk": what ``--store`` calls it
+    # How many times ``checker.batch.CHUNK_ROWS`` the frontier rows a search expands (and
+    # so looks up) together: a disk store's lookup maps pages of its files, at a cost per
+    # lookup that grows with the store and that larger chunks spread over more states.
+    chunk_factor: int
 
     def __len__(self) -> int:
         """How many states are stored (the next state's number)."""

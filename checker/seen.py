@@ -165,6 +165,7 @@ class CompactSeenSet:
     # -- a checkpoint pickles the set itself; it keeps no file ---------------------------
 
     kind = "memory"
+    chunk_factor = 1
 
     def saved(self) -> dict:
         return {"seen": self}

@@ -30,8 +30,9 @@ ROWS = 32  # states a chunk: every level of more than 3 chunks goes to the worke
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    """Small chunks, and a count of the chunks the workers took."""
+    """Small chunks (the disk store's too), and a count of the chunks the workers took."""
     monkeypatch.setattr(kmc.checker.batch, "CHUNK_ROWS", ROWS)
+    monkeypatch.setattr(DiskStore, "chunk_factor", 1)
     sent = []
     send = kmc.checker.workers.ExpandPool.send
 

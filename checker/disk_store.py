@@ -55,7 +55,7 @@ import numpy as np
 from .checkpoint import claim_data_dir, read_manifest
 from .driver import ResourceStop
 from .errors import EngineError
-from .seen import block_contains, runs_contain
+from .seen import block_contains, block_index, runs_contain
 from .units import format_size
 
 BUCKET_BITS = 6  # 64 buckets: a merge rewrites at most 1/64 of the fingerprints
@@ -91,7 +91,7 @@ class _Run:
                 self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             self.array = np.frombuffer(self.mm, dtype="<u8", count=self.length)
         if self.index is None:
-            self.index = self.array[::STRIDE].copy()
+            self.index = block_index(self.array, STRIDE)
         return self.array
 
     def contains(self, root: str, fps: np.ndarray) -> np.ndarray:
@@ -267,10 +267,11 @@ class DiskStore(DiskFiles):
         """Write the closed levels' fingerprints out now: the runs then change only at the
         next level's first ``add_sorted``."""
         self._flush()
-        for bucket in self.buckets:  # the indexes, read here once rather than in each worker
+        for bucket in self.buckets:  # a reopened run's index, read here once rather than in each worker
             for run in bucket:
-                run.open(self.root)
-                run.release()
+                if run.index is None:
+                    run.open(self.root)
+                    run.release()
 
     def contains_level_sorted(self, fps) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
@@ -311,7 +312,7 @@ class DiskStore(DiskFiles):
         self._records.pop(name, None)
         self.level_runs.append(np.asarray(fps, dtype=np.uint64))
         _merge_tail(self.level_runs)  # changes only the last run
-        self.level_index[len(self.level_runs) - 1 :] = [self.level_runs[-1][::STRIDE].copy()]
+        self.level_index[len(self.level_runs) - 1 :] = [block_index(self.level_runs[-1], STRIDE)]
         self._len += len(fps)
 
     def parent_and_choice(self, number: int) -> tuple[int, int]:
@@ -457,7 +458,7 @@ class DiskStore(DiskFiles):
         try:
             for b in np.flatnonzero(np.diff(cuts)).tolist():
                 part = merged[int(cuts[b]) : int(cuts[b + 1])]
-                run = _Run(self._name(f"fp-{b:02x}", "u64"), len(part), part[::STRIDE].copy())
+                run = _Run(self._name(f"fp-{b:02x}", "u64"), len(part), block_index(part, STRIDE))
                 made.append((b, run))
                 self._write(run.name, part)
         except BaseException:
@@ -477,7 +478,7 @@ class DiskStore(DiskFiles):
             older, newer = runs[-2], runs[-1]
             merged = np.concatenate((older.open(self.root), newer.open(self.root)))
             merged.sort(kind="stable")
-            run = _Run(self._name(f"fp-{b:02x}", "u64"), len(merged), merged[::STRIDE].copy())
+            run = _Run(self._name(f"fp-{b:02x}", "u64"), len(merged), block_index(merged, STRIDE))
             self._write(run.name, merged)  # the old runs stand until the new one is whole
             del merged
             for old in (older, newer):

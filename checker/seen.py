@@ -202,6 +202,12 @@ def runs_contain(runs, fps) -> np.ndarray:
     return hit
 
 
+def block_index(run, stride: int) -> np.ndarray:
+    """The index ``block_contains`` searches first: every ``stride``-th fingerprint of the
+    sorted ``run``, copied into memory."""
+    return np.array(run[::stride])
+
+
 def block_contains(run, index, stride: int, fps) -> np.ndarray:
     """Which of the sorted ``fps`` are in the sorted ``run`` (an array, or a memory map of
     a store's file), whose every ``stride``-th fingerprint is ``index`` (held in memory):

@@ -5,10 +5,11 @@ directory, ``--store-dir``, or the temporary directory):
 
 - **fingerprints**, in ``2**bits`` buckets by their high bits, each bucket a few sorted
   runs (``fp-BB-SEQ.u64``: raw little-endian ``uint64``). A level's new fingerprints stay
-  in memory (sorted runs, as in ``checker.seen.CompactSeenSet``) until the first block
-  of the next level, which writes each bucket's share as a new run; a bucket's newest
-  run is merged into the one before it while it is at least as large, so a bucket has
-  about log2(levels) runs and a merge rewrites only that bucket (the disk's peak is the
+  in memory (sorted runs, as in ``checker.seen.CompactSeenSet``, behind a bitmap of
+  their high bits, ``checker.seen.PrefixFilter``) until the first block of the next
+  level, which writes each bucket's share as a new run; a bucket's newest run is merged
+  into the one before it while it is at least two thirds as large (``merges``), so a
+  bucket has a few runs and a merge rewrites only that bucket (the disk's peak is the
   store plus two copies of one bucket, never two copies of the store);
 - **the frontier** (``checker.frontier.DiskQueue``): one file of rows a level, written
   as the level is found and read back a chunk at a time;
@@ -21,9 +22,10 @@ held in memory is the list of files, their lengths and buckets, and each run's e
 ``STRIDE``-th fingerprint (1/256 of the store: 50 MB for a billion and a half states): a
 lookup finds its block of ``STRIDE`` in that sample, then searches the block in the
 file, so it reads one page of a run instead of one a step of a binary search over the
-whole file. Pages of the runs read by a lookup are handed back to the page cache at once
-(``MADV_DONTNEED``), so resident memory stays the index and one level's fingerprints,
-whatever the store's size.
+whole file. A bucket's runs are searched newest first, and a key found in one is not
+asked of the older ones. Pages of the runs read by a lookup are handed back to the page
+cache at once (``MADV_DONTNEED``), so resident memory stays the index and one level's
+fingerprints, whatever the store's size.
 
 Files are never changed once written (a merge writes a new file and removes the two it
 replaces), so a checkpoint links them (hard links: no bytes copied) into a level
@@ -55,7 +57,7 @@ import numpy as np
 from .checkpoint import claim_data_dir, read_manifest
 from .driver import ResourceStop
 from .errors import EngineError
-from .seen import block_contains, block_index, runs_contain
+from .seen import PrefixFilter, block_contains, block_index, runs_contain
 from .units import format_size
 
 BUCKET_BITS = 6  # 64 buckets: a merge rewrites at most 1/64 of the fingerprints
@@ -220,6 +222,7 @@ class DiskStore(DiskFiles):
         self.pending: list[np.ndarray] = []  # fingerprints of closed levels, not written yet
         self.level_runs: list[np.ndarray] = []  # fingerprints of the level being added
         self.level_index: list[np.ndarray] = []  # each level run's every STRIDE-th fingerprint
+        self.level_filter: PrefixFilter | None = None  # the level's fingerprints' high bits
         self._len = self._level_start = 0
         self._seq = 1  # the next file's sequence number
         self._written = self._disk = self._peak = 0
@@ -276,9 +279,14 @@ class DiskStore(DiskFiles):
     def contains_level_sorted(self, fps) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
         hit = np.zeros(len(fps), dtype=bool)
-        if len(fps):
-            for run, index in zip(self.level_runs, self.level_index):
-                hit |= block_contains(run, index, STRIDE, fps)
+        if len(fps) and self.level_filter is not None:
+            asked = np.flatnonzero(self.level_filter.maybe(fps))  # most new keys stop here
+            for run, index in zip(reversed(self.level_runs), reversed(self.level_index)):
+                if not len(asked):
+                    break
+                found = block_contains(run, index, STRIDE, fps[asked])
+                hit[asked[found]] = True
+                asked = asked[~found]  # a key found is not asked again
         return hit
 
     def contains_older_sorted(self, fps) -> np.ndarray:
@@ -292,9 +300,15 @@ class DiskStore(DiskFiles):
             if not runs:
                 continue
             lo, hi = int(cuts[b]), int(cuts[b + 1])
-            for run in runs:
-                hit[lo:hi] |= run.contains(self.root, fps[lo:hi])
+            keys, at = fps[lo:hi], np.arange(lo, hi)
+            for run in reversed(runs):  # the newest first: a key found is not asked again
+                found = run.contains(self.root, keys)
                 run.release()
+                if found.any():
+                    hit[at[found]] = True
+                    keys, at = keys[~found], at[~found]
+                    if not len(keys):
+                        break
         return hit
 
     def add_sorted(self, fps, parents, choices) -> None:
@@ -313,6 +327,9 @@ class DiskStore(DiskFiles):
         self.level_runs.append(np.asarray(fps, dtype=np.uint64))
         _merge_tail(self.level_runs)  # changes only the last run
         self.level_index[len(self.level_runs) - 1 :] = [block_index(self.level_runs[-1], STRIDE)]
+        if self.level_filter is None:
+            self.level_filter = PrefixFilter()
+        self.level_filter.add(fps, self.level_runs)
         self._len += len(fps)
 
     def parent_and_choice(self, number: int) -> tuple[int, int]:
@@ -331,11 +348,11 @@ class DiskStore(DiskFiles):
             merged = np.concatenate(self.level_runs)
             merged.sort(kind="stable")
             self.pending.append(merged)
-        self.level_runs, self.level_index = [], []
+        self.level_runs, self.level_index, self.level_filter = [], [], None
         self._level_start = self._len
 
     def rollback(self) -> None:
-        self.level_runs, self.level_index = [], []
+        self.level_runs, self.level_index, self.level_filter = [], [], None
         if self.levels and self.levels[-1][0] >= self._level_start:
             _first, name, _count = self.levels.pop()
             self._records.pop(name, None)
@@ -402,6 +419,7 @@ class DiskStore(DiskFiles):
         held = sum(r.nbytes for r in self.level_runs + self.pending)
         index = sum(run.index.nbytes for bucket in self.buckets for run in bucket if run.index is not None)
         index += sum(i.nbytes for i in self.level_index)
+        index += 0 if self.level_filter is None else self.level_filter.nbytes
         return held + index + 64 * (sum(len(b) for b in self.buckets) + len(self.levels))
 
     def saved(self) -> dict:
@@ -502,10 +520,12 @@ def full_line(root: str, e: OSError) -> str:
 
 def merges(newer: int, older: int) -> bool:
     """Whether a bucket's newest run (``newer`` fingerprints) is merged into the one before
-    it (``older``): while it is at least as large, so sizes at least double from run to
-    run (about log2(levels) runs a bucket) and a fingerprint is rewritten only when its
-    run meets one as large."""
-    return newer >= older
+    it (``older``): while it is at least two thirds as large, so sizes grow by at least
+    half from run to run. A lookup searches every run of its bucket, and once the levels
+    shrink (the second half of a search) each level would otherwise add a run; merging
+    at two thirds rather than at equal sizes halved the runs searched and rewrote each
+    fingerprint about 1.5 times more (measured: ``merges`` in docs/long-runs.md)."""
+    return 3 * newer >= 2 * older
 
 
 def _merge_tail(runs: list[np.ndarray]) -> None:

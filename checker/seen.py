@@ -227,6 +227,54 @@ def block_contains(run, index, stride: int, fps) -> np.ndarray:
     return run[lo] == fps
 
 
+class PrefixFilter:
+    """A bitmap of the high bits of the fingerprints added (they are uniformly spread, so
+    their high bits are a hash): a key whose bit is clear was never added, and only the
+    others are searched for in the sorted runs. Its size doubles while more than one bit
+    in ``LOAD`` is set, up to ``2**MAX_BITS`` bits (``2**MAX_BITS / 8`` bytes), after
+    which it only grows fuller."""
+
+    MIN_BITS, MAX_BITS, LOAD = 20, 30, 8
+
+    def __init__(self) -> None:
+        self.bits = self.MIN_BITS
+        self.words = np.zeros(1 << (self.bits - 6), dtype=np.uint64)
+        self.count = 0
+
+    def _positions(self, fps) -> np.ndarray:
+        return np.asarray(fps, dtype=np.uint64) >> np.uint64(64 - self.bits)
+
+    def add(self, fps, runs=()) -> None:
+        """Set the bits of the sorted ``fps``; ``runs`` (every fingerprint added so far,
+        these included) fill a larger bitmap when this one is too full."""
+        self.count += len(fps)
+        if self.count * self.LOAD > (1 << self.bits) and self.bits < self.MAX_BITS:
+            while self.count * self.LOAD > (1 << self.bits) and self.bits < self.MAX_BITS:
+                self.bits += 1
+            self.words = np.zeros(1 << (self.bits - 6), dtype=np.uint64)
+            for run in runs:
+                self._set(self._positions(run))
+            return
+        self._set(self._positions(fps))
+
+    def _set(self, at: np.ndarray) -> None:
+        if not len(at):
+            return
+        word = at >> np.uint64(6)
+        mask = np.left_shift(np.uint64(1), at & np.uint64(63))
+        starts = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])  # the positions are sorted
+        self.words[word[starts]] |= np.bitwise_or.reduceat(mask, starts)
+
+    def maybe(self, fps) -> np.ndarray:
+        """Which of ``fps`` may have been added (the others certainly were not)."""
+        at = self._positions(fps)
+        return (self.words[at >> np.uint64(6)] >> (at & np.uint64(63))) & np.uint64(1) == 1
+
+    @property
+    def nbytes(self) -> int:
+        return self.words.nbytes
+
+
 def merges(newer: int, older: int) -> bool:
     """Whether the newest run (``newer`` fingerprints) is merged into the one before it
     (``older``): while it is at least half that size, so that run sizes stay geometric

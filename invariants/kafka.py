@@ -159,11 +159,12 @@ def logs_never_diverge(model, state) -> str | None:
 
 
 def logs_never_diverge_mask(kernel, rows) -> np.ndarray:
-    """``logs_never_diverge`` over rows: which rows violate it."""
+    """``logs_never_diverge`` over rows: which rows violate it (an offset at a time: the
+    logs have ``m`` columns, and a comparison of whole columns is cheaper than a
+    reduction across a row's few)."""
     c, m = kernel.codec, kernel.m
     bad = np.zeros(len(rows), dtype=bool)
     qe = rows[:, c.Q_EPOCH]
-    pos = np.arange(m)
     for a in range(kernel.n):
         ba = c.block(a)
         cur_a = (rows[:, ba + c.ALIVE] == 1) & (rows[:, ba + c.EPOCH] == qe)
@@ -175,8 +176,10 @@ def logs_never_diverge_mask(kernel, rows) -> np.ndarray:
             k = np.minimum(
                 np.minimum(rows[:, ba + c.HW], rows[:, bb + c.HW]), np.minimum(rows[:, ba + c.LEO], rows[:, bb + c.LEO])
             )
-            differ = rows[:, ba + c.LOG : ba + c.LOG + m] != rows[:, bb + c.LOG : bb + c.LOG + m]
-            bad |= both & (differ & (pos < k[:, None])).any(axis=1)
+            differ = np.zeros(len(rows), dtype=bool)
+            for j in range(m):  # below both HWs and log ends, the records at offset j differ
+                differ |= (rows[:, ba + c.LOG + j] != rows[:, bb + c.LOG + j]) & (k > j)
+            bad |= both & differ
     return bad
 
 
@@ -208,16 +211,46 @@ def leader_candidate_completeness(model, state) -> str | None:
     return None
 
 
+def _committed_at(kernel, rows) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per row, the committed records by offset: for each offset ``j`` the code of the
+    record committed there (``NONE``: none), and whether two records were committed at
+    one offset (then no log holds both)."""
+    c, m = kernel.codec, kernel.m
+    none = np.int16(c.NONE)
+    at = [np.full(len(rows), none, dtype=np.int16) for _ in range(m)]
+    clash = np.zeros(len(rows), dtype=bool)
+    for i in range(m):
+        off = rows[:, c.COMMITTED_OFFSET + i]
+        if not (off != c.NONE).any():
+            continue
+        code = rows[:, c.COMMITTED_EPOCH + i].astype(np.int16) * m + i
+        for j in range(m):
+            here = off == j
+            clash |= here & (at[j] != none)
+            np.copyto(at[j], code, where=here)
+    return at, clash
+
+
 def leader_candidate_completeness_mask(kernel, rows) -> np.ndarray:
-    """``leader_candidate_completeness`` over rows: which rows violate it."""
-    c = kernel.codec
+    """``leader_candidate_completeness`` over rows: which rows violate it (the committed
+    records laid out by offset once, then each candidate's log compared with them)."""
+    c, m = kernel.codec, kernel.m
     bad = np.zeros(len(rows), dtype=bool)
     members = rows[:, c.Q_ISR].astype(np.int64) | rows[:, c.Q_ELR].astype(np.int64)
+    committed = None
     for r in range(kernel.n):
         b = c.block(r)
         live_member = ((members >> r & 1) == 1) & (rows[:, b + c.ALIVE] == 1)
-        if live_member.any():
-            bad |= live_member & ~_holds_committed(kernel, rows, r)
+        if not live_member.any():
+            continue
+        if committed is None:
+            committed = _committed_at(kernel, rows)
+        at, clash = committed
+        length = rows[:, b + c.LEO]
+        holds = ~clash
+        for j in range(m):
+            holds &= (at[j] == c.NONE) | ((rows[:, b + c.LOG + j] == at[j]) & (length > j))
+        bad |= live_member & ~holds
     return bad
 
 

@@ -27,7 +27,7 @@ from kmc.checker.disk_store import DiskStore
 from kmc.checker.engines import make_engine
 from kmc.checker.options import Options
 from kmc.checker.search import Store, path_to
-from kmc.checker.seen import CompactSeenSet
+from kmc.checker.seen import CompactSeenSet, PrefixFilter
 from kmc.model.spec import load_spec
 
 import pins
@@ -343,6 +343,23 @@ def test_a_disk_run_finds_each_key_through_its_index_like_a_set(tmp_path):
     assert got.sum() > len(values) and not got.all()
     assert len(run.index) == -(-len(values) // stride)
     run.close()
+
+
+def test_the_level_filter_never_misses_a_key_it_was_given():
+    """The disk store's level filter (``checker.seen.PrefixFilter``) grows while keys are
+    added; every key added stays "maybe", and most keys never added read "no"."""
+    rng = np.random.default_rng(8)
+    f = PrefixFilter()
+    added = []
+    for size in (10, 1000, 40_000, 300_000):  # past its first size: it is rebuilt larger
+        fps = np.unique(rng.integers(0, (1 << 64) - 1, size, dtype=np.uint64))
+        added.append(fps)
+        f.add(fps, added)
+        everything = np.concatenate(added)
+        assert f.maybe(everything).all()
+    assert f.bits > PrefixFilter.MIN_BITS and f.nbytes == (1 << f.bits) // 8
+    others = rng.integers(0, (1 << 64) - 1, 100_000, dtype=np.uint64)
+    assert f.maybe(others).mean() < 2 / PrefixFilter.LOAD
 
 
 # -- every local engine x every store: the same results ----------------------------------------

@@ -38,6 +38,7 @@ from kmc.checker.exitcodes import (  # noqa: F401  (re-exported: tests and scrip
     EXIT_VIOLATION,
     SUMMARY,
 )
+from kmc.checker.memory import reuse_freed_memory
 
 if TYPE_CHECKING:  # for the annotations only: rich is imported on first use
     from rich.console import Console
@@ -272,6 +273,7 @@ def _main(argv) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, as the user typed it
     out, err = consoles()
+    reuse_freed_memory()  # the allocator's settings for a run of large arrays
     try:
         return args.run(args, out, err)
     except KmcError as e:

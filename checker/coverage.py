@@ -257,8 +257,11 @@ class _Columns:
         if not len(active):
             return
         idx = self.cols[active]
-        if 3 * len(idx) < rows.shape[1]:  # a few columns left: gather them
-            sub = rows[:, idx]
+        if rows.flags.f_contiguous and rows.ndim == 2:  # laid out by column: each read whole
+            sub = rows.T[idx]
+            lows, highs = sub.min(axis=1), sub.max(axis=1)
+        elif 3 * len(idx) < rows.shape[1]:  # a few columns left: gather them
+            sub = np.take(rows, idx, axis=1)
             lows, highs = sub.min(axis=0), sub.max(axis=0)
         else:
             lows, highs = rows.min(axis=0)[idx], rows.max(axis=0)[idx]

@@ -43,15 +43,34 @@ def key_choice(keys: Any) -> Any:
 def least_per_fingerprint(keys: np.ndarray, fps: np.ndarray) -> np.ndarray:
     """The index of one successor per distinct fingerprint, the one with the least key
     (``keys`` distinct), in fingerprint order."""
-    order = np.argsort(fps)  # ties are settled by the keys below: no stable sort needed
-    sfps = fps[order]
+    order, sfps = fingerprint_order(fps)  # ties are settled by the keys below
     starts = np.flatnonzero(np.concatenate(([True], sfps[1:] != sfps[:-1])))
-    if len(starts) == len(order):
+    if len(starts) >= len(order):  # every fingerprint once (or none at all)
         return order
     skeys = keys[order]
     least = np.minimum.reduceat(skeys, starts)
     sizes = np.diff(np.append(starts, len(order)))
     return order[skeys == np.repeat(least, sizes)]
+
+
+def fingerprint_order(fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, fps[order])``: an order that sorts the fingerprints (``uint64``), the
+    equal ones in any order. Found by one sort of the fingerprints themselves with each
+    one's position in the low bits, which is several times cheaper than an argsort of
+    them; two fingerprints equal in every other bit may then come out of order, which
+    is seen (the result is not sorted) and settled by the argsort."""
+    n = len(fps)
+    bits = max(1, (n - 1).bit_length())
+    if n > 1 and bits <= 32:
+        low = np.uint64((1 << bits) - 1)
+        packed = (fps & ~low) | np.arange(n, dtype=np.uint64)
+        packed.sort()
+        order = (packed & low).astype(np.intp)
+        sfps = fps[order]
+        if not (sfps[1:] < sfps[:-1]).any():
+            return order, sfps
+    order = np.argsort(fps)
+    return order, fps[order]
 
 
 def tally(counter: dict[str, int], name: str, k: int = 1) -> None:

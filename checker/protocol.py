@@ -79,6 +79,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 import attrs
+import numpy as np
 
 from .fingerprint import fingerprint_rows
 
@@ -433,6 +434,11 @@ class Expander(Protocol):
 
     # Whether rows are arrays that properties' array forms read (``KernelBase``: true).
     arrays: bool
+    # Whether the array forms (and the coverage) may be given the new rows laid out a
+    # column at a time (``columns`` below: same values, Fortran order), which
+    # suits forms that read a few columns of every row (``KernelBase``: false, the rows
+    # as ``expand`` made them).
+    by_columns: bool
 
 
 class BatchKernel(Expander, Protocol):
@@ -501,6 +507,7 @@ class KernelBase:
     __slots__ = ()
 
     arrays = True  # rows are arrays (``checker.states_kernel``'s rows of Python states are not)
+    by_columns = False  # the array forms are given the rows as expand made them
 
     def canonical(self, rows: Any) -> Any:
         return rows
@@ -521,6 +528,23 @@ class KernelBase:
         """The fair instance code of every successor of ``expand(rows)`` (the module's
         "Fairness"), or ``None``: no array form, the model is asked state by state."""
         return None
+
+
+# Rows transposed this many at a time: a block and its transpose stay in the cache.
+_COLUMN_BLOCK = 512
+
+
+def columns(rows):
+    """``rows`` (a 2-d array) laid out a column at a time (Fortran order), the same
+    array to every reader: an array form reads a few columns of every row, and a column
+    read whole is a pass over its own bytes, not over every row's. Other rows (states of
+    a Python model's kernel) are returned as they are."""
+    if not isinstance(rows, np.ndarray) or rows.ndim != 2 or rows.flags.f_contiguous:
+        return rows
+    out = np.empty(rows.shape[::-1], dtype=rows.dtype)
+    for i in range(0, len(rows), _COLUMN_BLOCK):
+        out[:, i : i + _COLUMN_BLOCK] = rows[i : i + _COLUMN_BLOCK].T
+    return out.T
 
 
 _KERNEL_MEMBERS = tuple(name for name, v in vars(KernelBase).items() if not name.startswith("_") and callable(v))

@@ -24,13 +24,17 @@ function of the chunk).
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
 import os
+import pickle
 import signal
 from collections import deque
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
+
+import numpy as np
 
 from .driver import ResourceStop
 
@@ -50,6 +54,56 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# A pipe's buffer (Linux's default most a process may ask for): fewer switches between
+# the processes while a chunk's arrays pass.
+PIPE_BYTES = 1 << 20
+
+
+def send(conn: Connection, obj: Any) -> None:
+    """Send ``obj`` down a pipe: its pickle with the arrays left out (protocol 5's
+    out-of-band buffers), then each array's bytes written straight from its memory, so
+    an array is copied once on each side (by the system) rather than into a pickle and
+    out of it again."""
+    buffers: list[pickle.PickleBuffer] = []
+    head = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    conn.send((head, [r.nbytes for r in raws]))
+    fd = conn.fileno()
+    for raw in raws:
+        done = 0
+        while done < raw.nbytes:
+            done += os.write(fd, raw[done:])
+
+
+def receive(conn: Connection) -> Any:
+    """What ``send`` sent: the arrays are rebuilt on buffers read straight from the pipe.
+
+    Raises:
+        EOFError: the pipe closed before the whole object came.
+    """
+    head, sizes = conn.recv()
+    fd = conn.fileno()
+    buffers = []
+    for size in sizes:
+        buf = np.empty(size, dtype=np.uint8)
+        view = buf.data  # (a memoryview of its bytes)
+        done = 0
+        while done < size:
+            got = os.readv(fd, [view[done:]])
+            if not got:
+                raise EOFError("the pipe closed")
+            done += got
+        buffers.append(buf)
+    return pickle.loads(head, buffers=buffers)
+
+
+def _widen(conn: Connection) -> None:
+    try:
+        fcntl.fcntl(conn.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:  # a lower system limit: the default buffer works, with more switches
+        pass
+
+
 def _serve(prepare: Prepare, tasks: Connection, answers: Connection) -> None:
     """A worker's loop: prepare each chunk received, send back the result (or ``None``
     when preparing it raised), until the pipe closes."""
@@ -57,7 +111,7 @@ def _serve(prepare: Prepare, tasks: Connection, answers: Connection) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     while True:
         try:
-            task = tasks.recv()
+            task = receive(tasks)
         except (EOFError, OSError):
             return
         if task is None:
@@ -67,7 +121,7 @@ def _serve(prepare: Prepare, tasks: Connection, answers: Connection) -> None:
         except BaseException:  # prepared again by the search, which raises it itself
             answer = None
         try:
-            answers.send(answer)
+            send(answers, answer)
         except (BrokenPipeError, OSError):
             return
 
@@ -97,6 +151,8 @@ class ExpandPool:
         for i in range(workers):
             task_out, task_in = ctx.Pipe(duplex=False)  # (receiving end, sending end)
             answer_out, answer_in = ctx.Pipe(duplex=False)
+            _widen(task_in)
+            _widen(answer_in)
             proc = ctx.Process(target=_serve, args=(prepare, task_out, answer_in), name=f"kmc-expand-{i}", daemon=True)
             proc.start()
             task_out.close()
@@ -116,7 +172,7 @@ class ExpandPool:
         """Give the next worker a task (``idle()`` must be true)."""
         w = self._next
         self._next = (w + 1) % self.workers
-        self._tasks[w].send(task)
+        send(self._tasks[w], task)
         self._busy.append(w)
 
     def receive(self) -> Any:
@@ -127,7 +183,7 @@ class ExpandPool:
         """
         w = self._busy.popleft()
         try:
-            answer = self._answers[w].recv()
+            answer = receive(self._answers[w])
         except (EOFError, OSError) as e:
             raise WorkerEnded(f"expansion worker {w} ended") from e
         if answer is None:
@@ -146,7 +202,7 @@ class ExpandPool:
         """End the workers."""
         for conn in self._tasks:
             try:
-                conn.send(None)
+                send(conn, None)
             except OSError:
                 pass
             conn.close()

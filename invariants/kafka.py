@@ -12,7 +12,7 @@ and differential tests check it against the check, state by state.
 from __future__ import annotations
 
 import numpy as np
-from kmc.checker.protocol import ALWAYS, STEP, Property
+from kmc.checker.protocol import ALWAYS, STEP, Property, columns
 
 from .availability import PartitionRecoverable
 from .liveness import CommittedEventuallyReplicated, EventuallyLeader
@@ -60,36 +60,25 @@ def committed_never_lost(model, state) -> str | None:
     return None
 
 
-def _holds_committed(kernel, rows, r, acked=False) -> np.ndarray:
-    """Which rows have every committed record (with ``acked``, every acknowledged
-    one) in replica ``r``'s log at its offset."""
-    c = kernel.codec
-    coff, cep = (c.ACKED_OFFSET, c.ACKED_EPOCH) if acked else (c.COMMITTED_OFFSET, c.COMMITTED_EPOCH)
-    b = c.block(r)
-    ok = np.ones(len(rows), dtype=bool)
-    length = rows[:, b + c.LEO]
-    ri = np.arange(len(rows))
-    for i in range(kernel.m):
-        off = rows[:, coff + i].astype(np.int64)
-        committed = off != c.NONE
-        if not committed.any():
+def _led_without(kernel, rows, acked: bool = False) -> np.ndarray:
+    """Which rows have a leader whose log lacks a committed record (with ``acked``, an
+    acknowledged one) at its offset."""
+    lead = kernel.leads(rows)
+    bad = np.zeros(len(rows), dtype=bool)
+    records = None
+    for l in range(kernel.n):
+        led = lead == l
+        if not led.any():
             continue
-        at = np.clip(off, 0, kernel.m - 1)
-        code = rows[:, cep + i].astype(np.int64) * kernel.m + i
-        there = (off < length) & (rows[ri, b + c.LOG + at] == code)
-        ok &= ~committed | there
-    return ok
+        if records is None:
+            records = _committed_at(kernel, rows, acked)
+        bad |= led & ~_holds_at(kernel, rows, l, *records)
+    return bad
 
 
 def committed_never_lost_mask(kernel, rows) -> np.ndarray:
     """``committed_never_lost`` over rows: which rows violate it."""
-    lead = kernel.leads(rows)
-    bad = np.zeros(len(rows), dtype=bool)
-    for l in range(kernel.n):
-        sel = lead == l
-        if sel.any():
-            bad[sel] = ~_holds_committed(kernel, rows[sel], l)
-    return bad
+    return _led_without(kernel, rows)
 
 
 def acknowledged_never_lost(model, state) -> str | None:
@@ -122,15 +111,9 @@ def acknowledged_never_lost(model, state) -> str | None:
 
 def acknowledged_never_lost_mask(kernel, rows) -> np.ndarray:
     """``acknowledged_never_lost`` over rows: which rows violate it."""
-    bad = np.zeros(len(rows), dtype=bool)
     if kernel.codec.ACKED_OFFSET is None:  # acks not set: nothing is ever acknowledged
-        return bad
-    lead = kernel.leads(rows)
-    for l in range(kernel.n):
-        sel = lead == l
-        if sel.any():
-            bad[sel] = ~_holds_committed(kernel, rows[sel], l, acked=True)
-    return bad
+        return np.zeros(len(rows), dtype=bool)
+    return _led_without(kernel, rows, acked=True)
 
 
 def logs_never_diverge(model, state) -> str | None:
@@ -211,19 +194,22 @@ def leader_candidate_completeness(model, state) -> str | None:
     return None
 
 
-def _committed_at(kernel, rows) -> tuple[list[np.ndarray], np.ndarray]:
-    """Per row, the committed records by offset: for each offset ``j`` the code of the
-    record committed there (``NONE``: none), and whether two records were committed at
-    one offset (then no log holds both)."""
+def _committed_at(kernel, rows, acked: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per row, the committed records (with ``acked``, the acknowledged ones) by offset:
+    for each offset ``j`` the code of the record there (``NONE``: none), and whether two
+    records are at one offset (then no log holds both). The arrays forms' layout: a column
+    of the rows at a time, each compared whole (cheap when the rows are laid out by
+    column, ``checker.protocol.columns``)."""
     c, m = kernel.codec, kernel.m
+    coff, cep = (c.ACKED_OFFSET, c.ACKED_EPOCH) if acked else (c.COMMITTED_OFFSET, c.COMMITTED_EPOCH)
     none = np.int16(c.NONE)
     at = [np.full(len(rows), none, dtype=np.int16) for _ in range(m)]
     clash = np.zeros(len(rows), dtype=bool)
     for i in range(m):
-        off = rows[:, c.COMMITTED_OFFSET + i]
+        off = rows[:, coff + i]
         if not (off != c.NONE).any():
             continue
-        code = rows[:, c.COMMITTED_EPOCH + i].astype(np.int16) * m + i
+        code = rows[:, cep + i].astype(np.int16) * m + i
         for j in range(m):
             here = off == j
             clash |= here & (at[j] != none)
@@ -234,7 +220,7 @@ def _committed_at(kernel, rows) -> tuple[list[np.ndarray], np.ndarray]:
 def leader_candidate_completeness_mask(kernel, rows) -> np.ndarray:
     """``leader_candidate_completeness`` over rows: which rows violate it (the committed
     records laid out by offset once, then each candidate's log compared with them)."""
-    c, m = kernel.codec, kernel.m
+    c = kernel.codec
     bad = np.zeros(len(rows), dtype=bool)
     members = rows[:, c.Q_ISR].astype(np.int64) | rows[:, c.Q_ELR].astype(np.int64)
     committed = None
@@ -245,13 +231,20 @@ def leader_candidate_completeness_mask(kernel, rows) -> np.ndarray:
             continue
         if committed is None:
             committed = _committed_at(kernel, rows)
-        at, clash = committed
-        length = rows[:, b + c.LEO]
-        holds = ~clash
-        for j in range(m):
-            holds &= (at[j] == c.NONE) | ((rows[:, b + c.LOG + j] == at[j]) & (length > j))
-        bad |= live_member & ~holds
+        bad |= live_member & ~_holds_at(kernel, rows, r, *committed)
     return bad
+
+
+def _holds_at(kernel, rows, r, at: list[np.ndarray], clash: np.ndarray) -> np.ndarray:
+    """Which rows have every record of ``at`` (``_committed_at``) in replica ``r``'s log
+    at its offset."""
+    c = kernel.codec
+    b = c.block(r)
+    length = rows[:, b + c.LEO]
+    holds = ~clash
+    for j in range(kernel.m):
+        holds &= (at[j] == c.NONE) | ((rows[:, b + c.LOG + j] == at[j]) & (length > j))
+    return holds
 
 
 def uncommitted_never_exposed(model, state) -> str | None:
@@ -328,12 +321,14 @@ def leader_epoch_monotonic_mask(kernel, rows, parents, after) -> np.ndarray:
     violate it."""
     c = kernel.codec
     cols = [c.Q_EPOCH] + [c.block(r) + k for r in range(kernel.n) for k in (c.EPOCH, c.ALIVE)]
-    before = rows[:, cols][parents]  # only the columns the property reads
-    bad = after[:, c.Q_EPOCH] < before[:, 0]
+    # Only the columns the property reads, before and after (one pass over each array).
+    before = columns(np.take(np.take(rows, cols, axis=1), parents, axis=0))
+    now = columns(np.take(after, cols, axis=1))
+    bad = now[:, 0] < before[:, 0]
     for r in range(kernel.n):
-        b = c.block(r)
-        went_down = (after[:, b + c.ALIVE] == 1) & (after[:, b + c.EPOCH] < before[:, 1 + 2 * r])
-        restart = (after[:, b + c.EPOCH] == c.NONE) & (before[:, 2 + 2 * r] == 0)
+        epoch, alive = 1 + 2 * r, 2 + 2 * r
+        went_down = (now[:, alive] == 1) & (now[:, epoch] < before[:, epoch])
+        restart = (now[:, epoch] == c.NONE) & (before[:, alive] == 0)
         bad |= went_down & ~restart
     return bad
 

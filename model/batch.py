@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from kmc.checker.protocol import KernelBase
+from kmc.checker.protocol import KernelBase, columns
 
 from .actions import (
     ACTION_NAMES,
@@ -71,6 +71,8 @@ class KafkaBatchKernel(KernelBase):
         config: a ``model.Config``.
     """
 
+    by_columns = True  # the properties' array forms compare whole columns (invariants.kafka)
+
     def __init__(self, config) -> None:
         self.config = config
         self.action_names = action_names(config)
@@ -118,6 +120,7 @@ class KafkaBatchKernel(KernelBase):
         ``(parents, choices)`` for the model's order.
         """
         g = _Gen(self, rows)
+        rows = g.cols  # the enabling conditions read columns; the successors copy g.rows
         fx = self.effects
         cfg = self.config
         c = self.codec
@@ -207,7 +210,7 @@ class KafkaBatchKernel(KernelBase):
                 where = np.nonzero(lead == l)[0]
                 if len(where):
                     full = np.zeros(len(rows), dtype=np.int64)
-                    full[where] = self.rules.leso(rows[where], l)
+                    full[where] = self.rules.leso(np.take(g.rows, where, axis=0), l)
                     leso[l] = full
         for r in range(n):
             b = c.block(r)
@@ -267,9 +270,10 @@ class _Gen:
     def __init__(self, kernel, rows) -> None:
         self.kernel = kernel
         self.rows = rows
-        self.lead = kernel.leads(rows)
-        self.isr_size = kernel.rules.isr_size(rows)
-        self.alive = kernel.alive_mask(rows)
+        self.cols = cols = columns(rows)  # the same rows a column at a time: what the conditions read
+        self.lead = kernel.leads(cols)
+        self.isr_size = kernel.rules.isr_size(cols)
+        self.alive = kernel.alive_mask(cols)
         self.count = np.zeros(len(rows), dtype=np.int16)  # enabled actions so far, per row
         self.parts: list[tuple[np.ndarray, np.ndarray, int, Callable[..., None], tuple]] = []
 

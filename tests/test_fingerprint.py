@@ -128,3 +128,37 @@ def test_distinct_reachable_states_distinct_fingerprints(model):
                     nxt.append(t)
         frontier = nxt
     assert len(seen) > 100
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 1000, 70_000])
+def test_the_fingerprint_order_sorts_and_the_least_key_wins(n):
+    """``checker.keys.fingerprint_order`` packs positions into the low bits of one sort:
+    it sorts like an argsort on random fingerprints with repeats, and on fingerprints
+    made equal in every bit above the packed ones but out of order (which the packed
+    sort cannot order, and must leave to the argsort); ``least_per_fingerprint`` keeps,
+    of each fingerprint, the successor of least key, as a brute force does."""
+    import numpy as np
+
+    from kmc.checker.keys import fingerprint_order, least_per_fingerprint
+
+    rng = np.random.default_rng(n)
+    fps = rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
+    if n > 4:
+        fps[rng.integers(0, n, n // 3)] = fps[rng.integers(0, n, n // 3)]  # repeats
+    cases = [fps]
+    if n > 1:
+        tied = fps.copy()
+        bits = (n - 1).bit_length()
+        tied[0], tied[1] = tied[0] | np.uint64((1 << bits) - 1), tied[0] & ~np.uint64((1 << bits) - 1)
+        cases.append(tied)  # equal above the low bits, the larger first
+    for f in cases:
+        order, sorted_fps = fingerprint_order(f)
+        assert sorted(order.tolist()) == list(range(n))
+        assert sorted_fps.tolist() == np.sort(f).tolist() == f[order].tolist()
+        keys = rng.permutation(n).astype(np.int64) * 256 + rng.integers(0, 256, n)
+        pick = least_per_fingerprint(keys, f)
+        least: dict[int, int] = {}
+        for i, (fp, k) in enumerate(zip(f.tolist(), keys.tolist())):
+            if fp not in least or k < keys[least[fp]]:
+                least[fp] = i
+        assert pick.tolist() == [least[fp] for fp in sorted(least)]

@@ -262,3 +262,44 @@ def test_the_workers_come_from_the_option_the_spec_or_the_machine(tmp_path):
     assert options_from(spec, SimpleNamespace()).workers == 3
     plain = load_spec(SPECS / "hw-data-loss.toml")
     assert options_from(plain, SimpleNamespace()).workers == default_workers() == len(os.sched_getaffinity(0))
+
+
+def test_a_task_and_its_answer_cross_the_pipe_whole():
+    """``send``/``receive`` pass arrays beside their pickle (protocol 5's out-of-band
+    buffers): every array comes back equal, with its dtype, shape and layout's values,
+    whether contiguous or not, empty, or larger than the pipe's buffer; a pipe closed
+    half-way through an array is an ``EOFError``, not a short array."""
+    import multiprocessing
+    import threading
+
+    import numpy as np
+    from kmc.checker.workers import PIPE_BYTES, receive, send
+
+    rng = np.random.default_rng(7)
+    big = rng.integers(0, 255, (3 * PIPE_BYTES // 72 + 5, 72), dtype=np.uint8)
+    obj = {
+        "rows": big,
+        "every_other": big[::2, 3:9],  # not contiguous: pickled in-band
+        "fps": rng.integers(0, 2**63, 100_000, dtype=np.uint64),
+        "empty": np.zeros((0, 72), dtype=np.uint8),
+        "by_column": np.asfortranarray(big[:1000]),
+        "plain": (1, "two", frozenset({3})),
+    }
+    out_end, in_end = multiprocessing.Pipe(duplex=False)
+    writer = threading.Thread(target=send, args=(in_end, obj))
+    writer.start()
+    got = receive(out_end)
+    writer.join()
+    assert got["plain"] == obj["plain"]
+    for name in ("rows", "every_other", "fps", "empty", "by_column"):
+        assert got[name].dtype == obj[name].dtype and got[name].shape == obj[name].shape, name
+        assert np.array_equal(got[name], obj[name]), name
+    got["rows"][0, 0] ^= 1  # the receiver's own memory
+    assert got["rows"][0, 0] != big[0, 0]
+
+    out_end, in_end = multiprocessing.Pipe(duplex=False)
+    in_end.send((pickle.dumps(None, protocol=5), [1000]))  # promises 1000 bytes, sends 10
+    os.write(in_end.fileno(), b"0123456789")
+    in_end.close()
+    with pytest.raises(EOFError):
+        receive(out_end)

@@ -5,6 +5,7 @@ functions, bound with ``functools.partial``. On its way through the shuffle a re
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
@@ -16,7 +17,7 @@ import numpy as np
 
 from .coverage import task_part
 from .keys import key, key_choice, key_parent, least_per_fingerprint
-from .protocol import kernel_fingerprints
+from .protocol import columns, kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
 from .spark_rows_store import (
     front_path,
@@ -106,7 +107,7 @@ def expand_partition(
     if parts:
         keys, fps, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
         order = np.argsort(keys)  # the rank order (keys are distinct): this partition's frontier
-        fps, rows = fps[order], rows[order]
+        fps, rows = fps[order], np.take(rows, order, axis=0)  # (a row gather: faster than rows[order])
         del keys, order, parts
         for s in range(0, len(rows), SLICE_ROWS):
             chunk = rows[s : s + SLICE_ROWS]  # one kernel call a slice
@@ -127,9 +128,10 @@ def expand_partition(
             # an earlier slice's violation has a smaller key
             for name, (i, why) in step.step_violations(chunk, exp, keys, found | step_bad.keys()).items():
                 step_bad[name] = (int(keys[i]), why, int(fps[s + parents[i]]), int(choices[i]))
-            sfps, pfps = _fingerprints(kernel, succ, symmetry), fps[s + parents]
+            sfps = _fingerprints(kernel, succ, symmetry)
             pick = least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
-            keys, sfps, pfps, codes, succ = keys[pick], sfps[pick], pfps[pick], codes[pick], succ[pick]
+            keys, sfps, pfps, codes = keys[pick], sfps[pick], fps[s + parents[pick]], codes[pick]
+            succ = np.take(succ, pick, axis=0)
             cuts = np.searchsorted(owners(sfps, n), np.arange(n + 1))
             for o in range(n):
                 a, b = int(cuts[o]), int(cuts[o + 1])
@@ -175,12 +177,15 @@ def read_graph_records(graph, path) -> tuple[np.ndarray, list, tuple]:
 
 
 @_profiled
-def own_partition(step, found, n, level, root, depth, runs, pack, coverage, index, records) -> Iterator[tuple]:
+def own_partition(step, found, n, level, root, depth, runs, pack, release, coverage, index, records) -> Iterator[tuple]:
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
     to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``
     merges, the level's parent pointers, and their rows routed to their next rank
-    partition ``g * n // level``) and checks the invariants on them.
+    partition ``g * n // level``) and checks the invariants on them. With ``release``
+    (the store's disk is short), the successors' files it read are removed once all
+    that is written: the next frontier then takes the place of this level's successors
+    on disk rather than joining them.
 
     Yields one summary ``(index, new per rank partition, new per code, state violations,
     expansion summaries, bytes written, seconds, runs, coverage part)`` (``coverage``: None, or the
@@ -190,10 +195,11 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
     """
     kernel = step.kernel
     names = kernel.action_names
-    parts, metas = [], []
+    parts, metas, paths = [], [], []
     clock = time.perf_counter()
     for _key, value in records:
         if value[0] == "f":
+            paths.append(value[1])
             parts.append(load_arrays(value[1], 5))
         else:
             metas.append(value[1])
@@ -217,7 +223,7 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
             new_fps = fps[sel]
             save_arrays(meta_path(root, index, depth), new_fps, pfps[sel], key_choice(keys[sel]).astype(np.int16))
             new_codes += np.bincount(codes[sel], minlength=len(names))
-            keys, fps, rows = keys[by_key], fps[by_key], rows[by_key]
+            keys, fps, rows = keys[by_key], fps[by_key], np.take(rows, by_key, axis=0)
             del pfps, codes, sel, by_key
             # The new run, merged with the newest runs while it is at least half as large.
             run, mine = new_fps, mine + [(depth, len(new_fps))]
@@ -227,7 +233,9 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
                 mine[-2:] = [(depth, len(run))]
             save_arrays(run_path(root, index, depth), run)
             del run, new_fps
-            for name, (j, why) in step.state_violations(rows, keys, found).items():  # checker.level
+            # what the checks read: the rows a column at a time when the kernel asks so
+            by_column = columns(rows) if kernel.by_columns else rows
+            for name, (j, why) in step.state_violations(by_column, keys, found).items():  # checker.level
                 state_bad[name] = (int(keys[j]), why, int(fps[j]))
             target = key_parent(keys) * n // level  # grows with the key
             per_target += np.bincount(target, minlength=n)
@@ -238,7 +246,11 @@ def own_partition(step, found, n, level, root, depth, runs, pack, coverage, inde
                     path = front_path(root, depth, t, index)
                     shipped += save_arrays(path, keys[a:b], fps[a:b], rows[a:b], pack=pack)
             if coverage is not None:  # the variables' full ranges seen so far (or {})
-                cov = task_part(step.model, kernel, new_rows=rows, ranges=coverage)
+                cov = task_part(step.model, kernel, new_rows=by_column, ranges=coverage)
+    if release:
+        for path in paths:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
     busy = time.perf_counter() - clock
     yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine, cov)
 

@@ -443,7 +443,11 @@ class SparkLevels(Search):
         # What the run has seen of each variable: an owner looks only at the columns and
         # rows that may hold a value not seen yet.
         ranges = stats.coverage.full_ranges() if setup.coverage else None
-        own = partial(own_partition, self.step, done, n, level, store.root, depth + 1, self.runs, pack, ranges)
+        # On a short disk the owners remove the successors' files they have read (the
+        # store's peak is then the end of the first stage: measured before it, plus what
+        # it wrote).
+        before = store.disk_bytes() if pack else 0
+        own = partial(own_partition, self.step, done, n, level, store.root, depth + 1, self.runs, pack, pack, ranges)
         try:
             if sc is None:
                 summaries = in_process(n, grow, own)
@@ -474,9 +478,11 @@ class SparkLevels(Search):
             if blamed is not None:  # the model's own code raised: its function, file and line
                 raise blamed from None
             raise EngineError(f"a Spark job failed at depth {depth + 1}{where}: {one_line(e)}") from None
-        # Both levels' frontiers, the successors and the merged runs beside those they
-        # replace: the store at its largest.
-        metrics["store_peak_bytes"] = max(metrics["store_peak_bytes"], store.disk_bytes())
+        # Both levels' frontiers, the successors (unless the owners removed them) and the
+        # merged runs beside those they replace: the store at its largest, or, when the
+        # owners removed the successors, at the end of the first stage.
+        first_stage = before + sum(meta[4] for summary in summaries for meta in summary[4]) if pack else 0
+        metrics["store_peak_bytes"] = max(metrics["store_peak_bytes"], store.disk_bytes(), first_stage)
         shipped = self._absorb(store, summaries, depth + 1, stats, level_found, found)
         if self.visitor.active:
             self._visit(store, depth)

@@ -344,17 +344,28 @@ def test_the_driver_goes_on_while_the_session_starts(sc, monkeypatch, wait):
 @pytest.mark.parametrize("share", [pytest.param(None, marks=pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason="unpacked rows (every other Spark test writes them): set KMC_SLOW=1")), 0.0])
 def test_rows_packed_in_the_store_change_nothing(sc, monkeypatch, share):
     """A level whose files would take a large share of the disk's free space is written
-    with its rows packed four bits a column; small levels are not; the results are the
-    batch engine's either way."""
+    with its rows packed four bits a column, and its owners remove the successors' files
+    they have read; small levels are not; the results are the batch engine's either way."""
     import kmc.checker.spark_search as search
+    from kmc.checker.spark_rows_store import Store
 
     if share is not None:
         monkeypatch.setattr(search, "PACK_SHARE", share)  # every level counts as large
+    left = []  # the successors' files still there when the driver drops a level's
+    drop = Store.drop_successors
+
+    def counted(store, depth):
+        where = os.path.join(store.root, "succ", f"{depth:06d}")
+        left.append(sum(len(files) for _dir, _dirs, files in os.walk(where)))
+        drop(store, depth)
+
+    monkeypatch.setattr(Store, "drop_successors", counted)
     spec = _spec("kip279-data-loss")
     engine, result = _rows(spec, _options(spec), partitions=3, driver_level_limit=0)
     assert_same(result, _batch("kip279-data-loss"))
     levels = len(engine.metrics["spark_levels"])
     assert levels > 5 and engine.metrics["packed_levels"] == (levels if share == 0.0 else 0)
+    assert len(left) == levels and (max(left) == 0 if share == 0.0 else min(left[:-1]) > 0)
 
 
 def test_the_hand_over_replaces_the_search_with_one_that_holds_no_engine(sc):

@@ -371,7 +371,9 @@ def row_counts(
         enabled = np.count_nonzero(flags.reshape(len(chunk), k), axis=0).astype(np.int64)
     else:
         enabled = np.zeros(k, dtype=np.int64)
-    kinds: dict[str, np.ndarray] = {}
+    # every action that has kinds, fired in this chunk or not: the counts of two chunks add
+    # up action by action
+    kinds: dict[str, np.ndarray] = {a: np.zeros(len(ks), dtype=np.int64) for a, ks in names.kinds.items()}
     if names.kinds:
         if names.row_kinds is not None and chunk.dtype != object:
             for action, (_where, kind_numbers) in names.row_kinds(kernel, chunk, parents, codes, succ).items():
@@ -379,8 +381,6 @@ def row_counts(
         elif names.kind_of is not None:
             from .protocol import successors
 
-            for action in names.kinds:
-                kinds[action] = np.zeros(len(names.kinds[action]), dtype=np.int64)
             wanted = [c for c, a in enumerate(action_names) if a in names.kinds]
             for i in np.flatnonzero(np.isin(codes, wanted)).tolist():
                 state = kernel.decode(chunk[parents[i]])

@@ -286,3 +286,35 @@ def test_a_task_told_the_runs_full_ranges_reports_the_same_union():
     told, untold = task_part(model, kernel, new_rows=rows, ranges=ranges), task_part(model, kernel, new_rows=rows)
     assert union(told) == union(untold)
     assert union(untold) != {v: set(vals) for v, vals in before.items()}  # the rows add values
+
+
+def test_the_counts_of_two_slices_add_up_whichever_kinds_fired_in_each():
+    """A Spark task adds up the coverage of the slices it expands (``_add_part``): a slice
+    in which no crash is enabled and one in which some are give, added, the counts of the
+    two expanded together."""
+    import numpy as np
+
+    from kmc.checker.coverage import task_part
+    from kmc.checker.options import Options
+    from kmc.checker.spark_rows_tasks import _add_part
+    from kmc.model.actions import CRASH_CODE
+
+    spec = load_spec(SEED)
+    model = spec.model()
+    kernel = model.batch_kernel()
+    engine = make_engine(model, spec.properties(), Options(max_depth=6))
+    engine.run()
+    rows = np.concatenate(engine.search.frontier)
+    parents, _choices, codes, _succ = kernel.expand(rows)
+    crashing = np.zeros(len(rows), dtype=bool)
+    crashing[parents[codes == CRASH_CODE]] = True
+    quiet, loud = rows[~crashing], rows[crashing]
+    assert len(quiet) and len(loud)  # a slice of each
+
+    def part(*chunks):
+        return task_part(model, kernel, [(c, kernel.expand(c)) for c in chunks])
+
+    added, together = _add_part(part(quiet), kernel.action_names, part(loud)), part(quiet, loud)
+    assert "Crash" in together[1] and together[1]["Crash"].sum() > 0
+    assert added[0].tolist() == together[0].tolist()
+    assert {a: k.tolist() for a, k in added[1].items()} == {a: k.tolist() for a, k in together[1].items()}

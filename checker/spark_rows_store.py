@@ -280,6 +280,75 @@ def load_arrays(path, count) -> list[np.ndarray]:
         return [_load_one(f) for _ in range(count)]
 
 
+def load_joined(paths, count) -> list[np.ndarray]:
+    """The ``count`` arrays of each file of ``paths`` (``save_arrays``), joined file after
+    file: what ``np.concatenate`` makes of their ``load_arrays``, but each file's bytes read
+    straight into their place in the joined arrays (or unpacked there), never copied from
+    one array into another. An empty ``paths`` gives ``[]``."""
+    if len(paths) <= 1:
+        return load_arrays(paths[0], count) if paths else []
+    found = [_places(path, count) for path in paths]  # per file, per array: its place in the file
+    where = [w for w in found if w is not None]
+    if len(where) < len(found):  # rows of Python states: unpickled, then joined
+        return [np.concatenate(a) for a in zip(*(load_arrays(p, count) for p in paths))]
+    out = []
+    for k in range(count):
+        parts = [w[k] for w in where]
+        dtype, tail = parts[0][1], parts[0][2][1:]
+        if any(d != dtype or shape[1:] != tail for _offset, d, shape, _packed in parts):
+            raise ValueError(f"spark store: the files {paths[0]} and others hold arrays of other shapes")
+        out.append(np.empty((sum(shape[0] for _o, _d, shape, _p in parts), *tail), dtype=dtype))
+    starts = [0] * count
+    for path, places in zip(paths, where):
+        with open(path, "rb") as f:
+            for k, (offset, _dtype, shape, packed) in enumerate(places):
+                target = out[k][starts[k] : starts[k] + shape[0]]
+                starts[k] += shape[0]
+                f.seek(offset)
+                if packed:
+                    packed_rows = np.fromfile(f, dtype=np.uint8, count=shape[0] * shape[1] // 2)
+                    _unpack(packed_rows.reshape(shape[0], -1), target)
+                elif target.nbytes and f.readinto(target.data.cast("B")) != target.nbytes:
+                    raise EOFError(f"spark store: {path} is shorter than its arrays")
+    return out
+
+
+def _places(path, count) -> list[tuple] | None:
+    """Per array of the file ``path``: ``(offset of its data, dtype, shape, packed)``, with
+    a packed array's dtype and shape those of its rows unpacked; ``None`` for a file of
+    pickled rows."""
+    places = []
+    with open(path, "rb") as f:
+        for _ in range(count):
+            offset, dtype, shape = _header(f)
+            packed = False
+            if dtype.kind == "S" and shape == (1,):
+                marker = np.fromfile(f, dtype=dtype, count=1)
+                if marker[0] == _PICKLED[0]:
+                    return None
+                if marker[0] == _NIBBLES[0]:
+                    packed = True
+                    offset, dtype, shape = _header(f)
+                    dtype, shape = np.dtype(np.int8), (shape[0], 2 * shape[1])
+                else:
+                    f.seek(offset)
+            places.append((offset, dtype, shape, packed))
+            f.seek(offset + (int(np.prod(shape)) * dtype.itemsize // (2 if packed else 1)))
+    return places
+
+
+def _header(f) -> tuple[int, np.dtype, tuple]:
+    """The ``.npy`` header at ``f``'s position: ``(offset of the data, dtype, shape)``."""
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+    else:
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+    if fortran and len(shape) > 1:
+        raise ValueError(f"spark store: {f.name} holds an array in Fortran order")
+    return f.tell(), dtype, tuple(shape)
+
+
 # Rows of Python states (``checker.states_kernel``) are object arrays: saved as this marker
 # and the bytes of the list of states, pickled with cloudpickle (a model defined in a
 # script travels by value, as in Spark's own tasks).
@@ -303,12 +372,14 @@ def _pack(rows) -> np.ndarray:
     return (u[:, 0::2] << np.uint8(4)) | u[:, 1::2]
 
 
-def _unpack(packed) -> np.ndarray:
-    rows = np.empty((len(packed), 2 * packed.shape[1]), dtype=np.uint8)
-    rows[:, 0::2] = packed >> np.uint8(4)
-    rows[:, 1::2] = packed & np.uint8(15)
-    rows -= np.uint8(1)
-    return rows.view(np.int8)
+def _unpack(packed, out=None) -> np.ndarray:
+    """The rows ``_pack`` packed, in a new array or written into ``out`` (int8)."""
+    rows = np.empty((len(packed), 2 * packed.shape[1]), dtype=np.int8) if out is None else out
+    u = rows.view(np.uint8)
+    np.right_shift(packed, np.uint8(4), out=u[:, 0::2])
+    np.bitwise_and(packed, np.uint8(15), out=u[:, 1::2])
+    u -= np.uint8(1)
+    return rows
 
 
 def _load_one(f) -> np.ndarray:

@@ -23,6 +23,7 @@ from .spark_rows_store import (
     front_path,
     graph_path,
     load_arrays,
+    load_joined,
     meta_path,
     owners,
     run_path,
@@ -103,12 +104,12 @@ def expand_partition(
     step_bad: dict[str, tuple] = {}
     base = offsets[index]
     busy = 0.0
-    parts = [load_arrays(front_path(root, depth, index, i), 3) for i in sources[index]]
-    if parts:
-        keys, fps, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
+    fronts = [front_path(root, depth, index, i) for i in sources[index]]
+    if fronts:
+        keys, fps, rows = load_joined(fronts, 3)
         order = np.argsort(keys)  # the rank order (keys are distinct): this partition's frontier
         fps, rows = fps[order], np.take(rows, order, axis=0)  # (a row gather: faster than rows[order])
-        del keys, order, parts
+        del keys, order
         for s in range(0, len(rows), SLICE_ROWS):
             chunk = rows[s : s + SLICE_ROWS]  # one kernel call a slice
             exp = step.expand(chunk, depth, base + s, offsets[-1])  # checker.level
@@ -195,12 +196,11 @@ def own_partition(step, found, n, level, root, depth, runs, pack, release, cover
     """
     kernel = step.kernel
     names = kernel.action_names
-    parts, metas, paths = [], [], []
+    metas, paths = [], []
     clock = time.perf_counter()
     for _key, value in records:
         if value[0] == "f":
             paths.append(value[1])
-            parts.append(load_arrays(value[1], 5))
         else:
             metas.append(value[1])
     new_codes = np.zeros(len(names), dtype=np.int64)
@@ -209,9 +209,9 @@ def own_partition(step, found, n, level, root, depth, runs, pack, release, cover
     state_bad: dict[str, tuple] = {}
     shipped = 0
     mine = list(runs[index])
-    if parts:
-        keys, fps, pfps, codes, rows = (np.concatenate(a) if len(parts) > 1 else a[0] for a in zip(*parts))
-        del parts
+    if paths:
+        # every file's arrays read straight into one array each (no copy of the rows)
+        keys, fps, pfps, codes, rows = load_joined(paths, 5)
         sel = least_per_fingerprint(keys, fps)  # sorted by fingerprint
         old = [np.load(run_path(root, index, d), mmap_mode="r") for d, _ in mine]
         sel = sel[~runs_contain(old, fps[sel])]

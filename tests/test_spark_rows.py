@@ -391,3 +391,36 @@ def test_the_hand_over_replaces_the_search_with_one_that_holds_no_engine(sc):
     first = kinds.index("SparkLevels")
     assert 0 < first and set(kinds[:first]) == {"DriverLevels"} and set(kinds[first:]) == {"SparkLevels"}
     assert engine.metrics["driver_levels"] == first + 1 and engine.search.store is None  # removed at the end
+
+
+@pytest.mark.parametrize("pack", [False, True])
+def test_files_joined_in_place_are_their_arrays_concatenated(tmp_path, pack):
+    """An owner reads the successors' files routed to it straight into one array each
+    (``load_joined``): the same arrays as the files' ``load_arrays`` concatenated, for
+    packed and plain rows, a file of rows that do not fit four bits, empty files and rows
+    of Python states."""
+    import numpy as np
+
+    from kmc.checker.spark_rows_store import load_arrays, load_joined, save_arrays
+
+    rng = np.random.default_rng(7)
+    paths = []
+    for i, n in enumerate([5, 0, 1, 300, 17]):
+        rows = rng.integers(-1, 15, size=(n, 6)).astype(np.int8)
+        if i == 4:
+            rows[:, 0] = 40  # outside four bits: written plain even when packing
+        keys = rng.integers(0, 1 << 40, size=n).astype(np.int64)
+        fps = rng.integers(0, 1 << 63, size=n, dtype=np.uint64)
+        paths.append(str(tmp_path / f"f{i}.bin"))
+        save_arrays(paths[-1], keys, fps, rows[:, 0].astype(np.int16), rows, pack=pack)
+    want = [np.concatenate(a) for a in zip(*(load_arrays(p, 4) for p in paths))]
+    for got, expect in zip(load_joined(paths, 4), want, strict=True):
+        assert got.dtype == expect.dtype and got.shape == expect.shape and np.array_equal(got, expect)
+    assert all(np.array_equal(a, b) for a, b in zip(load_joined(paths[3:4], 4), load_arrays(paths[3], 4)))
+    assert load_joined([], 4) == []
+    states = [np.array([("a", i), ("b",)], dtype=object) for i in range(2)]
+    objects = [str(tmp_path / f"o{i}.bin") for i in range(2)]
+    for path, s in zip(objects, states):
+        save_arrays(path, np.arange(2), s)
+    keys, rows = load_joined(objects, 2)
+    assert keys.tolist() == [0, 1, 0, 1] and list(rows) == [("a", 0), ("b",), ("a", 1), ("b",)]

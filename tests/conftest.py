@@ -44,9 +44,9 @@ def build():
     return types.SimpleNamespace(replica=_replica, state=_state, model=_model, fetch=Fetch)
 
 
-# -- two workers (pytest-xdist) ----------------------------------------------------------------
+# -- three workers (pytest-xdist) --------------------------------------------------------------
 
-# Each module runs whole on one of the two workers (--dist loadfile, in pyproject.toml), in
+# Each module runs whole on one of the three workers (-n 3 --dist loadfile, in pyproject.toml), in
 # this order: the longest first (the Spark modules start JVMs and subprocesses), so that
 # the others fill in beside them instead of after them.
 FIRST = ("test_spark_checkpoint", "test_spark_faults", "test_spark_rows", "test_engines", "test_liveness_kafka",

@@ -236,7 +236,7 @@ class RowsSearch(Search):
         all_fps = self.fingerprints(succ)
         pick = keys.least_per_fingerprint(key, all_fps)  # in fingerprint order
         pick = pick[~self.seen.contains_older_sorted(all_fps[pick])]  # the levels before: unchanging
-        place = np.argsort(key[pick])  # key order: the commit gathers nothing
+        place = keys.key_order(key[pick])  # key order: the commit gathers nothing
         met = pick[place]
         counts = (
             row_counts(self.coverage_names, self.kernel, self.model, chunk, parents, choices, codes, succ)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .coverage import task_part
-from .keys import key, key_choice, key_parent, least_per_fingerprint
+from .keys import key, key_choice, key_order, key_parent, least_per_fingerprint
 from .protocol import columns, kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
 from .spark_rows_store import (
@@ -107,7 +107,7 @@ def expand_partition(
     fronts = [front_path(root, depth, index, i) for i in sources[index]]
     if fronts:
         keys, fps, rows = load_joined(fronts, 3)
-        order = np.argsort(keys)  # the rank order (keys are distinct): this partition's frontier
+        order = key_order(keys)  # the rank order: this partition's frontier
         fps, rows = fps[order], np.take(rows, order, axis=0)  # (a row gather: faster than rows[order])
         del keys, order
         for s in range(0, len(rows), SLICE_ROWS):
@@ -219,7 +219,7 @@ def own_partition(step, found, n, level, root, depth, runs, pack, release, cover
         if len(sel):
             # The new states in fingerprint order (the run, the parent pointers), then in
             # key order (the next frontier); the rows are gathered once, in key order.
-            by_key = sel[np.argsort(keys[sel])]
+            by_key = sel[key_order(keys[sel])]
             new_fps = fps[sel]
             save_arrays(meta_path(root, index, depth), new_fps, pfps[sel], key_choice(keys[sel]).astype(np.int16))
             new_codes += np.bincount(codes[sel], minlength=len(names))

@@ -135,7 +135,7 @@ def test_the_fingerprint_order_sorts_and_the_least_key_wins(n):
     """``checker.keys.fingerprint_order`` packs positions into the low bits of one sort:
     it sorts like an argsort on random fingerprints with repeats, and on fingerprints
     made equal in every bit above the packed ones but out of order (which the packed
-    sort cannot order, and must leave to the argsort); ``least_per_fingerprint`` keeps,
+    sort cannot order, and sorts again), alone or in several groups; ``least_per_fingerprint`` keeps,
     of each fingerprint, the successor of least key, as a brute force does."""
     import numpy as np
 
@@ -149,8 +149,17 @@ def test_the_fingerprint_order_sorts_and_the_least_key_wins(n):
     if n > 1:
         tied = fps.copy()
         bits = (n - 1).bit_length()
-        tied[0], tied[1] = tied[0] | np.uint64((1 << bits) - 1), tied[0] & ~np.uint64((1 << bits) - 1)
+        low = np.uint64((1 << bits) - 1)
+        tied[0], tied[1] = tied[0] | low, tied[0] & ~low
         cases.append(tied)  # equal above the low bits, the larger first
+    if n > 100:
+        groups = fps.copy()  # several such groups, of two to four, each out of order
+        for g, size in enumerate([2, 3, 4, 3, 2]):
+            at = rng.choice(n, size, replace=False)
+            high = groups[at[0]] & ~low
+            groups[at] = high | np.arange(size, 0, -1, dtype=np.uint64) * np.uint64(g + 1) % (low + np.uint64(1))
+        groups[-1] = groups[-2]  # a repeat as well
+        cases.append(groups)
     for f in cases:
         order, sorted_fps = fingerprint_order(f)
         assert sorted(order.tolist()) == list(range(n))
@@ -162,3 +171,22 @@ def test_the_fingerprint_order_sorts_and_the_least_key_wins(n):
             if fp not in least or k < keys[least[fp]]:
                 least[fp] = i
         assert pick.tolist() == [least[fp] for fp in sorted(least)]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 1000, 70_000])
+def test_the_key_order_is_a_stable_argsort(n):
+    """``checker.keys.key_order`` packs positions below the keys in one sort: it orders
+    like a stable argsort on distinct keys, on repeated ones (the positions settle
+    them), and on keys too large to share 64 bits with a position (left to the
+    argsort)."""
+    import numpy as np
+
+    from kmc.checker.keys import CHOICES, key_order
+
+    rng = np.random.default_rng(n)
+    distinct = rng.permutation(n).astype(np.int64) * CHOICES + rng.integers(0, CHOICES, n)
+    repeated = rng.integers(0, 50, n).astype(np.int64)
+    large = rng.integers(0, 2**62, n, dtype=np.int64)
+    for keys in (distinct, repeated, large):
+        order = key_order(keys)
+        assert order.tolist() == np.argsort(keys, kind="stable").tolist()

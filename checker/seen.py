@@ -67,7 +67,7 @@ class CompactSeenSet:
         if new.any():
             kept = fps[new]
             self._level_runs.append(np.sort(kept))
-            _merge_tail(self._level_runs)
+            merge_tail(self._level_runs)
             self._starts.append(self._len)
             self._parents.append(np.asarray(parents, dtype=np.int64)[new].astype(np.uint32))
             self._choices.append(np.asarray(choices)[new].astype(np.uint8))
@@ -82,7 +82,7 @@ class CompactSeenSet:
         if not len(fps):
             return
         self._level_runs.append(fps)
-        _merge_tail(self._level_runs)
+        merge_tail(self._level_runs)
         self._starts.append(self._len)
         self._parents.append(np.asarray(parents, dtype=np.int64).astype(np.uint32))
         self._choices.append(np.asarray(choices).astype(np.uint8))
@@ -118,7 +118,7 @@ class CompactSeenSet:
             self._level_runs = [merged]
         self._runs.extend(self._level_runs)
         self._level_runs = []
-        _merge_tail(self._runs)
+        merge_tail(self._runs)
         self._level_start = self._len
         self._level_chunks = len(self._starts)
 
@@ -289,7 +289,9 @@ def merge_runs(older, newer) -> np.ndarray:
     return merged
 
 
-def _merge_tail(runs) -> None:
+def merge_tail(runs) -> None:
+    """Merge the newest of ``runs`` (sorted arrays, oldest first) into the one before it
+    while ``merges`` says so."""
     while len(runs) > 1 and merges(len(runs[-1]), len(runs[-2])):
         newer = runs.pop()
         runs[-1] = merge_runs(runs[-1], newer)

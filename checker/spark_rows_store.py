@@ -320,21 +320,29 @@ def _places(path, count) -> list[tuple] | None:
     places = []
     with open(path, "rb") as f:
         for _ in range(count):
-            offset, dtype, shape = _header(f)
-            packed = False
-            if dtype.kind == "S" and shape == (1,):
-                marker = np.fromfile(f, dtype=dtype, count=1)
-                if marker[0] == _PICKLED[0]:
-                    return None
-                if marker[0] == _NIBBLES[0]:
-                    packed = True
-                    offset, dtype, shape = _header(f)
-                    dtype, shape = np.dtype(np.int8), (shape[0], 2 * shape[1])
-                else:
-                    f.seek(offset)
-            places.append((offset, dtype, shape, packed))
-            f.seek(offset + (int(np.prod(shape)) * dtype.itemsize // (2 if packed else 1)))
+            form, offset, dtype, shape = _marked(f)
+            if form == "pickled":
+                return None
+            f.seek(offset + int(np.prod(shape)) * dtype.itemsize)
+            if form == "packed":
+                dtype, shape = np.dtype(np.int8), (shape[0], 2 * shape[1])
+            places.append((offset, dtype, shape, form == "packed"))
     return places
+
+
+def _marked(f) -> tuple[str, int, np.dtype, tuple]:
+    """The next array of a file ``save_arrays`` wrote, from ``f``'s position:
+    ``(form, offset of its data, dtype, shape)``, ``form`` being ``"plain"``, or
+    ``"packed"`` or ``"pickled"`` after its marker (then the header is the data's
+    that follows the marker)."""
+    offset, dtype, shape = _header(f)
+    if dtype.kind == "S" and shape == (1,):
+        marker = np.fromfile(f, dtype=dtype, count=1)[0]
+        for form, mark in (("packed", _NIBBLES), ("pickled", _PICKLED)):
+            if marker == mark[0]:
+                return (form, *_header(f))
+        f.seek(offset)
+    return "plain", offset, dtype, shape
 
 
 def _header(f) -> tuple[int, np.dtype, tuple]:
@@ -383,14 +391,13 @@ def _unpack(packed, out=None) -> np.ndarray:
 
 
 def _load_one(f) -> np.ndarray:
-    a = np.load(f, allow_pickle=False)
-    if a.dtype.kind != "S" or a.shape != (1,):
+    form, _offset, dtype, shape = _marked(f)
+    a = np.fromfile(f, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
+    if form == "packed":
+        return _unpack(a)
+    if form == "plain":
         return a
-    if a[0] == _NIBBLES[0]:
-        return _unpack(np.load(f, allow_pickle=False))
-    if a[0] != _PICKLED[0]:
-        return a
-    values = _cloudpickle().loads(np.load(f, allow_pickle=False).tobytes())
+    values = _cloudpickle().loads(a.tobytes())
     out = np.empty(len(values), dtype=object)
     for i, v in enumerate(values):
         out[i] = v

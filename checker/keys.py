@@ -85,15 +85,17 @@ def _settle(order: np.ndarray, sfps: np.ndarray, high: np.uint64, down: np.ndarr
     groups' places taken together in order are where their fingerprints go when sorted
     together, since its high bits order a group among the others: one argsort of the
     few fingerprints concerned settles them all."""
-    spans = set()
+    spans: list[tuple[int, int]] = []  # in order, each walked once
     for i in down.tolist():
+        if spans and i < spans[-1][1]:
+            continue  # in the group just found
         h, a, b = sfps[i] & high, i, i + 2
         while a > 0 and sfps[a - 1] & high == h:
             a -= 1
         while b < len(sfps) and sfps[b] & high == h:
             b += 1
-        spans.add((a, b))
-    at = np.concatenate([np.arange(a, b) for a, b in sorted(spans)])
+        spans.append((a, b))
+    at = np.concatenate([np.arange(a, b) for a, b in spans])
     by = np.argsort(sfps[at], kind="stable")
     order[at], sfps[at] = order[at[by]], sfps[at[by]]
 

@@ -53,17 +53,31 @@ def least_per_fingerprint(keys: np.ndarray, fps: np.ndarray) -> np.ndarray:
     return order[skeys == np.repeat(least, sizes)]
 
 
+def first_per_fingerprint(fps: np.ndarray) -> np.ndarray:
+    """``least_per_fingerprint`` for successors whose keys grow with their position (so
+    the first of each fingerprint has the least key): the index of the first successor of
+    each distinct fingerprint, in fingerprint order, found without looking at the keys."""
+    order, sfps = fingerprint_order(fps)  # equal fingerprints keep their positions' order
+    if len(order) < 2:
+        return order
+    first = np.empty(len(order), dtype=bool)
+    first[0] = True
+    np.not_equal(sfps[1:], sfps[:-1], out=first[1:])
+    return order[first]
+
+
 def fingerprint_order(fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(order, fps[order])``: an order that sorts the fingerprints (``uint64``), the
-    equal ones in any order. Found by one sort of the fingerprints themselves with each
-    one's position in the low bits, which is several times cheaper than an argsort of
-    them. Two fingerprints equal in every other bit may then come out of order (among a
-    few million, some pair usually is); each such group lies together in the sorted
-    array and is sorted again by the whole fingerprint (``_settle``)."""
+    equal ones in the order of their positions (a stable argsort). Found by one sort of
+    the fingerprints themselves with each one's position in the low bits, which is
+    several times cheaper than an argsort of them. Two fingerprints equal in every other
+    bit may then come out of order (among a few million, some pair usually is); each such
+    group lies together in the sorted array and is sorted again by the whole fingerprint
+    (``_settle``, stably: equal ones are already in the order of their positions)."""
     n = len(fps)
     bits = max(1, (n - 1).bit_length())
     if n < 2 or bits > 32:
-        order = np.argsort(fps)
+        order = np.argsort(fps, kind="stable")
         return order, fps[order]
     low = np.uint64((1 << bits) - 1)
     packed = fps & ~low

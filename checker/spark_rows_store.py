@@ -242,7 +242,15 @@ def meta_path(root, i, depth) -> str:
 
 
 def succ_path(root, depth, o, i, s) -> str:
+    """The successors for owner ``o`` of rank partition ``i``'s slice at ``s``."""
     return os.path.join(root, "succ", f"{depth:06d}", f"o{o:04d}-p{i:04d}-{s:09d}.bin")
+
+
+def succ_order(path) -> tuple[int, int]:
+    """Where a ``succ_path`` file's successors stand in the order of their keys: its rank
+    partition and slice (a partition's ranks, and a slice's, all precede the next's)."""
+    _o, i, s = os.path.basename(path)[: -len(".bin")].split("-")
+    return int(i[1:]), int(s)
 
 
 def graph_path(root, depth, i, s) -> str:
@@ -280,6 +288,77 @@ def load_arrays(path, count) -> list[np.ndarray]:
         return [_load_one(f) for _ in range(count)]
 
 
+def read_ahead(paths) -> None:
+    """Ask the kernel to start reading the files ``paths`` now, all at once
+    (``POSIX_FADV_WILLNEED``), so that a task about to read them one after another, or to
+    search them, finds them in memory instead of waiting on the disk for each in turn. A
+    hint only: where the system has no such call, or a file is gone, nothing happens."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+class Writer:
+    """``save_arrays`` on a thread of its own: a task hands it a file to write and goes on
+    computing while the file is written (a write may wait on the disk; numpy writes
+    without holding the interpreter). At most ``depth`` files wait their turn, so the
+    arrays held for them stay few. ``close`` waits for every file, raises the first
+    write's error, and returns the bytes of the files saved with ``tally`` (what a task
+    reports as shipped). Used as a context manager, it is closed on the way out, without
+    raising again when an error is already on its way."""
+
+    def __init__(self, depth: int = 32) -> None:
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kmc-writer")
+        self._pending: Any = deque()
+        self._depth = depth
+        self.written = 0
+
+    def save(self, path, *arrays, pack=False, tally=True) -> None:
+        while len(self._pending) >= self._depth:
+            self._done()
+        self._pending.append((self._pool.submit(save_arrays, path, *arrays, pack=pack), tally))
+
+    def _done(self) -> None:
+        future, tally = self._pending.popleft()
+        written = future.result()
+        if tally:
+            self.written += written
+
+    def close(self) -> int:
+        try:
+            while self._pending:
+                self._done()
+        finally:
+            for future, _tally in self._pending:
+                future.cancel()
+            self._pool.shutdown(wait=True)
+        return self.written
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, kind, *_rest) -> None:
+        if kind is None:
+            self.close()
+        else:
+            with contextlib.suppress(Exception):
+                self.close()
+
+
 def load_joined(paths, count) -> list[np.ndarray]:
     """The ``count`` arrays of each file of ``paths`` (``save_arrays``), joined file after
     file: what ``np.concatenate`` makes of their ``load_arrays``, but each file's bytes read
@@ -287,6 +366,7 @@ def load_joined(paths, count) -> list[np.ndarray]:
     one array into another. An empty ``paths`` gives ``[]``."""
     if len(paths) <= 1:
         return load_arrays(paths[0], count) if paths else []
+    read_ahead(paths)
     found = [_places(path, count) for path in paths]  # per file, per array: its place in the file
     where = [w for w in found if w is not None]
     if len(where) < len(found):  # rows of Python states: unpickled, then joined

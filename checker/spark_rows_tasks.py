@@ -16,18 +16,21 @@ from typing import Any
 import numpy as np
 
 from .coverage import task_part
-from .keys import key, key_choice, key_order, key_parent, least_per_fingerprint
+from .keys import first_per_fingerprint, key, key_choice, key_order, key_parent, least_per_fingerprint
 from .protocol import columns, kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
 from .spark_rows_store import (
+    Writer,
     front_path,
     graph_path,
     load_arrays,
     load_joined,
     meta_path,
     owners,
+    read_ahead,
     run_path,
     save_arrays,
+    succ_order,
     succ_path,
 )
 
@@ -105,44 +108,47 @@ def expand_partition(
     base = offsets[index]
     busy = 0.0
     fronts = [front_path(root, depth, index, i) for i in sources[index]]
-    if fronts:
-        keys, fps, rows = load_joined(fronts, 3)
-        order = key_order(keys)  # the rank order: this partition's frontier
-        fps, rows = fps[order], np.take(rows, order, axis=0)  # (a row gather: faster than rows[order])
-        del keys, order
-        for s in range(0, len(rows), SLICE_ROWS):
-            chunk = rows[s : s + SLICE_ROWS]  # one kernel call a slice
-            exp = step.expand(chunk, depth, base + s, offsets[-1])  # checker.level
-            parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
-            generated += exp.generated
-            terminal += exp.terminal
-            fired += exp.fired
-            if coverage:
-                cov = _add_part(cov, names, task_part(step.model, kernel, [(chunk, (parents, choices, codes, succ))]))
-            if graph is not None:
-                shipped += graph_records(
-                    graph, step, chunk, exp, fps[s : s + len(chunk)], symmetry, root, depth, index, s
-                )
-            if not len(succ):
-                continue
-            keys = key(base + s + parents.astype(np.int64), choices)
-            # an earlier slice's violation has a smaller key
-            for name, (i, why) in step.step_violations(chunk, exp, keys, found | step_bad.keys()).items():
-                step_bad[name] = (int(keys[i]), why, int(fps[s + parents[i]]), int(choices[i]))
-            sfps = _fingerprints(kernel, succ, symmetry)
-            pick = least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
-            keys, sfps, pfps, codes = keys[pick], sfps[pick], fps[s + parents[pick]], codes[pick]
-            succ = np.take(succ, pick, axis=0)
-            cuts = np.searchsorted(owners(sfps, n), np.arange(n + 1))
-            for o in range(n):
-                a, b = int(cuts[o]), int(cuts[o + 1])
-                if b > a:
-                    path = succ_path(root, depth, o, index, s)
-                    shipped += save_arrays(path, keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b], pack=pack)
-                    payload = ("f", path)
-                    busy += time.perf_counter() - clock
-                    yield (o, payload)
-                    clock = time.perf_counter()
+    with Writer() as writer:  # the successors' files are written while the next slice is expanded
+        if fronts:
+            keys, fps, rows = load_joined(fronts, 3)
+            order = key_order(keys)  # the rank order: this partition's frontier
+            fps, rows = fps[order], np.take(rows, order, axis=0)  # (a row gather: faster than rows[order])
+            del keys, order
+            for s in range(0, len(rows), SLICE_ROWS):
+                chunk = rows[s : s + SLICE_ROWS]  # one kernel call a slice
+                exp = step.expand(chunk, depth, base + s, offsets[-1])  # checker.level
+                parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
+                generated += exp.generated
+                terminal += exp.terminal
+                fired += exp.fired
+                if coverage:
+                    cov = _add_part(
+                        cov, names, task_part(step.model, kernel, [(chunk, (parents, choices, codes, succ))])
+                    )
+                if graph is not None:
+                    shipped += graph_records(
+                        graph, step, chunk, exp, fps[s : s + len(chunk)], symmetry, root, depth, index, s
+                    )
+                if not len(succ):
+                    continue
+                keys = key(base + s + parents.astype(np.int64), choices)
+                # an earlier slice's violation has a smaller key
+                for name, (i, why) in step.step_violations(chunk, exp, keys, found | step_bad.keys()).items():
+                    step_bad[name] = (int(keys[i]), why, int(fps[s + parents[i]]), int(choices[i]))
+                sfps = _fingerprints(kernel, succ, symmetry)
+                pick = least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
+                keys, sfps, pfps, codes = keys[pick], sfps[pick], fps[s + parents[pick]], codes[pick]
+                succ = np.take(succ, pick, axis=0)
+                cuts = np.searchsorted(owners(sfps, n), np.arange(n + 1))
+                for o in range(n):
+                    a, b = int(cuts[o]), int(cuts[o + 1])
+                    if b > a:
+                        path = succ_path(root, depth, o, index, s)
+                        writer.save(path, keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b], pack=pack)
+                        busy += time.perf_counter() - clock
+                        yield (o, ("f", path))  # read in the next stage, once this task has ended
+                        clock = time.perf_counter()
+        shipped += writer.close()
     busy += time.perf_counter() - clock
     yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy, cov)))
 
@@ -209,44 +215,51 @@ def own_partition(step, found, n, level, root, depth, runs, pack, release, cover
     state_bad: dict[str, tuple] = {}
     shipped = 0
     mine = list(runs[index])
-    if paths:
-        # every file's arrays read straight into one array each (no copy of the rows)
-        keys, fps, pfps, codes, rows = load_joined(paths, 5)
-        sel = least_per_fingerprint(keys, fps)  # sorted by fingerprint
-        old = [np.load(run_path(root, index, d), mmap_mode="r") for d, _ in mine]
-        sel = sel[~runs_contain(old, fps[sel])]
-        del old
-        if len(sel):
-            # The new states in fingerprint order (the run, the parent pointers), then in
-            # key order (the next frontier); the rows are gathered once, in key order.
-            by_key = sel[key_order(keys[sel])]
-            new_fps = fps[sel]
-            save_arrays(meta_path(root, index, depth), new_fps, pfps[sel], key_choice(keys[sel]).astype(np.int16))
-            new_codes += np.bincount(codes[sel], minlength=len(names))
-            keys, fps, rows = keys[by_key], fps[by_key], np.take(rows, by_key, axis=0)
-            del pfps, codes, sel, by_key
-            # The new run, merged with the newest runs while it is at least half as large.
-            run, mine = new_fps, mine + [(depth, len(new_fps))]
-            while len(mine) > 1 and merges(mine[-1][1], mine[-2][1]):
-                d, _ = mine[-2]
-                run = merge_runs(np.load(run_path(root, index, d)), run)
-                mine[-2:] = [(depth, len(run))]
-            save_arrays(run_path(root, index, depth), run)
-            del run, new_fps
-            # what the checks read: the rows a column at a time when the kernel asks so
-            by_column = columns(rows) if kernel.by_columns else rows
-            for name, (j, why) in step.state_violations(by_column, keys, found).items():  # checker.level
-                state_bad[name] = (int(keys[j]), why, int(fps[j]))
-            target = key_parent(keys) * n // level  # grows with the key
-            per_target += np.bincount(target, minlength=n)
-            cuts = np.searchsorted(target, np.arange(n + 1))
-            for t in range(n):
-                a, b = int(cuts[t]), int(cuts[t + 1])
-                if b > a:
-                    path = front_path(root, depth, t, index)
-                    shipped += save_arrays(path, keys[a:b], fps[a:b], rows[a:b], pack=pack)
-            if coverage is not None:  # the variables' full ranges seen so far (or {})
-                cov = task_part(step.model, kernel, new_rows=by_column, ranges=coverage)
+    with Writer() as writer:  # the files below are written while the checks run
+        if paths:
+            # Every file's arrays read straight into one array each (no copy of the rows),
+            # the files in the order of their keys (by rank partition, then slice), so that
+            # the keys grow with the position from file to file; within a file each
+            # fingerprint is there once. So the first of each fingerprint has its least key.
+            paths.sort(key=succ_order)
+            keys, fps, pfps, codes, rows = load_joined(paths, 5)
+            read_ahead([run_path(root, index, d) for d, _ in mine])  # searched below: read while sorting
+            sel = first_per_fingerprint(fps)  # sorted by fingerprint
+            old = [np.load(run_path(root, index, d), mmap_mode="r") for d, _ in mine]
+            sel = sel[~runs_contain(old, fps[sel])]
+            del old
+            if len(sel):
+                # The new states in fingerprint order (the run, the parent pointers), then in
+                # key order (the next frontier); the rows are gathered once, in key order.
+                by_key = sel[key_order(keys[sel])]
+                new_fps = fps[sel]
+                meta = (new_fps, pfps[sel], key_choice(keys[sel]).astype(np.int16))
+                writer.save(meta_path(root, index, depth), *meta, tally=False)
+                new_codes += np.bincount(codes[sel], minlength=len(names))
+                keys, fps, rows = keys[by_key], fps[by_key], np.take(rows, by_key, axis=0)
+                del pfps, codes, sel, by_key, meta
+                # The new run, merged with the newest runs while it is at least half as large.
+                run, mine = new_fps, mine + [(depth, len(new_fps))]
+                while len(mine) > 1 and merges(mine[-1][1], mine[-2][1]):
+                    d, _ = mine[-2]
+                    run = merge_runs(np.load(run_path(root, index, d)), run)
+                    mine[-2:] = [(depth, len(run))]
+                writer.save(run_path(root, index, depth), run, tally=False)
+                del run, new_fps
+                target = key_parent(keys) * n // level  # grows with the key
+                per_target += np.bincount(target, minlength=n)
+                cuts = np.searchsorted(target, np.arange(n + 1))
+                for t in range(n):
+                    a, b = int(cuts[t]), int(cuts[t + 1])
+                    if b > a:
+                        writer.save(front_path(root, depth, t, index), keys[a:b], fps[a:b], rows[a:b], pack=pack)
+                # what the checks read: the rows a column at a time when the kernel asks so
+                by_column = columns(rows) if kernel.by_columns else rows
+                for name, (j, why) in step.state_violations(by_column, keys, found).items():  # checker.level
+                    state_bad[name] = (int(keys[j]), why, int(fps[j]))
+                if coverage is not None:  # the variables' full ranges seen so far (or {})
+                    cov = task_part(step.model, kernel, new_rows=by_column, ranges=coverage)
+        shipped += writer.close()
     if release:
         for path in paths:
             with contextlib.suppress(FileNotFoundError):

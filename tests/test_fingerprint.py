@@ -135,11 +135,14 @@ def test_the_fingerprint_order_sorts_and_the_least_key_wins(n):
     """``checker.keys.fingerprint_order`` packs positions into the low bits of one sort:
     it sorts like an argsort on random fingerprints with repeats, and on fingerprints
     made equal in every bit above the packed ones but out of order (which the packed
-    sort cannot order, and sorts again), alone or in several groups; ``least_per_fingerprint`` keeps,
-    of each fingerprint, the successor of least key, as a brute force does."""
+    sort cannot order, and sorts again), alone or in several groups, and keeps equal ones in
+    the order of their positions (a stable argsort); ``least_per_fingerprint`` keeps, of
+    each fingerprint, the successor of least key, as a brute force does, and
+    ``first_per_fingerprint`` the first, which is the least when keys grow with positions
+    (the order of the Spark owners' files)."""
     import numpy as np
 
-    from kmc.checker.keys import fingerprint_order, least_per_fingerprint
+    from kmc.checker.keys import first_per_fingerprint, fingerprint_order, least_per_fingerprint
 
     rng = np.random.default_rng(n)
     fps = rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
@@ -164,6 +167,13 @@ def test_the_fingerprint_order_sorts_and_the_least_key_wins(n):
         order, sorted_fps = fingerprint_order(f)
         assert sorted(order.tolist()) == list(range(n))
         assert sorted_fps.tolist() == np.sort(f).tolist() == f[order].tolist()
+        assert order.tolist() == np.argsort(f, kind="stable").tolist()
+        first: dict[int, int] = {}
+        for i, fp in enumerate(f.tolist()):
+            first.setdefault(fp, i)
+        assert first_per_fingerprint(f).tolist() == [first[fp] for fp in sorted(first)]
+        growing = np.cumsum(rng.integers(1, 300, n)).astype(np.int64)
+        assert first_per_fingerprint(f).tolist() == least_per_fingerprint(growing, f).tolist()
         keys = rng.permutation(n).astype(np.int64) * 256 + rng.integers(0, 256, n)
         pick = least_per_fingerprint(keys, f)
         least: dict[int, int] = {}

@@ -424,3 +424,45 @@ def test_files_joined_in_place_are_their_arrays_concatenated(tmp_path, pack):
         save_arrays(path, np.arange(2), s)
     keys, rows = load_joined(objects, 2)
     assert keys.tolist() == [0, 1, 0, 1] and list(rows) == [("a", 0), ("b",), ("a", 1), ("b",)]
+
+
+def test_the_writer_saves_in_the_background_and_owners_read_in_key_order(tmp_path):
+    """A task's ``Writer`` writes the files ``save_arrays`` writes, counts the bytes of
+    those it tallies, and raises a write's error when closed (once: not again on the way
+    out of a block that raised); an owner orders the successors' files by rank partition,
+    then slice (``succ_order``), the order of their keys, whatever their names' widths;
+    ``read_ahead`` is a hint that never fails."""
+    import random
+
+    import numpy as np
+
+    from kmc.checker.spark_rows_store import Writer, load_arrays, read_ahead, save_arrays, succ_order, succ_path
+
+    rng = np.random.default_rng(3)
+    arrays = [(rng.integers(0, 99, 40 * i + 1), rng.integers(-1, 15, (40 * i + 1, 4)).astype(np.int8))
+              for i in range(40)]
+    with Writer(depth=3) as writer:
+        for i, (a, b) in enumerate(arrays):
+            writer.save(str(tmp_path / "w" / f"{i}.bin"), a, b, pack=True, tally=i % 2 == 0)
+        written = writer.close()
+    expect = 0
+    for i, (a, b) in enumerate(arrays):
+        plain = save_arrays(str(tmp_path / "p" / f"{i}.bin"), a, b, pack=True)
+        expect += plain if i % 2 == 0 else 0
+        assert (tmp_path / "w" / f"{i}.bin").read_bytes() == (tmp_path / "p" / f"{i}.bin").read_bytes()
+        got = load_arrays(str(tmp_path / "w" / f"{i}.bin"), 2)
+        assert np.array_equal(got[0], a) and np.array_equal(got[1], b)
+    assert written == expect > 0
+    (tmp_path / "file").write_text("")
+    writer = Writer()
+    writer.save(str(tmp_path / "file" / "x.bin"), np.arange(3))  # under a file: cannot be written
+    with pytest.raises(OSError):
+        writer.close()
+    with pytest.raises(KeyError), Writer() as writer:
+        writer.save(str(tmp_path / "file" / "y.bin"), np.arange(3))
+        raise KeyError("the block's own error")
+    want = [(i, s) for i in (0, 2, 9999, 10000) for s in (0, 65536, 10**6)]
+    paths = [succ_path("/r", 7, 5, i, s) for i, s in want]
+    random.Random(1).shuffle(paths)
+    assert [succ_order(p) for p in sorted(paths, key=succ_order)] == want
+    read_ahead([str(tmp_path / "missing.bin"), str(tmp_path / "w" / "0.bin")])

@@ -466,3 +466,40 @@ def test_the_writer_saves_in_the_background_and_owners_read_in_key_order(tmp_pat
     random.Random(1).shuffle(paths)
     assert [succ_order(p) for p in sorted(paths, key=succ_order)] == want
     read_ahead([str(tmp_path / "missing.bin"), str(tmp_path / "w" / "0.bin")])
+
+
+def test_the_daemon_s_workers_keep_the_memory_they_free():
+    """``spark_daemon.keep_freed_memory``: after it, the memory of a freed array of 64 MiB
+    stays with the process, and the next array of that size takes it instead of new pages
+    (which the system would clear first); without it, the memory goes back at once."""
+    import platform
+    import subprocess
+    import textwrap
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's allocator only")
+    code = textwrap.dedent(
+        """
+        import os, sys
+        import numpy as np
+        from kmc.checker.spark_daemon import keep_freed_memory
+
+        def rss():
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") >> 20
+        if sys.argv[1] == "keep":
+            assert keep_freed_memory()
+        start = rss()
+        a = np.ones(1 << 23); del a
+        freed = rss()
+        b = np.ones(1 << 23); del b
+        print(freed - start, rss() - start)
+        """
+    )
+    kept = {}
+    for how in ("keep", "default"):
+        run = subprocess.run([sys.executable, "-c", code, how], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        kept[how] = [int(x) for x in run.stdout.split()]
+    assert kept["default"][0] < 8 and kept["default"][1] < 8  # handed back each time
+    assert 60 <= kept["keep"][0] <= kept["keep"][1] < 72  # kept, and taken again

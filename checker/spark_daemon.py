@@ -5,7 +5,8 @@ for each task slot; each worker then imports numpy, the batch kernel and the tas
 on its first task (about 0.3 s of CPU a worker). Run as the daemon
 (``spark.python.daemon.module``, set by ``checker.spark_session`` for a local master),
 this module imports them once, before the daemon forks, so that every worker starts with
-them, and asks the C library to keep the memory the workers free (``keep_freed_memory``).
+them, and asks the C library to keep the memory the workers free
+(``checker.memory.keep_freed_memory``).
 Nothing else changes: the daemon is PySpark's own ``manager()``.
 """
 
@@ -17,30 +18,9 @@ import sys
 
 import numpy  # noqa: F401  (imported before the fork: that is the point)
 from kmc.checker import fingerprint, spark_rows_tasks  # noqa: F401
+from kmc.checker.memory import keep_freed_memory
 from kmc.checker.spark_session import PRELOAD_VARIABLE
 from pyspark import daemon
-
-
-def keep_freed_memory() -> bool:
-    """Ask glibc's allocator to keep, for the next arrays, the memory of the arrays a worker
-    frees, instead of handing it back to the system: no allocation is served by a mapping
-    of its own (``M_MMAP_MAX`` 0) and the heap is never trimmed (``M_TRIM_THRESHOLD``).
-    A task makes and drops arrays of tens of megabytes per slice of its level and of
-    gigabytes per partition; memory handed back is mapped again for the next array, and the
-    system clears every page of it first: a fifth of a worker's time in a profile of the
-    billion-state run, which then took 13% less CPU with this (docs/spark.md). A worker's
-    resident size then stays at its largest
-    need. Returns whether the allocator took the settings (not glibc: nothing changes)."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # <malloc.h>
-    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 2**31 - 1))
-
 
 if __name__ == "__main__":
     keep_freed_memory()

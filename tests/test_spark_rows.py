@@ -469,9 +469,10 @@ def test_the_writer_saves_in_the_background_and_owners_read_in_key_order(tmp_pat
 
 
 def test_the_daemon_s_workers_keep_the_memory_they_free():
-    """``spark_daemon.keep_freed_memory``: after it, the memory of a freed array of 64 MiB
-    stays with the process, and the next array of that size takes it instead of new pages
-    (which the system would clear first); without it, the memory goes back at once."""
+    """``checker.memory.keep_freed_memory`` (the Spark workers' daemon sets it): after it,
+    the memory of a freed array of 64 MiB stays with the process, and the next array of
+    that size takes it instead of new pages (which the system would clear first); without
+    it, the memory goes back at once."""
     import platform
     import subprocess
     import textwrap
@@ -482,7 +483,7 @@ def test_the_daemon_s_workers_keep_the_memory_they_free():
         """
         import os, sys
         import numpy as np
-        from kmc.checker.spark_daemon import keep_freed_memory
+        from kmc.checker.memory import keep_freed_memory
 
         def rss():
             with open("/proc/self/statm") as f:

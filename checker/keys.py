@@ -44,7 +44,7 @@ def least_per_fingerprint(keys: np.ndarray, fps: np.ndarray) -> np.ndarray:
     """The index of one successor per distinct fingerprint, the one with the least key
     (``keys`` distinct), in fingerprint order."""
     order, sfps = fingerprint_order(fps)  # ties are settled by the keys below
-    starts = np.flatnonzero(np.concatenate(([True], sfps[1:] != sfps[:-1])))
+    starts = np.flatnonzero(_firsts(sfps))
     if len(starts) >= len(order):  # every fingerprint once (or none at all)
         return order
     skeys = keys[order]
@@ -58,12 +58,14 @@ def first_per_fingerprint(fps: np.ndarray) -> np.ndarray:
     the first of each fingerprint has the least key): the index of the first successor of
     each distinct fingerprint, in fingerprint order, found without looking at the keys."""
     order, sfps = fingerprint_order(fps)  # equal fingerprints keep their positions' order
-    if len(order) < 2:
-        return order
-    first = np.empty(len(order), dtype=bool)
-    first[0] = True
+    return order[_firsts(sfps)]
+
+
+def _firsts(sfps: np.ndarray) -> np.ndarray:
+    """Which of the sorted fingerprints ``sfps`` is the first of its value."""
+    first = np.ones(len(sfps), dtype=bool)
     np.not_equal(sfps[1:], sfps[:-1], out=first[1:])
-    return order[first]
+    return first
 
 
 def fingerprint_order(fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -21,6 +21,17 @@ ACKS = (ACKS_ALL, ACKS_ONE)
 KAFKA_13141 = "KAFKA-13141"
 KAFKA_14704 = "KAFKA-14704"
 FETCH_BUGS = (KAFKA_13141, KAFKA_14704)
+# The bugs of the operators' actions and of broker epochs (docs/model.md, "Known bugs: one list"):
+# KAFKA-13916 (a replica in controlled shutdown may lead or join the ISR: before Kafka 3.3),
+# KAFKA-15221 (the broker-epoch race: 3.5.0-3.6.x), KAFKA-16540 (a min ISR change keeps the ELR:
+# 3.7-3.9), KAFKA-16234 (a failed log directory's partition re-created empty and serving: 3.7.0).
+KAFKA_13916 = "KAFKA-13916"
+KAFKA_15221 = "KAFKA-15221"
+KAFKA_16540 = "KAFKA-16540"
+KAFKA_16234 = "KAFKA-16234"
+OTHER_BUGS = (KAFKA_13916, KAFKA_15221, KAFKA_16540, KAFKA_16234)
+# Every bug id the model knows, in the order a configuration lists them.
+KNOWN_BUGS = FETCH_BUGS + OTHER_BUGS
 
 
 @attrs.frozen
@@ -67,6 +78,17 @@ class Config:
         fetch_bugs: a sorted tuple of ``FETCH_BUGS`` ids: the fetch path as it was before
             each of those fixes. Meaningful only with ``truncate_on_fetch`` (the spec
             loader insists).
+        max_controlled_shutdowns: at most this many ControlledShutdown steps in a behaviour
+            (an operator's rolling restart; counted apart from ``max_crashes``).
+        min_isr_changes: the operator's changes of ``min.insync.replicas``, in order: the
+            k-th ChangeMinIsr step sets the k-th value.
+        min_isr_lag: the leader's broker applies each min ISR change one step after the
+            controller (ApplyMinIsr). Meaningful only with ``min_isr_changes`` (the spec
+            loader insists).
+        max_disk_failures: at most this many DiskFailure steps in a behaviour.
+        bugs: a tuple of ``OTHER_BUGS`` ids in that order (the fetch path's are in
+            ``fetch_bugs``): the model as it was before each of those fixes. Each needs its
+            option (the spec loader insists).
     """
 
     replicas: tuple = ("A", "B")
@@ -87,6 +109,11 @@ class Config:
     broker_epochs: bool = False
     truncate_on_fetch: bool = False
     fetch_bugs: tuple = ()
+    max_controlled_shutdowns: int = 0
+    min_isr_changes: tuple = ()
+    min_isr_lag: bool = False
+    max_disk_failures: int = 0
+    bugs: tuple = ()
 
     @property
     def n(self) -> int:
@@ -117,8 +144,25 @@ class Config:
             d["fetch_bugs"] = list(self.fetch_bugs)
         else:  # off: as before the keys existed (fetch_bugs needs it)
             del d["truncate_on_fetch"], d["fetch_bugs"]
+        # The operators' options and their bugs: off, as before the keys existed.
+        for key in ("max_controlled_shutdowns", "min_isr_changes", "min_isr_lag", "max_disk_failures", "bugs"):
+            if not d[key]:
+                del d[key]
+        if "min_isr_changes" in d:
+            d["min_isr_changes"] = list(self.min_isr_changes)
+        if "bugs" in d:
+            d["bugs"] = list(self.bugs)
         return d
 
+    @property
+    def all_bugs(self) -> tuple:
+        """Every bug id selected (``fetch_bugs`` and ``bugs``), in ``KNOWN_BUGS`` order."""
+        return tuple(b for b in KNOWN_BUGS if b in self.fetch_bugs or b in self.bugs)
+
     def has_bug(self, bug: str) -> bool:
-        """Is the fetch path's bug ``bug`` (one of ``FETCH_BUGS``) selected?"""
-        return bug in self.fetch_bugs
+        """Is the bug ``bug`` (one of ``KNOWN_BUGS``) selected?"""
+        return bug in self.fetch_bugs or bug in self.bugs
+
+    def min_isr_at(self, k: int) -> int:
+        """The min ISR after ``k`` ChangeMinIsr steps (``min_insync_replicas`` at 0)."""
+        return self.min_insync_replicas if k == 0 else self.min_isr_changes[k - 1]

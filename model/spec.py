@@ -10,6 +10,10 @@ expected of it.
     acks = "all"                  # optional: "all" or "1" (track acknowledgements)
     truncate_on_fetch = true      # optional: truncation in the fetch path (Kafka 2.8+)
     fetch_bugs = ["KAFKA-14704"]  # optional, with truncate_on_fetch: the bugs of that path
+    max_controlled_shutdowns = 1  # optional: an operator's controlled shutdowns (rolling restarts)
+    min_isr_changes = [2, 1]      # optional: the operator's changes of min.insync.replicas, in order
+    max_disk_failures = 1         # optional: failed log directories
+    bugs = ["KAFKA-15221"]        # optional: every known bug, each with its option (fetch_bugs joins it)
     [check]                       # optional
     invariants = ["CommittedNeverLost"]   # default: see invariants.default_properties
     keep_going = false            # after a failure, keep exploring to decide the others
@@ -33,6 +37,7 @@ error is a one-line ``SpecError`` naming the file and the key.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 import tomllib
@@ -45,7 +50,20 @@ from kmc.checker.errors import SpecError
 from kmc.checker.result import HOLDS, VIOLATED
 from kmc.invariants import BY_NAME, EVERY, default_properties
 
-from .config import ACKS, FETCH_BUGS, INITIAL_LEADERS, LEADER_EPOCH_21, TRUNCATION_RULES, Config
+from .config import (
+    ACKS,
+    FETCH_BUGS,
+    INITIAL_LEADERS,
+    KAFKA_13916,
+    KAFKA_15221,
+    KAFKA_16234,
+    KAFKA_16540,
+    KNOWN_BUGS,
+    LEADER_EPOCH_21,
+    OTHER_BUGS,
+    TRUNCATION_RULES,
+    Config,
+)
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
     from kmc.checker.protocol import Property
@@ -62,6 +80,8 @@ _MODEL_INTS = {
     "max_messages": (2, 0, 16),
     "max_crashes": (1, 0, 16),
     "max_leader_epoch": (2, 0, 16),
+    "max_controlled_shutdowns": (0, 0, 16),
+    "max_disk_failures": (0, 0, 16),
 }
 _MODEL_BOOLS = (
     "unclean_leader_election",
@@ -73,6 +93,7 @@ _MODEL_BOOLS = (
     "alter_partition",
     "broker_epochs",
     "truncate_on_fetch",
+    "min_isr_lag",
 )
 _MODEL_KEYS = (
     "replicas",
@@ -83,6 +104,8 @@ _MODEL_KEYS = (
     "initial_leader",
     "acks",
     "fetch_bugs",
+    "min_isr_changes",
+    "bugs",
 )
 # The property that reads the acknowledgements: meaningful only with model.acks.
 ACKED_PROPERTY = "AcknowledgedNeverLost"
@@ -357,7 +380,14 @@ def _config(path, model) -> Config:
             "model.truncate_on_fetch",
             f'needs model.truncation = "{LEADER_EPOCH_21}" (the fetch path of Kafka 2.8+), got {_show(rule)}',
         )
-    values["fetch_bugs"] = _fetch_bugs(path, model, values["truncate_on_fetch"])
+    values["min_isr_changes"] = _min_isr_changes(path, model, len(names))
+    if values["min_isr_lag"] and not values["min_isr_changes"]:
+        raise SpecError(
+            path,
+            "model.min_isr_lag",
+            "needs a non-empty model.min_isr_changes (the leader's broker lags behind the operator's changes)",
+        )
+    values["fetch_bugs"], values["bugs"] = _bugs(path, model, values)
     initial = model.get("initial_leader", "first")
     if initial not in INITIAL_LEADERS:
         raise SpecError(
@@ -375,25 +405,64 @@ def _config(path, model) -> Config:
     )
 
 
-def _fetch_bugs(path, model, truncate_on_fetch) -> tuple:
-    """``model.fetch_bugs``: a list of ``FETCH_BUGS`` ids, only with ``truncate_on_fetch``
-    (the key itself, even an empty list, is refused without it); a sorted tuple, each id once."""
-    if "fetch_bugs" not in model:
-        return ()
-    allowed = ", ".join(f'"{b}"' for b in FETCH_BUGS)
-    bugs = model["fetch_bugs"]
-    if not truncate_on_fetch:
-        raise SpecError(
-            path,
-            "model.fetch_bugs",
-            f"needs model.truncate_on_fetch = true (the bugs, {allowed}, are of the fetch path)",
-        )
-    if not isinstance(bugs, list):
-        raise SpecError(path, "model.fetch_bugs", f"must be a list of bug ids (allowed: {allowed}), got {_show(bugs)}")
-    for b in bugs:
-        if b not in FETCH_BUGS:
-            raise SpecError(path, "model.fetch_bugs", f"unknown bug {_show(b)} (allowed: {allowed})")
-    return tuple(b for b in FETCH_BUGS if b in bugs)
+def _min_isr_changes(path, model, n) -> tuple:
+    """``model.min_isr_changes``: a list of min ISR values, each in ``1..n``."""
+    changes = model.get("min_isr_changes", [])
+    if not isinstance(changes, list):
+        raise SpecError(path, "model.min_isr_changes", f"must be a list of min ISR values, got {_show(changes)}")
+    if len(changes) > 16:
+        raise SpecError(path, "model.min_isr_changes", f"must list at most 16 changes, got {len(changes)}")
+    for v in changes:
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= n:
+            raise SpecError(
+                path, "model.min_isr_changes", f"each value must be a min ISR between 1 and {n}, got {_show(v)}"
+            )
+    return tuple(changes)
+
+
+# Each known bug's option: (the key that must be set, the test on the values read so far, why).
+_BUG_NEEDS = {
+    "KAFKA-13141": ("model.truncate_on_fetch = true", lambda v: v["truncate_on_fetch"], "a bug of the fetch path"),
+    "KAFKA-14704": ("model.truncate_on_fetch = true", lambda v: v["truncate_on_fetch"], "a bug of the fetch path"),
+    KAFKA_13916: (
+        "model.max_controlled_shutdowns > 0",
+        lambda v: v["max_controlled_shutdowns"] > 0,
+        "a bug of controlled shutdown",
+    ),
+    KAFKA_15221: ("model.broker_epochs = true", lambda v: v["broker_epochs"], "a bug of broker epochs"),
+    KAFKA_16540: (
+        "model.eligible_leader_replicas = true",
+        lambda v: v["eligible_leader_replicas"],
+        "a bug of the eligible leader replicas",
+    ),
+    KAFKA_16234: (
+        "model.max_disk_failures > 0",
+        lambda v: v["max_disk_failures"] > 0,
+        "a bug of a failed log directory",
+    ),
+}
+
+
+def _bugs(path, model, values) -> tuple[tuple, tuple]:
+    """``model.bugs`` and its synonym ``model.fetch_bugs`` (the fetch path's ids): every id known,
+    each with its option; ``(fetch_bugs, bugs)`` as ``Config`` keeps them, each a tuple in
+    ``KNOWN_BUGS`` order with each id once. An empty list is the default, whatever the options."""
+    chosen: set[str] = set()
+    for key, allowed_ids in (("fetch_bugs", FETCH_BUGS), ("bugs", KNOWN_BUGS)):
+        if key not in model:
+            continue
+        allowed = ", ".join(f'"{b}"' for b in allowed_ids)
+        ids = model[key]
+        if not isinstance(ids, list):
+            raise SpecError(path, f"model.{key}", f"must be a list of bug ids (allowed: {allowed}), got {_show(ids)}")
+        for b in ids:
+            if b not in allowed_ids:
+                raise SpecError(path, f"model.{key}", f"unknown bug {_show(b)} (allowed: {allowed})")
+            needs, ok, what = _BUG_NEEDS[b]
+            if not ok(values):
+                raise SpecError(path, f"model.{key}", f"{b} needs {needs} ({what})")
+        chosen.update(ids)
+    return tuple(b for b in FETCH_BUGS if b in chosen), tuple(b for b in OTHER_BUGS if b in chosen)
 
 
 def _show(value) -> str:
@@ -416,7 +485,11 @@ def _key(prefix, key) -> str:
 def _only(path, prefix, table, allowed) -> None:
     for key in table:
         if key not in allowed:
-            raise SpecError(path, _key(prefix, key), f"unknown key (allowed: {', '.join(allowed)})")
+            names = ", ".join(allowed)
+            if len(names) > 200:  # a long table: the keys nearest to the typo, else the table's in the README
+                near = difflib.get_close_matches(str(key), allowed, n=3)
+                names = f"did you mean {' or '.join(near)}?" if near else "see the README's table of keys"
+            raise SpecError(path, _key(prefix, key), f"unknown key ({'' if '?' in names else 'allowed: '}{names})")
 
 
 def _table(path, key, value, required=False) -> dict:

@@ -385,7 +385,6 @@ _SPEC = '[model]\nreplicas = 2\ntruncation = "{rule}"\n{extra}'
     ("leader-epoch-kip279", "truncate_on_fetch = true", "model.truncate_on_fetch",
      'needs model.truncation = "leader-epoch-2.1"'),
     ("leader-epoch-2.1", 'fetch_bugs = ["KAFKA-14704"]', "model.fetch_bugs", "needs model.truncate_on_fetch = true"),
-    ("leader-epoch-2.1", "fetch_bugs = []", "model.fetch_bugs", "needs model.truncate_on_fetch = true"),
     ("leader-epoch-2.1", 'truncate_on_fetch = true\nfetch_bugs = ["KAFKA-1"]', "model.fetch_bugs",
      'unknown bug \'KAFKA-1\' (allowed: "KAFKA-13141", "KAFKA-14704")'),
     ("leader-epoch-2.1", 'truncate_on_fetch = true\nfetch_bugs = "KAFKA-14704"', "model.fetch_bugs",
@@ -396,6 +395,11 @@ def test_spec_errors_name_the_keys_and_the_allowed_values(rule, extra, key, word
     with pytest.raises(SpecError) as e:
         parse_spec(_SPEC.format(rule=rule, extra=extra).encode(), "x.toml")
     assert e.value.key == key and words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_empty_fetch_bugs_list_is_the_default_whatever_the_options():
+    spec = parse_spec(_SPEC.format(rule="leader-epoch-2.1", extra="fetch_bugs = []").encode(), "x.toml")
+    assert spec.config == parse_spec(_SPEC.format(rule="leader-epoch-2.1", extra="").encode(), "x.toml").config
 
 
 def test_fetch_bugs_are_kept_in_one_order():

@@ -488,8 +488,9 @@ def _only(path, prefix, table, allowed) -> None:
             names = ", ".join(allowed)
             if len(names) > 200:  # a long table: the keys nearest to the typo, else the table's in the README
                 near = difflib.get_close_matches(str(key), allowed, n=3)
-                names = f"did you mean {' or '.join(near)}?" if near else "see the README's table of keys"
-            raise SpecError(path, _key(prefix, key), f"unknown key ({'' if '?' in names else 'allowed: '}{names})")
+                hint = f"did you mean {' or '.join(near)}?" if near else "the README's table lists the keys"
+                raise SpecError(path, _key(prefix, key), f"unknown key ({hint})")
+            raise SpecError(path, _key(prefix, key), f"unknown key (allowed: {names})")
 
 
 def _table(path, key, value, required=False) -> dict:

@@ -78,3 +78,11 @@ def test_without_the_new_keys_a_config_and_its_dict_are_as_before():
     assert c == Config(replicas=("A", "B"), truncation="leader-epoch-2.1")
     for key in ("bugs", "min_isr_changes", "min_isr_lag", "max_controlled_shutdowns", "max_disk_failures"):
         assert key not in c.as_dict()
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    ("max_controled_shutdowns = 1", "unknown key (did you mean max_controlled_shutdowns?)"),
+    ("zzz = 1", "unknown key (the README's table lists the keys)"),
+])
+def test_an_unknown_key_of_the_model_table_names_the_nearest(extra, words):
+    assert words in str(_error(extra))

@@ -51,6 +51,7 @@ class Replica:
     remote_leo: tuple  # the leader's view of every replica's log end (own entry unused)
     inflight: Fetch | None = None
     lossy: bool = False  # down after a crash that lost part of its log (KIP-966)
+    shutting: bool = False  # alive and in controlled shutdown (max_controlled_shutdowns)
 
     @property
     def leo(self) -> int:
@@ -75,6 +76,7 @@ class Quorum:
     isr: tuple
     elr: tuple = ()
     alter: tuple | None = None
+    min_isr_step: int = 0  # ChangeMinIsr steps taken (min_isr_changes)
 
 
 @attrs.frozen
@@ -93,6 +95,9 @@ class State:
     crashes: int = 0
     committed: tuple = ()
     acked: tuple = ()
+    controlled_shutdowns: int = 0  # ControlledShutdown steps so far
+    leader_min_isr_step: int = 0  # min ISR changes the leader's broker has applied (min_isr_lag)
+    disk_failures: int = 0  # DiskFailure steps so far
 
     def leader(self) -> int | None:
         """The replica that leads, if any (``leader_of``): what the properties read."""
@@ -157,7 +162,10 @@ def encode(state: State) -> bytes:
     every shape parses one way. A diverging response (``truncate_on_fetch`` only) writes,
     where a response writes its record count, ``-2`` (``-3`` once KAFKA-14704's follower
     has applied its high watermark) and then its diverging epoch: a count is never
-    negative, so every response with records keeps its encoding.
+    negative, so every response with records keeps its encoding. The operators' variables
+    (docs/model.md, "Operator actions") come last, only when one is not at its initial value,
+    after every part before (each written even when at its initial value; a missing request
+    as three ``-1``): the two counters, the two min ISR steps, then each replica's ``shutting``.
     """
     q = state.quorum
     out = [state.produced, state.crashes, NONE if q.leader is None else q.leader, q.epoch, len(q.isr)]
@@ -189,14 +197,26 @@ def encode(state: State) -> bytes:
                 out.append(e)
                 out.append(i)
     alter = q.alter
-    if q.elr or lossy or state.acked or alter is not None:
+    ops = (
+        state.controlled_shutdowns
+        or q.min_isr_step
+        or state.leader_min_isr_step
+        or state.disk_failures
+        or any(r.shutting for r in state.replicas)
+    )
+    if q.elr or lossy or state.acked or alter is not None or ops:
         out.append(len(q.elr))
         out.extend(q.elr)
         out.extend(1 if r.lossy else 0 for r in state.replicas)
-    if state.acked or alter is not None:
+    if state.acked or alter is not None or ops:
         out.append(len(state.acked))
         for c in state.acked:
             out.extend(c)
     if alter is not None:
         out.extend((alter[0], 1 if alter[1] == EXPAND else 0, alter[2]))
+    elif ops:
+        out.extend((NONE, NONE, NONE))
+    if ops:
+        out.extend((state.controlled_shutdowns, state.disk_failures, q.min_isr_step, state.leader_min_isr_step))
+        out.extend(1 if r.shutting else 0 for r in state.replicas)
     return struct.pack(f"<{len(out)}q", *out)

@@ -54,9 +54,10 @@ def read_spark(path: str, table: dict) -> SparkTable:
 TABLES = {"spark": read_spark}  # the application's tables of a spec file, in file order
 
 
-def load_spec(path: str | Path) -> model_spec.Spec:
-    """A spec file with the application's tables (``model.spec.load_spec``)."""
-    return model_spec.load_spec(path, TABLES)
+def load_spec(path: str | Path, kafka: tuple | None = None) -> model_spec.Spec:
+    """A spec file with the application's tables (``model.spec.load_spec``; ``kafka``: a
+    release from the command line, in place of the spec's ``model.kafka``)."""
+    return model_spec.load_spec(path, TABLES, kafka)
 
 
 def parse_spec(data: bytes, path: str = "<spec>") -> model_spec.Spec:

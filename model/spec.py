@@ -14,6 +14,8 @@ expected of it.
     min_isr_changes = [2, 1]      # optional: the operator's changes of min.insync.replicas, in order
     max_disk_failures = 1         # optional: failed log directories
     bugs = ["KAFKA-15221"]        # optional: every known bug, each with its option (fetch_bugs joins it)
+    kafka = "3.6.1"               # optional: a Kafka release sets truncation, the options and bugs
+    metadata = "kraft"            # optional, with kafka: "kraft" or "zookeeper" where it had both
     [check]                       # optional
     invariants = ["CommittedNeverLost"]   # default: see invariants.default_properties
     keep_going = false            # after a failure, keep exploring to decide the others
@@ -50,6 +52,7 @@ from kmc.checker.errors import SpecError
 from kmc.checker.result import HOLDS, VIOLATED
 from kmc.invariants import BY_NAME, EVERY, default_properties
 
+from . import releases
 from .config import (
     ACKS,
     FETCH_BUGS,
@@ -106,6 +109,8 @@ _MODEL_KEYS = (
     "fetch_bugs",
     "min_isr_changes",
     "bugs",
+    "kafka",
+    "metadata",
 )
 # The property that reads the acknowledgements: meaningful only with model.acks.
 ACKED_PROPERTY = "AcknowledgedNeverLost"
@@ -136,6 +141,39 @@ TableReader = Callable[[str, dict], Any]
 
 
 @attrs.frozen
+class KafkaSetting:
+    """The Kafka release a spec's model was read from, and what the spec changed of it.
+
+    Attributes:
+        release: the ``model.releases.Release``.
+        overrides: ``(key, the spec's value, the release's value)`` for every key the spec
+            writes that the release also sets, with another value, in ``RELEASE_KEYS`` order.
+        given: ``"spec"`` (``model.kafka``) or ``"--kafka"`` (the command line).
+    """
+
+    release: releases.Release
+    overrides: tuple = ()
+    given: str = "spec"
+
+    def text(self) -> str:
+        """``3.6.1 (KRaft); the spec overrides eligible_leader_replicas = true (3.6.1: false)``."""
+        out = self.release.label + (", from --kafka" if self.given != "spec" else "")
+        if self.overrides:
+            parts = [f"{k} = {_value(v)} ({self.release.version}: {_value(r)})" for k, v, r in self.overrides]
+            out += "; the spec overrides " + ", ".join(parts)
+        return out
+
+
+def _value(v) -> str:
+    """A ``[model]`` value as the spec writes it."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(map(str, v)) + "]"
+    return str(v)
+
+
+@attrs.frozen
 class Spec:
     """A loaded spec file.
 
@@ -163,6 +201,7 @@ class Spec:
     workers: int | None = None  # None: as many as the machine gives the process
     expect: dict = attrs.field(factory=dict)
     tables: dict = attrs.field(factory=dict)  # the application's tables, as their readers give them
+    kafka: KafkaSetting | None = None  # the Kafka release the model was read from (model.kafka, --kafka)
 
     @property
     def name(self) -> str:
@@ -188,9 +227,10 @@ def property_names() -> list[str]:
     return [p.name for p in EVERY]
 
 
-def load_spec(path, tables: Mapping[str, TableReader] | None = None) -> Spec:
+def load_spec(path, tables: Mapping[str, TableReader] | None = None, kafka: tuple | None = None) -> Spec:
     """Read and validate a spec file (``tables``: the application's tables and their
-    readers, see the module).
+    readers, see the module; ``kafka``: ``(release, metadata or None)`` from the command
+    line, read as the spec's ``model.kafka`` and ``model.metadata``).
 
     Raises:
         SpecError: the file is missing or unreadable, is not TOML, or has an unknown key,
@@ -206,10 +246,12 @@ def load_spec(path, tables: Mapping[str, TableReader] | None = None) -> Spec:
         data = p.read_bytes()
     except OSError as e:
         raise SpecError(path, None, f"cannot read the file ({e.strerror or e})") from None
-    return parse_spec(data, path, tables)
+    return parse_spec(data, path, tables, kafka)
 
 
-def parse_spec(data: bytes, path: str = "<spec>", tables: Mapping[str, TableReader] | None = None) -> Spec:
+def parse_spec(
+    data: bytes, path: str = "<spec>", tables: Mapping[str, TableReader] | None = None, kafka: tuple | None = None
+) -> Spec:
     """Validate the bytes of a spec file; see ``load_spec``."""
     tables = tables or {}
     try:
@@ -231,7 +273,7 @@ def parse_spec(data: bytes, path: str = "<spec>", tables: Mapping[str, TableRead
     check = _table(path, "check", doc.get("check", {}))
     extra = {name: _table(path, name, doc.get(name, {})) for name in tables}
     expect = _table(path, "expect", doc.get("expect", {}))
-    config = _config(path, model)
+    config, setting = _read_model(path, model, kafka)
 
     _only(path, "check.", check, _CHECK_KEYS)
     names = property_names()
@@ -296,6 +338,7 @@ def parse_spec(data: bytes, path: str = "<spec>", tables: Mapping[str, TableRead
         workers=workers,
         expect=verdicts,
         tables=kept,
+        kafka=setting,
     )
 
 
@@ -320,7 +363,50 @@ def config_from_table(table, path="<config>") -> Config:
 
 
 def _config(path, model) -> Config:
+    return _read_model(path, model)[0]
+
+
+def _read_model(path, model, cli: tuple | None = None) -> tuple[Config, KafkaSetting | None]:
+    """The ``Config`` of a ``[model]`` table and, when it names a Kafka release
+    (``model.kafka``, or ``cli``: ``(release, metadata or None)`` from the command line, which
+    replaces the spec's), that release with the spec's overrides. The release's settings go
+    under the spec's own keys, and the whole goes through the one validator (``_plain_config``)."""
     _only(path, "model.", model, _MODEL_KEYS)
+    if cli is not None:
+        model = {**model, "kafka": cli[0], **({"metadata": cli[1]} if cli[1] is not None else {})}
+    if "kafka" not in model:
+        if "metadata" in model:
+            raise SpecError(path, "model.metadata", "only with model.kafka (the release whose metadata mode it names)")
+        return _plain_config(path, model), None
+    try:
+        release = releases.resolve(model["kafka"], model.get("metadata"))
+        table = release.table(model)
+        release.refuse(model, table)
+    except releases.ReleaseError as e:
+        raise SpecError(path, f"model.{e.key}", str(e)) from None
+    written = [k for k in releases.RELEASE_KEYS if k in model or (k == "bugs" and "fetch_bugs" in model)]
+    try:
+        config = _plain_config(path, table, release.bugs)
+    except SpecError as e:  # say where the values came from: the release, and the spec's keys over it
+        source = f'kafka = "{release.version}"' + ("" if cli is None else " from --kafka")
+        where = f"the spec writes {', '.join(written)} and {source} sets the rest" if written else f"{source} sets it"
+        raise SpecError(path, e.key, f"{e.detail} ({where})") from None
+    own = release.settings(config.eligible_leader_replicas)
+    own["bugs"] = _release_bugs(release.bugs, attrs.asdict(config))
+    mine = {k: getattr(config, k) for k in releases.RELEASE_KEYS if k != "bugs"}
+    mine["bugs"] = config.all_bugs
+    overrides = tuple((k, mine[k], own[k]) for k in written if mine[k] != own[k])
+    return config, KafkaSetting(release, overrides, "spec" if cli is None else "--kafka")
+
+
+def _release_bugs(bugs, values: Mapping) -> tuple:
+    """The ids of ``bugs`` whose option is on in ``values`` (the options read, by name)."""
+    return tuple(b for b in bugs if _BUG_NEEDS[b][1](values))
+
+
+def _plain_config(path, model, release_bugs: tuple | None = None) -> Config:
+    """The one validator of a ``[model]`` table (``release_bugs``: a release's known bugs,
+    each listed when its option is on, unless the table writes ``bugs`` or ``fetch_bugs``)."""
     if "replicas" not in model:
         raise SpecError(path, "model.replicas", "missing (a count, or a list of names)")
     reps = model["replicas"]
@@ -387,6 +473,8 @@ def _config(path, model) -> Config:
             "model.min_isr_lag",
             "needs a non-empty model.min_isr_changes (the leader's broker lags behind the operator's changes)",
         )
+    if release_bugs is not None and "bugs" not in model and "fetch_bugs" not in model:
+        model = {**model, "bugs": list(_release_bugs(release_bugs, values))}
     values["fetch_bugs"], values["bugs"] = _bugs(path, model, values)
     initial = model.get("initial_leader", "first")
     if initial not in INITIAL_LEADERS:

@@ -132,8 +132,8 @@ def _flags(cfg) -> str:
 
 def spec_header(spec, cfg, command="check", engine=None) -> Iterator[Text | Padding]:
     """The header of a run (``kmc check``, ``kmc simulate``): the spec's path, title and
-    description, then the configuration (every option that changes the model: ``_flags``)
-    and, when given, the engine."""
+    description, then the configuration (the Kafka release it names and the spec's overrides
+    of it, then every option that changes the model: ``_flags``) and, when given, the engine."""
     if spec is not None:
         # A spec is untrusted: its text is shown as text, control characters escaped.
         title = Text(f"kmc {command} ", "bold")
@@ -146,6 +146,9 @@ def spec_header(spec, cfg, command="check", engine=None) -> Iterator[Text | Padd
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim")
     grid.add_column()
+    kafka = getattr(spec, "kafka", None)  # the Kafka release the model was read from, and the spec's overrides
+    if kafka is not None:
+        grid.add_row("kafka", kafka.text())
     grid.add_row("replicas", f"{', '.join(cfg.replicas)}  (min ISR {cfg.min_insync_replicas})")
     grid.add_row("truncation", cfg.truncation)
     grid.add_row(

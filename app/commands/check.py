@@ -19,6 +19,7 @@ from ..diagram_files import add_diagram_arguments, check_diagram_paths, command_
 from .common import (
     add_engine_arguments,
     add_force_argument,
+    add_kafka_arguments,
     add_model_arguments,
     check_output_path,
     load_target,
@@ -137,6 +138,7 @@ def register(sub) -> None:
     )
     add_engine_arguments(p)
     add_model_arguments(p)
+    add_kafka_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -173,6 +175,8 @@ def _from_checkpoint(args, header) -> None:
         args.spec = header.get("spec_path")
     if args.max_depth is None:
         args.max_depth = opts.get("max_depth")
+    if args.kafka is None and isinstance(opts.get("kafka"), list) and len(opts["kafka"]) == 2:
+        args.kafka, args.metadata = opts["kafka"]  # the release --kafka named (compared below, with the options)
     args.keep_going = args.keep_going or bool(opts.get("keep_going"))
     args.symmetry = args.symmetry or bool(opts.get("symmetry"))
     # (A checkpoint of a model resumed for a spec, or the other way round, is refused
@@ -250,6 +254,8 @@ def _run(args, out, err) -> int:
     }
     if options.symmetry:  # named only when on: checkpoints of runs without it stay compatible
         identity["options"]["symmetry"] = True
+    if args.kafka is not None and not views.generic:  # named only when given, as symmetry
+        identity["options"]["kafka"] = [args.kafka, args.metadata]
     if options.store != "memory":  # named only when not in memory (a resume takes it over)
         identity["store"] = options.store
     resuming_here = args.resume and os.path.realpath(directory) == os.path.realpath(args.resume)

@@ -80,16 +80,53 @@ def add_model_arguments(parser) -> None:
     )
 
 
+def add_kafka_arguments(parser) -> None:
+    """``--kafka VERSION`` and ``--metadata MODE``: the spec's model as that Kafka release runs it."""
+    g = parser.add_argument_group("Kafka by its version number (docs/model.md)")
+    g.add_argument(
+        "--kafka",
+        metavar="VERSION",
+        help="read the spec's model as Kafka VERSION ships (e.g. 3.6.1): its truncation rule, options and "
+        "known bugs, as the spec's model.kafka would (in place of it); the keys the spec writes still win",
+    )
+    g.add_argument(
+        "--metadata",
+        choices=("kraft", "zookeeper"),
+        help="with --kafka: KRaft or ZooKeeper, for a release that had both (default: the release's, "
+        "ZooKeeper before 3.3, KRaft from 3.3)",
+    )
+
+
+def kafka_override(args) -> tuple | None:
+    """``(release, metadata or None)`` from ``--kafka`` and ``--metadata``, checked; ``None``
+    without ``--kafka``."""
+    kafka, metadata = getattr(args, "kafka", None), getattr(args, "metadata", None)
+    if kafka is None:
+        if metadata is not None:
+            raise UsageError("--metadata: only with --kafka")
+        return None
+    if getattr(args, "model", None) is not None:
+        raise UsageError("--kafka: only with a SPEC file (a model of your own has no Kafka release)")
+    from kmc.model.releases import ReleaseError, resolve
+
+    try:
+        resolve(kafka, metadata)
+    except ReleaseError as e:
+        raise UsageError(f"--{e.key}: {e}") from None
+    return (kafka, metadata)
+
+
 def load_target(args) -> Spec | ModelSpec:
-    """What a command checks: the spec file, or the model ``--model`` names
-    (``app.user_model.ModelSpec``)."""
+    """What a command checks: the spec file (read as ``--kafka`` says, when given), or the
+    model ``--model`` names (``app.user_model.ModelSpec``)."""
     model = getattr(args, "model", None)
+    kafka = kafka_override(args)
     if model is None:
         if getattr(args, "param", None):
             raise UsageError("--param: only with --model")
         if args.spec is None:
             raise UsageError("a SPEC file (or --model MODULE:FACTORY) is required")
-        return load(args.spec)
+        return load(args.spec, kafka)
     if args.spec is not None:
         raise UsageError(f"--model: give a SPEC file or --model, not both (got {args.spec})")
     from ..user_model import load_model_spec, parse_params
@@ -172,10 +209,11 @@ def add_engine_arguments(parser) -> None:
     )
 
 
-def load(path) -> Spec:
+def load(path, kafka: tuple | None = None) -> Spec:
+    """A spec file (``kafka``: ``kafka_override``'s release in place of its ``model.kafka``)."""
     from ..specs import load_spec
 
-    return load_spec(path)
+    return load_spec(path, kafka)
 
 
 def select_properties(spec, names) -> list[Property]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from kmc.checker.errors import UsageError
 from kmc.checker.text import safe_text
 
-from .common import add_model_arguments, load_target, options_from
+from .common import add_kafka_arguments, add_model_arguments, load_target, options_from
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
     from kmc.checker.result import CheckResult
@@ -55,6 +55,7 @@ def register(sub) -> None:
     )
     p.add_argument("--no-search", action="store_true", help="do not run the search in the background")
     add_model_arguments(p)
+    add_kafka_arguments(p)
     p.set_defaults(run=run)
 
 

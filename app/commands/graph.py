@@ -10,7 +10,16 @@ from __future__ import annotations
 from kmc.checker.errors import UsageError
 from kmc.checker.text import safe_text
 
-from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
+from .common import (
+    add_force_argument,
+    add_kafka_arguments,
+    add_spec_argument,
+    check_output_path,
+    kafka_override,
+    load,
+    positive_int,
+    select_properties,
+)
 
 
 def register(sub) -> None:
@@ -29,6 +38,7 @@ def register(sub) -> None:
         "more than --max-states states.",
     )
     add_spec_argument(p)
+    add_kafka_arguments(p)
     p.add_argument("--out", metavar="FILE", required=True, help="the file to write: .dot, .graphml or .gexf")
     add_force_argument(p)
     p.add_argument(
@@ -97,7 +107,7 @@ def run(args, out, err) -> int:
         raise UsageError(
             f"--out: {args.out}: unknown graph format {suffix or '(no suffix)'!r} (use one of {', '.join(FORMATS)})"
         )
-    spec = load(args.spec)
+    spec = load(args.spec, kafka_override(args))
     check_output_path("--out", args.out, protected=[spec.path], force=args.force, kind="graph")
     model = spec.model()
     properties = select_properties(spec, args.invariants)

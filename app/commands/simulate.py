@@ -13,7 +13,16 @@ from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
 from kmc.checker.text import safe_text
 
 from ..diagram_files import add_diagram_arguments, check_diagram_paths, command_line, write_diagrams
-from .common import add_force_argument, add_spec_argument, check_output_path, load, positive_int, select_properties
+from .common import (
+    add_force_argument,
+    add_kafka_arguments,
+    add_spec_argument,
+    check_output_path,
+    kafka_override,
+    load,
+    positive_int,
+    select_properties,
+)
 
 DEFAULT_RUNS = 20_000
 DEFAULT_DEPTH = 30
@@ -52,6 +61,7 @@ def register(sub) -> None:
         "(or --json could not be written), 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
     )
     add_spec_argument(p)
+    add_kafka_arguments(p)
     p.add_argument(
         "--runs",
         type=positive_int,
@@ -135,7 +145,7 @@ def run(args, out, err) -> int:
     from kmc.checker.simulate import simulate
     from kmc.reports import TraceView, write_json
 
-    spec = load(args.spec)
+    spec = load(args.spec, kafka_override(args))
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     check_diagram_paths(args, [spec.path])
     model = spec.model()

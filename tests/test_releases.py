@@ -1,0 +1,197 @@
+"""Kafka by its version number: ``kafka = "3.6.1"`` in a spec's ``[model]`` (and ``--kafka`` on
+the command line) sets the truncation rule, the options and the known bugs of that release
+from one table (model/releases.py), which ``kmc matrix --versions`` reads too; a key the spec
+writes overrides it, the header says so, and an unknown release is one line naming the
+nearest ones.
+"""
+
+from __future__ import annotations
+
+import pytest
+from kmc.app.cli import main
+from kmc.checker.errors import SpecError
+from kmc.checker.exitcodes import EXIT_BAD_INPUT
+from kmc.model.spec import parse_spec
+
+V21, KIP279, LE, HW = "leader-epoch-2.1", "leader-epoch-kip279", "leader-epoch", "high-watermark"
+G, E, K, AP, BE, F = (
+    "hw_requires_min_isr",
+    "eligible_leader_replicas",
+    "last_known_leader",
+    "alter_partition",
+    "broker_epochs",
+    "truncate_on_fetch",
+)
+B13141, B14704, B13916, B15221, B16540, B16234 = (
+    "KAFKA-13141", "KAFKA-14704", "KAFKA-13916", "KAFKA-15221", "KAFKA-16540", "KAFKA-16234")
+
+# docs/model.md's table, written out by hand: (release, metadata or None) -> (metadata, truncation,
+# the options on, every bug of the release once each option it needs is on).
+DOCUMENTED = {
+    ("0.10.2.1", None): ("zookeeper", HW, set(), []),
+    ("0.10.0", None): ("zookeeper", HW, set(), []),
+    ("0.11.0.3", None): ("zookeeper", LE, set(), []),
+    ("1.0.2", None): ("zookeeper", LE, set(), []),
+    ("1.1.1", None): ("zookeeper", LE, set(), []),
+    ("2.0.1", None): ("zookeeper", KIP279, set(), []),
+    ("2.1.0", None): ("zookeeper", V21, set(), []),
+    ("2.6.3", None): ("zookeeper", V21, set(), []),
+    ("2.7.2", None): ("zookeeper", V21, {AP}, []),
+    ("2.8.0", None): ("zookeeper", V21, {AP, F}, [B13141, B14704]),
+    ("2.8.0", "kraft"): ("kraft", V21, {AP, F}, [B13141, B14704, B13916]),
+    ("2.8.1", None): ("zookeeper", V21, {AP, F}, [B14704]),
+    ("3.2.3", "kraft"): ("kraft", V21, {AP, F}, [B14704, B13916]),
+    ("3.3.1", None): ("kraft", V21, {AP, F}, [B14704]),
+    ("3.4.0", None): ("kraft", V21, {AP, F}, [B14704]),
+    ("3.4.1", None): ("kraft", V21, {AP, F}, []),
+    ("3.5.0", None): ("kraft", V21, {AP, BE, F}, [B15221]),
+    ("3.6.1", None): ("kraft", V21, {AP, BE, F}, [B15221]),
+    ("3.6.1", "zookeeper"): ("zookeeper", V21, {AP, BE, F}, [B15221]),
+    ("3.7.0", None): ("kraft", V21, {G, AP, BE, F}, [B16540, B16234]),
+    ("3.7.1", None): ("kraft", V21, {G, AP, BE, F}, [B16540]),
+    ("3.8.0", None): ("kraft", V21, {G, AP, BE, F}, [B16540]),
+    ("3.9.1", None): ("kraft", V21, {G, AP, BE, F}, [B16540]),
+    ("4.0.0", None): ("kraft", V21, {G, AP, BE, F}, []),
+    ("4.1.0", None): ("kraft", V21, {G, E, K, AP, BE, F}, []),
+    ("4.1.1", None): ("kraft", V21, {G, E, K, AP, BE, F}, []),
+}
+_OPTIONS = (G, E, K, AP, BE, F)
+
+
+def spec(text: str, kafka=None):
+    return parse_spec(("[model]\nreplicas = 2\n" + text).encode(), "x.toml", kafka=kafka)
+
+
+def _every_option_on(release: str, metadata, on: set) -> str:
+    """The [model] lines that turn on every option a bug of this release needs."""
+    text = f'kafka = "{release}"\n' + (f'metadata = "{metadata}"\n' if metadata else "")
+    text += "max_controlled_shutdowns = 1\n"
+    kraft37 = release >= "3.7" and (metadata or "kraft") == "kraft" and release[0] != "0"
+    if kraft37:  # the eligible leader replicas and a failed directory: KRaft 3.7+
+        text += "max_disk_failures = 1\n" + ("eligible_leader_replicas = true\n" if E not in on else "")
+    return text
+
+
+@pytest.mark.parametrize("release, metadata", list(DOCUMENTED))
+def test_each_release_is_its_documented_configuration(release, metadata):
+    mode, rule, on, bugs = DOCUMENTED[(release, metadata)]
+    # as it ships: every option of the table, and only the bugs whose option is on
+    plain = spec(f'kafka = "{release}"\n' + (f'metadata = "{metadata}"\n' if metadata else ""))
+    assert plain.config.truncation == rule
+    assert {o for o in _OPTIONS if getattr(plain.config, o)} == on
+    assert plain.kafka.release.metadata == mode and plain.kafka.overrides == ()
+    # the fetch path's bugs and KAFKA-15221 need only options the release turns on itself
+    assert list(plain.config.all_bugs) == [b for b in bugs if b in (B13141, B14704, B15221)]
+    # with every option the bugs need switched on, every bug of the release is set
+    full = spec(_every_option_on(release, metadata, on))
+    assert sorted(full.config.all_bugs) == sorted(bugs)
+
+
+def test_a_release_sets_a_bug_only_when_its_option_is_on():
+    # KAFKA-16234 lives in a failed log directory, KAFKA-16540 in the eligible leader replicas
+    assert spec('kafka = "3.7.0"').config.all_bugs == ()
+    assert spec('kafka = "3.7.0"\nmax_disk_failures = 1').config.bugs == (B16234,)
+    assert spec('kafka = "3.7.0"\neligible_leader_replicas = true').config.bugs == (B16540,)
+    assert spec('kafka = "3.7.1"\neligible_leader_replicas = true\nmax_disk_failures = 1').config.bugs == (B16540,)
+    # KAFKA-13916 (KRaft before 3.3) needs controlled shutdowns, KAFKA-15221 broker epochs
+    assert spec('kafka = "3.1.0"\nmetadata = "kraft"').config.bugs == ()
+    assert spec('kafka = "3.1.0"\nmetadata = "kraft"\nmax_controlled_shutdowns = 2').config.bugs == (B13916,)
+    assert spec('kafka = "3.1.0"\nmax_controlled_shutdowns = 2').config.bugs == ()  # ZooKeeper: not this id
+    assert spec('kafka = "3.6.0"\nbroker_epochs = false').config.bugs == ()
+    # the fetch path's bugs go with the fetch path
+    assert spec('kafka = "2.8.0"\ntruncate_on_fetch = false').config.all_bugs == ()
+    # the last known leader of 4.1 goes with the eligible leader replicas (an upgraded cluster)
+    upgraded = spec('kafka = "4.1.0"\neligible_leader_replicas = false').config
+    assert not upgraded.eligible_leader_replicas and not upgraded.last_known_leader
+
+
+def test_the_spec_s_keys_override_the_release_and_the_header_names_each():
+    s = spec('kafka = "3.7.0"\neligible_leader_replicas = true\nbroker_epochs = true\nunflushed_loss = true')
+    assert s.config.eligible_leader_replicas and s.config.unflushed_loss and s.config.bugs == (B16540,)
+    # broker_epochs is the release's own value: no override; unflushed_loss is the scenario's
+    assert s.kafka.overrides == (("eligible_leader_replicas", True, False),)
+    assert s.kafka.text() == "3.7.0 (KRaft); the spec overrides eligible_leader_replicas = true (3.7.0: false)"
+    s = spec('kafka = "3.6.1"\nbugs = []\ntruncate_on_fetch = false')
+    assert s.config.all_bugs == () and not s.config.truncate_on_fetch and s.config.broker_epochs
+    assert s.kafka.text() == (
+        "3.6.1 (KRaft); the spec overrides truncate_on_fetch = false (3.6.1: true), bugs = [] (3.6.1: [KAFKA-15221])")
+    # a list of bugs written in the spec replaces the release's, through the one validator
+    assert spec('kafka = "2.8.0"\nfetch_bugs = ["KAFKA-14704"]').config.fetch_bugs == (B14704,)
+    with pytest.raises(SpecError, match=r"model.bugs: KAFKA-16234 needs model.max_disk_failures > 0"):
+        spec('kafka = "3.7.0"\nbugs = ["KAFKA-16234"]')
+    # an explicit key that the release's other settings cannot take: the validator's message,
+    # saying where the values came from
+    with pytest.raises(SpecError) as e:
+        spec('kafka = "3.6.1"\ntruncation = "high-watermark"')
+    assert str(e.value) == (
+        'x.toml: model.truncate_on_fetch: needs model.truncation = "leader-epoch-2.1" (the fetch path of '
+        "Kafka 2.8+), got 'high-watermark' (the spec writes truncation and kafka = \"3.6.1\" sets the rest)")
+
+
+def test_without_kafka_a_spec_reads_as_before():
+    s = spec('truncation = "leader-epoch"')
+    assert s.kafka is None and s.config.truncation == LE and not s.config.alter_partition
+    with pytest.raises(SpecError, match="model.truncation: missing"):
+        spec("")
+    with pytest.raises(SpecError, match="model.metadata: only with model.kafka"):
+        spec('truncation = "leader-epoch"\nmetadata = "kraft"')
+
+
+@pytest.mark.parametrize("text, key, message", [
+    ('kafka = "3.10.0"', "kafka", "unknown Kafka release '3.10.0': the nearest kmc models are 3.9.x and 4.0.x"),
+    ('kafka = "2.9.1"', "kafka", "unknown Kafka release '2.9.1': the nearest kmc models are 2.8.x and 3.0.x"),
+    ('kafka = "4.2.0"', "kafka", "unknown Kafka release '4.2.0': the newest release kmc models is 4.1.x"),
+    ('kafka = "0.9.0.1"', "kafka", "unknown Kafka release '0.9.0.1': the oldest release kmc models is 0.10.0.x"),
+    ('kafka = "3.7"', "kafka", "'3.7' names a line that kmc models as 2 releases (3.7.0, 3.7.1–3.9.x): name the "
+                               "patch release, such as 3.7.0 or 3.7.1"),
+    ('kafka = "latest"', "kafka", "'latest' is not a Kafka release number such as \"3.6.1\""),
+    ("kafka = 3.6", "kafka", 'must be a Kafka release as a string, such as "3.6.1", got 3.6'),
+    ('kafka = "2.7.0"\nmetadata = "kraft"', "metadata", "Kafka 2.7.0 runs on ZooKeeper only (KRaft came in 2.8)"),
+    ('kafka = "4.0.0"\nmetadata = "zookeeper"', "metadata",
+     "Kafka 4.0.0 runs on KRaft only (ZooKeeper mode was removed in 4.0)"),
+    ('kafka = "3.6.1"\nmetadata = "zk"', "metadata", "must be \"kraft\" or \"zookeeper\", got 'zk'"),
+    ('kafka = "3.8.0"\nmetadata = "zookeeper"\neligible_leader_replicas = true', "eligible_leader_replicas",
+     "3.8.0 (ZooKeeper) has no eligible leader replicas"),
+    ('kafka = "3.6.1"\nmax_disk_failures = 1', "max_disk_failures",
+     "3.6.1 (KRaft): KRaft before 3.7 keeps one log directory a broker"),
+    ('kafka = "3.9.0"\nmetadata = "zookeeper"\nmax_disk_failures = 1', "max_disk_failures",
+     "ZooKeeper mode's handling of a failed log directory is not modelled"),
+])
+def test_a_release_kmc_does_not_model_is_one_line(text, key, message, tmp_path, capsys):
+    with pytest.raises(SpecError) as e:
+        spec(text)
+    assert e.value.key == f"model.{key}" and message in e.value.detail
+    path = tmp_path / "s.toml"
+    path.write_text("[model]\nreplicas = 2\n" + text + "\n")
+    assert main(["check", str(path), "--no-progress"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: model.{key}: " in err and message in err
+
+
+def test_kafka_on_the_command_line(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text('[model]\nreplicas = 2\nmax_messages = 1\nmax_crashes = 1\nkafka = "2.1.0"\n'
+                    "max_controlled_shutdowns = 0\n")
+    assert main(["check", str(path), "--no-progress", "--no-trace", "--max-states", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "  kafka       2.1.0 (ZooKeeper)\n" in out and "truncation  leader-epoch-2.1" in out
+    assert "alter_partition" not in out
+    # --kafka in place of the spec's model.kafka, --metadata with it
+    main(["check", str(path), "--kafka", "3.2.0", "--metadata", "kraft", "--no-progress", "--no-trace",
+          "--max-states", "5"])
+    out = capsys.readouterr().out
+    assert "  kafka       3.2.0 (KRaft), from --kafka\n" in out
+    assert "alter_partition, truncate_on_fetch, fetch_bugs = [KAFKA-14704]" in out
+    # a spec without model.kafka, read as a release: its own keys still win
+    assert main(["simulate", "specs/hw-data-loss.toml", "--kafka", "3.6.1", "--runs", "3", "--no-progress",
+                 "--no-trace"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "(the spec writes truncation and kafka = \"3.6.1\" from --kafka sets the rest)" in err
+    for args, message in (
+        (["--kafka", "3.10.0"], "kmc: error: --kafka: unknown Kafka release '3.10.0': the nearest kmc models are"),
+        (["--kafka", "2.7.1", "--metadata", "kraft"], "kmc: error: --metadata: Kafka 2.7.1 runs on ZooKeeper only"),
+        (["--metadata", "kraft"], "kmc: error: --metadata: only with --kafka"),
+    ):
+        assert main(["check", str(path), "--no-progress", *args]) == EXIT_BAD_INPUT
+        err = capsys.readouterr().err
+        assert err.startswith(message) and err.count("\n") == 1, err

@@ -63,9 +63,13 @@ KNOWN_VERDICTS = {
 # rows with acks = "all").
 from kmc.model.versions import (  # noqa: E402, F401
     ALTER_PARTITION_VERSIONS,
+    COLUMNS,
     LAST_KNOWN_LEADER_VERSIONS,
+    OPERATOR_CONFIGS,
+    OPERATOR_VERSIONS,
     VERSION_CONFIGS,
     VERSIONS,
+    applies,
 )
 
 # docs/model.md, both known-verdict tables, where they cover a cell of this grid:
@@ -143,7 +147,9 @@ def liveness_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[s
 
 
 def version_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[str, str]]]:
-    """``[(row id, Config, expected verdicts)]`` of the versions grid, configuration-major.
+    """``[(row id, Config, expected verdicts)]`` of the versions grid, configuration-major:
+    every cell ``model.versions.applies`` keeps (the operators' rows run on
+    ``OPERATOR_VERSIONS`` only, a failed directory where the release has one).
 
     Args:
         configs, versions: keys of ``VERSION_CONFIGS`` and ``VERSIONS`` (default: all).
@@ -154,6 +160,8 @@ def version_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[st
     for ck in configs or VERSION_CONFIGS:
         _, constants = VERSION_CONFIGS[ck]
         for vk in versions or VERSIONS:
+            if not applies(ck, vk):
+                continue
             config = version_config(vk, constants)
             out.append((f"{ck}-{vk}", config, dict(KNOWN_VERSION_VERDICTS.get((ck, vk), {}))))
     return out

@@ -392,20 +392,21 @@ def _read_model(path, model, cli: tuple | None = None) -> tuple[Config, KafkaSet
         where = f"the spec writes {', '.join(written)} and {source} sets the rest" if written else f"{source} sets it"
         raise SpecError(path, e.key, f"{e.detail} ({where})") from None
     own = release.settings(config.eligible_leader_replicas)
-    own["bugs"] = _release_bugs(release.bugs, attrs.asdict(config))
+    own["bugs"] = release_bugs(release.bugs, attrs.asdict(config))
     mine = {k: getattr(config, k) for k in releases.RELEASE_KEYS if k != "bugs"}
     mine["bugs"] = config.all_bugs
     overrides = tuple((k, mine[k], own[k]) for k in written if mine[k] != own[k])
     return config, KafkaSetting(release, overrides, "spec" if cli is None else "--kafka")
 
 
-def _release_bugs(bugs, values: Mapping) -> tuple:
-    """The ids of ``bugs`` whose option is on in ``values`` (the options read, by name)."""
+def release_bugs(bugs, values: Mapping) -> tuple:
+    """The ids of ``bugs`` whose option is on in ``values`` (the options read, by name): a
+    release sets a bug only then (a spec's ``model.kafka``, a column of ``kmc matrix --versions``)."""
     return tuple(b for b in bugs if _BUG_NEEDS[b][1](values))
 
 
-def _plain_config(path, model, release_bugs: tuple | None = None) -> Config:
-    """The one validator of a ``[model]`` table (``release_bugs``: a release's known bugs,
+def _plain_config(path, model, known_bugs: tuple | None = None) -> Config:
+    """The one validator of a ``[model]`` table (``known_bugs``: a release's known bugs,
     each listed when its option is on, unless the table writes ``bugs`` or ``fetch_bugs``)."""
     if "replicas" not in model:
         raise SpecError(path, "model.replicas", "missing (a count, or a list of names)")
@@ -473,8 +474,8 @@ def _plain_config(path, model, release_bugs: tuple | None = None) -> Config:
             "model.min_isr_lag",
             "needs a non-empty model.min_isr_changes (the leader's broker lags behind the operator's changes)",
         )
-    if release_bugs is not None and "bugs" not in model and "fetch_bugs" not in model:
-        model = {**model, "bugs": list(_release_bugs(release_bugs, values))}
+    if known_bugs is not None and "bugs" not in model and "fetch_bugs" not in model:
+        model = {**model, "bugs": list(release_bugs(known_bugs, values))}
     values["fetch_bugs"], values["bugs"] = _bugs(path, model, values)
     initial = model.get("initial_leader", "first")
     if initial not in INITIAL_LEADERS:

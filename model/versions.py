@@ -1,10 +1,15 @@
-"""Kafka through the versions: the configurations of docs/model.md and the rules and options
-of successive Kafka versions, which ``kmc matrix --versions`` crosses (its grid, in the
-application) and whose labels the results' tables show (``reports.matrix``)."""
+"""Kafka through the versions: the configurations of docs/model.md (and the operators' actions)
+and the columns of successive Kafka versions, each a release of the release table
+(``model.releases``) with the keys the column sets over it, which ``kmc matrix --versions``
+crosses (its grid, in the application) and whose labels the results' tables show
+(``reports.matrix``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from .config import FETCH_BUGS, OTHER_BUGS
+from .releases import Release, ReleaseError, resolve
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
     from .config import Config
@@ -40,76 +45,168 @@ VERSION_CONFIGS = {
     ),
     "lrs_acks": ("last replica standing, acks=all", dict(_LRS, acks="all")),
 }
-# key -> (label, rule, hw_requires_min_isr, eligible_leader_replicas). A column without
-# AlterPartition has the leader write the ISR itself, atomically (ZooKeeper before 2.7): those
-# columns keep the numbers they always had. Kafka sends ISR changes to the controller since
-# 2.7 and fences them with broker epochs since 3.5 (KIP-903), so each later column also comes
-# as it really runs, "+ AlterPartition + broker epochs", right after its atomic twin; since
-# 2.8 followers also truncate in the fetch path (FETCH_PATH_VERSIONS), which the 2.8.0 and
-# 2.8.1–3.4.0 columns run with the bugs they shipped and the columns as shipped without.
-VERSIONS = {
-    "hw": ("pre-0.11: high watermark", "high-watermark", False, False),
-    "le": ("0.11: leader epoch (KIP-101)", "leader-epoch", False, False),
-    "kip279": ("2.0: KIP-279", "leader-epoch-kip279", False, False),
-    "v21": ("2.1: KAFKA-7128", "leader-epoch-2.1", False, False),
-    "v27": ("2.7: AlterPartition (KIP-497), no broker epochs", "leader-epoch-2.1", False, False),
+# The operators' actions (docs/model.md, "Known bugs: one list"), on two and three replicas:
+# a rolling restart (one or two controlled shutdowns, with and without a crash that may lose the
+# unflushed tail during it), a change of min.insync.replicas, a failed log directory. The
+# three-replica rows track acks = "all" with min ISR 2 (an operator's usual durable setting)
+# and produce one record, which every known trace of these bugs needs.
+_R2 = dict(_C1, max_crashes=0)
+_R3 = dict(_C1, replicas=("A", "B", "C"), max_messages=1, max_crashes=0, min_insync_replicas=2, acks="all")
+OPERATOR_CONFIGS = {
+    "rr2": ("2 replicas, rolling restart: 1 controlled shutdown", dict(_R2, max_controlled_shutdowns=1)),
+    "rr2x2": ("2 replicas, rolling restart: 2 controlled shutdowns", dict(_R2, max_controlled_shutdowns=2)),
+    "rr2crash": (
+        "2 replicas, 1 controlled shutdown + 1 lossy crash",
+        dict(_R2, max_controlled_shutdowns=1, max_crashes=1, unflushed_loss=True),
+    ),
+    "rr2x2crash": (
+        "2 replicas, 2 controlled shutdowns + 1 lossy crash",
+        dict(_R2, max_controlled_shutdowns=2, max_crashes=1, unflushed_loss=True),
+    ),
+    "minisr2": ("2 replicas, 1 crash, min ISR 1 → 2 → 1", dict(_R2, max_crashes=1, min_isr_changes=(2, 1))),
+    "disk2": ("2 replicas, 1 failed log directory", dict(_R2, max_disk_failures=1)),
+    "rr3": (
+        "3 replicas, min ISR 2, acks=all, rolling restart: 1 controlled shutdown",
+        dict(_R3, max_controlled_shutdowns=1),
+    ),
+    "rr3x2": (
+        "3 replicas, min ISR 2, acks=all, rolling restart: 2 controlled shutdowns",
+        dict(_R3, max_controlled_shutdowns=2),
+    ),
+    "rr3crash": (
+        "3 replicas, min ISR 2, acks=all, 1 controlled shutdown + 1 lossy crash",
+        dict(_R3, max_controlled_shutdowns=1, max_crashes=1, unflushed_loss=True),
+    ),
+    "rr3x2crash": (
+        "3 replicas, min ISR 2, acks=all, 2 controlled shutdowns + 1 lossy crash",
+        dict(_R3, max_controlled_shutdowns=2, max_crashes=1, unflushed_loss=True),
+    ),
+    "minisr3": ("3 replicas, acks=all, 1 crash, min ISR 2 → 1", dict(_R3, max_crashes=1, min_isr_changes=(1,))),
+    "disk3": (
+        "3 replicas, min ISR 2, acks=all, 1 crash, 1 failed log directory",
+        dict(_R3, max_crashes=1, max_disk_failures=1),
+    ),
+}
+VERSION_CONFIGS.update(OPERATOR_CONFIGS)
+
+# The columns: key -> (label, Kafka release, metadata or None for the release's default, the
+# [model] keys set over the release's). Each reads model/releases.py, the table a spec's
+# ``kafka = "X.Y.Z"`` reads. A column without AlterPartition has the leader write the ISR
+# itself, atomically (ZooKeeper before 2.7): those columns keep the numbers they always had.
+# Kafka sends ISR changes to the controller since 2.7 and fences them with broker epochs since
+# 3.5 (KIP-903), so each later column also comes as it really runs, "+ AlterPartition + broker
+# epochs", right after its atomic twin; since 2.8 followers also truncate in the fetch path,
+# with the bugs each release shipped. The columns of the operators' bugs (3.3–3.4 to 3.7.1–3.9)
+# run as each release ships, with the eligible leader replicas switched on from 3.7 (a preview
+# there: off unless enabled); "KIP-966 (ELR) + ..." is 4.0 with them, every fix in.
+_ATOMIC = {"alter_partition": False, "broker_epochs": False, "truncate_on_fetch": False}
+_ELR = {"eligible_leader_replicas": True}
+COLUMNS: dict[str, tuple[str, str, str | None, dict]] = {
+    "hw": ("pre-0.11: high watermark", "0.10.2", None, {}),
+    "le": ("0.11: leader epoch (KIP-101)", "0.11.0", None, {}),
+    "kip279": ("2.0: KIP-279", "2.0.0", None, {}),
+    "v21": ("2.1: KAFKA-7128", "2.1.0", None, {}),
+    "v27": ("2.7: AlterPartition (KIP-497), no broker epochs", "2.7.0", None, {}),
     "v28": (
         "2.8.0: AlterPartition + fetch path (KAFKA-10554) with KAFKA-13141 and KAFKA-14704",
-        "leader-epoch-2.1",
-        False,
-        False,
+        "2.8.0",
+        None,
+        {},
     ),
-    "v281": ("2.8.1–3.4.0: AlterPartition + fetch path with KAFKA-14704", "leader-epoch-2.1", False, False),
-    "v21-gate": ("3.7: + HW gate (KAFKA-15583)", "leader-epoch-2.1", True, False),
+    "v281": ("2.8.1–3.4.0: AlterPartition + fetch path with KAFKA-14704", "2.8.1", None, {}),
+    "v33": (
+        "3.3–3.4 (KRaft, as 3.4.1): controlled shutdown (KIP-841), AlterPartition without broker epochs + fetch path",
+        "3.4.1",
+        None,
+        {},
+    ),
+    "v35": ("3.5.0–3.6.x (KRaft): + broker epochs (KIP-903) with KAFKA-15221", "3.5.0", None, {}),
+    "v21-gate": ("3.7: + HW gate (KAFKA-15583)", "3.7.1", None, _ATOMIC),
     "v21-gate-ap": (
         "3.7 as shipped: HW gate + AlterPartition + broker epochs + fetch path",
-        "leader-epoch-2.1",
-        True,
-        False,
+        "3.7.1",
+        None,
+        {},
     ),
-    "v21-elr": ("KIP-966 (ELR)", "leader-epoch-2.1", True, True),
-    "v21-elr-ap": ("KIP-966 (ELR) + AlterPartition + broker epochs + fetch path", "leader-epoch-2.1", True, True),
-    "v41": ("4.1 (ELR + last known leader)", "leader-epoch-2.1", True, True),
+    "v370": ("3.7.0 with ELR (KRaft): KAFKA-16540 and KAFKA-16234", "3.7.0", None, _ELR),
+    "v371": ("3.7.1–3.9.x with ELR (KRaft): KAFKA-16540", "3.7.1", None, _ELR),
+    "v21-elr": ("KIP-966 (ELR)", "4.0.0", None, {**_ATOMIC, **_ELR}),
+    "v21-elr-ap": ("KIP-966 (ELR) + AlterPartition + broker epochs + fetch path", "4.0.0", None, _ELR),
+    "v41": ("4.1 (ELR + last known leader)", "4.1.0", None, _ATOMIC),
     "v41-ap": (
         "4.1 as shipped: ELR + last known leader + AlterPartition + broker epochs + fetch path",
-        "leader-epoch-2.1",
-        True,
-        True,
+        "4.1.0",
+        None,
+        {},
     ),
 }
-# The versions that also elect the last known leader when the ISR and the ELR are empty.
-LAST_KNOWN_LEADER_VERSIONS = ("v41", "v41-ap")
-# The versions whose ISR changes go through the controller (alter_partition) -> whether the
-# controller also fences them with broker epochs (broker_epochs: KIP-903, Kafka 3.5).
-ALTER_PARTITION_VERSIONS = {
-    "v27": False,
-    "v28": False,
-    "v281": False,
-    "v21-gate-ap": True,
-    "v21-elr-ap": True,
-    "v41-ap": True,
-}
-# The versions whose followers truncate in the fetch path (truncate_on_fetch: Kafka 2.8+ with
-# inter-broker protocol 2.7+, every KRaft cluster) -> the bugs of that path they shipped
-# (fetch_bugs): 2.8.0 both, 2.8.1–3.4.0 KAFKA-14704, 3.4.1 / 3.5 and later none. The columns
-# that run as Kafka ships (AlterPartition with broker epochs, 3.5+) take it; their atomic twins
-# and every column before 2.8 keep the truncation at BecomeFollower, and their numbers.
-FETCH_PATH_VERSIONS = {
-    "v28": ("KAFKA-13141", "KAFKA-14704"),
-    "v281": ("KAFKA-14704",),
-    "v21-gate-ap": (),
-    "v21-elr-ap": (),
-    "v41-ap": (),
-}
+# The columns the operators' rows run on: from 3.3 (KIP-841) to 4.1 as shipped.
+OPERATOR_VERSIONS = ("v33", "v35", "v370", "v371", "v21-elr-ap", "v41-ap")
+
+
+def _column(key: str) -> tuple[Release, dict]:
+    """A column's release and the [model] values it sets (the release's, the column's over them)."""
+    _, version, metadata, over = COLUMNS[key]
+    release = resolve(version, metadata)
+    return release, {**release.settings(over.get("eligible_leader_replicas")), **over}
+
+
+# Read from COLUMNS (and so from the release table): key -> (label, rule, hw_requires_min_isr,
+# eligible_leader_replicas), the versions that also elect the last known leader, those whose ISR
+# changes go through the controller (-> whether broker epochs fence them), those whose followers
+# truncate in the fetch path (-> the fetch path's bugs they shipped), and every other bug of a
+# version, each set in a row only when its option is on (a controlled shutdown, a min ISR change,
+# a failed directory, the eligible leader replicas).
+VERSIONS: dict[str, tuple[str, str, bool, bool]] = {}
+LAST_KNOWN_LEADER_VERSIONS: tuple[str, ...] = ()
+ALTER_PARTITION_VERSIONS: dict[str, bool] = {}
+FETCH_PATH_VERSIONS: dict[str, tuple[str, ...]] = {}
+VERSION_BUGS: dict[str, tuple[str, ...]] = {}
+for _key, (_label, *_) in COLUMNS.items():
+    _release, _values = _column(_key)
+    VERSIONS[_key] = (
+        _label,
+        _values["truncation"],
+        _values["hw_requires_min_isr"],
+        _values["eligible_leader_replicas"],
+    )
+    if _values["last_known_leader"]:
+        LAST_KNOWN_LEADER_VERSIONS += (_key,)
+    if _values["alter_partition"]:
+        ALTER_PARTITION_VERSIONS[_key] = _values["broker_epochs"]
+    if _values["truncate_on_fetch"]:
+        FETCH_PATH_VERSIONS[_key] = tuple(b for b in _release.bugs if b in FETCH_BUGS)
+    if any(b in OTHER_BUGS for b in _release.bugs):
+        VERSION_BUGS[_key] = tuple(b for b in _release.bugs if b in OTHER_BUGS)
+
+
+def applies(config_key: str, version: str) -> bool:
+    """Is the cell of a configuration and a version in the grid? Every configuration of docs/model.md
+    runs on every version; the operators' rows on ``OPERATOR_VERSIONS``, a failed directory only
+    where the release has one (KRaft 3.7 and later)."""
+    if config_key not in OPERATOR_CONFIGS:
+        return True
+    if version not in OPERATOR_VERSIONS:
+        return False
+    release, values = _column(version)
+    try:
+        release.refuse({}, {**values, **VERSION_CONFIGS[config_key][1]})
+    except ReleaseError:
+        return False
+    return True
 
 
 def version_config(version: str, constants: dict) -> Config:
     """The ``Config`` of ``constants`` (a ``VERSION_CONFIGS`` entry's) under the rule and
-    options of Kafka version ``version`` (a key of ``VERSIONS``)."""
+    options of Kafka version ``version`` (a key of ``VERSIONS``), with each of its bugs whose
+    option is on (the spec reader's rule for a release: ``model.spec``)."""
+    import attrs
+
     from .config import Config
+    from .spec import release_bugs
 
     _, rule, gate, elr = VERSIONS[version]
-    return Config(
+    config = Config(
         truncation=rule,
         hw_requires_min_isr=gate,
         eligible_leader_replicas=elr,
@@ -120,3 +217,5 @@ def version_config(version: str, constants: dict) -> Config:
         fetch_bugs=FETCH_PATH_VERSIONS.get(version, ()),
         **constants,
     )
+    bugs = release_bugs(VERSION_BUGS.get(version, ()), attrs.asdict(config))
+    return attrs.evolve(config, bugs=bugs) if bugs else config

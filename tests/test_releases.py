@@ -195,3 +195,118 @@ def test_kafka_on_the_command_line(tmp_path, capsys):
         assert main(["check", str(path), "--no-progress", *args]) == EXIT_BAD_INPUT
         err = capsys.readouterr().err
         assert err.startswith(message) and err.count("\n") == 1, err
+
+
+# -- the versions matrix reads the same table -------------------------------------------------
+
+# The versions grid's columns as they were defined before they were read from the release table
+# (label left out): key -> (rule, hw_requires_min_isr, eligible_leader_replicas), and the three
+# side tables. Every cell of these columns and of docs/model.md's configurations must keep its
+# configuration exactly.
+_OLD_VERSIONS = {
+    "hw": (HW, False, False), "le": (LE, False, False), "kip279": (KIP279, False, False),
+    "v21": (V21, False, False), "v27": (V21, False, False), "v28": (V21, False, False),
+    "v281": (V21, False, False), "v21-gate": (V21, True, False), "v21-gate-ap": (V21, True, False),
+    "v21-elr": (V21, True, True), "v21-elr-ap": (V21, True, True), "v41": (V21, True, True),
+    "v41-ap": (V21, True, True),
+}
+_OLD_LKL = ("v41", "v41-ap")
+_OLD_AP = {"v27": False, "v28": False, "v281": False, "v21-gate-ap": True, "v21-elr-ap": True, "v41-ap": True}
+_OLD_FETCH = {"v28": (B13141, B14704), "v281": (B14704,), "v21-gate-ap": (), "v21-elr-ap": (), "v41-ap": ()}
+_OLD_CONFIGS = ("c1", "c2", "c3", "c4", "isr", "lrs", "c3m2_acks", "lrs_acks")
+
+
+def test_every_existing_cell_keeps_its_configuration():
+    from kmc.app.matrix_grids import version_grid
+    from kmc.model.config import Config
+    from kmc.model.versions import VERSION_CONFIGS, VERSIONS
+
+    grid = {rid: c for rid, c, _ in version_grid()}
+    for ck in _OLD_CONFIGS:
+        for vk, (rule, gate, elr) in _OLD_VERSIONS.items():
+            before = Config(truncation=rule, hw_requires_min_isr=gate, eligible_leader_replicas=elr,
+                            last_known_leader=vk in _OLD_LKL, alter_partition=vk in _OLD_AP,
+                            broker_epochs=_OLD_AP.get(vk, False), truncate_on_fetch=vk in _OLD_FETCH,
+                            fetch_bugs=_OLD_FETCH.get(vk, ()), **VERSION_CONFIGS[ck][1])
+            assert grid[f"{ck}-{vk}"] == before, (ck, vk)
+            assert grid[f"{ck}-{vk}"].as_dict() == before.as_dict()
+    # the old columns keep their labels and order, the new ones come between them
+    old = [v for v in VERSIONS if v in _OLD_VERSIONS]
+    assert old == list(_OLD_VERSIONS)
+    assert [v for v in VERSIONS if v not in _OLD_VERSIONS] == ["v33", "v35", "v370", "v371"]
+
+
+def test_every_cell_is_its_release_read_as_a_spec():
+    # A column is a release of the table with the keys it names over it: the cell's configuration
+    # is the one a spec with `kafka = "X.Y.Z"`, those keys and the row's constants reads.
+    from kmc.app.matrix_grids import version_grid
+    from kmc.model.spec import config_from_table
+    from kmc.model.versions import COLUMNS, VERSION_CONFIGS
+
+    cells = version_grid()
+    assert len(cells) == 8 * 17 + 10 * 6 + 2 * 4
+    for rid, config, _ in cells:
+        ck, _, vk = rid.partition("-")
+        _, release, metadata, over = COLUMNS[vk]
+        table = {k: list(v) if isinstance(v, tuple) else v for k, v in VERSION_CONFIGS[ck][1].items()}
+        table.update(kafka=release, **({"metadata": metadata} if metadata else {}), **over)
+        assert config_from_table(table, rid) == config, rid
+
+
+def _cells():
+    from kmc.app.matrix_grids import version_grid
+
+    return {rid: c for rid, c, _ in version_grid()}
+
+
+def test_the_operators_columns_and_rows():
+    from kmc.model.versions import OPERATOR_CONFIGS, OPERATOR_VERSIONS, VERSIONS
+
+    cells = _cells()
+    # the operators' rows run on the columns from 3.3 on, a failed directory from 3.7 (KRaft's JBOD)
+    for ck in OPERATOR_CONFIGS:
+        have = [vk for vk in VERSIONS if f"{ck}-{vk}" in cells]
+        disk = cells.get(f"{ck}-v41-ap") is not None and cells[f"{ck}-v41-ap"].max_disk_failures
+        assert have == ([v for v in OPERATOR_VERSIONS if v not in ("v33", "v35")] if disk else list(OPERATOR_VERSIONS))
+    assert OPERATOR_VERSIONS == ("v33", "v35", "v370", "v371", "v21-elr-ap", "v41-ap")
+
+    def shape(c):
+        return (c.alter_partition, c.broker_epochs, c.truncate_on_fetch, c.hw_requires_min_isr,
+                c.eligible_leader_replicas, c.last_known_leader, c.all_bugs)
+
+    # 3.3–3.4: KIP-841, AlterPartition without broker epochs, no bug of the controlled shutdown
+    assert shape(cells["rr2-v33"]) == (True, False, True, False, False, False, ())
+    # 3.5.0–3.6.x: broker epochs with KAFKA-15221
+    assert shape(cells["rr2crash-v35"]) == (True, True, True, False, False, False, (B15221,))
+    # 3.7.0 with ELR: KAFKA-16540 (a min ISR change) and KAFKA-16234 (a failed directory)
+    assert shape(cells["disk2-v370"]) == (True, True, True, True, True, False, (B16540, B16234))
+    assert shape(cells["minisr3-v370"]) == (True, True, True, True, True, False, (B16540,))
+    # 3.7.1–3.9.x with ELR: KAFKA-16540 only
+    assert shape(cells["disk3-v371"]) == (True, True, True, True, True, False, (B16540,))
+    assert shape(cells["minisr2-v371"]) == (True, True, True, True, True, False, (B16540,))
+    # 4.0 with ELR (the KIP-966 column as shipped) and 4.1 as shipped: every fix in
+    assert shape(cells["minisr2-v21-elr-ap"]) == (True, True, True, True, True, False, ())
+    assert shape(cells["disk2-v41-ap"]) == (True, True, True, True, True, True, ())
+    # the rows: 1 or 2 controlled shutdowns, with and without a lossy crash; a min ISR change; a disk
+    want = {
+        "rr2": (2, 0, 1, False, (), 0), "rr2x2": (2, 0, 2, False, (), 0), "rr2crash": (2, 1, 1, True, (), 0),
+        "rr2x2crash": (2, 1, 2, True, (), 0), "minisr2": (2, 1, 0, False, (2, 1), 0), "disk2": (2, 0, 0, False, (), 1),
+        "rr3": (3, 0, 1, False, (), 0), "rr3x2": (3, 0, 2, False, (), 0), "rr3crash": (3, 1, 1, True, (), 0),
+        "rr3x2crash": (3, 1, 2, True, (), 0), "minisr3": (3, 1, 0, False, (1,), 0), "disk3": (3, 1, 0, False, (), 1),
+    }
+    assert set(want) == set(OPERATOR_CONFIGS)
+    for ck, (n, crashes, shutdowns, lossy, changes, disks) in want.items():
+        c = cells[f"{ck}-v41-ap"]
+        assert (c.n, c.max_crashes, c.max_controlled_shutdowns, c.unflushed_loss, c.min_isr_changes,
+                c.max_disk_failures) == (n, crashes, shutdowns, lossy, changes, disks), ck
+        assert (c.min_insync_replicas, c.acks, c.max_messages) == ((1, None, 2) if n == 2 else (2, "all", 1))
+    # C1 and C2 on the new columns: no operator, so only the bugs that need nothing more
+    assert cells["c2-v35"].bugs == (B15221,) and cells["c2-v33"].all_bugs == ()
+    assert cells["c2-v371"].bugs == (B16540,) and cells["c2-v371"].min_isr_changes == ()
+
+
+def test_the_versions_matrix_refuses_an_empty_grid(tmp_path, capsys):
+    assert main(["matrix", "--versions", "--configs", "disk2", "--kafka", "v33,v27", "--out",
+                 str(tmp_path)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no cell of the grid" in err

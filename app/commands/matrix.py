@@ -33,6 +33,7 @@ from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from he
     LAST_KNOWN_LEADER_VERSIONS,
     LIVENESS_PROPERTIES,
     LIVENESS_VERSION_CONFIGS,
+    OPERATOR_VERSIONS,
     RULE_ALIASES,
     VERSION_CONFIGS,
     VERSIONS,
@@ -232,6 +233,11 @@ def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | N
         items: list[RowItem] = [
             (rid, c, None, args.max_states, known, checked(c)) for rid, c, known in version_grid(configs, versions)
         ]
+        if not items:
+            raise UsageError(
+                "--configs, --kafka: no cell of the grid (the operators' rows run on "
+                f"{', '.join(OPERATOR_VERSIONS)} only, a failed directory from 3.7 on)"
+            )
         return items, "versions", {}, None
     if args.spec_dir is not None:
         changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS if getattr(args, k) != args._defaults[k]]
@@ -329,7 +335,11 @@ def _default_note(source, constants) -> str:
             'epochs" also fence them as Kafka 3.5+ does (KIP-903). The 2.8.0, 2.8.1–3.4.0 and "fetch '
             'path" columns truncate followers in the fetch path (2.8+), with the bugs each shipped, and '
             "also check UNE = UncommittedNeverExposed: every record below a live replica's high "
-            "watermark was committed."
+            "watermark was committed. Every column is a Kafka release of docs/model.md's table (a spec's "
+            '`kafka = "X.Y.Z"`), with the keys it names set over it. The operators\' rows (a rolling restart, '
+            "a min ISR change, a failed log directory) run on the columns from 3.3 on, each with the bugs "
+            "its release shipped where the row's action meets them (KAFKA-15221, KAFKA-16540, KAFKA-16234), "
+            "a failed directory only from 3.7 (KRaft's JBOD); their other cells are empty."
         )
     if source != "grid":
         return ""

@@ -373,8 +373,11 @@ def _check_header(where, header) -> None:
     if "properties" in header and not names(header["properties"]):
         bad("properties", "a list of property names")
     options = header.get("options", {})
-    if not isinstance(options, dict) or set(options) - {"max_depth", "keep_going", "symmetry"}:
-        bad("options", "a table of max_depth, keep_going and symmetry")
+    if not isinstance(options, dict) or set(options) - {"max_depth", "keep_going", "symmetry", "kafka"}:
+        bad("options", "a table of max_depth, keep_going, symmetry and kafka")
+    kafka = options.get("kafka", ["-", None])  # a spec read as a Kafka release (--kafka, --metadata)
+    if not (isinstance(kafka, list) and len(kafka) == 2 and text(kafka[0]) and (kafka[1] is None or text(kafka[1]))):
+        bad("options", "a table whose kafka is a release and a metadata mode or null")
     if options.get("max_depth") is not None and not count(options["max_depth"], 1):
         bad("options", "a table whose max_depth is a positive integer or null")
     for key in ("keep_going", "symmetry"):

@@ -310,3 +310,18 @@ def test_the_versions_matrix_refuses_an_empty_grid(tmp_path, capsys):
                  str(tmp_path)]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no cell of the grid" in err
+
+
+def test_a_checkpoint_keeps_the_release_of_kafka(tmp_path, capsys):
+    spec_file, ck = tmp_path / "r.toml", tmp_path / "ck"
+    spec_file.write_text('[model]\nreplicas = 2\nmax_messages = 1\ntruncation = "leader-epoch-2.1"\n')
+    common = ["--no-progress", "--no-trace"]
+    assert main(["check", str(spec_file), "--kafka", "2.7.0", "--checkpoint", str(ck), "--max-states", "20",
+                 *common]) == 0
+    capsys.readouterr()
+    assert main(["check", "--resume", str(ck), *common]) == 0  # the release comes from the checkpoint
+    out = capsys.readouterr().out
+    assert "  kafka       2.7.0 (ZooKeeper), from --kafka\n" in out and "alter_partition" in out
+    assert main(["check", "--resume", str(ck), "--kafka", "2.6.0", *common]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "the options differ" in err and "kafka=['2.7.0', None]" in err and err.count("\n") == 1

@@ -325,3 +325,27 @@ def test_a_checkpoint_keeps_the_release_of_kafka(tmp_path, capsys):
     assert main(["check", "--resume", str(ck), "--kafka", "2.6.0", *common]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert "the options differ" in err and "kafka=['2.7.0', None]" in err and err.count("\n") == 1
+
+
+def test_docs_model_md_s_release_table_is_the_code_s():
+    # docs/model.md's table, row by row, against model/releases.py: the releases, the metadata
+    # modes (the default first), the truncation rule, the options and the known bugs
+    from pathlib import Path
+
+    from kmc.model.releases import ERAS, METADATA_NAMES
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "model.md").read_text()
+    section = text.split("## Kafka by its version number", 1)[1].split("| releases |", 1)[1].split("\n\n", 1)[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()[2:]]
+    assert len(rows) == len(ERAS)
+    options: list[str] = []
+    for (releases, modes, rule, on, bugs), era in zip(rows, ERAS):
+        assert releases.replace(" – ", "–") == era.name
+        assert modes == ", ".join(METADATA_NAMES[m] for m in era.metadata)
+        assert rule == f"`{era.truncation}`"
+        named = [w.strip("`") for w in on.replace("the above, ", "").split(", ") if w != "—"]
+        options = options + named if on.startswith("the above") else named
+        assert set(options) == set(era.on), era.name
+        shared, _, kraft = bugs.partition("; KRaft also ")
+        assert [b for b in shared.split(", ") if b != "—"] == list(era.bugs)
+        assert [b for b in kraft.split(", ") if b] == list(era.kraft_bugs)

@@ -150,7 +150,7 @@ LINES = (
     "4.0",
     "4.1",
 )
-_RELEASE = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,4}){1,3}$")
+_RELEASE = re.compile(r"^(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})){1,3}$")
 
 
 class ReleaseError(ValueError):

@@ -387,7 +387,9 @@ def _read_model(path, model, cli: tuple | None = None) -> tuple[Config, KafkaSet
     written = [k for k in releases.RELEASE_KEYS if k in model or (k == "bugs" and "fetch_bugs" in model)]
     try:
         config = _plain_config(path, table, release.bugs)
-    except SpecError as e:  # say where the values came from: the release, and the spec's keys over it
+    except SpecError as e:  # a key of the release's at fault: say where the values came from
+        if (e.key or "").removeprefix("model.") not in (*releases.RELEASE_KEYS, "fetch_bugs"):
+            raise
         source = f'kafka = "{release.version}"' + ("" if cli is None else " from --kafka")
         where = f"the spec writes {', '.join(written)} and {source} sets the rest" if written else f"{source} sets it"
         raise SpecError(path, e.key, f"{e.detail} ({where})") from None

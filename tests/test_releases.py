@@ -128,6 +128,13 @@ def test_the_spec_s_keys_override_the_release_and_the_header_names_each():
         "Kafka 2.8+), got 'high-watermark' (the spec writes truncation and kafka = \"3.6.1\" sets the rest)")
 
 
+def test_an_error_in_the_scenario_is_the_usual_one():
+    # a key the release does not set: the validator's message alone
+    with pytest.raises(SpecError) as e:
+        spec('kafka = "3.7.0"\nmax_disk_failures = "x"')
+    assert str(e.value) == "x.toml: model.max_disk_failures: must be an integer, got 'x'"
+
+
 def test_without_kafka_a_spec_reads_as_before():
     s = spec('truncation = "leader-epoch"')
     assert s.kafka is None and s.config.truncation == LE and not s.config.alter_partition
@@ -145,6 +152,10 @@ def test_without_kafka_a_spec_reads_as_before():
     ('kafka = "3.7"', "kafka", "'3.7' names a line that kmc models as 2 releases (3.7.0, 3.7.1–3.9.x): name the "
                                "patch release, such as 3.7.0 or 3.7.1"),
     ('kafka = "latest"', "kafka", "'latest' is not a Kafka release number such as \"3.6.1\""),
+    ('kafka = "03.6.1"', "kafka", "'03.6.1' is not a Kafka release number such as \"3.6.1\""),
+    ('kafka = "3.6.1.0"', "kafka", "'3.6.1.0' is not a Kafka release number"),
+    ('kafka = "\u0663.6.1"', "kafka", "is not a Kafka release number"),
+    ('kafka = ["3.6.1"]', "kafka", "must be a Kafka release as a string"),
     ("kafka = 3.6", "kafka", 'must be a Kafka release as a string, such as "3.6.1", got 3.6'),
     ('kafka = "2.7.0"\nmetadata = "kraft"', "metadata", "Kafka 2.7.0 runs on ZooKeeper only (KRaft came in 2.8)"),
     ('kafka = "4.0.0"\nmetadata = "zookeeper"', "metadata",

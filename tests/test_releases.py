@@ -198,6 +198,12 @@ def test_kafka_on_the_command_line(tmp_path, capsys):
                  "--no-trace"]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "(the spec writes truncation and kafka = \"3.6.1\" from --kafka sets the rest)" in err
+    # graph reads it too: the spec's leader-epoch rule with 2.7's AlterPartition
+    assert main(["graph", str(path), "--out", str(tmp_path / "a.dot")]) == 0
+    assert main(["graph", str(path), "--kafka", "2.7.0", "--out", str(tmp_path / "b.dot")]) == 0
+    a, b = (tmp_path / "a.dot").read_text(), (tmp_path / "b.dot").read_text()
+    assert "AlterPartition" not in a and "AlterPartition" in b
+    capsys.readouterr()
     for args, message in (
         (["--kafka", "3.10.0"], "kmc: error: --kafka: unknown Kafka release '3.10.0': the nearest kmc models are"),
         (["--kafka", "2.7.1", "--metadata", "kraft"], "kmc: error: --metadata: Kafka 2.7.1 runs on ZooKeeper only"),

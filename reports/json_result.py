@@ -258,12 +258,26 @@ def spec_to_dict(spec, model) -> dict:
     """The spec's identity and the constants that were actually run (``model.config``,
     which command-line overrides may have changed); path, sha256 and title are ``None``
     when the run had no spec file."""
-    return {
+    out = {
         "path": None if spec is None else spec.path,
         "sha256": None if spec is None else spec.sha256,
         "title": None if spec is None else spec.title,
         "model": model.config.as_dict(),
     }
+    kafka = getattr(spec, "kafka", None)  # the Kafka release the model was read from: only then
+    if kafka is not None:
+        out["kafka"] = {
+            "release": kafka.release.version,
+            "metadata": kafka.release.metadata,
+            "from": kafka.given,
+            "overrides": {k: {"spec": _plain(v), "release": _plain(r)} for k, v, r in kafka.overrides},
+        }
+    return out
+
+
+def _plain(value):
+    """A ``[model]`` value as JSON writes it (a tuple of ids as a list)."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 def stats_to_dict(stats, names=ACTION_NAMES) -> dict:

@@ -366,3 +366,19 @@ def test_docs_model_md_s_release_table_is_the_code_s():
         shared, _, kraft = bugs.partition("; KRaft also ")
         assert [b for b in shared.split(", ") if b != "—"] == list(era.bugs)
         assert [b for b in kraft.split(", ") if b] == list(era.kraft_bugs)
+
+
+def test_a_result_names_the_release(tmp_path, capsys):
+    import json
+
+    path, out = tmp_path / "s.toml", tmp_path / "r.json"
+    path.write_text('[model]\nreplicas = 2\nmax_messages = 1\nkafka = "3.7.1"\neligible_leader_replicas = true\n')
+    assert main(["check", str(path), "--no-progress", "--no-trace", "--max-states", "5", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["spec"]["kafka"] == {"release": "3.7.1", "metadata": "kraft", "from": "spec",
+                                    "overrides": {"eligible_leader_replicas": {"spec": True, "release": False}}}
+    assert doc["spec"]["model"]["bugs"] == ["KAFKA-16540"] and doc["spec"]["model"]["eligible_leader_replicas"]
+    # a spec without a release: no key, as before
+    assert main(["check", "specs/hw-data-loss.toml", "--no-progress", "--no-trace", "--json", str(out),
+                 "--force"]) == 1
+    assert "kafka" not in json.loads(out.read_text())["spec"]

@@ -66,6 +66,9 @@ class Era:
         metadata: the modes these releases ran in, the default first.
         jbod: KRaft keeps a partition of a failed log directory (KIP-858): the failed-directory
             action (``max_disk_failures``) is modelled only there.
+        unclean_restarts: every restart is an unclean shutdown to the controller (KAFKA-16952):
+            the eligible leader replicas of these releases are not modelled (the model's follow the
+            clean-shutdown detection of 3.7–3.8 and 4.x).
     """
 
     name: str
@@ -77,6 +80,7 @@ class Era:
     kraft_bugs: tuple = ()
     metadata: tuple = (ZOOKEEPER,)
     jbod: bool = False
+    unclean_restarts: bool = False
 
 
 def _v(text: str, top: bool = False) -> tuple:
@@ -122,7 +126,8 @@ ERAS = (
     Era("3.4.1–3.4.x", _v("3.4.1"), _v("3.4", True), LEADER_EPOCH_21, _FETCH, (), (), _BOTH),
     Era("3.5.0–3.6.x", _v("3.5"), _v("3.6", True), LEADER_EPOCH_21, _EPOCHS, (KAFKA_15221,), (), _BOTH),
     Era("3.7.0", _v("3.7.0"), _v("3.7.0"), LEADER_EPOCH_21, _GATE, (KAFKA_16540, KAFKA_16234), (), _BOTH, True),
-    Era("3.7.1–3.9.x", _v("3.7.1"), _v("3.9", True), LEADER_EPOCH_21, _GATE, (KAFKA_16540,), (), _BOTH, True),
+    Era("3.7.1–3.8.x", _v("3.7.1"), _v("3.8", True), LEADER_EPOCH_21, _GATE, (KAFKA_16540,), (), _BOTH, True),
+    Era("3.9.x", _v("3.9"), _v("3.9", True), LEADER_EPOCH_21, _GATE, (KAFKA_16540,), (), _BOTH, True, True),
     Era("4.0.x", _v("4.0"), _v("4.0", True), LEADER_EPOCH_21, _GATE, (), (), (KRAFT,), True),
     Era(
         "4.1.x",
@@ -209,8 +214,9 @@ class Release:
 
     def refuse(self, spec_model: Mapping, values: Mapping) -> None:
         """Refuse what this release cannot run, whatever the overrides: the eligible leader
-        replicas under ZooKeeper (KIP-966 is KRaft's), a failed log directory where kmc does
-        not model it (ZooKeeper mode, and KRaft before 3.7, one directory a broker).
+        replicas under ZooKeeper (KIP-966 is KRaft's) and in 3.9 (KAFKA-16952), a failed log
+        directory where kmc does not model it (ZooKeeper mode, and KRaft before 3.7, one
+        directory a broker).
 
         Raises:
             ReleaseError: naming the key.
@@ -220,6 +226,13 @@ class Release:
                 "eligible_leader_replicas",
                 f"{self.label} has no eligible leader replicas (KIP-966 is KRaft's: "
                 'use model.metadata = "kraft", Kafka 3.7 or later)',
+            )
+        if values.get("eligible_leader_replicas") is True and self.era.unclean_restarts:
+            raise ReleaseError(
+                "eligible_leader_replicas",
+                f"{self.label} treats every restart as an unclean shutdown (KAFKA-16952), which kmc does not "
+                "model: its eligible leader replicas follow the clean-shutdown detection of 3.7–3.8 and 4.x "
+                "(the nearest: 3.8.x, 4.0.x)",
             )
         disks = values.get("max_disk_failures", 0)
         if isinstance(disks, int) and not isinstance(disks, bool) and disks > 0 and not self._jbod():

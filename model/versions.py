@@ -96,7 +96,7 @@ VERSION_CONFIGS.update(OPERATOR_CONFIGS)
 # Kafka sends ISR changes to the controller since 2.7 and fences them with broker epochs since
 # 3.5 (KIP-903), so each later column also comes as it really runs, "+ AlterPartition + broker
 # epochs", right after its atomic twin; since 2.8 followers also truncate in the fetch path,
-# with the bugs each release shipped. The columns of the operators' bugs (3.3–3.4 to 3.7.1–3.9)
+# with the bugs each release shipped. The columns of the operators' bugs (3.3–3.4 to 3.7.1–3.8)
 # run as each release ships, with the eligible leader replicas switched on from 3.7 (a preview
 # there: off unless enabled); "KIP-966 (ELR) + ..." is 4.0 with them, every fix in.
 _ATOMIC = {"alter_partition": False, "broker_epochs": False, "truncate_on_fetch": False}
@@ -129,7 +129,7 @@ COLUMNS: dict[str, tuple[str, str, str | None, dict]] = {
         {},
     ),
     "v370": ("3.7.0 with ELR (KRaft): KAFKA-16540 and KAFKA-16234", "3.7.0", None, _ELR),
-    "v371": ("3.7.1–3.9.x with ELR (KRaft): KAFKA-16540", "3.7.1", None, _ELR),
+    "v371": ("3.7.1–3.8.x with ELR (KRaft): KAFKA-16540", "3.7.1", None, _ELR),
     "v21-elr": ("KIP-966 (ELR)", "4.0.0", None, {**_ATOMIC, **_ELR}),
     "v21-elr-ap": ("KIP-966 (ELR) + AlterPartition + broker epochs + fetch path", "4.0.0", None, _ELR),
     "v41": ("4.1 (ELR + last known leader)", "4.1.0", None, _ATOMIC),

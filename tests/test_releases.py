@@ -50,7 +50,7 @@ DOCUMENTED = {
     ("3.7.0", None): ("kraft", V21, {G, AP, BE, F}, [B16540, B16234]),
     ("3.7.1", None): ("kraft", V21, {G, AP, BE, F}, [B16540]),
     ("3.8.0", None): ("kraft", V21, {G, AP, BE, F}, [B16540]),
-    ("3.9.1", None): ("kraft", V21, {G, AP, BE, F}, [B16540]),
+    ("3.8.1", None): ("kraft", V21, {G, AP, BE, F}, [B16540]),
     ("4.0.0", None): ("kraft", V21, {G, AP, BE, F}, []),
     ("4.1.0", None): ("kraft", V21, {G, E, K, AP, BE, F}, []),
     ("4.1.1", None): ("kraft", V21, {G, E, K, AP, BE, F}, []),
@@ -85,6 +85,15 @@ def test_each_release_is_its_documented_configuration(release, metadata):
     # with every option the bugs need switched on, every bug of the release is set
     full = spec(_every_option_on(release, metadata, on))
     assert sorted(full.config.all_bugs) == sorted(bugs)
+
+
+def test_3_9_runs_as_3_8_without_the_eligible_leader_replicas_and_is_refused_with_them():
+    # 3.9 treated every restart as an unclean shutdown (KAFKA-16952): its ELR is not modelled
+    assert spec('kafka = "3.9.1"\nmax_disk_failures = 1').config == spec('kafka = "3.8.0"\nmax_disk_failures = 1').config
+    with pytest.raises(SpecError) as e:
+        spec('kafka = "3.9.0"\neligible_leader_replicas = true')
+    assert e.value.key == "model.eligible_leader_replicas" and "KAFKA-16952" in e.value.detail
+    assert "(the nearest: 3.8.x, 4.0.x)" in e.value.detail
 
 
 def test_a_release_sets_a_bug_only_when_its_option_is_on():
@@ -149,7 +158,7 @@ def test_without_kafka_a_spec_reads_as_before():
     ('kafka = "2.9.1"', "kafka", "unknown Kafka release '2.9.1': the nearest kmc models are 2.8.x and 3.0.x"),
     ('kafka = "4.2.0"', "kafka", "unknown Kafka release '4.2.0': the newest release kmc models is 4.1.x"),
     ('kafka = "0.9.0.1"', "kafka", "unknown Kafka release '0.9.0.1': the oldest release kmc models is 0.10.0.x"),
-    ('kafka = "3.7"', "kafka", "'3.7' names a line that kmc models as 2 releases (3.7.0, 3.7.1–3.9.x): name the "
+    ('kafka = "3.7"', "kafka", "'3.7' names a line that kmc models as 2 releases (3.7.0, 3.7.1–3.8.x): name the "
                                "patch release, such as 3.7.0 or 3.7.1"),
     ('kafka = "latest"', "kafka", "'latest' is not a Kafka release number such as \"3.6.1\""),
     ('kafka = "03.6.1"', "kafka", "'03.6.1' is not a Kafka release number such as \"3.6.1\""),
@@ -298,7 +307,7 @@ def test_the_operators_columns_and_rows():
     # 3.7.0 with ELR: KAFKA-16540 (a min ISR change) and KAFKA-16234 (a failed directory)
     assert shape(cells["disk2-v370"]) == (True, True, True, True, True, False, (B16540, B16234))
     assert shape(cells["minisr3-v370"]) == (True, True, True, True, True, False, (B16540,))
-    # 3.7.1–3.9.x with ELR: KAFKA-16540 only
+    # 3.7.1–3.8.x with ELR: KAFKA-16540 only
     assert shape(cells["disk3-v371"]) == (True, True, True, True, True, False, (B16540,))
     assert shape(cells["minisr2-v371"]) == (True, True, True, True, True, False, (B16540,))
     # 4.0 with ELR (the KIP-966 column as shipped) and 4.1 as shipped: every fix in

@@ -36,6 +36,13 @@ def _lanes(model) -> tuple[str, ...]:
     return ("controller",) + tuple(model.config.replicas)
 
 
+def _config(spec, model) -> list[tuple[str, str]]:
+    """The configuration's lines of a page's header, opened by the Kafka release the spec's model
+    was read from and the spec's overrides of it (``model.spec.KafkaSetting``), when it names one."""
+    kafka = getattr(spec, "kafka", None)
+    return ([("kafka", kafka.text())] if kafka is not None else []) + config_lines(model.config)
+
+
 def result_page(spec, model, result, command="") -> str:
     """The HTML page of ``kmc check``: every violation's diagram, shortest first."""
     diagrams = [build(model, v) for v in _ordered(result)]
@@ -50,7 +57,7 @@ def result_page(spec, model, result, command="") -> str:
         title=spec.title if spec is not None else "",
         path=_shown(spec.path) if spec else None,
         description=spec.description if spec is not None else "",
-        config=config_lines(model.config),
+        config=_config(spec, model),
         counts=counts,
         verdicts=verdicts,
         command=command,
@@ -97,7 +104,7 @@ def simulation_outputs(spec, model, sim, command="") -> tuple[str, str]:
                 title=spec.title,
                 path=_shown(spec.path),
                 description=spec.description,
-                config=config_lines(model.config),
+                config=_config(spec, model),
                 counts=counts,
                 command=command,
                 empty=text,
@@ -117,7 +124,7 @@ def simulation_outputs(spec, model, sim, command="") -> tuple[str, str]:
             title=spec.title,
             path=_shown(spec.path),
             description=spec.description,
-            config=config_lines(model.config),
+            config=_config(spec, model),
             counts=counts,
             command=command,
         ),

@@ -382,7 +382,12 @@ def test_a_result_names_the_release(tmp_path, capsys):
 
     path, out = tmp_path / "s.toml", tmp_path / "r.json"
     path.write_text('[model]\nreplicas = 2\nmax_messages = 1\nkafka = "3.7.1"\neligible_leader_replicas = true\n')
-    assert main(["check", str(path), "--no-progress", "--no-trace", "--max-states", "5", "--json", str(out)]) == 0
+    page = tmp_path / "r.html"
+    assert main(["check", str(path), "--no-progress", "--no-trace", "--max-states", "5", "--json", str(out),
+                 "--html", str(page)]) == 0
+    # the page's header too
+    assert ("<dt>kafka</dt><dd>3.7.1 (KRaft); the spec overrides eligible_leader_replicas = true (3.7.1: false)"
+            "</dd>") in page.read_text()
     doc = json.loads(out.read_text())
     assert doc["spec"]["kafka"] == {"release": "3.7.1", "metadata": "kraft", "from": "spec",
                                     "overrides": {"eligible_leader_replicas": {"spec": True, "release": False}}}

@@ -396,3 +396,16 @@ def test_a_result_names_the_release(tmp_path, capsys):
     assert main(["check", "specs/hw-data-loss.toml", "--no-progress", "--no-trace", "--json", str(out),
                  "--force"]) == 1
     assert "kafka" not in json.loads(out.read_text())["spec"]
+
+
+def test_bench_compares_both_paths_on_the_release(tmp_path, capsys):
+    # --compare runs each path in a process of its own: each reads the spec as the release
+    path = tmp_path / "b.toml"
+    path.write_text('[model]\nreplicas = 2\nmax_messages = 1\nmax_crashes = 1\ntruncation = "leader-epoch-2.1"\n')
+    assert main(["bench", str(path), "--compare"]) == 0
+    plain = capsys.readouterr().out
+    assert main(["bench", str(path), "--kafka", "2.7.0", "--compare"]) == 0
+    released = capsys.readouterr().out
+    # AlterPartition's requests and answers: more states on both paths than without them
+    assert " distinct states                 203        203" in plain
+    assert " distinct states                 336        336" in released

@@ -17,6 +17,7 @@ from kmc.checker.text import safe_text
 from .common import (
     add_engine_arguments,
     add_force_argument,
+    add_kafka_arguments,
     add_model_arguments,
     add_spec_argument,
     check_output_path,
@@ -45,6 +46,7 @@ def register(sub) -> None:
     )
     add_spec_argument(p, optional=True)
     add_model_arguments(p)
+    add_kafka_arguments(p)
     p.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="runs to make (default 1)")
     p.add_argument("--max-depth", type=positive_int, metavar="N", help="do not explore past depth N")
     p.add_argument("--max-states", type=positive_int, metavar="N", help="stop once N distinct states are stored")
@@ -360,6 +362,9 @@ def _child_bench(args, label, extra) -> dict:
         what = [args.spec] if args.model is None else ["--model", args.model, *(f"--param={p}" for p in args.param)]
         cmd = [sys.executable, "-m", cli, "bench", *what, "--json", target, "--repeat", str(args.repeat)]
         cmd += ["--symmetry"] if getattr(args, "symmetry", False) else []
+        for opt in ("kafka", "metadata"):  # the spec read as a Kafka release, in every child alike
+            if getattr(args, opt, None) is not None:
+                cmd += [f"--{opt}", getattr(args, opt)]
         local = ("store", "store_dir") if "spark" not in extra else ()
         for opt in ("max_depth", "max_states", *local):
             if getattr(args, opt, None) is not None and not (opt == "store" and "--store" in extra):

@@ -45,11 +45,11 @@ VERSION_CONFIGS = {
     ),
     "lrs_acks": ("last replica standing, acks=all", dict(_LRS, acks="all")),
 }
-# The operators' actions (docs/model.md, "Known bugs: one list"), on two and three replicas:
-# a rolling restart (one or two controlled shutdowns, with and without a crash that may lose the
-# unflushed tail during it), a change of min.insync.replicas, a failed log directory. The
-# three-replica rows track acks = "all" with min ISR 2 (an operator's usual durable setting)
-# and produce one record, which every known trace of these bugs needs.
+# The operators' actions (docs/model.md), on two and three replicas: a rolling restart (one or
+# two controlled shutdowns, with and without a crash that may lose the unflushed tail during it),
+# a change of min.insync.replicas, a failed log directory. The three-replica rows track
+# acks = "all" with min ISR 2 (an operator's usual durable setting) and produce one record, as
+# the three-replica traces of these bugs do, to keep the rows small.
 _R2 = dict(_C1, max_crashes=0)
 _R3 = dict(_C1, replicas=("A", "B", "C"), max_messages=1, max_crashes=0, min_insync_replicas=2, acks="all")
 OPERATOR_CONFIGS = {

@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -151,9 +153,14 @@ class Checkpointer:
         except ImportError:  # not POSIX: no lock
             pass
         except OSError:
+            holder = _holder(self._lock)
             self._lock.close()
             self._lock = None
-            raise CheckpointError(f"{self.directory}: in use by another kmc run") from None
+            raise CheckpointError(f"{self.directory}: in use by another kmc run{holder}") from None
+        else:  # the holder's process, for the message of a run refused meanwhile
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._lock.fileno(), 0)
+                os.pwrite(self._lock.fileno(), f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
         # Temporary files left by a run that was killed while writing (we hold the lock).
         for stale in self.directory.glob(f"{TMP_PREFIX}*{TMP_SUFFIX}"):
             with contextlib.suppress(OSError):
@@ -201,3 +208,17 @@ class Checkpointer:
         data = snap.get("data")
         prune_data(self.directory, data if isinstance(data, str) else None)
         return path
+
+
+def _holder(lock: IO[bytes]) -> str:
+    """`` (process PID on HOST)``, as the lock's holder wrote it in the lock file, or ""."""
+    try:
+        words = os.pread(lock.fileno(), 200, 0).decode("ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if not words or not words[0].isdigit():
+        return ""
+    host = words[1] if len(words) > 1 and words[1].replace("-", "").replace(".", "").isalnum() else None
+    if host is None or host == socket.gethostname():
+        return f" (process {int(words[0])})"
+    return f" (process {int(words[0])} on {host})"

@@ -246,6 +246,7 @@ class LevelDriver:
         """Stop at the next piece (a signal handler calls this); the run goes back to the
         level boundary and reports ``reason``."""
         self.stop_requested = reason
+        self.search.stop_asked = True  # (a search waiting on its workers stops waiting)
 
     def stop_reason_after_level(self) -> str | None:
         """Why the run stops at this level boundary, or ``None`` to go on."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+import sys
 
 import attrs
 import numpy as np
@@ -114,6 +115,17 @@ class ActionsNone(Good):
 class NextRaises(Good):
     def next_state(self, state, action):
         raise ZeroDivisionError("division by zero")  # broken: next_raises
+
+
+class NextExits(Good):
+    def next_state(self, state, action):
+        if state.x == 2:
+            raise SystemExit(0)  # broken: next_exits
+        return super().next_state(state, action)
+
+
+def factory_exits(n=3):
+    sys.exit(3)  # broken: factory_exits
 
 
 class NextNone(Good):

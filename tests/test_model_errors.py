@@ -90,6 +90,9 @@ BROKEN_CASES = [
     ("n_is_number", ("--param", "n=abc"), "Good.actions", ("n_is_number", False),
      "raised TypeError: '<' not supported between instances of 'int' and 'str'"),
     ("deep_actions_raise", (), "DeepActionsRaise.actions", ("deep_actions_raise", False), "raised KeyError: 'x'"),
+    # sys.exit in a model's code is an exception of the model like any other, never kmc's exit status
+    ("NextExits", (), "NextExits.next_state", ("next_exits", False), "raised SystemExit"),
+    ("factory_exits", (), "factory_exits", ("factory_exits", False), "raised SystemExit: 3"),
 ]
 KERNEL_CASES = [
     ("KernelRaises", (), "KernelRaises.batch_kernel", ("kernel_raises", False),

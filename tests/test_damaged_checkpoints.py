@@ -1,0 +1,215 @@
+"""A ``--store disk`` checkpoint damaged on disk: every file of its store and its frontier
+queue (``fp-*.u64``, ``pc-*.bin``, ``q-*.rows``) has its size and SHA-256 in the
+checkpoint, and ``--resume`` refuses a file that differs, is missing or is a link, and a
+level directory that is a link or belongs to another run, in one line naming the
+checkpoint and the file, exit 2 (never a resumed run with wrong counts, never a traceback).
+
+One checkpoint (hw-unclean stopped by ``--max-states`` at depth 12) is written once; each
+case damages a copy of it.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kmc.app.cli import main
+from kmc.checker import checkpoint
+
+import pins
+from test_checkpoint import SPECS
+
+HW_UNCLEAN = SPECS / "hw-unclean.toml"
+
+
+def _write(directory: Path, *extra: str) -> Path:
+    code = main(["check", str(HW_UNCLEAN), "--store", "disk", "--checkpoint", str(directory), "--checkpoint-every", "0",
+                 "--max-states", "3000", "--no-progress", "--no-trace", *extra])
+    assert code == 1  # hw-unclean: two properties are violated by then
+    return directory
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """The checkpoint to damage, and one of another run (with --per-state: its frontier
+    file holds pickled blocks of states)."""
+    root = tmp_path_factory.mktemp("damaged")
+    return _write(root / "ck"), _write(root / "other", "--per-state")
+
+
+def _level(ck: Path) -> Path:
+    (level,) = ck.glob("level-*")
+    return level
+
+
+def _biggest(level: Path, pattern: str) -> Path:
+    return max(sorted(level.glob(pattern)), key=lambda p: p.stat().st_size)
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    at = len(data) // 2
+    data[at : at + 8] = bytes(b ^ 0xFF for b in data[at : at + 8])
+    path.write_bytes(bytes(data))
+
+
+def _zero(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    at = len(data) // 4
+    data[at : at + len(data) // 2] = bytes(len(data) // 2)
+    path.write_bytes(bytes(data))
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def _delete(path: Path) -> None:
+    path.unlink()
+
+
+def _symlink(path: Path) -> None:
+    """The file replaced by a link to a copy of itself (same bytes: the link is the fault)."""
+    copy = path.parent.parent / f"copy-{path.name}"
+    shutil.copyfile(path, copy)
+    path.unlink()
+    path.symlink_to(copy)
+
+
+FILE_DAMAGE = {"flip-8-bytes": _flip, "zero-a-run": _zero, "truncate": _truncate, "empty": _empty,
+               "delete": _delete, "symlink": _symlink}
+FILES = {"fingerprints": "fp-*.u64", "parents": "pc-*.bin", "frontier": "q-*.rows"}
+
+
+def _resume(ck: Path, capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["check", "--resume", str(ck), "--no-progress", "--no-trace"])
+    _, err = capsys.readouterr()
+    return code, err
+
+
+def _refused(ck: Path, capsys, *words: str) -> str:
+    code, err = _resume(ck, capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith(f"kmc: error: {ck}:") and "start a new run" in lines[0], err
+    for word in words:
+        assert word in lines[0], err
+    return lines[0]
+
+
+def _copy(saved, tmp_path) -> Path:
+    ck = tmp_path / "ck"
+    shutil.copytree(saved[0], ck, symlinks=True)
+    return ck
+
+
+def test_the_intact_copy_resumes_to_the_pinned_counts(saved, tmp_path, capsys):
+    ck = _copy(saved, tmp_path)
+    capsys.readouterr()
+    code = main(["check", "--resume", str(ck), "--no-progress", "--no-trace", "--json", str(tmp_path / "r.json")])
+    assert code == 1
+    stats = json.loads((tmp_path / "r.json").read_text())["stats"]
+    pin = pins.PINS["hw-unclean"]
+    assert (stats["distinct_states"], stats["states_generated"], stats["depth"]) == (pin.distinct, pin.generated,
+                                                                                     pin.depth)
+
+
+@pytest.mark.parametrize("damage", sorted(FILE_DAMAGE))
+@pytest.mark.parametrize("kind", sorted(FILES))
+def test_a_damaged_store_or_queue_file_is_refused_in_one_line(saved, tmp_path, capsys, kind, damage):
+    ck = _copy(saved, tmp_path)
+    victim = _biggest(_level(ck), FILES[kind])
+    FILE_DAMAGE[damage](victim)
+    _refused(ck, capsys, f"{victim.parent.name}/{victim.name}")
+
+
+def test_two_buckets_swapped_are_refused(saved, tmp_path, capsys):
+    ck = _copy(saved, tmp_path)
+    level = _level(ck)
+    a, b = sorted(level.glob("fp-00-*"))[0], sorted(level.glob("fp-01-*"))[0]
+    a_bytes, b_bytes = a.read_bytes(), b.read_bytes()
+    a.write_bytes(b_bytes)
+    b.write_bytes(a_bytes)
+    _refused(ck, capsys, "fp-0")
+
+
+def test_a_valid_frontier_row_replaced_by_another_is_refused(saved, tmp_path, capsys):
+    ck = _copy(saved, tmp_path)
+    (queue,) = _level(ck).glob("q-*.rows")
+    header, snapshot = checkpoint.read(ck)
+    row = snapshot["queue"].layout.encode(next(snapshot["queue"].blocks(ck))[:1]).nbytes
+    data = bytearray(queue.read_bytes())
+    assert len(data) == row * snapshot["queue"].count
+    data[row : 2 * row] = data[:row]  # the second row becomes a copy of the first: a valid row
+    queue.write_bytes(bytes(data))
+    _refused(ck, capsys, queue.name, "checksum mismatch")
+
+
+def test_the_per_state_frontier_s_pickled_blocks_are_checked_before_any_is_loaded(saved, tmp_path, capsys):
+    ck = tmp_path / "other"
+    shutil.copytree(saved[1], ck)
+    (queue,) = _level(ck).glob("q-*.rows")
+    _flip(queue)
+    _refused(ck, capsys, queue.name)
+
+
+def test_a_level_directory_that_is_a_link_to_another_run_s_is_refused(saved, tmp_path, capsys):
+    ck = _copy(saved, tmp_path)
+    level = _level(ck)
+    shutil.rmtree(level)
+    level.symlink_to(_level(saved[1]), target_is_directory=True)
+    _refused(ck, capsys, level.name, "symbolic link")
+
+
+def test_a_level_directory_that_is_a_link_to_its_own_copy_is_refused(saved, tmp_path, capsys):
+    ck = _copy(saved, tmp_path)
+    level = _level(ck)
+    moved = tmp_path / "elsewhere"
+    level.rename(moved)
+    level.symlink_to(moved, target_is_directory=True)
+    _refused(ck, capsys, level.name, "symbolic link")
+
+
+def test_another_run_s_level_directory_in_its_place_is_refused(saved, tmp_path, capsys):
+    ck = _copy(saved, tmp_path)
+    level = _level(ck)
+    shutil.rmtree(level)
+    shutil.copytree(_level(saved[1]), level)
+    _refused(ck, capsys, level.name)
+
+
+def test_a_level_directory_the_manifest_does_not_list_is_refused(saved, tmp_path, capsys):
+    ck = _copy(saved, tmp_path)
+    checkpoint.write_manifest(ck, [])
+    _refused(ck, capsys, _level(ck).name, "not created by this checkpoint")
+
+
+def test_a_missing_level_directory_is_refused(saved, tmp_path, capsys):
+    ck = _copy(saved, tmp_path)
+    shutil.rmtree(_level(ck))
+    _refused(ck, capsys, "missing")
+
+
+def test_a_checkpoint_without_the_files_checksums_is_refused_as_older(saved, tmp_path, capsys):
+    """A checkpoint written before the store's files had checksums cannot be verified: it is
+    refused in one line saying so (docs/long-runs.md)."""
+    ck = _copy(saved, tmp_path)
+    header, snapshot = checkpoint.read(ck)
+    seen = snapshot["seen"]
+    old = pickle.loads(pickle.dumps(seen))
+    object.__setattr__(old, "files", None)
+    snapshot["seen"] = old
+    run = {k: header[k] for k in ("kmc_version", "spec_sha256", "spec_path", "properties", "options", "limits", "store")
+           if k in header}
+    checkpoint.write(ck, run, snapshot)
+    _refused(ck, capsys, "did not record the size and SHA-256")

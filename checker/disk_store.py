@@ -59,6 +59,7 @@ import numpy as np
 from .checkpoint import CheckpointError, claim_data_dir, read_manifest
 from .driver import ResourceStop
 from .errors import EngineError
+from .owner import owner_gone, owner_line
 from .seen import PrefixFilter, block_contains, block_index, merge_runs, merge_tail, runs_contain
 from .units import format_size
 
@@ -241,7 +242,7 @@ class DiskStore(DiskFiles):
                 os.makedirs(parent, exist_ok=True)
             self.root = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
             with open(os.path.join(self.root, MARK), "w", encoding="utf-8") as f:
-                f.write(f"{os.getpid()}\n")
+                f.write(owner_line())  # host, PID namespace, PID, start time (checker.owner)
         except OSError as e:
             where = parent or tempfile.gettempdir()
             raise EngineError(f"disk store: cannot create a directory in {where} ({e.strerror or e})") from None
@@ -469,10 +470,14 @@ class DiskStore(DiskFiles):
         else:
             target = Path(self.root) / f"saved-{self._name('s', 'd')}"
             data = None
-        target.mkdir()
         names = [run.name for bucket in self.buckets for run in bucket] + [name for _, name, _ in self.levels]
-        for name in names:
-            link(Path(self.root) / name, target / name)
+        try:
+            target.mkdir()
+            for name in names:
+                link(Path(self.root) / name, target / name)
+        except OSError:  # (a full disk: the caller stops the run; the half-made directory goes)
+            shutil.rmtree(target, ignore_errors=True)
+            raise
         try:
             files = self.seal(target, names)
         except OSError as e:
@@ -670,31 +675,27 @@ def new_store(kind: str, store_dir: Any = None, checkpoint_dir: Any = None):
     return DiskStore(parent, checkpoint_dir)
 
 
-def remove_stale(parent: Any) -> None:
-    """Remove the store directories that kmc made in ``parent`` for runs no longer alive
-    (killed: their own cleanup never ran)."""
+def remove_stale(parent: Any) -> int:
+    """Remove the store directories that kmc made in ``parent`` for runs that surely ended
+    (killed: their own cleanup never ran); returns the bytes freed. A store is removed
+    only when its mark names a process of this host and PID namespace that no longer runs
+    (``checker.owner.owner_gone``): one of a run on another host or in another container
+    sharing the directory, or of an older kmc that recorded only a PID, is left alone."""
     try:
-        entries = list(Path(parent).glob(f"{PREFIX}*"))
+        entries = [p for p in Path(parent).glob(f"{PREFIX}*") if p.is_dir() and not p.is_symlink()]
     except OSError:
-        return
+        return 0
+    freed = 0
     for path in entries:
-        mark = path / MARK
         try:
-            pid = int(mark.read_text(encoding="utf-8").strip())
-        except (OSError, ValueError):
+            line = (path / MARK).read_text(encoding="utf-8")[:400]
+        except (OSError, UnicodeDecodeError):
             continue  # not kmc's: left as it is
-        if pid != os.getpid() and not _alive(pid):
+        if owner_gone(line):
+            size = sum(f.stat().st_size for f in path.iterdir() if f.is_file() and not f.is_symlink())
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
+            freed += size
+    return freed
 
 
 STORES = ("memory", "disk")

@@ -224,7 +224,11 @@ class LevelDriver:
             self._tick(started, count)
             if self.on_level is not None:
                 stats.queue = count
-                self.on_level(self)
+                try:
+                    self.on_level(self)
+                except ResourceStop as e:  # the checkpoint's disk is full: the run stops at this boundary
+                    stopped, self.stop_detail = e.reason, e.detail
+                    break
             stopped = self.stop_reason_after_level()
         elapsed = time.perf_counter() - started
         stats.seconds += elapsed

@@ -278,7 +278,12 @@ class DiskQueue(disk_store.DiskFiles):
         target = Path(part.path)
         name, count = self.current if self.current is not None else (None, 0)
         if name is not None and not (target / name).exists():  # (saved again at one boundary)
-            disk_store.link(Path(self.root) / name, target / name)
+            try:
+                disk_store.link(Path(self.root) / name, target / name)
+            except OSError:  # (a full disk: the caller stops the run; no half-copied file stays)
+                with contextlib.suppress(OSError):
+                    os.unlink(target / name)
+                raise
         try:
             files = {} if name is None else self.seal(target, [name])
         except OSError as e:

@@ -143,6 +143,11 @@ class PropertiesStrings(Good):
         return ("Below",)  # broken: properties_strings
 
 
+class TwoOfOneName(Good):
+    def properties(self):  # broken: two_of_one_name
+        return (Below, Property("Below", ALWAYS, lambda model, state: None))
+
+
 def check_raises(model, state):
     if state.x == 2:
         raise IndexError("list index out of range")  # broken: check_raises

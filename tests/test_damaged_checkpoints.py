@@ -213,3 +213,85 @@ def test_a_checkpoint_without_the_files_checksums_is_refused_as_older(saved, tmp
            if k in header}
     checkpoint.write(ck, run, snapshot)
     _refused(ck, capsys, "did not record the size and SHA-256")
+
+
+# -- a checkpoint on a full disk other than the store's -------------------------------------------
+
+@pytest.fixture
+def full_checkpoint_disk(tmp_path, monkeypatch):
+    """A checkpoint directory on a disk of 200 KiB, the store's on another: a tmpfs when
+    this process may mount one (root), else every write into the directory past 200 KiB
+    fails with ENOSPC (the level files' copies across file systems, the checkpoint file)."""
+    import errno
+    import os
+    import subprocess
+
+    disk = tmp_path / "small"
+    disk.mkdir()
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(disk)],
+                                                   capture_output=True).returncode == 0
+    if not mounted:
+        from kmc.checker import checkpoint as module, disk_store
+
+        budget = [200 * 1024]
+
+        def spend(n, where):
+            budget[0] -= n
+            if budget[0] < 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(where))
+
+        real_link, real_write = disk_store.link, module.write
+
+        def link(source, target):  # (across file systems: a copy)
+            if str(target).startswith(str(disk)):
+                spend(os.path.getsize(source), target)
+                shutil.copyfile(source, target)
+                return
+            real_link(source, target)
+
+        def write(directory, run, snapshot):
+            spend(len(pickle.dumps(snapshot)), directory)
+            return real_write(directory, run, snapshot)
+
+        monkeypatch.setattr(disk_store, "link", link)
+        monkeypatch.setattr(module, "write", write)
+        from kmc.checker import checkpointer
+
+        monkeypatch.setattr(checkpointer, "write", write)
+    yield disk
+    if mounted:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_checkpoint_on_a_full_disk_is_the_disk_full_stop_and_resumes(full_checkpoint_disk, tmp_path, capsys):
+    ck = full_checkpoint_disk / "ck"
+    capsys.readouterr()
+    code = main(["check", str(HW_UNCLEAN), "--store", "disk", "--store-dir", str(tmp_path / "store"), "--checkpoint",
+                 str(ck), "--checkpoint-every", "0", "--no-progress", "--no-trace", "--json", str(tmp_path / "a.json")])
+    _, err = capsys.readouterr()
+    assert "Traceback" not in err
+    assert code == 1, err  # hw-unclean: two violations found before the stop are definite answers (else 4)
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert doc["stopped"] == "disk-full" and doc["complete"] is False
+    lines = [line for line in err.splitlines() if line.startswith("kmc: ")]
+    assert lines[0].startswith(f"kmc: stopped: the checkpoint directory {ck} is full") and "the search was not complete" \
+        in lines[0], err
+    assert f"continue with: kmc check --resume {ck}" in lines[1], err
+    # the last checkpoint written stands: copied to a disk with room, it resumes to the full counts
+    roomy = tmp_path / "roomy"
+    shutil.copytree(ck, roomy)
+    code = main(["check", "--resume", str(roomy), "--no-progress", "--no-trace", "--json", str(tmp_path / "r.json")])
+    assert code == 1
+    stats = json.loads((tmp_path / "r.json").read_text())["stats"]
+    pin = pins.PINS["hw-unclean"]
+    assert (stats["distinct_states"], stats["states_generated"], stats["depth"]) == (pin.distinct, pin.generated,
+                                                                                     pin.depth)
+
+
+def test_a_full_checkpoint_disk_without_violations_exits_4(full_checkpoint_disk, tmp_path, capsys):
+    ck = full_checkpoint_disk / "ck"
+    code = main(["check", str(SPECS / "le-three-replicas.toml"), "--store", "disk", "--store-dir",
+                 str(tmp_path / "store"), "--checkpoint", str(ck), "--checkpoint-every", "0", "--no-progress"])
+    _, err = capsys.readouterr()
+    assert code == 4 and "Traceback" not in err, err
+    assert f"kmc: stopped: the checkpoint directory {ck} is full" in err

@@ -122,6 +122,15 @@ def test_the_intact_copy_resumes_to_the_pinned_counts(saved, tmp_path, capsys):
     pin = pins.PINS["hw-unclean"]
     assert (stats["distinct_states"], stats["states_generated"], stats["depth"]) == (pin.distinct, pin.generated,
                                                                                      pin.depth)
+    # --resume says where it goes on from: the checkpoint's depth, and the level expanded again
+    # (the counts of the run stopped at --max-states 3000: 3,541 states through depth 12, 792 of them at 12)
+    err = capsys.readouterr().err
+    assert f"kmc: resuming {ck} at depth 12 (3,541 distinct states, 7,035 generated); the 792 states of that level " \
+        "are expanded from the start" in err, err
+    assert sum(stats["levels"][:12]) == 3541 and stats["levels"][11] == 792  # the same counts, by the finished run
+    main(["check", "--resume", str(ck), "--no-progress", "--no-trace"])  # its final checkpoint: a finished search
+    assert f"kmc: resuming {ck} at depth 21 (5,548 distinct states, 12,276 generated); its search was complete" \
+        in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("damage", sorted(FILE_DAMAGE))

@@ -486,6 +486,7 @@ def _search(
                         **hooks,
                     ),
                 )
+                _say_resumed(err, args.resume, engine)
             with StopOnSignals(engine) as signals:
                 result = engine.run()
         if writer:  # first: the work done is worth more than its report
@@ -494,6 +495,27 @@ def _search(
             except ResourceStop:  # the checkpoint's disk is full: said by the report (writer.full)
                 pass
     return engine, result, writer, signals
+
+
+def _say_resumed(err, directory, engine) -> None:
+    """One line: the depth a resumed run goes on from (the level of that depth is expanded
+    again from its start), or that the checkpoint holds a finished search."""
+    stats = engine.stats
+    size = engine.frontier_size()
+    depth = engine.options.max_depth
+    if not size:
+        what = "its search was complete: the result again"
+    elif engine.stop_reason_after_level() is not None or (depth is not None and stats.depth >= depth):
+        what = "its search had ended there: the result again"
+    else:
+        what = f"the {size:,} states of that level are expanded from the start"
+    err.print(
+        f"kmc: resuming {safe_text(str(directory))} at depth {stats.depth} ({stats.distinct:,} distinct states, "
+        f"{stats.generated:,} generated); {what}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _report(args, err, out, spec, model, result, engine, writer, signals, options, directory, views) -> int:

@@ -304,3 +304,23 @@ def test_a_full_checkpoint_disk_without_violations_exits_4(full_checkpoint_disk,
     _, err = capsys.readouterr()
     assert code == 4 and "Traceback" not in err, err
     assert f"kmc: stopped: the checkpoint directory {ck} is full" in err
+
+
+def test_a_spark_level_directory_that_is_a_link_is_refused(tmp_path):
+    """The Spark engine's saved level (its files' sizes and SHA-256 are checked already):
+    a link in its place, even to an intact copy, is refused as the disk store's is."""
+    from kmc.checker.checkpoint import CheckpointError
+    from kmc.checker.spark_rows_store import level_digests
+    from kmc.checker.spark_save import verify_saved
+
+    ck = tmp_path / "ck"
+    level = ck / "level-000003"
+    level.mkdir(parents=True)
+    (level / "run-0000-000003.npy").write_bytes(b"\x93NUMPY states")
+    snapshot = {"data": level.name, "files": level_digests(level)}
+    assert verify_saved(snapshot, ck) == level.resolve()
+    moved = tmp_path / "elsewhere"
+    level.rename(moved)
+    level.symlink_to(moved, target_is_directory=True)
+    with pytest.raises(CheckpointError, match="a symbolic link, not the level directory the checkpoint saved"):
+        verify_saved(snapshot, ck)

@@ -115,3 +115,21 @@ def test_a_run_killed_before_its_first_checkpoint_leaves_no_store_behind_a_resum
     line = one_line_error(err)
     assert "no checkpoint here" in line and "killed before its first checkpoint is removed" in line, line
     assert not list(ck.glob(f"{PREFIX}*"))
+
+
+def test_a_spark_store_records_its_namespace_and_one_of_another_namespace_is_kept(tmp_path):
+    from kmc.checker.spark_rows_store import OWNER, Store, clean_stale
+
+    mine = Store.create(tmp_path)
+    host, ns, pid, started = (tmp_path / os.path.basename(mine.root) / OWNER).read_text().split()
+    assert (host, ns, pid) == (socket.gethostname(), owner.pid_namespace(), str(os.getpid()))
+    dead = _dead_pid()
+    container = tmp_path / "kmc-rows-container"  # a live run's, in another PID namespace
+    container.mkdir()
+    (container / OWNER).write_text(f"{host} {int(ns) + 1} {dead} {started}\n")
+    gone = tmp_path / "kmc-rows-gone"
+    gone.mkdir()
+    (gone / OWNER).write_text(f"{host} {ns} {dead} {started}\n")
+    line = clean_stale(str(tmp_path))
+    assert container.is_dir() and not gone.exists() and os.path.isdir(mine.root)
+    assert line.startswith("removed 1 Spark store of runs that were killed")

@@ -275,7 +275,10 @@ def _main(argv) -> int:
     out, err = consoles()
     reuse_freed_memory()  # the allocator's settings for a run of large arrays
     try:
-        return args.run(args, out, err)
+        try:
+            return args.run(args, out, err)
+        except SystemExit as e:
+            raise _exited(args, e) from None
     except KmcError as e:
         from kmc.checker.text import safe_text  # messages quote files and values: never raw escapes
 
@@ -283,6 +286,17 @@ def _main(argv) -> int:
         return e.exit_code
     except BrokenPipeError:
         return EXIT_OK
+
+
+def _exited(args, e: SystemExit) -> KmcError:
+    """A ``SystemExit`` out of a command (kmc's commands return their code, never exit):
+    a model's code called ``sys.exit`` or ``exit()``, an exception of the model like any
+    other, one line and exit 2, never kmc's exit status."""
+    from kmc.checker.errors import ModelError
+    from kmc.checker.model_errors import blame
+
+    model = getattr(args, "model", None)
+    return ModelError(f"--model {model}: {blame(e)}" if model else blame(e))
 
 
 def run() -> NoReturn:  # console-script entry point

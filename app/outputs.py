@@ -145,8 +145,15 @@ def check_output_path(option, path, *, protected=(), force=False, kind="json") -
     if not os.access(folder, os.W_OK):
         raise UsageError(f"{option}: the folder {folder} is not writable")
     probe_folder(option, folder)
-    _CHECKED[_key(path)] = (st is not None, kind, force)
+    if os.path.islink(path):
+        probe_folder(option, os.path.dirname(os.path.abspath(path)))  # the file replaces the link
+    _CHECKED[_key(path)] = (_entry(path), kind, force)
     if st is None:
+        if os.path.islink(path) and not force:  # a link to nothing: kmc's file would replace it
+            raise UsageError(
+                f"{option}: {path} is a link to {os.path.realpath(path)}, which does not exist; "
+                "choose another file, or pass --force to replace the link"
+            )
         return
     for other in protected:
         if other and _same_file(path, other):
@@ -160,32 +167,56 @@ def check_output_path(option, path, *, protected=(), force=False, kind="json") -
         )
 
 
-# The outputs ``check_output_path`` passed: the file's real path -> (a file was there,
-# its kind, --force). ``exclusive`` asks it again when the file is written.
-_CHECKED: dict[str, tuple[bool, str, bool]] = {}
+# The outputs ``check_output_path`` passed: the path -> (what was there, ``_entry``; its
+# kind; --force). ``exclusive`` asks it again when the file is written.
+_CHECKED: dict[str, tuple[tuple | None, str, bool]] = {}
 
 
 def _key(path) -> str:
-    return os.path.realpath(os.fspath(path))
+    return os.path.abspath(os.fspath(path))
+
+
+def _entry(path) -> tuple | None:
+    """What is at ``path`` itself (a link is not followed): ``None`` (nothing),
+    ``("link", its target)`` or ``("file",)`` (anything else)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            return ("link", os.readlink(path))
+        except OSError:
+            return ("link", None)
+    return ("file",)
 
 
 def exclusive(path) -> bool:
     """Just before an output checked by ``check_output_path`` is written (a search may
     have run for hours meanwhile): True when the file must be created, not replaced (there
-    was none, so a file there now is someone else's: the write fails rather than replace
-    it, atomically, ``checker.files.write_file``). A file that was there is asked again:
-    it must still be one kmc wrote (or ``--force`` was given).
+    was none, so a file or a link there now is someone else's: the write fails rather than
+    replace it, atomically, ``checker.files.write_file``). What was there is asked again:
+    it must still be there, of the same kind (a symbolic link that appeared in place of a
+    file, or another link, is refused), and one kmc wrote (or ``--force`` was given). The
+    write replaces a link at the path, never the file it names.
 
     Raises:
-        FileExistsError: the file there now is not one kmc wrote (its message says the
-            file was left as it is).
+        FileExistsError: what is there now is not what was checked, or not one kmc wrote
+            (its message says it was left as it is).
     """
-    existed, kind, force = _CHECKED.pop(_key(path), (True, "json", True))
+    was, kind, force = _CHECKED.pop(_key(path), (("file",), "json", True))
     if force:
         return False
-    if not existed:
+    if was is None:
         return True
-    if os.path.lexists(path) and not is_kmc_output(path, kind):
+    now = _entry(path)
+    if now is not None and now != was and "link" in (now[0], was[0]):
+        raise FileExistsError(
+            errno.EEXIST,
+            "a symbolic link took the place of what was checked during the run; it is left as it is, "
+            "--force replaces it",
+        )
+    if now is not None and not is_kmc_output(path, kind):
         raise FileExistsError(
             errno.EEXIST,
             f"it changed during the run and is no longer a kmc {_KIND_NAMES[kind]}; it is left as it is, "

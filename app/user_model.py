@@ -102,12 +102,19 @@ class ModelSpec:
                 "a sequence of kmc.checker.protocol.Property"
             )
         props = list(props)
+        named: set[str] = set()
         for p in props:
             if not isinstance(p, Property):
                 raise ModelError(
                     f"--model {self.ref}: {where_defined(model.properties)} returned {value_text(p)} among its "
                     "properties; each must be a kmc.checker.protocol.Property"
                 )
+            if p.name in named:  # (a verdict, a counterexample and --invariant name one property each)
+                raise ModelError(
+                    f"--model {self.ref}: {where_defined(model.properties)} returned two properties named "
+                    f"{p.name!r}; each property needs a name of its own"
+                )
+            named.add(p.name)
         if not names:
             return props
         by_name = {p.name: p for p in props}

@@ -173,7 +173,7 @@ class RowsSearch(Search):
         # Forked at each level's start: a worker asks the store about the levels before,
         # which stay unchanged while this one is expanded (checker.search.Store).
         self.end_run()
-        self.pool = ExpandPool(self.prepare_chunk, self.workers)
+        self.pool = ExpandPool(self.prepare_chunk, self.workers, lambda: self.stop_asked)
         return ((task[0], prepared) for task, prepared in in_order(self.pool, self._tasks(chunks), self.prepare_chunk))
 
     def _tasks(self, chunks: Iterator[np.ndarray]) -> Iterator[tuple]:

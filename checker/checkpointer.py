@@ -5,10 +5,14 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
+import shutil
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from .checkpoint import (
     LOCK_NAME,
@@ -21,6 +25,10 @@ from .checkpoint import (
     write,
     write_manifest,
 )
+from .driver import ResourceStop
+from .units import format_size
+
+_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 # -- resuming: is this the same run? --------------------------------------------------------
 
@@ -128,6 +136,7 @@ class Checkpointer:
         self.last = clock()
         self.written: tuple | None = None  # (depth, distinct, generated) of the last checkpoint written
         self._lock: IO[bytes] | None = None
+        self.full: str | None = None  # the line of a checkpoint that found its disk full
 
     def __enter__(self) -> Checkpointer:
         if not self.directory.is_dir() and self.directory.exists():
@@ -151,9 +160,14 @@ class Checkpointer:
         except ImportError:  # not POSIX: no lock
             pass
         except OSError:
+            holder = _holder(self._lock)
             self._lock.close()
             self._lock = None
-            raise CheckpointError(f"{self.directory}: in use by another kmc run") from None
+            raise CheckpointError(f"{self.directory}: in use by another kmc run{holder}") from None
+        else:  # the holder's process, for the message of a run refused meanwhile
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._lock.fileno(), 0)
+                os.pwrite(self._lock.fileno(), f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
         # Temporary files left by a run that was killed while writing (we hold the lock).
         for stale in self.directory.glob(f"{TMP_PREFIX}*{TMP_SUFFIX}"):
             with contextlib.suppress(OSError):
@@ -181,12 +195,21 @@ class Checkpointer:
             self.save(engine)
 
     def save(self, engine) -> Path | None:
-        """Write the engine's snapshot now, unless it is the one last written.
+        """Write the engine's snapshot now, unless it is the one last written, or a
+        checkpoint of this run already found the disk full (the last one written stands).
 
         Raises:
-            CheckpointError: the write failed (disk full, permissions).
+            ResourceStop: the checkpoint directory's disk is full (``"disk-full"``: the run
+                stops there as when the store's disk is full, and the last checkpoint
+                written stands; ``full`` holds the line).
+            CheckpointError: the write failed otherwise (permissions, ...).
         """
-        snap = engine.snapshot()
+        if self.full is not None:
+            return None
+        try:
+            snap = engine.snapshot()  # (a disk store's files are linked, or copied, here)
+        except OSError as e:
+            self._failed(e)
         stats = snap["stats"]
         key = (stats["depth"], stats["distinct"], stats["generated"])
         if key == self.written:
@@ -194,10 +217,34 @@ class Checkpointer:
         try:
             path = write(self.directory, self.run, snap)
         except OSError as e:
-            raise CheckpointError(f"{self.directory}: cannot write the checkpoint ({e.strerror or e})") from None
+            self._failed(e)
         self.written = key
         self.last = self.clock()
         # Only now is an older level directory no longer named by the checkpoint file.
         data = snap.get("data")
         prune_data(self.directory, data if isinstance(data, str) else None)
         return path
+
+    def _failed(self, e: OSError) -> NoReturn:
+        if e.errno in _FULL:
+            try:
+                free = f" ({format_size(shutil.disk_usage(self.directory).free)} free)"
+            except OSError:
+                free = ""
+            self.full = f"the checkpoint directory {self.directory} is full{free}: {e.strerror or e}"
+            raise ResourceStop("disk-full", self.full) from None
+        raise CheckpointError(f"{self.directory}: cannot write the checkpoint ({e.strerror or e})") from None
+
+
+def _holder(lock: IO[bytes]) -> str:
+    """`` (process PID on HOST)``, as the lock's holder wrote it in the lock file, or ""."""
+    try:
+        words = os.pread(lock.fileno(), 200, 0).decode("ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if not words or not words[0].isdigit():
+        return ""
+    host = words[1] if len(words) > 1 and words[1].replace("-", "").replace(".", "").isalnum() else None
+    if host is None or host == socket.gethostname():
+        return f" (process {int(words[0])})"
+    return f" (process {int(words[0])} on {host})"

@@ -43,9 +43,11 @@ from __future__ import annotations
 import bisect
 import contextlib
 import errno
+import hashlib
 import mmap
 import os
 import shutil
+import stat
 import tempfile
 import weakref
 from pathlib import Path
@@ -54,9 +56,10 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .checkpoint import claim_data_dir, read_manifest
+from .checkpoint import CheckpointError, claim_data_dir, read_manifest
 from .driver import ResourceStop
 from .errors import EngineError
+from .owner import owner_gone, owner_line
 from .seen import PrefixFilter, block_contains, block_index, merge_runs, merge_tail, runs_contain
 from .units import format_size
 
@@ -128,18 +131,26 @@ class DiskSaved:
     peak: int
     data: str | None  # the level directory's name in the checkpoint directory
     path: str  # the directory the files were linked into
+    # {file name: (size, sha256)} of every file above, checked before a resume links them
+    # (None in a checkpoint of a kmc that recorded none: refused, it cannot be verified)
+    files: dict | None = None
 
     kind = "disk"
 
     def reopen(self, directory: Any = None, parent: Any = None) -> DiskStore:
         """The store, its files linked from the checkpoint ``directory`` into a new
-        directory in ``parent`` (default: the checkpoint directory)."""
-        source = Path(directory) / self.data if directory is not None and self.data else Path(self.path)
-        if not source.is_dir():
-            raise EngineError(f"disk store: {source}: the checkpoint's store files are missing")
+        directory in ``parent`` (default: the checkpoint directory), once each file is
+        checked against the size and SHA-256 the checkpoint recorded.
+
+        Raises:
+            CheckpointError: the level directory or a file of it is missing, a link, or
+                not what the checkpoint recorded (one line naming the checkpoint and the file).
+        """
+        source = level_source(directory, self.data, self.path)
+        names = [name for bucket in self.runs for name, _ in bucket] + [name for _, name, _ in self.levels]
+        verify_level(directory, source, names, getattr(self, "files", None))
         store = DiskStore(parent=directory if parent is None else parent, bits=self.bits)
         store.checkpoint_dir = None if directory is None else str(directory)
-        names = [name for bucket in self.runs for name, _ in bucket] + [name for _, name, _ in self.levels]
         for name in names:
             link(source / name, Path(store.root) / name)
         store.buckets = [[_Run(name, length) for name, length in bucket] for bucket in self.runs]
@@ -160,6 +171,7 @@ class DiskFiles:
     what = "disk store"  # (a failed write's line names the part)
     root: str
     _written = _disk = _peak = 0
+    _sealed: dict | None = None  # file name -> (size, inode, mtime, sha256), see ``seal``
 
     def disk_bytes(self) -> int:
         return self._disk
@@ -185,8 +197,28 @@ class DiskFiles:
         self._disk += data.nbytes
         self._peak = max(self._peak, self._disk)
 
+    def seal(self, target: Path, names: list[str]) -> dict:
+        """``{name: (size, sha256)}`` of the files ``names`` linked into ``target``. A file
+        is never changed once a level is closed (a run is written whole, a level's parents
+        and rows are appended only while the level is found), so each is read and hashed
+        once: a later checkpoint takes the digest it already has while the file is the same
+        (its size, inode and modification time)."""
+        if self._sealed is None:
+            self._sealed = {}
+        sealed, files = self._sealed, {}
+        for name in names:
+            st = os.stat(target / name)
+            known = sealed.get(name)
+            if known is None or known[:3] != (st.st_size, st.st_ino, st.st_mtime_ns):
+                known = (st.st_size, st.st_ino, st.st_mtime_ns, file_sha256(target / name))
+                sealed[name] = known
+            files[name] = (known[0], known[3])
+        return files
+
     def _remove(self, name: str) -> None:
         path = os.path.join(self.root, name)
+        if self._sealed is not None:
+            self._sealed.pop(name, None)
         with contextlib.suppress(OSError):
             self._disk = max(0, self._disk - os.path.getsize(path))
             os.unlink(path)
@@ -210,7 +242,7 @@ class DiskStore(DiskFiles):
                 os.makedirs(parent, exist_ok=True)
             self.root = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
             with open(os.path.join(self.root, MARK), "w", encoding="utf-8") as f:
-                f.write(f"{os.getpid()}\n")
+                f.write(owner_line())  # host, PID namespace, PID, start time (checker.owner)
         except OSError as e:
             where = parent or tempfile.gettempdir()
             raise EngineError(f"disk store: cannot create a directory in {where} ({e.strerror or e})") from None
@@ -438,10 +470,18 @@ class DiskStore(DiskFiles):
         else:
             target = Path(self.root) / f"saved-{self._name('s', 'd')}"
             data = None
-        target.mkdir()
         names = [run.name for bucket in self.buckets for run in bucket] + [name for _, name, _ in self.levels]
-        for name in names:
-            link(Path(self.root) / name, target / name)
+        try:
+            target.mkdir()
+            for name in names:
+                link(Path(self.root) / name, target / name)
+        except OSError:  # (a full disk: the caller stops the run; the half-made directory goes)
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        try:
+            files = self.seal(target, names)
+        except OSError as e:
+            raise EngineError(f"{self.what}: cannot read {target} to checksum it ({e.strerror or e})") from None
         part = DiskSaved(
             bits=self.bits,
             runs=tuple(tuple((run.name, run.length) for run in bucket) for bucket in self.buckets),
@@ -452,6 +492,7 @@ class DiskStore(DiskFiles):
             peak=self._peak,
             data=data,
             path=str(target),
+            files=files,
         )
         parts = {"seen": part, "data": data} if data is not None else {"seen": part}
         self._saved = (self._len, parts)
@@ -534,6 +575,80 @@ def _seq_of(name: str) -> int:
         return 0
 
 
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read a megabyte at a time (its pages handed back to
+    the page cache, as the store's reads are)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+        if hasattr(os, "posix_fadvise"):
+            with contextlib.suppress(OSError):
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    return digest.hexdigest()
+
+
+def level_source(directory: Any, data: str | None, path: str) -> Path:
+    """The level directory a saved part's files are in: ``data`` under the checkpoint
+    ``directory``, else ``path`` (where they were saved, in a run without a checkpoint).
+
+    Raises:
+        CheckpointError: it is missing, a symbolic link, or not a directory this
+            checkpoint's runs created (the checkpoint's manifest does not list it).
+    """
+    where = directory if directory is not None else Path(path).parent
+    source = Path(directory) / data if directory is not None and data else Path(path)
+    cannot = "the checkpoint cannot be resumed, start a new run"
+    if source.is_symlink():
+        raise CheckpointError(
+            f"{where}: {source.name} is a symbolic link, not the level directory this checkpoint wrote; {cannot}"
+        )
+    if not source.is_dir():
+        raise CheckpointError(f"{where}: {source.name} is missing (the checkpoint keeps its states there); {cannot}")
+    if directory is not None and data:
+        manifest = read_manifest(directory)
+        if manifest is not None and data not in manifest["owned"]:
+            raise CheckpointError(f"{where}: {data} was not created by this checkpoint's runs; {cannot}")
+    return source
+
+
+def verify_level(directory: Any, source: Path, names: list[str], files: dict | None) -> None:
+    """Refuse the level directory ``source`` unless each of ``names`` is a file (not a
+    link) of the size and SHA-256 ``files`` records: the sizes first, then the digests.
+
+    Raises:
+        CheckpointError: one line naming the checkpoint and the file at fault.
+    """
+    where = directory if directory is not None else source.parent
+    cannot = "the checkpoint cannot be resumed, start a new run"
+    if files is None:
+        raise CheckpointError(
+            f"{where}: written by a kmc that did not record the size and SHA-256 of its store's files, "
+            f"which therefore cannot be checked; {cannot}"
+        )
+    for name in names:
+        path = source / name
+        if name not in files:
+            raise CheckpointError(f"{where}: damaged ({source.name}/{name} has no recorded checksum); {cannot}")
+        try:
+            st = os.lstat(path)
+        except OSError:
+            raise CheckpointError(f"{where}: damaged ({source.name}/{name} is missing); {cannot}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise CheckpointError(f"{where}: damaged ({source.name}/{name} is not a plain file); {cannot}")
+        if st.st_size != files[name][0]:
+            raise CheckpointError(
+                f"{where}: damaged ({source.name}/{name} has {st.st_size} bytes, not {files[name][0]}); {cannot}"
+            )
+    for name in names:
+        try:
+            digest = file_sha256(source / name)
+        except OSError as e:
+            raise CheckpointError(f"{where}: cannot read {source.name}/{name} ({e.strerror or e}); {cannot}") from None
+        if digest != files[name][1]:
+            raise CheckpointError(f"{where}: damaged ({source.name}/{name}: checksum mismatch); {cannot}")
+
+
 def link(source: Path, target: Path) -> None:
     """``target`` as a hard link to ``source`` (a copy across file systems)."""
     try:
@@ -560,31 +675,27 @@ def new_store(kind: str, store_dir: Any = None, checkpoint_dir: Any = None):
     return DiskStore(parent, checkpoint_dir)
 
 
-def remove_stale(parent: Any) -> None:
-    """Remove the store directories that kmc made in ``parent`` for runs no longer alive
-    (killed: their own cleanup never ran)."""
+def remove_stale(parent: Any) -> int:
+    """Remove the store directories that kmc made in ``parent`` for runs that surely ended
+    (killed: their own cleanup never ran); returns the bytes freed. A store is removed
+    only when its mark names a process of this host and PID namespace that no longer runs
+    (``checker.owner.owner_gone``): one of a run on another host or in another container
+    sharing the directory, or of an older kmc that recorded only a PID, is left alone."""
     try:
-        entries = list(Path(parent).glob(f"{PREFIX}*"))
+        entries = [p for p in Path(parent).glob(f"{PREFIX}*") if p.is_dir() and not p.is_symlink()]
     except OSError:
-        return
+        return 0
+    freed = 0
     for path in entries:
-        mark = path / MARK
         try:
-            pid = int(mark.read_text(encoding="utf-8").strip())
-        except (OSError, ValueError):
+            line = (path / MARK).read_text(encoding="utf-8")[:400]
+        except (OSError, UnicodeDecodeError):
             continue  # not kmc's: left as it is
-        if pid != os.getpid() and not _alive(pid):
+        if owner_gone(line):
+            size = sum(f.stat().st_size for f in path.iterdir() if f.is_file() and not f.is_symlink())
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
+            freed += size
+    return freed
 
 
 STORES = ("memory", "disk")

@@ -224,7 +224,11 @@ class LevelDriver:
             self._tick(started, count)
             if self.on_level is not None:
                 stats.queue = count
-                self.on_level(self)
+                try:
+                    self.on_level(self)
+                except ResourceStop as e:  # the checkpoint's disk is full: the run stops at this boundary
+                    stopped, self.stop_detail = e.reason, e.detail
+                    break
             stopped = self.stop_reason_after_level()
         elapsed = time.perf_counter() - started
         stats.seconds += elapsed
@@ -246,6 +250,7 @@ class LevelDriver:
         """Stop at the next piece (a signal handler calls this); the run goes back to the
         level boundary and reports ``reason``."""
         self.stop_requested = reason
+        self.search.stop_asked = True  # (a search waiting on its workers stops waiting)
 
     def stop_reason_after_level(self) -> str | None:
         """Why the run stops at this level boundary, or ``None`` to go on."""

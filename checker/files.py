@@ -2,9 +2,14 @@
 which is then renamed over it, so that a full disk or an interrupted write leaves the old
 file (or no file) in place, never half a file.
 
+The rename replaces the directory entry at the destination: a symbolic link there is
+replaced by the file, never followed (a link that appeared at the path while kmc searched
+does not make kmc write over the file it names).
+
 With ``exclusive``, the destination must not exist when the file is put there: the
-temporary file is hard-linked to the destination's name, which fails if a file of that
-name appeared meanwhile (a user's file created while kmc searched is never replaced).
+temporary file is hard-linked to the destination's name, which fails if anything of that
+name (a file, a link) appeared meanwhile (a user's file created while kmc searched is
+never replaced).
 """
 
 from __future__ import annotations
@@ -23,9 +28,9 @@ def _umask() -> int:
 def write_file(path, data: bytes, *, exclusive: bool = False, sync: bool = False) -> None:
     """Write ``data`` to ``path`` through a temporary file renamed over it.
 
-    A symbolic link is followed (the file it names is replaced, not the link). A
-    destination that exists but is not a regular file (``/dev/stdout``, a named pipe) is
-    written to directly: renaming over it would replace the device with a plain file.
+    A symbolic link at ``path`` is replaced by the file, never followed. A destination
+    that exists but is not a regular file (``/dev/stdout``, a named pipe) is written to
+    directly: renaming over it would replace the device with a plain file.
 
     Args:
         path: the destination.
@@ -44,7 +49,7 @@ def write_file(path, data: bytes, *, exclusive: bool = False, sync: bool = False
         with open(path, "wb") as out:
             out.write(data)
         return
-    path = os.path.realpath(path)
+    path = os.path.abspath(path)
     fd, tmp = tempfile.mkstemp(prefix=".kmc-", suffix=".tmp", dir=os.path.dirname(path))
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give it a normal file's mode

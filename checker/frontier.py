@@ -196,17 +196,24 @@ class DiskQueueSaved:
     layout: Layout | None
     data: str | None  # the level directory's name in the checkpoint directory
     path: str  # the directory the file was linked into
+    # {file name: (size, sha256)} of the level file (None in a checkpoint of a kmc that
+    # recorded none: refused, it cannot be verified)
+    files: dict | None = None
 
     kind = "disk"
 
     def source(self, directory: Any = None) -> Path:
-        where = Path(directory) / self.data if directory is not None and self.data else Path(self.path)
+        """The level file (or the level directory of an empty level), once checked against
+        the size and SHA-256 the checkpoint recorded.
+
+        Raises:
+            CheckpointError: the directory or the file is missing, a link, or damaged.
+        """
+        where = disk_store.level_source(directory, self.data, self.path)
         if self.name is None:
             return where
-        path = where / self.name
-        if not path.is_file():
-            raise EngineError(f"frontier queue: {path}: the checkpoint's frontier file is missing")
-        return path
+        disk_store.verify_level(directory, where, [self.name], getattr(self, "files", None))
+        return where / self.name
 
     def blocks(self, directory: Any = None) -> Iterator[np.ndarray]:
         if self.name is None or self.layout is None:
@@ -271,8 +278,17 @@ class DiskQueue(disk_store.DiskFiles):
         target = Path(part.path)
         name, count = self.current if self.current is not None else (None, 0)
         if name is not None and not (target / name).exists():  # (saved again at one boundary)
-            disk_store.link(Path(self.root) / name, target / name)
-        return {"queue": DiskQueueSaved(name, count, self.layout, beside.get("data"), str(target))}
+            try:
+                disk_store.link(Path(self.root) / name, target / name)
+            except OSError:  # (a full disk: the caller stops the run; no half-copied file stays)
+                with contextlib.suppress(OSError):
+                    os.unlink(target / name)
+                raise
+        try:
+            files = {} if name is None else self.seal(target, [name])
+        except OSError as e:
+            raise EngineError(f"{self.what}: cannot read {target} to checksum it ({e.strerror or e})") from None
+        return {"queue": DiskQueueSaved(name, count, self.layout, beside.get("data"), str(target), files)}
 
     def restored(self, saved: SavedQueue, directory: Any = None) -> DiskQueue:
         queue = DiskQueue(self.root)

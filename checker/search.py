@@ -278,6 +278,9 @@ class LevelSearch(Protocol):
     """
 
     visitor: Any
+    # set when the run is asked to stop (a signal): a search that waits on other
+    # processes looks at it while it waits (``checker.workers``)
+    stop_asked: bool
 
     @property
     def every(self) -> int: ...
@@ -351,6 +354,8 @@ class Search:
     """What every search object may inherit: violation records that keep state numbers,
     which a checkpoint keeps as they are (a search whose numbers do not survive a restore
     overrides ``found_out``/``found_in``), and no memory to reserve."""
+
+    stop_asked = False
 
     def found_out(self, found: Found) -> Found:
         return found

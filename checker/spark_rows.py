@@ -277,6 +277,7 @@ class SparkRowsEngine(LevelDriver):
     def cancel(self, reason="interrupted") -> None:
         """Stop as soon as possible: abort the level being computed (it is dropped)."""
         self.stop_requested = reason
+        self.search.stop_asked = True
         if self._canceller is None:
             self._canceller = self.session.cancel()
 

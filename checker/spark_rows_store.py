@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .errors import EngineError
+from .owner import owner_gone, owner_line, start_time
 from .spark_store import digests
 
 
@@ -36,7 +37,7 @@ class Store:
     @classmethod
     def create(cls, parent=None) -> Store:
         """A new store in ``parent`` (default: the temporary directory), marked with its
-        owner (``OWNER``: this host, pid and process start time) so that a later run can
+        owner (``OWNER``: this host, PID namespace, pid and process start time) so that a later run can
         tell it from a store whose run was killed (``clean_stale``)."""
         try:
             if parent is not None:
@@ -111,43 +112,37 @@ class Store:
 
 
 PREFIX = "kmc-rows-"
-OWNER = "owner"  # "host pid start-time": the run that made the store
-
-
-def _start_time(pid) -> str | None:
-    """The start time of process ``pid`` (clock ticks since boot, ``/proc/PID/stat``'s
-    22nd field), or None when no such process runs (or ``/proc`` cannot tell)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return fields[19].decode() if len(fields) > 19 else None
+OWNER = "owner"  # "host pid-namespace pid start-time": the run that made the store
 
 
 def _owner_line(pid) -> str:
-    import socket
-
-    return f"{socket.gethostname()} {pid} {_start_time(pid) or '-'}\n"
+    """``host pid-namespace pid start-time`` (``checker.owner``)."""
+    return owner_line(pid)
 
 
 def _owner_gone(root) -> bool | None:
-    """True when the store ``root``'s owner (a process of this host) has ended; False
-    when it runs, or runs on another host (a shared store); None without an owner mark."""
+    """True when the store ``root``'s owner surely ended (a process of this host and PID
+    namespace that no longer runs: ``checker.owner.owner_gone``); False when it runs, or
+    might (another host or PID namespace: a shared store, a container); None without an
+    owner mark. A mark of an older kmc (``host pid start-time``, no namespace) is taken
+    as it was then: gone when no process of this host runs with that PID and start time."""
     import socket
 
     try:
         with open(os.path.join(root, OWNER), encoding="utf-8") as f:
-            host, pid_text, started = f.read().split()
-        pid = int(pid_text)
-    except (OSError, ValueError):
+            words = f.read(400).split()
+    except (OSError, UnicodeDecodeError):
         return None
+    if len(words) == 4 and words[2].isdigit():
+        return owner_gone(" ".join(words))
+    if len(words) != 3 or not words[1].isdigit():
+        return None
+    host, pid_text, started = words
     if host != socket.gethostname():
         return False
     if not os.path.isdir("/proc/self"):
         return False  # no /proc: whether the owner still runs cannot be told
-    now = _start_time(pid)
+    now = start_time(int(pid_text))
     return now is None or (started != "-" and now != started)
 
 

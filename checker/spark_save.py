@@ -53,6 +53,11 @@ def verify_saved(snapshot: dict, directory: Any) -> Path:
     if directory is None:
         raise EngineError("restore: name the checkpoint directory")
     where = Path(directory).resolve() / snapshot["data"]
+    if where.is_symlink():  # another run's level, or a copy of this one elsewhere: not what was saved
+        raise CheckpointError(
+            f"{where}: a symbolic link, not the level directory the checkpoint saved; "
+            "the checkpoint cannot be resumed, start a new run"
+        )
     verify_files(where, snapshot["files"])
     return where
 

@@ -14,9 +14,16 @@ the same numbers, parents and counterexamples as one without.
 
 Each worker holds at most one chunk: the search sends a worker its next chunk only
 after it has received the worker's last answer, so neither side ever waits on the other
-while both have something to send. A worker ignores SIGINT (the search stops the run at a
-level boundary) and ends when its pipe closes; the workers are daemons, ended with the
-search's process. A worker's failure (a model's exception, a kernel that disagrees with
+while both have something to send. A worker ignores SIGINT and SIGTERM (a signal to the
+process group reaches the search, which stops the run at a level boundary and ends the
+workers) and ends when its pipe closes. A worker dies with the search's process, however
+that ends (SIGKILL, the system's memory killer): the system kills it then (Linux's
+parent-death signal), it holds no end of another worker's pipes nor of its own but its
+two, so the search's death closes its pipes, and a worker that finds its parent gone
+exits. The search never waits on a worker without a bound: it looks at its stop request
+(``ExpandPool.stopping``) every fraction of a second while it waits to write a chunk or
+read an answer, so a signal stops the run, and kills the workers, even when a worker is
+stopped (SIGSTOP) or hung. A worker's failure (a model's exception, a kernel that disagrees with
 its model) is not carried across: the search prepares that chunk again in its own
 process, where the same failure is raised with its own traceback (the work is a
 function of the chunk).
@@ -24,11 +31,14 @@ function of the chunk).
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import multiprocessing
 import os
 import pickle
+import select
 import signal
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
@@ -59,40 +69,101 @@ def default_workers() -> int:
 PIPE_BYTES = 1 << 20
 
 
-def send(conn: Connection, obj: Any) -> None:
+# How long the search waits on a worker's pipe before it looks at its stop request again.
+POLL_SECONDS = 0.2
+_LENGTH = 8  # the bytes of a message's head length
+
+
+def never() -> bool:
+    return False
+
+
+class Stopped(Exception):
+    """The search was asked to stop while it waited on a worker."""
+
+
+def _wait(fd: int, write: bool, stopping: Callable[[], bool] | None) -> None:
+    """Until ``fd`` is ready (to write, or to read), looking at ``stopping`` in between.
+
+    Raises:
+        Stopped: ``stopping()`` became true meanwhile.
+    """
+    if stopping is None:
+        return  # a blocking descriptor: the read or write itself waits
+    while True:
+        if stopping():
+            raise Stopped
+        ready = select.select([] if write else [fd], [fd] if write else [], [], POLL_SECONDS)
+        if ready[0] or ready[1]:
+            return
+
+
+def _write_all(fd: int, data: Any, stopping: Callable[[], bool] | None) -> None:
+    view = memoryview(data).cast("B")
+    done = 0
+    while done < view.nbytes:
+        _wait(fd, True, stopping)
+        try:
+            done += os.write(fd, view[done:])
+        except BlockingIOError:
+            continue
+
+
+def _read_into(fd: int, view: memoryview, stopping: Callable[[], bool] | None) -> None:
+    done = 0
+    while done < view.nbytes:
+        _wait(fd, False, stopping)
+        try:
+            got = os.readv(fd, [view[done:]])
+        except BlockingIOError:
+            continue
+        if not got:
+            raise EOFError("the pipe closed")
+        done += got
+
+
+def send(conn: Connection, obj: Any, stopping: Callable[[], bool] | None = None) -> None:
     """Send ``obj`` down a pipe: its pickle with the arrays left out (protocol 5's
     out-of-band buffers), then each array's bytes written straight from its memory, so
     an array is copied once on each side (by the system) rather than into a pickle and
-    out of it again."""
+    out of it again. With ``stopping`` (the descriptor then non-blocking), every wait
+    for room in the pipe is bounded and looks at it.
+
+    Raises:
+        Stopped: ``stopping()`` became true before the whole object was written.
+    """
     buffers: list[pickle.PickleBuffer] = []
     head = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
     raws = [b.raw() for b in buffers]
-    conn.send((head, [r.nbytes for r in raws]))
+    sizes = pickle.dumps([r.nbytes for r in raws], protocol=5)
     fd = conn.fileno()
-    for raw in raws:
-        done = 0
-        while done < raw.nbytes:
-            done += os.write(fd, raw[done:])
+    for part in (len(head).to_bytes(_LENGTH, "big"), head, len(sizes).to_bytes(_LENGTH, "big"), sizes, *raws):
+        _write_all(fd, part, stopping)
 
 
-def receive(conn: Connection) -> Any:
+def receive(conn: Connection, stopping: Callable[[], bool] | None = None) -> Any:
     """What ``send`` sent: the arrays are rebuilt on buffers read straight from the pipe.
+    With ``stopping``, every wait for the pipe is bounded and looks at it.
 
     Raises:
         EOFError: the pipe closed before the whole object came.
+        Stopped: ``stopping()`` became true meanwhile.
     """
-    head, sizes = conn.recv()
     fd = conn.fileno()
+
+    def message() -> bytes:
+        length = bytearray(_LENGTH)
+        _read_into(fd, memoryview(length), stopping)
+        data = bytearray(int.from_bytes(length, "big"))
+        _read_into(fd, memoryview(data), stopping)
+        return bytes(data)
+
+    head = message()
+    sizes = pickle.loads(message())
     buffers = []
     for size in sizes:
         buf = np.empty(size, dtype=np.uint8)
-        view = buf.data  # (a memoryview of its bytes)
-        done = 0
-        while done < size:
-            got = os.readv(fd, [view[done:]])
-            if not got:
-                raise EOFError("the pipe closed")
-            done += got
+        _read_into(fd, buf.data, stopping)
         buffers.append(buf)
     return pickle.loads(head, buffers=buffers)
 
@@ -104,12 +175,35 @@ def _widen(conn: Connection) -> None:
         pass
 
 
-def _serve(prepare: Prepare, tasks: Connection, answers: Connection) -> None:
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the system kill this process when its parent ``parent`` dies (Linux), and
+    exit at once if it has died already (before the request took effect)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the pipes' end and the parent's check below still end the worker
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _serve(prepare: Prepare, tasks: Connection, answers: Connection, parent: int, others: list[Connection]) -> None:
     """A worker's loop: prepare each chunk received, send back the result (or ``None``
-    when preparing it raised), until the pipe closes."""
+    when preparing it raised), until the pipe closes or the parent is gone. ``others``:
+    the pipes' ends the worker inherited and must not hold (the search's ends of every
+    worker's pipes), so that the search's death closes the worker's pipes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the search decides when a run stops
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    die_with_parent(parent)
+    for conn in others:
+        conn.close()
     while True:
+        if os.getppid() != parent:
+            return
         try:
             task = receive(tasks)
         except (EOFError, OSError):
@@ -143,20 +237,28 @@ class ExpandPool:
         workers: how many processes.
     """
 
-    def __init__(self, prepare: Prepare, workers: int) -> None:
+    def __init__(self, prepare: Prepare, workers: int, stopping: Callable[[], bool] = never) -> None:
         ctx = multiprocessing.get_context("fork")
         self._tasks: list[Connection] = []
         self._answers: list[Connection] = []
         self._procs = []
+        self.stopping = stopping
         for i in range(workers):
             task_out, task_in = ctx.Pipe(duplex=False)  # (receiving end, sending end)
             answer_out, answer_in = ctx.Pipe(duplex=False)
             _widen(task_in)
             _widen(answer_in)
-            proc = ctx.Process(target=_serve, args=(prepare, task_out, answer_in), name=f"kmc-expand-{i}", daemon=True)
+            others = [*self._tasks, *self._answers, task_in, answer_out]
+            proc = ctx.Process(
+                target=_serve,
+                args=(prepare, task_out, answer_in, os.getpid(), others),
+                name=f"kmc-expand-{i}",
+                daemon=True,
+            )
             proc.start()
             task_out.close()
             answer_in.close()
+            os.set_blocking(task_in.fileno(), False)  # a write waits in select, with a bound
             self._tasks.append(task_in)
             self._answers.append(answer_out)
             self._procs.append(proc)
@@ -172,38 +274,59 @@ class ExpandPool:
         """Give the next worker a task (``idle()`` must be true)."""
         w = self._next
         self._next = (w + 1) % self.workers
-        send(self._tasks[w], task)
-        self._busy.append(w)
+        self._busy.append(w)  # (busy even if the send is stopped half-way: drain kills it)
+        try:
+            send(self._tasks[w], task, self.stopping)
+        except (BrokenPipeError, OSError) as e:
+            raise WorkerEnded(f"expansion worker {w} ended") from e
 
     def receive(self) -> Any:
         """The answer to the oldest task sent.
 
         Raises:
             WorkerFailed: the worker raised (``WorkerEnded``: it ended).
+            Stopped: the search was asked to stop while it waited.
         """
-        w = self._busy.popleft()
+        w = self._busy[0]
         try:
-            answer = receive(self._answers[w])
+            answer = receive(self._answers[w], self.stopping)
         except (EOFError, OSError) as e:
+            self._busy.popleft()
             raise WorkerEnded(f"expansion worker {w} ended") from e
+        self._busy.popleft()
         if answer is None:
             raise WorkerFailed(f"expansion worker {w} failed")
         return answer
 
     def drain(self) -> None:
-        """Drop the answers of every task still out (a level left half-way)."""
+        """Drop the answers of every task still out (a level left half-way); when the
+        search is asked to stop, or a worker's pipe is broken half-way, kill the workers
+        rather than wait for them."""
         while self._busy:
             try:
                 self.receive()
             except WorkerFailed:
                 pass
+            except Stopped:
+                self.kill()
+
+    def kill(self) -> None:
+        """End the workers at once (SIGKILL: also a stopped or hung one)."""
+        for proc in self._procs:
+            if proc.is_alive():
+                proc.kill()
+        for proc in self._procs:
+            proc.join(timeout=30)
+        self._busy = deque()
 
     def close(self) -> None:
         """End the workers."""
+        if self._busy:
+            self.kill()
         for conn in self._tasks:
             try:
-                send(conn, None)
-            except OSError:
+                send(conn, None, never)  # a stopped worker's full pipe: not waited on
+            except (OSError, Stopped):
                 pass
             conn.close()
         for conn in self._answers:
@@ -211,7 +334,8 @@ class ExpandPool:
         for proc in self._procs:
             proc.join(timeout=5)
             if proc.is_alive():
-                proc.terminate()
+                proc.kill()
+                proc.join(timeout=30)
         self._tasks, self._answers, self._procs, self._busy = [], [], [], deque()
 
 
@@ -242,13 +366,21 @@ def in_order(pool: ExpandPool, tasks: Iterator[tuple], again: Prepare) -> Iterat
             task = out.popleft()
             try:
                 prepared = pool.receive()
-            except WorkerEnded as e:
-                raise ResourceStop(
-                    "out-of-memory", f"{e} (the system may have stopped it for memory; resume with fewer --workers)"
-                ) from e
+            except WorkerEnded:
+                raise
             except WorkerFailed:
                 prepared = again(*task)
             fill()
             yield task, prepared
+    except WorkerEnded as e:
+        pool.kill()
+        if pool.stopping():  # a signal to the process group reached it too
+            raise ResourceStop("interrupted", str(e)) from e
+        raise ResourceStop(
+            "out-of-memory", f"{e} (the system may have stopped it for memory; resume with fewer --workers)"
+        ) from e
+    except Stopped:
+        pool.kill()
+        raise ResourceStop("interrupted", "stopped while the expansion workers ran") from None
     finally:
         pool.drain()

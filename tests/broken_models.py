@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+import sys
 
 import attrs
 import numpy as np
@@ -116,6 +117,17 @@ class NextRaises(Good):
         raise ZeroDivisionError("division by zero")  # broken: next_raises
 
 
+class NextExits(Good):
+    def next_state(self, state, action):
+        if state.x == 2:
+            raise SystemExit(0)  # broken: next_exits
+        return super().next_state(state, action)
+
+
+def factory_exits(n=3):
+    sys.exit(3)  # broken: factory_exits
+
+
 class NextNone(Good):
     def next_state(self, state, action):
         return None  # broken: next_none
@@ -129,6 +141,11 @@ class EncodeStr(Good):
 class PropertiesStrings(Good):
     def properties(self):
         return ("Below",)  # broken: properties_strings
+
+
+class TwoOfOneName(Good):
+    def properties(self):  # broken: two_of_one_name
+        return (Below, Property("Below", ALWAYS, lambda model, state: None))
 
 
 def check_raises(model, state):

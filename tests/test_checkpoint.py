@@ -261,7 +261,8 @@ def test_a_checkpoint_with_symmetry_resumes_and_one_without_is_refused_for_it(tm
                    "--no-progress")[0] == 0
     assert checkpoint.read_header(ck)["options"]["symmetry"] is True
     code, out, err = kmc_run("check", "--resume", ck, "--no-progress")
-    assert code == 0 and not err
+    assert code == 0 and one_line_error(err).startswith(f"kmc: resuming {ck} at depth 4 ")  # (nothing else)
+    assert "its search had ended there: the result again" in err  # (at --max-depth 4)
     small_checkpoint(tmp_path / "plain", depth=4)
     code, out, err = kmc_run("check", "--resume", tmp_path / "plain", "--symmetry", "--no-progress")
     assert code == 2 and "options differ" in one_line_error(err)

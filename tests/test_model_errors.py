@@ -80,6 +80,8 @@ BROKEN_CASES = [
     ("EncodeStr", (), "EncodeStr.encode", ("encode_str", True), "returned a str ('x=0')"),
     ("PropertiesStrings", (), "PropertiesStrings.properties", ("properties_strings", True),
      "returned a str ('Below') among its properties"),
+    ("TwoOfOneName", (), "TwoOfOneName.properties", ("two_of_one_name", True),
+     "returned two properties named 'Below'; each property needs a name of its own"),
     ("CheckRaises", (), "check_raises", ("check_raises", False), "raised IndexError: list index out of range"),
     ("StepRaises", (), "step_raises", ("step_raises", False), "raised TypeError: bad step"),
     ("Unhashable", (), "Unhashable.init_states", ("unhashable", True), "returned an unhashable initial state"),
@@ -90,6 +92,9 @@ BROKEN_CASES = [
     ("n_is_number", ("--param", "n=abc"), "Good.actions", ("n_is_number", False),
      "raised TypeError: '<' not supported between instances of 'int' and 'str'"),
     ("deep_actions_raise", (), "DeepActionsRaise.actions", ("deep_actions_raise", False), "raised KeyError: 'x'"),
+    # sys.exit in a model's code is an exception of the model like any other, never kmc's exit status
+    ("NextExits", (), "NextExits.next_state", ("next_exits", False), "raised SystemExit"),
+    ("factory_exits", (), "factory_exits", ("factory_exits", False), "raised SystemExit: 3"),
 ]
 KERNEL_CASES = [
     ("KernelRaises", (), "KernelRaises.batch_kernel", ("kernel_raises", False),
@@ -191,11 +196,14 @@ def test_a_result_file_never_imports_what_it_names(tmp_path, two_phase_result):
     evil.write_text(json.dumps(doc))
     proc = kmc("replay", evil, cwd=tmp_path)
     assert proc.returncode == 2 and not (tmp_path / "pwned").exists()
-    assert "pass --model subprocess:run (and its --param values) to replay it" in one_line(proc)
+    line = one_line(proc)
+    assert "the result of a model of your own, not of a spec: replay it with --model naming that model" in line
+    assert "subprocess" not in line  # the file's reference is never offered as a command
     # named on the command line, the user's own model is checked against the file's record
     proc = kmc("replay", evil, "--model", f"{TWO_PHASE}:two_phase", cwd=tmp_path)
     assert proc.returncode == 2 and not (tmp_path / "pwned").exists()
-    assert "the result was found on the model subprocess:run" in one_line(proc)
+    line = one_line(proc)
+    assert "the result belongs to another model" in line and "subprocess" not in line
     # the explorer's --trace never takes a model's result
     proc = kmc("explore", REPO / "specs" / "hw-data-loss.toml", "--trace", evil, "--no-search", "--port", "0",
                cwd=tmp_path, timeout=60)
@@ -215,7 +223,7 @@ def test_a_model_s_result_replays_only_with_the_model_it_was_found_on(tmp_path, 
     proc = kmc("replay", two_phase_result, "--model", f"{edited}:two_phase")
     assert proc.returncode == 2 and "its source differs from the one the result was found on" in one_line(proc)
     proc = kmc("replay", two_phase_result, "--model", f"{TWO_PHASE}:TwoPhase")
-    assert proc.returncode == 2 and "the result was found on the model" in proc.stderr
+    assert proc.returncode == 2 and "the result belongs to another model" in proc.stderr
     proc = kmc("replay", REPO / "reports" / "specs" / "ap-be-c2.json", "--model", ref)
     assert proc.returncode == 2 and "the result of a spec, not of a model of your own" in one_line(proc)
 

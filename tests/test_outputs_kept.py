@@ -124,6 +124,64 @@ def test_a_kmc_result_a_user_replaced_during_the_search_is_left_as_it_is(tmp_pat
     assert json.loads(Path("r.json").read_text())["schema_version"] == 1
 
 
+NOTES = b"my notes, not kmc's\n"
+
+
+@pytest.mark.parametrize("option, name", [("--json", "late.json"), ("--html", "late.html"), ("--mermaid", "late.mmd")])
+def test_a_link_that_appears_at_an_output_path_during_the_search_is_not_followed(tmp_path, capsys, monkeypatch,
+                                                                                 during_the_search, option, name):
+    """``ln -s notes.txt late.html`` while ``kmc check ... --html late.html`` runs: the
+    user's notes are never replaced by kmc's page; the write is refused (nothing was at the
+    path when it was checked), and with --force the link is replaced, not its target."""
+    monkeypatch.chdir(tmp_path)
+    Path("notes.txt").write_bytes(NOTES)
+    during_the_search.append(lambda: Path(name).symlink_to("notes.txt"))
+    args = ["check", str(SPECS / "hw-data-loss.toml"), "--no-progress", "--no-trace", option, name]
+    assert main(args) == EXIT_BAD_INPUT
+    assert f"cannot write {name} (a file of that name appeared meanwhile; it is left as it is)" in capsys.readouterr().err
+    assert Path("notes.txt").read_bytes() == NOTES and Path(name).is_symlink()
+    during_the_search.clear()
+    assert main([*args, "--force"]) == EXIT_VIOLATION  # checked as a link to a file, replaced as a link
+    assert Path("notes.txt").read_bytes() == NOTES
+    assert not Path(name).is_symlink() and b"kmc" in Path(name).read_bytes()
+    assert sorted(os.listdir(tmp_path)) == sorted(["notes.txt", name])  # no temporary file left
+
+
+def test_a_kmc_result_replaced_by_a_link_during_the_search_is_left_as_it_is(tmp_path, capsys, monkeypatch,
+                                                                            during_the_search):
+    """A result kmc wrote before, replaced during the search by a link to another of its
+    results (which kmc would otherwise take for its own): neither is written."""
+    monkeypatch.chdir(tmp_path)
+    args = ["check", str(SPECS / "hw-data-loss.toml"), "--no-progress", "--no-trace", "--json"]
+    assert main([*args, "other.json"]) == EXIT_VIOLATION
+    assert main([*args, "r.json"]) == EXIT_VIOLATION
+    other = Path("other.json").read_bytes()
+    capsys.readouterr()
+
+    def swap():
+        Path("r.json").unlink()
+        Path("r.json").symlink_to("other.json")
+
+    during_the_search.append(swap)
+    assert main([*args, "r.json"]) == EXIT_BAD_INPUT
+    assert "a symbolic link took the place of what was checked during the run; it is left as it is" in capsys.readouterr().err
+    assert Path("other.json").read_bytes() == other and Path("r.json").is_symlink()
+
+
+def test_a_link_at_the_path_is_replaced_never_its_target(tmp_path):
+    from kmc.checker.files import write_file
+
+    Path(tmp_path / "notes.txt").write_bytes(NOTES)
+    link = tmp_path / "out.txt"
+    link.symlink_to("notes.txt")
+    with pytest.raises(FileExistsError):
+        write_file(link, b"kmc's", exclusive=True)
+    assert (tmp_path / "notes.txt").read_bytes() == NOTES and link.is_symlink()
+    write_file(link, b"kmc's")
+    assert (tmp_path / "notes.txt").read_bytes() == NOTES
+    assert not link.is_symlink() and link.read_bytes() == b"kmc's"
+
+
 def test_an_exclusive_write_never_replaces_a_file(tmp_path):
     from kmc.checker.files import write_file
 

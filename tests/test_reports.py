@@ -563,7 +563,8 @@ def test_write_json_to_a_pipe_and_through_a_symlink(tmp_path, data_loss):
     import stat
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # not replaced by a plain file
     target = tmp_path / "real.json"
+    target.write_text("mine\n")
     link = tmp_path / "link.json"
     link.symlink_to(target)
-    write_json(link, doc)
-    assert link.is_symlink() and json.loads(target.read_text()) == doc
+    write_json(link, doc)  # the link is replaced by the document, never its target written through
+    assert not link.is_symlink() and json.loads(link.read_text()) == doc and target.read_text() == "mine\n"

@@ -313,7 +313,10 @@ def test_the_disk_store_removes_its_directory_and_stale_ones(tmp_path):
     assert not root.exists()
     stale = tmp_path / f"{disk_store.PREFIX}dead"
     stale.mkdir()
-    (stale / disk_store.MARK).write_text("999999999\n")  # no such process
+    from kmc.checker.owner import owner_line
+
+    host, namespace, _pid, started = owner_line().split()
+    (stale / disk_store.MARK).write_text(f"{host} {namespace} 999999999 {started}\n")  # no such process, here
     foreign = tmp_path / f"{disk_store.PREFIX}foreign"
     foreign.mkdir()  # no mark: not kmc's
     disk_store.new_store("disk", None, tmp_path).close()

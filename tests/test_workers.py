@@ -298,8 +298,9 @@ def test_a_task_and_its_answer_cross_the_pipe_whole():
     assert got["rows"][0, 0] != big[0, 0]
 
     out_end, in_end = multiprocessing.Pipe(duplex=False)
-    in_end.send((pickle.dumps(None, protocol=5), [1000]))  # promises 1000 bytes, sends 10
-    os.write(in_end.fileno(), b"0123456789")
+    head, sizes = pickle.dumps(None, protocol=5), pickle.dumps([1000], protocol=5)  # promises 1000 bytes, sends 10
+    for part in (len(head).to_bytes(8, "big"), head, len(sizes).to_bytes(8, "big"), sizes, b"0123456789"):
+        os.write(in_end.fileno(), part)
     in_end.close()
     with pytest.raises(EOFError):
         receive(out_end)

@@ -218,8 +218,32 @@ def run(args, out, err) -> int:
         raise failure(args.model, e) from None
 
 
+def _resumed_header(directory) -> dict:
+    """The header of the checkpoint ``--resume`` names. A checkpoint directory without a
+    checkpoint (its run was killed before its first one) has the disk store of that run
+    removed, and the refusal says so.
+
+    Raises:
+        CheckpointError: no checkpoint, or a damaged one (one line).
+    """
+    try:
+        return checkpoint.read_header(directory)
+    except checkpoint.CheckpointError as e:
+        if checkpoint.exists(directory) or checkpoint.read_manifest(directory) is None:
+            raise
+        from kmc.checker.disk_store import remove_stale
+
+        freed = remove_stale(directory)
+        if not freed:
+            raise
+        raise checkpoint.CheckpointError(
+            f"{e}; the disk store its run left there when it was killed before its first checkpoint is removed "
+            f"({memory.format_size(freed)} freed)"
+        ) from None
+
+
 def _run(args, out, err) -> int:
-    header = checkpoint.read_header(args.resume) if args.resume else None
+    header = _resumed_header(args.resume) if args.resume else None
     if header is not None:
         _from_checkpoint(args, header)
     elif args.spec is None and args.model is None and not args.param:
@@ -468,11 +492,36 @@ def _search(
                         **hooks,
                     ),
                 )
+                _say_resumed(err, args.resume, engine)
             with StopOnSignals(engine) as signals:
                 result = engine.run()
         if writer:  # first: the work done is worth more than its report
-            writer.save(engine)
+            try:
+                writer.save(engine)
+            except ResourceStop:  # the checkpoint's disk is full: said by the report (writer.full)
+                pass
     return engine, result, writer, signals
+
+
+def _say_resumed(err, directory, engine) -> None:
+    """One line: the depth a resumed run goes on from (the level of that depth is expanded
+    again from its start), or that the checkpoint holds a finished search."""
+    stats = engine.stats
+    size = engine.frontier_size()
+    depth = engine.options.max_depth
+    if not size:
+        what = "its search was complete: the result again"
+    elif engine.stop_reason_after_level() is not None or (depth is not None and stats.depth >= depth):
+        what = "its search had ended there: the result again"
+    else:
+        what = f"the {size:,} states of that level are expanded from the start"
+    err.print(
+        f"kmc: resuming {safe_text(str(directory))} at depth {stats.depth} ({stats.distinct:,} distinct states, "
+        f"{stats.generated:,} generated); {what}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _report(args, err, out, spec, model, result, engine, writer, signals, options, directory, views) -> int:
@@ -524,10 +573,29 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
         else f"{memory.format_size(options.max_memory or 0)}, the default ceiling "
         f"({memory.DEFAULT_SHARE:.0%} of the memory this process may use; --max-memory SIZE sets another)"
     )
+    full = writer.full if writer else None  # a checkpoint found its disk full
     _say_how_to_continue(
-        err, result, directory if writer else None, ceiling, engine.stop_detail, engine.name, options.store, engine.path
+        err,
+        result,
+        directory if writer else None,
+        ceiling,
+        engine.stop_detail,
+        engine.name,
+        options.store,
+        engine.path,
+        full,
     )
     code = _exit_code(args, result, signals, exp)
+    if full is not None and result.stopped != "disk-full":  # the final checkpoint, after the search
+        err.print(
+            f"kmc: stopped: {safe_text(full)}; the final checkpoint was not written"
+            + ("; the last one written stands." if checkpoint.exists(directory) else "."),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        if code in (EXIT_OK, EXIT_UNEXPECTED):
+            code = EXIT_RESOURCE_LIMIT
     # The path was checked before the search, so a write that fails now is rare (a full
     # disk, a folder removed meanwhile); a script reading "1 = see the JSON" must not look
     # for a file that is not there: the verdict is printed, the exit code says the output
@@ -581,7 +649,7 @@ def _restore(engine, directory, per_state) -> LevelDriver:
 
 
 def _say_how_to_continue(
-    err, result, directory, ceiling, detail=None, engine_name="local", store="memory", path="batch"
+    err, result, directory, ceiling, detail=None, engine_name="local", store="memory", path="batch", full=None
 ) -> None:
     if result.stopped not in ("interrupted", *RESOURCE_STOPS):
         return
@@ -607,12 +675,21 @@ def _say_how_to_continue(
         )
     else:
         err.print("kmc: interrupted before the search was complete.", markup=False)
-    if directory:
+    if directory and full is not None and not checkpoint.exists(directory):
+        err.print(
+            f"kmc: no checkpoint was written (its disk is full); free space on the disk of {directory}, "
+            "or checkpoint into another directory, and start again.",
+            markup=False,
+            soft_wrap=True,
+        )
+    elif directory:
         more = {
             "max-memory": " --max-memory LARGER",
             "out-of-memory": " (with more memory)",
             "disk-full": f" {'--store-dir' if engine_name == 'local' else '--spark-store'} DIR (with more free space)",
         }.get(result.stopped, "")
+        if full is not None and result.stopped == "disk-full":
+            more = f" once its disk has room (or from a copy of {directory} on a disk that has)"
         err.print(
             f"kmc: checkpoint saved in {directory}; continue with: kmc check --resume {directory}{more}",
             markup=False,

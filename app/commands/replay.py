@@ -497,17 +497,16 @@ def model_for_result(path, ident, ref, params) -> ModelSpec:
     """
     from ..user_model import load_model_spec, parse_params
 
-    recorded = safe_text(ident["ref"])
-    if ref is None:
+    if ref is None:  # (the reference the file records is not offered: a file is data, not a command)
         raise ReplayError(
-            f"{path}: the result of the model {recorded}: pass --model {recorded} (and its --param values) to "
-            "replay it; kmc never imports what a result file names"
+            f"{path}: the result of a model of your own, not of a spec: replay it with --model naming that model "
+            "(and its --param values); kmc never imports what a result file names"
         )
     spec = load_model_spec(ref, parse_params(params) if params else dict(ident["params"]))
     mine = spec.identity()
     factory = ref.rpartition(":")[2]
     if factory != ident["ref"].rpartition(":")[2]:
-        raise ReplayError(f"{path}: --model {safe_text(ref)}: the result was found on the model {recorded}")
+        raise ReplayError(f"{path}: --model {safe_text(ref)}: the result belongs to another model")
     if mine["params"] != ident["params"]:
         raise ReplayError(
             f"{path}: --param: the result was found with the parameters {_params(ident['params'])}, "
@@ -525,7 +524,7 @@ def model_for_result(path, ident, ref, params) -> ModelSpec:
             f"(SHA-256 {mine['sha256'][:12]}..., recorded {safe_text(str(digest))[:12]}...)"
         )
     if not digest and mine["ref"] != ident["ref"]:  # nothing to compare the source with
-        raise ReplayError(f"{path}: --model {safe_text(ref)}: the result was found on the model {recorded}")
+        raise ReplayError(f"{path}: --model {safe_text(ref)}: the result belongs to another model")
     return spec
 
 

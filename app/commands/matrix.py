@@ -136,8 +136,9 @@ def register(sub) -> None:
         "--atlas",
         action="store_true",
         help="instead: the answer page, which Kafka setting is safe and what it costs in availability "
-        "(settings x every Kafka version, each cell AcknowledgedNeverLost, CommittedNeverLost and "
-        "PartitionRecoverable, and a conclusion) in DIR/ATLAS.md and DIR/atlas.json",
+        "(settings x every Kafka version, each cell AcknowledgedNeverLost, CommittedNeverLost, every "
+        "other safety property its options check, and PartitionRecoverable, and a conclusion) "
+        "in DIR/ATLAS.md and DIR/atlas.json",
     )
     p.set_defaults(run=run, _defaults={d: p.get_default(d) for d in _OPTIONS})
 

@@ -14,6 +14,7 @@ expected of it.
     invariants = ["CommittedNeverLost"]   # default: see invariants.default_properties
     keep_going = false            # after a failure, keep exploring to decide the others
     symmetry = false              # one state per orbit of replica permutations
+    deadlock = false              # a state with no enabled action is an error (TLC's check)
     max_depth = 30
     max_states = 1000000
     max_memory = "8G"             # stop cleanly past this resident memory (or bytes)
@@ -98,6 +99,7 @@ _CHECK_KEYS = (
     "symmetry",
     "store",
     "workers",
+    "deadlock",
 )
 _HEAD_KEYS = ("title", "description", "model", "check")  # then the application's tables
 _TAIL_KEYS = ("expect",)
@@ -138,6 +140,7 @@ class Spec:
     engine: str = "local"
     store: str = "memory"
     workers: int | None = None  # None: as many as the machine gives the process
+    deadlock: bool = False  # a state with no enabled action is an error (checker.deadlock)
     expect: dict = attrs.field(factory=dict)
     tables: dict = attrs.field(factory=dict)  # the application's tables, as their readers give them
 
@@ -230,6 +233,7 @@ def parse_spec(data: bytes, path: str = "<spec>", tables: Mapping[str, TableRead
         invariants = tuple(p.name for p in default_properties(config))
     keep_going = _bool(path, "check.keep_going", check.get("keep_going", False))
     symmetry = _bool(path, "check.symmetry", check.get("symmetry", False))
+    deadlock = _bool(path, "check.deadlock", check.get("deadlock", False))
     max_depth = _opt_int(path, "check.max_depth", check.get("max_depth"))
     max_states = _opt_int(path, "check.max_states", check.get("max_states"))
     max_memory = _size(path, "check.max_memory", check.get("max_memory"))
@@ -271,6 +275,7 @@ def parse_spec(data: bytes, path: str = "<spec>", tables: Mapping[str, TableRead
         engine=engine,
         store=store,
         workers=workers,
+        deadlock=deadlock,
         expect=verdicts,
         tables=kept,
     )

@@ -136,7 +136,9 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
     actions (with ``coverage``: the coverage tables instead), the counterexamples and a
     summary."""
     s = result.stats
-    props = {p.name: p for p in model.properties()}
+    from kmc.checker.deadlock import Deadlock
+
+    props = {p.name: p for p in (*model.properties(), Deadlock)}
     verdicts = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
     for column in ("property", "verdict", "meaning"):
         verdicts.add_column(column)

@@ -192,6 +192,7 @@ class ResultView:
         """The verdict of every checked property, its expectation and what it means (the
         meaning is left out when ``max_width`` is too narrow for it: see
         ``kmc invariants``)."""
+        from kmc.checker.deadlock import DEADLOCK, Deadlock
         from kmc.invariants import BY_NAME
 
         result, expected = self.result, self.expectation["expected"]
@@ -207,7 +208,7 @@ class ResultView:
                 exp = Text(f"not decided (expected {want})", "yellow")
             else:
                 exp = Text(f"UNEXPECTED (expected {want})", "bold red")
-            prop = BY_NAME.get(name)
+            prop = BY_NAME.get(name) or (Deadlock if name == DEADLOCK else None)
             rows.append((name, _VERDICT_TEXT[verdict].copy(), exp, prop.description if prop is not None else ""))
         name_width = max((len(r[0]) for r in rows), default=8)
         exp_width = max((r[2].cell_len for r in rows), default=0)

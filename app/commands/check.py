@@ -27,6 +27,7 @@ from .common import (
     positive_int,
     require_spark,
     select_properties,
+    with_deadlock,
 )
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
@@ -82,6 +83,12 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--keep-going", action="store_true", help="after a violation, keep exploring to decide every other invariant"
+    )
+    p.add_argument(
+        "--deadlock",
+        action="store_true",
+        help="report a reachable state in which no action is enabled (a deadlock, as TLC defines it) with a "
+        "shortest trace, exit 1 (default: the spec's [check] deadlock, else off: terminal states are allowed)",
     )
     p.add_argument("--json", metavar="PATH", help="also write the result as JSON (schema in docs/json-schema.md)")
     add_diagram_arguments(p)
@@ -179,6 +186,11 @@ def _from_checkpoint(args, header) -> None:
     # by checkpointer.ensure_compatible, in one line.)
     if not args.invariants and ("model_ref" in header) == (args.model is not None):
         args.invariants = header.get("properties")
+    from kmc.checker.deadlock import DEADLOCK
+
+    if args.invariants and DEADLOCK in args.invariants:  # the run checked deadlocks: so does its resumption
+        args.deadlock = True
+        args.invariants = [n for n in args.invariants if n != DEADLOCK] or None
     if args.engine is None:  # the engine that wrote it; another one is refused
         args.engine = header.get("engine")
     store = header.get("store", "memory")  # named only when not in memory
@@ -236,7 +248,7 @@ def _run(args, out, err) -> int:
     check_diagram_paths(args, protected)
     require_spark(spec, args)
     model = spec.model()
-    properties = select_properties(spec, args.invariants)
+    properties = with_deadlock(select_properties(spec, args.invariants), spec, args)
     options = options_from(spec, args)
     if views.generic:  # a model of the user's own: called on a sample before the search
         cast("ModelSpec", spec).probe(model, kernel=not args.per_state)

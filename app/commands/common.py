@@ -202,6 +202,23 @@ def select_properties(spec, names) -> list[Property]:
     return spec.properties([n for n in known if n in names])
 
 
+def with_deadlock(properties, spec, args) -> list[Property]:
+    """``properties``, followed by ``Deadlock`` (``checker.deadlock``) when ``--deadlock`` or
+    the spec's ``[check] deadlock`` asks for it.
+
+    Raises:
+        UsageError: the model has a property of that name already.
+    """
+    properties = list(properties)
+    if not (getattr(args, "deadlock", False) or getattr(spec, "deadlock", False)):
+        return properties
+    from kmc.checker.deadlock import DEADLOCK, Deadlock
+
+    if any(p.name == DEADLOCK for p in properties):
+        raise UsageError(f"--deadlock: the model has a property named {DEADLOCK} already; rename it to check both")
+    return [*properties, Deadlock]
+
+
 def make_engine(spec, model, properties, options, progress, args, **hooks) -> LevelDriver:
     """The engine the command line (first) or the spec asks for (see
     ``checker.engines.make_engine``); ``hooks`` go to its constructor."""

@@ -39,7 +39,7 @@ import numpy as np
 from .errors import PropertyError
 from .kernel_check import KernelCheck, KernelMismatchError
 from .masks import state_mask, step_mask
-from .protocol import ALWAYS_EVENTUALLY, Expander, Property, fair_instance, successors
+from .protocol import ALWAYS_EVENTUALLY, COVER, Expander, Property, fair_instance, successors
 
 
 @attrs.frozen
@@ -156,7 +156,7 @@ class LevelStep:
                 len(rows),
                 keys,
                 state_mask(kernel, prop, rows) if self.arrays else None,
-                lambda p, j: _checked(p, p.check(model, kernel.decode(rows[j]))),
+                lambda p, j: state_answer(p, model, kernel.decode(rows[j])),
             )
             if first is not None:
                 out[prop.name] = first
@@ -313,6 +313,14 @@ def record_first(
     for prop, (i, why) in candidates.items():
         if prop not in found and prop not in level_found:
             level_found[prop] = (kind, why, where(i))
+
+
+def state_answer(prop: Property, model: Any, state: Any) -> str | None:
+    """A state invariant's answer on ``state`` (``None``: it holds), or a cover's: a
+    sentence when ``state`` is a witness (its predicate holds), ``None`` when not."""
+    if prop.kind == COVER:
+        return f"reached: {prop.description or prop.name}" if prop.check(model, state) else None
+    return _checked(prop, prop.check(model, state))
 
 
 def _checked(prop: Property, why: object) -> str | None:

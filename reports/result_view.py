@@ -317,6 +317,13 @@ class ResultView:
                 yield Text(UNCLEAN_NOTE, "dim")
         for name, reason in (getattr(result, "unknown", None) or {}).items():
             yield Text(f"{name} is unknown: {safe_text(reason)}", "yellow")
+        never = getattr(result, "never_reached", None)
+        if never:
+            yield Text(
+                f"✗ Never reached: {', '.join(never)} (a cover must be reached: the configuration never shows "
+                f"{'that scenario' if len(never) == 1 else 'those scenarios'}).",
+                "bold red",
+            )
         exp = self.expectation
         if exp["expected"]:
             undecided = [n for n in exp["expected"] if exp["got"].get(n) == UNKNOWN]
@@ -360,6 +367,21 @@ class ResultView:
             yield coverage_view(self.result.stats)
         else:
             yield self.action_table()
+        if self.result.covers:
+            from kmc.checker.protocol import COVER
+            from kmc.checker.result import Violation
+
+            from .generic import cover_line
+
+            yield Text("")
+            yield Text("covers (each must be reached):", "bold")
+            for name in self.result.covers:
+                yield cover_line(self.result, name)
+            for name, path in self.result.witnesses.items() if self.show_traces else ():
+                yield Text("")
+                title = Text(f"Witness: {name} ({len(path)} states)", "bold green")
+                yield Rule(title, style="green") if title.cell_len + 6 <= options.max_width else title
+                yield TraceView(self.model, Violation(name, COVER, "reached", path), diff=self.diff)
         if self.show_traces:
             for v, *also in by_path(self.violations()):  # a path several properties share: once
                 yield Text("")

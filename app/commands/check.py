@@ -25,8 +25,10 @@ from .common import (
     make_engine,
     options_from,
     positive_int,
+    refuse_covers_on_spark,
     require_spark,
     select_properties,
+    with_covers,
     with_deadlock,
 )
 
@@ -248,7 +250,8 @@ def _run(args, out, err) -> int:
     check_diagram_paths(args, protected)
     require_spark(spec, args)
     model = spec.model()
-    properties = with_deadlock(select_properties(spec, args.invariants), spec, args)
+    properties = with_deadlock(with_covers(select_properties(spec, args.invariants), spec), spec, args)
+    refuse_covers_on_spark(properties, spec, args)
     options = options_from(spec, args)
     if views.generic:  # a model of the user's own: called on a sample before the search
         cast("ModelSpec", spec).probe(model, kernel=not args.per_state)
@@ -550,7 +553,7 @@ def _exit_code(args, result, signals, exp) -> int:
         return EXIT_RESOURCE_LIMIT  # a resource stop is never a verdict, not even with --check-expect
     if args.check_expect:
         return EXIT_OK if exp["matched"] else EXIT_UNEXPECTED
-    if result.violations:
+    if result.violations or result.never_reached:  # a cover never reached fails as a violation does
         return EXIT_VIOLATION
     return EXIT_OK
 

@@ -489,7 +489,10 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
     from kmc.reports import write_json
 
     exp = views.expectation(model, result, options)
-    out.print(views.show(args, model, result, options, exp))
+    shown = result
+    if engine.name == "spark" and engine.not_started:  # what really ran: the header says so
+        shown = attrs.evolve(result, engine="spark (no level reached Spark: every level ran on the driver)")
+    out.print(views.show(args, model, shown, options, exp))
     if engine.cleaned:
         err.print(f"kmc: {engine.cleaned}", markup=False, highlight=False, soft_wrap=True)
     if engine.not_started:
@@ -507,6 +510,7 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
             from ..outputs import exclusive
 
             write_json(args.json, views.document(model, result, exp), exclusive=exclusive(args.json))
+            err.print(f"kmc: wrote results to {safe_text(args.json)}", markup=False, highlight=False, soft_wrap=True)
         except OSError as e:
             # The verdict is printed and stands; the lost file is one more line.
             err.print(

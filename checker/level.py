@@ -335,13 +335,16 @@ def _checked(prop: Property, why: object) -> str | None:
 
 
 def state_failures(model: Any, state: Any, invariants: Sequence[Property]) -> list[tuple[str, str]]:
-    """The ``(name, explanation)`` of every state invariant ``state`` violates, in order.
+    """The ``(name, explanation)`` of every state invariant ``state`` violates, in order
+    (a cover among them is no invariant: a witness is no failure, and it is skipped).
 
     Raises:
         PropertyError: a check returned neither ``None`` nor a ``str``.
     """
     out = []
     for prop in invariants:
+        if prop.kind == COVER:
+            continue
         why = _checked(prop, prop.check(model, state))
         if why is not None:
             out.append((prop.name, why))

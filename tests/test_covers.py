@@ -160,3 +160,11 @@ def test_kmc_invariants_lists_the_covers(capsys):
     assert main(["invariants"]) == EXIT_OK
     text = capsys.readouterr().out
     assert "Covers:" in text and all(c.name in text for c in COVERS)
+
+
+def test_a_witness_is_no_invariant_s_failure():
+    # The helpers that list a state's failed invariants (simulation, graphs, traces) skip covers.
+    from kmc.checker.level import state_failures
+
+    model = CoveredCounters(n=3, limit=5)
+    assert state_failures(model, Counters(3, 3), [Corner, SumBelow]) == [("SumBelow", "x + y = 6 reached 5")]

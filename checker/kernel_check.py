@@ -254,7 +254,7 @@ def kernel_check(model, kernel, properties, options) -> KernelCheck | None:
     (``checker.states_kernel``: the model itself, nothing to compare)."""
     if not kernel.arrays:
         return None
-    full = bool(options.verify_kernel) or not getattr(kernel, "sampled_comparison", False)
+    full = bool(options.verify_kernel) or not kernel.sampled_comparison
     return KernelCheck(model, kernel, tuple(properties), bool(options.symmetry), full)
 
 

@@ -483,6 +483,8 @@ class BatchKernel(Expander, Protocol):
     """
 
     width: int
+    # compared with its model on a sample of each level only (``KernelBase``)
+    sampled_comparison: bool
 
     def init_rows(self, states: Sequence[Any]) -> Any: ...
 

@@ -46,6 +46,7 @@ import attrs
 from kmc.checker.errors import SpecError
 from kmc.checker.result import HOLDS, VIOLATED
 from kmc.invariants import BY_NAME, EVERY, default_properties
+from kmc.invariants.covers import COVERS_BY_NAME, missing_option
 
 from .config import ACKS, FETCH_BUGS, INITIAL_LEADERS, LEADER_EPOCH_21, TRUNCATION_RULES, Config
 
@@ -165,8 +166,6 @@ class Spec:
 def _covers(path: str, value: Any, config: Config) -> tuple:
     """``[check] covers``: a list of distinct cover names (``invariants.covers``), each
     one whose scenario the configuration can run."""
-    from kmc.invariants.covers import COVERS_BY_NAME, missing_option
-
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise SpecError(path, "check.covers", "must be a list of cover names (kmc invariants lists them)")
     for x in value:

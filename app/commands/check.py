@@ -505,12 +505,13 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
             soft_wrap=True,
         )
     wrote = True
+    wrote_json = False
     if args.json:
         try:
             from ..outputs import exclusive
 
             write_json(args.json, views.document(model, result, exp), exclusive=exclusive(args.json))
-            err.print(f"kmc: wrote results to {safe_text(args.json)}", markup=False, highlight=False, soft_wrap=True)
+            wrote_json = True
         except OSError as e:
             # The verdict is printed and stands; the lost file is one more line.
             err.print(
@@ -540,6 +541,8 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
     _say_how_to_continue(
         err, result, directory if writer else None, ceiling, engine.stop_detail, engine.name, options.store, engine.path
     )
+    if wrote_json:  # after the lines that say why the run stopped, which come first
+        err.print(f"kmc: wrote results to {safe_text(args.json)}", markup=False, highlight=False, soft_wrap=True)
     code = _exit_code(args, result, signals, exp)
     # The path was checked before the search, so a write that fails now is rare (a full
     # disk, a folder removed meanwhile); a script reading "1 = see the JSON" must not look

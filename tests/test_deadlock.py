@@ -90,6 +90,16 @@ def test_a_kafka_deadlock_matches_the_oracle(capsys, tmp_path):
     # with keep_going every terminal state is counted: the oracle's count of states without a successor
     result = make_engine(spec.model(), [Deadlock], Options(keep_going=True)).run()
     assert result.stats.terminal == 182 and len(result.violations[DEADLOCK].path) == 7
+    seen, queue = set(oracle.initial_states(spec.config)), list(oracle.initial_states(spec.config))
+    terminal = 0
+    while queue:
+        nexts = [t for _, t in oracle.successors(spec.config, queue.pop())]
+        terminal += not nexts
+        for t in nexts:
+            if t not in seen:
+                seen.add(t)
+                queue.append(t)
+    assert (len(seen), terminal) == (7057, 182)
     per_state = make_engine(spec.model(), [Deadlock], Options(keep_going=True), per_state=True).run()
     assert per_state.violations[DEADLOCK].path.choices == result.violations[DEADLOCK].path.choices
 

@@ -40,7 +40,7 @@ from .liveness import LivenessLog
 from .memory import resident_bytes
 from .options import Options
 from .possibly import EdgeLog
-from .protocol import ALWAYS_EVENTUALLY, POSSIBLY, Model, Property, coverage_names
+from .protocol import ALWAYS_EVENTUALLY, COVER, POSSIBLY, Model, Property, coverage_names
 from .result import CheckResult, Path, Stats, Violation
 from .search import LevelSearch, Search
 from .trace import extend
@@ -236,8 +236,34 @@ class LevelDriver:
         stats.queue = search.size()
         if partial is not None:
             partial.seconds += elapsed
-            return self.result(stopped, partial)
-        return self.result(stopped)
+        # The verdicts that need the whole graph (always-possibly, liveness) are decided
+        # now, and their time counts in the run's: the result's and every progress line's.
+        self._deciding = (time.perf_counter(), partial if partial is not None else stats)
+        result = self.result(stopped, partial)
+        result.stats.seconds += time.perf_counter() - self._deciding[0]
+        self._deciding = None
+        return result
+
+    # (when the search is over and the verdicts are being decided) the clock's start and
+    # the counts the progress shows
+    _deciding: tuple[float, Stats] | None = None
+
+    def _deciding_progress(self, prop: Property) -> Callable[[str], None] | None:
+        """A callback for a verdict's decision: each sentence shown on the progress
+        display beside the counts, the clock running on."""
+        if self.progress is None or self._deciding is None:
+            return None
+        since, base = self._deciding
+        progress = self.progress
+
+        def say(text: str) -> None:
+            progress(
+                attrs.evolve(
+                    base, seconds=base.seconds + time.perf_counter() - since, deciding=f"deciding {prop.name}: {text}"
+                )
+            )
+
+        return say
 
     def next_search(self) -> None:
         """Called at every level boundary, before the level is expanded: an engine may
@@ -283,7 +309,8 @@ class LevelDriver:
         """
         parts = self.search.snapshot_parts()
         head = {"engine": self.name, **parts.pop("head", {})}
-        snap = {**head, "stats": attrs.asdict(self.stats), "found": self.search.found_out(self.found), **parts}
+        stats = attrs.asdict(self.stats, filter=lambda a, _v: a.name != "deciding")  # a progress note only
+        snap = {**head, "stats": stats, "found": self.search.found_out(self.found), **parts}
         snap.update(self.search.visitor.snapshot())  # only the logs present: old forms stay
         return snap
 
@@ -308,7 +335,8 @@ class LevelDriver:
     def result(self, stopped, stats=None) -> CheckResult:
         """The result: the counts, and a path for every violation found."""
         violations = {}
-        for prop in (p.name for p in self.properties):
+        for p in self.properties:
+            prop = p.name
             if prop not in self.found:
                 continue
             kind, why, where = self.found[prop]
@@ -317,7 +345,9 @@ class LevelDriver:
                 path = extend(self.model, self.search.path(parent), choice)
             else:
                 path = self.search.path(where)
-            violations[prop] = Violation(prop, kind, why, path)
+            # a cover's first witness is found as an invariant's first violation is;
+            # result_of keeps it apart (``CheckResult.witnesses``)
+            violations[prop] = Violation(prop, COVER if p.kind == COVER else kind, why, path)
         result = result_of(self, violations, stopped, self.search.size(), stats)
         for prop, log in self.possibly:
             self._decide_possibly(result, prop, log, stopped)
@@ -347,7 +377,7 @@ class LevelDriver:
         obligation is violated, else it holds; unknown when states were left unexplored."""
         if self._unexplored(result, prop, stopped):
             return
-        lasso = log.decide(self.search.numbers_of)
+        lasso = log.decide(self.search.numbers_of, self._deciding_progress(prop))
         if lasso is None:
             return
         path = self.search.path(lasso.start)

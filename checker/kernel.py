@@ -5,11 +5,11 @@ that ask the properties are ``checker.level``'s.)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .fingerprint import fingerprint_bytes
-from .protocol import ALWAYS, LIVENESS, POSSIBLY, STEP, Property, successors
+from .protocol import ALWAYS, COVER, LIVENESS, POSSIBLY, STEP, Property, successors
 
 if TYPE_CHECKING:
     from .options import Options
@@ -17,10 +17,12 @@ if TYPE_CHECKING:
 
 
 def split_properties(properties: Iterable[Property]) -> tuple[tuple[Property, ...], tuple[Property, ...]]:
-    """Split properties into (state invariants, step properties), keeping their order."""
+    """Split properties into (state invariants, step properties), keeping their order. A
+    cover is asked as the state invariants are (its first witness of the breadth-first
+    order is recorded as an invariant's first violation is; ``checker.level``)."""
     props = list(properties)
     return (
-        tuple(p for p in props if p.kind == ALWAYS),
+        tuple(p for p in props if p.kind in (ALWAYS, COVER)),
         tuple(p for p in props if p.kind == STEP),
     )
 
@@ -53,12 +55,14 @@ def result_of(
 
     return CheckResult(
         engine=engine.name,
-        checked=[p.name for p in engine.properties],
+        checked=[p.name for p in engine.properties if p.kind != COVER],
         stats=engine.stats if stats is None else stats,
-        violations=violations,
+        violations={name: v for name, v in violations.items() if v.kind != COVER},
         complete=stopped is None or (stopped == "violation" and not frontier_left),
         stopped=stopped,
         max_depth=engine.options.max_depth,
+        covers=[p.name for p in engine.properties if p.kind == COVER],
+        witnesses={name: v.path for name, v in violations.items() if v.kind == COVER},
     )
 
 
@@ -71,22 +75,23 @@ def keep_least(candidates: dict[str, tuple], prop: str, entry: tuple) -> None:
 
 
 def stop_after_level(
-    found: Container[str], properties: Any, options: Options, distinct: int, frontier_left: bool
+    found: Iterable[str], properties: Any, options: Options, distinct: int, frontier_left: bool
 ) -> str | None:
     """Why a run stops at a level boundary, or ``None`` to go on: the policy every engine
     shares, so that they stop at the same level.
 
     Args:
         found: the names of the properties that have failed so far.
-        properties: the properties being checked (unused: kept so every engine calls
-            the policy the same way).
+        properties: the properties being checked (a cover's witness stops nothing).
         options: ``checker.local.Options`` (``keep_going``, ``max_states``).
         distinct: the distinct states stored so far.
         frontier_left: whether the next level has any state to expand.
     """
     # With keep_going the whole state space is explored even once every property has
-    # failed (as TLC's -continue does): the counts are then the full ones.
-    if found and not options.keep_going:
+    # failed (as TLC's -continue does): the counts are then the full ones. A cover's witness
+    # (recorded in ``found`` as a violation is) is no failure: the run goes on.
+    covers = {p.name for p in properties if p.kind == COVER} if properties else set()
+    if not options.keep_going and any(name not in covers for name in found):
         return "violation"
     if options.max_states is not None and distinct >= options.max_states and frontier_left:
         return "max-states"
@@ -106,7 +111,7 @@ def require_symmetric(properties: Iterable[Property]) -> None:
                 "is not preserved by the symmetry quotient; check it without --symmetry"
             )
     for p in properties:
-        if p.kind in (ALWAYS, POSSIBLY) and not p.symmetric:  # a goal predicate too
+        if p.kind in (ALWAYS, POSSIBLY, COVER) and not p.symmetric:  # a goal predicate too
             raise UsageError(
                 f"--symmetry: the invariant {p.name} is not declared symmetric "
                 "(Property(symmetric=True)); check it without symmetry reduction"

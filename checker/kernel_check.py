@@ -14,8 +14,10 @@ answers for those parents:
   the successors, and a step property's on the transitions, against the properties' own
   checks.
 
-Which parents: with ``--verify-kernel`` (``Options.verify_kernel``) every one; by
-default an evenly spread sample of ``SAMPLE_PER_LEVEL`` parents of each of the first
+Which parents: every one (``full``), unless the kernel sets ``sampled_comparison``
+(``KernelBase``: a kernel compared with its model on every state by tests of its own, as
+the Kafka kernel is) and the run does not ask ``--verify-kernel``
+(``Options.verify_kernel``): then an evenly spread sample of ``SAMPLE_PER_LEVEL`` parents of each of the first
 ``SAMPLE_LEVELS`` levels and ``SAMPLE_DEEPER`` of every deeper one (a kernel wrong only
 deep in the search is caught as one wrong at the start is), and the
 first ``WRAPS_PER_CHUNK`` parents of a chunk that hold a byte at 255, and as many at 127:
@@ -39,6 +41,7 @@ from .masks import state_mask, step_mask
 from .protocol import (
     ALWAYS,
     ALWAYS_EVENTUALLY,
+    COVER,
     LIVENESS,
     POSSIBLY,
     STEP,
@@ -127,10 +130,15 @@ class KernelCheck:
             got = by_parent.get(i, [])
             if [int(choices[j]) for j in got] != list(range(len(got))) or len(got) != len(expected):
                 kinds = [int(choices[j]) for j in got]
+                mine = [names[int(codes[j])] for j in got]
+                theirs = [action_name(a) for a, _ in expected]
+                missing = [a for a in theirs if a not in mine] or [a for a in mine if a not in theirs]
+                how = "not enabled by the kernel" if len(got) < len(expected) else "differ"
+                what = f" ({', '.join(missing)} {how})"
                 _fail(
                     state,
                     None,
-                    "successors",
+                    "successors" + (what if missing else ""),
                     f"{len(got)} (choices {kinds})",
                     f"{len(expected)} ({', '.join(format_action(model, a) for a, _ in expected)})",
                 )
@@ -198,7 +206,7 @@ class KernelCheck:
             if prop.kind in LIVENESS:
                 self._compare_liveness_mask(prop, rows)
                 continue
-            if prop.kind not in (ALWAYS, POSSIBLY):
+            if prop.kind not in (ALWAYS, POSSIBLY, COVER):
                 continue
             mask = state_mask(kernel, prop, rows)
             if mask is None:
@@ -246,7 +254,8 @@ def kernel_check(model, kernel, properties, options) -> KernelCheck | None:
     (``checker.states_kernel``: the model itself, nothing to compare)."""
     if not kernel.arrays:
         return None
-    return KernelCheck(model, kernel, tuple(properties), bool(options.symmetry), bool(options.verify_kernel))
+    full = bool(options.verify_kernel) or not kernel.sampled_comparison
+    return KernelCheck(model, kernel, tuple(properties), bool(options.symmetry), full)
 
 
 def _difference(mine: Any, theirs: Any) -> tuple[str, Any, Any]:

@@ -39,7 +39,7 @@ import numpy as np
 from .errors import PropertyError
 from .kernel_check import KernelCheck, KernelMismatchError
 from .masks import state_mask, step_mask
-from .protocol import ALWAYS_EVENTUALLY, Expander, Property, fair_instance, successors
+from .protocol import ALWAYS_EVENTUALLY, COVER, Expander, Property, fair_instance, successors
 
 
 @attrs.frozen
@@ -156,7 +156,7 @@ class LevelStep:
                 len(rows),
                 keys,
                 state_mask(kernel, prop, rows) if self.arrays else None,
-                lambda p, j: _checked(p, p.check(model, kernel.decode(rows[j]))),
+                lambda p, j: state_answer(p, model, kernel.decode(rows[j])),
             )
             if first is not None:
                 out[prop.name] = first
@@ -315,6 +315,14 @@ def record_first(
             level_found[prop] = (kind, why, where(i))
 
 
+def state_answer(prop: Property, model: Any, state: Any) -> str | None:
+    """A state invariant's answer on ``state`` (``None``: it holds), or a cover's: a
+    sentence when ``state`` is a witness (its predicate holds), ``None`` when not."""
+    if prop.kind == COVER:
+        return f"reached: {prop.description or prop.name}" if prop.check(model, state) else None
+    return _checked(prop, prop.check(model, state))
+
+
 def _checked(prop: Property, why: object) -> str | None:
     """A check's answer, refused unless it is ``None`` or a ``str``.
 
@@ -327,13 +335,16 @@ def _checked(prop: Property, why: object) -> str | None:
 
 
 def state_failures(model: Any, state: Any, invariants: Sequence[Property]) -> list[tuple[str, str]]:
-    """The ``(name, explanation)`` of every state invariant ``state`` violates, in order.
+    """The ``(name, explanation)`` of every state invariant ``state`` violates, in order
+    (a cover among them is no invariant: a witness is no failure, and it is skipped).
 
     Raises:
         PropertyError: a check returned neither ``None`` nor a ``str``.
     """
     out = []
     for prop in invariants:
+        if prop.kind == COVER:
+            continue
         why = _checked(prop, prop.check(model, state))
         if why is not None:
             out.append((prop.name, why))

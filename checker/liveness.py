@@ -343,25 +343,36 @@ class LivenessLog:
 
     # -- the verdict ----------------------------------------------------------------------
 
-    def decide(self, numbers_of: Callable[[np.ndarray], np.ndarray]) -> Lasso | None:
+    def decide(
+        self, numbers_of: Callable[[np.ndarray], np.ndarray], progress: Callable[[str], Any] | None = None
+    ) -> Lasso | None:
         """The first violated obligation and its lasso, after a search that explored every
         reachable state; ``None`` when every obligation holds.
 
         Args:
             numbers_of: ``numbers_of(fps)`` -> int64 array: the stored number of each
                 fingerprint of the uint64 array ``fps`` (every one is stored).
+            progress: called with a short sentence at each step of the decision (the graph
+                being built, each obligation's components decided), for a progress display.
         """
         if not self.kept_states:
             return None
+        say = progress or (lambda _text: None)
+        waiting = f"{self.kept_states:,} states waiting, {self.edges:,} edges"
+        say(f"{waiting}: building the graph")
         graph = self._graph(numbers_of)
         flags = self._flags.read()
+        components = 0
         for j in range(self.obligations):
+            say(f"{waiting}: obligation {j + 1:,} of {self.obligations:,}, {components:,} components decided")
             byte, shift = j // 8, 7 - j % 8  # packbits: the first obligation is the high bit
             opened = (flags[:, byte] >> shift) & 1 == 1
             waits = (flags[:, self._bits + byte] >> shift) & 1 == 1
             lasso = graph.violation(j, opened, waits)
+            components += graph.decided[0]
             if lasso is not None:
                 return lasso
+        say(f"{waiting}: {self.obligations:,} obligations, {components:,} components decided")
         return None
 
     def _targets(self, numbers_of: Callable[[np.ndarray], np.ndarray], index: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -542,6 +553,8 @@ class _Graph:
     choice: np.ndarray
     fair: np.ndarray
     enabled: np.ndarray  # (n, words) uint64
+    # the strongly connected components the last ``violation`` decided (for progress)
+    decided: list[int] = attrs.field(factory=lambda: [0], eq=False)
 
     def _out(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The edges leaving ``nodes``, grouped by node in the order of ``nodes``: their
@@ -557,6 +570,7 @@ class _Graph:
 
     def violation(self, j: int, opened: np.ndarray, waits: np.ndarray) -> Lasso | None:
         """Obligation ``j``'s lasso, or ``None`` when it holds."""
+        self.decided[0] = 0
         if not opened.any():
             return None
         n = len(self.numbers)
@@ -617,6 +631,7 @@ class _Graph:
         at_label = np.repeat(label, np.diff(self.starts)) if region_at is None else label[region_at]
         internal = at_label == label[to]
         labels = int(label.max()) + 1 if m else 0
+        self.decided[0] = labels
         nontrivial = np.zeros(labels, dtype=np.bool_)
         nontrivial[at_label[internal]] = True
         words = self.enabled.shape[1]

@@ -89,7 +89,8 @@ POSSIBLY = "possibly"  # AG EF: from every reachable state some goal state stays
 ALWAYS_EVENTUALLY = "always-eventually"  # []<>P under weak fairness
 LEADS_TO = "leads-to"  # P ~> Q under weak fairness, for every obligation
 LIVENESS = (ALWAYS_EVENTUALLY, LEADS_TO)  # the kinds decided on fair behaviours (lassos)
-KINDS = (ALWAYS, STEP, POSSIBLY, ALWAYS_EVENTUALLY, LEADS_TO)
+COVER = "cover"  # "this can happen": some reachable state satisfies the predicate
+KINDS = (ALWAYS, STEP, POSSIBLY, ALWAYS_EVENTUALLY, LEADS_TO, COVER)
 
 
 @attrs.frozen
@@ -105,7 +106,11 @@ class Property:
             state; it needs the whole reachable graph), or one of the two liveness kinds,
             decided over the fair behaviours of the whole reachable graph (see
             "Liveness" below): ``"always-eventually"`` (``[]<>P``) and ``"leads-to"``
-            (``P ~> Q``).
+            (``P ~> Q``); or ``"cover"`` ("this can happen", a vacuity check:
+            ``check(model, state)`` returns True for a *witness* state, and the cover is
+            answered with a shortest behaviour to the first witness of the breadth-first
+            order, or "never reached" when the whole reachable graph holds none, which a
+            run reports as a failure).
         check: a plain module-level function returning ``None`` when the property holds
             and a one-sentence explanation when it does not (for ``"always"`` and
             ``"step"``; the other kinds' answers are below).
@@ -123,7 +128,7 @@ class Property:
         mask: the property's array form for the model's batch kernel, a plain module-level
             function beside ``check``: ``mask(kernel, rows)`` -> a boolean per row, true where
             an ``"always"`` property is violated or where a ``"possibly"`` property's goal
-            holds; ``mask(kernel, rows, parents, after)`` for a ``"step"`` property, true
+            (a ``"cover"``'s predicate) holds; ``mask(kernel, rows, parents, after)`` for a ``"step"`` property, true
             for the transitions ``rows[parents[i]] -> after[i]`` that violate it; for the
             liveness kinds, below. The kernel's ``invariant_mask``/``step_mask``/``goal_mask``
             may answer with it; ``None`` (the default): no array form, the engines call
@@ -469,14 +474,17 @@ class BatchKernel(Expander, Protocol):
     - ``fingerprints(rows, symmetry)``: the 64-bit fingerprints of rows (of their orbits'
       canonical rows under symmetry reduction).
 
-    The engines compare a kernel with its model (``checker.kernel_check``): on a sample
-    of every level of every run, and on every state with ``--verify-kernel``.
+    The engines compare a kernel with its model (``checker.kernel_check``): on every
+    state of every run, or, for a kernel that sets ``sampled_comparison``, on a sample of
+    every level (and on every state with ``--verify-kernel``).
     ``KernelBase`` gives the optional members (``canonical``, the masks, ``fingerprints``,
     ``fair_codes``) their defaults; a kernel that does not inherit it may leave them out
     (``batch_path`` gives it the defaults once).
     """
 
     width: int
+    # compared with its model on a sample of each level only (``KernelBase``)
+    sampled_comparison: bool
 
     def init_rows(self, states: Sequence[Any]) -> Any: ...
 
@@ -508,6 +516,12 @@ class KernelBase:
 
     arrays = True  # rows are arrays (``checker.states_kernel``'s rows of Python states are not)
     by_columns = False  # the array forms are given the rows as expand made them
+    # Whether the engines may compare the kernel with its model on a sample of each level
+    # only (``checker.kernel_check``). False: on every state, so that a kernel wrong on a
+    # single state stops the run rather than turn into a wrong verdict. Only a kernel
+    # compared with its model on every state of many configurations by tests of its own
+    # (the Kafka kernel: the suite's differential tests) sets it.
+    sampled_comparison = False
 
     def canonical(self, rows: Any) -> Any:
         return rows

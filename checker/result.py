@@ -13,6 +13,8 @@ import attrs
 HOLDS = "holds"
 VIOLATED = "violated"
 UNKNOWN = "unknown"  # the search stopped before the property could be decided
+REACHED = "reached"  # a cover's predicate holds in some reachable state
+NEVER_REACHED = "never reached"  # ...in none of them (every reachable state explored)
 
 
 @attrs.frozen
@@ -116,6 +118,9 @@ class Stats:
     # the states whose expansion by a batch kernel was compared with the model's
     # (``checker.kernel_check``; 0 without a kernel)
     cross_checked: int = 0
+    # what the run is doing once the search is over (a progress snapshot's, e.g.
+    # "deciding EventuallyLeader: ..."; None while it explores); never saved
+    deciding: str | None = attrs.field(default=None, eq=False)
 
     @property
     def states_per_second(self) -> float:
@@ -156,6 +161,23 @@ class CheckResult:
     stopped: str | None = None
     max_depth: int | None = None
     unknown: dict[str, str] = attrs.field(factory=dict)
+    # the cover properties checked ("this can happen"), in order, and a shortest
+    # behaviour to the first witness of each one reached
+    covers: list[str] = attrs.field(factory=list)
+    witnesses: dict[str, Path] = attrs.field(factory=dict)
+
+    def cover_verdict(self, name: str) -> str:
+        """``"reached"`` (``witnesses`` holds its shortest witness), ``"never reached"``
+        (every reachable state was explored and none satisfies it: a failure, as a
+        violation is), or ``"unknown"`` (the run stopped first)."""
+        if name in self.witnesses:
+            return REACHED
+        return NEVER_REACHED if self.complete else UNKNOWN
+
+    @property
+    def never_reached(self) -> list[str]:
+        """The covers a complete run never reached, in order."""
+        return [name for name in self.covers if self.cover_verdict(name) == NEVER_REACHED]
 
     def verdict(self, name: str) -> str:
         if name in self.violations:

@@ -111,10 +111,12 @@ def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[
     # Executors must run the driver's Python (same version, same installed packages).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = SparkConf().setMaster(master).setAppName("kmc").set("spark.ui.enabled", "false")
+    # kmc draws its own progress line: Spark's console progress bar would interleave with it
+    # (even with --verbose, which keeps Spark's log messages)
+    conf.set("spark.ui.showConsoleProgress", "false")
     java_options = " ".join([DRIVER_JAVA_OPTIONS, conf.get("spark.driver.extraJavaOptions", "")]).strip()
     log_config = None
     if not verbose:
-        conf.set("spark.ui.showConsoleProgress", "false")
         fd, log_config = tempfile.mkstemp(prefix="kmc-log4j2-", suffix=".properties")
         # Removed below once the context is up; at exit too, should the process end while a
         # start in the background (checker.spark_start) is still under way.

@@ -20,6 +20,8 @@ expected of it.
     invariants = ["CommittedNeverLost"]   # default: see invariants.default_properties
     keep_going = false            # after a failure, keep exploring to decide the others
     symmetry = false              # one state per orbit of replica permutations
+    deadlock = false              # a state with no enabled action is an error (TLC's check)
+    covers = ["RecordCommitted"]  # scenarios that must be reached (invariants.covers)
     max_depth = 30
     max_states = 1000000
     max_memory = "8G"             # stop cleanly past this resident memory (or bytes)
@@ -51,6 +53,7 @@ import attrs
 from kmc.checker.errors import SpecError
 from kmc.checker.result import HOLDS, VIOLATED
 from kmc.invariants import BY_NAME, EVERY, default_properties
+from kmc.invariants.covers import COVERS_BY_NAME, missing_option
 
 from . import releases
 from .config import (
@@ -126,6 +129,8 @@ _CHECK_KEYS = (
     "symmetry",
     "store",
     "workers",
+    "deadlock",
+    "covers",
 )
 _HEAD_KEYS = ("title", "description", "model", "check")  # then the application's tables
 _TAIL_KEYS = ("expect",)
@@ -199,6 +204,8 @@ class Spec:
     engine: str = "local"
     store: str = "memory"
     workers: int | None = None  # None: as many as the machine gives the process
+    deadlock: bool = False  # a state with no enabled action is an error (checker.deadlock)
+    covers: tuple = ()  # the names of the covers to reach (invariants.covers), in the spec's order
     expect: dict = attrs.field(factory=dict)
     tables: dict = attrs.field(factory=dict)  # the application's tables, as their readers give them
     kafka: KafkaSetting | None = None  # the Kafka release the model was read from (model.kafka, --kafka)
@@ -216,6 +223,22 @@ class Spec:
     def properties(self, names=None) -> list[Property]:
         """The ``Property`` values to check (``names`` overrides the spec's list)."""
         return [BY_NAME[n] for n in (names or self.invariants)]
+
+
+def _covers(path: str, value: Any, config: Config) -> tuple:
+    """``[check] covers``: a list of distinct cover names (``invariants.covers``), each
+    one whose scenario the configuration can run."""
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise SpecError(path, "check.covers", "must be a list of cover names (kmc invariants lists them)")
+    for x in value:
+        if x not in COVERS_BY_NAME:
+            raise SpecError(path, "check.covers", f"unknown cover {_show(x)} (known: {', '.join(COVERS_BY_NAME)})")
+        need = missing_option(x, config)
+        if need is not None:
+            raise SpecError(path, "check.covers", f"{x} needs {need}: without it the scenario cannot happen")
+    if len(set(value)) != len(value):
+        raise SpecError(path, "check.covers", "names a cover twice")
+    return tuple(value)
 
 
 def is_replica_name(x) -> bool:
@@ -295,6 +318,8 @@ def parse_spec(
         invariants = tuple(p.name for p in default_properties(config))
     keep_going = _bool(path, "check.keep_going", check.get("keep_going", False))
     symmetry = _bool(path, "check.symmetry", check.get("symmetry", False))
+    deadlock = _bool(path, "check.deadlock", check.get("deadlock", False))
+    covers = _covers(path, check.get("covers", []), config)
     max_depth = _opt_int(path, "check.max_depth", check.get("max_depth"))
     max_states = _opt_int(path, "check.max_states", check.get("max_states"))
     max_memory = _size(path, "check.max_memory", check.get("max_memory"))
@@ -336,6 +361,8 @@ def parse_spec(
         engine=engine,
         store=store,
         workers=workers,
+        deadlock=deadlock,
+        covers=covers,
         expect=verdicts,
         tables=kept,
         kafka=setting,

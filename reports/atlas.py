@@ -5,8 +5,11 @@ Rows are settings (replicas, min ISR, flushed or lossy crashes, acks all or 1); 
 the Kafka versions of ``kmc matrix --versions`` (read from its grid) and two with unclean
 election. Each cell gives both halves of the trade-off: are acknowledged and committed
 records kept (``AcknowledgedNeverLost``, ``CommittedNeverLost``), and can the partition
-always get a leader again (``PartitionRecoverable``); the page opens with a conclusion
-written from the cells. Nothing here runs an engine: the command
+always get a leader again (``PartitionRecoverable``); every other safety property the
+column's options check by default (``invariants.default_properties``: LogsNeverDiverge,
+LeaderCandidateCompleteness, UncommittedNeverExposed with the fetch path, ...) counts in
+the cell's durability too, and a cell names each one that fails. The page opens with a
+conclusion written from the cells. Nothing here runs an engine: the command
 (``app/commands/atlas.py``) hands this module plain cell dicts.
 
 A cell::
@@ -18,6 +21,8 @@ A cell::
      "acknowledged": {...as committed...},
      "availability": {"verdict": ..., "length": int | null, "trap_states": int | null,
                       "trap_share": float | null, "trace": ... (when violated)},
+     "safety": {"LogsNeverDiverge": {...as committed...}, ...},  # every other safety
+                                       # property the cell checked, in the order checked
      "expected": {"committed": ..., "availability": ...},   # where known, else {}
      "matched": bool | null}
 """
@@ -35,6 +40,7 @@ MARKER = "<!-- kmc atlas: written by `kmc matrix --atlas` -->"
 COMMITTED, AVAILABLE = "CommittedNeverLost", "PartitionRecoverable"
 ACKED = "AcknowledgedNeverLost"
 PROPERTIES = (COMMITTED, ACKED, AVAILABLE)
+HALVES = {COMMITTED: "committed", ACKED: "acknowledged", AVAILABLE: "availability"}
 
 # Every row: 2 records and leader epochs <= 2; 2 crashes with 2 replicas, 1 with 3 (as the
 # matrix grid's rows: a three-replica cell with 2 crashes has 0.5 to 1.5 million states, and
@@ -136,13 +142,29 @@ def config_of(row: str, policy: str) -> Config:
     )
 
 
+def properties_of(row: str, policy: str) -> tuple:
+    """The properties a cell checks: every safety property its configuration checks by
+    default (``invariants.default_properties``, which names ``AcknowledgedNeverLost`` for
+    every row: each sets ``acks``), then ``PartitionRecoverable``."""
+    from kmc.invariants import BY_NAME, default_properties
+
+    props = tuple(default_properties(config_of(row, policy)))
+    for name in PROPERTIES:
+        if all(p.name != name for p in props):
+            props += (BY_NAME[name],)
+    return props
+
+
 def cell_of(row: str, policy: str, result) -> dict:
-    """A cell dict from an engine's ``CheckResult`` (checked: ``PROPERTIES``)."""
+    """A cell dict from an engine's ``CheckResult`` (checked: ``properties_of``, or any
+    list holding ``PROPERTIES``)."""
     distinct = result.stats.distinct
     committed = _half(result, COMMITTED)
     acknowledged = _half(result, ACKED)
     availability = _half(result, AVAILABLE)
-    for name, half in ((COMMITTED, committed), (ACKED, acknowledged), (AVAILABLE, availability)):
+    safety = {name: _half(result, name) for name in result.checked if name not in PROPERTIES}
+    halves = ((COMMITTED, committed), (ACKED, acknowledged), (AVAILABLE, availability), *safety.items())
+    for name, half in halves:
         if name in result.violations:
             half["trace"] = trace_path(row, policy, name)
     v = result.violations.get(AVAILABLE)
@@ -166,6 +188,7 @@ def cell_of(row: str, policy: str, result) -> dict:
         "committed": committed,
         "acknowledged": acknowledged,
         "availability": availability,
+        "safety": safety,
         "expected": dict(known),
         "matched": matched,
     }
@@ -217,10 +240,16 @@ def _mark(half, availability=False) -> str:
     return text
 
 
+def failed_safety(cell) -> list[str]:
+    """The safety properties other than the two losses (``cell["safety"]``) that the cell
+    finds violated, in the order checked."""
+    return [name for name, half in cell.get("safety", {}).items() if half["verdict"] == _V]
+
+
 def durable(cell) -> bool | None:
-    """No record the producer was told is written, and no committed record, is ever lost
-    (None: not decided)."""
-    halves = [cell["committed"], cell.get("acknowledged", {"verdict": _H})]
+    """No record the producer was told is written, and no committed record, is ever lost,
+    and every other safety property the cell checked holds (None: not decided)."""
+    halves = [cell["committed"], cell.get("acknowledged", {"verdict": _H}), *cell.get("safety", {}).values()]
     if any(h["verdict"] == _V for h in halves):
         return False
     return True if all(h["verdict"] == _H for h in halves) else None
@@ -247,6 +276,7 @@ def cell_text(cell) -> str:
     if "acknowledged" in cell:
         parts.append(f"acked {_mark(cell['acknowledged'])}")
     parts += [f"committed {_mark(cell['committed'])}", f"available {_mark(cell['availability'], True)}"]
+    parts += [f"{name} {_mark(half)}" for name, half in cell.get("safety", {}).items() if half["verdict"] != _H]
     text = " · ".join(parts)
     if cell["matched"] is False:
         text += " **UNEXPECTED**"
@@ -271,7 +301,10 @@ def conclusion(doc) -> list[str]:
         *_in_short(doc),
         "",
         "*Durable*: no record the producer was told is written (`AcknowledgedNeverLost`) and no "
-        "committed record (`CommittedNeverLost`) is ever lost. *Available*: from every reachable "
+        "committed record (`CommittedNeverLost`) is ever lost, and every other safety property the "
+        "column's options check holds (`HighWatermarkBelowLogEnd`, `LogsNeverDiverge`, "
+        "`LeaderEpochMonotonic`, `LeaderCandidateCompleteness` with the 2.1 rule, the HW gate or the "
+        "ELR, `UncommittedNeverExposed` with the fetch path). *Available*: from every reachable "
         "state the partition can still get a leader (`PartitionRecoverable`). Of the "
         f"{total} cells (settings × versions):",
         "",
@@ -320,11 +353,30 @@ def _in_short(doc) -> list[str]:
             continue
         if ok:
             out.append(f"- `acks={acks}`: {len(ok)} of {len(mine)} cells are durable and available.")
-        else:
+        elif all(c.get("acknowledged", {}).get("verdict") == _V for c in mine):
             out.append(
                 f"- `acks={acks}`: none of its {len(mine)} cells is durable: in every one, a record the "
                 "producer was told is written can be lost."
             )
+        else:
+            out.append(f"- `acks={acks}`: none of its {len(mine)} cells is both durable and available.")
+    others = [
+        c
+        for c in cells
+        if failed_safety(c) and all(c[h]["verdict"] == _H for h in ("committed", "acknowledged") if h in c)
+    ]
+    if others:
+        where = "; ".join(
+            f"{doc['rows'][c['row']]} under {doc['policies'][c['policy']]}: "
+            + ", ".join(f"`{n}`" for n in failed_safety(c))
+            for c in others
+        )
+        one = len(others) == 1
+        out.append(
+            f"- losing no record is not enough: {len(others)} cell{'' if one else 's'} "
+            f"{'keeps' if one else 'keep'} every acknowledged and committed record yet "
+            f"{'is' if one else 'are'} not durable, because another safety property fails ({where})."
+        )
     lossy = [c for c in safe if settings(c)[4]]
     if lossy:
         versions = [doc["policies"][p] for p in doc["policies"] if any(c["policy"] == p for c in lossy)]
@@ -374,6 +426,8 @@ def to_markdown(doc) -> str:
         "- *available*: `PartitionRecoverable` — ✓ holds; ✗ n (p% traps): the shortest behaviour into "
         "a state from which no replica can ever lead again has n states, and p% of the reachable "
         "states are such traps.",
+        "- any other safety property the column's options check is named when it fails: `LogsNeverDiverge ✗ n` "
+        "(the shortest behaviour that violates it has n states); a cell names none when every one holds.",
         "",
         "| configuration | " + " | ".join(doc["policies"][p] for p in policies) + " |",
         "|---|" + "---|" * len(policies),
@@ -389,16 +443,20 @@ def to_markdown(doc) -> str:
         "",
         "## Every cell",
         "",
-        "| configuration | version | distinct states | seconds | acked | committed | available |",
-        "|---|---|---:|---:|---|---|---|",
+        "| configuration | version | distinct states | seconds | acked | committed | available | other safety |",
+        "|---|---|---:|---:|---|---|---|---|",
     ]
     for c in doc["cells"]:
         acked = c.get("acknowledged", {"verdict": "unknown"})
+        safety = c.get("safety", {})
+        other = "; ".join(f"{n} {_mark(h)}{_links(h)}" for n, h in safety.items() if h["verdict"] != _H)
+        if not other:
+            other = f"✓ ({len(safety)} checked)" if safety else ""
         lines.append(
             f"| {doc['rows'][c['row']]} | {doc['policies'][c['policy']]} | "
             f"{c['distinct_states']:,} | {c['seconds']:.1f} | {_mark(acked)}{_links(acked)} | "
             f"{_mark(c['committed'])}{_links(c['committed'])} | {_mark(c['availability'], True)}"
-            f"{_links(c['availability'])} |"
+            f"{_links(c['availability'])} | {other} |"
         )
     return "\n".join(lines) + "\n"
 

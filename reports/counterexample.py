@@ -84,4 +84,28 @@ def lasso_summary(violation) -> str:
     return f"a lasso of {n} states, its cycle from state {loop + 1} back to it"
 
 
-__all__ = ["by_path", "cross_checked_text", "json_value", "lasso_dict", "lasso_mark", "lasso_summary"]
+__all__ = [
+    "by_path",
+    "covers_to_dict",
+    "cross_checked_text",
+    "json_value",
+    "lasso_dict",
+    "lasso_mark",
+    "lasso_summary",
+]
+
+
+def covers_to_dict(result, trace) -> dict:
+    """``{"covers": [...]}`` when the run checked covers (else ``{}``): each cover's name,
+    its verdict (``"reached"``, ``"never reached"``, ``"unknown"``) and, when reached, its
+    shortest witness as ``trace(path)`` writes a trace."""
+    covers = getattr(result, "covers", None) or []
+    if not covers:
+        return {}
+    out = []
+    for name in covers:
+        doc = {"name": name, "verdict": result.cover_verdict(name)}
+        if name in result.witnesses:
+            doc["trace"] = trace(result.witnesses[name])
+        out.append(doc)
+    return {"covers": out}

@@ -19,7 +19,15 @@ from rich.table import Table
 from rich.text import Text
 
 from . import html, mermaid
-from .counterexample import by_path, cross_checked_text, json_value, lasso_dict, lasso_mark, lasso_summary
+from .counterexample import (
+    by_path,
+    covers_to_dict,
+    cross_checked_text,
+    json_value,
+    lasso_dict,
+    lasso_mark,
+    lasso_summary,
+)
 from .coverage import coverage_view
 from .diagram import MARKER
 
@@ -82,6 +90,7 @@ def result_dict(spec, model, result) -> dict:
         },
         "verdicts": {name: result.verdict(name) for name in result.checked},
         "violations": [violation_dict(model, result.violations[n]) for n in result.checked if n in result.violations],
+        **covers_to_dict(result, lambda path: _trace_dict(model, path)),
     }
 
 
@@ -136,7 +145,9 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
     actions (with ``coverage``: the coverage tables instead), the counterexamples and a
     summary."""
     s = result.stats
-    props = {p.name: p for p in model.properties()}
+    from kmc.checker.deadlock import Deadlock
+
+    props = {p.name: p for p in (*model.properties(), Deadlock)}
     verdicts = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)
     for column in ("property", "verdict", "meaning"):
         verdicts.add_column(column)
@@ -176,6 +187,7 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
                 trace_view(model, v, diff=diff),
             ]
             parts += [Text(f"{safe_text(x.property)}: {safe_text(x.explanation)}", "bold red") for x in also]
+    parts += _covers_view(model, result, show_traces, diff)
     parts.append(Text(""))
     if ordered:
         parts.append(
@@ -189,6 +201,9 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
                 "bold red",
             )
         )
+    elif result.never_reached:
+        names = ", ".join(safe_text(n) for n in result.never_reached)
+        parts.append(Text(f"✗ No violation, but never reached: {names} (a cover must be reached).", "bold red"))
     elif result.complete:
         parts.append(Text(f"✓ No violation in {s.distinct:,} distinct states.", "bold green"))
     else:  # stopped early (a bound, --max-memory, a signal): nothing is proved
@@ -201,6 +216,43 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
             )
         )
     return Group(*parts)
+
+
+def _covers_view(model, result, show_traces, diff) -> list[RenderableType]:
+    """The covers a run checked: each reached one with its shortest witness, each never
+    reached (a failure) or undecided."""
+    from kmc.checker.protocol import COVER
+    from kmc.checker.result import Violation
+
+    parts: list[RenderableType] = []
+    if not result.covers:
+        return parts
+    parts += [Text(""), Text("covers (each must be reached):", "bold")]
+    for name in result.covers:
+        parts.append(cover_line(result, name))
+    if show_traces:
+        for name, path in result.witnesses.items():
+            parts += [
+                Text(""),
+                Text(f"Witness: {safe_text(name)} ({len(path)} states)", "bold green"),
+                trace_view(model, Violation(name, COVER, "reached", path), diff=diff),
+            ]
+    return parts
+
+
+def cover_line(result, name) -> Text:
+    """One cover's answer in a line: reached (with its witness's length), never reached,
+    or unknown."""
+    verdict = result.cover_verdict(name)
+    if verdict == "reached":
+        length = len(result.witnesses[name])
+        return Text(f"  ✓ {safe_text(name)} reached: a shortest witness has {length} states", "green")
+    if verdict == "never reached":
+        return Text(
+            f"  ✗ {safe_text(name)} NEVER REACHED in {result.stats.distinct:,} distinct states (every reachable state)",
+            "bold red",
+        )
+    return Text(f"  ? {safe_text(name)} unknown: the search stopped before reaching it", "yellow")
 
 
 def _label(text) -> str:
@@ -285,6 +337,10 @@ def violation_page(ref, model, violation) -> str:
     parts = html.head(f"kmc replay: {ref}")
     parts += ["</header>", _trace_section(model, [violation]), *html.foot(f"kmc replay --model {ref}")]
     return "\n".join(parts) + "\n"
+
+
+def _trace_dict(model, path) -> dict:
+    return {"init_index": path.init_index, "choices": list(path.choices), "steps": trace_steps(model, path)}
 
 
 def violation_dict(model, violation) -> dict:

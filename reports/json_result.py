@@ -15,7 +15,7 @@ from kmc.checker.result import UNKNOWN
 from kmc.model.actions import ACTION_NAMES, action_names
 from kmc.model.state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
 
-from .counterexample import lasso_dict
+from .counterexample import covers_to_dict, lasso_dict
 from .coverage import coverage_to_dict
 
 SCHEMA_VERSION = 1
@@ -331,6 +331,7 @@ def result_to_dict(spec, model, result) -> dict:
             _violation_to_dict(model, v)
             for v in (result.violations[name] for name in result.checked if name in result.violations)
         ],
+        **covers_to_dict(result, lambda path: trace_to_dict(model, path)),
     }
 
 

@@ -28,16 +28,29 @@ def _elapsed(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
-def progress_text(stats, title: str = "exploring") -> Text:
-    """The progress line for a ``Stats`` snapshot (without the spinner)."""
+def progress_text(stats, title: str = "exploring", seconds: float | None = None) -> Text:
+    """The progress line for a ``Stats`` snapshot (without the spinner); ``seconds``: the
+    run's time now, when it has moved on since the snapshot. Once the search is over and a
+    verdict is being decided (``stats.deciding``), the line says so, with the counts."""
     text = Text()
     text.append(title, "bold")
+    seconds = stats.seconds if seconds is None else seconds
+    deciding = getattr(stats, "deciding", None)
+    if deciding:
+        text.append("  ·  ", "dim")
+        text.append(deciding, "cyan")
+        text.append("  ·  ", "dim")
+        text.append(f"{stats.distinct:,}", "cyan")
+        text.append(" distinct states", "dim")
+        text.append("  ·  ", "dim")
+        text.append(_elapsed(seconds), "cyan")
+        return text
     for label, value, after in (
         ("", f"{stats.distinct:,}", " distinct states"),
         ("", f"{stats.queue:,}", " in queue"),
         ("depth ", f"{stats.depth}", ""),
         ("", f"{stats.states_per_second:,.0f}", " states/s"),
-        ("", _elapsed(stats.seconds), ""),
+        ("", _elapsed(seconds), ""),
     ):
         text.append("  ·  ", "dim")
         text.append(label, "dim")
@@ -64,11 +77,13 @@ def level_text(stats, level_seconds: float) -> Text:
 def plain_line(stats, when: datetime, title: str = "kmc") -> str:
     """One lasting progress line for logs: ``2026-01-02T03:04:05Z kmc: 1,834 distinct ·
     3,455 generated · 580 queue · depth 10 · 6,400 states/s``."""
-    return (
+    line = (
         f"{when.strftime('%Y-%m-%dT%H:%M:%SZ')} {title}: {stats.distinct:,} distinct · "
         f"{stats.generated:,} generated · {stats.queue:,} queue · depth {stats.depth} · "
         f"{stats.states_per_second:,.0f} states/s"
     )
+    deciding = getattr(stats, "deciding", None)
+    return f"{line} · {deciding}" if deciding else line
 
 
 def _utc_now() -> datetime:
@@ -114,11 +129,13 @@ class ProgressDisplay:
         self._level_started = 0.0
         self._spinner = Spinner("dots", text=Text(f"{title} …", "bold"), style="cyan")
         self._live: Live | None = None
+        self._shown_at = 0.0  # the clock() when the latest snapshot came: its time runs on from there
+        self._said = False  # a status message is on the line (until the next snapshot)
 
     def __enter__(self) -> ProgressDisplay:
         if self.enabled:
             self._live = Live(
-                self._spinner,
+                _Ticking(self),
                 console=self.console,
                 transient=True,
                 refresh_per_second=8,
@@ -147,12 +164,23 @@ class ProgressDisplay:
         if self.levels and (previous is None or stats.depth != previous.depth):
             self._live.console.print(level_text(stats, stats.seconds - self._level_started))
             self._level_started = stats.seconds
+        self._shown_at = self._clock()
+        self._said = False
         self._spinner.update(text=progress_text(stats, self.title))
+
+    def line(self) -> Text | None:
+        """The live line now: the latest snapshot, its clock moved on by the time since it
+        came (so that a long step with no new counts, such as a liveness decision, never
+        shows a frozen clock); ``None`` before the first snapshot."""
+        if self.last is None or self._said:
+            return None
+        return progress_text(self.last, self.title, self.last.seconds + self._clock() - self._shown_at)
 
     def status(self, message: str) -> None:
         """Say what the engine is doing before it has counts to show (Spark's start-up):
         on the live line, or as a plain timestamped line when there is none."""
         if self._live is not None:
+            self._said = True  # shown until the next snapshot
             self._spinner.update(text=Text(f"{self.title}: {message} …", "bold"))
         elif self.every is not None:
             self.console.print(
@@ -163,3 +191,17 @@ class ProgressDisplay:
             )
 
     __call__ = update  # so the display itself can be passed as an engine's ``progress``
+
+
+class _Ticking:
+    """What the live display draws at each refresh: the spinner, its text rebuilt from the
+    latest snapshot with the clock running (``ProgressDisplay.line``)."""
+
+    def __init__(self, display: ProgressDisplay) -> None:
+        self.display = display
+
+    def __rich__(self) -> Spinner:
+        line = self.display.line()
+        if line is not None:
+            self.display._spinner.text = line
+        return self.display._spinner

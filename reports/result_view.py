@@ -195,6 +195,7 @@ class ResultView:
         """The verdict of every checked property, its expectation and what it means (the
         meaning is left out when ``max_width`` is too narrow for it: see
         ``kmc invariants``)."""
+        from kmc.checker.deadlock import DEADLOCK, Deadlock
         from kmc.invariants import BY_NAME
 
         result, expected = self.result, self.expectation["expected"]
@@ -210,7 +211,7 @@ class ResultView:
                 exp = Text(f"not decided (expected {want})", "yellow")
             else:
                 exp = Text(f"UNEXPECTED (expected {want})", "bold red")
-            prop = BY_NAME.get(name)
+            prop = BY_NAME.get(name) or (Deadlock if name == DEADLOCK else None)
             rows.append((name, _VERDICT_TEXT[verdict].copy(), exp, prop.description if prop is not None else ""))
         name_width = max((len(r[0]) for r in rows), default=8)
         exp_width = max((r[2].cell_len for r in rows), default=0)
@@ -319,6 +320,13 @@ class ResultView:
                 yield Text(UNCLEAN_NOTE, "dim")
         for name, reason in (getattr(result, "unknown", None) or {}).items():
             yield Text(f"{name} is unknown: {safe_text(reason)}", "yellow")
+        never = getattr(result, "never_reached", None)
+        if never:
+            yield Text(
+                f"✗ Never reached: {', '.join(never)} (a cover must be reached: the configuration never shows "
+                f"{'that scenario' if len(never) == 1 else 'those scenarios'}).",
+                "bold red",
+            )
         exp = self.expectation
         if exp["expected"]:
             undecided = [n for n in exp["expected"] if exp["got"].get(n) == UNKNOWN]
@@ -362,6 +370,21 @@ class ResultView:
             yield coverage_view(self.result.stats)
         else:
             yield self.action_table()
+        if self.result.covers:
+            from kmc.checker.protocol import COVER
+            from kmc.checker.result import Violation
+
+            from .generic import cover_line
+
+            yield Text("")
+            yield Text("covers (each must be reached):", "bold")
+            for name in self.result.covers:
+                yield cover_line(self.result, name)
+            for name, path in self.result.witnesses.items() if self.show_traces else ():
+                yield Text("")
+                title = Text(f"Witness: {name} ({len(path)} states)", "bold green")
+                yield Rule(title, style="green") if title.cell_len + 6 <= options.max_width else title
+                yield TraceView(self.model, Violation(name, COVER, "reached", path), diff=self.diff)
         if self.show_traces:
             for v, *also in by_path(self.violations()):  # a path several properties share: once
                 yield Text("")

@@ -154,6 +154,9 @@ class TraceView:
         model, v = self.model, self.violation
         n = len(v.path)
         text = Text()
+        if v.kind == "cover":  # a cover's witness: the scenario happens
+            text.append(f"✓ {v.property} is reached in State {n}", "bold green")
+            return Panel(text, border_style="green", expand=False, padding=(0, 1))
         text.append(f"✗ {v.property}", "bold red")
         if v.kind == "possibly":
             text.append(

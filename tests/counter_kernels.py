@@ -4,7 +4,8 @@ comparison of a kernel with its model (``checker.kernel_check``) must accept and
 ``CountersKernel(model, column)`` keeps ``x`` and ``y`` in columns of numpy type ``column``
 (``np.uint8`` wraps past 255: the mistake ``docs/writing-a-model.md`` once made);
 ``WrongMask`` answers ``SumBelow`` with a mask that never fires; ``WrongSuccessor``
-sends ``IncY`` of the state (1, 0) to (1, 2). The factories at the bottom are what
+sends ``IncY`` of the state (1, 0) to (1, 2); ``NeverIncYAtOneState`` never enables
+``IncY`` at the one state (20, 40) of a 61 x 61 grid. The factories at the bottom are what
 ``kmc check --model tests/counter_kernels.py:NAME`` loads.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-from kmc.checker.protocol import KernelBase
+from kmc.checker.protocol import COVER, STEP, KernelBase, Property
 from toy import Counters, Inc, TwoCounters
 
 
@@ -73,6 +74,27 @@ class WrongSuccessor(CountersKernel):
         return parents, choices, codes, succ
 
 
+class NeverIncYAtOneState(CountersKernel):
+    """Right at every state but (20, 40), where it never enables IncY: on the 61 x 61 grid
+    (n = 60) every state is still reached (the state (20, 41) through IncX of (19, 41)), but
+    the step that ``OneStep`` forbids is never taken."""
+
+    def expand(self, rows):
+        parents, choices, codes, succ = super().expand(rows)
+        cols = self._columns(rows)
+        keep = ~((cols[parents, 0] == 20) & (cols[parents, 1] == 40) & (codes == 1))
+        return parents[keep], choices[keep], codes[keep], succ[keep]
+
+
+def _one_step(model, before, action, after):
+    if (before.x, before.y) == (20, 40) and action.name == "IncY":
+        return "IncY taken at (20, 40)"
+    return None
+
+
+OneStep = Property("OneStep", STEP, _one_step, "IncY is never taken at (20, 40)")
+
+
 @attrs.frozen
 class KernelCounters(TwoCounters):
     """The toy counters with one of the kernels above."""
@@ -104,3 +126,53 @@ def wrong_mask():
 
 def wrong_successor():
     return KernelCounters(kernel=WrongSuccessor)
+
+
+@attrs.frozen
+class OneStepCounters(KernelCounters):
+    """The 61 x 61 grid with the step property ``OneStep``, which only the step IncY at
+    (20, 40) violates (a shortest behaviour of 62 states: 61 steps to (20, 41))."""
+
+    def properties(self):
+        return (OneStep,)
+
+
+def one_wrong_state():
+    return OneStepCounters(n=60, limit=10**6, kernel=NeverIncYAtOneState)
+
+
+def _corner(model, state):
+    return state.x == model.n and state.y == model.n
+
+
+def _x_two_y_one(model, state):
+    return (state.x, state.y) == (2, 1)
+
+
+def _x_two_y_one_mask(kernel, rows):
+    cols = rows.view(kernel.column)
+    return (cols[:, 0] == 2) & (cols[:, 1] == 1)
+
+
+def _beyond(model, state):
+    return state.x > model.n
+
+
+Corner = Property("Corner", COVER, _corner, "both counters at n")
+XTwoYOne = Property("XTwoYOne", COVER, _x_two_y_one, "x is 2 and y is 1", mask=_x_two_y_one_mask)
+Beyond = Property("Beyond", COVER, _beyond, "x passes n")
+
+
+@attrs.frozen
+class CoveredCounters(KernelCounters):
+    """The toy counters with covers: ``Corner`` and ``XTwoYOne`` (with an array form) are
+    reached, ``Beyond`` (with ``beyond``) never is."""
+
+    beyond: bool = False
+
+    def properties(self):
+        return (Corner, XTwoYOne, *((Beyond,) if self.beyond else ()))
+
+
+def covered(n=3, beyond=False):
+    return CoveredCounters(n=int(n), limit=10**6, beyond=bool(beyond))

@@ -221,3 +221,68 @@ def test_the_versions_table_tells_kip966_from_4_1():
     assert _bounds(rows["lrs_acks-v21-elr"].as_dict()) == "2 msg, 1 crash, ep ≤ 2, HW gate, ELR, acks all"
     assert _bounds(rows["lrs_acks-v41"].as_dict()) == \
         "2 msg, 1 crash, ep ≤ 2, HW gate, ELR, last known leader, acks all"
+
+
+def test_the_cells_weigh_every_safety_property_their_options_check():
+    # Every cell checks what `kmc check` of its configuration checks by default (and
+    # PartitionRecoverable): a property a column's options turn on (UncommittedNeverExposed with
+    # the fetch path, LeaderCandidateCompleteness with the 2.1 rule) is never left out.
+    from kmc.invariants import default_properties
+    from kmc.reports.atlas import properties_of
+
+    for row in ROWS:
+        for policy in POLICIES:
+            names = [p.name for p in properties_of(row, policy)]
+            wanted = [p.name for p in default_properties(config_of(row, policy))]
+            assert names == wanted + [AVAILABLE], (row, policy)
+    assert "UncommittedNeverExposed" in [p.name for p in properties_of("r2-isr1-flushed-acksall", "v281")]
+    assert "UncommittedNeverExposed" not in [p.name for p in properties_of("r2-isr1-flushed-acksall", "v21")]
+    assert "LeaderCandidateCompleteness" not in [p.name for p in properties_of("r2-isr1-flushed-acksall", "hw")]
+
+
+def test_a_cell_that_loses_no_record_but_exposes_an_uncommitted_one_is_not_durable(tmp_path):
+    # KAFKA-14704 under 2.8.1-3.4.0: a follower truncating in the fetch path keeps a high
+    # watermark above a record that was never committed, so a consumer reading from it reads
+    # that record; no acknowledged or committed record is lost. `kmc check` of this
+    # configuration finds UncommittedNeverExposed violated in a 9-state behaviour.
+    from kmc.reports.atlas import available, durable, failed_safety
+
+    row, policy = "r2-isr1-flushed-acksall", "v281"
+    cell = run_cell((row, policy, None))
+    assert cell["committed"]["verdict"] == cell["acknowledged"]["verdict"] == "holds"
+    une = cell["safety"]["UncommittedNeverExposed"]
+    assert (une["verdict"], une["length"]) == ("violated", 9)
+    assert "UncommittedNeverExposed" in failed_safety(cell)
+    assert durable(cell) is False and available(cell) is True
+    assert "UncommittedNeverExposed ✗ 9" in cell_text(cell)
+    write_atlas(tmp_path, [cell], command="kmc matrix --atlas --out x", total_seconds=1.0)
+    text = (tmp_path / "ATLAS.md").read_text()
+    answer = text.split("## The answer", 1)[1].split("\n## ", 1)[0]
+    assert "- **durable and available**: 0 cells." in answer
+    assert "- **available, not durable**: 1 cell:" in answer
+    assert "2.8.1–3.4.0: AlterPartition + fetch path with KAFKA-14704: `LogsNeverDiverge`, `UncommittedNeverExposed`" in answer
+    name = f"traces/atlas-{row}-{policy}-UncommittedNeverExposed"
+    assert f"UncommittedNeverExposed ✗ 9 ([trace]({name}.json), [diagram]({name}.html))" in text
+    assert main(["replay", str(tmp_path / f"{name}.json")]) == 0
+    # the same verdict and length as `kmc check` of the cell's configuration
+    from kmc.checker.engines import make_engine
+    from kmc.checker.local import Options
+    from kmc.invariants import UncommittedNeverExposed
+
+    result = make_engine(KafkaModel(config_of(row, policy)), [UncommittedNeverExposed], Options()).run()
+    assert len(result.violations["UncommittedNeverExposed"].path) == 9
+
+
+def test_the_published_atlas_weighs_every_property():
+    from pathlib import Path
+
+    from kmc.reports.atlas import durable, properties_of
+
+    reports = Path(__file__).resolve().parent.parent / "reports"
+    doc = json.loads((reports / "atlas.json").read_text())
+    for c in doc["cells"]:
+        checked = [p.name for p in properties_of(c["row"], c["policy"])]
+        assert list(c["safety"]) == [n for n in checked if n not in (COMMITTED, ACKED, AVAILABLE)]
+    cells = {(c["row"], c["policy"]): c for c in doc["cells"]}
+    une = cells[("r2-isr1-flushed-acksall", "v281")]
+    assert durable(une) is False and une["safety"]["UncommittedNeverExposed"]["length"] == 9

@@ -123,7 +123,7 @@ def test_a_kernel_wrong_only_deep_in_the_search_is_caught():
     with pytest.raises(KernelMismatchError) as caught:
         make_engine(model).run()
     message = str(caught.value)
-    assert "\n" not in message and "successors: kernel '0 (choices [])', model '" in message
+    assert "\n" not in message and "not enabled by the kernel): kernel '0 (choices [])', model '" in message
     x, y = map(int, re.search(r"state Counters\(x=(\d+), y=(\d+)\)", message).groups())
     assert x + y == 119
 
@@ -144,10 +144,37 @@ def test_the_result_says_how_many_states_were_cross_checked(monkeypatch):
         return original(self, chunk, parents, choices, codes, succ, which)
 
     monkeypatch.setattr(KernelCheck, "compare", counting)
-    model = KernelCounters(n=9, limit=10**6)
+    model = KernelCounters(n=9, limit=10**6, kernel=SampledKernel)
     result = make_engine(model).run()
     assert result.stats.distinct == 100 and result.stats.cross_checked == sum(compared) == 58
     compared.clear()
     full = make_engine(model, options=Options(verify_kernel=True)).run()
     assert full.stats.cross_checked == sum(compared) == 100
     assert make_engine(model, per_state=True).run().stats.cross_checked == 0
+    # a kernel that does not say it may be sampled (a model's own) is compared on every state
+    compared.clear()
+    own = make_engine(KernelCounters(n=9, limit=10**6)).run()
+    assert own.stats.cross_checked == sum(compared) == 100
+
+
+class SampledKernel(CountersKernel):
+    sampled_comparison = True
+
+
+def test_a_kernel_wrong_on_one_state_of_a_wide_level_is_caught():
+    """The 61 x 61 grid whose kernel never enables IncY at (20, 40) (the level of x + y = 60
+    holds 61 states): sampled, the run passed with every one of the 3,721 states counted; the
+    per-state path finds OneStep violated at depth 62."""
+    from counter_kernels import OneStepCounters, NeverIncYAtOneState
+
+    model = OneStepCounters(n=60, limit=10**6, kernel=NeverIncYAtOneState)
+    going = Options(keep_going=True)
+    per_state = make_engine(model, options=going, per_state=True).run()
+    assert per_state.stats.distinct == 61 * 61 and len(per_state.violations["OneStep"].path) == 62
+    sampled = make_engine(OneStepCounters(n=60, limit=10**6, kernel=type("S", (NeverIncYAtOneState,), {
+        "sampled_comparison": True}))).run()  # what the sample alone decided: a wrong verdict
+    assert (sampled.stats.distinct, sampled.violations) == (61 * 61, {})
+    with pytest.raises(KernelMismatchError, match=r"state Counters\(x=20, y=40\): successors \(IncY not enabled"):
+        make_engine(model).run()
+    right = make_engine(OneStepCounters(n=60, limit=10**6), options=going).run()  # the right kernel: the model's verdict
+    assert summary(right) == summary(per_state) and right.stats.cross_checked == 61 * 61

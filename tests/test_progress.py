@@ -157,3 +157,70 @@ def test_kmc_check_writes_plain_progress_into_a_log(tmp_path):
     lines = log.read_text().splitlines()
     assert lines and all(" distinct · " in l and " states/s" in l and l[4] == "-" for l in lines)
     assert "1,834 distinct · 3,455 generated" in lines[-1]
+
+
+# -- after the search: the liveness decision ------------------------------------------------
+
+def test_the_liveness_decision_shows_its_progress_and_counts_in_the_time(monkeypatch):
+    """EventuallyLeader and CommittedEventuallyReplicated on live-c2-elr: once the search is
+    over, each decision reports what it is doing (states waiting, edges, obligations and
+    components decided) with the clock running on, and its time is in the result's."""
+    import time
+
+    from kmc.checker.engines import make_engine
+    from kmc.checker.liveness import LivenessLog
+
+    spec = load_spec(os.path.join(SPECS, "live-c2-elr.toml"))
+    props = [p for p in spec.properties() if p.name in ("EventuallyLeader", "CommittedEventuallyReplicated")]
+    assert len(props) == 2
+    original = LivenessLog.decide
+
+    def slow(self, numbers_of, progress=None):  # a decision that takes a while
+        time.sleep(0.4)
+        return original(self, numbers_of, progress)
+
+    monkeypatch.setattr(LivenessLog, "decide", slow)
+    seen = []
+    started = time.perf_counter()
+    result = make_engine(spec.model(), props, Options(keep_going=True), progress=seen.append).run()
+    wall = time.perf_counter() - started
+    deciding = [s for s in seen if s.deciding]
+    searching = [s for s in seen if not s.deciding]
+    assert deciding and seen.index(deciding[0]) > seen.index(searching[-1])  # after the search
+    texts = [s.deciding for s in deciding]
+    for name in ("EventuallyLeader", "CommittedEventuallyReplicated"):
+        mine = [t for t in texts if t.startswith(f"deciding {name}: ")]
+        assert mine and "states waiting" in mine[0] and "edges: building the graph" in mine[0]
+        assert any("components decided" in t for t in mine)
+    clock = [s.seconds for s in seen]
+    assert clock == sorted(clock)  # the clock never goes back, and runs on during the decisions
+    assert deciding[-1].seconds >= searching[-1].seconds + 0.8
+    # the two decisions' 0.8 s are in the result's time, which is the run's whole time
+    assert deciding[-1].seconds <= result.stats.seconds <= wall
+    assert result.stats.seconds >= 0.8 and result.stats.deciding is None
+
+
+def test_the_live_line_s_clock_runs_between_snapshots():
+    """The live line is rebuilt at every refresh: a long step without new counts (the
+    liveness decision) never shows a frozen clock."""
+    now = [100.0]
+    c = Console(file=io.StringIO(), force_terminal=True, width=160)
+    with ProgressDisplay(c, title="t", clock=lambda: now[0]) as p:
+        assert p.line() is None
+        p.update(Stats(distinct=10, seconds=5.0))
+        assert "0:00:05" in p.line().plain
+        now[0] = 130.0
+        assert "0:00:35" in p.line().plain
+        p.update(Stats(distinct=10, seconds=40.0, deciding="deciding EventuallyLeader: 7 states waiting"))
+        now[0] = 150.0
+        line = p.line().plain
+        assert "deciding EventuallyLeader: 7 states waiting" in line and "0:01:00" in line
+        p.status("starting the JVM")  # a status message stays until the next snapshot
+        assert p.line() is None
+    from datetime import datetime, timezone
+
+    from kmc.reports.progress import plain_line
+
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert plain_line(Stats(distinct=3, deciding="deciding X: 2 states waiting"), when).endswith(
+        " · deciding X: 2 states waiting")

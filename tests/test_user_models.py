@@ -99,6 +99,22 @@ def test_a_wrong_kernel_stops_the_run_with_one_line_and_exit_2():
     assert "state Counters(x=1, y=0), action IncY: successor y: kernel 2, model 1" in lines[0]
 
 
+def test_a_kernel_wrong_on_one_state_of_a_wide_level_stops_the_run():
+    # The 61 x 61 grid whose kernel never enables IncY at (20, 40): every state is still
+    # reached, and sampled two parents a level, the run said "No violation in 3,721 distinct
+    # states" (exit 0) where the per-state path finds OneStep violated in 62 states (61 steps
+    # from (0, 0) to (20, 40) and IncY). A model's own kernel is compared on every state.
+    ref = "tests/counter_kernels.py:one_wrong_state"
+    per_state = kmc("check", "--model", ref, "--no-progress", "--per-state")
+    assert per_state.returncode == 1 and "62 states" in per_state.stdout, per_state.stdout
+    proc = kmc("check", "--model", ref, "--no-progress")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert "state Counters(x=20, y=40): successors (IncY not enabled by the kernel): kernel '1 (choices [0])', " \
+        "model '2 (IncX, IncY)'" in lines[0]
+
+
 @pytest.mark.parametrize("ref, says", [
     ("two_phase", "is not MODULE:FACTORY"),
     ("specs/models/missing.py:two_phase", "no such file"),

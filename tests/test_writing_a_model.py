@@ -29,9 +29,10 @@ def _run(blocks):
 
 def test_the_local_blocks_run():
     blocks = [b for b in _blocks() if not b.startswith("# needs Spark")]
-    assert len(blocks) == 5
+    assert len(blocks) == 6
     namespace = _run(blocks)
     assert namespace["result"].stats.distinct == 16
+    assert len(namespace["covered"].witnesses["XTwoYOne"]) == 4  # the cover's witness
     assert namespace["lasso"].loop == 1 and namespace["silent"].verdict("OneLeadsToY") == "violated"
 
 

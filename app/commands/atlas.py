@@ -1,7 +1,8 @@
 """``kmc matrix --atlas --out DIR``: the durability × availability atlas.
 
-Runs every cell of ``reports.atlas`` (setting × Kafka version) with CommittedNeverLost,
-AcknowledgedNeverLost and PartitionRecoverable, exploring every reachable state, and writes DIR/ATLAS.md and
+Runs every cell of ``reports.atlas`` (setting × Kafka version) with every safety property its
+configuration checks by default (CommittedNeverLost, AcknowledgedNeverLost, and the others:
+``reports.atlas.properties_of``) and PartitionRecoverable, exploring every reachable state, and writes DIR/ATLAS.md and
 DIR/atlas.json. Like every kmc output, an existing file is replaced only when kmc wrote it
 (or with ``--force``), and that is checked before the first cell runs.
 """
@@ -22,14 +23,13 @@ def run_cell(item) -> dict[str, Any]:
     so that ``--jobs`` can run it in another process)."""
     from kmc.checker.engines import make_engine
     from kmc.checker.local import Options
-    from kmc.invariants import BY_NAME
     from kmc.model.kafka import KafkaModel
-    from kmc.reports.atlas import PROPERTIES, cell_of, config_of
+    from kmc.reports.atlas import cell_of, config_of, properties_of
     from kmc.reports.json_result import result_to_dict
 
     row, policy, max_states = item
     model = KafkaModel(config_of(row, policy))
-    props = [BY_NAME[name] for name in PROPERTIES]
+    props = list(properties_of(row, policy))
     options = Options(keep_going=True, max_states=max_states)
     engine = make_engine(model, props, options)  # the local engine's batch path
     result = engine.run()

@@ -272,6 +272,9 @@ def _write_json(path, doc) -> None:
         write_json(path, doc, exclusive=exclusive(path))
     except OSError as e:
         raise UsageError(f"--json: cannot write {path} ({e.strerror or e})") from None
+    import sys
+
+    print(f"kmc: wrote results to {safe_text(str(path))}", file=sys.stderr)
 
 
 _SIZES = (

@@ -26,8 +26,11 @@ from .common import (
     make_engine,
     options_from,
     positive_int,
+    refuse_covers_on_spark,
     require_spark,
     select_properties,
+    with_covers,
+    with_deadlock,
 )
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
@@ -83,6 +86,12 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--keep-going", action="store_true", help="after a violation, keep exploring to decide every other invariant"
+    )
+    p.add_argument(
+        "--deadlock",
+        action="store_true",
+        help="report a reachable state in which no action is enabled (a deadlock, as TLC defines it) with a "
+        "shortest trace, exit 1 (default: the spec's [check] deadlock, else off: terminal states are allowed)",
     )
     p.add_argument("--json", metavar="PATH", help="also write the result as JSON (schema in docs/json-schema.md)")
     add_diagram_arguments(p)
@@ -183,6 +192,11 @@ def _from_checkpoint(args, header) -> None:
     # by checkpointer.ensure_compatible, in one line.)
     if not args.invariants and ("model_ref" in header) == (args.model is not None):
         args.invariants = header.get("properties")
+    from kmc.checker.deadlock import DEADLOCK
+
+    if args.invariants and DEADLOCK in args.invariants:  # the run checked deadlocks: so does its resumption
+        args.deadlock = True
+        args.invariants = [n for n in args.invariants if n != DEADLOCK] or None
     if args.engine is None:  # the engine that wrote it; another one is refused
         args.engine = header.get("engine")
     store = header.get("store", "memory")  # named only when not in memory
@@ -264,7 +278,8 @@ def _run(args, out, err) -> int:
     check_diagram_paths(args, protected)
     require_spark(spec, args)
     model = spec.model()
-    properties = select_properties(spec, args.invariants)
+    properties = with_deadlock(with_covers(select_properties(spec, args.invariants), spec), spec, args)
+    refuse_covers_on_spark(properties, spec, args)
     options = options_from(spec, args)
     if views.generic:  # a model of the user's own: called on a sample before the search
         cast("ModelSpec", spec).probe(model, kernel=not args.per_state)
@@ -529,7 +544,10 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
     from kmc.reports import write_json
 
     exp = views.expectation(model, result, options)
-    out.print(views.show(args, model, result, options, exp))
+    shown = result
+    if engine.name == "spark" and engine.not_started:  # what really ran: the header says so
+        shown = attrs.evolve(result, engine="spark (no level reached Spark: every level ran on the driver)")
+    out.print(views.show(args, model, shown, options, exp))
     if engine.cleaned:
         err.print(f"kmc: {engine.cleaned}", markup=False, highlight=False, soft_wrap=True)
     if engine.not_started:
@@ -542,11 +560,13 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
             soft_wrap=True,
         )
     wrote = True
+    wrote_json = False
     if args.json:
         try:
             from ..outputs import exclusive
 
             write_json(args.json, views.document(model, result, exp), exclusive=exclusive(args.json))
+            wrote_json = True
         except OSError as e:
             # The verdict is printed and stands; the lost file is one more line.
             err.print(
@@ -585,6 +605,8 @@ def _report(args, err, out, spec, model, result, engine, writer, signals, option
         engine.path,
         full,
     )
+    if wrote_json:  # after the lines that say why the run stopped, which come first
+        err.print(f"kmc: wrote results to {safe_text(args.json)}", markup=False, highlight=False, soft_wrap=True)
     code = _exit_code(args, result, signals, exp)
     if full is not None and result.stopped != "disk-full":  # the final checkpoint, after the search
         err.print(
@@ -612,7 +634,7 @@ def _exit_code(args, result, signals, exp) -> int:
         return EXIT_RESOURCE_LIMIT  # a resource stop is never a verdict, not even with --check-expect
     if args.check_expect:
         return EXIT_OK if exp["matched"] else EXIT_UNEXPECTED
-    if result.violations:
+    if result.violations or result.never_reached:  # a cover never reached fails as a violation does
         return EXIT_VIOLATION
     return EXIT_OK
 

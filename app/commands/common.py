@@ -224,8 +224,13 @@ def select_properties(spec, names) -> list[Property]:
 
     if isinstance(spec, ModelSpec):
         return spec.properties(names)
+    from kmc.invariants.covers import COVERS_BY_NAME
     from kmc.model.spec import property_names
 
+    covers = [COVERS_BY_NAME[n] for n in names if n in COVERS_BY_NAME]  # a resumed run's covers
+    names = [n for n in names if n not in COVERS_BY_NAME]
+    if not names:
+        return list(spec.properties()) + covers
     known = property_names()
     for n in names:
         if n not in known:
@@ -237,7 +242,54 @@ def select_properties(spec, names) -> list[Property]:
             f"--invariant {ACKED_PROPERTY}: {spec.path} has no model.acks "
             '("all" or "1"), so no acknowledgement is tracked'
         )
-    return spec.properties([n for n in known if n in names])
+    return spec.properties([n for n in known if n in names]) + covers
+
+
+def with_covers(properties, spec) -> list[Property]:
+    """``properties``, followed by the covers a spec names (``[check] covers``) that are
+    not among them already (a model of one's own declares its covers among its properties)."""
+    properties = list(properties)
+    names = {p.name for p in properties}
+    covers = getattr(spec, "covers", ())
+    if not covers:
+        return properties
+    from kmc.invariants.covers import COVERS_BY_NAME
+
+    return properties + [COVERS_BY_NAME[n] for n in covers if n not in names]
+
+
+def refuse_covers_on_spark(properties, spec, args) -> None:
+    """Covers are checked by the local engine: with ``--engine spark`` (or a spec's
+    ``[check] engine = "spark"``) a run that has some is refused in one line.
+
+    Raises:
+        UsageError: naming the covers.
+    """
+    from kmc.checker.protocol import COVER
+
+    covers = [p.name for p in properties if p.kind == COVER]
+    if covers and (getattr(args, "engine", None) or spec.engine) == "spark":
+        raise UsageError(
+            f"--engine spark: covers ({', '.join(covers)}) are checked by the local engine only; "
+            "run them with --engine local"
+        )
+
+
+def with_deadlock(properties, spec, args) -> list[Property]:
+    """``properties``, followed by ``Deadlock`` (``checker.deadlock``) when ``--deadlock`` or
+    the spec's ``[check] deadlock`` asks for it.
+
+    Raises:
+        UsageError: the model has a property of that name already.
+    """
+    properties = list(properties)
+    if not (getattr(args, "deadlock", False) or getattr(spec, "deadlock", False)):
+        return properties
+    from kmc.checker.deadlock import DEADLOCK, Deadlock
+
+    if any(p.name == DEADLOCK for p in properties):
+        raise UsageError(f"--deadlock: the model has a property named {DEADLOCK} already; rename it to check both")
+    return [*properties, Deadlock]
 
 
 def make_engine(spec, model, properties, options, progress, args, **hooks) -> LevelDriver:

@@ -7,17 +7,30 @@ def register(sub) -> None:
     p = sub.add_parser(
         "invariants",
         help="list the properties kmc can check",
-        description="List the properties kmc can check, with what each says.",
+        description="List the properties kmc can check, with what each says, then the Kafka model's covers "
+        "(the scenarios a spec's [check] covers may require to be reached).",
     )
     p.set_defaults(run=run)
 
 
 def run(args, out, err) -> int:
     from kmc.invariants import EVERY
+    from kmc.invariants.covers import COVERS
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("name", "kind", "what it says", box=None)
     for p in EVERY:
         table.add_row(p.name, p.kind, p.description)
     out.print(table)
+    out.print(
+        Text(
+            "\nCovers: scenarios a spec may require to be reached ([check] covers = [...]); each is "
+            'answered with a shortest witness, or "never reached" (exit 1).\n'
+        )
+    )
+    covers = Table("name", "kind", "the scenario", box=None)
+    for p in COVERS:
+        covers.add_row(p.name, p.kind, p.description)
+    out.print(covers)
     return 0

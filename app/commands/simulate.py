@@ -225,6 +225,7 @@ def run(args, out, err) -> int:
             from ..outputs import exclusive
 
             write_json(args.json, result_to_dict(spec, model, sim), exclusive=exclusive(args.json))
+            err.print(f"kmc: wrote results to {safe_text(args.json)}", markup=False, highlight=False, soft_wrap=True)
         except OSError as e:  # the outcome stands; the lost file is one more line
             err.print(
                 f"kmc: error: --json: cannot write {args.json} ({e.strerror or e})",

@@ -131,6 +131,10 @@ class Property:
         obligations: for a ``"leads-to"`` property that is a family of ``P_i ~> Q_i`` (one
             per index ``i``), ``obligations(model)`` -> every index, a sequence of distinct
             hashable values in a fixed order; ``None`` (the default): one obligation.
+        obligation_text: for such a family, ``obligation_text(model, obligation)`` -> the
+            obligation in the user's words (Kafka's: ``committed record 0 (epoch 0) at
+            offset 0``), for the explorer and the explanations; ``None`` (the default): its
+            ``str``.
 
     Liveness
     --------
@@ -180,6 +184,15 @@ class Property:
     explain: Callable[..., str | None] | None = None
     mask: Callable[..., Any] | None = None
     obligations: Callable[[Any], Sequence[Any]] | None = None
+    obligation_text: Callable[[Any, Any], str] | None = None
+
+
+def obligation_text(model: Any, prop: Property, obligation: Any) -> str:
+    """A leads-to family's ``obligation`` in words (``Property.obligation_text``, else its
+    ``str``)."""
+    if prop.obligation_text is not None:
+        return prop.obligation_text(model, obligation)
+    return str(obligation)
 
 
 def generic_values(state) -> Iterable[tuple[str, Any]]:

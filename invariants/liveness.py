@@ -186,6 +186,13 @@ def committed_replicated_mask(kernel, rows) -> tuple[np.ndarray, np.ndarray]:
     return p, q
 
 
+def record_obligation_text(model, obligation) -> str:
+    """An obligation of ``CommittedEventuallyReplicated`` in words: the committed record
+    it waits for, on every replica."""
+    o, e, i = obligation
+    return f"committed {_record(e, i)} at offset {o} on every replica"
+
+
 def explain_unreplicated(model, states, loop, obligation) -> str:
     """Which record the lasso leaves missing from which replica, for ever, and why."""
     o, e, i = obligation
@@ -229,4 +236,5 @@ CommittedEventuallyReplicated = Property(
     explain=explain_unreplicated,
     mask=committed_replicated_mask,
     obligations=record_obligations,
+    obligation_text=record_obligation_text,
 )

@@ -611,18 +611,31 @@ def test_the_explorer_loads_a_lasso_as_a_path(tmp_path):
     out = tmp_path / "c1hw.json"
     assert main(["check", str(SPECS / "live-c1-hw.toml"), "--json", str(out), "--no-trace", "--no-progress"]) == 1
     spec, model, result = _run("live-c1-hw")
+    from kmc.app.commands.explore import trace_lasso
+
     traces = load_traces([str(out)], model)
-    (init, choices), = traces.values()
+    (saved,) = traces.values()
+    init, choices = saved.init, saved.choices
     v = result.violations[CER]
-    explorer = Explorer(model, spec.properties(), view=KafkaView(model), traces=traces)
+    explorer = Explorer(model, spec.properties(), view=KafkaView(model), traces={"t": (init, choices)})
     assert explorer.walk(init, choices) == v.path
     doc = explorer.state_doc(init, choices)
     status = {p["name"]: p for p in doc["properties"]}
     assert status[EL]["status"] == "goal"  # B leads in the last state
     assert status[CER]["status"] == "waits"
-    # record 0 (epoch 0) is on A only, record 1 (epoch 1) on B only, both at offset 0
-    assert status[CER]["reason"].startswith("2 obligations wait ((0, 0, 0), (0, 1, 1))")
-    assert doc["diagram_svg"]
+    # record 0 (epoch 0) is on A only, record 1 (epoch 1) on B only, both at offset 0: in words
+    assert status[CER]["reason"].startswith(
+        "2 obligations wait (committed record 0 (epoch 0) at offset 0 on every replica; "
+        "committed record 1 (epoch 1) at offset 0 on every replica)"
+    )
+    assert doc["diagram_svg"] and doc["lasso"] is None
+    # known as the lasso it is, its end violates the property, and its cycle is drawn
+    lasso = trace_lasso("t", saved, explorer.walk(init, choices), explorer.model, spec.properties())
+    assert lasso.loop == v.loop and lasso.obligation == v.obligation
+    explorer.add_lasso(lasso)
+    doc = explorer.state_doc(init, choices)
+    assert {p["name"]: p for p in doc["properties"]}[CER]["status"] == "violated"
+    assert doc["lasso"]["cycle_start"] == v.loop + 1 and "cycle-arrow" in doc["diagram_svg"]
 
 
 # -- the users' page --------------------------------------------------------------------------------

@@ -136,7 +136,20 @@ function render(d) {
   }
   const off = $('#disabled');
   off.replaceChildren();
-  for (const a of d.disabled) off.append(el('button', {'class': 'action', 'disabled': '', 'title': a.reason}, a.name));
+  // each action not enabled, with the conditions of its guard that fail (why not?)
+  if (d.disabled.length) off.append(el('p', {'class': 'note'}, 'Not enabled, and why:'));
+  for (const a of d.disabled) {
+    const row = el('div', {'class': 'why-not', 'data-action': a.action});
+    row.append(el('button', {'class': 'action', 'disabled': '', 'title': a.reason}, a.action));
+    if (a.failing.length) {
+      const ul = el('ul', {'class': 'failing'});
+      for (const c of a.failing) ul.append(el('li', {}, '✗ ' + c));
+      row.append(ul);
+    } else {
+      row.append(el('span', {'class': 'why'}, a.reason));
+    }
+    off.append(row);
+  }
   const props = $('#properties');
   props.replaceChildren();
   for (const p of d.properties) {
@@ -297,6 +310,9 @@ button:disabled { color: #aaa; cursor: default; background: #fafafa; border-colo
 button.step { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; font-size: 12px; text-align: left; }
 button.action { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; font-size: 12px; }
 #disabled { margin-top: 4px; }
+#disabled .why-not { margin: 1px 0 3px; }
+#disabled ul.failing { list-style: none; margin: 0 0 0 10px; padding: 0; color: #8a1c1c; font-size: 12px; }
+#disabled span.why { color: #666; font-size: 12px; margin-left: 4px; }
 ul#properties, ul#verdicts, ul#traces { list-style: none; padding-left: 0; margin: 4px 0; }
 li.prop, li.verdict { margin: 2px 0; padding: 2px 6px; border-left: 4px solid #999; }
 li.prop.holds, li.prop.goal { border-color: #2e7d32; }

@@ -34,7 +34,11 @@ does not is given the defaults once, when an engine or the application takes it:
   instances, for the liveness properties (default: none, no fairness; see "Fairness"
   below);
 - ``symmetries()`` and ``permute(state, perm)`` -> the replica permutations symmetry
-  reduction (``--symmetry``) applies (default ``None``: none declared).
+  reduction (``--symmetry``) applies (default ``None``: none declared);
+- ``guards(state)`` -> every action the model may take, enabled in ``state`` or not, each
+  with its guard as named conditions (``Guard``), for "why is this action not enabled?"
+  (``kmc why-not``, the explorer); an action is enabled exactly when each of its
+  conditions holds (default ``None``: no guard conditions declared).
 
 Fairness (for the ``"always-eventually"`` and ``"leads-to"`` properties)
 -------------------------------------------------------------------------
@@ -195,6 +199,30 @@ def obligation_text(model: Any, prop: Property, obligation: Any) -> str:
     return str(obligation)
 
 
+@attrs.frozen
+class Guard:
+    """An action and its guard in one state (``Model.guards``).
+
+    Args:
+        action: the action, as ``actions(state)`` gives it when it is enabled.
+        conditions: ``(condition, holds)`` pairs: each condition in the user's words
+            (``"B is in the ISR"``), and whether it holds in the state. The action is
+            enabled exactly when every one holds.
+    """
+
+    action: Any
+    conditions: tuple[tuple[str, bool], ...]
+
+    @property
+    def enabled(self) -> bool:
+        return all(holds for _, holds in self.conditions)
+
+    @property
+    def failing(self) -> list[str]:
+        """The conditions that do not hold, in order."""
+        return [text for text, holds in self.conditions if not holds]
+
+
 def generic_values(state) -> Iterable[tuple[str, Any]]:
     """``(variable, value)`` pairs of any state: the fields of an attrs class or a named
     tuple, the positions of a tuple, else the state as one variable ``state``. A value
@@ -304,6 +332,8 @@ class Model(Protocol):
 
     def permute(self, state: Any, perm: Any) -> Any: ...
 
+    def guards(self, state: Any) -> Sequence[Guard] | None: ...
+
 
 class ModelBase:
     """The optional members of a model, with their defaults (the module's list): a model
@@ -365,6 +395,10 @@ class ModelBase:
     def permute(self, state: Any, perm: Any) -> Any:
         """``state`` with its replicas renamed by ``perm`` (only with ``symmetries``)."""
         raise NotImplementedError("this model declares no symmetries")
+
+    def guards(self, state: Any) -> Sequence[Guard] | None:
+        """Every action with its guard's conditions in ``state`` (``None``: none declared)."""
+        return None
 
 
 _MODEL_MEMBERS = (
@@ -636,3 +670,9 @@ def fair_instance(model: Model, state: Any, action: Any) -> Any:
     """The fair instance of the step ``state --action-->`` (``None``: not fair, or the model
     declares no fairness)."""
     return model.fair_instance(state, action)
+
+
+def guards(model: Model, state: Any) -> Sequence[Guard] | None:
+    """Every action of ``state``, enabled or not, with its guard (``ModelBase.guards``;
+    ``None``: the model declares no guard conditions)."""
+    return model.guards(state)

@@ -174,8 +174,7 @@ class Explorer:
             }
             for c, (a, nxt) in enumerate(nexts)
         ]
-        names = {e["name"] for e in enabled}
-        disabled = [{"name": n, "reason": "not enabled in this state"} for n in self._actions if n not in names]
+        disabled = self._disabled(state, {e["name"] for e in enabled})
         props = self.property_status(path)
         walk = [init_index, *choices]
         lasso = self.lasso_of(walk)
@@ -204,6 +203,25 @@ class Explorer:
             "state_html": self.view.state_html(states[-1], states[-2] if len(states) > 1 else None),
             "diagram_svg": self.view.diagram_svg(path, violated, at_end, _pending(props)),
         }
+
+    def _disabled(self, state, enabled_names) -> list[dict]:
+        """The actions not enabled in ``state``, each with why: the conditions of its guard
+        that fail (``reports.why_not``), or, for a model that declares none, each action
+        name none of whose actions is enabled, "no guard conditions declared"."""
+        from .why_not import NOT_DECLARED, answers
+
+        why = answers(self.model, state)
+        if not why["declared"]:
+            return [
+                {"name": n, "action": n, "reason": f"not enabled in this state ({NOT_DECLARED})", "failing": []}
+                for n in self._actions
+                if n not in enabled_names
+            ]
+        return [
+            {"name": r["name"], "action": r["action"], "reason": "; ".join(r["failing"]), "failing": r["failing"]}
+            for r in why["actions"]
+            if not r["enabled"]
+        ]
 
     def add_lasso(self, violation) -> None:
         """Know the liveness counterexample ``violation`` (a ``--trace`` file's): a walk

@@ -89,8 +89,9 @@ def test_a_walk_is_deterministic_and_bad_walks_are_refused(seed_explorer):
 def test_disabled_actions_are_listed_with_a_reason(seed_explorer):
     doc = seed_explorer.state_doc(0, [])
     assert [e["action"] for e in doc["enabled"]] == ["Produce(A)", "FetchRequest(B)", "Crash(A)", "Crash(B)"]
-    disabled = {d["name"] for d in doc["disabled"]}
-    assert {"Restart", "ElectLeader", "FetchResponse"} <= disabled and not {"Produce", "FetchRequest"} & disabled
+    disabled = {d["action"]: d["reason"] for d in doc["disabled"]}
+    assert {"Restart(A)", "ElectLeader(B)", "FetchResponse(B)"} <= set(disabled)
+    assert not {"Produce(A)", "FetchRequest(B)"} & set(disabled) and disabled["Restart(A)"] == "A is down"
 
 
 def test_the_api_answers_the_page(server):

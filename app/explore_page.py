@@ -331,6 +331,9 @@ li.verdict.unknown .v { color: #e65100; }
 .reason { color: #444; }
 pre.state { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; font-size: 12.5px; line-height: 1.25;
             background: #fbfbfb; border: 1px solid #eee; padding: 6px; overflow-x: auto; margin: 4px 0; }
+p.state-line { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; font-size: 13px; background: #fbfbfb;
+               border: 1px solid #eee; padding: 6px; margin: 4px 0; }
+details.fields summary { color: #555; cursor: pointer; font-size: 12px; }
 table.fields th { text-align: left; padding-right: 12px; color: #555; font-weight: normal; }
 table.fields tr.changed td { background: #fff4c2; }
 .scroll { overflow-x: auto; margin-top: 8px; }

@@ -74,7 +74,7 @@ def _where(states, loop) -> str:
 
 def _bound(model) -> str:
     bound = model.config.max_leader_epoch
-    return f"no leader can be elected because quorum.epoch reached max_leader_epoch = {bound}; raise it"
+    return f"no leader can be elected because the controller's epoch reached max_leader_epoch = {bound}; raise it"
 
 
 def _why_no_leader(model, tail) -> str | None:

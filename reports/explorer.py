@@ -34,6 +34,7 @@ from kmc.checker.protocol import (
     coverage_names,
     describe_step,
     format_action,
+    format_state,
     obligation_text,
     successors,
     with_defaults,
@@ -524,14 +525,20 @@ class GenericView:
             changed = previous is not None and before.get(name) != value
             cls = ' class="changed"' if changed else ""
             rows.append(f"<tr{cls}><th>{escape(str(name))}</th><td>{escape(repr(value))}</td></tr>")
-        return '<table class="fields">' + "".join(rows) + "</table>"
+        # the model's own words first (its format_state), its fields below
+        line = escape(format_state(self.model, state))
+        changes = sum('class="changed"' in r for r in rows)
+        changed_note = f" ({changes} changed by the last step)" if changes else ""
+        return (
+            f'<p class="state-line">{line}</p>'
+            f'<details class="fields"><summary>its fields{changed_note}</summary>'
+            '<table class="fields">' + "".join(rows) + "</table></details>"
+        )
 
     def diagram_svg(self, path, violated, lasso=None, pending=()) -> str | None:
         return None
 
     def initial_label(self, state) -> str:
-        from kmc.checker.protocol import format_state
-
         return format_state(self.model, state)
 
 

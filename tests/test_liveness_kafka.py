@@ -344,12 +344,12 @@ def test_the_c4_lasso_is_violated_at_the_bound():
     assert blocked_by_bound(model, states[-1]) and lo.failover_blocked_by_bound(graph.cfg, states[-1])
     assert explain_leaderless(model, states, loop, None) == (
         "no replica leads in state 5, where no fair action is enabled (it stays there for ever): no leader can "
-        "be elected because quorum.epoch reached max_leader_epoch = 2; raise it")
+        "be elected because the controller's epoch reached max_leader_epoch = 2; raise it")
     record = (0, 0, 0)
     states, _, loop = _first_lasso(graph, lo.record_violations(graph, record))
     assert explain_unreplicated(model, states, loop, record) == (
         "committed record 0 (epoch 0) at offset 0 is missing from B (its log ends at 0) in state 7, where no fair "
-        "action is enabled (it stays there for ever); no leader can be elected because quorum.epoch reached "
+        "action is enabled (it stays there for ever); no leader can be elected because the controller's epoch reached "
         "max_leader_epoch = 2; raise it")
 
 
@@ -462,7 +462,7 @@ def test_the_per_state_engine_gives_the_batch_engines_verdicts_and_lassos(name):
 @pytest.mark.parametrize("name", ["live-c4"])
 def test_at_the_bound_the_explanation_says_raise_it(name):
     _, _, result = _run(name)
-    bound = "no leader can be elected because quorum.epoch reached max_leader_epoch = 2; raise it"
+    bound = "no leader can be elected because the controller's epoch reached max_leader_epoch = 2; raise it"
     assert result.violations[EL].explanation.endswith(bound)
     assert result.violations[CER].explanation.endswith(bound)
     # and nowhere else in the table
@@ -651,7 +651,7 @@ def test_docs_model_md_has_the_table_and_the_real_explanations():
     _, _, result = _run("live-c2-elr")
     for prop in (EL, CER):
         assert f"✗ {prop}: {result.violations[prop].explanation}" in doc, prop
-    assert "no leader can be elected because quorum.epoch reached max_leader_epoch = 2; raise it" in doc
+    assert "no leader can be elected because the controller's epoch reached max_leader_epoch = 2; raise it" in doc
 
 
 # -- Spark (local mode) -------------------------------------------------------------------------------

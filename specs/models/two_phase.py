@@ -105,6 +105,10 @@ def every_rm(model):
     return tuple(range(model.rms))
 
 
+def rm_text(model, r):  # an obligation in words (the explorer and the explanations)
+    return f"RM {r}"
+
+
 Consistent = Property("Consistent", ALWAYS, consistent, "no RM commits while another aborts", mask=consistent_mask)
 DecisionsFinal = Property("DecisionsFinal", STEP, decisions_final, "an RM's commit or abort is never undone")
 EveryoneDecides = Property(
@@ -113,7 +117,7 @@ EveryoneDecides = Property(
 )
 PreparedDecides = Property(
     "PreparedDecides", LEADS_TO, prepared_decides, "an RM that prepared eventually commits or aborts",
-    mask=prepared_decides_mask, obligations=every_rm,
+    mask=prepared_decides_mask, obligations=every_rm, obligation_text=rm_text,
 )
 
 

@@ -42,9 +42,10 @@ def leaderless(model, state) -> str | None:
     rep = state.replicas[q.leader]
     who = model.name(q.leader)
     if not rep.alive:
-        return f"the quorum leader {who} is down"
+        return f"the controller's leader {who} is down"
     return (
-        f"the quorum leader {who} has restarted since its election (its epoch is {rep.epoch}, the quorum's {q.epoch})"
+        f"the controller's leader {who} has restarted since its election (its epoch is {rep.epoch}, "
+        f"the controller's {q.epoch})"
     )
 
 

@@ -320,10 +320,10 @@ def test_leaderless_says_why():
     init = model.init_states()[0]
     assert leaderless(model, init) is None
     down = model.next_state(init, Action("Crash", 0))
-    assert leaderless(model, down) == "the quorum leader A is down"
+    assert leaderless(model, down) == "the controller's leader A is down"
     back = model.next_state(down, Action("Restart", 0))
     assert leaderless(model, back) == (
-        "the quorum leader A has restarted since its election (its epoch is -1, the quorum's 0)")
+        "the controller's leader A has restarted since its election (its epoch is -1, the controller's 0)")
 
 
 # -- the explanations of a lasso --------------------------------------------------------------------

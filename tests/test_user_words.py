@@ -78,7 +78,7 @@ SCANNED = ["hw-unclean", "acks1-data-loss", "fetch-c1-both-bugs", "avail-c2", "a
            "live-c2-elr", "live-c2"]
 INTERNAL = re.compile(
     r"\b(quorum|replicas|rep|state|q|s|l|f|r|[A-E])\.[a-z_]+"  # quorum.epoch, B.hw, state.committed
-    r"|\b(remote_leo|leader_hw|inflight|committed\[|acked\[)"
+    r"|\b(remote_leo|leader_hw|inflight|committed\[|acked\[)|\bquorum\b"
 )
 
 
@@ -108,7 +108,7 @@ def test_no_explanation_names_the_code_s_variables():
 
 
 @pytest.mark.parametrize("text", ["no leader can be elected because quorum.epoch reached max_leader_epoch = 2",
-                                  "B.hw = 1", "its remote_leo is 0"])
+                                  "B.hw = 1", "its remote_leo is 0", "the quorum leader A is down"])
 def test_the_scan_finds_an_internal_name(text):
     assert INTERNAL.search(text)
 

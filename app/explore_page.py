@@ -125,6 +125,8 @@ function render(d) {
     path.append(li);
   });
   renderLasso(d.lasso);
+  // along a lasso, ▶ follows it (to its end, and round its cycle from the step back)
+  if (d.lasso && !(trail && trail.length > walk.length && isPrefix(walk, trail))) trail = d.lasso.walk;
   const next = $('#next');
   next.replaceChildren();
   if (!d.enabled.length) next.append(el('p', {'class': 'note'}, 'No action is enabled: a terminal state.'));

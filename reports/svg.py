@@ -188,7 +188,8 @@ def _columns_and_lanes(out, d, lay) -> None:
             f'<rect x="{x}" y="{PAD}" width="{lay.col_w}" height="{lay.lanes_bottom - PAD}" fill="{shade}"/>'
         )
         out.append(_text(x + 4, PAD + 10, [f"State {col.number}"], 8, fill="#777"))
-        out.append(_text(x + 4, PAD + 21, action, lay.head_size, weight="bold", fill=RED if i == last else "#1a1a1a"))
+        head = ("#8a6d00" if d.kind == "holds" else RED) if i == last else "#1a1a1a"  # red only where it fails
+        out.append(_text(x + 4, PAD + 21, action, lay.head_size, weight="bold", fill=head))
         out.append(_text(x + 4, PAD + 21 + len(action) * 11.5, words, 8.5, fill="#555"))
         out.append("</g>")
     for lane, (name, y, h) in enumerate(zip(d.lanes, lay.lane_y, lay.lane_h)):
@@ -586,7 +587,7 @@ def _legend(out, d, lay, y) -> float:
     if d.columns[0].controller.requests:
         items[-3:-3] = [("ISR request ⇢", ORANGE), ("┆ request in flight", ORANGE)]
         items.append(("ISR changes through the controller: " + ", ".join(d.options), PURPLE))
-    if d.lasso and not d.lost:  # EventuallyLeader's lasso marks no record
+    if (d.lasso or d.kind == "holds") and not d.lost:  # no record marked (EventuallyLeader's lasso, a walk)
         items = [item for item in items if not item[0].startswith("red: ")]
     if d.lasso:
         items.append(

@@ -188,6 +188,7 @@ def test_the_initial_state_is_chosen_a_broken_link_keeps_its_prefix_and_nothing_
         _wait_steps(page, 2)
         assert _steps(page) == ["1. initial", "2. Produce(B)"] and menu.input_value() == "1"
         # a link cut or edited by hand: the valid prefix is shown, the page says where it broke
+        page.wait_for_load_state("networkidle")  # (the favicon asked for: a navigation would abort it)
         page.goto(url + "?walk=1.0.9.0")
         page.wait_for_selector("body[data-ready]")
         assert _steps(page) == ["1. initial", "2. Produce(B)"]
@@ -284,6 +285,13 @@ def test_a_lasso_is_walked_to_its_end_and_back_to_its_cycle(browser, tmp_path):
         _wait_steps(page, 3)
         assert page.locator("#diagram svg rect.current").count() == 1
         assert page.locator("#diagram svg rect.violation").count() == 0
+        # a link into the lasso, opened afresh: ▶ follows the lasso
+        page.goto(f"http://127.0.0.1:{server.port}/?walk=" + ".".join(map(str, [saved.init, *saved.choices[:4]])))
+        page.wait_for_selector("body[data-ready]")
+        _wait_steps(page, 5)
+        assert not page.locator("#forward").is_disabled()
+        page.locator("#forward").click()
+        _wait_steps(page, 6)
         page.screenshot(path=str(tmp_path / "lasso.png"))
     finally:
         page.close()

@@ -88,6 +88,7 @@ def test_a_walk_on_the_way_names_its_obligations_in_words(tmp_path):
     assert "no state or step property is violated here; EventuallyLeader," in svg
     assert "CommittedEventuallyReplicated wait: decided over whole behaviours" in svg
     assert 'class="current"' in svg and 'class="violation"' not in svg and 'class="cycle"' not in svg
+    assert "red: the lost record" not in svg and 'fill="#c62828"' not in svg.split('class="lane"')[0]
 
 
 def test_a_stuttering_lasso_says_so(tmp_path):

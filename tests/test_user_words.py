@@ -136,3 +136,21 @@ def test_explore_a_model_walks_its_lasso_as_one():
         "", "the cycle starts here", "", "", "back to state 2: the cycle repeats for ever"]
     assert {p["name"]: p["status"] for p in doc["properties"]}["OneLeadsToFinish"] == "violated"
     assert doc["state_html"].startswith('<p class="state-line">x=1, y=0</p>')
+
+
+def test_explore_a_model_loads_its_lasso_from_a_trace_file(tmp_path):
+    from kmc.app.commands.explore import load_traces, trace_lasso
+    from kmc.app.user_model import load_model_spec
+
+    out = tmp_path / "ring.json"
+    assert main(["check", "--model", f"{TOY}:Ring", "--keep-going", "--no-progress", "--json", str(out)]) == 1
+    spec = load_model_spec(f"{TOY}:Ring", {})
+    model = spec.model()
+    from kmc.checker.trace import replay_choices
+
+    traces = load_traces([str(out)], model, spec.identity())
+    full = with_defaults(model)
+    found = [trace_lasso(name, t, replay_choices(full, t.init, t.choices), full, model.properties())
+             for name, t in traces.items()]
+    (lasso,) = [v for v in found if v is not None]  # ReturnsToZero holds: one lasso
+    assert lasso.property == "OneLeadsToFinish" and lasso.loop == 1 and len(lasso.path) == 5

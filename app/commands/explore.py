@@ -25,9 +25,11 @@ def register(sub) -> None:
         description="Start a local web server for one spec (or a model of your own, --model) and print its "
         "URL. The page shows the state "
         "(the replica table and the swimlane of the path so far), every enabled next step as a button, "
+        "every action not enabled with the conditions of its guard that fail, "
         "every property's status in the current state, and the verdicts of a search run in the "
-        "background, each linked to its counterexample. The path is in the URL: a link reproduces it. "
-        "Ctrl-C stops the server.",
+        "background, each linked to its counterexample; a liveness counterexample (of the search or of "
+        "--trace) is walked as a lasso, its cycle marked and a step back to the cycle's start at its end. "
+        "The path is in the URL: a link reproduces it. Ctrl-C stops the server.",
         epilog='The JSON API the page uses is documented in README.md ("Walk a scenario").',
     )
     p.add_argument(

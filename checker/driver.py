@@ -35,7 +35,7 @@ import attrs
 
 from .coverage import Coverage, NoCoverage
 from .kernel import require_symmetric, result_of, split_properties, stop_after_level
-from .level import state_failures
+from .level import liveness_rows, state_failures
 from .liveness import LivenessLog
 from .memory import resident_bytes
 from .options import Options
@@ -401,12 +401,15 @@ def liveness_explanation(model: Any, prop: Property, path: Path, loop: int, obli
 
 def _waits_from(model: Any, prop: Property, states, loop: int, obligation: Any) -> int:
     """The state (from 1) where the lasso's violated leads-to obligation last began to wait:
-    the last state at or before the cycle's start where its ``P`` holds."""
-    for i in range(loop, -1, -1):
-        p, _q = prop.check(model, states[i])
-        if (obligation in set(p)) if prop.obligations is not None else p:
-            return i + 1
-    return loop + 1
+    the last state at or before the cycle's start where its ``P`` holds and its ``Q`` does
+    not."""
+    # (the level's rules ask the property: liveness_rows)
+    family = prop.obligations
+    obligations = list(family(model)) if family is not None else [None]
+    opened, _ = liveness_rows(prop, model, states[: loop + 1], obligations)
+    column = obligations.index(obligation) if family is not None else 0
+    began = [i for i in range(loop + 1) if opened[i, column]]
+    return began[-1] + 1 if began else loop + 1
 
 
 class ResourceStop(Exception):

@@ -234,14 +234,16 @@ class Explorer:
 
     def lasso_of(self, walk) -> Any:
         """The first liveness counterexample the explorer knows (a --trace file's, then the
-        search's) whose walk starts with ``walk`` (``None``: none): a walk along a lasso is
-        shown as one, its cycle marked and its end violating the property."""
+        search's) whose walk starts with ``walk`` and that ``walk`` follows at least to its
+        cycle's start (``None``: none): a walk on a lasso's cycle is shown as one, its cycle
+        marked and its end violating the property. (Before the cycle's start a walk is a
+        path like any other: the lasso's prefix is a shortest path that many walks share.)"""
         walk = list(walk)
         with self._lock:
             known = list(self._lassos)
         for v in known:
             whole = [v.path.init_index, *v.path.choices]
-            if whole[: len(walk)] == walk:
+            if len(walk) > v.loop and whole[: len(walk)] == walk:
                 return v
         return None
 

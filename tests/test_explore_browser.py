@@ -285,13 +285,18 @@ def test_a_lasso_is_walked_to_its_end_and_back_to_its_cycle(browser, tmp_path):
         _wait_steps(page, 3)
         assert page.locator("#diagram svg rect.current").count() == 1
         assert page.locator("#diagram svg rect.violation").count() == 0
-        # a link into the lasso, opened afresh: ▶ follows the lasso
-        page.goto(f"http://127.0.0.1:{server.port}/?walk=" + ".".join(map(str, [saved.init, *saved.choices[:4]])))
+        # a link onto the lasso's cycle, opened afresh: ▶ follows the lasso; before the
+        # cycle's start a walk is a path like any other
+        page.goto(f"http://127.0.0.1:{server.port}/?walk=" + ".".join(map(str, [saved.init, *saved.choices[:8]])))
         page.wait_for_selector("body[data-ready]")
-        _wait_steps(page, 5)
-        assert not page.locator("#forward").is_disabled()
+        _wait_steps(page, 9)
+        assert not page.locator("#forward").is_disabled() and page.locator("#lasso").is_visible()
         page.locator("#forward").click()
-        _wait_steps(page, 6)
+        _wait_steps(page, 10)
+        assert page.locator("#cycle-back").is_visible()
+        page.locator("#path button.step").nth(4).click()
+        _wait_steps(page, 5)
+        assert page.locator("#lasso").is_hidden()
         page.screenshot(path=str(tmp_path / "lasso.png"))
     finally:
         page.close()

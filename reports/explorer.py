@@ -77,6 +77,9 @@ class Explorer:
             command builds it with the spec's options); ``progress`` takes a ``Stats``.
         cancel: called to stop the search (the engine's ``cancel``).
         traces: ``{name: (init_index, choices)}``, saved traces the user named.
+        lassos: liveness counterexamples (``checker.result.Violation`` with a ``loop``) a
+            walk on their cycle is shown as (``add_lasso`` adds one; the search's are added
+            when it ends).
     """
 
     def __init__(self, model, properties, *, view=None, title="", path="", search=None, traces=None, lassos=()) -> None:
@@ -182,7 +185,8 @@ class Explorer:
         lasso_doc = None
         if lasso is not None:
             lasso_doc = _lasso_doc(lasso, len(walk))
-            prop = next((p for p in self.properties if p.name == lasso.property), None)
+            known = [*self.properties, *model.properties()]
+            prop = next((p for p in known if p.name == lasso.property), None)
             if prop is not None and lasso.obligation is not None:
                 lasso_doc["obligation"] = obligation_text(model, prop, lasso.obligation)
             for i, step_doc in enumerate(steps):

@@ -47,9 +47,9 @@ _N = TypeVar("_N")  # a namespace given to parse_args
 
 
 def _commands() -> list[ModuleType]:
-    from .commands import bench, check, explore, graph, invariants, matrix, replay, simulate
+    from .commands import bench, check, explore, graph, invariants, matrix, replay, simulate, why_not
 
-    return [check, bench, invariants, matrix, replay, simulate, graph, explore]
+    return [check, bench, invariants, matrix, replay, simulate, graph, explore, why_not]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -27,6 +27,7 @@ PAGE = """<!DOCTYPE html>
       <div class="nav"><button id="back" title="one step back (←)">◀ back</button>
         <button id="forward" title="one step forward again (→)">forward ▶</button>
         <button id="restart" title="back to the initial state">⟲ start</button></div>
+      <div id="lasso" hidden></div>
       <ol id="path"></ol>
     </section>
     <section>
@@ -118,9 +119,14 @@ function render(d) {
     b.addEventListener('click', () => go(walk.slice(0, i + 1)));
     li.append(b);
     if (s.description) li.append(el('span', {'class': 'desc'}, s.description));
+    if (s.cycle) li.classList.add('cycle');
+    if (s.mark) li.append(el('span', {'class': 'mark'}, '↺ ' + s.mark));
     if (i === d.steps.length - 1) li.classList.add('current');
     path.append(li);
   });
+  renderLasso(d.lasso);
+  // along a lasso, ▶ follows it (to its end, and round its cycle from the step back)
+  if (d.lasso && !(trail && trail.length > walk.length && isPrefix(walk, trail))) trail = d.lasso.walk;
   const next = $('#next');
   next.replaceChildren();
   if (!d.enabled.length) next.append(el('p', {'class': 'note'}, 'No action is enabled: a terminal state.'));
@@ -132,7 +138,20 @@ function render(d) {
   }
   const off = $('#disabled');
   off.replaceChildren();
-  for (const a of d.disabled) off.append(el('button', {'class': 'action', 'disabled': '', 'title': a.reason}, a.name));
+  // each action not enabled, with the conditions of its guard that fail (why not?)
+  if (d.disabled.length) off.append(el('p', {'class': 'note'}, 'Not enabled, and why:'));
+  for (const a of d.disabled) {
+    const row = el('div', {'class': 'why-not', 'data-action': a.action});
+    row.append(el('button', {'class': 'action', 'disabled': '', 'title': a.reason}, a.action));
+    if (a.failing.length) {
+      const ul = el('ul', {'class': 'failing'});
+      for (const c of a.failing) ul.append(el('li', {}, '✗ ' + c));
+      row.append(ul);
+    } else {
+      row.append(el('span', {'class': 'why'}, a.reason));
+    }
+    off.append(row);
+  }
   const props = $('#properties');
   props.replaceChildren();
   for (const p of d.properties) {
@@ -148,9 +167,55 @@ function render(d) {
   $('#state-title').textContent = 'State ' + d.steps.length + ' of the path';
   $('#state').innerHTML = d.state_html;    // kmc's own renderers: every value escaped
   $('#diagram').innerHTML = d.diagram_svg || '';
+  fitDiagram();
   $('#initial').value = String(walk[0]);
   $('#back').disabled = walk.length <= 1;
   $('#forward').disabled = !(trail && trail.length > walk.length && isPrefix(walk, trail));
+}
+
+// The swimlane fits the width of its column (down to MIN_ZOOM of its size, a wider one
+// scrolls): the last column is never cut at the window's edge.
+const MIN_ZOOM = 0.55;
+function fitDiagram() {
+  const svg = $('#diagram svg');
+  if (!svg) return;
+  if (!svg.dataset.width) {
+    svg.dataset.width = svg.getAttribute('width');
+    svg.dataset.height = svg.getAttribute('height');
+  }
+  const w = Number(svg.dataset.width), h = Number(svg.dataset.height);
+  const avail = $('#diagram').clientWidth;
+  const zoom = avail > 0 && w > avail ? Math.max(MIN_ZOOM, avail / w) : 1;
+  svg.setAttribute('width', String(Math.floor(w * zoom)));
+  svg.setAttribute('height', String(Math.floor(h * zoom)));
+  svg.dataset.zoom = zoom.toFixed(3);
+}
+
+// A walk along a liveness counterexample (a lasso): which property it violates, where its
+// cycle starts, and at its end the way back to the cycle's start (forward then walks the
+// cycle again).
+function renderLasso(l) {
+  const box = $('#lasso');
+  box.replaceChildren();
+  box.hidden = !l;
+  if (!l) return;
+  box.className = l.at_end ? 'lasso end' : 'lasso';
+  box.append(el('b', {}, '↺ ' + l.property + ': ' + l.summary));
+  if (l.obligation) box.append(el('span', {'class': 'obligation'}, ' — waits for ' + l.obligation));
+  if (l.at_end) {
+    box.append(el('p', {'class': 'end'}, l.end));
+    if (!l.stutters) {
+      const b = el('button', {'id': 'cycle-back',
+                              'title': 'the cycle again: back to its first state; forward walks it'},
+                   '↺ back to state ' + l.cycle_start + ' (the cycle\'s start)');
+      b.addEventListener('click', () => { trail = l.walk; go(l.back); });
+      box.append(b);
+    }
+  } else {
+    const where = l.in_cycle ? 'on the cycle: it repeats for ever from state '
+                             : 'the path to the cycle, which starts at state ';
+    box.append(el('p', {'class': 'end'}, where + l.cycle_start));
+  }
 }
 
 function renderSearch(s) {
@@ -169,7 +234,7 @@ function renderSearch(s) {
     li.append(el('span', {'class': 'v'}, v ? v.verdict : (s.state === 'running' ? 'searching…' : '—')));
     if (v && v.walk) {
       const a = el('a', {'href': '?walk=' + v.walk.join('.'), 'class': 'counterexample', 'data-property': name},
-                   ' counterexample (' + v.walk.length + ' states)');
+                   ' counterexample (' + (v.lasso ? v.lasso.summary : v.walk.length + ' states') + ')');
       a.addEventListener('click', (e) => { e.preventDefault(); trail = v.walk; go(v.walk); });
       li.append(a);
     }
@@ -202,7 +267,7 @@ async function start() {
   for (const t of spec.traces) {
     const li = el('li', {'class': 'trace'});
     const a = el('a', {'href': '?walk=' + t.walk.join('.'), 'class': 'trace-link'}, 'trace ' + t.name +
-                 ' (' + t.walk.length + ' states)');
+                 ' (' + (t.lasso ? t.lasso.property + ': ' + t.lasso.summary : t.walk.length + ' states') + ')');
     a.addEventListener('click', (e) => { e.preventDefault(); trail = t.walk; go(t.walk); });
     li.append(a);
     traces.append(li);
@@ -216,6 +281,7 @@ async function start() {
     if (e.key === 'ArrowRight' && !$('#forward').disabled) $('#forward').click();
   });
   window.addEventListener('popstate', () => goUrl());
+  window.addEventListener('resize', fitDiagram);
   await goUrl();
   pollSearch();
   document.body.dataset.ready = '1';
@@ -246,6 +312,9 @@ button:disabled { color: #aaa; cursor: default; background: #fafafa; border-colo
 button.step { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; font-size: 12px; text-align: left; }
 button.action { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; font-size: 12px; }
 #disabled { margin-top: 4px; }
+#disabled .why-not { margin: 1px 0 3px; }
+#disabled ul.failing { list-style: none; margin: 0 0 0 10px; padding: 0; color: #8a1c1c; font-size: 12px; }
+#disabled span.why { color: #666; font-size: 12px; margin-left: 4px; }
 ul#properties, ul#verdicts, ul#traces { list-style: none; padding-left: 0; margin: 4px 0; }
 li.prop, li.verdict { margin: 2px 0; padding: 2px 6px; border-left: 4px solid #999; }
 li.prop.holds, li.prop.goal { border-color: #2e7d32; }
@@ -264,11 +333,20 @@ li.verdict.unknown .v { color: #e65100; }
 .reason { color: #444; }
 pre.state { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; font-size: 12.5px; line-height: 1.25;
             background: #fbfbfb; border: 1px solid #eee; padding: 6px; overflow-x: auto; margin: 4px 0; }
+p.state-line { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; font-size: 13px; background: #fbfbfb;
+               border: 1px solid #eee; padding: 6px; margin: 4px 0; }
+details.fields summary { color: #555; cursor: pointer; font-size: 12px; }
 table.fields th { text-align: left; padding-right: 12px; color: #555; font-weight: normal; }
 table.fields tr.changed td { background: #fff4c2; }
 .scroll { overflow-x: auto; margin-top: 8px; }
 .scroll svg { display: block; }
 .note { color: #666; }
+ol#path li.cycle { border-left: 3px dashed #c62828; padding-left: 4px; }
+ol#path li .mark { display: block; color: #b71c1c; font-size: 12px; font-weight: bold; margin: 0 0 3px 8px; }
+#lasso { border: 1px solid #c62828; background: #fdecea; border-radius: 4px; padding: 4px 7px; margin: 4px 0; }
+#lasso[hidden] { display: none; }
+#lasso b { color: #b71c1c; }
+#lasso p.end { margin: 3px 0; color: #5d1a1a; }
 """
 
 # The tab's icon: a node with two successors, in the page's colours.

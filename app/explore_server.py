@@ -36,10 +36,13 @@ standard error):
 
 - ``GET /api/spec``: the title, the spec's path, the initial states (their number and a
   label of each), the action names, the properties (name, kind, description), the
-  ``--trace`` walks;
+  ``--trace`` walks (each with its ``lasso`` or null);
 - ``GET /api/state?walk=I.C1.C2...``: a walk (initial state ``I``, then the choices) ->
   its steps, the enabled next steps (``choice``, ``action`` as traces name it, its
-  description), the actions not enabled, each property's status in the last state
+  description), the actions not enabled (each with the conditions of its guard that
+  fail: ``reports.why_not``), the lasso the walk follows (``lasso``: a liveness
+  counterexample of a ``--trace`` file or of the search, its cycle's start, the walk
+  back to it; null off every lasso), each property's status in the last state
   (``holds``/``violated`` with the reason; ``goal``, ``not a goal`` or, once the search
   has decided the property, ``trap``), the state as HTML and (Kafka) the swimlane SVG.
   With ``&prefix=1`` a walk that does not replay is answered with its longest valid

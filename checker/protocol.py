@@ -34,7 +34,11 @@ does not is given the defaults once, when an engine or the application takes it:
   instances, for the liveness properties (default: none, no fairness; see "Fairness"
   below);
 - ``symmetries()`` and ``permute(state, perm)`` -> the replica permutations symmetry
-  reduction (``--symmetry``) applies (default ``None``: none declared).
+  reduction (``--symmetry``) applies (default ``None``: none declared);
+- ``guards(state)`` -> every action the model may take, enabled in ``state`` or not, each
+  with its guard as named conditions (``Guard``), for "why is this action not enabled?"
+  (``kmc why-not``, the explorer); an action is enabled exactly when each of its
+  conditions holds (default ``None``: no guard conditions declared).
 
 Fairness (for the ``"always-eventually"`` and ``"leads-to"`` properties)
 -------------------------------------------------------------------------
@@ -136,6 +140,10 @@ class Property:
         obligations: for a ``"leads-to"`` property that is a family of ``P_i ~> Q_i`` (one
             per index ``i``), ``obligations(model)`` -> every index, a sequence of distinct
             hashable values in a fixed order; ``None`` (the default): one obligation.
+        obligation_text: for such a family, ``obligation_text(model, obligation)`` -> the
+            obligation in the user's words (Kafka's: ``committed record 0 (epoch 0) at
+            offset 0``), for the explorer and the explanations; ``None`` (the default): its
+            ``str``.
 
     Liveness
     --------
@@ -185,6 +193,39 @@ class Property:
     explain: Callable[..., str | None] | None = None
     mask: Callable[..., Any] | None = None
     obligations: Callable[[Any], Sequence[Any]] | None = None
+    obligation_text: Callable[[Any, Any], str] | None = None
+
+
+def obligation_text(model: Any, prop: Property, obligation: Any) -> str:
+    """A leads-to family's ``obligation`` in words (``Property.obligation_text``, else its
+    ``str``)."""
+    if prop.obligation_text is not None:
+        return prop.obligation_text(model, obligation)
+    return str(obligation)
+
+
+@attrs.frozen
+class Guard:
+    """An action and its guard in one state (``Model.guards``).
+
+    Args:
+        action: the action, as ``actions(state)`` gives it when it is enabled.
+        conditions: ``(condition, holds)`` pairs: each condition in the user's words
+            (``"B is in the ISR"``), and whether it holds in the state. The action is
+            enabled exactly when every one holds.
+    """
+
+    action: Any
+    conditions: tuple[tuple[str, bool], ...]
+
+    @property
+    def enabled(self) -> bool:
+        return all(holds for _, holds in self.conditions)
+
+    @property
+    def failing(self) -> list[str]:
+        """The conditions that do not hold, in order."""
+        return [text for text, holds in self.conditions if not holds]
 
 
 def generic_values(state) -> Iterable[tuple[str, Any]]:
@@ -296,6 +337,8 @@ class Model(Protocol):
 
     def permute(self, state: Any, perm: Any) -> Any: ...
 
+    def guards(self, state: Any) -> Sequence[Guard] | None: ...
+
 
 class ModelBase:
     """The optional members of a model, with their defaults (the module's list): a model
@@ -357,6 +400,10 @@ class ModelBase:
     def permute(self, state: Any, perm: Any) -> Any:
         """``state`` with its replicas renamed by ``perm`` (only with ``symmetries``)."""
         raise NotImplementedError("this model declares no symmetries")
+
+    def guards(self, state: Any) -> Sequence[Guard] | None:
+        """Every action with its guard's conditions in ``state`` (``None``: none declared)."""
+        return None
 
 
 _MODEL_MEMBERS = (
@@ -637,3 +684,9 @@ def fair_instance(model: Model, state: Any, action: Any) -> Any:
     """The fair instance of the step ``state --action-->`` (``None``: not fair, or the model
     declares no fairness)."""
     return model.fair_instance(state, action)
+
+
+def guards(model: Model, state: Any) -> Sequence[Guard] | None:
+    """Every action of ``state``, enabled or not, with its guard (``ModelBase.guards``;
+    ``None``: the model declares no guard conditions)."""
+    return model.guards(state)

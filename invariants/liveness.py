@@ -42,9 +42,10 @@ def leaderless(model, state) -> str | None:
     rep = state.replicas[q.leader]
     who = model.name(q.leader)
     if not rep.alive:
-        return f"the quorum leader {who} is down"
+        return f"the controller's leader {who} is down"
     return (
-        f"the quorum leader {who} has restarted since its election (its epoch is {rep.epoch}, the quorum's {q.epoch})"
+        f"the controller's leader {who} has restarted since its election (its epoch is {rep.epoch}, "
+        f"the controller's {q.epoch})"
     )
 
 
@@ -74,7 +75,7 @@ def _where(states, loop) -> str:
 
 def _bound(model) -> str:
     bound = model.config.max_leader_epoch
-    return f"no leader can be elected because quorum.epoch reached max_leader_epoch = {bound}; raise it"
+    return f"no leader can be elected because the controller's epoch reached max_leader_epoch = {bound}; raise it"
 
 
 def _why_no_leader(model, tail) -> str | None:
@@ -186,6 +187,13 @@ def committed_replicated_mask(kernel, rows) -> tuple[np.ndarray, np.ndarray]:
     return p, q
 
 
+def record_obligation_text(model, obligation) -> str:
+    """An obligation of ``CommittedEventuallyReplicated`` in words: the committed record
+    it waits for, on every replica."""
+    o, e, i = obligation
+    return f"committed {_record(e, i)} at offset {o} on every replica"
+
+
 def explain_unreplicated(model, states, loop, obligation) -> str:
     """Which record the lasso leaves missing from which replica, for ever, and why."""
     o, e, i = obligation
@@ -229,4 +237,5 @@ CommittedEventuallyReplicated = Property(
     explain=explain_unreplicated,
     mask=committed_replicated_mask,
     obligations=record_obligations,
+    obligation_text=record_obligation_text,
 )

@@ -34,7 +34,7 @@ from .kafka_actions import KafkaEffects
 from .state import EXPAND, SHRINK, Quorum, Replica, State, encode, leader_of, leso
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
-    from kmc.checker.protocol import BatchKernel, CoverageNames, Model, Property
+    from kmc.checker.protocol import BatchKernel, CoverageNames, Guard, Model, Property
 
     from .batch import KafkaBatchKernel
 
@@ -220,6 +220,13 @@ class KafkaModel(ModelBase):
         if cfg.acks == ACKS_ALL:
             out = [(a, fx.acknowledge(state, t)) for a, t in out]
         return out
+
+    def guards(self, state) -> list[Guard]:
+        """Every action, enabled in ``state`` or not, with its guard's conditions in words
+        (``model.guards``: what ``kmc why-not`` and the explorer show)."""
+        from .guards import kafka_guards
+
+        return kafka_guards(self, state)
 
     def electable(self, state) -> list[int]:
         """The replicas ElectLeader may elect in ``state``, in replica order, whatever the

@@ -27,17 +27,22 @@ from kmc.checker.protocol import (
     ALWAYS,
     ALWAYS_EVENTUALLY,
     LEADS_TO,
+    LIVENESS,
     POSSIBLY,
     STEP,
     action_name,
     coverage_names,
     describe_step,
     format_action,
+    format_state,
+    obligation_text,
     successors,
     with_defaults,
 )
 from kmc.checker.result import Path
 from kmc.checker.trace import replay_choices
+
+from .counterexample import lasso_mark, lasso_summary
 
 MAX_STEPS = 10_000  # the longest walk the explorer replays
 MAX_DIAGRAM_STATES = 60  # a longer walk is shown without its swimlane (a page-wide picture)
@@ -72,9 +77,12 @@ class Explorer:
             command builds it with the spec's options); ``progress`` takes a ``Stats``.
         cancel: called to stop the search (the engine's ``cancel``).
         traces: ``{name: (init_index, choices)}``, saved traces the user named.
+        lassos: liveness counterexamples (``checker.result.Violation`` with a ``loop``) a
+            walk on their cycle is shown as (``add_lasso`` adds one; the search's are added
+            when it ends).
     """
 
-    def __init__(self, model, properties, *, view=None, title="", path="", search=None, traces=None) -> None:
+    def __init__(self, model, properties, *, view=None, title="", path="", search=None, traces=None, lassos=()) -> None:
         self.model = model = with_defaults(model)
         self.properties = list(properties)
         self.view = view or GenericView(model)
@@ -85,8 +93,11 @@ class Explorer:
         self.status = SearchStatus()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._actions = list(coverage_names(model).actions)
+        self._actions = list(coverage_names(model).actions or model.action_names() or ())
         self._distances: dict = {}  # (property, encoded state) -> steps to a goal (_goal_distance)
+        # The liveness counterexamples (``checker.result.Violation`` with a ``loop``) a walk
+        # is matched against: the --trace files' first, then the search's.
+        self._lassos: list = [v for v in lassos if v.loop is not None]
 
     # -- walks ----------------------------------------------------------------------------
 
@@ -167,19 +178,78 @@ class Explorer:
             }
             for c, (a, nxt) in enumerate(nexts)
         ]
-        names = {e["name"] for e in enabled}
-        disabled = [{"name": n, "reason": "not enabled in this state"} for n in self._actions if n not in names]
+        disabled = self._disabled(state, {e["name"] for e in enabled})
         props = self.property_status(path)
+        walk = [init_index, *choices]
+        lasso = self.lasso_of(walk)
+        lasso_doc = None
+        if lasso is not None:
+            lasso_doc = _lasso_doc(lasso, len(walk))
+            known = [*self.properties, *model.properties()]
+            prop = next((p for p in known if p.name == lasso.property), None)
+            if prop is not None and lasso.obligation is not None:
+                lasso_doc["obligation"] = obligation_text(model, prop, lasso.obligation)
+            for i, step_doc in enumerate(steps):
+                step_doc["cycle"] = i >= lasso.loop  # the cycle's states, from its start
+                step_doc["mark"] = lasso_mark(lasso, i + 1) or ""
+            if lasso_doc["at_end"]:  # the lasso walked whole: its property is violated here
+                for doc in props:
+                    if doc["name"] == lasso.property:
+                        doc.update(status="violated", reason=lasso.explanation)
         violated = next((p for p in props if p["status"] == "violated"), None)
+        at_end = lasso if lasso_doc is not None and lasso_doc["at_end"] else None
         return {
-            "walk": [init_index, *choices],
+            "walk": walk,
             "steps": steps,
             "enabled": enabled,
             "disabled": disabled,
             "properties": props,
+            "lasso": lasso_doc,
             "state_html": self.view.state_html(states[-1], states[-2] if len(states) > 1 else None),
-            "diagram_svg": self.view.diagram_svg(path, violated),
+            "diagram_svg": self.view.diagram_svg(path, violated, at_end, _pending(props)),
         }
+
+    def _disabled(self, state, enabled_names) -> list[dict]:
+        """The actions not enabled in ``state``, each with why: the conditions of its guard
+        that fail (``reports.why_not``), or, for a model that declares none, each action
+        name none of whose actions is enabled, "no guard conditions declared"."""
+        from .why_not import NOT_DECLARED, answers
+
+        why = answers(self.model, state)
+        if not why["declared"]:
+            return [
+                {"name": n, "action": n, "reason": f"not enabled in this state ({NOT_DECLARED})", "failing": []}
+                for n in self._actions
+                if n not in enabled_names
+            ]
+        return [
+            {"name": r["name"], "action": r["action"], "reason": "; ".join(r["failing"]), "failing": r["failing"]}
+            for r in why["actions"]
+            if not r["enabled"]
+        ]
+
+    def add_lasso(self, violation) -> None:
+        """Know the liveness counterexample ``violation`` (a ``--trace`` file's): a walk
+        along it is shown as a lasso (``lasso_of``)."""
+        if violation.loop is None:
+            return
+        with self._lock:
+            self._lassos.append(violation)
+
+    def lasso_of(self, walk) -> Any:
+        """The first liveness counterexample the explorer knows (a --trace file's, then the
+        search's) whose walk starts with ``walk`` and that ``walk`` follows at least to its
+        cycle's start (``None``: none): a walk on a lasso's cycle is shown as one, its cycle
+        marked and its end violating the property. (Before the cycle's start a walk is a
+        path like any other: the lasso's prefix is a shortest path that many walks share.)"""
+        walk = list(walk)
+        with self._lock:
+            known = list(self._lassos)
+        for v in known:
+            whole = [v.path.init_index, *v.path.choices]
+            if len(walk) > v.loop and whole[: len(walk)] == walk:
+                return v
+        return None
 
     def property_status(self, path) -> list[dict]:
         """Every property's status in the walk's last state (a step property: on its last
@@ -309,7 +379,16 @@ class Explorer:
             "initial_labels": self.initial_labels(),
             "actions": self._actions,
             "properties": [{"name": p.name, "kind": p.kind, "description": p.description} for p in self.properties],
-            "traces": [{"name": n, "walk": [i, *c]} for n, (i, c) in self.traces.items()],
+            "traces": [self._trace_doc(n, [i, *c]) for n, (i, c) in self.traces.items()],
+        }
+
+    def _trace_doc(self, name: str, walk: list) -> dict:
+        lasso = self.lasso_of(walk)
+        whole = lasso is not None and len(lasso.path) == len(walk)
+        return {
+            "name": name,
+            "walk": walk,
+            "lasso": {"property": lasso.property, "summary": lasso_summary(lasso)} if whole else None,
         }
 
     # -- the background search ----------------------------------------------------------------
@@ -342,8 +421,12 @@ class Explorer:
                 }
                 if name in getattr(result, "unknown", {}):
                     entry["explanation"] = result.unknown[name]
+                if v is not None and v.loop is not None:
+                    entry["lasso"] = {"cycle_start": v.loop + 1, "stutters": v.stutters, "summary": lasso_summary(v)}
                 verdicts[name] = entry
+            lassos = [v for v in result.violations.values() if v.loop is not None]
             with self._lock:
+                self._lassos.extend(lassos)
                 st = self.status
                 st.distinct, st.depth = result.stats.distinct, result.stats.depth
                 st.seconds = time.perf_counter() - started
@@ -393,8 +476,42 @@ def _waiting(model, prop, state) -> str:
     waiting = [ob for ob in prop.obligations(model) if ob in set(p) and ob not in done]
     if not waiting:
         return ""
-    shown = ", ".join(str(ob) for ob in waiting[:4]) + (", ..." if len(waiting) > 4 else "")
+    shown = "; ".join(obligation_text(model, prop, ob) for ob in waiting[:4]) + ("; ..." if len(waiting) > 4 else "")
     return f"{len(waiting)} obligation{'s' if len(waiting) > 1 else ''} wait{'' if len(waiting) > 1 else 's'} ({shown})"
+
+
+def _pending(props) -> list[str]:
+    """The liveness properties that wait in a state (decided over whole behaviours)."""
+    return [p["name"] for p in props if p["status"] in ("waits", "not a goal") and p["kind"] in LIVENESS]
+
+
+def _lasso_doc(v, states: int) -> dict:
+    """What the page shows of the lasso ``v`` (a liveness ``Violation``) at a walk of
+    ``states`` states along it: its property, where its cycle starts, whether the walk is
+    at its end, the walk back to the cycle's start and the whole lasso's walk."""
+    whole = [v.path.init_index, *v.path.choices]
+    n = len(whole)
+    start = v.loop + 1
+    at_end = states == n
+    if v.stutters:
+        end_text = f"state {n} stutters for ever: no fair action is enabled in it"
+    else:
+        end_text = f"the last step leads back to state {start}: the cycle repeats for ever"
+    return {
+        "property": v.property,
+        "kind": v.kind,
+        "summary": lasso_summary(v),
+        "cycle_start": start,
+        "states": n,
+        "stutters": v.stutters,
+        "at_end": at_end,
+        "in_cycle": states >= start,
+        "end": end_text,
+        "back": whole[:start],
+        "walk": whole,
+        "explanation": v.explanation,
+        "obligation": None if v.obligation is None else str(v.obligation),
+    }
 
 
 class GenericView:
@@ -414,14 +531,20 @@ class GenericView:
             changed = previous is not None and before.get(name) != value
             cls = ' class="changed"' if changed else ""
             rows.append(f"<tr{cls}><th>{escape(str(name))}</th><td>{escape(repr(value))}</td></tr>")
-        return '<table class="fields">' + "".join(rows) + "</table>"
+        # the model's own words first (its format_state), its fields below
+        line = escape(format_state(self.model, state))
+        changes = sum('class="changed"' in r for r in rows)
+        changed_note = f" ({changes} changed by the last step)" if changes else ""
+        return (
+            f'<p class="state-line">{line}</p>'
+            f'<details class="fields"><summary>its fields{changed_note}</summary>'
+            '<table class="fields">' + "".join(rows) + "</table></details>"
+        )
 
-    def diagram_svg(self, path, violated) -> str | None:
+    def diagram_svg(self, path, violated, lasso=None, pending=()) -> str | None:
         return None
 
     def initial_label(self, state) -> str:
-        from kmc.checker.protocol import format_state
-
         return format_state(self.model, state)
 
 
@@ -444,14 +567,35 @@ class KafkaView:
         names = self.model.config.replicas
         return "no leader" if lead is None else f"{names[lead]} leads at epoch {state.replicas[lead].epoch}"
 
-    def diagram_svg(self, path, violated) -> str | None:
+    def diagram_svg(self, path, violated, lasso=None, pending=()) -> str | None:
+        """The swimlane of ``path``: a lasso walked to its end (``lasso``, a liveness
+        ``Violation``) framed as ``kmc check --html`` frames it, else the first violated
+        property's (``violated``), else a path whose last state violates nothing, with the
+        liveness properties still ``pending`` there named."""
         if len(path.steps) > MAX_DIAGRAM_STATES:
             return None
         from . import svg
         from .diagram import build_path
 
-        if violated is None:
-            d = build_path(self.model, path)
+        if lasso is not None:
+            d = build_path(
+                self.model,
+                path,
+                lasso.property,
+                lasso.kind,
+                lasso.explanation,
+                loop=lasso.loop,
+                obligation=lasso.obligation,
+            )
+        elif violated is None:
+            note = ""
+            if pending:
+                names = ", ".join(pending)
+                note = (
+                    f"no state or step property is violated here; {names} "
+                    f"{'waits' if len(pending) == 1 else 'wait'}: decided over whole behaviours (the search's verdict)"
+                )
+            d = build_path(self.model, path, explanation=note)
         else:
             d = build_path(self.model, path, violated["name"], violated["kind"], violated["reason"])
         return svg.render(d, standalone=False)

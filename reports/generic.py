@@ -267,11 +267,22 @@ def _flowchart(model, group, n) -> list[str]:
     v = group[0]
     title = "; ".join(f"{_label(x.property)}: {_label(x.explanation)}" for x in group)
     lines = [f'  subgraph v{n}["{title}"]']
-    for step in trace_steps(model, v.path):
+    steps = trace_steps(model, v.path)
+    loop = v.loop
+    for step in steps:
         i = step["index"]
+        if loop is not None and i == len(steps) and i - 1 != loop:
+            # a lasso's last step leads back to the state its cycle starts at (the last
+            # state is that state again): the back edge, and no box of its own
+            lines.append(f'    v{n}s{i - 1} -->|"{_label(step["action"]["text"])}"| v{n}s{loop + 1}')
+            continue
         lines.append(f'    v{n}s{i}["{i}. {_label(step["text"])}"]')
         if step["action"] is not None:
             lines.append(f'    v{n}s{i - 1} -->|"{_label(step["action"]["text"])}"| v{n}s{i}')
+    if loop is not None:
+        mark = lasso_mark(v, loop + 1) if loop != len(steps) - 1 else lasso_mark(v, len(steps))
+        lines.append(f'    v{n}s{loop + 1} -.- v{n}c["↺ {_label(mark or "")}"]')
+        lines.append(f"    style v{n}s{loop + 1} stroke:#c62828,stroke-width:3px")
     lines.append("  end")
     return lines
 
@@ -309,19 +320,27 @@ def _trace_section(model, group) -> str:
     v = group[0]
     steps = trace_steps(model, v.path)
     rows = []
+    loop = v.loop
     for s in steps:
         action = s["action"]
-        last = ' class="last"' if s["index"] == len(steps) else ""
+        i = s["index"]
+        cls = "last" if i == len(steps) else "cycle" if loop is not None and i > loop else ""
+        mark = lasso_mark(v, i)
+        back = f' <span class="cycle">↺ {x(mark)}</span>' if mark else ""
+        attr = f' class="{cls}"' if cls else ""
         rows.append(
-            f'<tr{last}><td class="n">{s["index"]}</td><td class="action">{x(action["text"]) if action else ""}</td>'
+            f'<tr{attr}><td class="n">{i}</td>'
+            f'<td class="action">{x(action["text"]) if action else ""}</td>'
             f'<td class="desc">{x(action["description"]) if action else ""}</td>'
-            f'<td class="state">{x(s["text"])}</td></tr>'
+            f'<td class="state">{x(s["text"])}{back}</td></tr>'
         )
+    size = f"a counterexample of {len(steps)} states" if loop is None else lasso_summary(v)
     return "\n".join(
         [
-            f'<section class="trace" data-property="{x(", ".join(g.property for g in group))}">',
-            f'<h2 class="violation">✗ {x(", ".join(g.property for g in group))}: a counterexample of '
-            f"{len(steps)} states</h2>",
+            f'<section class="trace" data-property="{x(", ".join(g.property for g in group))}"'
+            + (f' data-cycle-start="{loop + 1}"' if loop is not None else "")
+            + ">",
+            f'<h2 class="violation">✗ {x(", ".join(g.property for g in group))}: {x(size)}</h2>',
             *(f'<p class="note">{x(g.property)}: {x(g.explanation)}</p>' for g in group),
             '<table class="steps"><tr><th>#</th><th>action</th><th>what it did</th><th>state</th></tr>',
             *rows,

@@ -50,6 +50,8 @@ table.steps td.n { text-align: right; color: #666; font-variant-numeric: tabular
 table.steps td.action { font-weight: bold; font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; }
 table.steps td.state { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; }
 table.steps tr.last td { color: #b71c1c; }
+table.steps tr.cycle td { background: #fdecea; }
+table.steps span.cycle { color: #b71c1c; font-weight: bold; }
 table.verdicts td.violated { color: #b71c1c; font-weight: bold; }
 table.verdicts td.holds { color: #2e7d32; }
 footer { color: #777; font-size: 12px; margin-top: 16px; }

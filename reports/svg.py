@@ -22,6 +22,7 @@ ZOOM = 1.25  # a short trace is drawn larger, up to this much, to fill WIDTH
 BOX_H, BOX_GAP = 15, 2
 LINE = 11
 RED, ORANGE, BLUE, PURPLE, GREY = "#c62828", "#e65100", "#1f5fbf", "#6a3fb5", "#9e9e9e"
+CURRENT = "#c9a400"  # the explorer's current state, where nothing fails
 MAGENTA = "#ad1457"  # a diverging answer (truncate_on_fetch) and the truncation it causes
 GREEN = "#2e7d32"
 
@@ -187,7 +188,8 @@ def _columns_and_lanes(out, d, lay) -> None:
             f'<rect x="{x}" y="{PAD}" width="{lay.col_w}" height="{lay.lanes_bottom - PAD}" fill="{shade}"/>'
         )
         out.append(_text(x + 4, PAD + 10, [f"State {col.number}"], 8, fill="#777"))
-        out.append(_text(x + 4, PAD + 21, action, lay.head_size, weight="bold", fill=RED if i == last else "#1a1a1a"))
+        head = ("#8a6d00" if d.kind == "holds" else RED) if i == last else "#1a1a1a"  # red only where it fails
+        out.append(_text(x + 4, PAD + 21, action, lay.head_size, weight="bold", fill=head))
         out.append(_text(x + 4, PAD + 21 + len(action) * 11.5, words, 8.5, fill="#555"))
         out.append("</g>")
     for lane, (name, y, h) in enumerate(zip(d.lanes, lay.lane_y, lay.lane_h)):
@@ -210,10 +212,12 @@ def _columns_and_lanes(out, d, lay) -> None:
     out.append(
         f'<line x1="{PAD}" y1="{lay.lanes_bottom}" x2="{lay.width - PAD}" y2="{lay.lanes_bottom}" stroke="#c8c8c8"/>'
     )
-    colour = ORANGE if d.kind == "possibly" else RED
+    # red where something fails; a path that violates nothing (the explorer's walk) has its
+    # current state framed in the colour of the page's current step
+    colour = ORANGE if d.kind == "possibly" else CURRENT if d.kind == "holds" else RED
     first = d.loop if d.lasso else last  # a lasso frames its whole cycle
     x = lay.col_x(first)
-    cls = "cycle" if d.lasso else "trap" if d.kind == "possibly" else "violation"
+    cls = "cycle" if d.lasso else "trap" if d.kind == "possibly" else "current" if d.kind == "holds" else "violation"
     dash = ' stroke-dasharray="6 3"' if d.lasso and not d.stutters else ""
     out.append(
         f'<rect class="{cls}" x="{x + 1}" y="{PAD + 1}" width="{(last - first + 1) * lay.col_w - 2}" '
@@ -564,6 +568,7 @@ def _legend(out, d, lay, y) -> float:
                 "LogsNeverDiverge": "red: the records that disagree",
                 "AcknowledgedNeverLost": "red: the lost acknowledged record",
                 "CommittedEventuallyReplicated": "red: the committed record some replica lacks for ever",
+                "UncommittedNeverExposed": "red: the never-committed record below a follower's high watermark",
             }.get(d.property, "red: the lost record"),
             RED,
         ),
@@ -575,10 +580,14 @@ def _legend(out, d, lay, y) -> float:
         ("grey: down", "#777"),
         ("✕ crash", RED),
     ]
+    if _diverges(d):  # the fetch path's answer, and KAFKA-14704's first half ("hw N first")
+        items[-3:-3] = [("diverging answer →", MAGENTA)]
+        if any(ev.kind == "diverging-response" and ev.label.endswith(" first") for c in d.columns for ev in c.events):
+            items[-3:-3] = [("hw N first: KAFKA-14704, the high watermark taken before the truncation", MAGENTA)]
     if d.columns[0].controller.requests:
         items[-3:-3] = [("ISR request ⇢", ORANGE), ("┆ request in flight", ORANGE)]
         items.append(("ISR changes through the controller: " + ", ".join(d.options), PURPLE))
-    if d.lasso and not d.lost:  # EventuallyLeader's lasso marks no record
+    if (d.lasso or d.kind == "holds") and not d.lost:  # no record marked (EventuallyLeader's lasso, a walk)
         items = [item for item in items if not item[0].startswith("red: ")]
     if d.lasso:
         items.append(

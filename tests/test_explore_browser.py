@@ -188,6 +188,7 @@ def test_the_initial_state_is_chosen_a_broken_link_keeps_its_prefix_and_nothing_
         _wait_steps(page, 2)
         assert _steps(page) == ["1. initial", "2. Produce(B)"] and menu.input_value() == "1"
         # a link cut or edited by hand: the valid prefix is shown, the page says where it broke
+        page.wait_for_load_state("networkidle")  # (the favicon asked for: a navigation would abort it)
         page.goto(url + "?walk=1.0.9.0")
         page.wait_for_selector("body[data-ready]")
         assert _steps(page) == ["1. initial", "2. Produce(B)"]
@@ -233,3 +234,71 @@ def test_a_trap_is_drawn_as_one_once_the_search_has_decided(browser):
         server.shutdown()
         server.server_close()
         explorer.close()
+
+
+def test_a_lasso_is_walked_to_its_end_and_back_to_its_cycle(browser, tmp_path):
+    """A liveness counterexample loaded with --trace: its link walks the lasso; at its end the
+    property is violated, the cycle is marked, the swimlane fits the page (its last column is
+    not cut at 1400 px), and the button back to the cycle's start keeps the lasso ahead
+    (▶ walks the cycle again)."""
+    from kmc.app.cli import main
+    from kmc.app.commands.explore import load_traces, trace_lasso
+
+    live = str(REPO / "specs" / "live-c2.toml")
+    out = tmp_path / "live.json"
+    main(["check", live, "--no-progress", "--no-trace", "--json", str(out)])
+    spec = load_spec(live)
+    model = spec.model()
+    traces = load_traces([str(out)], model)
+    explorer = Explorer(model, spec.properties(), view=KafkaView(model), title=spec.title, path=spec.path,
+                        traces={n: (t.init, t.choices) for n, t in traces.items()})
+    (name, saved), = traces.items()
+    explorer.add_lasso(trace_lasso(name, saved, explorer.walk(saved.init, saved.choices), explorer.model,
+                                   spec.properties()))
+    n = len(saved.choices) + 1
+    server = _serve(explorer)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"http://127.0.0.1:{server.port}/")
+        page.wait_for_selector("body[data-ready]")
+        page.locator("a.trace-link").click()
+        _wait_steps(page, n)
+        box = page.locator("#lasso")
+        assert "CommittedEventuallyReplicated: a lasso of 10 states, its cycle from state 8 back to it" in box.inner_text()
+        assert "committed record 0 (epoch 0) at offset 0 on every replica" in box.inner_text()
+        prop = page.locator('li.prop[data-name="CommittedEventuallyReplicated"]')
+        assert "violated" in prop.inner_text() and "lost for good" in prop.inner_text()
+        assert page.locator("#path li.cycle").count() == 3
+        assert page.locator("#diagram svg rect.cycle").count() == 1
+        assert page.locator("#diagram svg rect.violation").count() == 0
+        svg, room = page.locator("#diagram svg").bounding_box(), page.locator("#diagram").bounding_box()
+        assert svg["x"] + svg["width"] <= room["x"] + room["width"] + 1  # nothing cut at the right
+        page.locator("#cycle-back").click()
+        _wait_steps(page, 8)
+        assert page.url.endswith("?walk=" + ".".join(map(str, [saved.init, *saved.choices[:7]])))
+        assert not page.locator("#forward").is_disabled()
+        page.locator("#forward").click()
+        _wait_steps(page, 9)
+        assert "on the cycle" in page.locator("#lasso").inner_text()
+        # a state where nothing fails: the current column is not framed in red
+        page.locator("#path button.step").nth(2).click()
+        _wait_steps(page, 3)
+        assert page.locator("#diagram svg rect.current").count() == 1
+        assert page.locator("#diagram svg rect.violation").count() == 0
+        # a link onto the lasso's cycle, opened afresh: ▶ follows the lasso; before the
+        # cycle's start a walk is a path like any other
+        page.goto(f"http://127.0.0.1:{server.port}/?walk=" + ".".join(map(str, [saved.init, *saved.choices[:8]])))
+        page.wait_for_selector("body[data-ready]")
+        _wait_steps(page, 9)
+        assert not page.locator("#forward").is_disabled() and page.locator("#lasso").is_visible()
+        page.locator("#forward").click()
+        _wait_steps(page, 10)
+        assert page.locator("#cycle-back").is_visible()
+        page.locator("#path button.step").nth(4).click()
+        _wait_steps(page, 5)
+        assert page.locator("#lasso").is_hidden()
+        page.screenshot(path=str(tmp_path / "lasso.png"))
+    finally:
+        page.close()
+        server.shutdown()
+        server.server_close()

@@ -320,10 +320,10 @@ def test_leaderless_says_why():
     init = model.init_states()[0]
     assert leaderless(model, init) is None
     down = model.next_state(init, Action("Crash", 0))
-    assert leaderless(model, down) == "the quorum leader A is down"
+    assert leaderless(model, down) == "the controller's leader A is down"
     back = model.next_state(down, Action("Restart", 0))
     assert leaderless(model, back) == (
-        "the quorum leader A has restarted since its election (its epoch is -1, the quorum's 0)")
+        "the controller's leader A has restarted since its election (its epoch is -1, the controller's 0)")
 
 
 # -- the explanations of a lasso --------------------------------------------------------------------
@@ -344,12 +344,12 @@ def test_the_c4_lasso_is_violated_at_the_bound():
     assert blocked_by_bound(model, states[-1]) and lo.failover_blocked_by_bound(graph.cfg, states[-1])
     assert explain_leaderless(model, states, loop, None) == (
         "no replica leads in state 5, where no fair action is enabled (it stays there for ever): no leader can "
-        "be elected because quorum.epoch reached max_leader_epoch = 2; raise it")
+        "be elected because the controller's epoch reached max_leader_epoch = 2; raise it")
     record = (0, 0, 0)
     states, _, loop = _first_lasso(graph, lo.record_violations(graph, record))
     assert explain_unreplicated(model, states, loop, record) == (
         "committed record 0 (epoch 0) at offset 0 is missing from B (its log ends at 0) in state 7, where no fair "
-        "action is enabled (it stays there for ever); no leader can be elected because quorum.epoch reached "
+        "action is enabled (it stays there for ever); no leader can be elected because the controller's epoch reached "
         "max_leader_epoch = 2; raise it")
 
 
@@ -462,7 +462,7 @@ def test_the_per_state_engine_gives_the_batch_engines_verdicts_and_lassos(name):
 @pytest.mark.parametrize("name", ["live-c4"])
 def test_at_the_bound_the_explanation_says_raise_it(name):
     _, _, result = _run(name)
-    bound = "no leader can be elected because quorum.epoch reached max_leader_epoch = 2; raise it"
+    bound = "no leader can be elected because the controller's epoch reached max_leader_epoch = 2; raise it"
     assert result.violations[EL].explanation.endswith(bound)
     assert result.violations[CER].explanation.endswith(bound)
     # and nowhere else in the table
@@ -611,18 +611,31 @@ def test_the_explorer_loads_a_lasso_as_a_path(tmp_path):
     out = tmp_path / "c1hw.json"
     assert main(["check", str(SPECS / "live-c1-hw.toml"), "--json", str(out), "--no-trace", "--no-progress"]) == 1
     spec, model, result = _run("live-c1-hw")
+    from kmc.app.commands.explore import trace_lasso
+
     traces = load_traces([str(out)], model)
-    (init, choices), = traces.values()
+    (saved,) = traces.values()
+    init, choices = saved.init, saved.choices
     v = result.violations[CER]
-    explorer = Explorer(model, spec.properties(), view=KafkaView(model), traces=traces)
+    explorer = Explorer(model, spec.properties(), view=KafkaView(model), traces={"t": (init, choices)})
     assert explorer.walk(init, choices) == v.path
     doc = explorer.state_doc(init, choices)
     status = {p["name"]: p for p in doc["properties"]}
     assert status[EL]["status"] == "goal"  # B leads in the last state
     assert status[CER]["status"] == "waits"
-    # record 0 (epoch 0) is on A only, record 1 (epoch 1) on B only, both at offset 0
-    assert status[CER]["reason"].startswith("2 obligations wait ((0, 0, 0), (0, 1, 1))")
-    assert doc["diagram_svg"]
+    # record 0 (epoch 0) is on A only, record 1 (epoch 1) on B only, both at offset 0: in words
+    assert status[CER]["reason"].startswith(
+        "2 obligations wait (committed record 0 (epoch 0) at offset 0 on every replica; "
+        "committed record 1 (epoch 1) at offset 0 on every replica)"
+    )
+    assert doc["diagram_svg"] and doc["lasso"] is None
+    # known as the lasso it is, its end violates the property, and its cycle is drawn
+    lasso = trace_lasso("t", saved, explorer.walk(init, choices), explorer.model, spec.properties())
+    assert lasso.loop == v.loop and lasso.obligation == v.obligation
+    explorer.add_lasso(lasso)
+    doc = explorer.state_doc(init, choices)
+    assert {p["name"]: p for p in doc["properties"]}[CER]["status"] == "violated"
+    assert doc["lasso"]["cycle_start"] == v.loop + 1 and "cycle-arrow" in doc["diagram_svg"]
 
 
 # -- the users' page --------------------------------------------------------------------------------
@@ -638,7 +651,7 @@ def test_docs_model_md_has_the_table_and_the_real_explanations():
     _, _, result = _run("live-c2-elr")
     for prop in (EL, CER):
         assert f"✗ {prop}: {result.violations[prop].explanation}" in doc, prop
-    assert "no leader can be elected because quorum.epoch reached max_leader_epoch = 2; raise it" in doc
+    assert "no leader can be elected because the controller's epoch reached max_leader_epoch = 2; raise it" in doc
 
 
 # -- Spark (local mode) -------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def test_a_lasso_at_the_bound_says_so():
             EL: {
                 "length": 7,
                 "kind": "always-eventually",
-                "explanation": "no leader can be elected because quorum.epoch reached max_leader_epoch = 2; raise it",
+                "explanation": "no leader can be elected because the controller's epoch reached max_leader_epoch = 2; raise it",
             },
             CER: {"length": 9, "kind": "leads-to", "explanation": "record (0, 0, 0) is missing from B"},
         },

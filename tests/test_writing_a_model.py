@@ -31,6 +31,8 @@ def test_the_local_blocks_run():
     blocks = [b for b in _blocks() if not b.startswith("# needs Spark")]
     assert len(blocks) == 6
     namespace = _run(blocks)
+    guarded = namespace["GuardedCounters"]()
+    assert [g.failing for g in guarded.guards(namespace["Counters"](3, 1))] == [["x = 3 is below n = 3"], []]
     assert namespace["result"].stats.distinct == 16
     assert len(namespace["covered"].witnesses["XTwoYOne"]) == 4  # the cover's witness
     assert namespace["lasso"].loop == 1 and namespace["silent"].verdict("OneLeadsToY") == "violated"

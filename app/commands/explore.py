@@ -8,6 +8,7 @@ import errno
 import time
 from typing import TYPE_CHECKING
 
+import attrs
 from kmc.checker.errors import UsageError
 from kmc.checker.text import safe_text
 
@@ -24,9 +25,11 @@ def register(sub) -> None:
         description="Start a local web server for one spec (or a model of your own, --model) and print its "
         "URL. The page shows the state "
         "(the replica table and the swimlane of the path so far), every enabled next step as a button, "
+        "every action not enabled with the conditions of its guard that fail, "
         "every property's status in the current state, and the verdicts of a search run in the "
-        "background, each linked to its counterexample. The path is in the URL: a link reproduces it. "
-        "Ctrl-C stops the server.",
+        "background, each linked to its counterexample; a liveness counterexample (of the search or of "
+        "--trace) is walked as a lasso, its cycle marked and a step back to the cycle's start at its end. "
+        "The path is in the URL: a link reproduces it. Ctrl-C stops the server.",
         epilog='The JSON API the page uses is documented in README.md ("Walk a scenario").',
     )
     p.add_argument(
@@ -69,9 +72,19 @@ def _port(text) -> int:
     return port
 
 
+@attrs.frozen
+class SavedTrace:
+    """A trace of a file the user named: its walk, and its violation entry as the file
+    holds it (the property, and for a liveness counterexample its ``lasso``)."""
+
+    init: int
+    choices: list
+    entry: dict = attrs.field(eq=False, repr=False)
+
+
 def load_traces(paths, model, identity=None) -> dict:
-    """``{name: (init_index, choices)}`` of the traces in the files the user named: data
-    only (nothing a file names is imported). ``identity``: a model of the user's own
+    """``{name: SavedTrace}`` of the traces in the files the user named: data only
+    (nothing a file names is imported). ``identity``: a model of the user's own
     (``ModelSpec.identity``), whose parameters and source digest a file's recorded model
     must match."""
     from kmc.reports import generic
@@ -118,8 +131,46 @@ def load_traces(paths, model, identity=None) -> dict:
             ):
                 raise UsageError(f"--trace: {path}: the trace of {v['property']} needs 'init_index' and 'choices'")
             name = f"{path} ({v['property']})" if len(paths) > 1 or len(found) > 1 else f"{path}"
-            out[name] = (init, choices)
+            out[name] = SavedTrace(init, choices, v)
     return out
+
+
+def trace_lasso(name, saved: SavedTrace, path, model, properties):
+    """The liveness counterexample of a saved trace (``checker.result.Violation`` with its
+    ``loop``), checked real, fair and violating by re-executing it and its explanation
+    recomputed (``replay.replay_lasso``), or ``None`` for a trace of another kind.
+
+    Raises:
+        UsageError: the trace claims a lasso that is not one, or names a liveness property
+            the model does not have.
+    """
+    from kmc.checker.protocol import LIVENESS
+
+    from .replay import ReplayError, replay_lasso
+
+    entry = saved.entry
+    if "lasso" not in entry and entry.get("kind") not in LIVENESS:
+        return None
+    known = {p.name: p for p in model.properties()}
+    known.update((p.name, p) for p in properties)
+    if isinstance(model, _kafka_model()):  # every property of the Kafka model, checked or not
+        from kmc.invariants import BY_NAME
+
+        known = {**BY_NAME, **known}
+    prop = known.get(entry.get("property"))
+    if prop is None or prop.kind not in LIVENESS:
+        named = safe_text(repr(entry.get("property")))[:80]
+        raise UsageError(f"--trace: {name}: its lasso names {named}, no liveness property of this model")
+    try:
+        return replay_lasso(name, model, prop, entry, path)
+    except ReplayError as e:
+        raise UsageError(f"--trace: {e}") from None
+
+
+def _kafka_model() -> type:
+    from kmc.model.kafka import KafkaModel
+
+    return KafkaModel
 
 
 def run(args, out, err) -> int:
@@ -143,12 +194,16 @@ def run(args, out, err) -> int:
         title = f"{own.ref} ({', '.join(f'{k}={v}' for k, v in own.params.items())})"
     elif own is not None:
         title = own.ref
-    explorer = Explorer(model, properties, view=view, title=title, path=spec.path, traces=traces)
-    for name, (init, choices) in traces.items():
+    walks = {name: (t.init, t.choices) for name, t in traces.items()}
+    explorer = Explorer(model, properties, view=view, title=title, path=spec.path, traces=walks)
+    for name, saved in traces.items():
         try:
-            explorer.walk(init, choices)
+            path = explorer.walk(saved.init, saved.choices)
         except WalkError as e:
             raise UsageError(f"--trace: {name}: does not replay on {spec.path}: {e}") from None
+        lasso = trace_lasso(name, saved, path, explorer.model, properties)
+        if lasso is not None:
+            explorer.add_lasso(lasso)
     try:
         server = ExploreServer(explorer, args.host, args.port, allow_remote=args.allow_remote)
     except OSError as e:

@@ -15,7 +15,7 @@ refused, never shown as if it still held.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kmc.checker.errors import KmcError, UsageError
 from kmc.checker.protocol import LIVENESS
@@ -404,57 +404,9 @@ def _replay_model(args, doc, out, err) -> int:
     """Replay a counterexample of a user's model: rebuild the model from the document's
     reference and parameters, re-execute the choices, check every state against the saved
     one and the property on the last step, and show it with the generic views."""
-    from kmc.checker.errors import EngineError
-    from kmc.checker.protocol import STEP
-    from kmc.checker.result import Violation
-    from kmc.checker.trace import replay_choices
     from kmc.reports import generic
 
-    path = args.file
-    ident = doc.get("model")
-    if (
-        not isinstance(ident, dict)
-        or not isinstance(ident.get("ref"), str)
-        or not isinstance(ident.get("params"), dict)
-    ):
-        raise ReplayError(f"{path}: model: no 'ref' and 'params' to check the model against")
-    found = [v for v in doc.get("violations") or [] if isinstance(v, dict)]
-    if args.invariant is not None:
-        found = [v for v in found if v.get("property") == args.invariant]
-    if not found:
-        raise ReplayError(
-            f"{path}: violations: no counterexample" + (f" of {args.invariant}" if args.invariant else "")
-        )
-    entry = headline(found)
-    spec = model_for_result(path, ident, args.model, args.param)
-    model = spec.model()
-    props = {p.name: p for p in model.properties()}
-    prop = props.get(str(entry.get("property")))
-    trace = entry.get("trace")
-    if prop is None or not isinstance(trace, dict):
-        raise ReplayError(f"{path}: violations: {entry.get('property')!r} is not a property of {ident['ref']}")
-    try:
-        steps = replay_choices(model, int(trace["init_index"]), [int(c) for c in trace["choices"]]).steps
-    except (EngineError, KeyError, TypeError, ValueError, IndexError) as e:
-        raise ReplayError(f"{path}: the trace no longer replays ({e})") from None
-    from kmc.checker.result import Path
-
-    replayed = Path(tuple(steps), int(trace["init_index"]), tuple(int(c) for c in trace["choices"]))
-    saved = trace.get("steps") or []
-    for mine, theirs in zip(generic.trace_steps(model, replayed), saved):
-        if not isinstance(theirs, dict) or mine["state"] != theirs.get("state"):
-            raise ReplayError(f"{path}: step {mine['index']}: the replayed state differs from the saved one")
-    last = replayed.steps[-1]
-    if prop.kind in LIVENESS:
-        violation = replay_lasso(path, model, prop, entry, replayed)
-    else:
-        if prop.kind == STEP and len(replayed.steps) > 1:
-            why = prop.check(model, replayed.steps[-2].state, last.action, last.state)
-        else:
-            why = prop.check(model, last.state)
-        if why is None:
-            raise ReplayError(f"{path}: the replayed trace no longer violates {prop.name}")
-        violation = Violation(prop.name, prop.kind, why, replayed)
+    ident, model, violation = replay_model(args.file, doc, args.invariant, args.model, args.param)
     if args.diff and args.format != "rich":
         raise UsageError("--diff: only with --format rich")
     if args.format == "json":
@@ -484,6 +436,67 @@ def _replay_model(args, doc, out, err) -> int:
             "html or mermaid"
         )
     return 0
+
+
+def replay_model(path, doc, invariant, ref, params) -> tuple[dict, Any, Violation]:
+    """The counterexample of a user's model that a result document holds (``invariant``'s,
+    or the headline's), replayed on the model ``ref`` (with ``params``) names, checked
+    against the document's record of its model: every state against the saved one, the
+    property on the last step (a lasso: ``replay_lasso``). Returns ``(the document's record
+    of its model, the model, the Violation)``.
+
+    Raises:
+        ReplayError: no such counterexample, another model, or a trace that no longer replays.
+    """
+    from kmc.checker.errors import EngineError
+    from kmc.checker.protocol import STEP
+    from kmc.checker.result import Violation
+    from kmc.checker.trace import replay_choices
+    from kmc.reports import generic
+
+    ident = doc.get("model")
+    if (
+        not isinstance(ident, dict)
+        or not isinstance(ident.get("ref"), str)
+        or not isinstance(ident.get("params"), dict)
+    ):
+        raise ReplayError(f"{path}: model: no 'ref' and 'params' to check the model against")
+    found = [v for v in doc.get("violations") or [] if isinstance(v, dict)]
+    if invariant is not None:
+        found = [v for v in found if v.get("property") == invariant]
+    if not found:
+        raise ReplayError(f"{path}: violations: no counterexample" + (f" of {invariant}" if invariant else ""))
+    entry = headline(found)
+    spec = model_for_result(path, ident, ref, params)
+    model = spec.model()
+    props = {p.name: p for p in model.properties()}
+    prop = props.get(str(entry.get("property")))
+    trace = entry.get("trace")
+    if prop is None or not isinstance(trace, dict):
+        raise ReplayError(f"{path}: violations: {entry.get('property')!r} is not a property of {ident['ref']}")
+    try:
+        steps = replay_choices(model, int(trace["init_index"]), [int(c) for c in trace["choices"]]).steps
+    except (EngineError, KeyError, TypeError, ValueError, IndexError) as e:
+        raise ReplayError(f"{path}: the trace no longer replays ({e})") from None
+    from kmc.checker.result import Path
+
+    replayed = Path(tuple(steps), int(trace["init_index"]), tuple(int(c) for c in trace["choices"]))
+    saved = trace.get("steps") or []
+    for mine, theirs in zip(generic.trace_steps(model, replayed), saved):
+        if not isinstance(theirs, dict) or mine["state"] != theirs.get("state"):
+            raise ReplayError(f"{path}: step {mine['index']}: the replayed state differs from the saved one")
+    last = replayed.steps[-1]
+    if prop.kind in LIVENESS:
+        violation = replay_lasso(path, model, prop, entry, replayed)
+    else:
+        if prop.kind == STEP and len(replayed.steps) > 1:
+            why = prop.check(model, replayed.steps[-2].state, last.action, last.state)
+        else:
+            why = prop.check(model, last.state)
+        if why is None:
+            raise ReplayError(f"{path}: the replayed trace no longer violates {prop.name}")
+        violation = Violation(prop.name, prop.kind, why, replayed)
+    return ident, model, violation
 
 
 def model_for_result(path, ident, ref, params) -> ModelSpec:

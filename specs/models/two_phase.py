@@ -33,7 +33,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from kmc.checker.protocol import ALWAYS, ALWAYS_EVENTUALLY, LEADS_TO, STEP, KernelBase, Property
+from kmc.checker.protocol import ALWAYS, ALWAYS_EVENTUALLY, LEADS_TO, STEP, Guard, KernelBase, Property
 
 WORKING, PREPARED, COMMITTED, ABORTED = 0, 1, 2, 3  # an RM's state
 INIT, TM_COMMITTED, TM_ABORTED = 0, 1, 2  # the TM's state
@@ -105,6 +105,10 @@ def every_rm(model):
     return tuple(range(model.rms))
 
 
+def rm_text(model, r):  # an obligation in words (the explorer and the explanations)
+    return f"RM {r}"
+
+
 Consistent = Property("Consistent", ALWAYS, consistent, "no RM commits while another aborts", mask=consistent_mask)
 DecisionsFinal = Property("DecisionsFinal", STEP, decisions_final, "an RM's commit or abort is never undone")
 EveryoneDecides = Property(
@@ -113,7 +117,7 @@ EveryoneDecides = Property(
 )
 PreparedDecides = Property(
     "PreparedDecides", LEADS_TO, prepared_decides, "an RM that prepared eventually commits or aborts",
-    mask=prepared_decides_mask, obligations=every_rm,
+    mask=prepared_decides_mask, obligations=every_rm, obligation_text=rm_text,
 )
 
 
@@ -184,6 +188,25 @@ class TwoPhase:
         if a.rm < 0:
             return f"the TM is {TM_NAMES[after.tm]}"
         return f"RM {a.rm} is {RM_NAMES[after.rm[a.rm]]}" if a.name.startswith("RM") else f"the TM knows RM {a.rm} prepared"
+
+    def guards(self, s):
+        """Every action, enabled or not, with its guard as named conditions (what ``kmc
+        why-not`` and the explorer show): an action is enabled exactly when each holds."""
+        everyone = (1 << self.rms) - 1
+        tm_init = (f"the TM is still in init (it is {TM_NAMES[s.tm]})", s.tm == INIT)
+        if self.eager:
+            ready = ("the TM knows at least one RM prepared (the eager TM's bug)", s.tm_prepared != 0)
+        else:
+            ready = ("the TM knows every RM prepared", s.tm_prepared == everyone)
+        out = [Guard(Step("TMRcvPrepared", r), (tm_init, (f"RM {r} sent Prepared", bool(s.prepared_msgs >> r & 1))))
+               for r in range(self.rms)]
+        out += [Guard(Step("TMCommit"), (tm_init, ready)), Guard(Step("TMAbort"), (tm_init,))]
+        for name in ("RMPrepare", "RMChooseToAbort"):
+            out += [Guard(Step(name, r), ((f"RM {r} is working (it is {RM_NAMES[s.rm[r]]})", s.rm[r] == WORKING),))
+                    for r in range(self.rms)]
+        out += [Guard(Step("RMRcvCommitMsg", r), (("the TM sent Commit", s.commit_msg),)) for r in range(self.rms)]
+        out += [Guard(Step("RMRcvAbortMsg", r), (("the TM sent Abort", s.abort_msg),)) for r in range(self.rms)]
+        return out
 
     def format_state(self, s):
         rms = " ".join(RM_NAMES[x] for x in s.rm)

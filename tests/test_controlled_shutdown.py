@@ -561,3 +561,107 @@ def test_the_batch_engine_refuses_it():
 
     with pytest.raises(EngineError, match=r"no controlled shutdown \(max_controlled_shutdowns\) \(run it with"):
         BatchEngine(KafkaModel(config("C1 CS")))
+
+
+# -- the shipped specs ------------------------------------------------------------------------------
+
+# spec -> its row of the tables
+SPEC_ROWS = {
+    "kafka-15221-two-replicas": "C2 ELR+AP+BE+15221",
+    "kafka-15221-acks-all": "C2 ELR+AP+BE+15221+acks",
+    "rolling-restart-loss": "C2 AP+BE+CS",
+    "rolling-restart-elr": "C2 ELR+AP+BE+CS",
+}
+# The rolling restart of a 3-broker cluster (acks=all, min ISR 2, Kafka 3.7+): no table has it;
+# its numbers are kmc's, pinned (distinct, depth, {property: trace length}).
+ROLLING = {}
+
+
+def _operators(config) -> bool:
+    return bool(config.max_controlled_shutdowns or config.bugs)
+
+
+def test_every_operators_spec_is_a_row():
+    shipped = {p.stem for p in SPECS.glob("*.toml") if _operators(load_spec(p).config)
+               and load_spec(p).config.max_controlled_shutdowns <= 1 and not load_spec(p).config.min_isr_changes
+               and not load_spec(p).config.max_disk_failures}
+    assert shipped == set(SPEC_ROWS)
+    for name, key in SPEC_ROWS.items():
+        spec = load_spec(SPECS / f"{name}.toml")
+        assert spec.config == config(key), name
+        assert spec.title and spec.description and spec.keep_going
+        want = {**ROWS.get(key, (None, {}))[1]}
+        if PR in spec.expect:
+            want = {p: v for p, v in want.items()}
+            want[PR] = PR_TABLE[key][2]
+        assert spec.expect == {p: H if v == H else "violated" for p, v in want.items()}, name
+
+
+def _spec_param(name):
+    key = SPEC_ROWS[name]
+    distinct = ROWS[key][0] if key in ROWS else PR_TABLE[key][0]
+    return _param(name, distinct)
+
+
+@pytest.mark.parametrize("name", [_spec_param(n) for n in SPEC_ROWS])
+def test_a_shipped_spec_runs_per_state_as_kmc_check_runs_it(name, explorations):
+    spec, model, result = explorations[name]
+    assert result.engine == "local" and result.complete
+    key = SPEC_ROWS[name]
+    distinct, want = ROWS[key] if key in ROWS else (PR_TABLE[key][0], {})
+    assert result.stats.distinct == distinct
+    lengths = _lengths(result)
+    for p in spec.expect:
+        if p == PR:
+            assert (lengths[PR], result.violations[PR].traps) == (PR_TABLE[key][2], PR_TABLE[key][1])
+        else:
+            assert lengths.get(p, H) == want[p], p
+    assert {p: result.verdict(p) for p in spec.expect} == spec.expect
+    assert result.checked == tuple(p.name for p in spec.properties())
+
+
+def test_kmc_check_says_why_it_runs_per_state(capsys):
+    from kmc.app.cli import main
+
+    code = main(["check", str(SPECS / "kafka-15221-two-replicas.toml"), "--no-progress", "--no-trace"])
+    _out, err = capsys.readouterr()
+    assert code == 1
+    assert "kmc: checked on the per-state path: the batch kernel has no KAFKA-15221 (bugs)\n" in err
+
+
+def test_a_saved_counterexample_replays(tmp_path, capsys):
+    import json
+
+    from kmc.app.cli import main
+    from kmc.app.commands.replay import load_document, replay
+    from kmc.reports.json_result import state_from_dict, state_to_dict
+
+    saved = tmp_path / "r.json"
+    assert main(["check", str(SPECS / "rolling-restart-loss.toml"), "--invariant", CNL, "--no-progress",
+                 "--no-trace", "--json", str(saved)]) == 1
+    capsys.readouterr()
+    model, violation = replay(str(saved), load_document(saved))
+    states = violation.path.states
+    assert len(states) == 6 and states[-1].replicas[B].shutting and states[-1].controlled_shutdowns == 1
+    for s in states:
+        assert state_from_dict(model, json.loads(json.dumps(state_to_dict(model, s)))) == s
+    assert "shutting" not in json.dumps(state_to_dict(KafkaModel(config("C2 AP+BE")), model.init_states()[0]))
+    assert main(["replay", str(saved)]) == 0
+    text = capsys.readouterr().out
+    assert "B is in controlled shutdown" in text and "ControlledShutdown(B)" in text
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason="the per-state path on Spark: set KMC_SLOW=1")
+def test_the_spark_engine_gives_the_per_state_result(spark_sc):
+    from conftest import SPARK_MASTER, assert_same_spark_result
+    from kmc.checker.spark_rows import SparkRowsEngine
+
+    spec = load_spec(SPECS / "kafka-15221-two-replicas.toml")
+    model = spec.model()
+    options = Options(keep_going=True)
+    want = LocalEngine(model, spec.properties(), options).run()
+    engine = SparkRowsEngine(model, spec.properties(), options, master=SPARK_MASTER, partitions=2,
+                             driver_level_limit=0)
+    assert engine.path != "rows"
+    assert_same_spark_result(engine.run(), want)

@@ -665,3 +665,22 @@ def test_the_spark_engine_gives_the_per_state_result(spark_sc):
                              driver_level_limit=0)
     assert engine.path != "rows"
     assert_same_spark_result(engine.run(), want)
+
+
+def test_coverage_counts_the_kinds_of_a_controlled_shutdown():
+    """Every answer of the controller but the unclean one (off here) is reached on three replicas with
+    the eligible leader replicas; the counts add up to the steps taken; the mark and the count are
+    variables."""
+    cfg = Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=1, max_leader_epoch=2, min_insync_replicas=2,
+                 truncation="leader-epoch-2.1", hw_requires_min_isr=True, eligible_leader_replicas=True,
+                 max_controlled_shutdowns=1)
+    model = KafkaModel(cfg)
+    result = LocalEngine(model, model.properties(), Options(keep_going=True, coverage=True)).run()
+    cov = result.stats.coverage
+    kinds = cov.kinds["ControlledShutdown"]
+    assert {k for k, n in kinds.items() if n} == {"not in the ISR", "leaves the ISR", "clean", "ELR", "leaderless"}
+    assert sum(kinds.values()) == result.stats.fired["ControlledShutdown"]
+    assert cov.values["replica.shutting"] == {0, 1} and cov.values["controlled_shutdowns"] == {0, 1}
+    plain = KafkaModel(Config(truncation="leader-epoch-2.1"))
+    assert "ControlledShutdown" not in plain.coverage_names().kinds
+    assert "replica.shutting" not in plain.coverage_names().variables

@@ -684,3 +684,35 @@ def test_coverage_counts_the_kinds_of_a_controlled_shutdown():
     plain = KafkaModel(Config(truncation="leader-epoch-2.1"))
     assert "ControlledShutdown" not in plain.coverage_names().kinds
     assert "replica.shutting" not in plain.coverage_names().variables
+
+
+def test_the_pictures_show_the_shutdown_on_the_controller_s_lane():
+    """The operator's request goes to the controller and its answer comes back on the controller's
+    lane; the clean stop is no crash (no cross); the refusal of a replica in controlled shutdown
+    is drawn as a refusal."""
+    from kmc.reports.diagram import CONTROLLER, build_path
+    from kmc.reports.svg import render
+
+    model = KafkaModel(config("C2 AP+BE+CS"))
+    s0 = model.init_states()[0]
+    texts_ = ["Produce(A)", "ControlledShutdown(B)", "ShutdownComplete(B)", "Restart(B)"]
+    states, choices = [s0], []
+    for text in texts_:
+        names = [model.format_action(a) for a, _ in model.successors(states[-1])]
+        choices.append(names.index(text))
+        states.append(model.successors(states[-1])[choices[-1]][1])
+    from kmc.checker.trace import replay_choices
+
+    d = build_path(model, replay_choices(model, 0, tuple(choices)))
+    cs, done = d.columns[2], d.columns[3]
+    assert [(e.kind, e.source, e.target, e.label) for e in cs.events] == [
+        ("request", B + 1, CONTROLLER, "controlled shutdown"), ("isr", CONTROLLER, B + 1, "ISR −B")]
+    assert done.events == () and not any(c.crashed for c in done.replicas)
+    svg = render(d)
+    assert "controlled shutdown" in svg and "ISR −B" in svg
+    leader = KafkaModel(config("C5 CS"))
+    path = replay_choices(leader, 0, (next(i for i, (a, _) in enumerate(leader.successors(leader.init_states()[0]))
+                                           if leader.format_action(a) == "ControlledShutdown(A, to B)"),))
+    events = build_path(leader, path).columns[1].events
+    assert [(e.kind, e.target, e.label) for e in events] == [
+        ("request", CONTROLLER, "controlled shutdown"), ("elect", B + 1, "leader, e1")]

@@ -81,6 +81,7 @@ class ReplicaCell:
     dropped: int = 0  # records this step removed from its log (a lossy crash, a truncation)
     # the offset this step truncated its log to on a diverging answer (truncate_on_fetch), else None
     truncated_to: int | None = None
+    shutting: bool = False  # alive and in controlled shutdown (max_controlled_shutdowns)
 
 
 @attrs.frozen
@@ -328,6 +329,7 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
         crashed=crashed,
         dropped=len(dropped),
         truncated_to=truncated_to,
+        shutting=rep.shutting,
     )
 
 

@@ -709,7 +709,8 @@ def test_the_pictures_show_the_shutdown_on_the_controller_s_lane():
         ("request", B + 1, CONTROLLER, "controlled shutdown"), ("isr", CONTROLLER, B + 1, "ISR −B")]
     assert done.events == () and not any(c.crashed for c in done.replicas)
     svg = render(d)
-    assert "controlled shutdown" in svg and "ISR −B" in svg
+    assert "controlled shutdown" in svg and "ISR −B" in svg and "shutting down" in svg
+    assert cs.replicas[B].shutting and not done.replicas[B].shutting
     leader = KafkaModel(config("C5 CS"))
     path = replay_choices(leader, 0, (next(i for i, (a, _) in enumerate(leader.successors(leader.init_states()[0]))
                                            if leader.format_action(a) == "ControlledShutdown(A, to B)"),))

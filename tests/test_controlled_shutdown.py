@@ -717,3 +717,13 @@ def test_the_pictures_show_the_shutdown_on_the_controller_s_lane():
     events = build_path(leader, path).columns[1].events
     assert [(e.kind, e.target, e.label) for e in events] == [
         ("request", CONTROLLER, "controlled shutdown"), ("elect", B + 1, "leader, e1")]
+
+
+def test_the_tla_text_has_the_mark_and_the_count():
+    from kmc.reports.tla import state_text
+
+    model = KafkaModel(config("C1 CS"))
+    s = step(model, model.init_states()[0], "ControlledShutdown(B)")
+    text = state_text(model, s)
+    assert text.endswith("/\\ shutting = (A :> FALSE @@ B :> TRUE)\n/\\ controlled_shutdowns = 1")
+    assert "shutting" not in state_text(KafkaModel(config("C1")), KafkaModel(config("C1")).init_states()[0])

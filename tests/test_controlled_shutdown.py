@@ -748,3 +748,21 @@ def test_the_tla_text_has_the_mark_and_the_count():
     text = state_text(model, s)
     assert text.endswith("/\\ shutting = (A :> FALSE @@ B :> TRUE)\n/\\ controlled_shutdowns = 1")
     assert "shutting" not in state_text(KafkaModel(config("C1")), KafkaModel(config("C1")).init_states()[0])
+
+
+def test_the_explorer_walks_the_rolling_restart_loss():
+    from kmc.reports.explorer import Explorer, KafkaView
+
+    spec = load_spec(SPECS / "rolling-restart-loss.toml")
+    model = spec.model()
+    explorer = Explorer(model, spec.properties(), view=KafkaView(model), title=spec.title, path=spec.path)
+    s, choices = model.init_states()[0], []
+    for text in ["Produce(A)", "ControlledShutdown(B)", "Crash(A, keeps 0)", "Restart(A)", "ElectLeader(A)"]:
+        names = [model.format_action(a) for a, _ in model.successors(s)]
+        choices.append(names.index(text))
+        s = model.successors(s)[choices[-1]][1]
+    doc = explorer.state_doc(0, choices)
+    assert [st["action"] for st in doc["steps"]][1:3] == ["Produce(A)", "ControlledShutdown(B)"]
+    status = {p["name"]: p["status"] for p in doc["properties"]}
+    assert status[CNL] == "violated"
+    assert "controlled shutdown" in doc["diagram_svg"]

@@ -578,6 +578,7 @@ SPEC_ROWS = {
 # spec -> (distinct, generated, depth, {property: trace length}, trap states).
 ROLLING = {
     "rolling-restart-3-7": (149_347, 527_143, 32, {}, 0),
+    "rolling-restart-3-7-crash": (337_008, 1_269_215, 31, {}, 0),
 }
 
 

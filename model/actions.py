@@ -5,7 +5,7 @@ A leaf module (it imports nothing else from ``model``): the attrs model
 (``model.describe``) all read the actions from here.
 
 The names come in the order docs/model.md enumerates the actions (1–9, then
-AlterPartition); an action's
+AlterPartition, then the operator's ControlledShutdown and ShutdownComplete); an action's
 *code*, what the batch kernel stores for a successor, is its position in
 ``ACTION_NAMES``.
 """
@@ -24,6 +24,8 @@ BECOME_FOLLOWER = "BecomeFollower"
 SHRINK_ISR = "ShrinkIsr"
 EXPAND_ISR = "ExpandIsr"
 ALTER_PARTITION = "AlterPartition"  # the controller's answer to an ISR change (alter_partition only)
+CONTROLLED_SHUTDOWN = "ControlledShutdown"  # the operator's stop request and the controller's answer
+SHUTDOWN_COMPLETE = "ShutdownComplete"  # the clean stop that ends a controlled shutdown
 ACTION_NAMES = (
     PRODUCE,
     FETCH_REQUEST,
@@ -36,6 +38,9 @@ ACTION_NAMES = (
     EXPAND_ISR,
     ALTER_PARTITION,
 )
+# The operator's actions (docs/model.md, "Operator actions"), after the protocol's in the
+# enumeration: a configuration's names end with those it can fire; the batch kernel has none.
+OPERATOR_ACTIONS = (CONTROLLED_SHUTDOWN, SHUTDOWN_COMPLETE)
 
 # The codes of the batch kernel: an action's position in ACTION_NAMES.
 CODE = {name: code for code, name in enumerate(ACTION_NAMES)}
@@ -55,17 +60,24 @@ CODE = {name: code for code, name in enumerate(ACTION_NAMES)}
 
 def action_names(config) -> tuple:
     """The names of the actions a configuration can take, in order: AlterPartition only
-    with ``alter_partition`` (so that every table of actions of another configuration is
-    as it always was)."""
-    return ACTION_NAMES if config.alter_partition else ACTION_NAMES[:-1]
+    with ``alter_partition``, ControlledShutdown and ShutdownComplete only with
+    ``max_controlled_shutdowns > 0`` (so that every table of actions of another
+    configuration is as it always was)."""
+    out: tuple[str, ...] = ACTION_NAMES if config.alter_partition else ACTION_NAMES[:-1]
+    if config.max_controlled_shutdowns:
+        out += (CONTROLLED_SHUTDOWN, SHUTDOWN_COMPLETE)
+    return out
 
 
 @attrs.frozen
 class Action:
     """One step: the action's name, the replica it acts on, and (for a lossy crash) how
     many records of the log survive. AlterPartition has no parameter: its ``replica`` is
-    the one its request removes or adds (the state decides it; it is there for the text)."""
+    the one its request removes or adds (the state decides it; it is there for the text).
+    A ControlledShutdown of the quorum's leader names the replica the controller elects in
+    its place in ``to`` (``None`` when it elects nobody, and for any other replica's)."""
 
     name: str
     replica: int
     cut: int | None = None
+    to: int | None = None  # ControlledShutdown of the quorum leader: the replica elected in its place

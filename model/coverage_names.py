@@ -30,7 +30,15 @@ from collections.abc import Iterator
 import numpy as np
 from kmc.checker.protocol import CoverageNames
 
-from .actions import ALTER_PARTITION, CRASH, ELECT_LEADER, FETCH_REQUEST, FETCH_RESPONSE, action_names
+from .actions import (
+    ALTER_PARTITION,
+    CONTROLLED_SHUTDOWN,
+    CRASH,
+    ELECT_LEADER,
+    FETCH_REQUEST,
+    FETCH_RESPONSE,
+    action_names,
+)
 from .rows import NONE
 from .state import Quorum, Replica
 
@@ -39,6 +47,10 @@ CRASH_KINDS = ("keeps its log", "lossy cut")
 ALTER_KINDS = ("removes", "adds", "refused")  # the controller's answer (alter_partition)
 FETCH_REQUEST_KINDS = ("records", "diverging")  # truncate_on_fetch only
 FETCH_RESPONSE_KINDS = ("append", "truncate", "hw-first")  # truncate_on_fetch only
+# How the controller answers a ControlledShutdown (max_controlled_shutdowns only): a follower
+# outside the ISR (only the mark), a follower in the ISR (removed), the quorum's leader replaced
+# by an election of one of ElectLeader's kinds, or by nobody.
+SHUTDOWN_KINDS = ("not in the ISR", "leaves the ISR", "clean", "ELR", "unclean", "leaderless")
 REPLICA_VARS = ("alive", "log end", "hw", "epoch", "leader", "lossy", "remote_leo", "inflight")
 GLOBAL_VARS = ("quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr", "produced", "crashes", "committed")
 
@@ -58,6 +70,10 @@ def kafka_coverage(model) -> CoverageNames:
     if cfg.truncate_on_fetch:
         kinds[FETCH_REQUEST] = FETCH_REQUEST_KINDS
         kinds[FETCH_RESPONSE] = FETCH_RESPONSE_KINDS
+    if getattr(cfg, "max_controlled_shutdowns", 0):
+        variables += ("replica.shutting", "controlled_shutdowns")
+        kinds[CONTROLLED_SHUTDOWN] = SHUTDOWN_KINDS
+        values.shutdowns = True
     return CoverageNames(
         actions=action_names(cfg),
         kinds=kinds,
@@ -94,6 +110,16 @@ def kind_of(model, before, action, after) -> str | None:
         if after.quorum.isr == before.quorum.isr:
             return "refused"
         return "adds" if len(after.quorum.isr) > len(before.quorum.isr) else "removes"
+    if action.name == CONTROLLED_SHUTDOWN:
+        q, r = before.quorum, action.replica
+        if q.leader != r:
+            return "leaves the ISR" if r in q.isr else "not in the ISR"
+        n = action.to
+        if n is None:
+            return "leaderless"
+        if n in q.isr:
+            return "clean"
+        return "ELR" if n in q.elr else "unclean"
     if action.name in (FETCH_REQUEST, FETCH_RESPONSE) and model.config.truncate_on_fetch:
         r = action.replica
         if action.name == FETCH_REQUEST:
@@ -221,17 +247,24 @@ class _Values:
     def __init__(self, acks, alter_replicas=0) -> None:
         self.acks = acks
         self.alter_replicas = alter_replicas  # the replica count with alter_partition, else 0
+        self.shutdowns = False  # with max_controlled_shutdowns: the mark and the count
 
-    def parts(self, state) -> Iterator[Replica | Quorum | tuple[str, int, int, int, int]]:
+    def parts(self, state) -> Iterator[Replica | Quorum | tuple[str, int, int, int, int] | tuple[str, int]]:
         yield from state.replicas
         yield state.quorum
         yield ("history", state.produced, state.crashes, len(state.committed), len(state.acked))
+        if self.shutdowns:
+            yield ("shutdowns", state.controlled_shutdowns)
 
     def __call__(self, part) -> Iterator[tuple[str, int]]:
         if isinstance(part, Replica):
             yield from _replica_values(part)
+            if self.shutdowns:
+                yield "replica.shutting", int(part.shutting)
         elif isinstance(part, Quorum):
             yield from _quorum_values(part, self.alter_replicas)
+        elif isinstance(part, tuple) and part[0] == "shutdowns":
+            yield "controlled_shutdowns", part[1]
         elif isinstance(part, tuple):
             _, produced, crashes, committed, acked = part
             yield "produced", produced
@@ -326,7 +359,7 @@ class _Text:
             return "none" if value < 0 else self.replicas[value]
         if var in ("quorum.isr", "quorum.elr"):
             return "{" + ", ".join(n for r, n in enumerate(self.replicas) if value >> r & 1) + "}"
-        if var in ("replica.alive", "replica.lossy"):
+        if var in ("replica.alive", "replica.lossy", "replica.shutting"):
             return "true" if value else "false"
         if var == "quorum.alter":
             if value < 0:

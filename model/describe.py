@@ -11,6 +11,7 @@ from __future__ import annotations
 from .actions import (
     ALTER_PARTITION,
     BECOME_FOLLOWER,
+    CONTROLLED_SHUTDOWN,
     CRASH,
     ELECT_LEADER,
     EXPAND_ISR,
@@ -19,8 +20,9 @@ from .actions import (
     PRODUCE,
     RESTART,
     SHRINK_ISR,
+    SHUTDOWN_COMPLETE,
 )
-from .config import LEADER_EPOCH_21
+from .config import KAFKA_13916, KAFKA_15221, LEADER_EPOCH_21
 from .state import EXPAND, leader_of, leads, leso
 
 
@@ -144,6 +146,14 @@ def describe_step(model, before, action, after) -> str:
         return text + ", keeping its log"
     if action.name == ALTER_PARTITION:
         return _answer(model, before, after)
+    if action.name == CONTROLLED_SHUTDOWN:
+        return _controlled_shutdown(model, before, action, after)
+    if action.name == SHUTDOWN_COMPLETE:
+        return (
+            f"{who} stops cleanly at the end of its controlled shutdown: its log is flushed, nothing "
+            f"is lost, and its restart will not be an unclean one; the controller is not told, no "
+            f"crash is counted"
+        )
     if action.name in (SHRINK_ISR, EXPAND_ISR):
         leader = leader_of(before)
         if model.config.alter_partition:
@@ -241,8 +251,16 @@ def _answer(model, before, after) -> str:
         return ""
     p, change, r = alter
     qb, qa = before.quorum, after.quorum
-    if model.config.broker_epochs and change == EXPAND and not before.replicas[r].alive and qa.isr == qb.isr:
-        return f"{_what(model, alter)} is refused: {name(r)} is down"
+    rb = before.replicas[r]
+    if model.config.broker_epochs and change == EXPAND and qa.isr == qb.isr:
+        if not rb.alive:
+            return f"{_what(model, alter)} is refused: {name(r)} is down"
+        if rb.shutting and not model.config.has_bug(KAFKA_13916):
+            return f"{_what(model, alter)} is refused: {name(r)} is in controlled shutdown"
+        return (
+            f"{_what(model, alter)} is refused: it carries the broker epoch of {name(r)}'s previous "
+            f"incarnation ({name(r)} does not follow {name(p)} in epoch {qb.epoch} yet)"
+        )
     verb = "adds" if change == EXPAND else "removes"
     text = f"the controller {verb} {name(r)}: ISR {replica_set(model, qa.isr)}"
     if model.config.eligible_leader_replicas and qa.elr != qb.elr:
@@ -262,6 +280,12 @@ def _dropped_note(model, before, after, r) -> str:
     if alter is None:
         return ""
     if after.quorum.alter is not None:  # a Restart that wrote no change: the request survives
+        if model.config.broker_epochs and model.config.has_bug(KAFKA_15221) and alter[1] == EXPAND and alter[2] == r:
+            return (
+                f"; {_what(model, alter)} stays in flight although it was decided on {model.name(r)}'s "
+                f"previous incarnation (KAFKA-15221: once {model.name(r)} follows {model.name(alter[0])} "
+                f"again, the request carries its new broker epoch)"
+            )
         return f"; {_what(model, alter)} stays in flight" if before.replicas[r].lossy else ""
     text = f"; {_what(model, alter)} is dropped: "
     qb, qa = before.quorum, after.quorum
@@ -270,6 +294,55 @@ def _dropped_note(model, before, after, r) -> str:
     if model.config.broker_epochs and alter[1] == EXPAND and alter[2] == r:
         return text + f"{model.name(r)} restarted, its broker epoch is stale"
     return text + "the partition changed: the request is stale"
+
+
+def _controlled_shutdown(model, before, action, after) -> str:
+    """ControlledShutdown: the operator's request and the controller's answer in one step
+    (the ISR without the replica, a new leader in its place, or none)."""
+    name = model.name
+    r = action.replica
+    who = name(r)
+    qb, qa = before.quorum, after.quorum
+    text = f"the operator asks {who} to shut down: {who} is in controlled shutdown"
+    if qb.leader != r:
+        if r not in qb.isr:
+            text += f"; it is not in the ISR {replica_set(model, qb.isr)}, so the controller changes nothing else"
+        else:
+            text += (
+                f"; the controller removes it from the ISR {replica_set(model, qb.isr)} → "
+                f"{replica_set(model, qa.isr)} in the same leader epoch {qa.epoch}"
+            )
+            if model.config.eligible_leader_replicas and qa.elr != qb.elr:
+                text += f", ELR {replica_set(model, qb.elr)} → {replica_set(model, qa.elr)}"
+            ql = qa.leader
+            if ql is not None and after.replicas[ql].hw > before.replicas[ql].hw:
+                text += f"; {name(ql)}'s high watermark advances to {after.replicas[ql].hw}"
+        return text + _dropped_note(model, before, after, r)
+    n = action.to
+    if n is None:
+        text += (
+            f"; {who} is the partition's leader and no other replica may lead: the controller "
+            f"leaves it without a leader in epoch {qa.epoch}, ISR {replica_set(model, qa.isr)}"
+        )
+        if r in qa.isr:
+            text += f" (the ISR keeps {who}: without eligible leader replicas it is never empty)"
+        if model.config.eligible_leader_replicas:
+            text += f", ELR {replica_set(model, qa.elr)}"
+    else:
+        text += (
+            f"; {who} is the partition's leader, so the controller moves its leadership: it elects "
+            f"{name(n)} in epoch {qa.epoch}, ISR {replica_set(model, qa.isr)}, its high watermark "
+            f"{after.replicas[n].hw}"
+        )
+        if n in qb.isr:
+            if model.config.eligible_leader_replicas and qa.elr != qb.elr:
+                text += f", ELR {replica_set(model, qa.elr)}"
+        elif n in qb.elr:
+            text += f" (from the ELR: no other ISR member is alive; ELR now {replica_set(model, qa.elr)})"
+        else:
+            text += f" (unclean: {name(n)} was not in the ISR)"
+        text += f"; {who} keeps its log and acts on its old epoch until it follows {name(n)}"
+    return text + _dropped_note(model, before, after, r)
 
 
 def _rejoin_note(model, state, f, l) -> str:

@@ -3,9 +3,11 @@
 The healing actions are fair, one instance per replica: FetchRequest(f), FetchResponse(f),
 Restart(r), BecomeFollower(r), ExpandIsr(r), and Failover(n) — an ElectLeader(n) step
 taken while the quorum leader does not lead (a preferred election, taken while it
-does, is not fair); with ``alter_partition`` also AlterPartition, one instance. Produce,
-Crash and ShrinkIsr are not fair: a producer may stop writing, a replica may never crash
-again, a leader may never shrink its ISR.
+does, is not fair); with ``alter_partition`` also AlterPartition, one instance; with
+``max_controlled_shutdowns`` also ShutdownComplete(r), one instance per replica (a
+shutdown under way completes). Produce, Crash, ShrinkIsr and ControlledShutdown are not
+fair: a producer may stop writing, a replica may never crash again, a leader may never
+shrink its ISR, an operator may never restart a broker.
 
 An instance is its text (``"FetchRequest(A)"``, ``"Failover(B)"``, ``"AlterPartition"``);
 its *code* is its position in ``fair_instances(config)``. ``fair_instance`` answers for a
@@ -32,6 +34,7 @@ from .actions import (
     FETCH_RESPONSE_CODE,
     RESTART,
     RESTART_CODE,
+    SHUTDOWN_COMPLETE,
 )
 from .state import leader_of
 
@@ -43,10 +46,13 @@ PER_REPLICA = (FETCH_REQUEST, FETCH_RESPONSE, RESTART, ELECT_LEADER, BECOME_FOLL
 
 def fair_instances(config) -> tuple[str, ...]:
     """Every fair instance of ``config``, in code order: each per-replica action for every
-    replica in the spec's order, then AlterPartition (only with ``alter_partition``)."""
+    replica in the spec's order, then AlterPartition (only with ``alter_partition``), then
+    ShutdownComplete of every replica (only with ``max_controlled_shutdowns``)."""
     out = [f"{FAILOVER if a == ELECT_LEADER else a}({r})" for a in PER_REPLICA for r in config.replicas]
     if config.alter_partition:
         out.append(ALTER_PARTITION)
+    if config.max_controlled_shutdowns:
+        out.extend(f"{SHUTDOWN_COMPLETE}({r})" for r in config.replicas)
     return tuple(out)
 
 
@@ -57,6 +63,8 @@ def instance_codes(config) -> dict[str, int]:
     out = {a: k * n for k, a in enumerate(PER_REPLICA)}
     if config.alter_partition:
         out[ALTER_PARTITION] = len(PER_REPLICA) * n
+    if config.max_controlled_shutdowns:
+        out[SHUTDOWN_COMPLETE] = len(PER_REPLICA) * n + (1 if config.alter_partition else 0)
     return out
 
 

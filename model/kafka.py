@@ -28,7 +28,7 @@ from .actions import (
     Action,
     action_names,
 )
-from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21, Config
+from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, KAFKA_13916, KAFKA_15221, LEADER_EPOCH_21, Config
 from .fairness import fair_instance, fair_instances, instance_codes
 from .kafka_actions import KafkaEffects
 from .state import EXPAND, SHRINK, Quorum, Replica, State, encode, leader_of, leso
@@ -54,6 +54,8 @@ class KafkaModel(ModelBase):
     _fx: KafkaEffects = attrs.field(init=False, repr=False, eq=False)
     # Does ExpandIsr also ask for the leader's epoch start offset (KAFKA-7128)?
     _v21: bool = attrs.field(init=False, repr=False, eq=False)
+    # May a replica in controlled shutdown re-join the ISR (KAFKA-13916)?
+    _shutting_joins: bool = attrs.field(init=False, repr=False, eq=False)
     # the weakly fair instances (model.fairness), and the code of each fair action's first
     _fair: tuple = attrs.field(init=False, repr=False, eq=False)
     _fair_codes: dict = attrs.field(init=False, repr=False, eq=False)
@@ -61,6 +63,7 @@ class KafkaModel(ModelBase):
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_fx", KafkaEffects(self.config))
         object.__setattr__(self, "_v21", self.config.truncation == LEADER_EPOCH_21)
+        object.__setattr__(self, "_shutting_joins", self.config.has_bug(KAFKA_13916))
         object.__setattr__(self, "_fair", fair_instances(self.config))
         object.__setattr__(self, "_fair_codes", instance_codes(self.config))
 
@@ -94,8 +97,14 @@ class KafkaModel(ModelBase):
         return KafkaBatchKernel(self.config)
 
     def batch_unsupported(self) -> str | None:
-        """Why the batch kernel cannot run this configuration (the engines would then take
-        the per-state path), or ``None``: it runs every configuration of this model."""
+        """Why the batch kernel cannot run this configuration (the engines then take the
+        per-state path), or ``None``: it runs every configuration without the operator's
+        controlled shutdowns and KAFKA-15221."""
+        cfg = self.config
+        if cfg.max_controlled_shutdowns:
+            return "the batch kernel has no controlled shutdown (max_controlled_shutdowns)"
+        if cfg.has_bug(KAFKA_15221):
+            return "the batch kernel has no KAFKA-15221 (bugs)"
         return None
 
     def coverage_names(self) -> CoverageNames:
@@ -143,7 +152,8 @@ class KafkaModel(ModelBase):
 
     def successors(self, state) -> list[tuple[Action, State]]:
         """Every enabled action with its successor, in docs/model.md's order (actions 1–9,
-        then AlterPartition; within an action replica order, then cut point)."""
+        then AlterPartition, ControlledShutdown, ShutdownComplete; within an action replica
+        order, then cut point or candidate)."""
         cfg = self.config
         fx = self._fx
         reps = state.replicas
@@ -207,6 +217,7 @@ class KafkaModel(ModelBase):
                 if (
                     r not in q.isr
                     and f.alive
+                    and (not f.shutting or self._shutting_joins)  # KIP-841
                     and f.leader == lead
                     and f.epoch == q.epoch
                     and l.remote_leo[r] >= l.hw
@@ -217,6 +228,15 @@ class KafkaModel(ModelBase):
         # 10. AlterPartition: the controller answers the request in flight
         if q.alter is not None:
             out.append((Action(ALTER_PARTITION, q.alter[2]), fx.alter_partition(state)))
+        # 11. ControlledShutdown, 12. ShutdownComplete (the operator's rolling restart)
+        if state.controlled_shutdowns < cfg.max_controlled_shutdowns:
+            for r in range(n):
+                if reps[r].alive and not reps[r].shutting:
+                    out.extend(fx.controlled_shutdown(state, r))
+        if cfg.max_controlled_shutdowns:
+            for r in range(n):
+                if reps[r].alive and reps[r].shutting:
+                    out.append(fx.shutdown_complete(state, r))
         if cfg.acks == ACKS_ALL:
             out = [(a, fx.acknowledge(state, t)) for a, t in out]
         return out
@@ -241,8 +261,11 @@ class KafkaModel(ModelBase):
         return "none" if r is None else self.config.replicas[r]
 
     def format_action(self, action) -> str:
-        """``Crash(B, keeps 1)``-style text for an action."""
+        """``Crash(B, keeps 1)``-style text for an action (``ControlledShutdown(A, to B)``
+        for the one that elects B in A's place)."""
         who = self.name(action.replica)
+        if action.to is not None:
+            return f"{action.name}({who}, to {self.name(action.to)})"
         if action.cut is not None:
             return f"{action.name}({who}, keeps {action.cut})"
         return f"{action.name}({who})"

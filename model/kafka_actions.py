@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import attrs
 
-from .actions import PRODUCE, Action
-from .config import KAFKA_13141, KAFKA_14704
+from .actions import CONTROLLED_SHUTDOWN, PRODUCE, SHUTDOWN_COMPLETE, Action
+from .config import KAFKA_13141, KAFKA_13916, KAFKA_14704, KAFKA_15221
 from .fetch_path import diverging_epoch, truncation_on_answer
 from .state import EXPAND, SHRINK, Fetch, Quorum, Replica, State, elr_after, leader_of, leads
 from .truncation import truncation_offset
@@ -26,7 +26,16 @@ _KEEP = object()
 
 
 def _replica(
-    r, alive=_KEEP, log=_KEEP, hw=_KEEP, epoch=_KEEP, leader=_KEEP, remote_leo=_KEEP, inflight=_KEEP, lossy=_KEEP
+    r,
+    alive=_KEEP,
+    log=_KEEP,
+    hw=_KEEP,
+    epoch=_KEEP,
+    leader=_KEEP,
+    remote_leo=_KEEP,
+    inflight=_KEEP,
+    lossy=_KEEP,
+    shutting=_KEEP,
 ) -> Replica:
     return Replica(
         r.alive if alive is _KEEP else alive,
@@ -37,10 +46,20 @@ def _replica(
         r.remote_leo if remote_leo is _KEEP else remote_leo,
         r.inflight if inflight is _KEEP else inflight,
         r.lossy if lossy is _KEEP else lossy,
+        r.shutting if shutting is _KEEP else shutting,
     )
 
 
-def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, committed=_KEEP, acked=_KEEP) -> State:
+def _state(
+    s,
+    replicas=_KEEP,
+    quorum=_KEEP,
+    produced=_KEEP,
+    crashes=_KEEP,
+    committed=_KEEP,
+    acked=_KEEP,
+    controlled_shutdowns=_KEEP,
+) -> State:
     return State(
         s.replicas if replicas is _KEEP else replicas,
         s.quorum if quorum is _KEEP else quorum,
@@ -48,6 +67,9 @@ def _state(s, replicas=_KEEP, quorum=_KEEP, produced=_KEEP, crashes=_KEEP, commi
         s.crashes if crashes is _KEEP else crashes,
         s.committed if committed is _KEEP else committed,
         s.acked if acked is _KEEP else acked,
+        s.controlled_shutdowns if controlled_shutdowns is _KEEP else controlled_shutdowns,
+        s.leader_min_isr_step,
+        s.disk_failures,
     )
 
 
@@ -85,7 +107,7 @@ class KafkaEffects:
         config: the model's ``Config``.
     """
 
-    __slots__ = ("config", "_gate", "_on_fetch", "_bug_13141", "_bug_14704")
+    __slots__ = ("config", "_gate", "_on_fetch", "_bug_13141", "_bug_14704", "_bug_13916", "_bug_15221")
 
     def __init__(self, config) -> None:
         self.config = config
@@ -94,6 +116,8 @@ class KafkaEffects:
         self._on_fetch = config.truncate_on_fetch
         self._bug_13141 = config.has_bug(KAFKA_13141)
         self._bug_14704 = config.has_bug(KAFKA_14704)
+        self._bug_13916 = config.has_bug(KAFKA_13916)
+        self._bug_15221 = config.has_bug(KAFKA_15221)
 
     # -- actions ------------------------------------------------------------------
 
@@ -213,14 +237,21 @@ class KafkaEffects:
 
     def crash(self, s, r, cut) -> State:
         rep = s.replicas[r]
+        # (a crash ends a controlled shutdown: the stop is a crash in every respect)
         if cut is None:
-            rep = _replica(rep, alive=False, inflight=None)
+            rep = _replica(rep, alive=False, inflight=None, shutting=False)
         elif self.config.eligible_leader_replicas:
             rep = _replica(
-                rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut), lossy=cut < len(rep.log)
+                rep,
+                alive=False,
+                inflight=None,
+                log=rep.log[:cut],
+                hw=min(rep.hw, cut),
+                lossy=cut < len(rep.log),
+                shutting=False,
             )
         else:
-            rep = _replica(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut))
+            rep = _replica(rep, alive=False, inflight=None, log=rep.log[:cut], hw=min(rep.hw, cut), shutting=False)
         return _state(s, replicas=_put(s.replicas, r, rep), crashes=s.crashes + 1)
 
     def restart(self, s, r) -> State:
@@ -229,8 +260,15 @@ class KafkaEffects:
         q = s.quorum
         alter = q.alter
         # broker epochs: a pending expansion of r was based on a fetch of r's previous
-        # incarnation; the controller would refuse it, so it is dropped now.
-        if alter is not None and self.config.broker_epochs and alter[1] == EXPAND and alter[2] == r:
+        # incarnation; the controller would refuse it, so it is dropped now. With KAFKA-15221
+        # it survives: the request may yet carry r's new broker epoch (see alter_partition).
+        if (
+            alter is not None
+            and self.config.broker_epochs
+            and not self._bug_15221
+            and alter[1] == EXPAND
+            and alter[2] == r
+        ):
             alter = None
         if not rep.lossy:  # always, without eligible_leader_replicas
             if alter is not q.alter:
@@ -252,7 +290,7 @@ class KafkaEffects:
             else:
                 fenced.append(other)
         reps = tuple(fenced)
-        quorum = Quorum(q.leader, q.epoch, isr, elr, alter)
+        quorum = Quorum(q.leader, q.epoch, isr, elr, alter, q.min_isr_step)
         committed = s.committed
         out = _state(s, replicas=reps, quorum=quorum)
         ql = q.leader
@@ -282,11 +320,16 @@ class KafkaEffects:
         unclean = cfg.unclean_leader_election and not live_isr and not live_elr and not last_known
         out = []
         for c in range(len(reps)):
-            if not reps[c].alive or (not replaceable and c == ql):
+            if not self.acceptable(reps[c]) or (not replaceable and c == ql):
                 continue
             if c in q.isr or unclean or c in live_elr or (last_known and c == ql):
                 out.append(c)
         return out
+
+    def acceptable(self, rep) -> bool:
+        """May the controller make this replica leader: alive, and not in controlled
+        shutdown unless KAFKA-13916 (Kafka's "not fenced nor in controlled shutdown")."""
+        return rep.alive and (not rep.shutting or self._bug_13916)
 
     def elect(self, s, c) -> State:
         reps = s.replicas
@@ -326,8 +369,8 @@ class KafkaEffects:
         change, the ELR after it, then HW of the asking leader if it still leads."""
         q = s.quorum
         p, change, r = q.alter
-        if self.config.broker_epochs and change == EXPAND and not s.replicas[r].alive:
-            return _state(s, quorum=Quorum(q.leader, q.epoch, q.isr, q.elr))
+        if change == EXPAND and self.config.broker_epochs and self.refuses_expansion(s, p, r):
+            return _state(s, quorum=Quorum(q.leader, q.epoch, q.isr, q.elr, None, q.min_isr_step))
         if change == SHRINK:
             isr = tuple(x for x in q.isr if x != r)
         else:
@@ -339,6 +382,84 @@ class KafkaEffects:
             if rep is not s.replicas[p]:
                 out = _state(out, replicas=_put(s.replicas, p, rep), committed=committed)
         return out
+
+    def refuses_expansion(self, s, p, r) -> bool:
+        """With ``broker_epochs``, does the controller refuse ``p``'s request to add ``r``:
+        ``r`` is down, or in controlled shutdown (unless KAFKA-13916), or, with KAFKA-15221,
+        the request still carries the broker epoch of the incarnation it was decided on
+        (``r`` does not follow ``p`` in the quorum's epoch yet)?"""
+        rep = s.replicas[r]
+        if not rep.alive or (rep.shutting and not self._bug_13916):
+            return True
+        return self._bug_15221 and not (rep.leader == p and rep.epoch == s.quorum.epoch)
+
+    # -- the operator's actions ---------------------------------------------------
+
+    def controlled_shutdown(self, s, r) -> list[tuple[Action, State]]:
+        """ControlledShutdown(r): the operator asks ``r`` to stop and the controller answers
+        in the same step; ``r`` is marked, taken out of the ISR (into the ELR below min
+        ISR) and, if it is the quorum's leader, replaced. Every successor, in candidate
+        order (none when the quorum's leader ``r`` is at the last leader epoch)."""
+        cfg = self.config
+        reps = s.replicas
+        q = s.quorum
+        isr = q.isr
+        isr1 = tuple(x for x in isr if x != r)
+        elr1 = elr_after(cfg, q.elr, isr, isr1) if r in isr else q.elr
+        marked = _put(reps, r, _replica(reps[r], shutting=True))
+        count = s.controlled_shutdowns + 1
+        ql = q.leader
+        action = Action(CONTROLLED_SHUTDOWN, r)
+        if ql != r:
+            if r not in isr:  # no partition change: only the mark
+                return [(action, _state(s, replicas=marked, controlled_shutdowns=count))]
+            alter = None if cfg.alter_partition else q.alter  # the ISR changed: a request is stale
+            quorum = Quorum(ql, q.epoch, isr1, elr1, alter, q.min_isr_step)
+            out = _state(s, replicas=marked, quorum=quorum, controlled_shutdowns=count)
+            if ql is not None and leads(out, ql):
+                led, committed = _advance_hw(marked[ql], ql, isr1, s.committed, self._gate, alter)
+                if led is not marked[ql]:
+                    out = _state(out, replicas=_put(marked, ql, led), committed=committed)
+            return [(action, out)]
+        if q.epoch >= cfg.max_leader_epoch:
+            return []
+        epoch = q.epoch + 1
+        live1 = tuple(x for x in isr1 if reps[x].alive)
+        elr_live = any(reps[x].alive for x in elr1)
+        succ = []
+        for n in range(len(reps)):
+            if n == r or not self.acceptable(reps[n]):
+                continue
+            if n in isr1:  # clean
+                new_isr = live1
+                new_elr = elr_after(cfg, elr1, isr1, live1)
+            elif cfg.eligible_leader_replicas and not live1 and n in elr1:
+                new_isr = (n,)
+                new_elr = tuple(sorted(set(elr1).union(isr1).difference(new_isr)))
+            elif cfg.unclean_leader_election and not live1 and not elr_live:
+                new_isr, new_elr = (n,), ()
+            else:
+                continue
+            rep = _replica(reps[n], leader=n, epoch=epoch, remote_leo=(0,) * len(reps), inflight=None)
+            rep, committed = _advance_hw(rep, n, new_isr, s.committed, self._gate)
+            quorum = Quorum(n, epoch, new_isr, new_elr, None, q.min_isr_step)
+            nxt = _state(
+                s, replicas=_put(marked, n, rep), quorum=quorum, committed=committed, controlled_shutdowns=count
+            )
+            succ.append((Action(CONTROLLED_SHUTDOWN, r, to=n), nxt))
+        if succ:
+            return succ
+        # Nobody may lead: the controller writes no leader, in a new leader epoch; the ISR
+        # keeps r when it would be empty, unless the eligible leader replicas allow that.
+        new_isr = isr1 if isr1 or cfg.eligible_leader_replicas else isr
+        quorum = Quorum(None, epoch, new_isr, elr1, None, q.min_isr_step)
+        return [(action, _state(s, replicas=marked, quorum=quorum, controlled_shutdowns=count))]
+
+    def shutdown_complete(self, s, r) -> tuple[Action, State]:
+        """ShutdownComplete(r): ``r`` stops cleanly, its log flushed (nothing lost, not
+        lossy); the quorum is not told and no crash is counted."""
+        rep = _replica(s.replicas[r], alive=False, inflight=None, shutting=False)
+        return Action(SHUTDOWN_COMPLETE, r), _state(s, replicas=_put(s.replicas, r, rep))
 
     def shrink(self, s, r, l) -> State:
         q = s.quorum

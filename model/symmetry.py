@@ -25,8 +25,9 @@ def symmetries(config) -> list[tuple]:
 def permute(state: State, perm) -> State:
     """``state`` with replica ``r`` renamed ``perm[r]``: replica ids are renamed wherever
     they occur (leaders, ``remote_leo`` indices, the in-flight leader, the quorum's
-    leader, ISR and ELR, the AlterPartition request's leader and replica); records, epochs, offsets and
-    history are not replica ids."""
+    leader, ISR and ELR, the AlterPartition request's leader and replica); a replica's marks
+    (``lossy``, ``shutting``) move with it; records, epochs, offsets and history (the
+    counters of crashes and controlled shutdowns among them) are not replica ids."""
     n = len(state.replicas)
 
     def rid(r) -> int | None:
@@ -49,13 +50,28 @@ def permute(state: State, perm) -> State:
                 inflight.applied,
             )
         reps[perm[r]] = Replica(
-            rep.alive, rep.log, rep.hw, rep.epoch, rid(rep.leader), tuple(remote), inflight, rep.lossy
+            rep.alive, rep.log, rep.hw, rep.epoch, rid(rep.leader), tuple(remote), inflight, rep.lossy, rep.shutting
         )
     q = state.quorum
     alter = q.alter
     if alter is not None:  # the request names two replicas: its leader and its subject
         alter = (perm[alter[0]], alter[1], perm[alter[2]])
     quorum = Quorum(
-        rid(q.leader), q.epoch, tuple(sorted(perm[r] for r in q.isr)), tuple(sorted(perm[r] for r in q.elr)), alter
+        rid(q.leader),
+        q.epoch,
+        tuple(sorted(perm[r] for r in q.isr)),
+        tuple(sorted(perm[r] for r in q.elr)),
+        alter,
+        q.min_isr_step,
     )
-    return State(tuple(reps), quorum, state.produced, state.crashes, state.committed, state.acked)
+    return State(
+        tuple(reps),
+        quorum,
+        state.produced,
+        state.crashes,
+        state.committed,
+        state.acked,
+        state.controlled_shutdowns,
+        state.leader_min_isr_step,
+        state.disk_failures,
+    )

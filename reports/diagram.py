@@ -81,6 +81,7 @@ class ReplicaCell:
     dropped: int = 0  # records this step removed from its log (a lossy crash, a truncation)
     # the offset this step truncated its log to on a diverging answer (truncate_on_fetch), else None
     truncated_to: int | None = None
+    shutting: bool = False  # alive and in controlled shutdown (max_controlled_shutdowns)
 
 
 @attrs.frozen
@@ -328,6 +329,7 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
         crashed=crashed,
         dropped=len(dropped),
         truncated_to=truncated_to,
+        shutting=rep.shutting,
     )
 
 
@@ -416,9 +418,22 @@ def _events(model, before, action, after) -> tuple:
     if name == "AlterPartition" and before.quorum.alter is not None:
         p, change, r = before.quorum.alter
         sign = "−" if change == SHRINK else "+"
-        if model.config.broker_epochs and change != SHRINK and not before.replicas[r].alive:  # refused
+        # refused (broker epochs): a replica down or in controlled shutdown, or KAFKA-15221's stale epoch
+        if model.config.broker_epochs and change != SHRINK and after.quorum.isr == before.quorum.isr:
             return (Event("refused", CONTROLLER, p + 1, f"refused {sign}{model.name(r)}"),)
         return (Event("answer", CONTROLLER, p + 1, f"ISR {sign}{model.name(r)}"),)
+    if name == "ControlledShutdown":
+        # the operator's request, then the controller's answer: the ISR without r, or its leadership moved
+        out = [Event("request", lane, CONTROLLER, "controlled shutdown")]
+        qb, qa = before.quorum, after.quorum
+        if qa.leader != qb.leader:
+            if qa.leader is not None:
+                out.append(Event("elect", CONTROLLER, qa.leader + 1, f"leader, e{qa.epoch}"))
+            else:
+                out.append(Event("isr", CONTROLLER, lane, f"no leader, e{qa.epoch}"))
+        elif r in qb.isr and r not in qa.isr:
+            out.append(Event("isr", CONTROLLER, lane, f"ISR −{model.name(r)}"))
+        return tuple(out)
     if name == "Restart" and before.quorum.isr != after.quorum.isr:
         return (Event("isr", CONTROLLER, lane, f"ISR −{model.name(r)}"),)
     return ()

@@ -100,6 +100,8 @@ def state_to_dict(model, state) -> dict:
     # The ELR and "lossy" only exist with eligible_leader_replicas (constant otherwise), so
     # every other document is exactly as it always was.
     elr_on = model.config.eligible_leader_replicas
+    # The controlled shutdown's mark and count exist only with max_controlled_shutdowns.
+    shutdowns = getattr(model.config, "max_controlled_shutdowns", 0)
     for r, rep in enumerate(state.replicas):
         f = rep.inflight
         replicas[model.name(r)] = {
@@ -114,6 +116,8 @@ def state_to_dict(model, state) -> dict:
         }
         if elr_on:
             replicas[model.name(r)]["lossy"] = rep.lossy
+        if shutdowns:
+            replicas[model.name(r)]["shutting"] = rep.shutting
     q = state.quorum
     quorum = {"leader": _name(model, q.leader), "epoch": q.epoch, "isr": [model.name(r) for r in q.isr]}
     if elr_on:
@@ -133,6 +137,8 @@ def state_to_dict(model, state) -> dict:
     }
     if getattr(model.config, "acks", None):  # tracked only with acks: absent otherwise, as before
         doc["acked"] = [list(c) for c in state.acked]
+    if shutdowns:
+        doc["controlled_shutdowns"] = state.controlled_shutdowns
     return doc
 
 
@@ -198,6 +204,7 @@ def state_from_dict(model, doc) -> State:
                 remote_leo=tuple(d["remote_leo"][n] for n in names),
                 inflight=fetch,
                 lossy=bool(d.get("lossy", False)),
+                shutting=bool(d.get("shutting", False)),
             )
         )
     q = doc["quorum"]
@@ -219,6 +226,7 @@ def state_from_dict(model, doc) -> State:
         crashes=doc["crashes"],
         committed=tuple(tuple(c) for c in doc["committed"]),
         acked=tuple(tuple(c) for c in doc.get("acked", ())),
+        controlled_shutdowns=int(doc.get("controlled_shutdowns", 0)),
     )
 
 

@@ -109,6 +109,8 @@ _MIN_WIDTHS = {"log": 8, "in flight": 10}  # never cut a record short
 
 
 def _alive(rep) -> Text:
+    if rep.alive and rep.shutting:  # in controlled shutdown (max_controlled_shutdowns)
+        return Text("up, shutting down", "bold dark_orange")
     if rep.alive:
         return Text("up", "green")
     return Text("DOWN (lossy)", "bold red") if rep.lossy else Text("DOWN", "bold red")
@@ -133,7 +135,7 @@ def _replica_cells(model, state, r) -> dict:
     rep = state.replicas[r]
     cells = {
         "replica": (None, Text(model.name(r), "bold")),
-        "alive": ((rep.alive, rep.lossy), _alive(rep)),
+        "alive": ((rep.alive, rep.lossy, rep.shutting), _alive(rep)),
         "role": _role(model, state, r),
         "epoch": (rep.epoch, Text(str(rep.epoch), DIM if rep.epoch < 0 else "")),
         "log": (rep.log, _log(rep.log)),
@@ -348,6 +350,8 @@ def _fields(model, state) -> list[tuple[str, object, Text]]:
         out.append((f"{n}.alive", rep.alive, Text("up", "green") if rep.alive else Text("DOWN", "bold red")))
         if model.config.eligible_leader_replicas:
             out.append((f"{n}.lossy", rep.lossy, Text("true" if rep.lossy else "false")))
+        if getattr(model.config, "max_controlled_shutdowns", 0):
+            out.append((f"{n}.shutting", rep.shutting, Text("true" if rep.shutting else "false")))
         out.append((f"{n}.log", rep.log, _log(rep.log, offsets=False)))
         out.append((f"{n}.hw", rep.hw, Text(str(rep.hw))))
         out.append((f"{n}.epoch", rep.epoch, Text(str(rep.epoch))))

@@ -315,8 +315,11 @@ def _role_text(cell) -> tuple[str, str, str]:
 
 
 def _role_lines(cell, col_w) -> list[str]:
-    """A replica's role in its column (room kept at the right for a crash's mark)."""
+    """A replica's role in its column (room kept at the right for a crash's mark); a replica in
+    controlled shutdown says so."""
     text, _colour, weight = _role_text(cell)
+    if cell.alive and cell.shutting:
+        text += ", shutting down"
     return wrap(text, col_w - 22, 9, bold=weight == "bold")
 
 

@@ -11,6 +11,8 @@ Every variable of docs/model.md ("State") is printed for every state, as a TLA+ 
   [epoch, offset]`` in place of ``start`` and ``records``, with KAFKA-14704's ``applied``),
   the controller state and (with ``alter_partition``) its
   AlterPartition request in flight are records (``None`` when there is no request);
+- with ``max_controlled_shutdowns``, ``shutting`` (per replica) and ``controlled_shutdowns``
+  come last;
 - the ISR is a set ``{A, B}``; ``committed`` is the set of ``<<offset, record>>`` pairs.
 
 Variables are printed in docs/model.md's order, not alphabetically. TLC names a state by the
@@ -144,6 +146,14 @@ def state_variables(model, state) -> list[tuple[str, str]]:
         *(
             [("acked", tla_set(sequence((str(offset), _record((epoch, rid)))) for offset, epoch, rid in state.acked))]
             if getattr(model.config, "acks", None)
+            else []
+        ),
+        *(  # the operator's controlled shutdowns: the mark and the count, only with them
+            [
+                ("shutting", per_replica(lambda rep: boolean(rep.shutting))),
+                ("controlled_shutdowns", str(state.controlled_shutdowns)),
+            ]
+            if getattr(model.config, "max_controlled_shutdowns", 0)
             else []
         ),
     ]

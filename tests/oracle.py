@@ -5,7 +5,8 @@ classes of ``model/state.py`` (plain data) and ``model.Config`` (the constants):
 kernel, no fingerprints, no engine code, no successor function of the reference model.
 Whole states go into a Python dict, the search is a plain breadth-first search, and
 every action is written the obvious way with ``evolve``, in the order docs/model.md
-enumerates them (actions 1–9, then AlterPartition; then replica order, then cut point). It covers the whole
+enumerates them (actions 1–9, then AlterPartition, ControlledShutdown, ShutdownComplete;
+then replica order, then cut point or candidate). It covers the whole
 model: the four truncation rules (with the 2.1 rule's ISR guard), min ISR, unclean
 election, unflushed loss, preferred election, ``initial_leader = any``, the HW gate,
 eligible leader replicas (the lossy crash and the unclean-shutdown restart with its
@@ -13,7 +14,9 @@ fence), the last-known-leader election, producer acknowledgements (``acks``), IS
 changes through the controller (``alter_partition``, ``broker_epochs``: the request in
 flight, the maximal ISR, AlterPartition's answer and the drops), and truncation in the fetch
 path (``truncate_on_fetch``: the epoch caches as dicts, the diverging answer, KAFKA-13141's
-false log end and KAFKA-14704's two-step response); every
+false log end and KAFKA-14704's two-step response), and the operator's controlled
+shutdown (``max_controlled_shutdowns``: ControlledShutdown and ShutdownComplete, acceptable
+leaders, KAFKA-13916) and KAFKA-15221's broker-epoch race; every
 invariant and the step property; and ``PartitionRecoverable`` (AG EF), decided the naive
 way: the predecessors of every state are kept as Python sets, and a plain BFS over the
 reversed graph from the ``Available`` states finds every state that can still reach one;
@@ -153,7 +156,7 @@ def election(cfg, s: State, c: int, bounded=True):
     "unclean") or None; ``bounded=False`` drops the epoch bound (``Available``)."""
     q = s.quorum
     reps = s.replicas
-    if (bounded and q.epoch >= cfg.max_leader_epoch) or not reps[c].alive:
+    if (bounded and q.epoch >= cfg.max_leader_epoch) or not acceptable(cfg, reps[c]):
         return None
     ql = q.leader
     replaceable = ql is None or not reps[ql].alive or reps[ql].epoch != q.epoch
@@ -171,6 +174,52 @@ def election(cfg, s: State, c: int, bounded=True):
     if cfg.unclean_leader_election and no_live_isr and not any(reps[r].alive for r in q.elr) and not lk:
         return "unclean"
     return None
+
+
+def acceptable(cfg, rep) -> bool:
+    """The controller may make this replica leader: alive and, unless KAFKA-13916, not in
+    controlled shutdown."""
+    return rep.alive and (not rep.shutting or "KAFKA-13916" in cfg.bugs)
+
+
+def controlled_shutdown(cfg, s: State, r: int) -> list:
+    """ControlledShutdown(r)'s successors, in candidate order: ``[(label, next state)]``."""
+    n = len(s.replicas)
+    q = s.quorum
+    reps = s.replicas
+    isr1 = tuple(x for x in q.isr if x != r)
+    elr1 = elr_after(cfg, q.elr, q.isr, isr1) if r in q.isr else q.elr
+    t = set_replica(s, r, evolve(reps[r], shutting=True))
+    t = evolve(t, controlled_shutdowns=s.controlled_shutdowns + 1)
+    if q.leader != r:
+        if r not in q.isr:
+            return [(("ControlledShutdown", r, None), t)]
+        t = with_quorum(t, q.leader, q.epoch, isr1, elr1, None if cfg.alter_partition else q.alter)
+        if q.leader is not None and leads(t, q.leader):
+            t = advance_hw(t, q.leader, cfg)
+        return [(("ControlledShutdown", r, None), t)]
+    if q.epoch >= cfg.max_leader_epoch:
+        return []
+    live1 = tuple(x for x in isr1 if reps[x].alive)
+    out = []
+    for c in range(n):
+        if c == r or not acceptable(cfg, reps[c]):
+            continue
+        if c in isr1:
+            isr, elr = live1, elr_after(cfg, elr1, isr1, live1)
+        elif cfg.eligible_leader_replicas and not live1 and c in elr1:
+            isr, elr = (c,), tuple(sorted((set(elr1) | set(isr1)) - {c}))
+        elif cfg.unclean_leader_election and not live1 and not any(reps[x].alive for x in elr1):
+            isr, elr = (c,), ()
+        else:
+            continue
+        u = with_quorum(t, c, q.epoch + 1, isr, elr)
+        new = evolve(u.replicas[c], leader=c, epoch=q.epoch + 1, remote_leo=(0,) * n, inflight=None)
+        out.append((("ControlledShutdown", r, c), advance_hw(set_replica(u, c, new), c, cfg)))
+    if out:
+        return out
+    isr = isr1 if isr1 or cfg.eligible_leader_replicas else q.isr
+    return [(("ControlledShutdown", r, None), with_quorum(t, None, q.epoch + 1, isr, elr1))]
 
 
 # -- the transition relation -------------------------------------------------------------
@@ -266,7 +315,7 @@ def successors(cfg, s: State) -> list:
         if rep.alive and s.crashes < cfg.max_crashes:
             cuts = range(len(rep.log) + 1) if cfg.unflushed_loss else [None]
             for cut in cuts:
-                dead = evolve(rep, alive=False, inflight=None)
+                dead = evolve(rep, alive=False, inflight=None, shutting=False)
                 if cut is not None:
                     dead = evolve(dead, log=rep.log[:cut], hw=min(rep.hw, cut),
                                   lossy=cfg.eligible_leader_replicas and cut < len(rep.log))
@@ -279,7 +328,8 @@ def successors(cfg, s: State) -> list:
             continue
         t = set_replica(s, r, evolve(rep, alive=True, epoch=-1, leader=None, remote_leo=(0,) * n))
         alter = q.alter
-        if cfg.broker_epochs and alter is not None and alter[1] == "expand" and alter[2] == r:
+        if (cfg.broker_epochs and "KAFKA-15221" not in cfg.bugs and alter is not None
+                and alter[1] == "expand" and alter[2] == r):
             alter = None  # a stale broker epoch
         t = with_quorum(t, q.leader, q.epoch, q.isr, q.elr, alter)
         if rep.lossy:
@@ -351,7 +401,8 @@ def successors(cfg, s: State) -> list:
         fol, led = s.replicas[r], s.replicas[l]
         start = next((o for o, (e, _) in enumerate(led.log) if e == led.epoch), len(led.log))
         if (fol.alive and fol.leader == l and fol.epoch == q.epoch and led.remote_leo[r] >= led.hw
-                and (cfg.truncation != V21_RULE or led.remote_leo[r] >= start)):
+                and (cfg.truncation != V21_RULE or led.remote_leo[r] >= start)
+                and (not fol.shutting or "KAFKA-13916" in cfg.bugs)):
             if cfg.alter_partition:
                 out.append((("ExpandIsr", r, None), with_quorum(s, l, q.epoch, q.isr, q.elr, (l, "expand", r))))
                 continue
@@ -362,7 +413,10 @@ def successors(cfg, s: State) -> list:
     # expansion of a replica that is down
     if q.alter is not None:
         p, change, r = q.alter
-        if cfg.broker_epochs and change == "expand" and not s.replicas[r].alive:
+        x = s.replicas[r]
+        refused = not x.alive or (x.shutting and "KAFKA-13916" not in cfg.bugs) or (
+            "KAFKA-15221" in cfg.bugs and not (x.leader == p and x.epoch == q.epoch))
+        if cfg.broker_epochs and change == "expand" and refused:
             t = with_quorum(s, q.leader, q.epoch, q.isr, q.elr)
         else:
             isr = tuple(sorted(set(q.isr) - {r})) if change == "shrink" else tuple(sorted(set(q.isr) | {r}))
@@ -370,6 +424,16 @@ def successors(cfg, s: State) -> list:
             if leads(t, p):
                 t = advance_hw(t, p, cfg)
         out.append((("AlterPartition", r, None), t))
+    # 11. ControlledShutdown(r), 12. ShutdownComplete(r)
+    if s.controlled_shutdowns < cfg.max_controlled_shutdowns:
+        for r in range(n):
+            if s.replicas[r].alive and not s.replicas[r].shutting:
+                out.extend(controlled_shutdown(cfg, s, r))
+    for r in range(n):
+        rep = s.replicas[r]
+        if rep.alive and rep.shutting:
+            out.append((("ShutdownComplete", r, None), set_replica(s, r, evolve(rep, alive=False, inflight=None,
+                                                                                   shutting=False))))
     return out
 
 

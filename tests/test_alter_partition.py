@@ -89,10 +89,12 @@ def runs():
 
 def test_every_alter_partition_spec_is_pinned_and_a_row():
     # (the liveness specs with alter_partition are tests/test_liveness_kafka.py's rows; those with
-    # truncate_on_fetch too are tests/test_fetch_path.py's)
+    # truncate_on_fetch too are tests/test_fetch_path.py's; those with a controlled shutdown or
+    # KAFKA-15221, tests/test_controlled_shutdown.py's)
     shipped = {p.stem for p in SPECS.glob("*.toml")
                if load_spec(p).config.alter_partition and not p.stem.startswith("live-")
-               and not load_spec(p).config.truncate_on_fetch}
+               and not load_spec(p).config.truncate_on_fetch
+               and not load_spec(p).config.max_controlled_shutdowns and not load_spec(p).config.bugs}
     assert shipped - set(EXCLUDED) == set(AP_PINS) == set(TABLE)  # benchmarks are measured, not tested
 
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from .actions import (
     ALTER_PARTITION,
+    APPLY_MIN_ISR,
     BECOME_FOLLOWER,
+    CHANGE_MIN_ISR,
     CRASH,
+    DISK_FAILURE,
     ELECT_LEADER,
     EXPAND_ISR,
     FETCH_REQUEST,
@@ -21,7 +24,7 @@ from .actions import (
     SHRINK_ISR,
 )
 from .config import LEADER_EPOCH_21
-from .state import EXPAND, leader_of, leads, leso
+from .state import EXPAND, leader_min_isr, leader_of, leads, leso, min_isr
 
 
 def replica_set(model, members) -> str:
@@ -45,6 +48,16 @@ def describe_step(model, before, action, after) -> str:
     name = model.name
     r = action.replica
     who = name(r)
+    if action.name == CHANGE_MIN_ISR:
+        return _change_min_isr(model, before, after)
+    if action.name == APPLY_MIN_ISR:
+        old, new = leader_min_isr(model.config, before), leader_min_isr(model.config, after)
+        return (
+            f"the leader's broker applies the controller's change of min ISR: {old} → {new} "
+            f"(its produce and high-watermark checks read it from now on)"
+        )
+    if action.name == DISK_FAILURE:
+        return _disk_failure(model, before, after, r)
     b, a = before.replicas[r], after.replicas[r]
     if action.name == PRODUCE:
         offset = len(a.log) - 1
@@ -161,6 +174,67 @@ def describe_step(model, before, action, after) -> str:
             text += _expand_test(model, before, r, leader)
         return text
     return ""
+
+
+def _change_min_isr(model, before, after) -> str:
+    """ChangeMinIsr: the value the controller takes, what it did to the ELR (cleared since
+    the fix of KAFKA-16540, kept with the bug), and, with ``min_isr_lag``, the leader's
+    broker still on its old value."""
+    cfg = model.config
+    old, new = min_isr(cfg, before), min_isr(cfg, after)
+    verb = "lowers" if new < old else "raises" if new > old else "sets again"
+    text = f"the operator {verb} min ISR {old} → {new}" if new != old else f"the operator sets min ISR to {new} again"
+    qb, qa = before.quorum, after.quorum
+    if cfg.eligible_leader_replicas:
+        if qa.elr != qb.elr:
+            text += f"; the controller clears the ELR {replica_set(model, qb.elr)}"
+        elif cfg.has_bug("KAFKA-16540") and qb.elr:
+            text += (
+                f"; the controller keeps the ELR {replica_set(model, qb.elr)} (KAFKA-16540): "
+                f"replicas that left the ISR under min ISR {old} stay electable"
+            )
+        elif not cfg.has_bug("KAFKA-16540"):
+            text += " (the controller clears the ELR, empty anyway)"
+    if cfg.min_isr_lag:
+        text += f"; the leader's broker still uses {leader_min_isr(cfg, after)} until it applies the change"
+    if qb.alter is not None and qa.alter is None:
+        text += f"; {_what(model, qb.alter)} is dropped: the partition changed"
+    return text
+
+
+def _disk_failure(model, before, after, r) -> str:
+    """DiskFailure(r): the log gone, the controller's removal of ``r`` (into the ELR below
+    min ISR), then either the partition offline on ``r`` (fixed) or re-created empty and
+    serving (KAFKA-16234), and the quorum leader's HW step."""
+    cfg = model.config
+    name = model.name
+    who = name(r)
+    b, a = before.replicas[r], after.replicas[r]
+    qb, qa = before.quorum, after.quorum
+    text = f"{who}'s log directory fails: its {plural(len(b.log), 'record')} are gone"
+    if qa.isr != qb.isr:
+        isr = f"{replica_set(model, qb.isr)} → {replica_set(model, qa.isr)}"
+        text += f"; the controller removes {who} from the ISR {isr}"
+    elif r in qb.isr:
+        text += f"; the controller keeps {who} in the ISR {replica_set(model, qa.isr)} (it never empties it)"
+    if cfg.eligible_leader_replicas and qa.elr != qb.elr:
+        text += f", the ELR {replica_set(model, qb.elr)} → {replica_set(model, qa.elr)}"
+        if r in qa.elr and r not in qb.elr:
+            text += f" ({who} enters it: a fenced broker's log is presumed intact)"
+    if a.alive:
+        text += f"; {who} re-creates the partition empty and keeps serving it (KAFKA-16234)"
+        if b.leader == r:
+            text += ", with no leader and epoch -1"
+    else:
+        text += f"; the partition stays offline on {who} until its broker restarts"
+        if a.lossy:
+            text += " (an unclean restart: it will leave the ISR and the ELR)"
+    ql = qa.leader
+    if ql is not None and ql != r and after.replicas[ql].hw > before.replicas[ql].hw:
+        text += f"; {name(ql)}'s high watermark advances to {after.replicas[ql].hw}"
+    if qb.alter is not None and qa.alter is None:
+        text += f"; {_what(model, qb.alter)} is dropped: the partition changed"
+    return text
 
 
 def _diverging_answer(model, before, after, f) -> str:
@@ -316,14 +390,15 @@ def acks_note(model, before, action, after) -> str:
         )
     if acks == "all":
         l = leader_of(after)
-        if l is not None and len(after.quorum.isr) < model.config.min_insync_replicas:
+        least = leader_min_isr(model.config, after)
+        if l is not None and len(after.quorum.isr) < least:
             rep = after.replicas[l]
             refused = [(o,) + rep.log[o] for o in range(before.replicas[l].hw, rep.hw) if rep.log[o][0] == rep.epoch]
             if refused:
                 what = ", ".join(f"{model.format_record((e, i))} at offset {o}" for o, e, i in refused)
                 text += (
                     f"; {what} committed with the ISR {replica_set(model, after.quorum.isr)} below "
-                    f"min ISR {model.config.min_insync_replicas}: the producer is refused "
+                    f"min ISR {least}: the producer is refused "
                     f"(NOT_ENOUGH_REPLICAS_AFTER_APPEND), not acknowledged"
                 )
     return text

@@ -56,6 +56,22 @@ def permute(state: State, perm) -> State:
     if alter is not None:  # the request names two replicas: its leader and its subject
         alter = (perm[alter[0]], alter[1], perm[alter[2]])
     quorum = Quorum(
-        rid(q.leader), q.epoch, tuple(sorted(perm[r] for r in q.isr)), tuple(sorted(perm[r] for r in q.elr)), alter
+        rid(q.leader),
+        q.epoch,
+        tuple(sorted(perm[r] for r in q.isr)),
+        tuple(sorted(perm[r] for r in q.elr)),
+        alter,
+        q.min_isr_step,  # a count, not a replica id
     )
-    return State(tuple(reps), quorum, state.produced, state.crashes, state.committed, state.acked)
+    # the operators' counters are not replica ids either
+    return State(
+        tuple(reps),
+        quorum,
+        state.produced,
+        state.crashes,
+        state.committed,
+        state.acked,
+        state.controlled_shutdowns,
+        state.leader_min_isr_step,
+        state.disk_failures,
+    )

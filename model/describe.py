@@ -126,7 +126,10 @@ def describe_step(model, before, action, after) -> str:
             f"the controller elects {who} in epoch {q.epoch}, ISR {replica_set(model, q.isr)}, "
             f"its high watermark {a.hw}"
         )
-        if r in before.quorum.elr:
+        if r in before.quorum.elr and _operator_bug(model.config):
+            text += f" (from the ELR: no ISR member is alive; ELR now {replica_set(model, q.elr)})"
+            text += _elr_gap(model, before, r)
+        elif r in before.quorum.elr:
             text += (
                 f" (from the ELR: no ISR member is alive, and {who} left the ISR while it "
                 f"was below min ISR, so it holds every committed record; ELR now "
@@ -176,6 +179,31 @@ def describe_step(model, before, action, after) -> str:
     return ""
 
 
+def _operator_bug(cfg) -> bool:
+    """Does ``cfg`` run with a bug that puts a replica in the ELR without every committed
+    record (KAFKA-16540, KAFKA-16234)?"""
+    return cfg.has_bug("KAFKA-16540") or cfg.has_bug("KAFKA-16234")
+
+
+def _elr_gap(model, before, r) -> str:
+    """Under KAFKA-16540 or KAFKA-16234, what an ELR member elected lacks, and why it was
+    electable anyway; ``""`` when it holds every committed record."""
+    log = before.replicas[r].log
+    missing = [(o, e, i) for o, e, i in before.committed if o >= len(log) or log[o] != (e, i)]
+    if not missing:
+        return ""
+    what = ", ".join(f"{model.format_record((e, i))} at offset {o}" for o, e, i in missing)
+    who = model.name(r)
+    if model.config.has_bug("KAFKA-16234") and before.disk_failures:
+        why = "its log directory failed and it re-created the partition empty (KAFKA-16234)"
+    else:
+        why = (
+            "it entered the ELR under a higher min ISR, and the controller kept it there "
+            "when min ISR was lowered and the high watermark moved on (KAFKA-16540)"
+        )
+    return f"; but {who} lacks committed {what}: {why}"
+
+
 def _change_min_isr(model, before, after) -> str:
     """ChangeMinIsr: the value the controller takes, what it did to the ELR (cleared since
     the fix of KAFKA-16540, kept with the bug), and, with ``min_isr_lag``, the leader's
@@ -211,7 +239,8 @@ def _disk_failure(model, before, after, r) -> str:
     who = name(r)
     b, a = before.replicas[r], after.replicas[r]
     qb, qa = before.quorum, after.quorum
-    text = f"{who}'s log directory fails: its {plural(len(b.log), 'record')} are gone"
+    gone = "its log was empty" if not b.log else f"its log of {plural(len(b.log), 'record')} is gone"
+    text = f"{who}'s log directory fails: {gone}"
     if qa.isr != qb.isr:
         isr = f"{replica_set(model, qb.isr)} → {replica_set(model, qa.isr)}"
         text += f"; the controller removes {who} from the ISR {isr}"

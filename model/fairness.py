@@ -3,9 +3,11 @@
 The healing actions are fair, one instance per replica: FetchRequest(f), FetchResponse(f),
 Restart(r), BecomeFollower(r), ExpandIsr(r), and Failover(n) — an ElectLeader(n) step
 taken while the quorum leader does not lead (a preferred election, taken while it
-does, is not fair); with ``alter_partition`` also AlterPartition, one instance. Produce,
+does, is not fair); with ``alter_partition`` also AlterPartition, one instance; with
+``min_isr_lag`` also ApplyMinIsr, one instance (a broker applies a config change). Produce,
 Crash and ShrinkIsr are not fair: a producer may stop writing, a replica may never crash
-again, a leader may never shrink its ISR.
+again, a leader may never shrink its ISR; nor are the operator's ChangeMinIsr and
+DiskFailure (perturbations).
 
 An instance is its text (``"FetchRequest(A)"``, ``"Failover(B)"``, ``"AlterPartition"``);
 its *code* is its position in ``fair_instances(config)``. ``fair_instance`` answers for a
@@ -20,6 +22,7 @@ import numpy as np
 from .actions import (
     ALTER_PARTITION,
     ALTER_PARTITION_CODE,
+    APPLY_MIN_ISR,
     BECOME_FOLLOWER,
     BECOME_FOLLOWER_CODE,
     ELECT_LEADER,
@@ -47,6 +50,8 @@ def fair_instances(config) -> tuple[str, ...]:
     out = [f"{FAILOVER if a == ELECT_LEADER else a}({r})" for a in PER_REPLICA for r in config.replicas]
     if config.alter_partition:
         out.append(ALTER_PARTITION)
+    if config.min_isr_lag:  # the leader's broker eventually applies a change (one instance)
+        out.append(APPLY_MIN_ISR)
     return tuple(out)
 
 
@@ -57,6 +62,8 @@ def instance_codes(config) -> dict[str, int]:
     out = {a: k * n for k, a in enumerate(PER_REPLICA)}
     if config.alter_partition:
         out[ALTER_PARTITION] = len(PER_REPLICA) * n
+    if config.min_isr_lag:
+        out[APPLY_MIN_ISR] = len(PER_REPLICA) * n + (1 if config.alter_partition else 0)
     return out
 
 
@@ -67,7 +74,7 @@ def fair_instance(names, codes, state, action) -> str | None:
     base = codes.get(action.name)
     if base is None:
         return None
-    if action.name == ALTER_PARTITION:
+    if action.name in (ALTER_PARTITION, APPLY_MIN_ISR):  # one instance each
         return names[base]
     if action.name == ELECT_LEADER and leader_of(state) is not None:
         return None  # a preferred election: the quorum leader leads

@@ -459,8 +459,8 @@ def config_flags(config) -> list[str]:
             out.append(field.name)
         elif value is False:
             out.append(f"{field.name} = false")
-        elif isinstance(value, tuple):  # a list of ids (fetch_bugs), as a spec writes it
-            out.append(f"{field.name} = [{', '.join(value)}]")
+        elif isinstance(value, tuple):  # a list of ids (fetch_bugs) or of values (min_isr_changes)
+            out.append(f"{field.name} = [{', '.join(str(v) for v in value)}]")
         else:
             out.append(f"{field.name} = {value}")
     return out

@@ -541,3 +541,54 @@ def test_the_oracle_agrees(name):
     assert (got.violations[PR].traps if PR in got.violations else 0) == want.traps
     if name in ROWS:
         assert want.distinct == ROWS[name][2]
+
+
+# -- the result file and kmc replay ---------------------------------------------------------------
+
+SPEC = """title = "KAFKA-16234 and KAFKA-16540, one record"
+[model]
+replicas = 2
+max_messages = 1
+max_crashes = 1
+max_leader_epoch = 2
+truncation = "leader-epoch-2.1"
+hw_requires_min_isr = true
+eligible_leader_replicas = true
+min_isr_changes = [2, 1]
+min_isr_lag = true
+max_disk_failures = 1
+bugs = ["KAFKA-16540", "KAFKA-16234"]
+[check]
+keep_going = true
+"""
+
+
+def test_every_state_survives_the_json_result():
+    from helpers import reachable
+    from kmc.reports.json_result import state_from_dict, state_to_dict
+
+    model = KafkaModel(SMALL3)
+    every = reachable(model, 10**6)
+    assert any(s.disk_failures and s.quorum.min_isr_step and s.leader_min_isr_step for s in every)
+    assert all(state_from_dict(model, state_to_dict(model, s)) == s for s in every)
+    doc = state_to_dict(model, next(s for s in every if s.disk_failures and s.leader_min_isr_step))
+    assert doc["quorum"]["min_isr_step"] == 1 and doc["leader_min_isr_step"] == 1 and doc["disk_failures"] == 1
+    plain = KafkaModel(config("C1", "ELR"))
+    assert not {"min_isr_step", "leader_min_isr_step", "disk_failures"} & (
+        set(state_to_dict(plain, plain.init_states()[0])) | set(state_to_dict(plain, plain.init_states()[0])["quorum"]))
+
+
+def test_kmc_check_says_why_it_runs_per_state_and_its_traces_replay(tmp_path, capsys):
+    from kmc.app.cli import main
+
+    spec = tmp_path / "ops.toml"
+    spec.write_text(SPEC)
+    out = tmp_path / "ops.json"
+    assert main(["check", str(spec), "--no-progress", "--json", str(out)]) == 1
+    text, err = capsys.readouterr()
+    assert ("kmc: checked on the per-state path: the batch kernel has no min ISR changes or disk failures "
+            "(min_isr_changes, max_disk_failures)\n") in err
+    assert "State 4: DiskFailure(A)" in text and "re-creates the partition empty and keeps serving it (KAFKA-16234)" \
+        in " ".join(text.split())
+    assert main(["replay", str(out)]) == 0
+    assert "the replay matches the saved trace" in capsys.readouterr().out

@@ -126,9 +126,9 @@ def describe_step(model, before, action, after) -> str:
             f"the controller elects {who} in epoch {q.epoch}, ISR {replica_set(model, q.isr)}, "
             f"its high watermark {a.hw}"
         )
-        if r in before.quorum.elr and _operator_bug(model.config):
-            text += f" (from the ELR: no ISR member is alive; ELR now {replica_set(model, q.elr)})"
-            text += _elr_gap(model, before, r)
+        gap = _elr_gap(model, before, r) if r in before.quorum.elr and _operator(model.config) else ""
+        if gap:
+            text += f" (from the ELR: no ISR member is alive; ELR now {replica_set(model, q.elr)})" + gap
         elif r in before.quorum.elr:
             text += (
                 f" (from the ELR: no ISR member is alive, and {who} left the ISR while it "
@@ -179,29 +179,36 @@ def describe_step(model, before, action, after) -> str:
     return ""
 
 
-def _operator_bug(cfg) -> bool:
-    """Does ``cfg`` run with a bug that puts a replica in the ELR without every committed
-    record (KAFKA-16540, KAFKA-16234)?"""
-    return cfg.has_bug("KAFKA-16540") or cfg.has_bug("KAFKA-16234")
+def _operator(cfg) -> bool:
+    """Does ``cfg`` change min ISR or fail log directories (whose bugs, and the broker's lag,
+    can put a replica without every committed record in the ELR)?"""
+    return bool(cfg.min_isr_changes) or cfg.max_disk_failures > 0
 
 
 def _elr_gap(model, before, r) -> str:
-    """Under KAFKA-16540 or KAFKA-16234, what an ELR member elected lacks, and why it was
-    electable anyway; ``""`` when it holds every committed record."""
+    """With min ISR changes or disk failures, what an ELR member elected lacks, and why it
+    was electable anyway (KAFKA-16234, KAFKA-16540, the leader's broker's lag); ``""`` when
+    it holds every committed record."""
     log = before.replicas[r].log
     missing = [(o, e, i) for o, e, i in before.committed if o >= len(log) or log[o] != (e, i)]
     if not missing:
         return ""
     what = ", ".join(f"{model.format_record((e, i))} at offset {o}" for o, e, i in missing)
-    who = model.name(r)
-    if model.config.has_bug("KAFKA-16234") and before.disk_failures:
-        why = "its log directory failed and it re-created the partition empty (KAFKA-16234)"
-    else:
-        why = (
-            "it entered the ELR under a higher min ISR, and the controller kept it there "
+    text = f"; but {model.name(r)} lacks committed {what}"
+    cfg = model.config
+    if cfg.has_bug("KAFKA-16234") and before.disk_failures:
+        return text + ": its log directory failed and it re-created the partition empty (KAFKA-16234)"
+    if cfg.has_bug("KAFKA-16540"):
+        return text + (
+            ": it entered the ELR under a higher min ISR, and the controller kept it there "
             "when min ISR was lowered and the high watermark moved on (KAFKA-16540)"
         )
-    return f"; but {who} lacks committed {what}: {why}"
+    if cfg.min_isr_lag:
+        return text + (
+            ": it entered the ELR when the controller's min ISR was already raised, while the leader's "
+            "broker, still on the old value, let the high watermark pass (min_isr_lag)"
+        )
+    return text
 
 
 def _change_min_isr(model, before, after) -> str:

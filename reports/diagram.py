@@ -421,7 +421,22 @@ def _events(model, before, action, after) -> tuple:
         return (Event("answer", CONTROLLER, p + 1, f"ISR {sign}{model.name(r)}"),)
     if name == "Restart" and before.quorum.isr != after.quorum.isr:
         return (Event("isr", CONTROLLER, lane, f"ISR −{model.name(r)}"),)
+    if name == "DiskFailure" and before.quorum.isr != after.quorum.isr:  # the controller removes it
+        return (Event("isr", CONTROLLER, lane, f"ISR −{model.name(r)}"),)
+    if name in ("ChangeMinIsr", "ApplyMinIsr"):
+        return _min_isr_event(model, before, after, name)
     return ()
+
+
+def _min_isr_event(model, before, after, name) -> tuple:
+    """A min ISR change reaching the leader's broker: with ChangeMinIsr when it applies the
+    change at once, else with ApplyMinIsr (``min_isr_lag``); none without a quorum leader."""
+    cfg = model.config
+    q = after.quorum
+    if q.leader is None or (name == "ChangeMinIsr" and cfg.min_isr_lag):
+        return ()
+    step = after.leader_min_isr_step if cfg.min_isr_lag else q.min_isr_step
+    return (Event("answer", CONTROLLER, q.leader + 1, f"min ISR {cfg.min_isr_at(step)}"),)
 
 
 def lost_label(d) -> str:

@@ -628,3 +628,21 @@ def test_the_trace_names_the_broker_s_lag():
         "was already raised, while the leader's broker, still on the old value, let the high watermark pass "
         "(min_isr_lag)")
     assert not committed_never_lost(model, states[-2]) and committed_never_lost(model, states[-1])
+
+
+def test_the_diagram_shows_the_controller_s_steps_and_no_crash():
+    """KAFKA-16234 on C1 + ELR: at DiskFailure(A) the controller takes A out of the ISR (an arrow
+    from its lane), A's log is emptied without the crash's cross; a min ISR change reaches the
+    leader's broker as the controller's message."""
+    from kmc.reports.diagram import build
+
+    model, result = explore(ROWS["c1-disk-elr-16234"][0], (CNL,), keep_going=False)
+    d = build(model, result.violations[CNL])
+    failed = next(col for col in d.columns if col.action == "DiskFailure(A)")
+    assert [(e.kind, e.source, e.target, e.label) for e in failed.events] == [("isr", 0, 1, "ISR −A")]
+    a = failed.replicas[A]
+    assert a.alive and not a.crashed and a.dropped == 1 and a.leo == 0
+    model, result = explore(ROWS["c1-min-isr-elr-16540"][0], (CNL,), keep_going=False)
+    d = build(model, result.violations[CNL])
+    changes = [col for col in d.columns if col.action == "ChangeMinIsr"]
+    assert [[e.label for e in col.events] for col in changes] == [["min ISR 2"], ["min ISR 1"]]

@@ -203,7 +203,9 @@ def test_the_fixed_disk_failure_of_the_last_isr_member_is_a_trap():
     model, result = explore(config("C1", "ELR", **DISK), (PR,))
     v = result.violations[PR]
     assert [model.format_action(a) for a in v.path.actions] == ["Produce(A)", "ShrinkIsr(B)", "DiskFailure(A)"]
-    assert v.explanation.startswith("ISR {} and ELR {A}")
+    assert v.explanation == ("ISR {} and ELR {A}; unclean election is off; no last-known-leader election; A's "
+                             "failed log directory lost committed record 0, so its restart removes it from the ISR "
+                             "and the ELR: no replica can ever be elected again")
 
 
 # -- the shortest counterexamples, step by step ---------------------------------------------------

@@ -65,10 +65,18 @@ def explain_trap(model, state) -> str:
         if rep.lossy:
             lost = {i for o, (e, i) in committed if o >= len(rep.log) or rep.log[o] != (e, i)}
             what = f"lost committed {_records(lost)}" if lost else "lost part of its log"
-            parts.append(f"{name}'s crash {what}, so its restart removes it from the ISR and the ELR")
+            parts.append(f"{name}'s {_loss(state, rep)} {what}, so its restart removes it from the ISR and the ELR")
         else:
             parts.append(f"{name} is down")
     return "; ".join(parts) + ": no replica can ever be elected again"
+
+
+def _loss(state, rep) -> str:
+    """What made a replica lossy: a crash, or (it lost its whole log, and a directory failed
+    in this behaviour) its failed log directory, or either when both happened."""
+    if not getattr(state, "disk_failures", 0) or rep.log:
+        return "crash"
+    return "crash or failed log directory" if state.crashes else "failed log directory"
 
 
 PartitionRecoverable = Property(

@@ -17,6 +17,11 @@ from kmc.checker.protocol import ALWAYS, STEP, Property, columns
 from .availability import PartitionRecoverable
 from .liveness import CommittedEventuallyReplicated, EventuallyLeader
 
+# The one step that may drop a live replica's epoch to -1 besides a restart: DiskFailure(r)
+# under KAFKA-16234 (names as ``model.actions`` and ``model.config`` spell them).
+DISK_FAILURE = "DiskFailure"
+KAFKA_16234 = "KAFKA-16234"
+
 
 def _record(epoch, rid) -> str:
     return f"record {rid} (epoch {epoch})"
@@ -296,7 +301,8 @@ def uncommitted_never_exposed_mask(kernel, rows) -> np.ndarray:
 
 def leader_epoch_monotonic(model, before, action, after) -> str | None:
     """The controller's epoch never decreases; a live replica's epoch never decreases
-    except to -1 on restart."""
+    except to -1 on restart, or at a failure of its log directory under KAFKA-16234 (the
+    partition re-created empty has no leader epoch)."""
     if after.quorum.epoch < before.quorum.epoch:
         return (
             f"the controller's leader epoch went down from {before.quorum.epoch} to "
@@ -309,11 +315,25 @@ def leader_epoch_monotonic(model, before, action, after) -> str | None:
             continue
         if a.epoch == -1 and not b.alive:
             continue  # a restart forgets the epoch
+        if a.epoch == -1 and _recreated_empty(model, action, r):
+            continue  # a partition re-created after its log directory failed has no epoch
         return (
             f"replica {model.name(r)}'s leader epoch went down from {b.epoch} to "
             f"{a.epoch} by {model.format_action(action)}"
         )
     return None
+
+
+def _recreated_empty(model, action, r) -> bool:
+    """Is the step DiskFailure(r) under KAFKA-16234 (the partition re-created empty, alive,
+    with no leader epoch)?"""
+    config = getattr(model, "config", None)
+    return (
+        getattr(action, "name", None) == DISK_FAILURE
+        and action.replica == r
+        and config is not None
+        and config.has_bug(KAFKA_16234)
+    )
 
 
 def leader_epoch_monotonic_mask(kernel, rows, parents, after) -> np.ndarray:

@@ -42,6 +42,13 @@ ACTION_NAMES = (
 # enumeration: a configuration's names end with those it can fire; the batch kernel has none.
 OPERATOR_ACTIONS = (CONTROLLED_SHUTDOWN, SHUTDOWN_COMPLETE)
 
+# The operator's actions of docs/model.md's "Operator actions: changing min.insync.replicas at
+# run time and a failed log directory", enumerated after the ones above, in this order; only a
+# configuration that can take one lists it (``action_names``). The batch kernel has no code for them.
+CHANGE_MIN_ISR = "ChangeMinIsr"  # min_isr_changes
+DISK_FAILURE = "DiskFailure"  # max_disk_failures
+APPLY_MIN_ISR = "ApplyMinIsr"  # min_isr_lag
+
 # The codes of the batch kernel: an action's position in ACTION_NAMES.
 CODE = {name: code for code, name in enumerate(ACTION_NAMES)}
 (
@@ -61,12 +68,19 @@ CODE = {name: code for code, name in enumerate(ACTION_NAMES)}
 def action_names(config) -> tuple:
     """The names of the actions a configuration can take, in order: AlterPartition only
     with ``alter_partition``, ControlledShutdown and ShutdownComplete only with
-    ``max_controlled_shutdowns > 0`` (so that every table of actions of another
-    configuration is as it always was)."""
-    out: tuple[str, ...] = ACTION_NAMES if config.alter_partition else ACTION_NAMES[:-1]
+    ``max_controlled_shutdowns > 0``, ChangeMinIsr only with ``min_isr_changes``, DiskFailure
+    only with ``max_disk_failures``, ApplyMinIsr only with ``min_isr_lag`` (so that every table
+    of actions of another configuration is as it always was)."""
+    names: tuple[str, ...] = ACTION_NAMES if config.alter_partition else ACTION_NAMES[:-1]
     if config.max_controlled_shutdowns:
-        out += (CONTROLLED_SHUTDOWN, SHUTDOWN_COMPLETE)
-    return out
+        names += (CONTROLLED_SHUTDOWN, SHUTDOWN_COMPLETE)
+    if config.min_isr_changes:
+        names += (CHANGE_MIN_ISR,)
+    if config.max_disk_failures:
+        names += (DISK_FAILURE,)
+    if config.min_isr_lag:
+        names += (APPLY_MIN_ISR,)
+    return names
 
 
 @attrs.frozen
@@ -75,7 +89,8 @@ class Action:
     many records of the log survive. AlterPartition has no parameter: its ``replica`` is
     the one its request removes or adds (the state decides it; it is there for the text).
     A ControlledShutdown of the quorum's leader names the replica the controller elects in
-    its place in ``to`` (``None`` when it elects nobody, and for any other replica's)."""
+    its place in ``to`` (``None`` when it elects nobody, and for any other replica's).
+    ChangeMinIsr and ApplyMinIsr act on no replica: their ``replica`` is 0, unused."""
 
     name: str
     replica: int

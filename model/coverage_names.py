@@ -53,16 +53,21 @@ FETCH_RESPONSE_KINDS = ("append", "truncate", "hw-first")  # truncate_on_fetch o
 SHUTDOWN_KINDS = ("not in the ISR", "leaves the ISR", "clean", "ELR", "unclean", "leaderless")
 REPLICA_VARS = ("alive", "log end", "hw", "epoch", "leader", "lossy", "remote_leo", "inflight")
 GLOBAL_VARS = ("quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr", "produced", "crashes", "committed")
+# The operator's counters, each only with its option (min_isr_changes, min_isr_lag, max_disk_failures);
+# the per-state path alone counts them (the batch kernel does not run these configurations).
+OPERATOR_VARS = ("quorum.min_isr_step", "leader_min_isr_step", "disk_failures")
 
 
 def kafka_coverage(model) -> CoverageNames:
     """The ``CoverageNames`` of a ``KafkaModel`` (what ``KafkaModel.coverage_names``
     returns)."""
     cfg = model.config
-    values = _Values(bool(getattr(cfg, "acks", None)), cfg.n if cfg.alter_partition else 0)
+    operators = (bool(cfg.min_isr_changes), cfg.min_isr_lag, cfg.max_disk_failures > 0)
+    values = _Values(bool(getattr(cfg, "acks", None)), cfg.n if cfg.alter_partition else 0, operators)
     variables = tuple(f"replica.{v}" for v in REPLICA_VARS) + GLOBAL_VARS
     if getattr(cfg, "acks", None):
         variables += ("acked",)
+    variables += tuple(v for v, on in zip(OPERATOR_VARS, operators) if on)
     kinds = {ELECT_LEADER: ELECT_KINDS, CRASH: CRASH_KINDS}
     if cfg.alter_partition:
         variables += ("quorum.alter",)
@@ -244,17 +249,20 @@ class _Values:
     """A state's values (``values_of``), or a part's (``parts_of``: a replica, the quorum,
     the history counters); the acknowledged count when ``acks`` is set."""
 
-    def __init__(self, acks, alter_replicas=0) -> None:
+    def __init__(self, acks, alter_replicas=0, operators=(False, False, False)) -> None:
         self.acks = acks
         self.alter_replicas = alter_replicas  # the replica count with alter_partition, else 0
         self.shutdowns = False  # with max_controlled_shutdowns: the mark and the count
+        self.operators = operators  # which of OPERATOR_VARS the configuration can change
 
-    def parts(self, state) -> Iterator[Replica | Quorum | tuple[str, int, int, int, int] | tuple[str, int]]:
+    def parts(self, state) -> Iterator[Replica | Quorum | tuple]:
         yield from state.replicas
         yield state.quorum
         yield ("history", state.produced, state.crashes, len(state.committed), len(state.acked))
         if self.shutdowns:
             yield ("shutdowns", state.controlled_shutdowns)
+        if any(self.operators):
+            yield ("operators", state.quorum.min_isr_step, state.leader_min_isr_step, state.disk_failures)
 
     def __call__(self, part) -> Iterator[tuple[str, int]]:
         if isinstance(part, Replica):
@@ -265,6 +273,10 @@ class _Values:
             yield from _quorum_values(part, self.alter_replicas)
         elif isinstance(part, tuple) and part[0] == "shutdowns":
             yield "controlled_shutdowns", part[1]
+        elif isinstance(part, tuple) and part[0] == "operators":
+            for var, on, value in zip(OPERATOR_VARS, self.operators, part[1:]):
+                if on:
+                    yield var, value
         elif isinstance(part, tuple):
             _, produced, crashes, committed, acked = part
             yield "produced", produced

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from .actions import (
     ALTER_PARTITION,
+    APPLY_MIN_ISR,
     BECOME_FOLLOWER,
+    CHANGE_MIN_ISR,
     CONTROLLED_SHUTDOWN,
     CRASH,
+    DISK_FAILURE,
     ELECT_LEADER,
     EXPAND_ISR,
     FETCH_REQUEST,
@@ -23,7 +26,7 @@ from .actions import (
     SHUTDOWN_COMPLETE,
 )
 from .config import KAFKA_13916, KAFKA_15221, LEADER_EPOCH_21
-from .state import EXPAND, leader_of, leads, leso
+from .state import EXPAND, leader_min_isr, leader_of, leads, leso, min_isr
 
 
 def replica_set(model, members) -> str:
@@ -47,6 +50,16 @@ def describe_step(model, before, action, after) -> str:
     name = model.name
     r = action.replica
     who = name(r)
+    if action.name == CHANGE_MIN_ISR:
+        return _change_min_isr(model, before, after)
+    if action.name == APPLY_MIN_ISR:
+        old, new = leader_min_isr(model.config, before), leader_min_isr(model.config, after)
+        return (
+            f"the leader's broker applies the controller's change of min ISR: {old} → {new} "
+            f"(its produce and high-watermark checks read it from now on)"
+        )
+    if action.name == DISK_FAILURE:
+        return _disk_failure(model, before, after, r)
     b, a = before.replicas[r], after.replicas[r]
     if action.name == PRODUCE:
         offset = len(a.log) - 1
@@ -115,7 +128,10 @@ def describe_step(model, before, action, after) -> str:
             f"the controller elects {who} in epoch {q.epoch}, ISR {replica_set(model, q.isr)}, "
             f"its high watermark {a.hw}"
         )
-        if r in before.quorum.elr:
+        gap = _elr_gap(model, before, r) if r in before.quorum.elr and _operator(model.config) else ""
+        if gap:
+            text += f" (from the ELR: no ISR member is alive; ELR now {replica_set(model, q.elr)})" + gap
+        elif r in before.quorum.elr:
             text += (
                 f" (from the ELR: no ISR member is alive, and {who} left the ISR while it "
                 f"was below min ISR, so it holds every committed record; ELR now "
@@ -171,6 +187,100 @@ def describe_step(model, before, action, after) -> str:
             text += _expand_test(model, before, r, leader)
         return text
     return ""
+
+
+def _operator(cfg) -> bool:
+    """Does ``cfg`` change min ISR or fail log directories (whose bugs, and the broker's lag,
+    can put a replica without every committed record in the ELR)?"""
+    return bool(cfg.min_isr_changes) or cfg.max_disk_failures > 0
+
+
+def _elr_gap(model, before, r) -> str:
+    """With min ISR changes or disk failures, what an ELR member elected lacks, and why it
+    was electable anyway (KAFKA-16234, KAFKA-16540, the leader's broker's lag); ``""`` when
+    it holds every committed record."""
+    log = before.replicas[r].log
+    missing = [(o, e, i) for o, e, i in before.committed if o >= len(log) or log[o] != (e, i)]
+    if not missing:
+        return ""
+    what = ", ".join(f"{model.format_record((e, i))} at offset {o}" for o, e, i in missing)
+    text = f"; but {model.name(r)} lacks committed {what}"
+    cfg = model.config
+    if cfg.has_bug("KAFKA-16234") and before.disk_failures:
+        return text + ": its log directory failed and it re-created the partition empty (KAFKA-16234)"
+    if cfg.has_bug("KAFKA-16540"):
+        return text + (
+            ": it entered the ELR under a higher min ISR, and the controller kept it there "
+            "when min ISR was lowered and the high watermark moved on (KAFKA-16540)"
+        )
+    if cfg.min_isr_lag:
+        return text + (
+            ": it entered the ELR when the controller's min ISR was already raised, while the leader's "
+            "broker, still on the old value, let the high watermark pass (min_isr_lag)"
+        )
+    return text
+
+
+def _change_min_isr(model, before, after) -> str:
+    """ChangeMinIsr: the value the controller takes, what it did to the ELR (cleared since
+    the fix of KAFKA-16540, kept with the bug), and, with ``min_isr_lag``, the leader's
+    broker still on its old value."""
+    cfg = model.config
+    old, new = min_isr(cfg, before), min_isr(cfg, after)
+    verb = "lowers" if new < old else "raises" if new > old else "sets again"
+    text = f"the operator {verb} min ISR {old} → {new}" if new != old else f"the operator sets min ISR to {new} again"
+    qb, qa = before.quorum, after.quorum
+    if cfg.eligible_leader_replicas:
+        if qa.elr != qb.elr:
+            text += f"; the controller clears the ELR {replica_set(model, qb.elr)}"
+        elif cfg.has_bug("KAFKA-16540") and qb.elr:
+            text += (
+                f"; the controller keeps the ELR {replica_set(model, qb.elr)} (KAFKA-16540): "
+                f"replicas that left the ISR under min ISR {old} stay electable"
+            )
+        elif not cfg.has_bug("KAFKA-16540"):
+            text += " (the controller clears the ELR, empty anyway)"
+    if cfg.min_isr_lag:
+        text += f"; the leader's broker still uses {leader_min_isr(cfg, after)} until it applies the change"
+    if qb.alter is not None and qa.alter is None:
+        text += f"; {_what(model, qb.alter)} is dropped: the partition changed"
+    return text
+
+
+def _disk_failure(model, before, after, r) -> str:
+    """DiskFailure(r): the log gone, the controller's removal of ``r`` (into the ELR below
+    min ISR), then either the partition offline on ``r`` (fixed) or re-created empty and
+    serving (KAFKA-16234), and the quorum leader's HW step."""
+    cfg = model.config
+    name = model.name
+    who = name(r)
+    b, a = before.replicas[r], after.replicas[r]
+    qb, qa = before.quorum, after.quorum
+    gone = "its log was empty" if not b.log else f"its log of {plural(len(b.log), 'record')} is gone"
+    text = f"{who}'s log directory fails: {gone}"
+    if qa.isr != qb.isr:
+        isr = f"{replica_set(model, qb.isr)} → {replica_set(model, qa.isr)}"
+        text += f"; the controller removes {who} from the ISR {isr}"
+    elif r in qb.isr:
+        text += f"; the controller keeps {who} in the ISR {replica_set(model, qa.isr)} (it never empties it)"
+    if cfg.eligible_leader_replicas and qa.elr != qb.elr:
+        text += f", the ELR {replica_set(model, qb.elr)} → {replica_set(model, qa.elr)}"
+        if r in qa.elr and r not in qb.elr:
+            text += f" ({who} enters it: a fenced broker's log is presumed intact)"
+    if a.alive:
+        text += f"; {who} re-creates the partition empty and keeps serving it (KAFKA-16234)"
+        if b.leader == r:
+            text += ", with no leader and epoch -1"
+    else:
+        text += f"; the partition stays offline on {who} until its broker restarts"
+        if a.lossy:
+            text += " (an unclean restart: it will leave the ISR and the ELR)"
+    ql = qa.leader
+    if ql is not None and ql != r and after.replicas[ql].hw > before.replicas[ql].hw:
+        text += f"; {name(ql)}'s high watermark advances to {after.replicas[ql].hw}"
+    if qb.alter is not None and qa.alter is None:
+        text += f"; {_what(model, qb.alter)} is dropped: the partition changed"
+    return text
 
 
 def _diverging_answer(model, before, after, f) -> str:
@@ -389,14 +499,15 @@ def acks_note(model, before, action, after) -> str:
         )
     if acks == "all":
         l = leader_of(after)
-        if l is not None and len(after.quorum.isr) < model.config.min_insync_replicas:
+        least = leader_min_isr(model.config, after)
+        if l is not None and len(after.quorum.isr) < least:
             rep = after.replicas[l]
             refused = [(o,) + rep.log[o] for o in range(before.replicas[l].hw, rep.hw) if rep.log[o][0] == rep.epoch]
             if refused:
                 what = ", ".join(f"{model.format_record((e, i))} at offset {o}" for o, e, i in refused)
                 text += (
                     f"; {what} committed with the ISR {replica_set(model, after.quorum.isr)} below "
-                    f"min ISR {model.config.min_insync_replicas}: the producer is refused "
+                    f"min ISR {least}: the producer is refused "
                     f"(NOT_ENOUGH_REPLICAS_AFTER_APPEND), not acknowledged"
                 )
     return text

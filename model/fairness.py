@@ -5,9 +5,11 @@ Restart(r), BecomeFollower(r), ExpandIsr(r), and Failover(n) — an ElectLeader(
 taken while the quorum leader does not lead (a preferred election, taken while it
 does, is not fair); with ``alter_partition`` also AlterPartition, one instance; with
 ``max_controlled_shutdowns`` also ShutdownComplete(r), one instance per replica (a
-shutdown under way completes). Produce, Crash, ShrinkIsr and ControlledShutdown are not
-fair: a producer may stop writing, a replica may never crash again, a leader may never
-shrink its ISR, an operator may never restart a broker.
+shutdown under way completes); with ``min_isr_lag`` also ApplyMinIsr, one instance (a broker
+applies a config change). Produce, Crash, ShrinkIsr and ControlledShutdown are not fair: a
+producer may stop writing, a replica may never crash again, a leader may never shrink its
+ISR, an operator may never restart a broker; nor are the operator's ChangeMinIsr and
+DiskFailure (perturbations).
 
 An instance is its text (``"FetchRequest(A)"``, ``"Failover(B)"``, ``"AlterPartition"``);
 its *code* is its position in ``fair_instances(config)``. ``fair_instance`` answers for a
@@ -22,6 +24,7 @@ import numpy as np
 from .actions import (
     ALTER_PARTITION,
     ALTER_PARTITION_CODE,
+    APPLY_MIN_ISR,
     BECOME_FOLLOWER,
     BECOME_FOLLOWER_CODE,
     ELECT_LEADER,
@@ -53,6 +56,8 @@ def fair_instances(config) -> tuple[str, ...]:
         out.append(ALTER_PARTITION)
     if config.max_controlled_shutdowns:
         out.extend(f"{SHUTDOWN_COMPLETE}({r})" for r in config.replicas)
+    if config.min_isr_lag:  # the leader's broker eventually applies a change (one instance)
+        out.append(APPLY_MIN_ISR)
     return tuple(out)
 
 
@@ -65,6 +70,10 @@ def instance_codes(config) -> dict[str, int]:
         out[ALTER_PARTITION] = len(PER_REPLICA) * n
     if config.max_controlled_shutdowns:
         out[SHUTDOWN_COMPLETE] = len(PER_REPLICA) * n + (1 if config.alter_partition else 0)
+    if config.min_isr_lag:
+        out[APPLY_MIN_ISR] = (
+            len(PER_REPLICA) * n + (1 if config.alter_partition else 0) + (n if config.max_controlled_shutdowns else 0)
+        )
     return out
 
 
@@ -75,7 +84,7 @@ def fair_instance(names, codes, state, action) -> str | None:
     base = codes.get(action.name)
     if base is None:
         return None
-    if action.name == ALTER_PARTITION:
+    if action.name in (ALTER_PARTITION, APPLY_MIN_ISR):  # one instance each
         return names[base]
     if action.name == ELECT_LEADER and leader_of(state) is not None:
         return None  # a preferred election: the quorum leader leads

@@ -16,8 +16,11 @@ from kmc.invariants import default_properties
 from .actions import (
     ACTION_NAMES,
     ALTER_PARTITION,
+    APPLY_MIN_ISR,
     BECOME_FOLLOWER,
+    CHANGE_MIN_ISR,
     CRASH,
+    DISK_FAILURE,
     ELECT_LEADER,
     EXPAND_ISR,
     FETCH_REQUEST,
@@ -99,12 +102,14 @@ class KafkaModel(ModelBase):
     def batch_unsupported(self) -> str | None:
         """Why the batch kernel cannot run this configuration (the engines then take the
         per-state path), or ``None``: it runs every configuration without the operator's
-        controlled shutdowns and KAFKA-15221."""
+        actions (controlled shutdowns, min ISR changes, disk failures) and KAFKA-15221."""
         cfg = self.config
         if cfg.max_controlled_shutdowns:
             return "the batch kernel has no controlled shutdown (max_controlled_shutdowns)"
         if cfg.has_bug(KAFKA_15221):
             return "the batch kernel has no KAFKA-15221 (bugs)"
+        if cfg.min_isr_changes or cfg.max_disk_failures:
+            return "the batch kernel has no min ISR changes or disk failures (min_isr_changes, max_disk_failures)"
         return None
 
     def coverage_names(self) -> CoverageNames:
@@ -164,7 +169,7 @@ class KafkaModel(ModelBase):
         # 1. Produce
         if cfg.acks == ACKS_ONE:
             out.extend(fx.produce_acks_one(state))
-        elif lead is not None and state.produced < cfg.max_messages and len(q.isr) >= cfg.min_insync_replicas:
+        elif lead is not None and state.produced < cfg.max_messages and len(q.isr) >= fx.leader_min_isr(state):
             out.append((Action(PRODUCE, lead), fx.produce(state, lead)))
         # 2. FetchRequest
         if lead is not None:
@@ -237,6 +242,17 @@ class KafkaModel(ModelBase):
             for r in range(n):
                 if reps[r].alive and reps[r].shutting:
                     out.append(fx.shutdown_complete(state, r))
+        # 13. ChangeMinIsr: the operator's next change of min.insync.replicas
+        if q.min_isr_step < len(cfg.min_isr_changes):
+            out.append((Action(CHANGE_MIN_ISR, 0), fx.change_min_isr(state)))
+        # 14. DiskFailure: a live replica's log directory fails
+        if state.disk_failures < cfg.max_disk_failures:
+            for r in range(n):
+                if reps[r].alive:
+                    out.append((Action(DISK_FAILURE, r), fx.disk_failure(state, r)))
+        # 15. ApplyMinIsr (min_isr_lag): the leader's broker applies the controller's change
+        if cfg.min_isr_lag and state.leader_min_isr_step < q.min_isr_step:
+            out.append((Action(APPLY_MIN_ISR, 0), fx.apply_min_isr(state)))
         if cfg.acks == ACKS_ALL:
             out = [(a, fx.acknowledge(state, t)) for a, t in out]
         return out
@@ -263,6 +279,8 @@ class KafkaModel(ModelBase):
     def format_action(self, action) -> str:
         """``Crash(B, keeps 1)``-style text for an action (``ControlledShutdown(A, to B)``
         for the one that elects B in A's place)."""
+        if action.name in (CHANGE_MIN_ISR, APPLY_MIN_ISR):  # no replica: a config change
+            return action.name
         who = self.name(action.replica)
         if action.to is not None:
             return f"{action.name}({who}, to {self.name(action.to)})"

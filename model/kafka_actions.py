@@ -10,9 +10,21 @@ from __future__ import annotations
 import attrs
 
 from .actions import CONTROLLED_SHUTDOWN, PRODUCE, SHUTDOWN_COMPLETE, Action
-from .config import KAFKA_13141, KAFKA_13916, KAFKA_14704, KAFKA_15221
+from .config import KAFKA_13141, KAFKA_13916, KAFKA_14704, KAFKA_15221, KAFKA_16234, KAFKA_16540
 from .fetch_path import diverging_epoch, truncation_on_answer
-from .state import EXPAND, SHRINK, Fetch, Quorum, Replica, State, elr_after, leader_of, leads
+from .state import (
+    EXPAND,
+    SHRINK,
+    Fetch,
+    Quorum,
+    Replica,
+    State,
+    elr_after,
+    leader_min_isr,
+    leader_of,
+    leads,
+    min_isr,
+)
 from .truncation import truncation_offset
 
 
@@ -107,7 +119,18 @@ class KafkaEffects:
         config: the model's ``Config``.
     """
 
-    __slots__ = ("config", "_gate", "_on_fetch", "_bug_13141", "_bug_14704", "_bug_13916", "_bug_15221")
+    __slots__ = (
+        "config",
+        "_gate",
+        "_on_fetch",
+        "_bug_13141",
+        "_bug_14704",
+        "_bug_13916",
+        "_bug_15221",
+        "_moves",
+        "_bug_16540",
+        "_bug_16234",
+    )
 
     def __init__(self, config) -> None:
         self.config = config
@@ -118,13 +141,36 @@ class KafkaEffects:
         self._bug_14704 = config.has_bug(KAFKA_14704)
         self._bug_13916 = config.has_bug(KAFKA_13916)
         self._bug_15221 = config.has_bug(KAFKA_15221)
+        # Can min ISR change (min_isr_changes)? If not, every min ISR is min_insync_replicas.
+        self._moves = bool(config.min_isr_changes)
+        self._bug_16540 = config.has_bug(KAFKA_16540)
+        self._bug_16234 = config.has_bug(KAFKA_16234)
+
+    # -- the two min ISRs (docs/model.md, "Operator actions") --------------------------
+
+    def gate(self, s) -> int:
+        """The HW gate of ``_advance_hw`` in ``s``: the leader's min ISR under
+        ``hw_requires_min_isr``, else 0. No step that moves an HW changes a min ISR, so
+        the state before a step gives the gate after it."""
+        if not self._moves or not self._gate:
+            return self._gate
+        return leader_min_isr(self.config, s)
+
+    def leader_min_isr(self, s) -> int:
+        """The min ISR the leader's broker uses in ``s`` (Produce's guard, the ``acks =
+        "all"`` rule)."""
+        return leader_min_isr(self.config, s) if self._moves else self.config.min_insync_replicas
+
+    def elr_after(self, s, elr, old_isr, new_isr) -> tuple:
+        """``elr_after`` with the controller's min ISR in ``s``."""
+        return elr_after(self.config, elr, old_isr, new_isr, min_isr(self.config, s) if self._moves else None)
 
     # -- actions ------------------------------------------------------------------
 
     def produce(self, s, l) -> State:
         rep = s.replicas[l]
         rep = _replica(rep, log=rep.log + ((rep.epoch, s.produced),))
-        rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed, self._gate, s.quorum.alter)
+        rep, committed = _advance_hw(rep, l, s.quorum.isr, s.committed, self.gate(s), s.quorum.alter)
         return _state(s, replicas=_put(s.replicas, l, rep), produced=s.produced + 1, committed=committed)
 
     def produce_acks_one(self, s) -> list[tuple[Action, State]]:
@@ -142,7 +188,7 @@ class KafkaEffects:
             rep = _replica(rep, log=rep.log + (record,))
             committed = s.committed
             if leads(s, l):
-                rep, committed = _advance_hw(rep, l, s.quorum.isr, committed, self._gate, s.quorum.alter)
+                rep, committed = _advance_hw(rep, l, s.quorum.isr, committed, self.gate(s), s.quorum.alter)
             out.append(
                 (
                     Action(PRODUCE, l),
@@ -165,7 +211,7 @@ class KafkaEffects:
         records of older epochs, which this rule never acknowledges.
         """
         l = leader_of(after)
-        if l is None or len(after.quorum.isr) < self.config.min_insync_replicas:
+        if l is None or len(after.quorum.isr) < self.leader_min_isr(after):
             return after
         old, rep = before.replicas[l].hw, after.replicas[l]
         if rep.hw <= old:
@@ -184,7 +230,7 @@ class KafkaEffects:
         fol, led = reps[f], reps[l]
         o = min(len(fol.log), len(led.log))
         led = _replica(led, remote_leo=_put(led.remote_leo, f, o))
-        led, committed = _advance_hw(led, l, s.quorum.isr, s.committed, self._gate, s.quorum.alter)
+        led, committed = _advance_hw(led, l, s.quorum.isr, s.committed, self.gate(s), s.quorum.alter)
         fol = _replica(fol, inflight=Fetch(l, led.epoch, o, led.log[o:], led.hw))
         reps = _put(_put(reps, l, led), f, fol)
         return _state(s, replicas=reps, committed=committed)
@@ -199,7 +245,7 @@ class KafkaEffects:
         committed = s.committed
         if self._bug_13141:
             led = _replica(led, remote_leo=_put(led.remote_leo, f, len(fol.log)))
-            led, committed = _advance_hw(led, l, s.quorum.isr, committed, self._gate, s.quorum.alter)
+            led, committed = _advance_hw(led, l, s.quorum.isr, committed, self.gate(s), s.quorum.alter)
             reps = _put(reps, l, led)
         e2, o2 = div
         fol = _replica(fol, inflight=Fetch(l, led.epoch, o2, (), led.hw, e2))
@@ -278,7 +324,7 @@ class KafkaEffects:
         # ELR, and every leader forgets r's fetch position from before the crash (the
         # fence: KIP-903 broker epochs); then the quorum leader's HW step.
         isr = tuple(x for x in q.isr if x != r)
-        elr = tuple(x for x in elr_after(self.config, q.elr, q.isr, isr) if x != r)
+        elr = tuple(x for x in self.elr_after(s, q.elr, q.isr, isr) if x != r)
         if isr != q.isr or elr != q.elr:  # a partition change: the request is stale
             alter = None
         fenced = []
@@ -295,7 +341,7 @@ class KafkaEffects:
         out = _state(s, replicas=reps, quorum=quorum)
         ql = q.leader
         if ql is not None and leads(out, ql):
-            led, committed = _advance_hw(reps[ql], ql, isr, committed, self._gate, alter)
+            led, committed = _advance_hw(reps[ql], ql, isr, committed, self.gate(s), alter)
             out = _state(out, replicas=_put(reps, ql, led), committed=committed)
         return out
 
@@ -336,7 +382,7 @@ class KafkaEffects:
         q = s.quorum
         if c in q.isr:  # clean
             isr = tuple(r for r in q.isr if reps[r].alive)
-            elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
+            elr = self.elr_after(s, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
         elif c in q.elr:  # from the ELR: the dead ISR members join it
             isr = (c,)
             elr = tuple(sorted(set(q.elr).union(q.isr).difference(isr)))
@@ -345,8 +391,10 @@ class KafkaEffects:
             elr = ()
         epoch = q.epoch + 1
         rep = _replica(reps[c], leader=c, epoch=epoch, remote_leo=(0,) * len(reps), inflight=None)
-        rep, committed = _advance_hw(rep, c, isr, s.committed, self._gate)
-        return _state(s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr, elr), committed=committed)
+        rep, committed = _advance_hw(rep, c, isr, s.committed, self.gate(s))
+        return _state(
+            s, replicas=_put(reps, c, rep), quorum=Quorum(c, epoch, isr, elr, None, q.min_isr_step), committed=committed
+        )
 
     def become_follower(self, s, r, l) -> State:
         rep = s.replicas[r]
@@ -361,7 +409,7 @@ class KafkaEffects:
         """ShrinkIsr and ExpandIsr with ``alter_partition``: the leader only sends the
         controller its request; nothing else changes until AlterPartition answers."""
         q = s.quorum
-        return _state(s, quorum=Quorum(q.leader, q.epoch, q.isr, q.elr, (l, change, r)))
+        return _state(s, quorum=Quorum(q.leader, q.epoch, q.isr, q.elr, (l, change, r), q.min_isr_step))
 
     def alter_partition(self, s) -> State:
         """AlterPartition, the controller's answer to the request in flight: refused (with
@@ -375,10 +423,10 @@ class KafkaEffects:
             isr = tuple(x for x in q.isr if x != r)
         else:
             isr = tuple(sorted(set(q.isr).union((r,))))
-        elr = elr_after(self.config, q.elr, q.isr, isr)
-        out = _state(s, quorum=Quorum(q.leader, q.epoch, isr, elr))
+        elr = self.elr_after(s, q.elr, q.isr, isr)
+        out = _state(s, quorum=Quorum(q.leader, q.epoch, isr, elr, None, q.min_isr_step))
         if leads(out, p):
-            rep, committed = _advance_hw(s.replicas[p], p, isr, s.committed, self._gate)
+            rep, committed = _advance_hw(s.replicas[p], p, isr, s.committed, self.gate(s))
             if rep is not s.replicas[p]:
                 out = _state(out, replicas=_put(s.replicas, p, rep), committed=committed)
         return out
@@ -405,7 +453,7 @@ class KafkaEffects:
         q = s.quorum
         isr = q.isr
         isr1 = tuple(x for x in isr if x != r)
-        elr1 = elr_after(cfg, q.elr, isr, isr1) if r in isr else q.elr
+        elr1 = self.elr_after(s, q.elr, isr, isr1) if r in isr else q.elr
         marked = _put(reps, r, _replica(reps[r], shutting=True))
         count = s.controlled_shutdowns + 1
         ql = q.leader
@@ -417,7 +465,7 @@ class KafkaEffects:
             quorum = Quorum(ql, q.epoch, isr1, elr1, alter, q.min_isr_step)
             out = _state(s, replicas=marked, quorum=quorum, controlled_shutdowns=count)
             if ql is not None and leads(out, ql):
-                led, committed = _advance_hw(marked[ql], ql, isr1, s.committed, self._gate, alter)
+                led, committed = _advance_hw(marked[ql], ql, isr1, s.committed, self.gate(s), alter)
                 if led is not marked[ql]:
                     out = _state(out, replicas=_put(marked, ql, led), committed=committed)
             return [(action, out)]
@@ -432,7 +480,7 @@ class KafkaEffects:
                 continue
             if n in isr1:  # clean
                 new_isr = live1
-                new_elr = elr_after(cfg, elr1, isr1, live1)
+                new_elr = self.elr_after(s, elr1, isr1, live1)
             elif cfg.eligible_leader_replicas and not live1 and n in elr1:
                 new_isr = (n,)
                 new_elr = tuple(sorted(set(elr1).union(isr1).difference(new_isr)))
@@ -441,7 +489,7 @@ class KafkaEffects:
             else:
                 continue
             rep = _replica(reps[n], leader=n, epoch=epoch, remote_leo=(0,) * len(reps), inflight=None)
-            rep, committed = _advance_hw(rep, n, new_isr, s.committed, self._gate)
+            rep, committed = _advance_hw(rep, n, new_isr, s.committed, self.gate(s))
             quorum = Quorum(n, epoch, new_isr, new_elr, None, q.min_isr_step)
             nxt = _state(
                 s, replicas=_put(marked, n, rep), quorum=quorum, committed=committed, controlled_shutdowns=count
@@ -464,21 +512,106 @@ class KafkaEffects:
     def shrink(self, s, r, l) -> State:
         q = s.quorum
         isr = tuple(x for x in q.isr if x != r)
-        elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
-        rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed, self._gate)
+        elr = self.elr_after(s, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
+        rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed, self.gate(s))
         return _state(
-            s, replicas=_put(s.replicas, l, rep), quorum=Quorum(q.leader, q.epoch, isr, elr), committed=committed
+            s,
+            replicas=_put(s.replicas, l, rep),
+            quorum=Quorum(q.leader, q.epoch, isr, elr, None, q.min_isr_step),
+            committed=committed,
         )
 
     def expand(self, s, r, l) -> State:
         q = s.quorum
         isr = tuple(sorted(q.isr + (r,)))
-        elr = elr_after(self.config, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
+        elr = self.elr_after(s, q.elr, q.isr, isr) if self.config.eligible_leader_replicas else ()
         # Without the HW gate HW(l) never moves here (adding a member only lowers the ISR
         # minimum); with it, reaching min ISR is what lets a frozen HW move.
-        rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed, self._gate)
+        rep, committed = _advance_hw(s.replicas[l], l, isr, s.committed, self.gate(s))
         if rep is s.replicas[l]:
-            return _state(s, quorum=Quorum(q.leader, q.epoch, isr, elr))
+            return _state(s, quorum=Quorum(q.leader, q.epoch, isr, elr, None, q.min_isr_step))
         return _state(
-            s, replicas=_put(s.replicas, l, rep), quorum=Quorum(q.leader, q.epoch, isr, elr), committed=committed
+            s,
+            replicas=_put(s.replicas, l, rep),
+            quorum=Quorum(q.leader, q.epoch, isr, elr, None, q.min_isr_step),
+            committed=committed,
         )
+
+    # -- the operator's actions (docs/model.md, "Operator actions: changing min.insync.replicas
+    # at run time and a failed log directory") ------------------------------------------------
+
+    def change_min_isr(self, s) -> State:
+        """ChangeMinIsr: the controller takes the next value of ``min_isr_changes`` (and,
+        without ``min_isr_lag``, the leader's broker with it). Since the fix of KAFKA-16540
+        the controller clears the ELR (a change of an unchanged value too), which drops
+        the AlterPartition request in flight when the ELR was not empty; with the bug the
+        ELR stays. No HW step: a lowered min ISR lets the HW move at the leader's next one."""
+        q = s.quorum
+        elr, alter = q.elr, q.alter
+        if self.config.eligible_leader_replicas and not self._bug_16540:
+            if elr:
+                alter = None
+            elr = ()
+        return _state(s, quorum=Quorum(q.leader, q.epoch, q.isr, elr, alter, q.min_isr_step + 1))
+
+    def apply_min_isr(self, s) -> State:
+        """ApplyMinIsr (``min_isr_lag``): the leader's broker applies the next change the
+        controller has made. Nothing else, no HW step."""
+        return attrs.evolve(s, leader_min_isr_step=s.leader_min_isr_step + 1)
+
+    def disk_failure(self, s, r) -> State:
+        """DiskFailure(r): ``r``'s log directory fails. Its log is gone (log, HW, response in
+        flight, its own view of the others' log ends); the controller removes ``r`` from the
+        ISR as it removes a fenced broker (into the ELR when the ISR falls below its min
+        ISR; without eligible leader replicas an ISR ``{r}`` stays), every leader forgets
+        ``r``'s log end, and a request in flight is dropped if the ISR or the ELR changed.
+        Fixed: the partition stays offline on ``r`` (down, and with eligible leader
+        replicas its restart is unclean). KAFKA-16234: the partition is re-created empty
+        and ``r`` stays up; if it believed it led, it forgets its leadership (no leader,
+        epoch -1). Then the quorum leader's HW step, if it leads."""
+        cfg = self.config
+        n = len(s.replicas)
+        q = s.quorum
+        old = q.isr
+        isr = tuple(x for x in old if x != r)
+        if not isr and not cfg.eligible_leader_replicas:
+            isr = old  # never emptied without eligible leader replicas
+        elr = self.elr_after(s, q.elr, old, isr)
+        alter = q.alter if isr == old and elr == q.elr else None
+        rep = s.replicas[r]
+        if self._bug_16234:
+            mine = rep.leader == r
+            rep = _replica(
+                rep,
+                log=(),
+                hw=0,
+                inflight=None,
+                remote_leo=(0,) * n,
+                leader=None if mine else rep.leader,
+                epoch=-1 if mine else rep.epoch,
+            )
+        else:
+            rep = _replica(
+                rep,
+                alive=False,
+                log=(),
+                hw=0,
+                inflight=None,
+                remote_leo=(0,) * n,
+                lossy=cfg.eligible_leader_replicas,
+            )
+        reps = []
+        for i, other in enumerate(s.replicas):
+            if i == r:
+                reps.append(rep)
+            elif other.remote_leo[r]:
+                reps.append(_replica(other, remote_leo=_put(other.remote_leo, r, 0)))
+            else:
+                reps.append(other)
+        quorum = Quorum(q.leader, q.epoch, isr, elr, alter, q.min_isr_step)
+        out = attrs.evolve(s, replicas=tuple(reps), quorum=quorum, disk_failures=s.disk_failures + 1)
+        ql = q.leader
+        if ql is not None and leads(out, ql):
+            led, committed = _advance_hw(out.replicas[ql], ql, isr, s.committed, self.gate(s), alter)
+            out = _state(out, replicas=_put(out.replicas, ql, led), committed=committed)
+        return out

@@ -129,7 +129,21 @@ def leso(state: State, l: int) -> int:
     return len(rep.log)
 
 
-def elr_after(config, elr: tuple, old_isr: tuple, new_isr: tuple) -> tuple:
+def min_isr(config, state: State) -> int:
+    """The controller's min ISR (``min_isr()`` of docs/model.md, "Operator actions"): the
+    value of the last ChangeMinIsr step taken, ``min_insync_replicas`` before any."""
+    return config.min_isr_at(state.quorum.min_isr_step)
+
+
+def leader_min_isr(config, state: State) -> int:
+    """The min ISR the leader's broker uses (``leader_min_isr()``): with ``min_isr_lag``
+    the value of the last change it applied (ApplyMinIsr), else the controller's."""
+    if config.min_isr_lag:
+        return config.min_isr_at(state.leader_min_isr_step)
+    return config.min_isr_at(state.quorum.min_isr_step)
+
+
+def elr_after(config, elr: tuple, old_isr: tuple, new_isr: tuple, min_isr: int | None = None) -> tuple:
     """The eligible leader replicas after the controller changes the ISR from ``old_isr``
     to ``new_isr`` (Kafka's ``PartitionChangeBuilder.maybePopulateTargetElr``).
 
@@ -137,12 +151,16 @@ def elr_after(config, elr: tuple, old_isr: tuple, new_isr: tuple) -> tuple:
         config: the model's ``Config`` (the ELR option and ``min_insync_replicas``).
         elr: the ELR before the change.
         old_isr, new_isr: the ISR before and after.
+        min_isr: the controller's min ISR (``min_isr()``, which a min ISR change moves);
+            ``None``: ``min_insync_replicas``.
 
     Returns:
         ``()`` without ``eligible_leader_replicas`` or when the new ISR has at least
-        ``min_insync_replicas`` members; else ``(elr ∪ old_isr) − new_isr``, sorted.
+        ``min_isr`` members; else ``(elr ∪ old_isr) − new_isr``, sorted.
     """
-    if not config.eligible_leader_replicas or len(new_isr) >= config.min_insync_replicas:
+    if min_isr is None:
+        min_isr = config.min_insync_replicas
+    if not config.eligible_leader_replicas or len(new_isr) >= min_isr:
         return ()
     return tuple(sorted(set(elr).union(old_isr).difference(new_isr)))
 

@@ -62,8 +62,9 @@ def permute(state: State, perm) -> State:
         tuple(sorted(perm[r] for r in q.isr)),
         tuple(sorted(perm[r] for r in q.elr)),
         alter,
-        q.min_isr_step,
+        q.min_isr_step,  # a count, not a replica id
     )
+    # the operators' counters are not replica ids either
     return State(
         tuple(reps),
         quorum,

@@ -436,7 +436,22 @@ def _events(model, before, action, after) -> tuple:
         return tuple(out)
     if name == "Restart" and before.quorum.isr != after.quorum.isr:
         return (Event("isr", CONTROLLER, lane, f"ISR −{model.name(r)}"),)
+    if name == "DiskFailure" and before.quorum.isr != after.quorum.isr:  # the controller removes it
+        return (Event("isr", CONTROLLER, lane, f"ISR −{model.name(r)}"),)
+    if name in ("ChangeMinIsr", "ApplyMinIsr"):
+        return _min_isr_event(model, before, after, name)
     return ()
+
+
+def _min_isr_event(model, before, after, name) -> tuple:
+    """A min ISR change reaching the leader's broker: with ChangeMinIsr when it applies the
+    change at once, else with ApplyMinIsr (``min_isr_lag``); none without a quorum leader."""
+    cfg = model.config
+    q = after.quorum
+    if q.leader is None or (name == "ChangeMinIsr" and cfg.min_isr_lag):
+        return ()
+    step = after.leader_min_isr_step if cfg.min_isr_lag else q.min_isr_step
+    return (Event("answer", CONTROLLER, q.leader + 1, f"min ISR {cfg.min_isr_at(step)}"),)
 
 
 def lost_label(d) -> str:
@@ -474,8 +489,8 @@ def config_flags(config) -> list[str]:
             out.append(field.name)
         elif value is False:
             out.append(f"{field.name} = false")
-        elif isinstance(value, tuple):  # a list of ids (fetch_bugs), as a spec writes it
-            out.append(f"{field.name} = [{', '.join(value)}]")
+        elif isinstance(value, tuple):  # a list of ids (fetch_bugs) or of values (min_isr_changes)
+            out.append(f"{field.name} = [{', '.join(str(v) for v in value)}]")
         else:
             out.append(f"{field.name} = {value}")
     return out

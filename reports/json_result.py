@@ -139,6 +139,13 @@ def state_to_dict(model, state) -> dict:
         doc["acked"] = [list(c) for c in state.acked]
     if shutdowns:
         doc["controlled_shutdowns"] = state.controlled_shutdowns
+    # The operator's min ISR changes and disk failures: absent without their options, as before.
+    if getattr(model.config, "min_isr_changes", ()):
+        quorum["min_isr_step"] = q.min_isr_step
+    if getattr(model.config, "min_isr_lag", False):
+        doc["leader_min_isr_step"] = state.leader_min_isr_step
+    if getattr(model.config, "max_disk_failures", 0):
+        doc["disk_failures"] = state.disk_failures
     return doc
 
 
@@ -218,6 +225,7 @@ def state_from_dict(model, doc) -> State:
         tuple(sorted(index[n] for n in q["isr"])),
         tuple(sorted(index[n] for n in q.get("elr", ()))),
         alter,
+        int(q.get("min_isr_step", 0)),
     )
     return State(
         replicas=tuple(replicas),
@@ -227,6 +235,8 @@ def state_from_dict(model, doc) -> State:
         committed=tuple(tuple(c) for c in doc["committed"]),
         acked=tuple(tuple(c) for c in doc.get("acked", ())),
         controlled_shutdowns=int(doc.get("controlled_shutdowns", 0)),
+        leader_min_isr_step=int(doc.get("leader_min_isr_step", 0)),
+        disk_failures=int(doc.get("disk_failures", 0)),
     )
 
 

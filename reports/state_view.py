@@ -170,12 +170,19 @@ def _summary_cells(model, state) -> dict:
     if getattr(model.config, "alter_partition", False):  # the AlterPartition request in flight
         request = Text("none", DIM) if q.alter is None else Text(request_text(model, q.alter))
         cells["quorum.alter"] = (q.alter, "request", request)
+    cfg = model.config
+    if getattr(cfg, "min_isr_changes", ()):  # the controller's min ISR, and the leader's broker's if it lags
+        cells["quorum.min_isr"] = (q.min_isr_step, "min ISR", Text(str(cfg.min_isr_at(q.min_isr_step))))
+        if cfg.min_isr_lag:
+            least = cfg.min_isr_at(state.leader_min_isr_step)
+            cells["leader_min_isr"] = (state.leader_min_isr_step, "leader's min ISR", Text(str(least)))
     return {
         **cells,
         "produced": (state.produced, "produced", Text(str(state.produced))),
         "crashes": (state.crashes, "crashes", Text(str(state.crashes))),
         "committed": (state.committed, "committed", _committed(state.committed)),
         "acked": (state.acked, "acked", _committed(state.acked)),
+        "disk_failures": (state.disk_failures, "disk failures", Text(str(state.disk_failures))),
     }
 
 
@@ -298,9 +305,12 @@ class StateView:
             controller += ("quorum.elr",)
         if "quorum.alter" in now:
             controller += ("quorum.alter",)
+        controller += tuple(k for k in ("quorum.min_isr", "leader_min_isr") if k in now)
         history: tuple[str, ...] = ("produced", "crashes", "committed")
         if getattr(model.config, "acks", None):  # what the producer was told, next to committed
             history += ("acked",)
+        if getattr(model.config, "max_disk_failures", 0):
+            history += ("disk_failures",)
         for label, keys in (("controller", controller), ("history", history)):
             line = Text()
             line.append(f"{label:<11}", "bold dim")

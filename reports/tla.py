@@ -127,6 +127,14 @@ def state_variables(model, state) -> list[tuple[str, str]]:
                 else record((("leader", model.name(a[0])), ("change", f'"{a[1]}"'), ("replica", model.name(a[2])))),
             )
         )
+    cfg = model.config
+    if getattr(cfg, "min_isr_changes", ()):  # the operator's changes taken: absent otherwise, as before
+        quorum.append(("min_isr_step", str(q.min_isr_step)))
+    operators = []
+    if getattr(cfg, "min_isr_lag", False):
+        operators.append(("leader_min_isr_step", str(state.leader_min_isr_step)))
+    if getattr(cfg, "max_disk_failures", 0):
+        operators.append(("disk_failures", str(state.disk_failures)))
     return [
         ("alive", per_replica(lambda rep: boolean(rep.alive))),
         ("log", per_replica(lambda rep: _log(rep.log))),
@@ -156,6 +164,7 @@ def state_variables(model, state) -> list[tuple[str, str]]:
             if getattr(model.config, "max_controlled_shutdowns", 0)
             else []
         ),
+        *operators,
     ]
 
 

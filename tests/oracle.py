@@ -14,9 +14,11 @@ fence), the last-known-leader election, producer acknowledgements (``acks``), IS
 changes through the controller (``alter_partition``, ``broker_epochs``: the request in
 flight, the maximal ISR, AlterPartition's answer and the drops), and truncation in the fetch
 path (``truncate_on_fetch``: the epoch caches as dicts, the diverging answer, KAFKA-13141's
-false log end and KAFKA-14704's two-step response), and the operator's controlled
+false log end and KAFKA-14704's two-step response), the operator's controlled
 shutdown (``max_controlled_shutdowns``: ControlledShutdown and ShutdownComplete, acceptable
-leaders, KAFKA-13916) and KAFKA-15221's broker-epoch race; every
+leaders, KAFKA-13916) and KAFKA-15221's broker-epoch race, and the operator's min ISR changes
+and failed log directories (ChangeMinIsr, DiskFailure, ApplyMinIsr: the controller's and the
+leader's min ISR, KAFKA-16540 and KAFKA-16234); every
 invariant and the step property; and ``PartitionRecoverable`` (AG EF), decided the naive
 way: the predecessors of every state are kept as Python sets, and a plain BFS over the
 reversed graph from the ``Available`` states finds every state that can still reach one;
@@ -62,7 +64,21 @@ def set_replica(s: State, r: int, rep: Replica) -> State:
 
 
 def with_quorum(s: State, leader, epoch, isr, elr, alter=None) -> State:
-    return evolve(s, quorum=Quorum(leader, epoch, tuple(isr), tuple(elr), alter))
+    return evolve(s, quorum=Quorum(leader, epoch, tuple(isr), tuple(elr), alter, s.quorum.min_isr_step))
+
+
+def min_isr_at(cfg, k: int) -> int:
+    """The min ISR after k changes: min_insync_replicas, then the k-th of min_isr_changes."""
+    return cfg.min_insync_replicas if k == 0 else cfg.min_isr_changes[k - 1]
+
+
+def controller_min_isr(cfg, s: State) -> int:
+    return min_isr_at(cfg, s.quorum.min_isr_step)
+
+
+def leader_min_isr(cfg, s: State) -> int:
+    """The leader's broker's: one change behind at most with min_isr_lag, else the controller's."""
+    return min_isr_at(cfg, s.leader_min_isr_step if cfg.min_isr_lag else s.quorum.min_isr_step)
 
 
 def maximal_isr(s: State, l: int) -> set:
@@ -73,9 +89,10 @@ def maximal_isr(s: State, l: int) -> set:
     return out
 
 
-def elr_after(cfg, elr, old_isr, new_isr) -> tuple:
-    """The ELR after the ISR changes from ``old_isr`` to ``new_isr``."""
-    if not cfg.eligible_leader_replicas or len(new_isr) >= cfg.min_insync_replicas:
+def elr_after(cfg, s, elr, old_isr, new_isr) -> tuple:
+    """The ELR after the ISR changes from ``old_isr`` to ``new_isr`` in state ``s`` (whose
+    controller's min ISR decides)."""
+    if not cfg.eligible_leader_replicas or len(new_isr) >= controller_min_isr(cfg, s):
         return ()
     return tuple(sorted((set(elr) | set(old_isr)) - set(new_isr)))
 
@@ -87,7 +104,7 @@ def advance_hw(s: State, l: int, cfg) -> State:
     ``acked`` if the ISR (after the step: the caller has already changed it) is at least
     min ISR."""
     rep = s.replicas[l]
-    big_enough = len(s.quorum.isr) >= cfg.min_insync_replicas
+    big_enough = len(s.quorum.isr) >= leader_min_isr(cfg, s)
     if cfg.hw_requires_min_isr and not big_enough:
         return s
     candidates = [len(rep.log)] + [rep.remote_leo[f] for f in maximal_isr(s, l) if f != l]
@@ -188,7 +205,7 @@ def controlled_shutdown(cfg, s: State, r: int) -> list:
     q = s.quorum
     reps = s.replicas
     isr1 = tuple(x for x in q.isr if x != r)
-    elr1 = elr_after(cfg, q.elr, q.isr, isr1) if r in q.isr else q.elr
+    elr1 = elr_after(cfg, s, q.elr, q.isr, isr1) if r in q.isr else q.elr
     t = set_replica(s, r, evolve(reps[r], shutting=True))
     t = evolve(t, controlled_shutdowns=s.controlled_shutdowns + 1)
     if q.leader != r:
@@ -206,7 +223,7 @@ def controlled_shutdown(cfg, s: State, r: int) -> list:
         if c == r or not acceptable(cfg, reps[c]):
             continue
         if c in isr1:
-            isr, elr = live1, elr_after(cfg, elr1, isr1, live1)
+            isr, elr = live1, elr_after(cfg, s, elr1, isr1, live1)
         elif cfg.eligible_leader_replicas and not live1 and c in elr1:
             isr, elr = (c,), tuple(sorted((set(elr1) | set(isr1)) - {c}))
         elif cfg.unclean_leader_election and not live1 and not any(reps[x].alive for x in elr1):
@@ -249,7 +266,7 @@ def successors(cfg, s: State) -> list:
         if acks_one:
             if not (rep.alive and rep.leader == l and s.produced < cfg.max_messages):
                 continue
-        elif not (leads(s, l) and s.produced < cfg.max_messages and len(q.isr) >= cfg.min_insync_replicas):
+        elif not (leads(s, l) and s.produced < cfg.max_messages and len(q.isr) >= leader_min_isr(cfg, s)):
             continue
         record = (rep.epoch, s.produced)
         t = set_replica(s, l, evolve(rep, log=rep.log + (record,)))
@@ -334,7 +351,7 @@ def successors(cfg, s: State) -> list:
         t = with_quorum(t, q.leader, q.epoch, q.isr, q.elr, alter)
         if rep.lossy:
             isr = tuple(x for x in q.isr if x != r)
-            elr = tuple(x for x in elr_after(cfg, q.elr, q.isr, isr) if x != r)
+            elr = tuple(x for x in elr_after(cfg, s, q.elr, q.isr, isr) if x != r)
             if set(isr) != set(q.isr) or set(elr) != set(q.elr):
                 alter = None  # a stale partition epoch
             t = with_quorum(t, q.leader, q.epoch, isr, elr, alter)
@@ -354,7 +371,7 @@ def successors(cfg, s: State) -> list:
             continue
         live = tuple(r for r in q.isr if s.replicas[r].alive)
         if kind == "clean":
-            isr, elr = live, elr_after(cfg, q.elr, q.isr, live)
+            isr, elr = live, elr_after(cfg, s, q.elr, q.isr, live)
         elif kind == "elr":
             isr, elr = (c,), tuple(sorted((set(q.elr) | set(q.isr)) - {c}))
         else:
@@ -389,7 +406,7 @@ def successors(cfg, s: State) -> list:
             out.append((("ShrinkIsr", r, None), with_quorum(s, l, q.epoch, q.isr, q.elr, (l, "shrink", r))))
         elif not s.replicas[r].alive or led.remote_leo[r] < len(led.log):
             isr = tuple(x for x in q.isr if x != r)
-            t = with_quorum(s, l, q.epoch, isr, elr_after(cfg, q.elr, q.isr, isr))
+            t = with_quorum(s, l, q.epoch, isr, elr_after(cfg, s, q.elr, q.isr, isr))
             out.append((("ShrinkIsr", r, None), advance_hw(t, l, cfg)))
     # 9. ExpandIsr(r); under the 2.1 rule also up to the leader's epoch start offset (KAFKA-7128)
     for r in range(n):
@@ -407,7 +424,7 @@ def successors(cfg, s: State) -> list:
                 out.append((("ExpandIsr", r, None), with_quorum(s, l, q.epoch, q.isr, q.elr, (l, "expand", r))))
                 continue
             isr = tuple(sorted(q.isr + (r,)))
-            t = with_quorum(s, l, q.epoch, isr, elr_after(cfg, q.elr, q.isr, isr))
+            t = with_quorum(s, l, q.epoch, isr, elr_after(cfg, s, q.elr, q.isr, isr))
             out.append((("ExpandIsr", r, None), advance_hw(t, l, cfg)))
     # 10. AlterPartition: the controller answers; refused only with broker epochs, for an
     # expansion of a replica that is down
@@ -420,7 +437,7 @@ def successors(cfg, s: State) -> list:
             t = with_quorum(s, q.leader, q.epoch, q.isr, q.elr)
         else:
             isr = tuple(sorted(set(q.isr) - {r})) if change == "shrink" else tuple(sorted(set(q.isr) | {r}))
-            t = with_quorum(s, q.leader, q.epoch, isr, elr_after(cfg, q.elr, q.isr, isr))
+            t = with_quorum(s, q.leader, q.epoch, isr, elr_after(cfg, s, q.elr, q.isr, isr))
             if leads(t, p):
                 t = advance_hw(t, p, cfg)
         out.append((("AlterPartition", r, None), t))
@@ -434,6 +451,48 @@ def successors(cfg, s: State) -> list:
         if rep.alive and rep.shutting:
             out.append((("ShutdownComplete", r, None), set_replica(s, r, evolve(rep, alive=False, inflight=None,
                                                                                    shutting=False))))
+    # 13. ChangeMinIsr: the controller takes the next value; since the fix of KAFKA-16540 it
+    # empties the ELR (and a request in flight is stale if that changed it); no HW step
+    if q.min_isr_step < len(cfg.min_isr_changes):
+        elr, alter = q.elr, q.alter
+        if cfg.eligible_leader_replicas and "KAFKA-16540" not in cfg.bugs:
+            if elr:
+                alter = None
+            elr = ()
+        t = evolve(s, quorum=Quorum(q.leader, q.epoch, q.isr, elr, alter, q.min_isr_step + 1))
+        out.append((("ChangeMinIsr", 0, None), t))
+    # 14. DiskFailure(r): the log is gone; the controller takes r out of the ISR (never emptying
+    # it without the ELR), the ELR follows, everyone forgets r's log end; fixed, r is offline
+    # (down, lossy with the ELR); KAFKA-16234, r stays up with an empty log, forgetting a
+    # leadership it believed it had; then HW of the quorum leader if it leads
+    for r in range(n):
+        rep = s.replicas[r]
+        if not (rep.alive and s.disk_failures < cfg.max_disk_failures):
+            continue
+        isr = tuple(x for x in q.isr if x != r)
+        if not isr and not cfg.eligible_leader_replicas:
+            isr = q.isr
+        elr = elr_after(cfg, s, q.elr, q.isr, isr)
+        alter = q.alter if (set(isr) == set(q.isr) and set(elr) == set(q.elr)) else None
+        t = with_quorum(s, q.leader, q.epoch, isr, elr, alter)
+        for other in range(n):
+            o = t.replicas[other]
+            remote = list(o.remote_leo)
+            remote[r] = 0
+            t = set_replica(t, other, evolve(o, remote_leo=tuple(remote)))
+        gone = evolve(t.replicas[r], log=(), hw=0, inflight=None, remote_leo=(0,) * n)
+        if "KAFKA-16234" in cfg.bugs:
+            if rep.leader == r:
+                gone = evolve(gone, leader=None, epoch=-1)
+        else:
+            gone = evolve(gone, alive=False, lossy=cfg.eligible_leader_replicas)
+        t = evolve(set_replica(t, r, gone), disk_failures=s.disk_failures + 1)
+        if q.leader is not None and leads(t, q.leader):
+            t = advance_hw(t, q.leader, cfg)
+        out.append((("DiskFailure", r, None), t))
+    # 15. ApplyMinIsr: the leader's broker catches up one change
+    if cfg.min_isr_lag and s.leader_min_isr_step < q.min_isr_step:
+        out.append((("ApplyMinIsr", 0, None), evolve(s, leader_min_isr_step=s.leader_min_isr_step + 1)))
     return out
 
 
@@ -477,11 +536,15 @@ def uncommitted_never_exposed(s):
                for rep in s.replicas if rep.alive for o in range(min(rep.hw, len(rep.log))))
 
 
-def epoch_monotonic(before, after):
+def epoch_monotonic(before, after, label=None, cfg=None):
+    """Epochs never go down, except a replica's to -1 at its restart, or at its DiskFailure
+    under KAFKA-16234 (``label`` and ``cfg`` tell that step)."""
     if after.quorum.epoch < before.quorum.epoch:
         return False
-    for b, a in zip(before.replicas, after.replicas):
-        if a.alive and a.epoch < b.epoch and not (a.epoch == -1 and not b.alive):
+    for r, (b, a) in enumerate(zip(before.replicas, after.replicas)):
+        recreated = (label is not None and label[:2] == ("DiskFailure", r) and cfg is not None
+                     and "KAFKA-16234" in cfg.bugs)
+        if a.alive and a.epoch < b.epoch and not (a.epoch == -1 and (not b.alive or recreated)):
             return False
     return True
 
@@ -541,10 +604,10 @@ def explore(cfg, checked, keep_going=True) -> OracleResult:
     while frontier and (keep_going or not traces):
         nxt = []
         for s in frontier:
-            for _, t in successors(cfg, s):
+            for label, t in successors(cfg, s):
                 generated += 1
                 for name in checked:
-                    if name in STEP_PROPERTIES and name not in traces and not STEP_PROPERTIES[name](s, t):
+                    if name in STEP_PROPERTIES and name not in traces and not STEP_PROPERTIES[name](s, t, label, cfg):
                         traces[name] = depth + 1
                 if recoverable:
                     preds.setdefault(t, set()).add(s)

@@ -1,0 +1,650 @@
+"""The operator's min ISR changes and failed log directories (docs/model.md, "Operator actions:
+changing min.insync.replicas at run time and a failed log directory"): ChangeMinIsr, DiskFailure,
+ApplyMinIsr, and the bugs KAFKA-16540 (the controller keeps the ELR across a min ISR change) and
+KAFKA-16234 (a failed directory's partition re-created empty and serving).
+
+The rows are the known verdicts of that section, computed by TLC on an independent rendering of
+the model: distinct states where every property holds, the length (in states, initial included)
+of each shortest counterexample, and PartitionRecoverable's trap counts. Rows of at most 60,000
+states run in every suite; the larger ones with KMC_SLOW=1. The naive oracle (tests/oracle.py)
+recomputes the small ones from the text alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+import oracle
+import pytest
+from kmc.checker.engines import make_engine
+from kmc.checker.local import LocalEngine, Options
+from kmc.invariants import BY_NAME
+from kmc.invariants.kafka import committed_never_lost, leader_epoch_monotonic
+from kmc.model import Config
+from kmc.model.actions import Action
+from kmc.model.kafka import KafkaModel
+
+SLOW = pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1",
+                          reason="100,000 to 7 million states on the per-state path: set KMC_SLOW=1")
+CNL, LND, LCC, LEM = "CommittedNeverLost", "LogsNeverDiverge", "LeaderCandidateCompleteness", "LeaderEpochMonotonic"
+ANL, PR = "AcknowledgedNeverLost", "PartitionRecoverable"
+SAFETY = (CNL, LND, LCC, LEM)
+B16540, B16234 = ("KAFKA-16540",), ("KAFKA-16234",)
+A, B, C = 0, 1, 2
+
+
+def config(group, options="", **kw) -> Config:
+    """The section's configurations, all under leader-epoch-2.1 with epochs <= 2 and 2 records:
+    C1 = 2 replicas, min ISR 1, 2 crashes; C2 = C1 + unflushed_loss; C5 = 3 replicas, min ISR 2,
+    1 crash; LRS2 = C5 with 2 crashes and unflushed_loss; LRS = LRS2 with 1 crash. ``options``:
+    "ELR" (the HW gate and the eligible leader replicas), "AP" (alter_partition with
+    broker_epochs)."""
+    base: dict = dict(truncation="leader-epoch-2.1", max_leader_epoch=2, max_messages=2)
+    if group in ("C1", "C2"):
+        base.update(replicas=("A", "B"), min_insync_replicas=1, max_crashes=2, unflushed_loss=group == "C2")
+    else:
+        base.update(replicas=("A", "B", "C"), min_insync_replicas=2, max_crashes=2 if group == "LRS2" else 1,
+                    unflushed_loss=group in ("LRS", "LRS2"))
+    if "ELR" in options:
+        base.update(hw_requires_min_isr=True, eligible_leader_replicas=True)
+    if "AP" in options:
+        base.update(alter_partition=True, broker_epochs=True)
+    base.update(kw)
+    return Config(**base)
+
+
+def explore(cfg, properties, keep_going=True, max_depth=None):
+    model = KafkaModel(cfg)
+    options = Options(keep_going=keep_going, max_depth=max_depth)
+    result = LocalEngine(model, [BY_NAME[p] for p in properties], options).run()
+    return model, result
+
+
+def traces(result) -> dict:
+    return {p: len(v.path) for p, v in result.violations.items()}
+
+
+def assert_traces_replay(model, result):
+    """Every counterexample replays from its choices; an invariant's last state is the first of
+    its path the invariant rejects, with the reported explanation; a trap is explained."""
+    from kmc.checker.trace import replay_choices
+
+    for prop, v in result.violations.items():
+        path = v.path
+        assert replay_choices(model, path.init_index, path.choices) == path
+        p = BY_NAME[prop]
+        if p.kind == "always":
+            assert p.check(model, path.states[-1]) == v.explanation
+            assert all(p.check(model, s) is None for s in path.states[:-1])
+        elif p.kind == "possibly":
+            assert v.explanation == p.explain(model, path.states[-1])
+
+
+# -- the known verdicts: (configuration, properties checked, distinct, {property: trace length}) --
+
+MIN_ISR = dict(min_isr_changes=(2, 1))  # the 2-replica groups: raise, then lower back
+LOWER = dict(min_isr_changes=(1,))  # the 3-replica groups: lower
+DISK = dict(max_disk_failures=1)
+ROWS = {
+    # min ISR changes
+    "c1-min-isr": (config("C1", **MIN_ISR), SAFETY, 12_801, {}),
+    "c1-min-isr-elr": (config("C1", "ELR", **MIN_ISR), SAFETY, 19_886, {}),
+    "c1-min-isr-elr-16540": (config("C1", "ELR", bugs=B16540, **MIN_ISR), SAFETY, 22_405, {CNL: 8, LCC: 6}),
+    "c2-min-isr": (config("C2", **MIN_ISR), SAFETY, 31_956, {CNL: 6, LCC: 5}),
+    "c2-min-isr-elr": (config("C2", "ELR", **MIN_ISR), SAFETY, 34_965, {}),
+    "c2-min-isr-elr-16540": (config("C2", "ELR", bugs=B16540, **MIN_ISR), SAFETY, 39_852, {CNL: 8, LCC: 6}),
+    "c2-min-isr-elr-ap": (config("C2", "ELR AP", **MIN_ISR), SAFETY, 54_674, {}),
+    "c2-min-isr-elr-ap-16540": (config("C2", "ELR AP", bugs=B16540, **MIN_ISR), SAFETY, 63_165, {CNL: 9, LCC: 7}),
+    "c5-min-isr": (config("C5", **LOWER), SAFETY, 98_948, {}),
+    "c5-min-isr-elr": (config("C5", "ELR", **LOWER), SAFETY, 127_358, {}),
+    "c5-min-isr-elr-16540": (config("C5", "ELR", bugs=B16540, **LOWER), SAFETY, 160_780, {CNL: 8, LCC: 6}),
+    "c5-min-isr-elr-acks": (config("C5", "ELR", acks="all", **LOWER), (ANL,), 145_978, {}),
+    "c5-min-isr-elr-acks-16540": (config("C5", "ELR", acks="all", bugs=B16540, **LOWER), SAFETY + (ANL,), 183_997,
+                                  {CNL: 8, LCC: 6, ANL: 8}),
+    "c5-min-isr-elr-ap": (config("C5", "ELR AP", **LOWER), SAFETY, 283_275, {}),
+    "c5-min-isr-elr-ap-16540": (config("C5", "ELR AP", bugs=B16540, **LOWER), SAFETY, 348_587, {CNL: 10, LCC: 8}),
+    "lrs2-min-isr-elr": (config("LRS2", "ELR", **LOWER), SAFETY, 2_401_113, {}),
+    "lrs-min-isr-elr": (config("LRS", "ELR", **LOWER), SAFETY, 184_415, {}),
+    "lrs-min-isr-elr-16540": (config("LRS", "ELR", bugs=B16540, **LOWER), SAFETY, 233_822, {CNL: 8, LCC: 6}),
+    # disk failures
+    "c1-disk": (config("C1", **DISK), SAFETY, 20_259, {CNL: 6, LCC: 5}),
+    "c1-disk-16234": (config("C1", bugs=B16234, **DISK), SAFETY, 17_938, {CNL: 5, LCC: 4}),
+    "c1-disk-elr": (config("C1", "ELR", **DISK), SAFETY, 19_058, {}),
+    "c1-disk-elr-16234": (config("C1", "ELR", bugs=B16234, **DISK), SAFETY, 18_333, {CNL: 5, LCC: 4}),
+    "c2-disk": (config("C2", **DISK), SAFETY, 39_804, {CNL: 6, LCC: 5}),
+    "c2-disk-16234": (config("C2", bugs=B16234, **DISK), SAFETY, 36_940, {CNL: 5, LCC: 4}),
+    "c2-disk-elr": (config("C2", "ELR", **DISK), SAFETY, 28_332, {}),
+    "c2-disk-elr-16234": (config("C2", "ELR", bugs=B16234, **DISK), SAFETY, 29_020, {CNL: 5, LCC: 4}),
+    "c2-disk-elr-ap": (config("C2", "ELR AP", **DISK), SAFETY, 43_406, {}),
+    "c2-disk-elr-ap-16234": (config("C2", "ELR AP", bugs=B16234, **DISK), SAFETY, 48_976, {CNL: 6, LCC: 5}),
+    "c5-disk": (config("C5", **DISK), SAFETY, 469_976, {CNL: 7, LCC: 6}),
+    "c5-disk-16234": (config("C5", bugs=B16234, **DISK), SAFETY, 423_022, {CNL: 6, LCC: 5}),
+    "c5-disk-elr": (config("C5", "ELR", **DISK), SAFETY, 644_853, {}),
+    "c5-disk-elr-16234": (config("C5", "ELR", bugs=B16234, **DISK), SAFETY, 586_323, {CNL: 9, LCC: 7}),
+    "c5-disk-elr-acks": (config("C5", "ELR", acks="all", **DISK), (ANL,), 843_220, {}),
+    "c5-disk-elr-ap": (config("C5", "ELR AP", **DISK), SAFETY, 1_250_329, {}),
+    "lrs2-disk-elr": (config("LRS2", "ELR", **DISK), SAFETY, 6_919_023, {}),
+    "lrs-disk-elr": (config("LRS", "ELR", **DISK), SAFETY, 848_816, {}),
+    # min_isr_lag: a raise to 3 of C5's min ISR 2
+    "c5-raise-elr": (config("C5", "ELR", min_isr_changes=(3,)), SAFETY, 168_151, {}),
+    "c5-raise-elr-lag": (config("C5", "ELR", min_isr_changes=(3,), min_isr_lag=True), SAFETY, 312_016,
+                         {CNL: 11, LCC: 7}),
+    "c5x2-raise-elr": (config("C5", "ELR", min_isr_changes=(3,), max_crashes=2), SAFETY, 1_775_769, {}),
+}
+# Rows TLC ran with CommittedNeverLost and LeaderCandidateCompleteness alone, stopping at the
+# violation: only the trace lengths are known.
+VIOLATION_ONLY = {
+    "lrs2-min-isr-elr-16540": (config("LRS2", "ELR", bugs=B16540, **LOWER), (CNL, LCC), {CNL: 8, LCC: 6}),
+    "lrs2-min-isr-elr-acks-16540": (config("LRS2", "ELR", acks="all", bugs=B16540, **LOWER), (ANL,), {ANL: 8}),
+    "c5-disk-elr-acks-16234": (config("C5", "ELR", acks="all", bugs=B16234, **DISK), (ANL,), {ANL: 9}),
+    "c5-disk-elr-ap-16234": (config("C5", "ELR AP", bugs=B16234, **DISK), (CNL, LCC), {CNL: 10, LCC: 8}),
+    "lrs2-disk-elr-16234": (config("LRS2", "ELR", bugs=B16234, **DISK), (CNL, LCC), {CNL: 9, LCC: 7}),
+    "c5x2-raise-elr-lag": (config("C5", "ELR", min_isr_changes=(3,), min_isr_lag=True, max_crashes=2), (CNL, LCC),
+                           {CNL: 10, LCC: 7}),
+}
+FAST = 60_000
+
+
+def _row(name, distinct):
+    return pytest.param(name, id=name, marks=[] if distinct <= FAST else [pytest.mark.slow, SLOW])
+
+
+@pytest.mark.parametrize("name", [_row(n, row[2]) for n, row in ROWS.items()])
+def test_known_verdict(name):
+    """A row of the table; a row of PartitionRecoverable's table (below) of the same
+    configuration is checked in the same run."""
+    cfg, properties, distinct, want = ROWS[name]
+    recoverable = RECOVERABLE.get(name)
+    model, result = explore(cfg, properties + ((PR,) if recoverable else ()))
+    assert result.complete and result.stats.distinct == distinct
+    assert {p: n for p, n in traces(result).items() if p != PR} == want
+    assert_traces_replay(model, result)
+    if recoverable:
+        _, distinct_too, traps, length = recoverable
+        v = result.violations.get(PR)
+        assert distinct_too == distinct
+        assert (0 if v is None else v.traps, None if v is None else len(v.path)) == (traps, length)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=[pytest.mark.slow, SLOW]) for n in VIOLATION_ONLY])
+def test_known_violation(name):
+    cfg, properties, want = VIOLATION_ONLY[name]
+    model, result = explore(cfg, properties, max_depth=max(want.values()))  # each found, at its depth
+    assert traces(result) == want
+    assert_traces_replay(model, result)
+
+
+# -- PartitionRecoverable: (configuration, distinct, traps, trace length or None) --------------
+
+RECOVERABLE = {
+    "c1-disk-elr": (config("C1", "ELR", **DISK), 19_058, 3_300, 4),
+    "c1-disk-elr-16234": (config("C1", "ELR", bugs=B16234, **DISK), 18_333, 0, None),
+    "c2-disk-elr": (config("C2", "ELR", **DISK), 28_332, 8_692, 4),
+    "c2-disk-elr-16234": (config("C2", "ELR", bugs=B16234, **DISK), 29_020, 5_402, 4),
+    "c2-min-isr-elr": (config("C2", "ELR", **MIN_ISR), 34_965, 5_554, 4),
+    "c2-min-isr-elr-16540": (config("C2", "ELR", bugs=B16540, **MIN_ISR), 39_852, 4_772, 4),
+    "c5-min-isr-elr": (config("C5", "ELR", **LOWER), 127_358, 0, None),
+    "c5-min-isr-elr-16540": (config("C5", "ELR", bugs=B16540, **LOWER), 160_780, 0, None),
+    "lrs-disk-elr": (config("LRS", "ELR", **DISK), 848_816, 21_022, 5),
+    "lrs-min-isr-elr": (config("LRS", "ELR", **LOWER), 184_415, 4_994, 6),
+    "lrs-min-isr-elr-16540": (config("LRS", "ELR", bugs=B16540, **LOWER), 233_822, 3_103, 6),
+}
+
+
+def test_every_row_of_partition_recoverable_is_a_row_of_the_table():
+    """(test_known_verdict checks them, in the run of the same configuration.)"""
+    for name, (cfg, distinct, _, _) in RECOVERABLE.items():
+        assert ROWS[name][0] == cfg and ROWS[name][2] == distinct
+
+
+def test_the_fixed_disk_failure_of_the_last_isr_member_is_a_trap():
+    """C1 + ELR: Produce(A); ShrinkIsr(B), ISR {A} at min ISR 1; DiskFailure(A): ISR {}, A offline
+    and its restart unclean, B in neither set; the trap's explanation says so."""
+    model, result = explore(config("C1", "ELR", **DISK), (PR,))
+    v = result.violations[PR]
+    assert [model.format_action(a) for a in v.path.actions] == ["Produce(A)", "ShrinkIsr(B)", "DiskFailure(A)"]
+    assert v.explanation == ("ISR {} and ELR {A}; unclean election is off; no last-known-leader election; A's "
+                             "failed log directory lost committed record 0, so its restart removes it from the ISR "
+                             "and the ELR: no replica can ever be elected again")
+
+
+# -- the shortest counterexamples, step by step ---------------------------------------------------
+
+STORIES = {
+    # KAFKA-16540 in the 2-replica groups: raise min ISR so that a shrink puts B in the ELR, lower it
+    # again (the ELR kept), and the HW moves past B.
+    ("c1-min-isr-elr-16540", CNL): ["Produce(A)", "ChangeMinIsr", "ShrinkIsr(B)", "ChangeMinIsr", "Produce(A)",
+                                    "Crash(A)", "ElectLeader(B)"],
+    # KAFKA-16234: the controller puts A, which it removes from an ISR {A}, in the ELR; A re-creates
+    # the partition empty and is elected from the ELR.
+    ("c1-disk-elr-16234", CNL): ["Produce(A)", "ShrinkIsr(B)", "DiskFailure(A)", "ElectLeader(A)"],
+    ("c1-disk-elr-16234", LCC): ["Produce(A)", "ShrinkIsr(B)", "DiskFailure(A)"],
+    # Without the ELR a disk failure is a lossy crash the controller hears of: the ISR {A} is kept.
+    ("c1-disk", CNL): ["Produce(A)", "ShrinkIsr(B)", "DiskFailure(A)", "Restart(A)", "ElectLeader(A)"],
+    ("c1-disk-16234", CNL): ["Produce(A)", "ShrinkIsr(B)", "DiskFailure(A)", "ElectLeader(A)"],
+    # The 3-replica stories (KMC_SLOW=1).
+    # (the section's story passes the HW with a fetch of C; Produce(A), enumerated first, does too)
+    ("c5-min-isr-elr-16540", CNL): ["Produce(A)", "ShrinkIsr(C)", "ShrinkIsr(B)", "ChangeMinIsr", "Produce(A)",
+                                    "Crash(A)", "ElectLeader(B)"],
+    ("c5-disk-elr-16234", CNL): ["Produce(A)", "FetchRequest(C)", "FetchResponse(C)", "FetchRequest(C)",
+                                 "Crash(C)", "ShrinkIsr(B)", "DiskFailure(A)", "ElectLeader(A)"],
+    # (the section's story writes record 1 after C's second fetch; here before C takes the first)
+    ("c5-raise-elr-lag", CNL): ["Produce(A)", "FetchRequest(C)", "Produce(A)", "FetchResponse(C)",
+                                "FetchRequest(C)", "ChangeMinIsr", "ShrinkIsr(B)", "ShrinkIsr(C)", "Crash(A)",
+                                "ElectLeader(B)"],
+}
+
+
+def _swap_b_c(texts) -> list[str]:
+    """The same steps with B and C renamed into each other (a symmetric image)."""
+    return [t.replace("(B)", "(x)").replace("(C)", "(B)").replace("(x)", "(C)") for t in texts]
+
+
+@pytest.mark.parametrize("name,prop", [pytest.param(n, p, id=f"{n}-{p}", marks=_row(n, ROWS[n][2]).marks)
+                                       for n, p in STORIES])
+def test_the_shortest_counterexample_is_the_story(name, prop):
+    """The engine prints the story, or, with three replicas, its image with B and C swapped (the
+    first in the order of actions, which takes B before C)."""
+    cfg, _, _, _ = ROWS[name]
+    model, result = explore(cfg, (prop,), keep_going=False)
+    got = [model.format_action(a) for a in result.violations[prop].path.actions]
+    story = STORIES[name, prop]
+    assert got == (story if cfg.n == 2 else _swap_b_c(story))
+
+
+def _sentences(model, path) -> list[str]:
+    states = path.states
+    return [model.describe_step(states[i], a, states[i + 1]) for i, a in enumerate(path.actions)]
+
+
+def test_the_trace_names_the_kept_elr_of_kafka_16540():
+    model, result = explore(ROWS["c1-min-isr-elr-16540"][0], (CNL,), keep_going=False)
+    said = _sentences(model, result.violations[CNL].path)
+    assert said[1] == "the operator raises min ISR 1 → 2"  # the ELR is empty: nothing to keep
+    assert said[3] == ("the operator lowers min ISR 2 → 1; the controller keeps the ELR {B} (KAFKA-16540): "
+                       "replicas that left the ISR under min ISR 2 stay electable")
+    assert said[6].endswith("but B lacks committed record 0 (epoch 0) at offset 0, record 1 (epoch 0) at offset 1: "
+                            "it entered the ELR under a higher min ISR, and the controller kept it there when min "
+                            "ISR was lowered and the high watermark moved on (KAFKA-16540)")
+
+
+def test_the_trace_names_the_recreated_partition_of_kafka_16234():
+    model, result = explore(ROWS["c1-disk-elr-16234"][0], (CNL,), keep_going=False)
+    said = _sentences(model, result.violations[CNL].path)
+    assert said[2] == ("A's log directory fails: its log of 1 record is gone; the controller removes A from the "
+                       "ISR {A} → {}, the ELR {} → {A} (A enters it: a fenced broker's log is presumed intact); "
+                       "A re-creates the partition empty and keeps serving it (KAFKA-16234), with no leader and "
+                       "epoch -1")
+    assert said[3].endswith("but A lacks committed record 0 (epoch 0) at offset 0: its log directory failed and "
+                            "it re-created the partition empty (KAFKA-16234)")
+
+
+def test_the_fixed_disk_failure_says_the_partition_is_offline():
+    model, result = explore(ROWS["c1-disk"][0], (CNL,), keep_going=False)
+    said = _sentences(model, result.violations[CNL].path)
+    assert said[2] == ("A's log directory fails: its log of 1 record is gone; the controller keeps A in the ISR "
+                       "{A} (it never empties it); the partition stays offline on A until its broker restarts")
+
+
+# -- the actions, by hand ---------------------------------------------------------------------------
+
+def _successor(model, state, text):
+    found = [t for a, t in model.successors(state) if model.format_action(a) == text]
+    assert len(found) == 1, [model.format_action(a) for a, _ in model.successors(state)]
+    return found[0]
+
+
+def _walk(model, *texts):
+    state = model.init_states()[0]
+    for text in texts:
+        state = _successor(model, state, text)
+    return state
+
+
+def test_change_min_isr_clears_the_elr_also_for_an_unchanged_value_and_needs_no_leader():
+    """C5 + ELR, min ISR 2 set to 2 again, after B left the ISR {A, B} for {A} (below 2: B entered
+    the ELR) and A crashed: the ELR {B} is cleared (Kafka writes a ClearElrRecord even for an
+    unchanged value); with KAFKA-16540 it stays. The change is enabled with no leader too, and
+    once only."""
+    for bugs, elr in (((), ()), (B16540, (B,))):
+        model = KafkaModel(config("C5", "ELR", min_isr_changes=(2,), bugs=bugs))
+        s = _walk(model, "Produce(A)", "ShrinkIsr(C)", "ShrinkIsr(B)", "Crash(A)")
+        assert s.quorum.elr == (B,) and s.leader() is None
+        t = _successor(model, s, "ChangeMinIsr")
+        assert t.quorum.elr == elr and t.quorum.min_isr_step == 1 and t.quorum.isr == s.quorum.isr
+        assert t.replicas == s.replicas and t.committed == s.committed
+        assert "ChangeMinIsr" not in [model.format_action(a) for a, _ in model.successors(t)]
+
+
+def test_clearing_the_elr_drops_the_request_in_flight():
+    model = KafkaModel(config("C5", "ELR AP", min_isr_changes=(1,)))
+    s = _walk(model, "Produce(A)", "ShrinkIsr(C)", "AlterPartition(C)", "ShrinkIsr(B)", "AlterPartition(B)")
+    assert s.quorum.isr == (A,) and s.quorum.elr == (B,)
+    s = _successor(model, _successor(model, s, "FetchRequest(B)"), "FetchResponse(B)")
+    s = _successor(model, s, "FetchRequest(B)")
+    s = _successor(model, s, "ExpandIsr(B)")
+    assert s.quorum.alter == (A, "expand", B)
+    t = _successor(model, s, "ChangeMinIsr")
+    assert t.quorum.elr == () and t.quorum.alter is None
+    plain = KafkaModel(config("C5", "AP", min_isr_changes=(1,)))  # no ELR: nothing to clear, the request stays
+    s = _walk(plain, "Produce(A)", "ShrinkIsr(C)")
+    assert _successor(plain, s, "ChangeMinIsr").quorum.alter == (A, "shrink", C)
+
+
+def test_the_leader_min_isr_lags_with_min_isr_lag():
+    """C5 + ELR, [1] with min_isr_lag: after ChangeMinIsr the controller's min ISR is 1 (and it
+    clears the ELR {B}) while the leader's broker still refuses to produce with an ISR of 1
+    until ApplyMinIsr; ApplyMinIsr is enabled once, and is weakly fair."""
+    model = KafkaModel(config("C5", "ELR", min_isr_changes=(1,), min_isr_lag=True))
+    s = _walk(model, "Produce(A)", "ShrinkIsr(C)", "ShrinkIsr(B)")
+    assert s.quorum.elr == (B,)
+    s = _successor(model, s, "ChangeMinIsr")
+    assert s.quorum.elr == () and s.quorum.min_isr_step == 1 and s.leader_min_isr_step == 0
+    enabled = [model.format_action(a) for a, _ in model.successors(s)]
+    assert "Produce(A)" not in enabled and enabled[-1] == "ApplyMinIsr"
+    t = _successor(model, s, "ApplyMinIsr")
+    assert t.leader_min_isr_step == 1 and t.quorum == s.quorum and t.replicas == s.replicas
+    enabled = [model.format_action(a) for a, _ in model.successors(t)]
+    assert "Produce(A)" in enabled and "ApplyMinIsr" not in enabled
+    assert model.fair_instances()[-1] == "ApplyMinIsr"
+    assert model.fair_instance(s, Action("ApplyMinIsr", 0)) == "ApplyMinIsr"
+    assert model.fair_instance(s, Action("ChangeMinIsr", 0)) is None
+    assert model.fair_instance(s, Action("DiskFailure", A)) is None
+    # without the lag the leader's broker applies the change in the same step
+    plain = KafkaModel(config("C5", "ELR", min_isr_changes=(1,)))
+    s = _walk(plain, "Produce(A)", "ShrinkIsr(C)", "ShrinkIsr(B)", "ChangeMinIsr")
+    assert "Produce(A)" in [plain.format_action(a) for a, _ in plain.successors(s)]
+    assert "ApplyMinIsr" not in plain.action_names() and "ApplyMinIsr" not in plain.fair_instances()
+
+
+def test_the_hw_gate_reads_the_leader_min_isr_and_the_elr_the_controller_min_isr():
+    """The min_isr_lag story's step: with the controller at min ISR 3 and the leader's broker at 2,
+    ShrinkIsr(B) puts B in the ELR (ISR {A, C} below 3) and A's HW passes record 0 (2 members, at
+    the leader's min ISR 2)."""
+    model = KafkaModel(config("C5", "ELR", min_isr_changes=(3,), min_isr_lag=True))
+    s = _walk(model, "Produce(A)", "FetchRequest(C)", "FetchResponse(C)", "FetchRequest(C)", "Produce(A)",
+              "ChangeMinIsr")
+    assert s.replicas[A].hw == 0
+    t = _successor(model, s, "ShrinkIsr(B)")
+    assert t.quorum.isr == (A, C) and t.quorum.elr == (B,)
+    assert t.replicas[A].hw == 1 and t.committed == ((0, 0, 0),)
+    applied = _successor(model, _successor(model, s, "ApplyMinIsr"), "ShrinkIsr(B)")
+    assert applied.quorum.elr == (B,) and applied.replicas[A].hw == 0  # the gate at 3 holds the HW
+
+
+def test_disk_failure_of_a_follower_fixed_and_with_kafka_16234():
+    """C5 + ELR: B's directory fails after it fetched record 0. Fixed: B is down with an empty log,
+    lossy, out of the ISR (still at min ISR 2: no ELR), and A forgets B's log end. KAFKA-16234:
+    B stays up following A in its epoch, empty, and may fetch from offset 0."""
+    for bugs in ((), B16234):
+        model = KafkaModel(config("C5", "ELR", bugs=bugs, **DISK))
+        s = _walk(model, "Produce(A)", "FetchRequest(B)", "FetchResponse(B)", "FetchRequest(B)")
+        assert s.replicas[A].remote_leo[B] == 1
+        t = _successor(model, s, "DiskFailure(B)")
+        b = t.replicas[B]
+        assert (b.log, b.hw, b.inflight, b.remote_leo) == ((), 0, None, (0, 0, 0))
+        assert t.quorum.isr == (A, C) and t.quorum.elr == () and t.replicas[A].remote_leo[B] == 0
+        assert t.disk_failures == 1 and t.crashes == 0
+        assert "DiskFailure(A)" not in [model.format_action(a) for a, _ in model.successors(t)]  # at most 1
+        if bugs:
+            assert b.alive and not b.lossy and (b.leader, b.epoch) == (A, 0)
+            assert "FetchRequest(B)" in [model.format_action(a) for a, _ in model.successors(t)]
+        else:
+            assert not b.alive and b.lossy and (b.leader, b.epoch) == (A, 0)
+
+
+def test_a_disk_failure_may_move_the_hw():
+    """C5: B has fetched record 0, C lags; C's directory fails. The controller removes C (ISR
+    {A, B}, at min ISR 2) and A's HW step passes record 0."""
+    model = KafkaModel(config("C5", "ELR", **DISK))
+    s = _walk(model, "Produce(A)", "FetchRequest(B)", "FetchResponse(B)", "FetchRequest(B)")
+    assert s.replicas[A].hw == 0
+    t = _successor(model, s, "DiskFailure(C)")
+    assert t.quorum.isr == (A, B) and t.replicas[A].hw == 1 and t.committed == ((0, 0, 0),)
+
+
+def test_leader_epoch_monotonic_allows_the_recreated_partition_only():
+    model = KafkaModel(config("C1", "ELR", bugs=B16234, **DISK))
+    s = _walk(model, "Produce(A)")
+    t = _successor(model, s, "DiskFailure(A)")
+    assert t.replicas[A].alive and t.replicas[A].epoch == -1 and s.replicas[A].epoch == 0
+    assert leader_epoch_monotonic(model, s, Action("DiskFailure", A), t) is None
+    assert leader_epoch_monotonic(model, s, Action("BecomeFollower", A), t) == (
+        "replica A's leader epoch went down from 0 to -1 by BecomeFollower(A)")
+    fixed = KafkaModel(config("C1", "ELR", **DISK))
+    assert leader_epoch_monotonic(fixed, s, Action("DiskFailure", A), t) == (
+        "replica A's leader epoch went down from 0 to -1 by DiskFailure(A)")
+
+
+def test_the_actions_appear_in_order_and_only_with_their_options():
+    plain = KafkaModel(config("C1"))
+    assert not {"ChangeMinIsr", "DiskFailure", "ApplyMinIsr"} & set(plain.action_names())
+    model = KafkaModel(config("C1", "AP", min_isr_changes=(2,), min_isr_lag=True, **DISK))
+    assert model.action_names()[-4:] == ("AlterPartition", "ChangeMinIsr", "DiskFailure", "ApplyMinIsr")
+    s = _walk(model, "ChangeMinIsr")
+    enabled = [model.format_action(a) for a, _ in model.successors(s)]
+    assert enabled[-3:] == ["DiskFailure(A)", "DiskFailure(B)", "ApplyMinIsr"]
+
+
+# -- the engines: these configurations run per state, on every engine -------------------------------
+
+# C1 + ELR with one record, one crash, [2, 1] and one disk failure under both bugs: every new
+# action but ApplyMinIsr, and both bugs.
+SMALL = config("C1", "ELR", max_messages=1, max_crashes=1, bugs=B16540 + B16234, **MIN_ISR, **DISK)
+# C5 + ELR with one record, no crash, [1] with min_isr_lag and one disk failure under both bugs:
+# 15,056 states (CommittedNeverLost fails in 8).
+SMALL3 = config("C5", "ELR", max_messages=1, max_crashes=0, min_isr_changes=(1,), min_isr_lag=True,
+                bugs=B16540 + B16234, **DISK)
+
+
+def test_the_kernel_declines_these_configurations_in_one_line():
+    for cfg in (SMALL, config("C1", **MIN_ISR), config("C1", **DISK)):
+        why = KafkaModel(cfg).batch_unsupported()
+        assert why is not None and "\n" not in why and "min ISR changes or disk failures" in why
+    assert KafkaModel(config("C1", "ELR")).batch_unsupported() is None
+
+
+def _summary(result):
+    s = result.stats
+    return (s.distinct, s.generated, s.depth, s.levels, traces(result),
+            {p: v.path.choices for p, v in result.violations.items()})
+
+
+@pytest.mark.parametrize("options", [
+    pytest.param(Options(keep_going=True), id="local"),
+    pytest.param(Options(keep_going=True, workers=2), id="workers"),
+    pytest.param(Options(keep_going=True, store="disk"), id="disk-store"),
+])
+def test_every_local_engine_runs_them_per_state(options, tmp_path):
+    model = KafkaModel(SMALL)
+    props = list(model.properties())
+    want = LocalEngine(model, props, Options(keep_going=True)).run()
+    if options.store == "disk":
+        options = Options(keep_going=True, store="disk", store_dir=str(tmp_path))
+    engine = make_engine(model, props, options, data_root=str(tmp_path))
+    assert engine.path == "per-state" and "min ISR changes" in engine.per_state_because
+    got = engine.run()
+    assert _summary(got) == _summary(want)
+    assert traces(want) == {"CommittedNeverLost": 5, "LeaderCandidateCompleteness": 4}
+
+
+def test_symmetry_reduction_counts_the_orbits():
+    """Three replicas, A leading: B and C may be swapped. The new variables are counts, so the
+    reduced run stores one state an orbit, counted here by brute force, with the same verdicts."""
+    from helpers import reachable
+    from kmc.model.state import encode
+    from kmc.model.symmetry import permute, symmetries
+
+    model = KafkaModel(SMALL3)
+    every = reachable(model, 10**6)
+    perms = symmetries(model.config)
+    orbits = {min(encode(permute(s, p)) for p in perms) for s in every}
+    assert any(s.disk_failures and s.quorum.min_isr_step and s.leader_min_isr_step for s in every)
+    props = [p for p in model.properties() if p.symmetric]
+    plain = make_engine(model, props, Options(keep_going=True)).run()
+    engine = make_engine(model, props, Options(keep_going=True, symmetry=True))
+    assert engine.path == "per-state"
+    reduced = engine.run()
+    assert plain.stats.distinct == len(every) > reduced.stats.distinct == len(orbits)
+    assert traces(plain) == traces(reduced)
+    assert_traces_replay(model, reduced)
+
+
+def test_a_checkpoint_resumes_to_the_same_counts(monkeypatch):
+    import kmc.checker.driver
+    import kmc.checker.local
+
+    model = KafkaModel(SMALL)
+    props = list(model.properties())
+    want = LocalEngine(model, props, Options(keep_going=True)).run()
+    monkeypatch.setattr(kmc.checker.local.PerStateSearch, "every", 16)
+    engine = make_engine(model, props, Options(keep_going=True, max_memory=1 << 30))
+    monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 500))
+    partial = engine.run()
+    assert partial.stopped == "max-memory"
+    snap = engine.snapshot()
+    monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: 0)
+    resumed = make_engine(model, props, Options(keep_going=True))
+    resumed.restore(snap)
+    assert _summary(resumed.run()) == _summary(want)
+
+
+@pytest.mark.spark
+def test_spark_runs_them_per_state(request):
+    import shutil
+
+    if shutil.which("java") is None:
+        pytest.skip("the Spark engine needs Java")
+    request.getfixturevalue("spark_sc")
+    model = KafkaModel(SMALL)
+    props = list(model.properties())
+    want = LocalEngine(model, props, Options(keep_going=True)).run()
+    engine = make_engine(model, props, Options(keep_going=True), engine="spark", partitions=2,
+                         driver_level_limit=200)
+    assert engine.path == "per-state" and "min ISR changes" in engine.per_state_because
+    assert _summary(engine.run()) == _summary(want)
+
+
+# -- the oracle (tests/oracle.py), written from the text alone ----------------------------------------
+
+ORACLE_ROWS = {
+    "small": (SMALL, list(SAFETY) + [PR]),
+    "small-three": (SMALL3, list(SAFETY) + [PR]),
+    "c1-min-isr-elr-16540": (ROWS["c1-min-isr-elr-16540"][0], list(SAFETY)),
+    "c1-disk-elr": (ROWS["c1-disk-elr"][0], list(SAFETY) + [PR]),
+    "c1-disk": (ROWS["c1-disk"][0], list(SAFETY)),
+    "small-ap": (config("C1", "ELR AP", max_messages=1, max_crashes=1, bugs=B16234, **MIN_ISR, **DISK),
+                 list(SAFETY) + [PR]),
+    "small-lag": (config("C5", "ELR", max_messages=1, min_isr_changes=(3,), min_isr_lag=True), list(SAFETY)),
+}
+
+
+def _oracle_param(name):
+    """The rows of the table (some 20,000 states: ten seconds each for the oracle) with KMC_SLOW=1."""
+    return pytest.param(name, id=name, marks=[pytest.mark.slow, SLOW] if name in ROWS else [])
+
+
+@pytest.mark.parametrize("name", [_oracle_param(n) for n in sorted(ORACLE_ROWS)])
+def test_the_oracle_agrees(name):
+    cfg, checked = ORACLE_ROWS[name]
+    want = oracle.explore(cfg, checked, keep_going=True)
+    model, got = explore(cfg, checked)
+    s = got.stats
+    assert (s.distinct, s.generated, s.depth, s.levels) == (want.distinct, want.generated, want.depth, want.levels)
+    assert traces(got) == want.traces
+    assert (got.violations[PR].traps if PR in got.violations else 0) == want.traps
+    if name in ROWS:
+        assert want.distinct == ROWS[name][2]
+
+
+# -- the result file and kmc replay ---------------------------------------------------------------
+
+SPEC = """title = "KAFKA-16234 and KAFKA-16540, one record"
+[model]
+replicas = 2
+max_messages = 1
+max_crashes = 1
+max_leader_epoch = 2
+truncation = "leader-epoch-2.1"
+hw_requires_min_isr = true
+eligible_leader_replicas = true
+min_isr_changes = [2, 1]
+min_isr_lag = true
+max_disk_failures = 1
+bugs = ["KAFKA-16540", "KAFKA-16234"]
+[check]
+keep_going = true
+"""
+
+
+def test_every_state_survives_the_json_result():
+    from helpers import reachable
+    from kmc.reports.json_result import state_from_dict, state_to_dict
+
+    model = KafkaModel(SMALL3)
+    every = reachable(model, 10**6)
+    assert any(s.disk_failures and s.quorum.min_isr_step and s.leader_min_isr_step for s in every)
+    assert all(state_from_dict(model, state_to_dict(model, s)) == s for s in every)
+    doc = state_to_dict(model, next(s for s in every if s.disk_failures and s.leader_min_isr_step))
+    assert doc["quorum"]["min_isr_step"] == 1 and doc["leader_min_isr_step"] == 1 and doc["disk_failures"] == 1
+    plain = KafkaModel(config("C1", "ELR"))
+    assert not {"min_isr_step", "leader_min_isr_step", "disk_failures"} & (
+        set(state_to_dict(plain, plain.init_states()[0])) | set(state_to_dict(plain, plain.init_states()[0])["quorum"]))
+
+
+def test_kmc_check_says_why_it_runs_per_state_and_its_traces_replay(tmp_path, capsys):
+    from kmc.app.cli import main
+
+    spec = tmp_path / "ops.toml"
+    spec.write_text(SPEC)
+    out = tmp_path / "ops.json"
+    assert main(["check", str(spec), "--no-progress", "--json", str(out)]) == 1
+    text, err = capsys.readouterr()
+    assert ("kmc: checked on the per-state path: the batch kernel has no min ISR changes or disk failures "
+            "(min_isr_changes, max_disk_failures)\n") in err
+    assert "State 4: DiskFailure(A)" in text and "re-creates the partition empty and keeps serving it (KAFKA-16234)" \
+        in " ".join(text.split())
+    assert main(["replay", str(out)]) == 0
+    assert "the replay matches the saved trace" in capsys.readouterr().out
+    assert main(["replay", str(out), "--format", "tla"]) == 0
+    tla = capsys.readouterr().out
+    assert "elr |-> {A}, min_isr_step |-> 0]" in tla and "/\\ leader_min_isr_step = 0\n/\\ disk_failures = 1\n" in tla
+
+
+
+def test_the_trace_names_the_broker_s_lag():
+    """The min_isr_lag story, walked by hand: the election from the ELR says what B lacks and why
+    it was electable; the change says the leader's broker still uses the old value."""
+    model = KafkaModel(ROWS["c5-raise-elr-lag"][0])
+    path = STORIES["c5-raise-elr-lag", CNL]
+    states = [model.init_states()[0]]
+    for text in path:
+        states.append(_successor(model, states[-1], text))
+    said = [model.describe_step(states[i], Action(t.split("(")[0], 0), states[i + 1]) for i, t in enumerate(path)
+            if t == "ChangeMinIsr"]
+    assert said == ["the operator raises min ISR 2 → 3 (the controller clears the ELR, empty anyway); the leader's "
+                    "broker still uses 2 until it applies the change"]
+    last = [a for a, t in model.successors(states[-2]) if t == states[-1]][0]
+    assert model.describe_step(states[-2], last, states[-1]).endswith(
+        "; but B lacks committed record 0 (epoch 0) at offset 0: it entered the ELR when the controller's min ISR "
+        "was already raised, while the leader's broker, still on the old value, let the high watermark pass "
+        "(min_isr_lag)")
+    assert not committed_never_lost(model, states[-2]) and committed_never_lost(model, states[-1])
+
+
+def test_the_diagram_shows_the_controller_s_steps_and_no_crash():
+    """KAFKA-16234 on C1 + ELR: at DiskFailure(A) the controller takes A out of the ISR (an arrow
+    from its lane), A's log is emptied without the crash's cross; a min ISR change reaches the
+    leader's broker as the controller's message."""
+    from kmc.reports.diagram import build
+
+    model, result = explore(ROWS["c1-disk-elr-16234"][0], (CNL,), keep_going=False)
+    d = build(model, result.violations[CNL])
+    failed = next(col for col in d.columns if col.action == "DiskFailure(A)")
+    assert [(e.kind, e.source, e.target, e.label) for e in failed.events] == [("isr", 0, 1, "ISR −A")]
+    a = failed.replicas[A]
+    assert a.alive and not a.crashed and a.dropped == 1 and a.leo == 0
+    model, result = explore(ROWS["c1-min-isr-elr-16540"][0], (CNL,), keep_going=False)
+    d = build(model, result.violations[CNL])
+    changes = [col for col in d.columns if col.action == "ChangeMinIsr"]
+    assert [[e.label for e in col.events] for col in changes] == [["min ISR 2"], ["min ISR 1"]]

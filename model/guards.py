@@ -16,8 +16,12 @@ from kmc.checker.protocol import Guard
 
 from .actions import (
     ALTER_PARTITION,
+    APPLY_MIN_ISR,
     BECOME_FOLLOWER,
+    CHANGE_MIN_ISR,
+    CONTROLLED_SHUTDOWN,
     CRASH,
+    DISK_FAILURE,
     ELECT_LEADER,
     EXPAND_ISR,
     FETCH_REQUEST,
@@ -25,10 +29,11 @@ from .actions import (
     PRODUCE,
     RESTART,
     SHRINK_ISR,
+    SHUTDOWN_COMPLETE,
     Action,
 )
-from .config import ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21
-from .state import leader_of, leads, leso
+from .config import ACKS_ONE, HIGH_WATERMARK, KAFKA_13916, LEADER_EPOCH_21
+from .state import elr_after, leader_min_isr, leader_of, leads, leso, min_isr
 
 Condition = tuple[str, bool]
 
@@ -73,8 +78,9 @@ def kafka_guards(model, state) -> list[Guard]:
                 records,
                 (
                     f"the ISR {_set(model, q.isr)} has at least min_insync_replicas = "
-                    f"{cfg.min_insync_replicas} members",
-                    len(q.isr) >= cfg.min_insync_replicas,
+                    f"{leader_min_isr(cfg, state)} members"
+                    + (" (the leader's broker's value)" if cfg.min_isr_changes else ""),
+                    len(q.isr) >= leader_min_isr(cfg, state),
                 ),
             )
         out.append(Guard(Action(PRODUCE, l), conds))
@@ -176,6 +182,7 @@ def kafka_guards(model, state) -> list[Guard]:
                 lead is not None and f_rep.leader == lead,
             ),
             (f"{name(r)} is in the controller's epoch {q.epoch} (it is in {f_rep.epoch})", f_rep.epoch == q.epoch),
+            *_not_shutting(model, state, r, "join the ISR"),
             (
                 f"the leader knows {name(r)} has fetched up to its high watermark"
                 + (f" {led.hw} ({name(r)} has fetched up to {fetched})" if led is not None else ""),
@@ -201,6 +208,140 @@ def kafka_guards(model, state) -> list[Guard]:
                     ((f"a request to change {name(r)}'s ISR membership waits for the controller", about),),
                 )
             )
+    out += _operator_guards(model, state)
+    return out
+
+
+def _not_shutting(model, state, r, what) -> list[Condition]:
+    """KIP-841's condition on ``r`` (with controlled shutdowns, unless KAFKA-13916)."""
+    if not model.config.max_controlled_shutdowns or model.config.has_bug(KAFKA_13916):
+        return []
+    text = f"{model.name(r)} is not in controlled shutdown (a replica in controlled shutdown may not {what})"
+    return [(text, not state.replicas[r].shutting)]
+
+
+def _shutdown_candidates(cfg, state, r) -> set[int]:
+    """Whom the controller may elect in place of the quorum's leader ``r`` that asks to shut
+    down: ElectLeader's kinds over the ISR without ``r`` and the ELR after that change."""
+    reps = state.replicas
+    q = state.quorum
+    isr1 = tuple(x for x in q.isr if x != r)
+    elr1 = elr_after(cfg, q.elr, q.isr, isr1, min_isr(cfg, state)) if r in q.isr else q.elr
+    live1 = [x for x in isr1 if reps[x].alive]
+    out = set()
+    for c in range(len(reps)):
+        if c == r or not reps[c].alive or (reps[c].shutting and not cfg.has_bug(KAFKA_13916)):
+            continue
+        if c in isr1:
+            out.add(c)
+        elif cfg.eligible_leader_replicas and not live1 and c in elr1:
+            out.add(c)
+        elif cfg.unclean_leader_election and not live1 and not any(reps[x].alive for x in elr1):
+            out.add(c)
+    return out
+
+
+def _operator_guards(model, state) -> list[Guard]:
+    """The operator's actions of docs/model.md's "Operator actions" sections: ControlledShutdown
+    (one guard per replica the controller may elect in place of the quorum's leader, and one for
+    the step that elects nobody), ShutdownComplete, ChangeMinIsr, DiskFailure, ApplyMinIsr."""
+    cfg = model.config
+    reps = state.replicas
+    q = state.quorum
+    name = model.name
+    n = len(reps)
+    out: list[Guard] = []
+    if cfg.max_controlled_shutdowns:
+        budget = (
+            f"fewer than max_controlled_shutdowns = {cfg.max_controlled_shutdowns} controlled shutdowns so far "
+            f"({state.controlled_shutdowns})",
+            state.controlled_shutdowns < cfg.max_controlled_shutdowns,
+        )
+        for r in range(n):
+            rep = reps[r]
+            common: list[Condition] = [
+                budget,
+                (f"{name(r)} is up", rep.alive),
+                (f"{name(r)} is not already in controlled shutdown", not rep.shutting),
+            ]
+            if q.leader != r:
+                out.append(Guard(Action(CONTROLLED_SHUTDOWN, r), tuple(common)))
+                continue
+            # The quorum's leader: the controller moves the leadership, in a new leader epoch.
+            common.append(
+                (
+                    f"the controller's epoch {q.epoch} is below max_leader_epoch = {cfg.max_leader_epoch} "
+                    f"(moving {name(r)}'s leadership takes a new epoch)",
+                    q.epoch < cfg.max_leader_epoch,
+                )
+            )
+            candidates = _shutdown_candidates(cfg, state, r)
+            for c in range(n):
+                if c == r:
+                    continue
+                out.append(
+                    Guard(
+                        Action(CONTROLLED_SHUTDOWN, r, to=c),
+                        (
+                            *common,
+                            (
+                                f"the controller may elect {name(c)} in {name(r)}'s place (up, not in controlled "
+                                f"shutdown, and in the ISR without {name(r)}, or in its ELR or uncleanly when no "
+                                "member of that ISR is up)",
+                                c in candidates,
+                            ),
+                        ),
+                    )
+                )
+            out.append(
+                Guard(
+                    Action(CONTROLLED_SHUTDOWN, r),
+                    (*common, (f"the controller may elect nobody in {name(r)}'s place", not candidates)),
+                )
+            )
+        for r in range(n):
+            out.append(
+                Guard(
+                    Action(SHUTDOWN_COMPLETE, r),
+                    ((f"{name(r)} is up", reps[r].alive), (f"{name(r)} is in controlled shutdown", reps[r].shutting)),
+                )
+            )
+    if cfg.min_isr_changes:
+        left = len(cfg.min_isr_changes) - q.min_isr_step
+        out.append(
+            Guard(
+                Action(CHANGE_MIN_ISR, 0),
+                ((f"the operator has a min ISR change left ({left} of {len(cfg.min_isr_changes)})", left > 0),),
+            )
+        )
+    if cfg.max_disk_failures:
+        for r in range(n):
+            out.append(
+                Guard(
+                    Action(DISK_FAILURE, r),
+                    (
+                        (
+                            f"fewer than max_disk_failures = {cfg.max_disk_failures} failed log directories so far "
+                            f"({state.disk_failures})",
+                            state.disk_failures < cfg.max_disk_failures,
+                        ),
+                        (f"{name(r)} is up", reps[r].alive),
+                    ),
+                )
+            )
+    if cfg.min_isr_lag:
+        out.append(
+            Guard(
+                Action(APPLY_MIN_ISR, 0),
+                (
+                    (
+                        f"the leader's broker has applied fewer min ISR changes ({state.leader_min_isr_step}) "
+                        f"than the controller made ({q.min_isr_step})",
+                        state.leader_min_isr_step < q.min_isr_step,
+                    ),
+                ),
+            )
+        )
     return out
 
 
@@ -241,6 +382,7 @@ def _election_guards(model, state) -> list[Guard]:
                 + (" and no last-known-leader election applies" if cfg.last_known_leader else "")
             )
         elect: list[Condition] = [bound, may_replace, (f"{name(c)} is up", reps[c].alive)]
+        elect += _not_shutting(model, state, c, "be elected")
         if cfg.preferred_election:
             elect.append(
                 (f"{name(c)} is not the leader a preferred election moves leadership from", replaceable or c != ql)

@@ -21,7 +21,7 @@ from kmc.app.cli import EXIT_BAD_INPUT, main
 from kmc.app.specs import load_spec
 from kmc.checker.protocol import format_action, successors, with_defaults
 from kmc.model.actions import ELECT_LEADER, Action
-from kmc.model.config import TRUNCATION_RULES, Config
+from kmc.model.config import KNOWN_BUGS, TRUNCATION_RULES, Config
 from kmc.model.kafka import KafkaModel
 from kmc.model.state import Quorum, Replica, State
 from kmc.reports.why_not import NOT_DECLARED, UnknownAction, answers
@@ -45,6 +45,18 @@ CASES = [
     ("live-c2-elr-lkl", {}),
     ("fetch-c4-both-bugs", {"max_crashes": 0}),
     ("hw-data-loss", {"initial_leader": "any"}),
+    # the operators' actions and their bugs
+    ("rolling-restart-elr", {"max_crashes": 1, "max_messages": 1}),
+    ("rolling-restart-loss", {"max_crashes": 1, "max_messages": 1, "bugs": ("KAFKA-13916",),
+                              "unclean_leader_election": True}),
+    ("kafka-15221-two-replicas", {"max_messages": 1}),
+    ("kafka-15221-two-replicas", {"max_crashes": 1, "max_messages": 1, "bugs": ("KAFKA-16540",),
+                                  "min_isr_changes": (2, 1), "min_isr_lag": True, "alter_partition": False,
+                                  "broker_epochs": False}),
+    ("kafka-15221-two-replicas", {"max_crashes": 1, "max_messages": 1, "bugs": ("KAFKA-16234",),
+                                  "max_disk_failures": 1, "alter_partition": False, "broker_epochs": False}),
+    ("rolling-restart-loss", {"max_crashes": 0, "max_messages": 1, "max_disk_failures": 1, "min_isr_changes": (2,),
+                              "max_controlled_shutdowns": 1}),
 ]
 OPTIONS = ("unclean_leader_election", "unflushed_loss", "preferred_election", "hw_requires_min_isr",
            "eligible_leader_replicas", "last_known_leader", "alter_partition", "broker_epochs", "truncate_on_fetch")
@@ -61,10 +73,12 @@ def test_the_specs_cover_every_rule_and_option():
         assert any(getattr(c, option) for c in configs), option
     assert {c.acks for c in configs} == {None, "all", "1"}
     assert {c.initial_leader for c in configs} == {"first", "any"}
-    assert {b for c in configs for b in c.fetch_bugs} == {"KAFKA-13141", "KAFKA-14704"}
+    assert {b for c in configs for b in c.all_bugs} == set(KNOWN_BUGS)
+    assert all(any(getattr(c, key) for c in configs)
+               for key in ("max_controlled_shutdowns", "min_isr_changes", "min_isr_lag", "max_disk_failures"))
 
 
-@pytest.mark.parametrize("name,changes", CASES, ids=[n for n, _ in CASES])
+@pytest.mark.parametrize("name,changes", CASES, ids=[f"{n}-{k}" for k, (n, _) in enumerate(CASES)])
 def test_an_action_is_enabled_exactly_when_its_guard_holds(name, changes):
     cfg = _config(name, changes)
     model = KafkaModel(cfg)
@@ -84,7 +98,8 @@ def test_an_action_is_enabled_exactly_when_its_guard_holds(name, changes):
             assert set(enabled) == by_guard, (name, s, {format_action(model, a) for a in set(enabled) ^ by_guard})
             # the naive oracle's enabled actions, written from docs/model.md alone
             labels = {(a, r, cut) for (a, r, cut), _ in oracle.successors(cfg, s)}
-            assert labels == {(a.name, a.replica, a.cut) for a in by_guard}, (name, s)
+            # (the oracle's third label is a crash's cut, or the replica a controlled shutdown elects)
+            assert labels == {(a.name, a.replica, a.cut if a.to is None else a.to) for a in by_guard}, (name, s)
             for _, t in succ:
                 if t not in seen:
                     seen.add(t)

@@ -171,6 +171,7 @@ class SparkRowsEngine(LevelDriver):
         self.on_status = on_status  # called with a short message while Spark starts
         self.metrics: dict = {
             "session_start_seconds": None,
+            "master": None,  # the master the session ran on, once it is up
             "spark_levels": [],
             "shuffle_bytes": 0,
             "driver_levels": 0,
@@ -315,13 +316,16 @@ class SparkRowsEngine(LevelDriver):
 
 
 def _check_master(master) -> None:
-    """Refuse a malformed or unreachable master before any work, as the Spark session
-    would (``checker.spark_master``), unless a session is already running."""
+    """Refuse a malformed or unreachable master, or one that contradicts spark-submit's,
+    before any work, as the Spark session would (``checker.spark_master``), unless a
+    session is already running."""
     try:
         from pyspark import SparkContext
     except ImportError as e:
         raise EngineError(f"the spark engine needs pyspark ({e})") from None
     if SparkContext._active_spark_context is None:
         from .spark_master import DEFAULT_MASTER, check_reachable, validate_master
+        from .spark_session import check_submit_master
 
-        check_reachable(validate_master(DEFAULT_MASTER if master is None else master))
+        if check_submit_master(master) is None:  # under spark-submit: its master, reached already
+            check_reachable(validate_master(DEFAULT_MASTER if master is None else master))

@@ -166,6 +166,7 @@ class Session:
                 sc, self.owned = spark_context(self.master, self.verbose, status=self.on_status, preload=self.preload)
                 self.metrics["session_start_seconds"] = round(time.perf_counter() - begin, 3)
             self.sc = sc
+            self.metrics["master"] = sc.master
             sc.setJobGroup(self.group, "kmc breadth-first search (rows)", interruptOnCancel=False)
             n = n or self.partitions or default_partitions(sc)
             if self.on_status is not None:

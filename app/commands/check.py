@@ -27,6 +27,7 @@ from .common import (
     positive_int,
     require_spark,
     select_properties,
+    spark_submit_master,
 )
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
@@ -235,6 +236,9 @@ def _run(args, out, err) -> int:
     check_output_path("--json", args.json, force=args.force, protected=protected)
     check_diagram_paths(args, protected)
     require_spark(spec, args)
+    submit = spark_submit_master(spec, args)
+    if submit is not None:
+        err.print(f"kmc: under spark-submit: running on its master {submit}", markup=False, highlight=False)
     model = spec.model()
     properties = select_properties(spec, args.invariants)
     options = options_from(spec, args)

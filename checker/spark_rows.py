@@ -243,10 +243,14 @@ class SparkRowsEngine(LevelDriver):
         """
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
-        _check_master(self.master)  # at once, even when every level stays on the driver
+        from .blobs import is_url, store_location
         from .spark_rows_store import clean_stale
 
-        self.cleaned = clean_stale(self.store_dir)  # the stores of runs that were killed
+        if self.store_dir is not None:  # first: a store no executor could use, before the master's probe
+            store_location(str(self.store_dir), self.master if self.master is not None else _submit_master())
+        _check_master(self.master)  # at once, even when every level stays on the driver
+        if self.store_dir is None or not is_url(str(self.store_dir)):
+            self.cleaned = clean_stale(self.store_dir)  # the stores of runs that were killed
         if self.store_dir is not None:
             Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
         leave_running = False
@@ -315,17 +319,31 @@ class SparkRowsEngine(LevelDriver):
         super().restore(snapshot, directory)  # the search takes its parts back
 
 
-def _check_master(master) -> None:
+def _submit_master() -> str | None:
+    try:
+        from .spark_session import submit_master
+    except ImportError:
+        return None
+    return submit_master()
+
+
+def _check_master(master) -> str:
     """Refuse a malformed or unreachable master, or one that contradicts spark-submit's,
     before any work, as the Spark session would (``checker.spark_master``), unless a
-    session is already running."""
+    session is already running. Returns the master the run's session is to have."""
     try:
         from pyspark import SparkContext
     except ImportError as e:
         raise EngineError(f"the spark engine needs pyspark ({e})") from None
-    if SparkContext._active_spark_context is None:
-        from .spark_master import DEFAULT_MASTER, check_reachable, validate_master
-        from .spark_session import check_submit_master
+    active = SparkContext._active_spark_context
+    if active is not None:
+        return str(active.master)
+    from .spark_master import DEFAULT_MASTER, check_reachable, validate_master
+    from .spark_session import check_submit_master
 
-        if check_submit_master(master) is None:  # under spark-submit: its master, reached already
-            check_reachable(validate_master(DEFAULT_MASTER if master is None else master))
+    submit = check_submit_master(master)
+    if submit is not None:  # under spark-submit: its master, reached already
+        return submit
+    master = validate_master(DEFAULT_MASTER if master is None else master)
+    check_reachable(master)
+    return master

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import errno
+import os
 import re
 import shutil
 import time
@@ -29,6 +30,7 @@ import numpy as np
 
 from . import spark_rows_tasks
 from .batch import ROWS_FORMAT, RowsSearch
+from .blobs.posix import PosixBlobs
 from .driver import ResourceStop, Search
 from .errors import EngineError
 from .kernel import keep_least
@@ -41,7 +43,7 @@ from .protocol import BatchKernel, Model, Property, kernel_fingerprints
 from .result import Stats
 from .search import Store as SearchStore
 from .spark_rows_store import Store, owner_of, owners, split_frontier
-from .spark_rows_tasks import expand_partition, own_partition, read_graph_records, shuffle_owner
+from .spark_rows_tasks import expand_partition, own_partition, read_graph_records, read_probe, shuffle_owner
 from .spark_save import check_format, load_saved, relocate, save_level, verify_saved
 from .spark_session import one_line
 from .spark_start import EARLY, Session
@@ -232,6 +234,8 @@ class SparkLevels(Search):
         self.numbered: list[np.ndarray] = []
         self.first = 0  # the number of the frontier's first state
         self.graph_levels: list[tuple[int, int]] = []  # (first number, depth) of each level visited here
+        self.graph_objects: list[str] = []  # the graph visitor's objects of the level just expanded
+        self.probed = False  # the executors have read the store's probe
 
     @classmethod
     def hand_over(
@@ -247,17 +251,17 @@ class SparkLevels(Search):
         _sc, n = session.context()
         levels = cls(setup, session, metrics, stopping, rows.level, rows.symmetry, rows.seen, depth=depth, n=n)
         levels.visitor, levels.numbered = rows.visitor, list(rows.numbered)
-        store = Store.create(setup.store_dir)
+        store = Store.create(setup.store_dir, digest=setup.data_root is not None)
         try:
             # The hand-over writes the seen-set and the frontier, then the first Spark level runs.
             level = rows.size()
-            check_room(store.root, level, pack_rows(level, store.root))
+            check_room(store, level, pack_rows(level, store))
             try:
                 levels._write_hand_over(store, rows)
             except OSError as e:
                 if not disk_full(e):
                     raise
-                raise ResourceStop("disk-full", full_line(store.root, e)) from None
+                raise ResourceStop("disk-full", full_line(store, e)) from None
         except BaseException:
             store.remove()
             raise
@@ -385,15 +389,15 @@ class SparkLevels(Search):
         (unless the driver stored them: the handed-over frontier) and the edges leaving them."""
         graph = self.visitor.task
         number = self.first
-        for path in store.graph_files(depth):
-            fps, flags, (src, dst, choices, fair) = read_graph_records(graph, path)
-            if depth > self.handoff_depth:
-                if number == self.first:
-                    self.graph_levels.append((number, depth))
-                self.visitor.add_flags(number, flags)
-                self.numbered.append(fps)
-            self.visitor.add_edges(number + src, dst, choices, fair if graph.fairness else None)
-            number += len(fps)
+        for name in self.graph_objects:  # the tasks' objects, by the names they returned, in rank order
+            for fps, flags, (src, dst, choices, fair) in read_graph_records(graph, store.blobs, name):
+                if depth > self.handoff_depth:
+                    if number == self.first:
+                        self.graph_levels.append((number, depth))
+                    self.visitor.add_flags(number, flags)
+                    self.numbered.append(fps)
+                self.visitor.add_edges(number + src, dst, choices, fair if graph.fairness else None)
+                number += len(fps)
         store.drop_graph(depth)
 
     # -- Spark levels ---------------------------------------------------------------------
@@ -404,7 +408,7 @@ class SparkLevels(Search):
             if self.resume_from is None:
                 raise EngineError("the Spark levels have no store")
             where, snap = self.resume_from
-            store = Store.create(self.setup.store_dir)
+            store = Store.create(self.setup.store_dir, digest=self.setup.data_root is not None)
             self.runs, self.counts, self.sources = load_saved(store, where, snap, self.n, self.depth)
             self.store, self.resume_from = store, None
         return self.store
@@ -418,11 +422,14 @@ class SparkLevels(Search):
         here = level <= setup.driver_level_limit and fault is None
         sc = None if here else self.session.context(self.n)[0]
         n, store = self.n, self.open()
+        if sc is not None and not self.probed:
+            probe_store(sc, store)  # before the first level on Spark: one line if an executor cannot see it
+            self.probed = True
         t0 = time.perf_counter()
         depth = self.depth
         offsets = np.concatenate(([0], np.cumsum(self.counts))).tolist()
-        pack = pack_rows(level, store.root)
-        check_room(store.root, level, pack)  # before a byte of the level is written
+        pack = pack_rows(level, store)
+        check_room(store, level, pack)  # before a byte of the level is written (unless the room is unknown)
         metrics["packed_levels"] += pack
         done = frozenset(found)
         grow = partial(
@@ -432,7 +439,7 @@ class SparkLevels(Search):
             self.symmetry,
             n,
             offsets,
-            store.root,
+            store.blobs,
             depth,
             self.sources,
             pack,
@@ -447,7 +454,20 @@ class SparkLevels(Search):
         # store's peak is then the end of the first stage: measured before it, plus what
         # it wrote).
         before = store.disk_bytes() if pack else 0
-        own = partial(own_partition, self.step, done, n, level, store.root, depth + 1, self.runs, pack, pack, ranges)
+        own = partial(
+            own_partition,
+            self.step,
+            done,
+            n,
+            level,
+            store.blobs,
+            depth + 1,
+            self.runs,
+            pack,
+            pack,
+            ranges,
+            store.digest,
+        )
         try:
             if sc is None:
                 summaries = in_process(n, grow, own)
@@ -466,10 +486,13 @@ class SparkLevels(Search):
             if self.stopping():
                 return False  # cancelled: the level is dropped, the last one stands
             if disk_full(e):  # the level is dropped, the last one stands: resumable
-                raise ResourceStop("disk-full", full_line(store.root, e)) from None
+                raise ResourceStop("disk-full", full_line(store, e)) from None
             if out_of_memory(e):  # a task's MemoryError: the same stop as the driver's own
                 raise ResourceStop("out-of-memory", f"a Spark task could not allocate: {one_line(e)}") from None
             line = one_line(e)
+            if line.startswith("FileNotFoundError") and isinstance(store.blobs, PosixBlobs):
+                # an executor that does not see the directory (one the probe's job missed)
+                raise EngineError(unseen_line(store.root, line)) from None
             _head, found_it, tail = line.partition(KernelMismatchError.__name__ + ": ")
             if found_it:  # a task's comparison of the kernel with the model
                 raise KernelMismatchError(tail) from None
@@ -503,9 +526,11 @@ class SparkLevels(Search):
         shipped = 0
         candidates: dict[str, tuple] = {}  # property -> (key, kind, explanation, where)
         busy = 0.0
-        for index, per_target, new_codes, state_bad, metas, out_bytes, own_busy, runs, cov in sorted(
+        graph_objects = []
+        for index, per_target, new_codes, state_bad, metas, out_bytes, own_busy, runs, cov, digests in sorted(
             summaries, key=lambda s: s[0]
         ):
+            store.digests.update(digests)
             counts += per_target
             for t in np.flatnonzero(per_target).tolist():
                 sources[t].append(index)
@@ -516,7 +541,9 @@ class SparkLevels(Search):
                 stats.coverage.add_task(names, cov)
             for prop, (key, why, fp) in state_bad.items():
                 keep_least(candidates, prop, (key, "always", why, (depth, fp)))
-            for terminal, generated, fired, step_bad, in_bytes, expand_busy, expand_cov in metas:
+            for terminal, generated, fired, step_bad, in_bytes, expand_busy, expand_cov, graph in metas:
+                if graph is not None:
+                    graph_objects.append(graph)
                 if expand_cov is not None:
                     stats.coverage.add_task(names, expand_cov)
                 shipped += in_bytes
@@ -537,6 +564,7 @@ class SparkLevels(Search):
             mine = {prop: (where, why) for prop, (_key, k, why, where) in candidates.items() if k == kind}
             record_first(level_found, found, kind, mine, lambda where: where)
         self.busy = busy
+        self.graph_objects = graph_objects
         self.next_counts, self.next_sources = counts.tolist(), sources
         return shipped
 
@@ -659,19 +687,33 @@ def level_bytes(level, pack) -> int:
     return level * (PACK_BYTES // 2 if pack else PACK_BYTES)
 
 
-def check_room(root, level, pack) -> None:
-    """Stop the run (``ResourceStop``, resumable) before a level the store's disk cannot hold."""
-    try:
-        free = shutil.disk_usage(root).free
-    except OSError:
+def check_room(store, level, pack) -> None:
+    """Stop the run (``ResourceStop``, resumable) before a level the store's disk cannot
+    hold; nothing where the store cannot tell its room (an object store)."""
+    free = _free(store)
+    if free is None:
         return
     need = level_bytes(level, pack)
     if need > free:
         raise ResourceStop(
             "disk-full",
-            f"the Spark store {root} has {format_size(free)} free, and the next "
+            f"the Spark store {_root(store)} has {format_size(free)} free, and the next "
             f"level ({level:,} states) needs at least {format_size(need)}",
         )
+
+
+def _root(store) -> str:
+    return store if isinstance(store, str) else store.root
+
+
+def _free(store) -> int | None:
+    """The free bytes of ``store`` (a ``Store``, or a directory's path), or None."""
+    if isinstance(store, str):
+        try:
+            return shutil.disk_usage(store).free
+        except OSError:
+            return None
+    return store.free_bytes()
 
 
 # What a full disk looks like: an errno, or numpy's short write (``np.save`` through
@@ -693,20 +735,59 @@ def out_of_memory(e) -> bool:
     return "MemoryError" in one_line(e) or bool(re.search(r"^\s*MemoryError\b", str(e), re.M))
 
 
-def full_line(root, e) -> str:
-    try:
-        free = f" ({format_size(shutil.disk_usage(root).free)} free)"
-    except OSError:
-        free = ""
-    return f"the Spark store {root} is full{free}: {one_line(e)}"
+def full_line(store, e) -> str:
+    free = _free(store)
+    room = f" ({format_size(free)} free)" if free is not None else ""
+    return f"the Spark store {_root(store)} is full{room}: {one_line(e)}"
 
 
-def pack_rows(level, root) -> bool:
-    try:
-        free = shutil.disk_usage(root).free
-    except OSError:
-        return True
+def pack_rows(level, store) -> bool:
+    """Whether a level's rows are packed: its objects would take a large share of the
+    store's free room (never where the room is unknown)."""
+    free = _free(store)
+    if free is None:
+        return False
     return level * PACK_BYTES > PACK_SHARE * free
+
+
+PROBE = "probe"  # the object the store's probe job reads
+PROBE_TASKS = 4  # tasks per core of the session's default parallelism in that job
+
+
+def unseen_line(root, why) -> str:
+    return (
+        f"the Spark store {root} is not seen by every executor ({why}): the driver and every executor "
+        "must see it (a directory mounted at the same path on every machine, or an object store URL: "
+        "s3://, gs://, hdfs://, abfs://)"
+    )
+
+
+def probe_store(sc, store: Store) -> None:
+    """Write a probe object under the store and read it back in one small job on the
+    executors (``PROBE_TASKS`` tasks per core, spread over them as Spark places them),
+    before any level: a store that some executor cannot see stops the run here in one
+    line, not at the first level's missing file. Under a local master the executors are
+    the driver's process: nothing to ask.
+
+    Raises:
+        EngineError: an executor could not read the probe (naming the store).
+    """
+    if str(sc.master).startswith("local"):
+        return
+    import hashlib
+
+    data = os.urandom(32)
+    store.blobs.put(PROBE, [data])
+    try:
+        k = max(1, PROBE_TASKS * int(sc.defaultParallelism))
+        task = partial(read_probe, store.blobs, PROBE, hashlib.sha256(data).hexdigest())
+        answers = sc.parallelize(range(k), k).mapPartitionsWithIndex(task).collect()
+    finally:
+        store.blobs.delete([PROBE])
+    bad = sorted({(host, why) for host, why in answers if why is not None})
+    if bad:
+        host, why = bad[0]
+        raise EngineError(unseen_line(store.root, f"an executor on {host} could not read its probe: {why}"))
 
 
 def in_process(n, grow, own) -> list:

@@ -127,10 +127,10 @@ def add_engine_arguments(parser) -> None:
     )
     g.add_argument(
         "--spark-store",
-        metavar="DIR",
-        help="spark engine: where a run keeps its seen-set and frontier files (default: the system's "
-        "temporary directory; on a cluster of several machines, a shared file system mounted at the "
-        "same path everywhere)",
+        metavar="DIR|URL",
+        help="spark engine: where a run keeps its seen-set and frontier (default: the system's "
+        "temporary directory); on a cluster of several machines, an object store (s3://bucket/prefix, "
+        "gs://, hdfs://, abfs://) or a directory every executor sees at the same path",
     )
     g.add_argument(
         "--store",

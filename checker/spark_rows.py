@@ -243,14 +243,13 @@ class SparkRowsEngine(LevelDriver):
         """
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
-        from .blobs import is_url, store_location
+        from .blobs import store_location
         from .spark_rows_store import clean_stale
 
         if self.store_dir is not None:  # first: a store no executor could use, before the master's probe
             store_location(str(self.store_dir), self.master if self.master is not None else _submit_master())
         _check_master(self.master)  # at once, even when every level stays on the driver
-        if self.store_dir is None or not is_url(str(self.store_dir)):
-            self.cleaned = clean_stale(self.store_dir)  # the stores of runs that were killed
+        self.cleaned = clean_stale(self.store_dir)  # the stores of runs that were killed
         if self.store_dir is not None:
             Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
         leave_running = False

@@ -153,13 +153,21 @@ def _owner_line(pid) -> str:
 def _owner_gone(root) -> bool | None:
     """True when the store ``root``'s owner (a process of this host) has ended; False
     when it runs, or runs on another host (a shared store); None without an owner mark."""
+    try:
+        with open(os.path.join(root, OWNER), encoding="utf-8") as f:
+            return _gone(f.read())
+    except OSError:
+        return None
+
+
+def _gone(mark: str) -> bool | None:
+    """``_owner_gone`` of an owner mark's text (None: not a mark)."""
     import socket
 
     try:
-        with open(os.path.join(root, OWNER), encoding="utf-8") as f:
-            host, pid_text, started = f.read().split()
+        host, pid_text, started = mark.split()
         pid = int(pid_text)
-    except (OSError, ValueError):
+    except ValueError:
         return None
     if host != socket.gethostname():
         return False
@@ -185,10 +193,14 @@ def _idle(root) -> bool:
 
 
 def clean_stale(parent=None) -> str | None:
-    """Remove the stores in ``parent`` (default: the temporary directory) whose run was
-    killed (its owner process is gone), and name those of an older kmc (no owner mark).
-    Returns one line saying what was freed and named, or None when there were none."""
+    """Remove the stores in ``parent`` (default: the temporary directory; or an object
+    store's URL) whose run was killed (its owner process, on this host, is gone), and name
+    those of an older kmc (no owner mark). Returns one line saying what was freed and
+    named, or None when there were none."""
     parent = parent or tempfile.gettempdir()
+    blobs = open_blobs(parent)
+    if not isinstance(blobs, PosixBlobs):
+        return _clean_stale_objects(blobs)
     try:
         entries = [e for e in os.scandir(parent) if e.name.startswith(PREFIX) and e.is_dir(follow_symlinks=False)]
     except OSError:
@@ -218,6 +230,37 @@ def clean_stale(parent=None) -> str | None:
             f"{'them' if len(unknown) > 1 else 'it'}): {', '.join(unknown[:3])}" + (", ..." if len(unknown) > 3 else "")
         )
     return "; ".join(parts) if parts else None
+
+
+def _clean_stale_objects(blobs: Blobs) -> str | None:
+    """``clean_stale`` in an object store: the prefixes ``kmc-rows-*`` whose owner mark
+    names a process of this host that has ended are deleted (one listing of the URL)."""
+    try:
+        sizes = blobs.sizes()
+    except OSError:
+        return None
+    runs: dict[str, int] = {}
+    for name, size in sizes.items():
+        top = name.split("/", 1)[0]
+        if top.startswith(PREFIX):
+            runs[top] = runs.get(top, 0) + size
+    removed, freed = 0, 0
+    for prefix, size in sorted(runs.items()):
+        try:
+            mark = blobs.get(f"{prefix}/{OWNER}").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if _gone(mark):
+            blobs.delete_prefix(prefix)
+            removed, freed = removed + 1, freed + size
+    if not removed:
+        return None
+    from .memory import format_size
+
+    return (
+        f"removed {removed} Spark store{'s' if removed > 1 else ''} of runs that were killed "
+        f"({format_size(freed)} freed in {blobs.root})"
+    )
 
 
 def split_frontier(store, depth, n, keys, fps, rows) -> tuple[list[int], list[list[int]]]:

@@ -266,6 +266,8 @@ class SparkLevels(Search):
             store.remove()
             raise
         levels.store = store
+        if session.on_status is not None:  # where the run's objects are, should it be killed
+            session.on_status(f"the run's store: {store.root}")
         rows.queue.clear()
         return levels
 

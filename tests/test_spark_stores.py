@@ -255,3 +255,51 @@ def test_a_directory_some_executor_cannot_see_is_one_line_before_any_level(tmp_p
                          "machine, or an object store URL: s3://, gs://, hdfs://, abfs://)")
     assert "FileNotFoundError" in line and "\n" not in line
     store.remove()
+
+
+@pytest.mark.spark
+@needs_java
+def test_liveness_lassos_on_the_s3_store(spark_sc, s3_url):
+    # A liveness property violated: the lasso (path, loop, obligation) found through the
+    # S3 store's graph records is the batch engine's.
+    from test_liveness_kafka import _run, assert_lassos_are_fair_violations
+
+    from kmc.checker.engines import make_engine
+    from kmc.checker.options import Options
+
+    spec, model, batch = _run("live-c1-hw")
+    assert batch.violations
+    engine = make_engine(model, spec.properties(), Options(keep_going=spec.keep_going), engine="spark",
+                         partitions=2, driver_level_limit=0, store_dir=s3_url)
+    result = engine.run()
+    assert engine.metrics["spark_levels"]
+    assert (result.complete, result.stats.distinct) == (True, batch.stats.distinct)
+    assert {p: result.verdict(p) for p in result.checked} == {p: batch.verdict(p) for p in batch.checked}
+    for prop, v in batch.violations.items():
+        w = result.violations[prop]
+        assert (w.path, w.loop, w.obligation, w.explanation) == (v.path, v.loop, v.obligation, v.explanation), prop
+    assert_lassos_are_fair_violations(spec, model, result)
+    assert open_blobs(s3_url).sizes() == {}
+
+
+def test_an_object_store_s_prefix_whose_run_was_killed_is_removed_by_the_next_run(s3_url):
+    import socket
+    import subprocess
+    import sys
+
+    from kmc.checker.spark_rows_store import OWNER, Store, clean_stale
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    root = open_blobs(s3_url).child(f"stale-{os.urandom(4).hex()}")
+    url = s3_url.replace("/runs?", f"/runs/{root.prefix.split('/')[-1]}?")
+    mine = Store.create(url)  # this process: alive
+    dead = root.child("kmc-rows-dead")
+    dead.put(OWNER, [f"{socket.gethostname()} {proc.pid} 12345\n".encode()])
+    dead.put("seen/0000/run-000001.npy", [b"x" * (3 << 20)])
+    root.child("kmc-rows-elsewhere").put(OWNER, [b"another-host 1 1\n"])  # another host's: left alone
+    line = clean_stale(url)
+    assert line == f"removed 1 Spark store of runs that were killed (3M freed in {root.root})"
+    assert sorted(root.sizes()) == sorted([f"{mine.blobs.prefix.split('/')[-1]}/owner", "kmc-rows-elsewhere/owner"])
+    assert clean_stale(url) is None
+    root.delete_prefix("")

@@ -116,7 +116,11 @@ class SparkRowsEngine(LevelDriver):
             without a batch kernel always runs so.
         driver_level_limit: leading levels of at most this many states are expanded on
             the driver; 0 hands over to Spark right after the initial states.
-        store_dir: where the run's store is made (default: the temporary directory).
+        store_dir: where the run's store is made (default: the temporary directory; or
+            an object store URL, ``checker.blobs``).
+        cluster: a ``checker.partitioned.Cluster`` that runs every level past the
+            hand-over instead of Spark (``partitions`` of them, default 2): the same
+            algorithm on another back end; no Spark session is started then.
         on_level, on_status, data_root: the level hook, the start-up messages, and the
             checkpoint directory where a level's files are saved.
 
@@ -145,6 +149,7 @@ class SparkRowsEngine(LevelDriver):
         on_level: Any = None,
         on_status: Callable[[str], None] | None = None,
         data_root: str | None = None,
+        cluster: Any = None,
     ) -> None:
         model = with_defaults(model)
         props = list(model.properties() if properties is None else properties)
@@ -199,6 +204,7 @@ class SparkRowsEngine(LevelDriver):
             data_root=data_root,
             snapshot_format=self.snapshot_format,
             coverage=bool(options.coverage),
+            cluster=cluster,
         )
         invariants, step_props = split_properties(props)
         check = kernel_check(model, kernel, props, options)
@@ -246,9 +252,12 @@ class SparkRowsEngine(LevelDriver):
         from .blobs import store_location
         from .spark_rows_store import clean_stale
 
+        spark = self.setup.cluster is None
         if self.store_dir is not None:  # first: a store no executor could use, before the master's probe
-            store_location(str(self.store_dir), self.master if self.master is not None else _submit_master())
-        _check_master(self.master)  # at once, even when every level stays on the driver
+            master = self.master if self.master is not None or not spark else _submit_master()
+            store_location(str(self.store_dir), master)
+        if spark:
+            _check_master(self.master)  # at once, even when every level stays on the driver
         self.cleaned = clean_stale(self.store_dir)  # the stores of runs that were killed
         if self.store_dir is not None:
             Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
@@ -281,7 +290,9 @@ class SparkRowsEngine(LevelDriver):
     def cancel(self, reason="interrupted") -> None:
         """Stop as soon as possible: abort the level being computed (it is dropped)."""
         self.stop_requested = reason
-        if self._canceller is None:
+        if self.setup.cluster is not None:
+            self.setup.cluster.cancel()
+        elif self._canceller is None:
             self._canceller = self.session.cancel()
 
     def snapshot(self) -> dict:

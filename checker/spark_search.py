@@ -39,11 +39,13 @@ from .keys import add_counts
 from .level import LevelStep, record_first
 from .memory import format_size
 from .model_errors import task_failure
+from .partitioned import Cluster, InProcessCluster
 from .protocol import BatchKernel, Model, Property, kernel_fingerprints
 from .result import Stats
 from .search import Store as SearchStore
+from .spark_cluster import SparkCluster
 from .spark_rows_store import Store, owner_of, owners, split_frontier
-from .spark_rows_tasks import expand_partition, own_partition, read_graph_records, read_probe, shuffle_owner
+from .spark_rows_tasks import expand_partition, own_partition, read_graph_records, read_probe
 from .spark_save import check_format, load_saved, relocate, save_level, verify_saved
 from .spark_session import one_line
 from .spark_start import EARLY, Session
@@ -65,6 +67,9 @@ class SparkSetup:
     data_root: str | None
     snapshot_format: str
     coverage: bool = False
+    # A ``checker.partitioned.Cluster`` that runs every level past the hand-over, instead of
+    # Spark (tests; other back ends); None: Spark, and the driver itself for small levels.
+    cluster: Any = None
 
 
 class DriverLevels(RowsSearch):
@@ -126,7 +131,7 @@ class DriverLevels(RowsSearch):
                 self.waited = True
                 return False
             return True
-        if size * EARLY > limit > 0 and session.sc is None:
+        if size * EARLY > limit > 0 and session.sc is None and self.setup.cluster is None:
             session.start_early()
         return False
 
@@ -248,7 +253,7 @@ class SparkLevels(Search):
         """Write the driver's seen-set (split by owner) and frontier (split by rank) into
         a new store: the levels from here on run on Spark."""
         setup, session = rows.setup, rows.session
-        _sc, n = session.context()
+        n = (setup.partitions or 2) if setup.cluster is not None else session.context()[1]
         levels = cls(setup, session, metrics, stopping, rows.level, rows.symmetry, rows.seen, depth=depth, n=n)
         levels.visitor, levels.numbered = rows.visitor, list(rows.numbered)
         store = Store.create(setup.store_dir, digest=setup.data_root is not None)
@@ -422,11 +427,18 @@ class SparkLevels(Search):
         # fault in a first attempt needs Spark's retries).
         fault = spark_rows_tasks.planted_fault()
         here = level <= setup.driver_level_limit and fault is None
-        sc = None if here else self.session.context(self.n)[0]
         n, store = self.n, self.open()
-        if sc is not None and not self.probed:
-            probe_store(sc, store)  # before the first level on Spark: one line if an executor cannot see it
-            self.probed = True
+        cluster: Cluster
+        if setup.cluster is not None:
+            cluster = setup.cluster
+        elif here:
+            cluster = InProcessCluster()
+        else:
+            sc = self.session.context(self.n)[0]
+            if not self.probed:
+                probe_store(sc, store)  # before the first level on Spark: one line if an executor cannot see it
+                self.probed = True
+            cluster = SparkCluster(sc)
         t0 = time.perf_counter()
         depth = self.depth
         offsets = np.concatenate(([0], np.cumsum(self.counts))).tolist()
@@ -471,15 +483,12 @@ class SparkLevels(Search):
             store.digest,
         )
         try:
-            if sc is None:
-                summaries = in_process(n, grow, own)
+            # The level's two stages (checker.partitioned): the rank partitions expand their
+            # share of the frontier, read from the store; the owners merge what was routed
+            # to them with their seen runs, check, and write the next frontier.
+            summaries = cluster.run_level(n, grow, own)
+            if cluster.in_process:
                 metrics["in_process_levels"] += 1
-            else:
-                # One job, two stages: the rank partitions (expand their share of the
-                # frontier, read from the store) and, after the shuffle to the owners,
-                # the owners (merge with the seen runs, check, write the next frontier).
-                job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, shuffle_owner)
-                summaries = job.mapPartitionsWithIndex(own).collect()
         except (KernelMismatchError, MemoryError):
             # a kernel disagreement found by a level run here says it all in its own line; a
             # MemoryError of the driver's own: the level driver stops the run (exit 4, resumable)
@@ -793,13 +802,6 @@ def probe_store(sc, store: Store) -> None:
 
 
 def in_process(n, grow, own) -> list:
-    """A level's two stages run here, one task after the other, without Spark: for a level
-    of at most ``driver_level_limit`` states (the shrinking tail of a search), whose job
-    would cost more than its work. The tasks are the same functions over the same files,
-    and an owner's result does not depend on the order of its records, so the summaries
-    are those the Spark job returns."""
-    routed: list[list] = [[] for _ in range(n)]
-    for j in range(n):
-        for owner, payload in grow(j, iter(())):
-            routed[owner].append((owner, payload))
-    return [summary for i in range(n) for summary in own(i, iter(routed[i]))]
+    """A level's two stages run here, one task after the other
+    (``checker.partitioned.InProcessCluster``)."""
+    return InProcessCluster().run_level(n, grow, own)

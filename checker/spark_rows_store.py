@@ -74,6 +74,9 @@ class Store:
             shutil.rmtree(self.root, ignore_errors=True)
         else:
             self.blobs.delete_prefix("")
+            forget_all = getattr(self.blobs, "forget_all", None)
+            if forget_all is not None:  # the driver's copies (levels it ran in process)
+                forget_all()
 
     # Object names (also used on the executors, through the module functions below).
     def run(self, i, depth) -> str:
@@ -400,11 +403,20 @@ def load_records(source, count) -> list[list[np.ndarray]]:
 
 
 def load_run(blobs, name) -> np.ndarray:
-    """A seen run: mapped from its file where the store is a directory, else fetched."""
+    """A seen run, mapped from its file: the store's where it is a directory, else this
+    machine's copy of it (runs are immutable: fetched once per machine, ``cached``)."""
     local = blobs.local_path(name)
+    if local is None and hasattr(blobs, "cached"):
+        local = blobs.cached(name)
     if local is not None:
         return np.load(local, mmap_mode="r")
     return np.load(io.BytesIO(blobs.get(name)))
+
+
+def forget_runs(blobs, names) -> None:
+    """Drop this machine's copies of seen runs that were merged away (``load_run``)."""
+    if hasattr(blobs, "forget"):
+        blobs.forget(names)
 
 
 def read_ahead(sources) -> None:

@@ -21,6 +21,7 @@ from .protocol import columns, kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
 from .spark_rows_store import (
     Writer,
+    forget_runs,
     front_name,
     graph_name,
     load_joined,
@@ -260,6 +261,8 @@ def own_partition(
                     mine[-2:] = [(depth, len(run))]
                 writer.save((store, run_name(index, depth)), run, tally=False, digest=digest)
                 del run, new_fps
+                merged = {d for d, _ in runs[index]} - {d for d, _ in mine}
+                forget_runs(store, [run_name(index, d) for d in merged])  # this machine's copies
                 target = key_parent(keys) * n // level  # grows with the key
                 per_target += np.bincount(target, minlength=n)
                 cuts = np.searchsorted(target, np.arange(n + 1))

@@ -303,3 +303,24 @@ def test_an_object_store_s_prefix_whose_run_was_killed_is_removed_by_the_next_ru
     assert sorted(root.sizes()) == sorted([f"{mine.blobs.prefix.split('/')[-1]}/owner", "kmc-rows-elsewhere/owner"])
     assert clean_stale(url) is None
     root.delete_prefix("")
+
+
+def test_an_object_store_s_runs_are_fetched_once_a_machine(s3_url, monkeypatch):
+    from kmc.checker.spark_rows_store import forget_runs, load_run, save_arrays
+
+    blobs = open_blobs(s3_url).child(f"cache-{os.urandom(4).hex()}")
+    run = np.arange(0, 3000, 3, dtype=np.uint64)
+    save_arrays((blobs, "seen/0001/run-000004.npy"), run)
+    fetched = []
+    copy_out = type(blobs).copy_out
+    monkeypatch.setattr(type(blobs), "copy_out", lambda self, name, target: fetched.append(name) or
+                        copy_out(self, name, target))
+    for _ in range(3):
+        got = load_run(blobs, "seen/0001/run-000004.npy")
+        assert np.array_equal(got, run) and isinstance(got, np.memmap)
+    assert fetched == ["seen/0001/run-000004.npy"]  # once, then this machine's copy
+    path = blobs.cached("seen/0001/run-000004.npy")
+    forget_runs(blobs, ["seen/0001/run-000004.npy"])
+    assert not os.path.exists(path)
+    blobs.delete_prefix("")
+    blobs.forget_all()

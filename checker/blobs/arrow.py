@@ -9,7 +9,11 @@ The store pickles as its URL: a Spark task opens the file system again, once a p
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import re
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
@@ -75,6 +79,32 @@ class ArrowBlobs:
     def local_path(self, name: str) -> str | None:
         return None
 
+    def cached(self, name: str) -> str:
+        """A copy of the immutable object ``name`` on this machine's disk, fetched at the
+        first call (in a Spark task, under the executor's own scratch directory, which
+        Spark removes with the executor): an owner's seen runs are read at every level."""
+        path = os.path.join(_cache_root(), hashlib.sha256(self.root.encode()).hexdigest()[:16], name)
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
+            self.copy_out(name, tmp)
+            os.replace(tmp, path)
+        return path
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Drop this machine's copies of ``names`` (``cached``)."""
+        base = os.path.join(_cache_root(), hashlib.sha256(self.root.encode()).hexdigest()[:16])
+        for name in names:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(base, name))
+
+    def forget_all(self) -> None:
+        """Drop this machine's copies of every object of the store."""
+        root = _cache_root()
+        shutil.rmtree(os.path.join(root, hashlib.sha256(self.root.encode()).hexdigest()[:16]), True)
+        with contextlib.suppress(OSError):
+            os.rmdir(root)  # when no other store's copies are there
+
     def read_ahead(self, names: Iterable[str]) -> None:
         pass
 
@@ -116,6 +146,19 @@ class ArrowBlobs:
 
     def child(self, prefix: str) -> ArrowBlobs:
         return ArrowBlobs(self.url, "/".join(p for p in (self.prefix, prefix.strip("/")) if p))
+
+
+def _cache_root() -> str:
+    """Where ``ArrowBlobs.cached`` keeps its copies: a Spark task's scratch directory
+    (removed with its executor), else a folder of the temporary directory for this process."""
+    try:
+        from pyspark import SparkFiles, TaskContext
+
+        if TaskContext.get() is not None:
+            return os.path.join(SparkFiles.getRootDirectory(), "kmc-cache")
+    except ImportError:
+        pass
+    return os.path.join(tempfile.gettempdir(), f"kmc-cache-{os.getpid()}")
 
 
 def _missing(e: OSError) -> bool:

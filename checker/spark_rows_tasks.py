@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .coverage import task_part
-from .keys import first_per_fingerprint, key, key_choice, key_order, key_parent, least_per_fingerprint
+from .keys import first_per_fingerprint, key_choice, key_order, key_parent
 from .protocol import columns, kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
 from .spark_rows_store import (
@@ -119,7 +119,18 @@ def expand_partition(
             del keys, order
             for s in range(0, len(rows), SLICE_ROWS):
                 chunk = rows[s : s + SLICE_ROWS]  # one kernel call a slice
-                exp = step.expand(chunk, depth, base + s, offsets[-1])  # checker.level
+                # the pipeline every rows search shares (checker.level); an earlier slice's
+                # violation has a smaller key
+                got = step.chunk_successors(
+                    chunk,
+                    depth,
+                    base + s,
+                    offsets[-1],
+                    found | step_bad.keys(),
+                    functools.partial(_fingerprints, kernel, symmetry=symmetry),
+                    base=base + s,
+                )
+                exp = got.exp
                 parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
                 generated += exp.generated
                 terminal += exp.terminal
@@ -133,14 +144,11 @@ def expand_partition(
                     graph_records(
                         graph, step, chunk, exp, fps[s : s + len(chunk)], symmetry, writer, store, depth, index
                     )
-                if not len(succ):
+                if got.pick is None or got.keys is None or got.fps is None:
                     continue
-                keys = key(base + s + parents.astype(np.int64), choices)
-                # an earlier slice's violation has a smaller key
-                for name, (i, why) in step.step_violations(chunk, exp, keys, found | step_bad.keys()).items():
+                keys, sfps, pick = got.keys, got.fps, got.pick  # pick: in fingerprint order, so by owner
+                for name, (i, why) in got.steps.items():
                     step_bad[name] = (int(keys[i]), why, int(fps[s + parents[i]]), int(choices[i]))
-                sfps = _fingerprints(kernel, succ, symmetry)
-                pick = least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
                 keys, sfps, pfps, codes = keys[pick], sfps[pick], fps[s + parents[pick]], codes[pick]
                 succ = np.take(succ, pick, axis=0)
                 cuts = np.searchsorted(owners(sfps, n), np.arange(n + 1))

@@ -799,9 +799,3 @@ def probe_store(sc, store: Store) -> None:
     if bad:
         host, why = bad[0]
         raise EngineError(unseen_line(store.root, f"an executor on {host} could not read its probe: {why}"))
-
-
-def in_process(n, grow, own) -> list:
-    """A level's two stages run here, one task after the other
-    (``checker.partitioned.InProcessCluster``)."""
-    return InProcessCluster().run_level(n, grow, own)

@@ -191,7 +191,7 @@ def test_stop_at_a_violation_on_spark(sc, partitions, store):
     assert len(engine.metrics["spark_levels"]) == 9
 
 
-@BOTH
+@BOTH_SLOW_S3
 def test_keep_going_two_violations_found_on_spark(sc, store):
     spec = _spec("hw-unclean")
     options = Options(max_depth=8, keep_going=True)

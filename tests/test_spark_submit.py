@@ -122,3 +122,21 @@ def test_under_spark_submit_its_master_and_settings_stay():
     assert conf.get("spark.driver.extraJavaOptions") == "-Dd=1"  # that JVM runs already
     assert conf.get("spark.executor.extraJavaOptions").startswith(DRIVER_JAVA_OPTIONS)
     assert conf.get("spark.log.level") == "WARN"
+
+
+def test_under_spark_submit_kmc_probes_no_master_of_its_own(monkeypatch):
+    # The submit's master is taken as it is (spark-submit has reached it): no syntax check
+    # or reachability probe of kmc's, and a --master that names it is no contradiction.
+    pytest.importorskip("pyspark")
+    from kmc.checker import spark_master, spark_rows, spark_session
+
+    monkeypatch.setattr(spark_session, "submit_master", lambda: "spark://127.0.0.1:1")
+
+    def probe(url, *args, **kwargs):
+        raise AssertionError(f"probed {url}")
+
+    monkeypatch.setattr(spark_master, "check_reachable", probe)
+    assert spark_rows._check_master(None) == "spark://127.0.0.1:1"
+    assert spark_rows._check_master("spark://127.0.0.1:1") == "spark://127.0.0.1:1"
+    with pytest.raises(spark_session.EngineError, match="contradicts spark-submit's master spark://127.0.0.1:1"):
+        spark_rows._check_master("local[2]")

@@ -5,8 +5,9 @@ Used for every model that has a batch kernel (``model.batch_kernel()``, see
 per-action counters, verdicts, counterexample paths, choices and explanations).
 
 No Python object per state goes through Spark: states are rows, always moved as whole
-numpy arrays, and what outlives a level is kept in files (the *store*,
-``checker.spark_rows_store.Store``); the executors run ``checker.spark_rows_tasks``.
+numpy arrays, and what outlives a level is kept as immutable objects (the *store*,
+``checker.spark_rows_store.Store``, in a blob store, ``checker.blobs``: a directory or an
+object store such as ``s3://``); the executors run ``checker.spark_rows_tasks``.
 
 Small leading levels run on the driver
 --------------------------------------
@@ -27,14 +28,16 @@ offsets are a few ints in the task closure). A successor's *key* is ``g * 256 +
 choice``; the least key reaching a fingerprint is its discovery, and the new states in
 key order are the next level's discovery order. A fingerprint's *owner* is
 ``floor(fp * P / 2**64)``, so a sorted array of fingerprints splits into owners by
-position. One level is one Spark job of two stages:
+position. One level is the partitioned level (``checker.partitioned``): two stages of
+tasks, run by a ``Cluster`` (one Spark job, ``checker.spark_cluster``):
 
-1. Rank partition ``j`` reads its share of the frontier from the store (one file per
-   owner that found some of it), sorts it by key, runs ``kernel.expand``, checks the
-   step properties (``checker.level``: the least-key violator per property), keeps
-   the least key of each fingerprint within a slice, and writes the successors (key,
-   fingerprint, parent fingerprint, action code, row) for each owner into the store;
-   one small record per file goes through Spark's shuffle.
+1. Rank partition ``j`` reads its share of the frontier from the store (one object per
+   owner that found some of it), sorts it by key, runs the chunk pipeline every rows
+   search shares on each slice (``LevelStep.chunk_successors``: ``kernel.expand``, the
+   step properties' least-key violators, the least key of each fingerprint), and writes
+   the successors (key, fingerprint, parent fingerprint, action code, row) for each owner
+   into the store, one object per owner; one small record per object goes through the
+   shuffle.
 2. Owner ``i`` reads the successors for it, keeps the least key per fingerprint, drops
    those in its seen runs, writes the new fingerprints as a run (merged with the newest
    runs as ``checker.seen.CompactSeenSet`` merges) and the level's parent pointers,
@@ -46,21 +49,22 @@ position. One level is one Spark job of two stages:
 
 After the hand-over, a level no larger than ``driver_level_limit`` (the shrinking tail)
 runs the same two task functions on the driver, without a job
-(``checker.spark_search.in_process``); and the session is started in the background,
+(``checker.partitioned.InProcessCluster``); and the session is started in the background,
 with a warm-up job, once a driver level passes an eighth of the limit.
 
-Counts come from the summaries (no accumulators), every file is written whole under a
-temporary name and renamed by a task whose output depends only on its inputs, and a
-level's job reads only files the driver names: a retried task cannot change anything,
-and no RDD outlives its level.
+Counts come from the summaries (no accumulators), every object is written whole by a
+task whose output depends only on its inputs, and a level's job reads only objects named
+by the driver or by the tasks' records: a retried task cannot change anything, and no
+RDD outlives its level.
 
 Counterexamples: the parent pointers (fingerprint, parent fingerprint, choice) of every
 depth are kept per owner; the driver follows fp -> parent fp down to a state it handed
 over, whose path its own seen-set gives, and replays the choices
 (``checker.trace.replay_choices``, and ``extend`` for a step property).
 
-Checkpoints (``checker.spark_save``): ``snapshot()`` links the store's files of the last
-complete level under ``data_dir(data_root, depth)``; ``restore()`` checks them and
+Checkpoints (``checker.spark_save``): ``snapshot()`` copies (links) the store's objects of
+the last complete level under ``data_dir(data_root, depth)``, named with the digests their
+writers computed; ``restore()`` checks them and
 ``run()`` re-splits them for its own partition count.
 
 The engine is the level driver (``checker.driver``) over ``checker.spark_search``'s search

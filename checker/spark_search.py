@@ -1,6 +1,7 @@
 """The Spark engine's search objects (``checker.driver``): the rows search on the driver
-while the levels are small (``DriverLevels``), then one Spark job a level over the file
-store (``SparkLevels``), which replaces it at the hand-over.
+while the levels are small (``DriverLevels``), then the partitioned level
+(``checker.partitioned``: one Spark job a level, or the driver's own tasks for a small
+one) over the blob store (``SparkLevels``), which replaces it at the hand-over.
 
 See ``checker.spark_rows`` for the design. A level handed to Spark is a single *piece* of
 the level driver: ``SparkLevels.expand`` runs the level's job and adds its summaries to

@@ -140,3 +140,14 @@ def test_under_spark_submit_kmc_probes_no_master_of_its_own(monkeypatch):
     assert spark_rows._check_master("spark://127.0.0.1:1") == "spark://127.0.0.1:1"
     with pytest.raises(spark_session.EngineError, match="contradicts spark-submit's master spark://127.0.0.1:1"):
         spark_rows._check_master("local[2]")
+
+
+def test_the_log_configuration_and_the_submit_module_are_installed():
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "spark_log4j2.properties" in config["tool"]["setuptools"]["package-data"]["kmc.checker"]
+    assert "kmc.app" in config["tool"]["setuptools"]["packages"] and (REPO / "app" / "submit.py").is_file()
+    extras = config["project"]["optional-dependencies"]
+    assert any(d.startswith("pyarrow") for d in extras["spark"]) and any(d.startswith("moto[server]")
+                                                                         for d in extras["test"])

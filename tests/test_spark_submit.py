@@ -130,6 +130,9 @@ def test_under_spark_submit_kmc_probes_no_master_of_its_own(monkeypatch):
     pytest.importorskip("pyspark")
     from kmc.checker import spark_master, spark_rows, spark_session
 
+    from pyspark import SparkContext
+
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)  # (another test's session: not ours)
     monkeypatch.setattr(spark_session, "submit_master", lambda: "spark://127.0.0.1:1")
 
     def probe(url, *args, **kwargs):

@@ -95,6 +95,9 @@ class DriverLevels(RowsSearch):
         super().__init__(model, kernel, invariants, step_props, symmetry, check, visitor=visitor)
         self.setup, self.session = setup, session
         self.waited = False  # a level past the limit ran here while the session started
+        # The run's store, made when the session starts in the background so that its probe
+        # job runs then (``probe_store``), before the driver's last levels; the hand-over's.
+        self.store: Store | None = None
 
     # -- the engine's phases (checker.spark_rows): the same calls on both search objects ----
 
@@ -120,19 +123,27 @@ class DriverLevels(RowsSearch):
         return self.not_started()
 
     def close(self) -> None:
-        """No store to remove."""
+        """Remove the store made for the session's probe, unless handed over."""
+        if self.store is not None:
+            self.store.remove()
+            self.store = None
 
     def outgrown(self) -> bool:
         """At a level boundary: whether the level is to run on Spark (it has more than
         ``driver_level_limit`` states, and the session is not still starting); starts the
         session early when a level passes ``driver_level_limit / EARLY`` states."""
         size, limit, session = self.size(), self.setup.driver_level_limit, self.session
+        if session.failed_early(StoreUnseenError):
+            session.context()  # raises it now (a store an executor cannot see), not after more levels
         if size > limit:
             if session.still_starting(size, limit):
                 self.waited = True
                 return False
             return True
         if size * EARLY > limit > 0 and session.sc is None and self.setup.cluster is None:
+            if session.starter is None:
+                store = self.store = Store.create(self.setup.store_dir, digest=self.setup.data_root is not None)
+                session.probe = partial(probe_store, store=store)
             session.start_early()
         return False
 
@@ -257,7 +268,9 @@ class SparkLevels(Search):
         n = (setup.partitions or 2) if setup.cluster is not None else session.context()[1]
         levels = cls(setup, session, metrics, stopping, rows.level, rows.symmetry, rows.seen, depth=depth, n=n)
         levels.visitor, levels.numbered = rows.visitor, list(rows.numbered)
-        store = Store.create(setup.store_dir, digest=setup.data_root is not None)
+        store = rows.store or Store.create(setup.store_dir, digest=setup.data_root is not None)
+        rows.store = None  # the Spark levels' from here on
+        levels.probed = session.probe is not None and session.sc is not None  # probed as the session started
         try:
             # The hand-over writes the seen-set and the frontier, then the first Spark level runs.
             level = rows.size()
@@ -504,7 +517,7 @@ class SparkLevels(Search):
             line = one_line(e)
             if line.startswith("FileNotFoundError") and isinstance(store.blobs, PosixBlobs):
                 # an executor that does not see the directory (one the probe's job missed)
-                raise EngineError(unseen_line(store.root, line)) from None
+                raise StoreUnseenError(unseen_line(store.root, line)) from None
             _head, found_it, tail = line.partition(KernelMismatchError.__name__ + ": ")
             if found_it:  # a task's comparison of the kernel with the model
                 raise KernelMismatchError(tail) from None
@@ -766,6 +779,10 @@ PROBE = "probe"  # the object the store's probe job reads
 PROBE_TASKS = 4  # tasks per core of the session's default parallelism in that job
 
 
+class StoreUnseenError(EngineError):
+    """Some executor cannot read the store (``probe_store``)."""
+
+
 def unseen_line(root, why) -> str:
     return (
         f"the Spark store {root} is not seen by every executor ({why}): the driver and every executor "
@@ -799,4 +816,4 @@ def probe_store(sc, store: Store) -> None:
     bad = sorted({(host, why) for host, why in answers if why is not None})
     if bad:
         host, why = bad[0]
-        raise EngineError(unseen_line(store.root, f"an executor on {host} could not read its probe: {why}"))
+        raise StoreUnseenError(unseen_line(store.root, f"an executor on {host} could not read its probe: {why}"))

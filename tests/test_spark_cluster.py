@@ -156,9 +156,10 @@ def _same(got: dict, want: dict) -> None:
     assert got["violations"] == want["violations"]  # the counterexamples, state by state
 
 
-def test_a_directory_the_executors_do_not_see_stops_in_one_line(cluster):
+@pytest.mark.parametrize("limit", [0, 500])  # the first level on Spark; probed as the session started in advance
+def test_a_directory_the_executors_do_not_see_stops_in_one_line(cluster, limit):
     proc = kmc("check", SPEC, "--engine", "spark", "--master", cluster.url, "--partitions", "2",
-               "--driver-level-limit", "0", "--no-progress", "--spark-store", cluster.hidden)
+               "--driver-level-limit", limit, "--no-progress", "--spark-store", cluster.hidden)
     out, err = proc.communicate(timeout=RUN_SECONDS)
     lines = [line for line in err.splitlines() if line.startswith("kmc:")]
     assert proc.returncode == 2 and len(lines) == 1, err

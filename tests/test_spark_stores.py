@@ -331,3 +331,52 @@ def test_an_object_store_s_runs_are_fetched_once_a_machine(s3_url, monkeypatch):
     assert not os.path.exists(path)
     blobs.delete_prefix("")
     blobs.forget_all()
+
+
+def test_a_store_unseen_by_an_executor_stops_the_run_as_the_session_starts(tmp_path, monkeypatch):
+    # The session starts in the background while the driver still expands its levels; its
+    # probe job finds an executor that does not see the store: the run stops at the next
+    # level boundary, in one line, instead of running on (hw-data-loss's levels would all
+    # have stayed on the driver with a limit of 1000).
+    pytest.importorskip("pyspark")
+    import functools
+
+    from kmc.app.specs import load_spec
+    from kmc.checker import spark_start
+    from kmc.checker.spark_rows import SparkRowsEngine
+    from kmc.checker.spark_rows_tasks import read_probe
+
+    class Blind:  # a cluster whose executors do not see the driver's directory
+        master, defaultParallelism, stopped = "spark://127.0.0.1:7077", 2, False
+
+        def parallelize(self, items, n):
+            self.items = list(items)
+            return self
+
+        def mapPartitionsWithIndex(self, task):
+            self.task = task
+            return self
+
+        def partitionBy(self, *args):
+            return self
+
+        def collect(self):
+            if isinstance(self.task, functools.partial) and self.task.func is read_probe:
+                blobs, name = self.task.args[:2]
+                os.unlink(blobs.local_path(name))  # not there for the executors
+            return [r for i in self.items for r in self.task(i, iter(()))]
+
+        def stop(self):
+            self.stopped = True
+
+    blind = Blind()
+    monkeypatch.setattr(spark_start, "spark_context", lambda *args, **kwargs: (blind, True))
+    spec = load_spec(HW)
+    engine = SparkRowsEngine(spec.model(), spec.properties(), partitions=2, driver_level_limit=1000,
+                             store_dir=tmp_path / "store")
+    with pytest.raises(EngineError) as e:
+        engine.run()
+    line = str(e.value)
+    assert line.startswith(f"the Spark store {tmp_path / 'store'}/kmc-rows-") and "\n" not in line
+    assert "is not seen by every executor" in line and "the driver and every executor must see it" in line
+    assert engine.stats.depth < 10 and list((tmp_path / "store").iterdir()) == []  # stopped early; store removed

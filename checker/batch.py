@@ -220,21 +220,18 @@ class RowsSearch(Search):
         (``checker.workers``): the
         chunk holds the frontier ranks ``rank ...`` of a level of ``level`` states at
         ``depth``; ``skip`` names the properties whose first violation is known."""
-        exp = self.level.expand(chunk, depth, rank, level)
+        # The pipeline every rows search shares (checker.level): a successor's place in
+        # the model's order is its key (checker.keys); of the successors with one
+        # fingerprint, the least key is the one the per-state search meets first.
+        found = self.level.chunk_successors(chunk, depth, rank, level, skip, self.fingerprints)
+        exp = found.exp
         parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
         counted = (exp.generated, exp.terminal, exp.fired)
-        if not len(succ):
+        if found.pick is None or found.keys is None or found.fps is None:
             return Prepared(counted)
-        # A successor's place in the model's order is its key (checker.keys): of the
-        # successors with one fingerprint, the least key is the one the per-state search
-        # meets first.
-        key = keys.key(parents.astype(np.int64), choices)
-        steps: dict[str, tuple[tuple[int, int], str]] = {}
-        if self.step_props:
-            bad = self.level.step_violations(chunk, exp, key, skip)
-            steps = {name: ((int(parents[i]), int(choices[i])), why) for name, (i, why) in bad.items()}
-        all_fps = self.fingerprints(succ)
-        pick = keys.least_per_fingerprint(key, all_fps)  # in fingerprint order
+        key, all_fps = found.keys, found.fps
+        steps = {name: ((int(parents[i]), int(choices[i])), why) for name, (i, why) in found.steps.items()}
+        pick = found.pick  # in fingerprint order
         pick = pick[~self.seen.contains_older_sorted(all_fps[pick])]  # the levels before: unchanging
         place = keys.key_order(key[pick])  # key order: the commit gathers nothing
         met = pick[place]

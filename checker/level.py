@@ -56,6 +56,20 @@ class Expansion:
 
 
 @attrs.frozen
+class Successors:
+    """What ``LevelStep.chunk_successors`` finds of a chunk: its expansion, and, when it
+    has successors, their keys, the step properties' least-key violators (``{name: (i,
+    explanation)}``), their fingerprints, and the positions of the least key of each
+    fingerprint, in fingerprint order (``pick``)."""
+
+    exp: Expansion
+    keys: np.ndarray | None = None
+    steps: dict = attrs.Factory(dict)
+    fps: np.ndarray | None = None
+    pick: np.ndarray | None = None
+
+
+@attrs.frozen
 class LevelStep:
     """The per-level rules over a kernel's rows (see the module).
 
@@ -94,6 +108,33 @@ class LevelStep:
             terminal=int(np.count_nonzero(np.bincount(parents, minlength=len(chunk)) == 0)),
             fired=np.bincount(codes, minlength=names),
         )
+
+    def chunk_successors(
+        self,
+        chunk,
+        depth: int,
+        rank: int,
+        level: int,
+        skip: Container[str],
+        fingerprints: Callable[[Any], np.ndarray],
+        base: int = 0,
+    ) -> Successors:
+        """The chunk pipeline every rows search shares (the local search's chunks, the
+        partitioned level's slices): expand ``chunk`` (the frontier ranks ``rank ...`` of
+        a level of ``level`` states at ``depth``), key each successor by ``(base + its
+        parent's position, choice)`` (``checker.keys``), find the least-key violator of
+        each step property not in ``skip``, fingerprint the successors
+        (``fingerprints``) and pick the least key of each fingerprint. What a search then
+        does with them (drop the seen ones, or route them to their owners) is its own."""
+        from . import keys as keying
+
+        exp = self.expand(chunk, depth, rank, level)
+        if not len(exp.succ):
+            return Successors(exp)
+        key = keying.key(base + exp.parents.astype(np.int64), exp.choices)
+        steps = self.step_violations(chunk, exp, key, skip) if self.step_props else {}
+        fps = fingerprints(exp.succ)
+        return Successors(exp, key, steps, fps, keying.least_per_fingerprint(key, fps))
 
     def step_violations(self, chunk, exp: Expansion, keys, skip: Container[str] = ()) -> dict[str, tuple[int, str]]:
         """Per step property not in ``skip``: ``(i, explanation)`` of its violating

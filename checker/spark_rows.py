@@ -5,8 +5,9 @@ Used for every model that has a batch kernel (``model.batch_kernel()``, see
 per-action counters, verdicts, counterexample paths, choices and explanations).
 
 No Python object per state goes through Spark: states are rows, always moved as whole
-numpy arrays, and what outlives a level is kept in files (the *store*,
-``checker.spark_rows_store.Store``); the executors run ``checker.spark_rows_tasks``.
+numpy arrays, and what outlives a level is kept as immutable objects (the *store*,
+``checker.spark_rows_store.Store``, in a blob store, ``checker.blobs``: a directory or an
+object store such as ``s3://``); the executors run ``checker.spark_rows_tasks``.
 
 Small leading levels run on the driver
 --------------------------------------
@@ -27,14 +28,16 @@ offsets are a few ints in the task closure). A successor's *key* is ``g * 256 +
 choice``; the least key reaching a fingerprint is its discovery, and the new states in
 key order are the next level's discovery order. A fingerprint's *owner* is
 ``floor(fp * P / 2**64)``, so a sorted array of fingerprints splits into owners by
-position. One level is one Spark job of two stages:
+position. One level is the partitioned level (``checker.partitioned``): two stages of
+tasks, run by a ``Cluster`` (one Spark job, ``checker.spark_cluster``):
 
-1. Rank partition ``j`` reads its share of the frontier from the store (one file per
-   owner that found some of it), sorts it by key, runs ``kernel.expand``, checks the
-   step properties (``checker.level``: the least-key violator per property), keeps
-   the least key of each fingerprint within a slice, and writes the successors (key,
-   fingerprint, parent fingerprint, action code, row) for each owner into the store;
-   one small record per file goes through Spark's shuffle.
+1. Rank partition ``j`` reads its share of the frontier from the store (one object per
+   owner that found some of it), sorts it by key, runs the chunk pipeline every rows
+   search shares on each slice (``LevelStep.chunk_successors``: ``kernel.expand``, the
+   step properties' least-key violators, the least key of each fingerprint), and writes
+   the successors (key, fingerprint, parent fingerprint, action code, row) for each owner
+   into the store, one object per owner; one small record per object goes through the
+   shuffle.
 2. Owner ``i`` reads the successors for it, keeps the least key per fingerprint, drops
    those in its seen runs, writes the new fingerprints as a run (merged with the newest
    runs as ``checker.seen.CompactSeenSet`` merges) and the level's parent pointers,
@@ -46,21 +49,22 @@ position. One level is one Spark job of two stages:
 
 After the hand-over, a level no larger than ``driver_level_limit`` (the shrinking tail)
 runs the same two task functions on the driver, without a job
-(``checker.spark_search.in_process``); and the session is started in the background,
+(``checker.partitioned.InProcessCluster``); and the session is started in the background,
 with a warm-up job, once a driver level passes an eighth of the limit.
 
-Counts come from the summaries (no accumulators), every file is written whole under a
-temporary name and renamed by a task whose output depends only on its inputs, and a
-level's job reads only files the driver names: a retried task cannot change anything,
-and no RDD outlives its level.
+Counts come from the summaries (no accumulators), every object is written whole by a
+task whose output depends only on its inputs, and a level's job reads only objects named
+by the driver or by the tasks' records: a retried task cannot change anything, and no
+RDD outlives its level.
 
 Counterexamples: the parent pointers (fingerprint, parent fingerprint, choice) of every
 depth are kept per owner; the driver follows fp -> parent fp down to a state it handed
 over, whose path its own seen-set gives, and replays the choices
 (``checker.trace.replay_choices``, and ``extend`` for a step property).
 
-Checkpoints (``checker.spark_save``): ``snapshot()`` links the store's files of the last
-complete level under ``data_dir(data_root, depth)``; ``restore()`` checks them and
+Checkpoints (``checker.spark_save``): ``snapshot()`` copies (links) the store's objects of
+the last complete level under ``data_dir(data_root, depth)``, named with the digests their
+writers computed; ``restore()`` checks them and
 ``run()`` re-splits them for its own partition count.
 
 The engine is the level driver (``checker.driver``) over ``checker.spark_search``'s search
@@ -116,7 +120,11 @@ class SparkRowsEngine(LevelDriver):
             without a batch kernel always runs so.
         driver_level_limit: leading levels of at most this many states are expanded on
             the driver; 0 hands over to Spark right after the initial states.
-        store_dir: where the run's store is made (default: the temporary directory).
+        store_dir: where the run's store is made (default: the temporary directory; or
+            an object store URL, ``checker.blobs``).
+        cluster: a ``checker.partitioned.Cluster`` that runs every level past the
+            hand-over instead of Spark (``partitions`` of them, default 2): the same
+            algorithm on another back end; no Spark session is started then.
         on_level, on_status, data_root: the level hook, the start-up messages, and the
             checkpoint directory where a level's files are saved.
 
@@ -145,6 +153,7 @@ class SparkRowsEngine(LevelDriver):
         on_level: Any = None,
         on_status: Callable[[str], None] | None = None,
         data_root: str | None = None,
+        cluster: Any = None,
     ) -> None:
         model = with_defaults(model)
         props = list(model.properties() if properties is None else properties)
@@ -171,6 +180,7 @@ class SparkRowsEngine(LevelDriver):
         self.on_status = on_status  # called with a short message while Spark starts
         self.metrics: dict = {
             "session_start_seconds": None,
+            "master": None,  # the master the session ran on, once it is up
             "spark_levels": [],
             "shuffle_bytes": 0,
             "driver_levels": 0,
@@ -198,6 +208,7 @@ class SparkRowsEngine(LevelDriver):
             data_root=data_root,
             snapshot_format=self.snapshot_format,
             coverage=bool(options.coverage),
+            cluster=cluster,
         )
         invariants, step_props = split_properties(props)
         check = kernel_check(model, kernel, props, options)
@@ -242,9 +253,15 @@ class SparkRowsEngine(LevelDriver):
         """
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
-        _check_master(self.master)  # at once, even when every level stays on the driver
+        from .blobs import store_location
         from .spark_rows_store import clean_stale
 
+        spark = self.setup.cluster is None
+        if self.store_dir is not None:  # first: a store no executor could use, before the master's probe
+            master = self.master if self.master is not None or not spark else _submit_master()
+            store_location(str(self.store_dir), master)
+        if spark:
+            _check_master(self.master)  # at once, even when every level stays on the driver
         self.cleaned = clean_stale(self.store_dir)  # the stores of runs that were killed
         if self.store_dir is not None:
             Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
@@ -278,7 +295,9 @@ class SparkRowsEngine(LevelDriver):
         """Stop as soon as possible: abort the level being computed (it is dropped)."""
         self.stop_requested = reason
         self.search.stop_asked = True
-        if self._canceller is None:
+        if self.setup.cluster is not None:
+            self.setup.cluster.cancel()
+        elif self._canceller is None:
             self._canceller = self.session.cancel()
 
     def snapshot(self) -> dict:
@@ -315,14 +334,31 @@ class SparkRowsEngine(LevelDriver):
         super().restore(snapshot, directory)  # the search takes its parts back
 
 
-def _check_master(master) -> None:
-    """Refuse a malformed or unreachable master before any work, as the Spark session
-    would (``checker.spark_master``), unless a session is already running."""
+def _submit_master() -> str | None:
+    try:
+        from .spark_session import submit_master
+    except ImportError:
+        return None
+    return submit_master()
+
+
+def _check_master(master) -> str:
+    """Refuse a malformed or unreachable master, or one that contradicts spark-submit's,
+    before any work, as the Spark session would (``checker.spark_master``), unless a
+    session is already running. Returns the master the run's session is to have."""
     try:
         from pyspark import SparkContext
     except ImportError as e:
         raise EngineError(f"the spark engine needs pyspark ({e})") from None
-    if SparkContext._active_spark_context is None:
-        from .spark_master import DEFAULT_MASTER, check_reachable, validate_master
+    active = SparkContext._active_spark_context
+    if active is not None:
+        return str(active.master)
+    from .spark_master import DEFAULT_MASTER, check_reachable, validate_master
+    from .spark_session import check_submit_master
 
-        check_reachable(validate_master(DEFAULT_MASTER if master is None else master))
+    submit = check_submit_master(master)
+    if submit is not None:  # under spark-submit: its master, reached already
+        return submit
+    master = validate_master(DEFAULT_MASTER if master is None else master)
+    check_reachable(master)
+    return master

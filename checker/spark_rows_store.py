@@ -1,114 +1,135 @@
-"""The rows engine's store (``checker.spark_rows``): the directory where a run keeps what
-outlives a level, and the owner of a fingerprint."""
+"""The rows engine's store (``checker.spark_rows``): where a run keeps what outlives a
+level, as immutable objects in a blob store (``checker.blobs``: a directory, or an object
+store such as ``s3://``), and the owner of a fingerprint."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import io
 import os
 import shutil
 import tempfile
-import threading
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import IO, Any
 
 import numpy as np
 
+from .blobs import Blobs, open_blobs
+from .blobs.posix import PosixBlobs
 from .errors import EngineError
 from .owner import owner_gone, owner_line, start_time
-from .spark_store import digests
 
 
 class Store:
-    """The directory where a run keeps what outlives a level (TLC keeps its fingerprint
-    set and its trace file on disk the same way): for every fingerprint partition ``i``,
-    its sorted runs of fingerprints (``seen/iiii/run-DDDDDD.npy``, the newest named by the
-    depth that wrote it) and, for every depth, its new states' fingerprints, parent
-    fingerprints and choices (``seen/iiii/meta-DDDDDD.bin``); and the frontier of the
-    next level, one file per rank partition and owner (``front/DDDDDD/tTTTT-pIIII.bin``).
+    """Where a run keeps what outlives a level (TLC keeps its fingerprint set and its
+    trace file on disk the same way), as objects under the run's own prefix of a blob
+    store: for every fingerprint partition ``i``, its sorted runs of fingerprints
+    (``seen/iiii/run-DDDDDD.npy``, the newest named by the depth that wrote it) and, for
+    every depth, its new states' fingerprints, parent fingerprints and choices
+    (``seen/iiii/meta-DDDDDD.bin``); the frontier of the next level, one object per rank
+    partition and owner (``front/DDDDDD/tTTTT-pIIII.bin``); a level's successors, one
+    object per expanding task and owner (``succ/DDDDDD/oOOOO-pIIII.bin``), and what the
+    graph visitor records, one object per task (``graph/DDDDDD/pIIII.bin``).
 
-    Every file is written whole under a temporary name and renamed, by a task whose
-    output depends only on its inputs: a retried task rewrites the same bytes. The
-    executors and the driver must all see the directory at the same path (on a cluster:
-    a shared file system)."""
+    Every object is written whole, by a task whose output depends only on its inputs: a
+    retried task rewrites the same bytes. Objects are found by the names the tasks
+    return, never by listing. ``digests`` holds the size and SHA-256 of the objects a
+    checkpoint names, as their writers computed them (when ``digest`` is set)."""
 
-    def __init__(self, root) -> None:
-        self.root = str(root)
+    def __init__(self, blobs: Blobs, digest: bool = False) -> None:
+        self.blobs = blobs
+        self.root = blobs.root
+        self.digest = digest
+        self.digests: dict[str, tuple[int, str]] = {}
 
     @classmethod
-    def create(cls, parent=None) -> Store:
-        """A new store in ``parent`` (default: the temporary directory), marked with its
-        owner (``OWNER``: this host, PID namespace, pid and process start time) so that a later run can
-        tell it from a store whose run was killed (``clean_stale``)."""
+    def create(cls, location=None, digest: bool = False) -> Store:
+        """A new store under ``location`` (a directory, default the temporary directory,
+        or an object store URL): a prefix of its own, marked with its owner (``OWNER``:
+        this host, pid and process start time) so that a later run can tell it from a
+        store whose run was killed (``clean_stale``)."""
+        parent = open_blobs(location if location is not None else tempfile.gettempdir())
+        owner = _owner_line(os.getpid()).encode()
+        if isinstance(parent, PosixBlobs):
+            try:
+                os.makedirs(parent.root, exist_ok=True)
+                root = tempfile.mkdtemp(prefix=PREFIX, dir=parent.root)
+                store = cls(PosixBlobs(root), digest)
+                store.blobs.put(OWNER, [owner])
+                return store
+            except OSError as e:
+                raise EngineError(
+                    f"spark store: cannot create a directory in {parent.root} ({e.strerror or e})"
+                ) from None
+        name = PREFIX + os.urandom(6).hex()
+        store = cls(parent.child(name), digest)
         try:
-            if parent is not None:
-                os.makedirs(parent, exist_ok=True)
-            root = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
-            with open(os.path.join(root, OWNER), "w", encoding="utf-8") as f:
-                f.write(_owner_line(os.getpid()))
-            return cls(root)
+            store.blobs.put(OWNER, [owner])
         except OSError as e:
-            raise EngineError(
-                f"spark store: cannot create a directory in {parent or tempfile.gettempdir()} ({e.strerror or e})"
-            ) from None
+            raise EngineError(f"spark store: cannot write to {parent.root} ({one_line_os(e)})") from None
+        return store
 
     def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        if isinstance(self.blobs, PosixBlobs):
+            shutil.rmtree(self.root, ignore_errors=True)
+        else:
+            self.blobs.delete_prefix("")
+            forget_all = getattr(self.blobs, "forget_all", None)
+            if forget_all is not None:  # the driver's copies (levels it ran in process)
+                forget_all()
 
-    # Paths (also used on the executors, through the module functions below).
+    # Object names (also used on the executors, through the module functions below).
     def run(self, i, depth) -> str:
-        return run_path(self.root, i, depth)
+        return run_name(i, depth)
 
     def front(self, depth, t, i) -> str:
-        return front_path(self.root, depth, t, i)
+        return front_name(depth, t, i)
 
     def meta(self, i, depth) -> str:
-        return meta_path(self.root, i, depth)
+        return meta_name(i, depth)
 
-    def save(self, path, *arrays) -> None:
-        save_arrays(path, *arrays)
+    def save(self, name, *arrays) -> None:
+        """Write ``name`` from the driver (its digest kept when ``digest`` is set)."""
+        save_arrays((self.blobs, name), *arrays, digests=self.digests if self.digest else None)
+
+    def load(self, name, count) -> list[np.ndarray]:
+        return get_arrays(self.blobs, name, count)
 
     def drop_run(self, i, depth) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.run(i, depth))
+        self.blobs.delete([self.run(i, depth)])
+        self.digests.pop(self.run(i, depth), None)
 
     def drop_front(self, depth) -> None:
-        shutil.rmtree(os.path.join(self.root, "front", f"{depth:06d}"), ignore_errors=True)
+        self.blobs.delete_prefix(f"front/{depth:06d}")
+        prefix = f"front/{depth:06d}/"
+        for name in [n for n in self.digests if n.startswith(prefix)]:
+            del self.digests[name]
 
     def drop_graph(self, depth) -> None:
-        shutil.rmtree(os.path.join(self.root, "graph", f"{depth:06d}"), ignore_errors=True)
-
-    def graph_files(self, depth) -> list[str]:
-        """A level's graph records, in rank order (partition, then slice)."""
-        where = os.path.join(self.root, "graph", f"{depth:06d}")
-        try:
-            names = sorted(n for n in os.listdir(where) if n.endswith(".bin"))
-        except FileNotFoundError:
-            return []
-        return [os.path.join(where, n) for n in names]
+        self.blobs.delete_prefix(f"graph/{depth:06d}")
 
     def drop_successors(self, depth) -> None:
-        shutil.rmtree(os.path.join(self.root, "succ", f"{depth:06d}"), ignore_errors=True)
+        self.blobs.delete_prefix(f"succ/{depth:06d}")
 
     def disk_bytes(self) -> int:
-        """The bytes of the store's files (their sizes; one walk of the directory)."""
-        total = 0
-        stack = [self.root]
-        while stack:
-            with contextlib.suppress(FileNotFoundError), os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    else:
-                        with contextlib.suppress(FileNotFoundError):
-                            total += entry.stat(follow_symlinks=False).st_size
-        return total
+        """The bytes of the store's objects (one listing)."""
+        return sum(self.blobs.sizes().values())
+
+    def free_bytes(self) -> int | None:
+        return self.blobs.free_bytes()
 
     def parent(self, i, depth, fp) -> tuple[int, int]:
-        fps, parents, choices = load_arrays(self.meta(i, depth), 3)
+        fps, parents, choices = self.load(self.meta(i, depth), 3)
         at = int(np.searchsorted(fps, np.uint64(fp)))
         if at == len(fps) or int(fps[at]) != fp:
             raise EngineError("trace rebuild: a state's parent is missing from the seen-set")
         return int(parents[at]), int(choices[at])
+
+
+def one_line_os(e: OSError) -> str:
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return (e.strerror if isinstance(e.strerror, str) else None) or (lines[0] if lines else type(e).__name__)
 
 
 PREFIX = "kmc-rows-"
@@ -121,18 +142,24 @@ def _owner_line(pid) -> str:
 
 
 def _owner_gone(root) -> bool | None:
-    """True when the store ``root``'s owner surely ended (a process of this host and PID
-    namespace that no longer runs: ``checker.owner.owner_gone``); False when it runs, or
-    might (another host or PID namespace: a shared store, a container); None without an
-    owner mark. A mark of an older kmc (``host pid start-time``, no namespace) is taken
-    as it was then: gone when no process of this host runs with that PID and start time."""
-    import socket
-
+    """True when the store ``root``'s owner surely ended; False when it runs, or might
+    (another host or PID namespace: a shared store, a container); None without an owner
+    mark."""
     try:
         with open(os.path.join(root, OWNER), encoding="utf-8") as f:
-            words = f.read(400).split()
+            return _gone(f.read(400))
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _gone(mark: str) -> bool | None:
+    """``_owner_gone`` of an owner mark's text (None: not a mark): ``checker.owner.owner_gone``
+    for a mark ``host pid-namespace pid start-time``; a mark of an older kmc (``host pid
+    start-time``, no namespace) is taken as it was then: gone when no process of this host
+    runs with that PID and start time."""
+    import socket
+
+    words = mark.split()
     if len(words) == 4 and words[2].isdigit():
         return owner_gone(" ".join(words))
     if len(words) != 3 or not words[1].isdigit():
@@ -162,10 +189,14 @@ def _idle(root) -> bool:
 
 
 def clean_stale(parent=None) -> str | None:
-    """Remove the stores in ``parent`` (default: the temporary directory) whose run was
-    killed (its owner process is gone), and name those of an older kmc (no owner mark).
-    Returns one line saying what was freed and named, or None when there were none."""
+    """Remove the stores in ``parent`` (default: the temporary directory; or an object
+    store's URL) whose run was killed (its owner process, on this host, is gone), and name
+    those of an older kmc (no owner mark). Returns one line saying what was freed and
+    named, or None when there were none."""
     parent = parent or tempfile.gettempdir()
+    blobs = open_blobs(parent)
+    if not isinstance(blobs, PosixBlobs):
+        return _clean_stale_objects(blobs)
     try:
         entries = [e for e in os.scandir(parent) if e.name.startswith(PREFIX) and e.is_dir(follow_symlinks=False)]
     except OSError:
@@ -174,7 +205,7 @@ def clean_stale(parent=None) -> str | None:
     for entry in entries:
         gone = _owner_gone(entry.path)
         if gone:
-            size = Store(entry.path).disk_bytes()
+            size = Store(PosixBlobs(entry.path)).disk_bytes()
             shutil.rmtree(entry.path, ignore_errors=True)
             if not os.path.exists(entry.path):
                 removed, freed = removed + 1, freed + size
@@ -197,6 +228,37 @@ def clean_stale(parent=None) -> str | None:
     return "; ".join(parts) if parts else None
 
 
+def _clean_stale_objects(blobs: Blobs) -> str | None:
+    """``clean_stale`` in an object store: the prefixes ``kmc-rows-*`` whose owner mark
+    names a process of this host that has ended are deleted (one listing of the URL)."""
+    try:
+        sizes = blobs.sizes()
+    except OSError:
+        return None
+    runs: dict[str, int] = {}
+    for name, size in sizes.items():
+        top = name.split("/", 1)[0]
+        if top.startswith(PREFIX):
+            runs[top] = runs.get(top, 0) + size
+    removed, freed = 0, 0
+    for prefix, size in sorted(runs.items()):
+        try:
+            mark = blobs.get(f"{prefix}/{OWNER}").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if _gone(mark):
+            blobs.delete_prefix(prefix)
+            removed, freed = removed + 1, freed + size
+    if not removed:
+        return None
+    from .memory import format_size
+
+    return (
+        f"removed {removed} Spark store{'s' if removed > 1 else ''} of runs that were killed "
+        f"({format_size(freed)} freed in {blobs.root})"
+    )
+
+
 def split_frontier(store, depth, n, keys, fps, rows) -> tuple[list[int], list[list[int]]]:
     """Write a level (in rank order) into ``store`` as ``n`` rank partitions: partition
     ``j`` holds the ranks ``g`` with ``g * n // L == j``. Returns the count of each and
@@ -214,118 +276,182 @@ def split_frontier(store, depth, n, keys, fps, rows) -> tuple[list[int], list[li
     return [bounds[j + 1] - bounds[j] for j in range(n)], sources
 
 
-def link(source, target) -> None:
-    """Hard-link ``source`` as ``target`` (the store never rewrites a file), or copy it
-    when they are on different file systems."""
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
+def run_name(i, depth) -> str:
+    return f"seen/{i:04d}/run-{depth:06d}.npy"
 
 
-def level_digests(directory) -> dict:
-    """``{file name: (size, sha256)}`` of a saved level's files."""
-    return digests(sorted(Path(directory).iterdir()))
+def meta_name(i, depth) -> str:
+    return f"seen/{i:04d}/meta-{depth:06d}.bin"
 
 
-def run_path(root, i, depth) -> str:
-    return os.path.join(root, "seen", f"{i:04d}", f"run-{depth:06d}.npy")
+def succ_name(depth, o, i) -> str:
+    """The successors for owner ``o`` of rank partition ``i``'s expansion: one object a
+    task and owner, a record a slice of the frontier, in slice order."""
+    return f"succ/{depth:06d}/o{o:04d}-p{i:04d}.bin"
 
 
-def meta_path(root, i, depth) -> str:
-    return os.path.join(root, "seen", f"{i:04d}", f"meta-{depth:06d}.bin")
+def succ_order(name) -> int:
+    """Where a ``succ_name`` object's successors stand in the order of their keys: its
+    rank partition (a partition's ranks all precede the next's; inside the object, the
+    slices are in order)."""
+    return int(os.path.basename(name)[: -len(".bin")].split("-")[1][1:])
 
 
-def succ_path(root, depth, o, i, s) -> str:
-    """The successors for owner ``o`` of rank partition ``i``'s slice at ``s``."""
-    return os.path.join(root, "succ", f"{depth:06d}", f"o{o:04d}-p{i:04d}-{s:09d}.bin")
+def graph_name(depth, i) -> str:
+    """What a rank partition's expansion of a level records for the graph visitor
+    (``checker.spark_rows_tasks.graph_records``): a record a slice, in slice order."""
+    return f"graph/{depth:06d}/p{i:04d}.bin"
 
 
-def succ_order(path) -> tuple[int, int]:
-    """Where a ``succ_path`` file's successors stand in the order of their keys: its rank
-    partition and slice (a partition's ranks, and a slice's, all precede the next's)."""
-    _o, i, s = os.path.basename(path)[: -len(".bin")].split("-")
-    return int(i[1:]), int(s)
+def front_name(depth, t, i) -> str:
+    return f"front/{depth:06d}/t{t:04d}-p{i:04d}.bin"
 
 
-def graph_path(root, depth, i, s) -> str:
-    """What a rank partition's slice of a level records for the graph visitor
-    (``checker.spark_rows_tasks.graph_records``)."""
-    return os.path.join(root, "graph", f"{depth:06d}", f"p{i:04d}-{s:09d}.bin")
+# Where arrays are written and read: a file of this machine (its path), or an object of a
+# blob store (``(blobs, name)``).
+Target = Any
 
 
-def front_path(root, depth, t, i) -> str:
-    return os.path.join(root, "front", f"{depth:06d}", f"t{t:04d}-p{i:04d}.bin")
+def _target(target) -> tuple[Blobs, str]:
+    if isinstance(target, tuple):
+        return target
+    path = os.fspath(target)
+    return PosixBlobs(os.path.dirname(path) or os.curdir), os.path.basename(path)
 
 
-def save_arrays(path, *arrays, pack=False) -> int:
-    """Write ``arrays`` to ``path`` whole: under a name of this process, then renamed;
-    with ``pack``, rows that fit four bits a column take half their bytes (``_pack``).
-    Returns the bytes written."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
-    with open(tmp, "wb") as f:
-        for a in arrays:
-            if a.dtype == object:  # rows of Python states: pickled as Spark pickles them
-                np.save(f, _PICKLED, allow_pickle=False)
-                a = np.frombuffer(_cloudpickle().dumps(list(a)), dtype=np.uint8)
-            elif pack and _nibbles_fit(a):  # rows of small numbers: two columns a byte
-                np.save(f, _NIBBLES, allow_pickle=False)
-                a = _pack(a)
-            np.save(f, np.ascontiguousarray(a), allow_pickle=False)
-        written = f.tell()
-    os.replace(tmp, path)
-    return written
+def encode_arrays(*arrays, pack=False) -> list:
+    """The bytes of ``arrays`` as ``save_arrays`` writes them (a ``.npy`` header and the
+    data, for each), as parts (the data not copied); with ``pack``, rows that fit four
+    bits a column take half their bytes (``_pack``)."""
+    parts: list = []
+
+    def add(a) -> None:
+        a = np.ascontiguousarray(a)
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(a))
+        parts.append(header.getvalue())
+        if a.size:
+            parts.append(a.reshape(-1).view(np.uint8).data)
+
+    for a in arrays:
+        if a.dtype == object:  # rows of Python states: pickled as Spark pickles them
+            add(_PICKLED)
+            a = np.frombuffer(_cloudpickle().dumps(list(a)), dtype=np.uint8)
+        elif pack and _nibbles_fit(a):  # rows of small numbers: two columns a byte
+            add(_NIBBLES)
+            a = _pack(a)
+        add(a)
+    return parts
 
 
-def load_arrays(path, count) -> list[np.ndarray]:
-    with open(path, "rb") as f:
+def digest_of(parts) -> tuple[int, str]:
+    """``(size, SHA-256)`` of the object made of ``parts``."""
+    digest, size = hashlib.sha256(), 0
+    for part in parts:
+        digest.update(part)
+        size += len(part)
+    return size, digest.hexdigest()
+
+
+def save_arrays(target, *arrays, pack=False, digests=None) -> int:
+    """Write ``arrays`` to ``target`` (a path, or ``(blobs, name)``) whole; with ``pack``,
+    rows that fit four bits a column take half their bytes (``_pack``); with ``digests``
+    (a dict), the object's size and SHA-256 are put there under its name. Returns the
+    bytes written."""
+    blobs, name = _target(target)
+    parts = encode_arrays(*arrays, pack=pack)
+    if digests is not None:
+        digests[name] = digest_of(parts)
+    return blobs.put(name, parts)
+
+
+def _reader(source) -> IO[bytes]:
+    """``source`` (a path, or ``(blobs, name)``) open for reading: a file of this machine,
+    or the object fetched whole (one request)."""
+    blobs, name = _target(source)
+    local = blobs.local_path(name)
+    if local is not None:
+        return open(local, "rb")
+    return io.BytesIO(blobs.get(name))
+
+
+def load_arrays(source, count) -> list[np.ndarray]:
+    """The first ``count`` arrays of ``source`` (a path, or ``(blobs, name)``)."""
+    with _reader(source) as f:
         return [_load_one(f) for _ in range(count)]
 
 
-def read_ahead(paths) -> None:
-    """Ask the kernel to start reading the files ``paths`` now, all at once
-    (``POSIX_FADV_WILLNEED``), so that a task about to read them one after another, or to
-    search them, finds them in memory instead of waiting on the disk for each in turn. A
-    hint only: where the system has no such call, or a file is gone, nothing happens."""
-    advise = getattr(os, "posix_fadvise", None)
-    if advise is None:
-        return
-    for path in paths:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+def get_arrays(blobs, name, count) -> list[np.ndarray]:
+    return load_arrays((blobs, name), count)
+
+
+def load_records(source, count) -> list[list[np.ndarray]]:
+    """Every record (``count`` arrays) of ``source``, in order (``Writer.append``)."""
+    with _reader(source) as f:
+        size = _size(f)
+        records = []
+        while f.tell() < size:
+            records.append([_load_one(f) for _ in range(count)])
+        return records
+
+
+def load_run(blobs, name) -> np.ndarray:
+    """A seen run, mapped from its file: the store's where it is a directory, else this
+    machine's copy of it (runs are immutable: fetched once per machine, ``cached``)."""
+    local = blobs.local_path(name)
+    if local is None and hasattr(blobs, "cached"):
+        local = blobs.cached(name)
+    if local is not None:
+        return np.load(local, mmap_mode="r")
+    return np.load(io.BytesIO(blobs.get(name)))
+
+
+def forget_runs(blobs, names) -> None:
+    """Drop this machine's copies of seen runs that were merged away (``load_run``)."""
+    if hasattr(blobs, "forget"):
+        blobs.forget(names)
+
+
+def read_ahead(sources) -> None:
+    """Ask for ``sources`` (paths, or ``(blobs, name)``) to be read now, all at once
+    (``PosixBlobs.read_ahead``): a hint only, that never fails."""
+    for source in sources:
+        blobs, name = _target(source)
+        blobs.read_ahead([name])
 
 
 class Writer:
-    """``save_arrays`` on a thread of its own: a task hands it a file to write and goes on
-    computing while the file is written (a write may wait on the disk; numpy writes
-    without holding the interpreter). At most ``depth`` files wait their turn, so the
-    arrays held for them stay few. ``close`` waits for every file, raises the first
-    write's error, and returns the bytes of the files saved with ``tally`` (what a task
-    reports as shipped). Used as a context manager, it is closed on the way out, without
-    raising again when an error is already on its way."""
+    """Objects written on a thread of its own: a task hands it arrays to write and goes
+    on computing while they are encoded and written (a write may wait on the disk or the
+    network; numpy writes without holding the interpreter). ``save`` writes an object at
+    once, with at most ``depth`` of them waiting their turn, so that the arrays held for
+    them stay few; ``append`` adds a record to an object written whole at ``close`` (one
+    object a task and owner, however many slices the task expands). ``close`` waits for
+    every object, raises the first write's error, and returns the bytes of the objects
+    saved with ``tally`` and of every appended one (what a task reports as shipped); with
+    ``digests`` (a dict), the size and SHA-256 of each object saved with ``digest`` goes
+    there. Used as a context manager, it is closed on the way out, without raising again
+    when an error is already on its way."""
 
-    def __init__(self, depth: int = 32) -> None:
+    def __init__(self, depth: int = 32, digests: dict | None = None) -> None:
         from collections import deque
         from concurrent.futures import ThreadPoolExecutor
 
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kmc-writer")
         self._pending: Any = deque()
+        self._appended: dict[Any, list] = {}
         self._depth = depth
+        self.digests = digests
         self.written = 0
 
-    def save(self, path, *arrays, pack=False, tally=True) -> None:
+    def save(self, target, *arrays, pack=False, tally=True, digest=False) -> None:
         while len(self._pending) >= self._depth:
             self._done()
-        self._pending.append((self._pool.submit(save_arrays, path, *arrays, pack=pack), tally))
+        digests = self.digests if digest else None
+        self._pending.append((self._pool.submit(save_arrays, target, *arrays, pack=pack, digests=digests), tally))
+
+    def append(self, target, *arrays, pack=False) -> None:
+        self._appended.setdefault(target, []).append(self._pool.submit(encode_arrays, *arrays, pack=pack))
 
     def _done(self) -> None:
         future, tally = self._pending.popleft()
@@ -333,13 +459,24 @@ class Writer:
         if tally:
             self.written += written
 
+    def _put(self, target, parts) -> int:
+        blobs, name = _target(target)
+        return blobs.put(name, parts)
+
     def close(self) -> int:
         try:
+            for target, futures in self._appended.items():
+                parts = [part for future in futures for part in future.result()]
+                self._pending.append((self._pool.submit(self._put, target, parts), True))
+            self._appended = {}
             while self._pending:
                 self._done()
         finally:
             for future, _tally in self._pending:
                 future.cancel()
+            for futures in self._appended.values():
+                for future in futures:
+                    future.cancel()
             self._pool.shutdown(wait=True)
         return self.written
 
@@ -354,46 +491,63 @@ class Writer:
                 self.close()
 
 
-def load_joined(paths, count) -> list[np.ndarray]:
-    """The ``count`` arrays of each file of ``paths`` (``save_arrays``), joined file after
-    file: what ``np.concatenate`` makes of their ``load_arrays``, but each file's bytes read
-    straight into their place in the joined arrays (or unpacked there), never copied from
-    one array into another. An empty ``paths`` gives ``[]``."""
-    if len(paths) <= 1:
-        return load_arrays(paths[0], count) if paths else []
-    read_ahead(paths)
-    found = [_places(path, count) for path in paths]  # per file, per array: its place in the file
-    where = [w for w in found if w is not None]
-    if len(where) < len(found):  # rows of Python states: unpickled, then joined
-        return [np.concatenate(a) for a in zip(*(load_arrays(p, count) for p in paths))]
-    out = []
-    for k in range(count):
-        parts = [w[k] for w in where]
-        dtype, tail = parts[0][1], parts[0][2][1:]
-        if any(d != dtype or shape[1:] != tail for _offset, d, shape, _packed in parts):
-            raise ValueError(f"spark store: the files {paths[0]} and others hold arrays of other shapes")
-        out.append(np.empty((sum(shape[0] for _o, _d, shape, _p in parts), *tail), dtype=dtype))
-    starts = [0] * count
-    for path, places in zip(paths, where):
-        with open(path, "rb") as f:
-            for k, (offset, _dtype, shape, packed) in enumerate(places):
+def load_joined(sources: Sequence, count) -> list[np.ndarray]:
+    """The ``count`` arrays of every record of each of ``sources`` (paths, or ``(blobs,
+    name)``), joined record after record: what ``np.concatenate`` makes of their
+    ``load_records``, but the bytes read straight into their place in the joined arrays
+    (or unpacked there), never copied from one array into another. An empty ``sources``
+    gives ``[]``."""
+    if not sources:
+        return []
+    read_ahead(sources)
+    readers = [_reader(source) for source in sources]
+    try:
+        found = [_places(f, count) for f in readers]  # per source, per record, per array: its place
+        if any(w is None for w in found):  # rows of Python states: unpickled, then joined
+            pickled = [r for source in sources for r in load_records(source, count)]
+            return [np.concatenate(a) for a in zip(*pickled)]
+        records = [(f, record) for f, where in zip(readers, found) for record in where or ()]
+        if not records:
+            return load_arrays(sources[0], count)
+        out = []
+        for k in range(count):
+            parts = [record[k] for _f, record in records]
+            dtype, tail = parts[0][1], parts[0][2][1:]
+            if any(d != dtype or shape[1:] != tail for _offset, d, shape, _packed in parts):
+                raise ValueError("spark store: objects of one level hold arrays of other shapes")
+            out.append(np.empty((sum(shape[0] for _o, _d, shape, _p in parts), *tail), dtype=dtype))
+        starts = [0] * count
+        for f, record in records:
+            for k, (offset, _dtype, shape, packed) in enumerate(record):
                 target = out[k][starts[k] : starts[k] + shape[0]]
                 starts[k] += shape[0]
                 f.seek(offset)
                 if packed:
-                    packed_rows = np.fromfile(f, dtype=np.uint8, count=shape[0] * shape[1] // 2)
+                    packed_rows = _read_array(f, np.dtype(np.uint8), shape[0] * shape[1] // 2)
                     _unpack(packed_rows.reshape(shape[0], -1), target)
-                elif target.nbytes and f.readinto(target.data.cast("B")) != target.nbytes:
-                    raise EOFError(f"spark store: {path} is shorter than its arrays")
-    return out
+                elif target.nbytes and _readinto(f, target.reshape(-1).view(np.uint8).data) != target.nbytes:
+                    raise EOFError("spark store: an object is shorter than its arrays")
+        return out
+    finally:
+        for reader in readers:
+            reader.close()
 
 
-def _places(path, count) -> list[tuple] | None:
-    """Per array of the file ``path``: ``(offset of its data, dtype, shape, packed)``, with
-    a packed array's dtype and shape those of its rows unpacked; ``None`` for a file of
-    pickled rows."""
-    places = []
-    with open(path, "rb") as f:
+def _size(f) -> int:
+    at = f.tell()
+    size = f.seek(0, 2)
+    f.seek(at)
+    return size
+
+
+def _places(f, count) -> list[list[tuple]] | None:
+    """Per record of the open object ``f``, per array: ``(offset of its data, dtype,
+    shape, packed)``, with a packed array's dtype and shape those of its rows unpacked;
+    ``None`` for an object of pickled rows."""
+    records = []
+    size = _size(f)
+    while f.tell() < size:
+        places = []
         for _ in range(count):
             form, offset, dtype, shape = _marked(f)
             if form == "pickled":
@@ -402,17 +556,36 @@ def _places(path, count) -> list[tuple] | None:
             if form == "packed":
                 dtype, shape = np.dtype(np.int8), (shape[0], 2 * shape[1])
             places.append((offset, dtype, shape, form == "packed"))
-    return places
+        records.append(places)
+    return records
+
+
+def _read_array(f, dtype, count) -> np.ndarray:
+    out = np.empty(count, dtype=dtype)
+    if out.nbytes and _readinto(f, out.view(np.uint8).data) != out.nbytes:
+        raise EOFError("spark store: an object is shorter than its arrays")
+    return out
+
+
+def _readinto(f, buffer) -> int:
+    """``f.readinto(buffer)`` until ``buffer`` is full or the object ends; the bytes read."""
+    view, done = memoryview(buffer), 0
+    while done < len(view):
+        n = f.readinto(view[done:])
+        if not n:
+            break
+        done += n
+    return done
 
 
 def _marked(f) -> tuple[str, int, np.dtype, tuple]:
-    """The next array of a file ``save_arrays`` wrote, from ``f``'s position:
+    """The next array of an object ``save_arrays`` wrote, from ``f``'s position:
     ``(form, offset of its data, dtype, shape)``, ``form`` being ``"plain"``, or
     ``"packed"`` or ``"pickled"`` after its marker (then the header is the data's
     that follows the marker)."""
     offset, dtype, shape = _header(f)
     if dtype.kind == "S" and shape == (1,):
-        marker = np.fromfile(f, dtype=dtype, count=1)[0]
+        marker = _read_array(f, dtype, 1)[0]
         for form, mark in (("packed", _NIBBLES), ("pickled", _PICKLED)):
             if marker == mark[0]:
                 return (form, *_header(f))
@@ -428,7 +601,7 @@ def _header(f) -> tuple[int, np.dtype, tuple]:
     else:
         shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
     if fortran and len(shape) > 1:
-        raise ValueError(f"spark store: {f.name} holds an array in Fortran order")
+        raise ValueError("spark store: an object holds an array in Fortran order")
     return f.tell(), dtype, tuple(shape)
 
 
@@ -467,7 +640,7 @@ def _unpack(packed, out=None) -> np.ndarray:
 
 def _load_one(f) -> np.ndarray:
     form, _offset, dtype, shape = _marked(f)
-    a = np.fromfile(f, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
+    a = _read_array(f, dtype, int(np.prod(shape))).reshape(shape)
     if form == "packed":
         return _unpack(a)
     if form == "plain":

@@ -1,11 +1,11 @@
 """What the rows engine's executors run (``checker.spark_rows``): plain module-level
 functions, bound with ``functools.partial``. On its way through the shuffle a record is
-``(owner, ("f", path))`` (successors written into the store for ``owner``) or ``(owner,
-("m", meta))``."""
+``(owner, ("f", name))`` (successors written into the store for ``owner``: one object a
+task and owner) or ``(owner, ("m", meta))``. The store is a blob store
+(``checker.blobs``), reached by the names below only."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import signal
@@ -16,22 +16,23 @@ from typing import Any
 import numpy as np
 
 from .coverage import task_part
-from .keys import first_per_fingerprint, key, key_choice, key_order, key_parent, least_per_fingerprint
+from .keys import first_per_fingerprint, key_choice, key_order, key_parent
 from .protocol import columns, kernel_fingerprints
 from .seen import merge_runs, merges, runs_contain
 from .spark_rows_store import (
     Writer,
-    front_path,
-    graph_path,
-    load_arrays,
+    forget_runs,
+    front_name,
+    graph_name,
     load_joined,
-    meta_path,
+    load_records,
+    load_run,
+    meta_name,
     owners,
     read_ahead,
-    run_path,
-    save_arrays,
+    run_name,
+    succ_name,
     succ_order,
-    succ_path,
 )
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded (one kernel call) and deduplicated together in a task
@@ -70,7 +71,7 @@ def expand_partition(
     symmetry,
     n,
     offsets,
-    root,
+    store,
     depth,
     sources,
     pack,
@@ -81,16 +82,17 @@ def expand_partition(
     _records,
 ) -> Iterator[tuple[int, tuple]]:
     """Stage 1: expand rank partition ``index`` of the frontier of ``depth`` (its first
-    rank is ``offsets[index]``), read from the store.
+    rank is ``offsets[index]``), read from the blob ``store``.
 
-    Writes the successors owned by ``owner`` (per slice of the frontier, the successor
+    Writes the successors owned by each owner (per slice of the frontier, the successor
     with the least key of each fingerprint: keys, fps, parent fps, codes, rows) into the
-    store and yields ``(owner, ("f", path))`` for each file, then ``(index, ("m", (terminal,
-    generated, fired per code, step violations, bytes, seconds, coverage part)))`` where
-    (the coverage part: ``checker.coverage.task_part``) a step violation maps a property to its least
-    ``(key, explanation, parent fp, choice)`` in this partition. With a ``graph``
-    (``checker.visitor.GraphTask``), each slice's records for the graph visitor are written
-    too (``graph_records``).
+    store, one object per owner with a record a slice, and yields ``(owner, ("f", name))``
+    for each object, then ``(index, ("m", (terminal, generated, fired per code, step
+    violations, bytes, seconds, coverage part, graph object)))`` where (the coverage part:
+    ``checker.coverage.task_part``) a step violation maps a property to its least ``(key,
+    explanation, parent fp, choice)`` in this partition. With a ``graph``
+    (``checker.visitor.GraphTask``), each slice's records for the graph visitor are added
+    to one object (``graph_records``), whose name the summary gives (else None).
     """
     if fault is not None and index == 0:
         from pyspark import TaskContext
@@ -106,9 +108,10 @@ def expand_partition(
     cov = None
     step_bad: dict[str, tuple] = {}
     base = offsets[index]
-    busy = 0.0
-    fronts = [front_path(root, depth, index, i) for i in sources[index]]
-    with Writer() as writer:  # the successors' files are written while the next slice is expanded
+    fronts = [(store, front_name(depth, index, i)) for i in sources[index]]
+    routed: set[int] = set()
+    graph_object = None
+    with Writer() as writer:  # the successors are encoded while the next slice is expanded
         if fronts:
             keys, fps, rows = load_joined(fronts, 3)
             order = key_order(keys)  # the rank order: this partition's frontier
@@ -116,7 +119,18 @@ def expand_partition(
             del keys, order
             for s in range(0, len(rows), SLICE_ROWS):
                 chunk = rows[s : s + SLICE_ROWS]  # one kernel call a slice
-                exp = step.expand(chunk, depth, base + s, offsets[-1])  # checker.level
+                # the pipeline every rows search shares (checker.level); an earlier slice's
+                # violation has a smaller key
+                got = step.chunk_successors(
+                    chunk,
+                    depth,
+                    base + s,
+                    offsets[-1],
+                    found | step_bad.keys(),
+                    functools.partial(_fingerprints, kernel, symmetry=symmetry),
+                    base=base + s,
+                )
+                exp = got.exp
                 parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
                 generated += exp.generated
                 terminal += exp.terminal
@@ -126,39 +140,38 @@ def expand_partition(
                         cov, names, task_part(step.model, kernel, [(chunk, (parents, choices, codes, succ))])
                     )
                 if graph is not None:
-                    shipped += graph_records(
-                        graph, step, chunk, exp, fps[s : s + len(chunk)], symmetry, root, depth, index, s
+                    graph_object = graph_name(depth, index)
+                    graph_records(
+                        graph, step, chunk, exp, fps[s : s + len(chunk)], symmetry, writer, store, depth, index
                     )
-                if not len(succ):
+                if got.pick is None or got.keys is None or got.fps is None:
                     continue
-                keys = key(base + s + parents.astype(np.int64), choices)
-                # an earlier slice's violation has a smaller key
-                for name, (i, why) in step.step_violations(chunk, exp, keys, found | step_bad.keys()).items():
+                keys, sfps, pick = got.keys, got.fps, got.pick  # pick: in fingerprint order, so by owner
+                for name, (i, why) in got.steps.items():
                     step_bad[name] = (int(keys[i]), why, int(fps[s + parents[i]]), int(choices[i]))
-                sfps = _fingerprints(kernel, succ, symmetry)
-                pick = least_per_fingerprint(keys, sfps)  # in fingerprint order, so by owner
                 keys, sfps, pfps, codes = keys[pick], sfps[pick], fps[s + parents[pick]], codes[pick]
                 succ = np.take(succ, pick, axis=0)
                 cuts = np.searchsorted(owners(sfps, n), np.arange(n + 1))
                 for o in range(n):
                     a, b = int(cuts[o]), int(cuts[o + 1])
                     if b > a:
-                        path = succ_path(root, depth, o, index, s)
-                        writer.save(path, keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b], pack=pack)
-                        busy += time.perf_counter() - clock
-                        yield (o, ("f", path))  # read in the next stage, once this task has ended
-                        clock = time.perf_counter()
+                        target = (store, succ_name(depth, o, index))
+                        writer.append(target, keys[a:b], sfps[a:b], pfps[a:b], codes[a:b], succ[a:b], pack=pack)
+                        routed.add(o)
         shipped += writer.close()
-    busy += time.perf_counter() - clock
-    yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy, cov)))
+    for o in sorted(routed):
+        yield (o, ("f", succ_name(depth, o, index)))  # read in the next stage, once this task has ended
+    busy = time.perf_counter() - clock
+    yield (index, ("m", (terminal, generated, fired, step_bad, shipped, busy, cov, graph_object)))
 
 
-def graph_records(graph, step, chunk, exp, parent_fps, symmetry, root, depth, index, s) -> int:
-    """Write what the graph visitor records of one slice of a level (``chunk``, its
-    expansion ``exp``, its states' fingerprints ``parent_fps``) to ``graph_path``: the
-    parents' fingerprints, every client's flags of them (``GraphTask.flags``), and the edges
-    leaving the parents some client keeps (the parent's position in the slice, the
-    successor's fingerprint, the choice, the fair instance code). Returns the bytes written."""
+def graph_records(graph, step, chunk, exp, parent_fps, symmetry, writer, store, depth, index) -> None:
+    """Add what the graph visitor records of one slice of a level (``chunk``, its
+    expansion ``exp``, its states' fingerprints ``parent_fps``) to the task's
+    ``graph_name`` object (a record a slice): the parents' fingerprints, every client's
+    flags of them (``GraphTask.flags``), and the edges leaving the parents some client
+    keeps (the parent's position in the slice, the successor's fingerprint, the choice,
+    the fair instance code)."""
     flags = graph.flags(chunk, step)
     parents = exp.parents
     keep = graph.kept(flags, len(chunk))[parents]
@@ -168,45 +181,53 @@ def graph_records(graph, step, chunk, exp, parent_fps, symmetry, root, depth, in
     for f in flags:
         arrays += [np.asarray(a, dtype=np.bool_) for a in (f if isinstance(f, tuple) else (f,))]
     arrays += [parents[keep].astype(np.int64), dst, exp.choices[keep].astype(np.int64), fair[keep].astype(np.int64)]
-    return save_arrays(graph_path(root, depth, index, s), *arrays)
+    writer.append((store, graph_name(depth, index)), *arrays)
 
 
-def read_graph_records(graph, path) -> tuple[np.ndarray, list, tuple]:
-    """``graph_records``' file: ``(parent fps, flags, (src positions, dst fps, choices,
-    fair codes))``."""
+def read_graph_records(graph, store, name) -> list[tuple[np.ndarray, list, tuple]]:
+    """``graph_records``' object, a record a slice: ``(parent fps, flags, (src positions,
+    dst fps, choices, fair codes))``."""
     count = 1 + len(graph.possibly) + 2 * len(graph.liveness) + 4
-    arrays = load_arrays(path, count)
-    k = len(graph.possibly)
-    flags: list = list(arrays[1 : 1 + k])
-    rest = arrays[1 + k : 1 + k + 2 * len(graph.liveness)]
-    flags += [(rest[2 * i], rest[2 * i + 1]) for i in range(len(graph.liveness))]
-    return arrays[0], flags, tuple(arrays[-4:])
+    out = []
+    for arrays in load_records((store, name), count):
+        k = len(graph.possibly)
+        flags: list = list(arrays[1 : 1 + k])
+        rest = arrays[1 + k : 1 + k + 2 * len(graph.liveness)]
+        flags += [(rest[2 * i], rest[2 * i + 1]) for i in range(len(graph.liveness))]
+        out.append((arrays[0], flags, tuple(arrays[-4:])))
+    return out
 
 
 @_profiled
-def own_partition(step, found, n, level, root, depth, runs, pack, release, coverage, index, records) -> Iterator[tuple]:
+def own_partition(
+    step, found, n, level, store, depth, runs, pack, release, coverage, digest, index, records
+) -> Iterator[tuple]:
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
-    to the store (a seen run, merged with older ones as ``checker.seen.CompactSeenSet``
-    merges, the level's parent pointers, and their rows routed to their next rank
-    partition ``g * n // level``) and checks the invariants on them. With ``release``
-    (the store's disk is short), the successors' files it read are removed once all
-    that is written: the next frontier then takes the place of this level's successors
-    on disk rather than joining them.
+    to the blob ``store`` (a seen run, merged with older ones as
+    ``checker.seen.CompactSeenSet`` merges, the level's parent pointers, and their rows
+    routed to their next rank partition ``g * n // level``) and checks the invariants on
+    them. With ``release`` (the store's disk is short), the successors' objects it read
+    are deleted once all that is written: the next frontier then takes the place of this
+    level's successors on disk rather than joining them. With ``digest``, the size and
+    SHA-256 of every object it writes are computed as it writes them (a checkpoint names
+    them: the driver never reads a level back to hash it).
 
     Yields one summary ``(index, new per rank partition, new per code, state violations,
-    expansion summaries, bytes written, seconds, runs, coverage part)`` (``coverage``: None, or the
-    variables' full ranges the run has seen, ``checker.coverage.task_part``); a state violation maps a
-    property to its least ``(key, explanation, fp)``; ``runs`` lists the ``(depth,
-    length)`` of the partition's seen runs from now on.
+    expansion summaries, bytes written, seconds, runs, coverage part, digests)``
+    (``coverage``: None, or the variables' full ranges the run has seen,
+    ``checker.coverage.task_part``); a state violation maps a property to its least
+    ``(key, explanation, fp)``; ``runs`` lists the ``(depth, length)`` of the
+    partition's seen runs from now on; ``digests`` maps the names of the objects written
+    to their ``(size, sha256)`` (empty without ``digest``).
     """
     kernel = step.kernel
     names = kernel.action_names
-    metas, paths = [], []
+    metas, objects = [], []
     clock = time.perf_counter()
     for _key, value in records:
         if value[0] == "f":
-            paths.append(value[1])
+            objects.append(value[1])
         else:
             metas.append(value[1])
     new_codes = np.zeros(len(names), dtype=np.int64)
@@ -215,17 +236,19 @@ def own_partition(step, found, n, level, root, depth, runs, pack, release, cover
     state_bad: dict[str, tuple] = {}
     shipped = 0
     mine = list(runs[index])
-    with Writer() as writer:  # the files below are written while the checks run
-        if paths:
-            # Every file's arrays read straight into one array each (no copy of the rows),
-            # the files in the order of their keys (by rank partition, then slice), so that
-            # the keys grow with the position from file to file; within a file each
-            # fingerprint is there once. So the first of each fingerprint has its least key.
-            paths.sort(key=succ_order)
-            keys, fps, pfps, codes, rows = load_joined(paths, 5)
-            read_ahead([run_path(root, index, d) for d, _ in mine])  # searched below: read while sorting
+    digests: dict[str, tuple[int, str]] = {}
+    with Writer(digests=digests) as writer:  # the objects below are written while the checks run
+        if objects:
+            # Every object's arrays read straight into one array each (no copy of the
+            # rows), the objects in the order of their keys (by rank partition; inside one,
+            # by slice), so that the keys grow with the position from record to record;
+            # within a record each fingerprint is there once. So the first of each
+            # fingerprint has its least key.
+            objects.sort(key=succ_order)
+            keys, fps, pfps, codes, rows = load_joined([(store, name) for name in objects], 5)
+            read_ahead([(store, run_name(index, d)) for d, _ in mine])  # searched below: read while sorting
             sel = first_per_fingerprint(fps)  # sorted by fingerprint
-            old = [np.load(run_path(root, index, d), mmap_mode="r") for d, _ in mine]
+            old = [load_run(store, run_name(index, d)) for d, _ in mine]
             sel = sel[~runs_contain(old, fps[sel])]
             del old
             if len(sel):
@@ -234,7 +257,7 @@ def own_partition(step, found, n, level, root, depth, runs, pack, release, cover
                 by_key = sel[key_order(keys[sel])]
                 new_fps = fps[sel]
                 meta = (new_fps, pfps[sel], key_choice(keys[sel]).astype(np.int16))
-                writer.save(meta_path(root, index, depth), *meta, tally=False)
+                writer.save((store, meta_name(index, depth)), *meta, tally=False, digest=digest)
                 new_codes += np.bincount(codes[sel], minlength=len(names))
                 keys, fps, rows = keys[by_key], fps[by_key], np.take(rows, by_key, axis=0)
                 del pfps, codes, sel, by_key, meta
@@ -242,17 +265,26 @@ def own_partition(step, found, n, level, root, depth, runs, pack, release, cover
                 run, mine = new_fps, mine + [(depth, len(new_fps))]
                 while len(mine) > 1 and merges(mine[-1][1], mine[-2][1]):
                     d, _ = mine[-2]
-                    run = merge_runs(np.load(run_path(root, index, d)), run)
+                    run = merge_runs(load_run(store, run_name(index, d)), run)
                     mine[-2:] = [(depth, len(run))]
-                writer.save(run_path(root, index, depth), run, tally=False)
+                writer.save((store, run_name(index, depth)), run, tally=False, digest=digest)
                 del run, new_fps
+                merged = {d for d, _ in runs[index]} - {d for d, _ in mine}
+                forget_runs(store, [run_name(index, d) for d in merged])  # this machine's copies
                 target = key_parent(keys) * n // level  # grows with the key
                 per_target += np.bincount(target, minlength=n)
                 cuts = np.searchsorted(target, np.arange(n + 1))
                 for t in range(n):
                     a, b = int(cuts[t]), int(cuts[t + 1])
                     if b > a:
-                        writer.save(front_path(root, depth, t, index), keys[a:b], fps[a:b], rows[a:b], pack=pack)
+                        writer.save(
+                            (store, front_name(depth, t, index)),
+                            keys[a:b],
+                            fps[a:b],
+                            rows[a:b],
+                            pack=pack,
+                            digest=digest,
+                        )
                 # what the checks read: the rows a column at a time when the kernel asks so
                 by_column = columns(rows) if kernel.by_columns else rows
                 for name, (j, why) in step.state_violations(by_column, keys, found).items():  # checker.level
@@ -261,11 +293,25 @@ def own_partition(step, found, n, level, root, depth, runs, pack, release, cover
                     cov = task_part(step.model, kernel, new_rows=by_column, ranges=coverage)
         shipped += writer.close()
     if release:
-        for path in paths:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+        store.delete(objects)
     busy = time.perf_counter() - clock
-    yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine, cov)
+    yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine, cov, digests)
+
+
+def read_probe(store, name, digest, _index, _records) -> Iterator[tuple[str, str | None]]:
+    """The store's probe job: read the object ``name`` the driver wrote and yield
+    ``(host, None)``, or ``(host, why)`` when this executor cannot read it or reads other
+    bytes (``digest``: its SHA-256)."""
+    import hashlib
+    import socket
+
+    host = socket.gethostname()
+    try:
+        data = store.get(name)
+    except OSError as e:
+        yield (host, f"{type(e).__name__}: {e}")
+        return
+    yield (host, None if hashlib.sha256(data).hexdigest() == digest else "it holds other bytes")
 
 
 def shuffle_owner(key: int) -> int:

@@ -1,14 +1,15 @@
 """Checkpoints of the Spark engine (``checker.spark_search``): while the levels run on the
-driver, the rows search's snapshot; once they run on Spark, the store's files of the last
-complete level linked under ``data_dir(data_root, depth)`` and named, with their sizes and
-SHA-256, in the snapshot. A resume re-splits them for its own partition count.
+driver, the rows search's snapshot; once they run on Spark, the store's objects of the last
+complete level copied (hard-linked, for a directory store) under ``data_dir(data_root,
+depth)`` and named in the snapshot with the sizes and SHA-256 their writers computed (the
+driver does not read a level back to hash it). A resume checks the copies and re-splits
+them for its own partition count.
 
 The search objects own what they save and take back (``snapshot_parts``,
 ``restore_parts``); these functions write and read the files."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import numpy as np
 
 from .checkpoint import CheckpointError, claim_data_dir
 from .errors import EngineError
-from .spark_rows_store import Store, level_digests, link, load_arrays, owners, split_frontier
+from .spark_rows_store import Store, digest_of, load_arrays, owners, split_frontier
 from .spark_store import verify_files
 
 SNAPSHOT_FORMAT = "spark-rows-1"  # the snapshot format of the Spark engine
@@ -65,32 +66,51 @@ def verify_saved(snapshot: dict, directory: Any) -> Path:
 def save_level(
     store: Store, runs: list, sources: list, handoff_depth: int, depth: int, data_root: Any
 ) -> tuple[Path, dict]:
-    """Link the store's files of the level of ``depth`` (every partition's seen ``runs``
-    and parent pointers since ``handoff_depth``, and the frontier's files, written by the
-    owners ``sources`` names) under ``data_dir(data_root, depth)``; returns that directory
-    and ``{file name: (size, sha256)}`` of its files.
+    """Copy the store's objects of the level of ``depth`` (every partition's seen
+    ``runs`` and parent pointers since ``handoff_depth``, and the frontier's objects,
+    written by the owners ``sources`` names) under ``data_dir(data_root, depth)``; returns
+    that directory and ``{file name: (size, sha256)}`` of its files, the digests their
+    writers computed (``Store.digests``).
 
     Raises:
         CheckpointError: the files cannot be written.
     """
     target = claim_data_dir(Path(data_root).resolve(), depth)
+    files = {}
+
+    def copy(name: str, as_name: str) -> None:
+        store.blobs.copy_out(name, str(target / as_name))
+        known = store.digests.get(name)
+        if known is None:  # written before digests were asked for: hashed from the copy
+            known = digest_of([(target / as_name).read_bytes()])
+        files[as_name] = known
+
     try:
         target.mkdir()
         for i, partition_runs in enumerate(runs):
             for d, _ in partition_runs:
-                link(store.run(i, d), target / f"run-{i:04d}-{d:06d}.npy")
+                copy(store.run(i, d), f"run-{i:04d}-{d:06d}.npy")
             for d in range(handoff_depth + 1, depth + 1):
                 meta = store.meta(i, d)
-                if os.path.exists(meta):
-                    link(meta, target / f"meta-{i:04d}-{d:06d}.bin")
+                if meta in store.digests or _exists(store, meta):
+                    copy(meta, f"meta-{i:04d}-{d:06d}.bin")
         for t, writers in enumerate(sources):
             for i in writers:
-                link(store.front(depth, t, i), target / f"front-{t:04d}-{i:04d}.bin")
-        files = level_digests(target)
+                copy(store.front(depth, t, i), f"front-{t:04d}-{i:04d}.bin")
     except OSError as e:
         shutil.rmtree(target, ignore_errors=True)
         raise CheckpointError(f"{target}: cannot save the level's states ({e.strerror or e})") from None
     return target, files
+
+
+def _exists(store: Store, name: str) -> bool:
+    """Whether the object ``name`` exists (a level's parent pointers: an owner that found
+    no new state wrote none)."""
+    try:
+        store.blobs.open(name).close()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def relocate(where: Path, data_root: Any, depth: int) -> Path:

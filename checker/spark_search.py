@@ -1,6 +1,7 @@
 """The Spark engine's search objects (``checker.driver``): the rows search on the driver
-while the levels are small (``DriverLevels``), then one Spark job a level over the file
-store (``SparkLevels``), which replaces it at the hand-over.
+while the levels are small (``DriverLevels``), then the partitioned level
+(``checker.partitioned``: one Spark job a level, or the driver's own tasks for a small
+one) over the blob store (``SparkLevels``), which replaces it at the hand-over.
 
 See ``checker.spark_rows`` for the design. A level handed to Spark is a single *piece* of
 the level driver: ``SparkLevels.expand`` runs the level's job and adds its summaries to
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import errno
+import os
 import re
 import shutil
 import time
@@ -29,6 +31,7 @@ import numpy as np
 
 from . import spark_rows_tasks
 from .batch import ROWS_FORMAT, RowsSearch
+from .blobs.posix import PosixBlobs
 from .driver import ResourceStop, Search
 from .errors import EngineError
 from .kernel import keep_least
@@ -37,11 +40,13 @@ from .keys import add_counts
 from .level import LevelStep, record_first
 from .memory import format_size
 from .model_errors import task_failure
+from .partitioned import Cluster, InProcessCluster
 from .protocol import BatchKernel, Model, Property, kernel_fingerprints
 from .result import Stats
 from .search import Store as SearchStore
+from .spark_cluster import SparkCluster
 from .spark_rows_store import Store, owner_of, owners, split_frontier
-from .spark_rows_tasks import expand_partition, own_partition, read_graph_records, shuffle_owner
+from .spark_rows_tasks import expand_partition, own_partition, read_graph_records, read_probe
 from .spark_save import check_format, load_saved, relocate, save_level, verify_saved
 from .spark_session import one_line
 from .spark_start import EARLY, Session
@@ -63,6 +68,9 @@ class SparkSetup:
     data_root: str | None
     snapshot_format: str
     coverage: bool = False
+    # A ``checker.partitioned.Cluster`` that runs every level past the hand-over, instead of
+    # Spark (tests; other back ends); None: Spark, and the driver itself for small levels.
+    cluster: Any = None
 
 
 class DriverLevels(RowsSearch):
@@ -87,6 +95,9 @@ class DriverLevels(RowsSearch):
         super().__init__(model, kernel, invariants, step_props, symmetry, check, visitor=visitor)
         self.setup, self.session = setup, session
         self.waited = False  # a level past the limit ran here while the session started
+        # The run's store, made when the session starts in the background so that its probe
+        # job runs then (``probe_store``), before the driver's last levels; the hand-over's.
+        self.store: Store | None = None
 
     # -- the engine's phases (checker.spark_rows): the same calls on both search objects ----
 
@@ -112,19 +123,27 @@ class DriverLevels(RowsSearch):
         return self.not_started()
 
     def close(self) -> None:
-        """No store to remove."""
+        """Remove the store made for the session's probe, unless handed over."""
+        if self.store is not None:
+            self.store.remove()
+            self.store = None
 
     def outgrown(self) -> bool:
         """At a level boundary: whether the level is to run on Spark (it has more than
         ``driver_level_limit`` states, and the session is not still starting); starts the
         session early when a level passes ``driver_level_limit / EARLY`` states."""
         size, limit, session = self.size(), self.setup.driver_level_limit, self.session
+        if session.failed_early(StoreUnseenError):
+            session.context()  # raises it now (a store an executor cannot see), not after more levels
         if size > limit:
             if session.still_starting(size, limit):
                 self.waited = True
                 return False
             return True
-        if size * EARLY > limit > 0 and session.sc is None:
+        if size * EARLY > limit > 0 and session.sc is None and self.setup.cluster is None:
+            if session.starter is None:
+                store = self.store = Store.create(self.setup.store_dir, digest=self.setup.data_root is not None)
+                session.probe = partial(probe_store, store=store)
             session.start_early()
         return False
 
@@ -232,6 +251,8 @@ class SparkLevels(Search):
         self.numbered: list[np.ndarray] = []
         self.first = 0  # the number of the frontier's first state
         self.graph_levels: list[tuple[int, int]] = []  # (first number, depth) of each level visited here
+        self.graph_objects: list[str] = []  # the graph visitor's objects of the level just expanded
+        self.probed = False  # the executors have read the store's probe
 
     @classmethod
     def hand_over(
@@ -244,24 +265,28 @@ class SparkLevels(Search):
         """Write the driver's seen-set (split by owner) and frontier (split by rank) into
         a new store: the levels from here on run on Spark."""
         setup, session = rows.setup, rows.session
-        _sc, n = session.context()
+        n = (setup.partitions or 2) if setup.cluster is not None else session.context()[1]
         levels = cls(setup, session, metrics, stopping, rows.level, rows.symmetry, rows.seen, depth=depth, n=n)
         levels.visitor, levels.numbered = rows.visitor, list(rows.numbered)
-        store = Store.create(setup.store_dir)
+        store = rows.store or Store.create(setup.store_dir, digest=setup.data_root is not None)
+        rows.store = None  # the Spark levels' from here on
+        levels.probed = session.probe is not None and session.sc is not None  # probed as the session started
         try:
             # The hand-over writes the seen-set and the frontier, then the first Spark level runs.
             level = rows.size()
-            check_room(store.root, level, pack_rows(level, store.root))
+            check_room(store, level, pack_rows(level, store))
             try:
                 levels._write_hand_over(store, rows)
             except OSError as e:
                 if not disk_full(e):
                     raise
-                raise ResourceStop("disk-full", full_line(store.root, e)) from None
+                raise ResourceStop("disk-full", full_line(store, e)) from None
         except BaseException:
             store.remove()
             raise
         levels.store = store
+        if session.on_status is not None:  # where the run's objects are, should it be killed
+            session.on_status(f"the run's store: {store.root}")
         rows.queue.clear()
         return levels
 
@@ -385,15 +410,15 @@ class SparkLevels(Search):
         (unless the driver stored them: the handed-over frontier) and the edges leaving them."""
         graph = self.visitor.task
         number = self.first
-        for path in store.graph_files(depth):
-            fps, flags, (src, dst, choices, fair) = read_graph_records(graph, path)
-            if depth > self.handoff_depth:
-                if number == self.first:
-                    self.graph_levels.append((number, depth))
-                self.visitor.add_flags(number, flags)
-                self.numbered.append(fps)
-            self.visitor.add_edges(number + src, dst, choices, fair if graph.fairness else None)
-            number += len(fps)
+        for name in self.graph_objects:  # the tasks' objects, by the names they returned, in rank order
+            for fps, flags, (src, dst, choices, fair) in read_graph_records(graph, store.blobs, name):
+                if depth > self.handoff_depth:
+                    if number == self.first:
+                        self.graph_levels.append((number, depth))
+                    self.visitor.add_flags(number, flags)
+                    self.numbered.append(fps)
+                self.visitor.add_edges(number + src, dst, choices, fair if graph.fairness else None)
+                number += len(fps)
         store.drop_graph(depth)
 
     # -- Spark levels ---------------------------------------------------------------------
@@ -404,7 +429,7 @@ class SparkLevels(Search):
             if self.resume_from is None:
                 raise EngineError("the Spark levels have no store")
             where, snap = self.resume_from
-            store = Store.create(self.setup.store_dir)
+            store = Store.create(self.setup.store_dir, digest=self.setup.data_root is not None)
             self.runs, self.counts, self.sources = load_saved(store, where, snap, self.n, self.depth)
             self.store, self.resume_from = store, None
         return self.store
@@ -416,13 +441,23 @@ class SparkLevels(Search):
         # fault in a first attempt needs Spark's retries).
         fault = spark_rows_tasks.planted_fault()
         here = level <= setup.driver_level_limit and fault is None
-        sc = None if here else self.session.context(self.n)[0]
         n, store = self.n, self.open()
+        cluster: Cluster
+        if setup.cluster is not None:
+            cluster = setup.cluster
+        elif here:
+            cluster = InProcessCluster()
+        else:
+            sc = self.session.context(self.n)[0]
+            if not self.probed:
+                probe_store(sc, store)  # before the first level on Spark: one line if an executor cannot see it
+                self.probed = True
+            cluster = SparkCluster(sc)
         t0 = time.perf_counter()
         depth = self.depth
         offsets = np.concatenate(([0], np.cumsum(self.counts))).tolist()
-        pack = pack_rows(level, store.root)
-        check_room(store.root, level, pack)  # before a byte of the level is written
+        pack = pack_rows(level, store)
+        check_room(store, level, pack)  # before a byte of the level is written (unless the room is unknown)
         metrics["packed_levels"] += pack
         done = frozenset(found)
         grow = partial(
@@ -432,7 +467,7 @@ class SparkLevels(Search):
             self.symmetry,
             n,
             offsets,
-            store.root,
+            store.blobs,
             depth,
             self.sources,
             pack,
@@ -447,17 +482,27 @@ class SparkLevels(Search):
         # store's peak is then the end of the first stage: measured before it, plus what
         # it wrote).
         before = store.disk_bytes() if pack else 0
-        own = partial(own_partition, self.step, done, n, level, store.root, depth + 1, self.runs, pack, pack, ranges)
+        own = partial(
+            own_partition,
+            self.step,
+            done,
+            n,
+            level,
+            store.blobs,
+            depth + 1,
+            self.runs,
+            pack,
+            pack,
+            ranges,
+            store.digest,
+        )
         try:
-            if sc is None:
-                summaries = in_process(n, grow, own)
+            # The level's two stages (checker.partitioned): the rank partitions expand their
+            # share of the frontier, read from the store; the owners merge what was routed
+            # to them with their seen runs, check, and write the next frontier.
+            summaries = cluster.run_level(n, grow, own)
+            if cluster.in_process:
                 metrics["in_process_levels"] += 1
-            else:
-                # One job, two stages: the rank partitions (expand their share of the
-                # frontier, read from the store) and, after the shuffle to the owners,
-                # the owners (merge with the seen runs, check, write the next frontier).
-                job = sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, shuffle_owner)
-                summaries = job.mapPartitionsWithIndex(own).collect()
         except (KernelMismatchError, MemoryError):
             # a kernel disagreement found by a level run here says it all in its own line; a
             # MemoryError of the driver's own: the level driver stops the run (exit 4, resumable)
@@ -466,10 +511,13 @@ class SparkLevels(Search):
             if self.stopping():
                 return False  # cancelled: the level is dropped, the last one stands
             if disk_full(e):  # the level is dropped, the last one stands: resumable
-                raise ResourceStop("disk-full", full_line(store.root, e)) from None
+                raise ResourceStop("disk-full", full_line(store, e)) from None
             if out_of_memory(e):  # a task's MemoryError: the same stop as the driver's own
                 raise ResourceStop("out-of-memory", f"a Spark task could not allocate: {one_line(e)}") from None
             line = one_line(e)
+            if line.startswith("FileNotFoundError") and isinstance(store.blobs, PosixBlobs):
+                # an executor that does not see the directory (one the probe's job missed)
+                raise StoreUnseenError(unseen_line(store.root, line)) from None
             _head, found_it, tail = line.partition(KernelMismatchError.__name__ + ": ")
             if found_it:  # a task's comparison of the kernel with the model
                 raise KernelMismatchError(tail) from None
@@ -503,9 +551,11 @@ class SparkLevels(Search):
         shipped = 0
         candidates: dict[str, tuple] = {}  # property -> (key, kind, explanation, where)
         busy = 0.0
-        for index, per_target, new_codes, state_bad, metas, out_bytes, own_busy, runs, cov in sorted(
+        graph_objects = []
+        for index, per_target, new_codes, state_bad, metas, out_bytes, own_busy, runs, cov, digests in sorted(
             summaries, key=lambda s: s[0]
         ):
+            store.digests.update(digests)
             counts += per_target
             for t in np.flatnonzero(per_target).tolist():
                 sources[t].append(index)
@@ -516,7 +566,9 @@ class SparkLevels(Search):
                 stats.coverage.add_task(names, cov)
             for prop, (key, why, fp) in state_bad.items():
                 keep_least(candidates, prop, (key, "always", why, (depth, fp)))
-            for terminal, generated, fired, step_bad, in_bytes, expand_busy, expand_cov in metas:
+            for terminal, generated, fired, step_bad, in_bytes, expand_busy, expand_cov, graph in metas:
+                if graph is not None:
+                    graph_objects.append(graph)
                 if expand_cov is not None:
                     stats.coverage.add_task(names, expand_cov)
                 shipped += in_bytes
@@ -537,6 +589,7 @@ class SparkLevels(Search):
             mine = {prop: (where, why) for prop, (_key, k, why, where) in candidates.items() if k == kind}
             record_first(level_found, found, kind, mine, lambda where: where)
         self.busy = busy
+        self.graph_objects = graph_objects
         self.next_counts, self.next_sources = counts.tolist(), sources
         return shipped
 
@@ -659,19 +712,33 @@ def level_bytes(level, pack) -> int:
     return level * (PACK_BYTES // 2 if pack else PACK_BYTES)
 
 
-def check_room(root, level, pack) -> None:
-    """Stop the run (``ResourceStop``, resumable) before a level the store's disk cannot hold."""
-    try:
-        free = shutil.disk_usage(root).free
-    except OSError:
+def check_room(store, level, pack) -> None:
+    """Stop the run (``ResourceStop``, resumable) before a level the store's disk cannot
+    hold; nothing where the store cannot tell its room (an object store)."""
+    free = _free(store)
+    if free is None:
         return
     need = level_bytes(level, pack)
     if need > free:
         raise ResourceStop(
             "disk-full",
-            f"the Spark store {root} has {format_size(free)} free, and the next "
+            f"the Spark store {_root(store)} has {format_size(free)} free, and the next "
             f"level ({level:,} states) needs at least {format_size(need)}",
         )
+
+
+def _root(store) -> str:
+    return store if isinstance(store, str) else store.root
+
+
+def _free(store) -> int | None:
+    """The free bytes of ``store`` (a ``Store``, or a directory's path), or None."""
+    if isinstance(store, str):
+        try:
+            return shutil.disk_usage(store).free
+        except OSError:
+            return None
+    return store.free_bytes()
 
 
 # What a full disk looks like: an errno, or numpy's short write (``np.save`` through
@@ -693,30 +760,60 @@ def out_of_memory(e) -> bool:
     return "MemoryError" in one_line(e) or bool(re.search(r"^\s*MemoryError\b", str(e), re.M))
 
 
-def full_line(root, e) -> str:
-    try:
-        free = f" ({format_size(shutil.disk_usage(root).free)} free)"
-    except OSError:
-        free = ""
-    return f"the Spark store {root} is full{free}: {one_line(e)}"
+def full_line(store, e) -> str:
+    free = _free(store)
+    room = f" ({format_size(free)} free)" if free is not None else ""
+    return f"the Spark store {_root(store)} is full{room}: {one_line(e)}"
 
 
-def pack_rows(level, root) -> bool:
-    try:
-        free = shutil.disk_usage(root).free
-    except OSError:
-        return True
+def pack_rows(level, store) -> bool:
+    """Whether a level's rows are packed: its objects would take a large share of the
+    store's free room (never where the room is unknown)."""
+    free = _free(store)
+    if free is None:
+        return False
     return level * PACK_BYTES > PACK_SHARE * free
 
 
-def in_process(n, grow, own) -> list:
-    """A level's two stages run here, one task after the other, without Spark: for a level
-    of at most ``driver_level_limit`` states (the shrinking tail of a search), whose job
-    would cost more than its work. The tasks are the same functions over the same files,
-    and an owner's result does not depend on the order of its records, so the summaries
-    are those the Spark job returns."""
-    routed: list[list] = [[] for _ in range(n)]
-    for j in range(n):
-        for owner, payload in grow(j, iter(())):
-            routed[owner].append((owner, payload))
-    return [summary for i in range(n) for summary in own(i, iter(routed[i]))]
+PROBE = "probe"  # the object the store's probe job reads
+PROBE_TASKS = 4  # tasks per core of the session's default parallelism in that job
+
+
+class StoreUnseenError(EngineError):
+    """Some executor cannot read the store (``probe_store``)."""
+
+
+def unseen_line(root, why) -> str:
+    return (
+        f"the Spark store {root} is not seen by every executor ({why}): the driver and every executor "
+        "must see it (a directory mounted at the same path on every machine, or an object store URL: "
+        "s3://, gs://, hdfs://, abfs://)"
+    )
+
+
+def probe_store(sc, store: Store) -> None:
+    """Write a probe object under the store and read it back in one small job on the
+    executors (``PROBE_TASKS`` tasks per core, spread over them as Spark places them),
+    before any level: a store that some executor cannot see stops the run here in one
+    line, not at the first level's missing file. Under a local master the executors are
+    the driver's process: nothing to ask.
+
+    Raises:
+        EngineError: an executor could not read the probe (naming the store).
+    """
+    if str(sc.master).startswith("local"):
+        return
+    import hashlib
+
+    data = os.urandom(32)
+    store.blobs.put(PROBE, [data])
+    try:
+        k = max(1, PROBE_TASKS * int(sc.defaultParallelism))
+        task = partial(read_probe, store.blobs, PROBE, hashlib.sha256(data).hexdigest())
+        answers = sc.parallelize(range(k), k).mapPartitionsWithIndex(task).collect()
+    finally:
+        store.blobs.delete([PROBE])
+    bad = sorted({(host, why) for host, why in answers if why is not None})
+    if bad:
+        host, why = bad[0]
+        raise StoreUnseenError(unseen_line(store.root, f"an executor on {host} could not read its probe: {why}"))

@@ -7,7 +7,6 @@ Nothing here knows the search: ``checker.spark_rows`` builds its levels on it.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
 import os
@@ -15,7 +14,6 @@ import re
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,29 +24,6 @@ from .spark_master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, valid
 
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: |$)")
 
-# Spark's own start-up messages ("Using Spark's default log4j profile", native-library
-# warnings) are printed before setLogLevel can run; this configuration silences them,
-# and the stack trace SparkContext logs when it cannot start (the exception it raises
-# is reported as one line instead). The
-# root level stays at WARN until setLogLevel("ERROR") right after start-up: a PySpark
-# driver whose root level is not WARN prints "Setting default log level" on stderr.
-_QUIET_LOG4J2 = """\
-rootLogger.level = warn
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
-logger.native.name = org.apache.hadoop.util.NativeCodeLoader
-logger.native.level = error
-logger.deploy.name = org.apache.spark.deploy.client
-logger.deploy.level = error
-logger.context.name = org.apache.spark.SparkContext
-logger.context.level = off
-logger.backend.name = org.apache.spark.scheduler.cluster
-logger.backend.level = off
-"""
 # Lines the JVM prints on stderr before any logging is configured.
 _JVM_NOISE = ("WARNING: Using incubator modules",)
 
@@ -66,12 +41,90 @@ PRELOAD_VARIABLE = "KMC_SPARK_PRELOAD"  # read by checker.spark_daemon
 TASK_VARIABLE = "KMC_SPARK_TASK"
 
 
+def submitted() -> bool:
+    """Whether this process was started by ``spark-submit`` (or another Spark launcher
+    that runs Python beside a JVM of its own, such as the ``pyspark`` shell): that JVM is
+    already up, with the master and the settings the launcher gave it, and it tells
+    its Python where to reach it (``PYSPARK_GATEWAY_PORT``)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def submit_master() -> str | None:
+    """The master ``spark-submit`` gave this process (its JVM's ``spark.master``), or
+    None when kmc was not started by spark-submit."""
+    if not submitted():
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # reaches spark-submit's JVM, whose settings SparkConf() reads
+    return SparkConf().get("spark.master", None)
+
+
+def check_submit_master(master) -> str | None:
+    """Under spark-submit: the submit's master, after refusing a ``master`` (``--master``,
+    or a spec's ``[spark] master``) that contradicts it; else None.
+
+    Raises:
+        EngineError: one line naming both masters.
+    """
+    given = submit_master()
+    if given is not None and master is not None and master != given:
+        raise EngineError(
+            f"--master {master} contradicts spark-submit's master {given}: under spark-submit, "
+            "give the master to spark-submit only"
+        )
+    return given
+
+
+def session_conf(conf, master, verbose, preload=(), log_config=None, submit=False) -> Any:
+    """``conf`` (a ``SparkConf``) with kmc's settings for a session on ``master``.
+
+    The driver's and the executors' JVMs get ``DRIVER_JAVA_OPTIONS`` and, unless
+    ``verbose``, the quiet logging of ``log_config`` (a log4j2 configuration file), first
+    on their command lines: an option the user gives (``spark.driver.extraJavaOptions``,
+    ``spark.executor.extraJavaOptions``) comes later and wins. With ``submit`` (the
+    session of a ``spark-submit``), the master and every setting spark-submit gave are
+    kept: kmc only adds what it left unset, and not the driver's JVM options (that JVM
+    is running already).
+    """
+    if not submit:
+        conf.setMaster(master).setAppName("kmc")
+    conf.setIfMissing("spark.ui.enabled", "false")
+    options = DRIVER_JAVA_OPTIONS
+    # kmc draws its own progress line: Spark's console progress bar would interleave with it
+    # (even with --verbose, which keeps Spark's log messages)
+    conf.setIfMissing("spark.ui.showConsoleProgress", "false")
+    if not verbose:
+        if submit:  # spark-submit's JVM logs as its configuration says: warnings only from the start
+            conf.setIfMissing("spark.log.level", "WARN")
+        if log_config is not None:
+            options = f"{options} -Dlog4j2.configurationFile={Path(log_config).as_uri()}"
+    kinds = ("executor",) if submit else ("driver", "executor")
+    for kind in kinds:
+        key = f"spark.{kind}.extraJavaOptions"
+        conf.set(key, " ".join([options, conf.get(key, "")]).strip())
+    conf.setExecutorEnv(TASK_VARIABLE, "1")
+    if master.startswith("local"):
+        # The workers fork from a daemon that has imported the tasks' modules already
+        # (checker.spark_daemon); on a cluster, PySpark's own daemon.
+        conf.setIfMissing("spark.python.daemon.module", "kmc.checker.spark_daemon")
+        conf.setExecutorEnv(PRELOAD_VARIABLE, ",".join(preload))
+    return conf
+
+
+# Spark's logging for kmc's sessions, a file installed with kmc: the
+# executors' JVMs read it at the same path as the driver's (kmc and its Python are
+# installed at the same place on every node, as the executors' Python needs).
+QUIET_LOG4J2 = Path(__file__).with_name("spark_log4j2.properties")
+
+
 def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[Any, bool]:
     """The running SparkContext, or a new one.
 
     Args:
         master: the master URL of a new context (default ``DEFAULT_MASTER``,
-            ``"local[*,4]"``: local mode with four attempts per task).
+            ``"local[*,4]"``: local mode with four attempts per task). Under spark-submit
+            (``submitted``), the submit's master: a ``master`` that differs is refused.
         verbose: keep Spark's log messages.
         status: called with a short message when the JVM and the context are being
             started (they take seconds to tens of seconds).
@@ -85,7 +138,7 @@ def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[
 
     Raises:
         EngineError: pyspark or Java is missing, the master URL is malformed or
-            unreachable, or Spark could not start.
+            unreachable, or contradicts spark-submit's, or Spark could not start.
     """
     try:
         from pyspark import SparkConf, SparkContext
@@ -102,35 +155,21 @@ def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[
     active = SparkContext._active_spark_context
     if active is not None:
         return active, False
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise EngineError("the spark engine needs Java: no 'java' on PATH and JAVA_HOME is not set")
-    master = validate_master(DEFAULT_MASTER if master is None else master)
-    check_reachable(master)  # seconds, not Spark's minute of registration retries
-    if master.startswith("local") or master.startswith("spark://127."):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    submit = check_submit_master(master)
+    if submit is not None:
+        # spark-submit's JVM is up with its master and settings: kept as they are (no
+        # setMaster, no probe of a cluster spark-submit has reached already).
+        master = submit
+    else:
+        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+            raise EngineError("the spark engine needs Java: no 'java' on PATH and JAVA_HOME is not set")
+        master = validate_master(DEFAULT_MASTER if master is None else master)
+        check_reachable(master)  # seconds, not Spark's minute of registration retries
+        if master.startswith("local") or master.startswith("spark://127."):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Executors must run the driver's Python (same version, same installed packages).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = SparkConf().setMaster(master).setAppName("kmc").set("spark.ui.enabled", "false")
-    # kmc draws its own progress line: Spark's console progress bar would interleave with it
-    # (even with --verbose, which keeps Spark's log messages)
-    conf.set("spark.ui.showConsoleProgress", "false")
-    java_options = " ".join([DRIVER_JAVA_OPTIONS, conf.get("spark.driver.extraJavaOptions", "")]).strip()
-    log_config = None
-    if not verbose:
-        fd, log_config = tempfile.mkstemp(prefix="kmc-log4j2-", suffix=".properties")
-        # Removed below once the context is up; at exit too, should the process end while a
-        # start in the background (checker.spark_start) is still under way.
-        atexit.register(_remove_quietly, log_config)
-        with os.fdopen(fd, "w") as f:
-            f.write(_QUIET_LOG4J2)
-        java_options = f"{java_options} -Dlog4j2.configurationFile=file:{log_config}"
-    conf.set("spark.driver.extraJavaOptions", java_options)
-    conf.setExecutorEnv(TASK_VARIABLE, "1")
-    if master.startswith("local"):
-        # The workers fork from a daemon that has imported the tasks' modules already
-        # (checker.spark_daemon); on a cluster, PySpark's own daemon.
-        conf.set("spark.python.daemon.module", "kmc.checker.spark_daemon")
-        conf.setExecutorEnv(PRELOAD_VARIABLE, ",".join(preload))
+    conf = session_conf(SparkConf(), master, verbose, preload, QUIET_LOG4J2, submit=submit is not None)
     # PySpark replaces the SIGINT handler when a context starts; keep the caller's,
     # which is expected to set ``stop_requested`` (or call ``cancel``).
     main = threading.current_thread() is threading.main_thread()
@@ -138,11 +177,11 @@ def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[
     gateway = relay = None
     say = status or (lambda message: None)
     try:
-        if SparkContext._gateway is None:
+        if SparkContext._gateway is None and submit is None:
             say("starting the JVM (Spark's driver)")
             if not verbose:
                 gateway, relay = _quiet_gateway(conf)
-        say(f"starting the Spark session (master {master})")
+        say(f"starting the Spark session (master {master}{', from spark-submit' if submit else ''})")
         sc = SparkContext(conf=conf, gateway=gateway)
     except Exception as e:
         why = str(e) if isinstance(e, EngineError) else one_line(e)
@@ -152,18 +191,11 @@ def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[
             relay.release()
         if main and handler is not None:
             signal.signal(signal.SIGINT, handler)
-        if log_config is not None:
-            _remove_quietly(log_config)
     if not verbose:
         # Not even ERROR: a failed or cancelled job logs a JVM stack trace per task
         # attempt, and every failure reaches the caller as an exception (one line).
         sc.setLogLevel("OFF")
     return sc, True
-
-
-def _remove_quietly(path) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
 
 
 def _quiet_gateway(conf) -> tuple[Any, _Relay]:

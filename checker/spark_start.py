@@ -86,6 +86,9 @@ class Session:
         self.early: Any = None  # what start_early started (context, owned, seconds), or its error
         self.abandoned = False  # the search ended while the early start was still under way
         self._early_lock = threading.Lock()
+        # Called with the context once it is up, after the warm-up (the store's probe job:
+        # checker.spark_search.probe_store); what it raises is the start's error.
+        self.probe: Callable[[Any], None] | None = None
 
     def still_starting(self, size: int, limit: int) -> bool:
         """Whether the session started early is still coming up while a level of ``size``
@@ -115,6 +118,8 @@ class Session:
                 n = self.partitions or default_partitions(sc)
                 warm = sc.parallelize(range(n), n).mapPartitionsWithIndex(warm_up_pair).partitionBy(n, shuffle_owner)
                 warm.mapPartitionsWithIndex(warm_up_pass).collect()
+                if self.probe is not None and not self.abandoned:  # (the search over: its store is gone)
+                    self.probe(sc)
                 early = (sc, owned, round(time.perf_counter() - begin, 3))
             except BaseException as e:  # reported by context(), in the search's own thread
                 early = e
@@ -125,6 +130,12 @@ class Session:
 
         self.starter = threading.Thread(target=start, name="kmc-spark-start", daemon=True)
         self.starter.start()
+
+    def failed_early(self, kind: type[BaseException]) -> bool:
+        """Whether the start in the background has ended in an error of ``kind``
+        (``context`` raises it)."""
+        with self._early_lock:
+            return isinstance(self.early, kind)
 
     def abandon_early(self) -> bool:
         """Give up the session being started early, without waiting for it, when the search
@@ -166,6 +177,7 @@ class Session:
                 sc, self.owned = spark_context(self.master, self.verbose, status=self.on_status, preload=self.preload)
                 self.metrics["session_start_seconds"] = round(time.perf_counter() - begin, 3)
             self.sc = sc
+            self.metrics["master"] = sc.master
             sc.setJobGroup(self.group, "kmc breadth-first search (rows)", interruptOnCancel=False)
             n = n or self.partitions or default_partitions(sc)
             if self.on_status is not None:

@@ -138,3 +138,32 @@ def spark_sc():
     yield context
     if created:
         context.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_url():
+    """An S3 server in this process (moto's, on 127.0.0.1, a free port) with one empty
+    bucket, for the Spark engine's object store: the URL of a prefix in it, credentials
+    and endpoint in the URL (pyarrow.fs reads them there), so that Spark's Python workers,
+    whatever environment their JVM started with, reach it."""
+    import socket
+
+    pytest.importorskip("pyarrow")
+    moto_server = pytest.importorskip("moto.server")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line a request otherwise
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        from pyarrow import fs
+
+        base = f"s3://kmc:secret@kmc-test?endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1&allow_bucket_creation=true"
+        filesystem, _ = fs.FileSystem.from_uri(base)
+        filesystem.create_dir("kmc-test")  # the bucket
+        yield f"s3://kmc:secret@kmc-test/runs?endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1"
+    finally:
+        server.stop()

@@ -97,6 +97,28 @@ def _rows(spec, options, **kw):
     return engine, engine.run()
 
 
+# Every exactness test runs on both stores: a directory (POSIX) and an S3 object store (a
+# moto server in this process, tests/conftest.py's s3_url). The S3 variant of the less
+# representative ones runs with KMC_SLOW=1 only (the suite's time: see the README).
+S3_SLOW = pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason="this test on the S3 store: set KMC_SLOW=1")
+BOTH = pytest.mark.parametrize("store", ["posix", "s3"], indirect=True)
+BOTH_SLOW_S3 = pytest.mark.parametrize("store", ["posix", pytest.param("s3", marks=S3_SLOW)], indirect=True)
+
+
+@pytest.fixture
+def store(request):
+    """The ``store_dir`` of a Spark run: None (the temporary directory) or an S3 URL; for
+    S3, the run's objects are checked to be gone at the end."""
+    if request.param == "posix":
+        yield None
+        return
+    url = request.getfixturevalue("s3_url")
+    yield url
+    from kmc.checker.blobs import open_blobs
+
+    assert open_blobs(url).sizes() == {}  # every run removed its prefix
+
+
 @pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1",
                     reason="every spec on Spark, on 1 and 3 partitions: 4 more minutes; set KMC_SLOW=1")
 @pytest.mark.parametrize("partitions", [1, 3])
@@ -140,9 +162,10 @@ def _on_spark_params():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "partitions"), _on_spark_params())
-def test_specs_on_spark(sc, name, partitions):
+@BOTH_SLOW_S3
+def test_specs_on_spark(sc, name, partitions, store):
     spec = _spec(name)
-    engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=0)
+    engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=0, store_dir=store)
     assert_same(result, _batch(name))
     assert engine.metrics["driver_levels"] == 1  # only the initial states
 
@@ -163,19 +186,21 @@ def test_store_directory_and_its_errors(sc, tmp_path):
 
 
 @pytest.mark.parametrize("partitions", [pytest.param(1, marks=pytest.mark.slow), 3])
-def test_stop_at_a_violation_on_spark(sc, partitions):
+@BOTH_SLOW_S3
+def test_stop_at_a_violation_on_spark(sc, partitions, store):
     engine, result = _rows(_spec("hw-data-loss"), _options(_spec("hw-data-loss")), partitions=partitions,
-                           driver_level_limit=0)
+                           driver_level_limit=0, store_dir=store)
     assert_same(result, _batch("hw-data-loss"))
     assert len(engine.metrics["spark_levels"]) == 9
 
 
-def test_keep_going_two_violations_found_on_spark(sc):
+@BOTH_SLOW_S3
+def test_keep_going_two_violations_found_on_spark(sc, store):
     spec = _spec("hw-unclean")
     options = Options(max_depth=8, keep_going=True)
     want = BatchEngine(spec.model(), spec.properties(), options).run()
     assert set(want.violations) == {"CommittedNeverLost", "LogsNeverDiverge"}
-    _engine, result = _rows(spec, options, partitions=3, driver_level_limit=0)
+    _engine, result = _rows(spec, options, partitions=3, driver_level_limit=0, store_dir=store)
     assert_same(result, want)
 
 
@@ -188,7 +213,8 @@ def _no_election_after_a_crash(model, before, action, after):
     return None
 
 
-def test_step_property_found_on_spark(sc):
+@BOTH_SLOW_S3
+def test_step_property_found_on_spark(sc, store):
     from pyspark import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -197,34 +223,37 @@ def test_step_property_found_on_spark(sc):
     options = Options(max_depth=4, keep_going=True)
     want = BatchEngine(spec.model(), props, options).run()
     assert want.violations["NoElectionAfterCrash"].kind == "step"
-    result = SparkRowsEngine(spec.model(), props, options, partitions=3, driver_level_limit=0).run()
+    result = SparkRowsEngine(spec.model(), props, options, partitions=3, driver_level_limit=0, store_dir=store).run()
     assert_same(result, want)
 
 
 @pytest.mark.parametrize("partitions", [1, 3])
-def test_a_shrinking_tail_runs_its_tasks_in_process(sc, partitions):
+@BOTH_SLOW_S3
+def test_a_shrinking_tail_runs_its_tasks_in_process(sc, partitions, store):
     # Levels past the hand-over that are no larger than the limit run the same tasks on
     # the driver, without a Spark job: the counts, verdicts and traces stay the batch
     # engine's (le-unflushed: two violations with their shortest counterexamples).
     spec = _spec("le-unflushed")
-    engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=500)
+    engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=500, store_dir=store)
     assert_same(result, _batch("le-unflushed"))
     metrics = engine.metrics
     assert metrics["in_process_levels"] > 0 and len(metrics["spark_levels"]) > metrics["in_process_levels"]
 
 
-def test_hand_over_in_the_middle_with_symmetry(sc):
+@BOTH
+def test_hand_over_in_the_middle_with_symmetry(sc, store):
     # Three replicas, symmetry on: the first levels on the driver, the rest on Spark.
     spec = _spec("kip279-isr-expansion")
     options = Options(max_depth=14, keep_going=True, symmetry=True)
     want = BatchEngine(spec.model(), spec.properties(), options).run()
     assert want.violations  # CommittedNeverLost, found at depth 13
-    engine, result = _rows(spec, options, partitions=2, driver_level_limit=1500)
+    engine, result = _rows(spec, options, partitions=2, driver_level_limit=1500, store_dir=store)
     assert_same(result, want)
     assert engine.metrics["driver_levels"] > 1 and engine.metrics["spark_levels"]
 
 
-def test_retried_tasks_change_nothing(sc, monkeypatch, tmp_path):
+@BOTH_SLOW_S3
+def test_retried_tasks_change_nothing(sc, monkeypatch, tmp_path, store):
     # Every expansion task of rank partition 0 fails on its first attempt (the marker file
     # says the fault was planted); the run can only succeed because Spark retried them
     # (local[2,3] allows three attempts).
@@ -233,7 +262,7 @@ def test_retried_tasks_change_nothing(sc, monkeypatch, tmp_path):
     want = BatchEngine(spec.model(), spec.properties(), options).run()
     marker = tmp_path / "raised"
     monkeypatch.setenv("KMC_TEST_SPARK_FAULT", f"raise:{marker}")
-    _engine, result = _rows(spec, options, partitions=2, driver_level_limit=0)
+    _engine, result = _rows(spec, options, partitions=2, driver_level_limit=0, store_dir=store)
     assert_same(result, want)
     assert marker.exists()
 
@@ -432,14 +461,23 @@ def test_files_joined_in_place_are_their_arrays_concatenated(tmp_path, pack):
 def test_the_writer_saves_in_the_background_and_owners_read_in_key_order(tmp_path):
     """A task's ``Writer`` writes the files ``save_arrays`` writes, counts the bytes of
     those it tallies, and raises a write's error when closed (once: not again on the way
-    out of a block that raised); an owner orders the successors' files by rank partition,
-    then slice (``succ_order``), the order of their keys, whatever their names' widths;
-    ``read_ahead`` is a hint that never fails."""
+    out of a block that raised); an owner orders the successors' objects by rank
+    partition (``succ_order``), the order of their keys, whatever their names' widths;
+    ``read_ahead`` is a hint that never fails; appended records make one object."""
     import random
 
     import numpy as np
 
-    from kmc.checker.spark_rows_store import Writer, load_arrays, read_ahead, save_arrays, succ_order, succ_path
+    from kmc.checker.spark_rows_store import (
+        Writer,
+        load_arrays,
+        load_joined,
+        load_records,
+        read_ahead,
+        save_arrays,
+        succ_name,
+        succ_order,
+    )
 
     rng = np.random.default_rng(3)
     arrays = [(rng.integers(0, 99, 40 * i + 1), rng.integers(-1, 15, (40 * i + 1, 4)).astype(np.int8))
@@ -464,11 +502,23 @@ def test_the_writer_saves_in_the_background_and_owners_read_in_key_order(tmp_pat
     with pytest.raises(KeyError), Writer() as writer:
         writer.save(str(tmp_path / "file" / "y.bin"), np.arange(3))
         raise KeyError("the block's own error")
-    want = [(i, s) for i in (0, 2, 9999, 10000) for s in (0, 65536, 10**6)]
-    paths = [succ_path("/r", 7, 5, i, s) for i, s in want]
-    random.Random(1).shuffle(paths)
-    assert [succ_order(p) for p in sorted(paths, key=succ_order)] == want
+    want = [0, 2, 9999, 10000]
+    names = [succ_name(7, 5, i) for i in want]
+    random.Random(1).shuffle(names)
+    assert [succ_order(p) for p in sorted(names, key=succ_order)] == want
     read_ahead([str(tmp_path / "missing.bin"), str(tmp_path / "w" / "0.bin")])
+    # One object a task and owner: a record a slice, appended, written whole at close,
+    # read back record by record, and joined in place with other objects in order.
+    with Writer() as writer:
+        for i, (a, b) in enumerate(arrays[:5]):
+            writer.append(str(tmp_path / "joined.bin"), a, b, pack=i % 2 == 1)
+        assert not (tmp_path / "joined.bin").exists()  # nothing before the task ends
+    records = load_records(str(tmp_path / "joined.bin"), 2)
+    assert len(records) == 5 and all(np.array_equal(r[0], a) and np.array_equal(r[1], b)
+                                     for r, (a, b) in zip(records, arrays[:5]))
+    joined = load_joined([str(tmp_path / "joined.bin"), str(tmp_path / "w" / "7.bin")], 2)
+    assert np.array_equal(joined[0], np.concatenate([a for a, _ in arrays[:5]] + [arrays[7][0]]))
+    assert np.array_equal(joined[1], np.concatenate([b for _, b in arrays[:5]] + [arrays[7][1]]))
 
 
 def test_the_daemon_s_workers_keep_the_memory_they_free():

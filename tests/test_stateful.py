@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from kmc.checker import checkpoint, checkpointer
 from kmc.checker.seen import CompactSeenSet
-from kmc.checker.spark_rows_store import Store, load_arrays, meta_path, save_arrays
+from kmc.checker.spark_rows_store import Store, load_arrays, meta_name, save_arrays
 
 CHEAP = settings(max_examples=25, stateful_step_count=15, deadline=None)
 FPS = st.integers(min_value=0, max_value=2**64 - 1)
@@ -115,7 +115,7 @@ class FileStoreMachine(RuleBasedStateMachine):
         path = self.store.run(i, depth)
         self.store.drop_run(i, depth)
         self.files.pop(path, None)
-        assert not Path(path).exists()
+        assert not Path(self.store.root, path).exists()
 
     @rule(t=st.integers(0, 2), rows=st.lists(st.tuples(st.integers(0, 9), st.text(max_size=3)), max_size=6))
     def save_objects(self, t, rows):
@@ -124,7 +124,7 @@ class FileStoreMachine(RuleBasedStateMachine):
         objects = np.empty(len(rows), dtype=object)
         for k, r in enumerate(rows):
             objects[k] = r
-        save_arrays(path, keys, objects)
+        save_arrays((self.store.blobs, path), keys, objects)
         self.files[path] = [keys, objects]
 
     @rule(i=st.integers(0, 3), depth=st.integers(1, 3), data=st.data())
@@ -133,7 +133,7 @@ class FileStoreMachine(RuleBasedStateMachine):
         fps = np.array(sorted(entries), dtype=np.uint64)
         parents = np.array([entries[int(fp)][0] for fp in fps], dtype=np.uint64)
         choices = np.array([entries[int(fp)][1] for fp in fps], dtype=np.int16)
-        save_arrays(meta_path(self.store.root, i, depth), fps, parents, choices)
+        save_arrays((self.store.blobs, meta_name(i, depth)), fps, parents, choices)
         self.metas[(i, depth)] = {fp: (p, c) for fp, (p, c) in entries.items()}
 
     @precondition(lambda self: any(self.metas.values()))
@@ -146,7 +146,7 @@ class FileStoreMachine(RuleBasedStateMachine):
     @invariant()
     def files_read_back(self):
         for path, arrays in self.files.items():
-            got = load_arrays(path, len(arrays))
+            got = load_arrays((self.store.blobs, path), len(arrays))
             for a, b in zip(got, arrays):
                 assert a.dtype == b.dtype and a.tolist() == b.tolist()
 
@@ -264,8 +264,8 @@ def test_the_store_s_size_on_disk_is_its_files_sizes(tmp_path):
     store = Store.create(tmp_path)
     owner = (Path(store.root) / "owner").stat().st_size  # the mark naming the run that made it
     assert store.disk_bytes() == owner
-    sizes = [save_arrays(store.run(i, 3), np.arange(10 * (i + 1), dtype=np.uint64)) for i in range(3)]
-    sizes.append(save_arrays(store.front(4, 1, 2), np.zeros((7, 8), dtype=np.int8)))
+    sizes = [save_arrays((store.blobs, store.run(i, 3)), np.arange(10 * (i + 1), dtype=np.uint64)) for i in range(3)]
+    sizes.append(save_arrays((store.blobs, store.front(4, 1, 2)), np.zeros((7, 8), dtype=np.int8)))
     assert store.disk_bytes() == sum(sizes) + owner == sum(p.stat().st_size for p in Path(store.root).rglob("*")
                                                             if p.is_file())
     store.remove()

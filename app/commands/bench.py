@@ -26,6 +26,7 @@ from .common import (
     options_from,
     positive_int,
     require_spark,
+    spark_submit_master,
 )
 
 
@@ -137,6 +138,8 @@ def spark_measures(metrics) -> dict:
         "spark_levels": len(levels),
         "small_levels_in_process": metrics.get("in_process_levels", 0),
     }
+    if metrics.get("master") is not None:  # the master the session ran on (None: Spark was not used)
+        doc["spark_master"] = metrics["master"]
     if levels:
         states = sum(lv[0] for lv in levels)
         seconds = sum(lv[1] for lv in levels)
@@ -173,6 +176,7 @@ def _run(args, out, err) -> int:
     spec = load_target(args)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     require_spark(spec, args)
+    spark_submit_master(spec, args)  # a --master that contradicts spark-submit's: refused first
     if sum(map(bool, (args.compare, args.compare_engines, args.compare_stores))) > 1:
         from kmc.checker.errors import UsageError
 

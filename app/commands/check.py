@@ -29,6 +29,7 @@ from .common import (
     refuse_covers_on_spark,
     require_spark,
     select_properties,
+    spark_submit_master,
     with_covers,
     with_deadlock,
 )
@@ -277,6 +278,9 @@ def _run(args, out, err) -> int:
     check_output_path("--json", args.json, force=args.force, protected=protected)
     check_diagram_paths(args, protected)
     require_spark(spec, args)
+    submit = spark_submit_master(spec, args)
+    if submit is not None:
+        err.print(f"kmc: under spark-submit: running on its master {submit}", markup=False, highlight=False)
     model = spec.model()
     properties = with_deadlock(with_covers(select_properties(spec, args.invariants), spec), spec, args)
     refuse_covers_on_spark(properties, spec, args)

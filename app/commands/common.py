@@ -164,10 +164,10 @@ def add_engine_arguments(parser) -> None:
     )
     g.add_argument(
         "--spark-store",
-        metavar="DIR",
-        help="spark engine: where a run keeps its seen-set and frontier files (default: the system's "
-        "temporary directory; on a cluster of several machines, a shared file system mounted at the "
-        "same path everywhere)",
+        metavar="DIR|URL",
+        help="spark engine: where a run keeps its seen-set and frontier (default: the system's "
+        "temporary directory); on a cluster of several machines, an object store (s3://bucket/prefix, "
+        "gs://, hdfs://, abfs://) or a directory every executor sees at the same path",
     )
     g.add_argument(
         "--store",
@@ -304,7 +304,9 @@ def make_engine(spec, model, properties, options, progress, args, **hooks) -> Le
     if engine == "spark":
         table = spark_table(spec)
         spark = dict(
-            master=getattr(args, "master", None) or table.master,
+            # Under spark-submit, the submit's master stands for the spec's (a --master
+            # that contradicts it is refused: spark_submit_master).
+            master=getattr(args, "master", None) or (None if spark_submitted() else table.master),
             partitions=getattr(args, "partitions", None) or table.partitions,
             verbose=getattr(args, "verbose", False),
             driver_level_limit=getattr(args, "driver_level_limit", None),
@@ -402,3 +404,24 @@ def check_output_path(option, path, *, protected=(), force=False, kind="json") -
     from ..outputs import check_output_path as check
 
     check(option, path, protected=protected, force=force, kind=kind)
+
+
+def spark_submitted() -> bool:
+    """Whether kmc runs under spark-submit (``checker.spark_session.submitted``)."""
+    from kmc.checker.spark_session import submitted
+
+    return submitted()
+
+
+def spark_submit_master(spec, args) -> str | None:
+    """With the spark engine under spark-submit: the master spark-submit gave, once a
+    ``--master`` that contradicts it is refused; else None.
+
+    Raises:
+        EngineError: ``--master`` names another master (one line naming both).
+    """
+    if (getattr(args, "engine", None) or spec.engine) != "spark" or not spark_submitted():
+        return None
+    from kmc.checker.spark_session import check_submit_master
+
+    return check_submit_master(getattr(args, "master", None))

@@ -503,7 +503,8 @@ def test_without_the_options_the_actions_are_as_before():
     for key in ("C1 CS", "C1 ELR+AP+BE+15221"):
         assert KafkaModel(config(key)).batch_unsupported()
     every = reachable(KafkaModel(config("C1 ELR+AP+BE")), 10**5)
-    assert all(encode(s) == encode(s) and not any(r.shutting for r in s.replicas) for s in every)
+    assert len(every) == 7_390  # the table's count without the options
+    assert not any(s.controlled_shutdowns or any(r.shutting for r in s.replicas) for s in every)
 
 
 def test_symmetry_stores_one_state_per_orbit():
@@ -536,7 +537,8 @@ def test_every_local_engine_runs_it_per_state(how, tmp_path):
     assert engine.path == "per-state" or engine.__class__ is LocalEngine
     assert engine.per_state_because == "the batch kernel has no KAFKA-15221 (bugs)"
     result = engine.run()
-    assert result.stats.distinct == (7_487 if how != "symmetry" else result.stats.distinct)
+    # (two replicas, the first leading: the only symmetry is the identity, so symmetry keeps every state)
+    assert result.stats.distinct == 7_487
     assert not result.violations
 
 

@@ -633,7 +633,7 @@ def test_a_shipped_spec_runs_per_state_as_kmc_check_runs_it(name, explorations):
 @SLOW
 @pytest.mark.parametrize("name", sorted(ROLLING))
 def test_the_rolling_restart_of_three_brokers(name, explorations):
-    """The issue's spec: what kmc check says, pinned, and the naive oracle's numbers."""
+    """A rolling restart of three brokers: what kmc check says, pinned, and the naive oracle's numbers."""
     spec, _model, result = explorations[name]
     distinct, generated, depth, traces, traps = ROLLING[name]
     assert spec.config.replicas == ("A", "B", "C") and spec.config.acks == "all"

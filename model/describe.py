@@ -104,20 +104,23 @@ def describe_step(model, before, action, after) -> str:
         text = f"{who} restarts with its log and high watermark from disk, no leader, epoch -1"
         if b.lossy:
             qb, qa = before.quorum, after.quorum
+            # the unclean restart of a failed log directory (whose log is then empty) is told as such
+            loss = "failed log directory" if before.disk_failures and not b.log else "lossy crash"
             if r not in qb.isr and r not in qb.elr and qa.isr == qb.isr and qa.elr == qb.elr:
                 text += (
-                    f"; after its lossy crash the controller has nothing to remove: it is in "
+                    f"; after its {loss} the controller has nothing to remove: it is in "
                     f"neither the ISR {replica_set(model, qb.isr)} nor the ELR "
                     f"{replica_set(model, qb.elr)}"
                 )
             else:
                 text += (
-                    f"; after its lossy crash the controller removes it from the ISR "
+                    f"; after its {loss} the controller removes it from the ISR "
                     f"{replica_set(model, qb.isr)} → {replica_set(model, qa.isr)}"
                 )
                 if model.config.eligible_leader_replicas:
                     text += f" and the ELR {replica_set(model, qb.elr)} → {replica_set(model, qa.elr)}"
-            text += ", and every leader forgets its fetch position from before the crash"
+            when = "the crash" if loss == "lossy crash" else "its directory failed"
+            text += f", and every leader forgets its fetch position from before {when}"
             ql = qa.leader
             if ql is not None and after.replicas[ql].hw > before.replicas[ql].hw:
                 text += f"; {name(ql)}'s high watermark advances to {after.replicas[ql].hw}"

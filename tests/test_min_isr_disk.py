@@ -648,3 +648,15 @@ def test_the_diagram_shows_the_controller_s_steps_and_no_crash():
     d = build(model, result.violations[CNL])
     changes = [col for col in d.columns if col.action == "ChangeMinIsr"]
     assert [[e.label for e in col.events] for col in changes] == [["min ISR 2"], ["min ISR 1"]]
+
+
+def test_the_unclean_restart_after_a_failed_directory_says_so():
+    model = KafkaModel(config("C5", "ELR", **DISK))
+    s = _walk(model, "Produce(A)", "ShrinkIsr(C)", "DiskFailure(B)")
+    assert s.quorum.isr == (A,) and s.quorum.elr == (B,) and s.replicas[B].lossy
+    t = _successor(model, s, "Restart(B)")
+    assert t.quorum.elr == () and not t.replicas[B].lossy
+    assert model.describe_step(s, Action("Restart", B), t) == (
+        "B restarts with its log and high watermark from disk, no leader, epoch -1; after its failed log directory "
+        "the controller removes it from the ISR {A} → {A} and the ELR {B} → {}, and every leader forgets its fetch "
+        "position from before its directory failed")

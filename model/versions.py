@@ -47,7 +47,9 @@ VERSION_CONFIGS = {
 }
 # The operators' actions (docs/model.md), on two and three replicas: a rolling restart (one or
 # two controlled shutdowns, with and without a crash that may lose the unflushed tail during it),
-# a change of min.insync.replicas, a failed log directory. The three-replica rows track
+# a change of min.insync.replicas, a failed log directory (on three replicas, two controlled
+# shutdowns with a crash are left out: over two million states on the per-state path). The
+# three-replica rows track
 # acks = "all" with min ISR 2 (an operator's usual durable setting) and produce one record, as
 # the three-replica traces of these bugs do, to keep the rows small.
 _R2 = dict(_C1, max_crashes=0)
@@ -76,10 +78,6 @@ OPERATOR_CONFIGS = {
     "rr3crash": (
         "3 replicas, min ISR 2, acks=all, 1 controlled shutdown + 1 lossy crash",
         dict(_R3, max_controlled_shutdowns=1, max_crashes=1, unflushed_loss=True),
-    ),
-    "rr3x2crash": (
-        "3 replicas, min ISR 2, acks=all, 2 controlled shutdowns + 1 lossy crash",
-        dict(_R3, max_controlled_shutdowns=2, max_crashes=1, unflushed_loss=True),
     ),
     "minisr3": ("3 replicas, acks=all, 1 crash, min ISR 2 → 1", dict(_R3, max_crashes=1, min_isr_changes=(1,))),
     "disk3": (

@@ -365,7 +365,7 @@ def test_published_versions_table_is_the_readme_table():
     grid = {rid: c.as_dict() for rid, c, _ in version_grid()}
     assert {r["id"]: r["model"] for r in doc["rows"]} == grid
     # docs/model.md's configurations on every version, the operators' rows on theirs
-    assert len(doc["rows"]) == len(grid) == (len(VERSION_CONFIGS) - len(OPERATOR_CONFIGS)) * len(VERSIONS) + 68
+    assert len(doc["rows"]) == len(grid) == (len(VERSION_CONFIGS) - len(OPERATOR_CONFIGS)) * len(VERSIONS) + 62
     assert {rid.partition("-")[2] for rid in grid} >= set(ALTER_PARTITION_VERSIONS)
     assert all(r["matched"] is not False and r["complete"] for r in doc["rows"])
     # 23 + the three acks=all rows with a known verdict + c2-v41 (4.1 with the last-known-leader

@@ -512,7 +512,7 @@ def test_symmetry_stores_one_state_per_orbit():
     orbits of every reachable state, counted by brute force."""
     from kmc.model.symmetry import permute, symmetries
 
-    cfg = Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=1, max_leader_epoch=2,
+    cfg = Config(replicas=("A", "B", "C"), max_messages=1, max_crashes=0, max_leader_epoch=2,
                  min_insync_replicas=2, truncation="leader-epoch-2.1", max_controlled_shutdowns=1)
     model = KafkaModel(cfg)
     every = reachable(model, 10**6)

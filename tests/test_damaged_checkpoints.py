@@ -310,14 +310,14 @@ def test_a_spark_level_directory_that_is_a_link_is_refused(tmp_path):
     """The Spark engine's saved level (its files' sizes and SHA-256 are checked already):
     a link in its place, even to an intact copy, is refused as the disk store's is."""
     from kmc.checker.checkpoint import CheckpointError
-    from kmc.checker.spark_rows_store import level_digests
     from kmc.checker.spark_save import verify_saved
+    from kmc.checker.spark_store import digests
 
     ck = tmp_path / "ck"
     level = ck / "level-000003"
     level.mkdir(parents=True)
     (level / "run-0000-000003.npy").write_bytes(b"\x93NUMPY states")
-    snapshot = {"data": level.name, "files": level_digests(level)}
+    snapshot = {"data": level.name, "files": digests(sorted(level.iterdir()))}
     assert verify_saved(snapshot, ck) == level.resolve()
     moved = tmp_path / "elsewhere"
     level.rename(moved)

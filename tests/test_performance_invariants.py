@@ -68,7 +68,7 @@ def test_step_property_skips_shared_replicas_but_not_changed_ones(build):
 
 
 class _Action:
-    name, replica, cut = "BecomeFollower", 1, None
+    name, replica, cut, to = "BecomeFollower", 1, None, None
 
 
 def test_logs_never_diverge_names_the_first_differing_offset(build):

@@ -7,6 +7,8 @@ nearest ones.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from kmc.app.cli import main
 from kmc.checker.errors import SpecError
@@ -406,5 +408,6 @@ def test_bench_compares_both_paths_on_the_release(tmp_path, capsys):
     assert main(["bench", str(path), "--kafka", "2.7.0", "--compare"]) == 0
     released = capsys.readouterr().out
     # AlterPartition's requests and answers: more states on both paths than without them
-    assert " distinct states                 203        203" in plain
-    assert " distinct states                 336        336" in released
+    # (the columns' widths follow the widest figure, a rate that varies with the machine's load)
+    assert re.search(r" distinct states +203 +203\n", plain), plain
+    assert re.search(r" distinct states +336 +336\n", released), released

@@ -29,7 +29,7 @@ def _run(blocks):
 
 def test_the_local_blocks_run():
     blocks = [b for b in _blocks() if not b.startswith("# needs Spark")]
-    assert len(blocks) == 6
+    assert len(blocks) == 7
     namespace = _run(blocks)
     guarded = namespace["GuardedCounters"]()
     assert [g.failing for g in guarded.guards(namespace["Counters"](3, 1))] == [["x = 3 is below n = 3"], []]

@@ -75,9 +75,7 @@ class Store:
             shutil.rmtree(self.root, ignore_errors=True)
         else:
             self.blobs.delete_prefix("")
-            forget_all = getattr(self.blobs, "forget_all", None)
-            if forget_all is not None:  # the driver's copies (levels it ran in process)
-                forget_all()
+            self.blobs.forget_all()  # the driver's copies (levels it ran in process)
 
     # Object names (also used on the executors, through the module functions below).
     def run(self, i, depth) -> str:
@@ -398,18 +396,12 @@ def load_records(source, count) -> list[list[np.ndarray]]:
 def load_run(blobs, name) -> np.ndarray:
     """A seen run, mapped from its file: the store's where it is a directory, else this
     machine's copy of it (runs are immutable: fetched once per machine, ``cached``)."""
-    local = blobs.local_path(name)
-    if local is None and hasattr(blobs, "cached"):
-        local = blobs.cached(name)
-    if local is not None:
-        return np.load(local, mmap_mode="r")
-    return np.load(io.BytesIO(blobs.get(name)))
+    return np.load(blobs.cached(name), mmap_mode="r")
 
 
 def forget_runs(blobs, names) -> None:
     """Drop this machine's copies of seen runs that were merged away (``load_run``)."""
-    if hasattr(blobs, "forget"):
-        blobs.forget(names)
+    blobs.forget(names)
 
 
 def read_ahead(sources) -> None:

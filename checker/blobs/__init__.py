@@ -87,6 +87,19 @@ class Blobs(Protocol):
         """The store of the objects under ``prefix/``."""
         ...
 
+    def cached(self, name: str) -> str:
+        """A path of this machine's file system holding the immutable object ``name``: the
+        object's own file in a directory, else a copy fetched at the first call."""
+        ...
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Drop this machine's copies of ``names`` (``cached``; nothing in a directory)."""
+        ...
+
+    def forget_all(self) -> None:
+        """Drop this machine's copies of every object of the store (nothing in a directory)."""
+        ...
+
 
 def is_url(location) -> bool:
     return _SCHEME.match(os.fspath(location)) is not None

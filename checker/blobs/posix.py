@@ -47,6 +47,15 @@ class PosixBlobs:
     def local_path(self, name: str) -> str | None:
         return self.path(name)
 
+    def cached(self, name: str) -> str:
+        return self.path(name)  # the file itself: no copy to make
+
+    def forget(self, names: Iterable[str]) -> None:
+        """No copies to drop: the objects are this machine's files."""
+
+    def forget_all(self) -> None:
+        """No copies to drop: the objects are this machine's files."""
+
     def read_ahead(self, names: Iterable[str]) -> None:
         """Ask the kernel to start reading the files now, all at once
         (``POSIX_FADV_WILLNEED``): a task about to read them one after another, or to

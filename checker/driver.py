@@ -40,7 +40,7 @@ from .liveness import LivenessLog
 from .memory import resident_bytes
 from .options import Options
 from .possibly import EdgeLog
-from .protocol import COVER, LEADS_TO, POSSIBLY, Model, Property, coverage_names, obligation_text
+from .protocol import COVER, LEADS_TO, POSSIBLY, Model, Property, coverage_names, is_cover, obligation_text
 from .result import CheckResult, Path, Stats, Violation
 from .search import LevelSearch, Search
 from .trace import extend
@@ -345,9 +345,10 @@ class LevelDriver:
                 path = extend(self.model, self.search.path(parent), choice)
             else:
                 path = self.search.path(where)
-            # a cover's first witness is found as an invariant's first violation is;
-            # result_of keeps it apart (``CheckResult.witnesses``)
-            violations[prop] = Violation(prop, COVER if p.kind == COVER else kind, why, path)
+            # a cover's first witness is found as an invariant's first violation is (a step
+            # cover's as a step property's, its path ending with the step); result_of keeps
+            # it apart (``CheckResult.witnesses``)
+            violations[prop] = Violation(prop, COVER if is_cover(p) else kind, why, path)
         result = result_of(self, violations, stopped, self.search.size(), stats)
         for prop, log in self.possibly:
             self._decide_possibly(result, prop, log, stopped)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .fingerprint import fingerprint_bytes
-from .protocol import ALWAYS, COVER, LIVENESS, POSSIBLY, STEP, Property, successors
+from .protocol import ALWAYS, COVER, LIVENESS, POSSIBLY, STEP, STEP_COVER, Property, is_cover, successors
 
 if TYPE_CHECKING:
     from .options import Options
@@ -19,11 +19,12 @@ if TYPE_CHECKING:
 def split_properties(properties: Iterable[Property]) -> tuple[tuple[Property, ...], tuple[Property, ...]]:
     """Split properties into (state invariants, step properties), keeping their order. A
     cover is asked as the state invariants are (its first witness of the breadth-first
-    order is recorded as an invariant's first violation is; ``checker.level``)."""
+    order is recorded as an invariant's first violation is; ``checker.level``), a step
+    cover as the step properties are."""
     props = list(properties)
     return (
         tuple(p for p in props if p.kind in (ALWAYS, COVER)),
-        tuple(p for p in props if p.kind == STEP),
+        tuple(p for p in props if p.kind in (STEP, STEP_COVER)),
     )
 
 
@@ -55,13 +56,13 @@ def result_of(
 
     return CheckResult(
         engine=engine.name,
-        checked=[p.name for p in engine.properties if p.kind != COVER],
+        checked=[p.name for p in engine.properties if not is_cover(p)],
         stats=engine.stats if stats is None else stats,
         violations={name: v for name, v in violations.items() if v.kind != COVER},
         complete=stopped is None or (stopped == "violation" and not frontier_left),
         stopped=stopped,
         max_depth=engine.options.max_depth,
-        covers=[p.name for p in engine.properties if p.kind == COVER],
+        covers=[p.name for p in engine.properties if is_cover(p)],
         witnesses={name: v.path for name, v in violations.items() if v.kind == COVER},
     )
 
@@ -90,7 +91,7 @@ def stop_after_level(
     # With keep_going the whole state space is explored even once every property has
     # failed (as TLC's -continue does): the counts are then the full ones. A cover's witness
     # (recorded in ``found`` as a violation is) is no failure: the run goes on.
-    covers = {p.name for p in properties if p.kind == COVER} if properties else set()
+    covers = {p.name for p in properties if is_cover(p)} if properties else set()
     if not options.keep_going and any(name not in covers for name in found):
         return "violation"
     if options.max_states is not None and distinct >= options.max_states and frontier_left:
@@ -111,7 +112,7 @@ def require_symmetric(properties: Iterable[Property]) -> None:
                 "is not preserved by the symmetry quotient; check it without --symmetry"
             )
     for p in properties:
-        if p.kind in (ALWAYS, POSSIBLY, COVER) and not p.symmetric:  # a goal predicate too
+        if p.kind in (ALWAYS, POSSIBLY, COVER, STEP_COVER) and not p.symmetric:  # a goal predicate too
             raise UsageError(
                 f"--symmetry: the invariant {p.name} is not declared symmetric "
                 "(Property(symmetric=True)); check it without symmetry reduction"

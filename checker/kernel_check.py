@@ -45,6 +45,7 @@ from .protocol import (
     LIVENESS,
     POSSIBLY,
     STEP,
+    STEP_COVER,
     BatchKernel,
     action_name,
     format_action,
@@ -144,7 +145,7 @@ class KernelCheck:
                 )
             for j, (action, after) in zip(got, expected):
                 self._compare_step(state, action, after, names[int(codes[j])], succ[j])
-        self._compare_masks(chunk, parents, choices, succ, picked)
+        self._compare_masks(chunk, parents, choices, succ, picked, codes)
 
     def _compare_step(self, state, action, after, code_name, row) -> None:
         model, kernel = self.model, self.kernel
@@ -181,22 +182,24 @@ class KernelCheck:
                 _fail(state, None, f"initial row {field}".rstrip(), k, m)
         self._compare_state_masks(rows)
 
-    def _compare_masks(self, chunk, parents, choices, succ, picked) -> None:
+    def _compare_masks(self, chunk, parents, choices, succ, picked, codes=None) -> None:
         if not len(picked):
             return
         rows = succ[picked]
         self._compare_state_masks(rows)
         model, kernel = self.model, self.kernel
         for prop in self.properties:
-            if prop.kind != STEP:
+            if prop.kind not in (STEP, STEP_COVER):
                 continue
-            mask = step_mask(kernel, prop, chunk, parents[picked], rows)
+            picked_codes = None if codes is None else codes[picked]
+            mask = step_mask(kernel, prop, chunk, parents[picked], rows, picked_codes)
             if mask is None:
                 continue
             for k, j in enumerate(picked.tolist()):
                 before = kernel.decode(chunk[parents[j]])
                 action, after = successors(model, before)[int(choices[j])]
-                flag = prop.check(model, before, action, after) is not None
+                holds = prop.check(model, before, action, after)
+                flag = bool(holds) if prop.kind == STEP_COVER else holds is not None
                 if bool(mask[k]) != flag:
                     _fail(before, action, f"{prop.name} mask", bool(mask[k]), flag)
 

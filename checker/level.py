@@ -39,7 +39,7 @@ import numpy as np
 from .errors import PropertyError
 from .kernel_check import KernelCheck, KernelMismatchError
 from .masks import state_mask, step_mask
-from .protocol import ALWAYS_EVENTUALLY, COVER, Expander, Property, fair_instance, successors
+from .protocol import ALWAYS_EVENTUALLY, COVER, STEP_COVER, Expander, Property, fair_instance, successors
 
 
 @attrs.frozen
@@ -141,6 +141,9 @@ class LevelStep:
         successor ``i`` with the least ``keys[i]``."""
         out: dict[str, tuple[int, str]] = {}
         parents, choices = exp.parents, exp.choices
+        # Without an array form the transitions are asked in key order, a parent's together:
+        # its successors are computed once (``_Transitions``).
+        transitions = _Transitions(self.model, self.kernel, chunk)
         for prop in self.step_props:
             if prop.name in skip:
                 continue
@@ -148,19 +151,12 @@ class LevelStep:
                 prop,
                 len(parents),
                 keys,
-                step_mask(self.kernel, prop, chunk, parents, exp.succ),
-                lambda p, i: self.step_why(p, chunk[parents[i]], int(choices[i])),
+                step_mask(self.kernel, prop, chunk, parents, exp.succ, exp.codes),
+                lambda p, i: step_answer(p, self.model, *transitions.of(int(parents[i]), int(choices[i]))),
             )
             if first is not None:
                 out[prop.name] = first
         return out
-
-    def step_why(self, prop: Property, row, choice: int) -> str | None:
-        """The explanation of ``prop``'s violation by the transition ``choice`` of ``row``,
-        or ``None`` when it holds there."""
-        state = self.kernel.decode(row)
-        action, nxt = successors(self.model, state)[choice]
-        return _checked(prop, prop.check(self.model, state, action, nxt))
 
     def transition_violations(
         self, state, transitions: Sequence[tuple[Any, Any]], skip: Container[str] = ()
@@ -178,7 +174,7 @@ class LevelStep:
                 len(transitions),
                 None,
                 None,
-                lambda p, i: _checked(p, p.check(model, state, *transitions[i])),
+                lambda p, i: step_answer(p, model, state, *transitions[i]),
             )
             if first is not None:
                 out[prop.name] = first
@@ -364,6 +360,33 @@ def state_answer(prop: Property, model: Any, state: Any) -> str | None:
     return _checked(prop, prop.check(model, state))
 
 
+def step_answer(prop: Property, model: Any, before: Any, action: Any, after: Any) -> str | None:
+    """A step property's answer on the transition ``before --action--> after`` (``None``: it
+    holds), or a step cover's: a sentence when the step is a witness, ``None`` when not."""
+    if prop.kind == STEP_COVER:
+        return f"reached: {prop.description or prop.name}" if prop.check(model, before, action, after) else None
+    return _checked(prop, prop.check(model, before, action, after))
+
+
+class _Transitions:
+    """The transitions of a chunk's rows, each parent decoded and expanded once however
+    many of its transitions are asked (the last parent asked is kept)."""
+
+    def __init__(self, model: Any, kernel: Any, chunk: Any) -> None:
+        self.model, self.kernel, self.chunk = model, kernel, chunk
+        self._parent = -1
+        self._state: Any = None
+        self._succ: list = []
+
+    def of(self, parent: int, choice: int) -> tuple[Any, Any, Any]:
+        """``(before, action, after)`` of the transition ``choice`` of row ``parent``."""
+        if parent != self._parent:
+            self._state = self.kernel.decode(self.chunk[parent])
+            self._succ, self._parent = successors(self.model, self._state), parent
+        action, nxt = self._succ[choice]
+        return self._state, action, nxt
+
+
 def _checked(prop: Property, why: object) -> str | None:
     """A check's answer, refused unless it is ``None`` or a ``str``.
 
@@ -395,13 +418,16 @@ def state_failures(model: Any, state: Any, invariants: Sequence[Property]) -> li
 def step_failures(
     model: Any, before: Any, action: Any, after: Any, step_props: Sequence[Property]
 ) -> list[tuple[str, str]]:
-    """The ``(name, explanation)`` of every step property the transition violates, in order.
+    """The ``(name, explanation)`` of every step property the transition violates, in order
+    (a step cover among them is no property: a witness is no failure, and it is skipped).
 
     Raises:
         PropertyError: a check returned neither ``None`` nor a ``str``.
     """
     out = []
     for prop in step_props:
+        if prop.kind == STEP_COVER:
+            continue
         why = _checked(prop, prop.check(model, before, action, after))
         if why is not None:
             out.append((prop.name, why))

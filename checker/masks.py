@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .protocol import ALWAYS, Expander, Property
+from .protocol import ALWAYS, STEP_COVER, Expander, Property
 
 
 def state_mask(kernel: Expander, prop: Property, rows) -> np.ndarray | None:
@@ -29,11 +29,16 @@ def state_mask(kernel: Expander, prop: Property, rows) -> np.ndarray | None:
     return None if mask is None else np.asarray(mask, dtype=bool)
 
 
-def step_mask(kernel: Expander, prop: Property, rows, parents, after) -> np.ndarray | None:
-    """Per transition ``rows[parents[i]] -> after[i]``: true where the step property
-    ``prop`` is violated; ``None`` when there is no array form."""
+def step_mask(kernel: Expander, prop: Property, rows, parents, after, codes=None) -> np.ndarray | None:
+    """Per transition ``rows[parents[i]] -> after[i]`` (of action code ``codes[i]``): true
+    where the step property ``prop`` is violated, or where the step cover ``prop``'s
+    predicate holds; ``None`` when there is no array form."""
     if not kernel.arrays:
         return None
+    if prop.kind == STEP_COVER:
+        if prop.mask is None or codes is None:
+            return None
+        return np.asarray(prop.mask(kernel, rows, parents, codes, after), dtype=bool)
     if prop.mask is not None:
         return np.asarray(prop.mask(kernel, rows, parents, after), dtype=bool)
     mask = kernel.step_mask(prop.name, rows, parents, after)

@@ -94,7 +94,9 @@ ALWAYS_EVENTUALLY = "always-eventually"  # []<>P under weak fairness
 LEADS_TO = "leads-to"  # P ~> Q under weak fairness, for every obligation
 LIVENESS = (ALWAYS_EVENTUALLY, LEADS_TO)  # the kinds decided on fair behaviours (lassos)
 COVER = "cover"  # "this can happen": some reachable state satisfies the predicate
-KINDS = (ALWAYS, STEP, POSSIBLY, ALWAYS_EVENTUALLY, LEADS_TO, COVER)
+STEP_COVER = "step-cover"  # "this step can happen": some reachable transition satisfies the predicate
+COVER_KINDS = (COVER, STEP_COVER)  # the kinds answered "reached" (with a witness) or "never reached"
+KINDS = (ALWAYS, STEP, POSSIBLY, ALWAYS_EVENTUALLY, LEADS_TO, COVER, STEP_COVER)
 
 
 @attrs.frozen
@@ -114,7 +116,11 @@ class Property:
             ``check(model, state)`` returns True for a *witness* state, and the cover is
             answered with a shortest behaviour to the first witness of the breadth-first
             order, or "never reached" when the whole reachable graph holds none, which a
-            run reports as a failure).
+            run reports as a failure); or ``"step-cover"`` ("this step can happen"): a
+            cover of a transition, ``check(model, before, action, after)`` returns True
+            for a *witness* step, answered with a shortest behaviour whose last step is
+            the first witness of the breadth-first order (the per-state search's order
+            of a level's transitions), or "never reached".
         check: a plain module-level function returning ``None`` when the property holds
             and a one-sentence explanation when it does not (for ``"always"`` and
             ``"step"``; the other kinds' answers are below).
@@ -132,11 +138,14 @@ class Property:
         mask: the property's array form for the model's batch kernel, a plain module-level
             function beside ``check``: ``mask(kernel, rows)`` -> a boolean per row, true where
             an ``"always"`` property is violated or where a ``"possibly"`` property's goal
-            (a ``"cover"``'s predicate) holds; ``mask(kernel, rows, parents, after)`` for a ``"step"`` property, true
-            for the transitions ``rows[parents[i]] -> after[i]`` that violate it; for the
-            liveness kinds, below. The kernel's ``invariant_mask``/``step_mask``/``goal_mask``
-            may answer with it; ``None`` (the default): no array form, the engines call
-            ``check`` state by state.
+            (a ``"cover"``'s predicate) holds; ``mask(kernel, rows, parents, after)`` for a
+            ``"step"`` property, true for the transitions ``rows[parents[i]] -> after[i]``
+            that violate it; ``mask(kernel, rows, parents, codes, after)`` for a
+            ``"step-cover"``, true for the witness transitions (``codes``: each step's
+            action code, as the kernel's ``expand`` gives it); for the liveness kinds,
+            below. The kernel's ``invariant_mask``/``step_mask``/``goal_mask`` may answer
+            with it; ``None`` (the default): no array form, the engines call ``check``
+            state by state (a step cover's: a transition at a time, a parent's together).
         obligations: for a ``"leads-to"`` property that is a family of ``P_i ~> Q_i`` (one
             per index ``i``), ``obligations(model)`` -> every index, a sequence of distinct
             hashable values in a fixed order; ``None`` (the default): one obligation.
@@ -194,6 +203,12 @@ class Property:
     mask: Callable[..., Any] | None = None
     obligations: Callable[[Any], Sequence[Any]] | None = None
     obligation_text: Callable[[Any, Any], str] | None = None
+
+
+def is_cover(prop: Property) -> bool:
+    """Whether ``prop`` is a cover of a state or of a step (answered "reached" with a
+    witness, or "never reached"), not a property that holds or fails."""
+    return prop.kind in COVER_KINDS
 
 
 def obligation_text(model: Any, prop: Property, obligation: Any) -> str:

@@ -1,13 +1,19 @@
 """The Kafka model's covers: "this can happen" predicates, one for each scenario of
-docs/model.md that a state shows (``checker.protocol``'s ``"cover"`` kind).
+docs/model.md that a state shows (``checker.protocol``'s ``"cover"`` kind), and one for
+each that a step shows (``"step-cover"``: an ELR or an unclean election, a refused
+AlterPartition, a follower's truncation, the operators' steps).
 
 A spec names the ones it wants reached (``[check] covers = [...]``): each is answered with
 a shortest behaviour to its first witness, or "never reached", which fails the run (exit
 1), as a vacuity check: a scenario a configuration is meant to exercise that it never
 reaches makes every "holds" of that run say less than it seems to. Each cover needs the
 options its scenario runs on (``NEEDS``); a spec naming one without them is refused.
-They have no array form: the batch path asks each new state until the cover is reached
-(on the small specs covers are for, a fraction of the run).
+The state covers have no array form: the batch path asks each new state until the cover is
+reached (on the small specs covers are for, a fraction of the run). The step covers of an
+action's kind (an election's, AlterPartition's) read the kinds coverage counts
+(``model.coverage_names``: ``kind_of`` a step, ``row_kinds`` the batch kernel's rows);
+``FollowerTruncates`` has no array form (the batch path asks each transition, a parent's
+together, until it is reached); the operators' steps run on the per-state path only.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kmc.checker.protocol import COVER, Property
+import numpy as np
+from kmc.checker.protocol import COVER, STEP_COVER, Property
 
 
 def record_committed(model, state) -> bool:
@@ -66,6 +73,133 @@ def high_watermark_before_truncation(model, state) -> bool:
     return any(r.inflight is not None and r.inflight.applied for r in state.replicas)
 
 
+# -- step covers: ``check(model, before, action, after)`` is true for a witness step --------
+
+
+def _kind_of(model, before, action, after) -> str | None:
+    from kmc.model.coverage_names import kind_of
+
+    return kind_of(model, before, action, after)
+
+
+def _row_kind_mask(action: str, kind: int):
+    """The array form of "a step of ``action`` of kind number ``kind``" (its position in
+    the action's kinds, ``model.coverage_names``), from the batch kernel's rows."""
+
+    def mask(kernel, rows, parents, codes, after) -> np.ndarray:
+        from kmc.model.coverage_names import row_kinds
+
+        out = np.zeros(len(parents), dtype=bool)
+        where, kinds = row_kinds(kernel, rows, parents, codes, after).get(action, ((), ()))
+        if len(where):
+            out[np.asarray(where)[np.asarray(kinds) == kind]] = True
+        return out
+
+    return mask
+
+
+def elr_election(model, before, action, after) -> bool:
+    """ElectLeader elects an eligible leader replica (KIP-966): the candidate is in the
+    controller's ELR, not in its ISR."""
+    return action.name == "ElectLeader" and _kind_of(model, before, action, after) == "ELR"
+
+
+def _elr_election_mask(kernel, rows, parents, codes, after):
+    return _row_kind_mask("ElectLeader", 1)(kernel, rows, parents, codes, after)
+
+
+def unclean_election(model, before, action, after) -> bool:
+    """ElectLeader elects a replica outside the ISR and the ELR (not the last known leader)."""
+    return action.name == "ElectLeader" and _kind_of(model, before, action, after) == "unclean"
+
+
+def _unclean_election_mask(kernel, rows, parents, codes, after):
+    return _row_kind_mask("ElectLeader", 2)(kernel, rows, parents, codes, after)
+
+
+def alter_partition_refused(model, before, action, after) -> bool:
+    """The controller answers a leader's AlterPartition request by refusing it (the ISR
+    stays as it was)."""
+    return action.name == "AlterPartition" and _kind_of(model, before, action, after) == "refused"
+
+
+def _alter_partition_refused_mask(kernel, rows, parents, codes, after):
+    return _row_kind_mask("AlterPartition", 2)(kernel, rows, parents, codes, after)
+
+
+def follower_truncates(model, before, action, after) -> bool:
+    """A follower cuts records off its log: at BecomeFollower (the truncation rule), or at
+    a FetchResponse (a diverging answer's truncation, or a response that starts below its
+    log end). A crash's or a failed directory's loss is not a truncation."""
+    if action.name not in ("BecomeFollower", "FetchResponse"):
+        return False
+    old, new = before.replicas[action.replica].log, after.replicas[action.replica].log
+    return new[: len(old)] != old
+
+
+def controlled_shutdown_moves_leader(model, before, action, after) -> bool:
+    """A controlled shutdown of the quorum's leader: the controller elects another replica
+    in its place."""
+    return action.name == "ControlledShutdown" and before.quorum.leader == action.replica and action.to is not None
+
+
+def min_isr_change_applied(model, before, action, after) -> bool:
+    """The leader's broker takes a new min ISR: ApplyMinIsr with ``min_isr_lag``, else the
+    controller's ChangeMinIsr, which the leader's broker takes at once."""
+    if action.name == "ApplyMinIsr":
+        return True
+    return action.name == "ChangeMinIsr" and not model.config.min_isr_lag
+
+
+def log_directory_failed(model, before, action, after) -> bool:
+    """A replica's log directory fails (DiskFailure)."""
+    return action.name == "DiskFailure"
+
+
+def _step_cover(name: str, check, description: str, mask=None) -> Property:
+    return Property(name, STEP_COVER, check, description, symmetric=True, mask=mask)
+
+
+ElrElection = _step_cover(
+    "ElrElection",
+    elr_election,
+    "an election of an eligible leader replica (KIP-966; needs model.eligible_leader_replicas)",
+    _elr_election_mask,
+)
+UncleanElection = _step_cover(
+    "UncleanElection",
+    unclean_election,
+    "an election of a replica outside the ISR and the ELR (needs model.unclean_leader_election)",
+    _unclean_election_mask,
+)
+AlterPartitionRefused = _step_cover(
+    "AlterPartitionRefused",
+    alter_partition_refused,
+    "the controller refuses a leader's AlterPartition (needs model.alter_partition)",
+    _alter_partition_refused_mask,
+)
+FollowerTruncates = _step_cover(
+    "FollowerTruncates",
+    follower_truncates,
+    "a follower truncates its log (BecomeFollower, or a fetch answer)",
+)
+ControlledShutdownMovesLeader = _step_cover(
+    "ControlledShutdownMovesLeader",
+    controlled_shutdown_moves_leader,
+    "a controlled shutdown of the leader elects another (needs model.max_controlled_shutdowns)",
+)
+MinIsrChangeApplied = _step_cover(
+    "MinIsrChangeApplied",
+    min_isr_change_applied,
+    "the leader's broker takes a new min ISR (needs model.min_isr_changes)",
+)
+LogDirectoryFailed = _step_cover(
+    "LogDirectoryFailed",
+    log_directory_failed,
+    "a replica's log directory fails (needs model.max_disk_failures)",
+)
+
+
 def _cover(name: str, check: Callable[[Any, Any], bool], description: str) -> Property:
     return Property(name, COVER, check, description, symmetric=True)
 
@@ -111,7 +245,16 @@ COVERS = (
     DivergingFetchAnswer,
     HighWatermarkBeforeTruncation,
 )
-COVERS_BY_NAME = {c.name: c for c in COVERS}
+STEP_COVERS = (
+    ElrElection,
+    UncleanElection,
+    AlterPartitionRefused,
+    FollowerTruncates,
+    ControlledShutdownMovesLeader,
+    MinIsrChangeApplied,
+    LogDirectoryFailed,
+)
+COVERS_BY_NAME = {c.name: c for c in COVERS + STEP_COVERS}  # every cover, of a state or of a step
 
 # cover name -> (what its scenario needs, in words; whether a configuration has it)
 NEEDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
@@ -124,6 +267,12 @@ NEEDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
         'model.fetch_bugs = ["KAFKA-14704"]',
         lambda c: "KAFKA-14704" in c.fetch_bugs,
     ),
+    "ElrElection": ("model.eligible_leader_replicas = true", lambda c: c.eligible_leader_replicas),
+    "UncleanElection": ("model.unclean_leader_election = true", lambda c: c.unclean_leader_election),
+    "AlterPartitionRefused": ("model.alter_partition = true", lambda c: c.alter_partition),
+    "ControlledShutdownMovesLeader": ("model.max_controlled_shutdowns > 0", lambda c: c.max_controlled_shutdowns > 0),
+    "MinIsrChangeApplied": ("model.min_isr_changes (a non-empty list)", lambda c: bool(c.min_isr_changes)),
+    "LogDirectoryFailed": ("model.max_disk_failures > 0", lambda c: c.max_disk_failures > 0),
 }
 
 

@@ -265,9 +265,9 @@ def refuse_covers_on_spark(properties, spec, args) -> None:
     Raises:
         UsageError: naming the covers.
     """
-    from kmc.checker.protocol import COVER
+    from kmc.checker.protocol import is_cover
 
-    covers = [p.name for p in properties if p.kind == COVER]
+    covers = [p.name for p in properties if is_cover(p)]
     if covers and (getattr(args, "engine", None) or spec.engine) == "spark":
         raise UsageError(
             f"--engine spark: covers ({', '.join(covers)}) are checked by the local engine only; "

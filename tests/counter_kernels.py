@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-from kmc.checker.protocol import COVER, STEP, KernelBase, Property
+from kmc.checker.protocol import COVER, STEP, STEP_COVER, KernelBase, Property
 from toy import Counters, Inc, TwoCounters
 
 
@@ -176,3 +176,43 @@ class CoveredCounters(KernelCounters):
 
 def covered(n=3, beyond=False):
     return CoveredCounters(n=int(n), limit=10**6, beyond=bool(beyond))
+
+
+# -- step covers: a predicate of (before, action, after) ------------------------------------
+
+
+def _y_after_two_x(model, before, action, after):
+    return action.name == "IncY" and before.x == 2
+
+
+def _y_after_two_x_mask(kernel, rows, parents, codes, after):
+    return (np.asarray(codes) == 1) & (kernel._columns(rows)[parents, 0] == 2)
+
+
+def _x_into_corner(model, before, action, after):
+    return action.name == "IncX" and (after.x, after.y) == (model.n, model.n)
+
+
+def _x_past_n(model, before, action, after):
+    return action.name == "IncX" and before.x >= model.n
+
+
+YAfterTwoX = Property("YAfterTwoX", STEP_COVER, _y_after_two_x, "IncY taken where x is 2", mask=_y_after_two_x_mask)
+XIntoCorner = Property("XIntoCorner", STEP_COVER, _x_into_corner, "IncX into (n, n)")
+XPastN = Property("XPastN", STEP_COVER, _x_past_n, "IncX taken where x is n")
+
+
+@attrs.frozen
+class StepCoveredCounters(KernelCounters):
+    """The toy counters with step covers: ``YAfterTwoX`` (with an array form) and
+    ``XIntoCorner`` are reached, ``XPastN`` (with ``beyond``) never is (IncX is not
+    enabled at x = n)."""
+
+    beyond: bool = False
+
+    def properties(self):
+        return (YAfterTwoX, XIntoCorner, *((XPastN,) if self.beyond else ()))
+
+
+def step_covered(n=3, beyond=False):
+    return StepCoveredCounters(n=int(n), limit=10**6, beyond=bool(beyond))

@@ -15,7 +15,7 @@ def register(sub) -> None:
 
 def run(args, out, err) -> int:
     from kmc.invariants import EVERY
-    from kmc.invariants.covers import COVERS
+    from kmc.invariants.covers import COVERS, STEP_COVERS
     from rich.table import Table
     from rich.text import Text
 
@@ -26,11 +26,12 @@ def run(args, out, err) -> int:
     out.print(
         Text(
             "\nCovers: scenarios a spec may require to be reached ([check] covers = [...]); each is "
-            'answered with a shortest witness, or "never reached" (exit 1).\n'
+            'answered with a shortest witness, or "never reached" (exit 1). A "cover" is a state the '
+            'witness ends in, a "step-cover" a step it ends with.\n'
         )
     )
     covers = Table("name", "kind", "the scenario", box=None)
-    for p in COVERS:
+    for p in COVERS + STEP_COVERS:
         covers.add_row(p.name, p.kind, p.description)
     out.print(covers)
     return 0

@@ -12,12 +12,14 @@ import pickle
 from collections import deque
 
 import attrs
+import numpy as np
 import oracle
 import pytest
 from counter_kernels import XIntoCorner, XPastN, YAfterTwoX, step_covered
 from kmc.app.cli import main
 from kmc.checker.engines import make_engine
 from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
+from kmc.checker.kernel_check import KernelMismatchError
 from kmc.checker.level import step_failures
 from kmc.checker.options import Options
 from kmc.checker.protocol import STEP_COVER
@@ -85,6 +87,18 @@ def test_the_witness_is_the_same_through_a_checkpoint_resumed_at_every_level():
             resumed.restore(pickle.loads(blob))
             got = resumed.run()
             assert {n: (p.init_index, p.choices) for n, p in got.witnesses.items()} == want
+
+
+def _never_mask(kernel, rows, parents, codes, after):
+    return np.zeros(len(parents), dtype=bool)
+
+
+def test_a_step_cover_s_wrong_array_form_is_a_kernel_mismatch():
+    # An array form that never fires would answer "never reached": the kernel's comparison
+    # with its model catches it at the witness's parent (2, 0).
+    wrong = attrs.evolve(YAfterTwoX, mask=_never_mask)
+    with pytest.raises(KernelMismatchError, match=r"state Counters\(x=2, y=0\).*YAfterTwoX mask: kernel False, model True"):
+        make_engine(step_covered(n=3), [wrong], Options(verify_kernel=True)).run()
 
 
 def test_a_model_s_step_covers_from_the_command_line(capsys, tmp_path):
@@ -204,6 +218,17 @@ def test_each_kafka_step_cover_is_reached_at_the_oracle_s_length(name):
         assert prop.check(engine.model, *labels[-1]) and not any(prop.check(engine.model, *x) for x in labels[:-1])
         answers[engine.path] = (path.init_index, path.choices)
     assert len(set(answers.values())) == 1  # the per-state and the batch paths (or twice per-state)
+
+
+@pytest.mark.parametrize("name", ["ElrElection", "UncleanElection", "AlterPartitionRefused"])
+def test_the_kafka_step_covers_array_forms_agree_with_their_checks_on_every_state(name):
+    # verify_kernel: the kernel's comparison with its model on every state expanded, the
+    # array form (the kinds coverage counts) against the check on every transition.
+    prop = COVERS_BY_NAME[name]
+    assert prop.mask is not None
+    engine = make_engine(KafkaModel(Config(**{**BASE, **PINNED[name][0]})), [prop], Options(verify_kernel=True))
+    result = engine.run()
+    assert engine.path == "batch" and len(result.witnesses[name]) == PINNED[name][1]
 
 
 def test_a_diverging_answer_s_truncation_on_the_fetch_path():

@@ -35,6 +35,9 @@ def test_the_local_blocks_run():
     assert [g.failing for g in guarded.guards(namespace["Counters"](3, 1))] == [["x = 3 is below n = 3"], []]
     assert namespace["result"].stats.distinct == 16
     assert len(namespace["covered"].witnesses["XTwoYOne"]) == 4  # the cover's witness
+    # the step cover's: (0, 0), (1, 0), (1, 1), then IncY from the diagonal to (1, 2)
+    assert [(s.x, s.y) for s in namespace["covered"].witnesses["YFromTheDiagonal"].states] == [
+        (0, 0), (1, 0), (1, 1), (1, 2)]
     assert namespace["lasso"].loop == 1 and namespace["silent"].verdict("OneLeadsToY") == "violated"
 
 

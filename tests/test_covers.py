@@ -151,12 +151,6 @@ def test_a_bad_covers_key_is_one_line(capsys, tmp_path, value, says):
     assert len(err) == 1 and "check.covers" in err[0] and says in err[0], err
 
 
-def test_covers_on_spark_are_refused_in_one_line(capsys):
-    code = main(["check", "specs/avail-c2m2-elr.toml", "--engine", "spark", "--no-progress"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == EXIT_BAD_INPUT and len(err) == 1 and "covers" in err[0] and "local engine" in err[0]
-
-
 def test_kmc_invariants_lists_the_covers(capsys):
     assert main(["invariants"]) == EXIT_OK
     text = capsys.readouterr().out

@@ -328,12 +328,27 @@ def test_every_engine_gives_the_same_step_witnesses(capsys, tmp_path, monkeypatc
     assert [oracle_shortest_step(cfg, SCENARIOS[n]) for n in ("ElrElection", "FollowerTruncates")] == [6, 6]
 
 
-def test_step_covers_on_spark_are_refused_in_one_line(capsys, tmp_path):
+@pytest.mark.spark
+def test_spark_gives_the_local_engine_s_witnesses(spark_sc, capsys, tmp_path):
+    # Both Spark paths (rows over two partitions, every level in tasks; per-state), a state
+    # cover beside the step covers (two with an array form).
+    options = dict(unclean_leader_election=True, alter_partition=True, broker_epochs=True)
     spec = tmp_path / "s.toml"
-    spec.write_text(_spec_text({}, ["FollowerTruncates"]))
-    code = main(["check", str(spec), "--engine", "spark", "--no-progress"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == EXIT_BAD_INPUT and len(err) == 1 and "FollowerTruncates" in err[0] and "local engine" in err[0]
+    spec.write_text(_spec_text(options, ["UncleanElection", "AlterPartitionRefused", "FollowerTruncates",
+                                         "AlterPartitionInFlight"]))
+    answers = {}
+    for name, flags in {
+        "local": ["--workers", "1"],
+        "spark rows": ["--engine", "spark", "--partitions", "2", "--driver-level-limit", "0"],
+        "spark per-state": ["--engine", "spark", "--per-state", "--partitions", "1", "--driver-level-limit", "0"],
+    }.items():
+        out = tmp_path / f"{name}.json"
+        assert main(["check", str(spec), "--no-progress", "--json", str(out), *flags]) == EXIT_OK, name
+        doc = json.loads(out.read_text())
+        assert doc["engine"] == name.split()[0], name
+        answers[name] = [(c["name"], c["verdict"], c["trace"]["choices"]) for c in doc["covers"]]
+    assert answers["spark rows"] == answers["spark per-state"] == answers["local"]
+    assert [len(choices) + 1 for _n, _v, choices in answers["local"]] == [6, 10, 6, 3]
 
 
 @pytest.mark.parametrize("name", sorted(set(PINNED) - {"FollowerTruncates"}))

@@ -26,7 +26,6 @@ from .common import (
     make_engine,
     options_from,
     positive_int,
-    refuse_covers_on_spark,
     require_spark,
     select_properties,
     spark_submit_master,
@@ -283,7 +282,6 @@ def _run(args, out, err) -> int:
         err.print(f"kmc: under spark-submit: running on its master {submit}", markup=False, highlight=False)
     model = spec.model()
     properties = with_deadlock(with_covers(select_properties(spec, args.invariants), spec), spec, args)
-    refuse_covers_on_spark(properties, spec, args)
     options = options_from(spec, args)
     if views.generic:  # a model of the user's own: called on a sample before the search
         cast("ModelSpec", spec).probe(model, kernel=not args.per_state)

@@ -258,23 +258,6 @@ def with_covers(properties, spec) -> list[Property]:
     return properties + [COVERS_BY_NAME[n] for n in covers if n not in names]
 
 
-def refuse_covers_on_spark(properties, spec, args) -> None:
-    """Covers are checked by the local engine: with ``--engine spark`` (or a spec's
-    ``[check] engine = "spark"``) a run that has some is refused in one line.
-
-    Raises:
-        UsageError: naming the covers.
-    """
-    from kmc.checker.protocol import is_cover
-
-    covers = [p.name for p in properties if is_cover(p)]
-    if covers and (getattr(args, "engine", None) or spec.engine) == "spark":
-        raise UsageError(
-            f"--engine spark: covers ({', '.join(covers)}) are checked by the local engine only; "
-            "run them with --engine local"
-        )
-
-
 def with_deadlock(properties, spec, args) -> list[Property]:
     """``properties``, followed by ``Deadlock`` (``checker.deadlock``) when ``--deadlock`` or
     the spec's ``[check] deadlock`` asks for it.

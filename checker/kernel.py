@@ -64,6 +64,7 @@ def result_of(
         max_depth=engine.options.max_depth,
         covers=[p.name for p in engine.properties if is_cover(p)],
         witnesses={name: v.path for name, v in violations.items() if v.kind == COVER},
+        step_covers=[p.name for p in engine.properties if p.kind == STEP_COVER],
     )
 
 

@@ -165,6 +165,14 @@ class CheckResult:
     # behaviour to the first witness of each one reached
     covers: list[str] = attrs.field(factory=list)
     witnesses: dict[str, Path] = attrs.field(factory=dict)
+    # the covers among them that are of a step (``"step-cover"``): a witness ends with the step
+    step_covers: list[str] = attrs.field(factory=list)
+
+    def witness(self, name: str) -> Violation:
+        """A reached cover's witness as reports show a trace: a ``Violation`` of kind
+        ``"cover"`` (its last state is the witness) or ``"step-cover"`` (its last step is)."""
+        kind = "step-cover" if name in self.step_covers else "cover"
+        return Violation(name, kind, "reached", self.witnesses[name])
 
     def cover_verdict(self, name: str) -> str:
         """``"reached"`` (``witnesses`` holds its shortest witness), ``"never reached"``

@@ -131,8 +131,19 @@ def trace_view(model, violation, diff=False) -> Group:
         else:
             parts.append(Text(f"  {safe_text(step['text'])}"))
         before = step["state"]
-    parts.append(Text(f"{safe_text(violation.property)}: {safe_text(violation.explanation)}", "bold red"))
+    parts.append(_verdict_line(violation))
     return Group(*parts)
+
+
+def _verdict_line(violation) -> Text:
+    """The line under a trace: the violation's explanation, or where a cover's witness is
+    reached (its last state, or its last step)."""
+    name, n = safe_text(violation.property), len(violation.path)
+    if violation.kind == "cover":
+        return Text(f"{name}: reached in State {n}", "bold green")
+    if violation.kind == "step-cover":
+        return Text(f"{name}: reached by the last step, State {n - 1} → State {n}", "bold green")
+    return Text(f"{name}: {safe_text(violation.explanation)}", "bold red")
 
 
 def _plain(text) -> Text:
@@ -221,9 +232,6 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
 def _covers_view(model, result, show_traces, diff) -> list[RenderableType]:
     """The covers a run checked: each reached one with its shortest witness, each never
     reached (a failure) or undecided."""
-    from kmc.checker.protocol import COVER
-    from kmc.checker.result import Violation
-
     parts: list[RenderableType] = []
     if not result.covers:
         return parts
@@ -235,7 +243,7 @@ def _covers_view(model, result, show_traces, diff) -> list[RenderableType]:
             parts += [
                 Text(""),
                 Text(f"Witness: {safe_text(name)} ({len(path)} states)", "bold green"),
-                trace_view(model, Violation(name, COVER, "reached", path), diff=diff),
+                trace_view(model, result.witness(name), diff=diff),
             ]
     return parts
 

@@ -371,9 +371,6 @@ class ResultView:
         else:
             yield self.action_table()
         if self.result.covers:
-            from kmc.checker.protocol import COVER
-            from kmc.checker.result import Violation
-
             from .generic import cover_line
 
             yield Text("")
@@ -384,7 +381,7 @@ class ResultView:
                 yield Text("")
                 title = Text(f"Witness: {name} ({len(path)} states)", "bold green")
                 yield Rule(title, style="green") if title.cell_len + 6 <= options.max_width else title
-                yield TraceView(self.model, Violation(name, COVER, "reached", path), diff=self.diff)
+                yield TraceView(self.model, self.result.witness(name), diff=self.diff)
         if self.show_traces:
             for v, *also in by_path(self.violations()):  # a path several properties share: once
                 yield Text("")

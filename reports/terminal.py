@@ -157,6 +157,12 @@ class TraceView:
         if v.kind == "cover":  # a cover's witness: the scenario happens
             text.append(f"✓ {v.property} is reached in State {n}", "bold green")
             return Panel(text, border_style="green", expand=False, padding=(0, 1))
+        if v.kind == "step-cover":  # a step cover's: its last step is the scenario
+            action = format_action(model, v.path.steps[-1].action)
+            text.append(
+                f"✓ {v.property} is reached by the last step, State {n - 1} → State {n} ({action})", "bold green"
+            )
+            return Panel(text, border_style="green", expand=False, padding=(0, 1))
         text.append(f"✗ {v.property}", "bold red")
         if v.kind == "possibly":
             text.append(

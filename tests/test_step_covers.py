@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 from collections import deque
 
 import attrs
@@ -108,6 +109,7 @@ def test_a_model_s_step_covers_from_the_command_line(capsys, tmp_path):
     text = capsys.readouterr().out
     assert "✓ YAfterTwoX reached: a shortest witness has 4 states" in text
     assert "Witness: XIntoCorner (7 states)" in text
+    assert "YAfterTwoX: reached by the last step, State 3 → State 4" in text
     doc = json.loads(out.read_text())
     assert [(c["name"], c["verdict"], len(c["trace"]["steps"])) for c in doc["covers"]] == [
         ("YAfterTwoX", "reached", 4), ("XIntoCorner", "reached", 7)]
@@ -241,6 +243,18 @@ def test_a_diverging_answer_s_truncation_on_the_fetch_path():
     path = engine.run().witnesses["FollowerTruncates"]
     assert engine.path == "batch" and len(path) == 8
     assert [a.name for a in path.actions][-3:] == ["BecomeFollower", "FetchRequest", "FetchResponse"]
+
+
+def test_the_terminal_shows_a_kafka_step_witness_ending_with_its_step(capsys, tmp_path):
+    options, length, _steps = PINNED["ElrElection"]
+    spec = tmp_path / "elr.toml"
+    spec.write_text(_spec_text(options, ["ElrElection", "EligibleLeaderReplica"]))
+    assert main(["check", str(spec), "--no-progress"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert f"✓ ElrElection reached: a shortest witness has {length} states" in text
+    assert f"Witness: ElrElection ({length} states)" in text
+    assert re.search(r"✓ ElrElection is reached by the last step, State 4 → State 5\W+\(ElectLeader\(B\)\)", text)
+    assert "✓ EligibleLeaderReplica is reached in State 3" in text  # a state cover's: its last state
 
 
 def test_an_elr_election_is_never_reached_under_min_isr_one(capsys, tmp_path):

@@ -97,14 +97,17 @@ __all__ = [
 
 def covers_to_dict(result, trace) -> dict:
     """``{"covers": [...]}`` when the run checked covers (else ``{}``): each cover's name,
-    its verdict (``"reached"``, ``"never reached"``, ``"unknown"``) and, when reached, its
-    shortest witness as ``trace(path)`` writes a trace."""
+    its kind (``"cover"``: the witness's last state is the scenario; ``"step-cover"``: its
+    last step is), its verdict (``"reached"``, ``"never reached"``, ``"unknown"``) and, when
+    reached, its shortest witness as ``trace(path)`` writes a trace."""
     covers = getattr(result, "covers", None) or []
     if not covers:
         return {}
+    steps = getattr(result, "step_covers", None) or []
     out = []
     for name in covers:
-        doc = {"name": name, "verdict": result.cover_verdict(name)}
+        kind = "step-cover" if name in steps else "cover"
+        doc = {"name": name, "kind": kind, "verdict": result.cover_verdict(name)}
         if name in result.witnesses:
             doc["trace"] = trace(result.witnesses[name])
         out.append(doc)

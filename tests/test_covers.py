@@ -72,7 +72,7 @@ def test_a_model_s_covers_from_the_command_line(capsys, tmp_path):
                  "--force"]) == EXIT_VIOLATION
     text = capsys.readouterr().out
     assert "✗ Beyond NEVER REACHED in 16 distinct states" in text
-    assert json.loads(out.read_text())["covers"][2] == {"name": "Beyond", "verdict": "never reached"}
+    assert json.loads(out.read_text())["covers"][2] == {"name": "Beyond", "kind": "cover", "verdict": "never reached"}
 
 
 # The shipped specs' covers, each witness's length found by the naive oracle with the
@@ -134,7 +134,8 @@ def test_a_spec_s_cover_never_reached_fails_the_run(capsys, tmp_path):
     text = capsys.readouterr().out
     assert "✗ EligibleLeaderReplica NEVER REACHED in 12,182 distinct states" in text
     assert "Never reached: EligibleLeaderReplica" in text
-    assert json.loads(out.read_text())["covers"][0] == {"name": "EligibleLeaderReplica", "verdict": "never reached"}
+    assert json.loads(out.read_text())["covers"][0] == {"name": "EligibleLeaderReplica", "kind": "cover",
+                                                       "verdict": "never reached"}
 
 
 @pytest.mark.parametrize("value, says", [

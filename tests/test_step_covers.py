@@ -111,14 +111,14 @@ def test_a_model_s_step_covers_from_the_command_line(capsys, tmp_path):
     assert "Witness: XIntoCorner (7 states)" in text
     assert "YAfterTwoX: reached by the last step, State 3 → State 4" in text
     doc = json.loads(out.read_text())
-    assert [(c["name"], c["verdict"], len(c["trace"]["steps"])) for c in doc["covers"]] == [
-        ("YAfterTwoX", "reached", 4), ("XIntoCorner", "reached", 7)]
+    assert [(c["name"], c["kind"], c["verdict"], len(c["trace"]["steps"])) for c in doc["covers"]] == [
+        ("YAfterTwoX", "step-cover", "reached", 4), ("XIntoCorner", "step-cover", "reached", 7)]
     assert doc["covers"][0]["trace"]["choices"] == [0, 0, 1]
     assert main(["check", "--model", ref, "--param", "beyond=true", "--no-progress", "--json", str(out),
                  "--force"]) == EXIT_VIOLATION
     text = capsys.readouterr().out
     assert "✗ XPastN NEVER REACHED in 16 distinct states" in text
-    assert json.loads(out.read_text())["covers"][2] == {"name": "XPastN", "verdict": "never reached"}
+    assert json.loads(out.read_text())["covers"][2] == {"name": "XPastN", "kind": "step-cover", "verdict": "never reached"}
 
 
 def test_a_step_witness_is_no_step_property_s_failure():
@@ -268,7 +268,7 @@ def test_an_elr_election_is_never_reached_under_min_isr_one(capsys, tmp_path):
     assert main(["check", str(spec), "--no-progress", "--json", str(out)]) == EXIT_VIOLATION
     text = capsys.readouterr().out
     assert "✗ ElrElection NEVER REACHED in " in text and "Never reached: ElrElection" in text
-    assert json.loads(out.read_text())["covers"] == [{"name": "ElrElection", "verdict": "never reached"}]
+    assert json.loads(out.read_text())["covers"] == [{"name": "ElrElection", "kind": "step-cover", "verdict": "never reached"}]
 
 
 def _spec_text(options: dict, covers: list[str]) -> str:

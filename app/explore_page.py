@@ -318,7 +318,7 @@ button.action { font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; fon
 ul#properties, ul#verdicts, ul#traces { list-style: none; padding-left: 0; margin: 4px 0; }
 li.prop, li.verdict { margin: 2px 0; padding: 2px 6px; border-left: 4px solid #999; }
 li.prop.holds, li.prop.goal { border-color: #2e7d32; }
-li.prop.holds .status, li.prop.goal .status { color: #2e7d32; font-weight: bold; }
+li.prop.holds .status, li.prop.goal .status, li.prop.reached .status { color: #2e7d32; font-weight: bold; }
 li.prop.violated { border-color: #c62828; background: #fdecea; }
 li.prop.violated .status { color: #c62828; font-weight: bold; }
 li.prop.not-a-goal .status { color: #e65100; }

@@ -26,10 +26,12 @@ import attrs
 from kmc.checker.protocol import (
     ALWAYS,
     ALWAYS_EVENTUALLY,
+    COVER,
     LEADS_TO,
     LIVENESS,
     POSSIBLY,
     STEP,
+    STEP_COVER,
     action_name,
     coverage_names,
     describe_step,
@@ -253,8 +255,9 @@ class Explorer:
 
     def property_status(self, path) -> list[dict]:
         """Every property's status in the walk's last state (a step property: on its last
-        step): holds, violated (with the property's reason), or for an always-possibly
-        property whether this state is a goal."""
+        step): holds, violated (with the property's reason), for an always-possibly
+        property whether this state is a goal, for a cover (a step cover) whether this
+        state (the last step) is a witness: reached, or not here."""
         model = self.model
         steps = path.steps
         state = steps[-1].state
@@ -284,6 +287,13 @@ class Explorer:
                     if why
                     else "",
                 )
+            elif prop.kind == COVER:
+                here = bool(prop.check(model, state))
+                doc.update(status="reached" if here else "not here", reason="" if here else "not a witness state")
+            elif prop.kind == STEP_COVER:
+                here = len(steps) > 1 and bool(prop.check(model, steps[-2].state, steps[-1].action, state))
+                why = "" if here else "the last step is no witness"
+                doc.update(status="reached" if here else "not here", reason=why)
             elif prop.kind == LEADS_TO:
                 waiting = _waiting(model, prop, state)
                 doc.update(

@@ -121,6 +121,25 @@ def test_a_model_s_step_covers_from_the_command_line(capsys, tmp_path):
     assert json.loads(out.read_text())["covers"][2] == {"name": "XPastN", "kind": "step-cover", "verdict": "never reached"}
 
 
+def test_the_explorer_says_where_a_cover_is_reached():
+    # A walk's last state is a state cover's witness or not; its last step a step cover's.
+    from counter_kernels import XTwoYOne
+    from kmc.reports.explorer import Explorer, GenericView
+
+    model = step_covered(n=3)
+    explorer = Explorer(model, [XTwoYOne, YAfterTwoX, XIntoCorner], view=GenericView(model))
+
+    def reached(choices):
+        doc = explorer.state_doc(0, choices)
+        return sorted(p["name"] for p in doc["properties"] if p["status"] == "reached")
+
+    assert reached([]) == reached([0, 0]) == []  # (0, 0); (2, 0)
+    assert reached([0, 0, 1]) == ["XTwoYOne", "YAfterTwoX"]  # IncY from (2, 0) to (2, 1)
+    assert reached([0, 1, 0]) == ["XTwoYOne"]  # IncX from (1, 1) to (2, 1)
+    assert reached([1, 1, 1, 0, 0, 0]) == ["XIntoCorner"]  # up to (0, 3), then IncX to (3, 3)
+    assert {p["status"] for p in explorer.state_doc(0, [])["properties"]} == {"not here"}
+
+
 def test_a_step_witness_is_no_step_property_s_failure():
     # The helpers that list a transition's failed step properties (simulation, graphs) skip
     # step covers, as they skip state covers.

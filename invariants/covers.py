@@ -82,20 +82,17 @@ def _kind_of(model, before, action, after) -> str | None:
     return kind_of(model, before, action, after)
 
 
-def _row_kind_mask(action: str, kind: int):
-    """The array form of "a step of ``action`` of kind number ``kind``" (its position in
-    the action's kinds, ``model.coverage_names``), from the batch kernel's rows."""
+def _kind_mask(action: str, kind: str, kernel, rows, parents, codes, after) -> np.ndarray:
+    """Per step of the batch kernel's rows: whether it is a step of ``action`` of ``kind``
+    (one of the action's kinds, ``model.coverage_names``; ``row_kinds`` numbers them)."""
+    from kmc.model.coverage_names import ALTER_KINDS, ELECT_KINDS, row_kinds
 
-    def mask(kernel, rows, parents, codes, after) -> np.ndarray:
-        from kmc.model.coverage_names import row_kinds
-
-        out = np.zeros(len(parents), dtype=bool)
-        where, kinds = row_kinds(kernel, rows, parents, codes, after).get(action, ((), ()))
-        if len(where):
-            out[np.asarray(where)[np.asarray(kinds) == kind]] = True
-        return out
-
-    return mask
+    number = {"ElectLeader": ELECT_KINDS, "AlterPartition": ALTER_KINDS}[action].index(kind)
+    out = np.zeros(len(parents), dtype=bool)
+    where, kinds = row_kinds(kernel, rows, parents, codes, after).get(action, ((), ()))
+    if len(where):
+        out[np.asarray(where)[np.asarray(kinds) == number]] = True
+    return out
 
 
 def elr_election(model, before, action, after) -> bool:
@@ -105,7 +102,7 @@ def elr_election(model, before, action, after) -> bool:
 
 
 def _elr_election_mask(kernel, rows, parents, codes, after):
-    return _row_kind_mask("ElectLeader", 1)(kernel, rows, parents, codes, after)
+    return _kind_mask("ElectLeader", "ELR", kernel, rows, parents, codes, after)
 
 
 def unclean_election(model, before, action, after) -> bool:
@@ -114,7 +111,7 @@ def unclean_election(model, before, action, after) -> bool:
 
 
 def _unclean_election_mask(kernel, rows, parents, codes, after):
-    return _row_kind_mask("ElectLeader", 2)(kernel, rows, parents, codes, after)
+    return _kind_mask("ElectLeader", "unclean", kernel, rows, parents, codes, after)
 
 
 def alter_partition_refused(model, before, action, after) -> bool:
@@ -124,7 +121,7 @@ def alter_partition_refused(model, before, action, after) -> bool:
 
 
 def _alter_partition_refused_mask(kernel, rows, parents, codes, after):
-    return _row_kind_mask("AlterPartition", 2)(kernel, rows, parents, codes, after)
+    return _kind_mask("AlterPartition", "refused", kernel, rows, parents, codes, after)
 
 
 def follower_truncates(model, before, action, after) -> bool:

@@ -220,6 +220,14 @@ def test_every_kafka_step_cover_is_pinned_and_needs_its_option():
     assert set(PINNED) - set(NEEDS) == {"FollowerTruncates"}  # every configuration can truncate
 
 
+def test_docs_model_md_lists_every_step_cover_with_its_pinned_witness():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "model.md").read_text()
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)` \|.*\| (\d+)[^|]*\|$", text, flags=re.M)}
+    assert {name: int(rows[name]) for name in PINNED} == {name: pin[1] for name, pin in PINNED.items()}
+
+
 @pytest.mark.parametrize("name", PINNED)
 def test_each_kafka_step_cover_is_reached_at_the_oracle_s_length(name):
     options, length, steps = PINNED[name]

@@ -326,7 +326,7 @@ CLI_ENGINES = {
 
 def test_every_engine_gives_the_same_step_witnesses(capsys, tmp_path, monkeypatch):
     # Three replicas (B and C symmetric), min ISR 2 with the ELR: an ELR election, a
-    # follower's truncation. Then a checkpointed run resumed from its checkpoint. Chunks of
+    # follower's truncation. Then a run stopped early, resumed from its checkpoint. Chunks of
     # 128 states: --workers takes the wider levels.
     import kmc.checker.batch
     import kmc.checker.workers
@@ -354,9 +354,12 @@ def test_every_engine_gives_the_same_step_witnesses(capsys, tmp_path, monkeypatc
         answers[name] = [(c["name"], c["trace"]["init_index"], c["trace"]["choices"]) for c in doc["covers"]]
         assert bool(sent) == (name == "workers"), name
         sent.clear()
-    ck = tmp_path / "ck"
+    ck = tmp_path / "ck"  # a run stopped at 206 states (max_states 100), before either witness
+    out = tmp_path / "stopped.json"
     assert main(["check", str(spec), "--no-progress", "--checkpoint", str(ck), "--checkpoint-every", "0",
-                 "--workers", "1"]) == EXIT_OK
+                 "--max-states", "100", "--workers", "1", "--json", str(out)]) == EXIT_OK
+    doc = json.loads(out.read_text())
+    assert [c["verdict"] for c in doc["covers"]] == ["unknown", "unknown"] and doc["stopped"] == "max-states"
     out = tmp_path / "resumed.json"
     assert main(["check", "--resume", str(ck), "--no-progress", "--json", str(out)]) == EXIT_OK
     doc = json.loads(out.read_text())

@@ -13,6 +13,7 @@ recomputes the small ones from the text alone.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import oracle
 import pytest
@@ -555,6 +556,73 @@ def test_the_oracle_agrees(name):
     assert (got.violations[PR].traps if PR in got.violations else 0) == want.traps
     if name in ROWS:
         assert want.distinct == ROWS[name][2]
+
+
+# -- the shipped specs ----------------------------------------------------------------------------
+
+# spec -> (distinct, generated, depth, {property: trace length}, trap states, the table's row it stands
+# for). Each is a row of the table with one crash instead of two, small enough for every suite, with
+# the row's trace lengths (TLC's) — except min-isr-lag, the two-replica form of the three-replica
+# raise (c5-raise-elr-lag), whose story is shorter. The naive oracle recomputes every number.
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+SHIPPED = {
+    "kafka-16540-two-replicas": (3_653, 9_006, 18, {CNL: 8, LCC: 6}, 0, "c1-min-isr-elr-16540"),
+    "min-isr-change-elr": (3_281, 8_328, 18, {}, 0, "c1-min-isr-elr"),
+    "min-isr-lag": (3_556, 8_503, 18, {CNL: 6, LCC: 4}, 0, "c5-raise-elr-lag"),
+    "kafka-16234-two-replicas": (4_056, 9_107, 20, {CNL: 5, LCC: 4}, 0, "c1-disk-elr-16234"),
+    "disk-failure-elr": (4_044, 8_899, 21, {PR: 4}, 626, "c1-disk-elr"),
+    "disk-failure-no-elr": (4_594, 10_234, 21, {CNL: 6, LCC: 5}, 0, "c1-disk"),
+}
+
+
+def test_every_min_isr_or_disk_failure_spec_is_pinned_here():
+    from kmc.app.specs import load_spec
+
+    shipped = {p.stem for p in SPECS.glob("*.toml")
+               if load_spec(p).config.min_isr_changes or load_spec(p).config.max_disk_failures}
+    assert shipped == set(SHIPPED)
+
+
+def _commented_lengths(text: str) -> dict:
+    """``{property: n}`` for every ``Property = "violated"  # n states`` line of a spec's [expect]."""
+    import re
+
+    return {m[1]: int(m[2]) for m in re.finditer(r'^(\w+) = "violated"\s*#\s*(\d+) states', text, re.M)}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_a_shipped_spec(name, explorations):
+    """kmc check's run of the spec (per state) gives its pinned numbers, its [expect] table and the
+    trace lengths its comments give; the naive oracle gives the same numbers; the spec is its row
+    with one crash, with the row's trace lengths."""
+    import attrs
+
+    distinct, generated, depth, want, traps, row = SHIPPED[name]
+    spec, model, result = explorations[name]
+    assert spec.title and spec.description and spec.keep_going
+    assert result.engine == "local" and result.complete and result.stopped is None
+    assert (result.stats.distinct, result.stats.generated, result.stats.depth) == (distinct, generated, depth)
+    assert traces(result) == want
+    assert (result.violations[PR].traps if PR in result.violations else 0) == traps
+    assert set(spec.expect) == set(result.checked)
+    assert {p: result.verdict(p) for p in spec.expect} == spec.expect
+    assert {p: v for p, v in spec.expect.items() if v != "holds"}.keys() == want.keys()
+    assert _commented_lengths((SPECS / f"{name}.toml").read_text()) == want
+    assert_traces_replay(model, result)
+    checked = list(result.checked)
+    theirs = oracle.explore(spec.config, checked, keep_going=True)
+    assert (theirs.distinct, theirs.generated, theirs.depth, theirs.levels, theirs.traces, theirs.traps) == (
+        distinct, generated, depth, list(result.stats.levels), want, traps)
+    cfg = ROWS[row][0]
+    if name == "min-isr-lag":  # min ISR 1 raised to 2 on two replicas, as 2 to 3 on three
+        assert spec.config == config("C1", "ELR", min_isr_changes=(2,), min_isr_lag=True, max_crashes=1)
+        assert cfg.min_isr_lag and cfg.min_isr_changes == (cfg.min_insync_replicas + 1,)
+        return
+    assert spec.config == attrs.evolve(cfg, max_crashes=1)
+    theirs_too = dict(ROWS[row][3])
+    if row in RECOVERABLE:
+        theirs_too[PR] = RECOVERABLE[row][3]
+    assert {p: n for p, n in theirs_too.items() if p in checked} == want
 
 
 # -- the result file and kmc replay ---------------------------------------------------------------

@@ -823,3 +823,100 @@ def test_the_tla_trace_names_each_operator_step_in_its_header():
     assert "/\\ shutting = (A :> FALSE @@ B :> FALSE)\n/\\ controlled_shutdowns = 1\n" in last
     assert last.endswith("/\\ leader_min_isr_step = 1\n/\\ disk_failures = 1")
     assert text.endswith(f"\\* CommittedNeverLost: {explanation}\n")
+
+
+# -- the pictures: a failed directory, a config change, a shutdown's request and answer --------------
+
+def _svg_events(svg: str) -> list[tuple[str, str, float]]:
+    """``(kind, label, x)`` of every message arrow an SVG diagram draws, in order."""
+    import re
+
+    return [(k, label, float(x)) for k, label, x in
+            re.findall(r'<g class="event ([a-z-]+)"><title>([^<]*)</title><line x1="([0-9.]+)"', svg)]
+
+
+def test_the_picture_marks_a_failed_directory_as_its_own():
+    """KAFKA-16234 (A stays up) and the fix (A offline until its restart): the cell of the failed
+    replica says its directory failed and what it lost, with no crash's cross and no truncation's
+    mark; the legend says what the mark means; the Mermaid text says it too."""
+    from kmc.reports.diagram import build
+    from kmc.reports.mermaid import render as mermaid
+    from kmc.reports.svg import render
+
+    for row, alive in (("c1-disk-elr-16234", True), ("c1-disk", False)):
+        model, result = explore(ROWS[row][0], (CNL,), keep_going=False)
+        d = build(model, result.violations[CNL])
+        col = next(c for c in d.columns if c.action == "DiskFailure(A)")
+        a = col.replicas[A]
+        assert a.failed_dir and a.alive == alive and not a.crashed and (a.dropped, a.leo) == (1, 0)
+        assert not any(cell.failed_dir for c in d.columns for cell in c.replicas if cell is not a)
+        svg = render(d)
+        assert svg.count('class="disk-failure"') == 1 and ">dir failed: 1 lost<" in svg
+        assert 'class="crash' not in svg.split(f'data-step="{col.number}" data-replica="A"')[1].split("</g>\n</g>")[0]
+        assert "truncated: 1" not in svg
+        assert "dir failed: a failed log directory, its log gone (not a crash)" in svg
+        state = "up" if alive else "DOWN"
+        assert f"A: log directory failed, 1 lost, {state}: empty (hw 0)" in mermaid(d)
+    model, result = explore(config("C2"), (CNL,), keep_going=False)  # a lossy crash: no failed directory
+    svg = render(build(model, result.violations[CNL]))
+    assert "lossy: 1 lost" in svg and "dir failed" not in svg
+
+
+def test_the_picture_shows_the_min_isr_of_the_controller_and_of_the_leader_s_broker():
+    """min_isr_lag: the controller's min ISR and the leader's broker's are lines of the controller's
+    lane; the change moves the first, ApplyMinIsr the second (its column highlighted, and its arrow
+    to the leader); without the options neither line is drawn."""
+    from kmc.reports.diagram import build_path
+    from kmc.reports.svg import render
+
+    model = KafkaModel(config("C1", "ELR", min_isr_changes=(2, 1), min_isr_lag=True, max_crashes=1))
+    texts_ = ["Produce(A)", "ChangeMinIsr", "ApplyMinIsr", "ChangeMinIsr"]
+    state, choices = model.init_states()[0], []
+    for text in texts_:
+        names = [model.format_action(a) for a, _ in model.successors(state)]
+        choices.append(names.index(text))
+        state = model.successors(state)[choices[-1]][1]
+    from kmc.checker.trace import replay_choices
+
+    d = build_path(model, replay_choices(model, 0, tuple(choices)))
+    cells = [c.controller for c in d.columns]
+    assert [(c.min_isr, c.leader_min_isr) for c in cells] == [(1, 1), (1, 1), (2, 1), (2, 2), (1, 2)]
+    assert [c.changed for c in cells] == [False, False, True, True, True]
+    assert [[e.label for e in c.events] for c in d.columns] == [[], [], [], ["min ISR 2"], []]
+    svg = render(d)
+    assert ">min ISR 2<" in svg and ">leader&#x27;s min ISR 1<" in svg
+    plain = KafkaModel(config("C1", "ELR"))
+    d = build_path(plain, replay_choices(plain, 0, (0,)))
+    assert d.columns[1].controller.min_isr is None and "min ISR" not in render(d)
+
+
+def test_the_shutdown_s_request_and_answer_are_two_arrows_side_by_side():
+    """A controlled shutdown's column draws the broker's request to the controller and the
+    controller's answer apart (their labels would cover each other on one line); a column of one
+    message keeps its arrow where it always was. Mermaid draws both messages."""
+    from kmc.reports.diagram import build_path
+    from kmc.reports.mermaid import render as mermaid
+    from kmc.reports.svg import EVENT_GAP, render
+
+    model = KafkaModel(config("C1", max_crashes=1, max_messages=1, max_controlled_shutdowns=1))
+    state, choices = model.init_states()[0], []
+    for text in ["Produce(A)", "ControlledShutdown(B)", "ShutdownComplete(B)"]:
+        names = [model.format_action(a) for a, _ in model.successors(state)]
+        choices.append(names.index(text))
+        state = model.successors(state)[choices[-1]][1]
+    from kmc.checker.trace import replay_choices
+
+    d = build_path(model, replay_choices(model, 0, tuple(choices)))
+    events = _svg_events(render(d))
+    assert [(k, label) for k, label, _ in events] == [("request", "controlled shutdown"), ("isr", "ISR −B")]
+    (_, _, x_request), (_, _, x_answer) = events
+    assert x_answer - x_request == EVENT_GAP
+    one = KafkaModel(config("C1", max_crashes=1, max_messages=1))
+    shrink = build_path(one, replay_choices(one, 0, (0, [one.format_action(a) for a, _ in one.successors(
+        one.successors(one.init_states()[0])[0][1])].index("ShrinkIsr(B)"))))
+    ((_, _, x_one),) = _svg_events(render(shrink))
+    assert x_one == x_answer  # the same column, the same place
+    arrows = [line.strip() for line in mermaid(d).split("\n") if "->>" in line]
+    assert len(arrows) == 2
+    assert arrows[0].startswith("r1->>ctl: 3. ControlledShutdown(B): the operator asks B to shut down")
+    assert arrows[1] == "ctl->>r1: ISR −B"

@@ -583,6 +583,14 @@ def test_every_min_isr_or_disk_failure_spec_is_pinned_here():
     assert shipped == set(SHIPPED)
 
 
+def test_docs_model_md_tells_every_shipped_spec_with_its_count():
+    docs = (SPECS.parent / "docs" / "model.md").read_text()
+    for name, (distinct, *_rest) in SHIPPED.items():
+        where = docs.index(f"`specs/{name}.toml`")
+        if name != "disk-failure-no-elr":  # (told beside the table's row, without a count)
+            assert f"{distinct:,} states" in " ".join(docs[where:where + 200].split()), name
+
+
 def _commented_lengths(text: str) -> dict:
     """``{property: n}`` for every ``Property = "violated"  # n states`` line of a spec's [expect]."""
     import re

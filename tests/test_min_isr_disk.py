@@ -928,3 +928,43 @@ def test_the_shutdown_s_request_and_answer_are_two_arrows_side_by_side():
     assert len(arrows) == 2
     assert arrows[0].startswith("r1->>ctl: 3. ControlledShutdown(B): the operator asks B to shut down")
     assert arrows[1] == "ctl->>r1: ISR −B"
+
+
+# -- every engine with every operator option at once -------------------------------------------------
+
+# Both sections' actions and three bugs together (KAFKA-15221 needs broker epochs, which multiply the
+# states: the engines run it in tests/test_controlled_shutdown.py): 8,566 states, CommittedNeverLost
+# violated in 5 (KAFKA-16234).
+EVERY_ACTION = config("C1", "ELR", max_messages=1, max_crashes=0, max_controlled_shutdowns=1, min_isr_changes=(2,),
+                      min_isr_lag=True, max_disk_failures=1, bugs=("KAFKA-13916", "KAFKA-16540", "KAFKA-16234"))
+
+
+@pytest.mark.parametrize("how", ["workers", "disk-store", "resume"])
+def test_every_engine_runs_every_operator_action_at_once(how, tmp_path, monkeypatch):
+    """The per-state path on every local engine (two worker processes, the disk store, a run
+    stopped at its memory limit and resumed from its snapshot) gives the local engine's counts,
+    levels and counterexamples, with every operator action fired."""
+    import kmc.checker.driver
+    import kmc.checker.local
+
+    model = KafkaModel(EVERY_ACTION)
+    props = list(model.properties())
+    want = LocalEngine(model, props, Options(keep_going=True)).run()
+    assert want.stats.distinct == 8_566 and traces(want) == {CNL: 5, LCC: 4}
+    assert all(want.stats.fired[a] for a in ("ControlledShutdown", "ShutdownComplete", "ChangeMinIsr", "DiskFailure",
+                                             "ApplyMinIsr"))
+    if how == "resume":
+        monkeypatch.setattr(kmc.checker.local.PerStateSearch, "every", 16)
+        engine = make_engine(model, props, Options(keep_going=True, max_memory=1 << 30))
+        monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 2000))
+        assert engine.run().stopped == "max-memory"
+        snap = engine.snapshot()
+        monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: 0)
+        engine = make_engine(model, props, Options(keep_going=True))
+        engine.restore(snap)
+    else:
+        opts = {"workers": dict(workers=2), "disk-store": dict(store="disk", store_dir=str(tmp_path))}[how]
+        engine = make_engine(model, props, Options(keep_going=True, **opts), data_root=str(tmp_path))
+    assert engine.path == "per-state"
+    assert engine.per_state_because.startswith("the batch kernel has no ")
+    assert _summary(engine.run()) == _summary(want)

@@ -968,3 +968,29 @@ def test_every_engine_runs_every_operator_action_at_once(how, tmp_path, monkeypa
     assert engine.path == "per-state"
     assert engine.per_state_because.startswith("the batch kernel has no ")
     assert _summary(engine.run()) == _summary(want)
+
+
+def test_the_explorer_walks_the_shipped_stories():
+    """kmc explore on the shipped specs: the KAFKA-16234 story ends with CommittedNeverLost violated
+    and the picture's failed directory; the min_isr_lag story shows both min ISRs in the state and
+    the picture."""
+    from kmc.app.specs import load_spec
+    from kmc.reports.explorer import Explorer, KafkaView
+
+    for name, steps, violated, mark in [
+        ("kafka-16234-two-replicas", ["Produce(A)", "ShrinkIsr(B)", "DiskFailure(A)", "ElectLeader(A)"], {CNL, LCC},
+         "dir failed: 1 lost"),
+        ("min-isr-lag", ["Produce(A)", "ChangeMinIsr", "ShrinkIsr(B)", "ApplyMinIsr"], {LCC}, "leader&#x27;s min ISR 2"),
+    ]:
+        spec = load_spec(SPECS / f"{name}.toml")
+        model = spec.model()
+        explorer = Explorer(model, spec.properties(), view=KafkaView(model), title=spec.title, path=spec.path)
+        state, choices = model.init_states()[0], []
+        for text in steps:
+            names = [model.format_action(a) for a, _ in model.successors(state)]
+            choices.append(names.index(text))
+            state = model.successors(state)[choices[-1]][1]
+        doc = explorer.state_doc(0, choices)
+        assert [s["action"] for s in doc["steps"]] == ["initial", *steps]
+        assert {p["name"] for p in doc["properties"] if p["status"] == "violated"} == violated
+        assert mark in doc["diagram_svg"]

@@ -994,3 +994,31 @@ def test_the_explorer_walks_the_shipped_stories():
         assert [s["action"] for s in doc["steps"]] == ["initial", *steps]
         assert {p["name"] for p in doc["properties"] if p["status"] == "violated"} == violated
         assert mark in doc["diagram_svg"]
+
+
+# -- coverage: the kinds of a failed directory and of a min ISR change --------------------------------
+
+@pytest.mark.parametrize("elr, bugs", [(False, ()), (True, ()), (True, B16540 + B16234)])
+def test_coverage_counts_the_kinds_of_the_operators_actions(elr, bugs):
+    """DiskFailure: outside the ISR, out of it, into the ELR (with it: KAFKA-16234's trigger), the ISR
+    kept (without it); ChangeMinIsr: with an empty ELR, clearing it (the fix) or keeping it
+    (KAFKA-16540). The kinds the options rule out never fire and raise no warning; the counts add up
+    to the steps taken."""
+    cfg = config("C1", "ELR" if elr else "", max_messages=1, max_crashes=1, bugs=bugs, **MIN_ISR, **DISK)
+    model = KafkaModel(cfg)
+    result = LocalEngine(model, [BY_NAME[CNL]], Options(keep_going=True, coverage=True)).run()
+    kinds = result.stats.coverage.kinds
+    for action in ("DiskFailure", "ChangeMinIsr"):
+        assert sum(kinds[action].values()) == result.stats.fired[action]
+    fired = {a: {k for k, n in kinds[a].items() if n} for a in ("DiskFailure", "ChangeMinIsr")}
+    assert fired == {
+        "DiskFailure": {"not in the ISR", "leaves the ISR", "enters the ELR" if elr else "ISR kept"},
+        "ChangeMinIsr": {"ELR empty"} | ({"keeps the ELR" if bugs else "clears the ELR"} if elr else set()),
+    }
+    hint = model.coverage_names().hint
+    for action in fired:
+        for kind, n in kinds[action].items():
+            if not n:
+                assert hint(action, kind) == "", (action, kind)
+    plain = KafkaModel(config("C1", "ELR"))
+    assert not {"DiskFailure", "ChangeMinIsr"} & set(plain.coverage_names().kinds)

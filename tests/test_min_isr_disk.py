@@ -1022,3 +1022,14 @@ def test_coverage_counts_the_kinds_of_the_operators_actions(elr, bugs):
                 assert hint(action, kind) == "", (action, kind)
     plain = KafkaModel(config("C1", "ELR"))
     assert not {"DiskFailure", "ChangeMinIsr"} & set(plain.coverage_names().kinds)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=[pytest.mark.slow, SLOW])
+                                  for n in sorted(RECOVERABLE) if RECOVERABLE[n][1] <= FAST])
+def test_the_oracle_gives_partition_recoverable_s_table(name):
+    """The naive oracle alone (no kmc) reproduces each two-replica row of PartitionRecoverable's
+    table: distinct states, trap states, the shortest trap's depth (18,000 to 40,000 states: a few
+    seconds each in the oracle)."""
+    cfg, distinct, traps, length = RECOVERABLE[name]
+    want = oracle.explore(cfg, [PR], keep_going=True)
+    assert (want.distinct, want.traps, want.traces.get(PR)) == (distinct, traps, length)

@@ -85,6 +85,7 @@ class ReplicaCell:
     truncated_to: int | None = None
     shutting: bool = False  # alive and in controlled shutdown (max_controlled_shutdowns)
     failed_dir: bool = False  # this step failed its log directory (DiskFailure): its log is gone, no crash
+    stopped: bool = False  # this step stopped it cleanly (ShutdownComplete): down, its log whole, no crash
 
 
 @attrs.frozen
@@ -336,6 +337,7 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
         truncated_to=truncated_to,
         shutting=rep.shutting,
         failed_dir=action is not None and action_name(action) == "DiskFailure" and action.replica == r,
+        stopped=action is not None and action_name(action) == "ShutdownComplete" and action.replica == r,
     )
 
 

@@ -64,6 +64,8 @@ def _changes(d, prev, col) -> list[str]:
         if cell.failed_dir:  # its log directory failed: no crash; offline, or re-created empty (KAFKA-16234)
             state = "DOWN (lossy)" if not cell.alive and cell.lossy else "DOWN" if not cell.alive else "up"
             lines.append(f"{name}: log directory failed, {cell.dropped} lost, {state}: {_log(cell)}")
+        elif cell.stopped:  # the end of a controlled shutdown
+            lines.append(f"{name}: DOWN, a clean stop: {_log(cell)}")
         elif not cell.alive:
             what = "DOWN (lossy)" if cell.lossy else "DOWN"
             if cell.dropped:

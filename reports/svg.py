@@ -377,6 +377,10 @@ def _replica(out, cell, x, y, lay, data) -> None:
                 extra=' class="truncated on-answer"',
             )
         )
+    elif cell.stopped:  # the end of a controlled shutdown: down, but no crash and nothing lost
+        out.append(
+            _text(x + 4, y + h - 5, ["clean stop"], 8.5, fill="#1b7d1b", weight="bold", extra=' class="clean-stop"')
+        )
     elif cell.failed_dir:  # its log directory failed: the log is gone, with no crash (up again under KAFKA-16234)
         out.append(
             _text(
@@ -619,6 +623,8 @@ def _legend(out, d, lay, y) -> float:
         )
     if any(c.acked for c in d.columns):
         items.append(("producer told: acknowledged to the producer", BLUE))
+    if any(cell.stopped for c in d.columns for cell in c.replicas):
+        items.append(("clean stop: the end of a controlled shutdown, nothing lost (not a crash)", "#1b7d1b"))
     if any(cell.failed_dir for c in d.columns for cell in c.replicas):
         items.append(("dir failed: a failed log directory, its log gone (not a crash)", RED))
     for text, fill in items:

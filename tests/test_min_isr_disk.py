@@ -901,7 +901,8 @@ def test_the_picture_shows_the_min_isr_of_the_controller_and_of_the_leader_s_bro
 def test_the_shutdown_s_request_and_answer_are_two_arrows_side_by_side():
     """A controlled shutdown's column draws the broker's request to the controller and the
     controller's answer apart (their labels would cover each other on one line); a column of one
-    message keeps its arrow where it always was. Mermaid draws both messages."""
+    message keeps its arrow where it always was. The clean stop that ends the shutdown is marked as
+    such, with no crash's cross. Mermaid draws both messages and says the stop was clean."""
     from kmc.reports.diagram import build_path
     from kmc.reports.mermaid import render as mermaid
     from kmc.reports.svg import EVENT_GAP, render
@@ -924,6 +925,11 @@ def test_the_shutdown_s_request_and_answer_are_two_arrows_side_by_side():
         one.successors(one.init_states()[0])[0][1])].index("ShrinkIsr(B)"))))
     ((_, _, x_one),) = _svg_events(render(shrink))
     assert x_one == x_answer  # the same column, the same place
+    svg = render(d)
+    stop = svg.split(f'data-step="4" data-replica="B"')[1].split("</g>\n</g>")[0]  # ShutdownComplete(B)'s cell
+    assert 'class="clean-stop"' in stop and ">clean stop<" in stop and 'class="crash' not in stop
+    assert svg.count('class="clean-stop"') == 1 and "clean stop: the end of a controlled shutdown" in svg
+    assert "B: DOWN, a clean stop: empty (hw 0)" in mermaid(d)
     arrows = [line.strip() for line in mermaid(d).split("\n") if "->>" in line]
     assert len(arrows) == 2
     assert arrows[0].startswith("r1->>ctl: 3. ControlledShutdown(B): the operator asks B to shut down")

@@ -10,6 +10,12 @@ Kinds (docs/model.md, "ElectLeader" and "Crash"):
   ``diverging`` (answered with a diverging epoch); FetchResponse ``append`` (records
   taken), ``truncate`` (the truncation on a diverging answer) or ``hw-first`` (KAFKA-14704's
   first half: the answer's high watermark taken before truncating).
+- with ``max_controlled_shutdowns``: ControlledShutdown as ``SHUTDOWN_KINDS`` say;
+- with ``max_disk_failures``: DiskFailure ``not in the ISR``, ``leaves the ISR``, ``enters the ELR``
+  (the controller moves the failed replica into the ELR: KAFKA-16234's trigger) or ``ISR kept``
+  (the ISR's last member without eligible leader replicas);
+- with ``min_isr_changes``: ChangeMinIsr ``ELR empty``, ``clears the ELR`` (the fix of KAFKA-16540)
+  or ``keeps the ELR`` (the bug).
 
 Variables, each as the values a report lists (one set over every replica for a
 replica's field): a replica's ``alive``, ``log end``, ``hw``, ``epoch``, ``leader``,
@@ -32,8 +38,10 @@ from kmc.checker.protocol import CoverageNames
 
 from .actions import (
     ALTER_PARTITION,
+    CHANGE_MIN_ISR,
     CONTROLLED_SHUTDOWN,
     CRASH,
+    DISK_FAILURE,
     ELECT_LEADER,
     FETCH_REQUEST,
     FETCH_RESPONSE,
@@ -51,6 +59,10 @@ FETCH_RESPONSE_KINDS = ("append", "truncate", "hw-first")  # truncate_on_fetch o
 # outside the ISR (only the mark), a follower in the ISR (removed), the quorum's leader replaced
 # by an election of one of ElectLeader's kinds, or by nobody.
 SHUTDOWN_KINDS = ("not in the ISR", "leaves the ISR", "clean", "ELR", "unclean", "leaderless")
+# What the controller does with a replica whose log directory failed (max_disk_failures only).
+DISK_KINDS = ("not in the ISR", "leaves the ISR", "enters the ELR", "ISR kept")
+# What a min ISR change does to a non-empty ELR (min_isr_changes only).
+MIN_ISR_KINDS = ("ELR empty", "clears the ELR", "keeps the ELR")
 REPLICA_VARS = ("alive", "log end", "hw", "epoch", "leader", "lossy", "remote_leo", "inflight")
 GLOBAL_VARS = ("quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr", "produced", "crashes", "committed")
 # The operator's counters, each only with its option (min_isr_changes, min_isr_lag, max_disk_failures);
@@ -79,6 +91,10 @@ def kafka_coverage(model) -> CoverageNames:
         variables += ("replica.shutting", "controlled_shutdowns")
         kinds[CONTROLLED_SHUTDOWN] = SHUTDOWN_KINDS
         values.shutdowns = True
+    if cfg.min_isr_changes:
+        kinds[CHANGE_MIN_ISR] = MIN_ISR_KINDS
+    if cfg.max_disk_failures:
+        kinds[DISK_FAILURE] = DISK_KINDS
     return CoverageNames(
         actions=action_names(cfg),
         kinds=kinds,
@@ -125,6 +141,17 @@ def kind_of(model, before, action, after) -> str | None:
         if n in q.isr:
             return "clean"
         return "ELR" if n in q.elr else "unclean"
+    if action.name == DISK_FAILURE:
+        q, r = before.quorum, action.replica
+        if r not in q.isr:
+            return "not in the ISR"
+        if r in after.quorum.isr:
+            return "ISR kept"
+        return "enters the ELR" if r in after.quorum.elr else "leaves the ISR"
+    if action.name == CHANGE_MIN_ISR:
+        if not before.quorum.elr:
+            return "ELR empty"
+        return "keeps the ELR" if after.quorum.elr else "clears the ELR"
     if action.name in (FETCH_REQUEST, FETCH_RESPONSE) and model.config.truncate_on_fetch:
         r = action.replica
         if action.name == FETCH_REQUEST:
@@ -384,6 +411,14 @@ class _Text:
         return str(value)
 
 
+_OPERATOR_KINDS_OFF = {
+    (DISK_FAILURE, "enters the ELR"): lambda cfg: not cfg.eligible_leader_replicas,
+    (DISK_FAILURE, "ISR kept"): lambda cfg: cfg.eligible_leader_replicas,
+    (CHANGE_MIN_ISR, "clears the ELR"): lambda cfg: not cfg.eligible_leader_replicas or cfg.has_bug("KAFKA-16540"),
+    (CHANGE_MIN_ISR, "keeps the ELR"): lambda cfg: not cfg.has_bug("KAFKA-16540"),
+}
+
+
 class _Hint:
     """The warning for an action or a kind that never fired, as a question to the user;
     none (``""``) where the configuration turned it off (a bound of 0, an option off)."""
@@ -400,6 +435,9 @@ class _Hint:
                 or (action == ELECT_LEADER and cfg.max_leader_epoch == 0)
             )
             return "" if off else None
+        operator = _OPERATOR_KINDS_OFF.get((action, kind))
+        if operator is not None:  # a kind of the operator's actions that the configuration rules out
+            return "" if operator(cfg) else None
         option = {
             "ELR": "eligible_leader_replicas",
             "unclean": "unclean_leader_election",

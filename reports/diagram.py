@@ -5,10 +5,12 @@ One lane for the controller and one per replica; one column per state of the tra
 column carries the action that led to its state and the model's sentence for what it did
 (``checker.protocol.format_action`` and ``describe_step``, as the terminal shows them),
 each replica's log as records with its HW and LEO, the controller's leader, epoch, ISR,
-ELR and AlterPartition request in flight, and the events of the step: fetch requests and
-responses between replicas, elections, ISR changes and leader changes from the
-controller, a leader's request to change the ISR and the controller's answer, crashes and
-restarts.
+ELR, AlterPartition request in flight and min ISR (with the operator's changes), and the
+events of the step: fetch requests and responses between replicas, elections, ISR changes
+and leader changes from the controller, a leader's request to change the ISR and the
+controller's answer, an operator's controlled shutdown (the broker's request, then the
+controller's answer) and a min ISR change reaching the leader's broker; crashes, restarts,
+clean stops and failed log directories are marks of a replica's cell.
 The renderers (``reports.svg``, ``reports.mermaid``, ``reports.html``) only draw this.
 """
 
@@ -82,6 +84,8 @@ class ReplicaCell:
     # the offset this step truncated its log to on a diverging answer (truncate_on_fetch), else None
     truncated_to: int | None = None
     shutting: bool = False  # alive and in controlled shutdown (max_controlled_shutdowns)
+    failed_dir: bool = False  # this step failed its log directory (DiskFailure): its log is gone, no crash
+    stopped: bool = False  # this step stopped it cleanly (ShutdownComplete): down, its log whole, no crash
 
 
 @attrs.frozen
@@ -95,6 +99,8 @@ class ControllerCell:
     request: str | None = None  # the request in flight ("A asks to add B"), or None
     request_lane: int | None = None  # the lane of the leader that sent it
     request_short: str | None = None  # the same for a narrow column: "A asks +B"
+    min_isr: int | None = None  # the controller's min ISR (with min_isr_changes), else None
+    leader_min_isr: int | None = None  # the one the leader's broker uses (with min_isr_lag), else None
 
 
 @attrs.frozen
@@ -330,6 +336,8 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
         dropped=len(dropped),
         truncated_to=truncated_to,
         shutting=rep.shutting,
+        failed_dir=action is not None and action_name(action) == "DiskFailure" and action.replica == r,
+        stopped=action is not None and action_name(action) == "ShutdownComplete" and action.replica == r,
     )
 
 
@@ -338,18 +346,23 @@ def _controller_cell(model, state, prev) -> ControllerCell:
     elr = replica_set(model, q.elr) if model.config.eligible_leader_replicas else None
     requests = bool(getattr(model.config, "alter_partition", False))
     pending = q.alter if requests else None
+    cfg = model.config
+    changes, lag = bool(getattr(cfg, "min_isr_changes", ())), bool(getattr(cfg, "min_isr_lag", False))
+    applied = prev is not None and lag and prev.leader_min_isr_step != state.leader_min_isr_step
     return ControllerCell(
         leader=model.name(q.leader),
         epoch=q.epoch,
         isr=replica_set(model, q.isr),
         elr=elr,
-        changed=prev is not None and prev.quorum != q,
+        changed=prev is not None and (prev.quorum != q or applied),
         requests=requests,
         request=None if pending is None else request_text(model, pending),
         request_lane=None if pending is None else pending[0] + 1,
         request_short=None
         if pending is None
         else (f"{model.name(pending[0])} asks {'−' if pending[1] == SHRINK else '+'}{model.name(pending[2])}"),
+        min_isr=cfg.min_isr_at(q.min_isr_step) if changes else None,
+        leader_min_isr=cfg.min_isr_at(state.leader_min_isr_step) if lag else None,
     )
 
 

@@ -50,6 +50,10 @@ def _changes(d, prev, col) -> list[str]:
             parts.append(f"ISR {c.isr}")
         if c.elr is not None and c.elr != pc.elr:
             parts.append(f"ELR {c.elr}")
+        if c.min_isr != pc.min_isr:  # the operator's change of min ISR
+            parts.append(f"min ISR {c.min_isr}")
+        if c.leader_min_isr != pc.leader_min_isr:
+            parts.append(f"the leader's min ISR {c.leader_min_isr}")
         if c.request != pc.request:
             parts.append(f"request in flight: {c.request}" if c.request else "no request in flight")
         if parts:
@@ -57,7 +61,12 @@ def _changes(d, prev, col) -> list[str]:
     for name, cell, old in zip(d.lanes[1:], col.replicas, prev.replicas):
         if not cell.changed:
             continue
-        if not cell.alive:
+        if cell.failed_dir:  # its log directory failed: no crash; offline, or re-created empty (KAFKA-16234)
+            state = "DOWN (lossy)" if not cell.alive and cell.lossy else "DOWN" if not cell.alive else "up"
+            lines.append(f"{name}: log directory failed, {cell.dropped} lost, {state}: {_log(cell)}")
+        elif cell.stopped:  # the end of a controlled shutdown
+            lines.append(f"{name}: DOWN, a clean stop: {_log(cell)}")
+        elif not cell.alive:
             what = "DOWN (lossy)" if cell.lossy else "DOWN"
             if cell.dropped:
                 what += f", {cell.dropped} unflushed lost"
@@ -104,17 +113,19 @@ def render(d, *, title="", config=None) -> str:
         text = [f"{col.number}. {col.action}: {col.description}"] + _changes(d, d.columns[i - 1], col)
         body = "<br/>".join(escape(t) for t in text)
         if col.events:
-            ev = col.events[0]
-            arrow = {
-                "fetch-request": "->>",
-                "fetch-response": "-->>",
-                "stale-response": "--x",
-                "diverging-response": "--)",
-                "follow": "-->>",
-                "answer": "-->>",
-                "refused": "--x",
-            }.get(ev.kind, "->>")
-            lines.append(f"    {ids[ev.source]}{arrow}{ids[ev.target]}: {body}")
+            # the step's text on its first message; a further one (the controller's answer to a
+            # controlled shutdown) with its own label
+            for k, ev in enumerate(col.events):
+                arrow = {
+                    "fetch-request": "->>",
+                    "fetch-response": "-->>",
+                    "stale-response": "--x",
+                    "diverging-response": "--)",
+                    "follow": "-->>",
+                    "answer": "-->>",
+                    "refused": "--x",
+                }.get(ev.kind, "->>")
+                lines.append(f"    {ids[ev.source]}{arrow}{ids[ev.target]}: {body if k == 0 else escape(ev.label)}")
         else:
             lane = ids[_acting_lane(d, col)]
             lines.append(f"    Note over {lane}: {body}")

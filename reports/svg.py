@@ -138,8 +138,8 @@ def render(d, *, standalone=True, title="") -> str:
             )
         if col.controller.request_lane is not None:
             _pending(out, col, x, lay)
-        for ev in col.events:
-            _event(out, ev, x, lay)
+        for k, ev in enumerate(col.events):  # several (a controlled shutdown's request and answer): side by side
+            _event(out, ev, x - (len(col.events) - 1 - k) * EVENT_GAP, lay)
     y = _cycle(out, d, lay) if d.lasso else lay.lanes_bottom
     y = _verdict(out, d, lay, y)
     y = _legend(out, d, lay, y)
@@ -279,8 +279,13 @@ def _controller(out, col, x, y, lay) -> None:
 
 
 def _controller_lines(c, inner) -> list[str]:
-    """The controller's leader, epoch, ISR (and ELR) in a column ``inner`` pixels wide."""
+    """The controller's leader, epoch, ISR (and ELR, and with the operator's changes its min ISR
+    and the leader's broker's) in a column ``inner`` pixels wide."""
     lines = [f"leader {c.leader} · e{c.epoch}", f"ISR {c.isr}"] + ([f"ELR {c.elr}"] if c.elr is not None else [])
+    if c.min_isr is not None:
+        lines.append(f"min ISR {c.min_isr}")
+    if c.leader_min_isr is not None:
+        lines.append(f"leader's min ISR {c.leader_min_isr}")
     return [part for line in lines for part in wrap(line, inner, 9)]
 
 
@@ -370,6 +375,22 @@ def _replica(out, cell, x, y, lay, data) -> None:
                 fill=MAGENTA,
                 weight="bold",
                 extra=' class="truncated on-answer"',
+            )
+        )
+    elif cell.stopped:  # the end of a controlled shutdown: down, but no crash and nothing lost
+        out.append(
+            _text(x + 4, y + h - 5, ["clean stop"], 8.5, fill="#1b7d1b", weight="bold", extra=' class="clean-stop"')
+        )
+    elif cell.failed_dir:  # its log directory failed: the log is gone, with no crash (up again under KAFKA-16234)
+        out.append(
+            _text(
+                x + 4,
+                y + h - 5,
+                [f"dir failed: {cell.dropped} lost" if cell.dropped else "dir failed"],
+                8.5,
+                fill=RED,
+                weight="bold",
+                extra=' class="disk-failure"',
             )
         )
     elif cell.dropped:
@@ -480,6 +501,8 @@ def _event(out, ev, x, lay) -> None:
         + "</g>"
     )
 
+
+EVENT_GAP = 18  # between the arrows of one step (a controlled shutdown's request and answer)
 
 CYCLE_H = 34  # the band under the lanes where a lasso's cycle arrow runs
 
@@ -600,6 +623,10 @@ def _legend(out, d, lay, y) -> float:
         )
     if any(c.acked for c in d.columns):
         items.append(("producer told: acknowledged to the producer", BLUE))
+    if any(cell.stopped for c in d.columns for cell in c.replicas):
+        items.append(("clean stop: the end of a controlled shutdown, nothing lost (not a crash)", "#1b7d1b"))
+    if any(cell.failed_dir for c in d.columns for cell in c.replicas):
+        items.append(("dir failed: a failed log directory, its log gone (not a crash)", RED))
     for text, fill in items:
         w = 12 + len(text) * 4.9
         if x + w > lay.width - PAD:

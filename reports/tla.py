@@ -12,7 +12,9 @@ Every variable of docs/model.md ("State") is printed for every state, as a TLA+ 
   the controller state and (with ``alter_partition``) its
   AlterPartition request in flight are records (``None`` when there is no request);
 - with ``max_controlled_shutdowns``, ``shutting`` (per replica) and ``controlled_shutdowns``
-  come last;
+  come last, then ``leader_min_isr_step`` (with ``min_isr_lag``) and ``disk_failures`` (with
+  ``max_disk_failures``); the controller's ``min_isr_step`` closes its record (with
+  ``min_isr_changes``). Each is left out when its option is off (it is constant then);
 - the ISR is a set ``{A, B}``; ``committed`` is the set of ``<<offset, record>>`` pairs.
 
 Variables are printed in docs/model.md's order, not alphabetically. TLC names a state by the

@@ -8,9 +8,12 @@ components. The fair action instances are docs/model.md's:
 
 - FetchRequest(f), FetchResponse(f), BecomeFollower(r), Restart(r), ExpandIsr(r) per replica;
 - Failover(n): an ElectLeader(n) step taken while the quorum leader does not lead;
-- AlterPartition (one instance).
+- AlterPartition (one instance);
+- ShutdownComplete(r) per replica (a shutdown under way completes), and ApplyMinIsr (one
+  instance: the leader's broker applies a change of min ISR) — docs/model.md's operator actions.
 
-Produce, Crash, ShrinkIsr and preferred elections are not fair.
+Produce, Crash, ShrinkIsr and preferred elections are not fair; nor are the operator's
+ControlledShutdown, ChangeMinIsr and DiskFailure (perturbations).
 
 Weak fairness on a finite graph: a behaviour ends, from some point on, either in a cycle
 or stuttering in one state. A set of states ``C`` that a behaviour visits for ever (all of
@@ -37,7 +40,8 @@ import networkx as nx
 import oracle
 from oracle import initial_states, leads, successors
 
-FAIR_PARAMETRIC = ("FetchRequest", "FetchResponse", "BecomeFollower", "Restart", "ExpandIsr")
+FAIR_PARAMETRIC = ("FetchRequest", "FetchResponse", "BecomeFollower", "Restart", "ExpandIsr", "ShutdownComplete")
+FAIR_SINGLE = ("AlterPartition", "ApplyMinIsr")
 EL = "EventuallyLeader"
 CER = "CommittedEventuallyReplicated"
 
@@ -54,8 +58,8 @@ def fair_instance(state, label):
     if name == "ElectLeader":
         ql = state.quorum.leader
         return None if ql is not None and leads(state, ql) else ("Failover", r)
-    if name == "AlterPartition":
-        return ("AlterPartition",)
+    if name in FAIR_SINGLE:
+        return (name,)
     return None
 
 

@@ -13,6 +13,7 @@ recomputes the small ones from the text alone.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import oracle
 import pytest
@@ -557,6 +558,81 @@ def test_the_oracle_agrees(name):
         assert want.distinct == ROWS[name][2]
 
 
+# -- the shipped specs ----------------------------------------------------------------------------
+
+# spec -> (distinct, generated, depth, {property: trace length}, trap states, the table's row it stands
+# for). Each is a row of the table with one crash instead of two, small enough for every suite, with
+# the row's trace lengths (TLC's) — except min-isr-lag, the two-replica form of the three-replica
+# raise (c5-raise-elr-lag), whose story is shorter. The naive oracle recomputes every number.
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+SHIPPED = {
+    "kafka-16540-two-replicas": (3_653, 9_006, 18, {CNL: 8, LCC: 6}, 0, "c1-min-isr-elr-16540"),
+    "min-isr-change-elr": (3_281, 8_328, 18, {}, 0, "c1-min-isr-elr"),
+    "min-isr-lag": (3_556, 8_503, 18, {CNL: 6, LCC: 4}, 0, "c5-raise-elr-lag"),
+    "kafka-16234-two-replicas": (4_056, 9_107, 20, {CNL: 5, LCC: 4}, 0, "c1-disk-elr-16234"),
+    "disk-failure-elr": (4_044, 8_899, 21, {PR: 4}, 626, "c1-disk-elr"),
+    "disk-failure-no-elr": (4_594, 10_234, 21, {CNL: 6, LCC: 5}, 0, "c1-disk"),
+}
+
+
+def test_every_min_isr_or_disk_failure_spec_is_pinned_here():
+    from kmc.app.specs import load_spec
+
+    shipped = {p.stem for p in SPECS.glob("*.toml")
+               if load_spec(p).config.min_isr_changes or load_spec(p).config.max_disk_failures}
+    assert shipped == set(SHIPPED)
+
+
+def test_docs_model_md_tells_every_shipped_spec_with_its_count():
+    docs = (SPECS.parent / "docs" / "model.md").read_text()
+    for name, (distinct, *_rest) in SHIPPED.items():
+        where = docs.index(f"`specs/{name}.toml`")
+        if name != "disk-failure-no-elr":  # (told beside the table's row, without a count)
+            assert f"{distinct:,} states" in " ".join(docs[where:where + 200].split()), name
+
+
+def _commented_lengths(text: str) -> dict:
+    """``{property: n}`` for every ``Property = "violated"  # n states`` line of a spec's [expect]."""
+    import re
+
+    return {m[1]: int(m[2]) for m in re.finditer(r'^(\w+) = "violated"\s*#\s*(\d+) states', text, re.M)}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_a_shipped_spec(name, explorations):
+    """kmc check's run of the spec (per state) gives its pinned numbers, its [expect] table and the
+    trace lengths its comments give; the naive oracle gives the same numbers; the spec is its row
+    with one crash, with the row's trace lengths."""
+    import attrs
+
+    distinct, generated, depth, want, traps, row = SHIPPED[name]
+    spec, model, result = explorations[name]
+    assert spec.title and spec.description and spec.keep_going
+    assert result.engine == "local" and result.complete and result.stopped is None
+    assert (result.stats.distinct, result.stats.generated, result.stats.depth) == (distinct, generated, depth)
+    assert traces(result) == want
+    assert (result.violations[PR].traps if PR in result.violations else 0) == traps
+    assert set(spec.expect) == set(result.checked)
+    assert {p: result.verdict(p) for p in spec.expect} == spec.expect
+    assert {p: v for p, v in spec.expect.items() if v != "holds"}.keys() == want.keys()
+    assert _commented_lengths((SPECS / f"{name}.toml").read_text()) == want
+    assert_traces_replay(model, result)
+    checked = list(result.checked)
+    theirs = oracle.explore(spec.config, checked, keep_going=True)
+    assert (theirs.distinct, theirs.generated, theirs.depth, theirs.levels, theirs.traces, theirs.traps) == (
+        distinct, generated, depth, list(result.stats.levels), want, traps)
+    cfg = ROWS[row][0]
+    if name == "min-isr-lag":  # min ISR 1 raised to 2 on two replicas, as 2 to 3 on three
+        assert spec.config == config("C1", "ELR", min_isr_changes=(2,), min_isr_lag=True, max_crashes=1)
+        assert cfg.min_isr_lag and cfg.min_isr_changes == (cfg.min_insync_replicas + 1,)
+        return
+    assert spec.config == attrs.evolve(cfg, max_crashes=1)
+    theirs_too = dict(ROWS[row][3])
+    if row in RECOVERABLE:
+        theirs_too[PR] = RECOVERABLE[row][3]
+    assert {p: n for p, n in theirs_too.items() if p in checked} == want
+
+
 # -- the result file and kmc replay ---------------------------------------------------------------
 
 SPEC = """title = "KAFKA-16234 and KAFKA-16540, one record"
@@ -660,3 +736,306 @@ def test_the_unclean_restart_after_a_failed_directory_says_so():
         "B restarts with its log and high watermark from disk, no leader, epoch -1; after its failed log directory "
         "the controller removes it from the ISR {A} → {A} and the ELR {B} → {}, and every leader forgets its fetch "
         "position from before its directory failed")
+
+
+# -- the TLA+ text: every variable, every operator step -------------------------------------------
+
+# Every option of both operator sections (and every bug they name) at once, with the ELR and
+# AlterPartition: every variable of the state varies.
+EVERY_OPTION = config("C1", "ELR AP", max_messages=1, max_crashes=1, max_controlled_shutdowns=1,
+                      min_isr_changes=(2, 1), min_isr_lag=True, max_disk_failures=1,
+                      bugs=("KAFKA-13916", "KAFKA-15221", "KAFKA-16540", "KAFKA-16234"))
+TLA_VARIABLES = ["alive", "log", "hw", "epoch", "leader", "remote_leo", "inflight", "lossy", "quorum", "produced",
+                 "crashes", "committed", "shutting", "controlled_shutdowns", "leader_min_isr_step", "disk_failures"]
+
+
+def _tla_values(model, state) -> dict:
+    from kmc.reports.tla import state_text
+
+    lines = state_text(model, state).split("\n")
+    assert all(line.startswith("/\\ ") and " = " in line for line in lines), lines
+    return dict(line[3:].split(" = ", 1) for line in lines)
+
+
+def _changed(before, after) -> set:
+    """The variables of docs/model.md a step changed: a replica's field by its name, the
+    controller's record as ``quorum``, a history variable by its name."""
+    import attrs
+
+    out = set()
+    for field in attrs.fields(type(before)):
+        old, new = getattr(before, field.name), getattr(after, field.name)
+        if field.name == "replicas":
+            out |= {f.name for a, b in zip(old, new) for f in attrs.fields(type(a))
+                    if getattr(a, f.name) != getattr(b, f.name)}
+        elif old != new:
+            out.add(field.name)
+    return out
+
+
+def test_the_tla_text_prints_every_variable_a_step_changes():
+    """On every step of the first 3,000 states with every operator option, the TLA+ lines that
+    change are exactly the variables the step changed: no variable is left out of the text, and
+    each is printed in the order of docs/model.md."""
+    from helpers import reachable
+
+    model = KafkaModel(EVERY_OPTION)
+    kinds = set()
+    for s in reachable(model, 3000):
+        before = _tla_values(model, s)
+        assert list(before) == TLA_VARIABLES
+        for action, t in model.successors(s):
+            after = _tla_values(model, t)
+            assert {k for k in before if before[k] != after[k]} == _changed(s, t), model.format_action(action)
+            kinds.add(action.name)
+    assert {"ControlledShutdown", "ShutdownComplete", "ChangeMinIsr", "DiskFailure", "ApplyMinIsr"} <= kinds
+    plain = KafkaModel(config("C1", "ELR"))
+    assert list(_tla_values(plain, plain.init_states()[0])) == [
+        v for v in TLA_VARIABLES if v not in ("shutting", "controlled_shutdowns", "leader_min_isr_step", "disk_failures")]
+
+
+def test_the_tla_trace_names_each_operator_step_in_its_header():
+    """A counterexample through every operator action, printed as TLC prints a trace: a header per
+    state naming the step, every variable in each state."""
+    import re
+
+    from kmc.checker.result import Violation
+    from kmc.checker.trace import replay_choices
+    from kmc.reports.tla import violation_text
+
+    model = KafkaModel(EVERY_OPTION)
+    # B's controlled shutdown lets A's HW pass record 0; min ISR 2, which A's broker applies; A's
+    # directory fails: the controller empties the ISR into the ELR {A}, and A, re-created empty
+    # (KAFKA-16234), is elected from it
+    steps = ["Produce(A)", "ControlledShutdown(B)", "ShutdownComplete(B)", "ChangeMinIsr", "ApplyMinIsr",
+             "DiskFailure(A)", "ElectLeader(A)"]
+    state, choices = model.init_states()[0], []
+    for text in steps:
+        names = [model.format_action(a) for a, _ in model.successors(state)]
+        choices.append(names.index(text))
+        state = model.successors(state)[choices[-1]][1]
+    path = replay_choices(model, 0, tuple(choices))
+    explanation = BY_NAME[CNL].check(model, path.states[-1])
+    assert explanation is not None
+    text = violation_text(model, Violation(CNL, "always", explanation, path))
+    assert text.startswith("Error: Invariant CommittedNeverLost is violated.\nError: The behavior up to this point is:\n")
+    assert re.findall(r"^State (\d+): <(.*)>$", text, re.M) == [
+        (str(i), s) for i, s in enumerate(["Initial predicate", *steps], 1)]
+    blocks = text.split("point is:\n", 1)[1].split("\n\n")
+    assert [b.split(":", 1)[0] for b in blocks[:-1]] == [f"State {i}" for i in range(1, len(steps) + 2)]
+    for block in blocks[:-1]:
+        assert re.findall(r"^/\\ (\w+) = ", block, re.M) == TLA_VARIABLES
+    last = blocks[-2].rstrip("\n")
+    assert "/\\ quorum = [leader |-> A, epoch |-> 1, isr |-> {A}, elr |-> {}, alter |-> None, min_isr_step |-> 1]" \
+        in last
+    assert "/\\ shutting = (A :> FALSE @@ B :> FALSE)\n/\\ controlled_shutdowns = 1\n" in last
+    assert last.endswith("/\\ leader_min_isr_step = 1\n/\\ disk_failures = 1")
+    assert text.endswith(f"\\* CommittedNeverLost: {explanation}\n")
+
+
+# -- the pictures: a failed directory, a config change, a shutdown's request and answer --------------
+
+def _svg_events(svg: str) -> list[tuple[str, str, float]]:
+    """``(kind, label, x)`` of every message arrow an SVG diagram draws, in order."""
+    import re
+
+    return [(k, label, float(x)) for k, label, x in
+            re.findall(r'<g class="event ([a-z-]+)"><title>([^<]*)</title><line x1="([0-9.]+)"', svg)]
+
+
+def test_the_picture_marks_a_failed_directory_as_its_own():
+    """KAFKA-16234 (A stays up) and the fix (A offline until its restart): the cell of the failed
+    replica says its directory failed and what it lost, with no crash's cross and no truncation's
+    mark; the legend says what the mark means; the Mermaid text says it too."""
+    from kmc.reports.diagram import build
+    from kmc.reports.mermaid import render as mermaid
+    from kmc.reports.svg import render
+
+    for row, alive in (("c1-disk-elr-16234", True), ("c1-disk", False)):
+        model, result = explore(ROWS[row][0], (CNL,), keep_going=False)
+        d = build(model, result.violations[CNL])
+        col = next(c for c in d.columns if c.action == "DiskFailure(A)")
+        a = col.replicas[A]
+        assert a.failed_dir and a.alive == alive and not a.crashed and (a.dropped, a.leo) == (1, 0)
+        assert not any(cell.failed_dir for c in d.columns for cell in c.replicas if cell is not a)
+        svg = render(d)
+        assert svg.count('class="disk-failure"') == 1 and ">dir failed: 1 lost<" in svg
+        assert 'class="crash' not in svg.split(f'data-step="{col.number}" data-replica="A"')[1].split("</g>\n</g>")[0]
+        assert "truncated: 1" not in svg
+        assert "dir failed: a failed log directory, its log gone (not a crash)" in svg
+        state = "up" if alive else "DOWN"
+        assert f"A: log directory failed, 1 lost, {state}: empty (hw 0)" in mermaid(d)
+    model, result = explore(config("C2"), (CNL,), keep_going=False)  # a lossy crash: no failed directory
+    svg = render(build(model, result.violations[CNL]))
+    assert "lossy: 1 lost" in svg and "dir failed" not in svg
+
+
+def test_the_picture_shows_the_min_isr_of_the_controller_and_of_the_leader_s_broker():
+    """min_isr_lag: the controller's min ISR and the leader's broker's are lines of the controller's
+    lane; the change moves the first, ApplyMinIsr the second (its column highlighted, and its arrow
+    to the leader); without the options neither line is drawn."""
+    from kmc.reports.diagram import build_path
+    from kmc.reports.svg import render
+
+    model = KafkaModel(config("C1", "ELR", min_isr_changes=(2, 1), min_isr_lag=True, max_crashes=1))
+    texts_ = ["Produce(A)", "ChangeMinIsr", "ApplyMinIsr", "ChangeMinIsr"]
+    state, choices = model.init_states()[0], []
+    for text in texts_:
+        names = [model.format_action(a) for a, _ in model.successors(state)]
+        choices.append(names.index(text))
+        state = model.successors(state)[choices[-1]][1]
+    from kmc.checker.trace import replay_choices
+
+    d = build_path(model, replay_choices(model, 0, tuple(choices)))
+    cells = [c.controller for c in d.columns]
+    assert [(c.min_isr, c.leader_min_isr) for c in cells] == [(1, 1), (1, 1), (2, 1), (2, 2), (1, 2)]
+    assert [c.changed for c in cells] == [False, False, True, True, True]
+    assert [[e.label for e in c.events] for c in d.columns] == [[], [], [], ["min ISR 2"], []]
+    svg = render(d)
+    assert ">min ISR 2<" in svg and ">leader&#x27;s min ISR 1<" in svg
+    plain = KafkaModel(config("C1", "ELR"))
+    d = build_path(plain, replay_choices(plain, 0, (0,)))
+    assert d.columns[1].controller.min_isr is None and "min ISR" not in render(d)
+
+
+def test_the_shutdown_s_request_and_answer_are_two_arrows_side_by_side():
+    """A controlled shutdown's column draws the broker's request to the controller and the
+    controller's answer apart (their labels would cover each other on one line); a column of one
+    message keeps its arrow where it always was. The clean stop that ends the shutdown is marked as
+    such, with no crash's cross. Mermaid draws both messages and says the stop was clean."""
+    from kmc.reports.diagram import build_path
+    from kmc.reports.mermaid import render as mermaid
+    from kmc.reports.svg import EVENT_GAP, render
+
+    model = KafkaModel(config("C1", max_crashes=1, max_messages=1, max_controlled_shutdowns=1))
+    state, choices = model.init_states()[0], []
+    for text in ["Produce(A)", "ControlledShutdown(B)", "ShutdownComplete(B)"]:
+        names = [model.format_action(a) for a, _ in model.successors(state)]
+        choices.append(names.index(text))
+        state = model.successors(state)[choices[-1]][1]
+    from kmc.checker.trace import replay_choices
+
+    d = build_path(model, replay_choices(model, 0, tuple(choices)))
+    events = _svg_events(render(d))
+    assert [(k, label) for k, label, _ in events] == [("request", "controlled shutdown"), ("isr", "ISR −B")]
+    (_, _, x_request), (_, _, x_answer) = events
+    assert x_answer - x_request == EVENT_GAP
+    one = KafkaModel(config("C1", max_crashes=1, max_messages=1))
+    shrink = build_path(one, replay_choices(one, 0, (0, [one.format_action(a) for a, _ in one.successors(
+        one.successors(one.init_states()[0])[0][1])].index("ShrinkIsr(B)"))))
+    ((_, _, x_one),) = _svg_events(render(shrink))
+    assert x_one == x_answer  # the same column, the same place
+    svg = render(d)
+    stop = svg.split(f'data-step="4" data-replica="B"')[1].split("</g>\n</g>")[0]  # ShutdownComplete(B)'s cell
+    assert 'class="clean-stop"' in stop and ">clean stop<" in stop and 'class="crash' not in stop
+    assert svg.count('class="clean-stop"') == 1 and "clean stop: the end of a controlled shutdown" in svg
+    assert "B: DOWN, a clean stop: empty (hw 0)" in mermaid(d)
+    arrows = [line.strip() for line in mermaid(d).split("\n") if "->>" in line]
+    assert len(arrows) == 2
+    assert arrows[0].startswith("r1->>ctl: 3. ControlledShutdown(B): the operator asks B to shut down")
+    assert arrows[1] == "ctl->>r1: ISR −B"
+
+
+# -- every engine with every operator option at once -------------------------------------------------
+
+# Both sections' actions and three bugs together (KAFKA-15221 needs broker epochs, which multiply the
+# states: the engines run it in tests/test_controlled_shutdown.py): 8,566 states, CommittedNeverLost
+# violated in 5 (KAFKA-16234).
+EVERY_ACTION = config("C1", "ELR", max_messages=1, max_crashes=0, max_controlled_shutdowns=1, min_isr_changes=(2,),
+                      min_isr_lag=True, max_disk_failures=1, bugs=("KAFKA-13916", "KAFKA-16540", "KAFKA-16234"))
+
+
+@pytest.mark.parametrize("how", ["workers", "disk-store", "resume"])
+def test_every_engine_runs_every_operator_action_at_once(how, tmp_path, monkeypatch):
+    """The per-state path on every local engine (two worker processes, the disk store, a run
+    stopped at its memory limit and resumed from its snapshot) gives the local engine's counts,
+    levels and counterexamples, with every operator action fired."""
+    import kmc.checker.driver
+    import kmc.checker.local
+
+    model = KafkaModel(EVERY_ACTION)
+    props = list(model.properties())
+    want = LocalEngine(model, props, Options(keep_going=True)).run()
+    assert want.stats.distinct == 8_566 and traces(want) == {CNL: 5, LCC: 4}
+    assert all(want.stats.fired[a] for a in ("ControlledShutdown", "ShutdownComplete", "ChangeMinIsr", "DiskFailure",
+                                             "ApplyMinIsr"))
+    if how == "resume":
+        monkeypatch.setattr(kmc.checker.local.PerStateSearch, "every", 16)
+        engine = make_engine(model, props, Options(keep_going=True, max_memory=1 << 30))
+        monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 2000))
+        assert engine.run().stopped == "max-memory"
+        snap = engine.snapshot()
+        monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: 0)
+        engine = make_engine(model, props, Options(keep_going=True))
+        engine.restore(snap)
+    else:
+        opts = {"workers": dict(workers=2), "disk-store": dict(store="disk", store_dir=str(tmp_path))}[how]
+        engine = make_engine(model, props, Options(keep_going=True, **opts), data_root=str(tmp_path))
+    assert engine.path == "per-state"
+    assert engine.per_state_because.startswith("the batch kernel has no ")
+    assert _summary(engine.run()) == _summary(want)
+
+
+def test_the_explorer_walks_the_shipped_stories():
+    """kmc explore on the shipped specs: the KAFKA-16234 story ends with CommittedNeverLost violated
+    and the picture's failed directory; the min_isr_lag story shows both min ISRs in the state and
+    the picture."""
+    from kmc.app.specs import load_spec
+    from kmc.reports.explorer import Explorer, KafkaView
+
+    for name, steps, violated, mark in [
+        ("kafka-16234-two-replicas", ["Produce(A)", "ShrinkIsr(B)", "DiskFailure(A)", "ElectLeader(A)"], {CNL, LCC},
+         "dir failed: 1 lost"),
+        ("min-isr-lag", ["Produce(A)", "ChangeMinIsr", "ShrinkIsr(B)", "ApplyMinIsr"], {LCC}, "leader&#x27;s min ISR 2"),
+    ]:
+        spec = load_spec(SPECS / f"{name}.toml")
+        model = spec.model()
+        explorer = Explorer(model, spec.properties(), view=KafkaView(model), title=spec.title, path=spec.path)
+        state, choices = model.init_states()[0], []
+        for text in steps:
+            names = [model.format_action(a) for a, _ in model.successors(state)]
+            choices.append(names.index(text))
+            state = model.successors(state)[choices[-1]][1]
+        doc = explorer.state_doc(0, choices)
+        assert [s["action"] for s in doc["steps"]] == ["initial", *steps]
+        assert {p["name"] for p in doc["properties"] if p["status"] == "violated"} == violated
+        assert mark in doc["diagram_svg"]
+
+
+# -- coverage: the kinds of a failed directory and of a min ISR change --------------------------------
+
+@pytest.mark.parametrize("elr, bugs", [(False, ()), (True, ()), (True, B16540 + B16234)])
+def test_coverage_counts_the_kinds_of_the_operators_actions(elr, bugs):
+    """DiskFailure: outside the ISR, out of it, into the ELR (with it: KAFKA-16234's trigger), the ISR
+    kept (without it); ChangeMinIsr: with an empty ELR, clearing it (the fix) or keeping it
+    (KAFKA-16540). The kinds the options rule out never fire and raise no warning; the counts add up
+    to the steps taken."""
+    cfg = config("C1", "ELR" if elr else "", max_messages=1, max_crashes=1, bugs=bugs, **MIN_ISR, **DISK)
+    model = KafkaModel(cfg)
+    result = LocalEngine(model, [BY_NAME[CNL]], Options(keep_going=True, coverage=True)).run()
+    kinds = result.stats.coverage.kinds
+    for action in ("DiskFailure", "ChangeMinIsr"):
+        assert sum(kinds[action].values()) == result.stats.fired[action]
+    fired = {a: {k for k, n in kinds[a].items() if n} for a in ("DiskFailure", "ChangeMinIsr")}
+    assert fired == {
+        "DiskFailure": {"not in the ISR", "leaves the ISR", "enters the ELR" if elr else "ISR kept"},
+        "ChangeMinIsr": {"ELR empty"} | ({"keeps the ELR" if bugs else "clears the ELR"} if elr else set()),
+    }
+    hint = model.coverage_names().hint
+    for action in fired:
+        for kind, n in kinds[action].items():
+            if not n:
+                assert hint(action, kind) == "", (action, kind)
+    plain = KafkaModel(config("C1", "ELR"))
+    assert not {"DiskFailure", "ChangeMinIsr"} & set(plain.coverage_names().kinds)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=[pytest.mark.slow, SLOW])
+                                  for n in sorted(RECOVERABLE) if RECOVERABLE[n][1] <= FAST])
+def test_the_oracle_gives_partition_recoverable_s_table(name):
+    """The naive oracle alone (no kmc) reproduces each two-replica row of PartitionRecoverable's
+    table: distinct states, trap states, the shortest trap's depth (18,000 to 40,000 states: a few
+    seconds each in the oracle)."""
+    cfg, distinct, traps, length = RECOVERABLE[name]
+    want = oracle.explore(cfg, [PR], keep_going=True)
+    assert (want.distinct, want.traps, want.traces.get(PR)) == (distinct, traps, length)

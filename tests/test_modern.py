@@ -70,10 +70,12 @@ def test_every_modern_spec_is_a_row():
     """Every shipped spec of docs/model.md's "Kafka 2.1 and later" is pinned here (tests/test_specs.py
     pins the others)."""
     # (the specs that track acknowledgements are tests/test_acks.py's rows; the availability
-    # specs, tests/test_availability.py's; those with alter_partition, tests/test_alter_partition.py's)
+    # specs, tests/test_availability.py's; those with alter_partition, tests/test_alter_partition.py's;
+    # those with min ISR changes or disk failures, tests/test_min_isr_disk.py's)
     modern = {p.stem for p in SPECS.glob("*.toml")
               if load_spec(p).config.modern and load_spec(p).config.acks is None
               and not load_spec(p).config.alter_partition and not p.stem.startswith(("avail-", "live-"))
+              and not load_spec(p).config.min_isr_changes and not load_spec(p).config.max_disk_failures
               and not load_spec(p).config.truncate_on_fetch}  # the fetch path: tests/test_fetch_path.py
     assert modern - set(EXCLUDED) == set(ROWS)  # benchmarks are measured, not tested
 

@@ -177,8 +177,32 @@ class Terminated(BaseException):
         self.signum = signum
 
 
+# The signals main's handlers took, in order: Python drops an exception raised where it cannot
+# propagate (a weakref callback of the import machinery, a finalizer), so a signal whose
+# exception was dropped is still reported when ``_main`` returns.
+_received: list[int] = []
+
+
 def _terminate(signum: int, frame: FrameType | None) -> NoReturn:
+    _received.append(signum)
     raise Terminated(signum)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> NoReturn:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def _unraisable(hook: Callable[[Any], object]) -> Callable[[Any], object]:
+    """``sys.unraisablehook`` that is silent on a signal's exception (which ``main`` reports
+    in its own line) and passes anything else to ``hook``."""
+
+    def unraisable(info: Any) -> object:
+        if isinstance(info.exc_value, (KeyboardInterrupt, Terminated)):
+            return None
+        return hook(info)
+
+    return unraisable
 
 
 def main(argv=None) -> int:
@@ -198,14 +222,20 @@ def main(argv=None) -> int:
     """
     # what signal.signal returns: a handler, SIG_DFL/SIG_IGN, or None (not set from Python)
     old: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
+    _received.clear()
+    hook = sys.unraisablehook
+    sys.unraisablehook = _unraisable(hook)
     try:
         try:  # (installed inside the try: a signal right after SIGINT's handler is set is caught)
-            for s, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _terminate)):
+            for s, handler in ((signal.SIGINT, _interrupt), (signal.SIGTERM, _terminate)):
                 if threading.current_thread() is not threading.main_thread():
                     break  # Python delivers signals to the main thread only, and sets handlers there
                 old[s] = signal.getsignal(s)  # (recorded first: a signal may end the next call)
                 signal.signal(s, handler)
-            return _main(argv)
+            code = _main(argv)
+            if _received and code != 128 + _received[0]:  # its exception was dropped on the way
+                raise KeyboardInterrupt if _received[0] == signal.SIGINT else Terminated(_received[0])
+            return code
         finally:
             # A signal still pending runs its handler (this function's) as the first restore
             # begins: it raises here, inside the try, and ends in one line like any other.
@@ -231,6 +261,7 @@ def main(argv=None) -> int:
         return 128 + signum
     finally:
         _restore(old, quiet=True)  # again: a signal interrupted the first restore
+        sys.unraisablehook = hook
 
 
 def _signal_behind(error: BaseException) -> int | None:

@@ -233,7 +233,7 @@ def _signal_at(monkeypatch, when):
         if when == "restore" and len(calls) == 2 and not fired:
             fired.append(signum)
             current = signal.getsignal(signal.SIGINT)
-            assert current is signal.default_int_handler  # main's
+            assert current is cli._interrupt  # main's
             current(signal.SIGINT, None)  # the pending signal's handler runs first: it raises
         previous = real(signum, handler)
         if when == "installed" and len(calls) == 1 and not fired:
@@ -318,3 +318,27 @@ def test_a_signal_wrapped_by_the_interpreter_is_still_the_signal(monkeypatch, ca
         128 + signum,
         "kmc: interrupted\n" if signum == signal.SIGINT else "kmc: stopped (SIGTERM)\n",
     )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_whose_exception_python_dropped_is_still_reported(signum, monkeypatch, capsys):
+    """Python drops an exception raised where it cannot propagate (a weakref callback of the
+    import machinery, a finalizer) and prints it as "Exception ignored": the signal raised
+    there must still end the run in its one line and 130 or 143, with no traceback printed."""
+    import gc
+
+    from kmc.app import cli
+
+    class Finalized:
+        def __del__(self):
+            os.kill(os.getpid(), signum)  # the handler raises here, inside a finalizer
+
+    def a_run_that_drops_the_signal(argv):
+        Finalized()
+        gc.collect()
+        return 0  # (the run went on and ended with a verdict)
+
+    monkeypatch.setattr(cli, "_main", a_run_that_drops_the_signal)
+    assert cli.main(["check", "x.toml"]) == 128 + signum
+    err = capsys.readouterr().err
+    assert err.strip() == ("kmc: interrupted" if signum == signal.SIGINT else "kmc: stopped (SIGTERM)"), err

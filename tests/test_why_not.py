@@ -32,19 +32,19 @@ SPECS = REPO / "specs"
 # (spec, the constants changed to keep it small): together every truncation rule, every
 # option and both acks settings (test_the_specs_cover_every_rule_and_option)
 CASES = [
-    ("hw-unclean", {}),
-    ("le-unflushed", {}),
-    ("kip279-unclean", {}),
-    ("fetch-c1-both-bugs", {}),
-    ("ap-be-c1", {}),
-    ("acks1-data-loss", {}),
+    ("hw-unclean", {"max_messages": 1}),
+    ("le-unflushed", {"max_messages": 1}),
+    ("kip279-unclean", {"max_messages": 1}),
+    ("fetch-c1-both-bugs", {"max_messages": 1}),
+    ("ap-be-c1", {"max_messages": 1}),
+    ("acks1-data-loss", {"max_messages": 1}),
     ("acks1-zombie-preferred", {"max_messages": 1}),
     ("acks-all-min-isr", {"max_messages": 1}),
     ("v21-gate-min-isr", {"max_messages": 1}),
     ("v21-elr-min-isr", {"max_messages": 1}),
-    ("live-c2-elr-lkl", {}),
+    ("live-c2-elr-lkl", {"max_messages": 1}),
     ("fetch-c4-both-bugs", {"max_crashes": 0}),
-    ("hw-data-loss", {"initial_leader": "any"}),
+    ("hw-data-loss", {"initial_leader": "any", "max_messages": 1}),
     # the operators' actions and their bugs
     ("rolling-restart-elr", {"max_crashes": 1, "max_messages": 1}),
     ("rolling-restart-loss", {"max_crashes": 1, "max_messages": 1, "bugs": ("KAFKA-13916",),

@@ -262,7 +262,7 @@ def damaged_bytes(draw):
 # -- the fuzz tests ----------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@FUZZ
+@settings(FUZZ, max_examples=60)
 @given(documents)
 def test_random_toml_documents(doc):
     assert_loads_or_one_line_error(toml_doc(doc).encode("utf-8"))
@@ -282,7 +282,7 @@ def test_damaged_shipped_specs(data):
 
 
 @pytest.mark.slow
-@settings(FUZZ, max_examples=40)
+@settings(FUZZ, max_examples=20)
 @given(st.one_of(st.binary(max_size=200), documents.map(lambda d: toml_doc(d).encode("utf-8"))))
 def test_through_a_file(tmp_path_factory, data):
     f = tmp_path_factory.mktemp("fuzz") / "spec.toml"

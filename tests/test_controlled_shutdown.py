@@ -266,10 +266,11 @@ def test_partition_recoverable(key, path):
 
 @pytest.mark.parametrize("key", [pytest.param("C1 CS", id="C1-CS"), pytest.param("C2 ELR+CS", id="C2-ELR-CS"),
                                  pytest.param("C1 CS+13916", id="C1-CS-13916", marks=[pytest.mark.slow])])
-def test_eventually_leader_is_violated(key):
+@pytest.mark.parametrize("path", PATHS)
+def test_eventually_leader_is_violated(key, path):
     """With ShutdownComplete weakly fair: a controlled shutdown of the leader spends a leader
     epoch, and at the bound the partition may stay leaderless for ever."""
-    model, result = _run(config(key), [EL])
+    model, result = _run(config(key), [EL], path)
     v = result.violations[EL]
     last = v.path.states[-1]
     assert last.quorum.leader is None or not leads(last, last.quorum.leader)

@@ -96,6 +96,8 @@ CASES = {
     "disk-elr-16234": two(max_disk_failures=1, **ELR, unflushed_loss=True, bugs=(B16234,)),
     "disk-ap-16234": two(max_disk_failures=1, **ELR, **BE, bugs=(B16234,)),
     "disk-three-16234": three(max_disk_failures=1, **ELR, bugs=(B16234,)),
+    # a failed directory of a replica in controlled shutdown (fixed: it is offline, still marked)
+    "cs-disk-elr": two(**CS, **ELR, max_disk_failures=1),
     # everything at once
     "all": two(**CS, **ELR, **BE, min_isr_changes=(2,), min_isr_lag=True, max_disk_failures=1, max_crashes=0,
                bugs=(B13916, B15221, B16540, B16234)),

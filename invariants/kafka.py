@@ -345,10 +345,17 @@ def leader_epoch_monotonic_mask(kernel, rows, parents, after) -> np.ndarray:
     before = columns(np.take(np.take(rows, cols, axis=1), parents, axis=0))
     now = columns(np.take(after, cols, axis=1))
     bad = now[:, 0] < before[:, 0]
+    # KAFKA-16234: a DiskFailure (the count of them rises) re-creates the partition alive
+    # with no leader epoch; no other step takes a live replica's epoch to -1
+    recreated = None
+    if c.DISK_FAILURES is not None and kernel.config.has_bug(KAFKA_16234):
+        recreated = rows[parents, c.DISK_FAILURES] < after[:, c.DISK_FAILURES]
     for r in range(kernel.n):
         epoch, alive = 1 + 2 * r, 2 + 2 * r
         went_down = (now[:, alive] == 1) & (now[:, epoch] < before[:, epoch])
         restart = (now[:, epoch] == c.NONE) & (before[:, alive] == 0)
+        if recreated is not None:
+            restart |= (now[:, epoch] == c.NONE) & recreated
         bad |= went_down & ~restart
     return bad
 

@@ -39,12 +39,13 @@ ACTION_NAMES = (
     ALTER_PARTITION,
 )
 # The operator's actions (docs/model.md, "Operator actions"), after the protocol's in the
-# enumeration: a configuration's names end with those it can fire; the batch kernel has none.
+# enumeration: a configuration's names end with those it can fire; the batch kernel's code for
+# each is its position in the configuration's ``action_names``.
 OPERATOR_ACTIONS = (CONTROLLED_SHUTDOWN, SHUTDOWN_COMPLETE)
 
 # The operator's actions of docs/model.md's "Operator actions: changing min.insync.replicas at
 # run time and a failed log directory", enumerated after the ones above, in this order; only a
-# configuration that can take one lists it (``action_names``). The batch kernel has no code for them.
+# configuration that can take one lists it (``action_names``), which gives the batch kernel's codes.
 CHANGE_MIN_ISR = "ChangeMinIsr"  # min_isr_changes
 DISK_FAILURE = "DiskFailure"  # max_disk_failures
 APPLY_MIN_ISR = "ApplyMinIsr"  # min_isr_lag

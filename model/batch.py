@@ -1,11 +1,11 @@
-"""The batch kernel: the Kafka model's nine actions over arrays of rows.
+"""The batch kernel: the Kafka model's actions over arrays of rows.
 
 ``KafkaBatchKernel.expand(rows)`` computes every successor of every row of a frontier
 chunk with array operations: an action's enabledness is a boolean mask over the chunk,
 its effect a few column updates on a copy of the enabled rows. It returns the
 successors with, for each, the index of its parent row, its *choice* (its position among
 the parent's enabled actions, exactly as ``KafkaModel.successors`` orders them: actions
-1–9, then replica, then cut point) and its action code. The attrs model in
+1–15, then replica, then cut point or candidate) and its action code. The attrs model in
 ``model.kafka`` is the reference: differential tests check that both give the same
 successors in the same order, state by state.
 
@@ -54,8 +54,9 @@ from .actions import (
 )
 from .batch_actions import ActionEffects
 from .batch_elections import Elections
+from .batch_operators import OperatorActions
 from .batch_rules import RowRules
-from .config import ACKS_ONE, HIGH_WATERMARK, LEADER_EPOCH_21
+from .config import ACKS_ONE, HIGH_WATERMARK, KAFKA_13916, LEADER_EPOCH_21
 from .rows import NONE, RowCodec, lexicographic_min
 from .state import State
 from .symmetry import symmetries
@@ -86,6 +87,10 @@ class KafkaBatchKernel(KernelBase):
         self.rules = RowRules(c, config)
         self.effects = ActionEffects(self.rules)
         self.elections = Elections(self.rules)
+        # the operators' actions take the codes after the protocol's (their positions in
+        # action_names, which lists only those the configuration can fire)
+        codes = {name: k for k, name in enumerate(self.action_names) if name not in ACTION_NAMES}
+        self.operators = OperatorActions(self.rules, codes)
         self._perms: list[Callable[[np.ndarray], np.ndarray]] | None = None  # made at the first canonical()
 
     # -- the protocol the batch engine uses --------------------------------------------
@@ -101,7 +106,7 @@ class KafkaBatchKernel(KernelBase):
         return np.stack([self.codec.encode(s) for s in states])
 
     def action(self, code, replica, cut=None) -> Action:
-        return Action(ACTION_NAMES[code], replica, cut)
+        return Action(self.action_names[code], replica, cut)
 
     def canonical(self, rows) -> np.ndarray:
         """The least row over the allowed replica permutations of each row (symmetry)."""
@@ -139,7 +144,8 @@ class KafkaBatchKernel(KernelBase):
                 ok = room & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == l)
                 g.emit(PRODUCE, ok, fx.produce_acks_one, l)
         elif cfg.max_messages:
-            ok = (lead >= 0) & (rows[:, c.PRODUCED] < cfg.max_messages) & (g.isr_size >= cfg.min_insync_replicas)
+            min_isr = self.rules.leader_min_isr(rows)  # the leader's broker's
+            ok = (lead >= 0) & (rows[:, c.PRODUCED] < cfg.max_messages) & (g.isr_size >= min_isr)
             for l in range(n):
                 g.emit(PRODUCE, ok & (lead == l), fx.produce, l)
         # 2. FetchRequest(f) from the leader l
@@ -236,6 +242,8 @@ class KafkaBatchKernel(KernelBase):
                     if l not in leso:
                         continue  # l leads in no row: nothing to expand
                     ok &= remote >= leso[l]  # KAFKA-7128
+                if c.SHUTTING is not None and not cfg.has_bug(KAFKA_13916):
+                    ok &= (rows[:, c.SHUTTING] >> r & 1) == 0  # KIP-841: not in controlled shutdown
                 if ask:
                     g.emit(EXPAND_ISR, ok & free, fx.ask, r, l, 1)
                 else:
@@ -244,6 +252,9 @@ class KafkaBatchKernel(KernelBase):
         if ask:
             for r in range(n):
                 g.emit(ALTER_PARTITION, rows[:, c.ALTER_REPLICA] == r, fx.alter_partition, r)
+        # 11.-15. the operators' actions (ControlledShutdown, ShutdownComplete, ChangeMinIsr,
+        # DiskFailure, ApplyMinIsr), each only with its option
+        self.operators.emit(g, rows)
         return g.result()
 
     def fair_codes(self, rows, parents, choices, codes, succ) -> np.ndarray:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .batch_rules import RowRules
-from .config import HIGH_WATERMARK, LEADER_EPOCH
+from .config import HIGH_WATERMARK, KAFKA_13916, KAFKA_15221, LEADER_EPOCH
 from .rows import NONE
 
 
@@ -21,6 +21,10 @@ class ActionEffects:
         self.rules = rules
         self.codec, self.config = rules.codec, rules.config
         self.n, self.m = rules.n, rules.m
+        # KAFKA-15221: a pending expansion survives its replica's restart (see alter_partition)
+        self.bug_15221 = self.config.has_bug(KAFKA_15221)
+        # KAFKA-13916: the controller accepts a replica in controlled shutdown into the ISR
+        self.bug_13916 = self.config.has_bug(KAFKA_13916)
 
     # -- the actions (each takes a copy of the enabled rows and changes it in place) ----
 
@@ -207,6 +211,8 @@ class ActionEffects:
         s[:, b + c.ALIVE] = 0
         self.rules.clear_inflight(s, b)
         s[:, c.CRASHES] += 1
+        if c.SHUTTING is not None:  # a crash ends a controlled shutdown
+            s[:, c.SHUTTING] &= ~(1 << r)
         if cut is not None:
             if cfg.eligible_leader_replicas:
                 s[:, b + c.LOSSY] = s[:, b + c.LEO] > cut
@@ -220,7 +226,9 @@ class ActionEffects:
         s[:, b + c.EPOCH] = NONE
         s[:, b + c.LEADER] = NONE
         s[:, b + c.REMOTE_LEO : b + c.REMOTE_LEO + self.n] = 0
-        if cfg.broker_epochs:  # a pending expansion of r is based on its previous incarnation
+        # a pending expansion of r is based on its previous incarnation: dropped, except
+        # under KAFKA-15221, where it may yet carry r's new broker epoch
+        if cfg.broker_epochs and not self.bug_15221:
             self.rules.drop_request(s, (s[:, c.ALTER_CHANGE] == 1) & (s[:, c.ALTER_REPLICA] == r))
         if not cfg.eligible_leader_replicas:
             return
@@ -315,7 +323,13 @@ class ActionEffects:
         p = s[:, c.ALTER_LEADER].astype(np.int64)
         accept = np.ones(len(s), dtype=bool)
         if cfg.broker_epochs:
-            accept &= ~(expand & (s[:, c.block(r) + c.ALIVE] == 0))
+            b = c.block(r)
+            refused = s[:, b + c.ALIVE] == 0
+            if c.SHUTTING is not None and not self.bug_13916:  # KIP-841: "shutting down"
+                refused |= (s[:, c.SHUTTING] >> r & 1) == 1
+            if self.bug_15221:  # the request carries the broker epoch it was decided on
+                refused |= (s[:, b + c.LEADER] != p) | (s[:, b + c.EPOCH] != s[:, c.Q_EPOCH])
+            accept &= ~(expand & refused)
         self.rules.drop_request(s)
         if not accept.any():
             return

@@ -7,6 +7,7 @@ import numpy as np
 
 from .actions import ELECT_LEADER_CODE as ELECT_LEADER
 from .batch_rules import RowRules
+from .config import KAFKA_13916
 from .rows import NONE
 
 
@@ -49,9 +50,15 @@ class Elections:
         if cfg.last_known_leader:
             ql_alive = (ql >= 0) & ((alive >> np.maximum(ql, 0) & 1) == 1)
             last_known = (isr == 0) & (elr == 0) & ql_alive
+        # KIP-841: a replica in controlled shutdown is not elected, unless KAFKA-13916
+        shutting = None
+        if c.SHUTTING is not None and not cfg.has_bug(KAFKA_13916):
+            shutting = rows[:, c.SHUTTING].astype(np.int64)
         out = []
         for cand in range(n):
             is_alive = (alive >> cand & 1) == 1
+            if shutting is not None:
+                is_alive &= (shutting >> cand & 1) == 0
             trigger = is_alive & (replaceable | (preferred & (ql != cand)))
             in_isr = (isr >> cand & 1) == 1
             out.append((cand, "clean", trigger & in_isr))

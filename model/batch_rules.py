@@ -30,6 +30,13 @@ class RowRules:
         self.n, self.m = codec.n, codec.m
         # KAFKA-13141: a diverging fetch still moves the follower's log end on the leader
         self.bug_13141 = codec.fetch and config.has_bug(KAFKA_13141)
+        # the min ISR after each number of ChangeMinIsr steps (min_isr_changes), indexed by a
+        # step column: the controller's (elr_after) and the leader's broker's (Produce's
+        # guard, the HW gate, acks=all); None when min ISR never changes
+        changes = tuple(getattr(config, "min_isr_changes", ()))
+        self.min_isr_values: np.ndarray | None = None
+        if changes:
+            self.min_isr_values = np.array([config.min_isr_at(k) for k in range(len(changes) + 1)], dtype=np.int64)
 
     # -- helpers over arrays of rows ------------------------------------------------------
 
@@ -43,6 +50,23 @@ class RowRules:
             ok = (ql == r) & (rows[:, b + c.ALIVE] == 1) & (rows[:, b + c.LEADER] == r) & (rows[:, b + c.EPOCH] == qe)
             lead[ok] = r
         return lead
+
+    def min_isr(self, rows):
+        """The controller's min ISR in each row (``min_isr()`` of docs/model.md): an array,
+        or ``min_insync_replicas`` itself when min ISR never changes."""
+        values = self.min_isr_values
+        if values is None:
+            return self.config.min_insync_replicas
+        return values[rows[:, self.codec.MIN_ISR_STEP].astype(np.intp)]
+
+    def leader_min_isr(self, rows):
+        """The min ISR the leader's broker uses in each row (``leader_min_isr()``): the
+        controller's, or with ``min_isr_lag`` the value of the changes it has applied."""
+        values, c = self.min_isr_values, self.codec
+        if values is None:
+            return self.config.min_insync_replicas
+        column = c.MIN_ISR_STEP if c.LEADER_MIN_ISR_STEP is None else c.LEADER_MIN_ISR_STEP
+        return values[rows[:, column].astype(np.intp)]
 
     def isr_size(self, rows) -> np.ndarray:
         return POPCOUNT[rows[:, self.codec.Q_ISR].astype(np.uint8)]
@@ -83,15 +107,16 @@ class RowRules:
                 np.minimum(m, np.where(inside, s[:, b + c.REMOTE_LEO + f], m), out=m)
         hw = s[:, b + c.HW].astype(np.int64)
         moves = m > hw
+        gate = self.leader_min_isr(s)  # no step that moves an HW changes a min ISR
         if cfg.hw_requires_min_isr:
-            moves &= POPCOUNT[s[:, c.Q_ISR].astype(np.uint8)] >= cfg.min_insync_replicas
+            moves &= POPCOUNT[s[:, c.Q_ISR].astype(np.uint8)] >= gate
         if not moves.any():
             return
         idx = np.nonzero(moves)[0]
         lo, hi = hw[idx], m[idx]
         acks_all = cfg.acks == ACKS_ALL
         if acks_all:  # acks=all: acknowledged only with the ISR (after the step) at min ISR
-            enough = POPCOUNT[s[idx, c.Q_ISR].astype(np.uint8)] >= cfg.min_insync_replicas
+            enough = POPCOUNT[s[idx, c.Q_ISR].astype(np.uint8)] >= (gate if np.isscalar(gate) else gate[idx])
         for o in range(self.m):
             sel = (lo <= o) & (o < hi)
             if not sel.any():
@@ -107,14 +132,16 @@ class RowRules:
                 s[ri[ack], c.ACKED_EPOCH + rid[ack]] = epoch[ack]
         s[idx, b + c.HW] = hi
 
-    def elr_after(self, s, old_isr, new_isr) -> np.ndarray:
-        """``elr_after(I, I')`` of docs/model.md as bit masks (int64 arrays)."""
+    def elr_after(self, s, old_isr, new_isr, elr=None) -> np.ndarray:
+        """``elr_after(I, I')`` of docs/model.md as bit masks (int64 arrays), from the ELR
+        ``elr`` (an array; ``None``: the rows' own), at the controller's min ISR."""
         cfg = self.config
         if not cfg.eligible_leader_replicas:
             return np.zeros(len(s), dtype=np.int64)
-        elr = s[:, self.codec.Q_ELR].astype(np.int64)
+        if elr is None:
+            elr = s[:, self.codec.Q_ELR].astype(np.int64)
         out = (elr | old_isr) & ~new_isr
-        out[POPCOUNT[new_isr.astype(np.uint8)] >= cfg.min_insync_replicas] = 0
+        out[POPCOUNT[new_isr.astype(np.uint8)] >= self.min_isr(s)] = 0
         return out
 
     def cut_log(self, s, b, t) -> None:

@@ -65,8 +65,7 @@ DISK_KINDS = ("not in the ISR", "leaves the ISR", "enters the ELR", "ISR kept")
 MIN_ISR_KINDS = ("ELR empty", "clears the ELR", "keeps the ELR")
 REPLICA_VARS = ("alive", "log end", "hw", "epoch", "leader", "lossy", "remote_leo", "inflight")
 GLOBAL_VARS = ("quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr", "produced", "crashes", "committed")
-# The operator's counters, each only with its option (min_isr_changes, min_isr_lag, max_disk_failures);
-# the per-state path alone counts them (the batch kernel does not run these configurations).
+# The operator's counters, each only with its option (min_isr_changes, min_isr_lag, max_disk_failures).
 OPERATOR_VARS = ("quorum.min_isr_step", "leader_min_isr_step", "disk_failures")
 
 
@@ -194,7 +193,34 @@ def row_kinds(kernel, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray
             kind = chunk[parents[where], c.ALTER_CHANGE].astype(np.int64)  # 0 removes, 1 adds
             kind[same] = 2
             out[ALTER_PARTITION] = (where, kind)
+    if c.SHUTTING is not None:
+        where = np.flatnonzero(codes == kernel.action_names.index(CONTROLLED_SHUTDOWN))
+        if len(where):
+            out[CONTROLLED_SHUTDOWN] = (where, _shutdown_kinds(c, chunk, parents[where], succ[where]))
     return out
+
+
+def _shutdown_kinds(c, before, parents, after) -> np.ndarray:
+    """The kinds of ControlledShutdown steps (``SHUTDOWN_KINDS``, as ``kind_of`` reads
+    them): the replica ``r`` is the one the step marked; a follower's step is "not in the
+    ISR" or "leaves the ISR" by ``r``'s membership before; the quorum leader's by whom it
+    elected (none: "leaderless"), by that replica's membership of the ISR or the ELR before."""
+    marked = after[:, c.SHUTTING].astype(np.int64) & ~before[parents, c.SHUTTING].astype(np.int64)
+    r = np.zeros(len(parents), dtype=np.int64)
+    for k in range(c.n):
+        r[marked == 1 << k] = k
+    isr = before[parents, c.Q_ISR].astype(np.int64)
+    elr = before[parents, c.Q_ELR].astype(np.int64)
+    ql = before[parents, c.Q_LEADER].astype(np.int64)
+    elected = after[:, c.Q_LEADER].astype(np.int64)
+    bit = np.left_shift(1, np.maximum(elected, 0))
+    kind = np.full(len(parents), 4, dtype=np.int64)  # unclean
+    kind[(elr & bit) != 0] = 3  # ELR
+    kind[(isr & bit) != 0] = 2  # clean
+    kind[elected == NONE] = 5  # leaderless
+    follower = ql != r
+    kind[follower] = np.where((isr[follower] >> r[follower] & 1) == 1, 1, 0)  # leaves the ISR, not in it
+    return kind
 
 
 def _fetch_row_kinds(c, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -324,7 +350,7 @@ def row_columns(kernel) -> dict[str, list[int]]:
     def per_replica(offset) -> list[int]:
         return [b + offset for b in blocks]
 
-    return {
+    out = {
         "replica.alive": per_replica(c.ALIVE),
         "replica.log end": per_replica(c.LEO),
         "replica.hw": per_replica(c.HW),
@@ -340,6 +366,15 @@ def row_columns(kernel) -> dict[str, list[int]]:
         "produced": [c.PRODUCED],
         "crashes": [c.CRASHES],
     }
+    for var, column in (
+        ("controlled_shutdowns", c.CONTROLLED_SHUTDOWNS),
+        ("quorum.min_isr_step", c.MIN_ISR_STEP),
+        ("leader_min_isr_step", c.LEADER_MIN_ISR_STEP),
+        ("disk_failures", c.DISK_FAILURES),
+    ):
+        if column is not None:
+            out[var] = [column]
+    return out
 
 
 def row_derived(kernel, rows, wanted) -> Iterator[tuple[str, np.ndarray]]:
@@ -353,6 +388,9 @@ def row_derived(kernel, rows, wanted) -> Iterator[tuple[str, np.ndarray]]:
         leader = rows[:, c.ALTER_LEADER].astype(np.int64)
         value = (leader * 2 + rows[:, c.ALTER_CHANGE]) * c.n + rows[:, c.ALTER_REPLICA]
         yield "quorum.alter", np.where(leader < 0, -1, value)
+    if c.SHUTTING is not None and "replica.shutting" in wanted:  # a bit mask: each replica's bit
+        mask = rows[:, c.SHUTTING].astype(np.int64)
+        yield "replica.shutting", np.concatenate([mask >> r & 1 for r in range(c.n)])
 
 
 def row_domains(kernel) -> dict[str, tuple[int, int]]:
@@ -381,6 +419,16 @@ def row_domains(kernel) -> dict[str, tuple[int, int]]:
         out["acked"] = (0, m)
     if kernel.codec.alter:
         out["quorum.alter"] = (-1, 2 * n * n - 1)
+    c = kernel.codec
+    if c.SHUTTING is not None:
+        out["replica.shutting"] = (0, 1)
+        out["controlled_shutdowns"] = (0, cfg.max_controlled_shutdowns)
+    if c.MIN_ISR_STEP is not None:
+        out["quorum.min_isr_step"] = (0, len(cfg.min_isr_changes))
+    if c.LEADER_MIN_ISR_STEP is not None:
+        out["leader_min_isr_step"] = (0, len(cfg.min_isr_changes))
+    if c.DISK_FAILURES is not None:
+        out["disk_failures"] = (0, cfg.max_disk_failures)
     return out
 
 

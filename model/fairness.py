@@ -177,4 +177,12 @@ def fair_codes(kernel, chunk, parents, choices, codes, succ) -> np.ndarray:
         failover = kernel.leads(chunk[parents[where]]) < 0
         cand = succ[where, c.Q_LEADER].astype(np.int64)
         out[where] = np.where(failover, base[ELECT_LEADER] + cand, -1)
+    names = list(kernel.action_names)
+    if SHUTDOWN_COMPLETE in names:  # ShutdownComplete(r) stops r
+        put(
+            names.index(SHUTDOWN_COMPLETE),
+            lambda w: _changed_replica(chunk, parents, succ, w, c.ALIVE, block, n, lambda b, a: (b == 1) & (a == 0)),
+        )
+    if APPLY_MIN_ISR in names:  # one instance
+        out[codes == names.index(APPLY_MIN_ISR)] = base[APPLY_MIN_ISR]
     return out

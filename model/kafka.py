@@ -31,7 +31,7 @@ from .actions import (
     Action,
     action_names,
 )
-from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, KAFKA_13916, KAFKA_15221, LEADER_EPOCH_21, Config
+from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, KAFKA_13916, LEADER_EPOCH_21, Config
 from .fairness import fair_instance, fair_instances, instance_codes
 from .kafka_actions import KafkaEffects
 from .state import EXPAND, SHRINK, Quorum, Replica, State, encode, leader_of, leso
@@ -101,15 +101,7 @@ class KafkaModel(ModelBase):
 
     def batch_unsupported(self) -> str | None:
         """Why the batch kernel cannot run this configuration (the engines then take the
-        per-state path), or ``None``: it runs every configuration without the operator's
-        actions (controlled shutdowns, min ISR changes, disk failures) and KAFKA-15221."""
-        cfg = self.config
-        if cfg.max_controlled_shutdowns:
-            return "the batch kernel has no controlled shutdown (max_controlled_shutdowns)"
-        if cfg.has_bug(KAFKA_15221):
-            return "the batch kernel has no KAFKA-15221 (bugs)"
-        if cfg.min_isr_changes or cfg.max_disk_failures:
-            return "the batch kernel has no min ISR changes or disk failures (min_isr_changes, max_disk_failures)"
+        per-state path), or ``None``: it runs every configuration."""
         return None
 
     def coverage_names(self) -> CoverageNames:

@@ -34,7 +34,11 @@ offset and epoch at which record ``i`` was acknowledged (``-1`` when it was not)
 ``acks`` they are absent, so rows and their fingerprints are what they were before. With
 ``alter_partition``, three last columns hold the AlterPartition request in flight: the
 leader that sent it, its change (0 shrink, 1 expand) and the replica it names (all ``-1``
-when none is in flight); without the option they are absent too.
+when none is in flight); without the option they are absent too. The operators' variables
+come last, each only with its option: with ``max_controlled_shutdowns`` the replicas in
+controlled shutdown (a bit mask) and the count of ControlledShutdown steps, with
+``min_isr_changes`` the controller's min ISR step (and with ``min_isr_lag`` the leader's
+broker's), with ``max_disk_failures`` the count of DiskFailure steps.
 
 The committed set (and the acknowledged one) fits one slot per record id because a record keeps one offset and one
 epoch forever: the leader writes record ``i`` once, at its log end, in its epoch, and
@@ -75,7 +79,15 @@ class RowCodec:
     def __init__(self, config) -> None:
         # at least one record slot, so that no array of slots is empty
         n, m = config.n, max(config.max_messages, 1)
-        largest = max((config.max_leader_epoch + 1) * m, config.max_crashes, n + 1, (1 << n) - 1)
+        largest = max(
+            (config.max_leader_epoch + 1) * m,
+            config.max_crashes,
+            n + 1,
+            (1 << n) - 1,
+            getattr(config, "max_controlled_shutdowns", 0),
+            getattr(config, "max_disk_failures", 0),
+            len(getattr(config, "min_isr_changes", ())),
+        )
         self.dtype = np.dtype(np.int8 if largest <= 127 else np.int16)
         self.n, self.m = n, m
         # the global columns: the history counters, the controller's quorum (ISR and ELR as
@@ -125,6 +137,28 @@ class RowCodec:
         if self.alter:
             self.ALTER_LEADER, self.ALTER_CHANGE, self.ALTER_REPLICA = range(self.used, self.used + 3)
             self.used += 3
+        # the operators' variables (docs/model.md, "Operator actions"), after everything else,
+        # each only with its option: with max_controlled_shutdowns the replicas in controlled
+        # shutdown as a bit mask and the count of ControlledShutdown steps; with min_isr_changes
+        # the controller's min ISR step (and with min_isr_lag the leader's broker's); with
+        # max_disk_failures the count of DiskFailure steps
+        self.SHUTTING: int | None = None
+        self.CONTROLLED_SHUTDOWNS: int | None = None
+        self.MIN_ISR_STEP: int | None = None
+        self.LEADER_MIN_ISR_STEP: int | None = None
+        self.DISK_FAILURES: int | None = None
+        if getattr(config, "max_controlled_shutdowns", 0):
+            self.SHUTTING, self.CONTROLLED_SHUTDOWNS = self.used, self.used + 1
+            self.used += 2
+        if getattr(config, "min_isr_changes", ()):
+            self.MIN_ISR_STEP = self.used
+            self.used += 1
+            if getattr(config, "min_isr_lag", False):
+                self.LEADER_MIN_ISR_STEP = self.used
+                self.used += 1
+        if getattr(config, "max_disk_failures", 0):
+            self.DISK_FAILURES = self.used
+            self.used += 1
         per_word = 8 // self.dtype.itemsize
         self.width = -(-self.used // per_word) * per_word  # columns; a multiple of 8 bytes
 
@@ -154,6 +188,14 @@ class RowCodec:
             names += [f"acked[{i}].offset" for i in range(m)] + [f"acked[{i}].epoch" for i in range(m)]
         if self.alter:
             names += ["quorum.alter.leader", "quorum.alter.change", "quorum.alter.replica"]
+        if self.SHUTTING is not None:
+            names += ["shutting", "controlled_shutdowns"]
+        if self.MIN_ISR_STEP is not None:
+            names += ["quorum.min_isr_step"]
+        if self.LEADER_MIN_ISR_STEP is not None:
+            names += ["leader_min_isr_step"]
+        if self.DISK_FAILURES is not None:
+            names += ["disk_failures"]
         return names + ["padding"] * (self.width - self.used)
 
     def block(self, r: int) -> int:
@@ -200,6 +242,7 @@ class RowCodec:
             row[lead] = alter[0]
             row[change] = 1 if alter[1] == EXPAND else 0
             row[subject] = alter[2]
+        self._encode_operators(row, state)
         for r, rep in enumerate(state.replicas):
             b = self.block(r)
             row[b + self.ALIVE] = rep.alive
@@ -222,6 +265,23 @@ class RowCodec:
                     row[b + self.INFLIGHT_RECORDS + k] = e * self.m + i
                 self._encode_diverging(row, b, f)
         return row
+
+    def _encode_operators(self, row, state) -> None:
+        """The operators' variables of ``state`` into ``row`` (their columns exist exactly
+        with their options; a state that needs a missing one cannot be written)."""
+        shutting = _mask(r for r, rep in enumerate(state.replicas) if rep.shutting)
+        q = state.quorum
+        for column, value, what in (
+            (self.SHUTTING, shutting, "a replica in controlled shutdown"),
+            (self.CONTROLLED_SHUTDOWNS, state.controlled_shutdowns, "a controlled shutdown"),
+            (self.MIN_ISR_STEP, q.min_isr_step, "a min ISR change"),
+            (self.LEADER_MIN_ISR_STEP, state.leader_min_isr_step, "a lagging min ISR"),
+            (self.DISK_FAILURES, state.disk_failures, "a disk failure"),
+        ):
+            if column is not None:
+                row[column] = value
+            elif value:
+                raise ValueError(f"{what} in a configuration without its option")
 
     def _encode_diverging(self, row, b, f) -> None:
         """The diverging epoch of the response ``f`` and its applied mark, in the block at
@@ -266,6 +326,7 @@ class RowCodec:
                     **self._decode_diverging(v, b),
                 )
             leader = v[b + self.LEADER]
+            shutting = self.SHUTTING is not None and v[self.SHUTTING] >> r & 1 == 1
             reps.append(
                 Replica(
                     bool(v[b + self.ALIVE]),
@@ -276,6 +337,7 @@ class RowCodec:
                     tuple(v[b + self.REMOTE_LEO : b + self.REMOTE_LEO + n]),
                     inflight,
                     bool(v[b + self.LOSSY]),
+                    shutting,
                 )
             )
         ql = v[self.Q_LEADER]
@@ -283,8 +345,9 @@ class RowCodec:
         lead, change, subject = self.ALTER_LEADER, self.ALTER_CHANGE, self.ALTER_REPLICA
         if lead is not None and change is not None and subject is not None and v[lead] != NONE:
             alter = (v[lead], EXPAND if v[change] == 1 else SHRINK, v[subject])
+        step = 0 if self.MIN_ISR_STEP is None else v[self.MIN_ISR_STEP]
         quorum = Quorum(
-            None if ql == NONE else ql, v[self.Q_EPOCH], _ids(v[self.Q_ISR], n), _ids(v[self.Q_ELR], n), alter
+            None if ql == NONE else ql, v[self.Q_EPOCH], _ids(v[self.Q_ISR], n), _ids(v[self.Q_ELR], n), alter, step
         )
         acked: tuple[tuple[int, int, int], ...] = ()
         acked_offset, acked_epoch = self.ACKED_OFFSET, self.ACKED_EPOCH
@@ -292,7 +355,19 @@ class RowCodec:
             acked = tuple(
                 sorted((v[acked_offset + i], v[acked_epoch + i], i) for i in range(m) if v[acked_offset + i] != NONE)
             )
-        return State(tuple(reps), quorum, v[self.PRODUCED], v[self.CRASHES], committed, acked)
+        # without min_isr_lag the leader's broker reads the controller's step: its own stays 0
+        leader_step = 0 if self.LEADER_MIN_ISR_STEP is None else v[self.LEADER_MIN_ISR_STEP]
+        return State(
+            tuple(reps),
+            quorum,
+            v[self.PRODUCED],
+            v[self.CRASHES],
+            committed,
+            acked,
+            0 if self.CONTROLLED_SHUTDOWNS is None else v[self.CONTROLLED_SHUTDOWNS],
+            leader_step,
+            0 if self.DISK_FAILURES is None else v[self.DISK_FAILURES],
+        )
 
     def _decode_diverging(self, v, b) -> dict:
         """The diverging fields of the response in the block at ``b`` of the row values ``v``
@@ -329,6 +404,8 @@ class RowCodec:
         id_lut = np.array([NONE] + list(perm), dtype=self.dtype)  # index value + 1
         mask_lut = np.array([_mask(perm[r] for r in range(n) if x >> r & 1) for x in range(1 << n)], dtype=self.dtype)
         mask_cols = [self.Q_ISR, self.Q_ELR]
+        if self.SHUTTING is not None:  # a replica's controlled shutdown moves with it
+            mask_cols.append(self.SHUTTING)
 
         def apply(rows) -> np.ndarray:
             out = np.ascontiguousarray(rows[:, src])

@@ -36,8 +36,7 @@ from pins import PINS
 ROOT = Path(__file__).resolve().parent.parent
 # The fetch path's specs (truncate_on_fetch) are pinned apart (tests/pins.py's FETCH_PINS):
 # tests/test_fetch_kernel.py runs them on the batch kernel against those pins and the model.
-# The specs the kernel declines (the operators' actions: batch_unsupported) run per state in
-# tests/test_controlled_shutdown.py.
+# (A spec whose configuration the kernel declined, batch_unsupported, would run per state: none is.)
 SPECS = sorted(p.stem for p in (ROOT / "specs").glob("*.toml")
                if not load_spec(p).config.truncate_on_fetch and load_spec(p).model().batch_unsupported() is None)
 

@@ -5,8 +5,8 @@ and the broker-epoch race KAFKA-15221: ``max_controlled_shutdowns``, ``bugs`` wi
 The section's known-verdict tables (TLC's, on an independent TLA+ rendering) are checked row by
 row: distinct states, the verdicts and the shortest trace lengths (in states, initial included),
 PartitionRecoverable's trap counts, EventuallyLeader's verdicts. The rows up to 60,000 states run
-in every suite on the per-state engine (the batch kernel declines these configurations); the
-larger ones with KMC_SLOW=1. On every row that runs, the engine also evaluates the section's side
+in every suite on both paths, the per-state engine and the batch kernel (compared with the model
+on every parent in tests/test_operators_kernel.py); the larger ones with KMC_SLOW=1. On every row that runs, the engine also evaluates the section's side
 checks on every reachable state: ShuttingNotInIsr, ShuttingNeverLeads, ShuttingOnlyWhileAlive
 (checks of the model's own consistency, evaluated here, not properties a user selects). The naive
 oracle (tests/oracle.py) recomputes the small rows. Unit tests on states reached by named steps pin
@@ -195,10 +195,16 @@ def side_checks(cfg) -> list[Property]:
     return [Property(n, ALWAYS, SIDE[n], description=n, symmetric=True) for n in names]
 
 
-def _run(cfg, props, **kw):
+PATHS = ("per-state", "batch")
+
+
+def _run(cfg, props, path="per-state", **kw):
+    from kmc.checker.batch import BatchEngine
+
     model = KafkaModel(cfg)
     extra = side_checks(cfg) if cfg.max_controlled_shutdowns else []
-    result = LocalEngine(model, [BY_NAME[p] for p in props] + extra, Options(keep_going=True, **kw)).run()
+    engine = LocalEngine if path == "per-state" else BatchEngine
+    result = engine(model, [BY_NAME[p] for p in props] + extra, Options(keep_going=True, **kw)).run()
     assert result.complete and result.stopped is None
     for p in extra:
         assert p.name not in result.violations, result.violations[p.name].explanation
@@ -211,10 +217,11 @@ def _lengths(result):
 
 # -- the tables -----------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("key", [_param(k, d) for k, (d, _) in ROWS.items()])
-def test_row(key):
+def test_row(key, path):
     distinct, want = ROWS[key]
-    model, result = _run(config(key), [HWB, *want])
+    model, result = _run(config(key), [HWB, *want], path)
     if distinct is not None:
         assert result.stats.distinct == distinct
     assert {p: _lengths(result).get(p, H) for p in [HWB, *want]} == {HWB: H, **want}
@@ -247,10 +254,11 @@ def test_the_lrs2_rows(key, want):
     assert got == want
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("key", [_param(k, d) for k, (d, _t, _l) in PR_TABLE.items()])
-def test_partition_recoverable(key):
+def test_partition_recoverable(key, path):
     distinct, traps, length = PR_TABLE[key]
-    _model, result = _run(config(key), [PR])
+    _model, result = _run(config(key), [PR], path)
     assert result.stats.distinct == distinct
     v = result.violations.get(PR)
     assert (len(v.path) if v else H, v.traps if v else 0) == (length, traps)
@@ -258,10 +266,11 @@ def test_partition_recoverable(key):
 
 @pytest.mark.parametrize("key", [pytest.param("C1 CS", id="C1-CS"), pytest.param("C2 ELR+CS", id="C2-ELR-CS"),
                                  pytest.param("C1 CS+13916", id="C1-CS-13916", marks=[pytest.mark.slow])])
-def test_eventually_leader_is_violated(key):
+@pytest.mark.parametrize("path", PATHS)
+def test_eventually_leader_is_violated(key, path):
     """With ShutdownComplete weakly fair: a controlled shutdown of the leader spends a leader
     epoch, and at the bound the partition may stay leaderless for ever."""
-    model, result = _run(config(key), [EL])
+    model, result = _run(config(key), [EL], path)
     v = result.violations[EL]
     last = v.path.states[-1]
     assert last.quorum.leader is None or not leads(last, last.quorum.leader)
@@ -505,9 +514,9 @@ def test_without_the_options_the_actions_are_as_before():
     assert KafkaModel(Config()).action_names() == ACTION_NAMES[:-1]
     assert KafkaModel(Config(alter_partition=True)).action_names() == ACTION_NAMES
     assert KafkaModel(config("C1 CS")).action_names() == ACTION_NAMES[:-1] + ("ControlledShutdown", "ShutdownComplete")
-    assert KafkaModel(config("C1 ELR+AP+BE")).batch_unsupported() is None
-    for key in ("C1 CS", "C1 ELR+AP+BE+15221"):
-        assert KafkaModel(config(key)).batch_unsupported()
+    for key in ("C1 ELR+AP+BE", "C1 CS", "C1 ELR+AP+BE+15221"):  # the batch kernel runs them all
+        model = KafkaModel(config(key))
+        assert model.batch_unsupported() is None and model.batch_kernel().action_names == model.action_names()
     every = reachable(KafkaModel(config("C1 ELR+AP+BE")), 10**5)
     assert len(every) == 7_390  # the table's count without the options
     assert not any(s.controlled_shutdowns or any(r.shutting for r in s.replicas) for s in every)
@@ -533,15 +542,14 @@ def test_symmetry_stores_one_state_per_orbit():
 
 
 @pytest.mark.parametrize("how", ["default", "workers", "disk", "symmetry"])
-def test_every_local_engine_runs_it_per_state(how, tmp_path):
+def test_every_local_engine_runs_it_on_the_batch_kernel(how, tmp_path):
     cfg = config("C1 ELR+AP+BE+15221")
     model = KafkaModel(cfg)
     props = [BY_NAME[p] for p in (CNL, LND, LCC)]
     opts = {"default": {}, "workers": {"workers": 2}, "disk": {"store": "disk", "store_dir": str(tmp_path)},
             "symmetry": {"symmetry": True}}[how]
     engine = make_engine(model, props, Options(keep_going=True, **opts))
-    assert engine.path == "per-state" or engine.__class__ is LocalEngine
-    assert engine.per_state_because == "the batch kernel has no KAFKA-15221 (bugs)"
+    assert engine.path != "per-state" and engine.per_state_because is None
     result = engine.run()
     # (two replicas, the first leading: the only symmetry is the identity, so symmetry keeps every state)
     assert result.stats.distinct == 7_487
@@ -566,12 +574,11 @@ def test_resuming_from_every_level_gives_the_same_result():
             whole.stats.distinct, whole.stats.generated, whole.stats.depth)
 
 
-def test_the_batch_engine_refuses_it():
+def test_the_batch_engine_runs_it():
     from kmc.checker.batch import BatchEngine
-    from kmc.checker.errors import EngineError
 
-    with pytest.raises(EngineError, match=r"no controlled shutdown \(max_controlled_shutdowns\) \(run it with"):
-        BatchEngine(KafkaModel(config("C1 CS")))
+    result = BatchEngine(KafkaModel(config("C1 CS")), [BY_NAME[CNL]], Options(keep_going=True)).run()
+    assert result.stats.distinct == CS_TABLE["C1"][0] and not result.violations
 
 
 # -- the shipped specs ------------------------------------------------------------------------------
@@ -619,7 +626,7 @@ def _spec_param(name):
 
 
 @pytest.mark.parametrize("name", [_spec_param(n) for n in SPEC_ROWS])
-def test_a_shipped_spec_runs_per_state_as_kmc_check_runs_it(name, explorations):
+def test_a_shipped_spec_runs_as_kmc_check_runs_it(name, explorations):
     spec, model, result = explorations[name]
     assert result.engine == "local" and result.complete
     key = SPEC_ROWS[name]
@@ -655,13 +662,13 @@ def test_the_rolling_restart_of_three_brokers(name, explorations):
         distinct, generated, depth, traces, traps)
 
 
-def test_kmc_check_says_why_it_runs_per_state(capsys):
+def test_kmc_check_runs_it_on_the_batch_kernel(capsys):
     from kmc.app.cli import main
 
     code = main(["check", str(SPECS / "kafka-15221-two-replicas.toml"), "--no-progress", "--no-trace"])
     _out, err = capsys.readouterr()
     assert code == 1
-    assert "kmc: checked on the per-state path: the batch kernel has no KAFKA-15221 (bugs)\n" in err
+    assert "per-state path" not in err
 
 
 def test_a_saved_counterexample_replays(tmp_path, capsys):
@@ -698,7 +705,7 @@ def test_the_spark_engine_gives_the_per_state_result(spark_sc):
     want = LocalEngine(model, spec.properties(), options).run()
     engine = SparkRowsEngine(model, spec.properties(), options, master=SPARK_MASTER, partitions=2,
                              driver_level_limit=0)
-    assert engine.path != "rows"
+    assert engine.path == "rows"
     assert_same_spark_result(engine.run(), want)
 
 

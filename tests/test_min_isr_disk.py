@@ -6,7 +6,9 @@ KAFKA-16234 (a failed directory's partition re-created empty and serving).
 The rows are the known verdicts of that section, computed by TLC on an independent rendering of
 the model: distinct states where every property holds, the length (in states, initial included)
 of each shortest counterexample, and PartitionRecoverable's trap counts. Rows of at most 60,000
-states run in every suite; the larger ones with KMC_SLOW=1. The naive oracle (tests/oracle.py)
+states run in every suite on both paths (the per-state engine and the batch kernel, which
+tests/test_operators_kernel.py compares with the model on every parent); the larger ones with
+KMC_SLOW=1. The naive oracle (tests/oracle.py)
 recomputes the small ones from the text alone.
 """
 
@@ -54,10 +56,13 @@ def config(group, options="", **kw) -> Config:
     return Config(**base)
 
 
-def explore(cfg, properties, keep_going=True, max_depth=None):
+def explore(cfg, properties, keep_going=True, max_depth=None, path="per-state"):
+    from kmc.checker.batch import BatchEngine
+
     model = KafkaModel(cfg)
     options = Options(keep_going=keep_going, max_depth=max_depth)
-    result = LocalEngine(model, [BY_NAME[p] for p in properties], options).run()
+    engine = LocalEngine if path == "per-state" else BatchEngine
+    result = engine(model, [BY_NAME[p] for p in properties], options).run()
     return model, result
 
 
@@ -150,13 +155,14 @@ def _row(name, distinct):
     return pytest.param(name, id=name, marks=[] if distinct <= FAST else [pytest.mark.slow, SLOW])
 
 
+@pytest.mark.parametrize("path", ["per-state", "batch"])
 @pytest.mark.parametrize("name", [_row(n, row[2]) for n, row in ROWS.items()])
-def test_known_verdict(name):
-    """A row of the table; a row of PartitionRecoverable's table (below) of the same
-    configuration is checked in the same run."""
+def test_known_verdict(name, path):
+    """A row of the table, on both paths; a row of PartitionRecoverable's table (below) of the
+    same configuration is checked in the same run."""
     cfg, properties, distinct, want = ROWS[name]
     recoverable = RECOVERABLE.get(name)
-    model, result = explore(cfg, properties + ((PR,) if recoverable else ()))
+    model, result = explore(cfg, properties + ((PR,) if recoverable else ()), path=path)
     assert result.complete and result.stats.distinct == distinct
     assert {p: n for p, n in traces(result).items() if p != PR} == want
     assert_traces_replay(model, result)
@@ -427,7 +433,7 @@ def test_the_actions_appear_in_order_and_only_with_their_options():
     assert enabled[-3:] == ["DiskFailure(A)", "DiskFailure(B)", "ApplyMinIsr"]
 
 
-# -- the engines: these configurations run per state, on every engine -------------------------------
+# -- the engines: these configurations run on the batch kernel, on every engine ---------------------
 
 # C1 + ELR with one record, one crash, [2, 1] and one disk failure under both bugs: every new
 # action but ApplyMinIsr, and both bugs.
@@ -438,11 +444,10 @@ SMALL3 = config("C5", "ELR", max_messages=1, max_crashes=0, min_isr_changes=(1,)
                 bugs=B16540 + B16234, **DISK)
 
 
-def test_the_kernel_declines_these_configurations_in_one_line():
-    for cfg in (SMALL, config("C1", **MIN_ISR), config("C1", **DISK)):
-        why = KafkaModel(cfg).batch_unsupported()
-        assert why is not None and "\n" not in why and "min ISR changes or disk failures" in why
-    assert KafkaModel(config("C1", "ELR")).batch_unsupported() is None
+def test_the_kernel_runs_these_configurations():
+    for cfg in (SMALL, SMALL3, config("C1", **MIN_ISR), config("C1", **DISK)):
+        model = KafkaModel(cfg)
+        assert model.batch_unsupported() is None and model.batch_kernel().action_names == model.action_names()
 
 
 def _summary(result):
@@ -456,14 +461,14 @@ def _summary(result):
     pytest.param(Options(keep_going=True, workers=2), id="workers"),
     pytest.param(Options(keep_going=True, store="disk"), id="disk-store"),
 ])
-def test_every_local_engine_runs_them_per_state(options, tmp_path):
+def test_every_local_engine_runs_them_on_the_batch_kernel(options, tmp_path):
     model = KafkaModel(SMALL)
     props = list(model.properties())
     want = LocalEngine(model, props, Options(keep_going=True)).run()
     if options.store == "disk":
         options = Options(keep_going=True, store="disk", store_dir=str(tmp_path))
     engine = make_engine(model, props, options, data_root=str(tmp_path))
-    assert engine.path == "per-state" and "min ISR changes" in engine.per_state_because
+    assert engine.path != "per-state" and engine.per_state_because is None
     got = engine.run()
     assert _summary(got) == _summary(want)
     assert traces(want) == {"CommittedNeverLost": 5, "LeaderCandidateCompleteness": 4}
@@ -484,8 +489,10 @@ def test_symmetry_reduction_counts_the_orbits():
     props = [p for p in model.properties() if p.symmetric]
     plain = make_engine(model, props, Options(keep_going=True)).run()
     engine = make_engine(model, props, Options(keep_going=True, symmetry=True))
-    assert engine.path == "per-state"
+    assert engine.path != "per-state"
     reduced = engine.run()
+    per_state = make_engine(model, props, Options(keep_going=True, symmetry=True), per_state=True).run()
+    assert _summary(per_state) == _summary(reduced)
     assert plain.stats.distinct == len(every) > reduced.stats.distinct == len(orbits)
     assert traces(plain) == traces(reduced)
     assert_traces_replay(model, reduced)
@@ -511,7 +518,7 @@ def test_a_checkpoint_resumes_to_the_same_counts(monkeypatch):
 
 
 @pytest.mark.spark
-def test_spark_runs_them_per_state(request):
+def test_spark_runs_them_on_rows(request):
     import shutil
 
     if shutil.which("java") is None:
@@ -522,7 +529,7 @@ def test_spark_runs_them_per_state(request):
     want = LocalEngine(model, props, Options(keep_going=True)).run()
     engine = make_engine(model, props, Options(keep_going=True), engine="spark", partitions=2,
                          driver_level_limit=200)
-    assert engine.path == "per-state" and "min ISR changes" in engine.per_state_because
+    assert engine.path == "rows" and engine.per_state_because is None
     assert _summary(engine.run()) == _summary(want)
 
 
@@ -668,7 +675,7 @@ def test_every_state_survives_the_json_result():
         set(state_to_dict(plain, plain.init_states()[0])) | set(state_to_dict(plain, plain.init_states()[0])["quorum"]))
 
 
-def test_kmc_check_says_why_it_runs_per_state_and_its_traces_replay(tmp_path, capsys):
+def test_kmc_check_runs_them_on_the_batch_kernel_and_its_traces_replay(tmp_path, capsys):
     from kmc.app.cli import main
 
     spec = tmp_path / "ops.toml"
@@ -676,8 +683,7 @@ def test_kmc_check_says_why_it_runs_per_state_and_its_traces_replay(tmp_path, ca
     out = tmp_path / "ops.json"
     assert main(["check", str(spec), "--no-progress", "--json", str(out)]) == 1
     text, err = capsys.readouterr()
-    assert ("kmc: checked on the per-state path: the batch kernel has no min ISR changes or disk failures "
-            "(min_isr_changes, max_disk_failures)\n") in err
+    assert "per-state path" not in err
     assert "State 4: DiskFailure(A)" in text and "re-creates the partition empty and keeps serving it (KAFKA-16234)" \
         in " ".join(text.split())
     assert main(["replay", str(out)]) == 0

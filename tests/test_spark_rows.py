@@ -55,8 +55,7 @@ BENCHMARKS |= {"three-replicas-large-fetch", "fetch-lrs2"}
 # The availability specs check an always-possibly property; they run on Spark in
 # tests/test_availability.py (against their pinned verdicts and trap counts).
 AVAILABILITY = sorted(p.stem for p in (REPO / "specs").glob("avail-*.toml"))
-# The specs the batch kernel declines (the operators' actions) are compared on Spark with the per-state
-# engine in tests/test_controlled_shutdown.py.
+# (A spec whose configuration the batch kernel declined, batch_unsupported, would run per state: none is.)
 SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.toml")
                if p.stem not in BENCHMARKS and p.stem not in AVAILABILITY
                and load_spec(REPO / "specs" / f"{p.stem}.toml").model().batch_unsupported() is None)

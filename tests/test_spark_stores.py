@@ -227,7 +227,8 @@ def test_a_checkpoint_names_the_objects_with_their_writers_digests(spark_sc, req
 
 
 def _stopped_on_s3(s3_url, tmp_path, depth=5):
-    """A run of hw-data-loss on S3, stopped after the level of ``depth``, and its snapshot."""
+    """A run of hw-data-loss on S3, stopped after the level of ``depth``: its spec, its
+    engine and its snapshot."""
     from kmc.app.specs import load_spec
     from kmc.checker.engines import make_engine
 
@@ -240,7 +241,7 @@ def _stopped_on_s3(s3_url, tmp_path, depth=5):
     first = make_engine(spec.model(), spec.properties(), engine="spark", partitions=3, driver_level_limit=0,
                         on_level=stop, data_root=tmp_path, store_dir=s3_url)
     assert first.run().stopped == "interrupted"
-    return spec, first.snapshot()
+    return spec, first, first.snapshot()
 
 
 @pytest.mark.spark
@@ -250,7 +251,7 @@ def test_a_damaged_or_missing_object_of_a_manifest_is_refused_in_one_line(spark_
     from kmc.checker.checkpoint import CheckpointError
     from kmc.checker.engines import make_engine
 
-    spec, snap = _stopped_on_s3(s3_url, tmp_path)
+    spec, _first, snap = _stopped_on_s3(s3_url, tmp_path)
     objects = snap["objects"]
     blobs = open_blobs(s3_url).child(objects["store"])
     name = max(objects["names"].values(), key=lambda n: len(blobs.get(n)))
@@ -316,6 +317,34 @@ def test_sigkill_on_s3_then_resume_gives_the_same_result_and_removes_the_killed_
     assert final["store"] != objects["store"]
     assert {name.split("/", 1)[0] for name in open_blobs(s3_url).sizes()} == {final["store"]}
     open_blobs(s3_url).delete_prefix(final["store"])
+
+
+@pytest.mark.spark
+@needs_java
+def test_a_manifest_resumed_into_another_checkpoint_directory_keeps_its_objects(spark_sc, s3_url, tmp_path):
+    # Resumed from A into a new checkpoint directory B: B's checkpoint names the resumed
+    # run's own objects, and A's still names the first run's, which stay (A resumes again).
+    from kmc.checker import checkpoint, checkpointer
+    from kmc.checker.engines import make_engine
+
+    first_dir, second_dir = tmp_path / "a", tmp_path / "b"
+    spec, first, snap = _stopped_on_s3(s3_url, first_dir)
+    with checkpointer.Checkpointer(first_dir, {"kmc_version": "x"}) as writer:
+        assert writer.save(first) is not None
+    objects = snap["objects"]
+    again = make_engine(spec.model(), spec.properties(), engine="spark", partitions=2, driver_level_limit=0,
+                        store_dir=s3_url, data_root=second_dir)
+    again.restore(checkpoint.read(first_dir)[1], first_dir)
+    assert again.run().stats.distinct == 1834
+    with checkpointer.Checkpointer(second_dir, {"kmc_version": "x"}) as writer:
+        writer.save(again)
+    final = checkpoint.read(second_dir)[1]["objects"]
+    tops = {name.split("/", 1)[0] for name in open_blobs(s3_url).sizes()}
+    assert final["store"] != objects["store"] and tops == {objects["store"], final["store"]}
+    third = make_engine(spec.model(), spec.properties(), engine="spark", partitions=3, store_dir=s3_url)
+    third.restore(checkpoint.read(first_dir)[1], first_dir)  # verified: every object still there
+    for prefix in tops:
+        open_blobs(s3_url).delete_prefix(prefix)
 
 
 # -- a store every executor can see, checked first --------------------------------------------------

@@ -625,7 +625,13 @@ class PartitionedLevels(Search):
         check_format(snapshot, self.setup.snapshot_format)
         where: Any
         if snapshot.get("objects") is not None:  # a manifest: the objects in the killed run's store
-            self.previous = where = self._named_store(snapshot["objects"])
+            where = self._named_store(snapshot["objects"])
+            # Removed once a checkpoint that replaces this one names other objects; kept
+            # while the checkpoint resumed from is another directory's (it still names them).
+            root = self.setup.data_root
+            resumed = root if directory is None else directory
+            same = root is not None and resumed is not None and Path(resumed).resolve() == Path(root).resolve()
+            self.previous = where if same else None
             verify_objects(where.blobs, snapshot)
             self.manifest = snapshot["objects"]
         else:

@@ -19,7 +19,7 @@ from kmc.checker.units import validate_master
 from kmc.model import spec as model_spec
 
 SPARK_KEYS = ("master", "partitions")
-PARTITIONS = (1, 4096)  # checker.spark_master.MAX_PARTITIONS
+PARTITIONS = (1, 4096)  # checker.spark.master.MAX_PARTITIONS
 
 
 @attrs.frozen

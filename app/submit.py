@@ -7,7 +7,7 @@ spark-submit runs its primary resource as Python only when the file's name ends 
 
 ``python -m kmc.app.submit`` with no arguments prints this file's path; run with
 arguments (as spark-submit runs it), it is ``kmc`` itself. Under spark-submit the Spark
-engine keeps the master and the settings spark-submit gave (``checker.spark_session``).
+engine keeps the master and the settings spark-submit gave (``checker.spark.session``).
 """
 
 from __future__ import annotations

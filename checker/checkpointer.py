@@ -220,9 +220,11 @@ class Checkpointer:
             self._failed(e)
         self.written = key
         self.last = self.clock()
-        # Only now is an older level directory no longer named by the checkpoint file.
+        # Only now is an older level directory no longer named by the checkpoint file (nor,
+        # for an engine that keeps a level in an object store, its older objects).
         data = snap.get("data")
         prune_data(self.directory, data if isinstance(data, str) else None)
+        engine.committed(snap)
         return path
 
     def _failed(self, e: OSError) -> NoReturn:

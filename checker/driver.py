@@ -314,6 +314,11 @@ class LevelDriver:
         snap.update(self.search.visitor.snapshot())  # only the logs present: old forms stay
         return snap
 
+    def committed(self, snapshot: dict) -> None:
+        """A checkpoint of ``snapshot`` is written (``checker.checkpointer``): an engine
+        whose levels live outside the process frees what no checkpoint names now; nothing
+        here."""
+
     def restore(self, snapshot: dict, directory=None) -> None:
         """Continue from a ``snapshot()`` (of this model, properties and options): the
         next ``run()`` goes on from its level boundary. (``directory``, the checkpoint's,

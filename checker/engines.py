@@ -1,7 +1,7 @@
 """One factory for every engine: local or Spark, on the per-state or the batch path.
 
 Every engine is the level driver (``checker.driver``) over a search object; the Spark
-engine (``checker.spark_rows``) runs the same levels in Spark tasks once they outgrow the
+engine (``checker.spark.engine``) runs the same levels in Spark tasks once they outgrow the
 driver. Hooks are given here, at construction, never set afterwards.
 """
 
@@ -54,7 +54,7 @@ def make_engine(
         data_root: the checkpoint directory, where the Spark engine and the disk store
             save their files.
         master, partitions, verbose, driver_level_limit, store_dir: the Spark engine's
-            (``checker.spark_rows.SparkRowsEngine``).
+            (``checker.spark.engine.SparkRowsEngine``).
     """
     options = options or Options()
     model = with_defaults(model)
@@ -92,7 +92,7 @@ def make_engine(
 
             made = LocalEngine(model, properties, options, progress, on_level=on_level)
     elif engine == "spark":
-        from .spark_rows import DRIVER_LEVEL_LIMIT, SparkRowsEngine
+        from .spark.engine import DRIVER_LEVEL_LIMIT, SparkRowsEngine
 
         made = SparkRowsEngine(
             model,

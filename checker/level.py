@@ -1,7 +1,7 @@
 """The rules of one level, written once: every search calls them on each piece of a level.
 
 A piece of a level is some frontier rows (or Python states) expanded together: the rows
-search (``checker.batch``) expands a chunk, a Spark task (``checker.spark_rows_tasks``)
+search (``checker.batch``) expands a chunk, a Spark task (``checker.partitioned.tasks``)
 a slice of its rank partition, the per-state search (``checker.local``) one state.
 ``LevelStep`` holds what those pieces share:
 

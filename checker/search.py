@@ -14,15 +14,16 @@ search                 expander                                    store
                                                                    (13 bytes a state) or
                                                                    ``DiskStore`` (files,
                                                                    ``--store disk``)
-the Spark levels       the same kernel, in Spark tasks             the file store
-(``checker.spark_*``)                                              (``spark_rows_store``)
+the partitioned        the same kernel, in a cluster's tasks       the rows store
+levels (``checker.     (Spark's, ``checker.spark``)                (``checker.
+partitioned``)                                                     partitioned.rows``)
 =====================  ==========================================  =====================
 
 and each of them asks the rules of a level (``checker.level.LevelStep``) on every piece.
 The rows search keeps its frontier in a ``FrontierQueue`` (``checker.frontier``) that
 goes with its store: in memory with ``CompactSeenSet``, files in the store's directory
-with ``DiskStore``; the per-state search keeps its states in a list, the Spark levels in
-their file store.
+with ``DiskStore``; the per-state search keeps its states in a list, the partitioned levels
+in their rows store.
 
 The determinism contract, which makes every engine report the same counts and the same
 counterexamples on every run and partition count:

@@ -1,7 +1,7 @@
 """Values a user writes in a spec file or on the command line, parsed without starting
 anything: a size (``8G``, ``512M``) and a Spark master URL's syntax. The spec readers
 (``model.spec`` the sizes, the application's ``app.specs`` the master) and the runtime
-(``checker.memory``, ``checker.spark_master``) share them; nothing here reads the machine
+(``checker.memory``, ``checker.spark.master``) share them; nothing here reads the machine
 or the network."""
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from .protocol import LIVENESS, POSSIBLY, Property, fair_instances
 class GraphTask:
     """What computing a visitor's records needs, without its logs: small and picklable, so
     that a Spark task computes the same flags and fair codes as a local search
-    (``checker.spark_rows_tasks``).
+    (``checker.partitioned.tasks``).
 
     Attributes:
         possibly: the always-possibly properties, in order.

@@ -129,7 +129,7 @@ def spark_sc():
 
     if shutil.which("java") is None:
         pytest.skip("the Spark engine needs Java: no 'java' on PATH")
-    from kmc.checker.spark_session import spark_context
+    from kmc.checker.spark.session import spark_context
 
     context, created = spark_context(SPARK_MASTER)
     if not created and context.master != SPARK_MASTER:

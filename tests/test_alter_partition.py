@@ -390,7 +390,7 @@ def test_spark_gives_the_batch_engine_s_result_with_the_options(spark_sc, symmet
     initial_leader = any) on Spark from the second level on, two partitions, with and
     without symmetry reduction. (tests/test_spark_rows.py runs the KAFKA-14139 spec there.)"""
     from conftest import assert_same_spark_result
-    from kmc.checker.spark_rows import SparkRowsEngine
+    from kmc.checker.spark.engine import SparkRowsEngine
 
     model = KafkaModel(attrs_evolve(SYMMETRIC, broker_epochs=True))
     props = [p for p in load_spec(SPECS / "kip903-two-replicas.toml").properties() if p.symmetric]

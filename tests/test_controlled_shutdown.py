@@ -697,7 +697,7 @@ def test_a_saved_counterexample_replays(tmp_path, capsys):
 @pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason="the per-state path on Spark: set KMC_SLOW=1")
 def test_the_spark_engine_gives_the_per_state_result(spark_sc):
     from conftest import SPARK_MASTER, assert_same_spark_result
-    from kmc.checker.spark_rows import SparkRowsEngine
+    from kmc.checker.spark.engine import SparkRowsEngine
 
     spec = load_spec(SPECS / "kafka-15221-two-replicas.toml")
     model = spec.model()

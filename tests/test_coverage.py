@@ -296,7 +296,7 @@ def test_the_counts_of_two_slices_add_up_whichever_kinds_fired_in_each():
 
     from kmc.checker.coverage import task_part
     from kmc.checker.options import Options
-    from kmc.checker.spark_rows_tasks import _add_part
+    from kmc.checker.partitioned.tasks import _add_part
     from kmc.model.actions import CRASH_CODE
 
     spec = load_spec(SEED)

@@ -310,8 +310,8 @@ def test_a_spark_level_directory_that_is_a_link_is_refused(tmp_path):
     """The Spark engine's saved level (its files' sizes and SHA-256 are checked already):
     a link in its place, even to an intact copy, is refused as the disk store's is."""
     from kmc.checker.checkpoint import CheckpointError
-    from kmc.checker.spark_save import verify_saved
-    from kmc.checker.spark_store import digests
+    from kmc.checker.partitioned.save import verify_saved
+    from kmc.checker.partitioned.digests import digests
 
     ck = tmp_path / "ck"
     level = ck / "level-000003"

@@ -88,7 +88,7 @@ def test_the_memory_floor_is_above_kmc_s_own_start_up():
 @pytest.mark.parametrize("master", ["spark://", "local[1000000]", "mesos://x", "local[0]"])
 def test_the_masters_kmc_refuses_are_the_readme_s(master):
     from kmc.checker.errors import EngineError
-    from kmc.checker.spark_master import validate_master
+    from kmc.checker.spark.master import validate_master
 
     with pytest.raises(EngineError):
         validate_master(master)

@@ -410,7 +410,7 @@ def test_a_checkpoint_resumes_to_the_same_result(tmp_path):
 def test_spark_gives_the_batch_engine_s_result_with_the_option(spark_sc, symmetry):
     """Both bugs on Spark from the second level on, two partitions: the rows' new columns travel."""
     from conftest import assert_same_spark_result
-    from kmc.checker.spark_rows import SparkRowsEngine
+    from kmc.checker.spark.engine import SparkRowsEngine
 
     model = KafkaModel(ANY2)
     props = list(MODERN) + [UncommittedNeverExposed]

@@ -619,7 +619,7 @@ def test_the_spark_engine_gives_the_per_state_result(spark_sc):
     """The Spark engine on a fetch-path spec: every level after the initial state on Spark, the same
     counts, verdicts and counterexamples as the local per-state engine."""
     from conftest import SPARK_MASTER, assert_same_spark_result
-    from kmc.checker.spark_rows import SparkRowsEngine
+    from kmc.checker.spark.engine import SparkRowsEngine
 
     spec = load_spec(SPECS / "fetch-c1-both-bugs.toml")
     model = spec.model()

@@ -249,7 +249,7 @@ def test_a_master_that_never_answers_is_given_up_on_in_bounded_time():
     import socket
 
     from kmc.checker.errors import EngineError
-    from kmc.checker.spark_master import REACH_SECONDS, check_reachable
+    from kmc.checker.spark.master import REACH_SECONDS, check_reachable
 
     asked = []
 

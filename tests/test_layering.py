@@ -360,9 +360,10 @@ def test_the_spark_search_objects_keep_no_phase():
     object says which phase it is in, and none needs the engine."""
     import inspect
 
-    from kmc.checker import spark_search, spark_start
+    from kmc.checker.partitioned import levels
+    from kmc.checker.spark import start
 
-    for module in (spark_search, spark_start):
+    for module in (levels, start):
         source = inspect.getsource(module)
         assert "self.phase" not in source and "self.engine" not in source
-    assert not issubclass(spark_search.SparkLevels, spark_start.Session)
+    assert not issubclass(levels.PartitionedLevels, start.Session)

@@ -171,7 +171,7 @@ def silent_port():
 
 def test_an_http_server_is_not_a_spark_master(http_port):
     from kmc.checker.errors import EngineError
-    from kmc.checker.spark_master import check_reachable
+    from kmc.checker.spark.master import check_reachable
 
     url = f"spark://127.0.0.1:{http_port}"
     with pytest.raises(EngineError) as e:
@@ -183,7 +183,7 @@ def test_an_http_server_is_not_a_spark_master(http_port):
 def test_a_port_that_says_nothing_is_given_up_on_after_the_probe_time(silent_port, monkeypatch):
     import time
 
-    from kmc.checker import spark_master
+    from kmc.checker.spark import master as spark_master
     from kmc.checker.errors import EngineError
 
     monkeypatch.setattr(spark_master, "PROBE_SECONDS", 0.5)
@@ -200,7 +200,7 @@ def test_a_spark_endpoints_answer_is_recognised():
     import socket
     import struct
 
-    from kmc.checker.spark_master import _PROBE_ID, probe_request, speaks_spark
+    from kmc.checker.spark.master import _PROBE_ID, probe_request, speaks_spark
 
     request = probe_request()
     assert struct.unpack(">qbqi", request[:21]) == (len(request), 3, _PROBE_ID, len(request) - 21)

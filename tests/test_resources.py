@@ -100,7 +100,7 @@ def test_an_address_space_limit_stops_a_run_in_one_line_with_its_checkpoint(tmp_
 # -- the Spark store's disk ------------------------------------------------------------------
 
 def test_a_full_disk_is_told_from_other_failures():
-    from kmc.checker.spark_search import disk_full
+    from kmc.checker.partitioned.levels import disk_full
 
     assert disk_full(OSError(28, "No space left on device"))
     assert disk_full(OSError("51195 requested and 4592 written"))  # numpy's short write
@@ -110,7 +110,7 @@ def test_a_full_disk_is_told_from_other_failures():
 
 
 def test_a_task_s_memory_error_is_told_from_other_failures():
-    from kmc.checker.spark_search import out_of_memory
+    from kmc.checker.partitioned.levels import out_of_memory
 
     assert out_of_memory(RuntimeError("Job aborted: ...\n  File \"x\", line 1\nMemoryError\n"))
     assert out_of_memory(RuntimeError("... numpy._core._exceptions._ArrayMemoryError: Unable to allocate"))
@@ -118,7 +118,7 @@ def test_a_task_s_memory_error_is_told_from_other_failures():
 
 
 def test_a_level_the_store_cannot_hold_is_not_started(tmp_path, monkeypatch):
-    from kmc.checker import spark_search
+    from kmc.checker.partitioned import levels as spark_search
     from kmc.checker.driver import ResourceStop
 
     monkeypatch.setattr(spark_search.shutil, "disk_usage", lambda root: shutil._ntuple_diskusage(1, 1, 1000))
@@ -132,7 +132,7 @@ def test_a_level_the_store_cannot_hold_is_not_started(tmp_path, monkeypatch):
 @pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="the Spark engine needs Java")
 def test_a_full_spark_store_stops_cleanly_and_resumes(spark_sc, tmp_path, monkeypatch, capsys):
-    from kmc.checker import spark_rows_store
+    from kmc.checker.partitioned import rows as spark_rows_store
 
     real = spark_rows_store.save_arrays
     saved = {"n": 0}
@@ -174,9 +174,9 @@ def _dead_pid():
 def test_a_store_whose_owner_is_gone_is_removed_and_counted(tmp_path):
     import socket
 
-    from kmc.checker.spark_rows_store import OWNER, Store, clean_stale
+    from kmc.checker.partitioned.rows import OWNER, RowsStore, clean_stale
 
-    mine = Store.create(tmp_path)  # this process: alive
+    mine = RowsStore.create(tmp_path)  # this process: alive
     dead = tmp_path / "kmc-rows-dead"
     (dead / "seen" / "0000").mkdir(parents=True)
     (dead / "seen" / "0000" / "run-000001.npy").write_bytes(b"x" * (3 << 20))
@@ -204,7 +204,7 @@ def test_a_store_whose_owner_is_gone_is_removed_and_counted(tmp_path):
 def test_a_reused_pid_is_not_the_owner(tmp_path):
     import socket
 
-    from kmc.checker.spark_rows_store import OWNER, clean_stale
+    from kmc.checker.partitioned.rows import OWNER, clean_stale
 
     store = tmp_path / "kmc-rows-reused"
     store.mkdir()

@@ -28,7 +28,7 @@ def test_the_matrix_help_says_what_it_checks(capsys):
 def test_spark_s_console_progress_bar_is_off_even_when_verbose(monkeypatch):
     # The configuration a new context gets, caught before any JVM starts.
     pyspark = pytest.importorskip("pyspark")
-    from kmc.checker import spark_session
+    from kmc.checker.spark import session as spark_session
     from kmc.checker.errors import EngineError
 
     seen = {}

@@ -146,7 +146,7 @@ def test_a_checkpoint_of_the_other_engine_is_refused(killed, tmp_path):
 
 def test_a_resumed_level_is_copied_into_a_new_checkpoint_directory(killed, tmp_path):
     # --resume A --checkpoint B, stopped before a new level: B must not depend on A.
-    from kmc.checker.spark_rows import SparkRowsEngine
+    from kmc.checker.spark.engine import SparkRowsEngine
     from kmc.app.specs import load_spec
 
     ck = copy_of(killed, tmp_path)

@@ -37,7 +37,7 @@ def test_the_default_partition_count_is_one_per_core_everywhere():
 
 @pytest.mark.spark
 def test_the_code_s_default_is_spark_s_default_parallelism(spark_sc):
-    from kmc.checker.spark_session import default_partitions
+    from kmc.checker.spark.session import default_partitions
 
     assert spark_sc.master == "local[2,3]" and default_partitions(spark_sc) == 2
 
@@ -46,7 +46,7 @@ def test_the_code_s_default_is_spark_s_default_parallelism(spark_sc):
 def test_a_session_started_in_advance_and_never_used_is_said_so(spark_sc):
     # hw-data-loss's levels grow past 1000 / 8 states but never past 1000: the session is
     # started in the background (here: the test session's own), then no level needs it.
-    from kmc.checker.spark_rows import SparkRowsEngine
+    from kmc.checker.spark.engine import SparkRowsEngine
     from kmc.app.specs import load_spec
 
     spec = load_spec(str(HW))
@@ -70,8 +70,8 @@ def test_a_start_in_advance_that_the_search_outruns_is_abandoned_not_waited_for(
     pytest.importorskip("pyspark")
     import threading
 
-    from kmc.checker import spark_start
-    from kmc.checker.spark_rows import SparkRowsEngine
+    from kmc.checker.spark import start as spark_start
+    from kmc.checker.spark.engine import SparkRowsEngine
     from kmc.app.specs import load_spec
 
     release, stopped = threading.Event(), []

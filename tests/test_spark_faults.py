@@ -3,7 +3,7 @@ and an interrupt during a Spark job ends in one line.
 
 Each test runs ``kmc check --engine spark`` in a subprocess (a process holds one
 SparkContext, and a Ctrl-C reaches a whole process group), with a deterministic fault
-from the test hook ``KMC_TEST_SPARK_FAULT`` (``checker.spark_rows_tasks.planted_fault``): no sleeps,
+from the test hook ``KMC_TEST_SPARK_FAULT`` (``checker.partitioned.tasks.planted_fault``): no sleeps,
 no races.
 """
 

@@ -21,7 +21,7 @@ from kmc.app.specs import load_spec
 from kmc.checker.batch import BatchEngine
 from kmc.checker.local import Options
 from kmc.checker.partitioned import InProcessCluster
-from kmc.checker.spark_rows import SparkRowsEngine
+from kmc.checker.spark.engine import SparkRowsEngine
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -126,7 +126,7 @@ def test_the_algorithm_runs_without_pyspark():
         "import sys; sys.modules['pyspark'] = None\n"
         "from kmc.app.specs import load_spec\n"
         "from kmc.checker.partitioned import InProcessCluster\n"
-        "from kmc.checker.spark_rows import SparkRowsEngine\n"
+        "from kmc.checker.spark.engine import SparkRowsEngine\n"
         f"spec = load_spec({str(REPO / 'specs' / 'hw-data-loss.toml')!r})\n"
         "e = SparkRowsEngine(spec.model(), spec.properties(), partitions=3, driver_level_limit=0,"
         " cluster=InProcessCluster())\n"
@@ -137,3 +137,72 @@ def test_the_algorithm_runs_without_pyspark():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1834", "10", "9", "False"]  # tests/pins.py: hw-data-loss
+
+
+# Made unimportable: every attempt to import pyspark is recorded, then refused.
+PYSPARK_BLOCKER = """
+import importlib.abc, sys
+tried = []
+class NoPyspark(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyspark" or name.startswith("pyspark."):
+            tried.append(name)
+            raise ImportError(f"no {name} here")
+        return None
+sys.meta_path.insert(0, NoPyspark())
+"""
+
+
+def test_the_partitioned_package_imports_without_pyspark():
+    # Every module of the algorithm's package and of the stores imports with pyspark made
+    # unimportable, without trying to import it; the per-state path (rows of Python states,
+    # pickled) runs on the in-process cluster with the standard library's pickle.
+    code = PYSPARK_BLOCKER + (
+        "import importlib, pkgutil\n"
+        "import kmc.checker.partitioned as partitioned, kmc.checker.blobs as blobs\n"
+        "names = sorted(m.name for p in (partitioned, blobs) for m in pkgutil.iter_modules(p.__path__, p.__name__ + '.'))\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "print(' '.join(names), tried)\n"
+        "from kmc.app.specs import load_spec\n"
+        "from kmc.checker.partitioned import InProcessCluster\n"
+        "from kmc.checker.spark.engine import SparkRowsEngine\n"
+        f"spec = load_spec({str(REPO / 'specs' / 'hw-data-loss.toml')!r})\n"
+        "e = SparkRowsEngine(spec.model(), spec.properties(), partitions=3, driver_level_limit=0, per_state=True,"
+        " cluster=InProcessCluster())\n"
+        "r = e.run()\n"
+        "print(e.path, r.stats.distinct, r.stats.depth)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    *modules, tried = done.stdout.splitlines()[0].split(" ")
+    assert tried == "[]"
+    assert modules == [f"kmc.checker.blobs.{m}" for m in ("arrow", "posix")] + [
+        f"kmc.checker.partitioned.{m}" for m in ("cluster", "digests", "levels", "rows", "save", "tasks")
+    ]
+    assert done.stdout.splitlines()[1].split() == ["per-state", "1834", "10"]  # tests/pins.py: hw-data-loss
+
+
+def _imports_of(path: Path) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_only_the_spark_adapter_imports_pyspark():
+    # Every import of pyspark in kmc's source, at any depth of a module (a function's own
+    # import too), is in the Spark adapter's folder.
+    importers = set()
+    for folder in ("app", "checker", "invariants", "model", "reports"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            if any(name == "pyspark" or name.startswith("pyspark.") for name in _imports_of(path)):
+                importers.add(path.relative_to(REPO).as_posix())
+    outside = sorted(path for path in importers if not path.startswith("checker/spark/"))
+    assert outside == []
+    assert {"checker/spark/session.py", "checker/spark/tasks.py", "checker/spark/engine.py"} <= importers

@@ -25,8 +25,8 @@ from kmc.checker.batch import BatchEngine
 from kmc.checker.errors import EngineError, UsageError
 from kmc.checker.local import Options
 from kmc.checker.protocol import STEP, Property
-from kmc.checker.spark_session import spark_context
-from kmc.checker.spark_rows import SparkRowsEngine
+from kmc.checker.spark.session import spark_context
+from kmc.checker.spark.engine import SparkRowsEngine
 from kmc.app.specs import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -301,7 +301,7 @@ def test_progress_and_stop_requested(sc):
 def test_engine_knows_nothing_of_kafka():
     import ast
 
-    tree = ast.parse((REPO / "checker" / "spark_rows.py").read_text())
+    tree = ast.parse((REPO / "checker" / "spark" / "engine.py").read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -348,7 +348,7 @@ def test_the_driver_goes_on_while_the_session_starts(sc, monkeypatch, wait):
     level boundary after the session is up; the results are the batch engine's."""
     import time
 
-    import kmc.checker.spark_start as search
+    import kmc.checker.spark.start as search
 
     def slow_start(*args, **kwargs):
         time.sleep(2)  # the driver's levels of this spec take milliseconds
@@ -377,20 +377,20 @@ def test_rows_packed_in_the_store_change_nothing(sc, monkeypatch, share):
     """A level whose files would take a large share of the disk's free space is written
     with its rows packed four bits a column, and its owners remove the successors' files
     they have read; small levels are not; the results are the batch engine's either way."""
-    import kmc.checker.spark_search as search
-    from kmc.checker.spark_rows_store import Store
+    import kmc.checker.partitioned.levels as search
+    from kmc.checker.partitioned.rows import RowsStore
 
     if share is not None:
         monkeypatch.setattr(search, "PACK_SHARE", share)  # every level counts as large
     left = []  # the successors' files still there when the driver drops a level's
-    drop = Store.drop_successors
+    drop = RowsStore.drop_successors
 
     def counted(store, depth):
         where = os.path.join(store.root, "succ", f"{depth:06d}")
         left.append(sum(len(files) for _dir, _dirs, files in os.walk(where)))
         drop(store, depth)
 
-    monkeypatch.setattr(Store, "drop_successors", counted)
+    monkeypatch.setattr(RowsStore, "drop_successors", counted)
     spec = _spec("kip279-data-loss")
     engine, result = _rows(spec, _options(spec), partitions=3, driver_level_limit=0)
     assert_same(result, _batch("kip279-data-loss"))
@@ -402,7 +402,8 @@ def test_rows_packed_in_the_store_change_nothing(sc, monkeypatch, share):
 def test_the_hand_over_replaces_the_search_with_one_that_holds_no_engine(sc):
     """Past driver_level_limit the engine's search is the Spark levels' object: it was
     given what it needs (the store, the session, the settings), not the engine."""
-    from kmc.checker.spark_search import DriverLevels, SparkLevels
+    from kmc.checker.partitioned.levels import PartitionedLevels
+    from kmc.checker.spark.search import DriverLevels
 
     spec = _spec("hw-unclean")
     kinds = []
@@ -410,7 +411,7 @@ def test_the_hand_over_replaces_the_search_with_one_that_holds_no_engine(sc):
     def on_level(e):
         search = e.search
         kinds.append(type(search).__name__)
-        if isinstance(search, SparkLevels):
+        if isinstance(search, PartitionedLevels):
             assert all(value is not e for value in vars(search).values())
             assert search.store is not None and search.session is e.session
 
@@ -419,8 +420,8 @@ def test_the_hand_over_replaces_the_search_with_one_that_holds_no_engine(sc):
     assert isinstance(engine.search, DriverLevels)
     result = engine.run()
     assert_same(result, _batch("hw-unclean"))
-    first = kinds.index("SparkLevels")
-    assert 0 < first and set(kinds[:first]) == {"DriverLevels"} and set(kinds[first:]) == {"SparkLevels"}
+    first = kinds.index("PartitionedLevels")
+    assert 0 < first and set(kinds[:first]) == {"DriverLevels"} and set(kinds[first:]) == {"PartitionedLevels"}
     assert engine.metrics["driver_levels"] == first + 1 and engine.search.store is None  # removed at the end
 
 
@@ -432,7 +433,7 @@ def test_files_joined_in_place_are_their_arrays_concatenated(tmp_path, pack):
     of Python states."""
     import numpy as np
 
-    from kmc.checker.spark_rows_store import load_arrays, load_joined, save_arrays
+    from kmc.checker.partitioned.rows import load_arrays, load_joined, save_arrays
 
     rng = np.random.default_rng(7)
     paths = []
@@ -467,7 +468,7 @@ def test_the_writer_saves_in_the_background_and_owners_read_in_key_order(tmp_pat
 
     import numpy as np
 
-    from kmc.checker.spark_rows_store import (
+    from kmc.checker.partitioned.rows import (
         Writer,
         load_arrays,
         load_joined,

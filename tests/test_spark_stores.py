@@ -23,6 +23,7 @@ from kmc.checker.errors import EngineError
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "specs"
 HW = SPECS / "hw-data-loss.toml"  # 1834 distinct states, depth 10 (tests/pins.py)
+HW_UNCLEAN = SPECS / "hw-unclean.toml"  # keep_going: 5548 distinct, depth 21 (tests/pins.py)
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="the Spark engine needs Java: no 'java' on PATH")
 
@@ -135,21 +136,21 @@ def test_a_level_is_about_p_squared_objects_found_by_name(spark_sc, request, mon
     # owner, at most P * P a level; the graph visitor's records (an always-possibly
     # property) come back through the names the tasks return, with the pinned verdicts.
     from kmc.app.specs import load_spec
-    from kmc.checker import spark_rows_tasks
+    from kmc.checker.partitioned import tasks as spark_rows_tasks
     from kmc.checker.batch import BatchEngine
     from kmc.checker.local import Options
-    from kmc.checker.spark_rows import SparkRowsEngine
-    from kmc.checker.spark_rows_store import Store
+    from kmc.checker.spark.engine import SparkRowsEngine
+    from kmc.checker.partitioned.rows import RowsStore
 
     monkeypatch.setattr(spark_rows_tasks, "SLICE_ROWS", 64)
     counts = []
-    drop = Store.drop_successors
+    drop = RowsStore.drop_successors
 
     def counted(self, depth):
         counts.append(len(self.blobs.sizes(f"succ/{depth:06d}")))
         drop(self, depth)
 
-    monkeypatch.setattr(Store, "drop_successors", counted)
+    monkeypatch.setattr(RowsStore, "drop_successors", counted)
     listed = []
     real_listdir = os.listdir
 
@@ -178,7 +179,7 @@ def test_a_level_is_about_p_squared_objects_found_by_name(spark_sc, request, mon
 def test_a_checkpoint_names_the_objects_with_their_writers_digests(spark_sc, request, tmp_path, store, monkeypatch):
     from conftest import EXPLORATIONS
     from kmc.app.specs import load_spec
-    from kmc.checker import spark_save
+    from kmc.checker.partitioned import save as spark_save
     from kmc.checker.engines import make_engine
 
     spec = load_spec(HW)
@@ -197,10 +198,19 @@ def test_a_checkpoint_names_the_objects_with_their_writers_digests(spark_sc, req
     snap = first.snapshot()
     assert not hashed  # the driver read nothing back to hash it
     files = snap["files"]
-    level = tmp_path / snap["data"]
-    assert sorted(files) == sorted(p.name for p in level.iterdir()) and len(files) > 3
+    assert len(files) > 3
+    if where is None:  # a directory store: the level's files linked into the checkpoint directory
+        level = tmp_path / snap["data"]
+        assert sorted(files) == sorted(p.name for p in level.iterdir()) and "objects" not in snap
+        stored = {name: (level / name).read_bytes() for name in files}
+    else:  # an object store: a manifest, the objects left in the run's prefix
+        objects = snap["objects"]
+        assert snap["data"] is None and not list(tmp_path.glob("level-*"))
+        assert objects["root"] == f"s3://kmc-test/runs/{objects['store']}" and sorted(objects["names"]) == sorted(files)
+        blobs = open_blobs(where).child(objects["store"])
+        stored = {name: blobs.get(objects["names"][name]) for name in files}
     for name, (size, digest) in files.items():
-        data = (level / name).read_bytes()
+        data = stored[name]
         assert (len(data), hashlib.sha256(data).hexdigest()) == (size, digest), name
     again = make_engine(spec.model(), spec.properties(), engine="spark", partitions=2, store_dir=where)
     again.restore(snap, tmp_path)
@@ -209,8 +219,132 @@ def test_a_checkpoint_names_the_objects_with_their_writers_digests(spark_sc, req
     for field in ("distinct", "generated", "depth", "terminal", "levels", "fired", "new"):
         assert getattr(got.stats, field) == getattr(want.stats, field), field
     assert {k: v.path for k, v in got.violations.items()} == {k: v.path for k, v in want.violations.items()}
-    if where is not None:
-        assert open_blobs(where).sizes() == {}
+    if where is not None:  # what the checkpoint names is kept (no checkpoint replaced it), nothing else
+        left = open_blobs(where).sizes()
+        assert sorted(left) == sorted([f"{objects['store']}/{n}" for n in objects["names"].values()]
+                                      + [f"{objects['store']}/owner", f"{objects['store']}/kept"])
+        open_blobs(where).delete_prefix(objects["store"])
+
+
+def _stopped_on_s3(s3_url, tmp_path, depth=5):
+    """A run of hw-data-loss on S3, stopped after the level of ``depth``: its spec, its
+    engine and its snapshot."""
+    from kmc.app.specs import load_spec
+    from kmc.checker.engines import make_engine
+
+    spec = load_spec(HW)
+
+    def stop(engine):
+        if engine.stats.depth >= depth:
+            engine.stop_requested = "interrupted"
+
+    first = make_engine(spec.model(), spec.properties(), engine="spark", partitions=3, driver_level_limit=0,
+                        on_level=stop, data_root=tmp_path, store_dir=s3_url)
+    assert first.run().stopped == "interrupted"
+    return spec, first, first.snapshot()
+
+
+@pytest.mark.spark
+@needs_java
+@pytest.mark.parametrize("damage", ["flip", "missing", "elsewhere"])
+def test_a_damaged_or_missing_object_of_a_manifest_is_refused_in_one_line(spark_sc, s3_url, tmp_path, damage):
+    from kmc.checker.checkpoint import CheckpointError
+    from kmc.checker.engines import make_engine
+
+    spec, _first, snap = _stopped_on_s3(s3_url, tmp_path)
+    objects = snap["objects"]
+    blobs = open_blobs(s3_url).child(objects["store"])
+    name = max(objects["names"].values(), key=lambda n: len(blobs.get(n)))
+    where = s3_url
+    if damage == "flip":
+        data = bytearray(blobs.get(name))
+        data[len(data) // 2] ^= 0x20
+        blobs.put(name, [bytes(data)])
+        words = f"s3://kmc-test/runs/{objects['store']}: damaged ({name}: checksum mismatch)"
+    elif damage == "missing":
+        blobs.delete([name])
+        words = f"s3://kmc-test/runs/{objects['store']}: damaged (missing {name})"
+    else:  # resumed with another store location: the objects are not there
+        where = s3_url.replace("/runs?", "/other?")
+        words = f"the checkpoint's level is in the Spark store {objects['root']}: resume it with --spark-store s3://kmc-test/runs"
+    again = make_engine(spec.model(), spec.properties(), engine="spark", partitions=2, store_dir=where)
+    with pytest.raises(CheckpointError) as e:
+        again.restore(snap, tmp_path)
+    line = str(e.value)
+    assert line.startswith(words) and "\n" not in line and "secret" not in line
+    if damage != "elsewhere":
+        assert line.endswith("the checkpoint cannot be resumed, start a new run")
+    open_blobs(s3_url).delete_prefix(objects["store"])
+
+
+@pytest.mark.spark
+@needs_java
+def test_sigkill_on_s3_then_resume_gives_the_same_result_and_removes_the_killed_runs_objects(s3_url, tmp_path):
+    # A run killed after its checkpoint of level 8: the checkpoint is a manifest of the
+    # objects in the run's prefix (no level directory), which a later run's clean-up of
+    # killed runs' stores leaves; resumed on two partitions instead of three, the result
+    # is the uninterrupted run's, and once the resumed run's checkpoint names its own
+    # objects the killed run's prefix is gone.
+    import json
+    import signal
+
+    from kmc.checker import checkpoint
+    from kmc.checker.partitioned.rows import clean_stale
+    from test_checkpoint import comparable, kmc_at_level, kmc_run, reference
+
+    ck = tmp_path / "ck"
+    spark = ("--engine", "spark", "--master", "local[2]", "--driver-level-limit", "0", "--spark-store", s3_url)
+    proc = kmc_at_level("check", HW_UNCLEAN, *spark, "--partitions", "3", "--checkpoint", ck, "--checkpoint-every",
+                        "0", "--no-progress", depth=8, signals=("KILL",))
+    proc.communicate(timeout=150)
+    assert proc.returncode == -signal.SIGKILL
+    header, snap = checkpoint.read(ck)
+    objects = snap["objects"]
+    assert snap["data"] is None and not list(ck.glob("level-*")) and 8 <= header["depth"] < 21
+    assert clean_stale(s3_url) is None  # the killed run's store is named by a checkpoint: kept
+    blobs = open_blobs(s3_url).child(objects["store"])
+    for name, (size, digest) in snap["files"].items():
+        data = blobs.get(objects["names"][name])
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (size, digest), name
+    code, out, err = kmc_run("check", "--resume", ck, "--master", "local[2]", "--partitions", "2", "--spark-store",
+                             s3_url, "--no-progress", "--json", tmp_path / "r.json", timeout=150)
+    assert code == 1, err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert comparable(doc) == comparable(reference(HW_UNCLEAN))
+    stats = doc["stats"]
+    assert (stats["distinct_states"], stats["states_generated"], stats["depth"]) == (5548, 12276, 21)  # tests/pins.py
+    final = checkpoint.read(ck)[1]["objects"]
+    assert final["store"] != objects["store"]
+    assert {name.split("/", 1)[0] for name in open_blobs(s3_url).sizes()} == {final["store"]}
+    open_blobs(s3_url).delete_prefix(final["store"])
+
+
+@pytest.mark.spark
+@needs_java
+def test_a_manifest_resumed_into_another_checkpoint_directory_keeps_its_objects(spark_sc, s3_url, tmp_path):
+    # Resumed from A into a new checkpoint directory B: B's checkpoint names the resumed
+    # run's own objects, and A's still names the first run's, which stay (A resumes again).
+    from kmc.checker import checkpoint, checkpointer
+    from kmc.checker.engines import make_engine
+
+    first_dir, second_dir = tmp_path / "a", tmp_path / "b"
+    spec, first, snap = _stopped_on_s3(s3_url, first_dir)
+    with checkpointer.Checkpointer(first_dir, {"kmc_version": "x"}) as writer:
+        assert writer.save(first) is not None
+    objects = snap["objects"]
+    again = make_engine(spec.model(), spec.properties(), engine="spark", partitions=2, driver_level_limit=0,
+                        store_dir=s3_url, data_root=second_dir)
+    again.restore(checkpoint.read(first_dir)[1], first_dir)
+    assert again.run().stats.distinct == 1834
+    with checkpointer.Checkpointer(second_dir, {"kmc_version": "x"}) as writer:
+        writer.save(again)
+    final = checkpoint.read(second_dir)[1]["objects"]
+    tops = {name.split("/", 1)[0] for name in open_blobs(s3_url).sizes()}
+    assert final["store"] != objects["store"] and tops == {objects["store"], final["store"]}
+    third = make_engine(spec.model(), spec.properties(), engine="spark", partitions=3, store_dir=s3_url)
+    third.restore(checkpoint.read(first_dir)[1], first_dir)  # verified: every object still there
+    for prefix in tops:
+        open_blobs(s3_url).delete_prefix(prefix)
 
 
 # -- a store every executor can see, checked first --------------------------------------------------
@@ -245,10 +379,10 @@ class _Cluster:
 
 
 def test_a_directory_some_executor_cannot_see_is_one_line_before_any_level(tmp_path):
-    from kmc.checker.spark_rows_store import Store
-    from kmc.checker.spark_search import probe_store
+    from kmc.checker.partitioned.rows import RowsStore
+    from kmc.checker.spark.search import probe_store
 
-    store = Store.create(tmp_path)
+    store = RowsStore.create(tmp_path)
     seen = _Cluster(lambda: None)
     probe_store(seen, store)  # every executor reads it: nothing to say, and the probe is gone
     assert seen.tasks == 8 and sorted(store.blobs.sizes()) == ["owner"]
@@ -294,13 +428,13 @@ def test_an_object_store_s_prefix_whose_run_was_killed_is_removed_by_the_next_ru
     import subprocess
     import sys
 
-    from kmc.checker.spark_rows_store import OWNER, Store, clean_stale
+    from kmc.checker.partitioned.rows import OWNER, RowsStore, clean_stale
 
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     root = open_blobs(s3_url).child(f"stale-{os.urandom(4).hex()}")
     url = s3_url.replace("/runs?", f"/runs/{root.prefix.split('/')[-1]}?")
-    mine = Store.create(url)  # this process: alive
+    mine = RowsStore.create(url)  # this process: alive
     dead = root.child("kmc-rows-dead")
     dead.put(OWNER, [f"{socket.gethostname()} {proc.pid} 12345\n".encode()])
     dead.put("seen/0000/run-000001.npy", [b"x" * (3 << 20)])
@@ -313,7 +447,7 @@ def test_an_object_store_s_prefix_whose_run_was_killed_is_removed_by_the_next_ru
 
 
 def test_an_object_store_s_runs_are_fetched_once_a_machine(s3_url, monkeypatch):
-    from kmc.checker.spark_rows_store import forget_runs, load_run, save_arrays
+    from kmc.checker.partitioned.rows import forget_runs, load_run, save_arrays
 
     blobs = open_blobs(s3_url).child(f"cache-{os.urandom(4).hex()}")
     run = np.arange(0, 3000, 3, dtype=np.uint64)
@@ -342,9 +476,9 @@ def test_a_store_unseen_by_an_executor_stops_the_run_as_the_session_starts(tmp_p
     import functools
 
     from kmc.app.specs import load_spec
-    from kmc.checker import spark_start
-    from kmc.checker.spark_rows import SparkRowsEngine
-    from kmc.checker.spark_rows_tasks import read_probe
+    from kmc.checker.spark import start as spark_start
+    from kmc.checker.spark.engine import SparkRowsEngine
+    from kmc.checker.spark.tasks import read_probe
 
     class Blind:  # a cluster whose executors do not see the driver's directory
         master, defaultParallelism, stopped = "spark://127.0.0.1:7077", 2, False

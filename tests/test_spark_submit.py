@@ -76,7 +76,7 @@ def test_spark_submit_with_a_local_master_runs_on_that_master(tmp_path):
 
 def test_without_spark_submit_the_submit_master_is_none(monkeypatch):
     pytest.importorskip("pyspark")
-    from kmc.checker.spark_session import check_submit_master, submitted
+    from kmc.checker.spark.session import check_submit_master, submitted
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     assert not submitted() and check_submit_master("local[2]") is None
@@ -93,7 +93,7 @@ def _conf():
 
 
 def test_the_executors_get_the_driver_s_jvm_options_and_quiet_logging():
-    from kmc.checker.spark_session import DRIVER_JAVA_OPTIONS, QUIET_LOG4J2, session_conf
+    from kmc.checker.spark.session import DRIVER_JAVA_OPTIONS, QUIET_LOG4J2, session_conf
 
     assert QUIET_LOG4J2.is_file() and "rootLogger.level = warn" in QUIET_LOG4J2.read_text()
     conf = _conf().set("spark.executor.extraJavaOptions", "-Dmine=1")
@@ -108,11 +108,11 @@ def test_the_executors_get_the_driver_s_jvm_options_and_quiet_logging():
     # --verbose: the JVM options, Spark's own logging
     verbose = session_conf(_conf(), "local[2]", True, ("m",), QUIET_LOG4J2)
     assert verbose.get("spark.executor.extraJavaOptions") == DRIVER_JAVA_OPTIONS
-    assert verbose.get("spark.python.daemon.module") == "kmc.checker.spark_daemon"
+    assert verbose.get("spark.python.daemon.module") == "kmc.checker.spark.daemon"
 
 
 def test_under_spark_submit_its_master_and_settings_stay():
-    from kmc.checker.spark_session import DRIVER_JAVA_OPTIONS, QUIET_LOG4J2, session_conf
+    from kmc.checker.spark.session import DRIVER_JAVA_OPTIONS, QUIET_LOG4J2, session_conf
 
     conf = _conf().setMaster("yarn").setAppName("mine").set("spark.ui.enabled", "true")
     conf.set("spark.driver.extraJavaOptions", "-Dd=1")
@@ -128,7 +128,9 @@ def test_under_spark_submit_kmc_probes_no_master_of_its_own(monkeypatch):
     # The submit's master is taken as it is (spark-submit has reached it): no syntax check
     # or reachability probe of kmc's, and a --master that names it is no contradiction.
     pytest.importorskip("pyspark")
-    from kmc.checker import spark_master, spark_rows, spark_session
+    from kmc.checker.spark import engine as spark_rows
+    from kmc.checker.spark import master as spark_master
+    from kmc.checker.spark import session as spark_session
 
     from pyspark import SparkContext
 
@@ -149,7 +151,7 @@ def test_the_log_configuration_and_the_submit_module_are_installed():
     import tomllib
 
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
-    assert "spark_log4j2.properties" in config["tool"]["setuptools"]["package-data"]["kmc.checker"]
+    assert "log4j2.properties" in config["tool"]["setuptools"]["package-data"]["kmc.checker.spark"]
     assert "kmc.app" in config["tool"]["setuptools"]["packages"] and (REPO / "app" / "submit.py").is_file()
     extras = config["project"]["optional-dependencies"]
     assert any(d.startswith("pyarrow") for d in extras["spark"]) and any(d.startswith("moto[server]")

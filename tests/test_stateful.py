@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from kmc.checker import checkpoint, checkpointer
 from kmc.checker.seen import CompactSeenSet
-from kmc.checker.spark_rows_store import Store, load_arrays, meta_name, save_arrays
+from kmc.checker.partitioned.rows import RowsStore, load_arrays, meta_name, save_arrays
 
 CHEAP = settings(max_examples=25, stateful_step_count=15, deadline=None)
 FPS = st.integers(min_value=0, max_value=2**64 - 1)
@@ -96,7 +96,7 @@ class FileStoreMachine(RuleBasedStateMachine):
 
     def __init__(self):
         super().__init__()
-        self.store = Store.create()
+        self.store = RowsStore.create()
         self.files: dict[str, list] = {}
         self.metas: dict[tuple[int, int], dict[int, tuple[int, int]]] = {}
 
@@ -159,6 +159,9 @@ class _Engine:
     def snapshot(self):
         return {"engine": "local", "stats": dict(self.stats), "found": dict(self.found), "frontier": [],
                 "seen": {}}  # fmt: skip
+
+    def committed(self, snapshot):
+        pass
 
 
 RUN = {"kmc_version": "0", "spec_sha256": "0" * 64, "spec_path": "spec.toml", "properties": ["P"],
@@ -261,7 +264,7 @@ def test_rows_of_small_numbers_take_half_the_bytes_in_the_store(tmp_path):
 
 
 def test_the_store_s_size_on_disk_is_its_files_sizes(tmp_path):
-    store = Store.create(tmp_path)
+    store = RowsStore.create(tmp_path)
     owner = (Path(store.root) / "owner").stat().st_size  # the mark naming the run that made it
     assert store.disk_bytes() == owner
     sizes = [save_arrays((store.blobs, store.run(i, 3)), np.arange(10 * (i + 1), dtype=np.uint64)) for i in range(3)]

@@ -653,7 +653,7 @@ def _restore(engine, directory, per_state) -> LevelDriver:
             "were written by another engine than its header names)"
         )
     from kmc.checker.batch import STATES_ROWS_FORMAT
-    from kmc.checker.spark_rows import STATES_FORMAT
+    from kmc.checker.spark.engine import STATES_FORMAT
 
     # A snapshot of the per-state path continues on that path (a local one in memory has no
     # format; one on disk is the rows search's over Python states).

@@ -32,7 +32,7 @@ def positive_int(text) -> int:
 
 def partitions(text) -> int:
     """An argparse type: a number of Spark partitions, 1 to ``MAX_PARTITIONS``."""
-    from kmc.checker.spark_master import MAX_PARTITIONS
+    from kmc.checker.spark.master import MAX_PARTITIONS
 
     value = positive_int(text)
     if value > MAX_PARTITIONS:
@@ -45,7 +45,7 @@ def partitions(text) -> int:
 def master_url(text) -> str:
     """An argparse type: a Spark master URL (its syntax; reachability is checked at start)."""
     from kmc.checker.errors import EngineError
-    from kmc.checker.spark_master import validate_master
+    from kmc.checker.spark.master import validate_master
 
     try:
         return validate_master(text)
@@ -390,8 +390,8 @@ def check_output_path(option, path, *, protected=(), force=False, kind="json") -
 
 
 def spark_submitted() -> bool:
-    """Whether kmc runs under spark-submit (``checker.spark_session.submitted``)."""
-    from kmc.checker.spark_session import submitted
+    """Whether kmc runs under spark-submit (``checker.spark.session.submitted``)."""
+    from kmc.checker.spark.session import submitted
 
     return submitted()
 
@@ -405,6 +405,6 @@ def spark_submit_master(spec, args) -> str | None:
     """
     if (getattr(args, "engine", None) or spec.engine) != "spark" or not spark_submitted():
         return None
-    from kmc.checker.spark_session import check_submit_master
+    from kmc.checker.spark.session import check_submit_master
 
     return check_submit_master(getattr(args, "master", None))

@@ -81,8 +81,8 @@ class ArrowBlobs:
 
     def cached(self, name: str) -> str:
         """A copy of the immutable object ``name`` on this machine's disk, fetched at the
-        first call (in a Spark task, under the executor's own scratch directory, which
-        Spark removes with the executor): an owner's seen runs are read at every level."""
+        first call (under the scratch directory the back end named, ``use_scratch``: a
+        Spark task's is its executor's own): an owner's seen runs are read at every level."""
         path = os.path.join(_cache_root(), hashlib.sha256(self.root.encode()).hexdigest()[:16], name)
         if not os.path.exists(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -148,16 +148,23 @@ class ArrowBlobs:
         return ArrowBlobs(self.url, "/".join(p for p in (self.prefix, prefix.strip("/")) if p))
 
 
-def _cache_root() -> str:
-    """Where ``ArrowBlobs.cached`` keeps its copies: a Spark task's scratch directory
-    (removed with its executor), else a folder of the temporary directory for this process."""
-    try:
-        from pyspark import SparkFiles, TaskContext
+# The scratch directory of this machine where ``cached`` keeps its copies, as the back end
+# running the tasks names it (``use_scratch``: the Spark adapter names a Spark task's, which
+# Spark removes with its executor); None: a folder of the temporary directory.
+_SCRATCH: str | None = None
 
-        if TaskContext.get() is not None:
-            return os.path.join(SparkFiles.getRootDirectory(), "kmc-cache")
-    except ImportError:
-        pass
+
+def use_scratch(directory: str | None) -> None:
+    """Keep this process's copies of objects (``ArrowBlobs.cached``) under ``directory``."""
+    global _SCRATCH
+    _SCRATCH = directory
+
+
+def _cache_root() -> str:
+    """Where ``ArrowBlobs.cached`` keeps its copies: the scratch directory ``use_scratch``
+    named, else a folder of the temporary directory for this process."""
+    if _SCRATCH is not None:
+        return os.path.join(_SCRATCH, "kmc-cache")
     return os.path.join(tempfile.gettempdir(), f"kmc-cache-{os.getpid()}")
 
 

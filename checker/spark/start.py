@@ -1,6 +1,7 @@
-"""How the Spark engine (``checker.spark_rows``) gets its session: started in the
+"""How the Spark engine (``checker.spark.engine``) gets its session: started in the
 background while the driver still expands small levels, with a warm-up job of the levels'
-shape, and waited for only when a level needs it."""
+shape, and waited for only when a level needs it; the back end of the partitioned level
+(``checker.partitioned.levels.Backend``): the cluster each level runs on."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .spark_rows_tasks import shuffle_owner, warm_up_pair, warm_up_pass
-from .spark_session import cancel_group, default_partitions, spark_context
+from ..partitioned.cluster import Cluster, InProcessCluster
+from ..partitioned.rows import RowsStore
+from .cluster import SparkCluster
+from .session import cancel_group, default_partitions, spark_context
+from .tasks import planted_fault, shuffle_owner, warm_up_pair, warm_up_pass
 
 # The session starts in the background once a driver level has more than
 # driver_level_limit / EARLY states (levels grow by less than this factor per level).
@@ -87,8 +91,9 @@ class Session:
         self.abandoned = False  # the search ended while the early start was still under way
         self._early_lock = threading.Lock()
         # Called with the context once it is up, after the warm-up (the store's probe job:
-        # checker.spark_search.probe_store); what it raises is the start's error.
+        # checker.spark.search.probe_store); what it raises is the start's error.
         self.probe: Callable[[Any], None] | None = None
+        self.probed = False  # the executors have read the store's probe
 
     def still_starting(self, size: int, limit: int) -> bool:
         """Whether the session started early is still coming up while a level of ``size``
@@ -120,6 +125,7 @@ class Session:
                 warm.mapPartitionsWithIndex(warm_up_pass).collect()
                 if self.probe is not None and not self.abandoned:  # (the search over: its store is gone)
                     self.probe(sc)
+                    self.probed = True
                 early = (sc, owned, round(time.perf_counter() - begin, 3))
             except BaseException as e:  # reported by context(), in the search's own thread
                 early = e
@@ -183,6 +189,26 @@ class Session:
             if self.on_status is not None:
                 self.on_status(f"Spark session ready (master {sc.master}, {n} partitions); running the first level")
         return sc, n or self.partitions or default_partitions(sc)
+
+    def width(self, n: int | None = None) -> int:
+        """The partitions the levels run on (``context``'s)."""
+        return self.context(n)[1]
+
+    def cluster(self, store: RowsStore, n: int, small: bool) -> Cluster:
+        """The cluster of the next level over ``store`` (``checker.partitioned.levels.Backend``):
+        this process for a ``small`` level (unless a fault is planted: a first attempt's
+        fault needs Spark's retries), else one Spark job, after the store's probe job
+        (``probe_store``) the first time: one line if an executor cannot see the store."""
+        fault = planted_fault()
+        if small and fault is None:
+            return InProcessCluster()
+        sc = self.context(n)[0]
+        if not self.probed:
+            from .search import probe_store
+
+            probe_store(sc, store)
+            self.probed = True
+        return SparkCluster(sc, fault=fault)
 
     def cancel(self) -> threading.Thread | None:
         """Cancel the run's running job, in a thread of its own (a call into the JVM may

@@ -1,6 +1,6 @@
-"""The rows engine's store (``checker.spark_rows``): where a run keeps what outlives a
-level, as immutable objects in a blob store (``checker.blobs``: a directory, or an object
-store such as ``s3://``), and the owner of a fingerprint."""
+"""The partitioned level's rows store (``checker.partitioned.levels``): where a run keeps
+what outlives a level, as immutable objects in a blob store (``checker.blobs``: a
+directory, or an object store such as ``s3://``), and the owner of a fingerprint."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import io
 import os
+import pickle
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -15,13 +16,13 @@ from typing import IO, Any
 
 import numpy as np
 
-from .blobs import Blobs, open_blobs
-from .blobs.posix import PosixBlobs
-from .errors import EngineError
-from .owner import owner_gone, owner_line, start_time
+from ..blobs import Blobs, open_blobs
+from ..blobs.posix import PosixBlobs
+from ..errors import EngineError
+from ..owner import owner_gone, owner_line, start_time
 
 
-class Store:
+class RowsStore:
     """Where a run keeps what outlives a level (TLC keeps its fingerprint set and its
     trace file on disk the same way), as objects under the run's own prefix of a blob
     store: for every fingerprint partition ``i``, its sorted runs of fingerprints
@@ -42,9 +43,13 @@ class Store:
         self.root = blobs.root
         self.digest = digest
         self.digests: dict[str, tuple[int, str]] = {}
+        # Objects a checkpoint names (``pin``), and those the levels dropped while they were
+        # (a name, or a prefix ending in "/"): deleted once no checkpoint names them.
+        self.pinned: set[str] = set()
+        self.deferred: set[str] = set()
 
     @classmethod
-    def create(cls, location=None, digest: bool = False) -> Store:
+    def create(cls, location=None, digest: bool = False) -> RowsStore:
         """A new store under ``location`` (a directory, default the temporary directory,
         or an object store URL): a prefix of its own, marked with its owner (``OWNER``:
         this host, pid and process start time) so that a later run can tell it from a
@@ -95,14 +100,47 @@ class Store:
         return get_arrays(self.blobs, name, count)
 
     def drop_run(self, i, depth) -> None:
-        self.blobs.delete([self.run(i, depth)])
+        self._drop(self.run(i, depth))
         self.digests.pop(self.run(i, depth), None)
 
     def drop_front(self, depth) -> None:
-        self.blobs.delete_prefix(f"front/{depth:06d}")
         prefix = f"front/{depth:06d}/"
+        if any(name.startswith(prefix) for name in self.pinned):
+            self.deferred.add(prefix)  # a checkpoint names the level's frontier: kept until released
+        else:
+            self.blobs.delete_prefix(prefix.rstrip("/"))
         for name in [n for n in self.digests if n.startswith(prefix)]:
             del self.digests[name]
+
+    def _drop(self, name: str) -> None:
+        if name in self.pinned:
+            self.deferred.add(name)
+        else:
+            self.blobs.delete([name])
+
+    # -- objects a checkpoint names (an object store's checkpoint is a manifest of them) --
+
+    def pin(self, names) -> None:
+        """Keep the objects ``names`` (a checkpoint being written names them) when the
+        levels drop them, until ``release``; the store is marked as named by a checkpoint
+        (``KEPT``), so that ``clean_stale`` leaves it when this run ends or is killed."""
+        if not self.pinned and not self.deferred:
+            self.blobs.put(KEPT, [b"named by a checkpoint of kmc: kept until a resumed run replaces it\n"])
+        self.pinned.update(names)
+
+    def release(self, names) -> None:
+        """A checkpoint naming exactly ``names`` of this store is written: the objects the
+        levels dropped meanwhile that it does not name are deleted now."""
+        keep = set(names)
+        self.pinned = set(keep)
+        for name in sorted(self.deferred):
+            if name.endswith("/"):
+                if not any(k.startswith(name) for k in keep):
+                    self.blobs.delete_prefix(name.rstrip("/"))
+                    self.deferred.discard(name)
+            elif name not in keep:
+                self.blobs.delete([name])
+                self.deferred.discard(name)
 
     def drop_graph(self, depth) -> None:
         self.blobs.delete_prefix(f"graph/{depth:06d}")
@@ -132,6 +170,7 @@ def one_line_os(e: OSError) -> str:
 
 PREFIX = "kmc-rows-"
 OWNER = "owner"  # "host pid-namespace pid start-time": the run that made the store
+KEPT = "kept"  # present: a checkpoint names the store's objects (``RowsStore.pin``)
 
 
 def _owner_line(pid) -> str:
@@ -203,7 +242,7 @@ def clean_stale(parent=None) -> str | None:
     for entry in entries:
         gone = _owner_gone(entry.path)
         if gone:
-            size = Store(PosixBlobs(entry.path)).disk_bytes()
+            size = RowsStore(PosixBlobs(entry.path)).disk_bytes()
             shutil.rmtree(entry.path, ignore_errors=True)
             if not os.path.exists(entry.path):
                 removed, freed = removed + 1, freed + size
@@ -211,7 +250,7 @@ def clean_stale(parent=None) -> str | None:
             unknown.append(entry.path)
     parts = []
     if removed:
-        from .memory import format_size
+        from ..memory import format_size
 
         parts.append(
             f"removed {removed} Spark store{'s' if removed > 1 else ''} of runs that were killed "
@@ -228,7 +267,8 @@ def clean_stale(parent=None) -> str | None:
 
 def _clean_stale_objects(blobs: Blobs) -> str | None:
     """``clean_stale`` in an object store: the prefixes ``kmc-rows-*`` whose owner mark
-    names a process of this host that has ended are deleted (one listing of the URL)."""
+    names a process of this host that has ended are deleted (one listing of the URL), unless
+    a checkpoint names their objects (``KEPT``)."""
     try:
         sizes = blobs.sizes()
     except OSError:
@@ -240,6 +280,8 @@ def _clean_stale_objects(blobs: Blobs) -> str | None:
             runs[top] = runs.get(top, 0) + size
     removed, freed = 0, 0
     for prefix, size in sorted(runs.items()):
+        if f"{prefix}/{KEPT}" in sizes:
+            continue  # a checkpoint names its objects: a resumed run removes it
         try:
             mark = blobs.get(f"{prefix}/{OWNER}").decode("utf-8", "replace")
         except OSError:
@@ -249,7 +291,7 @@ def _clean_stale_objects(blobs: Blobs) -> str | None:
             removed, freed = removed + 1, freed + size
     if not removed:
         return None
-    from .memory import format_size
+    from ..memory import format_size
 
     return (
         f"removed {removed} Spark store{'s' if removed > 1 else ''} of runs that were killed "
@@ -297,7 +339,7 @@ def succ_order(name) -> int:
 
 def graph_name(depth, i) -> str:
     """What a rank partition's expansion of a level records for the graph visitor
-    (``checker.spark_rows_tasks.graph_records``): a record a slice, in slice order."""
+    (``checker.partitioned.tasks.graph_records``): a record a slice, in slice order."""
     return f"graph/{depth:06d}/p{i:04d}.bin"
 
 
@@ -334,7 +376,7 @@ def encode_arrays(*arrays, pack=False) -> list:
     for a in arrays:
         if a.dtype == object:  # rows of Python states: pickled as Spark pickles them
             add(_PICKLED)
-            a = np.frombuffer(_cloudpickle().dumps(list(a)), dtype=np.uint8)
+            a = np.frombuffer(_PICKLER.dumps(list(a)), dtype=np.uint8)
         elif pack and _nibbles_fit(a):  # rows of small numbers: two columns a byte
             add(_NIBBLES)
             a = _pack(a)
@@ -598,8 +640,7 @@ def _header(f) -> tuple[int, np.dtype, tuple]:
 
 
 # Rows of Python states (``checker.states_kernel``) are object arrays: saved as this marker
-# and the bytes of the list of states, pickled with cloudpickle (a model defined in a
-# script travels by value, as in Spark's own tasks).
+# and the bytes of the list of states, pickled (``use_pickler``).
 _PICKLED = np.array([b"kmc-pickled-objects"])
 
 
@@ -607,7 +648,7 @@ _PICKLED = np.array([b"kmc-pickled-objects"])
 # need the Spark engine) can be saved as this marker and half as many bytes: a byte holds
 # two columns, each plus one in four bits. The store's largest files are rows; packing
 # costs CPU (about 5% of a run's), so the engine packs only a level whose files would
-# take a large share of the disk's free space (``checker.spark_search``).
+# take a large share of the disk's free space (``checker.partitioned.levels``).
 _NIBBLES = np.array([b"kmc-nibbles"])
 
 
@@ -637,17 +678,24 @@ def _load_one(f) -> np.ndarray:
         return _unpack(a)
     if form == "plain":
         return a
-    values = _cloudpickle().loads(a.tobytes())
+    values = pickle.loads(a.tobytes())
     out = np.empty(len(values), dtype=object)
     for i, v in enumerate(values):
         out[i] = v
     return out
 
 
-def _cloudpickle() -> Any:
-    from pyspark import cloudpickle
+# How rows of Python states are pickled: the standard library's pickle, unless the back end
+# that runs the tasks sets another (``use_pickler``: the Spark adapter sets Spark's
+# cloudpickle, so that a model defined in a script travels by value, as in Spark's own
+# tasks). Either's bytes load with ``pickle.loads``.
+_PICKLER: Any = pickle
 
-    return cloudpickle
+
+def use_pickler(module: Any) -> None:
+    """Pickle rows of Python states with ``module`` (its ``dumps``) in this process."""
+    global _PICKLER
+    _PICKLER = module
 
 
 def owners(fps, n) -> np.ndarray:

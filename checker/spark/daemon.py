@@ -3,7 +3,7 @@
 Spark starts one daemon per executor (``python -m pyspark.daemon``), which forks a worker
 for each task slot; each worker then imports numpy, the batch kernel and the task module
 on its first task (about 0.3 s of CPU a worker). Run as the daemon
-(``spark.python.daemon.module``, set by ``checker.spark_session`` for a local master),
+(``spark.python.daemon.module``, set by ``checker.spark.session`` for a local master),
 this module imports them once, before the daemon forks, so that every worker starts with
 them, and asks the C library to keep the memory the workers free
 (``checker.memory.keep_freed_memory``).
@@ -17,9 +17,11 @@ import os
 import sys
 
 import numpy  # noqa: F401  (imported before the fork: that is the point)
-from kmc.checker import fingerprint, spark_rows_tasks  # noqa: F401
+from kmc.checker import fingerprint  # noqa: F401
 from kmc.checker.memory import keep_freed_memory
-from kmc.checker.spark_session import PRELOAD_VARIABLE
+from kmc.checker.partitioned import tasks  # noqa: F401
+from kmc.checker.spark import tasks as spark_tasks  # noqa: F401
+from kmc.checker.spark.session import PRELOAD_VARIABLE
 from pyspark import daemon
 
 if __name__ == "__main__":

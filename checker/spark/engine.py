@@ -6,8 +6,8 @@ per-action counters, verdicts, counterexample paths, choices and explanations).
 
 No Python object per state goes through Spark: states are rows, always moved as whole
 numpy arrays, and what outlives a level is kept as immutable objects (the *store*,
-``checker.spark_rows_store.Store``, in a blob store, ``checker.blobs``: a directory or an
-object store such as ``s3://``); the executors run ``checker.spark_rows_tasks``.
+``checker.partitioned.rows.RowsStore``, in a blob store, ``checker.blobs``: a directory or an
+object store such as ``s3://``); the executors run ``checker.partitioned.tasks``.
 
 Small leading levels run on the driver
 --------------------------------------
@@ -29,7 +29,7 @@ choice``; the least key reaching a fingerprint is its discovery, and the new sta
 key order are the next level's discovery order. A fingerprint's *owner* is
 ``floor(fp * P / 2**64)``, so a sorted array of fingerprints splits into owners by
 position. One level is the partitioned level (``checker.partitioned``): two stages of
-tasks, run by a ``Cluster`` (one Spark job, ``checker.spark_cluster``):
+tasks, run by a ``Cluster`` (one Spark job, ``checker.spark.cluster``):
 
 1. Rank partition ``j`` reads its share of the frontier from the store (one object per
    owner that found some of it), sorts it by key, runs the chunk pipeline every rows
@@ -62,15 +62,17 @@ depth are kept per owner; the driver follows fp -> parent fp down to a state it 
 over, whose path its own seen-set gives, and replays the choices
 (``checker.trace.replay_choices``, and ``extend`` for a step property).
 
-Checkpoints (``checker.spark_save``): ``snapshot()`` copies (links) the store's objects of
-the last complete level under ``data_dir(data_root, depth)``, named with the digests their
-writers computed; ``restore()`` checks them and
-``run()`` re-splits them for its own partition count.
+Checkpoints (``checker.partitioned.save``): ``snapshot()`` names the store's objects of the
+last complete level with the digests their writers computed: linked (or copied) under
+``data_dir(data_root, depth)`` for a directory store, a manifest of the objects left in
+place for an object store (kept while a checkpoint names them); ``restore()`` checks every
+one and ``run()`` re-splits them for its own partition count.
 
-The engine is the level driver (``checker.driver``) over ``checker.spark_search``'s search
-objects: ``DriverLevels`` (the rows search) while the levels are small, replaced at the
-hand-over (``next_search``, at a level boundary) by ``SparkLevels``, which holds the store
-and is given the session (``checker.spark_start.Session``) and the settings it needs. The
+The engine is the level driver (``checker.driver``) over two search objects:
+``checker.spark.search.DriverLevels`` (the rows search) while the levels are small,
+replaced at the hand-over (``next_search``, at a level boundary) by the partitioned
+level's ``checker.partitioned.levels.PartitionedLevels``, which holds the store and is
+given the session (``checker.spark.start.Session``, its back end) and the settings it needs. The
 stop rules, progress, hooks, violation records and result are the local engines' own.
 """
 
@@ -81,22 +83,25 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from .checkpoint import CheckpointError
-from .driver import LevelDriver
-from .errors import EngineError, UsageError
-from .kernel import canonical_encoder, require_symmetric, split_properties
-from .kernel_check import kernel_check
-from .model_errors import task_failure
-from .options import Options
-from .protocol import batch_path, with_defaults
-from .result import CheckResult
-from .spark_rows_store import Store
-from .spark_save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
-from .spark_search import DriverLevels, SparkLevels, SparkSetup
-from .spark_session import one_line, partitions_bad, quiet_py4j
-from .spark_start import Session
-from .states_kernel import StatesKernel
-from .visitor import GraphVisitor
+from ..checkpoint import CheckpointError
+from ..driver import LevelDriver
+from ..errors import EngineError, UsageError
+from ..kernel import canonical_encoder, require_symmetric, split_properties
+from ..kernel_check import kernel_check
+from ..model_errors import task_failure
+from ..options import Options
+from ..partitioned.cluster import one_line
+from ..partitioned.levels import LevelsSetup, PartitionedLevels
+from ..partitioned.rows import RowsStore
+from ..partitioned.save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
+from ..protocol import batch_path, with_defaults
+from ..result import CheckResult
+from ..states_kernel import StatesKernel
+from ..visitor import GraphVisitor
+from .search import DriverLevels
+from .session import partitions_bad, quiet_py4j
+from .start import Session
+from .tasks import prepare_worker
 
 __all__ = ["DRIVER_LEVEL_LIMIT", "SNAPSHOT_FORMAT", "STATES_FORMAT", "SparkRowsEngine"]
 
@@ -114,7 +119,7 @@ class SparkRowsEngine(LevelDriver):
         model, properties, options, progress: as ``checker.local.LocalEngine``.
         master: the Spark master URL (default ``local[*]``); partitions: the number of
             partitions (default: one per executor core,
-            ``spark_session.default_partitions``); verbose: Spark's own log lines.
+            ``checker.spark.session.default_partitions``); verbose: Spark's own log lines.
         per_state: run the model's own successor function over rows of Python states
             (``checker.states_kernel.StatesKernel``) instead of its batch kernel; a model
             without a batch kernel always runs so.
@@ -200,7 +205,7 @@ class SparkRowsEngine(LevelDriver):
             metrics=self.metrics,
             on_status=on_status,
         )
-        self.setup = SparkSetup(
+        self.setup = LevelsSetup(
             master=master,
             partitions=partitions,
             store_dir=store_dir,
@@ -235,13 +240,13 @@ class SparkRowsEngine(LevelDriver):
         return self.stop_requested is not None
 
     @property
-    def levels(self) -> DriverLevels | SparkLevels:
+    def levels(self) -> DriverLevels | PartitionedLevels:
         """The search object, in either phase (each answers the engine's same calls)."""
-        return cast("DriverLevels | SparkLevels", self.search)
+        return cast("DriverLevels | PartitionedLevels", self.search)
 
     def next_search(self) -> None:
         """At a level boundary: hand the levels over to Spark once a level outgrows
-        ``driver_level_limit`` (``checker.spark_search``)."""
+        ``driver_level_limit`` (``checker.partitioned.levels``)."""
         self.search = self.levels.following(self.stats.depth, self.metrics, self._stopping)
 
     def run(self) -> CheckResult:
@@ -253,8 +258,8 @@ class SparkRowsEngine(LevelDriver):
         """
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
-        from .blobs import store_location
-        from .spark_rows_store import clean_stale
+        from ..blobs import store_location
+        from ..partitioned.rows import clean_stale
 
         spark = self.setup.cluster is None
         if self.store_dir is not None:  # first: a store no executor could use, before the master's probe
@@ -262,9 +267,10 @@ class SparkRowsEngine(LevelDriver):
             store_location(str(self.store_dir), master)
         if spark:
             _check_master(self.master)  # at once, even when every level stays on the driver
+        prepare_worker()  # rows of Python states pickled as Spark's tasks pickle them (with pyspark)
         self.cleaned = clean_stale(self.store_dir)  # the stores of runs that were killed
         if self.store_dir is not None:
-            Store.create(self.store_dir).remove()  # likewise: not after hours on the driver
+            RowsStore.create(self.store_dir).remove()  # likewise: not after hours on the driver
         leave_running = False
         try:
             self.levels.prepare()
@@ -305,10 +311,11 @@ class SparkRowsEngine(LevelDriver):
 
         Valid from ``on_level`` and after ``run()`` returned. While the levels run on the
         driver it holds the rows search's seen-set and frontier; once they run on Spark,
-        the store's files of the level (every partition's seen runs and parent pointers,
-        and the frontier) are linked, or copied, under ``data_dir(data_root, depth)``
-        first, once per level (``run()`` saves the last level before it returns whenever
-        ``data_root`` is set), and the snapshot names them with their sizes and SHA-256.
+        the store's objects of the level (every partition's seen runs and parent pointers,
+        and the frontier) are saved first, once per level (``run()`` saves the last level
+        before it returns whenever ``data_root`` is set): linked, or copied, under
+        ``data_dir(data_root, depth)`` for a directory store, left in an object store
+        (a manifest: ``"objects"``); the snapshot names them with their sizes and SHA-256.
 
         Raises:
             EngineError: the level's files are needed but were never saved (no
@@ -316,6 +323,12 @@ class SparkRowsEngine(LevelDriver):
             CheckpointError: the level's files cannot be written.
         """
         return super().snapshot()
+
+    def committed(self, snapshot: dict) -> None:
+        """A checkpoint of ``snapshot`` is written (``checker.checkpointer``): the objects
+        of an object store that no checkpoint names any longer are deleted now
+        (``PartitionedLevels.committed``)."""
+        self.levels.committed(snapshot)
 
     def restore(self, snapshot: dict, directory=None) -> None:
         """Continue from a ``snapshot()`` (of this model, properties and options) whose
@@ -336,7 +349,7 @@ class SparkRowsEngine(LevelDriver):
 
 def _submit_master() -> str | None:
     try:
-        from .spark_session import submit_master
+        from .session import submit_master
     except ImportError:
         return None
     return submit_master()
@@ -344,7 +357,7 @@ def _submit_master() -> str | None:
 
 def _check_master(master) -> str:
     """Refuse a malformed or unreachable master, or one that contradicts spark-submit's,
-    before any work, as the Spark session would (``checker.spark_master``), unless a
+    before any work, as the Spark session would (``checker.spark.master``), unless a
     session is already running. Returns the master the run's session is to have."""
     try:
         from pyspark import SparkContext
@@ -353,8 +366,8 @@ def _check_master(master) -> str:
     active = SparkContext._active_spark_context
     if active is not None:
         return str(active.master)
-    from .spark_master import DEFAULT_MASTER, check_reachable, validate_master
-    from .spark_session import check_submit_master
+    from .master import DEFAULT_MASTER, check_reachable, validate_master
+    from .session import check_submit_master
 
     submit = check_submit_master(master)
     if submit is not None:  # under spark-submit: its master, reached already

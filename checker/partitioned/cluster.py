@@ -1,8 +1,8 @@
-"""The partitioned level: one level of the breadth-first search run as two stages of
-tasks over a blob store (``checker.blobs``), on any ``Cluster`` that runs them.
+"""The partitioned level's cluster port: one level of the breadth-first search run as two
+stages of tasks over a blob store (``checker.blobs``), on any ``Cluster`` that runs them.
 
-The algorithm (``checker.spark_search.SparkLevels``, the tasks in
-``checker.spark_rows_tasks``) knows nothing of where its tasks run. A level is:
+The algorithm (``checker.partitioned.levels.PartitionedLevels``, the tasks in
+``checker.partitioned.tasks``) knows nothing of where its tasks run. A level is:
 
 1. *expand*: for each rank partition ``j`` (a contiguous range of the frontier's discovery
    order), ``expand(j)`` reads its share of the frontier from the store, expands it, and
@@ -16,12 +16,13 @@ A task's output depends only on its inputs and the store's objects, and an owner
 does not depend on the order of its records: a cluster may run the tasks in any order, on
 any of its machines, and retry any of them. Two ports run it: ``InProcessCluster`` (the
 driver itself, one task after the other: a level too small to pay for a job) and
-``checker.spark_cluster.SparkCluster`` (one Spark job of two stages). Nothing here imports
+``checker.spark.cluster.SparkCluster`` (one Spark job of two stages). Nothing here imports
 pyspark.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
@@ -68,3 +69,23 @@ class InProcessCluster:
 
     def close(self) -> None:
         pass
+
+
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: |$)")
+
+
+def one_line(error) -> str:
+    """A one-line description of a cluster's error (a Java exception too, through its
+    ``java_exception``): a failed task's own Python line when it carries one."""
+    java = getattr(error, "java_exception", None)
+    text = str(error)
+    if java is not None:
+        try:
+            text = str(java.toString())
+        except Exception:
+            pass
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # A failed Python task's message ends with the Python exception's own line.
+    python = [line for line in lines if _PYTHON_ERROR.match(line)]
+    line = python[-1] if python else (lines[0] if lines else type(error).__name__)
+    return line if len(line) <= 300 else line[:297] + "..."

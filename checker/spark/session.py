@@ -2,7 +2,7 @@
 Spark's, the JVM's and py4j's log output off the terminal, cancelling a job group, and
 one-line error messages.
 
-Nothing here knows the search: ``checker.spark_rows`` builds its levels on it.
+Nothing here knows the search: ``checker.spark.engine`` builds its levels on it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import shutil
 import signal
 import sys
@@ -19,10 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import EngineError
-from .spark_master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
-
-_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: |$)")
+from ..errors import EngineError
+from ..partitioned.cluster import one_line
+from .master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
 
 # Lines the JVM prints on stderr before any logging is configured.
 _JVM_NOISE = ("WARNING: Using incubator modules",)
@@ -36,7 +34,7 @@ _JVM_NOISE = ("WARNING: Using incubator modules",)
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
-PRELOAD_VARIABLE = "KMC_SPARK_PRELOAD"  # read by checker.spark_daemon
+PRELOAD_VARIABLE = "KMC_SPARK_PRELOAD"  # read by checker.spark.daemon
 # Set in the environment of every Spark executor's Python: no Spark engine starts there.
 TASK_VARIABLE = "KMC_SPARK_TASK"
 
@@ -106,8 +104,8 @@ def session_conf(conf, master, verbose, preload=(), log_config=None, submit=Fals
     conf.setExecutorEnv(TASK_VARIABLE, "1")
     if master.startswith("local"):
         # The workers fork from a daemon that has imported the tasks' modules already
-        # (checker.spark_daemon); on a cluster, PySpark's own daemon.
-        conf.setIfMissing("spark.python.daemon.module", "kmc.checker.spark_daemon")
+        # (checker.spark.daemon); on a cluster, PySpark's own daemon.
+        conf.setIfMissing("spark.python.daemon.module", "kmc.checker.spark.daemon")
         conf.setExecutorEnv(PRELOAD_VARIABLE, ",".join(preload))
     return conf
 
@@ -115,7 +113,7 @@ def session_conf(conf, master, verbose, preload=(), log_config=None, submit=Fals
 # Spark's logging for kmc's sessions, a file installed with kmc: the
 # executors' JVMs read it at the same path as the driver's (kmc and its Python are
 # installed at the same place on every node, as the executors' Python needs).
-QUIET_LOG4J2 = Path(__file__).with_name("spark_log4j2.properties")
+QUIET_LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
 
 def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[Any, bool]:
@@ -130,7 +128,7 @@ def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[
             started (they take seconds to tens of seconds).
         preload: names of modules the tasks will import (the model's, its kernel's), for
             a new local context's worker daemon to import before it forks its workers
-            (``checker.spark_daemon``); the engine core names no model itself.
+            (``checker.spark.daemon``); the engine core names no model itself.
 
     Returns:
         ``(context, created)``: ``created`` is True when the caller started the context
@@ -312,19 +310,3 @@ def default_partitions(sc) -> int:
     one partition per executor core (``spark.default.parallelism`` when it is set), e.g.
     2 under ``local[2]``."""
     return max(1, sc.defaultParallelism)
-
-
-def one_line(error) -> str:
-    """A one-line description of a (possibly Java) exception."""
-    java = getattr(error, "java_exception", None)
-    text = str(error)
-    if java is not None:
-        try:
-            text = str(java.toString())
-        except Exception:
-            pass
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    # A failed Python task's message ends with the Python exception's own line.
-    python = [line for line in lines if _PYTHON_ERROR.match(line)]
-    line = python[-1] if python else (lines[0] if lines else type(error).__name__)
-    return line if len(line) <= 300 else line[:297] + "..."

@@ -1,25 +1,24 @@
-"""What the rows engine's executors run (``checker.spark_rows``): plain module-level
-functions, bound with ``functools.partial``. On its way through the shuffle a record is
-``(owner, ("f", name))`` (successors written into the store for ``owner``: one object a
-task and owner) or ``(owner, ("m", meta))``. The store is a blob store
-(``checker.blobs``), reached by the names below only."""
+"""What the partitioned level's tasks run (``checker.partitioned.levels``), on whatever
+cluster runs them: plain module-level functions, bound with ``functools.partial``. On its
+way through the shuffle a record is ``(owner, ("f", name))`` (successors written into the
+store for ``owner``: one object a task and owner) or ``(owner, ("m", meta))``. The store
+is a blob store (``checker.blobs``), reached by the names below only."""
 
 from __future__ import annotations
 
 import functools
 import os
-import signal
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from .coverage import task_part
-from .keys import first_per_fingerprint, key_choice, key_order, key_parent
-from .protocol import columns, kernel_fingerprints
-from .seen import merge_runs, merges, runs_contain
-from .spark_rows_store import (
+from ..coverage import task_part
+from ..keys import first_per_fingerprint, key_choice, key_order, key_parent
+from ..protocol import columns, kernel_fingerprints
+from ..seen import merge_runs, merges, runs_contain
+from .rows import (
     Writer,
     forget_runs,
     front_name,
@@ -75,7 +74,6 @@ def expand_partition(
     depth,
     sources,
     pack,
-    fault,
     coverage,
     graph,
     index,
@@ -94,12 +92,6 @@ def expand_partition(
     (``checker.visitor.GraphTask``), each slice's records for the graph visitor are added
     to one object (``graph_records``), whose name the summary gives (else None).
     """
-    if fault is not None and index == 0:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        if context is not None and context.attemptNumber() == 0:
-            _plant(fault)
     clock = time.perf_counter()
     kernel = step.kernel
     names = kernel.action_names
@@ -296,86 +288,6 @@ def own_partition(
         store.delete(objects)
     busy = time.perf_counter() - clock
     yield (index, per_target, new_codes, state_bad, metas, shipped, busy, mine, cov, digests)
-
-
-def read_probe(store, name, digest, _index, _records) -> Iterator[tuple[str, str | None]]:
-    """The store's probe job: read the object ``name`` the driver wrote and yield
-    ``(host, None)``, or ``(host, why)`` when this executor cannot read it or reads other
-    bytes (``digest``: its SHA-256)."""
-    import hashlib
-    import socket
-
-    host = socket.gethostname()
-    try:
-        data = store.get(name)
-    except OSError as e:
-        yield (host, f"{type(e).__name__}: {e}")
-        return
-    yield (host, None if hashlib.sha256(data).hexdigest() == digest else "it holds other bytes")
-
-
-def shuffle_owner(key: int) -> int:
-    """The partition function of the shuffle: a record's key is its owner's partition
-    number (PySpark sends key ``k`` to partition ``shuffle_owner(k) % n``)."""
-    return key
-
-
-FAULT_VARIABLE = "KMC_TEST_SPARK_FAULT"
-
-
-def planted_fault() -> str | None:
-    """A fault to plant in the first attempt of rank partition 0's expansion tasks, for
-    the tests of Spark's retries and of interrupts (``_plant``): the environment
-    variable ``KMC_TEST_SPARK_FAULT``, read here only, on the driver, as a level's job is
-    built (``None``: no fault, the production case). A ``sigint:PATH`` fault is given the
-    driver's process group, which a terminal's Ctrl-C reaches."""
-    fault = os.environ.get(FAULT_VARIABLE)
-    if not fault:
-        return None
-    if fault.startswith("sigint:"):
-        return f"sigint:{os.getpgid(0)}:{fault[len('sigint:') :]}"
-    return fault
-
-
-def _plant(kind: str) -> None:
-    """The planted faults (``planted_fault``): ``"kill"`` ends this Python worker as a
-    crash would (the OOM killer, a stray signal), ``"kill:PATH"`` does so once (``PATH``
-    is created to remember it); ``"sigint:GROUP:PATH"`` sends SIGINT to the driver's
-    process group ``GROUP`` once, as Ctrl-C in a terminal does, and to this worker
-    (``PATH`` is created to remember it was sent; PySpark's daemon gives its workers a
-    process group of their own, but a worker started without it is in the terminal's
-    group); ``"raise:PATH"`` raises, after creating ``PATH`` (if not there yet) to say it
-    did; anything else raises."""
-    if kind == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    if kind.startswith("kill:"):
-        try:
-            os.close(os.open(kind[len("kill:") :], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            return
-        os.kill(os.getpid(), signal.SIGKILL)
-    if kind.startswith("sigint:"):
-        group, _, marker = kind[len("sigint:") :].partition(":")
-        try:
-            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            return
-        os.killpg(int(group), signal.SIGINT)
-        os.kill(os.getpid(), signal.SIGINT)  # and this worker, as without PySpark's daemon
-        return
-    if kind.startswith("raise:"):
-        os.close(os.open(kind[len("raise:") :], os.O_CREAT | os.O_WRONLY))
-    raise RuntimeError("kmc test fault: the first attempt of this task fails")
-
-
-def warm_up_pair(index, _records) -> Iterator[tuple[int, None]]:
-    """The warm-up job's first stage: one record for partition ``index``."""
-    yield (index, None)
-
-
-def warm_up_pass(_index, records: Iterable) -> Iterable:
-    """The warm-up job's second stage: passes its records on."""
-    return records
 
 
 def _add_part(cov, names, part) -> tuple:

@@ -1,14 +1,17 @@
-"""The Spark engine's search objects (``checker.driver``): the rows search on the driver
-while the levels are small (``DriverLevels``), then the partitioned level
-(``checker.partitioned``: one Spark job a level, or the driver's own tasks for a small
-one) over the blob store (``SparkLevels``), which replaces it at the hand-over.
+"""The partitioned level's search object (``checker.driver``): the levels past the
+hand-over, each run as two stages of tasks (``checker.partitioned.cluster``: on a cluster's
+machines, or the driver's own tasks for a small level) over the rows store
+(``checker.partitioned.rows``), which replaces the driver's rows search at the hand-over
+(``PartitionedLevels.hand_over``). Nothing here knows where the tasks run: the back end
+(``Backend``: the Spark adapter's session, ``checker.spark.start.Session``) gives the
+cluster of each level.
 
-See ``checker.spark_rows`` for the design. A level handed to Spark is a single *piece* of
-the level driver: ``SparkLevels.expand`` runs the level's job and adds its summaries to
-the counts and to the level's first violations, so the driver's stop rules, progress,
-``on_level`` hook, violation records and result are the local engines' own.
+See ``checker.spark.engine`` for the design. A partitioned level is a single *piece* of
+the level driver: ``PartitionedLevels.expand`` runs the level's tasks and adds their
+summaries to the counts and to the level's first violations, so the driver's stop rules,
+progress, ``on_level`` hook, violation records and result are the local engines' own.
 
-Violations found on Spark are recorded by ``(depth, fingerprint)`` (a state) and
+Violations found in the tasks are recorded by ``(depth, fingerprint)`` (a state) and
 ``((depth, parent fingerprint), choice)`` (a step); those found on the driver by state
 number, as the rows search records them. ``path`` follows either back to an initial state.
 """
@@ -17,46 +20,43 @@ from __future__ import annotations
 
 import bisect
 import errno
-import os
 import re
 import shutil
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
 
-from . import spark_rows_tasks
-from .batch import ROWS_FORMAT, RowsSearch
-from .blobs.posix import PosixBlobs
-from .driver import ResourceStop, Search
-from .errors import EngineError
-from .kernel import keep_least
-from .kernel_check import KernelCheck, KernelMismatchError
-from .keys import add_counts
-from .level import LevelStep, record_first
-from .memory import format_size
-from .model_errors import task_failure
-from .partitioned import Cluster, InProcessCluster
-from .protocol import BatchKernel, Model, Property, kernel_fingerprints
-from .result import Stats
-from .search import Store as SearchStore
-from .spark_cluster import SparkCluster
-from .spark_rows_store import Store, owner_of, owners, split_frontier
-from .spark_rows_tasks import expand_partition, own_partition, read_graph_records, read_probe
-from .spark_save import check_format, load_saved, relocate, save_level, verify_saved
-from .spark_session import one_line
-from .spark_start import EARLY, Session
-from .trace import ROOT, parent_chain, path_by_choices
-from .visitor import GraphVisitor
+from ..blobs import open_blobs
+from ..blobs.posix import PosixBlobs
+from ..checkpoint import CheckpointError
+from ..driver import ResourceStop, Search
+from ..errors import EngineError
+from ..kernel import keep_least
+from ..kernel_check import KernelMismatchError
+from ..keys import add_counts
+from ..level import LevelStep, record_first
+from ..memory import format_size
+from ..model_errors import task_failure
+from ..protocol import kernel_fingerprints
+from ..result import Stats
+from ..search import Store as SearchStore
+from ..trace import ROOT, parent_chain, path_by_choices
+from ..visitor import GraphVisitor
+from .cluster import Cluster, one_line
+from .rows import RowsStore, owner_of, owners, split_frontier
+from .save import check_format, load_saved, relocate, save_level, save_manifest, verify_objects, verify_saved
+from .tasks import expand_partition, own_partition, read_graph_records
 
 
 @attrs.frozen
-class SparkSetup:
-    """What the Spark levels take of the engine's arguments (``checker.spark_rows``).
+class LevelsSetup:
+    """What the partitioned levels take of the engine's arguments (``checker.spark.engine``).
 
     ``snapshot_format`` is the engine's checkpoint format (the batch or the per-state path).
     """
@@ -69,119 +69,25 @@ class SparkSetup:
     snapshot_format: str
     coverage: bool = False
     # A ``checker.partitioned.Cluster`` that runs every level past the hand-over, instead of
-    # Spark (tests; other back ends); None: Spark, and the driver itself for small levels.
+    # the back end's (tests; other back ends); None: the back end's (``Backend.cluster``).
     cluster: Any = None
 
 
-class DriverLevels(RowsSearch):
-    """The rows search (``checker.batch``) while the levels run on the driver: it starts
-    the Spark session in the background once a level nears ``setup.driver_level_limit``
-    and says when a level has outgrown it (``outgrown``); the engine then replaces it with
-    ``SparkLevels.hand_over(...)``."""
+class Backend(Protocol):
+    """What the partitioned levels ask of the back end that runs their tasks (the Spark
+    adapter's session, ``checker.spark.start.Session``)."""
 
-    def __init__(
-        self,
-        model: Model,
-        kernel: BatchKernel,
-        invariants: Sequence[Property],
-        step_props: Sequence[Property],
-        symmetry: bool,
-        check: KernelCheck | None,
-        *,
-        setup: SparkSetup,
-        session: Session,
-        visitor: GraphVisitor | None = None,
-    ) -> None:
-        super().__init__(model, kernel, invariants, step_props, symmetry, check, visitor=visitor)
-        self.setup, self.session = setup, session
-        self.waited = False  # a level past the limit ran here while the session started
-        # The run's store, made when the session starts in the background so that its probe
-        # job runs then (``probe_store``), before the driver's last levels; the hand-over's.
-        self.store: Store | None = None
+    on_status: Callable[[str], None] | None  # where the run's messages go, or None
 
-    # -- the engine's phases (checker.spark_rows): the same calls on both search objects ----
+    def width(self, n: int | None = None) -> int:
+        """The partitions the levels run on: ``n`` (a saved level's), else the back end's."""
+        ...
 
-    def following(self, depth: int, metrics: dict, stopping: Callable[[], bool]) -> DriverLevels | SparkLevels:
-        """At a level boundary: the search of the next level, Spark's once a level has
-        outgrown the driver."""
-        return SparkLevels.hand_over(self, depth, metrics, stopping) if self.outgrown() else self
-
-    def resumed(self, snapshot: dict, metrics: dict, stopping: Callable[[], bool]) -> DriverLevels | SparkLevels:
-        """The search that takes a checkpoint's ``snapshot`` back: Spark's for a saved
-        Spark level."""
-        return SparkLevels.saved_level(self, metrics, stopping, snapshot) if snapshot["phase"] == "spark" else self
-
-    def prepare(self) -> None:
-        """Before the run: nothing to load."""
-
-    def finish(self, stopped: str | None, metrics: dict, depth: int, data_root: Any) -> str | None:
-        """After the run: why Spark was never used, in one line (``None`` after a stop on
-        a full disk at the hand-over, said by the stop's own line)."""
-        if stopped == "disk-full":
-            return None
-        metrics["driver_levels"] = depth
-        return self.not_started()
-
-    def close(self) -> None:
-        """Remove the store made for the session's probe, unless handed over."""
-        if self.store is not None:
-            self.store.remove()
-            self.store = None
-
-    def outgrown(self) -> bool:
-        """At a level boundary: whether the level is to run on Spark (it has more than
-        ``driver_level_limit`` states, and the session is not still starting); starts the
-        session early when a level passes ``driver_level_limit / EARLY`` states."""
-        size, limit, session = self.size(), self.setup.driver_level_limit, self.session
-        if session.failed_early(StoreUnseenError):
-            session.context()  # raises it now (a store an executor cannot see), not after more levels
-        if size > limit:
-            if session.still_starting(size, limit):
-                self.waited = True
-                return False
-            return True
-        if size * EARLY > limit > 0 and session.sc is None and self.setup.cluster is None:
-            if session.starter is None:
-                store = self.store = Store.create(self.setup.store_dir, digest=self.setup.data_root is not None)
-                session.probe = partial(probe_store, store=store)
-            session.start_early()
-        return False
-
-    def not_started(self) -> str:
-        """Why this run never used Spark, in one line (every level stayed on the driver)."""
-        limit, session = self.setup.driver_level_limit, self.session
-        if session.starter is None:
-            head = "Spark was not started"
-        elif session.abandon_early():  # the search is over: not a second more for the JVM
-            head = "Spark was being started in advance; that start was abandoned, not waited for"
-        else:
-            head = "Spark was started in advance, then not used"
-        if self.waited:
-            return (
-                f"{head}: the driver expanded the levels past {limit:,} states "
-                f"(--driver-level-limit {limit}) while the session was starting, and the search ended "
-                "before it was up."
-            )
-        return (
-            f"{head}: every level it expanded had at most {limit:,} states "
-            f"(--driver-level-limit {limit}), so the driver ran them all itself, as the local engine does."
-        )
-
-    def snapshot_parts(self) -> dict:
-        return {
-            "head": {"format": self.setup.snapshot_format},
-            "phase": "driver",
-            "local": {
-                "format": ROWS_FORMAT,
-                "frontier": self.frontier,
-                "seen": self.seen,
-                **({"numbered": self.numbered} if self.numbered else {}),
-            },
-        }
-
-    def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
-        check_format(snapshot, self.setup.snapshot_format)
-        super().restore_parts(snapshot["local"])
+    def cluster(self, store: RowsStore, n: int, small: bool) -> Cluster:
+        """The cluster that runs the next level over ``store`` in ``n`` partitions;
+        ``small``: the level is no larger than those the driver expands (its tasks may then
+        run in this process, ``InProcessCluster``)."""
+        ...
 
 
 class SeenCount:
@@ -194,17 +100,17 @@ class SeenCount:
         return self.n
 
 
-class SparkLevels(Search):
-    """The search once the levels run on Spark: the store and what the driver keeps of it
-    (every partition's seen runs, the frontier's count per rank partition and the owners
-    that wrote it, the hand-over's fingerprints), one Spark job a level.
+class PartitionedLevels(Search):
+    """The search once the levels are partitioned: the store and what the driver keeps of
+    it (every partition's seen runs, the frontier's count per rank partition and the owners
+    that wrote it, the hand-over's fingerprints), one run of a cluster's two stages a level.
 
     Built by ``hand_over`` (from the driver's search, when a level outgrows
     ``driver_level_limit``) or by ``saved`` (a checkpoint's saved level, loaded by
     ``open()`` when the run starts).
 
     Args:
-        setup: the engine's arguments; session: the run's Spark session; metrics: the
+        setup: the engine's arguments; session: the back end (``Backend``); metrics: the
             engine's metrics, which the levels add to; stopping: whether a stop was
             requested (a failed job is then a cancelled level).
         step: the rules of a level (``checker.level``; its model and kernel);
@@ -218,8 +124,8 @@ class SparkLevels(Search):
 
     def __init__(
         self,
-        setup: SparkSetup,
-        session: Session,
+        setup: LevelsSetup,
+        session: Backend,
         metrics: dict,
         stopping: Callable[[], bool],
         step: LevelStep,
@@ -232,7 +138,7 @@ class SparkLevels(Search):
         self.setup, self.session, self.metrics, self.stopping = setup, session, metrics, stopping
         self.step, self.symmetry, self.driver_seen = step, symmetry, driver_seen
         self.depth, self.n = depth, n  # the frontier's depth (the driver's stats.depth)
-        self.store: Store | None = None  # until open() (a saved level) or the hand-over
+        self.store: RowsStore | None = None  # until open() (a saved level) or the hand-over
         self.runs: list[list[tuple[int, int]]] = []  # per partition: (depth, length) of its seen runs
         self.counts: list[int] = []  # the frontier's count per rank partition
         self.sources: list[list[int]] = []  # per rank partition: the owners that wrote its share
@@ -242,8 +148,15 @@ class SparkLevels(Search):
         self.next_counts: list[int] | None = None
         self.next_sources: list[list[int]] = []
         self.busy = 0.0
-        self.saved: tuple[Path, dict] | None = None  # the level's directory and files, once saved
-        self.resume_from: tuple[Path, dict] | None = None  # a saved level that open() loads
+        # The level's directory (None: a manifest, ``manifest``) and files, once saved.
+        self.saved: tuple[Path | None, dict] | None = None
+        self.manifest: dict | None = None  # an object store's level: the objects it names
+        self.resume_from: tuple[Any, dict] | None = None  # a saved level that open() loads
+        # The stores whose objects a checkpoint may still name once they are no longer in
+        # use: a resumed manifest's (the killed run's prefix), and this run's own after
+        # ``close``; ``committed`` deletes what the checkpoint written last does not name.
+        self.previous: RowsStore | None = None
+        self.kept: RowsStore | None = None
         # The graph visitor (``checker.visitor``), the driver's search's: the tasks write
         # their records of each level into the store, and the driver adds them to it once
         # the level is done (``_visit``); the stored fingerprints in number order with them.
@@ -252,25 +165,25 @@ class SparkLevels(Search):
         self.first = 0  # the number of the frontier's first state
         self.graph_levels: list[tuple[int, int]] = []  # (first number, depth) of each level visited here
         self.graph_objects: list[str] = []  # the graph visitor's objects of the level just expanded
-        self.probed = False  # the executors have read the store's probe
 
     @classmethod
     def hand_over(
         cls,
-        rows: DriverLevels,
+        rows: Any,
         depth: int,
         metrics: dict,
         stopping: Callable[[], bool],
-    ) -> SparkLevels:
+    ) -> PartitionedLevels:
         """Write the driver's seen-set (split by owner) and frontier (split by rank) into
-        a new store: the levels from here on run on Spark."""
+        a new store (``rows.store``, made beforehand, or a new one): the levels from here on
+        are partitioned. ``rows`` is the driver's rows search (``checker.batch.RowsSearch``)
+        with the run's ``setup`` and ``session`` (``checker.spark.search.DriverLevels``)."""
         setup, session = rows.setup, rows.session
-        n = (setup.partitions or 2) if setup.cluster is not None else session.context()[1]
+        n = (setup.partitions or 2) if setup.cluster is not None else session.width()
         levels = cls(setup, session, metrics, stopping, rows.level, rows.symmetry, rows.seen, depth=depth, n=n)
         levels.visitor, levels.numbered = rows.visitor, list(rows.numbered)
-        store = rows.store or Store.create(setup.store_dir, digest=setup.data_root is not None)
-        rows.store = None  # the Spark levels' from here on
-        levels.probed = session.probe is not None and session.sc is not None  # probed as the session started
+        store = rows.store or RowsStore.create(setup.store_dir, digest=setup.data_root is not None)
+        rows.store = None  # the partitioned levels' from here on
         try:
             # The hand-over writes the seen-set and the frontier, then the first Spark level runs.
             level = rows.size()
@@ -290,7 +203,7 @@ class SparkLevels(Search):
         rows.queue.clear()
         return levels
 
-    def _write_hand_over(self, store: Store, rows: DriverLevels) -> None:
+    def _write_hand_over(self, store: RowsStore, rows: Any) -> None:
         depth, n = self.depth, self.n
         seen = rows.seen
         seen_fps = seen.fingerprints()
@@ -312,11 +225,11 @@ class SparkLevels(Search):
     @classmethod
     def saved_level(
         cls,
-        rows: DriverLevels,
+        rows: Any,
         metrics: dict,
         stopping: Callable[[], bool],
         snapshot: dict,
-    ) -> SparkLevels:
+    ) -> PartitionedLevels:
         """The levels of a checkpoint's saved Spark level (``snapshot``), which
         ``restore_parts`` then checks and ``open()`` loads."""
         levels = cls(
@@ -335,11 +248,11 @@ class SparkLevels(Search):
 
     # -- the engine's phases (``DriverLevels``' same calls) ------------------------------
 
-    def following(self, depth: int, metrics: dict, stopping: Callable[[], bool]) -> SparkLevels:
+    def following(self, depth: int, metrics: dict, stopping: Callable[[], bool]) -> PartitionedLevels:
         """Every later level runs on Spark."""
         return self
 
-    def resumed(self, snapshot: dict, metrics: dict, stopping: Callable[[], bool]) -> SparkLevels:
+    def resumed(self, snapshot: dict, metrics: dict, stopping: Callable[[], bool]) -> PartitionedLevels:
         return self
 
     def prepare(self) -> None:
@@ -382,7 +295,7 @@ class SparkLevels(Search):
 
     def expand(self, piece: int, first: int, stats: Stats, level_found: dict, found: dict) -> bool | None:
         self.first = first
-        return self._spark_level(piece, stats, level_found, found)
+        return self._level(piece, stats, level_found, found)
 
     def end_level(self) -> None:
         store, depth = self.open(), self.depth
@@ -404,9 +317,9 @@ class SparkLevels(Search):
         order = np.argsort(numbered)
         return order[np.searchsorted(numbered[order], fps)].astype(np.int64)
 
-    def _visit(self, store: Store, depth: int) -> None:
+    def _visit(self, store: RowsStore, depth: int) -> None:
         """Hand the graph visitor what the tasks recorded of the level of ``depth`` just
-        expanded (``checker.spark_rows_tasks.graph_records``), in number order: its states
+        expanded (``checker.partitioned.tasks.graph_records``), in number order: its states
         (unless the driver stored them: the handed-over frontier) and the edges leaving them."""
         graph = self.visitor.task
         number = self.first
@@ -423,36 +336,30 @@ class SparkLevels(Search):
 
     # -- Spark levels ---------------------------------------------------------------------
 
-    def open(self) -> Store:
+    def open(self) -> RowsStore:
         """The store, with the saved level this search resumes written into it first."""
         if self.store is None:
             if self.resume_from is None:
                 raise EngineError("the Spark levels have no store")
             where, snap = self.resume_from
-            store = Store.create(self.setup.store_dir, digest=self.setup.data_root is not None)
-            self.runs, self.counts, self.sources = load_saved(store, where, snap, self.n, self.depth)
+            store = RowsStore.create(self.setup.store_dir, digest=self.setup.data_root is not None)
+            try:
+                self.runs, self.counts, self.sources = load_saved(store, where, snap, self.n, self.depth)
+            except BaseException:
+                store.remove()
+                raise
             self.store, self.resume_from = store, None
         return self.store
 
-    def _spark_level(self, level: int, stats: Stats, level_found: dict, found: dict) -> bool | None:
-        """One level as one Spark job; returns False when a stop request cancelled it."""
+    def _level(self, level: int, stats: Stats, level_found: dict, found: dict) -> bool | None:
+        """One level, its two stages run by a cluster; returns False when a stop request
+        cancelled it."""
         setup, metrics = self.setup, self.metrics
-        # A level as small as those the driver expands runs its tasks here (a planted
-        # fault in a first attempt needs Spark's retries).
-        fault = spark_rows_tasks.planted_fault()
-        here = level <= setup.driver_level_limit and fault is None
         n, store = self.n, self.open()
-        cluster: Cluster
-        if setup.cluster is not None:
-            cluster = setup.cluster
-        elif here:
-            cluster = InProcessCluster()
-        else:
-            sc = self.session.context(self.n)[0]
-            if not self.probed:
-                probe_store(sc, store)  # before the first level on Spark: one line if an executor cannot see it
-                self.probed = True
-            cluster = SparkCluster(sc)
+        # The back end's cluster for this level (a level as small as those the driver
+        # expands may run its tasks here), unless the run was given one.
+        small = level <= setup.driver_level_limit
+        cluster: Cluster = setup.cluster if setup.cluster is not None else self.session.cluster(store, n, small)
         t0 = time.perf_counter()
         depth = self.depth
         offsets = np.concatenate(([0], np.cumsum(self.counts))).tolist()
@@ -471,7 +378,6 @@ class SparkLevels(Search):
             depth,
             self.sources,
             pack,
-            fault,
             setup.coverage,
             self.visitor.task if self.visitor.active else None,
         )
@@ -540,7 +446,9 @@ class SparkLevels(Search):
         metrics["shuffle_bytes"] += shipped
         return None
 
-    def _absorb(self, store: Store, summaries: list, depth: int, stats: Stats, level_found: dict, found: dict) -> int:
+    def _absorb(
+        self, store: RowsStore, summaries: list, depth: int, stats: Stats, level_found: dict, found: dict
+    ) -> int:
         """Add a level's summaries to the stats and its first violations to
         ``level_found``; take the owners' new seen runs (dropping the runs they merged).
         Sets the next level's count per rank partition and the owners that wrote a share
@@ -627,16 +535,38 @@ class SparkLevels(Search):
         return self.graph_levels[k][1], int(numbered[number])
 
     def close(self) -> None:
-        """Remove the store."""
+        """Remove the store, unless a checkpoint names its objects (an object store's
+        manifest): it is then kept (``committed`` deletes what the last checkpoint does
+        not name)."""
         if self.store is not None:
-            self.store.remove()
+            if self.store.pinned:
+                self.kept = self.store
+            else:
+                self.store.remove()
             self.store = None
 
-    # -- checkpoints: see checker.spark_save ------------------------------------------------
+    def committed(self, snapshot: dict) -> None:
+        """A checkpoint of ``snapshot`` is written (``checker.checkpointer``): the objects
+        of the run's stores that no checkpoint names any longer are deleted (those the
+        levels dropped while an earlier checkpoint named them; a resumed checkpoint's
+        store once this one names another)."""
+        objects = snapshot.get("objects") if snapshot.get("phase") == "spark" else None
+        named = objects["store"] if objects is not None else None
+        names = set(objects["names"].values()) if objects is not None else set()
+        for store in (self.store, self.kept):
+            if store is not None and store.root.rsplit("/", 1)[-1] == named:
+                store.release(names)
+        if self.previous is not None and self.previous.root.rsplit("/", 1)[-1] != named:
+            self.previous.remove()
+            self.previous = None
 
-    def save(self) -> tuple[Path, dict]:
-        """Link the store's files of the last complete level under ``data_dir(data_root,
-        depth)``, unless done; returns that directory and its files.
+    # -- checkpoints: see checker.partitioned.save ------------------------------------------------
+
+    def save(self) -> tuple[Path | None, dict]:
+        """Save the last complete level, unless done: link the store's files under
+        ``data_dir(data_root, depth)`` (a directory store), or name its objects in a
+        manifest (an object store: ``manifest``, and no directory); returns that directory
+        (or None) and the files' sizes and digests.
 
         Raises:
             EngineError: no ``data_root``.
@@ -645,9 +575,16 @@ class SparkLevels(Search):
         if self.saved is None:
             if self.store is None or self.setup.data_root is None:
                 raise EngineError("snapshot: the level's files were not saved (set data_root before run())")
-            self.saved = save_level(
-                self.store, self.runs, self.sources, self.handoff_depth, self.depth, self.setup.data_root
-            )
+            if isinstance(self.store.blobs, PosixBlobs):
+                self.saved = save_level(
+                    self.store, self.runs, self.sources, self.handoff_depth, self.depth, self.setup.data_root
+                )
+                self.manifest = None
+            else:
+                files, self.manifest = save_manifest(
+                    self.store, self.runs, self.sources, self.handoff_depth, self.depth
+                )
+                self.saved = (None, files)
         return self.saved
 
     def snapshot_parts(self) -> dict:
@@ -660,13 +597,16 @@ class SparkLevels(Search):
         """
         where, files = self.save()
         assert self.setup.data_root is not None  # save() needs it
-        moved = relocate(where, self.setup.data_root, self.depth)
-        if moved != where:
-            self.saved = where, files = moved, files
+        saved: dict[str, Any] = {"data": None, "objects": self.manifest}
+        if where is not None:
+            moved = relocate(where, self.setup.data_root, self.depth)
+            if moved != where:
+                self.saved = where, files = moved, files
+            saved = {"data": where.name}
         return {
             "head": {"format": self.setup.snapshot_format},
             "phase": "spark",
-            "data": where.name,
+            **saved,
             "files": files,
             "runs": self.runs,
             "counts": self.counts,
@@ -683,7 +623,19 @@ class SparkLevels(Search):
         """Take a snapshot's saved level back (see ``SparkRowsEngine.restore``): checked
         now, written into a new store by ``open()``."""
         check_format(snapshot, self.setup.snapshot_format)
-        where = verify_saved(snapshot, self.setup.data_root if directory is None else directory)
+        where: Any
+        if snapshot.get("objects") is not None:  # a manifest: the objects in the killed run's store
+            where = self._named_store(snapshot["objects"])
+            # Removed once a checkpoint that replaces this one names other objects; kept
+            # while the checkpoint resumed from is another directory's (it still names them).
+            root = self.setup.data_root
+            resumed = root if directory is None else directory
+            same = root is not None and resumed is not None and Path(resumed).resolve() == Path(root).resolve()
+            self.previous = where if same else None
+            verify_objects(where.blobs, snapshot)
+            self.manifest = snapshot["objects"]
+        else:
+            where = verify_saved(snapshot, self.setup.data_root if directory is None else directory)
         stats = snapshot["stats"]
         self.resume_from = (where, snapshot)
         self.runs, self.counts, self.sources = snapshot["runs"], snapshot["counts"], snapshot["sources"]
@@ -693,10 +645,27 @@ class SparkLevels(Search):
         self.distinct = stats["distinct"]
         self.numbered = list(snapshot.get("graph_numbered", []))
         self.graph_levels = list(snapshot.get("graph_levels", []))
-        self.saved = (where, snapshot["files"])
+        self.saved = (where if isinstance(where, Path) else None, snapshot["files"])
+        if isinstance(where, RowsStore):
+            self.resume_from = (where.blobs, snapshot)
+
+    def _named_store(self, objects: dict) -> RowsStore:
+        """The store of a manifest's objects: its prefix under this run's ``store_dir``,
+        which must be the location the checkpoint's run had.
+
+        Raises:
+            CheckpointError: this run's store is elsewhere.
+        """
+        store = RowsStore(open_blobs(self.setup.store_dir or tempfile.gettempdir()).child(objects["store"]))
+        if store.root != objects["root"]:
+            parent = objects["root"].rsplit("/", 1)[0]
+            raise CheckpointError(
+                f"the checkpoint's level is in the Spark store {objects['root']}: resume it with --spark-store {parent}"
+            )
+        return store
 
 
-# Rows are packed (``checker.spark_rows_store.save_arrays``) in a level whose store files, at
+# Rows are packed (``checker.partitioned.rows.save_arrays``) in a level whose store files, at
 # about PACK_BYTES a frontier state (successors and both frontiers, unpacked), would take
 # more than PACK_SHARE of the store's free disk space.
 PACK_BYTES = 300
@@ -732,7 +701,7 @@ def _root(store) -> str:
 
 
 def _free(store) -> int | None:
-    """The free bytes of ``store`` (a ``Store``, or a directory's path), or None."""
+    """The free bytes of ``store`` (a ``RowsStore``, or a directory's path), or None."""
     if isinstance(store, str):
         try:
             return shutil.disk_usage(store).free
@@ -775,12 +744,8 @@ def pack_rows(level, store) -> bool:
     return level * PACK_BYTES > PACK_SHARE * free
 
 
-PROBE = "probe"  # the object the store's probe job reads
-PROBE_TASKS = 4  # tasks per core of the session's default parallelism in that job
-
-
 class StoreUnseenError(EngineError):
-    """Some executor cannot read the store (``probe_store``)."""
+    """Some executor cannot read the store (``checker.spark.search.probe_store``)."""
 
 
 def unseen_line(root, why) -> str:
@@ -789,31 +754,3 @@ def unseen_line(root, why) -> str:
         "must see it (a directory mounted at the same path on every machine, or an object store URL: "
         "s3://, gs://, hdfs://, abfs://)"
     )
-
-
-def probe_store(sc, store: Store) -> None:
-    """Write a probe object under the store and read it back in one small job on the
-    executors (``PROBE_TASKS`` tasks per core, spread over them as Spark places them),
-    before any level: a store that some executor cannot see stops the run here in one
-    line, not at the first level's missing file. Under a local master the executors are
-    the driver's process: nothing to ask.
-
-    Raises:
-        EngineError: an executor could not read the probe (naming the store).
-    """
-    if str(sc.master).startswith("local"):
-        return
-    import hashlib
-
-    data = os.urandom(32)
-    store.blobs.put(PROBE, [data])
-    try:
-        k = max(1, PROBE_TASKS * int(sc.defaultParallelism))
-        task = partial(read_probe, store.blobs, PROBE, hashlib.sha256(data).hexdigest())
-        answers = sc.parallelize(range(k), k).mapPartitionsWithIndex(task).collect()
-    finally:
-        store.blobs.delete([PROBE])
-    bad = sorted({(host, why) for host, why in answers if why is not None})
-    if bad:
-        host, why = bad[0]
-        raise StoreUnseenError(unseen_line(store.root, f"an executor on {host} could not read its probe: {why}"))

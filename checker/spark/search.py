@@ -1,0 +1,170 @@
+"""The Spark engine's search object while the levels run on the driver (``DriverLevels``:
+the rows search, which starts the Spark session in the background as the levels grow and
+hands over to the partitioned level, ``checker.partitioned.levels``), and the store's
+probe job (``probe_store``: a store that some executor cannot see stops the run before
+any level)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from ..batch import ROWS_FORMAT, RowsSearch
+from ..kernel_check import KernelCheck
+from ..partitioned.levels import LevelsSetup, PartitionedLevels, StoreUnseenError, unseen_line
+from ..partitioned.rows import RowsStore
+from ..partitioned.save import check_format
+from ..protocol import BatchKernel, Model, Property
+from ..visitor import GraphVisitor
+from .start import EARLY, Session
+from .tasks import read_probe
+
+
+class DriverLevels(RowsSearch):
+    """The rows search (``checker.batch``) while the levels run on the driver: it starts
+    the Spark session in the background once a level nears ``setup.driver_level_limit``
+    and says when a level has outgrown it (``outgrown``); the engine then replaces it with
+    ``PartitionedLevels.hand_over(...)``."""
+
+    def __init__(
+        self,
+        model: Model,
+        kernel: BatchKernel,
+        invariants: Sequence[Property],
+        step_props: Sequence[Property],
+        symmetry: bool,
+        check: KernelCheck | None,
+        *,
+        setup: LevelsSetup,
+        session: Session,
+        visitor: GraphVisitor | None = None,
+    ) -> None:
+        super().__init__(model, kernel, invariants, step_props, symmetry, check, visitor=visitor)
+        self.setup, self.session = setup, session
+        self.waited = False  # a level past the limit ran here while the session started
+        # The run's store, made when the session starts in the background so that its probe
+        # job runs then (``probe_store``), before the driver's last levels; the hand-over's.
+        self.store: RowsStore | None = None
+
+    # -- the engine's phases (checker.spark.engine): the same calls on both search objects ----
+
+    def following(self, depth: int, metrics: dict, stopping: Callable[[], bool]) -> DriverLevels | PartitionedLevels:
+        """At a level boundary: the search of the next level, Spark's once a level has
+        outgrown the driver."""
+        return PartitionedLevels.hand_over(self, depth, metrics, stopping) if self.outgrown() else self
+
+    def resumed(self, snapshot: dict, metrics: dict, stopping: Callable[[], bool]) -> DriverLevels | PartitionedLevels:
+        """The search that takes a checkpoint's ``snapshot`` back: Spark's for a saved
+        Spark level."""
+        return (
+            PartitionedLevels.saved_level(self, metrics, stopping, snapshot) if snapshot["phase"] == "spark" else self
+        )
+
+    def prepare(self) -> None:
+        """Before the run: nothing to load."""
+
+    def finish(self, stopped: str | None, metrics: dict, depth: int, data_root: Any) -> str | None:
+        """After the run: why Spark was never used, in one line (``None`` after a stop on
+        a full disk at the hand-over, said by the stop's own line)."""
+        if stopped == "disk-full":
+            return None
+        metrics["driver_levels"] = depth
+        return self.not_started()
+
+    def committed(self, snapshot: dict) -> None:
+        """A checkpoint is written: nothing of the driver's levels lives outside the process."""
+
+    def close(self) -> None:
+        """Remove the store made for the session's probe, unless handed over."""
+        if self.store is not None:
+            self.store.remove()
+            self.store = None
+
+    def outgrown(self) -> bool:
+        """At a level boundary: whether the level is to run on Spark (it has more than
+        ``driver_level_limit`` states, and the session is not still starting); starts the
+        session early when a level passes ``driver_level_limit / EARLY`` states."""
+        size, limit, session = self.size(), self.setup.driver_level_limit, self.session
+        if session.failed_early(StoreUnseenError):
+            session.context()  # raises it now (a store an executor cannot see), not after more levels
+        if size > limit:
+            if session.still_starting(size, limit):
+                self.waited = True
+                return False
+            return True
+        if size * EARLY > limit > 0 and session.sc is None and self.setup.cluster is None:
+            if session.starter is None:
+                store = self.store = RowsStore.create(self.setup.store_dir, digest=self.setup.data_root is not None)
+                session.probe = partial(probe_store, store=store)
+            session.start_early()
+        return False
+
+    def not_started(self) -> str:
+        """Why this run never used Spark, in one line (every level stayed on the driver)."""
+        limit, session = self.setup.driver_level_limit, self.session
+        if session.starter is None:
+            head = "Spark was not started"
+        elif session.abandon_early():  # the search is over: not a second more for the JVM
+            head = "Spark was being started in advance; that start was abandoned, not waited for"
+        else:
+            head = "Spark was started in advance, then not used"
+        if self.waited:
+            return (
+                f"{head}: the driver expanded the levels past {limit:,} states "
+                f"(--driver-level-limit {limit}) while the session was starting, and the search ended "
+                "before it was up."
+            )
+        return (
+            f"{head}: every level it expanded had at most {limit:,} states "
+            f"(--driver-level-limit {limit}), so the driver ran them all itself, as the local engine does."
+        )
+
+    def snapshot_parts(self) -> dict:
+        return {
+            "head": {"format": self.setup.snapshot_format},
+            "phase": "driver",
+            "local": {
+                "format": ROWS_FORMAT,
+                "frontier": self.frontier,
+                "seen": self.seen,
+                **({"numbered": self.numbered} if self.numbered else {}),
+            },
+        }
+
+    def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
+        check_format(snapshot, self.setup.snapshot_format)
+        super().restore_parts(snapshot["local"])
+
+
+PROBE = "probe"  # the object the store's probe job reads
+PROBE_TASKS = 4  # tasks per core of the session's default parallelism in that job
+
+
+def probe_store(sc: Any, store: RowsStore) -> None:
+    """Write a probe object under the store and read it back in one small job on the
+    executors (``PROBE_TASKS`` tasks per core, spread over them as Spark places them),
+    before any level: a store that some executor cannot see stops the run here in one
+    line, not at the first level's missing file. Under a local master the executors are
+    the driver's process: nothing to ask.
+
+    Raises:
+        EngineError: an executor could not read the probe (naming the store).
+    """
+    if str(sc.master).startswith("local"):
+        return
+    import hashlib
+
+    data = os.urandom(32)
+    store.blobs.put(PROBE, [data])
+    try:
+        k = max(1, PROBE_TASKS * int(sc.defaultParallelism))
+        task = partial(read_probe, store.blobs, PROBE, hashlib.sha256(data).hexdigest())
+        answers = sc.parallelize(range(k), k).mapPartitionsWithIndex(task).collect()
+    finally:
+        store.blobs.delete([PROBE])
+    bad = sorted({(host, why) for host, why in answers if why is not None})
+    if bad:
+        host, why = bad[0]
+        raise StoreUnseenError(unseen_line(store.root, f"an executor on {host} could not read its probe: {why}"))

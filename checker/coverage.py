@@ -376,7 +376,19 @@ def row_counts(
     kinds: dict[str, np.ndarray] = {a: np.zeros(len(ks), dtype=np.int64) for a, ks in names.kinds.items()}
     if names.kinds:
         if names.row_kinds is not None and chunk.dtype != object:
-            for action, (_where, kind_numbers) in names.row_kinds(kernel, chunk, parents, codes, succ).items():
+            for action, (where, kind_numbers) in names.row_kinds(kernel, chunk, parents, codes, succ).items():
+                unsure = np.flatnonzero(kind_numbers < 0)  # (the rows do not say: the model does)
+                if len(unsure) and names.kind_of is not None:
+                    from .protocol import successors
+
+                    kind_numbers = kind_numbers.copy()
+                    for j in unsure.tolist():
+                        i = int(where[j])
+                        state = kernel.decode(chunk[parents[i]])
+                        step, nxt = successors(model, state)[int(choices[i])]
+                        said = names.kind_of(model, state, step, nxt)
+                        assert said is not None, (action, step)  # an action with kinds has one
+                        kind_numbers[j] = list(names.kinds[action]).index(said)
                 kinds[action] = np.bincount(kind_numbers, minlength=len(names.kinds[action]))
         elif names.kind_of is not None:
             from .protocol import successors

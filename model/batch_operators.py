@@ -253,6 +253,8 @@ class OperatorActions:
         else:
             s[:, b + c.ALIVE] = 0
             s[:, b + c.LOSSY] = 1 if cfg.eligible_leader_replicas else 0
+            if c.SHUTTING is not None:  # offline as after a crash: a controlled shutdown ends
+                s[:, c.SHUTTING] &= ~(1 << r)
         for other in range(self.n):
             if other != r:
                 s[:, c.block(other) + c.REMOTE_LEO + r] = 0

@@ -197,7 +197,36 @@ def row_kinds(kernel, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray
         where = np.flatnonzero(codes == kernel.action_names.index(CONTROLLED_SHUTDOWN))
         if len(where):
             out[CONTROLLED_SHUTDOWN] = (where, _shutdown_kinds(c, chunk, parents[where], succ[where]))
+    if c.DISK_FAILURES is not None:
+        where = np.flatnonzero(codes == kernel.action_names.index(DISK_FAILURE))
+        if len(where):
+            out[DISK_FAILURE] = (where, _disk_kinds(c, kernel.config, chunk[parents[where]], succ[where]))
+    if c.MIN_ISR_STEP is not None:
+        where = np.flatnonzero(codes == kernel.action_names.index(CHANGE_MIN_ISR))
+        if len(where):
+            elr_before = chunk[parents[where], c.Q_ELR] != 0
+            kind = np.where(succ[where, c.Q_ELR] != 0, 2, 1)  # keeps the ELR, clears it
+            kind[~elr_before] = 0  # ELR empty
+            out[CHANGE_MIN_ISR] = (where, kind.astype(np.int64))
     return out
+
+
+def _disk_kinds(c, cfg, before, after) -> np.ndarray:
+    """The kinds of DiskFailure steps (``DISK_KINDS``, as ``kind_of`` reads them) from the
+    ISR and the ELR alone: a step that changed the ISR removed the failed replica (into the
+    ELR or not); one that did not found it outside the ISR, except where the ISR was one
+    replica and, without the ELR, is kept whole: there the row does not say whether that
+    replica failed ("ISR kept") or another, and the kind is -1 (``row_counts`` asks the
+    model)."""
+    isr = before[:, c.Q_ISR].astype(np.int64)
+    isr_after = after[:, c.Q_ISR].astype(np.int64)
+    removed = isr & ~isr_after
+    kind = np.zeros(len(before), dtype=np.int64)  # not in the ISR
+    changed = removed != 0
+    kind[changed] = np.where((after[changed, c.Q_ELR].astype(np.int64) & removed[changed]) != 0, 2, 1)
+    if not cfg.eligible_leader_replicas:
+        kind[~changed & (isr != 0) & ((isr & (isr - 1)) == 0)] = -1
+    return kind
 
 
 def _shutdown_kinds(c, before, parents, after) -> np.ndarray:

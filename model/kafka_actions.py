@@ -599,6 +599,7 @@ class KafkaEffects:
                 inflight=None,
                 remote_leo=(0,) * n,
                 lossy=cfg.eligible_leader_replicas,
+                shutting=False,  # offline as after a crash: a controlled shutdown ends with it
             )
         reps = []
         for i, other in enumerate(s.replicas):

@@ -485,7 +485,7 @@ def successors(cfg, s: State) -> list:
             if rep.leader == r:
                 gone = evolve(gone, leader=None, epoch=-1)
         else:
-            gone = evolve(gone, alive=False, lossy=cfg.eligible_leader_replicas)
+            gone = evolve(gone, alive=False, lossy=cfg.eligible_leader_replicas, shutting=False)
         t = evolve(set_replica(t, r, gone), disk_failures=s.disk_failures + 1)
         if q.leader is not None and leads(t, q.leader):
             t = advance_hw(t, q.leader, cfg)

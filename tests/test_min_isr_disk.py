@@ -953,15 +953,15 @@ EVERY_ACTION = config("C1", "ELR", max_messages=1, max_crashes=0, max_controlled
 
 @pytest.mark.parametrize("how", ["workers", "disk-store", "resume"])
 def test_every_engine_runs_every_operator_action_at_once(how, tmp_path, monkeypatch):
-    """The per-state path on every local engine (two worker processes, the disk store, a run
-    stopped at its memory limit and resumed from its snapshot) gives the local engine's counts,
+    """The batch path on every local engine (two worker processes, the disk store, a run
+    stopped at its memory limit and resumed from its snapshot) gives the per-state engine's counts,
     levels and counterexamples, with every operator action fired."""
     import kmc.checker.driver
     import kmc.checker.local
 
     model = KafkaModel(EVERY_ACTION)
     props = list(model.properties())
-    want = LocalEngine(model, props, Options(keep_going=True)).run()
+    want = make_engine(model, props, Options(keep_going=True), per_state=True).run()
     assert want.stats.distinct == 8_566 and traces(want) == {CNL: 5, LCC: 4}
     assert all(want.stats.fired[a] for a in ("ControlledShutdown", "ShutdownComplete", "ChangeMinIsr", "DiskFailure",
                                              "ApplyMinIsr"))
@@ -977,8 +977,7 @@ def test_every_engine_runs_every_operator_action_at_once(how, tmp_path, monkeypa
     else:
         opts = {"workers": dict(workers=2), "disk-store": dict(store="disk", store_dir=str(tmp_path))}[how]
         engine = make_engine(model, props, Options(keep_going=True, **opts), data_root=str(tmp_path))
-    assert engine.path == "per-state"
-    assert engine.per_state_because.startswith("the batch kernel has no ")
+    assert engine.path == "batch"
     assert _summary(engine.run()) == _summary(want)
 
 

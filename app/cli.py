@@ -177,28 +177,30 @@ class Terminated(BaseException):
         self.signum = signum
 
 
-# The signals main's handlers took, in order: Python drops an exception raised where it cannot
-# propagate (a weakref callback of the import machinery, a finalizer), so a signal whose
-# exception was dropped is still reported when ``_main`` returns.
-_received: list[int] = []
+# The signals whose exception Python dropped, in order: it drops an exception raised where it
+# cannot propagate (a weakref callback of the import machinery, a finalizer) and hands it to
+# ``sys.unraisablehook``; such a signal is still reported when ``_main`` returns.
+_dropped: list[int] = []
 
 
 def _terminate(signum: int, frame: FrameType | None) -> NoReturn:
-    _received.append(signum)
     raise Terminated(signum)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> NoReturn:
-    _received.append(signum)
     raise KeyboardInterrupt
 
 
 def _unraisable(hook: Callable[[Any], object]) -> Callable[[Any], object]:
-    """``sys.unraisablehook`` that is silent on a signal's exception (which ``main`` reports
-    in its own line) and passes anything else to ``hook``."""
+    """``sys.unraisablehook`` that notes a signal's exception in ``_dropped`` (``main``
+    reports it in its own line) and passes anything else to ``hook``."""
 
     def unraisable(info: Any) -> object:
-        if isinstance(info.exc_value, (KeyboardInterrupt, Terminated)):
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            _dropped.append(int(signal.SIGINT))
+            return None
+        if isinstance(info.exc_value, Terminated):
+            _dropped.append(info.exc_value.signum)
             return None
         return hook(info)
 
@@ -222,7 +224,7 @@ def main(argv=None) -> int:
     """
     # what signal.signal returns: a handler, SIG_DFL/SIG_IGN, or None (not set from Python)
     old: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
-    _received.clear()
+    _dropped.clear()
     hook = sys.unraisablehook
     sys.unraisablehook = _unraisable(hook)
     try:
@@ -233,8 +235,8 @@ def main(argv=None) -> int:
                 old[s] = signal.getsignal(s)  # (recorded first: a signal may end the next call)
                 signal.signal(s, handler)
             code = _main(argv)
-            if _received and code != 128 + _received[0]:  # its exception was dropped on the way
-                raise KeyboardInterrupt if _received[0] == signal.SIGINT else Terminated(_received[0])
+            if _dropped:  # a signal's exception was dropped on the way: the signal still ends the run
+                raise KeyboardInterrupt if _dropped[0] == signal.SIGINT else Terminated(_dropped[0])
             return code
         finally:
             # A signal still pending runs its handler (this function's) as the first restore

@@ -11,7 +11,7 @@ options its scenario runs on (``NEEDS``); a spec naming one without them is refu
 The state covers have no array form: the batch path asks each new state until the cover is
 reached (on the small specs covers are for, a fraction of the run). The step covers of an
 action's kind (an election's, AlterPartition's) read the kinds coverage counts
-(``model.coverage_names``: ``kind_of`` a step, ``row_kinds`` the batch kernel's rows);
+(the model's ``kind_of`` a step, the batch kernel's ``kind_mask`` its rows);
 ``FollowerTruncates`` has no array form (the batch path asks each transition, a parent's
 together, until it is reached); the operators' steps run on the per-state path only.
 """
@@ -77,22 +77,13 @@ def high_watermark_before_truncation(model, state) -> bool:
 
 
 def _kind_of(model, before, action, after) -> str | None:
-    from kmc.model.coverage_names import kind_of
-
-    return kind_of(model, before, action, after)
+    return model.kind_of(before, action, after)
 
 
 def _kind_mask(action: str, kind: str, kernel, rows, parents, codes, after) -> np.ndarray:
     """Per step of the batch kernel's rows: whether it is a step of ``action`` of ``kind``
-    (one of the action's kinds, ``model.coverage_names``; ``row_kinds`` numbers them)."""
-    from kmc.model.coverage_names import ALTER_KINDS, ELECT_KINDS, row_kinds
-
-    number = {"ElectLeader": ELECT_KINDS, "AlterPartition": ALTER_KINDS}[action].index(kind)
-    out = np.zeros(len(parents), dtype=bool)
-    where, kinds = row_kinds(kernel, rows, parents, codes, after).get(action, ((), ()))
-    if len(where):
-        out[np.asarray(where)[np.asarray(kinds) == number]] = True
-    return out
+    (one of the action's kinds, as coverage names them)."""
+    return kernel.kind_mask(action, kind, rows, parents, codes, after)
 
 
 def elr_election(model, before, action, after) -> bool:

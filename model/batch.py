@@ -93,6 +93,18 @@ class KafkaBatchKernel(KernelBase):
         self.operators = OperatorActions(self.rules, codes)
         self._perms: list[Callable[[np.ndarray], np.ndarray]] | None = None  # made at the first canonical()
 
+    def kind_mask(self, action: str, kind: str, rows, parents, codes, after) -> np.ndarray:
+        """Per step of the arrays: whether it is a step of ``action`` of ``kind`` (one of the
+        kinds coverage names, ``coverage_names.row_kinds``; the model's ``kind_of`` per state)."""
+        from .coverage_names import KINDS_OF, row_kinds
+
+        number = KINDS_OF[action].index(kind)
+        out = np.zeros(len(parents), dtype=bool)
+        where, kinds = row_kinds(self, rows, parents, codes, after).get(action, ((), ()))
+        if len(where):
+            out[np.asarray(where)[np.asarray(kinds) == number]] = True
+        return out
+
     # -- the protocol the batch engine uses --------------------------------------------
 
     def encode(self, state) -> np.ndarray:

@@ -63,6 +63,17 @@ SHUTDOWN_KINDS = ("not in the ISR", "leaves the ISR", "clean", "ELR", "unclean",
 DISK_KINDS = ("not in the ISR", "leaves the ISR", "enters the ELR", "ISR kept")
 # What a min ISR change does to a non-empty ELR (min_isr_changes only).
 MIN_ISR_KINDS = ("ELR empty", "clears the ELR", "keeps the ELR")
+# each action's kinds, by its name (what ``row_kinds`` numbers)
+KINDS_OF = {
+    ELECT_LEADER: ELECT_KINDS,
+    CRASH: CRASH_KINDS,
+    ALTER_PARTITION: ALTER_KINDS,
+    FETCH_REQUEST: FETCH_REQUEST_KINDS,
+    FETCH_RESPONSE: FETCH_RESPONSE_KINDS,
+    CONTROLLED_SHUTDOWN: SHUTDOWN_KINDS,
+    DISK_FAILURE: DISK_KINDS,
+    CHANGE_MIN_ISR: MIN_ISR_KINDS,
+}
 REPLICA_VARS = ("alive", "log end", "hw", "epoch", "leader", "lossy", "remote_leo", "inflight")
 GLOBAL_VARS = ("quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr", "produced", "crashes", "committed")
 # The operator's counters, each only with its option (min_isr_changes, min_isr_lag, max_disk_failures).

@@ -110,6 +110,13 @@ class KafkaModel(ModelBase):
 
         return kafka_coverage(self)
 
+    def kind_of(self, before, action, after) -> str | None:
+        """The kind of the step ``before`` -> ``after`` by ``action`` (``ELR`` for an ElectLeader
+        of an eligible leader replica...: ``coverage_names.kind_of``), or ``None``."""
+        from .coverage_names import kind_of
+
+        return kind_of(self, before, action, after)
+
     def symmetries(self) -> list[tuple]:
         """The replica permutations symmetry reduction may apply: every permutation with
         ``initial_leader = any``, else those that fix the first replica."""

@@ -48,7 +48,7 @@ VERSION_CONFIGS = {
 # The operators' actions (docs/model.md), on two and three replicas: a rolling restart (one or
 # two controlled shutdowns, with and without a crash that may lose the unflushed tail during it),
 # a change of min.insync.replicas, a failed log directory (on three replicas, two controlled
-# shutdowns with a crash are left out: over two million states on the per-state path). The
+# shutdowns with a crash are left out: over two million states a cell, to keep the run short). The
 # three-replica rows track
 # acks = "all" with min ISR 2 (an operator's usual durable setting) and produce one record, as
 # the three-replica traces of these bugs do, to keep the rows small.

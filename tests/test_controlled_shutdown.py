@@ -195,10 +195,13 @@ def side_checks(cfg) -> list[Property]:
     return [Property(n, ALWAYS, SIDE[n], description=n, symmetric=True) for n in names]
 
 
-PATHS = ("per-state", "batch")
+# Both paths give every row's numbers; the per-state one in every suite only where a test says so
+# (tests/test_operators_kernel.py compares the two on every parent of small configurations).
+PATHS = (pytest.param("per-state", marks=pytest.mark.skipif(
+    os.environ.get("KMC_SLOW") != "1", reason="the per-state path on the tables' rows: set KMC_SLOW=1")), "batch")
 
 
-def _run(cfg, props, path="per-state", **kw):
+def _run(cfg, props, path="batch", **kw):
     from kmc.checker.batch import BatchEngine
 
     model = KafkaModel(cfg)
@@ -315,7 +318,7 @@ def _story(key, prop):
     cfg = config(key)
     model = KafkaModel(cfg)
     extra = side_checks(cfg) if cfg.max_controlled_shutdowns else []
-    result = LocalEngine(model, [BY_NAME[prop], *extra], Options()).run()
+    result = make_engine(model, [BY_NAME[prop], *extra], Options()).run()
     assert list(result.violations) == [prop], list(result.violations)
     path = result.violations[prop].path
     return model, path, [model.format_action(a) for a in path.actions]

@@ -386,6 +386,7 @@ def _kmc(*args):
 
 @pytest.mark.spark
 @pytest.mark.skipif(__import__("shutil").which("java") is None, reason="the Spark engine needs Java")
+@pytest.mark.skipif(__import__("os").environ.get("KMC_SLOW") != "1", reason="another Spark run of its own (the suite's time): set KMC_SLOW=1")
 def test_a_spark_checkpoint_keeps_the_graph(tmp_path):
     """A Spark run stopped by --max-states with a checkpoint, resumed: the verdicts and lassos
     of an uninterrupted local run (the graph the visitor kept so far travels in the checkpoint)."""

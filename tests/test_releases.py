@@ -411,3 +411,50 @@ def test_bench_compares_both_paths_on_the_release(tmp_path, capsys):
     # (the columns' widths follow the widest figure, a rate that varies with the machine's load)
     assert re.search(r" distinct states +203 +203\n", plain), plain
     assert re.search(r" distinct states +336 +336\n", released), released
+
+
+# -- the operators' columns on docs/model.md's rows ---------------------------------------------------
+
+# docs/model.md's tables pin each bug on the two-replica configuration C2 (min ISR 1, 2 records, 2
+# crashes that may lose the unflushed tail, epochs <= 2, leader-epoch-2.1): (column, the row's own
+# keys, distinct states, shortest traces). The column's release decides AlterPartition, broker epochs,
+# the eligible leader replicas and the bugs; everything else is the row's.
+COLUMN_ROWS = [
+    ("v35", {}, 18_550, {"CommittedNeverLost": 7, "LeaderCandidateCompleteness": 6}),  # KAFKA-15221 without ELR
+    ("v370", {"min_isr_changes": (2, 1)}, 63_165, {"CommittedNeverLost": 9, "LeaderCandidateCompleteness": 7}),
+    ("v370", {"max_disk_failures": 1}, 48_976, {"CommittedNeverLost": 6, "LeaderCandidateCompleteness": 5}),
+    ("v371", {"min_isr_changes": (2, 1)}, 63_165, {"CommittedNeverLost": 9, "LeaderCandidateCompleteness": 7}),
+    ("v371", {"max_disk_failures": 1}, 43_406, {}),  # KAFKA-16234 fixed in 3.7.1
+    ("v21-elr-ap", {"min_isr_changes": (2, 1)}, 54_674, {}),  # 4.0: both fixed
+    ("v21-elr-ap", {"max_disk_failures": 1}, 43_406, {}),
+]
+
+
+@pytest.mark.parametrize("column,keys,distinct,want", COLUMN_ROWS,
+                         ids=[f"{c}-{next(iter(k), 'plain')}" for c, k, _, _ in COLUMN_ROWS])
+def test_the_operators_columns_give_docs_model_md_s_rows(column, keys, distinct, want):
+    """Each new column's release, on the row of docs/model.md's tables that pins its bug (or its
+    fix), gives that row's distinct states and shortest traces."""
+    from kmc.checker.engines import make_engine
+    from kmc.checker.options import Options
+    from kmc.invariants import BY_NAME
+    from kmc.model import Config, KafkaModel
+    from kmc.model.releases import resolve
+    from kmc.model.versions import COLUMNS
+
+    release = resolve(COLUMNS[column][1])
+    overrides = COLUMNS[column][3]  # the column's own keys over the release's (the ELR on 3.7 and 4.0)
+    settings = {**release.settings(overrides.get("eligible_leader_replicas")), **overrides}
+    options = {k: settings[k] for k in ("alter_partition", "broker_epochs", "eligible_leader_replicas")}
+    if options["eligible_leader_replicas"]:
+        options["hw_requires_min_isr"] = True  # the tables' "ELR": with the HW gate
+    needs = {"KAFKA-15221": options["broker_epochs"], "KAFKA-16540": "min_isr_changes" in keys,
+             "KAFKA-16234": "max_disk_failures" in keys}
+    cfg = Config(replicas=("A", "B"), truncation="leader-epoch-2.1", max_leader_epoch=2, max_messages=2,
+                 max_crashes=2, unflushed_loss=True, min_insync_replicas=1, **options, **keys,
+                 bugs=tuple(b for b in release.bugs if needs.get(b)))
+    model = KafkaModel(cfg)
+    props = [BY_NAME[p] for p in ("CommittedNeverLost", "LogsNeverDiverge", "LeaderCandidateCompleteness")]
+    result = make_engine(model, props, Options(keep_going=True)).run()
+    assert result.stats.distinct == distinct
+    assert {p: len(v.path) for p, v in result.violations.items()} == want

@@ -39,6 +39,7 @@ def kmc(*args, fault, timeout=TIMEOUT):
     return proc.returncode, out, err
 
 
+@pytest.mark.skipif(__import__("os").environ.get("KMC_SLOW") != "1", reason="another Spark run of its own (the suite's time): set KMC_SLOW=1")
 def test_a_killed_worker_costs_a_retry_under_the_default_master(tmp_path):
     # Partition 0's Python worker dies (SIGKILL) in the first attempt of the first Spark
     # level's expansion; no --master: the default must retry it, and the result must not

@@ -153,7 +153,7 @@ def _on_spark_params():
     params = []
     for i, name in enumerate(ON_SPARK):
         for partitions in (1, 3):
-            marks = [] if partitions == (1, 3)[i % 2] and i in (0, 1, 3) else [pytest.mark.skipif(
+            marks = [] if partitions == (1, 3)[i % 2] and i in (0, 1) else [pytest.mark.skipif(
                 os.environ.get("KMC_SLOW") != "1", reason="the other specs and partition counts: set KMC_SLOW=1")]
             params.append(pytest.param(name, partitions, marks=marks, id=f"{name}-{partitions}"))
     return params

@@ -49,8 +49,10 @@ def build():
 # Each module runs whole on one of the three workers (-n 3 --dist loadfile, in pyproject.toml), in
 # this order: the longest first (the Spark modules start JVMs and subprocesses), so that
 # the others fill in beside them instead of after them.
-FIRST = ("test_spark_checkpoint", "test_spark_faults", "test_spark_rows", "test_engines", "test_liveness_kafka",
-         "test_fetch_kernel", "test_model_errors", "test_liveness", "test_fetch_path", "test_stores")
+FIRST = ("test_spark_checkpoint", "test_spark_submit", "test_spark_stores", "test_operators_kernel",
+         "test_controlled_shutdown", "test_min_isr_disk", "test_spark_faults", "test_spark_rows", "test_stores",
+         "test_user_model_cli", "test_engines", "test_liveness_kafka", "test_fetch_kernel", "test_model_errors",
+         "test_liveness", "test_fetch_path")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -383,7 +383,7 @@ class _Cluster:
 
 def test_a_directory_some_executor_cannot_see_is_one_line_before_any_level(tmp_path):
     from kmc.checker.partitioned.rows import RowsStore
-    from kmc.checker.spark.search import probe_store
+    from kmc.checker.spark.probe import probe_store
 
     store = RowsStore.create(tmp_path)
     seen = _Cluster(lambda: None)

@@ -745,7 +745,7 @@ def pack_rows(level, store) -> bool:
 
 
 class StoreUnseenError(EngineError):
-    """Some executor cannot read the store (``checker.spark.search.probe_store``)."""
+    """Some executor cannot read the store (``checker.spark.probe.probe_store``)."""
 
 
 def unseen_line(root, why) -> str:

@@ -1,25 +1,23 @@
 """The Spark engine's search object while the levels run on the driver (``DriverLevels``:
 the rows search, which starts the Spark session in the background as the levels grow and
-hands over to the partitioned level, ``checker.partitioned.levels``), and the store's
-probe job (``probe_store``: a store that some executor cannot see stops the run before
-any level)."""
+hands over to the partitioned level, ``checker.partitioned.levels``), which runs the store's
+probe job (``checker.spark.probe``) before the first Spark level."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
 from ..batch import ROWS_FORMAT, RowsSearch
 from ..kernel_check import KernelCheck
-from ..partitioned.levels import LevelsSetup, PartitionedLevels, StoreUnseenError, unseen_line
+from ..partitioned.levels import LevelsSetup, PartitionedLevels, StoreUnseenError
 from ..partitioned.rows import RowsStore
 from ..partitioned.save import check_format
 from ..protocol import BatchKernel, Model, Property
 from ..visitor import GraphVisitor
+from .probe import probe_store
 from .start import EARLY, Session
-from .tasks import read_probe
 
 
 class DriverLevels(RowsSearch):
@@ -136,35 +134,3 @@ class DriverLevels(RowsSearch):
     def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
         check_format(snapshot, self.setup.snapshot_format)
         super().restore_parts(snapshot["local"])
-
-
-PROBE = "probe"  # the object the store's probe job reads
-PROBE_TASKS = 4  # tasks per core of the session's default parallelism in that job
-
-
-def probe_store(sc: Any, store: RowsStore) -> None:
-    """Write a probe object under the store and read it back in one small job on the
-    executors (``PROBE_TASKS`` tasks per core, spread over them as Spark places them),
-    before any level: a store that some executor cannot see stops the run here in one
-    line, not at the first level's missing file. Under a local master the executors are
-    the driver's process: nothing to ask.
-
-    Raises:
-        EngineError: an executor could not read the probe (naming the store).
-    """
-    if str(sc.master).startswith("local"):
-        return
-    import hashlib
-
-    data = os.urandom(32)
-    store.blobs.put(PROBE, [data])
-    try:
-        k = max(1, PROBE_TASKS * int(sc.defaultParallelism))
-        task = partial(read_probe, store.blobs, PROBE, hashlib.sha256(data).hexdigest())
-        answers = sc.parallelize(range(k), k).mapPartitionsWithIndex(task).collect()
-    finally:
-        store.blobs.delete([PROBE])
-    bad = sorted({(host, why) for host, why in answers if why is not None})
-    if bad:
-        host, why = bad[0]
-        raise StoreUnseenError(unseen_line(store.root, f"an executor on {host} could not read its probe: {why}"))

@@ -17,6 +17,7 @@ from typing import Any
 from ..partitioned.cluster import Cluster, InProcessCluster
 from ..partitioned.rows import RowsStore
 from .cluster import SparkCluster
+from .probe import probe_store
 from .session import cancel_group, default_partitions, spark_context
 from .tasks import planted_fault, shuffle_owner, warm_up_pair, warm_up_pass
 
@@ -91,7 +92,7 @@ class Session:
         self.abandoned = False  # the search ended while the early start was still under way
         self._early_lock = threading.Lock()
         # Called with the context once it is up, after the warm-up (the store's probe job:
-        # checker.spark.search.probe_store); what it raises is the start's error.
+        # checker.spark.probe.probe_store); what it raises is the start's error.
         self.probe: Callable[[Any], None] | None = None
         self.probed = False  # the executors have read the store's probe
 
@@ -204,8 +205,6 @@ class Session:
             return InProcessCluster()
         sc = self.context(n)[0]
         if not self.probed:
-            from .search import probe_store
-
             probe_store(sc, store)
             self.probed = True
         return SparkCluster(sc, fault=fault)

@@ -27,8 +27,8 @@ from types import FrameType, ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 from kmc.checker import __version__  # cheap: the package imports its engines on first use
-from kmc.checker.errors import KmcError
-from kmc.checker.exitcodes import (  # noqa: F401  (re-exported: tests and scripts import them from here)
+from kmc.checker.base.errors import KmcError
+from kmc.checker.base.exitcodes import (  # noqa: F401  (re-exported: tests and scripts import them from here)
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -38,7 +38,7 @@ from kmc.checker.exitcodes import (  # noqa: F401  (re-exported: tests and scrip
     EXIT_VIOLATION,
     SUMMARY,
 )
-from kmc.checker.memory import reuse_freed_memory
+from kmc.checker.base.memory import reuse_freed_memory
 
 if TYPE_CHECKING:  # for the annotations only: rich is imported on first use
     from rich.console import Console
@@ -216,7 +216,7 @@ def main(argv=None) -> int:
     covered by ``kmc.app.program.protect_start_up``; after it has returned,
     ``run`` ignores both signals so that the verdict's exit code stands. A run replaces
     these handlers with its own, which stop it at a safe point: see
-    ``checker.signals.StopOnSignals``.) The handlers are set and put back inside the
+    ``checker.base.signals.StopOnSignals``.) The handlers are set and put back inside the
     ``try`` that reports a signal: Python runs a handler as the call that set it returns,
     and a pending one as the call that puts the old one back begins, so a signal at either
     edge is reported like any other, never escaping as a ``KeyboardInterrupt`` (a
@@ -313,7 +313,7 @@ def _main(argv) -> int:
         except SystemExit as e:
             raise _exited(args, e) from None
     except KmcError as e:
-        from kmc.checker.text import safe_text  # messages quote files and values: never raw escapes
+        from kmc.checker.base.text import safe_text  # messages quote files and values: never raw escapes
 
         err.print(f"kmc: error: {safe_text(e)}", markup=False, highlight=False, soft_wrap=True)
         return e.exit_code
@@ -325,8 +325,8 @@ def _exited(args, e: SystemExit) -> KmcError:
     """A ``SystemExit`` out of a command (kmc's commands return their code, never exit):
     a model's code called ``sys.exit`` or ``exit()``, an exception of the model like any
     other, one line and exit 2, never kmc's exit status."""
-    from kmc.checker.errors import ModelError
-    from kmc.checker.model_errors import blame
+    from kmc.checker.base.errors import ModelError
+    from kmc.checker.contract.model_errors import blame
 
     model = getattr(args, "model", None)
     return ModelError(f"--model {model}: {blame(e)}" if model else blame(e))

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 
-from kmc.checker.errors import UsageError
-from kmc.checker.text import display_path, safe_text
+from kmc.checker.base.errors import UsageError
+from kmc.checker.base.text import display_path, safe_text
 
 from .outputs import check_output_path, exclusive
 

@@ -70,7 +70,7 @@ from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
-from kmc.checker.errors import UsageError
+from kmc.checker.base.errors import UsageError
 from kmc.reports.explorer import WalkError
 
 from . import explore_page

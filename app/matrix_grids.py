@@ -238,7 +238,7 @@ def run_row(item: RowItem) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     expected verdicts and the property names to check (the versions grid). A module-level
     function of plain values, so ``--jobs`` can run it in another process.
     """
-    from kmc.checker.local import LocalEngine, Options
+    from kmc.checker.local.states import LocalEngine, Options
     from kmc.invariants import BY_NAME, default_properties
     from kmc.model.kafka import KafkaModel
     from kmc.reports.json_result import expectation, result_to_dict, verdicts

@@ -15,7 +15,7 @@ import os
 import re
 import stat
 
-from kmc.checker.errors import UsageError
+from kmc.checker.base.errors import UsageError
 
 # The first bytes of every JSON document kmc writes, as it writes them (indent 2): its
 # ``schema_version``, then a key that names kmc (``schema_minor`` for a check's result, a
@@ -24,7 +24,7 @@ from kmc.checker.errors import UsageError
 _KMC_JSON = re.compile(
     rb'\A\{\n  "schema_version": \d{1,9},\n  (?:"schema_minor": \d{1,9},\n|"(?:kind|schema)": "kmc-)'
 )
-# Every graph kmc writes names its generator (``checker.graph.GENERATOR``).
+# Every graph kmc writes names its generator (``checker.graph.export.GENERATOR``).
 GRAPH_MARKER = b"kmc state graph"
 # Every counterexample diagram kmc writes (HTML, SVG, Mermaid) holds this text in its header.
 DIAGRAM_MARKER = b"kmc counterexample diagram"
@@ -195,7 +195,7 @@ def exclusive(path) -> bool:
     """Just before an output checked by ``check_output_path`` is written (a search may
     have run for hours meanwhile): True when the file must be created, not replaced (there
     was none, so a file or a link there now is someone else's: the write fails rather than
-    replace it, atomically, ``checker.files.write_file``). What was there is asked again:
+    replace it, atomically, ``checker.base.files.write_file``). What was there is asked again:
     it must still be there, of the same kind (a symbolic link that appeared in place of a
     file, or another link, is refused), and one kmc wrote (or ``--force`` was given). The
     write replaces a link at the path, never the file it names.

@@ -2,7 +2,7 @@
 application's own table, ``[spark]``, the Spark engine's settings (the model reads none):
 
     [spark]                       # optional
-    master = "local[*]"           # a Spark master URL (checker.units.validate_master)
+    master = "local[*]"           # a Spark master URL (checker.base.units.validate_master)
     partitions = 4
 
 Every error is the model's spec errors' kind: a one-line ``SpecError`` naming the file and
@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
-from kmc.checker.errors import EngineError, SpecError
-from kmc.checker.units import validate_master
+from kmc.checker.base.errors import EngineError, SpecError
+from kmc.checker.base.units import validate_master
 from kmc.model import spec as model_spec
 
 SPARK_KEYS = ("master", "partitions")

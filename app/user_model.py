@@ -22,16 +22,16 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
-from kmc.checker.errors import KmcError, ModelError, UsageError
-from kmc.checker.model_errors import blame, value_text, where_defined
-from kmc.checker.protocol import Property, with_defaults
+from kmc.checker.base.errors import KmcError, ModelError, UsageError
+from kmc.checker.contract.model_errors import blame, value_text, where_defined
+from kmc.checker.contract.protocol import Property, with_defaults
 from kmc.reports.json_result import compare_expected
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
-    from kmc.checker.protocol import Model
+    from kmc.checker.contract.protocol import Model
 
 
-# What the factory's object must have (``checker.protocol.Model``).
+# What the factory's object must have (``checker.contract.protocol.Model``).
 MODEL_FUNCTIONS = ("init_states", "actions", "next_state", "properties", "encode")
 
 
@@ -99,7 +99,7 @@ class ModelSpec:
         if isinstance(props, (str, bytes)) or not isinstance(props, Iterable):
             raise ModelError(
                 f"--model {self.ref}: {where_defined(model.properties)} returned {value_text(props)}; it must return "
-                "a sequence of kmc.checker.protocol.Property"
+                "a sequence of kmc.checker.contract.protocol.Property"
             )
         props = list(props)
         named: set[str] = set()
@@ -107,7 +107,7 @@ class ModelSpec:
             if not isinstance(p, Property):
                 raise ModelError(
                     f"--model {self.ref}: {where_defined(model.properties)} returned {value_text(p)} among its "
-                    "properties; each must be a kmc.checker.protocol.Property"
+                    "properties; each must be a kmc.checker.contract.protocol.Property"
                 )
             if p.name in named:  # (a verdict, a counterexample and --invariant name one property each)
                 raise ModelError(
@@ -137,13 +137,13 @@ class ModelSpec:
     def probe(self, model, kernel: bool) -> None:
         """Call the model (and, when ``kernel``, its batch kernel) on a sample of its first
         states: a model that breaks the protocol is refused before the search
-        (``checker.model_errors.probe``).
+        (``checker.contract.model_errors.probe``).
 
         Raises:
             ModelError: one line naming the model, the function, its file and line.
         """
-        from kmc.checker.model_errors import probe
-        from kmc.checker.protocol import batch_path
+        from kmc.checker.contract.model_errors import probe
+        from kmc.checker.contract.protocol import batch_path
 
         try:
             probe(model, batch_path(model)[0] if kernel else None)
@@ -296,7 +296,7 @@ def load_model_spec(ref: str, params: dict) -> ModelSpec:
     except UsageError:
         raise
     except Exception as e:  # the user's module failed to import: say so in one line
-        from kmc.checker.model_errors import model_frame, traceback_frames
+        from kmc.checker.contract.model_errors import model_frame, traceback_frames
 
         if isinstance(e, KmcError):  # (a Spark task's error, when the module runs an engine)
             why = str(e)

@@ -4,56 +4,56 @@ command line) lives in ``kmc.app``.
 
 The public names are imported on first use (PEP 562), so that ``import kmc.checker`` is
 cheap. Importing it changes nothing in the process (no signal handler: a run installs its
-own, ``checker.signals``, and the ``kmc`` program its start-up ones, ``kmc.app.program``).
+own, ``checker.base.signals``, and the ``kmc`` program its start-up ones, ``kmc.app.program``).
 """
 
 from typing import Any
 
-from .errors import EngineError, KmcError, SpecError, UsageError
+from kmc.checker.base.errors import EngineError, KmcError, SpecError, UsageError
 
 # Names that are also submodules' names are bound now: importing the submodule later
 # would otherwise leave the package attribute bound to the module, not the function.
-from .fingerprint import fingerprint
-from .simulate import SimulationResult, SimulationStats, simulate
+from kmc.checker.core.fingerprint import fingerprint
+from kmc.checker.local.simulate import SimulationResult, SimulationStats, simulate
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "GraphTooLarge": ".graph",
-    "state_graph": ".graph",
-    "write_graph": ".graph",
-    "state_failures": ".level",
-    "step_failures": ".level",
-    "expand": ".kernel",
-    "split_properties": ".kernel",
-    "LocalEngine": ".local",
-    "Options": ".options",
-    "check": ".local",
+    "GraphTooLarge": ".graph.export",
+    "state_graph": ".graph.export",
+    "write_graph": ".graph.export",
+    "state_failures": ".core.level",
+    "step_failures": ".core.level",
+    "expand": ".core.kernel",
+    "split_properties": ".core.kernel",
+    "LocalEngine": ".local.states",
+    "Options": ".core.options",
+    "check": ".local.states",
     "make_engine": ".engines",
-    "ALWAYS": ".protocol",
-    "STEP": ".protocol",
-    "POSSIBLY": ".protocol",
-    "ALWAYS_EVENTUALLY": ".protocol",
-    "LEADS_TO": ".protocol",
-    "Model": ".protocol",
-    "ModelBase": ".protocol",
-    "KernelBase": ".protocol",
-    "with_defaults": ".protocol",
-    "Property": ".protocol",
-    "successors": ".protocol",
-    "action_name": ".protocol",
-    "format_action": ".protocol",
-    "describe_step": ".protocol",
-    "HOLDS": ".result",
-    "UNKNOWN": ".result",
-    "VIOLATED": ".result",
-    "CheckResult": ".result",
-    "Path": ".result",
-    "Stats": ".result",
-    "Step": ".result",
-    "Violation": ".result",
-    "replay_choices": ".trace",
-    "replay_fingerprints": ".trace",
+    "ALWAYS": ".contract.protocol",
+    "STEP": ".contract.protocol",
+    "POSSIBLY": ".contract.protocol",
+    "ALWAYS_EVENTUALLY": ".contract.protocol",
+    "LEADS_TO": ".contract.protocol",
+    "Model": ".contract.protocol",
+    "ModelBase": ".contract.protocol",
+    "KernelBase": ".contract.protocol",
+    "with_defaults": ".contract.protocol",
+    "Property": ".contract.protocol",
+    "successors": ".contract.protocol",
+    "action_name": ".contract.protocol",
+    "format_action": ".contract.protocol",
+    "describe_step": ".contract.protocol",
+    "HOLDS": ".core.result",
+    "UNKNOWN": ".core.result",
+    "VIOLATED": ".core.result",
+    "CheckResult": ".core.result",
+    "Path": ".core.result",
+    "Stats": ".core.result",
+    "Step": ".core.result",
+    "Violation": ".core.result",
+    "replay_choices": ".core.trace",
+    "replay_fingerprints": ".core.trace",
 }
 
 

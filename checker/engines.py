@@ -1,6 +1,6 @@
 """One factory for every engine: local or Spark, on the per-state or the batch path.
 
-Every engine is the level driver (``checker.driver``) over a search object; the Spark
+Every engine is the level driver (``checker.core.driver``) over a search object; the Spark
 engine (``checker.spark.engine``) runs the same levels in Spark tasks once they outgrow the
 driver. Hooks are given here, at construction, never set afterwards.
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import UsageError
-from .options import Options
-from .protocol import Model, batch_path, with_defaults
+from kmc.checker.base.errors import UsageError
+from kmc.checker.contract.protocol import Model, batch_path, with_defaults
+from kmc.checker.core.options import Options
 
 if TYPE_CHECKING:
-    from .driver import LevelDriver
+    from kmc.checker.core.driver import LevelDriver
 
 ENGINES = ("local", "spark")
 
@@ -45,9 +45,9 @@ def make_engine(
             a model without a batch kernel always runs so, and so does one whose kernel
             cannot run its configuration (``batch_unsupported()``): the engine's
             ``per_state_because`` then says why, in one sentence. With ``options.store``
-            ``"disk"``, a local engine keeps its states in a ``checker.disk_store.DiskStore``,
+            ``"disk"``, a local engine keeps its states in a ``checker.stores.disk.DiskStore``,
             the per-state path then on the rows search over
-            ``checker.states_kernel.StatesKernel`` (the same states in the same order).
+            ``checker.contract.states_kernel.StatesKernel`` (the same states in the same order).
         progress: called with a ``Stats`` snapshot now and then, and after every level.
         on_level: called with the engine at every level boundary (a checkpoint writer).
         on_status: called with a short message while Spark starts (Spark only).
@@ -63,8 +63,8 @@ def make_engine(
     made: LevelDriver
     if engine == "local":
         if batch or options.store != "memory":
-            from .batch import BatchEngine
-            from .disk_store import new_store
+            from kmc.checker.local.rows import BatchEngine
+            from kmc.checker.stores.disk import new_store
 
             # A store other than the per-state search's own runs the rows search; a model
             # on the per-state path then runs there through its states kernel.
@@ -72,10 +72,10 @@ def make_engine(
             if batch:
                 made = BatchEngine(model, properties, options, progress, on_level=on_level, kernel=kernel, store=store)
             else:
-                from .batch import STATES_ROWS_FORMAT
-                from .states_kernel import StatesKernel
+                from kmc.checker.contract.states_kernel import StatesKernel
+                from kmc.checker.local.rows import STATES_ROWS_FORMAT
 
-                states: Any = StatesKernel(model)  # (rows of Python states: see checker.states_kernel)
+                states: Any = StatesKernel(model)  # (rows of Python states: see checker.contract.states_kernel)
                 made = BatchEngine(
                     model,
                     properties,
@@ -88,11 +88,11 @@ def make_engine(
                 )
                 made.path = "per-state"
         else:
-            from .local import LocalEngine
+            from kmc.checker.local.states import LocalEngine
 
             made = LocalEngine(model, properties, options, progress, on_level=on_level)
     elif engine == "spark":
-        from .spark.engine import DRIVER_LEVEL_LIMIT, SparkRowsEngine
+        from kmc.checker.spark.engine import DRIVER_LEVEL_LIMIT, SparkRowsEngine
 
         made = SparkRowsEngine(
             model,

@@ -15,7 +15,7 @@ trap, an artefact of the bound and not of Kafka. No other bound can block an ele
 from __future__ import annotations
 
 import numpy as np
-from kmc.checker.protocol import POSSIBLY, Property
+from kmc.checker.contract.protocol import POSSIBLY, Property
 
 
 def available(model, state) -> bool:

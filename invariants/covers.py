@@ -1,5 +1,5 @@
 """The Kafka model's covers: "this can happen" predicates, one for each scenario of
-docs/model.md that a state shows (``checker.protocol``'s ``"cover"`` kind), and one for
+docs/model.md that a state shows (``checker.contract.protocol``'s ``"cover"`` kind), and one for
 each that a step shows (``"step-cover"``: an ELR or an unclean election, a refused
 AlterPartition, a follower's truncation, the operators' steps).
 
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from kmc.checker.protocol import COVER, STEP_COVER, Property
+from kmc.checker.contract.protocol import COVER, STEP_COVER, Property
 
 
 def record_committed(model, state) -> bool:

@@ -5,14 +5,14 @@ returns ``None`` when the property holds and a one-sentence explanation when it 
 Beside each check sits its array form, its *mask*: the same rule over a chunk of rows of
 the batch kernel (``model.batch``, columns as ``model.rows`` lays them out), one boolean a
 row, true where the property is violated. A property value carries both
-(``Property(..., mask=...)``); the engine reads the mask itself (``checker.masks``),
+(``Property(..., mask=...)``); the engine reads the mask itself (``checker.contract.masks``),
 and differential tests check it against the check, state by state.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from kmc.checker.protocol import ALWAYS, STEP, Property, columns
+from kmc.checker.contract.protocol import ALWAYS, STEP, Property, columns
 
 from .availability import PartitionRecoverable
 from .liveness import CommittedEventuallyReplicated, EventuallyLeader
@@ -204,7 +204,7 @@ def _committed_at(kernel, rows, acked: bool = False) -> tuple[list[np.ndarray], 
     for each offset ``j`` the code of the record there (``NONE``: none), and whether two
     records are at one offset (then no log holds both). The arrays forms' layout: a column
     of the rows at a time, each compared whole (cheap when the rows are laid out by
-    column, ``checker.protocol.columns``)."""
+    column, ``checker.contract.protocol.columns``)."""
     c, m = kernel.codec, kernel.m
     coff, cep = (c.ACKED_OFFSET, c.ACKED_EPOCH) if acked else (c.COMMITTED_OFFSET, c.COMMITTED_EPOCH)
     none = np.int16(c.NONE)

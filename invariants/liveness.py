@@ -17,7 +17,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from kmc.checker.protocol import ALWAYS_EVENTUALLY, LEADS_TO, Property
+from kmc.checker.contract.protocol import ALWAYS_EVENTUALLY, LEADS_TO, Property
 
 
 def _record(epoch, rid) -> str:

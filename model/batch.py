@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from kmc.checker.protocol import KernelBase, columns
+from kmc.checker.contract.protocol import KernelBase, columns
 
 from .actions import (
     ACTION_NAMES,

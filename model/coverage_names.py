@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-from kmc.checker.protocol import CoverageNames
+from kmc.checker.contract.protocol import CoverageNames
 
 from .actions import (
     ALTER_PARTITION,

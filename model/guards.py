@@ -1,4 +1,4 @@
-"""The Kafka model's guards as named conditions (``checker.protocol.Guard``): for every
+"""The Kafka model's guards as named conditions (``checker.contract.protocol.Guard``): for every
 action the model may take in a state, enabled or not, each condition of its guard in the
 user's words and whether it holds. ``KafkaModel.guards`` answers with them; ``kmc why-not``
 and the explorer show the ones that fail.
@@ -12,7 +12,7 @@ holds. An action added to the model needs its guard here too.
 
 from __future__ import annotations
 
-from kmc.checker.protocol import Guard
+from kmc.checker.contract.protocol import Guard
 
 from .actions import (
     ALTER_PARTITION,

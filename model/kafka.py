@@ -1,7 +1,7 @@
 """The Kafka replication model: one partition, its replicas, the controller and a producer.
 
 The transition system of docs/model.md, action for action. ``KafkaModel`` follows
-``checker.protocol.Model`` (its optional members' defaults from ``ModelBase``); the engines
+``checker.contract.protocol.Model`` (its optional members' defaults from ``ModelBase``); the engines
 know nothing else about it.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import attrs
-from kmc.checker.protocol import ModelBase
+from kmc.checker.contract.protocol import ModelBase
 from kmc.invariants import default_properties
 
 from .actions import (
@@ -37,7 +37,7 @@ from .kafka_actions import KafkaEffects
 from .state import EXPAND, SHRINK, Quorum, Replica, State, encode, leader_of, leso
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
-    from kmc.checker.protocol import BatchKernel, CoverageNames, Guard, Model, Property
+    from kmc.checker.contract.protocol import BatchKernel, CoverageNames, Guard, Model, Property
 
     from .batch import KafkaBatchKernel
 

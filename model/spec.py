@@ -50,8 +50,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from kmc.checker.errors import SpecError
-from kmc.checker.result import HOLDS, VIOLATED
+from kmc.checker.base.errors import SpecError
+from kmc.checker.core.result import HOLDS, VIOLATED
 from kmc.invariants import BY_NAME, EVERY, default_properties
 from kmc.invariants.covers import COVERS_BY_NAME, missing_option
 
@@ -72,7 +72,7 @@ from .config import (
 )
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
-    from kmc.checker.protocol import Property
+    from kmc.checker.contract.protocol import Property
 
     from .kafka import KafkaModel
 
@@ -134,12 +134,12 @@ _CHECK_KEYS = (
 )
 _HEAD_KEYS = ("title", "description", "model", "check")  # then the application's tables
 _TAIL_KEYS = ("expect",)
-STORES = ("memory", "disk")  # kmc.checker.disk_store.STORES
+STORES = ("memory", "disk")  # kmc.checker.stores.disk.STORES
 LIMITS = {
     "check.max_depth": (1, 100_000),
     "check.max_states": (1, 10**12),
     "check.max_memory": (128 << 20, 1 << 50),
-    "check.workers": (1, 256),  # 128M .. 1P bytes (kmc.checker.memory.MIN_CEILING, MAX_CEILING)
+    "check.workers": (1, 256),  # 128M .. 1P bytes (kmc.checker.base.memory.MIN_CEILING, MAX_CEILING)
 }
 # An application's table: read(path, table) -> what Spec.tables keeps of it (SpecError when bad).
 TableReader = Callable[[str, dict], Any]
@@ -204,7 +204,7 @@ class Spec:
     engine: str = "local"
     store: str = "memory"
     workers: int | None = None  # None: as many as the machine gives the process
-    deadlock: bool = False  # a state with no enabled action is an error (checker.deadlock)
+    deadlock: bool = False  # a state with no enabled action is an error (checker.core.deadlock)
     covers: tuple = ()  # the names of the covers to reach (invariants.covers), in the spec's order
     expect: dict = attrs.field(factory=dict)
     tables: dict = attrs.field(factory=dict)  # the application's tables, as their readers give them
@@ -658,14 +658,14 @@ def _size(path, key, value) -> int | None:
     """A size in bytes: an integer, or a string such as "8G" or "512M"."""
     raw = value
     if isinstance(value, str):
-        from kmc.checker.units import parse_size
+        from kmc.checker.base.units import parse_size
 
         try:
             value = parse_size(value)
         except ValueError:
             raise SpecError(path, key, f'must be a size such as "8G" or "512M", got {_show(value)}') from None
     if isinstance(value, int) and not isinstance(value, bool):
-        from kmc.checker.units import check_ceiling
+        from kmc.checker.base.units import check_ceiling
 
         why = check_ceiling(value)
         if why:

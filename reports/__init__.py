@@ -1,6 +1,6 @@
 """Rendering the results of kmc: the terminal (rich), JSON, TLA+-style text and progress output.
 
-The engines return plain values (``checker.result``); this package turns them into what
+The engines return plain values (``checker.core.result``); this package turns them into what
 people and programs read. It is the only package that imports rich.
 """
 

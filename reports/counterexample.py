@@ -10,7 +10,7 @@ import attrs
 
 
 def cross_checked_text(count: int) -> str:
-    """What a result says of its batch kernel's comparison with the model (``checker.kernel_check``)."""
+    """What a result says of its batch kernel's comparison with the model (``checker.contract.kernel_check``)."""
     return f"cross-checked with the model on {count:,} states (their successors, rows and property masks)"
 
 
@@ -41,7 +41,7 @@ def json_value(v) -> Any:
 
 def lasso_mark(violation, index: int) -> str | None:
     """What a trace says beside state ``index`` (from 1) of a liveness counterexample (a
-    lasso, ``checker.result.Violation.loop``): where its cycle starts, that its last state
+    lasso, ``checker.core.result.Violation.loop``): where its cycle starts, that its last state
     goes back there, or that its last state stutters; ``None`` elsewhere and for the other
     kinds."""
     loop = getattr(violation, "loop", None)

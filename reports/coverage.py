@@ -1,15 +1,15 @@
 """Coverage as a report shows it: plain data for the JSON result, a rich table for the
 terminal (``kmc check --coverage``), and the lines of its warnings.
 
-The counts are ``checker.coverage.Coverage``'s (kept in ``Stats.coverage``).
+The counts are ``checker.core.coverage.Coverage``'s (kept in ``Stats.coverage``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kmc.checker.coverage import coverage_warnings
-from kmc.checker.text import safe_text
+from kmc.checker.base.text import safe_text
+from kmc.checker.core.coverage import coverage_warnings
 
 if TYPE_CHECKING:  # for the annotations only: rich is imported on first use
     from rich.console import RenderableType
@@ -20,7 +20,7 @@ __all__ = ["coverage_to_dict", "coverage_view"]
 def coverage_to_dict(stats) -> dict | None:
     """The ``coverage`` section of the JSON result (docs/json-schema.md), or ``None``
     when the run did not count it."""
-    from kmc.checker.coverage import NoCoverage
+    from kmc.checker.core.coverage import NoCoverage
 
     cov = stats.coverage
     if cov is None or isinstance(cov, NoCoverage):

@@ -3,7 +3,7 @@ step, which messages go between lanes, and what the violation marks.
 
 One lane for the controller and one per replica; one column per state of the trace. A
 column carries the action that led to its state and the model's sentence for what it did
-(``checker.protocol.format_action`` and ``describe_step``, as the terminal shows them),
+(``checker.contract.protocol.format_action`` and ``describe_step``, as the terminal shows them),
 each replica's log as records with its HW and LEO, the controller's leader, epoch, ISR,
 ELR, AlterPartition request in flight and min ISR (with the operator's changes), and the
 events of the step: fetch requests and responses between replicas, elections, ISR changes
@@ -20,7 +20,7 @@ import builtins
 from typing import Any, cast
 
 import attrs
-from kmc.checker.protocol import action_name, describe_step, format_action
+from kmc.checker.contract.protocol import action_name, describe_step, format_action
 from kmc.model.describe import plural, replica_set
 from kmc.model.state import SHRINK, leader_of, leads
 
@@ -155,7 +155,7 @@ class Diagram:
         return self.loop is not None and self.loop == len(self.columns) - 1
 
 
-LIVENESS_KINDS = ("always-eventually", "leads-to")  # checker.protocol's liveness kinds
+LIVENESS_KINDS = ("always-eventually", "leads-to")  # checker.contract.protocol's liveness kinds
 
 
 def cycle_text(d) -> str:
@@ -167,7 +167,7 @@ def cycle_text(d) -> str:
 
 
 def build(model, violation) -> Diagram:
-    """The diagram of ``violation``'s path (a ``checker.result.Violation``; a liveness
+    """The diagram of ``violation``'s path (a ``checker.core.result.Violation``; a liveness
     property's lasso is drawn with its cycle)."""
     return build_path(
         model,
@@ -182,7 +182,7 @@ def build(model, violation) -> Diagram:
 
 
 def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None, *, loop=None, obligation=None) -> Diagram:
-    """The diagram of any path (a ``checker.result.Path``): a counterexample's, with the
+    """The diagram of any path (a ``checker.core.result.Path``): a counterexample's, with the
     property ``prop`` of kind ``kind`` it violates and why, or (``kind`` ``HOLDS``, what
     ``kmc explore`` draws for a walk) a path whose last state violates nothing. A liveness
     property's lasso gives ``loop`` (the index of the state its cycle returns to, the last
@@ -530,7 +530,7 @@ def config_lines(config) -> list[tuple[str, str]]:
 
 
 def counts_from_stats(stats) -> list[tuple[str, str]]:
-    """A check's counts (``checker.result.Stats``) as ``(label, value)`` pairs."""
+    """A check's counts (``checker.core.result.Stats``) as ``(label, value)`` pairs."""
     return [
         ("distinct states", f"{stats.distinct:,}"),
         ("generated", f"{stats.generated:,}"),

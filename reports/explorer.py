@@ -3,7 +3,7 @@
 An ``Explorer`` holds a model and its properties. A *walk* is an initial state's index and
 a sequence of choices (the position of an action among the enabled actions of a state,
 in the model's order): deterministic, so the same walk gives the same states on any
-machine with the same spec (``checker.trace.replay_choices``). For a walk the explorer
+machine with the same spec (``checker.core.trace.replay_choices``). For a walk the explorer
 gives the steps so far, the enabled next steps (named as traces name them), every
 property's status in the last state, and the state drawn by a *view*: ``KafkaView`` (the
 per-replica table of the terminal, ``reports.state_view``, and the swimlane of the walk,
@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 import attrs
-from kmc.checker.protocol import (
+from kmc.checker.contract.protocol import (
     ALWAYS,
     ALWAYS_EVENTUALLY,
     COVER,
@@ -41,8 +41,8 @@ from kmc.checker.protocol import (
     successors,
     with_defaults,
 )
-from kmc.checker.result import Path
-from kmc.checker.trace import replay_choices
+from kmc.checker.core.result import Path
+from kmc.checker.core.trace import replay_choices
 
 from .counterexample import lasso_mark, lasso_summary
 
@@ -71,7 +71,7 @@ class Explorer:
     """A model to walk, its properties, and (optionally) a background search.
 
     Args:
-        model: any ``checker.protocol.Model``.
+        model: any ``checker.contract.protocol.Model``.
         properties: the properties shown in every state (and checked by the search).
         view: how a state is drawn (default ``GenericView``).
         title, path: the spec's title and file, for the page's header.
@@ -79,7 +79,7 @@ class Explorer:
             command builds it with the spec's options); ``progress`` takes a ``Stats``.
         cancel: called to stop the search (the engine's ``cancel``).
         traces: ``{name: (init_index, choices)}``, saved traces the user named.
-        lassos: liveness counterexamples (``checker.result.Violation`` with a ``loop``) a
+        lassos: liveness counterexamples (``checker.core.result.Violation`` with a ``loop``) a
             walk on their cycle is shown as (``add_lasso`` adds one; the search's are added
             when it ends).
     """
@@ -97,14 +97,14 @@ class Explorer:
         self._thread: threading.Thread | None = None
         self._actions = list(coverage_names(model).actions or model.action_names() or ())
         self._distances: dict = {}  # (property, encoded state) -> steps to a goal (_goal_distance)
-        # The liveness counterexamples (``checker.result.Violation`` with a ``loop``) a walk
+        # The liveness counterexamples (``checker.core.result.Violation`` with a ``loop``) a walk
         # is matched against: the --trace files' first, then the search's.
         self._lassos: list = [v for v in lassos if v.loop is not None]
 
     # -- walks ----------------------------------------------------------------------------
 
     def walk(self, init_index: int, choices) -> Path:
-        """The ``checker.result.Path`` of a walk; ``WalkError`` when it does not replay."""
+        """The ``checker.core.result.Path`` of a walk; ``WalkError`` when it does not replay."""
         inits = self.model.init_states()
         if not 0 <= init_index < len(inits):
             raise WalkError(f"no initial state number {init_index} (the model has {len(inits)})")
@@ -525,7 +525,7 @@ def _lasso_doc(v, states: int) -> dict:
 
 
 class GenericView:
-    """Any model's state: its fields (``checker.coverage.generic_values``), no diagram."""
+    """Any model's state: its fields (``checker.core.coverage.generic_values``), no diagram."""
 
     def __init__(self, model) -> None:
         self.model = with_defaults(model)
@@ -533,7 +533,7 @@ class GenericView:
     def state_html(self, state, previous=None) -> str:
         from html import escape
 
-        from kmc.checker.coverage import generic_values
+        from kmc.checker.core.coverage import generic_values
 
         before = dict(generic_values(previous)) if previous is not None else {}
         rows = []

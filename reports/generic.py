@@ -1,6 +1,6 @@
 """A result of any model, shown without knowing the model: the generic trace rendering.
 
-Everything here goes through the model protocol (``checker.protocol``): an action's text
+Everything here goes through the model protocol (``checker.contract.protocol``): an action's text
 is ``format_action``, a step's sentence ``describe_step``, a state's line
 ``format_state`` (its fields when the model has no view of its own). The Kafka model's
 own views (``reports.result_view``, ``reports.json_result``, ``reports.pictures``) show
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from kmc.checker.protocol import action_name, describe_step, format_action, format_state
-from kmc.checker.text import safe_text, xml_text
+from kmc.checker.base.text import safe_text, xml_text
+from kmc.checker.contract.protocol import action_name, describe_step, format_action, format_state
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -156,7 +156,7 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
     actions (with ``coverage``: the coverage tables instead), the counterexamples and a
     summary."""
     s = result.stats
-    from kmc.checker.deadlock import Deadlock
+    from kmc.checker.core.deadlock import Deadlock
 
     props = {p.name: p for p in (*model.properties(), Deadlock)}
     verdicts = Table(box=box.SIMPLE_HEAD, header_style="bold dim", show_edge=False)

@@ -9,7 +9,7 @@ as an attachment. It prints in landscape, one diagram per page.
 
 from __future__ import annotations
 
-from kmc.checker.text import xml_text
+from kmc.checker.base.text import xml_text
 
 from . import svg
 from .diagram import MARKER, cycle_text
@@ -199,7 +199,7 @@ def _coverage(doc) -> str:
 
 def write_text(path, text, *, exclusive: bool = False) -> None:
     """Write ``text`` to ``path`` (UTF-8; what cannot be encoded as its backslash escape)
-    whole (``checker.files.write_file``: an interrupted write leaves the old file whole;
+    whole (``checker.base.files.write_file``: an interrupted write leaves the old file whole;
     a destination that is not a regular file, ``/dev/stdout``, is written to directly).
 
     Args:
@@ -210,6 +210,6 @@ def write_text(path, text, *, exclusive: bool = False) -> None:
         OSError: the write fails (the temporary file is removed), or ``exclusive`` and a
             file is there.
     """
-    from kmc.checker.files import write_file
+    from kmc.checker.base.files import write_file
 
     write_file(path, text.encode("utf-8", "backslashreplace"), exclusive=exclusive)

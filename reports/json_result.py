@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 
-from kmc.checker.protocol import action_name, format_action
-from kmc.checker.result import UNKNOWN
+from kmc.checker.contract.protocol import action_name, format_action
+from kmc.checker.core.result import UNKNOWN
 from kmc.model.actions import ACTION_NAMES, action_names
 from kmc.model.state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
 
@@ -382,7 +382,7 @@ def json_text(doc, indent: int | None = 2) -> str:
 
 def write_json(path, doc, *, exclusive: bool = False) -> None:
     """Write ``doc`` to ``path`` as UTF-8 JSON (``json_text``: indent 2, keys in insertion
-    order), whole (``checker.files.write_file``: a reader never sees half a document,
+    order), whole (``checker.base.files.write_file``: a reader never sees half a document,
     an interrupted write leaves the old file in place; flushed to the disk before the
     rename).
 
@@ -394,7 +394,7 @@ def write_json(path, doc, *, exclusive: bool = False) -> None:
         OSError: the directory is missing or not writable, the write fails, or
             ``exclusive`` and a file is there.
     """
-    from kmc.checker.files import write_file
+    from kmc.checker.base.files import write_file
 
     write_file(path, (json_text(doc) + "\n").encode("utf-8"), exclusive=exclusive, sync=True)
 

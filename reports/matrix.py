@@ -25,8 +25,8 @@ A row (schema version 1)::
 
 from __future__ import annotations
 
-from kmc.checker.protocol import LIVENESS as LIVENESS_KINDS
-from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED
+from kmc.checker.contract.protocol import LIVENESS as LIVENESS_KINDS
+from kmc.checker.core.result import HOLDS, UNKNOWN, VIOLATED
 
 SCHEMA_VERSION = 1
 KIND = "kmc-matrix"

@@ -6,7 +6,7 @@ and the violation in a note at the end. Drawn from ``reports.diagram``.
 
 from __future__ import annotations
 
-from kmc.checker.text import picture_text
+from kmc.checker.base.text import picture_text
 
 from .diagram import CONTROLLER, MARKER, config_summary, cycle_text, lost_label
 
@@ -21,7 +21,7 @@ def escape(text) -> str:
     """Text safe inside a Mermaid message or note: ``#`` and ``;`` as entity codes (a
     semicolon would end the statement), line breaks as ``<br/>``, ``<`` and ``>`` as
     entity codes, ``%`` as an entity code (``%%{init: ...}%%`` is a directive Mermaid
-    honours anywhere), and what no picture may hold as ``checker.text.picture_text``
+    honours anywhere), and what no picture may hold as ``checker.base.text.picture_text``
     shows it."""
     codes = {"#": "#35;", ";": "#59;", "<": "#lt;", ">": "#gt;", "%": "#37;", "\n": "<br/>"}
     return "".join(codes.get(ch, ch) for ch in picture_text(text))

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kmc.checker.text import safe_text
+from kmc.checker.base.text import safe_text
 
 from . import html, mermaid, svg
 from .coverage import coverage_to_dict
 from .diagram import build, config_lines, counts_from_document, counts_from_stats
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
-    from kmc.checker.result import Violation
+    from kmc.checker.core.result import Violation
 
 FORMATS = ("html", "mermaid", "svg")
 
@@ -27,7 +27,7 @@ def _ordered(result) -> list[Violation]:
 
 def _shown(path) -> str:
     """A path as a shared page shows it (``checker.app.diagram_files.display_path``)."""
-    from kmc.checker.text import display_path
+    from kmc.checker.base.text import display_path
 
     return display_path(path)
 
@@ -155,8 +155,8 @@ def trace_page(doc, name, title="") -> str:
     """The HTML page of a trace file ``kmc matrix`` writes (``doc``: its JSON document, in
     the format of ``kmc check --json`` with one violation; ``name``: the trace file's name;
     ``title``: for a row without a spec title). The path is re-executed from its choices."""
-    from kmc.checker.result import Violation
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.core.result import Violation
+    from kmc.checker.core.trace import replay_choices
     from kmc.model.kafka import KafkaModel
     from kmc.model.spec import config_from_table
 

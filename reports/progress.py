@@ -151,7 +151,7 @@ class ProgressDisplay:
             self._live = None
 
     def update(self, stats) -> None:
-        """Show a new snapshot (``checker.result.Stats``); called by the engine."""
+        """Show a new snapshot (``checker.core.result.Stats``); called by the engine."""
         previous, self.last = self.last, stats
         if self._live is None:
             now = self._clock() if self.every is not None else 0.0

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED
-from kmc.checker.text import safe_text
+from kmc.checker.base.text import safe_text
+from kmc.checker.core.result import HOLDS, UNKNOWN, VIOLATED
 from kmc.model.actions import action_names
 from kmc.model.describe import plural
 from rich import box
@@ -195,7 +195,7 @@ class ResultView:
         """The verdict of every checked property, its expectation and what it means (the
         meaning is left out when ``max_width`` is too narrow for it: see
         ``kmc invariants``)."""
-        from kmc.checker.deadlock import DEADLOCK, Deadlock
+        from kmc.checker.core.deadlock import DEADLOCK, Deadlock
         from kmc.invariants import BY_NAME
 
         result, expected = self.result, self.expectation["expected"]

@@ -8,7 +8,7 @@ for longer ones.
 
 from __future__ import annotations
 
-from kmc.checker.text import xml_text
+from kmc.checker.base.text import xml_text
 
 from .diagram import CONTROLLER, MARKER, cycle_text, epoch_colour, lost_label
 

@@ -3,7 +3,7 @@ engines never import rich).
 
 ``TraceView`` shows one counterexample the way TLC numbers it (``State 1: initial``,
 ``State 2: Produce(A)``, ...), each step headed by the action's text and the model's
-sentence for what it did (``checker.protocol.format_action`` and ``describe_step``), each
+sentence for what it did (``checker.contract.protocol.format_action`` and ``describe_step``), each
 state a ``reports.state_view.StateView`` (or its ``diff_lines``). The whole run's view is
 ``reports.result_view``.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kmc.checker.protocol import describe_step, format_action
+from kmc.checker.contract.protocol import describe_step, format_action
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.padding import Padding
 from rich.panel import Panel
@@ -67,7 +67,7 @@ class TraceView:
 
     Args:
         model: the ``KafkaModel`` the path belongs to (names, action texts).
-        violation: a ``checker.result.Violation``.
+        violation: a ``checker.core.result.Violation``.
         diff: show, after the first state, only the action and the variables it changed.
         also: other violations of the same path (``by_path``): their verdicts follow.
     """

@@ -24,7 +24,7 @@ names the action as ``kmc check`` does, e.g. ``State 3: <Crash(B, keeps 1)>``.
 
 from __future__ import annotations
 
-from kmc.checker.protocol import format_action
+from kmc.checker.contract.protocol import format_action
 
 VARIABLES = (
     "alive",
@@ -183,7 +183,7 @@ def step_header(model, index, action) -> str:
 
 
 def trace_text(model, path) -> str:
-    """Every state of a ``checker.result.Path``, a header and its variables each,
+    """Every state of a ``checker.core.result.Path``, a header and its variables each,
     separated by blank lines."""
     blocks = []
     for index, step in enumerate(path.steps, 1):

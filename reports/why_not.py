@@ -1,11 +1,11 @@
 """ "Why is this action not enabled?": an action's guard in one state, condition by
-condition (``checker.protocol.Guard``, the model's ``guards``), for ``kmc why-not`` and the
+condition (``checker.contract.protocol.Guard``, the model's ``guards``), for ``kmc why-not`` and the
 explorer's disabled actions. Any model: one that declares no guard conditions is answered
 so ("no guard conditions declared")."""
 
 from __future__ import annotations
 
-from kmc.checker.protocol import action_name, format_action, guards, successors
+from kmc.checker.contract.protocol import action_name, format_action, guards, successors
 
 NOT_DECLARED = "no guard conditions declared"
 

@@ -1,5 +1,5 @@
 """Broken models for ``kmc check --model tests/broken_models.py:NAME``: each factory below
-breaks the model protocol (``kmc.checker.protocol``) in one way. Every one must end in one
+breaks the model protocol (``kmc.checker.contract.protocol``) in one way. Every one must end in one
 line naming the model's function, its file and line, and the exception (exit 2), never in
 a traceback or a verdict (``tests/test_model_errors.py``).
 
@@ -15,7 +15,7 @@ import sys
 import attrs
 import numpy as np
 
-from kmc.checker.protocol import ALWAYS, STEP, KernelBase, Property
+from kmc.checker.contract.protocol import ALWAYS, STEP, KernelBase, Property
 
 
 @attrs.frozen

@@ -83,7 +83,7 @@ class Explorations:
     def __getitem__(self, name):
         if name not in self._done:
             from kmc.checker.engines import make_engine
-            from kmc.checker.options import Options
+            from kmc.checker.core.options import Options
             from kmc.app.specs import load_spec
 
             spec = load_spec(SPECS / f"{name}.toml")

@@ -1,5 +1,5 @@
 """Batch kernels of the toy counters (``tests/toy.py``), right and wrong: what the engines'
-comparison of a kernel with its model (``checker.kernel_check``) must accept and refuse.
+comparison of a kernel with its model (``checker.contract.kernel_check``) must accept and refuse.
 
 ``CountersKernel(model, column)`` keeps ``x`` and ``y`` in columns of numpy type ``column``
 (``np.uint8`` wraps past 255: the mistake ``docs/writing-a-model.md`` once made);
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-from kmc.checker.protocol import COVER, STEP, STEP_COVER, KernelBase, Property
+from kmc.checker.contract.protocol import COVER, STEP, STEP_COVER, KernelBase, Property
 from toy import Counters, Inc, TwoCounters
 
 

@@ -76,7 +76,7 @@ def spec_runs(specs, engine_of, options_of):
 def assert_traces_replay(model, result):
     """Every counterexample of ``result`` replays from its choices, its last state is the
     first of its path its property's check rejects, with the reported explanation."""
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.core.trace import replay_choices
     from kmc.invariants import BY_NAME
 
     for prop, v in result.violations.items():

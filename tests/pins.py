@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kmc.checker.result import HOLDS
+from kmc.checker.core.result import HOLDS
 
 CNL, LND = "CommittedNeverLost", "LogsNeverDiverge"
 H = HOLDS

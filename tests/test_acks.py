@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import oracle
-from kmc.checker.batch import BatchEngine
-from kmc.checker.errors import SpecError, UsageError
-from kmc.checker.local import LocalEngine, Options
-from kmc.checker.result import HOLDS
+from kmc.checker.local.rows import BatchEngine
+from kmc.checker.base.errors import SpecError, UsageError
+from kmc.checker.local.states import LocalEngine, Options
+from kmc.checker.core.result import HOLDS
 from kmc.invariants import CLASSIC, MODERN, AcknowledgedNeverLost, default_properties
 from kmc.model import LEADER_EPOCH_21, TRUNCATION_RULES, Config, KafkaModel, encode
 from kmc.model.batch import KafkaBatchKernel

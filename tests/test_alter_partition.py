@@ -24,8 +24,8 @@ import pytest
 
 import oracle
 from helpers import assert_same_successors, assert_traces_replay, reachable, spec_runs
-from kmc.checker.batch import BatchEngine
-from kmc.checker.local import LocalEngine, Options
+from kmc.checker.local.rows import BatchEngine
+from kmc.checker.local.states import LocalEngine, Options
 from kmc.model import Config, KafkaModel, encode
 from kmc.app.specs import load_spec, parse_spec
 from kmc.model.spec import SpecError

@@ -197,7 +197,7 @@ def test_the_request_round_trips_through_json(build):
 def _request_path(build):
     """A hand-built path under broker epochs: A asks to remove B, the controller removes it;
     A asks to add B back, B crashes, and the controller refuses to add a replica that is down."""
-    from kmc.checker.result import Path, Step
+    from kmc.checker.core.result import Path, Step
 
     s1 = _leading(build)
     s2 = _with(s1, alter=(A, SHRINK, B))
@@ -211,7 +211,7 @@ def _request_path(build):
 
 
 def _request_diagram(build):
-    from kmc.checker.result import Violation
+    from kmc.checker.core.result import Violation
     from kmc.reports import diagram
 
     model = _ap_model(build, broker_epochs=True)
@@ -234,13 +234,13 @@ def test_the_diagram_holds_the_request_and_the_answers(build):
     assert d.columns[5].description == "A's request to add B is refused: B is down"
     assert ("flags", "alter_partition, broker_epochs") in config_lines(model.config)
     # Without the option nothing of it: no request, ISR changes drawn from the controller.
-    from kmc.checker.result import Violation
+    from kmc.checker.core.result import Violation
     from kmc.reports import diagram
 
     atomic = build.model(truncation=LEADER_EPOCH_21)
     path = _request_path(build)
     s1, s2 = path.steps[0].state, _with(path.steps[0].state, isr=(A,))
-    from kmc.checker.result import Path, Step
+    from kmc.checker.core.result import Path, Step
 
     plain = diagram.build(atomic, Violation("CommittedNeverLost", "always", "x",
                                             Path((Step(None, s1), Step(Action("ShrinkIsr", B), s2)))))
@@ -300,7 +300,7 @@ def test_the_tla_text_and_the_terminal_header_name_the_request(build):
 def _kafka_14139(build):
     """KAFKA-14139's 13 states under docs/model.md's rules, built by hand (two replicas, min
     ISR 1, unflushed loss, the HW gate and the eligible leader replicas, alter_partition)."""
-    from kmc.checker.result import Path, Step
+    from kmc.checker.core.result import Path, Step
     from kmc.model import Fetch
 
     model = _ap_model(build, unflushed_loss=True, hw_requires_min_isr=True, eligible_leader_replicas=True,
@@ -335,7 +335,7 @@ def _kafka_14139(build):
 
 
 def test_the_kafka_14139_picture_shows_the_request_in_flight(build):
-    from kmc.checker.result import Violation
+    from kmc.checker.core.result import Violation
     from kmc.reports import diagram, mermaid
 
     model, path = _kafka_14139(build)

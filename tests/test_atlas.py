@@ -9,10 +9,10 @@ import pytest
 
 from kmc.app.cli import main
 from kmc.app.commands.atlas import check_atlas_outputs, run_cell, write_atlas
-from kmc.checker.errors import UsageError
-from kmc.checker.exitcodes import EXIT_BAD_INPUT
-from kmc.checker.result import CheckResult, Stats, Violation
-from kmc.checker.trace import replay_choices
+from kmc.checker.base.errors import UsageError
+from kmc.checker.base.exitcodes import EXIT_BAD_INPUT
+from kmc.checker.core.result import CheckResult, Stats, Violation
+from kmc.checker.core.trace import replay_choices
 from kmc.model.kafka import KafkaModel
 from kmc.model.spec import config_from_table
 from kmc.reports.atlas import (
@@ -266,7 +266,7 @@ def test_a_cell_that_loses_no_record_but_exposes_an_uncommitted_one_is_not_durab
     assert main(["replay", str(tmp_path / f"{name}.json")]) == 0
     # the same verdict and length as `kmc check` of the cell's configuration
     from kmc.checker.engines import make_engine
-    from kmc.checker.local import Options
+    from kmc.checker.local.states import Options
     from kmc.invariants import UncommittedNeverExposed
 
     result = make_engine(KafkaModel(config_of(row, policy)), [UncommittedNeverExposed], Options()).run()

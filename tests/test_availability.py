@@ -22,13 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import oracle
-from kmc.checker.errors import SpecError
-from kmc.checker.local import Options, check
-from kmc.checker.masks import state_mask
-from kmc.checker.possibly import EdgeLog
-from kmc.checker.protocol import POSSIBLY
-from kmc.checker.result import CheckResult, HOLDS, Stats, UNKNOWN, VIOLATED, Violation
-from kmc.checker.trace import replay_choices
+from kmc.checker.base.errors import SpecError
+from kmc.checker.local.states import Options, check
+from kmc.checker.contract.masks import state_mask
+from kmc.checker.graph.possibly import EdgeLog
+from kmc.checker.contract.protocol import POSSIBLY
+from kmc.checker.core.result import CheckResult, HOLDS, Stats, UNKNOWN, VIOLATED, Violation
+from kmc.checker.core.trace import replay_choices
 from kmc.invariants import BY_NAME, PartitionRecoverable, available, default_properties, explain_trap
 from kmc.model import Config, KafkaModel
 from kmc.app.specs import load_spec, parse_spec

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kmc.checker.errors import SpecError
+from kmc.checker.base.errors import SpecError
 from kmc.model import Config
 from kmc.model.spec import parse_spec
 

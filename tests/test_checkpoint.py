@@ -19,8 +19,11 @@ from pathlib import Path
 import pytest
 
 from kmc import checker
-from kmc.checker import LocalEngine, Options, checkpoint, checkpointer, memory
-from kmc.checker.checkpoint import CheckpointError
+from kmc.checker import LocalEngine, Options
+from kmc.checker.checkpoints import file as checkpoint
+from kmc.checker.checkpoints import writer as checkpointer
+from kmc.checker.base import memory
+from kmc.checker.checkpoints.file import CheckpointError
 from kmc.app.specs import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +49,7 @@ def kmc_run(*args, timeout=120):
 # every run, whatever the machine's speed (a poller racing the run could miss it).
 _AT_LEVEL = r"""
 import os, signal, sys
-from kmc.checker import checkpointer
+from kmc.checker.checkpoints import writer as checkpointer
 from kmc.app.cli import main
 
 depth = int(os.environ["KMC_TEST_DEPTH"])
@@ -279,7 +282,7 @@ def test_a_new_run_does_not_overwrite_a_checkpoint(tmp_path):
 # -- the memory ceiling ------------------------------------------------------------------------
 
 def test_max_memory_stops_cleanly_and_the_checkpoint_resumes(tmp_path, monkeypatch, capsys):
-    from kmc.checker import driver
+    from kmc.checker.core import driver
     from kmc.app.cli import main
 
     spec = SPECS / "hw-unclean.toml"
@@ -335,13 +338,13 @@ def test_the_ceiling_counts_what_the_seen_set_may_still_allocate(monkeypatch, ex
     """The compact seen-set may merge all its runs at a level's end (a new array and the
     sort's buffer: 12 bytes a state): the ceiling is passed when resident memory plus that
     passes it, before the merge could push the process past it."""
-    from kmc.checker.batch import BatchEngine, RowsSearch
+    from kmc.checker.local.rows import BatchEngine, RowsSearch
 
     spec, model, want = explorations["hw-unflushed"]
     assert want.stats.distinct > 2048
     # Resident memory stays 24 KiB under the ceiling: only the reserve of more than 2,048
     # stored states passes it.
-    monkeypatch.setattr(checker.driver, "resident_bytes", lambda: (1 << 30) - 24 * 1024)
+    monkeypatch.setattr(checker.core.driver, "resident_bytes", lambda: (1 << 30) - 24 * 1024)
     engine = BatchEngine(model, spec.properties(), Options(keep_going=True, max_memory=1 << 30))
     partial = engine.run()
     assert partial.stopped == "max-memory" and not partial.complete
@@ -352,22 +355,22 @@ def test_the_ceiling_counts_what_the_seen_set_may_still_allocate(monkeypatch, ex
 
 
 def test_memory_stop_inside_a_level_rolls_back_to_the_boundary(monkeypatch, explorations):
-    import kmc.checker.driver
-    import kmc.checker.local
+    import kmc.checker.core.driver
+    import kmc.checker.local.states
 
     spec, model, want = explorations["hw-unflushed"]  # keep_going = true, as here
     props = spec.properties()
     engine = LocalEngine(model, props, Options(keep_going=True, max_memory=1 << 30))
     # "Memory" grows with the seen-set; looked at every 64 states, it first passes the
     # ceiling inside a level.
-    monkeypatch.setattr(checker.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 2000))
-    monkeypatch.setattr(checker.local.PerStateSearch, "every", 64)
+    monkeypatch.setattr(checker.core.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 2000))
+    monkeypatch.setattr(checker.local.states.PerStateSearch, "every", 64)
     partial = engine.run()
     assert partial.stopped == "max-memory" and not partial.complete
     snap = engine.snapshot()
     assert snap["stats"]["distinct"] == len(snap["seen"]) <= 2000 < partial.stats.distinct
     assert snap["stats"]["levels"] == want.stats.levels[: snap["stats"]["depth"]]
-    monkeypatch.setattr(checker.driver, "resident_bytes", lambda: 0)
+    monkeypatch.setattr(checker.core.driver, "resident_bytes", lambda: 0)
     resumed = LocalEngine(model, props, Options(keep_going=True))
     resumed.restore(pickle.loads(pickle.dumps(snap)))
     assert summary(resumed.run()) == summary(want)

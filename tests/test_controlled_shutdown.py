@@ -27,8 +27,8 @@ import oracle
 from helpers import assert_traces_replay, reachable, step, texts
 from kmc.app.specs import load_spec
 from kmc.checker.engines import make_engine
-from kmc.checker.local import LocalEngine, Options
-from kmc.checker.protocol import ALWAYS, Property
+from kmc.checker.local.states import LocalEngine, Options
+from kmc.checker.contract.protocol import ALWAYS, Property
 from kmc.invariants import BY_NAME
 from kmc.model import Config, KafkaModel, encode
 from kmc.model.actions import ACTION_NAMES
@@ -202,7 +202,7 @@ PATHS = (pytest.param("per-state", marks=pytest.mark.skipif(
 
 
 def _run(cfg, props, path="batch", **kw):
-    from kmc.checker.batch import BatchEngine
+    from kmc.checker.local.rows import BatchEngine
 
     model = KafkaModel(cfg)
     extra = side_checks(cfg) if cfg.max_controlled_shutdowns else []
@@ -578,7 +578,7 @@ def test_resuming_from_every_level_gives_the_same_result():
 
 
 def test_the_batch_engine_runs_it():
-    from kmc.checker.batch import BatchEngine
+    from kmc.checker.local.rows import BatchEngine
 
     result = BatchEngine(KafkaModel(config("C1 CS")), [BY_NAME[CNL]], Options(keep_going=True)).run()
     assert result.stats.distinct == CS_TABLE["C1"][0] and not result.violations
@@ -746,7 +746,7 @@ def test_the_pictures_show_the_shutdown_on_the_controller_s_lane():
         names = [model.format_action(a) for a, _ in model.successors(states[-1])]
         choices.append(names.index(text))
         states.append(model.successors(states[-1])[choices[-1]][1])
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.core.trace import replay_choices
 
     d = build_path(model, replay_choices(model, 0, tuple(choices)))
     cs, done = d.columns[2], d.columns[3]

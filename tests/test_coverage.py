@@ -12,7 +12,7 @@ from rich.console import Console
 
 from kmc.app.cli import EXIT_OK, EXIT_VIOLATION, main
 from kmc.app.commands.common import options_from
-from kmc.checker.local import LocalEngine
+from kmc.checker.local.states import LocalEngine
 from kmc.model.kafka import ACTION_NAMES
 from kmc.app.specs import load_spec
 from kmc.reports import ResultView
@@ -92,7 +92,7 @@ def test_result_view_flags_never_fired_actions_directly():
     assert "never fired" not in lines["Produce"]
 
 
-# -- enabled counts, kinds, variables (checker.coverage) ----------------------------------
+# -- enabled counts, kinds, variables (checker.core.coverage) ----------------------------------
 
 import pytest  # noqa: E402
 
@@ -200,7 +200,7 @@ def test_a_model_without_coverage_names_counts_its_state_fields():
     assert cov.distinct_values() == {"x": [0, 1, 2, 3], "y": [0, 1, 2, 3]}
     # 15 states expand; IncX is enabled in those with x < 3: 12 of them
     assert cov.enabled == {"IncX": 12, "IncY": 12}
-    from kmc.checker.coverage import coverage_warnings
+    from kmc.checker.core.coverage import coverage_warnings
 
     assert coverage_warnings(cov, result.stats.fired) == []
     assert coverage_warnings(cov, {"IncX": 3}) == ["IncY never fired: a modelling bug or an unreachable action?"]
@@ -263,8 +263,8 @@ def test_a_task_told_the_runs_full_ranges_reports_the_same_union():
     union a task told nothing makes."""
     import numpy as np
 
-    from kmc.checker.coverage import task_part
-    from kmc.checker.options import Options
+    from kmc.checker.core.coverage import task_part
+    from kmc.checker.core.options import Options
 
     spec = load_spec(SEED)
     model = spec.model()
@@ -294,8 +294,8 @@ def test_the_counts_of_two_slices_add_up_whichever_kinds_fired_in_each():
     two expanded together."""
     import numpy as np
 
-    from kmc.checker.coverage import task_part
-    from kmc.checker.options import Options
+    from kmc.checker.core.coverage import task_part
+    from kmc.checker.core.options import Options
     from kmc.checker.partitioned.tasks import _add_part
     from kmc.model.actions import CRASH_CODE
 

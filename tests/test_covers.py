@@ -1,4 +1,4 @@
-"""Cover properties ("this can happen", ``checker.protocol``'s ``"cover"`` kind): each must
+"""Cover properties ("this can happen", ``checker.contract.protocol``'s ``"cover"`` kind): each must
 be reached, answered with a shortest witness, or "never reached", which fails the run (exit
 1); a spec's ``[check] covers`` names the Kafka model's (``invariants.covers``)."""
 
@@ -11,8 +11,8 @@ import pytest
 from counter_kernels import Beyond, Corner, CoveredCounters, XTwoYOne, covered
 from kmc.app.cli import main
 from kmc.checker.engines import make_engine
-from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
-from kmc.checker.options import Options
+from kmc.checker.base.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
+from kmc.checker.core.options import Options
 from kmc.invariants.covers import COVERS, COVERS_BY_NAME
 from kmc.model.spec import load_spec
 from toy import Counters, SumBelow
@@ -160,7 +160,7 @@ def test_kmc_invariants_lists_the_covers(capsys):
 
 def test_a_witness_is_no_invariant_s_failure():
     # The helpers that list a state's failed invariants (simulation, graphs, traces) skip covers.
-    from kmc.checker.level import state_failures
+    from kmc.checker.core.level import state_failures
 
     model = CoveredCounters(n=3, limit=5)
     assert state_failures(model, Counters(3, 3), [Corner, SumBelow]) == [("SumBelow", "x + y = 6 reached 5")]

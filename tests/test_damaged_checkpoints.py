@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kmc.app.cli import main
-from kmc.checker import checkpoint
+from kmc.checker.checkpoints import file as checkpoint
 
 import pins
 from test_checkpoint import SPECS
@@ -240,7 +240,8 @@ def full_checkpoint_disk(tmp_path, monkeypatch):
     mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(disk)],
                                                    capture_output=True).returncode == 0
     if not mounted:
-        from kmc.checker import checkpoint as module, disk_store
+        from kmc.checker.checkpoints import file as module
+        from kmc.checker.stores import disk as disk_store
 
         budget = [200 * 1024]
 
@@ -264,7 +265,7 @@ def full_checkpoint_disk(tmp_path, monkeypatch):
 
         monkeypatch.setattr(disk_store, "link", link)
         monkeypatch.setattr(module, "write", write)
-        from kmc.checker import checkpointer
+        from kmc.checker.checkpoints import writer as checkpointer
 
         monkeypatch.setattr(checkpointer, "write", write)
     yield disk
@@ -309,7 +310,7 @@ def test_a_full_checkpoint_disk_without_violations_exits_4(full_checkpoint_disk,
 def test_a_spark_level_directory_that_is_a_link_is_refused(tmp_path):
     """The Spark engine's saved level (its files' sizes and SHA-256 are checked already):
     a link in its place, even to an intact copy, is refused as the disk store's is."""
-    from kmc.checker.checkpoint import CheckpointError
+    from kmc.checker.checkpoints.file import CheckpointError
     from kmc.checker.partitioned.save import verify_saved
     from kmc.checker.partitioned.digests import digests
 

@@ -1,5 +1,5 @@
 """Terminal states as errors on request (``kmc check --deadlock``, ``[check] deadlock = true``,
-``checker.deadlock``): a reachable state with no enabled action, as TLC defines a deadlock,
+``checker.core.deadlock``): a reachable state with no enabled action, as TLC defines a deadlock,
 reported with a shortest trace, exit 1."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import oracle
 import pytest
 from counter_kernels import KernelCounters
 from kmc.app.cli import main
-from kmc.checker.deadlock import DEADLOCK, Deadlock
+from kmc.checker.core.deadlock import DEADLOCK, Deadlock
 from kmc.checker.engines import make_engine
-from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
-from kmc.checker.options import Options
+from kmc.checker.base.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
+from kmc.checker.core.options import Options
 from kmc.model.spec import load_spec
 from toy import Counters, Ring, TwoCounters
 

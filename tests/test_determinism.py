@@ -19,8 +19,8 @@ SEEDS = ("0", "12345")
 _PROBE = r"""
 import hashlib, json, sys
 from kmc.app.specs import load_spec
-from kmc.checker.local import LocalEngine, Options
-from kmc.checker.fingerprint import fingerprint
+from kmc.checker.local.states import LocalEngine, Options
+from kmc.checker.core.fingerprint import fingerprint
 spec = load_spec(sys.argv[1])
 model = spec.model()
 engine = LocalEngine(model, spec.properties(), Options(keep_going=spec.keep_going))
@@ -104,7 +104,7 @@ def test_kmc_check_json_identical_across_hash_seeds(tmp_path):
 
 
 def test_two_runs_in_one_process_agree(build):
-    from kmc.checker.local import check
+    from kmc.checker.local.states import check
 
     model = build.model(max_crashes=2, truncation="leader-epoch", unflushed_loss=True)
     r1, r2 = check(model), check(model)

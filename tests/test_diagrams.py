@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from kmc.app.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, main
-from kmc.checker.result import Violation
+from kmc.checker.core.result import Violation
 from kmc.reports import diagram, html, mermaid, pictures, svg
 
 REPO = Path(__file__).resolve().parent.parent

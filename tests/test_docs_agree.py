@@ -60,7 +60,7 @@ def test_every_documented_size_is_accepted(size):
 
 @pytest.mark.parametrize("size", ["10P", "127M", "16M"])
 def test_sizes_outside_the_documented_range_are_one_line(size, capsys):
-    from kmc.checker.errors import SpecError
+    from kmc.checker.base.errors import SpecError
     from kmc.app.specs import parse_spec
 
     text = (ROOT / "specs" / "hw-data-loss.toml").read_text().replace("[check]", f'[check]\nmax_memory = "{size}"')
@@ -74,7 +74,7 @@ def test_sizes_outside_the_documented_range_are_one_line(size, capsys):
 
 
 def test_the_memory_floor_is_above_kmc_s_own_start_up():
-    from kmc.checker.memory import MIN_CEILING
+    from kmc.checker.base.memory import MIN_CEILING
 
     # VmHWM, the peak of this process's own memory (ru_maxrss would keep the forking parent's)
     code = ("from kmc.app.cli import main; "
@@ -87,7 +87,7 @@ def test_the_memory_floor_is_above_kmc_s_own_start_up():
 
 @pytest.mark.parametrize("master", ["spark://", "local[1000000]", "mesos://x", "local[0]"])
 def test_the_masters_kmc_refuses_are_the_readme_s(master):
-    from kmc.checker.errors import EngineError
+    from kmc.checker.base.errors import EngineError
     from kmc.checker.spark.master import validate_master
 
     with pytest.raises(EngineError):
@@ -116,7 +116,7 @@ def test_model_md_defines_committed_once():
 
 
 def test_edge_bytes_agree():
-    from kmc.checker.possibly import _NARROW
+    from kmc.checker.graph.possibly import _NARROW
 
     edge = _NARROW().itemsize + 8
     assert f"{edge} bytes an edge" in MODEL_MD and "16 bytes an edge" not in MODEL_MD
@@ -141,7 +141,7 @@ def test_writing_a_model_gives_the_signature_of_every_optional_text_method():
     # The page lists each method as the protocol declares it (its parameters, in order).
     import inspect
 
-    from kmc.checker import protocol
+    from kmc.checker.contract import protocol
 
     page = (ROOT / "docs" / "writing-a-model.md").read_text(encoding="utf-8")
     for name in ("format_action", "describe_step", "format_state"):

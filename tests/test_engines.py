@@ -1,7 +1,7 @@
 """Every engine (local and Spark, per-state and batch paths) gives the same counts,
 verdicts and traces under every option, or refuses the option in one line.
 
-The engines are compositions of one level driver (``checker.driver``) with a search
+The engines are compositions of one level driver (``checker.core.driver``) with a search
 object, so these tests are what keeps them from drifting apart again: a spec with
 symmetry reduction used to be explored unreduced by the per-state Spark engine.
 
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from kmc.checker.engines import make_engine
-from kmc.checker.errors import UsageError
-from kmc.checker.options import Options
+from kmc.checker.base.errors import UsageError
+from kmc.checker.core.options import Options
 from kmc.app.specs import load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,7 +78,7 @@ def on_spark(request):
 def test_the_symmetric_spec_counts_by_brute_force(symmetric_spec):
     """14,937 states by a plain breadth-first search over the model (no engine), and
     2,556 orbits: the classes of states equal up to a renaming of the replicas."""
-    from kmc.checker.protocol import successors
+    from kmc.checker.contract.protocol import successors
 
     model = symmetric_spec.model()
     seen = {model.encode(s): s for s in model.init_states()}
@@ -216,19 +216,19 @@ def test_kafka_every_engine_every_option(kafka, kind, per_state, option, on_spar
 def test_memory_ceiling_on_both_local_paths(kafka, per_state, monkeypatch):
     """A stop at the memory ceiling inside a level goes back to the level boundary; the
     resumed run ends with the counts of a run never stopped."""
-    import kmc.checker.driver
-    import kmc.checker.local
+    import kmc.checker.core.driver
+    import kmc.checker.local.states
 
     model, props, ref = kafka
-    monkeypatch.setattr(kmc.checker.local.PerStateSearch, "every", 16)
-    monkeypatch.setattr(kmc.checker.batch, "CHUNK_ROWS", 64)
+    monkeypatch.setattr(kmc.checker.local.states.PerStateSearch, "every", 16)
+    monkeypatch.setattr(kmc.checker.local.rows, "CHUNK_ROWS", 64)
     engine = _engine("local", per_state, model, props, Options(keep_going=True, max_memory=1 << 30))
-    monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 500))
+    monkeypatch.setattr(kmc.checker.core.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 500))
     partial = engine.run()
     assert partial.stopped == "max-memory" and not partial.complete
     snap = engine.snapshot()
     assert snap["stats"]["distinct"] == len(snap["seen"]) <= 500 < partial.stats.distinct
-    monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: 0)
+    monkeypatch.setattr(kmc.checker.core.driver, "resident_bytes", lambda: 0)
     resumed = _engine("local", per_state, model, props, Options(keep_going=True))
     resumed.restore(snap)
     assert summary(resumed.run()) == summary(ref["keep-going"])
@@ -239,11 +239,11 @@ def test_memory_ceiling_on_both_local_paths(kafka, per_state, monkeypatch):
 def test_memory_ceiling_on_spark_stops_at_a_level_boundary(kafka, per_state, monkeypatch, on_spark):
     """On Spark a level is one job: the ceiling (the driver process's memory) is looked at
     between levels, and the run stops there with the counts of the levels done."""
-    import kmc.checker.driver
+    import kmc.checker.core.driver
 
     model, props, ref = kafka
     engine = _engine("spark", per_state, model, props, Options(keep_going=True, max_memory=1 << 30), limit=300)
-    monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: (1 << 40) * (engine.stats.distinct > 2500))
+    monkeypatch.setattr(kmc.checker.core.driver, "resident_bytes", lambda: (1 << 40) * (engine.stats.distinct > 2500))
     got = engine.run()
     assert (got.stopped, got.complete) == ("max-memory", False)
     want = ref["keep-going"].stats.levels

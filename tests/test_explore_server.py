@@ -26,7 +26,7 @@ from kmc.app import explore_server
 from kmc.app.cli import EXIT_BAD_INPUT, main
 from kmc.app.explore_server import ExploreServer, bind_address, parse_walk_prefix, remote_warning
 from kmc.checker.engines import make_engine
-from kmc.checker.errors import UsageError
+from kmc.checker.base.errors import UsageError
 from kmc.app.specs import load_spec
 from kmc.reports.explorer import Explorer, GenericView, KafkaView
 

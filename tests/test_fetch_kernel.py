@@ -27,8 +27,8 @@ import numpy as np
 import oracle
 import pytest
 from helpers import assert_same_successors, assert_traces_replay, random_walk, reachable
-from kmc.checker.batch import BatchEngine
-from kmc.checker.local import LocalEngine, Options
+from kmc.checker.local.rows import BatchEngine
+from kmc.checker.local.states import LocalEngine, Options
 from kmc.invariants.kafka import (
     MODERN,
     CommittedNeverLost,

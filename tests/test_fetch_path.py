@@ -24,7 +24,7 @@ import pytest
 import oracle
 from helpers import assert_traces_replay, spec_runs, step
 from kmc.checker.engines import make_engine
-from kmc.checker.local import LocalEngine, Options
+from kmc.checker.local.states import LocalEngine, Options
 from kmc.invariants import BY_NAME, default_properties
 from kmc.model import Config, KafkaModel, encode
 from kmc.model.fetch_path import cache, diverging_epoch, end_offset_for, log_cache, truncation_on_answer
@@ -543,7 +543,7 @@ def test_a_saved_counterexample_replays_with_its_diverging_answer(tmp_path, caps
 def test_the_pictures_show_the_diverging_answer_the_truncation_and_the_exposed_record(runs):
     from kmc.reports import mermaid, svg
     from kmc.reports.diagram import build, build_path
-    from kmc.checker.result import Path as TracePath, Step
+    from kmc.checker.core.result import Path as TracePath, Step
 
     _spec, model, result = runs("kafka-14704-exposure")
     d = build(model, result.violations[UNE])
@@ -606,8 +606,8 @@ def test_the_explorer_walks_the_kafka_14704_story():
 
 
 def test_the_batch_engine_refuses_a_model_its_kernel_cannot_run():
-    from kmc.checker.batch import BatchEngine
-    from kmc.checker.errors import EngineError
+    from kmc.checker.local.rows import BatchEngine
+    from kmc.checker.base.errors import EngineError
 
     with pytest.raises(EngineError, match=r"this configuration has no batch form \(run it with --per-state\)"):
         BatchEngine(_NoKernelYet(Config(truncation="leader-epoch-2.1")))

@@ -11,7 +11,7 @@ import struct
 import attrs
 import pytest
 
-from kmc.checker.fingerprint import DIGEST_BYTES, fingerprint, fingerprint_bytes
+from kmc.checker.core.fingerprint import DIGEST_BYTES, fingerprint, fingerprint_bytes
 from kmc.model import Fetch, encode
 
 A, B = 0, 1
@@ -132,7 +132,7 @@ def test_distinct_reachable_states_distinct_fingerprints(model):
 
 @pytest.mark.parametrize("n", [0, 1, 2, 1000, 70_000])
 def test_the_fingerprint_order_sorts_and_the_least_key_wins(n):
-    """``checker.keys.fingerprint_order`` packs positions into the low bits of one sort:
+    """``checker.core.keys.fingerprint_order`` packs positions into the low bits of one sort:
     it sorts like an argsort on random fingerprints with repeats, and on fingerprints
     made equal in every bit above the packed ones but out of order (which the packed
     sort cannot order, and sorts again), alone or in several groups, and keeps equal ones in
@@ -142,7 +142,7 @@ def test_the_fingerprint_order_sorts_and_the_least_key_wins(n):
     (the order of the Spark owners' files)."""
     import numpy as np
 
-    from kmc.checker.keys import first_per_fingerprint, fingerprint_order, least_per_fingerprint
+    from kmc.checker.core.keys import first_per_fingerprint, fingerprint_order, least_per_fingerprint
 
     rng = np.random.default_rng(n)
     fps = rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
@@ -185,13 +185,13 @@ def test_the_fingerprint_order_sorts_and_the_least_key_wins(n):
 
 @pytest.mark.parametrize("n", [0, 1, 2, 1000, 70_000])
 def test_the_key_order_is_a_stable_argsort(n):
-    """``checker.keys.key_order`` packs positions below the keys in one sort: it orders
+    """``checker.core.keys.key_order`` packs positions below the keys in one sort: it orders
     like a stable argsort on distinct keys, on repeated ones (the positions settle
     them), and on keys too large to share 64 bits with a position (left to the
     argsort)."""
     import numpy as np
 
-    from kmc.checker.keys import CHOICES, key_order
+    from kmc.checker.core.keys import CHOICES, key_order
 
     rng = np.random.default_rng(n)
     distinct = rng.permutation(n).astype(np.int64) * CHOICES + rng.integers(0, CHOICES, n)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker import checkpoint, checkpointer
-from kmc.checker.checkpoint import CheckpointError
+from kmc.checker.checkpoints import file as checkpoint
+from kmc.checker.checkpoints import writer as checkpointer
+from kmc.checker.checkpoints.file import CheckpointError
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = REPO / "specs" / "hw-data-loss.toml"  # a violation: exit 1
@@ -166,7 +167,7 @@ def test_a_failed_json_write_after_the_search_exits_2(tmp_path, spec):
 
 
 def test_check_expect_with_a_memory_stop_exits_4(tmp_path, monkeypatch, capsys):
-    from kmc.checker import driver
+    from kmc.checker.core import driver
 
     monkeypatch.setattr(driver, "resident_bytes", lambda: 1 << 40)  # past any ceiling at once
     proc = kmc_here(capsys, "check", REPO / "specs" / "le-data-loss.toml", "--max-memory", "128M", "--check-expect",
@@ -177,7 +178,7 @@ def test_check_expect_with_a_memory_stop_exits_4(tmp_path, monkeypatch, capsys):
 # -- bounded input: names, partitions, masters ---------------------------------------------
 
 def test_a_replica_name_with_a_trailing_newline_is_refused():
-    from kmc.checker.errors import SpecError
+    from kmc.checker.base.errors import SpecError
     from kmc.app.specs import parse_spec
 
     text = '[model]\nreplicas = ["A\\n", "A"]\ntruncation = "high-watermark"\n'
@@ -201,7 +202,7 @@ def test_partitions_are_bounded_on_the_command_line(value, capsys):
 
 
 def test_partitions_are_bounded_in_a_spec():
-    from kmc.checker.errors import SpecError
+    from kmc.checker.base.errors import SpecError
     from kmc.app.specs import parse_spec, spark_table
 
     text = '[model]\nreplicas = 2\ntruncation = "high-watermark"\n[spark]\npartitions = {}\n'
@@ -222,7 +223,7 @@ def test_bad_masters_are_refused_before_spark_starts(master, words, capsys):
 
 
 def test_a_bad_master_in_a_spec_is_a_spec_error():
-    from kmc.checker.errors import SpecError
+    from kmc.checker.base.errors import SpecError
     from kmc.app.specs import parse_spec
 
     text = '[model]\nreplicas = 2\ntruncation = "high-watermark"\n[spark]\nmaster = "local[0]"\n'
@@ -248,7 +249,7 @@ def test_an_unreachable_master_is_one_line_naming_the_url_before_spark_starts(tm
 def test_a_master_that_never_answers_is_given_up_on_in_bounded_time():
     import socket
 
-    from kmc.checker.errors import EngineError
+    from kmc.checker.base.errors import EngineError
     from kmc.checker.spark.master import REACH_SECONDS, check_reachable
 
     asked = []
@@ -275,7 +276,7 @@ def seed_doc(tmp_path_factory):
 
 def _with_choices(doc, choices):
     """``doc`` whose first trace takes ``choices`` (steps recomputed, so they are legal)."""
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.core.trace import replay_choices
     from kmc.app.specs import load_spec
     from kmc.reports.json_result import trace_to_dict
 
@@ -311,7 +312,7 @@ def test_replay_caps_the_length_before_replaying_anything(seed_doc, tmp_path, ca
 
 
 def test_replay_compares_as_it_replays(seed_doc, monkeypatch, tmp_path, capsys):
-    from kmc.checker import protocol
+    from kmc.checker.contract import protocol
     from kmc.app.cli import main
 
     doc = json.loads(json.dumps(seed_doc))
@@ -458,7 +459,7 @@ runpy.run_module("kmc.app.cli", run_name="__main__", alter_sys=True)
 """
 
 
-@pytest.mark.parametrize("module", ["kmc.checker.options", "rich.console", "kmc.reports"])
+@pytest.mark.parametrize("module", ["kmc.checker.core.options", "rich.console", "kmc.reports"])
 @pytest.mark.parametrize("sig, code, line", [("SIGINT", 130, "kmc: interrupted"),
                                              ("SIGTERM", 143, "kmc: stopped (SIGTERM)")])
 def test_a_signal_during_start_up_is_one_line_and_130_or_143(module, sig, code, line):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kmc.checker.masks import state_mask, step_mask
-from kmc.checker.protocol import ALWAYS, POSSIBLY, STEP
+from kmc.checker.contract.masks import state_mask, step_mask
+from kmc.checker.contract.protocol import ALWAYS, POSSIBLY, STEP
 from kmc.invariants import (
     ALL,
     BY_NAME,
@@ -41,7 +41,7 @@ def test_the_properties_in_order():
 
 def test_every_property_carries_its_mask_and_the_engine_reads_it(model):
     # One value per property: its check and its array form side by side. The engine reads
-    # the property's own mask (checker.masks); the kernel answers no property by name.
+    # the property's own mask (checker.contract.masks); the kernel answers no property by name.
     (s,) = model.init_states()
     kernel = model.batch_kernel()
     rows = kernel.init_rows([s])
@@ -234,14 +234,14 @@ def test_epoch_monotonic_holds_on_every_step_from_the_start(model):
 )
 def test_every_state_mask_reads_rows_laid_out_by_column_alike(name, some):
     """The batch engine gives the Kafka kernel's array forms the new rows a column at a
-    time (``checker.protocol.columns``): on every reachable state of three shipped specs
+    time (``checker.contract.protocol.columns``): on every reachable state of three shipped specs
     with violations, each state property's mask is the same over either layout and
     equals its per-state check; ``some`` are violated in some states, not none or all."""
     from pathlib import Path
 
     from helpers import reachable
     from kmc.app.specs import load_spec
-    from kmc.checker.protocol import columns
+    from kmc.checker.contract.protocol import columns
 
     model = load_spec(Path(__file__).parent.parent / "specs" / f"{name}.toml").model()
     kernel = model.batch_kernel()

@@ -1,5 +1,5 @@
 """A wrong batch kernel stops the run with one line; it never gives a wrong count
-(``checker.kernel_check``, ``checker.masks``)."""
+(``checker.contract.kernel_check``, ``checker.contract.masks``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from counter_kernels import CountersKernel, KernelCounters, WrongMask, WrongSuccessor, widened, wrapping
 from kmc.checker.engines import make_engine
-from kmc.checker.kernel_check import KernelMismatchError
-from kmc.checker.options import Options
+from kmc.checker.contract.kernel_check import KernelMismatchError
+from kmc.checker.core.options import Options
 from toy import SumBelow
 
 
@@ -134,7 +134,7 @@ def test_the_result_says_how_many_states_were_cross_checked(monkeypatch):
     max(1, size // 4)): 1 + ... + 7 and 4 of the 8 at depth 8; two of each deeper level
     (max(1, size // 2)): 3 of 9, 2 of 10, 3 of 9, 2 of 8, then 3, 2, 3, 2, 3, 2, 1 of the
     levels of 7 down to 1 state: 28 + 4 + 10 + 16."""
-    from kmc.checker.kernel_check import KernelCheck
+    from kmc.checker.contract.kernel_check import KernelCheck
 
     compared = []
     original = KernelCheck.compare

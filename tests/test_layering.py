@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from kmc.checker.engines import make_engine
-from kmc.checker.errors import SpecError
-from kmc.checker.protocol import BatchKernel, KernelBase, KernelDefaults, ModelBase, batch_path, with_defaults
+from kmc.checker.base.errors import SpecError
+from kmc.checker.contract.protocol import BatchKernel, KernelBase, KernelDefaults, ModelBase, batch_path, with_defaults
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,8 +48,8 @@ def _asks(path):
 
 
 def test_only_the_rules_of_a_level_ask_a_property():
-    # checker.level asks properties for every search, the state graph and the walks;
-    # checker.kernel_check asks them to compare a kernel's masks with its model.
+    # checker.core.level asks properties for every search, the state graph and the walks;
+    # checker.contract.kernel_check asks them to compare a kernel's masks with its model.
     allowed = {"level.py", "kernel_check.py"}
     found = [a for path in sorted((ROOT / "checker").glob("*.py")) if path.name not in allowed for a in _asks(path)]
     assert found == []
@@ -60,10 +60,10 @@ def test_every_search_is_composed_and_declared():
     from counter_kernels import KernelCounters
     from toy import TwoCounters
 
-    from kmc.checker.search import LevelSearch, Store
+    from kmc.checker.core.parts import LevelSearch, Store
 
-    from kmc.checker.options import Options
-    from kmc.checker.seen import SeenSet
+    from kmc.checker.core.options import Options
+    from kmc.checker.stores.seen import SeenSet
 
     for model, per_state in ((TwoCounters(), True), (KernelCounters(), False), (KernelCounters(), True)):
         for store in ("memory", "disk"):
@@ -219,7 +219,7 @@ def test_the_core_imports_no_kafka_module():
 
 def test_the_model_imports_nothing_of_spark_or_the_runtime():
     _, graph = _graph()
-    allowed = ("kmc.checker.errors", "kmc.checker.protocol", "kmc.checker.result", "kmc.checker.units")
+    allowed = ("kmc.checker.base.errors", "kmc.checker.contract.protocol", "kmc.checker.core.result", "kmc.checker.base.units")
     bad = [
         f"{name} imports {m}"
         for name, imports in graph.items()

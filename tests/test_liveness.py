@@ -1,6 +1,6 @@
 """Liveness under weak fairness: the kept graph on hand-built graphs whose answers are worked
 out by hand, then the engines (per-state, rows of Python states, the batch kernel) on the toy
-ring and on two-phase commit, every lasso re-checked by ``checker.lasso_check`` (which shares
+ring and on two-phase commit, every lasso re-checked by ``checker.graph.lasso`` (which shares
 no code with the components' computation)."""
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from toy import Ring
 
-from kmc.checker.batch import BatchEngine
-from kmc.checker.errors import UsageError
-from kmc.checker.lasso_check import check_lasso
-from kmc.checker.liveness import LivenessLog
-from kmc.checker.local import LocalEngine
-from kmc.checker.options import Options
-from kmc.checker.states_kernel import StatesKernel
+from kmc.checker.local.rows import BatchEngine
+from kmc.checker.base.errors import UsageError
+from kmc.checker.graph.lasso import check_lasso
+from kmc.checker.graph.liveness import LivenessLog
+from kmc.checker.local.states import LocalEngine
+from kmc.checker.core.options import Options
+from kmc.checker.contract.states_kernel import StatesKernel
 
 # State i is stored under the fingerprint FP[i] (arbitrary, unordered: a mix-up between
 # numbers and fingerprints cannot pass by accident).
@@ -151,7 +151,7 @@ def test_the_prefix_comes_from_the_opened_state_that_found_it(monkeypatch, chunk
     # by hand: the levels are {0, 1}, {2, 3}, {4, 5}, {6}; 5 is the nearest violating state,
     # found from 3 (its choice 1), which was found from 1. With one state a part, each
     # level's states are looked at one by one and must give the same prefix.
-    from kmc.checker import liveness
+    from kmc.checker.graph import liveness
 
     if chunk is not None:
         monkeypatch.setattr(liveness, "_CHUNK", chunk)
@@ -349,7 +349,7 @@ def _two_phase_module():
 
 
 def test_the_kernel_check_compares_fair_codes_and_liveness_masks():
-    from kmc.checker.kernel_check import KernelMismatchError
+    from kmc.checker.contract.kernel_check import KernelMismatchError
 
     module = _two_phase_module()
     model = module.two_phase(rms=2, liveness=True)

@@ -19,7 +19,7 @@ import liveness_oracle as lo
 import numpy as np
 import pytest
 from helpers import reachable
-from kmc.checker.protocol import ALWAYS_EVENTUALLY, LEADS_TO
+from kmc.checker.contract.protocol import ALWAYS_EVENTUALLY, LEADS_TO
 from kmc.invariants import BY_NAME, EVERY, LIVENESS, CommittedEventuallyReplicated, EventuallyLeader
 from kmc.invariants.liveness import (
     blocked_by_bound,
@@ -393,7 +393,7 @@ _RUNS: dict = {}
 def _run(name, per_state=False):
     """The spec run by the local engine (the batch path, or ``per_state``), once a session."""
     from kmc.checker.engines import make_engine
-    from kmc.checker.options import Options
+    from kmc.checker.core.options import Options
 
     key = (name, per_state)
     if key not in _RUNS:
@@ -408,7 +408,7 @@ def assert_lassos_are_fair_violations(spec, model, result):
     """Every lasso of ``result`` replays, is a fair behaviour that violates its property
     (the oracle's lasso check, which shares no code with kmc's), and carries the
     property's own explanation."""
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.core.trace import replay_choices
 
     assert result.violations
     for name, v in result.violations.items():
@@ -532,9 +532,9 @@ def _fair_lasso(model, path, loop) -> bool:
 
 
 def test_a_printed_cycle_takes_every_instance_its_own_states_enable():
-    from kmc.checker.local import LocalEngine
-    from kmc.checker.options import Options
-    from kmc.checker.protocol import ALWAYS_EVENTUALLY, Property
+    from kmc.checker.local.states import LocalEngine
+    from kmc.checker.core.options import Options
+    from kmc.checker.contract.protocol import ALWAYS_EVENTUALLY, Property
 
     model = _Triangle()
     prop = Property("Never", ALWAYS_EVENTUALLY, never)
@@ -673,7 +673,7 @@ def _spark_param(name):
 @pytest.mark.parametrize("name", [_spark_param(n) for n in TABLE if n not in HUGE_ROWS])
 def test_spark_gives_the_batch_engines_verdicts_and_lassos(spark_sc, name):
     from kmc.checker.engines import make_engine
-    from kmc.checker.options import Options
+    from kmc.checker.core.options import Options
 
     spec, model, batch = _run(name)
     engine = make_engine(model, spec.properties(), Options(keep_going=spec.keep_going), engine="spark",
@@ -693,7 +693,7 @@ def test_spark_gives_the_batch_engines_verdicts_and_lassos(spark_sc, name):
 @pytest.mark.parametrize("partitions", [pytest.param(p, marks=pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason="the Spark lassos of live-c2-elr and live-c4 on two partitions stay; another partition count: set KMC_SLOW=1")) for p in (1, 3)])
 def test_a_spark_lasso_does_not_depend_on_the_partitions(spark_sc, partitions):
     from kmc.checker.engines import make_engine
-    from kmc.checker.options import Options
+    from kmc.checker.core.options import Options
 
     spec, model, batch = _run("live-c1-hw")
     result = make_engine(model, spec.properties(), Options(keep_going=True), engine="spark",
@@ -803,8 +803,8 @@ def test_symmetry_refuses_a_kafka_liveness_spec_in_one_line(capsys):
 
 def test_a_run_that_did_not_explore_everything_leaves_them_unknown():
     from kmc.checker.engines import make_engine
-    from kmc.checker.options import Options
-    from kmc.checker.result import UNKNOWN
+    from kmc.checker.core.options import Options
+    from kmc.checker.core.result import UNKNOWN
 
     spec = _spec("live-c2-elr")
     result = make_engine(spec.model(), [EventuallyLeader, CommittedEventuallyReplicated],
@@ -830,7 +830,7 @@ def test_the_fetch_path_s_liveness_is_the_same_on_both_local_engines(name):
     local engines give the same verdicts and the same lassos, and each lasso is a fair
     violating behaviour by the oracle's check."""
     from kmc.checker.engines import make_engine
-    from kmc.checker.options import Options
+    from kmc.checker.core.options import Options
 
     spec = _spec(name)
     model = spec.model()
@@ -853,9 +853,9 @@ def test_the_rows_search_looks_up_numbers_in_storing_order(monkeypatch):
     it numbered them (kept beside the store only for the graph's verdicts), on slices of
     a few fingerprints so that a fingerprint's slice and its number's offset both count:
     asked in any order, repeated, or not stored at all (-1)."""
-    from kmc.checker import batch
-    from kmc.checker.batch import BatchEngine
-    from kmc.checker.options import Options
+    from kmc.checker.local import rows as batch
+    from kmc.checker.local.rows import BatchEngine
+    from kmc.checker.core.options import Options
 
     monkeypatch.setattr(batch, "NUMBERS_SLICE", 7)
     spec = _spec("live-c1")
@@ -880,9 +880,9 @@ def test_the_decision_a_few_states_at_a_time_gives_the_same_lassos(monkeypatch, 
     """The breadth-first levels and the components' rows taken a state or an edge at
     a time (as a large graph's are, a million at a time): the same verdicts and lassos as
     with every level and row at once, each a fair violation by the oracle's check."""
-    from kmc.checker import liveness
+    from kmc.checker.graph import liveness
     from kmc.checker.engines import make_engine
-    from kmc.checker.options import Options
+    from kmc.checker.core.options import Options
 
     spec, model, want = _run(name)
     monkeypatch.setattr(liveness, "_CHUNK", 1)
@@ -936,7 +936,7 @@ OPERATOR_ROWS = {"C1 CS": VB, "C1 CS+13916": VB, "C2 ELR+CS": V}
 
 
 def _engine_verdicts(cfg):
-    from kmc.checker.local import LocalEngine, Options
+    from kmc.checker.local.states import LocalEngine, Options
 
     model = KafkaModel(cfg)
     result = LocalEngine(model, [BY_NAME[EL], BY_NAME[CER]], Options(keep_going=True)).run()
@@ -947,7 +947,7 @@ def _engine_verdicts(cfg):
 def _assert_engine_agrees(cfg, want):
     """kmc's verdicts are the oracle's ``want``; a violation "at the bound" is explained so; every
     lasso replays and is a fair violating behaviour by the oracle's lasso check."""
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.core.trace import replay_choices
 
     model, result = _engine_verdicts(cfg)
     assert {p: result.verdict(p) for p in (EL, CER)} == {p: v.split(",")[0] for p, v in want.items()}

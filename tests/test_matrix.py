@@ -195,8 +195,8 @@ def test_published_two_replica_rows_match_the_current_model():
     """The published numbers are those of the model as it is now: every two-replica row of
     reports/results.json is explored again and must give the same counts and verdicts
     (after a change to model/ or invariants/, re-run `kmc matrix --out reports`)."""
-    from kmc.checker.batch import BatchEngine  # (`kmc matrix` runs the per-state engine: they agree, test_engines)
-    from kmc.checker.local import Options
+    from kmc.checker.local.rows import BatchEngine  # (`kmc matrix` runs the per-state engine: they agree, test_engines)
+    from kmc.checker.local.states import Options
     from kmc.invariants import CLASSIC as ALL  # the default grid checks the pre-2.1 properties
     from kmc.model.config import Config
     from kmc.model.kafka import KafkaModel

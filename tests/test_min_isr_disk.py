@@ -20,7 +20,7 @@ from pathlib import Path
 import oracle
 import pytest
 from kmc.checker.engines import make_engine
-from kmc.checker.local import LocalEngine, Options
+from kmc.checker.local.states import LocalEngine, Options
 from kmc.invariants import BY_NAME
 from kmc.invariants.kafka import committed_never_lost, leader_epoch_monotonic
 from kmc.model import Config
@@ -57,7 +57,7 @@ def config(group, options="", **kw) -> Config:
 
 
 def explore(cfg, properties, keep_going=True, max_depth=None, path="batch"):
-    from kmc.checker.batch import BatchEngine
+    from kmc.checker.local.rows import BatchEngine
 
     model = KafkaModel(cfg)
     options = Options(keep_going=keep_going, max_depth=max_depth)
@@ -73,7 +73,7 @@ def traces(result) -> dict:
 def assert_traces_replay(model, result):
     """Every counterexample replays from its choices; an invariant's last state is the first of
     its path the invariant rejects, with the reported explanation; a trap is explained."""
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.core.trace import replay_choices
 
     for prop, v in result.violations.items():
         path = v.path
@@ -502,19 +502,19 @@ def test_symmetry_reduction_counts_the_orbits():
 
 
 def test_a_checkpoint_resumes_to_the_same_counts(monkeypatch):
-    import kmc.checker.driver
-    import kmc.checker.local
+    import kmc.checker.core.driver
+    import kmc.checker.local.states
 
     model = KafkaModel(SMALL)
     props = list(model.properties())
     want = LocalEngine(model, props, Options(keep_going=True)).run()
-    monkeypatch.setattr(kmc.checker.local.PerStateSearch, "every", 16)
+    monkeypatch.setattr(kmc.checker.local.states.PerStateSearch, "every", 16)
     engine = make_engine(model, props, Options(keep_going=True, max_memory=1 << 30))
-    monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 500))
+    monkeypatch.setattr(kmc.checker.core.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 500))
     partial = engine.run()
     assert partial.stopped == "max-memory"
     snap = engine.snapshot()
-    monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: 0)
+    monkeypatch.setattr(kmc.checker.core.driver, "resident_bytes", lambda: 0)
     resumed = make_engine(model, props, Options(keep_going=True))
     resumed.restore(snap)
     assert _summary(resumed.run()) == _summary(want)
@@ -809,8 +809,8 @@ def test_the_tla_trace_names_each_operator_step_in_its_header():
     state naming the step, every variable in each state."""
     import re
 
-    from kmc.checker.result import Violation
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.core.result import Violation
+    from kmc.checker.core.trace import replay_choices
     from kmc.reports.tla import violation_text
 
     model = KafkaModel(EVERY_OPTION)
@@ -894,7 +894,7 @@ def test_the_picture_shows_the_min_isr_of_the_controller_and_of_the_leader_s_bro
         names = [model.format_action(a) for a, _ in model.successors(state)]
         choices.append(names.index(text))
         state = model.successors(state)[choices[-1]][1]
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.core.trace import replay_choices
 
     d = build_path(model, replay_choices(model, 0, tuple(choices)))
     cells = [c.controller for c in d.columns]
@@ -923,7 +923,7 @@ def test_the_shutdown_s_request_and_answer_are_two_arrows_side_by_side():
         names = [model.format_action(a) for a, _ in model.successors(state)]
         choices.append(names.index(text))
         state = model.successors(state)[choices[-1]][1]
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.core.trace import replay_choices
 
     d = build_path(model, replay_choices(model, 0, tuple(choices)))
     events = _svg_events(render(d))
@@ -960,8 +960,8 @@ def test_every_engine_runs_every_operator_action_at_once(how, tmp_path, monkeypa
     """The batch path on every local engine (two worker processes, the disk store, a run
     stopped at its memory limit and resumed from its snapshot) gives the per-state engine's counts,
     levels and counterexamples, with every operator action fired."""
-    import kmc.checker.driver
-    import kmc.checker.local
+    import kmc.checker.core.driver
+    import kmc.checker.local.states
 
     model = KafkaModel(EVERY_ACTION)
     props = list(model.properties())
@@ -970,12 +970,12 @@ def test_every_engine_runs_every_operator_action_at_once(how, tmp_path, monkeypa
     assert all(want.stats.fired[a] for a in ("ControlledShutdown", "ShutdownComplete", "ChangeMinIsr", "DiskFailure",
                                              "ApplyMinIsr"))
     if how == "resume":
-        monkeypatch.setattr(kmc.checker.local.PerStateSearch, "every", 16)
+        monkeypatch.setattr(kmc.checker.local.states.PerStateSearch, "every", 16)
         engine = make_engine(model, props, Options(keep_going=True, max_memory=1 << 30))
-        monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 2000))
+        monkeypatch.setattr(kmc.checker.core.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 2000))
         assert engine.run().stopped == "max-memory"
         snap = engine.snapshot()
-        monkeypatch.setattr(kmc.checker.driver, "resident_bytes", lambda: 0)
+        monkeypatch.setattr(kmc.checker.core.driver, "resident_bytes", lambda: 0)
         engine = make_engine(model, props, Options(keep_going=True))
         engine.restore(snap)
     else:

@@ -237,7 +237,7 @@ def test_a_model_s_run_stopped_at_the_memory_ceiling_claims_nothing():
 
     from kmc.app.user_model import load_model_spec
     from kmc.checker.engines import make_engine
-    from kmc.checker.options import Options
+    from kmc.checker.core.options import Options
     from kmc.reports import generic
 
     spec = load_model_spec(f"{BROKEN}:good", {"n": 5000})
@@ -256,7 +256,7 @@ def test_the_seen_set_counts_its_next_table_before_allocating_it():
     """What the per-state search reserves under the memory ceiling: the seen-set's next
     table, as large as the one a rehash then allocates; and a stop's rollback rebuilds the
     table it has rather than allocating a second one."""
-    from kmc.checker.seen import SeenSet
+    from kmc.checker.stores.seen import SeenSet
 
     seen = SeenSet()
     fp = 1

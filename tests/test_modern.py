@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker.batch import BatchEngine
-from kmc.checker.local import LocalEngine, Options
-from kmc.checker.protocol import ALWAYS
-from kmc.checker.result import HOLDS, VIOLATED
+from kmc.checker.local.rows import BatchEngine
+from kmc.checker.local.states import LocalEngine, Options
+from kmc.checker.contract.protocol import ALWAYS
+from kmc.checker.core.result import HOLDS, VIOLATED
 from kmc.invariants import ALL, BY_NAME, CLASSIC, default_properties, leader_candidate_completeness
 from kmc.model import LEADER_EPOCH_21, LEADER_EPOCH_KIP279, Config, KafkaModel, elr_after, encode, leso
 from kmc.app.specs import load_spec

@@ -170,7 +170,7 @@ def silent_port():
 
 
 def test_an_http_server_is_not_a_spark_master(http_port):
-    from kmc.checker.errors import EngineError
+    from kmc.checker.base.errors import EngineError
     from kmc.checker.spark.master import check_reachable
 
     url = f"spark://127.0.0.1:{http_port}"
@@ -184,7 +184,7 @@ def test_a_port_that_says_nothing_is_given_up_on_after_the_probe_time(silent_por
     import time
 
     from kmc.checker.spark import master as spark_master
-    from kmc.checker.errors import EngineError
+    from kmc.checker.base.errors import EngineError
 
     monkeypatch.setattr(spark_master, "PROBE_SECONDS", 0.5)
     url = f"spark://127.0.0.1:{silent_port}"

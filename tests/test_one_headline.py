@@ -39,7 +39,7 @@ def test_a_counterexample_two_properties_share_is_printed_once(capsys, monkeypat
 def test_a_models_shared_counterexample_is_printed_once(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "twice.py").write_text(
-        "from kmc.checker.protocol import ALWAYS, Property\n\n"
+        "from kmc.checker.contract.protocol import ALWAYS, Property\n\n"
         "def at_two(model, state):\n    return 'two' if state == 2 else None\n\n"
         "def at_least_two(model, state):\n    return 'at least two' if state >= 2 else None\n\n"
         "class Twice:\n"
@@ -93,7 +93,7 @@ def test_long_replica_names_stay_in_their_columns():
     # Every line of the controller lane and of a replica's role fits its column (by the
     # width estimate the layout wraps with: at most 0.53 of the font size per character,
     # 0.58 in bold); the names are the longest a spec allows.
-    from kmc.checker.local import LocalEngine
+    from kmc.checker.local.states import LocalEngine
     from kmc.app.specs import parse_spec
     from kmc.reports import diagram, svg
 

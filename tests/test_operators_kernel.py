@@ -22,9 +22,9 @@ import pickle
 import numpy as np
 import pytest
 from helpers import reachable
-from kmc.checker.batch import BatchEngine
+from kmc.checker.local.rows import BatchEngine
 from kmc.checker.engines import make_engine
-from kmc.checker.local import LocalEngine, Options
+from kmc.checker.local.states import LocalEngine, Options
 from kmc.invariants import BY_NAME
 from kmc.model import Config, KafkaModel, encode
 from kmc.model.batch import KafkaBatchKernel

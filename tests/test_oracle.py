@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import oracle
-from kmc.checker.errors import PropertyError
-from kmc.checker.local import LocalEngine, Options
-from kmc.checker.protocol import ALWAYS, Property
+from kmc.checker.base.errors import PropertyError
+from kmc.checker.local.states import LocalEngine, Options
+from kmc.checker.contract.protocol import ALWAYS, Property
 from kmc.app.specs import load_spec
 from pins import (ACKS_PINS, AVAIL_PINS, CNL, HW_DATA_LOSS_KEEP_GOING, MODERN_FAST_ROWS, MODERN_SLOW_ROWS, PINS,
                   PR)

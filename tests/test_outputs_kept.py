@@ -169,7 +169,7 @@ def test_a_kmc_result_replaced_by_a_link_during_the_search_is_left_as_it_is(tmp_
 
 
 def test_a_link_at_the_path_is_replaced_never_its_target(tmp_path):
-    from kmc.checker.files import write_file
+    from kmc.checker.base.files import write_file
 
     Path(tmp_path / "notes.txt").write_bytes(NOTES)
     link = tmp_path / "out.txt"
@@ -183,7 +183,7 @@ def test_a_link_at_the_path_is_replaced_never_its_target(tmp_path):
 
 
 def test_an_exclusive_write_never_replaces_a_file(tmp_path):
-    from kmc.checker.files import write_file
+    from kmc.checker.base.files import write_file
 
     target = tmp_path / "out.txt"
     write_file(target, b"first", exclusive=True)

@@ -93,7 +93,7 @@ def test_the_boundary_check_sees_every_kind_of_import():
               "class C:\n    def g(self):\n        from ..app import cli\n"
               "from . import kernel\n")
     names = _imported_modules(source, "kmc.checker")
-    assert {"kmc.model.kafka", "kmc.app.cli", "kmc.checker.kernel", "os"} <= names
+    assert {"kmc.model.kafka", "kmc.app.cli", "kmc.checker.core.kernel", "os"} <= names
 
 
 # -- the model's modules import one another without a circle ---------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 import random
 
-from kmc.checker.local import LocalEngine, Options, SeenSet
+from kmc.checker.local.states import LocalEngine, Options, SeenSet
 from kmc.invariants.kafka import leader_epoch_monotonic, logs_never_diverge
 
 from test_checkpoint import summary

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kmc.checker.possibly import EdgeLog
+from kmc.checker.graph.possibly import EdgeLog
 
 # State i is stored under the fingerprint FP[i]: arbitrary, unordered 64-bit values, so that a
 # mix-up between numbers and fingerprints cannot pass by accident.

@@ -10,8 +10,8 @@ import os
 import pytest
 from rich.console import Console
 
-from kmc.checker.local import LocalEngine, Options
-from kmc.checker.result import Stats
+from kmc.checker.local.states import LocalEngine, Options
+from kmc.checker.core.result import Stats
 from kmc.app.specs import load_spec
 from kmc.reports import ProgressDisplay
 from kmc.reports.progress import progress_text
@@ -53,7 +53,7 @@ def test_progress_prints_one_lasting_line_per_level():
 
     from rich.console import Console
 
-    from kmc.checker.result import Stats
+    from kmc.checker.core.result import Stats
     from kmc.reports.progress import ProgressDisplay
 
     buf = io.StringIO()
@@ -168,7 +168,7 @@ def test_the_liveness_decision_shows_its_progress_and_counts_in_the_time(monkeyp
     import time
 
     from kmc.checker.engines import make_engine
-    from kmc.checker.liveness import LivenessLog
+    from kmc.checker.graph.liveness import LivenessLog
 
     spec = load_spec(os.path.join(SPECS, "live-c2-elr.toml"))
     props = [p for p in spec.properties() if p.name in ("EventuallyLeader", "CommittedEventuallyReplicated")]

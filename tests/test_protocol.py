@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kmc.checker.graph import state_graph
-from kmc.checker.local import LocalEngine, Options
-from kmc.checker.protocol import action_name, describe_step, format_action, with_defaults
-from kmc.checker.simulate import simulate
+from kmc.checker.graph.export import state_graph
+from kmc.checker.local.states import LocalEngine, Options
+from kmc.checker.contract.protocol import action_name, describe_step, format_action, with_defaults
+from kmc.checker.local.simulate import simulate
 from kmc.app.specs import load_spec
 from toy import BareCounters, IncX, NeverDown, SumBelow, TwoCounters
 

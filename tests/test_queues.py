@@ -1,9 +1,9 @@
-"""The frontier queues (``checker.search.FrontierQueue``): the contract every queue must
+"""The frontier queues (``checker.core.parts.FrontierQueue``): the contract every queue must
 pass, the disk queue under every local engine, its checkpoints (and an older checkpoint's
 frontier of row arrays), and a full disk while it writes.
 
 The contract (``test_contract_*``) runs over ``QUEUES`` and over two kinds of rows (fixed
-width, as a batch kernel's, and Python states, as ``checker.states_kernel``'s); a new
+width, as a batch kernel's, and Python states, as ``checker.contract.states_kernel``'s); a new
 queue is one more entry there. Each queue is compared with plain lists of the blocks
 appended, never with another queue.
 """
@@ -19,14 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kmc.checker import disk_store
-from kmc.checker.disk_store import DiskStore
-from kmc.checker.driver import ResourceStop
+from kmc.checker.stores import disk as disk_store
+from kmc.checker.stores.disk import DiskStore
+from kmc.checker.core.driver import ResourceStop
 from kmc.checker.engines import make_engine
-from kmc.checker.frontier import DiskQueue, MemoryQueue, MemorySaved
-from kmc.checker.options import Options
-from kmc.checker.search import FrontierQueue
-from kmc.checker.seen import CompactSeenSet
+from kmc.checker.stores.frontier import DiskQueue, MemoryQueue, MemorySaved
+from kmc.checker.core.options import Options
+from kmc.checker.core.parts import FrontierQueue
+from kmc.checker.stores.seen import CompactSeenSet
 from kmc.model.spec import load_spec
 
 from test_checkpoint import SPECS, comparable, kmc_run, reference

@@ -11,8 +11,8 @@ import re
 
 import pytest
 from kmc.app.cli import main
-from kmc.checker.errors import SpecError
-from kmc.checker.exitcodes import EXIT_BAD_INPUT
+from kmc.checker.base.errors import SpecError
+from kmc.checker.base.exitcodes import EXIT_BAD_INPUT
 from kmc.model.spec import parse_spec
 
 V21, KIP279, LE, HW = "leader-epoch-2.1", "leader-epoch-kip279", "leader-epoch", "high-watermark"
@@ -436,7 +436,7 @@ def test_the_operators_columns_give_docs_model_md_s_rows(column, keys, distinct,
     """Each new column's release, on the row of docs/model.md's tables that pins its bug (or its
     fix), gives that row's distinct states and shortest traces."""
     from kmc.checker.engines import make_engine
-    from kmc.checker.options import Options
+    from kmc.checker.core.options import Options
     from kmc.invariants import BY_NAME
     from kmc.model import Config, KafkaModel
     from kmc.model.releases import resolve

@@ -9,7 +9,7 @@ import pytest
 
 from kmc.app.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, main
 from kmc.app.commands.replay import load_document, replay
-from kmc.checker.local import check
+from kmc.checker.local.states import check
 from kmc.app.specs import load_spec
 from kmc.reports.json_result import state_to_dict
 from kmc.reports.tla import trace_text

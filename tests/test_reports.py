@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.segment import Segment
 
 from kmc import checker
-from kmc.checker.local import LocalEngine, Options
-from kmc.checker.result import HOLDS, UNKNOWN, VIOLATED, Stats, Violation
+from kmc.checker.local.states import LocalEngine, Options
+from kmc.checker.core.result import HOLDS, UNKNOWN, VIOLATED, Stats, Violation
 from kmc.model.config import Config
 from kmc.model.kafka import ACTION_NAMES, KafkaModel
 from kmc.app.specs import load_spec

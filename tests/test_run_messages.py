@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from kmc.app.cli import main
-from kmc.checker.exitcodes import EXIT_OK
+from kmc.checker.base.exitcodes import EXIT_OK
 
 
 def test_the_json_file_is_named_in_one_line(capsys, tmp_path):
@@ -29,7 +29,7 @@ def test_spark_s_console_progress_bar_is_off_even_when_verbose(monkeypatch):
     # The configuration a new context gets, caught before any JVM starts.
     pyspark = pytest.importorskip("pyspark")
     from kmc.checker.spark import session as spark_session
-    from kmc.checker.errors import EngineError
+    from kmc.checker.base.errors import EngineError
 
     seen = {}
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker import LocalEngine, Options, checkpoint
-from kmc.checker.signals import StopOnSignals
+from kmc.checker import LocalEngine, Options
+from kmc.checker.checkpoints import file as checkpoint
+from kmc.checker.base.signals import StopOnSignals
 from kmc.app.specs import load_spec
 from test_checkpoint import kmc_at_level, kmc_run
 

@@ -11,8 +11,8 @@ import pytest
 
 from kmc.app.cli import EXIT_OK, EXIT_VIOLATION, main
 from kmc.app.commands.simulate import DEFAULT_DEPTH, DEFAULT_RUNS, DEFAULT_SEED
-from kmc.checker.simulate import simulate
-from kmc.checker.trace import replay_choices
+from kmc.checker.local.simulate import simulate
+from kmc.checker.core.trace import replay_choices
 from kmc.model import Config, KafkaModel
 from kmc.app.specs import load_spec
 
@@ -90,7 +90,7 @@ def test_terminal_states_end_a_walk():
 
 
 def test_step_properties_are_checked():
-    from kmc.checker.protocol import STEP, Property
+    from kmc.checker.contract.protocol import STEP, Property
 
     def no_crash(model, before, action, after):
         return "a crash" if action.name == "Crash" else None

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker import checkpoint
+from kmc.checker.checkpoints import file as checkpoint
 from test_checkpoint import comparable, kmc_at_level, kmc_run, one_line_error, reference, small_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,8 +18,8 @@ import pytest
 
 from conftest import assert_same_spark_result as assert_same
 from kmc.app.specs import load_spec
-from kmc.checker.batch import BatchEngine
-from kmc.checker.local import Options
+from kmc.checker.local.rows import BatchEngine
+from kmc.checker.local.states import Options
 from kmc.checker.partitioned import InProcessCluster
 from kmc.checker.spark.engine import SparkRowsEngine
 

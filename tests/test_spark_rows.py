@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_same_spark_result as assert_same
-from kmc.checker.batch import BatchEngine
-from kmc.checker.errors import EngineError, UsageError
-from kmc.checker.local import Options
-from kmc.checker.protocol import STEP, Property
+from kmc.checker.local.rows import BatchEngine
+from kmc.checker.base.errors import EngineError, UsageError
+from kmc.checker.local.states import Options
+from kmc.checker.contract.protocol import STEP, Property
 from kmc.checker.spark.session import spark_context
 from kmc.checker.spark.engine import SparkRowsEngine
 from kmc.app.specs import load_spec
@@ -332,7 +332,7 @@ def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
 
 @pytest.mark.parametrize("name", ["avail-c2-elr", "avail-c5-elr"])
 def test_an_always_possibly_property_is_taken_without_starting_spark(name):
-    # The graph visitor takes it (checker.visitor): the Spark tasks write what it keeps, so
+    # The graph visitor takes it (checker.graph.visitor): the Spark tasks write what it keeps, so
     # the engine no longer refuses it (its verdicts on Spark: tests/test_availability.py).
     spec = _spec(name)
     assert any(p.kind == "possibly" for p in spec.properties())
@@ -522,7 +522,7 @@ def test_the_writer_saves_in_the_background_and_owners_read_in_key_order(tmp_pat
 
 
 def test_the_daemon_s_workers_keep_the_memory_they_free():
-    """``checker.memory.keep_freed_memory`` (the Spark workers' daemon sets it): after it,
+    """``checker.base.memory.keep_freed_memory`` (the Spark workers' daemon sets it): after it,
     the memory of a freed array of 64 MiB stays with the process, and the next array of
     that size takes it instead of new pages (which the system would clear first); without
     it, the memory goes back at once."""
@@ -536,7 +536,7 @@ def test_the_daemon_s_workers_keep_the_memory_they_free():
         """
         import os, sys
         import numpy as np
-        from kmc.checker.memory import keep_freed_memory
+        from kmc.checker.base.memory import keep_freed_memory
 
         def rss():
             with open("/proc/self/statm") as f:

@@ -18,7 +18,7 @@ import pytest
 from conftest import assert_same_spark_result as assert_same
 from kmc.app.cli import main
 from kmc.checker.blobs import open_blobs, store_location
-from kmc.checker.errors import EngineError
+from kmc.checker.base.errors import EngineError
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "specs"
@@ -138,8 +138,8 @@ def test_a_level_is_about_p_squared_objects_found_by_name(spark_sc, request, mon
     # property) come back through the names the tasks return, with the pinned verdicts.
     from kmc.app.specs import load_spec
     from kmc.checker.partitioned import tasks as spark_rows_tasks
-    from kmc.checker.batch import BatchEngine
-    from kmc.checker.local import Options
+    from kmc.checker.local.rows import BatchEngine
+    from kmc.checker.local.states import Options
     from kmc.checker.spark.engine import SparkRowsEngine
     from kmc.checker.partitioned.rows import RowsStore
 
@@ -249,7 +249,7 @@ def _stopped_on_s3(s3_url, tmp_path, depth=5):
 @needs_java
 @pytest.mark.parametrize("damage", ["flip", "missing", "elsewhere"])
 def test_a_damaged_or_missing_object_of_a_manifest_is_refused_in_one_line(spark_sc, s3_url, tmp_path, damage):
-    from kmc.checker.checkpoint import CheckpointError
+    from kmc.checker.checkpoints.file import CheckpointError
     from kmc.checker.engines import make_engine
 
     spec, _first, snap = _stopped_on_s3(s3_url, tmp_path)
@@ -290,7 +290,7 @@ def test_sigkill_on_s3_then_resume_gives_the_same_result_and_removes_the_killed_
     import json
     import signal
 
-    from kmc.checker import checkpoint
+    from kmc.checker.checkpoints import file as checkpoint
     from kmc.checker.partitioned.rows import clean_stale
     from test_checkpoint import comparable, kmc_at_level, kmc_run, reference
 
@@ -327,7 +327,8 @@ def test_sigkill_on_s3_then_resume_gives_the_same_result_and_removes_the_killed_
 def test_a_manifest_resumed_into_another_checkpoint_directory_keeps_its_objects(spark_sc, s3_url, tmp_path):
     # Resumed from A into a new checkpoint directory B: B's checkpoint names the resumed
     # run's own objects, and A's still names the first run's, which stay (A resumes again).
-    from kmc.checker import checkpoint, checkpointer
+    from kmc.checker.checkpoints import file as checkpoint
+    from kmc.checker.checkpoints import writer as checkpointer
     from kmc.checker.engines import make_engine
 
     first_dir, second_dir = tmp_path / "a", tmp_path / "b"
@@ -410,7 +411,7 @@ def test_liveness_lassos_on_the_s3_store(spark_sc, s3_url):
     from test_liveness_kafka import _run, assert_lassos_are_fair_violations
 
     from kmc.checker.engines import make_engine
-    from kmc.checker.options import Options
+    from kmc.checker.core.options import Options
 
     spec, model, batch = _run("live-c1-hw")
     assert batch.violations

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kmc.checker.errors import SpecError
-from kmc.checker.result import HOLDS, VIOLATED
+from kmc.checker.base.errors import SpecError
+from kmc.checker.core.result import HOLDS, VIOLATED
 from kmc.model.config import TRUNCATION_RULES
 from kmc.app.specs import PARTITIONS, load_spec, parse_spec, spark_table
 from kmc.model.spec import _MODEL_BOOLS, _MODEL_INTS, ENGINES, LIMITS, MAX_REPLICAS, property_names

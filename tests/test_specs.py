@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker.local import LocalEngine, Options
-from kmc.checker.protocol import ALWAYS
-from kmc.checker.result import HOLDS, VIOLATED
-from kmc.checker.trace import replay_choices
+from kmc.checker.local.states import LocalEngine, Options
+from kmc.checker.contract.protocol import ALWAYS
+from kmc.checker.core.result import HOLDS, VIOLATED
+from kmc.checker.core.trace import replay_choices
 from kmc.invariants import BY_NAME, CLASSIC
 from kmc.model import HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, Config, KafkaModel
 from kmc.app.specs import load_spec

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kmc.checker import checkpoint, checkpointer
-from kmc.checker.seen import CompactSeenSet
+from kmc.checker.checkpoints import file as checkpoint
+from kmc.checker.checkpoints import writer as checkpointer
+from kmc.checker.stores.seen import CompactSeenSet
 from kmc.checker.partitioned.rows import RowsStore, load_arrays, meta_name, save_arrays
 
 CHEAP = settings(max_examples=25, stateful_step_count=15, deadline=None)
@@ -68,12 +69,12 @@ class CompactSeenSetMachine(RuleBasedStateMachine):
 
 
 class DiskStoreMachine(CompactSeenSetMachine):
-    """``checker.disk_store.DiskStore`` (four buckets), by the same rules, its lookups
+    """``checker.stores.disk.DiskStore`` (four buckets), by the same rules, its lookups
     through the protocol's ``contains_sorted``."""
 
     def __init__(self):
         RuleBasedStateMachine.__init__(self)
-        from kmc.checker.disk_store import DiskStore
+        from kmc.checker.stores.disk import DiskStore
 
         self.seen = DiskStore(bits=2)
         self.states = []

@@ -1,4 +1,4 @@
-"""Step covers ("this step can happen", ``checker.protocol``'s ``"step-cover"`` kind): a
+"""Step covers ("this step can happen", ``checker.contract.protocol``'s ``"step-cover"`` kind): a
 predicate of a transition (the state before, the action, the state after), answered with a
 shortest behaviour whose last step is a witness, or "never reached" (exit 1); the Kafka
 model's (``invariants.covers``: an ELR election, an unclean election, a refused
@@ -19,11 +19,11 @@ import pytest
 from counter_kernels import XIntoCorner, XPastN, YAfterTwoX, step_covered
 from kmc.app.cli import main
 from kmc.checker.engines import make_engine
-from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
-from kmc.checker.kernel_check import KernelMismatchError
-from kmc.checker.level import step_failures
-from kmc.checker.options import Options
-from kmc.checker.protocol import STEP_COVER
+from kmc.checker.base.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
+from kmc.checker.contract.kernel_check import KernelMismatchError
+from kmc.checker.core.level import step_failures
+from kmc.checker.core.options import Options
+from kmc.checker.contract.protocol import STEP_COVER
 from kmc.invariants.covers import COVERS_BY_NAME, NEEDS, STEP_COVERS
 from kmc.model import Config
 from kmc.model.kafka import KafkaModel
@@ -328,20 +328,20 @@ def test_every_engine_gives_the_same_step_witnesses(capsys, tmp_path, monkeypatc
     # Three replicas (B and C symmetric), min ISR 2 with the ELR: an ELR election, a
     # follower's truncation. Then a run stopped early, resumed from its checkpoint. Chunks of
     # 128 states: --workers takes the wider levels.
-    import kmc.checker.batch
-    import kmc.checker.workers
-    from kmc.checker.disk_store import DiskStore
+    import kmc.checker.local.rows
+    import kmc.checker.local.workers
+    from kmc.checker.stores.disk import DiskStore
 
-    monkeypatch.setattr(kmc.checker.batch, "CHUNK_ROWS", 128)
+    monkeypatch.setattr(kmc.checker.local.rows, "CHUNK_ROWS", 128)
     monkeypatch.setattr(DiskStore, "chunk_factor", 1)
     sent = []
-    send = kmc.checker.workers.ExpandPool.send
+    send = kmc.checker.local.workers.ExpandPool.send
 
     def counted(self, task):
         sent.append(len(task[0]))
         return send(self, task)
 
-    monkeypatch.setattr(kmc.checker.workers.ExpandPool, "send", counted)
+    monkeypatch.setattr(kmc.checker.local.workers.ExpandPool, "send", counted)
     options = dict(replicas=("A", "B", "C"), min_insync_replicas=2, hw_requires_min_isr=True,
                    eligible_leader_replicas=True)
     spec = tmp_path / "s.toml"

@@ -1,5 +1,5 @@
 """A disk store left behind is removed by the next run only when its run surely ended
-(``checker.disk_store.remove_stale``, ``checker.owner``): its mark records the host, the
+(``checker.stores.disk.remove_stale``, ``checker.base.owner``): its mark records the host, the
 PID namespace, the PID and the process's start time, and a store that might be alive (a
 run on another host, or in another container sharing the directory, or a PID in use by
 the process that made the store) is never removed."""
@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
-from kmc.checker import disk_store, owner
-from kmc.checker.disk_store import MARK, PREFIX, DiskStore
+from kmc.checker.stores import disk as disk_store
+from kmc.checker.base import owner
+from kmc.checker.stores.disk import MARK, PREFIX, DiskStore
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/ns"), reason="a /proc with PID namespaces (Linux)")
 
@@ -82,7 +83,7 @@ def test_a_live_run_in_another_pid_namespace_keeps_its_store(tmp_path):
 
 _KILLED_EARLY = r"""
 import os, signal, sys
-from kmc.checker import disk_store
+from kmc.checker.stores import disk as disk_store
 from kmc.app.cli import main
 
 end_level = disk_store.DiskStore.end_level

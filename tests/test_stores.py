@@ -1,13 +1,13 @@
-"""The stores (``checker.search.Store``): the contract every store must pass, and every
+"""The stores (``checker.core.parts.Store``): the contract every store must pass, and every
 local engine with every store giving the same results.
 
 The contract (``test_contract_*``) runs over ``STORES``; a new store is one more entry
 there. It compares each store with a naive oracle (a dict from fingerprint to number,
 parent and choice), never with another store. The engine rows compare every local engine
 on every store with the pinned numbers (tests/pins.py) and with the per-state engine's
-own run (with the disk store, its frontier is on disk too: ``checker.frontier.DiskQueue``,
+own run (with the disk store, its frontier is on disk too: ``checker.stores.frontier.DiskQueue``,
 whose own contract is tests/test_queues.py). The end-to-end rows kill a run, resume it, and fill the disk through the one
-seam the disk store writes through (``checker.disk_store.write_bytes``).
+seam the disk store writes through (``checker.stores.disk.write_bytes``).
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kmc.checker import checkpoint, disk_store
-from kmc.checker.disk_store import DiskStore
+from kmc.checker.checkpoints import file as checkpoint
+from kmc.checker.stores import disk as disk_store
+from kmc.checker.stores.disk import DiskStore
 from kmc.checker.engines import make_engine
-from kmc.checker.options import Options
-from kmc.checker.search import Store, path_to
-from kmc.checker.seen import CompactSeenSet, PrefixFilter
+from kmc.checker.core.options import Options
+from kmc.checker.core.parts import Store, path_to
+from kmc.checker.stores.seen import CompactSeenSet, PrefixFilter
 from kmc.model.spec import load_spec
 
 import pins
@@ -313,7 +314,7 @@ def test_the_disk_store_removes_its_directory_and_stale_ones(tmp_path):
     assert not root.exists()
     stale = tmp_path / f"{disk_store.PREFIX}dead"
     stale.mkdir()
-    from kmc.checker.owner import owner_line
+    from kmc.checker.base.owner import owner_line
 
     host, namespace, _pid, started = owner_line().split()
     (stale / disk_store.MARK).write_text(f"{host} {namespace} 999999999 {started}\n")  # no such process, here
@@ -349,7 +350,7 @@ def test_a_disk_run_finds_each_key_through_its_index_like_a_set(tmp_path):
 
 
 def test_the_level_filter_never_misses_a_key_it_was_given():
-    """The disk store's level filter (``checker.seen.PrefixFilter``) grows while keys are
+    """The disk store's level filter (``checker.stores.seen.PrefixFilter``) grows while keys are
     added; every key added stays "maybe", and most keys never added read "no"."""
     rng = np.random.default_rng(8)
     f = PrefixFilter()
@@ -402,7 +403,7 @@ def test_every_local_engine_on_every_store_gives_the_same_result(name, per_state
     assert summary(got) == summary(want)
     pin = pinned(name)
     assert (got.stats.distinct, got.stats.generated, got.stats.depth) == (pin.distinct, pin.generated, pin.depth)
-    queue = engine.search.queue  # the frontier queue that goes with the store (checker.frontier)
+    queue = engine.search.queue  # the frontier queue that goes with the store (checker.stores.frontier)
     assert queue.kind == store
     if store == "disk":
         seen = engine.search.seen
@@ -514,7 +515,7 @@ def test_a_disk_full_from_the_first_write_is_one_line(tmp_path, monkeypatch, cap
 @pytest.mark.slow
 def test_the_memory_ceiling_names_the_disk_store_which_goes_on(tmp_path, monkeypatch, capsys):
     from kmc.app.cli import main
-    from kmc.checker import driver
+    from kmc.checker.core import driver
 
     ck = tmp_path / "ck"
     monkeypatch.setattr(driver, "resident_bytes", lambda: 1 << 40)  # past any ceiling at once
@@ -575,7 +576,7 @@ def test_kmc_bench_compares_the_stores(tmp_path):
     assert 5 * pin.distinct < disk["disk_written_bytes"] <= 3 * 13 * pin.distinct
     assert 0 < disk["disk_peak_bytes"] <= 16 * pin.distinct
     assert "disk_peak_bytes" not in memory
-    # the frontier's files (checker.frontier.DiskQueue): every state's row written once, two levels at most kept
+    # the frontier's files (checker.stores.frontier.DiskQueue): every state's row written once, two levels at most kept
     assert 0 < disk["queue_disk_peak_bytes"] < disk["queue_written_bytes"]
     assert disk["queue_written_bytes"] % pin.distinct == 0 and "queue_written_bytes" not in memory
     assert "Both stores explored the same state space" in out

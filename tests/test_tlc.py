@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from kmc.app.specs import load_spec
 from kmc.checker.engines import make_engine
-from kmc.checker.options import Options
-from kmc.checker.result import HOLDS
+from kmc.checker.core.options import Options
+from kmc.checker.core.result import HOLDS
 from kmc.model import Config
 
 TLA = Path(__file__).resolve().parent / "tla"

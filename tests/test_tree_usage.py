@@ -1,4 +1,4 @@
-"""``kmc bench`` measures the whole process tree (``checker.tree_usage``): a grandchild's
+"""``kmc bench`` measures the whole process tree (``checker.base.tree_usage``): a grandchild's
 CPU time and memory count, which ``getrusage`` of the kmc process does not see while the
 grandchild runs."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker.tree_usage import TreeUsage
+from kmc.checker.base.tree_usage import TreeUsage
 
 ROOT = Path(__file__).resolve().parents[1]
 HW = ROOT / "specs" / "hw-data-loss.toml"  # stops at a violation: 1834 distinct states, depth 10

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from kmc.checker import checkpoint
+from kmc.checker.checkpoints import file as checkpoint
 from kmc.checker.engines import make_engine
-from kmc.checker.options import Options
+from kmc.checker.core.options import Options
 
 REPO = Path(__file__).resolve().parent.parent
 TWO_PHASE_FILE = REPO / "specs" / "models" / "two_phase.py"

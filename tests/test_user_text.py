@@ -25,7 +25,7 @@ SPECS = REPO / "specs"
 # would restyle ([bold]), an emoji code, a screen-clearing escape, a right-to-left
 # override, NUL, a script, a Mermaid directive and a lone surrogate.
 HOSTILE = r'''
-from kmc.checker.protocol import ALWAYS, Property
+from kmc.checker.contract.protocol import ALWAYS, Property
 
 TEXT = "[/] [bold]loud :x: \x1b[2J\u202e\x00 <script>alert(1)</script> %%{init: {'theme': 'dark'}}%% \ud800"
 
@@ -184,9 +184,9 @@ def test_a_replayed_models_pictures_escape_too(tmp_path, monkeypatch):
     # what kmc replay --format html|mermaid writes for a model's counterexample
     import importlib.util
 
-    from kmc.checker.protocol import with_defaults
-    from kmc.checker.result import Violation
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.contract.protocol import with_defaults
+    from kmc.checker.core.result import Violation
+    from kmc.checker.core.trace import replay_choices
     from kmc.reports import generic
 
     hostile_model(tmp_path)

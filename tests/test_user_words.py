@@ -12,8 +12,8 @@ import pytest
 from kmc.app.cli import main
 from kmc.app.specs import load_spec
 from kmc.checker.engines import make_engine
-from kmc.checker.options import Options
-from kmc.checker.protocol import describe_step, with_defaults
+from kmc.checker.core.options import Options
+from kmc.checker.contract.protocol import describe_step, with_defaults
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
@@ -146,7 +146,7 @@ def test_explore_a_model_loads_its_lasso_from_a_trace_file(tmp_path):
     assert main(["check", "--model", f"{TOY}:Ring", "--keep-going", "--no-progress", "--json", str(out)]) == 1
     spec = load_model_spec(f"{TOY}:Ring", {})
     model = spec.model()
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.core.trace import replay_choices
 
     traces = load_traces([str(out)], model, spec.identity())
     full = with_defaults(model)

@@ -19,7 +19,7 @@ import pytest
 import oracle
 from kmc.app.cli import EXIT_BAD_INPUT, main
 from kmc.app.specs import load_spec
-from kmc.checker.protocol import format_action, successors, with_defaults
+from kmc.checker.contract.protocol import format_action, successors, with_defaults
 from kmc.model.actions import ELECT_LEADER, Action
 from kmc.model.config import KNOWN_BUGS, TRUNCATION_RULES, Config
 from kmc.model.kafka import KafkaModel

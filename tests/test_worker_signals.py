@@ -1,4 +1,4 @@
-"""Signals while the expansion workers run (``checker.workers``): the workers die with the
+"""Signals while the expansion workers run (``checker.local.workers``): the workers die with the
 search's process (SIGKILL of the search: the checkpoint's lock is free and ``--resume``
 goes on), a SIGTERM to the process group is an interrupt (143), and a stopped (SIGSTOP)
 worker hangs nothing: SIGINT and SIGTERM still stop the run, and the workers, promptly.
@@ -31,7 +31,7 @@ HW_UNCLEAN = SPECS / "hw-unclean.toml"
 
 _SLOW_WORKERS = r"""
 import os, sys, time
-import kmc.checker.batch as batch
+import kmc.checker.local.rows as batch
 from kmc.app.cli import run
 
 batch.CHUNK_ROWS = 32

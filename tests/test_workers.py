@@ -1,4 +1,4 @@
-"""Worker processes that expand the frontier beside the rows search (``checker.workers``).
+"""Worker processes that expand the frontier beside the rows search (``checker.local.workers``).
 
 A run with workers must store the same states with the same numbers as one without: the
 same counts per level and per action, the same coverage, the same counterexamples. The
@@ -15,13 +15,13 @@ import pickle
 from pathlib import Path
 
 import attrs
-import kmc.checker.batch
-import kmc.checker.workers
+import kmc.checker.local.rows
+import kmc.checker.local.workers
 import pytest
 from kmc.app.specs import load_spec, parse_spec
-from kmc.checker.batch import BatchEngine
-from kmc.checker.disk_store import DiskStore
-from kmc.checker.options import Options
+from kmc.checker.local.rows import BatchEngine
+from kmc.checker.stores.disk import DiskStore
+from kmc.checker.core.options import Options
 from pins import ACKS_PINS, AP_PINS, AVAIL_PINS, FETCH_PINS, LIVE_PINS, PINS
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
@@ -31,16 +31,16 @@ ROWS = 32  # states a chunk: every level of more than 3 chunks goes to the worke
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Small chunks (the disk store's too), and a count of the chunks the workers took."""
-    monkeypatch.setattr(kmc.checker.batch, "CHUNK_ROWS", ROWS)
+    monkeypatch.setattr(kmc.checker.local.rows, "CHUNK_ROWS", ROWS)
     monkeypatch.setattr(DiskStore, "chunk_factor", 1)
     sent = []
-    send = kmc.checker.workers.ExpandPool.send
+    send = kmc.checker.local.workers.ExpandPool.send
 
     def counted(self, task):
         sent.append(len(task[0]))
         return send(self, task)
 
-    monkeypatch.setattr(kmc.checker.workers.ExpandPool, "send", counted)
+    monkeypatch.setattr(kmc.checker.local.workers.ExpandPool, "send", counted)
     return sent
 
 
@@ -134,18 +134,18 @@ def test_a_run_with_workers_stopped_inside_a_level_resumes_to_the_same_result(sm
     spec = load_spec(SPECS / "hw-unclean.toml")
     opts = Options(keep_going=True, workers=2)
     engine = BatchEngine(spec.model(), spec.properties(), opts)
-    expand = kmc.checker.batch.RowsSearch.expand
+    expand = kmc.checker.local.rows.RowsSearch.expand
 
     def stop_at_depth_12(self, piece, first, stats, level_found, found):
         if stats.depth == 12 and first > self._level_first + 3 * ROWS:
             engine.cancel()
         return expand(self, piece, first, stats, level_found, found)
 
-    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "expand", stop_at_depth_12)
+    monkeypatch.setattr(kmc.checker.local.rows.RowsSearch, "expand", stop_at_depth_12)
     stopped = engine.run()
     assert stopped.stopped == "interrupted" and stopped.stats.depth == 12
     snap = pickle.dumps(engine.snapshot())
-    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "expand", expand)
+    monkeypatch.setattr(kmc.checker.local.rows.RowsSearch, "expand", expand)
     for workers in (1, 2):
         resumed = BatchEngine(spec.model(), spec.properties(), Options(keep_going=True, workers=workers))
         resumed.restore(pickle.loads(snap))
@@ -179,21 +179,21 @@ def test_a_worker_that_ends_stops_the_run_at_its_level_boundary(small_chunks, mo
     memory ceiling, and resumes to the counts of a run never stopped."""
     want, _ = run("hw-unclean", 1)
     main = os.getpid()
-    prepare = kmc.checker.batch.RowsSearch.prepare_chunk
+    prepare = kmc.checker.local.rows.RowsSearch.prepare_chunk
 
     def dies_at_depth_14(self, chunk, depth, rank, level, skip):
         if os.getpid() != main and depth == 14:
             os._exit(9)
         return prepare(self, chunk, depth, rank, level, skip)
 
-    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "prepare_chunk", dies_at_depth_14)
+    monkeypatch.setattr(kmc.checker.local.rows.RowsSearch, "prepare_chunk", dies_at_depth_14)
     spec = load_spec(SPECS / "hw-unclean.toml")
     engine = BatchEngine(spec.model(), spec.properties(), Options(keep_going=True, workers=2))
     stopped = engine.run()
     assert (stopped.stopped, stopped.stats.depth) == ("out-of-memory", 14)
     assert "expansion worker" in engine.stop_detail and "--workers" in engine.stop_detail
     snap = engine.snapshot()
-    monkeypatch.setattr(kmc.checker.batch.RowsSearch, "prepare_chunk", prepare)
+    monkeypatch.setattr(kmc.checker.local.rows.RowsSearch, "prepare_chunk", prepare)
     resumed = BatchEngine(spec.model(), spec.properties(), Options(keep_going=True, workers=2))
     resumed.restore(snap)
     assert summary(resumed.run())[:3] == summary(want)[:3]
@@ -201,7 +201,7 @@ def test_a_worker_that_ends_stops_the_run_at_its_level_boundary(small_chunks, mo
 
 def test_small_levels_stay_in_one_process(small_chunks, monkeypatch):
     """Levels of fewer than three chunks never start the workers."""
-    monkeypatch.setattr(kmc.checker.batch, "CHUNK_ROWS", 1 << 15)
+    monkeypatch.setattr(kmc.checker.local.rows, "CHUNK_ROWS", 1 << 15)
     run("hw-unclean", 2)
     assert not small_chunks
 
@@ -253,7 +253,7 @@ def test_the_workers_come_from_the_option_the_spec_or_the_machine(tmp_path):
     from types import SimpleNamespace
 
     from kmc.app.commands.common import options_from
-    from kmc.checker.workers import default_workers
+    from kmc.checker.local.workers import default_workers
 
     path = tmp_path / "w.toml"
     path.write_bytes(SYMMETRIC + b"[check]\nworkers = 3\n")
@@ -273,7 +273,7 @@ def test_a_task_and_its_answer_cross_the_pipe_whole():
     import threading
 
     import numpy as np
-    from kmc.checker.workers import PIPE_BYTES, receive, send
+    from kmc.checker.local.workers import PIPE_BYTES, receive, send
 
     rng = np.random.default_rng(7)
     big = rng.integers(0, 255, (3 * PIPE_BYTES // 72 + 5, 72), dtype=np.uint8)

@@ -13,7 +13,7 @@ import struct
 
 import attrs
 
-from kmc.checker.protocol import ALWAYS, ALWAYS_EVENTUALLY, LEADS_TO, STEP, Property, format_action
+from kmc.checker.contract.protocol import ALWAYS, ALWAYS_EVENTUALLY, LEADS_TO, STEP, Property, format_action
 
 N = 3
 LIMIT = 5
@@ -28,7 +28,7 @@ class Counters:
 @attrs.frozen
 class Inc:
     name: str
-    replica: int = 0  # engines read the name only (checker.protocol.action_name); the reports read this
+    replica: int = 0  # engines read the name only (checker.contract.protocol.action_name); the reports read this
 
 
 def sum_below(model, state):
@@ -64,7 +64,7 @@ class _Counters:
     def encode(self, state):
         return struct.pack("<2q", state.x, state.y)
 
-    def action_names(self):  # what the Spark engine counts actions by (checker.protocol)
+    def action_names(self):  # what the Spark engine counts actions by (checker.contract.protocol)
         return ("IncX", "IncY")
 
 

@@ -15,14 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kmc.checker.errors import UsageError
+from kmc.checker.base.errors import UsageError
 
 
 def run_cell(item) -> dict[str, Any]:
     """``(row, policy, max_states)`` -> a cell dict (a module-level function of plain values,
     so that ``--jobs`` can run it in another process)."""
     from kmc.checker.engines import make_engine
-    from kmc.checker.local import Options
+    from kmc.checker.local.states import Options
     from kmc.model.kafka import KafkaModel
     from kmc.reports.atlas import cell_of, config_of, properties_of
     from kmc.reports.json_result import result_to_dict
@@ -145,7 +145,7 @@ def write_atlas(out_dir, cell_list, *, command: str, total_seconds: float) -> di
 
 def run_atlas(args, out, err) -> int:
     """The ``--atlas`` branch of ``kmc matrix``."""
-    from kmc.checker.exitcodes import EXIT_OK, EXIT_UNEXPECTED
+    from kmc.checker.base.exitcodes import EXIT_OK, EXIT_UNEXPECTED
 
     if args.versions or args.spec_dir is not None:
         raise UsageError("--atlas: cannot be combined with --versions or SPEC_DIR")

@@ -10,9 +10,9 @@ import time
 from typing import Any, cast
 
 import attrs
-from kmc.checker.errors import KmcError
-from kmc.checker.search import FrontierQueue, Store
-from kmc.checker.text import safe_text
+from kmc.checker.base.errors import KmcError
+from kmc.checker.base.text import safe_text
+from kmc.checker.core.parts import FrontierQueue, Store
 
 from .common import (
     add_engine_arguments,
@@ -90,7 +90,7 @@ def seen_set_bytes(seen) -> int:
 
 
 def edge_log_measures(possibly) -> dict:
-    """What the edge logs of the always-possibly properties hold (``checker.possibly``):
+    """What the edge logs of the always-possibly properties hold (``checker.graph.possibly``):
     the edges kept (those leaving non-goal states), their bytes, and the bytes per edge;
     ``{}`` when no such property was checked."""
     logs = [log for _, log in possibly or ()]
@@ -106,7 +106,7 @@ def edge_log_measures(possibly) -> dict:
 
 
 def liveness_log_measures(liveness) -> dict:
-    """What the liveness logs hold (``checker.liveness``): the waiting states and the edges
+    """What the liveness logs hold (``checker.graph.liveness``): the waiting states and the edges
     leaving them that were kept, their bytes (in their temporary files and in memory), the
     bytes per kept edge, and the bytes they kept in memory at the end of the search; ``{}``
     when no liveness property was checked."""
@@ -178,7 +178,7 @@ def _run(args, out, err) -> int:
     require_spark(spec, args)
     spark_submit_master(spec, args)  # a --master that contradicts spark-submit's: refused first
     if sum(map(bool, (args.compare, args.compare_engines, args.compare_stores))) > 1:
-        from kmc.checker.errors import UsageError
+        from kmc.checker.base.errors import UsageError
 
         raise UsageError("--compare, --compare-engines and --compare-stores: choose one")
     if args.compare_stores:
@@ -187,7 +187,7 @@ def _run(args, out, err) -> int:
         return _compare(args, spec, out)
     if args.compare_engines:
         return _compare_engines(args, spec, out)
-    from kmc.checker.tree_usage import TreeUsage
+    from kmc.checker.base.tree_usage import TreeUsage
 
     model = spec.model()
     props = spec.properties()
@@ -229,16 +229,16 @@ def _run(args, out, err) -> int:
         doc["bytes_per_stored_state"] = round(doc["seen_set_bytes"] / len(seen), 1)
     doc["peak_rss_bytes_per_state"] = round(doc["peak_rss_bytes"] / max(st.distinct, 1), 1)
     doc["store"] = options.store if result.engine == "local" else "spark"
-    if result.engine == "local":  # processes expanding the frontier beside the search's (checker.workers)
+    if result.engine == "local":  # processes expanding the frontier beside the search's (checker.local.workers)
         doc["workers"] = options.workers
-    if result.engine == "local" and options.store == "disk":  # the disk store's files (checker.disk_store)
+    if result.engine == "local" and options.store == "disk":  # the disk store's files (checker.stores.disk)
         store = cast(Store, engine.search.seen)
         doc["disk_peak_bytes"] = store.peak_disk_bytes()
         doc["disk_peak_bytes_per_state"] = round(store.peak_disk_bytes() / max(st.distinct, 1), 1)
         doc["disk_final_bytes"] = store.disk_bytes()
         doc["disk_written_bytes"] = store.written_bytes()
         doc["disk_written_bytes_per_state"] = round(store.written_bytes() / max(st.distinct, 1), 1)
-        queue = cast(FrontierQueue, cast(Any, engine.search).queue)  # its frontier's files (checker.frontier)
+        queue = cast(FrontierQueue, cast(Any, engine.search).queue)  # its frontier's files (checker.stores.frontier)
         doc["queue_disk_peak_bytes"] = queue.peak_disk_bytes()
         doc["queue_disk_peak_bytes_per_state"] = round(queue.peak_disk_bytes() / max(st.distinct, 1), 1)
         doc["queue_written_bytes"] = queue.written_bytes()
@@ -267,7 +267,7 @@ def _run(args, out, err) -> int:
 
 
 def _write_json(path, doc) -> None:
-    from kmc.checker.errors import UsageError
+    from kmc.checker.base.errors import UsageError
     from kmc.reports import write_json
 
     from ..outputs import exclusive
@@ -378,7 +378,7 @@ def _child_bench(args, label, extra) -> dict:
                 cmd += [f"--{opt.replace('_', '-')}", str(getattr(args, opt))]
         done = subprocess.run(cmd + extra, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
-            from kmc.checker.errors import EngineError
+            from kmc.checker.base.errors import EngineError
 
             raise EngineError(f"bench: the {label} run failed: {done.stderr.strip()[-300:]}")
         with open(target, encoding="utf-8") as f:

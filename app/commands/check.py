@@ -8,12 +8,15 @@ import os
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
-from kmc.checker import __version__, checkpoint, checkpointer, memory
-from kmc.checker.driver import RESOURCE_STOPS, ResourceStop
-from kmc.checker.errors import KmcError, ModelError, UsageError
-from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
-from kmc.checker.signals import StopOnSignals
-from kmc.checker.text import safe_text
+from kmc.checker import __version__
+from kmc.checker.base import memory
+from kmc.checker.base.errors import KmcError, ModelError, UsageError
+from kmc.checker.base.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_RESOURCE_LIMIT, EXIT_UNEXPECTED, EXIT_VIOLATION
+from kmc.checker.base.signals import StopOnSignals
+from kmc.checker.base.text import safe_text
+from kmc.checker.checkpoints import file as checkpoint
+from kmc.checker.checkpoints import writer as checkpointer
+from kmc.checker.core.driver import RESOURCE_STOPS, ResourceStop
 
 from ..diagram_files import add_diagram_arguments, check_diagram_paths, command_line, write_diagrams
 from .common import (
@@ -34,8 +37,8 @@ from .common import (
 )
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
-    from kmc.checker.driver import LevelDriver
-    from kmc.checker.result import CheckResult
+    from kmc.checker.core.driver import LevelDriver
+    from kmc.checker.core.result import CheckResult
     from kmc.model.spec import Spec
     from rich.console import RenderableType
 
@@ -192,7 +195,7 @@ def _from_checkpoint(args, header) -> None:
     # by checkpointer.ensure_compatible, in one line.)
     if not args.invariants and ("model_ref" in header) == (args.model is not None):
         args.invariants = header.get("properties")
-    from kmc.checker.deadlock import DEADLOCK
+    from kmc.checker.core.deadlock import DEADLOCK
 
     if args.invariants and DEADLOCK in args.invariants:  # the run checked deadlocks: so does its resumption
         args.deadlock = True
@@ -245,7 +248,7 @@ def _resumed_header(directory) -> dict:
     except checkpoint.CheckpointError as e:
         if checkpoint.exists(directory) or checkpoint.read_manifest(directory) is None:
             raise
-        from kmc.checker.disk_store import remove_stale
+        from kmc.checker.stores.disk import remove_stale
 
         freed = remove_stale(directory)
         if not freed:
@@ -652,7 +655,7 @@ def _restore(engine, directory, per_state) -> LevelDriver:
             f"{checkpoint.checkpoint_file(directory)}: corrupted (its states "
             "were written by another engine than its header names)"
         )
-    from kmc.checker.batch import STATES_ROWS_FORMAT
+    from kmc.checker.local.rows import STATES_ROWS_FORMAT
     from kmc.checker.spark.engine import STATES_FORMAT
 
     # A snapshot of the per-state path continues on that path (a local one in memory has no

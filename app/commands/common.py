@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from kmc.checker import memory
-from kmc.checker.errors import UsageError
-from kmc.checker.options import Options
+from kmc.checker.base import memory
+from kmc.checker.base.errors import UsageError
+from kmc.checker.core.options import Options
 
 if TYPE_CHECKING:  # for the annotations only: the commands import these on first use
-    from kmc.checker.driver import LevelDriver
-    from kmc.checker.protocol import Property
+    from kmc.checker.contract.protocol import Property
+    from kmc.checker.core.driver import LevelDriver
     from kmc.model.spec import Spec
 
     from ..user_model import ModelSpec
@@ -44,7 +44,7 @@ def partitions(text) -> int:
 
 def master_url(text) -> str:
     """An argparse type: a Spark master URL (its syntax; reachability is checked at start)."""
-    from kmc.checker.errors import EngineError
+    from kmc.checker.base.errors import EngineError
     from kmc.checker.spark.master import validate_master
 
     try:
@@ -259,7 +259,7 @@ def with_covers(properties, spec) -> list[Property]:
 
 
 def with_deadlock(properties, spec, args) -> list[Property]:
-    """``properties``, followed by ``Deadlock`` (``checker.deadlock``) when ``--deadlock`` or
+    """``properties``, followed by ``Deadlock`` (``checker.core.deadlock``) when ``--deadlock`` or
     the spec's ``[check] deadlock`` asks for it.
 
     Raises:
@@ -268,7 +268,7 @@ def with_deadlock(properties, spec, args) -> list[Property]:
     properties = list(properties)
     if not (getattr(args, "deadlock", False) or getattr(spec, "deadlock", False)):
         return properties
-    from kmc.checker.deadlock import DEADLOCK, Deadlock
+    from kmc.checker.core.deadlock import DEADLOCK, Deadlock
 
     if any(p.name == DEADLOCK for p in properties):
         raise UsageError(f"--deadlock: the model has a property named {DEADLOCK} already; rename it to check both")
@@ -333,7 +333,7 @@ def options_from(spec, args) -> Options:
     store_dir = getattr(args, "store_dir", None)
     if store_dir is not None and not store_dir.strip():
         raise UsageError("--store-dir: the path is empty; name a directory")
-    from kmc.checker.workers import default_workers
+    from kmc.checker.local.workers import default_workers
 
     workers = getattr(args, "workers", None) or spec.workers or default_workers()
     return Options(
@@ -368,7 +368,7 @@ def require_spark(spec, args) -> None:
     except (ImportError, ValueError):
         found = False
     if not found:
-        from kmc.checker.errors import EngineError
+        from kmc.checker.base.errors import EngineError
 
         raise EngineError(
             f"the spark engine needs pyspark, which is not installed (the 'spark' extra: {SPARK_EXTRA_HINT})"

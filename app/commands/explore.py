@@ -9,13 +9,13 @@ import time
 from typing import TYPE_CHECKING
 
 import attrs
-from kmc.checker.errors import UsageError
-from kmc.checker.text import safe_text
+from kmc.checker.base.errors import UsageError
+from kmc.checker.base.text import safe_text
 
 from .common import add_kafka_arguments, add_model_arguments, load_target, options_from
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
-    from kmc.checker.result import CheckResult
+    from kmc.checker.core.result import CheckResult
 
 
 def register(sub) -> None:
@@ -136,7 +136,7 @@ def load_traces(paths, model, identity=None) -> dict:
 
 
 def trace_lasso(name, saved: SavedTrace, path, model, properties):
-    """The liveness counterexample of a saved trace (``checker.result.Violation`` with its
+    """The liveness counterexample of a saved trace (``checker.core.result.Violation`` with its
     ``loop``), checked real, fair and violating by re-executing it and its explanation
     recomputed (``replay.replay_lasso``), or ``None`` for a trace of another kind.
 
@@ -144,7 +144,7 @@ def trace_lasso(name, saved: SavedTrace, path, model, properties):
         UsageError: the trace claims a lasso that is not one, or names a liveness property
             the model does not have.
     """
-    from kmc.checker.protocol import LIVENESS
+    from kmc.checker.contract.protocol import LIVENESS
 
     from .replay import ReplayError, replay_lasso
 

@@ -1,14 +1,14 @@
 """``kmc graph SPEC --out FILE``: export the whole reachable state graph of a spec.
 
-The graph is built by ``checker.graph`` (generic); this command supplies the Kafka
+The graph is built by ``checker.graph.export`` (generic); this command supplies the Kafka
 model's texts: a one-line summary of every state as the node label, and the action's
 text (``Crash(B, keeps 1)``) as the edge label.
 """
 
 from __future__ import annotations
 
-from kmc.checker.errors import UsageError
-from kmc.checker.text import safe_text
+from kmc.checker.base.errors import UsageError
+from kmc.checker.base.text import safe_text
 
 from .common import (
     add_force_argument,
@@ -23,7 +23,7 @@ from .common import (
 
 
 def register(sub) -> None:
-    from kmc.checker.graph import DEFAULT_MAX_STATES
+    from kmc.checker.graph.export import DEFAULT_MAX_STATES
 
     p = sub.add_parser(
         "graph",
@@ -98,7 +98,7 @@ def state_label(model, state) -> str:
 def run(args, out, err) -> int:
     from pathlib import Path
 
-    from kmc.checker.graph import FORMATS, GraphTooLarge, state_graph, write_graph
+    from kmc.checker.graph.export import FORMATS, GraphTooLarge, state_graph, write_graph
 
     from ..outputs import exclusive
 

@@ -19,7 +19,7 @@ import shlex
 import time
 from pathlib import Path
 
-from kmc.checker.errors import UsageError
+from kmc.checker.base.errors import UsageError
 from kmc.model.spec import ACKED_PROPERTY, EXPOSED_PROPERTY
 
 from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from here by the tests and reports)
@@ -265,7 +265,7 @@ def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | N
         lambda t: RULE_ALIASES[t.lower()],
         "hw, le, kip279 or the full names high-watermark, leader-epoch, leader-epoch-kip279",
     )
-    from kmc.checker.errors import SpecError
+    from kmc.checker.base.errors import SpecError
     from kmc.model.spec import MODEL_BOUNDS, config_from_table
 
     lo, hi = MODEL_BOUNDS["replicas"]
@@ -366,7 +366,7 @@ def _default_note(source, constants) -> str:
 
 
 def run(args, out, err) -> int:
-    from kmc.checker.exitcodes import EXIT_OK, EXIT_UNEXPECTED
+    from kmc.checker.base.exitcodes import EXIT_OK, EXIT_UNEXPECTED
     from kmc.reports.json_result import write_json
     from kmc.reports.matrix import results_document, to_markdown, validate
     from kmc.reports.pictures import trace_page, write_text
@@ -444,7 +444,7 @@ def run(args, out, err) -> int:
     if problems:  # a bug in kmc, not bad input: say so plainly
         raise RuntimeError("results.json does not follow its schema: " + "; ".join(problems))
     _write(out_dir / "results.json", lambda: write_json(out_dir / "results.json", doc))
-    from kmc.checker.files import write_file
+    from kmc.checker.base.files import write_file
 
     # a spec's undecodable file name (a lone surrogate) as its escape, as in every picture
     text = to_markdown(doc).encode("utf-8", "backslashreplace")

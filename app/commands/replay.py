@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from kmc.checker.errors import KmcError, UsageError
-from kmc.checker.protocol import LIVENESS
-from kmc.checker.text import safe_text
+from kmc.checker.base.errors import KmcError, UsageError
+from kmc.checker.base.text import safe_text
+from kmc.checker.contract.protocol import LIVENESS
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
-    from kmc.checker.result import Violation
+    from kmc.checker.core.result import Violation
     from kmc.model.config import Config
     from kmc.model.kafka import KafkaModel
 
@@ -156,7 +156,7 @@ def violations_of(path, doc) -> list[dict]:
 def config_from_dict(path, d) -> Config:
     """A ``model.config.Config`` from the ``spec.model`` dict of a result document,
     validated by the spec loader's validator (``model.spec.config_from_table``)."""
-    from kmc.checker.errors import SpecError
+    from kmc.checker.base.errors import SpecError
     from kmc.model.spec import config_from_table
 
     if not isinstance(d, dict):
@@ -177,14 +177,14 @@ def replay(path, doc, invariant=None) -> tuple[KafkaModel, Violation]:
         invariant: the property whose violation to replay (default: ``headline``'s).
 
     Returns:
-        ``(model, checker.result.Violation)``, its path rebuilt by the model.
+        ``(model, checker.core.result.Violation)``, its path rebuilt by the model.
 
     Raises:
         ReplayError: the document is not a kmc result, holds no such violation, or its
             trace does not replay to the saved states.
     """
-    from kmc.checker.protocol import successors
-    from kmc.checker.result import Path, Step, Violation
+    from kmc.checker.contract.protocol import successors
+    from kmc.checker.core.result import Path, Step, Violation
     from kmc.model.kafka import KafkaModel
     from kmc.reports.json_result import action_to_dict, state_to_dict
 
@@ -286,16 +286,16 @@ def headline(found) -> dict:
 
 def replay_lasso(path, model, prop, entry, path_):
     """The liveness counterexample ``entry`` (its trace replayed as ``path_``), checked
-    real, fair and violating by re-executing it (``checker.lasso_check``); its explanation
+    real, fair and violating by re-executing it (``checker.graph.lasso``); its explanation
     recomputed.
 
     Raises:
         ReplayError: the entry's lasso is malformed, or the check fails.
     """
-    from kmc.checker.driver import liveness_explanation
-    from kmc.checker.lasso_check import check_lasso
-    from kmc.checker.protocol import fair_instances
-    from kmc.checker.result import Violation
+    from kmc.checker.contract.protocol import fair_instances
+    from kmc.checker.core.driver import liveness_explanation
+    from kmc.checker.core.result import Violation
+    from kmc.checker.graph.lasso import check_lasso
     from kmc.reports.counterexample import json_value
 
     name = safe_text(prop.name)
@@ -365,7 +365,7 @@ def _check_still_violated(path, model, prop, kind, path_) -> str:
                 "saved, or the file was edited)"
             )
         explained = p.explain(model, last.state) if p.explain is not None else f"{prop}: a trap"
-        # an explain that does not answer: the engine's own sentence (checker.driver)
+        # an explain that does not answer: the engine's own sentence (checker.core.driver)
         return explained or f"no state where {prop} holds can be reached from this state"
     if kind == "always":
         why = p.check(model, last.state)
@@ -448,10 +448,10 @@ def replay_model(path, doc, invariant, ref, params) -> tuple[dict, Any, Violatio
     Raises:
         ReplayError: no such counterexample, another model, or a trace that no longer replays.
     """
-    from kmc.checker.errors import EngineError
-    from kmc.checker.protocol import STEP
-    from kmc.checker.result import Violation
-    from kmc.checker.trace import replay_choices
+    from kmc.checker.base.errors import EngineError
+    from kmc.checker.contract.protocol import STEP
+    from kmc.checker.core.result import Violation
+    from kmc.checker.core.trace import replay_choices
     from kmc.reports import generic
 
     ident = doc.get("model")
@@ -478,7 +478,7 @@ def replay_model(path, doc, invariant, ref, params) -> tuple[dict, Any, Violatio
         steps = replay_choices(model, int(trace["init_index"]), [int(c) for c in trace["choices"]]).steps
     except (EngineError, KeyError, TypeError, ValueError, IndexError) as e:
         raise ReplayError(f"{path}: the trace no longer replays ({e})") from None
-    from kmc.checker.result import Path
+    from kmc.checker.core.result import Path
 
     replayed = Path(tuple(steps), int(trace["init_index"]), tuple(int(c) for c in trace["choices"]))
     saved = trace.get("steps") or []

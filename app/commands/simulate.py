@@ -9,8 +9,8 @@ steps found it for every one of 40 seeds tried, in about 2 s each.
 
 from __future__ import annotations
 
-from kmc.checker.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
-from kmc.checker.text import safe_text
+from kmc.checker.base.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
+from kmc.checker.base.text import safe_text
 
 from ..diagram_files import add_diagram_arguments, check_diagram_paths, command_line, write_diagrams
 from .common import (
@@ -142,7 +142,7 @@ def result_to_dict(spec, model, sim) -> dict:
 
 
 def run(args, out, err) -> int:
-    from kmc.checker.simulate import simulate
+    from kmc.checker.local.simulate import simulate
     from kmc.reports import TraceView, write_json
 
     spec = load(args.spec, kafka_override(args))

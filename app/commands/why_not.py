@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from kmc.checker.errors import KmcError, UsageError
-from kmc.checker.text import safe_text
+from kmc.checker.base.errors import KmcError, UsageError
+from kmc.checker.base.text import safe_text
 
 
 def register(sub) -> None:
@@ -74,7 +74,7 @@ def run(args, out, err) -> int:
         if args.model is not None or args.param:
             raise UsageError(f"--model: {args.file} is the result of a spec, not of a model of your own")
         model, violation = replay(args.file, doc, args.invariant)
-    from kmc.checker.protocol import with_defaults
+    from kmc.checker.contract.protocol import with_defaults
 
     model = with_defaults(model)
     steps = violation.path.steps

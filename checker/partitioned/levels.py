@@ -1,4 +1,4 @@
-"""The partitioned level's search object (``checker.driver``): the levels past the
+"""The partitioned level's search object (``checker.core.driver``): the levels past the
 hand-over, each run as two stages of tasks (``checker.partitioned.cluster``: on a cluster's
 machines, or the driver's own tasks for a small level) over the rows store
 (``checker.partitioned.rows``), which replaces the driver's rows search at the hand-over
@@ -31,27 +31,34 @@ from typing import Any, Protocol
 
 import attrs
 import numpy as np
-
-from ..blobs import open_blobs
-from ..blobs.posix import PosixBlobs
-from ..checkpoint import CheckpointError
-from ..driver import ResourceStop, Search
-from ..errors import EngineError
-from ..kernel import keep_least
-from ..kernel_check import KernelMismatchError
-from ..keys import add_counts
-from ..level import LevelStep, record_first
-from ..memory import format_size
-from ..model_errors import task_failure
-from ..protocol import kernel_fingerprints
-from ..result import Stats
-from ..search import Store as SearchStore
-from ..trace import ROOT, parent_chain, path_by_choices
-from ..visitor import GraphVisitor
-from .cluster import Cluster, one_line
-from .rows import RowsStore, owner_of, owners, split_frontier
-from .save import check_format, load_saved, relocate, save_level, save_manifest, verify_objects, verify_saved
-from .tasks import expand_partition, own_partition, read_graph_records
+from kmc.checker.base.errors import EngineError
+from kmc.checker.base.memory import format_size
+from kmc.checker.blobs import open_blobs
+from kmc.checker.blobs.posix import PosixBlobs
+from kmc.checker.checkpoints.file import CheckpointError
+from kmc.checker.contract.kernel_check import KernelMismatchError
+from kmc.checker.contract.model_errors import task_failure
+from kmc.checker.contract.protocol import kernel_fingerprints
+from kmc.checker.core.driver import ResourceStop, Search
+from kmc.checker.core.kernel import keep_least
+from kmc.checker.core.keys import add_counts
+from kmc.checker.core.level import LevelStep, record_first
+from kmc.checker.core.parts import Store as SearchStore
+from kmc.checker.core.result import Stats
+from kmc.checker.core.trace import ROOT, parent_chain, path_by_choices
+from kmc.checker.graph.visitor import GraphVisitor
+from kmc.checker.partitioned.cluster import Cluster, one_line
+from kmc.checker.partitioned.rows import RowsStore, owner_of, owners, split_frontier
+from kmc.checker.partitioned.save import (
+    check_format,
+    load_saved,
+    relocate,
+    save_level,
+    save_manifest,
+    verify_objects,
+    verify_saved,
+)
+from kmc.checker.partitioned.tasks import expand_partition, own_partition, read_graph_records
 
 
 @attrs.frozen
@@ -113,7 +120,7 @@ class PartitionedLevels(Search):
         setup: the engine's arguments; session: the back end (``Backend``); metrics: the
             engine's metrics, which the levels add to; stopping: whether a stop was
             requested (a failed job is then a cancelled level).
-        step: the rules of a level (``checker.level``; its model and kernel);
+        step: the rules of a level (``checker.core.level``; its model and kernel);
         symmetry: whether fingerprints are of canonical rows;
         driver_seen: the driver's seen-set, which numbers the handed-over states.
         depth: the frontier's depth; n: the partitions.
@@ -157,7 +164,7 @@ class PartitionedLevels(Search):
         # ``close``; ``committed`` deletes what the checkpoint written last does not name.
         self.previous: RowsStore | None = None
         self.kept: RowsStore | None = None
-        # The graph visitor (``checker.visitor``), the driver's search's: the tasks write
+        # The graph visitor (``checker.graph.visitor``), the driver's search's: the tasks write
         # their records of each level into the store, and the driver adds them to it once
         # the level is done (``_visit``); the stored fingerprints in number order with them.
         self.visitor = GraphVisitor()
@@ -176,7 +183,7 @@ class PartitionedLevels(Search):
     ) -> PartitionedLevels:
         """Write the driver's seen-set (split by owner) and frontier (split by rank) into
         a new store (``rows.store``, made beforehand, or a new one): the levels from here on
-        are partitioned. ``rows`` is the driver's rows search (``checker.batch.RowsSearch``)
+        are partitioned. ``rows`` is the driver's rows search (``checker.local.rows.RowsSearch``)
         with the run's ``setup`` and ``session`` (``checker.spark.search.DriverLevels``)."""
         setup, session = rows.setup, rows.session
         n = (setup.partitions or 2) if setup.cluster is not None else session.width()
@@ -243,7 +250,7 @@ class PartitionedLevels(Search):
             depth=snapshot["stats"]["depth"],
             n=rows.setup.partitions or snapshot["partitions"],
         )
-        levels.visitor = rows.visitor  # the driver gives it its logs back (checker.driver)
+        levels.visitor = rows.visitor  # the driver gives it its logs back (checker.core.driver)
         return levels
 
     # -- the engine's phases (``DriverLevels``' same calls) ------------------------------
@@ -369,7 +376,7 @@ class PartitionedLevels(Search):
         done = frozenset(found)
         grow = partial(
             expand_partition,
-            self.step,  # the rules of a level (checker.level)
+            self.step,  # the rules of a level (checker.core.level)
             done,
             self.symmetry,
             n,
@@ -546,7 +553,7 @@ class PartitionedLevels(Search):
             self.store = None
 
     def committed(self, snapshot: dict) -> None:
-        """A checkpoint of ``snapshot`` is written (``checker.checkpointer``): the objects
+        """A checkpoint of ``snapshot`` is written (``checker.checkpoints.writer``): the objects
         of the run's stores that no checkpoint names any longer are deleted (those the
         levels dropped while an earlier checkpoint named them; a resumed checkpoint's
         store once this one names another)."""

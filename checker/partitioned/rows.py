@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
-
-from ..blobs import Blobs, open_blobs
-from ..blobs.posix import PosixBlobs
-from ..errors import EngineError
-from ..owner import owner_gone, owner_line, start_time
+from kmc.checker.base.errors import EngineError
+from kmc.checker.base.owner import owner_gone, owner_line, start_time
+from kmc.checker.blobs import Blobs, open_blobs
+from kmc.checker.blobs.posix import PosixBlobs
 
 
 class RowsStore:
@@ -174,7 +173,7 @@ KEPT = "kept"  # present: a checkpoint names the store's objects (``RowsStore.pi
 
 
 def _owner_line(pid) -> str:
-    """``host pid-namespace pid start-time`` (``checker.owner``)."""
+    """``host pid-namespace pid start-time`` (``checker.base.owner``)."""
     return owner_line(pid)
 
 
@@ -190,7 +189,7 @@ def _owner_gone(root) -> bool | None:
 
 
 def _gone(mark: str) -> bool | None:
-    """``_owner_gone`` of an owner mark's text (None: not a mark): ``checker.owner.owner_gone``
+    """``_owner_gone`` of an owner mark's text (None: not a mark): ``checker.base.owner.owner_gone``
     for a mark ``host pid-namespace pid start-time``; a mark of an older kmc (``host pid
     start-time``, no namespace) is taken as it was then: gone when no process of this host
     runs with that PID and start time."""
@@ -250,7 +249,7 @@ def clean_stale(parent=None) -> str | None:
             unknown.append(entry.path)
     parts = []
     if removed:
-        from ..memory import format_size
+        from kmc.checker.base.memory import format_size
 
         parts.append(
             f"removed {removed} Spark store{'s' if removed > 1 else ''} of runs that were killed "
@@ -291,7 +290,7 @@ def _clean_stale_objects(blobs: Blobs) -> str | None:
             removed, freed = removed + 1, freed + size
     if not removed:
         return None
-    from ..memory import format_size
+    from kmc.checker.base.memory import format_size
 
     return (
         f"removed {removed} Spark store{'s' if removed > 1 else ''} of runs that were killed "
@@ -639,7 +638,7 @@ def _header(f) -> tuple[int, np.dtype, tuple]:
     return f.tell(), dtype, tuple(shape)
 
 
-# Rows of Python states (``checker.states_kernel``) are object arrays: saved as this marker
+# Rows of Python states (``checker.contract.states_kernel``) are object arrays: saved as this marker
 # and the bytes of the list of states, pickled (``use_pickler``).
 _PICKLED = np.array([b"kmc-pickled-objects"])
 

@@ -13,12 +13,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-
-from ..coverage import task_part
-from ..keys import first_per_fingerprint, key_choice, key_order, key_parent
-from ..protocol import columns, kernel_fingerprints
-from ..seen import merge_runs, merges, runs_contain
-from .rows import (
+from kmc.checker.contract.protocol import columns, kernel_fingerprints
+from kmc.checker.core.coverage import task_part
+from kmc.checker.core.keys import first_per_fingerprint, key_choice, key_order, key_parent
+from kmc.checker.partitioned.rows import (
     Writer,
     forget_runs,
     front_name,
@@ -33,6 +31,7 @@ from .rows import (
     succ_name,
     succ_order,
 )
+from kmc.checker.stores.seen import merge_runs, merges, runs_contain
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded (one kernel call) and deduplicated together in a task
 
@@ -87,9 +86,9 @@ def expand_partition(
     store, one object per owner with a record a slice, and yields ``(owner, ("f", name))``
     for each object, then ``(index, ("m", (terminal, generated, fired per code, step
     violations, bytes, seconds, coverage part, graph object)))`` where (the coverage part:
-    ``checker.coverage.task_part``) a step violation maps a property to its least ``(key,
+    ``checker.core.coverage.task_part``) a step violation maps a property to its least ``(key,
     explanation, parent fp, choice)`` in this partition. With a ``graph``
-    (``checker.visitor.GraphTask``), each slice's records for the graph visitor are added
+    (``checker.graph.visitor.GraphTask``), each slice's records for the graph visitor are added
     to one object (``graph_records``), whose name the summary gives (else None).
     """
     clock = time.perf_counter()
@@ -111,7 +110,7 @@ def expand_partition(
             del keys, order
             for s in range(0, len(rows), SLICE_ROWS):
                 chunk = rows[s : s + SLICE_ROWS]  # one kernel call a slice
-                # the pipeline every rows search shares (checker.level); an earlier slice's
+                # the pipeline every rows search shares (checker.core.level); an earlier slice's
                 # violation has a smaller key
                 got = step.chunk_successors(
                     chunk,
@@ -197,7 +196,7 @@ def own_partition(
     """Stage 2: fingerprint partition ``index`` takes the successors routed to it, keeps
     the least key of each fingerprint, drops those in its seen runs, writes the new ones
     to the blob ``store`` (a seen run, merged with older ones as
-    ``checker.seen.CompactSeenSet`` merges, the level's parent pointers, and their rows
+    ``checker.stores.seen.CompactSeenSet`` merges, the level's parent pointers, and their rows
     routed to their next rank partition ``g * n // level``) and checks the invariants on
     them. With ``release`` (the store's disk is short), the successors' objects it read
     are deleted once all that is written: the next frontier then takes the place of this
@@ -208,7 +207,7 @@ def own_partition(
     Yields one summary ``(index, new per rank partition, new per code, state violations,
     expansion summaries, bytes written, seconds, runs, coverage part, digests)``
     (``coverage``: None, or the variables' full ranges the run has seen,
-    ``checker.coverage.task_part``); a state violation maps a property to its least
+    ``checker.core.coverage.task_part``); a state violation maps a property to its least
     ``(key, explanation, fp)``; ``runs`` lists the ``(depth, length)`` of the
     partition's seen runs from now on; ``digests`` maps the names of the objects written
     to their ``(size, sha256)`` (empty without ``digest``).
@@ -279,7 +278,7 @@ def own_partition(
                         )
                 # what the checks read: the rows a column at a time when the kernel asks so
                 by_column = columns(rows) if kernel.by_columns else rows
-                for name, (j, why) in step.state_violations(by_column, keys, found).items():  # checker.level
+                for name, (j, why) in step.state_violations(by_column, keys, found).items():  # checker.core.level
                     state_bad[name] = (int(keys[j]), why, int(fps[j]))
                 if coverage is not None:  # the variables' full ranges seen so far (or {})
                     cov = task_part(step.model, kernel, new_rows=by_column, ranges=coverage)
@@ -291,7 +290,7 @@ def own_partition(
 
 
 def _add_part(cov, names, part) -> tuple:
-    """Two coverage parts of one task as one (``checker.coverage.task_part``)."""
+    """Two coverage parts of one task as one (``checker.core.coverage.task_part``)."""
     if cov is None:
         return part
     enabled, kinds, _ = part

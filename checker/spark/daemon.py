@@ -6,7 +6,7 @@ on its first task (about 0.3 s of CPU a worker). Run as the daemon
 (``spark.python.daemon.module``, set by ``checker.spark.session`` for a local master),
 this module imports them once, before the daemon forks, so that every worker starts with
 them, and asks the C library to keep the memory the workers free
-(``checker.memory.keep_freed_memory``).
+(``checker.base.memory.keep_freed_memory``).
 Nothing else changes: the daemon is PySpark's own ``manager()``.
 """
 
@@ -18,7 +18,7 @@ import sys
 
 import numpy  # noqa: F401  (imported before the fork: that is the point)
 from kmc.checker import fingerprint  # noqa: F401
-from kmc.checker.memory import keep_freed_memory
+from kmc.checker.base.memory import keep_freed_memory
 from kmc.checker.partitioned import tasks  # noqa: F401
 from kmc.checker.spark import tasks as spark_tasks  # noqa: F401
 from kmc.checker.spark.session import PRELOAD_VARIABLE

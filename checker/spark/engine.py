@@ -1,7 +1,7 @@
 """The Spark engine on rows: the batch engine's search, distributed with Apache Spark.
 
 Used for every model that has a batch kernel (``model.batch_kernel()``, see
-``checker.batch``); it reports exactly what ``checker.batch.BatchEngine`` reports (counts,
+``checker.local.rows``); it reports exactly what ``checker.local.rows.BatchEngine`` reports (counts,
 per-action counters, verdicts, counterexample paths, choices and explanations).
 
 No Python object per state goes through Spark: states are rows, always moved as whole
@@ -40,8 +40,8 @@ tasks, run by a ``Cluster`` (one Spark job, ``checker.spark.cluster``):
    shuffle.
 2. Owner ``i`` reads the successors for it, keeps the least key per fingerprint, drops
    those in its seen runs, writes the new fingerprints as a run (merged with the newest
-   runs as ``checker.seen.CompactSeenSet`` merges) and the level's parent pointers,
-   checks the invariants on the new rows (``checker.level``; only a violating row is
+   runs as ``checker.stores.seen.CompactSeenSet`` merges) and the level's parent pointers,
+   checks the invariants on the new rows (``checker.core.level``; only a violating row is
    decoded), and writes the new rows for their next rank partition ``g * P //
    L_d``, which grows with ``g``: the next level's order is (rank partition, key order
    inside it). It returns one summary, which gives the driver the counts, the
@@ -60,7 +60,7 @@ RDD outlives its level.
 Counterexamples: the parent pointers (fingerprint, parent fingerprint, choice) of every
 depth are kept per owner; the driver follows fp -> parent fp down to a state it handed
 over, whose path its own seen-set gives, and replays the choices
-(``checker.trace.replay_choices``, and ``extend`` for a step property).
+(``checker.core.trace.replay_choices``, and ``extend`` for a step property).
 
 Checkpoints (``checker.partitioned.save``): ``snapshot()`` names the store's objects of the
 last complete level with the digests their writers computed: linked (or copied) under
@@ -68,7 +68,7 @@ last complete level with the digests their writers computed: linked (or copied) 
 place for an object store (kept while a checkpoint names them); ``restore()`` checks every
 one and ``run()`` re-splits them for its own partition count.
 
-The engine is the level driver (``checker.driver``) over two search objects:
+The engine is the level driver (``checker.core.driver``) over two search objects:
 ``checker.spark.search.DriverLevels`` (the rows search) while the levels are small,
 replaced at the hand-over (``next_search``, at a level boundary) by the partitioned
 level's ``checker.partitioned.levels.PartitionedLevels``, which holds the store and is
@@ -83,25 +83,25 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from ..checkpoint import CheckpointError
-from ..driver import LevelDriver
-from ..errors import EngineError, UsageError
-from ..kernel import canonical_encoder, require_symmetric, split_properties
-from ..kernel_check import kernel_check
-from ..model_errors import task_failure
-from ..options import Options
-from ..partitioned.cluster import one_line
-from ..partitioned.levels import LevelsSetup, PartitionedLevels
-from ..partitioned.rows import RowsStore
-from ..partitioned.save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
-from ..protocol import batch_path, with_defaults
-from ..result import CheckResult
-from ..states_kernel import StatesKernel
-from ..visitor import GraphVisitor
-from .search import DriverLevels
-from .session import partitions_bad, quiet_py4j
-from .start import Session
-from .tasks import prepare_worker
+from kmc.checker.base.errors import EngineError, UsageError
+from kmc.checker.checkpoints.file import CheckpointError
+from kmc.checker.contract.kernel_check import kernel_check
+from kmc.checker.contract.model_errors import task_failure
+from kmc.checker.contract.protocol import batch_path, with_defaults
+from kmc.checker.contract.states_kernel import StatesKernel
+from kmc.checker.core.driver import LevelDriver
+from kmc.checker.core.kernel import canonical_encoder, require_symmetric, split_properties
+from kmc.checker.core.options import Options
+from kmc.checker.core.result import CheckResult
+from kmc.checker.graph.visitor import GraphVisitor
+from kmc.checker.partitioned.cluster import one_line
+from kmc.checker.partitioned.levels import LevelsSetup, PartitionedLevels
+from kmc.checker.partitioned.rows import RowsStore
+from kmc.checker.partitioned.save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
+from kmc.checker.spark.search import DriverLevels
+from kmc.checker.spark.session import partitions_bad, quiet_py4j
+from kmc.checker.spark.start import Session
+from kmc.checker.spark.tasks import prepare_worker
 
 __all__ = ["DRIVER_LEVEL_LIMIT", "SNAPSHOT_FORMAT", "STATES_FORMAT", "SparkRowsEngine"]
 
@@ -111,17 +111,17 @@ DRIVER_LEVEL_LIMIT = 50_000  # levels up to this many states are expanded on the
 class SparkRowsEngine(LevelDriver):
     """Breadth-first exploration of a model on Apache Spark.
 
-    Same hooks as ``checker.driver.LevelDriver`` (``run()``, ``stop_requested``,
+    Same hooks as ``checker.core.driver.LevelDriver`` (``run()``, ``stop_requested``,
     ``on_level``, ``snapshot()``/``restore()``) and ``cancel()``; gives exactly the
-    results of ``checker.batch.BatchEngine`` (and so of ``checker.local.LocalEngine``).
+    results of ``checker.local.rows.BatchEngine`` (and so of ``checker.local.states.LocalEngine``).
 
     Args:
-        model, properties, options, progress: as ``checker.local.LocalEngine``.
+        model, properties, options, progress: as ``checker.local.states.LocalEngine``.
         master: the Spark master URL (default ``local[*]``); partitions: the number of
             partitions (default: one per executor core,
             ``checker.spark.session.default_partitions``); verbose: Spark's own log lines.
         per_state: run the model's own successor function over rows of Python states
-            (``checker.states_kernel.StatesKernel``) instead of its batch kernel; a model
+            (``checker.contract.states_kernel.StatesKernel``) instead of its batch kernel; a model
             without a batch kernel always runs so.
         driver_level_limit: leading levels of at most this many states are expanded on
             the driver; 0 hands over to Spark right after the initial states.
@@ -258,8 +258,8 @@ class SparkRowsEngine(LevelDriver):
         """
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
-        from ..blobs import store_location
-        from ..partitioned.rows import clean_stale
+        from kmc.checker.blobs import store_location
+        from kmc.checker.partitioned.rows import clean_stale
 
         spark = self.setup.cluster is None
         if self.store_dir is not None:  # first: a store no executor could use, before the master's probe
@@ -307,7 +307,7 @@ class SparkRowsEngine(LevelDriver):
             self._canceller = self.session.cancel()
 
     def snapshot(self) -> dict:
-        """The search at its last complete level, for ``checker.checkpoint``.
+        """The search at its last complete level, for ``checker.checkpoints.file``.
 
         Valid from ``on_level`` and after ``run()`` returned. While the levels run on the
         driver it holds the rows search's seen-set and frontier; once they run on Spark,
@@ -325,7 +325,7 @@ class SparkRowsEngine(LevelDriver):
         return super().snapshot()
 
     def committed(self, snapshot: dict) -> None:
-        """A checkpoint of ``snapshot`` is written (``checker.checkpointer``): the objects
+        """A checkpoint of ``snapshot`` is written (``checker.checkpoints.writer``): the objects
         of an object store that no checkpoint names any longer are deleted now
         (``PartitionedLevels.committed``)."""
         self.levels.committed(snapshot)
@@ -349,7 +349,7 @@ class SparkRowsEngine(LevelDriver):
 
 def _submit_master() -> str | None:
     try:
-        from .session import submit_master
+        from kmc.checker.spark.session import submit_master
     except ImportError:
         return None
     return submit_master()
@@ -366,8 +366,8 @@ def _check_master(master) -> str:
     active = SparkContext._active_spark_context
     if active is not None:
         return str(active.master)
-    from .master import DEFAULT_MASTER, check_reachable, validate_master
-    from .session import check_submit_master
+    from kmc.checker.spark.master import DEFAULT_MASTER, check_reachable, validate_master
+    from kmc.checker.spark.session import check_submit_master
 
     submit = check_submit_master(master)
     if submit is not None:  # under spark-submit: its master, reached already

@@ -9,19 +9,19 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from ..batch import ROWS_FORMAT, RowsSearch
-from ..kernel_check import KernelCheck
-from ..partitioned.levels import LevelsSetup, PartitionedLevels, StoreUnseenError
-from ..partitioned.rows import RowsStore
-from ..partitioned.save import check_format
-from ..protocol import BatchKernel, Model, Property
-from ..visitor import GraphVisitor
-from .probe import probe_store
-from .start import EARLY, Session
+from kmc.checker.contract.kernel_check import KernelCheck
+from kmc.checker.contract.protocol import BatchKernel, Model, Property
+from kmc.checker.graph.visitor import GraphVisitor
+from kmc.checker.local.rows import ROWS_FORMAT, RowsSearch
+from kmc.checker.partitioned.levels import LevelsSetup, PartitionedLevels, StoreUnseenError
+from kmc.checker.partitioned.rows import RowsStore
+from kmc.checker.partitioned.save import check_format
+from kmc.checker.spark.probe import probe_store
+from kmc.checker.spark.start import EARLY, Session
 
 
 class DriverLevels(RowsSearch):
-    """The rows search (``checker.batch``) while the levels run on the driver: it starts
+    """The rows search (``checker.local.rows``) while the levels run on the driver: it starts
     the Spark session in the background once a level nears ``setup.driver_level_limit``
     and says when a level has outgrown it (``outgrown``); the engine then replaces it with
     ``PartitionedLevels.hand_over(...)``."""

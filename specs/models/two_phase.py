@@ -33,7 +33,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from kmc.checker.protocol import ALWAYS, ALWAYS_EVENTUALLY, LEADS_TO, STEP, Guard, KernelBase, Property
+from kmc.checker.contract.protocol import ALWAYS, ALWAYS_EVENTUALLY, LEADS_TO, STEP, Guard, KernelBase, Property
 
 WORKING, PREPARED, COMMITTED, ABORTED = 0, 1, 2, 3  # an RM's state
 INIT, TM_COMMITTED, TM_ABORTED = 0, 1, 2  # the TM's state

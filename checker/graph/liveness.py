@@ -1,0 +1,762 @@
+"""Liveness under weak fairness: the kept subgraph and the fair components in it.
+
+A liveness property (``checker.contract.protocol``'s ``"always-eventually"`` and ``"leads-to"``) is
+a family of obligations; obligation ``j`` *waits* in a state where its ``Q_j`` fails and
+is *opened* in a state where its ``P_j`` holds and its ``Q_j`` fails (``[]<>P`` is one
+obligation, ``true ~> P``: it waits and opens wherever ``P`` fails). It is violated by a
+weakly fair behaviour that reaches a state where it is opened and stays for ever in
+states where it waits. Such a behaviour ends, from some point on, in one of
+
+- a *stuttering* state: one where no fair instance is enabled, so a fair behaviour may
+  stop there for ever;
+- a strongly connected component ``C`` of the waiting states (one with at least one edge
+  inside it) that is *fair*: every fair instance enabled in all states of ``C`` is taken
+  on some edge inside ``C`` (a behaviour that goes round every edge of ``C`` for ever is
+  then weakly fair; a cycle through a part of ``C`` is never fairer, since it has fewer
+  edges to take instances on and no fewer instances enabled throughout),
+
+reachable from an opened state through waiting states. ``LivenessLog`` keeps what
+deciding it needs while a search runs, and ``LivenessLog.decide`` finds the first
+violated obligation and a lasso for it once every reachable state was explored, with
+numpy array operations (a breadth-first search one level at a time) and
+``scipy.sparse.csgraph``'s components, never a Python loop per state.
+
+What is kept, per item, in append-only columns written to unnamed temporary files as they
+fill (``Column``: the search's memory holds only the last few megabytes of each, and one
+byte per state number, whether some obligation waits there):
+
+- the *waiting* states (where some obligation waits): their number (4 bytes, 8 past 2**32
+  states) and the obligations' opened and waiting bits (two bits an obligation, packed);
+- the edges that leave a waiting state: source number (4 or 8), the successor's
+  fingerprint (8), the choice (1) and the fair instance code (2, or 4 past 32,767
+  instances): 15 bytes.
+
+A successor's number is only known once it is stored, which may be later than its edge is
+computed, so the edges' targets are looked up at the end (as ``checker.graph.possibly`` does),
+once per distinct fingerprint, in sorted order. The fair instances enabled in a waiting
+state are those of the edges leaving it, also computed at the end. The graph the verdict
+is computed on holds, per edge whose target waits too, the target's position (4 bytes),
+the choice and the fair code, and per waiting state its first edge's position and its
+enabled instances; each obligation's search looks only at the edges its own region
+reaches.
+
+The lasso is deterministic (the same on every run, engine and partition count): every
+path is a breadth-first one that visits a state's successors in increasing number (the
+edge of a step is the least choice between the two states), the component chosen is the
+one holding the violating state nearest to an opened state (the least number among the
+nearest), and an edge of a fair instance the cycle must take is the least by
+``(source, choice)``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+from kmc.checker.graph.possibly import NARROW_LIMIT, grown
+
+_WORD = 64  # fair instances a uint64 word holds
+_CHUNK = 1 << 20  # items a decision reads from a column at a time
+_BUFFER = 1 << 21  # bytes a column keeps in memory before it writes them to its file
+
+
+def _bit(codes: np.ndarray) -> np.ndarray:
+    """Each instance code's bit in its uint64 word."""
+    return np.left_shift(np.uint64(1), (codes % _WORD).astype(np.uint64))
+
+
+class Column:
+    """An append-only array of ``dtype`` items (rows of ``width`` items when ``width`` is
+    given) kept in an unnamed temporary file, the last appended ones in memory until they
+    fill ``_BUFFER`` bytes; the file is removed when the column is collected."""
+
+    def __init__(self, dtype: Any, width: int | None = None) -> None:
+        self.dtype, self.width = np.dtype(dtype), width
+        self._row = self.dtype.itemsize * (width or 1)
+        self._file: Any = None
+        self._stored = 0  # items in the file
+        self._pending: list[np.ndarray] = []
+        self._waiting = 0  # items in _pending
+
+    def __len__(self) -> int:
+        return self._stored + self._waiting
+
+    @property
+    def nbytes(self) -> int:
+        return len(self) * self._row
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of the items not yet written to the file."""
+        return self._waiting * self._row
+
+    def append(self, items: np.ndarray) -> None:
+        items = np.array(items, dtype=self.dtype)  # a copy: the caller's array may change
+        if self.width is not None:
+            items = items.reshape(-1, self.width)
+        if not len(items):
+            return
+        self._pending.append(items)
+        self._waiting += len(items)
+        if self._waiting * self._row >= _BUFFER:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="kmc-liveness-")
+        self._file.seek(self._stored * self._row)
+        for items in self._pending:
+            self._file.write(np.ascontiguousarray(items).data)
+        self._stored += self._waiting
+        self._pending, self._waiting = [], 0
+
+    def read(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Items ``lo .. hi - 1`` (all by default), as a new array."""
+        self._flush()
+        hi = self._stored if hi is None else min(hi, self._stored)
+        lo = min(lo, hi)
+        shape = (hi - lo,) if self.width is None else (hi - lo, self.width)
+        out = np.empty(shape, dtype=self.dtype)
+        if hi > lo:
+            view = out.data.cast("B")
+            self._file.seek(lo * self._row)
+            done = 0
+            while done < len(view):
+                got = self._file.readinto(view[done:])
+                if not got:
+                    raise OSError("a liveness column's temporary file is shorter than what was written")
+                done += got
+        return out
+
+    def chunks(self, size: int = _CHUNK):
+        """``(lo, items)`` over the whole column, ``size`` items at a time."""
+        for lo in range(0, len(self), size):
+            yield lo, self.read(lo, lo + size)
+
+    def __iter__(self):
+        """The items, as arrays of at most a chunk each (``numpy.concatenate`` of them
+        is the whole column)."""
+        return (items for _, items in self.chunks())
+
+    def truncate(self, count: int) -> None:
+        """Keep the first ``count`` items."""
+        self._flush()
+        if count < self._stored:
+            self._file.truncate(count * self._row)
+            self._stored = count
+
+    def replace(self, items: np.ndarray, dtype: Any = None) -> None:
+        """Hold ``items`` (of ``dtype``, by default the column's) instead."""
+        self.truncate(0)
+        if dtype is not None:
+            self.dtype = np.dtype(dtype)
+            self._row = self.dtype.itemsize * (self.width or 1)
+        self.append(items)
+
+    def __getstate__(self) -> dict:
+        return {"dtype": self.dtype.str, "width": self.width, "items": self.read()}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(np.dtype(state["dtype"]), state["width"])  # type: ignore[misc]
+        self.append(state["items"])
+
+
+@attrs.frozen
+class Lasso:
+    """A violation of one obligation, as state numbers and choices.
+
+    Attributes:
+        obligation: the obligation's position (0 for ``[]<>P``).
+        start: the number of the opened state the path goes through (the prefix is a
+            shortest path to it).
+        steps: ``(state number, choice)`` pairs: from ``start``, take the enabled action
+            ``choice`` of that state; the first ``to_loop`` of them lead to the cycle's
+            first state, the rest go round the cycle and end back there.
+        to_loop: how many of ``steps`` lead from ``start`` to the cycle's first state.
+        loop_state: the number of the cycle's first state (the stuttering state when
+            ``steps`` has no cycle step).
+    """
+
+    obligation: int
+    start: int
+    steps: tuple[tuple[int, int], ...]
+    to_loop: int
+    loop_state: int
+
+    @property
+    def stutters(self) -> bool:
+        return len(self.steps) == self.to_loop
+
+
+class LivenessLog:
+    """The kept subgraph of one liveness property while a search runs (see the module).
+
+    Args:
+        obligations: how many obligations the property has (1 for ``[]<>P``).
+        instances: how many fair instances the model declares.
+
+    States are numbered by the search in the order it stores them; ``add_states`` is
+    called with consecutive numbers; every edge of a source state comes in one
+    ``add_edges`` call (the enabled instances of a state are those of its edges).
+    """
+
+    def __init__(self, obligations: int, instances: int) -> None:
+        self.obligations, self.instances = int(obligations), int(instances)
+        self._bits = max(1, -(-self.obligations // 8))  # bytes of one packed row of bits
+        self._words = max(1, -(-self.instances // _WORD))
+        self._states = 0
+        self._waiting = np.empty(0, dtype=np.bool_)  # per state number: some obligation waits
+        self._number = Column(np.uint32)  # the waiting states' numbers, increasing
+        self._flags = Column(np.uint8, 2 * self._bits)  # their opened bits, then waiting bits
+        self._src = Column(np.uint32)
+        self._dst = Column(np.uint64)
+        self._choice = Column(np.uint8)
+        self._fair = Column(np.int16 if self.instances < 2**15 else np.int32)
+
+    # -- recording ----------------------------------------------------------------------
+
+    def add_states(self, first: int, opened: np.ndarray, waits: np.ndarray) -> None:
+        """States ``first ..`` were just stored, in number order; ``opened[i, j]`` and
+        ``waits[i, j]`` say whether obligation ``j`` is opened and waits in state
+        ``first + i`` (arrays of shape ``(n, obligations)``).
+
+        Raises:
+            ValueError: ``first`` is not the next state number, or the shapes are wrong.
+        """
+        waits = np.asarray(waits, dtype=np.bool_).reshape(-1, self.obligations)
+        opened = np.asarray(opened, dtype=np.bool_).reshape(-1, self.obligations) & waits
+        if first != self._states:
+            raise ValueError(f"LivenessLog.add_states: expected state {self._states} next, got {first}")
+        end = self._states + len(waits)
+        waiting = waits.any(axis=1)
+        self._waiting = grown(self._waiting, self._states, end)
+        self._waiting[self._states : end] = waiting
+        self._states = end
+        keep = np.flatnonzero(waiting)
+        if not len(keep):
+            return
+        if end > NARROW_LIMIT and self._number.dtype != np.int64:
+            for column in (self._number, self._src):
+                column.replace(column.read(), np.int64)
+        self._number.append(first + keep)
+        both = np.concatenate([opened[keep], waits[keep]], axis=1).reshape(-1, 2, self.obligations)
+        self._flags.append(np.packbits(both, axis=2))
+
+    def add_edges(self, src: np.ndarray, dst_fp: np.ndarray, choices: np.ndarray, fair: np.ndarray) -> None:
+        """Every successor computed from some expanded states: ``src[i]`` the parent's
+        number, ``dst_fp[i]`` the successor's stored fingerprint, ``choices[i]`` the
+        action's position among the parent's, ``fair[i]`` the step's fair instance code
+        (-1: not fair). Every edge of a parent comes in the same call. The edges leaving
+        waiting states are kept.
+
+        Raises:
+            ValueError: the arrays differ in length, or a source is not a stored state.
+        """
+        src = np.asarray(src, dtype=np.int64).ravel()
+        dst_fp = np.asarray(dst_fp, dtype=np.uint64).ravel()
+        choices = np.asarray(choices, dtype=np.int64).ravel()
+        fair = np.asarray(fair, dtype=np.int64).ravel()
+        if not len(src) == len(dst_fp) == len(choices) == len(fair):
+            raise ValueError("LivenessLog.add_edges: the edge arrays differ in length")
+        if not len(src) or not len(self._number):
+            return
+        if src.min() < 0 or src.max() >= self._states:
+            raise ValueError("LivenessLog.add_edges: an edge leaves a state that was not added")
+        kept = self._waiting[src]
+        if not kept.any():
+            return
+        src, dst_fp, choices, fair = src[kept], dst_fp[kept], choices[kept], fair[kept]
+        if fair.max(initial=-1) >= self.instances or choices.min() < 0 or choices.max() > 255:
+            raise ValueError("LivenessLog.add_edges: a fair instance code or a choice is out of range")
+        self._src.append(src)
+        self._dst.append(dst_fp)
+        self._choice.append(choices)
+        self._fair.append(fair)
+
+    def rollback(self, n_states: int) -> None:
+        """Forget the states numbered ``n_states`` or more, and the edges leaving them."""
+        if n_states >= self._states:
+            return
+        n_states = max(int(n_states), 0)
+        self._states = n_states
+        count = int(np.searchsorted(self._number.read(), n_states))
+        self._number.truncate(count)
+        self._flags.truncate(count)
+        kept = self._src.read() < n_states
+        count = int(np.count_nonzero(kept))
+        if count == len(kept):
+            return
+        columns = (self._src, self._dst, self._choice, self._fair)
+        if kept[:count].all():  # the usual case: the forgotten edges are the last ones
+            for column in columns:
+                column.truncate(count)
+        else:
+            for column in columns:
+                column.replace(column.read()[kept])
+
+    # -- sizes --------------------------------------------------------------------------
+
+    @property
+    def edges(self) -> int:
+        """The number of edges kept (those leaving waiting states)."""
+        return len(self._src)
+
+    @property
+    def kept_states(self) -> int:
+        """The number of waiting states kept."""
+        return len(self._number)
+
+    @property
+    def states(self) -> int:
+        return self._states
+
+    def nbytes(self) -> int:
+        """Bytes the log holds: its columns (in their files and in memory) and the flag of
+        every state number."""
+        columns = (self._number, self._flags, self._src, self._dst, self._choice, self._fair)
+        return int(sum(c.nbytes for c in columns) + self._states)
+
+    def memory_bytes(self) -> int:
+        """Bytes of the log in memory: the flag of every state number and the columns' items
+        not yet written to their files."""
+        columns = (self._number, self._flags, self._src, self._dst, self._choice, self._fair)
+        return int(self._waiting.nbytes + sum(c.memory_bytes for c in columns))
+
+    # -- pickling (checkpoints): the used part of the flags; the columns' items ---------
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_waiting"] = state["_waiting"][: self._states].copy()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        return f"LivenessLog(states={self._states}, waiting={self.kept_states}, edges={self.edges})"
+
+    # -- the verdict ----------------------------------------------------------------------
+
+    def decide(
+        self, numbers_of: Callable[[np.ndarray], np.ndarray], progress: Callable[[str], Any] | None = None
+    ) -> Lasso | None:
+        """The first violated obligation and its lasso, after a search that explored every
+        reachable state; ``None`` when every obligation holds.
+
+        Args:
+            numbers_of: ``numbers_of(fps)`` -> int64 array: the stored number of each
+                fingerprint of the uint64 array ``fps`` (every one is stored).
+            progress: called with a short sentence at each step of the decision (the graph
+                being built, each obligation's components decided), for a progress display.
+        """
+        if not self.kept_states:
+            return None
+        say = progress or (lambda _text: None)
+        waiting = f"{self.kept_states:,} states waiting, {self.edges:,} edges"
+        say(f"{waiting}: building the graph")
+        graph = self._graph(numbers_of)
+        flags = self._flags.read()
+        components = 0
+        for j in range(self.obligations):
+            say(f"{waiting}: obligation {j + 1:,} of {self.obligations:,}, {components:,} components decided")
+            byte, shift = j // 8, 7 - j % 8  # packbits: the first obligation is the high bit
+            opened = (flags[:, byte] >> shift) & 1 == 1
+            waits = (flags[:, self._bits + byte] >> shift) & 1 == 1
+            lasso = graph.violation(j, opened, waits)
+            components += graph.decided[0]
+            if lasso is not None:
+                return lasso
+        say(f"{waiting}: {self.obligations:,} obligations, {components:,} components decided")
+        return None
+
+    def _targets(self, numbers_of: Callable[[np.ndarray], np.ndarray], index: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Each kept edge's target as a waiting state's position (-1 where no obligation
+        waits), and the position of each state number (-1 likewise): ``numbers_of`` asked
+        for the distinct fingerprints in increasing order (in a few parts), then each
+        chunk of edges looked up."""
+        fps = self._dst.read()
+        fps.sort()
+        distinct = np.empty(len(fps), dtype=np.bool_)
+        distinct[:1] = True
+        np.not_equal(fps[1:], fps[:-1], out=distinct[1:])
+        fps = fps[distinct]
+        del distinct
+        numbers = np.empty(len(fps), dtype=np.uint32 if self._states <= NARROW_LIMIT else np.int64)
+        # in parts of at most a quarter of the states (a search's lookup may need a few
+        # arrays of its argument's size beside its own index of every state)
+        part = max(self._states // 4, _CHUNK)
+        for lo in range(0, len(fps), part):
+            asked = fps[lo : lo + part]
+            got = np.asarray(numbers_of(asked), dtype=np.int64)
+            if len(got) != len(asked):
+                raise ValueError(f"LivenessLog.decide: numbers_of returned {len(got)} numbers for {len(asked)}")
+            if len(got) and (got.min() < 0 or got.max() >= self._states):
+                raise ValueError("LivenessLog.decide: a successor is not a stored state")
+            numbers[lo : lo + len(got)] = got
+            del got
+        position = self._positions(index)  # built once the search's lookup is done
+        node = position[numbers]
+        del numbers
+        find = _Finder(fps)
+        out = np.empty(self.edges, dtype=position.dtype)
+        for lo, chunk in self._dst.chunks():
+            out[lo : lo + len(chunk)] = node[find(chunk)]
+        return out, position
+
+    def _positions(self, index: Any) -> np.ndarray:
+        """The position of each state number among the waiting states (-1: not waiting)."""
+        waiting = self._waiting[: self._states]
+        position = np.cumsum(waiting, dtype=index)
+        np.subtract(position, 1, out=position)
+        position[~waiting] = -1
+        return position
+
+    def _graph(self, numbers_of: Callable[[np.ndarray], np.ndarray]) -> _Graph:
+        """The kept graph over the waiting states, numbered ``0 .. n - 1`` in state number
+        order (see ``_Graph``), built a chunk of edges at a time: the targets first, then
+        the edges whose target waits moved to the front in place."""
+        numbers = self._number.read()
+        n, e = len(numbers), self.edges
+        index = np.int32 if max(n, e) < 2**31 else np.int64
+        dst, position = self._targets(numbers_of, index)
+        ordered, last = True, -1
+        for _, chunk in self._src.chunks():  # the searches hand edges over by source in order
+            ordered = ordered and int(chunk[0]) >= last and bool((np.diff(chunk.astype(np.int64)) >= 0).all())
+            last = int(chunk[-1])
+        enabled = np.zeros((n, self._words), dtype=np.uint64)
+        counts = np.zeros(n, dtype=np.int64)
+        kept = int(np.count_nonzero(dst >= 0))
+        choice = np.empty(kept, dtype=self._choice.dtype)
+        fair = np.empty(kept, dtype=self._fair.dtype)
+        sources = []  # the kept edges' sources, when they must be sorted
+        at = 0
+        for lo, chunk in self._src.chunks():
+            hi = lo + len(chunk)
+            s = position[chunk]
+            f = self._fair.read(lo, hi)
+            hit = f >= 0
+            codes = f[hit].astype(np.int64)
+            for w in range(self._words):
+                mine = codes // _WORD == w
+                _or_rows(enabled[:, w], s[hit][mine], _bit(codes[mine]))
+            inside = dst[lo:hi] >= 0
+            s = s[inside]
+            if ordered and len(s):  # runs of a source: one count each
+                run = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
+                counts[s[run]] += np.diff(np.append(run, len(s)))
+            elif not ordered:
+                counts += np.bincount(s, minlength=n)
+                sources.append(s)
+            k = len(s)
+            dst[at : at + k] = dst[lo:hi][inside]  # in place: at <= lo
+            choice[at : at + k] = self._choice.read(lo, hi)[inside]
+            fair[at : at + k] = f[inside]
+            at += k
+        del position
+        dst = dst[:kept].copy() if kept < e else dst
+        if not ordered:
+            by = np.argsort(np.concatenate(sources), kind="stable")
+            dst, choice, fair = dst[by], choice[by], fair[by]
+        starts = np.zeros(n + 1, dtype=index)
+        np.cumsum(counts, out=starts[1:])
+        return _Graph(numbers, starts, dst, choice, fair, enabled)
+
+
+class _Finder:
+    """The positions of keys in a sorted array of distinct uint64 fingerprints that holds
+    them all. Fingerprints are spread evenly over the 64-bit range, so a directory of
+    their high bits (about one entry per fingerprint) leaves a few candidates per key,
+    tried in a few vectorised rounds; the keys still unplaced after those are searched
+    for by bisection (so any distribution of fingerprints gives the right answer)."""
+
+    _ROUNDS = 8
+
+    def __init__(self, fps: np.ndarray) -> None:
+        self.fps = fps
+        bits = max(1, min(30, int(len(fps)).bit_length() - 1))
+        self.shift = np.uint64(64 - bits)
+        index = np.int32 if len(fps) < 2**31 else np.int64
+        self.first = np.searchsorted(fps, np.arange(1 << bits, dtype=np.uint64) << self.shift).astype(index)
+
+    def __call__(self, keys: np.ndarray) -> np.ndarray:
+        at = self.first[keys >> self.shift]  # a copy
+        last = len(self.fps) - 1
+        todo = np.arange(len(keys))
+        for _ in range(self._ROUNDS):
+            hit = self.fps[np.minimum(at[todo], last)] == keys[todo]
+            todo = todo[~hit]
+            if not len(todo):
+                return at
+            at[todo] += 1
+        at[todo] = np.searchsorted(self.fps, keys[todo])
+        return at
+
+
+def _components(m: int, starts: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """The strongly connected component of each of ``m`` nodes whose edges go to
+    ``to[starts[a] .. starts[a + 1] - 1]`` (a target may repeat), by
+    ``scipy.sparse.csgraph``. Its search needs rows without repeats, so it is given a copy
+    of the targets with each row's repeats dropped (sorted), made a chunk of edges at a
+    time; it reads no weights, so the weights are one float64 seen through a zero stride
+    rather than an array of the edges' size."""
+    from scipy import sparse
+    from scipy.sparse import csgraph
+
+    index = np.int32 if max(m, len(to)) < 2**31 else np.int64
+    targets = np.empty(len(to), dtype=index)
+    rows = np.zeros(m + 1, dtype=index)
+    k = lo = 0
+    while lo < m:
+        hi = int(np.searchsorted(starts, starts[lo] + _CHUNK, side="right")) - 1
+        hi = min(max(hi, lo + 1), m)  # about a chunk of edges, at least one row
+        a, b = int(starts[lo]), int(starts[hi])
+        row = np.repeat(np.arange(hi - lo, dtype=np.int64), np.diff(starts[lo : hi + 1]))
+        key = np.unique(row * m + to[a:b])
+        del row
+        targets[k : k + len(key)] = key % m
+        rows[lo + 1 : hi + 1] = k + np.cumsum(np.bincount(key // m, minlength=hi - lo))
+        k += len(key)
+        lo = hi
+    weights = np.broadcast_to(np.float64(1), (k,))
+    g = sparse.csr_matrix((weights, targets[:k], rows), shape=(m, m), copy=False)
+    return csgraph.connected_components(g, directed=True, connection="strong")[1]
+
+
+def _or_rows(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> None:
+    """``words[rows[i]] |= bits[i]`` for every ``i`` (rows in increasing order in the usual
+    case: one reduction per run of a row)."""
+    if not len(rows):
+        return
+    if (np.diff(rows) >= 0).all():
+        starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+        words[rows[starts]] |= np.bitwise_or.reduceat(bits, starts)
+    else:
+        np.bitwise_or.at(words, rows, bits)
+
+
+@attrs.frozen
+class _Graph:
+    """The kept graph over the waiting states, numbered ``0 .. n - 1`` in state number
+    order, as compressed rows: the edges leaving node ``a`` are ``starts[a] ..
+    starts[a + 1] - 1`` (in the order the search gave them), those whose target is no
+    waiting state dropped (the enabled instances already count them)."""
+
+    numbers: np.ndarray  # node -> state number
+    starts: np.ndarray  # node -> its first edge (n + 1 entries)
+    dst: np.ndarray  # edge -> target node
+    choice: np.ndarray
+    fair: np.ndarray
+    enabled: np.ndarray  # (n, words) uint64
+    # the strongly connected components the last ``violation`` decided (for progress)
+    decided: list[int] = attrs.field(factory=lambda: [0], eq=False)
+
+    def _out(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The edges leaving ``nodes``, grouped by node in the order of ``nodes``: their
+        positions, and the position in ``nodes`` of each one's source."""
+        first = self.starts[nodes].astype(np.int64)
+        counts = self.starts[nodes + 1] - first
+        index = self.dst.dtype
+        at = np.repeat(np.arange(len(nodes), dtype=index), counts)
+        first -= np.cumsum(counts) - counts
+        edges = np.arange(int(counts.sum()), dtype=index)
+        edges += np.repeat(first.astype(index), counts)
+        return edges, at
+
+    def violation(self, j: int, opened: np.ndarray, waits: np.ndarray) -> Lasso | None:
+        """Obligation ``j``'s lasso, or ``None`` when it holds."""
+        self.decided[0] = 0
+        if not opened.any():
+            return None
+        n = len(self.numbers)
+        # The waiting states reachable from an opened one through waiting states, one level
+        # at a time: the opened states in increasing number, then each level's new states
+        # in the order of their first discovery (the level before in its order, each
+        # state's successors in increasing number), `pred` the discoverer (-1: opened).
+        level = np.full(n, -1, dtype=np.int32)
+        pred = np.full(n, -1, dtype=self.dst.dtype)
+        frontier = np.flatnonzero(opened).astype(self.dst.dtype)
+        depth = 0
+        level[frontier] = 0
+        while len(frontier):
+            depth += 1
+            found = []
+            for lo in range(0, len(frontier), _CHUNK):  # a part of the level at a time, in its order
+                part = frontier[lo : lo + _CHUNK]
+                edges, at = self._out(part)
+                to = self.dst[edges]
+                del edges
+                new = waits[to] & (level[to] < 0)  # (a state found by an earlier part is not new)
+                to, at = to[new], at[new]
+                if not len(to):
+                    continue
+                order = np.lexsort((to, at))
+                to, at = to[order], at[order]
+                first = np.sort(np.unique(to, return_index=True)[1])  # each one's first discovery
+                pred[to[first]] = part[at[first]]
+                level[to[first]] = depth
+                found.append(to[first])
+            frontier = np.concatenate(found) if found else frontier[:0]
+        region = level >= 0
+        stutter = region & ~self.enabled.any(axis=1)
+        # The strongly connected components of the region; a fair one holds every
+        # instance enabled in all its states taken on an edge inside it. When the region
+        # is the whole graph (the usual case when nothing is violated), the graph's own
+        # rows are handed over and no edge's ends are gathered again.
+        members = np.flatnonzero(region).astype(self.dst.dtype)
+        m = len(members)
+        whole = m == n
+        region_edges: np.ndarray | None  # the region's edges' positions and sources (None: every edge)
+        region_at: np.ndarray | None
+        if whole:
+            region_edges = region_at = None
+            to = self.dst
+            label = _components(m, self.starts, to)
+        else:
+            where = np.full(n, -1, dtype=self.dst.dtype)
+            where[members] = np.arange(m, dtype=self.dst.dtype)
+            region_edges, region_at = self._out(members)
+            to = where[self.dst[region_edges]]
+            del where
+            inner = to >= 0
+            region_edges, region_at, to = region_edges[inner], region_at[inner], to[inner]
+            del inner
+            label = _components(m, np.concatenate(([0], np.cumsum(np.bincount(region_at, minlength=m)))), to)
+        # each edge's source's component
+        at_label = np.repeat(label, np.diff(self.starts)) if region_at is None else label[region_at]
+        internal = at_label == label[to]
+        labels = int(label.max()) + 1 if m else 0
+        self.decided[0] = labels
+        nontrivial = np.zeros(labels, dtype=np.bool_)
+        nontrivial[at_label[internal]] = True
+        words = self.enabled.shape[1]
+        everywhere = np.full((labels, words), ~np.uint64(0), dtype=np.uint64)
+        np.bitwise_and.at(everywhere, label, self.enabled if whole else self.enabled[members])
+        taken = np.zeros_like(everywhere)
+        fair_codes = self.fair if region_edges is None else self.fair[region_edges]
+        for lo in range(0, len(fair_codes), _CHUNK):  # the instances taken inside, a chunk at a time
+            codes = fair_codes[lo : lo + _CHUNK]
+            hit = internal[lo : lo + _CHUNK] & (codes >= 0)
+            codes = codes[hit].astype(np.int64)
+            np.bitwise_or.at(taken, (at_label[lo : lo + _CHUNK][hit], codes // _WORD), _bit(codes))
+        del fair_codes
+        np.invert(taken, out=taken)  # in place: the instances enabled throughout and never taken
+        np.bitwise_and(taken, everywhere, out=taken)
+        del everywhere
+        fair = nontrivial & ~taken.any(axis=1)
+        fair_cycle = np.zeros(n, dtype=np.bool_)
+        fair_cycle[members] = fair[label]
+        bad = np.flatnonzero(stutter | fair_cycle)
+        if not len(bad):
+            return None
+        # the violating state nearest to an opened one (then the least number): the
+        # cycle's first state, or the stuttering one
+        near = level[bad]
+        first_bad = int(bad[near == near.min()][0])
+        # the prefix: from an opened state to it, through the region
+        chain = [first_bad]
+        while pred[chain[-1]] >= 0:
+            chain.append(int(pred[chain[-1]]))
+        chain.reverse()
+        steps = [(a, self._edge_choice(a, b)) for a, b in zip(chain, chain[1:])]
+        to_loop = len(steps)
+        if not stutter[first_bad]:
+            comp = label[np.searchsorted(members, first_bad)]
+            inside = np.flatnonzero(internal & (at_label == comp))
+            if (
+                region_edges is None or region_at is None
+            ):  # positions in the whole graph: the source is the row holding one
+                src = np.searchsorted(self.starts, inside, side="right") - 1
+                steps += self._cycle(first_bad, members[label == comp], members[src], inside)
+            else:
+                steps += self._cycle(
+                    first_bad, members[label == comp], members[region_at[inside]], region_edges[inside]
+                )
+        return Lasso(
+            obligation=j,
+            start=int(self.numbers[chain[0]]),
+            steps=tuple((int(self.numbers[a]), c) for a, c in steps),
+            to_loop=to_loop,
+            loop_state=int(self.numbers[first_bad]),
+        )
+
+    def _edge_choice(self, a: int, b: int) -> int:
+        """The least choice of an edge ``a -> b``."""
+        lo, hi = int(self.starts[a]), int(self.starts[a + 1])
+        return int(self.choice[lo:hi][self.dst[lo:hi] == b].min())
+
+    def _cycle(self, first: int, members: np.ndarray, src: np.ndarray, edges: np.ndarray) -> list[tuple[int, int]]:
+        """A fair cycle from ``first`` back to it inside its (fair) component (``members``,
+        its states; ``src`` and ``edges``, the sources and positions of the edges inside
+        it): breadth-first paths through one edge of each fair instance enabled in all the
+        component's states (in code order; one already taken is skipped), then back; while
+        some instance is enabled in every state the cycle visits and never taken on it, a
+        detour through an edge that takes it, or else through a state of the component
+        where it is disabled (there is one: the component is fair)."""
+        from scipy import sparse
+        from scipy.sparse import csgraph
+
+        # the edges inside the component in (source, choice) order, on its own numbering
+        order = np.lexsort((self.choice[edges], src))
+        edges = edges[order]
+        es, ed = src[order], self.dst[edges].astype(np.int64)
+        ef, ec = self.fair[edges].astype(np.int64), self.choice[edges].astype(np.int64)
+        m = len(members)
+        local = np.searchsorted(members, es), np.searchsorted(members, ed)
+        g = sparse.csr_matrix((np.ones(len(es), dtype=np.int8), local), shape=(m, m))
+
+        def bits(words: np.ndarray) -> list[int]:
+            return [c for c in range(len(words) * _WORD) if int(words[c // _WORD]) >> (c % _WORD) & 1]
+
+        def walk(start: int, to: int) -> list[tuple[int, int]]:
+            """A shortest path ``start -> to`` inside the component, as ``(node, edge)``."""
+            if start == to:
+                return []
+            s, t = int(np.searchsorted(members, start)), int(np.searchsorted(members, to))
+            _, pred = csgraph.breadth_first_order(g, s, directed=True, return_predecessors=True)
+            chain = [t]
+            while chain[-1] != s:
+                chain.append(int(pred[chain[-1]]))
+            chain.reverse()
+            nodes = [int(members[c]) for c in chain]
+            return [(a, self._inner_edge(es, ed, a, b)) for a, b in zip(nodes, nodes[1:])]
+
+        steps: list[tuple[int, int]] = []  # (node, index of the inner edge taken)
+        here = first
+
+        def take(k: int) -> None:
+            nonlocal here
+            steps.extend(walk(here, int(es[k])))
+            steps.append((int(es[k]), k))
+            here = int(ed[k])
+
+        for code in bits(np.bitwise_and.reduce(self.enabled[members], axis=0)):
+            if code not in {int(ef[k]) for _, k in steps}:
+                take(int(np.flatnonzero(ef == code)[0]))  # the least (source, choice) edge of it
+        if not steps:  # nothing to take: any cycle through `first`, by its least edge
+            take(int(np.flatnonzero(es == first)[0]))
+        while True:
+            cycle = steps + walk(here, first)
+            visited = np.array([a for a, _ in cycle])
+            taken = {int(ef[k]) for _, k in cycle if ef[k] >= 0}
+            missing = [c for c in bits(np.bitwise_and.reduce(self.enabled[visited], axis=0)) if c not in taken]
+            if not missing:
+                return [(a, int(ec[k])) for a, k in cycle]
+            code = missing[0]
+            found = np.flatnonzero(ef == code)
+            if len(found):
+                take(int(found[0]))
+            else:  # a state of the component where it is disabled, the least by number
+                off = members[(self.enabled[members, code // _WORD] >> np.uint64(code % _WORD)) & np.uint64(1) == 0]
+                to = int(off[0])
+                steps.extend(walk(here, to))
+                here = to
+
+    @staticmethod
+    def _inner_edge(es: np.ndarray, ed: np.ndarray, a: int, b: int) -> int:
+        lo, hi = np.searchsorted(es, a), np.searchsorted(es, a, side="right")
+        return int(lo + np.flatnonzero(ed[lo:hi] == b)[0])

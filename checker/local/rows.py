@@ -1,0 +1,415 @@
+"""The batch engine: the local breadth-first search over arrays of fixed-width rows.
+
+It explores exactly what ``LocalEngine`` explores, in the same order, and reports the
+same counts and the same counterexamples, but a frontier chunk at a time: the model's
+batch kernel (``model.batch_kernel()``, see ``checker.contract.protocol.BatchKernel``) computes every
+successor of a chunk with array operations, the rows are fingerprinted together
+(``checker.core.fingerprint.fingerprint_rows``), duplicates are dropped with one sort, and the
+seen-set (``checker.stores.seen.CompactSeenSet``) keeps 13 bytes a state. The frontier is kept
+as rows, never as Python objects, in a frontier queue (``checker.stores.frontier``): in memory,
+or in files beside the disk store's.
+
+Order, and so the counterexamples, match the per-state engine: within a chunk the
+successors are sorted by (parent, choice), the order in which ``LocalEngine`` meets
+them, and chunks are taken in frontier order, so the first state of every fingerprint
+to be stored is the one the per-state search would store, with the same parent.
+
+The kernel's contract is ``checker.contract.protocol.BatchKernel``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from kmc.checker.base.errors import EngineError
+from kmc.checker.contract.kernel_check import KernelCheck, kernel_check
+from kmc.checker.contract.protocol import (
+    BatchKernel,
+    Model,
+    Property,
+    batch_path,
+    columns,
+    coverage_names,
+    kernel_fingerprints,
+    with_defaults,
+)
+from kmc.checker.core import keys
+from kmc.checker.core.coverage import row_counts
+from kmc.checker.core.driver import LevelDriver, OnLevel, Progress, Search
+from kmc.checker.core.kernel import require_symmetric, split_properties
+from kmc.checker.core.level import LevelStep, decided, record_first
+from kmc.checker.core.options import Options
+from kmc.checker.core.parts import Found, FrontierQueue, SavedQueue, SavedStore, Store
+from kmc.checker.core.result import Path, Stats
+from kmc.checker.core.trace import path_by_choices
+from kmc.checker.graph.liveness import Column
+from kmc.checker.graph.visitor import GraphVisitor
+from kmc.checker.local.workers import MIN_CHUNKS, ExpandPool, in_order
+from kmc.checker.stores.frontier import MemorySaved, new_queue
+from kmc.checker.stores.seen import CompactSeenSet
+
+CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
+NUMBERS_SLICE = 1 << 20  # stored fingerprints ``RowsSearch.numbers_of`` sorts at a time
+ROWS_FORMAT = "rows-1"  # the snapshot format of this engine
+STATES_ROWS_FORMAT = "rows-states-1"  # ... over rows of Python states (the per-state path on disk)
+
+
+@attrs.frozen
+class Prepared:
+    """What ``RowsSearch.prepare_chunk`` computes of a chunk before the level's own states
+    are asked about: its
+    counts (successors generated, terminal states, actions fired per code), the step
+    properties' first violations (by name: the transition's ``(parent, choice)`` and the
+    explanation), and of each distinct successor fingerprint not stored in an earlier
+    level the successor with the least key: ``fps`` in fingerprint order; in key order (the
+    order the search meets them) its parent, choice, action code and row, and ``place``,
+    the position of each in ``fps``; the coverage counts, and when some property needs the
+    graph, every edge: ``edges``, the parents, the successors' fingerprints, the choices
+    and the fair instance codes (``None`` when no property needs them)."""
+
+    counted: tuple[int, int, np.ndarray]
+    steps: dict[str, tuple[tuple[int, int], str]] = attrs.Factory(dict)
+    fps: np.ndarray | None = None
+    place: Any = None
+    parents: Any = None
+    choices: Any = None
+    codes: Any = None
+    rows: Any = None
+    counts: Any = None
+    edges: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None = None
+
+
+class RowsSearch(Search):
+    """The rows search object of ``checker.core.driver.LevelDriver``: a chunk of frontier rows a
+    piece, expanded by the model's batch kernel, stored in a ``checker.core.parts.Store``
+    (in memory by default, ``checker.stores.seen.CompactSeenSet``), the levels kept in the
+    ``checker.core.parts.FrontierQueue`` that goes with the store."""
+
+    every = 1
+    snapshot_format = ROWS_FORMAT  # STATES_ROWS_FORMAT over rows of Python states
+
+    def __init__(
+        self,
+        model: Model,
+        kernel: BatchKernel,
+        invariants: Sequence[Property],
+        step_props: Sequence[Property],
+        symmetry: bool = False,
+        check: KernelCheck | None = None,
+        store: Store | None = None,
+        visitor: GraphVisitor | None = None,
+        workers: int = 1,
+        counting: bool = True,
+    ):
+        self.model, self.kernel = model, kernel
+        # The graph visitor (``checker.graph.visitor``): every stored state and expanded edge
+        # goes to it when some property needs the graph.
+        self.visitor = GraphVisitor() if visitor is None else visitor
+        self.invariants, self.step_props = invariants, step_props
+        self.symmetry = symmetry
+        # The rules of a level (checker.core.level), with the kernel's comparison with its model.
+        self.level = LevelStep(model, kernel, invariants, step_props, check)
+        self.check = check
+        self._level_first = self._level = 0  # the number of the frontier's first state, its size
+        self.seen: Store = CompactSeenSet() if store is None else store
+        self.queue: FrontierQueue = new_queue(self.seen)  # the level being expanded, and the next
+        # fingerprints in number order (for the visitor only), in a temporary file
+        self.numbered = Column(np.uint64)
+        # The coverage counts of each chunk are computed with its successors when counted.
+        self.counting = counting
+        self.coverage_names = coverage_names(model)
+        # Worker processes that prepare chunks (checker.local.workers): forked at each level of at
+        # least MIN_CHUNKS chunks; the graph visitor's edges come back with the chunks.
+        self.workers = workers
+        self.pool: ExpandPool | None = None
+        self._depth = 0
+        self._decided: set[str] = set()  # the properties decided at the last chunk committed
+
+    def fingerprints(self, rows: np.ndarray) -> np.ndarray:
+        return kernel_fingerprints(self.kernel, rows, self.symmetry)
+
+    def start(self, stats: Stats, found: Found) -> None:
+        states = list(self.model.init_states())
+        if not states:
+            return
+        rows = self.kernel.init_rows(states)
+        if self.check is not None:
+            self.check.compare_initial(states, rows)
+        stats.generated += len(rows)
+        fps = self.fingerprints(rows)
+        _, first = np.unique(fps, return_index=True)
+        keep = np.sort(first)
+        self.seen.add(fps[keep], np.full(len(keep), -1), keep)  # choice: the initial state's index
+        self.seen.end_level()
+        self.queue.append(rows[keep])
+        self.queue.swap()
+        self._log_states(0, rows[keep], fps[keep])
+        stats.coverage.add_initial_rows(self.kernel, self.model, rows[keep])
+        self._check_new(rows[keep], 0, found, {})  # the initial states' violations: the run's first
+
+    @property
+    def frontier(self) -> list[np.ndarray]:
+        """The level being expanded, read whole as row chunks (for small runs and tests)."""
+        return list(self.queue.chunks(self.chunk_rows()))
+
+    def size(self) -> int:
+        return len(self.queue)
+
+    def chunk_rows(self) -> int:
+        """The frontier states expanded together (the store's ``chunk_factor`` chunks)."""
+        return CHUNK_ROWS * self.seen.chunk_factor
+
+    def pieces(self) -> Iterator[tuple[np.ndarray, Prepared | None]]:
+        """The level's chunks in order, each with what a worker prepared of it (``None``:
+        the search prepares it itself)."""
+        rows = self.chunk_rows()
+        chunks = self.queue.chunks(rows)
+        if self.workers < 2 or self._level < MIN_CHUNKS * rows:
+            return ((chunk, None) for chunk in chunks)
+        # Forked at each level's start: a worker asks the store about the levels before,
+        # which stay unchanged while this one is expanded (checker.core.parts.Store).
+        self.end_run()
+        self.pool = ExpandPool(self.prepare_chunk, self.workers, lambda: self.stop_asked)
+        return ((task[0], prepared) for task, prepared in in_order(self.pool, self._tasks(chunks), self.prepare_chunk))
+
+    def _tasks(self, chunks: Iterator[np.ndarray]) -> Iterator[tuple]:
+        rank = 0
+        for chunk in chunks:
+            # The properties decided when the chunk is sent (more may be by its commit: the
+            # search records the first of each in chunk order, checker.core.level.record_first).
+            yield chunk, self._depth, rank, self._level, frozenset(self._decided)
+            rank += len(chunk)
+
+    @staticmethod
+    def piece_len(piece) -> int:
+        return len(piece[0])
+
+    def begin_level(self, depth: int) -> None:
+        self._depth = depth
+        self._level = self.size()
+        self._level_first = len(self.seen) - self._level
+        self.seen.begin_level()
+
+    def end_run(self) -> None:
+        """End the worker processes, if any."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+    def next_size(self) -> int:
+        return self.queue.next_len()
+
+    def end_level(self) -> None:
+        self.end_run()  # the workers' view of the store ends with the level
+        self.seen.end_level()
+        self.queue.swap()
+
+    def rollback(self) -> None:
+        if self.pool is not None:
+            self.pool.drain()
+        self.seen.rollback()
+        self.queue.rollback()
+        self.numbered.truncate(len(self.seen))
+
+    def prepare_chunk(self, chunk: np.ndarray, depth: int, rank: int, level: int, skip: frozenset) -> Prepared:
+        """The work on a chunk that asks the store only about earlier levels
+        (``checker.local.workers``): the
+        chunk holds the frontier ranks ``rank ...`` of a level of ``level`` states at
+        ``depth``; ``skip`` names the properties whose first violation is known."""
+        # The pipeline every rows search shares (checker.core.level): a successor's place in
+        # the model's order is its key (checker.core.keys); of the successors with one
+        # fingerprint, the least key is the one the per-state search meets first.
+        found = self.level.chunk_successors(chunk, depth, rank, level, skip, self.fingerprints)
+        exp = found.exp
+        parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
+        counted = (exp.generated, exp.terminal, exp.fired)
+        if found.pick is None or found.keys is None or found.fps is None:
+            return Prepared(counted)
+        key, all_fps = found.keys, found.fps
+        steps = {name: ((int(parents[i]), int(choices[i])), why) for name, (i, why) in found.steps.items()}
+        pick = found.pick  # in fingerprint order
+        pick = pick[~self.seen.contains_older_sorted(all_fps[pick])]  # the levels before: unchanging
+        place = keys.key_order(key[pick])  # key order: the commit gathers nothing
+        met = pick[place]
+        counts = (
+            row_counts(self.coverage_names, self.kernel, self.model, chunk, parents, choices, codes, succ)
+            if self.counting
+            else None
+        )
+        edges = None
+        visitor = self.visitor
+        if visitor.active:  # every edge, with its fair instance (the graph visitor's)
+            fair = self.level.fair_codes(chunk, exp, visitor.fair_code) if visitor.fairness else None
+            edges = (parents, all_fps, choices, fair)
+        return Prepared(
+            counted,
+            steps,
+            fps=all_fps[pick],
+            place=place,
+            parents=parents[met],
+            choices=choices[met],
+            codes=codes[met],
+            rows=np.take(succ, met, axis=0),  # (a row gather: several times faster than succ[met])
+            counts=counts,
+            edges=edges,
+        )
+
+    def expand(self, piece: Any, first: int, stats: Stats, level_found: Found, found: Found) -> None:
+        """Store the new successors of one chunk whose first state is number ``first``
+        (``piece``: the chunk, and what a worker prepared of it or ``None``), and keep
+        their rows, in discovery order."""
+        chunk, p = piece
+        self._decided = decided(level_found, found)
+        if p is None:
+            rank = first - self._level_first
+            p = self.prepare_chunk(chunk, stats.depth, rank, self._level, frozenset(self._decided))
+        generated, terminal, fired = p.counted
+        stats.generated += generated
+        stats.terminal += terminal
+        names = self.kernel.action_names
+        keys.add_counts(stats.fired, names, fired)
+        if p.fps is None:
+            return
+        record_first(level_found, found, "step", p.steps, lambda pc: (first + pc[0], pc[1]))
+        fresh = ~self.seen.contains_level_sorted(p.fps)
+        new = fresh[p.place]  # in key order: discovery order
+        if new.all():
+            parents, choices, codes, rows = p.parents, p.choices, p.codes, p.rows
+        else:
+            parents, choices, codes = p.parents[new], p.choices[new], p.codes[new]
+            rows = np.compress(new, p.rows, axis=0)
+        self.seen.add_sorted(p.fps[fresh], first + parents, choices)
+        keys.add_counts(stats.new, names, np.bincount(codes, minlength=len(names)))
+        if p.counts is not None:
+            stats.coverage.add_counts(names, *p.counts)
+        by_column = columns(rows) if self.kernel.by_columns else rows  # what the checks read
+        stats.coverage.add_new_rows(self.kernel, self.model, by_column)
+        self._check_new(by_column, len(self.seen) - len(rows), level_found, found)
+        self.queue.append(rows)
+        visitor = self.visitor
+        if visitor.active and p.edges is not None:
+            parents, all_fps, choices, fair = p.edges
+            self._log_states(len(self.seen) - len(rows), rows, p.fps[p.place[new]])
+            visitor.add_edges(first + parents, all_fps, choices, fair)
+
+    def _log_states(self, first: int, rows: np.ndarray, fps: np.ndarray) -> None:
+        if not self.visitor.active:
+            return
+        self.numbered.append(fps)
+        self.visitor.add_states(first, rows, self.level)
+
+    def memory_reserve(self) -> int:
+        return self.seen.merge_reserve()
+
+    def numbers_of(self, fps: np.ndarray) -> np.ndarray:
+        """The stored number of each fingerprint (-1: not stored), in one pass over the
+        fingerprints in number order, a sorted slice at a time looked up among the asked
+        ones: the memory it takes is that of the answer and of a slice, never a sorted
+        copy of every stored fingerprint."""
+        fps = np.asarray(fps, dtype=np.uint64).ravel()
+        if len(fps) < 2 or bool((fps[1:] > fps[:-1]).all()):
+            asked, inverse = fps, None  # sorted and distinct: the usual question
+        else:
+            asked, inverse = np.unique(fps, return_inverse=True)
+        found = np.full(len(asked), -1, dtype=np.int64)
+        if len(asked):
+            for lo, piece in self.numbered.chunks(NUMBERS_SLICE):
+                order = np.argsort(piece)
+                at = np.minimum(np.searchsorted(asked, piece[order]), len(asked) - 1)
+                hit = asked[at] == piece[order]
+                found[at[hit]] = lo + order[hit]
+        return found if inverse is None else found[inverse.ravel()]
+
+    def _check_new(self, rows: np.ndarray, first: int, level_found: Found, found: Found) -> None:
+        """Check the state invariants on new rows numbered from ``first``."""
+        bad = self.level.state_violations(rows, None, decided(level_found, found))
+        record_first(level_found, found, "always", bad, lambda j: first + j)
+
+    def path(self, number: int) -> Path:
+        return path_by_choices(self.model, number, self.seen.parent_and_choice)
+
+    # -- checkpoints --------------------------------------------------------------
+
+    def snapshot_parts(self) -> dict:
+        stored = self.seen.saved()
+        parts = {"head": {"format": self.snapshot_format}, **stored, **self.queue.saved(stored)}
+        if len(self.numbered):
+            parts["numbered"] = [self.numbered.read()]
+        return parts
+
+    def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
+        if snapshot.get("format") != self.snapshot_format:
+            if snapshot.get("format") == ROWS_FORMAT:
+                raise EngineError("the checkpoint was written on the batch path; resume it without --per-state")
+            raise EngineError(
+                "the checkpoint was written by the per-state search, which keeps its states in memory; "
+                "resume it with --store memory"
+            )
+        saved: SavedStore = snapshot["seen"]  # a CompactSeenSet, in a checkpoint of an older kmc
+        self.seen = self.seen.restored(saved, directory)
+        # the queue that goes with the restored store; an older checkpoint's "frontier"
+        # is its list of row chunks
+        queue: SavedQueue = snapshot["queue"] if "queue" in snapshot else MemorySaved(tuple(snapshot["frontier"]))
+        self.queue = new_queue(self.seen).restored(queue, directory)
+        self.numbered = Column(np.uint64)
+        for fps in snapshot.get("numbered", []):  # arrays, or a column in a driver-phase checkpoint
+            self.numbered.append(fps)
+
+
+class BatchEngine(LevelDriver):
+    """Breadth-first exploration of a model that has a batch kernel (see
+    ``checker.core.driver.LevelDriver`` for the arguments); ``kernel`` replaces the model's own
+    (``checker.contract.states_kernel.StatesKernel`` runs a per-state model on rows); ``store``
+    replaces the in-memory store (``checker.stores.disk.DiskStore``); ``snapshot_format``
+    names what its snapshots hold (``STATES_ROWS_FORMAT``: rows of Python states)."""
+
+    name = "local"
+    path = "batch"
+
+    def __init__(
+        self,
+        model: Model,
+        properties: Sequence[Property] | None = None,
+        options: Options | None = None,
+        progress: Progress | None = None,
+        *,
+        on_level: OnLevel | None = None,
+        kernel: BatchKernel | None = None,
+        store: Store | None = None,
+        snapshot_format: str = ROWS_FORMAT,
+    ):
+        options = options or Options()
+        model = with_defaults(model)
+        props = list(model.properties() if properties is None else properties)
+        invariants, step_props = split_properties(props)
+        if kernel is None:
+            kernel, why = batch_path(model)
+            if why is not None:  # never a silently wrong run: the kernel does not model this
+                raise EngineError(f"the batch engine cannot run this model: {why} (run it with --per-state)")
+            if kernel is None:
+                raise EngineError(
+                    "the batch engine cannot run this model: it has no batch kernel (run it with --per-state)"
+                )
+        self.kernel = kernel
+        check = kernel_check(model, self.kernel, props, options)
+        if options.symmetry:
+            require_symmetric(props)  # before the search asks the model for its symmetries
+        visitor = GraphVisitor(model, props)
+        search = RowsSearch(
+            model,
+            self.kernel,
+            invariants,
+            step_props,
+            options.symmetry,
+            check,
+            CompactSeenSet() if store is None else store,
+            visitor,
+            workers=options.workers,
+            counting=options.coverage,
+        )
+        search.snapshot_format = snapshot_format
+        super().__init__(model, search, props, options, progress, on_level=on_level)
+        self.kernel_check = check

@@ -53,7 +53,7 @@ def same_destination(a, b) -> bool:
 def write_diagrams(args, err, html, mermaid) -> bool:
     """Write ``--html`` and ``--mermaid`` (``html()`` and ``mermaid()`` make their text);
     a failed write is one line on ``err``. Returns False when a write failed."""
-    from kmc.reports.pictures import write_text
+    from kmc.app.render.pictures import write_text
 
     ok = True
     for option, path, make in (("--html", args.html, html), ("--mermaid", args.mermaid, mermaid)):

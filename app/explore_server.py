@@ -40,7 +40,7 @@ standard error):
 - ``GET /api/state?walk=I.C1.C2...``: a walk (initial state ``I``, then the choices) ->
   its steps, the enabled next steps (``choice``, ``action`` as traces name it, its
   description), the actions not enabled (each with the conditions of its guard that
-  fail: ``reports.why_not``), the lasso the walk follows (``lasso``: a liveness
+  fail: ``render.why_not``), the lasso the walk follows (``lasso``: a liveness
   counterexample of a ``--trace`` file or of the search, its cycle's start, the walk
   back to it; null off every lasso), each property's status in the last state
   (``holds``/``violated`` with the reason; ``goal``, ``not a goal`` or, once the search
@@ -70,8 +70,8 @@ from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
+from kmc.app.render.explorer import WalkError
 from kmc.checker.base.errors import UsageError
-from kmc.reports.explorer import WalkError
 
 from . import explore_page
 

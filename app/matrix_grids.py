@@ -169,7 +169,7 @@ def version_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[st
 
 def row_id(config) -> str:
     """``hw-r2-isr1-clean-flushed``: the rule, replicas, min ISR, unclean, unflushed loss."""
-    from kmc.reports.matrix import RULE_SHORT
+    from kmc.app.render.matrix import RULE_SHORT
 
     return (
         f"{RULE_SHORT[config.truncation]}-r{config.n}-isr{config.min_insync_replicas}-"
@@ -238,10 +238,10 @@ def run_row(item: RowItem) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     expected verdicts and the property names to check (the versions grid). A module-level
     function of plain values, so ``--jobs`` can run it in another process.
     """
+    from kmc.app.render.json_result import expectation, result_to_dict, verdicts
     from kmc.checker.local.states import LocalEngine, Options
     from kmc.invariants import BY_NAME, default_properties
     from kmc.model.kafka import KafkaModel
-    from kmc.reports.json_result import expectation, result_to_dict, verdicts
 
     rid, config, spec, max_states = item[:4]
     known = item[4] if len(item) > 4 else None

@@ -22,10 +22,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
+from kmc.app.render.json_result import compare_expected
 from kmc.checker.base.errors import KmcError, ModelError, UsageError
 from kmc.checker.contract.model_errors import blame, value_text, where_defined
 from kmc.checker.contract.protocol import Property, with_defaults
-from kmc.reports.json_result import compare_expected
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
     from kmc.checker.contract.protocol import Model
@@ -237,7 +237,7 @@ def expectations(spec: ModelSpec, model) -> dict | None:
 
 
 def expectation(expected: dict, result, symmetry: bool = False) -> dict:
-    """Compare a run with a model's expectations, as ``reports.expectation`` compares a
+    """Compare a run with a model's expectations, as ``render.expectation`` compares a
     spec's: ``{"expected", "got", "matched", "mismatches", "unchecked"}``. A verdict left
     unknown does not match; a property that was not checked, and a count when the search
     did not explore every reachable state (it stopped early, at a violation without

@@ -9,12 +9,12 @@ own, ``checker.base.signals``, and the ``kmc`` program its start-up ones, ``kmc.
 
 from typing import Any
 
-from kmc.checker.base.errors import EngineError, KmcError, SpecError, UsageError
+from .base.errors import EngineError, KmcError, SpecError, UsageError
 
 # Names that are also submodules' names are bound now: importing the submodule later
 # would otherwise leave the package attribute bound to the module, not the function.
-from kmc.checker.core.fingerprint import fingerprint
-from kmc.checker.local.simulate import SimulationResult, SimulationStats, simulate
+from .base.fingerprint import fingerprint
+from .local.simulate import SimulationResult, SimulationStats, simulate
 
 __version__ = "0.1.0"
 

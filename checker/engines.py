@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kmc.checker.base.errors import UsageError
-from kmc.checker.contract.protocol import Model, batch_path, with_defaults
-from kmc.checker.core.options import Options
+from .base.errors import UsageError
+from .contract.protocol import Model, batch_path, with_defaults
+from .core.options import Options
 
 if TYPE_CHECKING:
-    from kmc.checker.core.driver import LevelDriver
+    from .core.driver import LevelDriver
 
 ENGINES = ("local", "spark")
 
@@ -47,7 +47,7 @@ def make_engine(
             ``per_state_because`` then says why, in one sentence. With ``options.store``
             ``"disk"``, a local engine keeps its states in a ``checker.stores.disk.DiskStore``,
             the per-state path then on the rows search over
-            ``checker.contract.states_kernel.StatesKernel`` (the same states in the same order).
+            ``checker.core.states_kernel.StatesKernel`` (the same states in the same order).
         progress: called with a ``Stats`` snapshot now and then, and after every level.
         on_level: called with the engine at every level boundary (a checkpoint writer).
         on_status: called with a short message while Spark starts (Spark only).
@@ -63,8 +63,8 @@ def make_engine(
     made: LevelDriver
     if engine == "local":
         if batch or options.store != "memory":
-            from kmc.checker.local.rows import BatchEngine
-            from kmc.checker.stores.disk import new_store
+            from .local.rows import BatchEngine
+            from .stores.disk import new_store
 
             # A store other than the per-state search's own runs the rows search; a model
             # on the per-state path then runs there through its states kernel.
@@ -72,10 +72,10 @@ def make_engine(
             if batch:
                 made = BatchEngine(model, properties, options, progress, on_level=on_level, kernel=kernel, store=store)
             else:
-                from kmc.checker.contract.states_kernel import StatesKernel
-                from kmc.checker.local.rows import STATES_ROWS_FORMAT
+                from .core.states_kernel import StatesKernel
+                from .local.rows import STATES_ROWS_FORMAT
 
-                states: Any = StatesKernel(model)  # (rows of Python states: see checker.contract.states_kernel)
+                states: Any = StatesKernel(model)  # (rows of Python states: see checker.core.states_kernel)
                 made = BatchEngine(
                     model,
                     properties,
@@ -88,11 +88,11 @@ def make_engine(
                 )
                 made.path = "per-state"
         else:
-            from kmc.checker.local.states import LocalEngine
+            from .local.states import LocalEngine
 
             made = LocalEngine(model, properties, options, progress, on_level=on_level)
     elif engine == "spark":
-        from kmc.checker.spark.engine import DRIVER_LEVEL_LIMIT, SparkRowsEngine
+        from .spark.engine import DRIVER_LEVEL_LIMIT, SparkRowsEngine
 
         made = SparkRowsEngine(
             model,

@@ -2,7 +2,7 @@
 and the columns of successive Kafka versions, each a release of the release table
 (``model.releases``) with the keys the column sets over it, which ``kmc matrix --versions``
 crosses (its grid, in the application) and whose labels the results' tables show
-(``reports.matrix``)."""
+(``render.matrix``)."""
 
 from __future__ import annotations
 

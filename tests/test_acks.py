@@ -316,8 +316,8 @@ def test_rows_without_acks_are_unchanged_and_acked_round_trips(build):
 
 
 def test_json_and_tla_show_acked(build):
-    from kmc.reports.json_result import state_from_dict, state_to_dict
-    from kmc.reports.tla import state_text
+    from kmc.app.render.json_result import state_from_dict, state_to_dict
+    from kmc.app.render.tla import state_text
 
     model = KafkaModel(Config(replicas=("A", "B"), acks="1"))
     s = model.next_state(model.init_states()[0], Action("Produce", A))

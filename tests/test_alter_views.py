@@ -146,7 +146,7 @@ def _render(renderable, width=160) -> str:
 
 
 def test_the_controller_line_shows_the_request(build):
-    from kmc.reports.terminal import StateView, diff_lines
+    from kmc.app.render.terminal import StateView, diff_lines
 
     model = _ap_model(build)
     s = _leading(build)
@@ -171,7 +171,7 @@ def test_the_request_round_trips_through_json(build):
 
     import pytest
 
-    from kmc.reports.json_result import state_from_dict, state_to_dict
+    from kmc.app.render.json_result import state_from_dict, state_to_dict
 
     model = _ap_model(build)
     s = _leading(build)
@@ -212,14 +212,14 @@ def _request_path(build):
 
 def _request_diagram(build):
     from kmc.checker.core.result import Violation
-    from kmc.reports import diagram
+    from kmc.app.render import diagram
 
     model = _ap_model(build, broker_epochs=True)
     return model, diagram.build(model, Violation("CommittedNeverLost", "always", "hand-built", _request_path(build)))
 
 
 def test_the_diagram_holds_the_request_and_the_answers(build):
-    from kmc.reports.diagram import CONTROLLER, config_lines
+    from kmc.app.render.diagram import CONTROLLER, config_lines
 
     model, d = _request_diagram(build)
     assert d.options == ("alter_partition", "broker_epochs")
@@ -235,7 +235,7 @@ def test_the_diagram_holds_the_request_and_the_answers(build):
     assert ("flags", "alter_partition, broker_epochs") in config_lines(model.config)
     # Without the option nothing of it: no request, ISR changes drawn from the controller.
     from kmc.checker.core.result import Violation
-    from kmc.reports import diagram
+    from kmc.app.render import diagram
 
     atomic = build.model(truncation=LEADER_EPOCH_21)
     path = _request_path(build)
@@ -250,7 +250,7 @@ def test_the_diagram_holds_the_request_and_the_answers(build):
 
 
 def test_the_mermaid_text_draws_the_request_in_flight(build):
-    from kmc.reports import mermaid
+    from kmc.app.render import mermaid
 
     _, d = _request_diagram(build)
     lines = mermaid.render(d, title="requests").splitlines()
@@ -265,7 +265,7 @@ def test_the_mermaid_text_draws_the_request_in_flight(build):
 def test_the_svg_marks_the_request_in_flight(build):
     import xml.etree.ElementTree as ET
 
-    from kmc.reports import svg
+    from kmc.app.render import svg
 
     _, d = _request_diagram(build)
     text = svg.render(d)
@@ -281,8 +281,8 @@ def test_the_svg_marks_the_request_in_flight(build):
 
 
 def test_the_tla_text_and_the_terminal_header_name_the_request(build):
-    from kmc.reports.result_view import _flags
-    from kmc.reports.tla import state_text
+    from kmc.app.render.result_view import _flags
+    from kmc.app.render.tla import state_text
 
     model = _ap_model(build, broker_epochs=True)
     s = _leading(build)
@@ -336,7 +336,7 @@ def _kafka_14139(build):
 
 def test_the_kafka_14139_picture_shows_the_request_in_flight(build):
     from kmc.checker.core.result import Violation
-    from kmc.reports import diagram, mermaid
+    from kmc.app.render import diagram, mermaid
 
     model, path = _kafka_14139(build)
     d = diagram.build(model, Violation("CommittedNeverLost", "always", "B leads without record 0", path))

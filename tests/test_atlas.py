@@ -1,4 +1,4 @@
-"""``kmc matrix --atlas``: the durability × availability atlas (reports/atlas.py), the page that
+"""``kmc matrix --atlas``: the durability × availability atlas (app/render/atlas.py), the page that
 answers which Kafka setting is safe and what it costs in availability."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from kmc.checker.core.result import CheckResult, Stats, Violation
 from kmc.checker.core.trace import replay_choices
 from kmc.model.kafka import KafkaModel
 from kmc.model.spec import config_from_table
-from kmc.reports.atlas import (
+from kmc.app.render.atlas import (
     ACKED,
     AVAILABLE,
     COMMITTED,
@@ -37,7 +37,7 @@ def test_the_columns_are_the_versions_grid_s():
     # sets read from that grid: a version added there (with options added later) is a column
     # here with no change to the atlas.
     from kmc.app import matrix_grids
-    from kmc.reports import atlas
+    from kmc.app.render import atlas
 
     assert [p for p in POLICIES if not p.endswith("-unclean")] == list(matrix_grids.VERSIONS)
     for version, (label, _rule, gate, elr) in matrix_grids.VERSIONS.items():
@@ -161,7 +161,7 @@ def test_the_published_atlas():
     verdict matching it."""
     from pathlib import Path
 
-    from kmc.reports.atlas import to_markdown
+    from kmc.app.render.atlas import to_markdown
 
     reports = Path(__file__).resolve().parent.parent / "reports"
     doc = json.loads((reports / "atlas.json").read_text())
@@ -215,7 +215,7 @@ def test_the_versions_table_tells_kip966_from_4_1():
     # The bounds column names every option a row's model sets: KIP-966's ELR and 4.1's ELR with
     # the last-known-leader election read differently, and acks shows.
     from kmc.app.matrix_grids import version_grid
-    from kmc.reports.matrix import _bounds
+    from kmc.app.render.matrix import _bounds
 
     rows = {rid: cfg for rid, cfg, _ in version_grid(["lrs_acks"], ["v21-elr", "v41"])}
     assert _bounds(rows["lrs_acks-v21-elr"].as_dict()) == "2 msg, 1 crash, ep ≤ 2, HW gate, ELR, acks all"
@@ -228,7 +228,7 @@ def test_the_cells_weigh_every_safety_property_their_options_check():
     # PartitionRecoverable): a property a column's options turn on (UncommittedNeverExposed with
     # the fetch path, LeaderCandidateCompleteness with the 2.1 rule) is never left out.
     from kmc.invariants import default_properties
-    from kmc.reports.atlas import properties_of
+    from kmc.app.render.atlas import properties_of
 
     for row in ROWS:
         for policy in POLICIES:
@@ -245,7 +245,7 @@ def test_a_cell_that_loses_no_record_but_exposes_an_uncommitted_one_is_not_durab
     # watermark above a record that was never committed, so a consumer reading from it reads
     # that record; no acknowledged or committed record is lost. `kmc check` of this
     # configuration finds UncommittedNeverExposed violated in a 9-state behaviour.
-    from kmc.reports.atlas import available, durable, failed_safety
+    from kmc.app.render.atlas import available, durable, failed_safety
 
     row, policy = "r2-isr1-flushed-acksall", "v281"
     cell = run_cell((row, policy, None))
@@ -276,7 +276,7 @@ def test_a_cell_that_loses_no_record_but_exposes_an_uncommitted_one_is_not_durab
 def test_the_published_atlas_weighs_every_property():
     from pathlib import Path
 
-    from kmc.reports.atlas import durable, properties_of
+    from kmc.app.render.atlas import durable, properties_of
 
     reports = Path(__file__).resolve().parent.parent / "reports"
     doc = json.loads((reports / "atlas.json").read_text())

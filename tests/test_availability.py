@@ -335,7 +335,7 @@ def test_a_bad_spec_is_one_line_without_traceback(tmp_path, capsys):
 
 
 def test_the_json_of_a_trap():
-    from kmc.reports.json_result import SCHEMA_MINOR, SCHEMA_VERSION, result_to_dict
+    from kmc.app.render.json_result import SCHEMA_MINOR, SCHEMA_VERSION, result_to_dict
 
     spec = _spec("avail-c2-elr")
     model = spec.model()
@@ -472,7 +472,7 @@ def test_the_command_line_selects_it(tmp_path, capsys):
 
 
 def test_kmc_replay_reads_a_trap(tmp_path, capsys):
-    from kmc.reports.json_result import result_to_dict
+    from kmc.app.render.json_result import result_to_dict
 
     spec = _spec("avail-c2-elr")
     model = spec.model()

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from kmc.checker.local.rows import BatchEngine
 from kmc.checker.base.errors import UsageError
-from kmc.checker.core.fingerprint import fingerprint_rows
+from kmc.checker.base.fingerprint import fingerprint_rows
 from kmc.checker.local.states import LocalEngine, Options
 from kmc.checker.contract.protocol import ALWAYS, Property
 from kmc.checker.stores.seen import CompactSeenSet
@@ -98,7 +98,7 @@ def test_rows_round_trip_on_every_state_of_a_small_spec():
 
 
 def test_row_fingerprints_do_not_depend_on_the_process():
-    code = ("import numpy as np; from kmc.checker.core.fingerprint import fingerprint_rows; "
+    code = ("import numpy as np; from kmc.checker.base.fingerprint import fingerprint_rows; "
             "r = (np.arange(64 * 80) % 251 - 120).astype(np.int8).reshape(64, 80); "
             "print(','.join(map(str, fingerprint_rows(r).tolist())))")
     outs = set()

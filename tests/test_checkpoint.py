@@ -93,7 +93,7 @@ def reference(spec_path) -> dict:
     """The JSON result of an uninterrupted in-process run of a shipped spec, with the
     spec's own options (the session's shared exploration, tests/conftest.py)."""
     from conftest import EXPLORATIONS
-    from kmc.reports import result_to_dict
+    from kmc.app.render import result_to_dict
 
     spec, model, result = EXPLORATIONS[Path(spec_path).stem]
     return result_to_dict(spec, model, result)

@@ -679,7 +679,7 @@ def test_a_saved_counterexample_replays(tmp_path, capsys):
 
     from kmc.app.cli import main
     from kmc.app.commands.replay import load_document, replay
-    from kmc.reports.json_result import state_from_dict, state_to_dict
+    from kmc.app.render.json_result import state_from_dict, state_to_dict
 
     saved = tmp_path / "r.json"
     assert main(["check", str(SPECS / "rolling-restart-loss.toml"), "--invariant", CNL, "--no-progress",
@@ -735,8 +735,8 @@ def test_the_pictures_show_the_shutdown_on_the_controller_s_lane():
     """The operator's request goes to the controller and its answer comes back on the controller's
     lane; the clean stop is no crash (no cross); the refusal of a replica in controlled shutdown
     is drawn as a refusal."""
-    from kmc.reports.diagram import CONTROLLER, build_path
-    from kmc.reports.svg import render
+    from kmc.app.render.diagram import CONTROLLER, build_path
+    from kmc.app.render.svg import render
 
     model = KafkaModel(config("C2 AP+BE+CS"))
     s0 = model.init_states()[0]
@@ -765,7 +765,7 @@ def test_the_pictures_show_the_shutdown_on_the_controller_s_lane():
 
 
 def test_the_tla_text_has_the_mark_and_the_count():
-    from kmc.reports.tla import state_text
+    from kmc.app.render.tla import state_text
 
     model = KafkaModel(config("C1 CS"))
     s = step(model, model.init_states()[0], "ControlledShutdown(B)")
@@ -775,7 +775,7 @@ def test_the_tla_text_has_the_mark_and_the_count():
 
 
 def test_the_explorer_walks_the_rolling_restart_loss():
-    from kmc.reports.explorer import Explorer, KafkaView
+    from kmc.app.render.explorer import Explorer, KafkaView
 
     spec = load_spec(SPECS / "rolling-restart-loss.toml")
     model = spec.model()

@@ -15,7 +15,7 @@ from kmc.app.commands.common import options_from
 from kmc.checker.local.states import LocalEngine
 from kmc.model.kafka import ACTION_NAMES
 from kmc.app.specs import load_spec
-from kmc.reports import ResultView
+from kmc.app.render import ResultView
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = str(REPO / "specs" / "hw-data-loss.toml")
@@ -242,7 +242,7 @@ def test_coverage_off_counts_nothing_and_changes_nothing_else(engine_kind, reque
     """``Options.coverage`` off (``kmc bench --no-coverage``, to measure its cost)."""
     import attrs
 
-    from kmc.reports.coverage import coverage_to_dict
+    from kmc.app.render.coverage import coverage_to_dict
 
     if engine_kind == "spark":
         request.getfixturevalue("spark_sc")

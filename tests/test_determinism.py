@@ -20,7 +20,7 @@ _PROBE = r"""
 import hashlib, json, sys
 from kmc.app.specs import load_spec
 from kmc.checker.local.states import LocalEngine, Options
-from kmc.checker.core.fingerprint import fingerprint
+from kmc.checker.base.fingerprint import fingerprint
 spec = load_spec(sys.argv[1])
 model = spec.model()
 engine = LocalEngine(model, spec.properties(), Options(keep_going=spec.keep_going))

@@ -24,7 +24,7 @@ import pytest
 
 from kmc.app.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, main
 from kmc.checker.core.result import Violation
-from kmc.reports import diagram, html, mermaid, pictures, svg
+from kmc.app.render import diagram, html, mermaid, pictures, svg
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -17,7 +17,7 @@ from kmc.checker.engines import make_engine
 from kmc.checker.base.errors import UsageError
 from kmc.checker.core.options import Options
 from kmc.checker.contract.protocol import POSSIBLY, Property
-from kmc.checker.contract.states_kernel import StatesKernel
+from kmc.checker.core.states_kernel import StatesKernel
 
 EDGES = {"s": ("a1", "b1"), "a1": ("s", "a2"), "b1": ("s", "b2"), "a2": ("a2",), "b2": ("b2",)}
 

@@ -12,7 +12,7 @@ import pytest
 from kmc.checker.engines import make_engine
 from kmc.app.explore_server import ExploreServer
 from kmc.app.specs import load_spec
-from kmc.reports.explorer import Explorer, KafkaView
+from kmc.app.render.explorer import Explorer, KafkaView
 
 from test_diagrams import decode_png
 

@@ -14,7 +14,7 @@ import pytest
 from kmc.app.cli import EXIT_BAD_INPUT, main
 from kmc.app.commands.explore import load_traces, trace_lasso
 from kmc.app.specs import load_spec
-from kmc.reports.explorer import Explorer, KafkaView
+from kmc.app.render.explorer import Explorer, KafkaView
 
 REPO = Path(__file__).resolve().parent.parent
 LIVE = str(REPO / "specs" / "live-c2.toml")  # CommittedEventuallyReplicated: a lasso with a cycle
@@ -144,8 +144,8 @@ def test_the_search_s_lasso_is_walked_as_one():
 
 @pytest.mark.parametrize("spec_name", ["kafka-14704-exposure"])
 def test_the_exposure_legend_names_its_record_and_the_kafka_14704_arrow(spec_name, tmp_path):
-    from kmc.reports import svg
-    from kmc.reports.diagram import build
+    from kmc.app.render import svg
+    from kmc.app.render.diagram import build
 
     spec = load_spec(str(REPO / "specs" / f"{spec_name}.toml"))
     model = spec.model()

@@ -28,7 +28,7 @@ from kmc.app.explore_server import ExploreServer, bind_address, parse_walk_prefi
 from kmc.checker.engines import make_engine
 from kmc.checker.base.errors import UsageError
 from kmc.app.specs import load_spec
-from kmc.reports.explorer import Explorer, GenericView, KafkaView
+from kmc.app.render.explorer import Explorer, GenericView, KafkaView
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = str(REPO / "specs" / "hw-data-loss.toml")

@@ -204,8 +204,8 @@ def test_the_kafka_13141_story(runs):
     assert len(result.violations[LCC].path) == 6
     assert result.violations[LCC].path.actions[-1].name == "FetchRequest"
     # the picture: A's fetch names its last epoch, B's diverging answer is in flight to A
-    from kmc.reports import svg
-    from kmc.reports.diagram import build
+    from kmc.app.render import svg
+    from kmc.app.render.diagram import build
 
     d = build(model, result.violations[CNL])
     assert d.columns[5].events[0].label == "fetch @1 e0"
@@ -520,7 +520,7 @@ def test_a_saved_counterexample_replays_with_its_diverging_answer(tmp_path, caps
 
     from kmc.app.cli import EXIT_OK, main
     from kmc.app.commands.replay import load_document, replay
-    from kmc.reports.json_result import state_from_dict, state_to_dict
+    from kmc.app.render.json_result import state_from_dict, state_to_dict
 
     saved = tmp_path / "r.json"
     main(["check", str(SPECS / "kafka-14704-exposure.toml"), "--invariant", UNE, "--no-progress", "--no-trace",
@@ -541,8 +541,8 @@ def test_a_saved_counterexample_replays_with_its_diverging_answer(tmp_path, caps
 
 
 def test_the_pictures_show_the_diverging_answer_the_truncation_and_the_exposed_record(runs):
-    from kmc.reports import mermaid, svg
-    from kmc.reports.diagram import build, build_path
+    from kmc.app.render import mermaid, svg
+    from kmc.app.render.diagram import build, build_path
     from kmc.checker.core.result import Path as TracePath, Step
 
     _spec, model, result = runs("kafka-14704-exposure")
@@ -569,8 +569,8 @@ def test_the_pictures_show_the_diverging_answer_the_truncation_and_the_exposed_r
 
 
 def test_a_picture_without_the_option_is_as_before(explorations):
-    from kmc.reports import svg
-    from kmc.reports.diagram import build
+    from kmc.app.render import svg
+    from kmc.app.render.diagram import build
 
     _spec, model, result = explorations["hw-data-loss"]
     picture = svg.render(build(model, result.violations[CNL]))
@@ -590,7 +590,7 @@ def test_coverage_counts_the_kinds_of_the_fetch_path():
 
 
 def test_the_explorer_walks_the_kafka_14704_story():
-    from kmc.reports.explorer import Explorer, KafkaView
+    from kmc.app.render.explorer import Explorer, KafkaView
 
     spec = load_spec(SPECS / "kafka-14704-exposure.toml")
     model = spec.model()

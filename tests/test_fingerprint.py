@@ -1,4 +1,4 @@
-"""State identity: the canonical encoding and its 64-bit fingerprint (checker/fingerprint.py).
+"""State identity: the canonical encoding and its 64-bit fingerprint (checker/base/fingerprint.py).
 
 Every variable is part of a state (docs/model.md, "Counting"), the ghost ones
 included, so states differing in any one of them have different fingerprints.
@@ -11,7 +11,7 @@ import struct
 import attrs
 import pytest
 
-from kmc.checker.core.fingerprint import DIGEST_BYTES, fingerprint, fingerprint_bytes
+from kmc.checker.base.fingerprint import DIGEST_BYTES, fingerprint, fingerprint_bytes
 from kmc.model import Fetch, encode
 
 A, B = 0, 1

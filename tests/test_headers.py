@@ -16,7 +16,7 @@ import attrs
 import pytest
 from kmc.app.cli import EXIT_VIOLATION, main
 from kmc.model.config import Config
-from kmc.reports import diagram
+from kmc.app.render import diagram
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
@@ -54,7 +54,7 @@ def test_an_option_added_later_appears_without_being_named():
     want = ["unflushed_loss", "acks = all", "alter_partition", "rack_aware", "fetch_mode = on"]
     assert diagram.config_flags(cfg) == want
     assert dict(diagram.config_lines(cfg))["flags"] == ", ".join(want)
-    from kmc.reports.result_view import _flags
+    from kmc.app.render.result_view import _flags
 
     assert _flags(cfg) == ", ".join(want)
 
@@ -110,7 +110,7 @@ def test_simulate_says_it_does_not_check_an_always_possibly_property(capsys):
 
 
 def test_long_step_text_wraps_in_the_page():
-    from kmc.reports import html
+    from kmc.app.render import html
 
     assert re.search(r"ol\.steps \{[^}]*overflow-wrap: anywhere", html.CSS)
 

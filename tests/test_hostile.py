@@ -278,7 +278,7 @@ def _with_choices(doc, choices):
     """``doc`` whose first trace takes ``choices`` (steps recomputed, so they are legal)."""
     from kmc.checker.core.trace import replay_choices
     from kmc.app.specs import load_spec
-    from kmc.reports.json_result import trace_to_dict
+    from kmc.app.render.json_result import trace_to_dict
 
     model = load_spec(SEED).model()
     doc = json.loads(json.dumps(doc))
@@ -459,7 +459,7 @@ runpy.run_module("kmc.app.cli", run_name="__main__", alter_sys=True)
 """
 
 
-@pytest.mark.parametrize("module", ["kmc.checker.core.options", "rich.console", "kmc.reports"])
+@pytest.mark.parametrize("module", ["kmc.checker.core.options", "rich.console", "kmc.app.render"])
 @pytest.mark.parametrize("sig, code, line", [("SIGINT", 130, "kmc: interrupted"),
                                              ("SIGTERM", 143, "kmc: stopped (SIGTERM)")])
 def test_a_signal_during_start_up_is_one_line_and_130_or_143(module, sig, code, line):

@@ -20,7 +20,7 @@ from kmc.checker.graph.lasso import check_lasso
 from kmc.checker.graph.liveness import LivenessLog
 from kmc.checker.local.states import LocalEngine
 from kmc.checker.core.options import Options
-from kmc.checker.contract.states_kernel import StatesKernel
+from kmc.checker.core.states_kernel import StatesKernel
 
 # State i is stored under the fingerprint FP[i] (arbitrary, unordered: a mix-up between
 # numbers and fingerprints cannot pass by accident).

@@ -33,7 +33,7 @@ from kmc.invariants.liveness import (
 )
 from kmc.model import Action, Config, KafkaModel
 from kmc.app.specs import load_spec
-from kmc.reports.json_result import expectation as expectation_of
+from kmc.app.render.json_result import expectation as expectation_of
 from pins import FETCH_PINS
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
@@ -549,8 +549,8 @@ def test_a_printed_cycle_takes_every_instance_its_own_states_enable():
 def test_the_svg_frames_the_cycle_and_draws_the_way_back():
     import re
 
-    from kmc.reports import svg
-    from kmc.reports.diagram import build
+    from kmc.app.render import svg
+    from kmc.app.render.diagram import build
 
     _, model, result = _run("live-c1-hw")
     v = result.violations[CER]
@@ -570,8 +570,8 @@ def test_the_svg_frames_the_cycle_and_draws_the_way_back():
 
 
 def test_a_stuttering_lasso_is_drawn_as_a_state_kept_for_ever():
-    from kmc.reports import html, mermaid, svg
-    from kmc.reports.diagram import build
+    from kmc.app.render import html, mermaid, svg
+    from kmc.app.render.diagram import build
 
     _, model, result = _run("live-c2-elr")
     d = build(model, result.violations[EL])
@@ -589,8 +589,8 @@ def test_a_stuttering_lasso_is_drawn_as_a_state_kept_for_ever():
 
 
 def test_mermaid_draws_the_cycle_as_a_loop_block():
-    from kmc.reports import mermaid
-    from kmc.reports.diagram import build
+    from kmc.app.render import mermaid
+    from kmc.app.render.diagram import build
 
     _, model, result = _run("live-c1-hw")
     v = result.violations[CER]
@@ -606,7 +606,7 @@ def test_mermaid_draws_the_cycle_as_a_loop_block():
 def test_the_explorer_loads_a_lasso_as_a_path(tmp_path):
     from kmc.app.cli import main
     from kmc.app.commands.explore import load_traces
-    from kmc.reports.explorer import Explorer, KafkaView
+    from kmc.app.render.explorer import Explorer, KafkaView
 
     out = tmp_path / "c1hw.json"
     assert main(["check", str(SPECS / "live-c1-hw.toml"), "--json", str(out), "--no-trace", "--no-progress"]) == 1
@@ -728,7 +728,7 @@ def test_kmc_replay_draws_a_saved_lasso_and_prints_it_as_tlc_does(tmp_path, caps
 
 
 def test_a_stuttering_lasso_ends_as_tlc_says_it():
-    from kmc.reports.tla import violation_text
+    from kmc.app.render.tla import violation_text
 
     _, model, result = _run("live-c2-elr")
     text = violation_text(model, result.violations[EL])

@@ -12,7 +12,7 @@ import pytest
 from kmc.app.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED, main
 from kmc.app.commands.matrix import grid, known_verdicts, row_id
 from kmc.app.commands.replay import load_document, replay
-from kmc.reports.matrix import validate
+from kmc.app.render.matrix import validate
 
 REPO = Path(__file__).resolve().parent.parent
 INVARIANTS = ["HighWatermarkBelowLogEnd", "CommittedNeverLost", "LogsNeverDiverge", "LeaderEpochMonotonic"]
@@ -244,7 +244,7 @@ def test_versions_grid(tmp_path, capsys):
     grid of its own (the default grid is unchanged), with the configuration x version table."""
     from kmc.app.commands.matrix import VERSION_CONFIGS, VERSIONS, version_grid
     from kmc.model.versions import OPERATOR_CONFIGS
-    from kmc.reports.matrix import versions_table
+    from kmc.app.render.matrix import versions_table
 
     everything = version_grid()
     # docs/model.md's configurations on every version (the operators' rows on some: test_releases.py)
@@ -353,7 +353,7 @@ def test_published_versions_table_is_the_readme_table():
     agrees with docs/model.md where docs/model.md has a verdict, and the README shows its table."""
     from kmc.app.commands.matrix import VERSION_CONFIGS, VERSIONS
     from kmc.model.versions import OPERATOR_CONFIGS
-    from kmc.reports.matrix import versions_table
+    from kmc.app.render.matrix import versions_table
 
     from kmc.app.commands.matrix import ALTER_PARTITION_VERSIONS, version_grid
 

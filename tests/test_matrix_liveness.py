@@ -13,7 +13,7 @@ from pins import LIVE_PINS
 
 from kmc.app.cli import EXIT_BAD_INPUT, main
 from kmc.app.matrix_grids import KNOWN_LIVENESS_VERDICTS, LIVENESS_PROPERTIES, liveness_grid, run_row
-from kmc.reports.matrix import to_markdown, validate, versions_table
+from kmc.app.render.matrix import to_markdown, validate, versions_table
 
 REPO = Path(__file__).resolve().parent.parent
 EL, CER = "EventuallyLeader", "CommittedEventuallyReplicated"

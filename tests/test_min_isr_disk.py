@@ -666,7 +666,7 @@ keep_going = true
 
 def test_every_state_survives_the_json_result():
     from helpers import reachable
-    from kmc.reports.json_result import state_from_dict, state_to_dict
+    from kmc.app.render.json_result import state_from_dict, state_to_dict
 
     model = KafkaModel(SMALL3)
     every = reachable(model, 10**6)
@@ -722,7 +722,7 @@ def test_the_diagram_shows_the_controller_s_steps_and_no_crash():
     """KAFKA-16234 on C1 + ELR: at DiskFailure(A) the controller takes A out of the ISR (an arrow
     from its lane), A's log is emptied without the crash's cross; a min ISR change reaches the
     leader's broker as the controller's message."""
-    from kmc.reports.diagram import build
+    from kmc.app.render.diagram import build
 
     model, result = explore(ROWS["c1-disk-elr-16234"][0], (CNL,), keep_going=False)
     d = build(model, result.violations[CNL])
@@ -760,7 +760,7 @@ TLA_VARIABLES = ["alive", "log", "hw", "epoch", "leader", "remote_leo", "infligh
 
 
 def _tla_values(model, state) -> dict:
-    from kmc.reports.tla import state_text
+    from kmc.app.render.tla import state_text
 
     lines = state_text(model, state).split("\n")
     assert all(line.startswith("/\\ ") and " = " in line for line in lines), lines
@@ -811,7 +811,7 @@ def test_the_tla_trace_names_each_operator_step_in_its_header():
 
     from kmc.checker.core.result import Violation
     from kmc.checker.core.trace import replay_choices
-    from kmc.reports.tla import violation_text
+    from kmc.app.render.tla import violation_text
 
     model = KafkaModel(EVERY_OPTION)
     # B's controlled shutdown lets A's HW pass record 0; min ISR 2, which A's broker applies; A's
@@ -857,9 +857,9 @@ def test_the_picture_marks_a_failed_directory_as_its_own():
     """KAFKA-16234 (A stays up) and the fix (A offline until its restart): the cell of the failed
     replica says its directory failed and what it lost, with no crash's cross and no truncation's
     mark; the legend says what the mark means; the Mermaid text says it too."""
-    from kmc.reports.diagram import build
-    from kmc.reports.mermaid import render as mermaid
-    from kmc.reports.svg import render
+    from kmc.app.render.diagram import build
+    from kmc.app.render.mermaid import render as mermaid
+    from kmc.app.render.svg import render
 
     for row, alive in (("c1-disk-elr-16234", True), ("c1-disk", False)):
         model, result = explore(ROWS[row][0], (CNL,), keep_going=False)
@@ -884,8 +884,8 @@ def test_the_picture_shows_the_min_isr_of_the_controller_and_of_the_leader_s_bro
     """min_isr_lag: the controller's min ISR and the leader's broker's are lines of the controller's
     lane; the change moves the first, ApplyMinIsr the second (its column highlighted, and its arrow
     to the leader); without the options neither line is drawn."""
-    from kmc.reports.diagram import build_path
-    from kmc.reports.svg import render
+    from kmc.app.render.diagram import build_path
+    from kmc.app.render.svg import render
 
     model = KafkaModel(config("C1", "ELR", min_isr_changes=(2, 1), min_isr_lag=True, max_crashes=1))
     texts_ = ["Produce(A)", "ChangeMinIsr", "ApplyMinIsr", "ChangeMinIsr"]
@@ -913,9 +913,9 @@ def test_the_shutdown_s_request_and_answer_are_two_arrows_side_by_side():
     controller's answer apart (their labels would cover each other on one line); a column of one
     message keeps its arrow where it always was. The clean stop that ends the shutdown is marked as
     such, with no crash's cross. Mermaid draws both messages and says the stop was clean."""
-    from kmc.reports.diagram import build_path
-    from kmc.reports.mermaid import render as mermaid
-    from kmc.reports.svg import EVENT_GAP, render
+    from kmc.app.render.diagram import build_path
+    from kmc.app.render.mermaid import render as mermaid
+    from kmc.app.render.svg import EVENT_GAP, render
 
     model = KafkaModel(config("C1", max_crashes=1, max_messages=1, max_controlled_shutdowns=1))
     state, choices = model.init_states()[0], []
@@ -990,7 +990,7 @@ def test_the_explorer_walks_the_shipped_stories():
     and the picture's failed directory; the min_isr_lag story shows both min ISRs in the state and
     the picture."""
     from kmc.app.specs import load_spec
-    from kmc.reports.explorer import Explorer, KafkaView
+    from kmc.app.render.explorer import Explorer, KafkaView
 
     for name, steps, violated, mark in [
         ("kafka-16234-two-replicas", ["Produce(A)", "ShrinkIsr(B)", "DiskFailure(A)", "ElectLeader(A)"], {CNL, LCC},

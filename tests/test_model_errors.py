@@ -238,7 +238,7 @@ def test_a_model_s_run_stopped_at_the_memory_ceiling_claims_nothing():
     from kmc.app.user_model import load_model_spec
     from kmc.checker.engines import make_engine
     from kmc.checker.core.options import Options
-    from kmc.reports import generic
+    from kmc.app.render import generic
 
     spec = load_model_spec(f"{BROKEN}:good", {"n": 5000})
     model = spec.model()

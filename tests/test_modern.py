@@ -363,7 +363,7 @@ def test_terminal_explains_the_21_guard_and_the_elr_election(build):
 def test_terminal_shows_the_elr_and_a_lossy_replica(build):
     from kmc.model import Action
     from kmc.model.describe import describe_step
-    from kmc.reports.terminal import StateView
+    from kmc.app.render.terminal import StateView
 
     model = build.model(truncation=LEADER_EPOCH_21, unflushed_loss=True, hw_requires_min_isr=True,
                         eligible_leader_replicas=True, max_crashes=2)

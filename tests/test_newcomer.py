@@ -76,12 +76,12 @@ def test_a_write_that_still_fails_after_the_search_exits_2(tmp_path, monkeypatch
     after all (a disk that filled up meanwhile): the verdict is printed, the exit code is 2."""
     import errno
 
-    import kmc.reports
+    import kmc.app.render
 
     def full(path, doc, **_options):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(kmc.reports, "write_json", full)
+    monkeypatch.setattr(kmc.app.render, "write_json", full)
     target = tmp_path / "r.json"
     assert main(["check", str(HW), "--no-progress", "--no-trace", "--json", str(target)]) == 2
     out, err = capsys.readouterr()

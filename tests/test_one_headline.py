@@ -95,7 +95,7 @@ def test_long_replica_names_stay_in_their_columns():
     # 0.58 in bold); the names are the longest a spec allows.
     from kmc.checker.local.states import LocalEngine
     from kmc.app.specs import parse_spec
-    from kmc.reports import diagram, svg
+    from kmc.app.render import diagram, svg
 
     text = (SPECS / "hw-data-loss.toml").read_text()
     names = '["broker_east_1abc", "broker_west_2xyz"]'

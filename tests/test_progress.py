@@ -13,8 +13,8 @@ from rich.console import Console
 from kmc.checker.local.states import LocalEngine, Options
 from kmc.checker.core.result import Stats
 from kmc.app.specs import load_spec
-from kmc.reports import ProgressDisplay
-from kmc.reports.progress import progress_text
+from kmc.app.render import ProgressDisplay
+from kmc.app.render.progress import progress_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPECS = os.path.join(os.path.dirname(HERE), "specs")
@@ -54,7 +54,7 @@ def test_progress_prints_one_lasting_line_per_level():
     from rich.console import Console
 
     from kmc.checker.core.result import Stats
-    from kmc.reports.progress import ProgressDisplay
+    from kmc.app.render.progress import ProgressDisplay
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=120, color_system=None)
@@ -84,7 +84,7 @@ def test_plain_progress_lines_when_stderr_is_not_a_terminal(data_loss):
     it 10 s, so with every=25 one update in three prints, whatever the real time."""
     from datetime import datetime, timezone
 
-    from kmc.reports.progress import plain_line
+    from kmc.app.render.progress import plain_line
 
     buf = io.StringIO()
     c = Console(file=buf, width=200)
@@ -219,7 +219,7 @@ def test_the_live_line_s_clock_runs_between_snapshots():
         assert p.line() is None
     from datetime import datetime, timezone
 
-    from kmc.reports.progress import plain_line
+    from kmc.app.render.progress import plain_line
 
     when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
     assert plain_line(Stats(distinct=3, deciding="deciding X: 2 states waiting"), when).endswith(

@@ -1,4 +1,4 @@
-"""The model protocol's defaults (checker/protocol.py): a model owes the engines
+"""The model protocol's defaults (checker/contract/protocol.py): a model owes the engines
 ``init_states``, ``actions``, ``next_state``, ``properties`` and ``encode`` only. Actions
 need no ``name`` (they are counted under their class's name), and a model with no
 ``format_action`` or ``describe_step`` gets plain texts."""

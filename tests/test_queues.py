@@ -3,7 +3,7 @@ pass, the disk queue under every local engine, its checkpoints (and an older che
 frontier of row arrays), and a full disk while it writes.
 
 The contract (``test_contract_*``) runs over ``QUEUES`` and over two kinds of rows (fixed
-width, as a batch kernel's, and Python states, as ``checker.contract.states_kernel``'s); a new
+width, as a batch kernel's, and Python states, as ``checker.core.states_kernel``'s); a new
 queue is one more entry there. Each queue is compared with plain lists of the blocks
 appended, never with another queue.
 """
@@ -21,7 +21,7 @@ import pytest
 
 from kmc.checker.stores import disk as disk_store
 from kmc.checker.stores.disk import DiskStore
-from kmc.checker.core.driver import ResourceStop
+from kmc.checker.core.parts import ResourceStop
 from kmc.checker.engines import make_engine
 from kmc.checker.stores.frontier import DiskQueue, MemoryQueue, MemorySaved
 from kmc.checker.core.options import Options

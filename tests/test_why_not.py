@@ -24,7 +24,7 @@ from kmc.model.actions import ELECT_LEADER, Action
 from kmc.model.config import KNOWN_BUGS, TRUNCATION_RULES, Config
 from kmc.model.kafka import KafkaModel
 from kmc.model.state import Quorum, Replica, State
-from kmc.reports.why_not import NOT_DECLARED, UnknownAction, answers
+from kmc.app.render.why_not import NOT_DECLARED, UnknownAction, answers
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
@@ -243,7 +243,7 @@ def test_why_not_on_a_model_of_one_s_own(tmp_path, capsys):
 
 
 def test_the_explorer_names_why_each_action_is_not_enabled():
-    from kmc.reports.explorer import Explorer, GenericView, KafkaView
+    from kmc.app.render.explorer import Explorer, GenericView, KafkaView
 
     spec = load_spec(str(SPECS / "hw-data-loss.toml"))
     model = spec.model()

@@ -1,8 +1,8 @@
 """``kmc matrix --atlas --out DIR``: the durability × availability atlas.
 
-Runs every cell of ``reports.atlas`` (setting × Kafka version) with every safety property its
+Runs every cell of ``render.atlas`` (setting × Kafka version) with every safety property its
 configuration checks by default (CommittedNeverLost, AcknowledgedNeverLost, and the others:
-``reports.atlas.properties_of``) and PartitionRecoverable, exploring every reachable state, and writes DIR/ATLAS.md and
+``render.atlas.properties_of``) and PartitionRecoverable, exploring every reachable state, and writes DIR/ATLAS.md and
 DIR/atlas.json. Like every kmc output, an existing file is replaced only when kmc wrote it
 (or with ``--force``), and that is checked before the first cell runs.
 """
@@ -21,11 +21,11 @@ from kmc.checker.base.errors import UsageError
 def run_cell(item) -> dict[str, Any]:
     """``(row, policy, max_states)`` -> a cell dict (a module-level function of plain values,
     so that ``--jobs`` can run it in another process)."""
+    from kmc.app.render.atlas import cell_of, config_of, properties_of
+    from kmc.app.render.json_result import result_to_dict
     from kmc.checker.engines import make_engine
     from kmc.checker.local.states import Options
     from kmc.model.kafka import KafkaModel
-    from kmc.reports.atlas import cell_of, config_of, properties_of
-    from kmc.reports.json_result import result_to_dict
 
     row, policy, max_states = item
     model = KafkaModel(config_of(row, policy))
@@ -43,7 +43,7 @@ def run_cell(item) -> dict[str, Any]:
 
 def cells(rows=None, policies=None, max_states=None, jobs=1) -> Iterator[dict[str, Any]]:
     """Yield the cell dicts of ``rows`` × ``policies`` (default: all), row-major."""
-    from kmc.reports.atlas import POLICIES, ROWS
+    from kmc.app.render.atlas import POLICIES, ROWS
 
     items = [(r, p, max_states) for r in (rows or ROWS) for p in (policies or POLICIES)]
     if jobs <= 1 or len(items) <= 1:
@@ -62,7 +62,7 @@ def check_atlas_outputs(out_dir, force=False) -> None:
     Raises:
         UsageError: naming ``--out`` and the file.
     """
-    from kmc.reports.atlas import is_atlas_markdown
+    from kmc.app.render.atlas import is_atlas_markdown
 
     from ..outputs import check_output_path
 
@@ -93,9 +93,9 @@ def write_traces(out_dir, cell_list) -> None:
     """Write every cell's counterexamples (``trace_docs``, taken out of the cells) as JSON
     traces with their HTML diagrams under DIR/traces/, and remove the atlas traces an earlier
     run left that this one did not write (only files kmc wrote)."""
-    from kmc.reports.atlas import POLICIES, ROWS, trace_path
-    from kmc.reports.json_result import write_json
-    from kmc.reports.pictures import trace_page, write_text
+    from kmc.app.render.atlas import POLICIES, ROWS, trace_path
+    from kmc.app.render.json_result import write_json
+    from kmc.app.render.pictures import trace_page, write_text
 
     from ..outputs import is_kmc_output
 
@@ -126,8 +126,8 @@ def write_traces(out_dir, cell_list) -> None:
 def write_atlas(out_dir, cell_list, *, command: str, total_seconds: float) -> dict:
     """Write DIR/atlas.json and DIR/ATLAS.md (and the cells' traces, when they carry them);
     return the document."""
-    from kmc.reports.atlas import atlas_document, to_markdown
-    from kmc.reports.json_result import write_json
+    from kmc.app.render.atlas import atlas_document, to_markdown
+    from kmc.app.render.json_result import write_json
 
     out_dir = Path(out_dir)
     write_traces(out_dir, cell_list)
@@ -152,7 +152,7 @@ def run_atlas(args, out, err) -> int:
     check_atlas_outputs(args.out, force=getattr(args, "force", False))
     started = time.perf_counter()
     done = []
-    from kmc.reports.atlas import POLICIES, ROWS, cell_text
+    from kmc.app.render.atlas import POLICIES, ROWS, cell_text
 
     total = len(ROWS) * len(POLICIES)
     for i, cell in enumerate(cells(max_states=args.max_states, jobs=args.jobs), 1):

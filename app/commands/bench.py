@@ -267,8 +267,8 @@ def _run(args, out, err) -> int:
 
 
 def _write_json(path, doc) -> None:
+    from kmc.app.render import write_json
     from kmc.checker.base.errors import UsageError
-    from kmc.reports import write_json
 
     from ..outputs import exclusive
 

@@ -16,7 +16,8 @@ from kmc.checker.base.signals import StopOnSignals
 from kmc.checker.base.text import safe_text
 from kmc.checker.checkpoints import file as checkpoint
 from kmc.checker.checkpoints import writer as checkpointer
-from kmc.checker.core.driver import RESOURCE_STOPS, ResourceStop
+from kmc.checker.core.driver import RESOURCE_STOPS
+from kmc.checker.core.parts import ResourceStop
 
 from ..diagram_files import add_diagram_arguments, check_diagram_paths, command_line, write_diagrams
 from .common import (
@@ -360,7 +361,7 @@ class _Views:
     """What differs between checking a Kafka spec and a model of the user's own: the
     files an output must not replace, what a checkpoint's header records of it (compared
     on resume, and only recorded), and the views of the result (``reports`` for a
-    spec, ``reports.generic`` for a model)."""
+    spec, ``render.generic`` for a model)."""
 
     files: list
     identity: dict
@@ -391,7 +392,7 @@ class _Views:
     def expectation(self, model, result, options) -> dict | None:
         """The comparison with the expectations (``None``: a model that declares none)."""
         if not self.generic:
-            from kmc.reports import expectation as spec_expectation
+            from kmc.app.render import expectation as spec_expectation
 
             return spec_expectation(self.spec, result)
         from ..user_model import expectation
@@ -400,7 +401,7 @@ class _Views:
 
     def show(self, args, model, result, options, exp) -> RenderableType:
         if not self.generic:
-            from kmc.reports import ResultView
+            from kmc.app.render import ResultView
 
             return ResultView(
                 self.spec,
@@ -411,7 +412,7 @@ class _Views:
                 max_states=options.max_states,
                 coverage=args.coverage,
             )
-        from kmc.reports import generic
+        from kmc.app.render import generic
 
         view = generic.result_view(
             self.spec, model, result, show_traces=not args.no_trace, diff=args.diff, coverage=args.coverage
@@ -440,10 +441,10 @@ class _Views:
 
     def document(self, model, result, exp) -> dict:
         if not self.generic:
-            from kmc.reports import result_to_dict
+            from kmc.app.render import result_to_dict
 
             return result_to_dict(self.spec, model, result)
-        from kmc.reports import generic
+        from kmc.app.render import generic
 
         doc = generic.result_dict(self.spec, model, result)
         if exp is not None:
@@ -451,12 +452,12 @@ class _Views:
         return doc
 
     def page(self, model, result, command) -> str:
-        from kmc.reports import generic, pictures
+        from kmc.app.render import generic, pictures
 
         return (generic if self.generic else pictures).result_page(self.spec, model, result, command)
 
     def mermaid(self, model, result) -> str:
-        from kmc.reports import generic, pictures
+        from kmc.app.render import generic, pictures
 
         return (generic if self.generic else pictures).result_mermaid(self.spec, model, result)
 
@@ -467,7 +468,7 @@ def _search(
     """Run the search (writing checkpoints when asked); ``(engine, result, writer, signals)``.
     ``identity`` goes into a checkpoint's header and is compared on resume, ``recorded``
     goes into it only."""
-    from kmc.reports import ProgressDisplay
+    from kmc.app.render import ProgressDisplay
 
     with contextlib.ExitStack() as stack:
         writer = None
@@ -546,7 +547,7 @@ def _say_resumed(err, directory, engine) -> None:
 
 def _report(args, err, out, spec, model, result, engine, writer, signals, options, directory, views) -> int:
     """Print the result, write the outputs; the exit code."""
-    from kmc.reports import write_json
+    from kmc.app.render import write_json
 
     exp = views.expectation(model, result, options)
     shown = result

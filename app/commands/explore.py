@@ -1,4 +1,4 @@
-"""``kmc explore SPEC``: walk a model in the browser (``reports.explorer``, served by
+"""``kmc explore SPEC``: walk a model in the browser (``render.explorer``, served by
 ``checker.app.explore_server``)."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def load_traces(paths, model, identity=None) -> dict:
     (nothing a file names is imported). ``identity``: a model of the user's own
     (``ModelSpec.identity``), whose parameters and source digest a file's recorded model
     must match."""
-    from kmc.reports import generic
+    from kmc.app.render import generic
 
     from .replay import ReplayError, load_document, violations_of
 
@@ -174,8 +174,8 @@ def _kafka_model() -> type:
 
 
 def run(args, out, err) -> int:
+    from kmc.app.render.explorer import Explorer, GenericView, KafkaView, WalkError
     from kmc.checker.engines import make_engine
-    from kmc.reports.explorer import Explorer, GenericView, KafkaView, WalkError
 
     from ..explore_server import ExploreServer, bind_address, remote_warning
     from ..user_model import ModelSpec

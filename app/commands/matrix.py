@@ -4,7 +4,7 @@ Without SPEC_DIR the grid is truncation rule × replicas × min.insync.replicas 
 election × unflushed loss; with it, every ``*.toml`` spec in the directory. Every row
 runs the local engine with every safety property its configuration checks by default
 (``invariants.default_properties``) and keep-going, so every one gets a verdict; the
-rows go to DIR/RESULTS.md and DIR/results.json (reports/matrix.py), and each row's
+rows go to DIR/RESULTS.md and DIR/results.json (app/render/matrix.py), and each row's
 shortest counterexamples to DIR/traces/<row id>-<invariant>.json, in the JSON result
 format of ``kmc check --json`` that ``kmc replay`` reads.
 
@@ -366,10 +366,10 @@ def _default_note(source, constants) -> str:
 
 
 def run(args, out, err) -> int:
+    from kmc.app.render.json_result import write_json
+    from kmc.app.render.matrix import results_document, to_markdown, validate
+    from kmc.app.render.pictures import trace_page, write_text
     from kmc.checker.base.exitcodes import EXIT_OK, EXIT_UNEXPECTED
-    from kmc.reports.json_result import write_json
-    from kmc.reports.matrix import results_document, to_markdown, validate
-    from kmc.reports.pictures import trace_page, write_text
 
     if not args.out.strip():
         raise UsageError("--out: the path is empty; name a directory")

@@ -1,6 +1,6 @@
 """``kmc replay RESULT.json``: re-execute a saved counterexample and show it.
 
-Reads a JSON document that holds a trace in the format of ``reports.json_result``:
+Reads a JSON document that holds a trace in the format of ``render.json_result``:
 the result of ``kmc check --json`` (or a matrix trace file, which has the same format),
 the result of ``kmc simulate --json``, or the output of ``kmc replay --format json``.
 The model is rebuilt from the document's ``spec.model`` constants (a model of the user's
@@ -183,10 +183,10 @@ def replay(path, doc, invariant=None) -> tuple[KafkaModel, Violation]:
         ReplayError: the document is not a kmc result, holds no such violation, or its
             trace does not replay to the saved states.
     """
+    from kmc.app.render.json_result import action_to_dict, state_to_dict
     from kmc.checker.contract.protocol import successors
     from kmc.checker.core.result import Path, Step, Violation
     from kmc.model.kafka import KafkaModel
-    from kmc.reports.json_result import action_to_dict, state_to_dict
 
     entry = select_entry(path, doc, invariant)
     spec = doc.get("spec")
@@ -292,11 +292,11 @@ def replay_lasso(path, model, prop, entry, path_):
     Raises:
         ReplayError: the entry's lasso is malformed, or the check fails.
     """
+    from kmc.app.render.counterexample import json_value
     from kmc.checker.contract.protocol import fair_instances
     from kmc.checker.core.driver import liveness_explanation
     from kmc.checker.core.result import Violation
     from kmc.checker.graph.lasso import check_lasso
-    from kmc.reports.counterexample import json_value
 
     name = safe_text(prop.name)
     lasso = entry.get("lasso")
@@ -385,8 +385,8 @@ def _check_still_violated(path, model, prop, kind, path_) -> str:
 def replay_document(doc, model, violation) -> dict:
     """``kmc replay --format json``: the replayed trace as a versioned document,
     readable by ``kmc replay`` again."""
-    from kmc.reports.counterexample import lasso_dict
-    from kmc.reports.json_result import trace_to_dict
+    from kmc.app.render.counterexample import lasso_dict
+    from kmc.app.render.json_result import trace_to_dict
 
     return {
         "schema_version": 1,
@@ -404,13 +404,13 @@ def _replay_model(args, doc, out, err) -> int:
     """Replay a counterexample of a user's model: rebuild the model from the document's
     reference and parameters, re-execute the choices, check every state against the saved
     one and the property on the last step, and show it with the generic views."""
-    from kmc.reports import generic
+    from kmc.app.render import generic
 
     ident, model, violation = replay_model(args.file, doc, args.invariant, args.model, args.param)
     if args.diff and args.format != "rich":
         raise UsageError("--diff: only with --format rich")
     if args.format == "json":
-        from kmc.reports.json_result import json_text
+        from kmc.app.render.json_result import json_text
 
         out.out(json_text(generic.violation_dict(model, violation)), highlight=False)
     elif args.format in ("html", "mermaid"):
@@ -419,7 +419,7 @@ def _replay_model(args, doc, out, err) -> int:
         if not args.out:
             out.out(text, highlight=False, end="")
             return 0
-        from kmc.reports.pictures import write_text
+        from kmc.app.render.pictures import write_text
 
         from ..outputs import exclusive
 
@@ -448,11 +448,11 @@ def replay_model(path, doc, invariant, ref, params) -> tuple[dict, Any, Violatio
     Raises:
         ReplayError: no such counterexample, another model, or a trace that no longer replays.
     """
+    from kmc.app.render import generic
     from kmc.checker.base.errors import EngineError
     from kmc.checker.contract.protocol import STEP
     from kmc.checker.core.result import Violation
     from kmc.checker.core.trace import replay_choices
-    from kmc.reports import generic
 
     ident = doc.get("model")
     if (
@@ -553,7 +553,7 @@ def run(args, out, err) -> int:
 
         check_output_path("--out", args.out, protected=[args.file], force=args.force, kind="diagram")
     doc = load_document(args.file)
-    from kmc.reports import generic
+    from kmc.app.render import generic
 
     if doc.get("schema") == generic.SCHEMA:  # a user's model (kmc check --model)
         try:
@@ -589,7 +589,7 @@ def run(args, out, err) -> int:
     if args.diff and args.format != "rich":
         raise UsageError("--diff: only with --format rich")
     if args.format in DIAGRAMS:
-        from kmc.reports.pictures import replay_output, write_text
+        from kmc.app.render.pictures import replay_output, write_text
 
         from ..diagram_files import command_line
         from ..outputs import exclusive
@@ -611,18 +611,18 @@ def run(args, out, err) -> int:
             raise UsageError(f"--out: cannot write {args.out} ({e.strerror or e})") from None
         err.print(f"kmc: wrote {safe_text(args.out)}", markup=False, highlight=False, soft_wrap=True)
     elif args.format == "json":
-        from kmc.reports.json_result import json_text
+        from kmc.app.render.json_result import json_text
 
         out.out(json_text(replay_document(doc, model, violation)), highlight=False)
     elif args.format == "tla":
-        from kmc.reports.tla import violation_text
+        from kmc.app.render.tla import violation_text
 
         stats = doc.get("stats") if isinstance(doc.get("stats"), dict) else None
         if stats is not None and not all(k in stats for k in ("states_generated", "distinct_states", "depth")):
             stats = None
         out.out(violation_text(model, violation, stats), highlight=False, end="")
     else:
-        from kmc.reports import TraceView
+        from kmc.app.render import TraceView
 
         out.print(
             f"{safe_text(args.file)}: {violation.property}, {len(violation.path)} states; "

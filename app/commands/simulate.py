@@ -108,7 +108,7 @@ def result_to_dict(spec, model, sim) -> dict:
                "seconds", "actions": {name: fired}},
      "violation": null | {"property", "kind", "explanation", "run", "trace"}}
     """
-    from kmc.reports.json_result import spec_to_dict, trace_to_dict
+    from kmc.app.render.json_result import spec_to_dict, trace_to_dict
 
     st = sim.stats
     v = sim.violation
@@ -142,15 +142,15 @@ def result_to_dict(spec, model, sim) -> dict:
 
 
 def run(args, out, err) -> int:
+    from kmc.app.render import TraceView, write_json
     from kmc.checker.local.simulate import simulate
-    from kmc.reports import TraceView, write_json
 
     spec = load(args.spec, kafka_override(args))
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     check_diagram_paths(args, [spec.path])
     model = spec.model()
     properties = select_properties(spec, args.invariants)
-    from kmc.reports.result_view import spec_header
+    from kmc.app.render.result_view import spec_header
     from rich.console import Group
 
     out.print(Group(*spec_header(spec, model.config, "simulate")))
@@ -211,7 +211,7 @@ def run(args, out, err) -> int:
         )
     code = EXIT_VIOLATION if sim.violation is not None else EXIT_OK
     if args.html or args.mermaid:
-        from kmc.reports.pictures import simulation_outputs
+        from kmc.app.render.pictures import simulation_outputs
 
         command = command_line(
             args,

@@ -1,5 +1,5 @@
 """``kmc why-not RESULT.json``: why an action is not enabled in a state of a saved trace,
-condition by condition of its guard (``reports.why_not``).
+condition by condition of its guard (``render.why_not``).
 
 The trace is replayed as ``kmc replay`` replays it (the model rebuilt from the result's
 constants, or the one ``--model`` names for a model of one's own; every state checked
@@ -55,8 +55,8 @@ def register(sub) -> None:
 
 
 def run(args, out, err) -> int:
-    from kmc.reports import generic
-    from kmc.reports.why_not import UnknownAction, answers, lines
+    from kmc.app.render import generic
+    from kmc.app.render.why_not import UnknownAction, answers, lines
 
     from .replay import load_document, replay, replay_model
 

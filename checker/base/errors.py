@@ -5,7 +5,7 @@ Every error a user can cause (a bad spec file, a bad option, a missing file) is 
 prints it and exits with code 2, never with a traceback.
 """
 
-from kmc.checker.base.exitcodes import EXIT_BAD_INPUT
+from .exitcodes import EXIT_BAD_INPUT
 
 
 class KmcError(Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from kmc.checker.base.units import MAX_CEILING, MIN_CEILING, check_ceiling, format_size, parse_size  # noqa: F401
+from .units import MAX_CEILING, MIN_CEILING, check_ceiling, format_size, parse_size  # noqa: F401
 
 # Without --max-memory, kmc check stops cleanly at this share of the machine's memory
 # (or of its control group's limit) rather than meet the out-of-memory killer.

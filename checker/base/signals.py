@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 from types import FrameType
 
-from kmc.checker.base.exitcodes import signal_exit_code
+from .exitcodes import signal_exit_code
 
 
 class StopOnSignals:

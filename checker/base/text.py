@@ -48,8 +48,8 @@ def _escape_wide(m) -> str:
 
 
 def picture_text(text) -> str:
-    """``text`` as every picture writer (``reports.html``, ``reports.svg``,
-    ``reports.mermaid``) shows it: what ``safe_text`` escapes, and what cannot be
+    """``text`` as every picture writer (``render.html``, ``render.svg``,
+    ``render.mermaid``) shows it: what ``safe_text`` escapes, and what cannot be
     encoded or is not legal in XML, replaced by its visible escape (``\\ud800``, ``\\ufffe``).
     Line breaks and tabs stay (each format lays them out in its own way)."""
     return _UNSAFE_IN_PICTURES.sub(_escape_wide, str(text))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from kmc.checker.base.errors import EngineError
+from .errors import EngineError
 
 _SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([KMGTP]?)(?:I?B)?\s*$", re.IGNORECASE)
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}

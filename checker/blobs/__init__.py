@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import IO, Protocol, runtime_checkable
 
-from kmc.checker.base.errors import EngineError
+from ..base.errors import EngineError
 
 # The URL schemes of the object stores (pyarrow.fs); anything else with "://" is refused.
 URL_SCHEMES = ("s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss", "file")
@@ -140,9 +140,9 @@ def open_blobs(location) -> Blobs:
     """The blob store at ``location``: a URL's (``checker.blobs.arrow``), else a directory's."""
     location = os.fspath(location)
     if is_url(location):
-        from kmc.checker.blobs.arrow import ArrowBlobs
+        from .arrow import ArrowBlobs
 
         return ArrowBlobs(location)
-    from kmc.checker.blobs.posix import PosixBlobs
+    from .posix import PosixBlobs
 
     return PosixBlobs(os.path.abspath(location))

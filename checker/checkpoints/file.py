@@ -65,7 +65,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from kmc.checker.base.errors import KmcError
+from ..base.errors import KmcError
 
 FORMAT = 2
 FILE_NAME = "checkpoint.kmc"
@@ -261,7 +261,7 @@ _MOVED = {
     "kmc.checker.model_errors": "kmc.checker.contract.model_errors",
     "kmc.checker.kernel_check": "kmc.checker.contract.kernel_check",
     "kmc.checker.masks": "kmc.checker.contract.masks",
-    "kmc.checker.states_kernel": "kmc.checker.contract.states_kernel",
+    "kmc.checker.states_kernel": "kmc.checker.core.states_kernel",
     "kmc.checker.driver": "kmc.checker.core.driver",
     "kmc.checker.level": "kmc.checker.core.level",
     "kmc.checker.keys": "kmc.checker.core.keys",
@@ -270,7 +270,7 @@ _MOVED = {
     "kmc.checker.kernel": "kmc.checker.core.kernel",
     "kmc.checker.options": "kmc.checker.core.options",
     "kmc.checker.search": "kmc.checker.core.parts",
-    "kmc.checker.fingerprint": "kmc.checker.core.fingerprint",
+    "kmc.checker.fingerprint": "kmc.checker.base.fingerprint",
     "kmc.checker.deadlock": "kmc.checker.core.deadlock",
     "kmc.checker.coverage": "kmc.checker.core.coverage",
     "kmc.checker.local": "kmc.checker.local.states",

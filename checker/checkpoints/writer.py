@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from kmc.checker.base.units import format_size
-from kmc.checker.checkpoints.file import (
+from ..base.units import format_size
+from ..core.parts import ResourceStop
+from .file import (
     LOCK_NAME,
     TMP_PREFIX,
     TMP_SUFFIX,
@@ -26,7 +27,6 @@ from kmc.checker.checkpoints.file import (
     write,
     write_manifest,
 )
-from kmc.checker.core.driver import ResourceStop
 
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 

@@ -35,9 +35,10 @@ from typing import Any, NoReturn
 
 import attrs
 import numpy as np
-from kmc.checker.base.errors import EngineError
-from kmc.checker.contract.masks import state_mask, step_mask
-from kmc.checker.contract.protocol import (
+
+from ..base.errors import EngineError
+from .masks import state_mask, step_mask
+from .protocol import (
     ALWAYS,
     ALWAYS_EVENTUALLY,
     COVER,
@@ -162,7 +163,7 @@ class KernelCheck:
             _fail(state, action, "successor row", "its row", "the kernel's encode of the same state")
         if self.symmetry and model.symmetries() is not None:
             rows = np.stack([np.asarray(kernel.encode(model.permute(after, p))) for p in model.symmetries()])
-            from kmc.checker.contract.protocol import kernel_fingerprints
+            from .protocol import kernel_fingerprints
 
             fps = kernel_fingerprints(kernel, rows, True)
             if (fps != fps[0]).any():
@@ -253,7 +254,7 @@ def _stride(depth: int, level: int) -> int:
 
 def kernel_check(model, kernel, properties, options) -> KernelCheck | None:
     """The comparison a search runs for ``kernel``: ``None`` for rows of Python states
-    (``checker.contract.states_kernel``: the model itself, nothing to compare)."""
+    (``checker.core.states_kernel``: the model itself, nothing to compare)."""
     if not kernel.arrays:
         return None
     full = bool(options.verify_kernel) or not kernel.sampled_comparison

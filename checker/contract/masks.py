@@ -4,14 +4,15 @@ A property may carry its array form itself (``Property.mask``, a function of the
 and the rows); a kernel may also answer ``invariant_mask``/``step_mask``/``goal_mask``
 by name. The property's own form comes first: it sits beside the per-state check, where
 a reviewer reads one against the other. ``None`` means no array form: the search asks
-the property state by state. Rows of Python states (``checker.contract.states_kernel``) have no
+the property state by state. Rows of Python states (``checker.core.states_kernel``) have no
 array form at all.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from kmc.checker.contract.protocol import ALWAYS, STEP_COVER, Expander, Property
+
+from .protocol import ALWAYS, STEP_COVER, Expander, Property
 
 
 def state_mask(kernel: Expander, prop: Property, rows) -> np.ndarray | None:

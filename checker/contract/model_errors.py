@@ -28,8 +28,9 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 import numpy as np
-from kmc.checker.base.errors import ModelError
-from kmc.checker.contract.protocol import ModelBase, action_name, successors
+
+from ..base.errors import ModelError
+from .protocol import ModelBase, action_name, successors
 
 # The states the probe expands, breadth-first from the initial ones (the nondeterminism
 # check asks each of them twice).

@@ -84,7 +84,8 @@ from typing import Any, Protocol, cast
 
 import attrs
 import numpy as np
-from kmc.checker.core.fingerprint import fingerprint_rows
+
+from ..base.fingerprint import fingerprint_rows
 
 ALWAYS = "always"
 STEP = "step"
@@ -474,7 +475,7 @@ def with_defaults(model: Any) -> Model:
 
 class Expander(Protocol):
     """What the rules of a level (``checker.core.level``) and the searches over rows use of a
-    kernel: a ``BatchKernel``, or ``checker.contract.states_kernel.StatesKernel``'s rows of Python
+    kernel: a ``BatchKernel``, or ``checker.core.states_kernel.StatesKernel``'s rows of Python
     states. The contract of each member is ``BatchKernel``'s."""
 
     @property
@@ -575,7 +576,7 @@ class KernelBase:
 
     __slots__ = ()
 
-    arrays = True  # rows are arrays (``checker.contract.states_kernel``'s rows of Python states are not)
+    arrays = True  # rows are arrays (``checker.core.states_kernel``'s rows of Python states are not)
     by_columns = False  # the array forms are given the rows as expand made them
     # Whether the engines may compare the kernel with its model on a sample of each level
     # only (``checker.contract.kernel_check``). False: on every state, so that a kernel wrong on a

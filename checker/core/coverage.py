@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from kmc.checker.contract.protocol import CoverageNames, action_name, generic_values
+
+from ..contract.protocol import CoverageNames, action_name, generic_values
 
 __all__ = ["Coverage", "CoverageNames", "NoCoverage", "coverage_warnings", "generic_values", "task_part"]
 
@@ -340,7 +341,7 @@ def task_part(model, kernel, expanded=None, new_rows=None, ranges=None) -> tuple
     succ))`` it expanded (enabled and kind counts), ``new_rows`` the rows it stored (the
     distinct values of the variables, as small sets), looked at only outside ``ranges``
     (the driver's ``Coverage.full_ranges`` at the level's start)."""
-    from kmc.checker.contract.protocol import coverage_names
+    from ..contract.protocol import coverage_names
 
     names = coverage_names(model)
     enabled = kinds = None
@@ -378,7 +379,7 @@ def row_counts(
             for action, (where, kind_numbers) in names.row_kinds(kernel, chunk, parents, codes, succ).items():
                 unsure = np.flatnonzero(kind_numbers < 0)  # (the rows do not say: the model does)
                 if len(unsure) and names.kind_of is not None:
-                    from kmc.checker.contract.protocol import successors
+                    from ..contract.protocol import successors
 
                     kind_numbers = kind_numbers.copy()
                     for j in unsure.tolist():
@@ -390,7 +391,7 @@ def row_counts(
                         kind_numbers[j] = list(names.kinds[action]).index(said)
                 kinds[action] = np.bincount(kind_numbers, minlength=len(names.kinds[action]))
         elif names.kind_of is not None:
-            from kmc.checker.contract.protocol import successors
+            from ..contract.protocol import successors
 
             wanted = [c for c, a in enumerate(action_names) if a in names.kinds]
             for i in np.flatnonzero(np.isin(codes, wanted)).tolist():

@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from kmc.checker.contract.protocol import ALWAYS, Property, successors
+
+from ..contract.protocol import ALWAYS, Property, successors
 
 DEADLOCK = "Deadlock"
 

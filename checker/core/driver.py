@@ -32,8 +32,9 @@ from collections.abc import Callable, Sized
 from typing import Any
 
 import attrs
-from kmc.checker.base.memory import resident_bytes
-from kmc.checker.contract.protocol import (
+
+from ..base.memory import resident_bytes
+from ..contract.protocol import (
     COVER,
     LEADS_TO,
     POSSIBLY,
@@ -43,17 +44,17 @@ from kmc.checker.contract.protocol import (
     is_cover,
     obligation_text,
 )
-from kmc.checker.core.coverage import Coverage, NoCoverage
-from kmc.checker.core.kernel import require_symmetric, result_of, split_properties, stop_after_level
-from kmc.checker.core.level import liveness_rows, state_failures
-from kmc.checker.core.options import Options
-from kmc.checker.core.parts import LevelSearch, Search
-from kmc.checker.core.result import CheckResult, Path, Stats, Violation
-from kmc.checker.core.trace import extend
-from kmc.checker.graph.liveness import LivenessLog
-from kmc.checker.graph.possibly import EdgeLog
+from ..graph.liveness import LivenessLog
+from ..graph.possibly import EdgeLog
+from .coverage import Coverage, NoCoverage
+from .kernel import require_symmetric, result_of, split_properties, stop_after_level
+from .level import liveness_rows, state_failures
+from .options import Options
+from .parts import LevelSearch, ResourceStop, Search
+from .result import CheckResult, Path, Stats, Violation
+from .trace import extend
 
-__all__ = ["LevelDriver", "OnLevel", "Progress", "RESOURCE_STOPS", "ResourceStop", "Search"]
+__all__ = ["LevelDriver", "OnLevel", "Progress", "RESOURCE_STOPS", "Search"]
 
 # Called with a ``Stats`` snapshot now and then, and after every level.
 Progress = Callable[[Stats], Any]
@@ -459,21 +460,6 @@ def _waits_from(model: Any, prop: Property, states, loop: int, obligation: Any) 
     column = obligations.index(obligation) if family is not None else 0
     began = [i for i in range(loop + 1) if opened[i, column]]
     return began[-1] + 1 if began else loop + 1
-
-
-class ResourceStop(Exception):
-    """Raised by a search inside a level when a resource it needs is short (the Spark
-    store's disk): the driver stops the run there, as at the memory ceiling: the level is
-    dropped, the last one stands (and a checkpoint of it can be written and resumed).
-
-    Args:
-        reason: the result's ``stopped`` value (``"disk-full"``).
-        detail: one line saying what was short.
-    """
-
-    def __init__(self, reason, detail):
-        super().__init__(detail)
-        self.reason, self.detail = reason, detail
 
 
 # The stops that a resource ended (exit code 4: never a verdict, resumable).

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from kmc.checker.contract.protocol import (
+from ..base.fingerprint import fingerprint_bytes
+from ..contract.protocol import (
     ALWAYS,
     COVER,
     LIVENESS,
@@ -19,11 +20,10 @@ from kmc.checker.contract.protocol import (
     is_cover,
     successors,
 )
-from kmc.checker.core.fingerprint import fingerprint_bytes
 
 if TYPE_CHECKING:
-    from kmc.checker.core.options import Options
-    from kmc.checker.core.result import CheckResult, Stats
+    from .options import Options
+    from .result import CheckResult, Stats
 
 
 def split_properties(properties: Iterable[Property]) -> tuple[tuple[Property, ...], tuple[Property, ...]]:
@@ -62,7 +62,7 @@ def result_of(
     ``stats`` (unless ``stats`` is given), the counterexamples found, and why it stopped.
     A run is complete when it was not stopped, or stopped at a violation with nothing
     left to expand."""
-    from kmc.checker.core.result import CheckResult
+    from .result import CheckResult
 
     return CheckResult(
         engine=engine.name,
@@ -113,7 +113,7 @@ def stop_after_level(
 def require_symmetric(properties: Iterable[Property]) -> None:
     """Refuse symmetry reduction for a liveness property (weak fairness per action instance
     is not preserved by the quotient), and for a state invariant not declared symmetric."""
-    from kmc.checker.base.errors import UsageError
+    from ..base.errors import UsageError
 
     properties = list(properties)
     for p in properties:
@@ -133,7 +133,7 @@ def require_symmetric(properties: Iterable[Property]) -> None:
 def canonical_encoder(model: Any) -> Callable[[Any], bytes]:
     """The encoding of a state's orbit under the model's replica symmetries: the least
     ``model.encode`` over ``model.symmetries()`` applied by ``model.permute``."""
-    from kmc.checker.base.errors import UsageError
+    from ..base.errors import UsageError
 
     perms = model.symmetries()
     if perms is None:

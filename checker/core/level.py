@@ -35,10 +35,11 @@ from typing import Any
 
 import attrs
 import numpy as np
-from kmc.checker.base.errors import PropertyError
-from kmc.checker.contract.kernel_check import KernelCheck, KernelMismatchError
-from kmc.checker.contract.masks import state_mask, step_mask
-from kmc.checker.contract.protocol import (
+
+from ..base.errors import PropertyError
+from ..contract.kernel_check import KernelCheck, KernelMismatchError
+from ..contract.masks import state_mask, step_mask
+from ..contract.protocol import (
     ALWAYS_EVENTUALLY,
     COVER,
     STEP_COVER,
@@ -81,7 +82,7 @@ class LevelStep:
     """The per-level rules over a kernel's rows (see the module).
 
     Args:
-        model: the model; kernel: its batch kernel (or ``checker.contract.states_kernel``'s rows
+        model: the model; kernel: its batch kernel (or ``checker.core.states_kernel``'s rows
             of Python states); invariants, step_props: the properties checked;
         check: the kernel's comparison with its model, or ``None``.
     """
@@ -133,7 +134,7 @@ class LevelStep:
         each step property not in ``skip``, fingerprint the successors
         (``fingerprints``) and pick the least key of each fingerprint. What a search then
         does with them (drop the seen ones, or route them to their owners) is its own."""
-        from kmc.checker.core import keys as keying
+        from . import keys as keying
 
         exp = self.expand(chunk, depth, rank, level)
         if not len(exp.succ):

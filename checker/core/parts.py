@@ -30,7 +30,7 @@ counterexamples on every run and partition count:
 
 - an **expander** gives a state's successors in one fixed order (``choice`` is an
   action's position among the state's enabled actions), and a fingerprint that depends on
-  the state's encoding only (``checker.core.fingerprint``): the same in every process;
+  the state's encoding only (``checker.base.fingerprint``): the same in every process;
 - a **store** numbers states in the order they are added, a number never changes, and a
   rollback drops exactly the states added since the last level boundary;
 - a **search** expands its frontier in number order and keeps, of the successors with
@@ -45,7 +45,8 @@ from collections.abc import Iterable, Iterator, Sized
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from kmc.checker.core.result import Path, Stats
+
+from .result import Path, Stats
 
 # The violation records: property -> (kind, explanation, where); ``where`` is a state's
 # number (``"always"``) or ``(parent number, choice)`` (``"step"``), or what the search
@@ -259,7 +260,7 @@ class SavedQueue(Protocol):
 
 def path_to(store: Store, number: int) -> tuple[int, list[int]]:
     """The initial state's index and the choices that lead to state ``number``."""
-    from kmc.checker.core.trace import parent_chain
+    from .trace import parent_chain
 
     init, *choices = parent_chain(number, store.parent_and_choice)
     return init, choices
@@ -370,3 +371,18 @@ class Search:
 
     def end_run(self) -> None:
         """Nothing to release."""
+
+
+class ResourceStop(Exception):
+    """Raised by a search inside a level when a resource it needs is short (the Spark
+    store's disk): the driver stops the run there, as at the memory ceiling: the level is
+    dropped, the last one stands (and a checkpoint of it can be written and resumed).
+
+    Args:
+        reason: the result's ``stopped`` value (``"disk-full"``).
+        detail: one line saying what was short.
+    """
+
+    def __init__(self, reason, detail):
+        super().__init__(detail)
+        self.reason, self.detail = reason, detail

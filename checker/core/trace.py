@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kmc.checker.base.errors import EngineError
-from kmc.checker.contract.protocol import successors, with_defaults
-from kmc.checker.core.fingerprint import fingerprint_bytes
-from kmc.checker.core.result import Path, Step
+from ..base.errors import EngineError
+from ..base.fingerprint import fingerprint_bytes
+from ..contract.protocol import successors, with_defaults
+from .result import Path, Step
 
 ROOT = -1  # the parent of an initial state
 

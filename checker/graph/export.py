@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # (imported where a graph is built or written: it is a sixth of kmc's start-up)
     import networkx as nx
 
-from kmc.checker.base.errors import UsageError
-from kmc.checker.contract.protocol import action_name, format_action, with_defaults
-from kmc.checker.core.fingerprint import fingerprint
-from kmc.checker.core.kernel import split_properties
-from kmc.checker.core.level import state_failures, step_failures
+from ..base.errors import UsageError
+from ..base.fingerprint import fingerprint
+from ..contract.protocol import action_name, format_action, with_defaults
+from ..core.kernel import split_properties
+from ..core.level import state_failures, step_failures
 
 FORMATS = (".dot", ".graphml", ".gexf")
 GENERATOR = "kmc state graph"  # names kmc in every file it writes (kmc.app.outputs)
@@ -85,8 +85,8 @@ def state_graph(
                 nodes[sfp] = (succ, depth, False)
         _limit(nodes, max_states)
 
-    from kmc.checker.core.options import Options
-    from kmc.checker.local.states import LocalEngine
+    from ..core.options import Options
+    from ..local.states import LocalEngine
 
     LocalEngine(model, props, Options(keep_going=True), visit=visit).run()
     import networkx as nx
@@ -140,7 +140,7 @@ def write_graph(g, path, *, exclusive: bool = False) -> None:
     """
     import io
 
-    from kmc.checker.base.files import write_file
+    from ..base.files import write_file
 
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kmc.checker.contract.protocol import (
+from ..contract.protocol import (
     ALWAYS_EVENTUALLY,
     LEADS_TO,
     Property,
@@ -27,8 +27,8 @@ from kmc.checker.contract.protocol import (
     successors,
     with_defaults,
 )
-from kmc.checker.core.level import liveness_rows, state_failures
-from kmc.checker.core.result import Path
+from ..core.level import liveness_rows, state_failures
+from ..core.result import Path
 
 
 def check_lasso(model: Any, prop: Property, path: Path, loop: int, obligation: Any = None) -> str | None:

@@ -56,7 +56,8 @@ from typing import Any
 
 import attrs
 import numpy as np
-from kmc.checker.graph.possibly import NARROW_LIMIT, grown
+
+from .possibly import NARROW_LIMIT, grown
 
 _WORD = 64  # fair instances a uint64 word holds
 _CHUNK = 1 << 20  # items a decision reads from a column at a time

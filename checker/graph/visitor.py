@@ -26,9 +26,10 @@ from typing import Any
 
 import attrs
 import numpy as np
-from kmc.checker.contract.protocol import LIVENESS, POSSIBLY, Property, fair_instances
-from kmc.checker.graph.liveness import LivenessLog
-from kmc.checker.graph.possibly import EdgeLog
+
+from ..contract.protocol import LIVENESS, POSSIBLY, Property, fair_instances
+from .liveness import LivenessLog
+from .possibly import EdgeLog
 
 
 @attrs.frozen

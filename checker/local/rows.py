@@ -4,7 +4,7 @@ It explores exactly what ``LocalEngine`` explores, in the same order, and report
 same counts and the same counterexamples, but a frontier chunk at a time: the model's
 batch kernel (``model.batch_kernel()``, see ``checker.contract.protocol.BatchKernel``) computes every
 successor of a chunk with array operations, the rows are fingerprinted together
-(``checker.core.fingerprint.fingerprint_rows``), duplicates are dropped with one sort, and the
+(``checker.base.fingerprint.fingerprint_rows``), duplicates are dropped with one sort, and the
 seen-set (``checker.stores.seen.CompactSeenSet``) keeps 13 bytes a state. The frontier is kept
 as rows, never as Python objects, in a frontier queue (``checker.stores.frontier``): in memory,
 or in files beside the disk store's.
@@ -24,9 +24,10 @@ from typing import Any
 
 import attrs
 import numpy as np
-from kmc.checker.base.errors import EngineError
-from kmc.checker.contract.kernel_check import KernelCheck, kernel_check
-from kmc.checker.contract.protocol import (
+
+from ..base.errors import EngineError
+from ..contract.kernel_check import KernelCheck, kernel_check
+from ..contract.protocol import (
     BatchKernel,
     Model,
     Property,
@@ -36,20 +37,20 @@ from kmc.checker.contract.protocol import (
     kernel_fingerprints,
     with_defaults,
 )
-from kmc.checker.core import keys
-from kmc.checker.core.coverage import row_counts
-from kmc.checker.core.driver import LevelDriver, OnLevel, Progress, Search
-from kmc.checker.core.kernel import require_symmetric, split_properties
-from kmc.checker.core.level import LevelStep, decided, record_first
-from kmc.checker.core.options import Options
-from kmc.checker.core.parts import Found, FrontierQueue, SavedQueue, SavedStore, Store
-from kmc.checker.core.result import Path, Stats
-from kmc.checker.core.trace import path_by_choices
-from kmc.checker.graph.liveness import Column
-from kmc.checker.graph.visitor import GraphVisitor
-from kmc.checker.local.workers import MIN_CHUNKS, ExpandPool, in_order
-from kmc.checker.stores.frontier import MemorySaved, new_queue
-from kmc.checker.stores.seen import CompactSeenSet
+from ..core import keys
+from ..core.coverage import row_counts
+from ..core.driver import LevelDriver, OnLevel, Progress, Search
+from ..core.kernel import require_symmetric, split_properties
+from ..core.level import LevelStep, decided, record_first
+from ..core.options import Options
+from ..core.parts import Found, FrontierQueue, SavedQueue, SavedStore, Store
+from ..core.result import Path, Stats
+from ..core.trace import path_by_choices
+from ..graph.liveness import Column
+from ..graph.visitor import GraphVisitor
+from ..stores.frontier import MemorySaved, new_queue
+from ..stores.seen import CompactSeenSet
+from .workers import MIN_CHUNKS, ExpandPool, in_order
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
 NUMBERS_SLICE = 1 << 20  # stored fingerprints ``RowsSearch.numbers_of`` sorts at a time
@@ -362,7 +363,7 @@ class RowsSearch(Search):
 class BatchEngine(LevelDriver):
     """Breadth-first exploration of a model that has a batch kernel (see
     ``checker.core.driver.LevelDriver`` for the arguments); ``kernel`` replaces the model's own
-    (``checker.contract.states_kernel.StatesKernel`` runs a per-state model on rows); ``store``
+    (``checker.core.states_kernel.StatesKernel`` runs a per-state model on rows); ``store``
     replaces the in-memory store (``checker.stores.disk.DiskStore``); ``snapshot_format``
     names what its snapshots hold (``STATES_ROWS_FORMAT``: rows of Python states)."""
 

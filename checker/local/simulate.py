@@ -18,12 +18,13 @@ import random
 import time
 
 import attrs
-from kmc.checker.contract.protocol import action_name, successors, with_defaults
-from kmc.checker.core.fingerprint import fingerprint
-from kmc.checker.core.kernel import split_properties
-from kmc.checker.core.keys import tally
-from kmc.checker.core.level import state_failures, step_failures
-from kmc.checker.core.result import Path, Step, Violation
+
+from ..base.fingerprint import fingerprint
+from ..contract.protocol import action_name, successors, with_defaults
+from ..core.kernel import split_properties
+from ..core.keys import tally
+from ..core.level import state_failures, step_failures
+from ..core.result import Path, Step, Violation
 
 
 @attrs.define

@@ -14,19 +14,20 @@ from operator import add
 from typing import Any
 
 import numpy as np
-from kmc.checker.contract.protocol import Model, Property, action_name, fair_instance, with_defaults
-from kmc.checker.contract.states_kernel import StatesKernel
-from kmc.checker.core.driver import LevelDriver, OnLevel, Progress, Search
-from kmc.checker.core.fingerprint import fingerprint_bytes
-from kmc.checker.core.kernel import canonical_encoder, expand, require_symmetric, split_properties
-from kmc.checker.core.keys import tally
-from kmc.checker.core.level import LevelStep, decided, record_first
-from kmc.checker.core.options import Options
-from kmc.checker.core.parts import Found
-from kmc.checker.core.result import CheckResult, Path, Stats
-from kmc.checker.core.trace import path_by_fingerprints
-from kmc.checker.graph.visitor import GraphVisitor
-from kmc.checker.stores.seen import SeenSet
+
+from ..base.fingerprint import fingerprint_bytes
+from ..contract.protocol import Model, Property, action_name, fair_instance, with_defaults
+from ..core.driver import LevelDriver, OnLevel, Progress, Search
+from ..core.kernel import canonical_encoder, expand, require_symmetric, split_properties
+from ..core.keys import tally
+from ..core.level import LevelStep, decided, record_first
+from ..core.options import Options
+from ..core.parts import Found
+from ..core.result import CheckResult, Path, Stats
+from ..core.states_kernel import StatesKernel
+from ..core.trace import path_by_fingerprints
+from ..graph.visitor import GraphVisitor
+from ..stores.seen import SeenSet
 
 __all__ = ["LocalEngine", "Options", "PerStateSearch", "SeenSet", "check"]
 

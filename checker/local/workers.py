@@ -45,7 +45,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
-from kmc.checker.core.driver import ResourceStop
+
+from ..core.parts import ResourceStop
 
 # A task: (chunk, depth, rank, level, skip) -> the prepared chunk (``RowsSearch.prepare_chunk``).
 Prepare = Callable[[Any, int, int, int, frozenset], Any]

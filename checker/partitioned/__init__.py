@@ -13,6 +13,6 @@ an algorithm with two ports, and nothing in this package imports pyspark:
 - ``save``, ``digests``: a level saved for a checkpoint, and its verification on resume.
 """
 
-from kmc.checker.partitioned.cluster import Cluster, Expand, InProcessCluster, Own
+from .cluster import Cluster, Expand, InProcessCluster, Own
 
 __all__ = ["Cluster", "Expand", "InProcessCluster", "Own"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from kmc.checker.checkpoints.file import CheckpointError
+from ..checkpoints.file import CheckpointError
 
 
 def digests(paths) -> dict:

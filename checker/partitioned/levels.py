@@ -31,25 +31,27 @@ from typing import Any, Protocol
 
 import attrs
 import numpy as np
-from kmc.checker.base.errors import EngineError
-from kmc.checker.base.memory import format_size
-from kmc.checker.blobs import open_blobs
-from kmc.checker.blobs.posix import PosixBlobs
-from kmc.checker.checkpoints.file import CheckpointError
-from kmc.checker.contract.kernel_check import KernelMismatchError
-from kmc.checker.contract.model_errors import task_failure
-from kmc.checker.contract.protocol import kernel_fingerprints
-from kmc.checker.core.driver import ResourceStop, Search
-from kmc.checker.core.kernel import keep_least
-from kmc.checker.core.keys import add_counts
-from kmc.checker.core.level import LevelStep, record_first
-from kmc.checker.core.parts import Store as SearchStore
-from kmc.checker.core.result import Stats
-from kmc.checker.core.trace import ROOT, parent_chain, path_by_choices
-from kmc.checker.graph.visitor import GraphVisitor
-from kmc.checker.partitioned.cluster import Cluster, one_line
-from kmc.checker.partitioned.rows import RowsStore, owner_of, owners, split_frontier
-from kmc.checker.partitioned.save import (
+
+from ..base.errors import EngineError
+from ..base.memory import format_size
+from ..blobs import open_blobs
+from ..blobs.posix import PosixBlobs
+from ..checkpoints.file import CheckpointError
+from ..contract.kernel_check import KernelMismatchError
+from ..contract.model_errors import task_failure
+from ..contract.protocol import kernel_fingerprints
+from ..core.driver import Search
+from ..core.kernel import keep_least
+from ..core.keys import add_counts
+from ..core.level import LevelStep, record_first
+from ..core.parts import ResourceStop
+from ..core.parts import Store as SearchStore
+from ..core.result import Stats
+from ..core.trace import ROOT, parent_chain, path_by_choices
+from ..graph.visitor import GraphVisitor
+from .cluster import Cluster, one_line
+from .rows import RowsStore, owner_of, owners, split_frontier
+from .save import (
     check_format,
     load_saved,
     relocate,
@@ -58,7 +60,7 @@ from kmc.checker.partitioned.save import (
     verify_objects,
     verify_saved,
 )
-from kmc.checker.partitioned.tasks import expand_partition, own_partition, read_graph_records
+from .tasks import expand_partition, own_partition, read_graph_records
 
 
 @attrs.frozen

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
-from kmc.checker.base.errors import EngineError
-from kmc.checker.base.owner import owner_gone, owner_line, start_time
-from kmc.checker.blobs import Blobs, open_blobs
-from kmc.checker.blobs.posix import PosixBlobs
+
+from ..base.errors import EngineError
+from ..base.owner import owner_gone, owner_line, start_time
+from ..blobs import Blobs, open_blobs
+from ..blobs.posix import PosixBlobs
 
 
 class RowsStore:
@@ -249,7 +250,7 @@ def clean_stale(parent=None) -> str | None:
             unknown.append(entry.path)
     parts = []
     if removed:
-        from kmc.checker.base.memory import format_size
+        from ..base.memory import format_size
 
         parts.append(
             f"removed {removed} Spark store{'s' if removed > 1 else ''} of runs that were killed "
@@ -290,7 +291,7 @@ def _clean_stale_objects(blobs: Blobs) -> str | None:
             removed, freed = removed + 1, freed + size
     if not removed:
         return None
-    from kmc.checker.base.memory import format_size
+    from ..base.memory import format_size
 
     return (
         f"removed {removed} Spark store{'s' if removed > 1 else ''} of runs that were killed "
@@ -638,7 +639,7 @@ def _header(f) -> tuple[int, np.dtype, tuple]:
     return f.tell(), dtype, tuple(shape)
 
 
-# Rows of Python states (``checker.contract.states_kernel``) are object arrays: saved as this marker
+# Rows of Python states (``checker.core.states_kernel``) are object arrays: saved as this marker
 # and the bytes of the list of states, pickled (``use_pickler``).
 _PICKLED = np.array([b"kmc-pickled-objects"])
 

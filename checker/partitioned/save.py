@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from kmc.checker.base.errors import EngineError
-from kmc.checker.checkpoints.file import CheckpointError, claim_data_dir
-from kmc.checker.partitioned.digests import verify_files
-from kmc.checker.partitioned.rows import RowsStore, digest_of, load_arrays, one_line_os, owners, split_frontier
+
+from ..base.errors import EngineError
+from ..checkpoints.file import CheckpointError, claim_data_dir
+from .digests import verify_files
+from .rows import RowsStore, digest_of, load_arrays, one_line_os, owners, split_frontier
 
 SNAPSHOT_FORMAT = "spark-rows-1"  # the snapshot format of the Spark engine
 STATES_FORMAT = "spark-states-1"  # ... on the per-state path (rows of Python states)

@@ -13,10 +13,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-from kmc.checker.contract.protocol import columns, kernel_fingerprints
-from kmc.checker.core.coverage import task_part
-from kmc.checker.core.keys import first_per_fingerprint, key_choice, key_order, key_parent
-from kmc.checker.partitioned.rows import (
+
+from ..contract.protocol import columns, kernel_fingerprints
+from ..core.coverage import task_part
+from ..core.keys import first_per_fingerprint, key_choice, key_order, key_parent
+from ..stores.seen import merge_runs, merges, runs_contain
+from .rows import (
     Writer,
     forget_runs,
     front_name,
@@ -31,7 +33,6 @@ from kmc.checker.partitioned.rows import (
     succ_name,
     succ_order,
 )
-from kmc.checker.stores.seen import merge_runs, merges, runs_contain
 
 SLICE_ROWS = 1 << 16  # frontier rows expanded (one kernel call) and deduplicated together in a task
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from kmc.checker.partitioned.cluster import Expand, Own
-from kmc.checker.spark.session import cancel_group
-from kmc.checker.spark.tasks import expanding, in_spark, shuffle_owner
+from ..partitioned.cluster import Expand, Own
+from .session import cancel_group
+from .tasks import expanding, in_spark, shuffle_owner
 
 
 class SparkCluster:

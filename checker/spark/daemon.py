@@ -17,12 +17,13 @@ import os
 import sys
 
 import numpy  # noqa: F401  (imported before the fork: that is the point)
-from kmc.checker import fingerprint  # noqa: F401
-from kmc.checker.base.memory import keep_freed_memory
-from kmc.checker.partitioned import tasks  # noqa: F401
-from kmc.checker.spark import tasks as spark_tasks  # noqa: F401
-from kmc.checker.spark.session import PRELOAD_VARIABLE
 from pyspark import daemon
+
+from ..base import fingerprint  # noqa: F401
+from ..base.memory import keep_freed_memory
+from ..partitioned import tasks  # noqa: F401
+from . import tasks as spark_tasks  # noqa: F401
+from .session import PRELOAD_VARIABLE
 
 if __name__ == "__main__":
     keep_freed_memory()

@@ -83,25 +83,25 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from kmc.checker.base.errors import EngineError, UsageError
-from kmc.checker.checkpoints.file import CheckpointError
-from kmc.checker.contract.kernel_check import kernel_check
-from kmc.checker.contract.model_errors import task_failure
-from kmc.checker.contract.protocol import batch_path, with_defaults
-from kmc.checker.contract.states_kernel import StatesKernel
-from kmc.checker.core.driver import LevelDriver
-from kmc.checker.core.kernel import canonical_encoder, require_symmetric, split_properties
-from kmc.checker.core.options import Options
-from kmc.checker.core.result import CheckResult
-from kmc.checker.graph.visitor import GraphVisitor
-from kmc.checker.partitioned.cluster import one_line
-from kmc.checker.partitioned.levels import LevelsSetup, PartitionedLevels
-from kmc.checker.partitioned.rows import RowsStore
-from kmc.checker.partitioned.save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
-from kmc.checker.spark.search import DriverLevels
-from kmc.checker.spark.session import partitions_bad, quiet_py4j
-from kmc.checker.spark.start import Session
-from kmc.checker.spark.tasks import prepare_worker
+from ..base.errors import EngineError, UsageError
+from ..checkpoints.file import CheckpointError
+from ..contract.kernel_check import kernel_check
+from ..contract.model_errors import task_failure
+from ..contract.protocol import batch_path, with_defaults
+from ..core.driver import LevelDriver
+from ..core.kernel import canonical_encoder, require_symmetric, split_properties
+from ..core.options import Options
+from ..core.result import CheckResult
+from ..core.states_kernel import StatesKernel
+from ..graph.visitor import GraphVisitor
+from ..partitioned.cluster import one_line
+from ..partitioned.levels import LevelsSetup, PartitionedLevels
+from ..partitioned.rows import RowsStore
+from ..partitioned.save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
+from .search import DriverLevels
+from .session import partitions_bad, quiet_py4j
+from .start import Session
+from .tasks import prepare_worker
 
 __all__ = ["DRIVER_LEVEL_LIMIT", "SNAPSHOT_FORMAT", "STATES_FORMAT", "SparkRowsEngine"]
 
@@ -121,7 +121,7 @@ class SparkRowsEngine(LevelDriver):
             partitions (default: one per executor core,
             ``checker.spark.session.default_partitions``); verbose: Spark's own log lines.
         per_state: run the model's own successor function over rows of Python states
-            (``checker.contract.states_kernel.StatesKernel``) instead of its batch kernel; a model
+            (``checker.core.states_kernel.StatesKernel``) instead of its batch kernel; a model
             without a batch kernel always runs so.
         driver_level_limit: leading levels of at most this many states are expanded on
             the driver; 0 hands over to Spark right after the initial states.
@@ -258,8 +258,8 @@ class SparkRowsEngine(LevelDriver):
         """
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
-        from kmc.checker.blobs import store_location
-        from kmc.checker.partitioned.rows import clean_stale
+        from ..blobs import store_location
+        from ..partitioned.rows import clean_stale
 
         spark = self.setup.cluster is None
         if self.store_dir is not None:  # first: a store no executor could use, before the master's probe
@@ -349,7 +349,7 @@ class SparkRowsEngine(LevelDriver):
 
 def _submit_master() -> str | None:
     try:
-        from kmc.checker.spark.session import submit_master
+        from .session import submit_master
     except ImportError:
         return None
     return submit_master()
@@ -366,8 +366,8 @@ def _check_master(master) -> str:
     active = SparkContext._active_spark_context
     if active is not None:
         return str(active.master)
-    from kmc.checker.spark.master import DEFAULT_MASTER, check_reachable, validate_master
-    from kmc.checker.spark.session import check_submit_master
+    from .master import DEFAULT_MASTER, check_reachable, validate_master
+    from .session import check_submit_master
 
     submit = check_submit_master(master)
     if submit is not None:  # under spark-submit: its master, reached already

@@ -18,8 +18,8 @@ import socket
 import struct
 import time
 
-from kmc.checker.base.errors import EngineError
-from kmc.checker.base.units import HOST_PORT, K8S_MASTER, validate_master  # noqa: F401  (the master URL's syntax)
+from ..base.errors import EngineError
+from ..base.units import HOST_PORT, K8S_MASTER, validate_master  # noqa: F401  (the master URL's syntax)
 
 # Spark's local mode does not retry a failed task unless the master says so: with
 # local[*] one crashed Python worker aborts the whole run. "local[*,4]" gives every task

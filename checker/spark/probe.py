@@ -7,9 +7,9 @@ import os
 from functools import partial
 from typing import Any
 
-from kmc.checker.partitioned.levels import StoreUnseenError, unseen_line
-from kmc.checker.partitioned.rows import RowsStore
-from kmc.checker.spark.tasks import read_probe
+from ..partitioned.levels import StoreUnseenError, unseen_line
+from ..partitioned.rows import RowsStore
+from .tasks import read_probe
 
 PROBE = "probe"  # the object the store's probe job reads
 PROBE_TASKS = 4  # tasks per core of the session's default parallelism in that job

@@ -9,15 +9,15 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from kmc.checker.contract.kernel_check import KernelCheck
-from kmc.checker.contract.protocol import BatchKernel, Model, Property
-from kmc.checker.graph.visitor import GraphVisitor
-from kmc.checker.local.rows import ROWS_FORMAT, RowsSearch
-from kmc.checker.partitioned.levels import LevelsSetup, PartitionedLevels, StoreUnseenError
-from kmc.checker.partitioned.rows import RowsStore
-from kmc.checker.partitioned.save import check_format
-from kmc.checker.spark.probe import probe_store
-from kmc.checker.spark.start import EARLY, Session
+from ..contract.kernel_check import KernelCheck
+from ..contract.protocol import BatchKernel, Model, Property
+from ..graph.visitor import GraphVisitor
+from ..local.rows import ROWS_FORMAT, RowsSearch
+from ..partitioned.levels import LevelsSetup, PartitionedLevels, StoreUnseenError
+from ..partitioned.rows import RowsStore
+from ..partitioned.save import check_format
+from .probe import probe_store
+from .start import EARLY, Session
 
 
 class DriverLevels(RowsSearch):

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kmc.checker.base.errors import EngineError
-from kmc.checker.partitioned.cluster import one_line
-from kmc.checker.spark.master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
+from ..base.errors import EngineError
+from ..partitioned.cluster import one_line
+from .master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
 
 # Lines the JVM prints on stderr before any logging is configured.
 _JVM_NOISE = ("WARNING: Using incubator modules",)

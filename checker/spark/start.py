@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kmc.checker.partitioned.cluster import Cluster, InProcessCluster
-from kmc.checker.partitioned.rows import RowsStore
-from kmc.checker.spark.cluster import SparkCluster
-from kmc.checker.spark.probe import probe_store
-from kmc.checker.spark.session import cancel_group, default_partitions, spark_context
-from kmc.checker.spark.tasks import planted_fault, shuffle_owner, warm_up_pair, warm_up_pass
+from ..partitioned.cluster import Cluster, InProcessCluster
+from ..partitioned.rows import RowsStore
+from .cluster import SparkCluster
+from .probe import probe_store
+from .session import cancel_group, default_partitions, spark_context
+from .tasks import planted_fault, shuffle_owner, warm_up_pair, warm_up_pass
 
 # The session starts in the background once a driver level has more than
 # driver_level_limit / EARLY states (levels grow by less than this factor per level).

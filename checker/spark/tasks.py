@@ -12,8 +12,8 @@ import signal
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from kmc.checker.blobs.arrow import use_scratch
-from kmc.checker.partitioned.rows import use_pickler
+from ..blobs.arrow import use_scratch
+from ..partitioned.rows import use_pickler
 
 Task = Callable[[int, Iterator[Any]], Iterable[Any]]
 

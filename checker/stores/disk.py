@@ -55,12 +55,13 @@ from typing import Any
 
 import attrs
 import numpy as np
-from kmc.checker.base.errors import EngineError
-from kmc.checker.base.owner import owner_gone, owner_line
-from kmc.checker.base.units import format_size
-from kmc.checker.checkpoints.file import CheckpointError, claim_data_dir, read_manifest
-from kmc.checker.core.driver import ResourceStop
-from kmc.checker.stores.seen import PrefixFilter, block_contains, block_index, merge_runs, merge_tail, runs_contain
+
+from ..base.errors import EngineError
+from ..base.owner import owner_gone, owner_line
+from ..base.units import format_size
+from ..checkpoints.file import CheckpointError, claim_data_dir, read_manifest
+from ..core.parts import ResourceStop
+from .seen import PrefixFilter, block_contains, block_index, merge_runs, merge_tail, runs_contain
 
 BUCKET_BITS = 6  # 64 buckets: a merge rewrites at most 1/64 of the fingerprints
 STRIDE = 256  # a run's index holds every STRIDE-th fingerprint (a lookup reads 2 KiB of its file)
@@ -662,7 +663,7 @@ def new_store(kind: str, store_dir: Any = None, checkpoint_dir: Any = None):
     """The store ``kind`` (``"memory"`` or ``"disk"``) of a rows search: the disk store's
     directory in ``store_dir``, else in the checkpoint directory, else the temporary
     directory."""
-    from kmc.checker.stores.seen import CompactSeenSet
+    from .seen import CompactSeenSet
 
     if kind == "memory":
         return CompactSeenSet()

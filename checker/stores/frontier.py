@@ -8,7 +8,7 @@ being expanded and the next one, as rows.
   written raw, row after row, and the current level is read back a chunk at a time at
   its offset (``np.fromfile``): resident memory is one chunk, whatever the level's size,
   and the pages read are handed back to the page cache at once. Rows of Python states
-  (``checker.contract.states_kernel``) are written as pickled blocks, each after its length. The
+  (``checker.core.states_kernel``) are written as pickled blocks, each after its length. The
   file of a finished level is deleted at the swap; a checkpoint links the current
   level's file where the store's files go, and a resumed run links it back.
 
@@ -29,10 +29,10 @@ from typing import Any, cast
 
 import attrs
 import numpy as np
-from kmc.checker.base.errors import EngineError
-from kmc.checker.core.driver import ResourceStop
-from kmc.checker.core.parts import FrontierQueue, SavedQueue
-from kmc.checker.stores import disk as disk_store
+
+from ..base.errors import EngineError
+from ..core.parts import FrontierQueue, ResourceStop, SavedQueue
+from . import disk as disk_store
 
 READ_ROWS = 1 << 15  # rows a block when a saved level is read back
 _LENGTH = np.dtype("<u8")  # the length before a pickled block

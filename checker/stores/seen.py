@@ -27,7 +27,8 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
-from kmc.checker.core.trace import parent_chain
+
+from ..core.trace import parent_chain
 
 
 class CompactSeenSet:

@@ -6,8 +6,8 @@ in the model's order): deterministic, so the same walk gives the same states on 
 machine with the same spec (``checker.core.trace.replay_choices``). For a walk the explorer
 gives the steps so far, the enabled next steps (named as traces name them), every
 property's status in the last state, and the state drawn by a *view*: ``KafkaView`` (the
-per-replica table of the terminal, ``reports.state_view``, and the swimlane of the walk,
-``reports.diagram``/``reports.svg``: the renderers of ``kmc check``'s outputs) or
+per-replica table of the terminal, ``render.state_view``, and the swimlane of the walk,
+``render.diagram``/``render.svg``: the renderers of ``kmc check``'s outputs) or
 ``GenericView`` (any model: the state's fields).
 
 A background search (the engine ``kmc check`` runs) fills in the spec's verdicts, each
@@ -213,7 +213,7 @@ class Explorer:
 
     def _disabled(self, state, enabled_names) -> list[dict]:
         """The actions not enabled in ``state``, each with why: the conditions of its guard
-        that fail (``reports.why_not``), or, for a model that declares none, each action
+        that fail (``render.why_not``), or, for a model that declares none, each action
         name none of whose actions is enabled, "no guard conditions declared"."""
         from .why_not import NOT_DECLARED, answers
 

@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from kmc.checker.base.errors import UsageError
-from kmc.checker.contract.protocol import KernelBase, Model, action_name, batch_path, successors, with_defaults
-from kmc.checker.core.fingerprint import fingerprint_bytes
-from kmc.checker.core.kernel import canonical_encoder
-from kmc.checker.core.keys import CHOICES
+
+from ..base.errors import UsageError
+from ..base.fingerprint import fingerprint_bytes
+from ..contract.protocol import KernelBase, Model, action_name, batch_path, successors, with_defaults
+from .kernel import canonical_encoder
+from .keys import CHOICES
 
 
 class StatesKernel(KernelBase):

@@ -1,4 +1,4 @@
-"""A counterexample as a swimlane diagram in SVG (``reports.diagram`` draws nothing itself).
+"""A counterexample as a swimlane diagram in SVG (``render.diagram`` draws nothing itself).
 
 Lanes run across (the controller on top, then the replicas), steps run down the columns,
 left to right. The drawing is self-contained: generic font families, no script, no link,
@@ -124,7 +124,7 @@ class _Layout:
 
 
 def render(d, *, standalone=True, title="") -> str:
-    """The SVG document of a ``reports.diagram.Diagram`` (``standalone``: with an XML
+    """The SVG document of a ``render.diagram.Diagram`` (``standalone``: with an XML
     declaration, for a file of its own; ``title``: a line above the diagram)."""
     lay = _Layout(d)
     out: list[str] = []

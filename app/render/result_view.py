@@ -1,6 +1,6 @@
 """The terminal face of ``kmc check``'s outcome, drawn with rich through
 ``__rich_console__``: the constants, the verdicts, the statistics, the per-action counts,
-the counterexamples (``reports.terminal.TraceView``) and a one-line summary.
+the counterexamples (``render.terminal.TraceView``) and a one-line summary.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A counterexample as a Mermaid ``sequenceDiagram``, for pasting into Markdown (GitHub,
 GitLab, Confluence): one participant for the controller and one per replica, one message
 or note per step, headed by the step's number, action and the model's sentence for it,
-and the violation in a note at the end. Drawn from ``reports.diagram``.
+and the violation in a note at the end. Drawn from ``render.diagram``.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def _changes(d, prev, col) -> list[str]:
 
 
 def render(d, *, title="", config=None) -> str:
-    """The Mermaid text of a ``reports.diagram.Diagram`` (``title``: a comment line;
+    """The Mermaid text of a ``render.diagram.Diagram`` (``title``: a comment line;
     ``config``: the model's configuration, a comment line under it)."""
     ids = _ids(d)
     everyone = f"{ids[0]},{ids[-1]}"

@@ -3,7 +3,7 @@
 Everything here goes through the model protocol (``checker.contract.protocol``): an action's text
 is ``format_action``, a step's sentence ``describe_step``, a state's line
 ``format_state`` (its fields when the model has no view of its own). The Kafka model's
-own views (``reports.result_view``, ``reports.json_result``, ``reports.pictures``) show
+own views (``render.result_view``, ``render.json_result``, ``render.pictures``) show
 more; these show any model a user writes (``kmc check --model``).
 """
 
@@ -264,7 +264,7 @@ def cover_line(result, name) -> Text:
 
 
 def _label(text) -> str:
-    """Text inside a quoted Mermaid flowchart label: ``reports.mermaid.escape`` (the
+    """Text inside a quoted Mermaid flowchart label: ``render.mermaid.escape`` (the
     escape of every Mermaid kmc writes), and the quote and the backquote (which would end
     the label or make it Markdown) as entity codes."""
     return mermaid.escape(text).replace('"', "#quot;").replace("`", "#96;")

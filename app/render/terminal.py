@@ -4,8 +4,8 @@ engines never import rich).
 ``TraceView`` shows one counterexample the way TLC numbers it (``State 1: initial``,
 ``State 2: Produce(A)``, ...), each step headed by the action's text and the model's
 sentence for what it did (``checker.contract.protocol.format_action`` and ``describe_step``), each
-state a ``reports.state_view.StateView`` (or its ``diff_lines``). The whole run's view is
-``reports.result_view``.
+state a ``render.state_view.StateView`` (or its ``diff_lines``). The whole run's view is
+``render.result_view``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``StateView`` shows one state as a table of replicas plus the controller and the history
 variables, with every value that changed since the previous state highlighted;
 ``diff_lines`` lists only the changed variables. A counterexample made of them is
-``reports.terminal.TraceView``.
+``render.terminal.TraceView``.
 """
 
 from __future__ import annotations

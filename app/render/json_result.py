@@ -356,7 +356,7 @@ def result_to_dict(spec, model, result) -> dict:
 def _violation_to_dict(model, v) -> dict:
     """One violation; an always-possibly one also carries ``trap_states``: how many
     distinct states (orbits under symmetry reduction) are traps; a liveness one its
-    ``lasso`` (``reports.counterexample.lasso_dict``)."""
+    ``lasso`` (``render.counterexample.lasso_dict``)."""
     doc = {"property": v.property, "kind": v.kind, "explanation": v.explanation}
     traps = getattr(v, "traps", None)
     if traps is not None:

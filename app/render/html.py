@@ -1,6 +1,6 @@
 """A counterexample as one self-contained HTML page: a header (the spec's title, its
 configuration and the run's counts), then for each violation the swimlane diagram
-(``reports.svg``, inline), the violated property and the steps in words.
+(``render.svg``, inline), the violated property and the steps in words.
 
 Everything is inline: the CSS in a ``<style>`` element, the SVG in the page, no script, no
 font, no image, no link to anything outside the file, so it opens offline and can be sent
@@ -87,7 +87,7 @@ def page(
     """The whole HTML document.
 
     Args:
-        diagrams: ``reports.diagram.Diagram`` values, one section each.
+        diagrams: ``render.diagram.Diagram`` values, one section each.
         title: the spec's title (else a generic one).
         path: the spec's (or the saved result's) file name.
         description: the spec's description.
@@ -96,7 +96,7 @@ def page(
         verdicts: ``(property, verdict)`` pairs.
         command: the command that made the page (shown in the footer).
         empty: what to say when ``diagrams`` is empty.
-        coverage: the run's coverage (``reports.coverage.coverage_to_dict``), a section
+        coverage: the run's coverage (``render.coverage.coverage_to_dict``), a section
             after the diagrams.
     """
     heading = title or "kmc counterexample"

@@ -11,7 +11,7 @@ and leader changes from the controller, a leader's request to change the ISR and
 controller's answer, an operator's controlled shutdown (the broker's request, then the
 controller's answer) and a min ISR change reaching the leader's broker; crashes, restarts,
 clean stops and failed log directories are marks of a replica's cell.
-The renderers (``reports.svg``, ``reports.mermaid``, ``reports.html``) only draw this.
+The renderers (``render.svg``, ``render.mermaid``, ``render.html``) only draw this.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ HOLDS = "holds"  # a diagram's kind when its last state violates nothing (build_
 
 
 def epoch_colour(epoch: int) -> str:
-    """The terminal's colour of a leader epoch (``reports.terminal.EPOCH_STYLES``), as
+    """The terminal's colour of a leader epoch (``render.terminal.EPOCH_STYLES``), as
     ``#rrggbb``."""
     from rich.color import Color
 

@@ -172,9 +172,9 @@ import importlib, pkgutil, signal, sys
 SIGNALS = [s for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP)]
 before = {s: signal.getsignal(s) for s in SIGNALS}
 names = []
-for package in ("kmc.checker", "kmc.model", "kmc.invariants", "kmc.app.render", "kmc.app", "kmc.app.commands"):
+for package in ("kmc.checker", "kmc.model", "kmc.invariants", "kmc.app"):
     module = importlib.import_module(package)
-    names += [package] + [f"{package}.{m.name}" for m in pkgutil.iter_modules(module.__path__)]
+    names += [package] + [m.name for m in pkgutil.walk_packages(module.__path__, package + ".")]
 for name in names:
     importlib.import_module(name)
 after = {s: signal.getsignal(s) for s in SIGNALS}

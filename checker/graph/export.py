@@ -1,9 +1,10 @@
 """The reachable state graph of a model, as a networkx graph, and its export to files.
 
 Nodes are states, keyed by their fingerprint written as 16 hex digits (the fingerprint is
-a state's identity for every engine); edges are transitions. The graph is built by
-visiting the local engine's search (``checker.local.states``), so it has exactly the engine's
-distinct states, in its order, and one edge per generated transition: since a state's enabled actions are all
+a state's identity for every engine); edges are transitions. The graph is built by a
+client of the local engine's graph visitor (``StateGraphClient``, ``checker.core.visitor``),
+so it has exactly the engine's distinct states, in its order, and one edge per generated
+transition: since a state's enabled actions are all
 different, that is also the number of distinct ``(from, to, action)`` triples.
 
 Generic: the model supplies the texts through the ``label`` and ``action_text``
@@ -12,17 +13,22 @@ functions the caller passes in.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (imported where a graph is built or written: it is a sixth of kmc's start-up)
     import networkx as nx
 
+import attrs
+import numpy as np
+
 from ..base.errors import UsageError
 from ..base.fingerprint import fingerprint
-from ..contract.protocol import action_name, format_action, with_defaults
-from ..core.kernel import split_properties
-from ..core.level import state_failures, step_failures
+from ..contract.protocol import Property, action_name, format_action, with_defaults
+from ..core.kernel import expand, split_properties
+from ..core.level import LevelStep, state_failures, step_failures
+from ..core.visitor import Explored
 
 FORMATS = (".dot", ".graphml", ".gexf")
 GENERATOR = "kmc state graph"  # names kmc in every file it writes (kmc.app.outputs)
@@ -70,29 +76,16 @@ def state_graph(
     action_text = action_text or (lambda action: format_action(model, action))
     props = list(model.properties() if properties is None else properties)
     invariants, step_props = split_properties(props)
-    nodes: dict[int, tuple] = {}  # fp -> (state, depth, initial); insertion order = BFS order
-    edges: list[tuple] = []
-    for state in model.init_states():
-        nodes.setdefault(fingerprint(model, state), (state, 1, True))
-    _limit(nodes, max_states)
-
-    def visit(fp: int, state: Any, out: list) -> None:  # the local engine's search, visited (checker.local.states)
-        depth = nodes[fp][1] + 1
-        for choice, action, succ, sfp in out:
-            bad = step_failures(model, state, action, succ, step_props)
-            edges.append((fp, sfp, choice, action, bad))
-            if sfp not in nodes:
-                nodes[sfp] = (succ, depth, False)
-        _limit(nodes, max_states)
-
     from ..core.options import Options
     from ..local.states import LocalEngine
 
-    LocalEngine(model, props, Options(keep_going=True), visit=visit).run()
+    client = StateGraphClient(model, step_props, max_states)
+    LocalEngine(model, props, Options(keep_going=True), clients=[client]).run()
+    nodes, edges = client.nodes, client.edges
     import networkx as nx
 
     g = nx.MultiDiGraph(name=GENERATOR, distinct_states=len(nodes), transitions=len(edges))
-    expanded = {e[0] for e in edges}
+    expanded = {e[1] for e in edges}
     for fp, (state, d, initial) in nodes.items():
         bad = state_failures(model, state, invariants)
         g.add_node(
@@ -103,7 +96,7 @@ def state_graph(
             violates=",".join(name for name, _ in bad),
             terminal=fp not in expanded,
         )
-    for src, dst, choice, action, bad in edges:
+    for _number, src, dst, choice, action, bad in edges:
         g.add_edge(
             node_id(src),
             node_id(dst),
@@ -114,6 +107,80 @@ def state_graph(
             violates=",".join(name for name, _ in bad),
         )
     return g
+
+
+@attrs.frozen
+class _StatesTask:
+    """The state graph's record of stored states: the states themselves (a local search's
+    only)."""
+
+    width = 1
+
+    def flags(self, rows: Any, level: LevelStep) -> list[Any]:
+        return [level.kernel.decode(row) for row in rows]
+
+    def keeps(self, flags: list[Any], count: int) -> np.ndarray:
+        return np.ones(count, dtype=np.bool_)
+
+
+class StateGraphClient:
+    """A graph client that keeps the nodes and edges of the state graph (``state_graph``):
+    nodes by fingerprint in the order the search stores them (``(state, depth, initial)``),
+    edges as ``(source number, source fp, successor fp, choice, action, failed step
+    properties)``. An edge's action and successor are the parent's expansion's (asked
+    again of the model: a graph is at most ``max_states`` states).
+
+    Raises (from the search):
+        GraphTooLarge: more than ``max_states`` states are reachable.
+    """
+
+    task = _StatesTask()
+    fairness = False
+    saved_as = None
+
+    def __init__(self, model: Any, step_props: Sequence[Property], max_states: int | None) -> None:
+        self.model, self.step_props, self.max_states = model, step_props, max_states
+        self.nodes: dict[int, tuple[Any, int, bool]] = {}  # insertion order = the search's
+        self.edges: list[tuple[int, int, int, int, Any, list[tuple[str, str]]]] = []
+        self.states: list[Any] = []  # by number
+        self.fps: list[int] = []
+
+    def add_flags(self, first: int, flags: list[Any]) -> None:
+        for state in flags:
+            fp = fingerprint(self.model, state)
+            self.states.append(state)
+            self.fps.append(fp)
+            if not first:  # the initial states
+                self.nodes.setdefault(fp, (state, 1, True))
+        _limit(self.nodes, self.max_states)
+
+    def add_edges(self, src: np.ndarray, dst_fp: np.ndarray, choices: np.ndarray, fair: np.ndarray | None) -> None:
+        model, nodes = self.model, self.nodes
+        out: dict[int, dict[int, tuple[Any, Any]]] = {}  # parent -> choice -> (action, successor)
+        for number, sfp, choice in zip(src.tolist(), dst_fp.tolist(), choices.tolist()):
+            if number not in out:
+                out[number] = {c: (action, succ) for c, action, succ, _ in expand(model, self.states[number])}
+            action, succ = out[number][choice]
+            state, fp = self.states[number], self.fps[number]
+            bad = step_failures(model, state, action, succ, self.step_props)
+            self.edges.append((number, fp, sfp, choice, action, bad))
+            if sfp not in nodes:
+                nodes[sfp] = (succ, nodes[fp][1] + 1, False)
+        _limit(nodes, self.max_states)
+
+    def rollback(self, n_states: int) -> None:
+        del self.states[n_states:], self.fps[n_states:]
+        self.nodes = dict(list(self.nodes.items())[:n_states])
+        self.edges = [e for e in self.edges if e[0] < n_states]
+
+    def save(self) -> None:
+        return None
+
+    def restore(self, saved: object) -> None:
+        pass
+
+    def decide(self, explored: Explored) -> None:
+        return None
 
 
 def _limit(nodes: dict, max_states: int | None) -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-_WORD = 64  # fair instances a uint64 word holds
-_CHUNK = 1 << 20  # items a decision reads from a column at a time
+WORD = 64  # fair instances a uint64 word holds
+CHUNK = 1 << 20  # items a decision reads from a column at a time
 
 
-def _bit(codes: np.ndarray) -> np.ndarray:
+def word_bit(codes: np.ndarray) -> np.ndarray:
     """Each instance code's bit in its uint64 word."""
-    return np.left_shift(np.uint64(1), (codes % _WORD).astype(np.uint64))
+    return np.left_shift(np.uint64(1), (codes % WORD).astype(np.uint64))
 
 
 @attrs.frozen
@@ -44,7 +44,7 @@ class Lasso:
         return len(self.steps) == self.to_loop
 
 
-class _Finder:
+class Finder:
     """The positions of keys in a sorted array of distinct uint64 fingerprints that holds
     them all. Fingerprints are spread evenly over the 64-bit range, so a directory of
     their high bits (about one entry per fingerprint) leaves a few candidates per key,
@@ -89,7 +89,7 @@ def _components(m: int, starts: np.ndarray, to: np.ndarray) -> np.ndarray:
     rows = np.zeros(m + 1, dtype=index)
     k = lo = 0
     while lo < m:
-        hi = int(np.searchsorted(starts, starts[lo] + _CHUNK, side="right")) - 1
+        hi = int(np.searchsorted(starts, starts[lo] + CHUNK, side="right")) - 1
         hi = min(max(hi, lo + 1), m)  # about a chunk of edges, at least one row
         a, b = int(starts[lo]), int(starts[hi])
         row = np.repeat(np.arange(hi - lo, dtype=np.int64), np.diff(starts[lo : hi + 1]))
@@ -104,7 +104,7 @@ def _components(m: int, starts: np.ndarray, to: np.ndarray) -> np.ndarray:
     return csgraph.connected_components(g, directed=True, connection="strong")[1]
 
 
-def _or_rows(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> None:
+def or_rows(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> None:
     """``words[rows[i]] |= bits[i]`` for every ``i`` (rows in increasing order in the usual
     case: one reduction per run of a row)."""
     if not len(rows):
@@ -118,7 +118,7 @@ def _or_rows(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> None:
 
 @attrs.frozen
 class _Components:
-    """The strongly connected components of a region of the kept graph (``_Graph``).
+    """The strongly connected components of a region of the kept graph (``KeptGraph``).
 
     Attributes:
         members: the region's nodes, increasing.
@@ -140,7 +140,7 @@ class _Components:
 
 
 @attrs.frozen
-class _Graph:
+class KeptGraph:
     """The kept graph over the waiting states, numbered ``0 .. n - 1`` in state number
     order, as compressed rows: the edges leaving node ``a`` are ``starts[a] ..
     starts[a + 1] - 1`` (in the order the search gave them), those whose target is no
@@ -200,8 +200,8 @@ class _Graph:
         while len(frontier):
             depth += 1
             found = []
-            for lo in range(0, len(frontier), _CHUNK):  # a part of the level at a time, in its order
-                part = frontier[lo : lo + _CHUNK]
+            for lo in range(0, len(frontier), CHUNK):  # a part of the level at a time, in its order
+                part = frontier[lo : lo + CHUNK]
                 edges, at = self._out(part)
                 to = self.dst[edges]
                 del edges
@@ -255,11 +255,11 @@ class _Graph:
         np.bitwise_and.at(everywhere, label, self.enabled if whole else self.enabled[members])
         taken = np.zeros_like(everywhere)
         fair_codes = self.fair if region_edges is None else self.fair[region_edges]
-        for lo in range(0, len(fair_codes), _CHUNK):  # the instances taken inside, a chunk at a time
-            codes = fair_codes[lo : lo + _CHUNK]
-            hit = internal[lo : lo + _CHUNK] & (codes >= 0)
+        for lo in range(0, len(fair_codes), CHUNK):  # the instances taken inside, a chunk at a time
+            codes = fair_codes[lo : lo + CHUNK]
+            hit = internal[lo : lo + CHUNK] & (codes >= 0)
             codes = codes[hit].astype(np.int64)
-            np.bitwise_or.at(taken, (at_label[lo : lo + _CHUNK][hit], codes // _WORD), _bit(codes))
+            np.bitwise_or.at(taken, (at_label[lo : lo + CHUNK][hit], codes // WORD), word_bit(codes))
         del fair_codes
         np.invert(taken, out=taken)  # in place: the instances enabled throughout and never taken
         np.bitwise_and(taken, everywhere, out=taken)
@@ -324,7 +324,7 @@ class _Graph:
         g = sparse.csr_matrix((np.ones(len(es), dtype=np.int8), local), shape=(m, m))
 
         def bits(words: np.ndarray) -> list[int]:
-            return [c for c in range(len(words) * _WORD) if int(words[c // _WORD]) >> (c % _WORD) & 1]
+            return [c for c in range(len(words) * WORD) if int(words[c // WORD]) >> (c % WORD) & 1]
 
         def walk(start: int, to: int) -> list[tuple[int, int]]:
             """A shortest path ``start -> to`` inside the component, as ``(node, edge)``."""
@@ -365,7 +365,7 @@ class _Graph:
             if len(found):
                 take(int(found[0]))
             else:  # a state of the component where it is disabled, the least by number
-                off = members[(self.enabled[members, code // _WORD] >> np.uint64(code % _WORD)) & np.uint64(1) == 0]
+                off = members[(self.enabled[members, code // WORD] >> np.uint64(code % WORD)) & np.uint64(1) == 0]
                 to = int(off[0])
                 steps.extend(walk(here, to))
                 here = to

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from .fair_components import _CHUNK, _WORD, Lasso, _bit, _Finder, _Graph, _or_rows
+from .fair_components import CHUNK, WORD, Finder, KeptGraph, Lasso, or_rows, word_bit
 from .possibly import NARROW_LIMIT, grown
 
 __all__ = ["Column", "Lasso", "LivenessLog"]
@@ -129,7 +129,7 @@ class Column:
                 done += got
         return out
 
-    def chunks(self, size: int = _CHUNK):
+    def chunks(self, size: int = CHUNK):
         """``(lo, items)`` over the whole column, ``size`` items at a time."""
         for lo in range(0, len(self), size):
             yield lo, self.read(lo, lo + size)
@@ -177,7 +177,7 @@ class LivenessLog:
     def __init__(self, obligations: int, instances: int) -> None:
         self.obligations, self.instances = int(obligations), int(instances)
         self._bits = max(1, -(-self.obligations // 8))  # bytes of one packed row of bits
-        self._words = max(1, -(-self.instances // _WORD))
+        self._words = max(1, -(-self.instances // WORD))
         self._states = 0
         self._waiting = np.empty(0, dtype=np.bool_)  # per state number: some obligation waits
         self._number = Column(np.uint32)  # the waiting states' numbers, increasing
@@ -358,7 +358,7 @@ class LivenessLog:
         numbers = np.empty(len(fps), dtype=np.uint32 if self._states <= NARROW_LIMIT else np.int64)
         # in parts of at most a quarter of the states (a search's lookup may need a few
         # arrays of its argument's size beside its own index of every state)
-        part = max(self._states // 4, _CHUNK)
+        part = max(self._states // 4, CHUNK)
         for lo in range(0, len(fps), part):
             asked = fps[lo : lo + part]
             got = np.asarray(numbers_of(asked), dtype=np.int64)
@@ -371,7 +371,7 @@ class LivenessLog:
         position = self._positions(index)  # built once the search's lookup is done
         node = position[numbers]
         del numbers
-        find = _Finder(fps)
+        find = Finder(fps)
         out = np.empty(self.edges, dtype=position.dtype)
         for lo, chunk in self._dst.chunks():
             out[lo : lo + len(chunk)] = node[find(chunk)]
@@ -385,9 +385,9 @@ class LivenessLog:
         position[~waiting] = -1
         return position
 
-    def _graph(self, numbers_of: Callable[[np.ndarray], np.ndarray]) -> _Graph:
+    def _graph(self, numbers_of: Callable[[np.ndarray], np.ndarray]) -> KeptGraph:
         """The kept graph over the waiting states, numbered ``0 .. n - 1`` in state number
-        order (see ``_Graph``), built a chunk of edges at a time: the targets first, then
+        order (see ``KeptGraph``), built a chunk of edges at a time: the targets first, then
         the edges whose target waits moved to the front in place."""
         numbers = self._number.read()
         n, e = len(numbers), self.edges
@@ -411,8 +411,8 @@ class LivenessLog:
             hit = f >= 0
             codes = f[hit].astype(np.int64)
             for w in range(self._words):
-                mine = codes // _WORD == w
-                _or_rows(enabled[:, w], s[hit][mine], _bit(codes[mine]))
+                mine = codes // WORD == w
+                or_rows(enabled[:, w], s[hit][mine], word_bit(codes[mine]))
             inside = dst[lo:hi] >= 0
             s = s[inside]
             if ordered and len(s):  # runs of a source: one count each
@@ -433,4 +433,4 @@ class LivenessLog:
             dst, choice, fair = dst[by], choice[by], fair[by]
         starts = np.zeros(n + 1, dtype=index)
         np.cumsum(counts, out=starts[1:])
-        return _Graph(numbers, starts, dst, choice, fair, enabled)
+        return KeptGraph(numbers, starts, dst, choice, fair, enabled)

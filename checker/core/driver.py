@@ -28,17 +28,17 @@ determinism contract are declared in ``checker.core.parts`` (``LevelSearch``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sized
+from collections.abc import Callable, Iterable, Sized
 from typing import Any
 
 import attrs
 
 from ..base.memory import resident_bytes
-from ..contract.protocol import COVER, Model, coverage_names, is_cover
+from ..contract.protocol import COVER, Model, Property, coverage_names, is_cover
 from .coverage import Coverage, NoCoverage
 from .kernel import require_symmetric, result_of, split_properties, stop_after_level
 from .options import Options
-from .parts import LevelSearch, ResourceStop, Search
+from .parts import Found, LevelSearch, ResourceStop, Search
 from .result import CheckResult, Stats, Violation
 from .trace import extend
 from .visitor import Explored
@@ -78,7 +78,7 @@ class LevelDriver:
         self,
         model: Model,
         search: LevelSearch,
-        properties=None,
+        properties: Iterable[Property] | None = None,
         options: Options | None = None,
         progress: Progress | None = None,
         *,
@@ -92,12 +92,12 @@ class LevelDriver:
             require_symmetric(self.properties)
         self.progress = progress
         self.on_level = on_level
-        self.stop_requested = None
+        self.stop_requested: str | None = None
         # a batch kernel's comparison with its model (``checker.contract.kernel_check.KernelCheck``),
         # set by an engine that has one: it counts the states compared
         self.kernel_check: Any = None
         self.stats = Stats(coverage=Coverage(coverage_names(model)) if self.options.coverage else NoCoverage())
-        self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
+        self.found: Found = {}  # property -> (kind, explanation, where)
         self.search: LevelSearch = search
         self._started = False
 
@@ -105,12 +105,14 @@ class LevelDriver:
     def possibly(self) -> list[tuple[str, object]]:
         """``(property name, EdgeLog)`` of every always-possibly property (its graph
         client's log, ``checker.graph.properties``; ``kmc bench`` measures them)."""
-        return self.search.visitor.saved("possibly")
+        saved: list[tuple[str, object]] = self.search.visitor.saved("possibly")
+        return saved
 
     @property
     def liveness(self) -> list[tuple[str, object]]:
         """``(property name, LivenessLog)`` of every liveness property."""
-        return self.search.visitor.saved("liveness")
+        saved: list[tuple[str, object]] = self.search.visitor.saved("liveness")
+        return saved
 
     # the store and the frontier, for the engines built on this one and for the tests
     @property
@@ -156,7 +158,7 @@ class LevelDriver:
             if self.options.max_depth is not None and stats.depth >= self.options.max_depth:
                 stopped = "max-depth"
                 break
-            level_found: dict[str, tuple] = {}
+            level_found: Found = {}
             boundary = (stats.generated, stats.terminal, dict(stats.fired), dict(stats.new), stats.coverage.copy())
             size = self.search.size()
             stopped, done = self._expand_level(started, size, level_found)
@@ -185,7 +187,7 @@ class LevelDriver:
             stopped = self._end_level(started)
         return self._finish(started, stopped, partial)
 
-    def _expand_level(self, started: float, size: int, level_found: dict[str, tuple]) -> tuple[str | None, int]:
+    def _expand_level(self, started: float, size: int, level_found: Found) -> tuple[str | None, int]:
         """Expand the frontier's level piece by piece: why it stopped inside the level
         (None: it did not) and how many states it expanded."""
         stats, stopped, done = self.stats, None, 0
@@ -236,7 +238,7 @@ class LevelDriver:
                 self.on_level(self)
             except ResourceStop as e:  # the checkpoint's disk is full: the run stops at this boundary
                 self.stop_detail = e.detail
-                return e.reason
+                return str(e.reason)
         return self.stop_reason_after_level()
 
     def _finish(self, started: float, stopped: str | None, partial: Stats | None) -> CheckResult:
@@ -286,7 +288,7 @@ class LevelDriver:
     # One line on why a resource stop happened (``"out-of-memory"``, ``"disk-full"``), or None.
     stop_detail: str | None = None
 
-    def cancel(self, reason="interrupted") -> None:
+    def cancel(self, reason: str = "interrupted") -> None:
         """Stop at the next piece (a signal handler calls this); the run goes back to the
         level boundary and reports ``reason``."""
         self.stop_requested = reason
@@ -314,7 +316,7 @@ class LevelDriver:
 
     # -- checkpoints --------------------------------------------------------------
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """The search at its last level boundary, as picklable data (see ``checker.checkpoints.file``).
 
         Valid between levels: from ``on_level`` or after ``run()`` returned (a run stopped
@@ -328,12 +330,12 @@ class LevelDriver:
         snap.update(self.search.visitor.snapshot())  # only the logs present: old forms stay
         return snap
 
-    def committed(self, snapshot: dict) -> None:
+    def committed(self, snapshot: dict[str, Any]) -> None:
         """A checkpoint of ``snapshot`` is written (``checker.checkpoints.writer``): an engine
         whose levels live outside the process frees what no checkpoint names now; nothing
         here."""
 
-    def restore(self, snapshot: dict, directory=None) -> None:
+    def restore(self, snapshot: dict[str, Any], directory: Any = None) -> None:
         """Continue from a ``snapshot()`` (of this model, properties and options): the
         next ``run()`` goes on from its level boundary. (``directory``, the checkpoint's,
         is for engines that keep files beside the snapshot.)"""
@@ -351,7 +353,7 @@ class LevelDriver:
 
     # -- results ------------------------------------------------------------------
 
-    def result(self, stopped, stats=None) -> CheckResult:
+    def result(self, stopped: str | None, stats: Stats | None = None) -> CheckResult:
         """The result: the counts, and a path for every violation found."""
         violations = {}
         for p in self.properties:
@@ -399,7 +401,7 @@ class LevelDriver:
 RESOURCE_STOPS = ("max-memory", "out-of-memory", "disk-full")
 
 
-def _over(limit, search) -> bool:
+def _over(limit: int, search: LevelSearch) -> bool:
     """Whether resident memory, with what ``search`` may still allocate at the next level
     boundary, passes ``limit``."""
     rss = resident_bytes()

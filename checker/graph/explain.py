@@ -3,6 +3,7 @@ one, else a sentence kmc writes (shown with a liveness violation and with a repl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..contract.protocol import LEADS_TO, Property, obligation_text
@@ -39,7 +40,7 @@ def liveness_explanation(model: Any, prop: Property, path: Path, loop: int, obli
     return own
 
 
-def _waits_from(model: Any, prop: Property, states, loop: int, obligation: Any) -> int:
+def _waits_from(model: Any, prop: Property, states: Sequence[Any], loop: int, obligation: Any) -> int:
     """The state (from 1) where the lasso's violated leads-to obligation last began to wait:
     the last state at or before the cycle's start where its ``P`` holds and its ``Q`` does
     not."""

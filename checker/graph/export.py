@@ -13,7 +13,8 @@ functions the caller passes in.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,12 @@ def node_id(fp: int) -> str:
 
 
 def state_graph(
-    model, properties=None, *, max_states=DEFAULT_MAX_STATES, label=None, action_text=None
+    model: Any,
+    properties: Sequence[Property] | None = None,
+    *,
+    max_states: int | None = DEFAULT_MAX_STATES,
+    label: Callable[[Any], str] | None = None,
+    action_text: Callable[[Any], str] | None = None,
 ) -> nx.MultiDiGraph:
     """Explore every reachable state of ``model`` and return its state graph.
 
@@ -183,14 +189,14 @@ class StateGraphClient:
         return None
 
 
-def _limit(nodes: dict, max_states: int | None) -> None:
+def _limit(nodes: dict[int, tuple[Any, int, bool]], max_states: int | None) -> None:
     if max_states is not None and len(nodes) > max_states:
         raise GraphTooLarge(
             f"the state graph has more than {max_states:,} states; raise --max-states or shrink the spec's constants"
         )
 
 
-def write_graph(g, path, *, exclusive: bool = False) -> None:
+def write_graph(g: nx.MultiDiGraph, path: str | os.PathLike[str], *, exclusive: bool = False) -> None:
     """Write ``g`` to ``path`` in the format its suffix names (``.dot``, ``.graphml``,
     ``.gexf``), whole: the document is made in memory and written through a temporary
     file renamed over ``path`` (``checker.base.files``), so a full disk leaves no truncated
@@ -223,7 +229,7 @@ def write_graph(g, path, *, exclusive: bool = False) -> None:
     write_file(path, data, exclusive=exclusive)
 
 
-def dot_text(g) -> str:
+def dot_text(g: nx.MultiDiGraph) -> str:
     """``g`` as Graphviz DOT text, written by pydot through networkx: every node and edge
     attribute is kept, initial states get a double border and violating states and
     transitions are drawn red."""
@@ -240,4 +246,5 @@ def dot_text(g) -> str:
     h.graph["edge"] = {"fontname": "monospace", "fontsize": "9"}
     import networkx as nx
 
-    return nx.nx_pydot.to_pydot(h).to_string()
+    text: str = nx.nx_pydot.to_pydot(h).to_string()
+    return text

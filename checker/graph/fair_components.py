@@ -61,7 +61,7 @@ class Finder:
         self.first = np.searchsorted(fps, np.arange(1 << bits, dtype=np.uint64) << self.shift).astype(index)
 
     def __call__(self, keys: np.ndarray) -> np.ndarray:
-        at = self.first[keys >> self.shift]  # a copy
+        at: np.ndarray = self.first[keys >> self.shift]  # a copy
         last = len(self.fps) - 1
         todo = np.arange(len(keys))
         for _ in range(self._ROUNDS):
@@ -101,7 +101,8 @@ def _components(m: int, starts: np.ndarray, to: np.ndarray) -> np.ndarray:
         lo = hi
     weights = np.broadcast_to(np.float64(1), (k,))
     g = sparse.csr_matrix((weights, targets[:k], rows), shape=(m, m), copy=False)
-    return csgraph.connected_components(g, directed=True, connection="strong")[1]
+    labels: np.ndarray = csgraph.connected_components(g, directed=True, connection="strong")[1]
+    return labels
 
 
 def or_rows(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> None:

@@ -51,7 +51,7 @@ nearest), and an edge of a fair instance the cycle must take is the least by
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -82,12 +82,12 @@ class Column:
 
     @property
     def nbytes(self) -> int:
-        return len(self) * self._row
+        return int(len(self) * self._row)
 
     @property
     def memory_bytes(self) -> int:
         """Bytes of the items not yet written to the file."""
-        return self._waiting * self._row
+        return int(self._waiting * self._row)
 
     def append(self, items: np.ndarray) -> None:
         items = np.array(items, dtype=self.dtype)  # a copy: the caller's array may change
@@ -129,12 +129,12 @@ class Column:
                 done += got
         return out
 
-    def chunks(self, size: int = CHUNK):
+    def chunks(self, size: int = CHUNK) -> Iterator[tuple[int, np.ndarray]]:
         """``(lo, items)`` over the whole column, ``size`` items at a time."""
         for lo in range(0, len(self), size):
             yield lo, self.read(lo, lo + size)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[np.ndarray]:
         """The items, as arrays of at most a chunk each (``numpy.concatenate`` of them
         is the whole column)."""
         return (items for _, items in self.chunks())
@@ -154,10 +154,10 @@ class Column:
             self._row = self.dtype.itemsize * (self.width or 1)
         self.append(items)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {"dtype": self.dtype.str, "width": self.width, "items": self.read()}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(np.dtype(state["dtype"]), state["width"])  # type: ignore[misc]
         self.append(state["items"])
 
@@ -298,12 +298,12 @@ class LivenessLog:
 
     # -- pickling (checkpoints): the used part of the flags; the columns' items ---------
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_waiting"] = state["_waiting"][: self._states].copy()
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
     def __repr__(self) -> str:

@@ -96,8 +96,8 @@ class ObligationsTask:
         return level.liveness_flags(self.prop, rows, self.obligations)
 
     def keeps(self, flags: tuple[np.ndarray, np.ndarray], count: int) -> np.ndarray:
-        waits = np.asarray(flags[1], dtype=np.bool_)
-        return waits.reshape(count, -1).any(axis=1)  # the edges leaving a state where one waits
+        waits = np.asarray(flags[1], dtype=np.bool_).reshape(count, -1)
+        return np.asarray(waits.any(axis=1), dtype=np.bool_)  # the edges leaving a state where one waits
 
 
 class LivenessClient:

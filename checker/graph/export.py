@@ -1,20 +1,19 @@
-"""The reachable state graph of a model, as a networkx graph, and its export to files.
+"""The reachable state graph of a model: the graph client that keeps it while a search runs,
+and its export to files.
 
 Nodes are states, keyed by their fingerprint written as 16 hex digits (the fingerprint is
-a state's identity for every engine); edges are transitions. The graph is built by a
-client of the local engine's graph visitor (``StateGraphClient``, ``checker.core.visitor``),
-so it has exactly the engine's distinct states, in its order, and one edge per generated
-transition: since a state's enabled actions are all
-different, that is also the number of distinct ``(from, to, action)`` triples.
-
-Generic: the model supplies the texts through the ``label`` and ``action_text``
-functions the caller passes in.
+a state's identity for every engine); edges are transitions. The graph is kept by a
+client of the search's graph visitor (``StateGraphClient``, ``checker.core.visitor``), so
+it has exactly the search's distinct states, in its order, and one edge per generated
+transition: since a state's enabled actions are all different, that is also the number
+of distinct ``(from, to, action)`` triples. ``checker.local.state_graph`` runs the local
+search with it and makes the networkx graph.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +25,9 @@ import numpy as np
 
 from ..base.errors import UsageError
 from ..base.fingerprint import fingerprint
-from ..contract.protocol import Property, action_name, format_action, with_defaults
-from ..core.kernel import expand, split_properties
-from ..core.level import LevelStep, state_failures, step_failures
+from ..contract.protocol import Property
+from ..core.kernel import expand
+from ..core.level import LevelStep, step_failures
 from ..core.visitor import Explored
 
 FORMATS = (".dot", ".graphml", ".gexf")
@@ -43,76 +42,6 @@ class GraphTooLarge(UsageError):
 def node_id(fp: int) -> str:
     """The node key of a state with fingerprint ``fp``."""
     return f"{fp:016x}"
-
-
-def state_graph(
-    model: Any,
-    properties: Sequence[Property] | None = None,
-    *,
-    max_states: int | None = DEFAULT_MAX_STATES,
-    label: Callable[[Any], str] | None = None,
-    action_text: Callable[[Any], str] | None = None,
-) -> nx.MultiDiGraph:
-    """Explore every reachable state of ``model`` and return its state graph.
-
-    Args:
-        model: an object following ``checker.contract.protocol.Model``.
-        properties: the properties to mark violations of (default: the model's).
-        max_states: refuse graphs with more distinct states than this.
-        label: ``label(state) -> str``, a node's readable text (default: ``repr``).
-        action_text: ``action_text(action) -> str``, an edge's text (default: the
-            protocol's ``format_action``).
-
-    Returns:
-        A ``networkx.MultiDiGraph``. Node attributes: ``label``, ``depth`` (the initial
-        state has depth 1), ``initial`` (bool), ``violates`` (the names of the state
-        invariants the state violates, comma-separated, ``""`` for none), ``terminal``
-        (no enabled action). Edge attributes: ``label`` (the action's text), ``action``
-        (its name, ``checker.contract.protocol.action_name``), ``choice`` (its position among the
-        enabled actions), ``violates``
-        (the step properties the transition violates, comma-separated). The graph's own
-        attributes hold ``distinct_states`` and ``transitions``.
-
-    Raises:
-        GraphTooLarge: more than ``max_states`` states are reachable. The exploration
-            stops as soon as the limit is passed, before any graph is built.
-    """
-    label = label or repr
-    model = with_defaults(model)
-    action_text = action_text or (lambda action: format_action(model, action))
-    props = list(model.properties() if properties is None else properties)
-    invariants, step_props = split_properties(props)
-    from ..core.options import Options
-    from ..local.states import LocalEngine
-
-    client = StateGraphClient(model, step_props, max_states)
-    LocalEngine(model, props, Options(keep_going=True), clients=[client]).run()
-    nodes, edges = client.nodes, client.edges
-    import networkx as nx
-
-    g = nx.MultiDiGraph(name=GENERATOR, distinct_states=len(nodes), transitions=len(edges))
-    expanded = {e[1] for e in edges}
-    for fp, (state, d, initial) in nodes.items():
-        bad = state_failures(model, state, invariants)
-        g.add_node(
-            node_id(fp),
-            label=label(state),
-            depth=d,
-            initial=initial,
-            violates=",".join(name for name, _ in bad),
-            terminal=fp not in expanded,
-        )
-    for _number, src, dst, choice, action, bad in edges:
-        g.add_edge(
-            node_id(src),
-            node_id(dst),
-            key=choice,
-            label=action_text(action),
-            action=action_name(action),
-            choice=choice,
-            violates=",".join(name for name, _ in bad),
-        )
-    return g
 
 
 @attrs.frozen

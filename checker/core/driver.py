@@ -354,7 +354,8 @@ class LevelDriver:
     # -- results ------------------------------------------------------------------
 
     def result(self, stopped: str | None, stats: Stats | None = None) -> CheckResult:
-        """The result: the counts, and a path for every violation found."""
+        """The result: the counts, a path for every violation found, and the verdicts of the
+        graph clients (``checker.core.visitor.GraphClient.decide``)."""
         violations = {}
         for p in self.properties:
             prop = p.name

@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "GraphTooLarge": ".graph.export",
-    "state_graph": ".graph.export",
+    "state_graph": ".local.state_graph",
     "write_graph": ".graph.export",
     "state_failures": ".core.level",
     "step_failures": ".core.level",

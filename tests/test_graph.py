@@ -14,7 +14,8 @@ import pydot
 import pytest
 
 from kmc.app.cli import EXIT_BAD_INPUT, EXIT_OK, main
-from kmc.checker.graph.export import GraphTooLarge, dot_text, state_graph
+from kmc.checker.graph.export import GraphTooLarge, dot_text
+from kmc.checker.local.state_graph import state_graph
 from kmc.checker.local.states import LocalEngine, Options
 from kmc.model import Config, KafkaModel
 from kmc.app.specs import load_spec

@@ -151,10 +151,11 @@ def test_the_prefix_comes_from_the_opened_state_that_found_it(monkeypatch, chunk
     # by hand: the levels are {0, 1}, {2, 3}, {4, 5}, {6}; 5 is the nearest violating state,
     # found from 3 (its choice 1), which was found from 1. With one state a part, each
     # level's states are looked at one by one and must give the same prefix.
-    from kmc.checker.graph import liveness
+    from kmc.checker.graph import fair_components, liveness
 
     if chunk is not None:
-        monkeypatch.setattr(liveness, "_CHUNK", chunk)
+        monkeypatch.setattr(fair_components, "CHUNK", chunk)
+        monkeypatch.setattr(liveness, "CHUNK", chunk)
     edges = [(0, 2, 0), (1, 3, 0), (2, 4, 0), (3, 4, 0), (3, 5, 0), (4, 7, 0), (5, 6, 0), (6, 5, 0)]
     log = build("wwwwwww.", edges, 1, opened="oo......")
     assert lasso_of(log) == (1, ((1, 0), (3, 1), (5, 0), (6, 0)), 2, 5)
@@ -253,7 +254,7 @@ def test_two_phase_by_hand():
     # 1 once it committed, 3 once it aborted) and their 14 edges (3 + 2 + 3, 1, 3 + 1 + 1)
     engine = LocalEngine(two_phase(rms=1))
     engine.run()
-    (_, log, _), _ = engine.liveness
+    (_, log), _ = engine.liveness
     assert (log.kept_states, log.edges) == (7, 14)
 
 
@@ -286,10 +287,10 @@ def test_a_batch_checkpoint_keeps_the_liveness_log():
     resumed.restore(snap)
     got, want = resumed.run(), BatchEngine(model).run()
     assert _lassos(got) == _lassos(want) and got.verdict("EveryoneDecides") == "violated"
-    kept = [(log.kept_states, log.edges) for _, log, _ in resumed.liveness]
+    kept = [(log.kept_states, log.edges) for _, log in resumed.liveness]
     fresh = BatchEngine(model)
     fresh.run()
-    assert kept == [(log.kept_states, log.edges) for _, log, _ in fresh.liveness]
+    assert kept == [(log.kept_states, log.edges) for _, log in fresh.liveness]
 
 
 def test_check_lasso_refuses_what_is_not_a_counterexample():
@@ -320,8 +321,8 @@ def test_two_phase_on_spark_as_locally(fair_tm, spark_sc):
     assert engine.metrics["spark_levels"]
     assert {n: got.verdict(n) for n in got.checked} == {n: want.verdict(n) for n in want.checked}
     assert _lassos(got) == _lassos(want)
-    kept = [(log.kept_states, log.edges) for _, log, _ in local.liveness]
-    assert [(log.kept_states, log.edges) for _, log, _ in engine.liveness] == kept
+    kept = [(log.kept_states, log.edges) for _, log in local.liveness]
+    assert [(log.kept_states, log.edges) for _, log in engine.liveness] == kept
 
 
 @pytest.mark.spark

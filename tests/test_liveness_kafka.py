@@ -880,12 +880,13 @@ def test_the_decision_a_few_states_at_a_time_gives_the_same_lassos(monkeypatch, 
     """The breadth-first levels and the components' rows taken a state or an edge at
     a time (as a large graph's are, a million at a time): the same verdicts and lassos as
     with every level and row at once, each a fair violation by the oracle's check."""
-    from kmc.checker.graph import liveness
+    from kmc.checker.graph import fair_components, liveness
     from kmc.checker.engines import make_engine
     from kmc.checker.core.options import Options
 
     spec, model, want = _run(name)
-    monkeypatch.setattr(liveness, "_CHUNK", 1)
+    monkeypatch.setattr(liveness, "CHUNK", 1)
+    monkeypatch.setattr(fair_components, "CHUNK", 1)
     got = make_engine(model, spec.properties(), Options(keep_going=spec.keep_going)).run()
     assert {p: got.verdict(p) for p in got.checked} == {p: want.verdict(p) for p in want.checked}
     assert {p: (v.path.init_index, v.path.choices, v.loop, v.obligation) for p, v in got.violations.items()} == {

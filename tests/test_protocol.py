@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kmc.checker.graph.export import state_graph
+from kmc.checker.local.state_graph import state_graph
 from kmc.checker.local.states import LocalEngine, Options
 from kmc.checker.contract.protocol import action_name, describe_step, format_action, with_defaults
 from kmc.checker.local.simulate import simulate

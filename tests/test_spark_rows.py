@@ -337,7 +337,7 @@ def test_an_always_possibly_property_is_taken_without_starting_spark(name):
     spec = _spec(name)
     assert any(p.kind == "possibly" for p in spec.properties())
     engine = SparkRowsEngine(spec.model(), spec.properties(), _options(spec), partitions=2)
-    assert [p.name for p, _ in engine.possibly] == ["PartitionRecoverable"]
+    assert [name for name, _ in engine.possibly] == ["PartitionRecoverable"]
     assert engine.search.visitor.active and engine.session.sc is None
 
 

@@ -98,7 +98,8 @@ def state_label(model, state) -> str:
 def run(args, out, err) -> int:
     from pathlib import Path
 
-    from kmc.checker.graph.export import FORMATS, GraphTooLarge, state_graph, write_graph
+    from kmc.checker.graph.export import FORMATS, GraphTooLarge, write_graph
+    from kmc.checker.local.state_graph import state_graph
 
     from ..outputs import exclusive
 

@@ -294,8 +294,8 @@ def replay_lasso(path, model, prop, entry, path_):
     """
     from kmc.app.render.counterexample import json_value
     from kmc.checker.contract.protocol import fair_instances
-    from kmc.checker.core.driver import liveness_explanation
     from kmc.checker.core.result import Violation
+    from kmc.checker.graph.explain import liveness_explanation
     from kmc.checker.graph.lasso import check_lasso
 
     name = safe_text(prop.name)

@@ -28,31 +28,20 @@ determinism contract are declared in ``checker.core.parts`` (``LevelSearch``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sized
+from collections.abc import Callable, Iterable, Sized
 from typing import Any
 
 import attrs
 
 from ..base.memory import resident_bytes
-from ..contract.protocol import (
-    COVER,
-    LEADS_TO,
-    POSSIBLY,
-    Model,
-    Property,
-    coverage_names,
-    is_cover,
-    obligation_text,
-)
-from ..graph.liveness import LivenessLog
-from ..graph.possibly import EdgeLog
+from ..contract.protocol import COVER, Model, Property, coverage_names, is_cover
 from .coverage import Coverage, NoCoverage
 from .kernel import require_symmetric, result_of, split_properties, stop_after_level
-from .level import liveness_rows, state_failures
 from .options import Options
-from .parts import LevelSearch, ResourceStop, Search
-from .result import CheckResult, Path, Stats, Violation
+from .parts import Found, LevelSearch, ResourceStop, Search
+from .result import CheckResult, Stats, Violation
 from .trace import extend
+from .visitor import Explored
 
 __all__ = ["LevelDriver", "OnLevel", "Progress", "RESOURCE_STOPS", "Search"]
 
@@ -89,7 +78,7 @@ class LevelDriver:
         self,
         model: Model,
         search: LevelSearch,
-        properties=None,
+        properties: Iterable[Property] | None = None,
         options: Options | None = None,
         progress: Progress | None = None,
         *,
@@ -103,25 +92,27 @@ class LevelDriver:
             require_symmetric(self.properties)
         self.progress = progress
         self.on_level = on_level
-        self.stop_requested = None
+        self.stop_requested: str | None = None
         # a batch kernel's comparison with its model (``checker.contract.kernel_check.KernelCheck``),
         # set by an engine that has one: it counts the states compared
         self.kernel_check: Any = None
         self.stats = Stats(coverage=Coverage(coverage_names(model)) if self.options.coverage else NoCoverage())
-        self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
+        self.found: Found = {}  # property -> (kind, explanation, where)
         self.search: LevelSearch = search
         self._started = False
 
     @property
-    def possibly(self) -> list[tuple[Property, EdgeLog]]:
-        """The ``(property, EdgeLog)`` of every always-possibly property (the graph
-        visitor's clients, ``checker.graph.visitor``)."""
-        return self.search.visitor.possibly
+    def possibly(self) -> list[tuple[str, object]]:
+        """``(property name, EdgeLog)`` of every always-possibly property (its graph
+        client's log, ``checker.graph.properties``; ``kmc bench`` measures them)."""
+        saved: list[tuple[str, object]] = self.search.visitor.saved("possibly")
+        return saved
 
     @property
-    def liveness(self) -> list[tuple[Property, LivenessLog, tuple]]:
-        """The ``(property, LivenessLog, obligations)`` of every liveness property."""
-        return self.search.visitor.liveness
+    def liveness(self) -> list[tuple[str, object]]:
+        """``(property name, LivenessLog)`` of every liveness property."""
+        saved: list[tuple[str, object]] = self.search.visitor.saved("liveness")
+        return saved
 
     # the store and the frontier, for the engines built on this one and for the tests
     @property
@@ -156,54 +147,22 @@ class LevelDriver:
 
     def _run(self) -> CheckResult:
         started = time.perf_counter()
-        stats, search = self.stats, self.search
+        stats = self.stats
         if not self._started:
             self.start()
         # After restore() the run may already be decided (a violation, an empty frontier).
         stopped = self.stop_reason_after_level()
-        last_tick = time.perf_counter()
+        self._last_tick = time.perf_counter()
         partial = None  # the counts of a level left half-expanded by a stop
-        max_depth, max_memory = self.options.max_depth, self.options.max_memory
-        found = self.found
-        while search.size() and stopped is None:
-            if max_depth is not None and stats.depth >= max_depth:
+        while self.search.size() and stopped is None:
+            if self.options.max_depth is not None and stats.depth >= self.options.max_depth:
                 stopped = "max-depth"
                 break
-            level_found: dict[str, tuple] = {}
+            level_found: Found = {}
             boundary = (stats.generated, stats.terminal, dict(stats.fired), dict(stats.new), stats.coverage.copy())
-            size = search.size()
-            first = len(search.seen) - size  # the number of the frontier's first state
-            done = 0
-            try:
-                self.next_search()  # an engine may replace its search at a level boundary
-                search = self.search
-                search.begin_level(stats.depth)
-                for count, piece in enumerate(search.pieces()):
-                    if self.stop_requested is not None:
-                        stopped = self.stop_requested
-                        break
-                    if search.expand(piece, first + done, stats, level_found, found) is False:
-                        stopped = self.stop_requested  # a stop request cancelled the piece
-                        break
-                    done += search.piece_len(piece)
-                    every = search.every
-                    if every and count % every == 0:
-                        if max_memory is not None and _over(max_memory, search):
-                            stopped = "max-memory"
-                            break
-                        if self.progress is not None:
-                            now = time.perf_counter()
-                            if now - last_tick >= self.options.progress_seconds:
-                                last_tick = now
-                                self._tick(started, size - done + search.next_size())
-            except MemoryError:
-                # The process could not allocate (an address-space or a control group's
-                # limit, or the machine's memory, reached before the ceiling): the level is
-                # dropped, as at the ceiling, and the last one stands.
-                stopped = "out-of-memory"
-                self.stop_detail = "the process could not allocate (MemoryError)"
-            except ResourceStop as e:
-                stopped, self.stop_detail = e.reason, e.detail
+            size = self.search.size()
+            stopped, done = self._expand_level(started, size, level_found)
+            search = self.search
             if stopped is not None:
                 # Stopped inside a level: report the partial counts, go back to the
                 # level boundary (the level's states are the newest: a truncation).
@@ -224,21 +183,67 @@ class LevelDriver:
             search.end_level()
             if self.kernel_check is not None:  # the sample is a function of the level's size
                 stats.cross_checked += self.kernel_check.sampled(stats.depth, size)
-            found.update(level_found)
-            count = search.size()
-            if count:
-                stats.depth += 1
-                stats.levels.append(count)
-            stats.distinct = len(search.seen)
-            self._tick(started, count)
-            if self.on_level is not None:
-                stats.queue = count
-                try:
-                    self.on_level(self)
-                except ResourceStop as e:  # the checkpoint's disk is full: the run stops at this boundary
-                    stopped, self.stop_detail = e.reason, e.detail
-                    break
-            stopped = self.stop_reason_after_level()
+            self.found.update(level_found)
+            stopped = self._end_level(started)
+        return self._finish(started, stopped, partial)
+
+    def _expand_level(self, started: float, size: int, level_found: Found) -> tuple[str | None, int]:
+        """Expand the frontier's level piece by piece: why it stopped inside the level
+        (None: it did not) and how many states it expanded."""
+        stats, stopped, done = self.stats, None, 0
+        first = len(self.search.seen) - size  # the number of the frontier's first state
+        max_memory = self.options.max_memory
+        try:
+            self.next_search()  # an engine may replace its search at a level boundary
+            search = self.search
+            search.begin_level(stats.depth)
+            for count, piece in enumerate(search.pieces()):
+                if self.stop_requested is not None:
+                    return self.stop_requested, done
+                if search.expand(piece, first + done, stats, level_found, self.found) is False:
+                    return self.stop_requested, done  # a stop request cancelled the piece
+                done += search.piece_len(piece)
+                every = search.every
+                if every and count % every == 0:
+                    if max_memory is not None and _over(max_memory, search):
+                        return "max-memory", done
+                    if self.progress is not None:
+                        now = time.perf_counter()
+                        if now - self._last_tick >= self.options.progress_seconds:
+                            self._last_tick = now
+                            self._tick(started, size - done + search.next_size())
+        except MemoryError:
+            # The process could not allocate (an address-space or a control group's
+            # limit, or the machine's memory, reached before the ceiling): the level is
+            # dropped, as at the ceiling, and the last one stands.
+            stopped = "out-of-memory"
+            self.stop_detail = "the process could not allocate (MemoryError)"
+        except ResourceStop as e:
+            stopped, self.stop_detail = e.reason, e.detail
+        return stopped, done
+
+    def _end_level(self, started: float) -> str | None:
+        """Count the level just expanded, hand the boundary to ``on_level``, and say why
+        the run stops here (None: it goes on)."""
+        stats, search = self.stats, self.search
+        count = search.size()
+        if count:
+            stats.depth += 1
+            stats.levels.append(count)
+        stats.distinct = len(search.seen)
+        self._tick(started, count)
+        if self.on_level is not None:
+            stats.queue = count
+            try:
+                self.on_level(self)
+            except ResourceStop as e:  # the checkpoint's disk is full: the run stops at this boundary
+                self.stop_detail = e.detail
+                return str(e.reason)
+        return self.stop_reason_after_level()
+
+    def _finish(self, started: float, stopped: str | None, partial: Stats | None) -> CheckResult:
+        """The run's result, its verdicts that need the whole graph decided now."""
+        stats, search = self.stats, self.search
         elapsed = time.perf_counter() - started
         stats.seconds += elapsed
         stats.distinct = len(search.seen)
@@ -253,11 +258,13 @@ class LevelDriver:
         self._deciding = None
         return result
 
+    _last_tick = 0.0  # when the progress was last shown
+
     # (when the search is over and the verdicts are being decided) the clock's start and
     # the counts the progress shows
     _deciding: tuple[float, Stats] | None = None
 
-    def _deciding_progress(self, prop: Property) -> Callable[[str], None] | None:
+    def _deciding_progress(self, name: str) -> Callable[[str], None] | None:
         """A callback for a verdict's decision: each sentence shown on the progress
         display beside the counts, the clock running on."""
         if self.progress is None or self._deciding is None:
@@ -268,7 +275,7 @@ class LevelDriver:
         def say(text: str) -> None:
             progress(
                 attrs.evolve(
-                    base, seconds=base.seconds + time.perf_counter() - since, deciding=f"deciding {prop.name}: {text}"
+                    base, seconds=base.seconds + time.perf_counter() - since, deciding=f"deciding {name}: {text}"
                 )
             )
 
@@ -281,7 +288,7 @@ class LevelDriver:
     # One line on why a resource stop happened (``"out-of-memory"``, ``"disk-full"``), or None.
     stop_detail: str | None = None
 
-    def cancel(self, reason="interrupted") -> None:
+    def cancel(self, reason: str = "interrupted") -> None:
         """Stop at the next piece (a signal handler calls this); the run goes back to the
         level boundary and reports ``reason``."""
         self.stop_requested = reason
@@ -309,7 +316,7 @@ class LevelDriver:
 
     # -- checkpoints --------------------------------------------------------------
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """The search at its last level boundary, as picklable data (see ``checker.checkpoints.file``).
 
         Valid between levels: from ``on_level`` or after ``run()`` returned (a run stopped
@@ -323,12 +330,12 @@ class LevelDriver:
         snap.update(self.search.visitor.snapshot())  # only the logs present: old forms stay
         return snap
 
-    def committed(self, snapshot: dict) -> None:
+    def committed(self, snapshot: dict[str, Any]) -> None:
         """A checkpoint of ``snapshot`` is written (``checker.checkpoints.writer``): an engine
         whose levels live outside the process frees what no checkpoint names now; nothing
         here."""
 
-    def restore(self, snapshot: dict, directory=None) -> None:
+    def restore(self, snapshot: dict[str, Any], directory: Any = None) -> None:
         """Continue from a ``snapshot()`` (of this model, properties and options): the
         next ``run()`` goes on from its level boundary. (``directory``, the checkpoint's,
         is for engines that keep files beside the snapshot.)"""
@@ -346,8 +353,9 @@ class LevelDriver:
 
     # -- results ------------------------------------------------------------------
 
-    def result(self, stopped, stats=None) -> CheckResult:
-        """The result: the counts, and a path for every violation found."""
+    def result(self, stopped: str | None, stats: Stats | None = None) -> CheckResult:
+        """The result: the counts, a path for every violation found, and the verdicts of the
+        graph clients (``checker.core.visitor.GraphClient.decide``)."""
         violations = {}
         for p in self.properties:
             prop = p.name
@@ -364,109 +372,37 @@ class LevelDriver:
             # it apart (``CheckResult.witnesses``)
             violations[prop] = Violation(prop, COVER if is_cover(p) else kind, why, path)
         result = result_of(self, violations, stopped, self.search.size(), stats)
-        for prop, log in self.possibly:
-            self._decide_possibly(result, prop, log, stopped)
-        for prop, llog, obligations in self.liveness:
-            self._decide_liveness(result, prop, llog, obligations, stopped)
+        explored = Explored(
+            self.model, self._unexplored(stopped), self.search.numbers_of, self.search.path, self._deciding_progress
+        )
+        for client in self.search.visitor.clients:
+            decision = client.decide(explored)
+            if decision is None:
+                continue
+            if decision.unknown is not None:
+                result.unknown[decision.name] = decision.unknown
+            elif decision.violation is not None:
+                result.violations[decision.name] = decision.violation
         return result
 
-    def _unexplored(self, result: CheckResult, prop: Property, stopped: str | None) -> bool:
-        """Whether the run left states unexplored; if so ``prop`` (which needs every
-        reachable state) is recorded unknown with the reason."""
+    def _unexplored(self, stopped: str | None) -> str | None:
+        """Why the run left states unexplored (None: it explored every reachable state)."""
         # A stop at a violation on the last level has still explored every state.
         if not self.search.size() and stopped in (None, "violation"):
-            return False
+            return None
         reasons = {
             "max-depth": f"the run stopped at max_depth {self.options.max_depth}",
             "max-states": f"the run stopped at max_states {self.options.max_states}",
             "violation": "the run stopped at another property's violation (--keep-going explores them all)",
         }
-        why = reasons.get(stopped or "", f"the run stopped early ({stopped})")
-        result.unknown[prop.name] = f"{prop.name} needs every reachable state; {why}"
-        return True
-
-    def _decide_liveness(
-        self, result: CheckResult, prop: Property, log: LivenessLog, obligations: tuple, stopped: str | None
-    ) -> None:
-        """A liveness property's verdict (``checker.graph.liveness``): its lasso when some
-        obligation is violated, else it holds; unknown when states were left unexplored."""
-        if self._unexplored(result, prop, stopped):
-            return
-        lasso = log.decide(self.search.numbers_of, self._deciding_progress(prop))
-        if lasso is None:
-            return
-        path = self.search.path(lasso.start)
-        for _number, choice in lasso.steps:
-            path = extend(self.model, path, choice)
-        loop = len(path) - 1 - (len(lasso.steps) - lasso.to_loop)
-        obligation = obligations[lasso.obligation]
-        instances = len(self.search.visitor.instances)
-        why = liveness_explanation(self.model, prop, path, loop, obligation, instances)
-        result.violations[prop.name] = Violation(
-            prop.name, prop.kind, why, path, loop=loop, obligation=obligation, fair_instances=instances
-        )
-
-    def _decide_possibly(self, result: CheckResult, prop: Property, log: EdgeLog, stopped: str | None) -> None:
-        """An always-possibly property's verdict: from the edge log when every reachable
-        state was explored, else unknown with the reason."""
-        if self._unexplored(result, prop, stopped):
-            return
-        count, least = log.traps(self.search.numbers_of)
-        if count:
-            path = self.search.path(least)
-            state = path.steps[-1].state
-            explained = prop.explain(self.model, state) if prop.explain is not None else None
-            trapped = explained or f"no state where {prop.name} holds can be reached from this state"
-            result.violations[prop.name] = Violation(prop.name, POSSIBLY, trapped, path, traps=count)
-
-
-def liveness_explanation(model: Any, prop: Property, path: Path, loop: int, obligation: Any, instances: int) -> str:
-    """Why the lasso ``path`` (its cycle back to ``path.steps[loop]``) violates the liveness
-    property ``prop``: the property's own ``explain`` when it has one and answers, else a
-    generic sentence; it says so when the model declares no fair instance."""
-    states = path.states
-    own = prop.explain(model, states, loop, obligation) if prop.explain is not None else None
-    if own is None:
-        where = f"state {loop + 1}"
-        if loop == len(path) - 1:
-            tail = f"stops in {where}, where no fair action is enabled"
-        else:
-            tail = f"goes round a fair cycle from {where} back to it"
-        said = f" ({prop.description})" if prop.description else ""
-        if prop.kind == LEADS_TO:
-            # what never holds again is the condition the property waits for, its Q
-            which = "" if obligation is None else f" for {obligation_text(model, prop, obligation)}"
-            own = (
-                f"{prop.name}{said}{which}: what it waits for (its Q) holds in no state from state "
-                f"{_waits_from(model, prop, states, loop, obligation)} on, where it began to wait (its P "
-                f"held): a fair behaviour {tail}"
-            )
-        else:
-            own = f"{prop.name}{said} never holds again: a fair behaviour {tail}"
-            own += "".join(f" ({why})" for _name, why in state_failures(model, states[loop], (prop,)))
-    if not instances:
-        own += " (the model declares no fair actions: a behaviour may stop in any state)"
-    return own
-
-
-def _waits_from(model: Any, prop: Property, states, loop: int, obligation: Any) -> int:
-    """The state (from 1) where the lasso's violated leads-to obligation last began to wait:
-    the last state at or before the cycle's start where its ``P`` holds and its ``Q`` does
-    not."""
-    # (the level's rules ask the property: liveness_rows)
-    family = prop.obligations
-    obligations = list(family(model)) if family is not None else [None]
-    opened, _ = liveness_rows(prop, model, states[: loop + 1], obligations)
-    column = obligations.index(obligation) if family is not None else 0
-    began = [i for i in range(loop + 1) if opened[i, column]]
-    return began[-1] + 1 if began else loop + 1
+        return reasons.get(stopped or "", f"the run stopped early ({stopped})")
 
 
 # The stops that a resource ended (exit code 4: never a verdict, resumable).
 RESOURCE_STOPS = ("max-memory", "out-of-memory", "disk-full")
 
 
-def _over(limit, search) -> bool:
+def _over(limit: int, search: LevelSearch) -> bool:
     """Whether resident memory, with what ``search`` may still allocate at the next level
     boundary, passes ``limit``."""
     rss = resident_bytes()

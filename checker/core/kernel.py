@@ -23,7 +23,7 @@ from ..contract.protocol import (
 
 if TYPE_CHECKING:
     from .options import Options
-    from .result import CheckResult, Stats
+    from .result import CheckResult, Stats, Violation
 
 
 def split_properties(properties: Iterable[Property]) -> tuple[tuple[Property, ...], tuple[Property, ...]]:
@@ -38,7 +38,7 @@ def split_properties(properties: Iterable[Property]) -> tuple[tuple[Property, ..
     )
 
 
-def expand(model, state, encode=None) -> list[tuple[int, Any, Any, int]]:
+def expand(model: Any, state: Any, encode: Callable[[Any], bytes] | None = None) -> list[tuple[int, Any, Any, int]]:
     """Every successor of ``state``, in the model's fixed order.
 
     ``encode`` (default ``model.encode``) gives the bytes a successor is fingerprinted by
@@ -56,7 +56,7 @@ def expand(model, state, encode=None) -> list[tuple[int, Any, Any, int]]:
 
 
 def result_of(
-    engine: Any, violations: dict, stopped: str | None, frontier_left: int, stats: Stats | None = None
+    engine: Any, violations: dict[str, Violation], stopped: str | None, frontier_left: int, stats: Stats | None = None
 ) -> CheckResult:
     """The ``CheckResult`` an engine returns: its ``name``, ``properties``, ``options`` and
     ``stats`` (unless ``stats`` is given), the counterexamples found, and why it stopped.
@@ -78,7 +78,7 @@ def result_of(
     )
 
 
-def keep_least(candidates: dict[str, tuple], prop: str, entry: tuple) -> None:
+def keep_least(candidates: dict[str, tuple[Any, ...]], prop: str, entry: tuple[Any, ...]) -> None:
     """Keep ``entry`` as ``prop``'s candidate violation if it comes first (``entry[0]``,
     a path or a key, is the least seen so far): the one every engine reports."""
     old = candidates.get(prop)
@@ -141,6 +141,7 @@ def canonical_encoder(model: Any) -> Callable[[Any], bytes]:
     encode, permute = model.encode, model.permute
 
     def canonical(state: Any) -> bytes:
-        return min(encode(permute(state, p)) for p in perms)
+        least: bytes = min(encode(permute(state, p)) for p in perms)
+        return least
 
     return canonical

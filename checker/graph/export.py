@@ -1,28 +1,34 @@
-"""The reachable state graph of a model, as a networkx graph, and its export to files.
+"""The reachable state graph of a model: the graph client that keeps it while a search runs,
+and its export to files.
 
 Nodes are states, keyed by their fingerprint written as 16 hex digits (the fingerprint is
-a state's identity for every engine); edges are transitions. The graph is built by
-visiting the local engine's search (``checker.local.states``), so it has exactly the engine's
-distinct states, in its order, and one edge per generated transition: since a state's enabled actions are all
-different, that is also the number of distinct ``(from, to, action)`` triples.
-
-Generic: the model supplies the texts through the ``label`` and ``action_text``
-functions the caller passes in.
+a state's identity for every engine); edges are transitions. The graph is kept by a
+client of the search's graph visitor (``StateGraphClient``, ``checker.core.visitor``), so
+it has exactly the search's distinct states, in its order, and one edge per generated
+transition: since a state's enabled actions are all different, that is also the number
+of distinct ``(from, to, action)`` triples. ``checker.local.state_graph`` runs the local
+search with it and makes the networkx graph.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (imported where a graph is built or written: it is a sixth of kmc's start-up)
     import networkx as nx
 
+import attrs
+import numpy as np
+
 from ..base.errors import UsageError
 from ..base.fingerprint import fingerprint
-from ..contract.protocol import action_name, format_action, with_defaults
-from ..core.kernel import split_properties
-from ..core.level import state_failures, step_failures
+from ..contract.protocol import Property
+from ..core.kernel import expand
+from ..core.level import LevelStep, step_failures
+from ..core.visitor import Explored
 
 FORMATS = (".dot", ".graphml", ".gexf")
 GENERATOR = "kmc state graph"  # names kmc in every file it writes (kmc.app.outputs)
@@ -38,92 +44,88 @@ def node_id(fp: int) -> str:
     return f"{fp:016x}"
 
 
-def state_graph(
-    model, properties=None, *, max_states=DEFAULT_MAX_STATES, label=None, action_text=None
-) -> nx.MultiDiGraph:
-    """Explore every reachable state of ``model`` and return its state graph.
+@attrs.frozen
+class _StatesTask:
+    """The state graph's record of stored states: the states themselves (a local search's
+    only)."""
 
-    Args:
-        model: an object following ``checker.contract.protocol.Model``.
-        properties: the properties to mark violations of (default: the model's).
-        max_states: refuse graphs with more distinct states than this.
-        label: ``label(state) -> str``, a node's readable text (default: ``repr``).
-        action_text: ``action_text(action) -> str``, an edge's text (default: the
-            protocol's ``format_action``).
+    width = 1
 
-    Returns:
-        A ``networkx.MultiDiGraph``. Node attributes: ``label``, ``depth`` (the initial
-        state has depth 1), ``initial`` (bool), ``violates`` (the names of the state
-        invariants the state violates, comma-separated, ``""`` for none), ``terminal``
-        (no enabled action). Edge attributes: ``label`` (the action's text), ``action``
-        (its name, ``checker.contract.protocol.action_name``), ``choice`` (its position among the
-        enabled actions), ``violates``
-        (the step properties the transition violates, comma-separated). The graph's own
-        attributes hold ``distinct_states`` and ``transitions``.
+    def flags(self, rows: Any, level: LevelStep) -> list[Any]:
+        return [level.kernel.decode(row) for row in rows]
 
-    Raises:
-        GraphTooLarge: more than ``max_states`` states are reachable. The exploration
-            stops as soon as the limit is passed, before any graph is built.
+    def keeps(self, flags: list[Any], count: int) -> np.ndarray:
+        return np.ones(count, dtype=np.bool_)
+
+
+class StateGraphClient:
+    """A graph client that keeps the nodes and edges of the state graph (``state_graph``):
+    nodes by fingerprint in the order the search stores them (``(state, depth, initial)``),
+    edges as ``(source number, source fp, successor fp, choice, action, failed step
+    properties)``. An edge's action and successor are the parent's expansion's (asked
+    again of the model: a graph is at most ``max_states`` states).
+
+    Raises (from the search):
+        GraphTooLarge: more than ``max_states`` states are reachable.
     """
-    label = label or repr
-    model = with_defaults(model)
-    action_text = action_text or (lambda action: format_action(model, action))
-    props = list(model.properties() if properties is None else properties)
-    invariants, step_props = split_properties(props)
-    nodes: dict[int, tuple] = {}  # fp -> (state, depth, initial); insertion order = BFS order
-    edges: list[tuple] = []
-    for state in model.init_states():
-        nodes.setdefault(fingerprint(model, state), (state, 1, True))
-    _limit(nodes, max_states)
 
-    def visit(fp: int, state: Any, out: list) -> None:  # the local engine's search, visited (checker.local.states)
-        depth = nodes[fp][1] + 1
-        for choice, action, succ, sfp in out:
-            bad = step_failures(model, state, action, succ, step_props)
-            edges.append((fp, sfp, choice, action, bad))
+    task = _StatesTask()
+    fairness = False
+    saved_as = None
+
+    def __init__(self, model: Any, step_props: Sequence[Property], max_states: int | None) -> None:
+        self.model, self.step_props, self.max_states = model, step_props, max_states
+        self.nodes: dict[int, tuple[Any, int, bool]] = {}  # insertion order = the search's
+        self.edges: list[tuple[int, int, int, int, Any, list[tuple[str, str]]]] = []
+        self.states: list[Any] = []  # by number
+        self.fps: list[int] = []
+
+    def add_flags(self, first: int, flags: list[Any]) -> None:
+        for state in flags:
+            fp = fingerprint(self.model, state)
+            self.states.append(state)
+            self.fps.append(fp)
+            if not first:  # the initial states
+                self.nodes.setdefault(fp, (state, 1, True))
+        _limit(self.nodes, self.max_states)
+
+    def add_edges(self, src: np.ndarray, dst_fp: np.ndarray, choices: np.ndarray, fair: np.ndarray | None) -> None:
+        model, nodes = self.model, self.nodes
+        out: dict[int, dict[int, tuple[Any, Any]]] = {}  # parent -> choice -> (action, successor)
+        for number, sfp, choice in zip(src.tolist(), dst_fp.tolist(), choices.tolist()):
+            if number not in out:
+                out[number] = {c: (action, succ) for c, action, succ, _ in expand(model, self.states[number])}
+            action, succ = out[number][choice]
+            state, fp = self.states[number], self.fps[number]
+            bad = step_failures(model, state, action, succ, self.step_props)
+            self.edges.append((number, fp, sfp, choice, action, bad))
             if sfp not in nodes:
-                nodes[sfp] = (succ, depth, False)
-        _limit(nodes, max_states)
+                nodes[sfp] = (succ, nodes[fp][1] + 1, False)
+        _limit(nodes, self.max_states)
 
-    from ..core.options import Options
-    from ..local.states import LocalEngine
+    def rollback(self, n_states: int) -> None:
+        del self.states[n_states:], self.fps[n_states:]
+        self.nodes = dict(list(self.nodes.items())[:n_states])
+        self.edges = [e for e in self.edges if e[0] < n_states]
 
-    LocalEngine(model, props, Options(keep_going=True), visit=visit).run()
-    import networkx as nx
+    def save(self) -> None:
+        return None
 
-    g = nx.MultiDiGraph(name=GENERATOR, distinct_states=len(nodes), transitions=len(edges))
-    expanded = {e[0] for e in edges}
-    for fp, (state, d, initial) in nodes.items():
-        bad = state_failures(model, state, invariants)
-        g.add_node(
-            node_id(fp),
-            label=label(state),
-            depth=d,
-            initial=initial,
-            violates=",".join(name for name, _ in bad),
-            terminal=fp not in expanded,
-        )
-    for src, dst, choice, action, bad in edges:
-        g.add_edge(
-            node_id(src),
-            node_id(dst),
-            key=choice,
-            label=action_text(action),
-            action=action_name(action),
-            choice=choice,
-            violates=",".join(name for name, _ in bad),
-        )
-    return g
+    def restore(self, saved: object) -> None:
+        pass
+
+    def decide(self, explored: Explored) -> None:
+        return None
 
 
-def _limit(nodes: dict, max_states: int | None) -> None:
+def _limit(nodes: dict[int, tuple[Any, int, bool]], max_states: int | None) -> None:
     if max_states is not None and len(nodes) > max_states:
         raise GraphTooLarge(
             f"the state graph has more than {max_states:,} states; raise --max-states or shrink the spec's constants"
         )
 
 
-def write_graph(g, path, *, exclusive: bool = False) -> None:
+def write_graph(g: nx.MultiDiGraph, path: str | os.PathLike[str], *, exclusive: bool = False) -> None:
     """Write ``g`` to ``path`` in the format its suffix names (``.dot``, ``.graphml``,
     ``.gexf``), whole: the document is made in memory and written through a temporary
     file renamed over ``path`` (``checker.base.files``), so a full disk leaves no truncated
@@ -156,7 +158,7 @@ def write_graph(g, path, *, exclusive: bool = False) -> None:
     write_file(path, data, exclusive=exclusive)
 
 
-def dot_text(g) -> str:
+def dot_text(g: nx.MultiDiGraph) -> str:
     """``g`` as Graphviz DOT text, written by pydot through networkx: every node and edge
     attribute is kept, initial states get a double border and violating states and
     transitions are drawn red."""
@@ -173,4 +175,5 @@ def dot_text(g) -> str:
     h.graph["edge"] = {"fontname": "monospace", "fontsize": "9"}
     import networkx as nx
 
-    return nx.nx_pydot.to_pydot(h).to_string()
+    text: str = nx.nx_pydot.to_pydot(h).to_string()
+    return text

@@ -49,7 +49,7 @@ def check_lasso(model: Any, prop: Property, path: Path, loop: int, obligation: A
         if enabled:
             return f"the last state stutters, but the fair {', '.join(sorted(map(str, enabled)))} is enabled there"
     else:
-        always: set | None = None
+        always: set[str] | None = None
         for i in cycle:
             here = {fair_instance(model, states[i], a) for a, _ in successors(model, states[i])} - {None}
             always = here if always is None else always & here

@@ -51,22 +51,17 @@ nearest), and an edge of a fair instance the cycle must take is the least by
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-import attrs
 import numpy as np
 
+from .fair_components import CHUNK, WORD, Finder, KeptGraph, Lasso, or_rows, word_bit
 from .possibly import NARROW_LIMIT, grown
 
-_WORD = 64  # fair instances a uint64 word holds
-_CHUNK = 1 << 20  # items a decision reads from a column at a time
+__all__ = ["Column", "Lasso", "LivenessLog"]
+
 _BUFFER = 1 << 21  # bytes a column keeps in memory before it writes them to its file
-
-
-def _bit(codes: np.ndarray) -> np.ndarray:
-    """Each instance code's bit in its uint64 word."""
-    return np.left_shift(np.uint64(1), (codes % _WORD).astype(np.uint64))
 
 
 class Column:
@@ -87,12 +82,12 @@ class Column:
 
     @property
     def nbytes(self) -> int:
-        return len(self) * self._row
+        return int(len(self) * self._row)
 
     @property
     def memory_bytes(self) -> int:
         """Bytes of the items not yet written to the file."""
-        return self._waiting * self._row
+        return int(self._waiting * self._row)
 
     def append(self, items: np.ndarray) -> None:
         items = np.array(items, dtype=self.dtype)  # a copy: the caller's array may change
@@ -134,12 +129,12 @@ class Column:
                 done += got
         return out
 
-    def chunks(self, size: int = _CHUNK):
+    def chunks(self, size: int = CHUNK) -> Iterator[tuple[int, np.ndarray]]:
         """``(lo, items)`` over the whole column, ``size`` items at a time."""
         for lo in range(0, len(self), size):
             yield lo, self.read(lo, lo + size)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[np.ndarray]:
         """The items, as arrays of at most a chunk each (``numpy.concatenate`` of them
         is the whole column)."""
         return (items for _, items in self.chunks())
@@ -159,39 +154,12 @@ class Column:
             self._row = self.dtype.itemsize * (self.width or 1)
         self.append(items)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {"dtype": self.dtype.str, "width": self.width, "items": self.read()}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(np.dtype(state["dtype"]), state["width"])  # type: ignore[misc]
         self.append(state["items"])
-
-
-@attrs.frozen
-class Lasso:
-    """A violation of one obligation, as state numbers and choices.
-
-    Attributes:
-        obligation: the obligation's position (0 for ``[]<>P``).
-        start: the number of the opened state the path goes through (the prefix is a
-            shortest path to it).
-        steps: ``(state number, choice)`` pairs: from ``start``, take the enabled action
-            ``choice`` of that state; the first ``to_loop`` of them lead to the cycle's
-            first state, the rest go round the cycle and end back there.
-        to_loop: how many of ``steps`` lead from ``start`` to the cycle's first state.
-        loop_state: the number of the cycle's first state (the stuttering state when
-            ``steps`` has no cycle step).
-    """
-
-    obligation: int
-    start: int
-    steps: tuple[tuple[int, int], ...]
-    to_loop: int
-    loop_state: int
-
-    @property
-    def stutters(self) -> bool:
-        return len(self.steps) == self.to_loop
 
 
 class LivenessLog:
@@ -209,7 +177,7 @@ class LivenessLog:
     def __init__(self, obligations: int, instances: int) -> None:
         self.obligations, self.instances = int(obligations), int(instances)
         self._bits = max(1, -(-self.obligations // 8))  # bytes of one packed row of bits
-        self._words = max(1, -(-self.instances // _WORD))
+        self._words = max(1, -(-self.instances // WORD))
         self._states = 0
         self._waiting = np.empty(0, dtype=np.bool_)  # per state number: some obligation waits
         self._number = Column(np.uint32)  # the waiting states' numbers, increasing
@@ -330,12 +298,12 @@ class LivenessLog:
 
     # -- pickling (checkpoints): the used part of the flags; the columns' items ---------
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_waiting"] = state["_waiting"][: self._states].copy()
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
     def __repr__(self) -> str:
@@ -390,7 +358,7 @@ class LivenessLog:
         numbers = np.empty(len(fps), dtype=np.uint32 if self._states <= NARROW_LIMIT else np.int64)
         # in parts of at most a quarter of the states (a search's lookup may need a few
         # arrays of its argument's size beside its own index of every state)
-        part = max(self._states // 4, _CHUNK)
+        part = max(self._states // 4, CHUNK)
         for lo in range(0, len(fps), part):
             asked = fps[lo : lo + part]
             got = np.asarray(numbers_of(asked), dtype=np.int64)
@@ -403,7 +371,7 @@ class LivenessLog:
         position = self._positions(index)  # built once the search's lookup is done
         node = position[numbers]
         del numbers
-        find = _Finder(fps)
+        find = Finder(fps)
         out = np.empty(self.edges, dtype=position.dtype)
         for lo, chunk in self._dst.chunks():
             out[lo : lo + len(chunk)] = node[find(chunk)]
@@ -417,9 +385,9 @@ class LivenessLog:
         position[~waiting] = -1
         return position
 
-    def _graph(self, numbers_of: Callable[[np.ndarray], np.ndarray]) -> _Graph:
+    def _graph(self, numbers_of: Callable[[np.ndarray], np.ndarray]) -> KeptGraph:
         """The kept graph over the waiting states, numbered ``0 .. n - 1`` in state number
-        order (see ``_Graph``), built a chunk of edges at a time: the targets first, then
+        order (see ``KeptGraph``), built a chunk of edges at a time: the targets first, then
         the edges whose target waits moved to the front in place."""
         numbers = self._number.read()
         n, e = len(numbers), self.edges
@@ -443,8 +411,8 @@ class LivenessLog:
             hit = f >= 0
             codes = f[hit].astype(np.int64)
             for w in range(self._words):
-                mine = codes // _WORD == w
-                _or_rows(enabled[:, w], s[hit][mine], _bit(codes[mine]))
+                mine = codes // WORD == w
+                or_rows(enabled[:, w], s[hit][mine], word_bit(codes[mine]))
             inside = dst[lo:hi] >= 0
             s = s[inside]
             if ordered and len(s):  # runs of a source: one count each
@@ -465,299 +433,4 @@ class LivenessLog:
             dst, choice, fair = dst[by], choice[by], fair[by]
         starts = np.zeros(n + 1, dtype=index)
         np.cumsum(counts, out=starts[1:])
-        return _Graph(numbers, starts, dst, choice, fair, enabled)
-
-
-class _Finder:
-    """The positions of keys in a sorted array of distinct uint64 fingerprints that holds
-    them all. Fingerprints are spread evenly over the 64-bit range, so a directory of
-    their high bits (about one entry per fingerprint) leaves a few candidates per key,
-    tried in a few vectorised rounds; the keys still unplaced after those are searched
-    for by bisection (so any distribution of fingerprints gives the right answer)."""
-
-    _ROUNDS = 8
-
-    def __init__(self, fps: np.ndarray) -> None:
-        self.fps = fps
-        bits = max(1, min(30, int(len(fps)).bit_length() - 1))
-        self.shift = np.uint64(64 - bits)
-        index = np.int32 if len(fps) < 2**31 else np.int64
-        self.first = np.searchsorted(fps, np.arange(1 << bits, dtype=np.uint64) << self.shift).astype(index)
-
-    def __call__(self, keys: np.ndarray) -> np.ndarray:
-        at = self.first[keys >> self.shift]  # a copy
-        last = len(self.fps) - 1
-        todo = np.arange(len(keys))
-        for _ in range(self._ROUNDS):
-            hit = self.fps[np.minimum(at[todo], last)] == keys[todo]
-            todo = todo[~hit]
-            if not len(todo):
-                return at
-            at[todo] += 1
-        at[todo] = np.searchsorted(self.fps, keys[todo])
-        return at
-
-
-def _components(m: int, starts: np.ndarray, to: np.ndarray) -> np.ndarray:
-    """The strongly connected component of each of ``m`` nodes whose edges go to
-    ``to[starts[a] .. starts[a + 1] - 1]`` (a target may repeat), by
-    ``scipy.sparse.csgraph``. Its search needs rows without repeats, so it is given a copy
-    of the targets with each row's repeats dropped (sorted), made a chunk of edges at a
-    time; it reads no weights, so the weights are one float64 seen through a zero stride
-    rather than an array of the edges' size."""
-    from scipy import sparse
-    from scipy.sparse import csgraph
-
-    index = np.int32 if max(m, len(to)) < 2**31 else np.int64
-    targets = np.empty(len(to), dtype=index)
-    rows = np.zeros(m + 1, dtype=index)
-    k = lo = 0
-    while lo < m:
-        hi = int(np.searchsorted(starts, starts[lo] + _CHUNK, side="right")) - 1
-        hi = min(max(hi, lo + 1), m)  # about a chunk of edges, at least one row
-        a, b = int(starts[lo]), int(starts[hi])
-        row = np.repeat(np.arange(hi - lo, dtype=np.int64), np.diff(starts[lo : hi + 1]))
-        key = np.unique(row * m + to[a:b])
-        del row
-        targets[k : k + len(key)] = key % m
-        rows[lo + 1 : hi + 1] = k + np.cumsum(np.bincount(key // m, minlength=hi - lo))
-        k += len(key)
-        lo = hi
-    weights = np.broadcast_to(np.float64(1), (k,))
-    g = sparse.csr_matrix((weights, targets[:k], rows), shape=(m, m), copy=False)
-    return csgraph.connected_components(g, directed=True, connection="strong")[1]
-
-
-def _or_rows(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> None:
-    """``words[rows[i]] |= bits[i]`` for every ``i`` (rows in increasing order in the usual
-    case: one reduction per run of a row)."""
-    if not len(rows):
-        return
-    if (np.diff(rows) >= 0).all():
-        starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
-        words[rows[starts]] |= np.bitwise_or.reduceat(bits, starts)
-    else:
-        np.bitwise_or.at(words, rows, bits)
-
-
-@attrs.frozen
-class _Graph:
-    """The kept graph over the waiting states, numbered ``0 .. n - 1`` in state number
-    order, as compressed rows: the edges leaving node ``a`` are ``starts[a] ..
-    starts[a + 1] - 1`` (in the order the search gave them), those whose target is no
-    waiting state dropped (the enabled instances already count them)."""
-
-    numbers: np.ndarray  # node -> state number
-    starts: np.ndarray  # node -> its first edge (n + 1 entries)
-    dst: np.ndarray  # edge -> target node
-    choice: np.ndarray
-    fair: np.ndarray
-    enabled: np.ndarray  # (n, words) uint64
-    # the strongly connected components the last ``violation`` decided (for progress)
-    decided: list[int] = attrs.field(factory=lambda: [0], eq=False)
-
-    def _out(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The edges leaving ``nodes``, grouped by node in the order of ``nodes``: their
-        positions, and the position in ``nodes`` of each one's source."""
-        first = self.starts[nodes].astype(np.int64)
-        counts = self.starts[nodes + 1] - first
-        index = self.dst.dtype
-        at = np.repeat(np.arange(len(nodes), dtype=index), counts)
-        first -= np.cumsum(counts) - counts
-        edges = np.arange(int(counts.sum()), dtype=index)
-        edges += np.repeat(first.astype(index), counts)
-        return edges, at
-
-    def violation(self, j: int, opened: np.ndarray, waits: np.ndarray) -> Lasso | None:
-        """Obligation ``j``'s lasso, or ``None`` when it holds."""
-        self.decided[0] = 0
-        if not opened.any():
-            return None
-        n = len(self.numbers)
-        # The waiting states reachable from an opened one through waiting states, one level
-        # at a time: the opened states in increasing number, then each level's new states
-        # in the order of their first discovery (the level before in its order, each
-        # state's successors in increasing number), `pred` the discoverer (-1: opened).
-        level = np.full(n, -1, dtype=np.int32)
-        pred = np.full(n, -1, dtype=self.dst.dtype)
-        frontier = np.flatnonzero(opened).astype(self.dst.dtype)
-        depth = 0
-        level[frontier] = 0
-        while len(frontier):
-            depth += 1
-            found = []
-            for lo in range(0, len(frontier), _CHUNK):  # a part of the level at a time, in its order
-                part = frontier[lo : lo + _CHUNK]
-                edges, at = self._out(part)
-                to = self.dst[edges]
-                del edges
-                new = waits[to] & (level[to] < 0)  # (a state found by an earlier part is not new)
-                to, at = to[new], at[new]
-                if not len(to):
-                    continue
-                order = np.lexsort((to, at))
-                to, at = to[order], at[order]
-                first = np.sort(np.unique(to, return_index=True)[1])  # each one's first discovery
-                pred[to[first]] = part[at[first]]
-                level[to[first]] = depth
-                found.append(to[first])
-            frontier = np.concatenate(found) if found else frontier[:0]
-        region = level >= 0
-        stutter = region & ~self.enabled.any(axis=1)
-        # The strongly connected components of the region; a fair one holds every
-        # instance enabled in all its states taken on an edge inside it. When the region
-        # is the whole graph (the usual case when nothing is violated), the graph's own
-        # rows are handed over and no edge's ends are gathered again.
-        members = np.flatnonzero(region).astype(self.dst.dtype)
-        m = len(members)
-        whole = m == n
-        region_edges: np.ndarray | None  # the region's edges' positions and sources (None: every edge)
-        region_at: np.ndarray | None
-        if whole:
-            region_edges = region_at = None
-            to = self.dst
-            label = _components(m, self.starts, to)
-        else:
-            where = np.full(n, -1, dtype=self.dst.dtype)
-            where[members] = np.arange(m, dtype=self.dst.dtype)
-            region_edges, region_at = self._out(members)
-            to = where[self.dst[region_edges]]
-            del where
-            inner = to >= 0
-            region_edges, region_at, to = region_edges[inner], region_at[inner], to[inner]
-            del inner
-            label = _components(m, np.concatenate(([0], np.cumsum(np.bincount(region_at, minlength=m)))), to)
-        # each edge's source's component
-        at_label = np.repeat(label, np.diff(self.starts)) if region_at is None else label[region_at]
-        internal = at_label == label[to]
-        labels = int(label.max()) + 1 if m else 0
-        self.decided[0] = labels
-        nontrivial = np.zeros(labels, dtype=np.bool_)
-        nontrivial[at_label[internal]] = True
-        words = self.enabled.shape[1]
-        everywhere = np.full((labels, words), ~np.uint64(0), dtype=np.uint64)
-        np.bitwise_and.at(everywhere, label, self.enabled if whole else self.enabled[members])
-        taken = np.zeros_like(everywhere)
-        fair_codes = self.fair if region_edges is None else self.fair[region_edges]
-        for lo in range(0, len(fair_codes), _CHUNK):  # the instances taken inside, a chunk at a time
-            codes = fair_codes[lo : lo + _CHUNK]
-            hit = internal[lo : lo + _CHUNK] & (codes >= 0)
-            codes = codes[hit].astype(np.int64)
-            np.bitwise_or.at(taken, (at_label[lo : lo + _CHUNK][hit], codes // _WORD), _bit(codes))
-        del fair_codes
-        np.invert(taken, out=taken)  # in place: the instances enabled throughout and never taken
-        np.bitwise_and(taken, everywhere, out=taken)
-        del everywhere
-        fair = nontrivial & ~taken.any(axis=1)
-        fair_cycle = np.zeros(n, dtype=np.bool_)
-        fair_cycle[members] = fair[label]
-        bad = np.flatnonzero(stutter | fair_cycle)
-        if not len(bad):
-            return None
-        # the violating state nearest to an opened one (then the least number): the
-        # cycle's first state, or the stuttering one
-        near = level[bad]
-        first_bad = int(bad[near == near.min()][0])
-        # the prefix: from an opened state to it, through the region
-        chain = [first_bad]
-        while pred[chain[-1]] >= 0:
-            chain.append(int(pred[chain[-1]]))
-        chain.reverse()
-        steps = [(a, self._edge_choice(a, b)) for a, b in zip(chain, chain[1:])]
-        to_loop = len(steps)
-        if not stutter[first_bad]:
-            comp = label[np.searchsorted(members, first_bad)]
-            inside = np.flatnonzero(internal & (at_label == comp))
-            if (
-                region_edges is None or region_at is None
-            ):  # positions in the whole graph: the source is the row holding one
-                src = np.searchsorted(self.starts, inside, side="right") - 1
-                steps += self._cycle(first_bad, members[label == comp], members[src], inside)
-            else:
-                steps += self._cycle(
-                    first_bad, members[label == comp], members[region_at[inside]], region_edges[inside]
-                )
-        return Lasso(
-            obligation=j,
-            start=int(self.numbers[chain[0]]),
-            steps=tuple((int(self.numbers[a]), c) for a, c in steps),
-            to_loop=to_loop,
-            loop_state=int(self.numbers[first_bad]),
-        )
-
-    def _edge_choice(self, a: int, b: int) -> int:
-        """The least choice of an edge ``a -> b``."""
-        lo, hi = int(self.starts[a]), int(self.starts[a + 1])
-        return int(self.choice[lo:hi][self.dst[lo:hi] == b].min())
-
-    def _cycle(self, first: int, members: np.ndarray, src: np.ndarray, edges: np.ndarray) -> list[tuple[int, int]]:
-        """A fair cycle from ``first`` back to it inside its (fair) component (``members``,
-        its states; ``src`` and ``edges``, the sources and positions of the edges inside
-        it): breadth-first paths through one edge of each fair instance enabled in all the
-        component's states (in code order; one already taken is skipped), then back; while
-        some instance is enabled in every state the cycle visits and never taken on it, a
-        detour through an edge that takes it, or else through a state of the component
-        where it is disabled (there is one: the component is fair)."""
-        from scipy import sparse
-        from scipy.sparse import csgraph
-
-        # the edges inside the component in (source, choice) order, on its own numbering
-        order = np.lexsort((self.choice[edges], src))
-        edges = edges[order]
-        es, ed = src[order], self.dst[edges].astype(np.int64)
-        ef, ec = self.fair[edges].astype(np.int64), self.choice[edges].astype(np.int64)
-        m = len(members)
-        local = np.searchsorted(members, es), np.searchsorted(members, ed)
-        g = sparse.csr_matrix((np.ones(len(es), dtype=np.int8), local), shape=(m, m))
-
-        def bits(words: np.ndarray) -> list[int]:
-            return [c for c in range(len(words) * _WORD) if int(words[c // _WORD]) >> (c % _WORD) & 1]
-
-        def walk(start: int, to: int) -> list[tuple[int, int]]:
-            """A shortest path ``start -> to`` inside the component, as ``(node, edge)``."""
-            if start == to:
-                return []
-            s, t = int(np.searchsorted(members, start)), int(np.searchsorted(members, to))
-            _, pred = csgraph.breadth_first_order(g, s, directed=True, return_predecessors=True)
-            chain = [t]
-            while chain[-1] != s:
-                chain.append(int(pred[chain[-1]]))
-            chain.reverse()
-            nodes = [int(members[c]) for c in chain]
-            return [(a, self._inner_edge(es, ed, a, b)) for a, b in zip(nodes, nodes[1:])]
-
-        steps: list[tuple[int, int]] = []  # (node, index of the inner edge taken)
-        here = first
-
-        def take(k: int) -> None:
-            nonlocal here
-            steps.extend(walk(here, int(es[k])))
-            steps.append((int(es[k]), k))
-            here = int(ed[k])
-
-        for code in bits(np.bitwise_and.reduce(self.enabled[members], axis=0)):
-            if code not in {int(ef[k]) for _, k in steps}:
-                take(int(np.flatnonzero(ef == code)[0]))  # the least (source, choice) edge of it
-        if not steps:  # nothing to take: any cycle through `first`, by its least edge
-            take(int(np.flatnonzero(es == first)[0]))
-        while True:
-            cycle = steps + walk(here, first)
-            visited = np.array([a for a, _ in cycle])
-            taken = {int(ef[k]) for _, k in cycle if ef[k] >= 0}
-            missing = [c for c in bits(np.bitwise_and.reduce(self.enabled[visited], axis=0)) if c not in taken]
-            if not missing:
-                return [(a, int(ec[k])) for a, k in cycle]
-            code = missing[0]
-            found = np.flatnonzero(ef == code)
-            if len(found):
-                take(int(found[0]))
-            else:  # a state of the component where it is disabled, the least by number
-                off = members[(self.enabled[members, code // _WORD] >> np.uint64(code % _WORD)) & np.uint64(1) == 0]
-                to = int(off[0])
-                steps.extend(walk(here, to))
-                here = to
-
-    @staticmethod
-    def _inner_edge(es: np.ndarray, ed: np.ndarray, a: int, b: int) -> int:
-        lo, hi = np.searchsorted(es, a), np.searchsorted(es, a, side="right")
-        return int(lo + np.flatnonzero(ed[lo:hi] == b)[0])
+        return KeptGraph(numbers, starts, dst, choice, fair, enabled)

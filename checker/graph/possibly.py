@@ -19,6 +19,9 @@ is vectorised: no Python loop per state or per edge.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 _MIN_CAPACITY = 1024
@@ -127,7 +130,7 @@ class EdgeLog:
 
     # -- the verdict ----------------------------------------------------------------------
 
-    def traps(self, numbers_of) -> tuple[int, int | None]:
+    def traps(self, numbers_of: Callable[[np.ndarray], np.ndarray]) -> tuple[int, int | None]:
         """The trap states, after a search that explored every reachable state.
 
         Args:
@@ -194,14 +197,14 @@ class EdgeLog:
 
     # -- pickling (checkpoints): save the used part of each array only --------------------
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {
             "goal": self._goal[: self._states].copy(),
             "src": self._src[: self._edges].copy(),
             "dst": self._dst[: self._edges].copy(),
         }
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self._goal = np.asarray(state["goal"], dtype=np.bool_)
         self._states = len(self._goal)
         src = np.asarray(state["src"])

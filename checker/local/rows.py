@@ -46,8 +46,9 @@ from ..core.options import Options
 from ..core.parts import Found, FrontierQueue, SavedQueue, SavedStore, Store
 from ..core.result import Path, Stats
 from ..core.trace import path_by_choices
+from ..core.visitor import GraphVisitor
+from ..graph.clients import graph_clients
 from ..graph.liveness import Column
-from ..graph.visitor import GraphVisitor
 from ..stores.frontier import MemorySaved, new_queue
 from ..stores.seen import CompactSeenSet
 from .workers import MIN_CHUNKS, ExpandPool, in_order
@@ -398,7 +399,7 @@ class BatchEngine(LevelDriver):
         check = kernel_check(model, self.kernel, props, options)
         if options.symmetry:
             require_symmetric(props)  # before the search asks the model for its symmetries
-        visitor = GraphVisitor(model, props)
+        visitor = GraphVisitor(graph_clients(model, props, options), model)
         search = RowsSearch(
             model,
             self.kernel,

@@ -8,7 +8,7 @@ and a parent number a state; the frontier keeps the states of the level being ex
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from operator import add
 from typing import Any
@@ -26,16 +26,13 @@ from ..core.parts import Found
 from ..core.result import CheckResult, Path, Stats
 from ..core.states_kernel import StatesKernel
 from ..core.trace import path_by_fingerprints
-from ..graph.visitor import GraphVisitor
+from ..core.visitor import GraphClient, GraphVisitor
+from ..graph.clients import graph_clients
 from ..stores.seen import SeenSet
 
 __all__ = ["LocalEngine", "Options", "PerStateSearch", "SeenSet", "check"]
 
 _PROGRESS_EVERY = 2048  # states expanded between two looks at the clock
-
-# A visitor of the per-state search: called with an expanded state's fingerprint, the
-# state and its edges (``checker.core.kernel.expand``'s), in the search's order.
-Visitor = Callable[[int, Any, list], None]
 
 
 class PerStateSearch(Search):
@@ -49,18 +46,13 @@ class PerStateSearch(Search):
         invariants: Sequence[Property],
         step_props: Sequence[Property],
         symmetry: bool = False,
-        visit: Visitor | None = None,
         store: SeenSet | None = None,
         visitor: GraphVisitor | None = None,
     ):
         self.model = model
-        # The graph visitor (``checker.graph.visitor``): every stored state and expanded edge
-        # goes to it when some property needs the graph.
+        # The graph visitor (``checker.core.visitor``): every stored state and expanded edge
+        # goes to it when some client needs the graph.
         self.visitor = GraphVisitor() if visitor is None else visitor
-        # Called with every expanded state's fingerprint, the state and its edges (as
-        # ``checker.core.kernel.expand`` gives them), in the search's order: a visitor of the
-        # search (``checker.graph.export`` builds the state graph so).
-        self.visit = visit
         self.invariants, self.step_props = invariants, step_props
         self.encode = canonical_encoder(model) if symmetry else model.encode
         # The rules of a level (checker.core.level), here over rows of one Python state.
@@ -112,8 +104,6 @@ class PerStateSearch(Search):
         edges = expand(model, state, self.encode)
         if len(edges) > self._branching:
             self._branching = len(edges)
-        if self.visit is not None:
-            self.visit(seen.fps[parent], state, edges)
         visitor = self.visitor
         if visitor.active:
             stored, before = len(seen), len(nxt)
@@ -224,7 +214,7 @@ class LocalEngine(LevelDriver):
         progress: Progress | None = None,
         *,
         on_level: OnLevel | None = None,
-        visit: Visitor | None = None,
+        clients: Sequence[GraphClient] = (),
     ):
         options = options or Options()
         model = with_defaults(model)
@@ -232,8 +222,8 @@ class LocalEngine(LevelDriver):
         invariants, step_props = split_properties(props)
         if options.symmetry:
             require_symmetric(props)  # before the search asks the model for its symmetries
-        visitor = GraphVisitor(model, props)
-        search = PerStateSearch(model, invariants, step_props, options.symmetry, visit, SeenSet(), visitor)
+        visitor = GraphVisitor([*graph_clients(model, props, options), *clients], model)
+        search = PerStateSearch(model, invariants, step_props, options.symmetry, SeenSet(), visitor)
         super().__init__(model, search, props, options, progress, on_level=on_level)
         self.encode = search.encode
 

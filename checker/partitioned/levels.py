@@ -48,7 +48,7 @@ from ..core.parts import ResourceStop
 from ..core.parts import Store as SearchStore
 from ..core.result import Stats
 from ..core.trace import ROOT, parent_chain, path_by_choices
-from ..graph.visitor import GraphVisitor
+from ..core.visitor import GraphVisitor
 from .cluster import Cluster, one_line
 from .rows import RowsStore, owner_of, owners, split_frontier
 from .save import (

@@ -93,7 +93,8 @@ from ..core.kernel import canonical_encoder, require_symmetric, split_properties
 from ..core.options import Options
 from ..core.result import CheckResult
 from ..core.states_kernel import StatesKernel
-from ..graph.visitor import GraphVisitor
+from ..core.visitor import GraphVisitor
+from ..graph.clients import graph_clients
 from ..partitioned.cluster import one_line
 from ..partitioned.levels import LevelsSetup, PartitionedLevels
 from ..partitioned.rows import RowsStore
@@ -226,7 +227,7 @@ class SparkRowsEngine(LevelDriver):
             check,
             setup=self.setup,
             session=self.session,
-            visitor=GraphVisitor(model, props),
+            visitor=GraphVisitor(graph_clients(model, props, options), model),
         )
         super().__init__(model, search, props, options, progress, on_level=on_level)
         self.kernel_check = check

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..contract.kernel_check import KernelCheck
 from ..contract.protocol import BatchKernel, Model, Property
-from ..graph.visitor import GraphVisitor
+from ..core.visitor import GraphVisitor
 from ..local.rows import ROWS_FORMAT, RowsSearch
 from ..partitioned.levels import LevelsSetup, PartitionedLevels, StoreUnseenError
 from ..partitioned.rows import RowsStore

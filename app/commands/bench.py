@@ -110,7 +110,7 @@ def liveness_log_measures(liveness) -> dict:
     leaving them that were kept, their bytes (in their temporary files and in memory), the
     bytes per kept edge, and the bytes they kept in memory at the end of the search; ``{}``
     when no liveness property was checked."""
-    logs = [log for _, log, _ in liveness or ()]
+    logs = [log for _, log in liveness or ()]
     if not logs:
         return {}
     edges = sum(log.edges for log in logs)

@@ -280,7 +280,7 @@ _MOVED = {
     "kmc.checker.seen": "kmc.checker.stores.seen",
     "kmc.checker.disk_store": "kmc.checker.stores.disk",
     "kmc.checker.frontier": "kmc.checker.stores.frontier",
-    "kmc.checker.visitor": "kmc.checker.graph.visitor",
+    "kmc.checker.visitor": "kmc.checker.core.visitor",
     "kmc.checker.possibly": "kmc.checker.graph.possibly",
     "kmc.checker.liveness": "kmc.checker.graph.liveness",
     "kmc.checker.lasso_check": "kmc.checker.graph.lasso",

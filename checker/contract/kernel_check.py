@@ -48,8 +48,6 @@ from .protocol import (
     STEP_COVER,
     BatchKernel,
     action_name,
-    format_action,
-    successors,
 )
 
 SAMPLE_PER_LEVEL = 4  # the default compares this many parents of each of the first levels...
@@ -127,7 +125,7 @@ class KernelCheck:
             by_parent.setdefault(int(parents[j]), []).append(j)
         for i in np.asarray(which).tolist():
             state = kernel.decode(chunk[i])
-            expected = successors(model, state)
+            expected = model.successors(state)
             got = by_parent.get(i, [])
             if [int(choices[j]) for j in got] != list(range(len(got))) or len(got) != len(expected):
                 kinds = [int(choices[j]) for j in got]
@@ -141,7 +139,7 @@ class KernelCheck:
                     None,
                     "successors" + (what if missing else ""),
                     f"{len(got)} (choices {kinds})",
-                    f"{len(expected)} ({', '.join(format_action(model, a) for a, _ in expected)})",
+                    f"{len(expected)} ({', '.join(model.format_action(a) for a, _ in expected)})",
                 )
             for j, (action, after) in zip(got, expected):
                 self._compare_step(state, action, after, names[int(codes[j])], succ[j])
@@ -163,9 +161,7 @@ class KernelCheck:
             _fail(state, action, "successor row", "its row", "the kernel's encode of the same state")
         if self.symmetry and model.symmetries() is not None:
             rows = np.stack([np.asarray(kernel.encode(model.permute(after, p))) for p in model.symmetries()])
-            from .protocol import kernel_fingerprints
-
-            fps = kernel_fingerprints(kernel, rows, True)
+            fps = kernel.fingerprints(rows, True)
             if (fps != fps[0]).any():
                 _fail(state, action, "canonical fingerprint", "differs between permutations", "one per orbit")
 
@@ -197,7 +193,7 @@ class KernelCheck:
                 continue
             for k, j in enumerate(picked.tolist()):
                 before = kernel.decode(chunk[parents[j]])
-                action, after = successors(model, before)[int(choices[j])]
+                action, after = model.successors(before)[int(choices[j])]
                 holds = prop.check(model, before, action, after)
                 flag = bool(holds) if prop.kind == STEP_COVER else holds is not None
                 if bool(mask[k]) != flag:

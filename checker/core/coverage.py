@@ -341,9 +341,7 @@ def task_part(model, kernel, expanded=None, new_rows=None, ranges=None) -> tuple
     succ))`` it expanded (enabled and kind counts), ``new_rows`` the rows it stored (the
     distinct values of the variables, as small sets), looked at only outside ``ranges``
     (the driver's ``Coverage.full_ranges`` at the level's start)."""
-    from ..contract.protocol import coverage_names
-
-    names = coverage_names(model)
+    names = model.coverage_names()
     enabled = kinds = None
     for chunk, exp in expanded or ():
         e, k = row_counts(names, kernel, model, chunk, *exp)
@@ -379,24 +377,20 @@ def row_counts(
             for action, (where, kind_numbers) in names.row_kinds(kernel, chunk, parents, codes, succ).items():
                 unsure = np.flatnonzero(kind_numbers < 0)  # (the rows do not say: the model does)
                 if len(unsure) and names.kind_of is not None:
-                    from ..contract.protocol import successors
-
                     kind_numbers = kind_numbers.copy()
                     for j in unsure.tolist():
                         i = int(where[j])
                         state = kernel.decode(chunk[parents[i]])
-                        step, nxt = successors(model, state)[int(choices[i])]
+                        step, nxt = model.successors(state)[int(choices[i])]
                         said = names.kind_of(model, state, step, nxt)
                         assert said is not None, (action, step)  # an action with kinds has one
                         kind_numbers[j] = list(names.kinds[action]).index(said)
                 kinds[action] = np.bincount(kind_numbers, minlength=len(names.kinds[action]))
         elif names.kind_of is not None:
-            from ..contract.protocol import successors
-
             wanted = [c for c, a in enumerate(action_names) if a in names.kinds]
             for i in np.flatnonzero(np.isin(codes, wanted)).tolist():
                 state = kernel.decode(chunk[parents[i]])
-                action, nxt = successors(model, state)[int(choices[i])]
+                action, nxt = model.successors(state)[int(choices[i])]
                 kind = names.kind_of(model, state, action, nxt)
                 if kind is not None:
                     kinds[action_name(action)][list(names.kinds[action_name(action)]).index(kind)] += 1

@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ..contract.protocol import ALWAYS, Property, successors
+from ..contract.protocol import ALWAYS, Property
 
 DEADLOCK = "Deadlock"
 
 
 def no_enabled_action(model: Any, state: Any) -> str | None:
     """``None`` when some action is enabled in ``state``, else why it is a deadlock."""
-    if successors(model, state):
+    if model.successors(state):
         return None
     return "no action is enabled in this state (a deadlock: the behaviour cannot go on)"
 

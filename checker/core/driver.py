@@ -40,7 +40,6 @@ from ..contract.protocol import (
     POSSIBLY,
     Model,
     Property,
-    coverage_names,
     is_cover,
     obligation_text,
 )
@@ -107,7 +106,7 @@ class LevelDriver:
         # a batch kernel's comparison with its model (``checker.contract.kernel_check.KernelCheck``),
         # set by an engine that has one: it counts the states compared
         self.kernel_check: Any = None
-        self.stats = Stats(coverage=Coverage(coverage_names(model)) if self.options.coverage else NoCoverage())
+        self.stats = Stats(coverage=Coverage(model.coverage_names()) if self.options.coverage else NoCoverage())
         self.found: dict[str, tuple] = {}  # property -> (kind, explanation, where)
         self.search: LevelSearch = search
         self._started = False
@@ -337,9 +336,9 @@ class LevelDriver:
         if not self.options.coverage:
             self.stats.coverage = NoCoverage()
         elif self.stats.coverage is None:  # a checkpoint of an older kmc: counted from here
-            self.stats.coverage = Coverage(coverage_names(self.model))
+            self.stats.coverage = Coverage(self.model.coverage_names())
         else:
-            self.stats.coverage.restore_names(coverage_names(self.model))
+            self.stats.coverage.restore_names(self.model.coverage_names())
         self.found = self.search.found_in(dict(snapshot["found"]))
         self.search.visitor.restore(snapshot)
         self._started = True

@@ -45,8 +45,6 @@ from ..contract.protocol import (
     STEP_COVER,
     Expander,
     Property,
-    fair_instance,
-    successors,
 )
 
 
@@ -251,8 +249,8 @@ class LevelStep:
         for k, (p, c) in enumerate(zip(parents.tolist(), choices.tolist())):
             if p != last:
                 state = decode(chunk[p])
-                succ, last = successors(model, state), p
-            out[k] = code_of(fair_instance(model, state, succ[c][0]))
+                succ, last = model.successors(state), p
+            out[k] = code_of(model.fair_instance(state, succ[c][0]))
         return out
 
     def _compare_fair(self, chunk, exp: Expansion, fair, which, code_of) -> None:
@@ -264,7 +262,7 @@ class LevelStep:
         if len(wrong):
             j = int(picked[wrong[0]])
             state = self.kernel.decode(chunk[exp.parents[j]])
-            action = successors(self.model, state)[int(exp.choices[j])][0]
+            action = self.model.successors(state)[int(exp.choices[j])][0]
             raise KernelMismatchError(
                 f"the batch kernel and the model disagree at state {state!r}, action {action!r}: "
                 f"fair instance code: kernel {int(fair[j])}, model {int(want[wrong[0]])} "
@@ -390,7 +388,7 @@ class _Transitions:
         """``(before, action, after)`` of the transition ``choice`` of row ``parent``."""
         if parent != self._parent:
             self._state = self.kernel.decode(self.chunk[parent])
-            self._succ, self._parent = successors(self.model, self._state), parent
+            self._succ, self._parent = self.model.successors(self._state), parent
         action, nxt = self._succ[choice]
         return self._state, action, nxt
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..base.errors import EngineError
 from ..base.fingerprint import fingerprint_bytes
-from ..contract.protocol import successors, with_defaults
+from ..contract.protocol import with_defaults
 from .result import Path, Step
 
 ROOT = -1  # the parent of an initial state
@@ -52,7 +52,7 @@ def replay_choices(model, init_index: int, choices: Sequence[int]) -> Path:
     state = model.init_states()[init_index]
     steps = [Step(None, state)]
     for i, choice in enumerate(choices):
-        succ = successors(model, state)
+        succ = model.successors(state)
         if not 0 <= choice < len(succ):
             raise EngineError(f"trace replay failed at step {i + 2}: no action number {choice}")
         action, state = succ[choice]
@@ -75,7 +75,7 @@ def replay_fingerprints(model, fps: Sequence[int], encode: Callable[[Any], bytes
     steps = [Step(None, state)]
     choices: list[int] = []
     for i, want in enumerate(fps[1:]):
-        for choice, (action, nxt) in enumerate(successors(model, state)):
+        for choice, (action, nxt) in enumerate(model.successors(state)):
             if fingerprint_bytes(encode(nxt)) == want:
                 break
         else:
@@ -88,5 +88,5 @@ def replay_fingerprints(model, fps: Sequence[int], encode: Callable[[Any], bytes
 
 def extend(model, path: Path, choice: int) -> Path:
     """``path`` with one more step: the enabled action at position ``choice``."""
-    action, nxt = successors(with_defaults(model), path.steps[-1].state)[choice]
+    action, nxt = with_defaults(model).successors(path.steps[-1].state)[choice]
     return Path(path.steps + (Step(action, nxt),), path.init_index, path.choices + (choice,))

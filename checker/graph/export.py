@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # (imported where a graph is built or written: it is a sixth 
 
 from ..base.errors import UsageError
 from ..base.fingerprint import fingerprint
-from ..contract.protocol import action_name, format_action, with_defaults
+from ..contract.protocol import action_name, with_defaults
 from ..core.kernel import split_properties
 from ..core.level import state_failures, step_failures
 
@@ -67,7 +67,7 @@ def state_graph(
     """
     label = label or repr
     model = with_defaults(model)
-    action_text = action_text or (lambda action: format_action(model, action))
+    action_text = action_text or (lambda action: model.format_action(action))
     props = list(model.properties() if properties is None else properties)
     invariants, step_props = split_properties(props)
     nodes: dict[int, tuple] = {}  # fp -> (state, depth, initial); insertion order = BFS order

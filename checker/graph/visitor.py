@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..contract.protocol import LIVENESS, POSSIBLY, Property, fair_instances
+from ..contract.protocol import LIVENESS, POSSIBLY, Property
 from .liveness import LivenessLog
 from .possibly import EdgeLog
 
@@ -100,7 +100,7 @@ class GraphVisitor:
     """
 
     def __init__(self, model: Any = None, properties: Sequence[Property] = ()):
-        self.instances = fair_instances(model) if model is not None else ()
+        self.instances = tuple(model.fair_instances()) if model is not None else ()
         self.possibly = [(p, EdgeLog()) for p in properties if p.kind == POSSIBLY]
         self.liveness = []
         for p in properties:

@@ -5,7 +5,9 @@ so ("no guard conditions declared")."""
 
 from __future__ import annotations
 
-from kmc.checker.contract.protocol import action_name
+from collections.abc import Sequence
+
+from kmc.checker.contract.protocol import Guard, action_name
 
 NOT_DECLARED = "no guard conditions declared"
 
@@ -27,8 +29,8 @@ def answers(model, state, wanted: str | None = None) -> dict:
         UnknownAction: ``wanted`` names no action of the model in this state's guards (or,
             for a model without guards, none of its enabled actions or action names).
     """
-    enabled = {model.format_action(a) for a, _ in model.successors(state)}
-    declared = model.guards(state)
+    enabled: set[str] = {model.format_action(a) for a, _ in model.successors(state)}
+    declared: Sequence[Guard] | None = model.guards(state)
     if declared is None:
         if wanted is not None:
             names = set(model.action_names() or ()) | {action_name(a) for a, _ in model.successors(state)}

@@ -139,6 +139,7 @@ __all__ = [
 ]
 
 
+@attrs.frozen
 class Guard:
     """An action and its guard in one state (``Model.guards``).
 

@@ -151,7 +151,7 @@ class KernelBase:
 _COLUMN_BLOCK = 512
 
 
-def columns(rows):
+def columns(rows: Any) -> Any:
     """``rows`` (a 2-d array) laid out a column at a time (Fortran order), the same
     array to every reader: an array form reads a few columns of every row, and a column
     read whole is a pass over its own bytes, not over every row's. Other rows (states of

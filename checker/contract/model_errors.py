@@ -268,7 +268,7 @@ def probe(model: Any, kernel: Any = None, limit: int = PROBE_STATES) -> None:
         _probe_kernel(kernel, list(inits))
 
 
-def _probe_kernel(kernel: Any, inits: list) -> None:
+def _probe_kernel(kernel: Any, inits: list[Any]) -> None:
     rows = _call(kernel.init_rows, inits)
     if not isinstance(rows, np.ndarray) or rows.ndim != 2 or rows.dtype != np.uint8 or len(rows) != len(inits):
         _refuse(

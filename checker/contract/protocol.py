@@ -163,7 +163,7 @@ class Guard:
         return [text for text, holds in self.conditions if not holds]
 
 
-def generic_values(state) -> Iterable[tuple[str, Any]]:
+def generic_values(state: Any) -> Iterable[tuple[str, Any]]:
     """``(variable, value)`` pairs of any state: the fields of an attrs class or a named
     tuple, the positions of a tuple, else the state as one variable ``state``. A value
     that does not hash counts by its ``repr``."""
@@ -222,7 +222,7 @@ class CoverageNames:
     actions: Sequence[str] = ()
     kinds: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
     kind_of: Callable[..., str | None] | None = None
-    row_kinds: Callable[..., Mapping[str, tuple]] | None = None
+    row_kinds: Callable[..., Mapping[str, tuple[Any, Any]]] | None = None
     variables: Sequence[str] = ()
     values_of: Callable[[Any], Iterable[tuple[str, Any]]] = generic_values
     parts_of: Callable[[Any], Iterable[Any]] | None = None
@@ -381,7 +381,7 @@ def batch_path(model: Model) -> tuple[BatchKernel | None, str | None]:
     return cast(BatchKernel, KernelDefaults(kernel)), None
 
 
-def action_name(action) -> str:
+def action_name(action: Any) -> str:
     """The name ``action`` is counted under: its ``name`` attribute when that is a string,
     else the action itself when it is a string, else its class's name."""
     if action.__class__ is str:

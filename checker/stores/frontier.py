@@ -14,7 +14,7 @@ being expanded and the next one, as rows.
 
 A write that finds the disk full stops the run cleanly (``ResourceStop``, as the disk
 store does): the next level is dropped and the last boundary stands. Every write goes
-through ``checker.stores.disk.write_bytes`` (the seam where the tests make the disk full).
+through ``checker.stores.disk_files.write_bytes`` (the seam where the tests make the disk full).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ import numpy as np
 
 from ..base.errors import EngineError
 from ..core.parts import FrontierQueue, ResourceStop, SavedQueue
-from . import disk as disk_store
+from . import disk_files
+from .disk_files import DiskFiles, level_source, verify_level
 
 READ_ROWS = 1 << 15  # rows a block when a saved level is read back
 _LENGTH = np.dtype("<u8")  # the length before a pickled block
@@ -208,10 +209,10 @@ class DiskQueueSaved:
         Raises:
             CheckpointError: the directory or the file is missing, a link, or damaged.
         """
-        where = disk_store.level_source(directory, self.data, self.path)
+        where = level_source(directory, self.data, self.path)
         if self.name is None:
             return where
-        disk_store.verify_level(directory, where, [self.name], getattr(self, "files", None))
+        verify_level(directory, where, [self.name], getattr(self, "files", None))
         return where / self.name
 
     def blocks(self, directory: Any = None) -> Iterator[np.ndarray]:
@@ -220,7 +221,7 @@ class DiskQueueSaved:
         return self.layout.read(self.source(directory), self.count, READ_ROWS)
 
 
-class DiskQueue(disk_store.DiskFiles):
+class DiskQueue(DiskFiles):
     """Each level one append-only file of rows in ``root`` (the disk store's directory);
     see the module."""
 
@@ -278,7 +279,7 @@ class DiskQueue(disk_store.DiskFiles):
         name, count = self.current if self.current is not None else (None, 0)
         if name is not None and not (target / name).exists():  # (saved again at one boundary)
             try:
-                disk_store.link(Path(self.root) / name, target / name)
+                disk_files.link(Path(self.root) / name, target / name)
             except OSError:  # (a full disk: the caller stops the run; no half-copied file stays)
                 with contextlib.suppress(OSError):
                     os.unlink(target / name)
@@ -296,7 +297,7 @@ class DiskQueue(disk_store.DiskFiles):
             part = cast(DiskQueueSaved, saved)
             if part.name is not None:
                 name = queue._new_name()
-                disk_store.link(part.source(directory), Path(self.root) / name)
+                disk_files.link(part.source(directory), Path(self.root) / name)
                 queue.layout, queue.current = part.layout, (name, part.count)
                 queue._disk = queue._peak = os.path.getsize(Path(self.root) / name)
             return queue

@@ -46,7 +46,7 @@ import shutil
 import tempfile
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import numpy as np
@@ -54,7 +54,7 @@ import numpy as np
 from ..base.errors import EngineError
 from ..base.owner import owner_gone, owner_line
 from ..checkpoints.file import claim_data_dir, read_manifest
-from ..core.parts import ResourceStop
+from ..core.parts import ResourceStop, SavedStore, Store
 from . import disk_files
 from .disk_files import DiskFiles, level_source, verify_level
 from .disk_runs import STRIDE, Run, merges
@@ -72,9 +72,9 @@ class DiskSaved:
     fingerprints of levels not yet written, and where its files were linked."""
 
     bits: int
-    runs: tuple  # per bucket: ((file name, length), ...)
-    levels: tuple  # ((first number, file name, count), ...)
-    pending: tuple  # sorted uint64 arrays
+    runs: tuple[tuple[tuple[str, int], ...], ...]  # per bucket: ((file name, length), ...)
+    levels: tuple[tuple[int, str, int], ...]  # ((first number, file name, count), ...)
+    pending: tuple[np.ndarray, ...]  # sorted uint64 arrays
     length: int
     written: int
     peak: int
@@ -82,7 +82,7 @@ class DiskSaved:
     path: str  # the directory the files were linked into
     # {file name: (size, sha256)} of every file above, checked before a resume links them
     # (None in a checkpoint of a kmc that recorded none: refused, it cannot be verified)
-    files: dict | None = None
+    files: dict[str, tuple[int, str]] | None = None
 
     kind = "disk"
 
@@ -103,7 +103,7 @@ class DiskSaved:
         for name in names:
             disk_files.link(source / name, Path(store.root) / name)
         store.buckets = [[Run(name, length) for name, length in bucket] for bucket in self.runs]
-        store.levels = [tuple(level) for level in self.levels]
+        store.levels = [(first, name, count) for first, name, count in self.levels]
         store.pending = list(self.pending)
         store._len = store._level_start = self.length
         store._written, store._peak = self.written, self.peak
@@ -147,7 +147,7 @@ class DiskStore(DiskFiles):
         self._seq = 1  # the next file's sequence number
         self._written = self._disk = self._peak = 0
         self._records: dict[str, np.memmap] = {}
-        self._saved: tuple[int, dict] | None = None  # the last saved() part, at its length
+        self._saved: tuple[int, dict[str, Any]] | None = None  # the last saved() part, at its length
 
     def close(self) -> None:
         """Remove the store's directory (a checkpoint keeps its own links)."""
@@ -168,7 +168,7 @@ class DiskStore(DiskFiles):
     def __len__(self) -> int:
         return self._len
 
-    def add(self, fps, parents, choices) -> np.ndarray:
+    def add(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
         _, first = np.unique(fps, return_index=True)
         order = np.sort(first)  # the first of each fingerprint, in block order
@@ -182,9 +182,10 @@ class DiskStore(DiskFiles):
             self.add_sorted(np.sort(fps[new]), np.asarray(parents)[new], np.asarray(choices)[new])
         return new
 
-    def contains_sorted(self, fps) -> np.ndarray:
+    def contains_sorted(self, fps: np.ndarray) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
-        return self.contains_older_sorted(fps) | self.contains_level_sorted(fps)
+        hit: np.ndarray = self.contains_older_sorted(fps) | self.contains_level_sorted(fps)
+        return hit
 
     def begin_level(self) -> None:
         """Write the closed levels' fingerprints out now: the runs then change only at the
@@ -196,7 +197,7 @@ class DiskStore(DiskFiles):
                     run.open(self.root)
                     run.release()
 
-    def contains_level_sorted(self, fps) -> np.ndarray:
+    def contains_level_sorted(self, fps: np.ndarray) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
         hit = np.zeros(len(fps), dtype=bool)
         if len(fps) and self.level_filter is not None:
@@ -209,7 +210,7 @@ class DiskStore(DiskFiles):
                 asked = asked[~found]  # a key found is not asked again
         return hit
 
-    def contains_older_sorted(self, fps) -> np.ndarray:
+    def contains_older_sorted(self, fps: np.ndarray) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
         hit = runs_contain(self.pending, fps)
         if not len(fps):
@@ -231,7 +232,7 @@ class DiskStore(DiskFiles):
                         break
         return hit
 
-    def add_sorted(self, fps, parents, choices) -> None:
+    def add_sorted(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> None:
         if not len(fps):
             return
         self._flush()
@@ -297,19 +298,19 @@ class DiskStore(DiskFiles):
         parents = records["parent"]
         return np.where(parents == 0xFFFFFFFF, -1, parents.astype(np.int64)), records["choice"].copy()
 
-    def restored(self, saved, directory=None) -> DiskStore:
+    def restored(self, saved: SavedStore, directory: Any = None) -> Store:
         """A checkpoint's store on disk: its files linked in; a store of another kind (a
         run stopped at its memory ceiling) has its states written into this one."""
         if saved.kind == self.kind:  # in this store's place (--store-dir)
-            store = saved.reopen(directory, parent=os.path.dirname(self.root))
+            store = cast(DiskSaved, saved).reopen(directory, parent=os.path.dirname(self.root))
             self.close()
             return store
-        store = saved.reopen(directory)
+        other = saved.reopen(directory)
         if len(self) or self.levels:
             raise EngineError("disk store: a checkpoint is restored only into an empty store")
-        fps = np.sort(store.fingerprints())
-        parents, choices = store.parents_and_choices()
-        del store
+        fps = np.sort(other.fingerprints())
+        parents, choices = other.parents_and_choices()
+        del other
         try:
             self._take(fps, parents, choices)
         except ResourceStop as e:
@@ -336,13 +337,13 @@ class DiskStore(DiskFiles):
         return 16 * level + 24 * largest
 
     def nbytes(self) -> int:
-        held = sum(r.nbytes for r in self.level_runs + self.pending)
+        held: int = sum(r.nbytes for r in self.level_runs + self.pending)
         index = sum(run.index.nbytes for bucket in self.buckets for run in bucket if run.index is not None)
         index += sum(i.nbytes for i in self.level_index)
         index += 0 if self.level_filter is None else self.level_filter.nbytes
         return held + index + 64 * (sum(len(b) for b in self.buckets) + len(self.levels))
 
-    def saved(self) -> dict:
+    def saved(self) -> dict[str, Any]:
         """Link the files into a new level directory of the checkpoint (or of the store's
         own directory when the run has none); the index and the unwritten levels go into
         the snapshot itself. At the boundary of the last call, its part again: the states
@@ -444,7 +445,7 @@ def _seq_of(name: str) -> int:
         return 0
 
 
-def new_store(kind: str, store_dir: Any = None, checkpoint_dir: Any = None):
+def new_store(kind: str, store_dir: Any = None, checkpoint_dir: Any = None) -> Store:
     """The store ``kind`` (``"memory"`` or ``"disk"``) of a rows search: the disk store's
     directory in ``store_dir``, else in the checkpoint directory, else the temporary
     directory."""

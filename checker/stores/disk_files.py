@@ -39,7 +39,9 @@ class DiskFiles:
     what = "disk store"  # (a failed write's line names the part)
     root: str
     _written = _disk = _peak = 0
-    _sealed: dict | None = None  # file name -> (size, inode, mtime, sha256), see ``seal``
+    _sealed: dict[str, tuple[int, int, int, str]] | None = (
+        None  # file name -> (size, inode, mtime, sha256), see ``seal``
+    )
 
     def disk_bytes(self) -> int:
         return self._disk
@@ -65,7 +67,7 @@ class DiskFiles:
         self._disk += data.nbytes
         self._peak = max(self._peak, self._disk)
 
-    def seal(self, target: Path, names: list[str]) -> dict:
+    def seal(self, target: Path, names: list[str]) -> dict[str, tuple[int, str]]:
         """``{name: (size, sha256)}`` of the files ``names`` linked into ``target``. A file
         is never changed once a level is closed (a run is written whole, a level's parents
         and rows are appended only while the level is found), so each is read and hashed
@@ -138,7 +140,7 @@ def level_source(directory: Any, data: str | None, path: str) -> Path:
     return source
 
 
-def verify_level(directory: Any, source: Path, names: list[str], files: dict | None) -> None:
+def verify_level(directory: Any, source: Path, names: list[str], files: dict[str, tuple[int, str]] | None) -> None:
     """Refuse the level directory ``source`` unless each of ``names`` is a file (not a
     link) of the size and SHA-256 ``files`` records: the sizes first, then the digests.
 

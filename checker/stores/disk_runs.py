@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-from typing import Any
 
 import attrs
 import numpy as np
@@ -25,9 +24,9 @@ class Run:
 
     name: str
     length: int
-    index: Any = None
-    mm: Any = None
-    array: Any = None
+    index: np.ndarray | None = None
+    mm: mmap.mmap | None = None
+    array: np.ndarray | None = None
 
     def open(self, root: str) -> np.ndarray:
         if self.array is None:
@@ -41,6 +40,7 @@ class Run:
     def contains(self, root: str, fps: np.ndarray) -> np.ndarray:
         """Which of the sorted ``fps`` are in the run (``checker.stores.seen.block_contains``)."""
         run = self.open(root)
+        assert self.index is not None  # (read by ``open``)
         return block_contains(run, self.index, STRIDE, fps)
 
     def release(self) -> None:

@@ -66,7 +66,7 @@ def chunks(blocks: Iterable[np.ndarray], size: int) -> Iterator[np.ndarray]:
 class MemorySaved:
     """A memory queue's checkpoint part: the current level's blocks."""
 
-    rows: tuple
+    rows: tuple[np.ndarray, ...]
 
     kind = "memory"
 
@@ -105,7 +105,7 @@ class MemoryQueue:
     def clear(self) -> None:
         self.current, self.next = [], []
 
-    def saved(self, beside: dict) -> dict:
+    def saved(self, beside: dict[str, Any]) -> dict[str, Any]:
         return {"queue": MemorySaved(tuple(self.current))}
 
     def restored(self, saved: SavedQueue, directory: Any = None) -> MemoryQueue:
@@ -138,7 +138,7 @@ class Layout:
     pickled blocks (``dtype`` None: rows of Python states)."""
 
     dtype: str | None
-    shape: tuple
+    shape: tuple[int, ...]
 
     @classmethod
     def of(cls, rows: np.ndarray) -> Layout:
@@ -198,7 +198,7 @@ class DiskQueueSaved:
     path: str  # the directory the file was linked into
     # {file name: (size, sha256)} of the level file (None in a checkpoint of a kmc that
     # recorded none: refused, it cannot be verified)
-    files: dict | None = None
+    files: dict[str, tuple[int, str]] | None = None
 
     kind = "disk"
 
@@ -273,7 +273,7 @@ class DiskQueue(DiskFiles):
         self.rollback()
         self.swap()
 
-    def saved(self, beside: dict) -> dict:
+    def saved(self, beside: dict[str, Any]) -> dict[str, Any]:
         part = beside["seen"]  # the disk store's (checker.stores.disk.DiskSaved)
         target = Path(part.path)
         name, count = self.current if self.current is not None else (None, 0)

@@ -35,7 +35,8 @@ def no_enabled_action_mask(kernel: Any, rows: Any) -> np.ndarray:
     """Per row: true where the batch kernel enables no action."""
     rows = np.ascontiguousarray(rows)
     parents = np.asarray(kernel.expand(rows)[0], dtype=np.int64)
-    return np.bincount(parents, minlength=len(rows))[: len(rows)] == 0
+    terminal: np.ndarray = np.bincount(parents, minlength=len(rows))[: len(rows)] == 0
+    return terminal
 
 
 Deadlock = Property(

@@ -39,7 +39,7 @@ class StatesKernel(KernelBase):
     def __init__(self, model: Model, action_names: Iterable[str] | None = None) -> None:
         self._setup(model, action_names)
 
-    def _setup(self, model, action_names: Iterable[str] | None) -> None:
+    def _setup(self, model: Any, action_names: Iterable[str] | None) -> None:
         self.model = model = with_defaults(model)
         if action_names is None:
             action_names = _declared_names(model)

@@ -79,8 +79,8 @@ class Property:
     --------
 
     Both kinds are decided over the weakly fair behaviours (the model's
-    ``fair_instances``, see the module) of the whole reachable graph; a run that did not
-    explore every reachable state leaves them ``unknown``. A violation is a *lasso*
+    ``fair_instances``, see ``checker.contract.protocol``) of the whole reachable graph;
+    a run that did not explore every reachable state leaves them ``unknown``. A violation is a *lasso*
     (``checker.core.result.Violation.loop``).
 
     ``"always-eventually"`` (``[]<>P``: at every point of every fair behaviour, ``P`` holds

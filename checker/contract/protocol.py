@@ -23,7 +23,7 @@ does not is given the defaults once, when an engine or the application takes it:
 - ``action_names()`` -> every action name the model can fire, in a fixed order: the Spark
   engine counts actions by their position there when the model has no batch kernel
   (default ``None``: not declared);
-- ``batch_kernel()`` -> a ``BatchKernel`` (below): the fast path over arrays of rows
+- ``batch_kernel()`` -> a ``BatchKernel`` (``checker.contract.batch_kernel``): the fast path over arrays of rows
   (default ``None``: none);
 - ``batch_unsupported()`` -> ``None``, or one sentence saying why the batch kernel cannot
   run this model's configuration: the engines then take the per-state path (``batch_path``);

@@ -241,7 +241,7 @@ def full_checkpoint_disk(tmp_path, monkeypatch):
                                                    capture_output=True).returncode == 0
     if not mounted:
         from kmc.checker.checkpoints import file as module
-        from kmc.checker.stores import disk as disk_store
+        from kmc.checker.stores import disk_files as disk_store
 
         budget = [200 * 1024]
 

@@ -78,15 +78,13 @@ def on_spark(request):
 def test_the_symmetric_spec_counts_by_brute_force(symmetric_spec):
     """14,937 states by a plain breadth-first search over the model (no engine), and
     2,556 orbits: the classes of states equal up to a renaming of the replicas."""
-    from kmc.checker.contract.protocol import successors
-
     model = symmetric_spec.model()
     seen = {model.encode(s): s for s in model.init_states()}
     level = list(seen.values())
     while level:
         nxt = []
         for state in level:
-            for _action, succ in successors(model, state):
+            for _action, succ in model.successors(state):
                 key = model.encode(succ)
                 if key not in seen:
                     seen[key] = succ

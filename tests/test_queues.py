@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kmc.checker.stores import disk as disk_store
+from kmc.checker.stores import disk_files
 from kmc.checker.stores.disk import DiskStore
 from kmc.checker.core.parts import ResourceStop
 from kmc.checker.engines import make_engine
@@ -199,7 +199,7 @@ def test_an_older_checkpoint_s_frontier_of_row_arrays_is_read():
 
 def _full_on_queue(after=1):
     """A ``write_bytes`` that finds the disk full at the queue's ``after``-th write and on."""
-    real = disk_store.write_bytes
+    real = disk_files.write_bytes
     count = [0]
 
     def write(path, data, append=False):
@@ -217,7 +217,7 @@ def test_a_full_disk_while_the_queue_writes_is_a_resource_stop(tmp_path, monkeyp
     q = made.queue
     q.append(fixed_rows(0, 4))
     q.swap()
-    monkeypatch.setattr(disk_store, "write_bytes", _full_on_queue())
+    monkeypatch.setattr(disk_files, "write_bytes", _full_on_queue())
     with pytest.raises(ResourceStop) as stop:
         q.append(fixed_rows(4, 4))
     assert stop.value.reason == "disk-full"
@@ -236,7 +236,7 @@ def test_a_full_disk_under_the_queue_stops_cleanly_and_resumes(tmp_path, monkeyp
     from kmc.app.cli import main
 
     ck = tmp_path / "ck"
-    monkeypatch.setattr(disk_store, "write_bytes", _full_on_queue(after=5))  # a few levels in, before a violation
+    monkeypatch.setattr(disk_files, "write_bytes", _full_on_queue(after=5))  # a few levels in, before a violation
     code = main(["check", str(HW_UNCLEAN), "--store", "disk", "--checkpoint", str(ck), "--checkpoint-every", "0",
                  "--no-progress", "--no-trace", "--json", str(tmp_path / "a.json")])
     _, err = capsys.readouterr()

@@ -7,7 +7,7 @@ parent and choice), never with another store. The engine rows compare every loca
 on every store with the pinned numbers (tests/pins.py) and with the per-state engine's
 own run (with the disk store, its frontier is on disk too: ``checker.stores.frontier.DiskQueue``,
 whose own contract is tests/test_queues.py). The end-to-end rows kill a run, resume it, and fill the disk through the one
-seam the disk store writes through (``checker.stores.disk.write_bytes``).
+seam the disk store writes through (``checker.stores.disk_files.write_bytes``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import pytest
 
 from kmc.checker.checkpoints import file as checkpoint
 from kmc.checker.stores import disk as disk_store
+from kmc.checker.stores import disk_files, disk_runs
 from kmc.checker.stores.disk import DiskStore
 from kmc.checker.engines import make_engine
 from kmc.checker.core.options import Options
@@ -325,15 +326,15 @@ def test_the_disk_store_removes_its_directory_and_stale_ones(tmp_path):
 
 
 def test_a_disk_run_finds_each_key_through_its_index_like_a_set(tmp_path):
-    """A run of many index blocks (``disk_store.STRIDE`` fingerprints each), asked about
+    """A run of many index blocks (``disk_runs.STRIDE`` fingerprints each), asked about
     its first and last fingerprints, each block's first and last, keys below, above and
     between them: the answers are those of a Python set."""
     rng = np.random.default_rng(256)
-    stride = disk_store.STRIDE
+    stride = disk_runs.STRIDE
     values = np.unique(rng.integers(1, 1 << 62, 7 * stride + 37, dtype=np.uint64) * np.uint64(2))
     path = tmp_path / "fp-run.u64"
     values.tofile(path)
-    run = disk_store._Run(path.name, len(values))
+    run = disk_runs.Run(path.name, len(values))
     present = set(values.tolist())
     edges = [values[i] for k in range(len(values) // stride + 1) for i in (k * stride - 1, k * stride) if 0 <= i < len(values)]
     keys = np.concatenate([
@@ -468,7 +469,7 @@ def test_a_per_state_checkpoint_in_memory_is_not_resumed_on_disk(tmp_path):
 
 def _full_after(calls):
     """A ``write_bytes`` that finds the disk full from its ``calls``-th write on."""
-    real = disk_store.write_bytes
+    real = disk_files.write_bytes
     count = [0]
 
     def write(path, data, append=False):
@@ -485,7 +486,7 @@ def test_a_full_disk_stops_cleanly_and_resumes(tmp_path, monkeypatch, capsys):
     from kmc.app.cli import main
 
     ck = tmp_path / "ck"
-    monkeypatch.setattr(disk_store, "write_bytes", _full_after(40))
+    monkeypatch.setattr(disk_files, "write_bytes", _full_after(40))
     code = main(["check", str(HW_UNCLEAN), "--store", "disk", "--checkpoint", str(ck), "--checkpoint-every", "0",
                  "--no-progress", "--no-trace", "--json", str(tmp_path / "a.json")])
     out, err = capsys.readouterr()
@@ -504,7 +505,7 @@ def test_a_full_disk_stops_cleanly_and_resumes(tmp_path, monkeypatch, capsys):
 def test_a_disk_full_from_the_first_write_is_one_line(tmp_path, monkeypatch, capsys):
     from kmc.app.cli import main
 
-    monkeypatch.setattr(disk_store, "write_bytes", _full_after(1))  # the initial states' records
+    monkeypatch.setattr(disk_files, "write_bytes", _full_after(1))  # the initial states' records
     code = main(["check", str(HW_UNCLEAN), "--store", "disk", "--store-dir", str(tmp_path), "--no-progress"])
     _, err = capsys.readouterr()
     assert code == 4

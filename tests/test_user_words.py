@@ -13,7 +13,7 @@ from kmc.app.cli import main
 from kmc.app.specs import load_spec
 from kmc.checker.engines import make_engine
 from kmc.checker.core.options import Options
-from kmc.checker.contract.protocol import describe_step, with_defaults
+from kmc.checker.contract.protocol import with_defaults
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
@@ -86,7 +86,7 @@ def _texts(model, violation):
     yield violation.explanation
     steps = violation.path.steps
     for before, step in zip(steps, steps[1:]):
-        yield describe_step(model, before.state, step.action, step.state)
+        yield model.describe_step(before.state, step.action, step.state)
     for g in model.guards(steps[-1].state):
         yield from (text for text, _ in g.conditions)
 

@@ -19,7 +19,7 @@ import pytest
 import oracle
 from kmc.app.cli import EXIT_BAD_INPUT, main
 from kmc.app.specs import load_spec
-from kmc.checker.contract.protocol import format_action, successors, with_defaults
+from kmc.checker.contract.protocol import with_defaults
 from kmc.model.actions import ELECT_LEADER, Action
 from kmc.model.config import KNOWN_BUGS, TRUNCATION_RULES, Config
 from kmc.model.kafka import KafkaModel
@@ -89,13 +89,13 @@ def test_an_action_is_enabled_exactly_when_its_guard_holds(name, changes):
         following = []
         for s in level:
             states += 1
-            succ = successors(model, s)
+            succ = model.successors(s)
             enabled = collections.Counter(a for a, _ in succ)
             declared = collections.Counter(g.action for g in model.guards(s))
             assert set(declared.values()) == {1}, f"{name}: an action declared twice"
             assert set(enabled) <= set(declared), f"{name}: an enabled action has no guard: {set(enabled) - set(declared)}"
             by_guard = {g.action for g in model.guards(s) if g.enabled}
-            assert set(enabled) == by_guard, (name, s, {format_action(model, a) for a in set(enabled) ^ by_guard})
+            assert set(enabled) == by_guard, (name, s, {model.format_action(a) for a in set(enabled) ^ by_guard})
             # the naive oracle's enabled actions, written from docs/model.md alone
             labels = {(a, r, cut) for (a, r, cut), _ in oracle.successors(cfg, s)}
             # (the oracle's third label is a crash's cut, or the replica a controlled shutdown elects)
@@ -149,10 +149,10 @@ def test_an_election_blocked_by_each_condition_names_it(case):
     row = _why(model, s, who)
     assert not row["enabled"] and not row["disagrees"]
     assert len(row["failing"]) == 1 and row["failing"][0].startswith(want), row["failing"]
-    enabled = {format_action(model, a) for a, _ in successors(model, s)}
+    enabled = {model.format_action(a) for a, _ in model.successors(s)}
     assert who not in enabled
     if case != "preferred-self":
-        assert elect_b not in {a for a, _ in successors(model, s)}
+        assert elect_b not in {a for a, _ in model.successors(s)}
 
 
 def test_a_model_without_guards_says_so_and_a_model_with_guards_is_answered():

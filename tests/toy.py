@@ -13,7 +13,7 @@ import struct
 
 import attrs
 
-from kmc.checker.contract.protocol import ALWAYS, ALWAYS_EVENTUALLY, LEADS_TO, STEP, Property, format_action
+from kmc.checker.contract.protocol import ALWAYS, ALWAYS_EVENTUALLY, LEADS_TO, STEP, Property
 
 N = 3
 LIMIT = 5
@@ -39,7 +39,7 @@ def sum_below(model, state):
 
 def never_down(model, before, action, after):
     if after.x < before.x or after.y < before.y:
-        return f"{format_action(model, action)} decreased a counter"
+        return f"{model.format_action(action)} decreased a counter"
     return None
 
 

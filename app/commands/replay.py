@@ -184,7 +184,6 @@ def replay(path, doc, invariant=None) -> tuple[KafkaModel, Violation]:
             trace does not replay to the saved states.
     """
     from kmc.app.render.json_result import action_to_dict, state_to_dict
-    from kmc.checker.contract.protocol import successors
     from kmc.checker.core.result import Path, Step, Violation
     from kmc.model.kafka import KafkaModel
 
@@ -224,7 +223,7 @@ def replay(path, doc, invariant=None) -> tuple[KafkaModel, Violation]:
     visited = {state: 1}
     for i in range(len(saved)):
         if i:
-            succ = successors(model, state)
+            succ = model.successors(state)
             choice = choices[i - 1]
             if not 0 <= choice < len(succ):
                 raise ReplayError(
@@ -293,7 +292,6 @@ def replay_lasso(path, model, prop, entry, path_):
         ReplayError: the entry's lasso is malformed, or the check fails.
     """
     from kmc.app.render.counterexample import json_value
-    from kmc.checker.contract.protocol import fair_instances
     from kmc.checker.core.result import Violation
     from kmc.checker.graph.explain import liveness_explanation
     from kmc.checker.graph.lasso import check_lasso
@@ -318,7 +316,7 @@ def replay_lasso(path, model, prop, entry, path_):
     wrong = check_lasso(model, prop, path_, loop, obligation)
     if wrong is not None:
         raise ReplayError(f"{path}: the lasso of {name} replays, but {wrong}")
-    instances = len(fair_instances(model))
+    instances = len(tuple(model.fair_instances()))
     why = liveness_explanation(model, prop, path_, loop, obligation, instances)
     return Violation(prop.name, prop.kind, why, path_, loop=loop, obligation=obligation, fair_instances=instances)
 

@@ -20,7 +20,7 @@ import builtins
 from typing import Any, cast
 
 import attrs
-from kmc.checker.contract.protocol import action_name, describe_step, format_action
+from kmc.checker.contract.protocol import action_name
 from kmc.model.describe import plural, replica_set
 from kmc.model.state import SHRINK, leader_of, leads
 
@@ -201,7 +201,7 @@ def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None, *, 
     elif kind == "step" and n > 1:
         verdict = (
             f"{prop} is violated by the last transition, State {n - 1} → "
-            f"State {n} ({format_action(model, steps[-1].action)})"
+            f"State {n} ({model.format_action(steps[-1].action)})"
         )
     elif kind == "possibly":
         verdict = f"{prop} fails: State {n} is a trap"
@@ -372,8 +372,8 @@ def _column(model, number, step, prev, marked, ghosts, last) -> Column:
     if action is None:
         text, name, description, events = "initial", "", _initial_text(model, state), ()
     else:
-        text, name = format_action(model, action), action_name(action)
-        description = describe_step(model, prev, action, state)
+        text, name = model.format_action(action), action_name(action)
+        description = model.describe_step(prev, action, state)
         events = _events(model, prev, action, state)
     fresh = () if prev is None else tuple(record_text(*c) for c in state.committed if c not in prev.committed)
     acked = getattr(state, "acked", ())

@@ -33,12 +33,7 @@ from kmc.checker.contract.protocol import (
     STEP,
     STEP_COVER,
     action_name,
-    coverage_names,
-    describe_step,
-    format_action,
-    format_state,
     obligation_text,
-    successors,
     with_defaults,
 )
 from kmc.checker.core.result import Path
@@ -95,7 +90,7 @@ class Explorer:
         self.status = SearchStatus()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._actions = list(coverage_names(model).actions or model.action_names() or ())
+        self._actions = list(model.coverage_names().actions or model.action_names() or ())
         self._distances: dict = {}  # (property, encoded state) -> steps to a goal (_goal_distance)
         # The liveness counterexamples (``checker.core.result.Violation`` with a ``loop``) a walk
         # is matched against: the --trace files' first, then the search's.
@@ -129,7 +124,7 @@ class Explorer:
             if i >= MAX_STEPS:
                 error = f"the explorer replays at most {MAX_STEPS:,} steps"
                 return init_index, list(choices[:i]), {"step": i + 2, "error": error}
-            succ = successors(model, state)
+            succ = model.successors(state)
             if not 0 <= choice < len(succ):
                 error = f"no action number {choice} (state {i + 1} has {len(succ)} enabled)"
                 return init_index, list(choices[:i]), {"step": i + 2, "error": error}
@@ -164,19 +159,19 @@ class Explorer:
                 steps.append(
                     {
                         "index": i + 1,
-                        "action": format_action(model, step.action),
+                        "action": model.format_action(step.action),
                         "name": action_name(step.action),
-                        "description": describe_step(model, states[i - 1], step.action, step.state),
+                        "description": model.describe_step(states[i - 1], step.action, step.state),
                     }
                 )
         state = states[-1]
-        nexts = successors(model, state)
+        nexts = model.successors(state)
         enabled = [
             {
                 "choice": c,
-                "action": format_action(model, a),
+                "action": model.format_action(a),
                 "name": action_name(a),
-                "description": describe_step(model, state, a, nxt),
+                "description": model.describe_step(state, a, nxt),
             }
             for c, (a, nxt) in enumerate(nexts)
         ]
@@ -344,7 +339,7 @@ class Explorer:
             depth += 1
             nxt = []
             for s in level:
-                for _, t in successors(model, s):
+                for _, t in model.successors(s):
                     code = model.encode(t)
                     if code in seen:
                         continue
@@ -542,7 +537,7 @@ class GenericView:
             cls = ' class="changed"' if changed else ""
             rows.append(f"<tr{cls}><th>{escape(str(name))}</th><td>{escape(repr(value))}</td></tr>")
         # the model's own words first (its format_state), its fields below
-        line = escape(format_state(self.model, state))
+        line = escape(self.model.format_state(state))
         changes = sum('class="changed"' in r for r in rows)
         changed_note = f" ({changes} changed by the last step)" if changes else ""
         return (
@@ -555,7 +550,7 @@ class GenericView:
         return None
 
     def initial_label(self, state) -> str:
-        return format_state(self.model, state)
+        return self.model.format_state(state)
 
 
 class KafkaView:

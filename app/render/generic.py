@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from kmc.checker.base.text import safe_text, xml_text
-from kmc.checker.contract.protocol import action_name, describe_step, format_action, format_state
+from kmc.checker.contract.protocol import action_name
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -51,12 +51,12 @@ def trace_steps(model, path) -> list[dict]:
         if step.action is not None:
             action = {
                 "name": action_name(step.action),
-                "text": format_action(model, step.action),
+                "text": model.format_action(step.action),
                 "choice": path.choices[i - 1],
-                "description": describe_step(model, before, step.action, step.state),
+                "description": model.describe_step(before, step.action, step.state),
             }
         out.append(
-            {"index": i + 1, "action": action, "text": format_state(model, step.state), "state": json_value(step.state)}
+            {"index": i + 1, "action": action, "text": model.format_state(step.state), "state": json_value(step.state)}
         )
         before = step.state
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from kmc.checker.contract.protocol import action_name, format_action
+from kmc.checker.contract.protocol import action_name
 from kmc.checker.core.result import UNKNOWN
 from kmc.model.actions import ACTION_NAMES, action_names
 from kmc.model.state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
@@ -248,7 +248,7 @@ def action_to_dict(model, action) -> dict | None:
         "name": action_name(action),
         "replica": model.name(action.replica),
         "cut": action.cut,
-        "text": format_action(model, action),
+        "text": model.format_action(action),
     }
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kmc.checker.contract.protocol import describe_step, format_action
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.padding import Padding
 from rich.panel import Panel
@@ -85,10 +84,10 @@ class TraceView:
         if step.action is None:
             head.append("initial", "bold")
             return head
-        head.append(format_action(self.model, step.action), "bold cyan")
+        head.append(self.model.format_action(step.action), "bold cyan")
         if previous is None:  # the action alone (a narrow terminal: the gloss goes below)
             return head
-        gloss = describe_step(self.model, previous.state, step.action, step.state)
+        gloss = self.model.describe_step(previous.state, step.action, step.state)
         if gloss:
             head.append(f"  {gloss}", "italic dim")
         return head
@@ -107,7 +106,7 @@ class TraceView:
                 short = self._header(index, step, None) if step.action is not None else header
                 if previous is not None and short.cell_len + 6 <= options.max_width:
                     yield Rule(short, align="left", style="dim")
-                    gloss = describe_step(model, previous.state, step.action, step.state)
+                    gloss = model.describe_step(previous.state, step.action, step.state)
                     if gloss:
                         yield Padding(Text(gloss, "italic dim"), (0, 0, 0, 2), expand=False)
                 else:
@@ -158,7 +157,7 @@ class TraceView:
             text.append(f"✓ {v.property} is reached in State {n}", "bold green")
             return Panel(text, border_style="green", expand=False, padding=(0, 1))
         if v.kind == "step-cover":  # a step cover's: its last step is the scenario
-            action = format_action(model, v.path.steps[-1].action)
+            action = model.format_action(v.path.steps[-1].action)
             text.append(
                 f"✓ {v.property} is reached by the last step, State {n - 1} → State {n} ({action})", "bold green"
             )
@@ -178,7 +177,7 @@ class TraceView:
             text.append(v.explanation, "red")
             return Panel(text, border_style="red", expand=False, padding=(0, 1))
         if v.kind == "step" and n > 1:
-            action = format_action(model, v.path.steps[-1].action)
+            action = model.format_action(v.path.steps[-1].action)
             text.append(f" is violated by the last transition, State {n - 1} → State {n} ({action}):\n", "red")
         else:
             text.append(f" is violated in State {n}:\n", "red")

@@ -24,8 +24,6 @@ names the action as ``kmc check`` does, e.g. ``State 3: <Crash(B, keeps 1)>``.
 
 from __future__ import annotations
 
-from kmc.checker.contract.protocol import format_action
-
 VARIABLES = (
     "alive",
     "log",
@@ -179,7 +177,7 @@ def step_header(model, index, action) -> str:
     """``State 1: <Initial predicate>`` or ``State n: <Action(R)>``."""
     if action is None:
         return f"State {index}: <Initial predicate>"
-    return f"State {index}: <{format_action(model, action)}>"
+    return f"State {index}: <{model.format_action(action)}>"
 
 
 def trace_text(model, path) -> str:
@@ -203,7 +201,7 @@ def lasso_text(model, path, loop: int) -> str:
         step_header(model, index, step.action) + "\n" + state_text(model, step.state)
         for index, step in enumerate(steps[:-1], 1)
     ]
-    blocks.append(f"Back to state {loop + 1}: <{format_action(model, steps[-1].action)}>")
+    blocks.append(f"Back to state {loop + 1}: <{model.format_action(steps[-1].action)}>")
     return "\n\n".join(blocks) + "\n"
 
 

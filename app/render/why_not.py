@@ -5,7 +5,9 @@ so ("no guard conditions declared")."""
 
 from __future__ import annotations
 
-from kmc.checker.contract.protocol import action_name, format_action, guards, successors
+from collections.abc import Sequence
+
+from kmc.checker.contract.protocol import Guard, action_name
 
 NOT_DECLARED = "no guard conditions declared"
 
@@ -27,11 +29,11 @@ def answers(model, state, wanted: str | None = None) -> dict:
         UnknownAction: ``wanted`` names no action of the model in this state's guards (or,
             for a model without guards, none of its enabled actions or action names).
     """
-    enabled = {format_action(model, a) for a, _ in successors(model, state)}
-    declared = guards(model, state)
+    enabled: set[str] = {model.format_action(a) for a, _ in model.successors(state)}
+    declared: Sequence[Guard] | None = model.guards(state)
     if declared is None:
         if wanted is not None:
-            names = set(model.action_names() or ()) | {action_name(a) for a, _ in successors(model, state)}
+            names = set(model.action_names() or ()) | {action_name(a) for a, _ in model.successors(state)}
             if wanted not in enabled and wanted not in names:
                 raise UnknownAction(f"no action {wanted!r} in this model (its actions: {_list(sorted(names))})")
             hits = [wanted] if wanted in enabled else sorted(t for t in enabled if t.startswith(f"{wanted}("))
@@ -42,7 +44,7 @@ def answers(model, state, wanted: str | None = None) -> dict:
         return {"declared": False, "actions": []}
     rows = []
     for g in declared:
-        text = format_action(model, g.action)
+        text = model.format_action(g.action)
         name = action_name(g.action)
         if wanted is not None and wanted not in (text, name) and not _instance_of(text, wanted):
             continue
@@ -58,7 +60,7 @@ def answers(model, state, wanted: str | None = None) -> dict:
             }
         )
     if wanted is not None and not rows:
-        known = list(dict.fromkeys(format_action(model, g.action) for g in declared))
+        known = list(dict.fromkeys(model.format_action(g.action) for g in declared))
         raise UnknownAction(f"no action {wanted!r} in this model (its actions here: {_list(known)})")
     return {"declared": True, "actions": rows}
 

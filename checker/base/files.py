@@ -25,7 +25,7 @@ def _umask() -> int:
     return mask
 
 
-def write_file(path, data: bytes, *, exclusive: bool = False, sync: bool = False) -> None:
+def write_file(path: str | os.PathLike[str], data: bytes, *, exclusive: bool = False, sync: bool = False) -> None:
     """Write ``data`` to ``path`` through a temporary file renamed over it.
 
     A symbolic link at ``path`` is replaced by the file, never followed. A destination
@@ -70,7 +70,7 @@ def write_file(path, data: bytes, *, exclusive: bool = False, sync: bool = False
         raise
 
 
-def _put_new(tmp, path) -> None:
+def _put_new(tmp: str, path: str | os.PathLike[str]) -> None:
     """Give ``tmp`` the name ``path``, which must not exist; ``tmp`` is gone after."""
     try:
         os.link(tmp, path)

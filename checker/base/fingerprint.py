@@ -13,6 +13,7 @@ n^2 / 2^65: around 3e-8 for a million states.
 from __future__ import annotations
 
 from hashlib import blake2b
+from typing import Any
 
 DIGEST_BYTES = 8
 
@@ -22,7 +23,7 @@ def fingerprint_bytes(data: bytes) -> int:
     return int.from_bytes(blake2b(data, digest_size=DIGEST_BYTES).digest(), "big")
 
 
-def fingerprint(model, state) -> int:
+def fingerprint(model: Any, state: Any) -> int:
     """The 64-bit fingerprint of ``state`` under ``model``'s canonical encoding."""
     return int.from_bytes(blake2b(model.encode(state), digest_size=DIGEST_BYTES).digest(), "big")
 
@@ -66,7 +67,7 @@ def _position_keys(width: int) -> np.ndarray:
     return _mix(keys)
 
 
-def fingerprint_rows(rows) -> np.ndarray:
+def fingerprint_rows(rows: np.ndarray) -> np.ndarray:
     """The 64-bit fingerprints (``uint64``) of the rows of a 2-d array of bytes whose
     width is a multiple of 8."""
     words = np.ascontiguousarray(rows).view(np.uint64)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 from types import FrameType
+from typing import Any
 
 from .exitcodes import signal_exit_code
 
@@ -24,11 +25,11 @@ class StopOnSignals:
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, engine, reason: str = "interrupted") -> None:
+    def __init__(self, engine: Any, reason: str = "interrupted") -> None:
         self.engine = engine
         self.reason = reason
         self.signum: int | None = None
-        self._old: dict = {}
+        self._old: dict[int, Any] = {}
 
     @property
     def exit_code(self) -> int:

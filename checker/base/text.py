@@ -17,12 +17,12 @@ import re
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
-def _escape(m) -> str:
+def _escape(m: re.Match[str]) -> str:
     c = ord(m.group())
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
-def safe_text(text) -> str:
+def safe_text(text: object) -> str:
     """``text`` with every control character replaced by its escape (``\\x1b``)."""
     return _UNSAFE.sub(_escape, str(text))
 
@@ -40,14 +40,14 @@ _UNSAFE_IN_PICTURES = re.compile(
 )
 
 
-def _escape_wide(m) -> str:
+def _escape_wide(m: re.Match[str]) -> str:
     c = ord(m.group())
     if c < 0x100:
         return f"\\x{c:02x}"
     return f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}"
 
 
-def picture_text(text) -> str:
+def picture_text(text: object) -> str:
     """``text`` as every picture writer (``render.html``, ``render.svg``,
     ``render.mermaid``) shows it: what ``safe_text`` escapes, and what cannot be
     encoded or is not legal in XML, replaced by its visible escape (``\\ud800``, ``\\ufffe``).
@@ -55,7 +55,7 @@ def picture_text(text) -> str:
     return _UNSAFE_IN_PICTURES.sub(_escape_wide, str(text))
 
 
-def xml_text(text) -> str:
+def xml_text(text: object) -> str:
     """``text`` inside an HTML or SVG element or attribute: ``picture_text``, then ``&``,
     ``<``, ``>`` and both quotes as entities (every HTML and SVG writer's one escape)."""
     import html
@@ -63,7 +63,7 @@ def xml_text(text) -> str:
     return html.escape(picture_text(text), quote=True)
 
 
-def display_path(path) -> str:
+def display_path(path: str | os.PathLike[str]) -> str:
     """A path as a page meant to be shared shows it: relative to the current directory
     when it lies under it, else as given."""
     text = str(path)

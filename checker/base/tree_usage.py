@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import resource
 import threading
+from typing import Any
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -128,7 +129,7 @@ class TreeUsage:
             todo.extend(children.get(pid, ()))
         self.peak = max(self.peak, rss)
 
-    def stop(self) -> dict:
+    def stop(self) -> dict[str, Any]:
         if self._thread is not None:
             self._halt.set()
             self._thread.join()

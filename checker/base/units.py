@@ -14,7 +14,7 @@ _SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([KMGTP]?)(?:I?B)?\s*$", re.
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
 
-def parse_size(text) -> int:
+def parse_size(text: str | int) -> int:
     """Bytes from a size such as ``8G``, ``512M``, ``1.5GiB`` or ``1000000`` (units of 1024).
 
     Raises:
@@ -43,7 +43,7 @@ MIN_CEILING = 128 << 20
 MAX_CEILING = 1 << 50  # 1P
 
 
-def check_ceiling(value) -> str | None:
+def check_ceiling(value: int) -> str | None:
     """Why ``value`` bytes cannot be a memory ceiling (one phrase), or None."""
     if value < MIN_CEILING:
         return f"must be at least {format_size(MIN_CEILING)} (kmc itself needs about 60M to start)"
@@ -62,7 +62,7 @@ K8S_MASTER = re.compile(
 _FORMS = "local, local[N], local[*], local[N,F], spark://HOST:PORT, yarn or k8s://HOST:PORT"
 
 
-def validate_master(url) -> str:
+def validate_master(url: str) -> str:
     """``url`` if it is a Spark master URL kmc can use, else a one-line ``EngineError``.
 
     Returns the addresses' syntax only; ``check_reachable`` asks the network.

@@ -101,7 +101,7 @@ class Blobs(Protocol):
         ...
 
 
-def is_url(location) -> bool:
+def is_url(location: str | os.PathLike[str]) -> bool:
     return _SCHEME.match(os.fspath(location)) is not None
 
 
@@ -136,7 +136,7 @@ def store_location(location: str, master: str | None) -> str:
     return location
 
 
-def open_blobs(location) -> Blobs:
+def open_blobs(location: str | os.PathLike[str]) -> Blobs:
     """The blob store at ``location``: a URL's (``checker.blobs.arrow``), else a directory's."""
     location = os.fspath(location)
     if is_url(location):

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterable, Sequence
-from typing import IO, Any
+from typing import IO, Any, cast
 
 _OPENED: dict[str, tuple[Any, str]] = {}  # URL -> (file system, its base path), once a process
 _LOCK = threading.Lock()
@@ -45,7 +45,7 @@ class ArrowBlobs:
     def __repr__(self) -> str:
         return f"ArrowBlobs({self.root!r})"
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[ArrowBlobs], tuple[str, str]]:
         return (ArrowBlobs, (self.url, self.prefix))
 
     @property
@@ -66,7 +66,7 @@ class ArrowBlobs:
 
     def open(self, name: str) -> IO[bytes]:
         try:
-            return self.fs.open_input_file(self.path(name))
+            return cast(IO[bytes], self.fs.open_input_file(self.path(name)))
         except OSError as e:
             if _missing(e):
                 raise FileNotFoundError(f"{self.root}/{name}: no such object") from None

@@ -31,7 +31,8 @@ field that differ (exit code 2 on the command line).
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn, Protocol, cast
 
 import attrs
 import numpy as np
@@ -47,9 +48,9 @@ from .protocol import (
     STEP,
     STEP_COVER,
     BatchKernel,
+    Expander,
+    Property,
     action_name,
-    format_action,
-    successors,
 )
 
 SAMPLE_PER_LEVEL = 4  # the default compares this many parents of each of the first levels...
@@ -75,7 +76,7 @@ class KernelCheck:
 
     model: Any  # a checker.contract.protocol.Model
     kernel: BatchKernel
-    properties: tuple
+    properties: tuple[Property, ...]
     symmetry: bool = False
     full: bool = False
 
@@ -108,7 +109,15 @@ class KernelCheck:
             return level
         return -(-level // _stride(depth, level))
 
-    def compare(self, chunk, parents, choices, codes, succ, which) -> None:
+    def compare(
+        self,
+        chunk: np.ndarray,
+        parents: np.ndarray,
+        choices: np.ndarray,
+        codes: np.ndarray,
+        succ: np.ndarray,
+        which: np.ndarray,
+    ) -> None:
         """Compare the kernel's expansion of ``chunk`` (``parents, choices, codes, succ``)
         with the model on the parents at positions ``which``.
 
@@ -127,7 +136,7 @@ class KernelCheck:
             by_parent.setdefault(int(parents[j]), []).append(j)
         for i in np.asarray(which).tolist():
             state = kernel.decode(chunk[i])
-            expected = successors(model, state)
+            expected = model.successors(state)
             got = by_parent.get(i, [])
             if [int(choices[j]) for j in got] != list(range(len(got))) or len(got) != len(expected):
                 kinds = [int(choices[j]) for j in got]
@@ -141,13 +150,13 @@ class KernelCheck:
                     None,
                     "successors" + (what if missing else ""),
                     f"{len(got)} (choices {kinds})",
-                    f"{len(expected)} ({', '.join(format_action(model, a) for a, _ in expected)})",
+                    f"{len(expected)} ({', '.join(model.format_action(a) for a, _ in expected)})",
                 )
             for j, (action, after) in zip(got, expected):
                 self._compare_step(state, action, after, names[int(codes[j])], succ[j])
         self._compare_masks(chunk, parents, choices, succ, picked, codes)
 
-    def _compare_step(self, state, action, after, code_name, row) -> None:
+    def _compare_step(self, state: Any, action: Any, after: Any, code_name: str, row: np.ndarray) -> None:
         model, kernel = self.model, self.kernel
         if code_name != action_name(action):
             _fail(state, action, "action name", code_name, action_name(action))
@@ -163,13 +172,11 @@ class KernelCheck:
             _fail(state, action, "successor row", "its row", "the kernel's encode of the same state")
         if self.symmetry and model.symmetries() is not None:
             rows = np.stack([np.asarray(kernel.encode(model.permute(after, p))) for p in model.symmetries()])
-            from .protocol import kernel_fingerprints
-
-            fps = kernel_fingerprints(kernel, rows, True)
+            fps = kernel.fingerprints(rows, True)
             if (fps != fps[0]).any():
                 _fail(state, action, "canonical fingerprint", "differs between permutations", "one per orbit")
 
-    def compare_initial(self, states, rows) -> None:
+    def compare_initial(self, states: Sequence[Any], rows: np.ndarray) -> None:
         """Compare the kernel's rows of the initial states with the states themselves.
 
         Raises:
@@ -182,7 +189,15 @@ class KernelCheck:
                 _fail(state, None, f"initial row {field}".rstrip(), k, m)
         self._compare_state_masks(rows)
 
-    def _compare_masks(self, chunk, parents, choices, succ, picked, codes=None) -> None:
+    def _compare_masks(
+        self,
+        chunk: np.ndarray,
+        parents: np.ndarray,
+        choices: np.ndarray,
+        succ: np.ndarray,
+        picked: np.ndarray,
+        codes: np.ndarray | None = None,
+    ) -> None:
         if not len(picked):
             return
         rows = succ[picked]
@@ -197,13 +212,13 @@ class KernelCheck:
                 continue
             for k, j in enumerate(picked.tolist()):
                 before = kernel.decode(chunk[parents[j]])
-                action, after = successors(model, before)[int(choices[j])]
+                action, after = model.successors(before)[int(choices[j])]
                 holds = prop.check(model, before, action, after)
                 flag = bool(holds) if prop.kind == STEP_COVER else holds is not None
                 if bool(mask[k]) != flag:
                     _fail(before, action, f"{prop.name} mask", bool(mask[k]), flag)
 
-    def _compare_state_masks(self, rows) -> None:
+    def _compare_state_masks(self, rows: np.ndarray) -> None:
         model, kernel = self.model, self.kernel
         for prop in self.properties:
             if prop.kind in LIVENESS:
@@ -221,14 +236,14 @@ class KernelCheck:
                 if bool(mask[k]) != flag:
                     _fail(state, None, f"{prop.name} mask", bool(mask[k]), flag)
 
-    def _compare_liveness_mask(self, prop, rows) -> None:
+    def _compare_liveness_mask(self, prop: Property, rows: np.ndarray) -> None:
         """A liveness property's array form (``Property.mask``) against its own check."""
         if prop.mask is None or not len(rows):
             return
         model, kernel = self.model, self.kernel
         answer = prop.mask(kernel, rows)
         single = prop.obligations is None
-        obligations = (None,) if single else tuple(prop.obligations(model))
+        obligations = (None,) if prop.obligations is None else tuple(prop.obligations(model))
         mine: Any
         theirs: Any
         for k in range(len(rows)):
@@ -252,13 +267,26 @@ def _stride(depth: int, level: int) -> int:
     return max(1, level // (SAMPLE_PER_LEVEL if depth <= SAMPLE_LEVELS else SAMPLE_DEEPER))
 
 
-def kernel_check(model, kernel, properties, options) -> KernelCheck | None:
+class KernelOptions(Protocol):
+    """What ``kernel_check`` reads of a run's options (``checker.core.options.Options``)."""
+
+    @property
+    def verify_kernel(self) -> bool: ...
+
+    @property
+    def symmetry(self) -> bool: ...
+
+
+def kernel_check(
+    model: Any, kernel: Expander, properties: Iterable[Property], options: KernelOptions
+) -> KernelCheck | None:
     """The comparison a search runs for ``kernel``: ``None`` for rows of Python states
     (``checker.core.states_kernel``: the model itself, nothing to compare)."""
     if not kernel.arrays:
         return None
-    full = bool(options.verify_kernel) or not kernel.sampled_comparison
-    return KernelCheck(model, kernel, tuple(properties), bool(options.symmetry), full)
+    batch = cast(BatchKernel, kernel)  # rows that are arrays: a model's batch kernel
+    full = bool(options.verify_kernel) or not batch.sampled_comparison
+    return KernelCheck(model, batch, tuple(properties), bool(options.symmetry), full)
 
 
 def _difference(mine: Any, theirs: Any) -> tuple[str, Any, Any]:

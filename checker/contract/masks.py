@@ -10,12 +10,14 @@ array form at all.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .protocol import ALWAYS, STEP_COVER, Expander, Property
 
 
-def state_mask(kernel: Expander, prop: Property, rows) -> np.ndarray | None:
+def state_mask(kernel: Expander, prop: Property, rows: Any) -> np.ndarray | None:
     """Per row: true where the ``"always"`` property ``prop`` is violated, or where the
     ``"possibly"`` property ``prop``'s goal holds; ``None`` when there is no array form."""
     if not kernel.arrays:
@@ -29,7 +31,9 @@ def state_mask(kernel: Expander, prop: Property, rows) -> np.ndarray | None:
     return None if mask is None else np.asarray(mask, dtype=bool)
 
 
-def step_mask(kernel: Expander, prop: Property, rows, parents, after, codes=None) -> np.ndarray | None:
+def step_mask(
+    kernel: Expander, prop: Property, rows: Any, parents: np.ndarray, after: Any, codes: np.ndarray | None = None
+) -> np.ndarray | None:
     """Per transition ``rows[parents[i]] -> after[i]`` (of action code ``codes[i]``): true
     where the step property ``prop`` is violated, or where the step cover ``prop``'s
     predicate holds; ``None`` when there is no array form."""

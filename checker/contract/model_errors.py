@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from ..base.errors import ModelError
-from .protocol import ModelBase, action_name, successors
+from .protocol import ModelBase, action_name
 
 # The states the probe expands, breadth-first from the initial ones (the nondeterminism
 # check asks each of them twice).
@@ -238,13 +238,13 @@ def probe(model: Any, kernel: Any = None, limit: int = PROBE_STATES) -> None:
             enabled = _call(model.actions, state)
             if not _sequence(enabled):
                 _refuse(model.actions, f"returned {value_text(enabled)} for {_short(state)}; it must return a sequence")
-        first = _call(successors, model, state)
+        first = _call(model.successors, state)
         if not isinstance(first, list) or not all(isinstance(p, tuple) and len(p) == 2 for p in first):
             _refuse(source, f"returned {value_text(first)} for {_short(state)}; it must return (action, state) pairs")
         encoded = [_check_state(model, after, source, "successor") for _action, after in first]
         # Asked again, the same state must give the same actions (by name, in order) and the
         # same successors (by their encoding, which is what the engines identify them by).
-        second = _call(successors, model, state)
+        second = _call(model.successors, state)
         names = [action_name(a) for a, _ in first]
         if not isinstance(second, list) or [action_name(a) for a, _ in second] != names:
             _refuse(
@@ -268,7 +268,7 @@ def probe(model: Any, kernel: Any = None, limit: int = PROBE_STATES) -> None:
         _probe_kernel(kernel, list(inits))
 
 
-def _probe_kernel(kernel: Any, inits: list) -> None:
+def _probe_kernel(kernel: Any, inits: list[Any]) -> None:
     rows = _call(kernel.init_rows, inits)
     if not isinstance(rows, np.ndarray) or rows.ndim != 2 or rows.dtype != np.uint8 or len(rows) != len(inits):
         _refuse(

@@ -20,12 +20,16 @@ only on which states are expanded and stored, never on their order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..contract.protocol import CoverageNames, action_name, generic_values
+from ..contract.protocol import CoverageNames, Expander, Model, action_name, generic_values
+
+# What a Spark task ships of its coverage (``task_part``): the enabled counts per action
+# code and the kind counts (``None``: no chunk expanded), and the values it met per variable.
+TaskPart = tuple[np.ndarray | None, dict[str, np.ndarray] | None, dict[str, set[Any]]]
 
 __all__ = ["Coverage", "CoverageNames", "NoCoverage", "coverage_warnings", "generic_values", "task_part"]
 
@@ -38,22 +42,29 @@ class Coverage:
         self.names = names
         self.enabled: dict[str, int] = dict.fromkeys(names.actions, 0)
         self.kinds: dict[str, dict[str, int]] = {a: dict.fromkeys(k, 0) for a, k in names.kinds.items()}
-        self.values: dict[str, set] = {v: set() for v in names.variables}
-        self._met: set = set()  # parts of states whose values are counted (parts_of)
+        self.values: dict[str, set[Any]] = {v: set() for v in names.variables}
+        self._met: set[Any] = set()  # parts of states whose values are counted (parts_of)
         self._columns: _Columns | None = None  # the rows' value columns (``_Columns``), made at the first rows
 
     # -- counting -----------------------------------------------------------------------
 
-    def add_initial(self, states) -> None:
+    def add_initial(self, states: Iterable[Any]) -> None:
         """The stored initial states (Python states)."""
         for state in states:
             self._add_values(state)
 
-    def add_initial_rows(self, kernel, model, rows) -> None:
+    def add_initial_rows(self, kernel: Expander, model: Model, rows: Any) -> None:
         """The stored initial states, as rows."""
         self._add_row_values(kernel, model, rows)
 
-    def add_state(self, model, state, edges, new, action_names=None) -> None:
+    def add_state(
+        self,
+        model: Model,
+        state: Any,
+        edges: Sequence[tuple[Any, ...]],
+        new: Sequence[bool] | np.ndarray,
+        action_names: Sequence[str] | None = None,
+    ) -> None:
         """One expanded state: ``edges`` its edges as the per-state search has them
         (``(choice, action, successor, ...)``), ``new`` a flag per edge, true where the
         successor was stored (a new distinct state), ``action_names`` the name of each
@@ -74,12 +85,12 @@ class Coverage:
         for name in seen_names:
             enabled[name] = enabled.get(name, 0) + 1
 
-    def add_new_rows(self, kernel, model, new_rows) -> None:
+    def add_new_rows(self, kernel: Expander, model: Model, new_rows: Any) -> None:
         """The values of the successors an expanded chunk of rows stored (its counts:
         ``add_counts`` of ``row_counts``)."""
         self._add_row_values(kernel, model, new_rows)
 
-    def add_counts(self, names, enabled, kinds) -> None:
+    def add_counts(self, names: Sequence[str], enabled: np.ndarray, kinds: Mapping[str, np.ndarray]) -> None:
         """Add ``row_counts``' result (an array per action code of ``names``, action ->
         an array of kind counts)."""
         for code, k in enumerate(np.asarray(enabled).tolist()):
@@ -90,7 +101,7 @@ class Coverage:
             for kind, k in zip(self.names.kinds[action], counts):
                 slot[kind] += int(k)
 
-    def _add_values(self, state) -> None:
+    def _add_values(self, state: Any) -> None:
         values, names = self.values, self.names
         if names.parts_of is None:
             for var, value in names.values_of(state):
@@ -106,7 +117,9 @@ class Coverage:
             for var, value in names.values_of(part):
                 values.setdefault(var, set()).add(value)
 
-    def _add_row_values(self, kernel, model, rows, ranges=None) -> None:
+    def _add_row_values(
+        self, kernel: Expander, model: Model, rows: Any, ranges: Mapping[str, tuple[int, int]] | None = None
+    ) -> None:
         if not len(rows):
             return
         names = self.names
@@ -126,10 +139,10 @@ class Coverage:
             for var, vals in names.row_derived(kernel, rows, columns.wanted()):
                 columns.add_derived(var, vals)
 
-    def add_task(self, names, part) -> None:
+    def add_task(self, names: Sequence[str], part: TaskPart) -> None:
         """Add a Spark task's ``task_part`` (``names``: the kernel's action names)."""
         enabled, kinds, values = part
-        if enabled is not None:
+        if enabled is not None and kinds is not None:  # (both, or neither: no chunk expanded)
             self.add_counts(names, enabled, kinds)
         for var, vals in values.items():
             self.values.setdefault(var, set()).update(vals)
@@ -167,9 +180,9 @@ class Coverage:
 
     # -- reading ------------------------------------------------------------------------
 
-    def distinct_values(self) -> dict[str, list]:
+    def distinct_values(self) -> dict[str, list[Any]]:
         """Variable -> its distinct values seen, sorted, in the variables' order."""
-        out: dict[str, set] = {v: set(s) for v, s in self.values.items()}
+        out: dict[str, set[Any]] = {v: set(s) for v, s in self.values.items()}
         for var, vals in self._column_values().items():
             out.setdefault(var, set()).update(vals)
         order = list(self.names.variables) + sorted(set(out) - set(self.names.variables))
@@ -187,7 +200,7 @@ class Coverage:
         self.names = CoverageNames()
         self._met = set()
 
-    def _column_values(self) -> dict[str, set]:
+    def _column_values(self) -> dict[str, set[Any]]:
         return {} if self._columns is None else self._columns.values()
 
     def restore_names(self, names: CoverageNames) -> None:
@@ -204,28 +217,35 @@ class NoCoverage(Coverage):
     def __init__(self) -> None:
         super().__init__(CoverageNames())
 
-    def add_initial(self, states) -> None:
+    def add_initial(self, states: Iterable[Any]) -> None:
         pass
 
-    def add_initial_rows(self, kernel, model, rows) -> None:
+    def add_initial_rows(self, kernel: Expander, model: Model, rows: Any) -> None:
         pass
 
-    def add_state(self, model, state, edges, new, action_names=None) -> None:
+    def add_state(
+        self,
+        model: Model,
+        state: Any,
+        edges: Sequence[tuple[Any, ...]],
+        new: Sequence[bool] | np.ndarray,
+        action_names: Sequence[str] | None = None,
+    ) -> None:
         pass
 
-    def add_new_rows(self, kernel, model, new_rows) -> None:
+    def add_new_rows(self, kernel: Expander, model: Model, new_rows: Any) -> None:
         pass
 
-    def add_counts(self, names, enabled, kinds) -> None:
+    def add_counts(self, names: Sequence[str], enabled: np.ndarray, kinds: Mapping[str, np.ndarray]) -> None:
         pass
 
-    def add_task(self, names, part) -> None:
+    def add_task(self, names: Sequence[str], part: TaskPart) -> None:
         pass
 
     def copy(self) -> NoCoverage:
         return self
 
-    def restore_names(self, names) -> None:
+    def restore_names(self, names: CoverageNames) -> None:
         pass
 
 
@@ -245,14 +265,14 @@ class _Columns:
         self.domains = dict(domains)
         domain = {c: domains.get(var) for var, cols in columns.items() for c in cols}
         self.domain = [domain[c] for c in self.cols.tolist()]
-        self.seen: dict = {}  # column (or derived variable) -> set of values
+        self.seen: dict[int | str, set[Any]] = {}  # column (or derived variable) -> set of values
         self.lo = np.zeros(len(self.cols), dtype=np.int64)
         self.hi = np.full(len(self.cols), -1, dtype=np.int64)  # hi < lo: nothing seen
         self.full = np.zeros(len(self.cols), dtype=bool)
         self.done = np.zeros(len(self.cols), dtype=bool)  # every value of the domain seen
-        self.derived_done: set = set()
+        self.derived_done: set[str] = set()
 
-    def add(self, rows) -> None:
+    def add(self, rows: np.ndarray) -> None:
         active = np.flatnonzero(~self.done)
         if not len(active):
             return
@@ -298,11 +318,11 @@ class _Columns:
                 if (lo, hi) == tuple(dom):
                     self.derived_done.add(var)
 
-    def wanted(self) -> set:
+    def wanted(self) -> set[str]:
         """The derived variables whose domain is not seen whole yet."""
         return {v for v in self.domains if v not in self.var_columns} - self.derived_done
 
-    def add_derived(self, var, vals) -> None:
+    def add_derived(self, var: str, vals: np.ndarray) -> None:
         if not len(vals):
             return
         values = self.seen.setdefault(var, set())
@@ -318,8 +338,8 @@ class _Columns:
         if dom is not None and len(values) == dom[1] - dom[0] + 1 and (min(values), max(values)) == tuple(dom):
             self.derived_done.add(var)
 
-    def values(self) -> dict[str, set]:
-        out: dict[str, set] = {}
+    def values(self) -> dict[str, set[Any]]:
+        out: dict[str, set[Any]] = {}
         for var, cols in self.var_columns.items():
             out[var] = set().union(*(self.seen.get(c, ()) for c in cols))
         for key, vals in self.seen.items():
@@ -336,14 +356,18 @@ class _Columns:
         return c
 
 
-def task_part(model, kernel, expanded=None, new_rows=None, ranges=None) -> tuple:
+def task_part(
+    model: Model,
+    kernel: Expander,
+    expanded: Iterable[tuple[Any, tuple[np.ndarray, np.ndarray, np.ndarray, Any]]] | None = None,
+    new_rows: Any = None,
+    ranges: Mapping[str, tuple[int, int]] | None = None,
+) -> TaskPart:
     """What a Spark task ships: ``expanded`` a list of ``(chunk, (parents, choices, codes,
     succ))`` it expanded (enabled and kind counts), ``new_rows`` the rows it stored (the
     distinct values of the variables, as small sets), looked at only outside ``ranges``
     (the driver's ``Coverage.full_ranges`` at the level's start)."""
-    from ..contract.protocol import coverage_names
-
-    names = coverage_names(model)
+    names = model.coverage_names()
     enabled = kinds = None
     for chunk, exp in expanded or ():
         e, k = row_counts(names, kernel, model, chunk, *exp)
@@ -359,7 +383,14 @@ def task_part(model, kernel, expanded=None, new_rows=None, ranges=None) -> tuple
 
 
 def row_counts(
-    names: CoverageNames, kernel, model, chunk, parents, choices, codes, succ
+    names: CoverageNames,
+    kernel: Expander,
+    model: Model,
+    chunk: Any,
+    parents: np.ndarray,
+    choices: np.ndarray,
+    codes: np.ndarray,
+    succ: Any,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The enabled counts per action code (a state counts once per action name it
     enables) and the kind counts (action -> an array per kind) of one expanded chunk."""
@@ -379,24 +410,20 @@ def row_counts(
             for action, (where, kind_numbers) in names.row_kinds(kernel, chunk, parents, codes, succ).items():
                 unsure = np.flatnonzero(kind_numbers < 0)  # (the rows do not say: the model does)
                 if len(unsure) and names.kind_of is not None:
-                    from ..contract.protocol import successors
-
                     kind_numbers = kind_numbers.copy()
                     for j in unsure.tolist():
                         i = int(where[j])
                         state = kernel.decode(chunk[parents[i]])
-                        step, nxt = successors(model, state)[int(choices[i])]
+                        step, nxt = model.successors(state)[int(choices[i])]
                         said = names.kind_of(model, state, step, nxt)
                         assert said is not None, (action, step)  # an action with kinds has one
                         kind_numbers[j] = list(names.kinds[action]).index(said)
                 kinds[action] = np.bincount(kind_numbers, minlength=len(names.kinds[action]))
         elif names.kind_of is not None:
-            from ..contract.protocol import successors
-
             wanted = [c for c, a in enumerate(action_names) if a in names.kinds]
             for i in np.flatnonzero(np.isin(codes, wanted)).tolist():
                 state = kernel.decode(chunk[parents[i]])
-                action, nxt = successors(model, state)[int(choices[i])]
+                action, nxt = model.successors(state)[int(choices[i])]
                 kind = names.kind_of(model, state, action, nxt)
                 if kind is not None:
                     kinds[action_name(action)][list(names.kinds[action_name(action)]).index(kind)] += 1

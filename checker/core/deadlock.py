@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ..contract.protocol import ALWAYS, Property, successors
+from ..contract.protocol import ALWAYS, Property
 
 DEADLOCK = "Deadlock"
 
 
 def no_enabled_action(model: Any, state: Any) -> str | None:
     """``None`` when some action is enabled in ``state``, else why it is a deadlock."""
-    if successors(model, state):
+    if model.successors(state):
         return None
     return "no action is enabled in this state (a deadlock: the behaviour cannot go on)"
 
@@ -35,7 +35,8 @@ def no_enabled_action_mask(kernel: Any, rows: Any) -> np.ndarray:
     """Per row: true where the batch kernel enables no action."""
     rows = np.ascontiguousarray(rows)
     parents = np.asarray(kernel.expand(rows)[0], dtype=np.int64)
-    return np.bincount(parents, minlength=len(rows))[: len(rows)] == 0
+    terminal: np.ndarray = np.bincount(parents, minlength=len(rows))[: len(rows)] == 0
+    return terminal
 
 
 Deadlock = Property(

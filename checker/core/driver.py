@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from ..base.memory import resident_bytes
-from ..contract.protocol import COVER, Model, Property, coverage_names, is_cover
+from ..contract.protocol import COVER, Model, Property, is_cover
 from .coverage import Coverage, NoCoverage
 from .kernel import require_symmetric, result_of, split_properties, stop_after_level
 from .options import Options
@@ -96,7 +96,7 @@ class LevelDriver:
         # a batch kernel's comparison with its model (``checker.contract.kernel_check.KernelCheck``),
         # set by an engine that has one: it counts the states compared
         self.kernel_check: Any = None
-        self.stats = Stats(coverage=Coverage(coverage_names(model)) if self.options.coverage else NoCoverage())
+        self.stats = Stats(coverage=Coverage(model.coverage_names()) if self.options.coverage else NoCoverage())
         self.found: Found = {}  # property -> (kind, explanation, where)
         self.search: LevelSearch = search
         self._started = False
@@ -344,9 +344,9 @@ class LevelDriver:
         if not self.options.coverage:
             self.stats.coverage = NoCoverage()
         elif self.stats.coverage is None:  # a checkpoint of an older kmc: counted from here
-            self.stats.coverage = Coverage(coverage_names(self.model))
+            self.stats.coverage = Coverage(self.model.coverage_names())
         else:
-            self.stats.coverage.restore_names(coverage_names(self.model))
+            self.stats.coverage.restore_names(self.model.coverage_names())
         self.found = self.search.found_in(dict(snapshot["found"]))
         self.search.visitor.restore(snapshot)
         self._started = True

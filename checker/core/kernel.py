@@ -18,7 +18,6 @@ from ..contract.protocol import (
     STEP_COVER,
     Property,
     is_cover,
-    successors,
 )
 
 if TYPE_CHECKING:
@@ -51,7 +50,7 @@ def expand(model: Any, state: Any, encode: Callable[[Any], bytes] | None = None)
     encode = encode or model.encode
     return [
         (choice, action, nxt, fingerprint_bytes(encode(nxt)))
-        for choice, (action, nxt) in enumerate(successors(model, state))
+        for choice, (action, nxt) in enumerate(model.successors(state))
     ]
 
 

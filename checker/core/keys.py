@@ -50,7 +50,8 @@ def least_per_fingerprint(keys: np.ndarray, fps: np.ndarray) -> np.ndarray:
     skeys = keys[order]
     least = np.minimum.reduceat(skeys, starts)
     sizes = np.diff(np.append(starts, len(order)))
-    return order[skeys == np.repeat(least, sizes)]
+    picked: np.ndarray = order[skeys == np.repeat(least, sizes)]
+    return picked
 
 
 def first_per_fingerprint(fps: np.ndarray) -> np.ndarray:
@@ -58,7 +59,8 @@ def first_per_fingerprint(fps: np.ndarray) -> np.ndarray:
     the first of each fingerprint has the least key): the index of the first successor of
     each distinct fingerprint, in fingerprint order, found without looking at the keys."""
     order, sfps = fingerprint_order(fps)  # equal fingerprints keep their positions' order
-    return order[_firsts(sfps)]
+    picked: np.ndarray = order[_firsts(sfps)]
+    return picked
 
 
 def _firsts(sfps: np.ndarray) -> np.ndarray:

@@ -45,8 +45,6 @@ from ..contract.protocol import (
     STEP_COVER,
     Expander,
     Property,
-    fair_instance,
-    successors,
 )
 
 
@@ -72,7 +70,7 @@ class Successors:
 
     exp: Expansion
     keys: np.ndarray | None = None
-    steps: dict = attrs.Factory(dict)
+    steps: dict[str, tuple[int, str]] = attrs.Factory(dict)
     fps: np.ndarray | None = None
     pick: np.ndarray | None = None
 
@@ -98,7 +96,7 @@ class LevelStep:
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "arrays", self.kernel.arrays)
 
-    def expand(self, chunk, depth: int, rank: int, level: int) -> Expansion:
+    def expand(self, chunk: Any, depth: int, rank: int, level: int) -> Expansion:
         """Expand ``chunk``, the frontier ranks ``rank ...`` of a level of ``level``
         states at ``depth``; compare the kernel with its model where ``check`` says."""
         parents, choices, codes, succ = self.kernel.expand(chunk)
@@ -119,7 +117,7 @@ class LevelStep:
 
     def chunk_successors(
         self,
-        chunk,
+        chunk: Any,
         depth: int,
         rank: int,
         level: int,
@@ -144,7 +142,9 @@ class LevelStep:
         fps = fingerprints(exp.succ)
         return Successors(exp, key, steps, fps, keying.least_per_fingerprint(key, fps))
 
-    def step_violations(self, chunk, exp: Expansion, keys, skip: Container[str] = ()) -> dict[str, tuple[int, str]]:
+    def step_violations(
+        self, chunk: Any, exp: Expansion, keys: np.ndarray, skip: Container[str] = ()
+    ) -> dict[str, tuple[int, str]]:
         """Per step property not in ``skip``: ``(i, explanation)`` of its violating
         successor ``i`` with the least ``keys[i]``."""
         out: dict[str, tuple[int, str]] = {}
@@ -167,7 +167,7 @@ class LevelStep:
         return out
 
     def transition_violations(
-        self, state, transitions: Sequence[tuple[Any, Any]], skip: Container[str] = ()
+        self, state: Any, transitions: Sequence[tuple[Any, Any]], skip: Container[str] = ()
     ) -> dict[str, tuple[int, str]]:
         """Per step property not in ``skip``: ``(choice, explanation)`` of the first of
         ``state``'s ``transitions`` (its ``(action, successor)`` pairs in the model's
@@ -188,7 +188,9 @@ class LevelStep:
                 out[prop.name] = first
         return out
 
-    def state_violations(self, rows, keys=None, skip: Container[str] = ()) -> dict[str, tuple[int, str]]:
+    def state_violations(
+        self, rows: Any, keys: np.ndarray | None = None, skip: Container[str] = ()
+    ) -> dict[str, tuple[int, str]]:
         """Per state invariant not in ``skip``: ``(j, explanation)`` of its violating row
         ``j`` with the least ``keys[j]`` (the first one when ``keys`` is ``None``)."""
         out: dict[str, tuple[int, str]] = {}
@@ -207,7 +209,7 @@ class LevelStep:
                 out[prop.name] = first
         return out
 
-    def goal_flags(self, prop: Property, rows) -> np.ndarray:
+    def goal_flags(self, prop: Property, rows: Any) -> np.ndarray:
         """Per row: whether the always-possibly property ``prop``'s goal holds there (its
         array form when it has one, else asked state by state)."""
         mask = state_mask(self.kernel, prop, rows) if self.arrays else None
@@ -216,7 +218,7 @@ class LevelStep:
             mask = np.array([bool(prop.check(model, decode(row))) for row in rows], dtype=bool)
         return mask
 
-    def liveness_flags(self, prop: Property, rows, obligations: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    def liveness_flags(self, prop: Property, rows: Any, obligations: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         """Per row and obligation (``obligations``: the property's, ``(None,)`` for one):
         ``(opened, waits)``, two boolean arrays of shape ``(len(rows), K)`` (see
         ``checker.graph.liveness``), from the property's array form when it has one."""
@@ -231,7 +233,7 @@ class LevelStep:
         model, decode = self.model, self.kernel.decode
         return liveness_rows(prop, model, [decode(row) for row in rows], obligations)
 
-    def fair_codes(self, chunk, exp: Expansion, code_of: Callable[[Any], int]) -> np.ndarray:
+    def fair_codes(self, chunk: Any, exp: Expansion, code_of: Callable[[Any], int]) -> np.ndarray:
         """The fair instance code of every successor of ``exp`` (``-1``: not fair): the
         kernel's array form (``fair_codes``) when it has one, compared with the model on
         the parents the kernel's check picks; else the model asked successor by successor
@@ -244,18 +246,22 @@ class LevelStep:
             return fair
         return self._model_fair_codes(chunk, exp.parents, exp.choices, code_of)
 
-    def _model_fair_codes(self, chunk, parents, choices, code_of) -> np.ndarray:
+    def _model_fair_codes(
+        self, chunk: Any, parents: np.ndarray, choices: np.ndarray, code_of: Callable[[Any], int]
+    ) -> np.ndarray:
         model, decode = self.model, self.kernel.decode
         out = np.empty(len(parents), dtype=np.int64)
         last, succ, state = -1, [], None
         for k, (p, c) in enumerate(zip(parents.tolist(), choices.tolist())):
             if p != last:
                 state = decode(chunk[p])
-                succ, last = successors(model, state), p
-            out[k] = code_of(fair_instance(model, state, succ[c][0]))
+                succ, last = model.successors(state), p
+            out[k] = code_of(model.fair_instance(state, succ[c][0]))
         return out
 
-    def _compare_fair(self, chunk, exp: Expansion, fair, which, code_of) -> None:
+    def _compare_fair(
+        self, chunk: Any, exp: Expansion, fair: np.ndarray, which: np.ndarray, code_of: Callable[[Any], int]
+    ) -> None:
         picked = np.flatnonzero(np.isin(exp.parents, which))
         if not len(picked):
             return
@@ -264,7 +270,7 @@ class LevelStep:
         if len(wrong):
             j = int(picked[wrong[0]])
             state = self.kernel.decode(chunk[exp.parents[j]])
-            action = successors(self.model, state)[int(exp.choices[j])][0]
+            action = self.model.successors(state)[int(exp.choices[j])][0]
             raise KernelMismatchError(
                 f"the batch kernel and the model disagree at state {state!r}, action {action!r}: "
                 f"fair instance code: kernel {int(fair[j])}, model {int(want[wrong[0]])} "
@@ -339,14 +345,14 @@ def first_violation(
     return None
 
 
-def decided(level_found: Mapping[str, tuple], found: Mapping[str, tuple]) -> set[str]:
+def decided(level_found: Mapping[str, tuple[Any, ...]], found: Mapping[str, tuple[Any, ...]]) -> set[str]:
     """The properties whose first violation is known: none of their candidates counts."""
     return found.keys() | level_found.keys()
 
 
 def record_first(
-    level_found: dict[str, tuple],
-    found: Mapping[str, tuple],
+    level_found: dict[str, tuple[Any, ...]],
+    found: Mapping[str, tuple[Any, ...]],
     kind: str,
     candidates: Mapping[str, tuple[Any, str]],
     where: Callable[[Any], Any],
@@ -384,13 +390,13 @@ class _Transitions:
         self.model, self.kernel, self.chunk = model, kernel, chunk
         self._parent = -1
         self._state: Any = None
-        self._succ: list = []
+        self._succ: list[tuple[Any, Any]] = []
 
     def of(self, parent: int, choice: int) -> tuple[Any, Any, Any]:
         """``(before, action, after)`` of the transition ``choice`` of row ``parent``."""
         if parent != self._parent:
             self._state = self.kernel.decode(self.chunk[parent])
-            self._succ, self._parent = successors(self.model, self._state), parent
+            self._succ, self._parent = self.model.successors(self._state), parent
         action, nxt = self._succ[choice]
         return self._state, action, nxt
 

@@ -42,7 +42,7 @@ counterexamples on every run and partition count:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sized
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -51,7 +51,7 @@ from .result import Path, Stats
 # The violation records: property -> (kind, explanation, where); ``where`` is a state's
 # number (``"always"``) or ``(parent number, choice)`` (``"step"``), or what the search
 # records instead (the Spark levels: fingerprints by depth).
-Found = dict[str, tuple]
+Found = dict[str, tuple[Any, ...]]
 
 
 @runtime_checkable
@@ -139,7 +139,7 @@ class Store(Protocol):
         part reopened, or its states moved into a store of this kind."""
         ...
 
-    def saved(self) -> dict:
+    def saved(self) -> dict[str, Any]:
         """The store as checkpoint parts: ``{"seen": picklable}``, plus ``"data"`` (the
         name of a directory of the checkpoint that holds its files) for a store on disk.
         Valid at a level boundary; ``reopen`` of the ``"seen"`` part gives it back."""
@@ -218,7 +218,7 @@ class FrontierQueue(Protocol):
         """Drop both levels (their rows now live elsewhere)."""
         ...
 
-    def saved(self, beside: dict) -> dict:
+    def saved(self, beside: dict[str, Any]) -> dict[str, Any]:
         """The current level as checkpoint parts, ``{"queue": SavedQueue}``, at a level
         boundary; ``beside`` is the store's parts (``Store.saved()``): a queue on disk
         links its level file where the store's files went."""
@@ -266,9 +266,22 @@ def path_to(store: Store, number: int) -> tuple[int, list[int]]:
     return init, choices
 
 
+# What a search binds: its pieces (``PieceT``: a state of the per-state search, a chunk of
+# rows with what was prepared of it in the rows search, a count in the partitioned levels),
+# its frontier (``FrontierT_co``: the level being expanded as that search holds it) and the
+# locations of its stored states (``WhereT_contra``: a state's number, or what a search
+# records instead, the partitioned levels' fingerprints by depth).
+PieceT = TypeVar("PieceT")
+FrontierT_co = TypeVar("FrontierT_co", covariant=True)
+WhereT_contra = TypeVar("WhereT_contra", contravariant=True)
+
+
 @runtime_checkable
-class LevelSearch(Protocol):
-    """The search object the level driver runs (see ``checker.core.driver`` for the loop).
+class LevelSearch(Protocol[PieceT, FrontierT_co, WhereT_contra]):
+    """The search object the level driver runs (see ``checker.core.driver`` for the loop),
+    generic in its pieces, its frontier and the locations of its states: each search binds
+    its own (``RowsSearch``: chunks of rows, ``PerStateSearch``: states, the partitioned
+    levels: counts of rows held elsewhere).
 
     Attributes:
         seen: the store (``len(seen)`` states), or a stand-in with its size.
@@ -290,7 +303,7 @@ class LevelSearch(Protocol):
     def seen(self) -> Sized: ...
 
     @property
-    def frontier(self) -> Any:
+    def frontier(self) -> FrontierT_co:
         """The level being expanded (``None`` where it is not in this process)."""
         ...
 
@@ -302,11 +315,11 @@ class LevelSearch(Protocol):
         """The frontier's size."""
         ...
 
-    def pieces(self) -> Iterable[Any]:
+    def pieces(self) -> Iterable[PieceT]:
         """The frontier in pieces, in order."""
         ...
 
-    def piece_len(self, piece: Any) -> int: ...
+    def piece_len(self, piece: PieceT) -> int: ...
 
     def begin_level(self, depth: int) -> None:
         """A level of states at ``depth`` is about to be expanded."""
@@ -316,7 +329,7 @@ class LevelSearch(Protocol):
         """The run returned: release what only a run needs (worker processes)."""
         ...
 
-    def expand(self, piece: Any, first: int, stats: Stats, level_found: Found, found: Found) -> bool | None:
+    def expand(self, piece: PieceT, first: int, stats: Stats, level_found: Found, found: Found) -> bool | None:
         """Store the new successors of ``piece`` (whose first state is number ``first``),
         count them in ``stats``, record the level's first violations in ``level_found``
         (unless in ``found``); ``False`` when a stop request cancelled the piece."""
@@ -334,7 +347,7 @@ class LevelSearch(Protocol):
 
     def memory_reserve(self) -> int: ...
 
-    def path(self, where: Any) -> Path:
+    def path(self, where: WhereT_contra) -> Path:
         """The path from an initial state to the stored state ``where``."""
         ...
 
@@ -342,9 +355,9 @@ class LevelSearch(Protocol):
         """The stored numbers of fingerprints (for the graph visitor's verdicts)."""
         ...
 
-    def snapshot_parts(self) -> dict: ...
+    def snapshot_parts(self) -> dict[str, Any]: ...
 
-    def restore_parts(self, snapshot: dict, directory: Any = None) -> None: ...
+    def restore_parts(self, snapshot: dict[str, Any], directory: Any = None) -> None: ...
 
     def found_out(self, found: Found) -> Found: ...
 
@@ -383,6 +396,6 @@ class ResourceStop(Exception):
         detail: one line saying what was short.
     """
 
-    def __init__(self, reason, detail):
+    def __init__(self, reason: str, detail: str) -> None:
         super().__init__(detail)
         self.reason, self.detail = reason, detail

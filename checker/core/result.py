@@ -42,11 +42,11 @@ class Path:
         return len(self.steps)
 
     @property
-    def states(self) -> tuple:
+    def states(self) -> tuple[Any, ...]:
         return tuple(s.state for s in self.steps)
 
     @property
-    def actions(self) -> tuple:
+    def actions(self) -> tuple[Any, ...]:
         return tuple(s.action for s in self.steps[1:])
 
 
@@ -94,7 +94,7 @@ class Violation:
         return self.loop is not None and self.loop == len(self.path) - 1
 
     @builtins.property  # (the field ``property`` hides the builtin here)
-    def cycle(self) -> tuple:
+    def cycle(self) -> tuple[Any, ...]:
         """The cycle's steps (``path.steps[loop + 1:]``; empty when it stutters or is no
         lasso)."""
         return () if self.loop is None else self.path.steps[self.loop + 1 :]

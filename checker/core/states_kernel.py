@@ -19,7 +19,7 @@ import numpy as np
 
 from ..base.errors import UsageError
 from ..base.fingerprint import fingerprint_bytes
-from ..contract.protocol import KernelBase, Model, action_name, batch_path, successors, with_defaults
+from ..contract.protocol import KernelBase, Model, action_name, batch_path, with_defaults
 from .kernel import canonical_encoder
 from .keys import CHOICES
 
@@ -39,7 +39,7 @@ class StatesKernel(KernelBase):
     def __init__(self, model: Model, action_names: Iterable[str] | None = None) -> None:
         self._setup(model, action_names)
 
-    def _setup(self, model, action_names: Iterable[str] | None) -> None:
+    def _setup(self, model: Any, action_names: Iterable[str] | None) -> None:
         self.model = model = with_defaults(model)
         if action_names is None:
             action_names = _declared_names(model)
@@ -63,7 +63,7 @@ class StatesKernel(KernelBase):
         parents, choices, codes, out = [], [], [], []
         model, code_of = self.model, self._codes
         for i, state in enumerate(rows):
-            for choice, (action, nxt) in enumerate(successors(model, state)):
+            for choice, (action, nxt) in enumerate(model.successors(state)):
                 if choice >= CHOICES:
                     raise UsageError(
                         f"a state has more than {CHOICES} enabled actions: the rows search "

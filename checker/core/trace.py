@@ -11,13 +11,13 @@ from typing import Any
 
 from ..base.errors import EngineError
 from ..base.fingerprint import fingerprint_bytes
-from ..contract.protocol import successors, with_defaults
+from ..contract.protocol import with_defaults
 from .result import Path, Step
 
 ROOT = -1  # the parent of an initial state
 
 
-def parent_chain(number: Any, link: Callable[[Any], tuple[Any, Any]]) -> list:
+def parent_chain(number: Any, link: Callable[[Any], tuple[Any, Any]]) -> list[Any]:
     """The labels of the states from an initial state to state ``number``, following
     parent pointers: ``link(n)`` -> ``(n's parent, n's label)``, the parent ``ROOT`` for
     an initial state."""
@@ -31,7 +31,7 @@ def parent_chain(number: Any, link: Callable[[Any], tuple[Any, Any]]) -> list:
         number = parent
 
 
-def path_by_choices(model, number: Any, link: Callable[[Any], tuple[Any, Any]], tail: Sequence[int] = ()) -> Path:
+def path_by_choices(model: Any, number: Any, link: Callable[[Any], tuple[Any, Any]], tail: Sequence[int] = ()) -> Path:
     """The path to state ``number`` (then the choices ``tail``) from parent pointers
     labelled by choice (``parent_chain``; an initial state's label is its index in
     ``init_states()``), replayed."""
@@ -39,20 +39,22 @@ def path_by_choices(model, number: Any, link: Callable[[Any], tuple[Any, Any]], 
     return replay_choices(model, init, [*choices, *tail])
 
 
-def path_by_fingerprints(model, number: Any, link: Callable[[Any], tuple[Any, Any]], encode) -> Path:
+def path_by_fingerprints(
+    model: Any, number: Any, link: Callable[[Any], tuple[Any, Any]], encode: Callable[[Any], bytes]
+) -> Path:
     """The path to state ``number`` from parent pointers labelled by fingerprint
     (``parent_chain``), replayed (``replay_fingerprints``)."""
     return replay_fingerprints(model, parent_chain(number, link), encode)
 
 
-def replay_choices(model, init_index: int, choices: Sequence[int]) -> Path:
+def replay_choices(model: Any, init_index: int, choices: Sequence[int]) -> Path:
     """The path that starts at ``init_states()[init_index]`` and takes, at each step, the
     enabled action at position ``choices[i]``."""
     model = with_defaults(model)
     state = model.init_states()[init_index]
     steps = [Step(None, state)]
     for i, choice in enumerate(choices):
-        succ = successors(model, state)
+        succ = model.successors(state)
         if not 0 <= choice < len(succ):
             raise EngineError(f"trace replay failed at step {i + 2}: no action number {choice}")
         action, state = succ[choice]
@@ -60,7 +62,7 @@ def replay_choices(model, init_index: int, choices: Sequence[int]) -> Path:
     return Path(tuple(steps), init_index, tuple(choices))
 
 
-def replay_fingerprints(model, fps: Sequence[int], encode: Callable[[Any], bytes]) -> Path:
+def replay_fingerprints(model: Any, fps: Sequence[int], encode: Callable[[Any], bytes]) -> Path:
     """The path through the states with fingerprints ``fps`` (initial state first).
 
     At each step the first enabled action whose successor has the next fingerprint is
@@ -75,7 +77,7 @@ def replay_fingerprints(model, fps: Sequence[int], encode: Callable[[Any], bytes
     steps = [Step(None, state)]
     choices: list[int] = []
     for i, want in enumerate(fps[1:]):
-        for choice, (action, nxt) in enumerate(successors(model, state)):
+        for choice, (action, nxt) in enumerate(model.successors(state)):
             if fingerprint_bytes(encode(nxt)) == want:
                 break
         else:
@@ -86,7 +88,7 @@ def replay_fingerprints(model, fps: Sequence[int], encode: Callable[[Any], bytes
     return Path(tuple(steps), init_index, tuple(choices))
 
 
-def extend(model, path: Path, choice: int) -> Path:
+def extend(model: Any, path: Path, choice: int) -> Path:
     """``path`` with one more step: the enabled action at position ``choice``."""
-    action, nxt = successors(with_defaults(model), path.steps[-1].state)[choice]
+    action, nxt = with_defaults(model).successors(path.steps[-1].state)[choice]
     return Path(path.steps + (Step(action, nxt),), path.init_index, path.choices + (choice,))

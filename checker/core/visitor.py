@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import attrs
 import numpy as np
 
-from ..contract.protocol import Model, fair_instances
+from ..contract.protocol import Model
 from .level import LevelStep
 from .result import Path, Violation
 
@@ -187,7 +187,7 @@ class GraphVisitor:
     def __init__(self, clients: Sequence[GraphClient] = (), model: Model | None = None) -> None:
         self.clients = list(clients)
         self.fairness = any(c.fairness for c in self.clients)
-        self.instances: tuple[Any, ...] = tuple(fair_instances(model)) if model is not None and self.fairness else ()
+        self.instances: tuple[Any, ...] = tuple(model.fair_instances()) if model is not None and self.fairness else ()
         self.task = GraphTask(
             tuple(c.task for c in self.clients), {x: i for i, x in enumerate(self.instances)}, self.fairness
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..contract.protocol import LIVENESS, POSSIBLY, Model, Property, fair_instances
+from ..contract.protocol import LIVENESS, POSSIBLY, Model, Property
 from ..core.options import Options
 from ..core.visitor import GraphClient
 from .properties import LivenessClient, PossiblyClient
@@ -28,7 +28,7 @@ def liveness_clients(model: Model, properties: Sequence[Property], options: Opti
     live = [p for p in properties if p.kind in LIVENESS]
     if not live:
         return []
-    instances = len(fair_instances(model))
+    instances = len(tuple(model.fair_instances()))
     return [LivenessClient(model, p, instances) for p in live]
 
 

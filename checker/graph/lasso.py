@@ -23,8 +23,6 @@ from ..contract.protocol import (
     ALWAYS_EVENTUALLY,
     LEADS_TO,
     Property,
-    fair_instance,
-    successors,
     with_defaults,
 )
 from ..core.level import liveness_rows, state_failures
@@ -45,15 +43,15 @@ def check_lasso(model: Any, prop: Property, path: Path, loop: int, obligation: A
     if cycle and model.encode(states[-1]) != model.encode(states[loop]):
         return f"the last state is not state {loop + 1}: the cycle does not close"
     if not cycle:
-        enabled = {fair_instance(model, states[-1], a) for a, _ in successors(model, states[-1])} - {None}
+        enabled = {model.fair_instance(states[-1], a) for a, _ in model.successors(states[-1])} - {None}
         if enabled:
             return f"the last state stutters, but the fair {', '.join(sorted(map(str, enabled)))} is enabled there"
     else:
         always: set[str] | None = None
         for i in cycle:
-            here = {fair_instance(model, states[i], a) for a, _ in successors(model, states[i])} - {None}
+            here = {model.fair_instance(states[i], a) for a, _ in model.successors(states[i])} - {None}
             always = here if always is None else always & here
-        taken = {fair_instance(model, states[i], path.steps[i + 1].action) for i in cycle} - {None}
+        taken = {model.fair_instance(states[i], path.steps[i + 1].action) for i in cycle} - {None}
         left = (always or set()) - taken
         if left:
             return (

@@ -33,8 +33,6 @@ from ..contract.protocol import (
     Property,
     batch_path,
     columns,
-    coverage_names,
-    kernel_fingerprints,
     with_defaults,
 )
 from ..core import keys
@@ -122,7 +120,7 @@ class RowsSearch(Search):
         self.numbered = Column(np.uint64)
         # The coverage counts of each chunk are computed with its successors when counted.
         self.counting = counting
-        self.coverage_names = coverage_names(model)
+        self.coverage_names = model.coverage_names()
         # Worker processes that prepare chunks (checker.local.workers): forked at each level of at
         # least MIN_CHUNKS chunks; the graph visitor's edges come back with the chunks.
         self.workers = workers
@@ -131,7 +129,7 @@ class RowsSearch(Search):
         self._decided: set[str] = set()  # the properties decided at the last chunk committed
 
     def fingerprints(self, rows: np.ndarray) -> np.ndarray:
-        return kernel_fingerprints(self.kernel, rows, self.symmetry)
+        return self.kernel.fingerprints(rows, self.symmetry)
 
     def start(self, stats: Stats, found: Found) -> None:
         states = list(self.model.init_states())

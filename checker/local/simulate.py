@@ -20,7 +20,7 @@ import time
 import attrs
 
 from ..base.fingerprint import fingerprint
-from ..contract.protocol import action_name, successors, with_defaults
+from ..contract.protocol import action_name, with_defaults
 from ..core.kernel import split_properties
 from ..core.keys import tally
 from ..core.level import state_failures, step_failures
@@ -114,7 +114,7 @@ def simulate(
         bad = state_failures(model, state, invariants)
         kind = "always"
         while not bad and len(choices) < depth:
-            succ = successors(model, state)
+            succ = model.successors(state)
             if not succ:
                 stats.terminal += 1
                 break

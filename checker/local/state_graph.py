@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # (imported where a graph is built: it is a sixth of kmc's start-up)
     import networkx as nx
 
-from ..contract.protocol import Property, action_name, format_action, with_defaults
+from ..contract.protocol import Property, action_name, with_defaults
 from ..core.kernel import split_properties
 from ..core.level import state_failures
 from ..core.options import Options
@@ -55,7 +55,7 @@ def state_graph(
     """
     label = label or repr
     model = with_defaults(model)
-    action_text = action_text or (lambda action: format_action(model, action))
+    action_text = action_text or (lambda action: model.format_action(action))
     props = list(model.properties() if properties is None else properties)
     invariants, step_props = split_properties(props)
     client = StateGraphClient(model, step_props, max_states)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..base.fingerprint import fingerprint_bytes
-from ..contract.protocol import Model, Property, action_name, fair_instance, with_defaults
+from ..contract.protocol import Model, Property, action_name, with_defaults
 from ..core.driver import LevelDriver, OnLevel, Progress, Search
 from ..core.kernel import canonical_encoder, expand, require_symmetric, split_properties
 from ..core.keys import tally
@@ -135,7 +135,7 @@ class PerStateSearch(Search):
             count = len(edges)
             fair = None
             if visitor.fairness:
-                fair = np.array([visitor.fair_code(fair_instance(model, state, e[1])) for e in edges], dtype=np.int64)
+                fair = np.array([visitor.fair_code(model.fair_instance(state, e[1])) for e in edges], dtype=np.int64)
             visitor.add_edges(
                 np.full(count, parent, dtype=np.int64),
                 np.array([e[3] for e in edges], dtype=np.uint64),

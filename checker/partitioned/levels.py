@@ -39,7 +39,6 @@ from ..blobs.posix import PosixBlobs
 from ..checkpoints.file import CheckpointError
 from ..contract.kernel_check import KernelMismatchError
 from ..contract.model_errors import task_failure
-from ..contract.protocol import kernel_fingerprints
 from ..core.driver import Search
 from ..core.kernel import keep_least
 from ..core.keys import add_counts
@@ -224,7 +223,7 @@ class PartitionedLevels(Search):
             self.runs.append([(depth, len(fps))])
         del seen_fps, owner
         frontier = np.concatenate(rows.frontier)
-        fps = kernel_fingerprints(rows.kernel, frontier, self.symmetry)
+        fps = rows.kernel.fingerprints(frontier, self.symmetry)
         self.handoff = {int(fp): len(seen) - len(frontier) + i for i, fp in enumerate(fps.tolist())}
         self.metrics["driver_levels"] = depth
         self.distinct = len(seen)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..contract.protocol import columns, kernel_fingerprints
+from ..contract.protocol import columns
 from ..core.coverage import task_part
 from ..core.keys import first_per_fingerprint, key_choice, key_order, key_parent
 from ..stores.seen import merge_runs, merges, runs_contain
@@ -38,7 +38,7 @@ SLICE_ROWS = 1 << 16  # frontier rows expanded (one kernel call) and deduplicate
 
 
 def _fingerprints(kernel, rows, symmetry) -> np.ndarray:
-    return kernel_fingerprints(kernel, rows, symmetry)
+    return kernel.fingerprints(rows, symmetry)
 
 
 def _profiled(task: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:

@@ -34,87 +34,36 @@ links them back into a new directory of its own.
 
 A write that finds the disk full stops the run cleanly inside a level
 (``checker.core.driver.ResourceStop``, ``"disk-full"``): the level is dropped, the last one
-stands, and its checkpoint resumes. Every write goes through ``write_bytes`` (the one
-seam where the tests make the disk full).
+stands, and its checkpoint resumes. Every write goes through
+``checker.stores.disk_files.write_bytes`` (the one seam where the tests make the disk full).
 """
 
 from __future__ import annotations
 
 import bisect
-import contextlib
-import errno
-import hashlib
-import mmap
 import os
 import shutil
-import stat
 import tempfile
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import numpy as np
 
 from ..base.errors import EngineError
 from ..base.owner import owner_gone, owner_line
-from ..base.units import format_size
-from ..checkpoints.file import CheckpointError, claim_data_dir, read_manifest
-from ..core.parts import ResourceStop
+from ..checkpoints.file import claim_data_dir, read_manifest
+from ..core.parts import ResourceStop, SavedStore, Store
+from . import disk_files
+from .disk_files import DiskFiles, level_source, verify_level
+from .disk_runs import STRIDE, Run, merges
 from .seen import PrefixFilter, block_contains, block_index, merge_runs, merge_tail, runs_contain
 
 BUCKET_BITS = 6  # 64 buckets: a merge rewrites at most 1/64 of the fingerprints
-STRIDE = 256  # a run's index holds every STRIDE-th fingerprint (a lookup reads 2 KiB of its file)
 PREFIX = ".kmc-store-"
 MARK = "KMC-DISK-STORE"  # the file that says kmc made a directory (a stale one may be removed)
 RECORD = np.dtype([("parent", "<u4"), ("choice", "u1")])  # 5 bytes, packed
-_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
-
-
-def write_bytes(path: str, data: np.ndarray, append: bool = False) -> None:
-    """Write ``data``'s bytes into a new file (or at the end of one): every write of the
-    store goes through here (tests replace it to make the disk full)."""
-    with open(path, "ab" if append else "xb") as f:
-        f.write(np.ascontiguousarray(data).data)
-
-
-@attrs.define
-class _Run:
-    """A sorted run of fingerprints in a file, mapped on first use, with its index: every
-    ``STRIDE``-th fingerprint, in memory (taken from the run as written, or read once from
-    the file when a checkpoint is reopened)."""
-
-    name: str
-    length: int
-    index: Any = None
-    mm: Any = None
-    array: Any = None
-
-    def open(self, root: str) -> np.ndarray:
-        if self.array is None:
-            with open(os.path.join(root, self.name), "rb") as f:
-                self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            self.array = np.frombuffer(self.mm, dtype="<u8", count=self.length)
-        if self.index is None:
-            self.index = block_index(self.array, STRIDE)
-        return self.array
-
-    def contains(self, root: str, fps: np.ndarray) -> np.ndarray:
-        """Which of the sorted ``fps`` are in the run (``checker.stores.seen.block_contains``)."""
-        run = self.open(root)
-        return block_contains(run, self.index, STRIDE, fps)
-
-    def release(self) -> None:
-        """Hand the pages read back to the page cache (resident memory stays small)."""
-        if self.mm is not None and hasattr(self.mm, "madvise"):
-            with contextlib.suppress(OSError, ValueError):
-                self.mm.madvise(mmap.MADV_DONTNEED)
-
-    def close(self) -> None:
-        self.array = None
-        if self.mm is not None:
-            self.mm.close()
-            self.mm = None
 
 
 @attrs.frozen
@@ -123,9 +72,9 @@ class DiskSaved:
     fingerprints of levels not yet written, and where its files were linked."""
 
     bits: int
-    runs: tuple  # per bucket: ((file name, length), ...)
-    levels: tuple  # ((first number, file name, count), ...)
-    pending: tuple  # sorted uint64 arrays
+    runs: tuple[tuple[tuple[str, int], ...], ...]  # per bucket: ((file name, length), ...)
+    levels: tuple[tuple[int, str, int], ...]  # ((first number, file name, count), ...)
+    pending: tuple[np.ndarray, ...]  # sorted uint64 arrays
     length: int
     written: int
     peak: int
@@ -133,7 +82,7 @@ class DiskSaved:
     path: str  # the directory the files were linked into
     # {file name: (size, sha256)} of every file above, checked before a resume links them
     # (None in a checkpoint of a kmc that recorded none: refused, it cannot be verified)
-    files: dict | None = None
+    files: dict[str, tuple[int, str]] | None = None
 
     kind = "disk"
 
@@ -148,80 +97,20 @@ class DiskSaved:
         """
         source = level_source(directory, self.data, self.path)
         names = [name for bucket in self.runs for name, _ in bucket] + [name for _, name, _ in self.levels]
+        # (a part pickled by a kmc older than ``files`` has no such attribute: refused)
         verify_level(directory, source, names, getattr(self, "files", None))
         store = DiskStore(parent=directory if parent is None else parent, bits=self.bits)
         store.checkpoint_dir = None if directory is None else str(directory)
         for name in names:
-            link(source / name, Path(store.root) / name)
-        store.buckets = [[_Run(name, length) for name, length in bucket] for bucket in self.runs]
-        store.levels = [tuple(level) for level in self.levels]
+            disk_files.link(source / name, Path(store.root) / name)
+        store.buckets = [[Run(name, length) for name, length in bucket] for bucket in self.runs]
+        store.levels = [(first, name, count) for first, name, count in self.levels]
         store.pending = list(self.pending)
         store._len = store._level_start = self.length
         store._written, store._peak = self.written, self.peak
         store._disk = sum(os.path.getsize(Path(store.root) / name) for name in names)
         store._seq = 1 + max((_seq_of(name) for name in names), default=0)
         return store
-
-
-class DiskFiles:
-    """The files of a part on disk, in the directory ``root``: each written through
-    ``write_bytes`` (a full disk stops the run with ``ResourceStop("disk-full")``), and
-    counted: the bytes on disk now, at their peak, and written in all."""
-
-    what = "disk store"  # (a failed write's line names the part)
-    root: str
-    _written = _disk = _peak = 0
-    _sealed: dict | None = None  # file name -> (size, inode, mtime, sha256), see ``seal``
-
-    def disk_bytes(self) -> int:
-        return self._disk
-
-    def peak_disk_bytes(self) -> int:
-        return self._peak
-
-    def written_bytes(self) -> int:
-        return self._written
-
-    def _write(self, name: str, data: np.ndarray, append: bool = False) -> None:
-        path = os.path.join(self.root, name)
-        try:
-            write_bytes(path, data, append)
-        except OSError as e:
-            if not append:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-            if e.errno in _FULL:
-                raise ResourceStop("disk-full", full_line(self.root, e)) from None
-            raise EngineError(f"{self.what}: cannot write {path} ({e.strerror or e})") from None
-        self._written += data.nbytes
-        self._disk += data.nbytes
-        self._peak = max(self._peak, self._disk)
-
-    def seal(self, target: Path, names: list[str]) -> dict:
-        """``{name: (size, sha256)}`` of the files ``names`` linked into ``target``. A file
-        is never changed once a level is closed (a run is written whole, a level's parents
-        and rows are appended only while the level is found), so each is read and hashed
-        once: a later checkpoint takes the digest it already has while the file is the same
-        (its size, inode and modification time)."""
-        if self._sealed is None:
-            self._sealed = {}
-        sealed, files = self._sealed, {}
-        for name in names:
-            st = os.stat(target / name)
-            known = sealed.get(name)
-            if known is None or known[:3] != (st.st_size, st.st_ino, st.st_mtime_ns):
-                known = (st.st_size, st.st_ino, st.st_mtime_ns, file_sha256(target / name))
-                sealed[name] = known
-            files[name] = (known[0], known[3])
-        return files
-
-    def _remove(self, name: str) -> None:
-        path = os.path.join(self.root, name)
-        if self._sealed is not None:
-            self._sealed.pop(name, None)
-        with contextlib.suppress(OSError):
-            self._disk = max(0, self._disk - os.path.getsize(path))
-            os.unlink(path)
 
 
 class DiskStore(DiskFiles):
@@ -249,7 +138,7 @@ class DiskStore(DiskFiles):
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.root, True)
         self.checkpoint_dir = None if checkpoint_dir is None else str(checkpoint_dir)
         self.bits = bits
-        self.buckets: list[list[_Run]] = [[] for _ in range(1 << bits)]
+        self.buckets: list[list[Run]] = [[] for _ in range(1 << bits)]
         self.levels: list[tuple[int, str, int]] = []  # (first number, parents file, count) a level
         self.pending: list[np.ndarray] = []  # fingerprints of closed levels, not written yet
         self.level_runs: list[np.ndarray] = []  # fingerprints of the level being added
@@ -259,7 +148,7 @@ class DiskStore(DiskFiles):
         self._seq = 1  # the next file's sequence number
         self._written = self._disk = self._peak = 0
         self._records: dict[str, np.memmap] = {}
-        self._saved: tuple[int, dict] | None = None  # the last saved() part, at its length
+        self._saved: tuple[int, dict[str, Any]] | None = None  # the last saved() part, at its length
 
     def close(self) -> None:
         """Remove the store's directory (a checkpoint keeps its own links)."""
@@ -280,7 +169,7 @@ class DiskStore(DiskFiles):
     def __len__(self) -> int:
         return self._len
 
-    def add(self, fps, parents, choices) -> np.ndarray:
+    def add(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
         _, first = np.unique(fps, return_index=True)
         order = np.sort(first)  # the first of each fingerprint, in block order
@@ -294,9 +183,10 @@ class DiskStore(DiskFiles):
             self.add_sorted(np.sort(fps[new]), np.asarray(parents)[new], np.asarray(choices)[new])
         return new
 
-    def contains_sorted(self, fps) -> np.ndarray:
+    def contains_sorted(self, fps: np.ndarray) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
-        return self.contains_older_sorted(fps) | self.contains_level_sorted(fps)
+        hit: np.ndarray = self.contains_older_sorted(fps) | self.contains_level_sorted(fps)
+        return hit
 
     def begin_level(self) -> None:
         """Write the closed levels' fingerprints out now: the runs then change only at the
@@ -308,7 +198,7 @@ class DiskStore(DiskFiles):
                     run.open(self.root)
                     run.release()
 
-    def contains_level_sorted(self, fps) -> np.ndarray:
+    def contains_level_sorted(self, fps: np.ndarray) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
         hit = np.zeros(len(fps), dtype=bool)
         if len(fps) and self.level_filter is not None:
@@ -321,7 +211,7 @@ class DiskStore(DiskFiles):
                 asked = asked[~found]  # a key found is not asked again
         return hit
 
-    def contains_older_sorted(self, fps) -> np.ndarray:
+    def contains_older_sorted(self, fps: np.ndarray) -> np.ndarray:
         fps = np.asarray(fps, dtype=np.uint64)
         hit = runs_contain(self.pending, fps)
         if not len(fps):
@@ -343,7 +233,7 @@ class DiskStore(DiskFiles):
                         break
         return hit
 
-    def add_sorted(self, fps, parents, choices) -> None:
+    def add_sorted(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> None:
         if not len(fps):
             return
         self._flush()
@@ -409,19 +299,19 @@ class DiskStore(DiskFiles):
         parents = records["parent"]
         return np.where(parents == 0xFFFFFFFF, -1, parents.astype(np.int64)), records["choice"].copy()
 
-    def restored(self, saved, directory=None) -> DiskStore:
+    def restored(self, saved: SavedStore, directory: Any = None) -> Store:
         """A checkpoint's store on disk: its files linked in; a store of another kind (a
         run stopped at its memory ceiling) has its states written into this one."""
         if saved.kind == self.kind:  # in this store's place (--store-dir)
-            store = saved.reopen(directory, parent=os.path.dirname(self.root))
+            store = cast(DiskSaved, saved).reopen(directory, parent=os.path.dirname(self.root))
             self.close()
             return store
-        store = saved.reopen(directory)
+        other = saved.reopen(directory)
         if len(self) or self.levels:
             raise EngineError("disk store: a checkpoint is restored only into an empty store")
-        fps = np.sort(store.fingerprints())
-        parents, choices = store.parents_and_choices()
-        del store
+        fps = np.sort(other.fingerprints())
+        parents, choices = other.parents_and_choices()
+        del other
         try:
             self._take(fps, parents, choices)
         except ResourceStop as e:
@@ -448,13 +338,13 @@ class DiskStore(DiskFiles):
         return 16 * level + 24 * largest
 
     def nbytes(self) -> int:
-        held = sum(r.nbytes for r in self.level_runs + self.pending)
+        held: int = sum(r.nbytes for r in self.level_runs + self.pending)
         index = sum(run.index.nbytes for bucket in self.buckets for run in bucket if run.index is not None)
         index += sum(i.nbytes for i in self.level_index)
         index += 0 if self.level_filter is None else self.level_filter.nbytes
         return held + index + 64 * (sum(len(b) for b in self.buckets) + len(self.levels))
 
-    def saved(self) -> dict:
+    def saved(self) -> dict[str, Any]:
         """Link the files into a new level directory of the checkpoint (or of the store's
         own directory when the run has none); the index and the unwritten levels go into
         the snapshot itself. At the boundary of the last call, its part again: the states
@@ -474,7 +364,7 @@ class DiskStore(DiskFiles):
         try:
             target.mkdir()
             for name in names:
-                link(Path(self.root) / name, target / name)
+                disk_files.link(Path(self.root) / name, target / name)
         except OSError:  # (a full disk: the caller stops the run; the half-made directory goes)
             shutil.rmtree(target, ignore_errors=True)
             raise
@@ -513,11 +403,11 @@ class DiskStore(DiskFiles):
             return
         merged = self.pending[0] if len(self.pending) == 1 else np.sort(np.concatenate(self.pending))
         cuts = self._cuts(merged)
-        made: list[tuple[int, _Run]] = []
+        made: list[tuple[int, Run]] = []
         try:
             for b in np.flatnonzero(np.diff(cuts)).tolist():
                 part = merged[int(cuts[b]) : int(cuts[b + 1])]
-                run = _Run(self._name(f"fp-{b:02x}", "u64"), len(part), block_index(part, STRIDE))
+                run = Run(self._name(f"fp-{b:02x}", "u64"), len(part), block_index(part, STRIDE))
                 made.append((b, run))
                 self._write(run.name, part)
         except BaseException:
@@ -536,7 +426,7 @@ class DiskStore(DiskFiles):
         while len(runs) > 1 and merges(runs[-1].length, runs[-2].length):
             older, newer = runs[-2], runs[-1]
             merged = merge_runs(older.open(self.root), newer.open(self.root))
-            run = _Run(self._name(f"fp-{b:02x}", "u64"), len(merged), block_index(merged, STRIDE))
+            run = Run(self._name(f"fp-{b:02x}", "u64"), len(merged), block_index(merged, STRIDE))
             self._write(run.name, merged)  # the old runs stand until the new one is whole
             del merged
             for old in (older, newer):
@@ -549,25 +439,6 @@ class DiskStore(DiskFiles):
         return f"{kind}-{self._seq - 1:08d}.{ext}"
 
 
-def full_line(root: str, e: OSError) -> str:
-    """The one line of a disk store (or its queue) that found its disk full."""
-    try:
-        free = f" ({format_size(shutil.disk_usage(root).free)} free)"
-    except OSError:
-        free = ""
-    return f"the disk store {root} is full{free}: {e.strerror or e}"
-
-
-def merges(newer: int, older: int) -> bool:
-    """Whether a bucket's newest run (``newer`` fingerprints) is merged into the one before
-    it (``older``): while it is at least two thirds as large, so sizes grow by at least
-    half from run to run. A lookup searches every run of its bucket, and once the levels
-    shrink (the second half of a search) each level would otherwise add a run; merging
-    at two thirds rather than at equal sizes cut a lookup's time by 29% for 1.5 times
-    the bytes written (measured on a store grown level by level: docs/long-runs.md)."""
-    return 3 * newer >= 2 * older
-
-
 def _seq_of(name: str) -> int:
     try:
         return int(name.rsplit("-", 1)[1].split(".")[0])
@@ -575,91 +446,7 @@ def _seq_of(name: str) -> int:
         return 0
 
 
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file's bytes, read a megabyte at a time (its pages handed back to
-    the page cache, as the store's reads are)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-        if hasattr(os, "posix_fadvise"):
-            with contextlib.suppress(OSError):
-                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-    return digest.hexdigest()
-
-
-def level_source(directory: Any, data: str | None, path: str) -> Path:
-    """The level directory a saved part's files are in: ``data`` under the checkpoint
-    ``directory``, else ``path`` (where they were saved, in a run without a checkpoint).
-
-    Raises:
-        CheckpointError: it is missing, a symbolic link, or not a directory this
-            checkpoint's runs created (the checkpoint's manifest does not list it).
-    """
-    where = directory if directory is not None else Path(path).parent
-    source = Path(directory) / data if directory is not None and data else Path(path)
-    cannot = "the checkpoint cannot be resumed, start a new run"
-    if source.is_symlink():
-        raise CheckpointError(
-            f"{where}: {source.name} is a symbolic link, not the level directory this checkpoint wrote; {cannot}"
-        )
-    if not source.is_dir():
-        raise CheckpointError(f"{where}: {source.name} is missing (the checkpoint keeps its states there); {cannot}")
-    if directory is not None and data:
-        manifest = read_manifest(directory)
-        if manifest is not None and data not in manifest["owned"]:
-            raise CheckpointError(f"{where}: {data} was not created by this checkpoint's runs; {cannot}")
-    return source
-
-
-def verify_level(directory: Any, source: Path, names: list[str], files: dict | None) -> None:
-    """Refuse the level directory ``source`` unless each of ``names`` is a file (not a
-    link) of the size and SHA-256 ``files`` records: the sizes first, then the digests.
-
-    Raises:
-        CheckpointError: one line naming the checkpoint and the file at fault.
-    """
-    where = directory if directory is not None else source.parent
-    cannot = "the checkpoint cannot be resumed, start a new run"
-    if files is None:
-        raise CheckpointError(
-            f"{where}: written by a kmc that did not record the size and SHA-256 of its store's files, "
-            f"which therefore cannot be checked; {cannot}"
-        )
-    for name in names:
-        path = source / name
-        if name not in files:
-            raise CheckpointError(f"{where}: damaged ({source.name}/{name} has no recorded checksum); {cannot}")
-        try:
-            st = os.lstat(path)
-        except OSError:
-            raise CheckpointError(f"{where}: damaged ({source.name}/{name} is missing); {cannot}") from None
-        if not stat.S_ISREG(st.st_mode):
-            raise CheckpointError(f"{where}: damaged ({source.name}/{name} is not a plain file); {cannot}")
-        if st.st_size != files[name][0]:
-            raise CheckpointError(
-                f"{where}: damaged ({source.name}/{name} has {st.st_size} bytes, not {files[name][0]}); {cannot}"
-            )
-    for name in names:
-        try:
-            digest = file_sha256(source / name)
-        except OSError as e:
-            raise CheckpointError(f"{where}: cannot read {source.name}/{name} ({e.strerror or e}); {cannot}") from None
-        if digest != files[name][1]:
-            raise CheckpointError(f"{where}: damaged ({source.name}/{name}: checksum mismatch); {cannot}")
-
-
-def link(source: Path, target: Path) -> None:
-    """``target`` as a hard link to ``source`` (a copy across file systems)."""
-    try:
-        os.link(source, target)
-    except OSError as e:
-        if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-            raise
-        shutil.copyfile(source, target)
-
-
-def new_store(kind: str, store_dir: Any = None, checkpoint_dir: Any = None):
+def new_store(kind: str, store_dir: Any = None, checkpoint_dir: Any = None) -> Store:
     """The store ``kind`` (``"memory"`` or ``"disk"``) of a rows search: the disk store's
     directory in ``store_dir``, else in the checkpoint directory, else the temporary
     directory."""

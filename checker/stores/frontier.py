@@ -14,7 +14,7 @@ being expanded and the next one, as rows.
 
 A write that finds the disk full stops the run cleanly (``ResourceStop``, as the disk
 store does): the next level is dropped and the last boundary stands. Every write goes
-through ``checker.stores.disk.write_bytes`` (the seam where the tests make the disk full).
+through ``checker.stores.disk_files.write_bytes`` (the seam where the tests make the disk full).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ import numpy as np
 
 from ..base.errors import EngineError
 from ..core.parts import FrontierQueue, ResourceStop, SavedQueue
-from . import disk as disk_store
+from . import disk_files
+from .disk_files import DiskFiles, level_source, verify_level
 
 READ_ROWS = 1 << 15  # rows a block when a saved level is read back
 _LENGTH = np.dtype("<u8")  # the length before a pickled block
@@ -65,7 +66,7 @@ def chunks(blocks: Iterable[np.ndarray], size: int) -> Iterator[np.ndarray]:
 class MemorySaved:
     """A memory queue's checkpoint part: the current level's blocks."""
 
-    rows: tuple
+    rows: tuple[np.ndarray, ...]
 
     kind = "memory"
 
@@ -104,7 +105,7 @@ class MemoryQueue:
     def clear(self) -> None:
         self.current, self.next = [], []
 
-    def saved(self, beside: dict) -> dict:
+    def saved(self, beside: dict[str, Any]) -> dict[str, Any]:
         return {"queue": MemorySaved(tuple(self.current))}
 
     def restored(self, saved: SavedQueue, directory: Any = None) -> MemoryQueue:
@@ -137,7 +138,7 @@ class Layout:
     pickled blocks (``dtype`` None: rows of Python states)."""
 
     dtype: str | None
-    shape: tuple
+    shape: tuple[int, ...]
 
     @classmethod
     def of(cls, rows: np.ndarray) -> Layout:
@@ -197,7 +198,7 @@ class DiskQueueSaved:
     path: str  # the directory the file was linked into
     # {file name: (size, sha256)} of the level file (None in a checkpoint of a kmc that
     # recorded none: refused, it cannot be verified)
-    files: dict | None = None
+    files: dict[str, tuple[int, str]] | None = None
 
     kind = "disk"
 
@@ -208,10 +209,11 @@ class DiskQueueSaved:
         Raises:
             CheckpointError: the directory or the file is missing, a link, or damaged.
         """
-        where = disk_store.level_source(directory, self.data, self.path)
+        where = level_source(directory, self.data, self.path)
         if self.name is None:
             return where
-        disk_store.verify_level(directory, where, [self.name], getattr(self, "files", None))
+        # (a part pickled by a kmc older than ``files`` has no such attribute: refused)
+        verify_level(directory, where, [self.name], getattr(self, "files", None))
         return where / self.name
 
     def blocks(self, directory: Any = None) -> Iterator[np.ndarray]:
@@ -220,7 +222,7 @@ class DiskQueueSaved:
         return self.layout.read(self.source(directory), self.count, READ_ROWS)
 
 
-class DiskQueue(disk_store.DiskFiles):
+class DiskQueue(DiskFiles):
     """Each level one append-only file of rows in ``root`` (the disk store's directory);
     see the module."""
 
@@ -272,13 +274,13 @@ class DiskQueue(disk_store.DiskFiles):
         self.rollback()
         self.swap()
 
-    def saved(self, beside: dict) -> dict:
+    def saved(self, beside: dict[str, Any]) -> dict[str, Any]:
         part = beside["seen"]  # the disk store's (checker.stores.disk.DiskSaved)
         target = Path(part.path)
         name, count = self.current if self.current is not None else (None, 0)
         if name is not None and not (target / name).exists():  # (saved again at one boundary)
             try:
-                disk_store.link(Path(self.root) / name, target / name)
+                disk_files.link(Path(self.root) / name, target / name)
             except OSError:  # (a full disk: the caller stops the run; no half-copied file stays)
                 with contextlib.suppress(OSError):
                     os.unlink(target / name)
@@ -296,7 +298,7 @@ class DiskQueue(disk_store.DiskFiles):
             part = cast(DiskQueueSaved, saved)
             if part.name is not None:
                 name = queue._new_name()
-                disk_store.link(part.source(directory), Path(self.root) / name)
+                disk_files.link(part.source(directory), Path(self.root) / name)
                 queue.layout, queue.current = part.layout, (name, part.count)
                 queue._disk = queue._peak = os.path.getsize(Path(self.root) / name)
             return queue

@@ -25,9 +25,11 @@ import bisect
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
+from ..core.parts import SavedStore, Store
 from ..core.trace import parent_chain
 
 
@@ -47,7 +49,7 @@ class CompactSeenSet:
     def __len__(self) -> int:
         return self._len
 
-    def add(self, fps, parents, choices) -> np.ndarray:
+    def add(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> np.ndarray:
         """Store the states with fingerprints ``fps`` (``uint64``, in the order they are
         numbered) unless stored already; return the mask of those that were new (of a
         fingerprint repeated in ``fps``, the first).
@@ -74,7 +76,7 @@ class CompactSeenSet:
             self._len += len(kept)
         return new
 
-    def add_sorted(self, fps, parents, choices) -> None:
+    def add_sorted(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> None:
         """Store new states: ``fps`` sorted and none of them stored yet (see
         ``contains_sorted``); ``parents`` and ``choices`` are given in the order the
         states are numbered in (their discovery order), which need not be the order of
@@ -88,7 +90,7 @@ class CompactSeenSet:
         self._choices.append(np.asarray(choices).astype(np.uint8))
         self._len += len(fps)
 
-    def contains(self, fps) -> np.ndarray:
+    def contains(self, fps: np.ndarray) -> np.ndarray:
         """Which of ``fps`` are stored."""
         fps = np.asarray(fps, dtype=np.uint64)
         order = np.argsort(fps, kind="stable")
@@ -96,7 +98,7 @@ class CompactSeenSet:
         found[order] = self.contains_sorted(fps[order])
         return found
 
-    def contains_sorted(self, fps) -> np.ndarray:
+    def contains_sorted(self, fps: np.ndarray) -> np.ndarray:
         """Which of the sorted ``fps`` are stored (sorted queries make each binary search
         cheaper than the one before)."""
         return runs_contain(self._runs + self._level_runs, fps)
@@ -104,10 +106,10 @@ class CompactSeenSet:
     def begin_level(self) -> None:
         """The runs of completed levels are replaced only at ``end_level``."""
 
-    def contains_older_sorted(self, fps) -> np.ndarray:
+    def contains_older_sorted(self, fps: np.ndarray) -> np.ndarray:
         return runs_contain(self._runs, fps)
 
-    def contains_level_sorted(self, fps) -> np.ndarray:
+    def contains_level_sorted(self, fps: np.ndarray) -> np.ndarray:
         return runs_contain(self._level_runs, fps)
 
     def end_level(self) -> None:
@@ -167,13 +169,13 @@ class CompactSeenSet:
     kind = "memory"
     chunk_factor = 1
 
-    def saved(self) -> dict:
+    def saved(self) -> dict[str, Any]:
         return {"seen": self}
 
-    def reopen(self, directory=None) -> CompactSeenSet:
+    def reopen(self, directory: Any = None) -> CompactSeenSet:
         return self
 
-    def restored(self, saved, directory=None):
+    def restored(self, saved: SavedStore, directory: Any = None) -> Store:
         """A checkpoint's store as it is (a disk store stays on disk: it may not fit)."""
         return saved.reopen(directory)
 
@@ -187,7 +189,7 @@ class CompactSeenSet:
         return 0
 
 
-def runs_contain(runs, fps) -> np.ndarray:
+def runs_contain(runs: Iterable[np.ndarray], fps: np.ndarray) -> np.ndarray:
     """Which of the sorted ``fps`` are in the sorted ``runs`` (arrays, or memory maps of
     a store's files): one binary search a run."""
     hit = np.zeros(len(fps), dtype=bool)
@@ -202,13 +204,13 @@ def runs_contain(runs, fps) -> np.ndarray:
     return hit
 
 
-def block_index(run, stride: int) -> np.ndarray:
+def block_index(run: np.ndarray, stride: int) -> np.ndarray:
     """The index ``block_contains`` searches first: every ``stride``-th fingerprint of the
     sorted ``run``, copied into memory."""
     return np.array(run[::stride])
 
 
-def block_contains(run, index, stride: int, fps) -> np.ndarray:
+def block_contains(run: np.ndarray, index: np.ndarray, stride: int, fps: np.ndarray) -> np.ndarray:
     """Which of the sorted ``fps`` are in the sorted ``run`` (an array, or a memory map of
     a store's file), whose every ``stride``-th fingerprint is ``index`` (held in memory):
     each key finds its block in the index, then the block is searched, all keys a step at
@@ -224,7 +226,8 @@ def block_contains(run, index, stride: int, fps) -> np.ndarray:
         mid = np.minimum(lo + step, last)
         lo = np.where(run[mid] <= fps, mid, lo)
         step //= 2
-    return run[lo] == fps
+    hit: np.ndarray = run[lo] == fps
+    return hit
 
 
 class PrefixFilter:
@@ -241,10 +244,10 @@ class PrefixFilter:
         self.words = np.zeros(1 << (self.bits - 6), dtype=np.uint64)
         self.count = 0
 
-    def _positions(self, fps) -> np.ndarray:
+    def _positions(self, fps: np.ndarray) -> np.ndarray:
         return np.asarray(fps, dtype=np.uint64) >> np.uint64(64 - self.bits)
 
-    def add(self, fps, runs=()) -> None:
+    def add(self, fps: np.ndarray, runs: Iterable[np.ndarray] = ()) -> None:
         """Set the bits of the sorted ``fps``; ``runs`` (every fingerprint added so far,
         these included) fill a larger bitmap when this one is too full."""
         self.count += len(fps)
@@ -265,10 +268,11 @@ class PrefixFilter:
         starts = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])  # the positions are sorted
         self.words[word[starts]] |= np.bitwise_or.reduceat(mask, starts)
 
-    def maybe(self, fps) -> np.ndarray:
+    def maybe(self, fps: np.ndarray) -> np.ndarray:
         """Which of ``fps`` may have been added (the others certainly were not)."""
         at = self._positions(fps)
-        return (self.words[at >> np.uint64(6)] >> (at & np.uint64(63))) & np.uint64(1) == 1
+        hit: np.ndarray = (self.words[at >> np.uint64(6)] >> (at & np.uint64(63))) & np.uint64(1) == 1
+        return hit
 
     @property
     def nbytes(self) -> int:
@@ -282,14 +286,14 @@ def merges(newer: int, older: int) -> bool:
     return 2 * newer >= older
 
 
-def merge_runs(older, newer) -> np.ndarray:
+def merge_runs(older: np.ndarray, newer: np.ndarray) -> np.ndarray:
     """Two sorted runs as one (a linear merge)."""
     merged = np.concatenate((older, newer))
     merged.sort(kind="stable")
     return merged
 
 
-def merge_tail(runs) -> None:
+def merge_tail(runs: list[np.ndarray]) -> None:
     """Merge the newest of ``runs`` (sorted arrays, oldest first) into the one before it
     while ``merges`` says so."""
     while len(runs) > 1 and merges(len(runs[-1]), len(runs[-2])):
@@ -297,7 +301,7 @@ def merge_tail(runs) -> None:
         runs[-1] = merge_runs(runs[-1], newer)
 
 
-class SeenSet(Mapping):
+class SeenSet(Mapping[int, int | None]):
     """The seen-set: every stored state's fingerprint and parent, as a ``Mapping`` from
     fingerprint to parent fingerprint (``None`` for an initial state).
 
@@ -320,9 +324,9 @@ class SeenSet(Mapping):
     _MIN_SLOTS = 1 << 10
 
     def __init__(self) -> None:
-        self.fps = array("Q")
-        self.parents = array("I")
-        self._slots = array("I", bytes(4 * self._MIN_SLOTS))
+        self.fps: array[int] = array("Q")
+        self.parents: array[int] = array("I")
+        self._slots: array[int] = array("I", bytes(4 * self._MIN_SLOTS))
         self._mask = self._MIN_SLOTS - 1
 
     @classmethod
@@ -343,7 +347,7 @@ class SeenSet(Mapping):
             parents[i] = 0 if parent is None else seen.number(parent) + 1
         return seen
 
-    def add(self, fp, parent) -> bool:
+    def add(self, fp: int, parent: int) -> bool:
         """Store ``fp`` with parent number ``parent`` (-1 for none) unless it is stored
         already; return whether it was new. Its number is then ``len(self) - 1``."""
         slots, mask, fps = self._slots, self._mask, self.fps
@@ -362,7 +366,7 @@ class SeenSet(Mapping):
             self._rehash(2 * (mask + 1))
         return True
 
-    def number(self, fp) -> int:
+    def number(self, fp: int) -> int:
         """The number of stored fingerprint ``fp`` (KeyError if not stored)."""
         slots, mask, fps = self._slots, self._mask, self.fps
         i = fp & mask
@@ -374,11 +378,11 @@ class SeenSet(Mapping):
                 return k - 1
             i = (i + 1) & mask
 
-    def parent_number(self, i) -> int:
+    def parent_number(self, i: int) -> int:
         """The number of state ``i``'s parent, -1 for an initial state."""
         return self.parents[i] - 1
 
-    def truncate(self, n) -> None:
+    def truncate(self, n: int) -> None:
         """Forget every state numbered ``n`` or more. The table is rebuilt in place: a stop
         at the memory ceiling goes back to the level boundary without a second table."""
         del self.fps[n:]
@@ -429,8 +433,9 @@ class SeenSet(Mapping):
         return iter(self.fps)
 
     def __contains__(self, fp: object) -> bool:
+        key: Any = fp  # (a key that is not a fingerprint is not stored)
         try:
-            self.number(fp)
+            self.number(key)
         except (KeyError, TypeError):
             return False
         return True

@@ -52,6 +52,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from kmc.checker.base.errors import SpecError
 from kmc.checker.core.result import HOLDS, VIOLATED
+from kmc.checker.engines import ENGINES
+from kmc.checker.stores.registry import STORES
 from kmc.invariants import BY_NAME, EVERY, default_properties
 from kmc.invariants.covers import COVERS_BY_NAME, missing_option
 
@@ -67,9 +69,9 @@ from .config import (
     KNOWN_BUGS,
     LEADER_EPOCH_21,
     OTHER_BUGS,
-    TRUNCATION_RULES,
     Config,
 )
+from .truncation import RULES
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
     from kmc.checker.contract.protocol import Property
@@ -78,7 +80,6 @@ if TYPE_CHECKING:  # for the annotations only: imported on first use
 
 MAX_REPLICAS = 7
 MAX_SPEC_BYTES = 1 << 20
-ENGINES = ("local", "spark")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,15}$")
 
 # key -> (default, low, high) for the integer constants of [model]
@@ -134,7 +135,6 @@ _CHECK_KEYS = (
 )
 _HEAD_KEYS = ("title", "description", "model", "check")  # then the application's tables
 _TAIL_KEYS = ("expect",)
-STORES = ("memory", "disk")  # kmc.checker.stores.disk.STORES
 LIMITS = {
     "check.max_depth": (1, 100_000),
     "check.max_states": (1, 10**12),
@@ -325,10 +325,10 @@ def parse_spec(
     max_memory = _size(path, "check.max_memory", check.get("max_memory"))
     workers = _opt_int(path, "check.workers", check.get("workers"))
     engine = check.get("engine", "local")
-    if engine not in ENGINES:
+    if not isinstance(engine, str) or engine not in ENGINES:
         raise SpecError(path, "check.engine", f"must be one of {', '.join(map(repr, ENGINES))}, got {_show(engine)}")
     store = check.get("store", "memory")
-    if store not in STORES:
+    if not isinstance(store, str) or store not in STORES:
         raise SpecError(path, "check.store", f"must be one of {', '.join(map(repr, STORES))}, got {_show(store)}")
 
     kept = {name: read(path, extra[name]) for name, read in tables.items()}
@@ -465,10 +465,10 @@ def _plain_config(path, model, known_bugs: tuple | None = None) -> Config:
     for key in _MODEL_BOOLS:
         values[key] = _bool(path, f"model.{key}", model.get(key, False))
     if "truncation" not in model:
-        raise SpecError(path, "model.truncation", f"missing (one of {', '.join(TRUNCATION_RULES)})")
+        raise SpecError(path, "model.truncation", f"missing (one of {', '.join(RULES)})")
     rule = model["truncation"]
-    if rule not in TRUNCATION_RULES:
-        raise SpecError(path, "model.truncation", f"must be one of {', '.join(TRUNCATION_RULES)}, got {_show(rule)}")
+    if not isinstance(rule, str) or rule not in RULES:
+        raise SpecError(path, "model.truncation", f"must be one of {', '.join(RULES)}, got {_show(rule)}")
     min_isr = _int(path, "model.min_insync_replicas", model.get("min_insync_replicas", 1), 1, len(names))
     if values["eligible_leader_replicas"] and not values["hw_requires_min_isr"]:
         raise SpecError(

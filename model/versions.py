@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import FETCH_BUGS, OTHER_BUGS
+from .config import FETCH_BUGS, HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_21, LEADER_EPOCH_KIP279, OTHER_BUGS
 from .releases import Release, ReleaseError, resolve
+from .truncation import RULES
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
     from .config import Config
@@ -100,10 +101,11 @@ VERSION_CONFIGS.update(OPERATOR_CONFIGS)
 _ATOMIC = {"alter_partition": False, "broker_epochs": False, "truncate_on_fetch": False}
 _ELR = {"eligible_leader_replicas": True}
 COLUMNS: dict[str, tuple[str, str, str | None, dict]] = {
-    "hw": ("pre-0.11: high watermark", "0.10.2", None, {}),
-    "le": ("0.11: leader epoch (KIP-101)", "0.11.0", None, {}),
-    "kip279": ("2.0: KIP-279", "2.0.0", None, {}),
-    "v21": ("2.1: KAFKA-7128", "2.1.0", None, {}),
+    # the first releases of each truncation rule, keyed by the rule's short name
+    RULES[HIGH_WATERMARK].short: ("pre-0.11: high watermark", "0.10.2", None, {}),
+    RULES[LEADER_EPOCH].short: ("0.11: leader epoch (KIP-101)", "0.11.0", None, {}),
+    RULES[LEADER_EPOCH_KIP279].short: ("2.0: KIP-279", "2.0.0", None, {}),
+    RULES[LEADER_EPOCH_21].short: ("2.1: KAFKA-7128", "2.1.0", None, {}),
     "v27": ("2.7: AlterPartition (KIP-497), no broker epochs", "2.7.0", None, {}),
     "v28": (
         "2.8.0: AlterPartition + fetch path (KAFKA-10554) with KAFKA-13141 and KAFKA-14704",

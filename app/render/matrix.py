@@ -44,7 +44,6 @@ SHORT = {
     "CommittedEventuallyReplicated": "CER",
 }
 LIVENESS_NAMES = ("EventuallyLeader", "CommittedEventuallyReplicated")  # the Kafka model's liveness properties
-RULE_SHORT = {"high-watermark": "hw", "leader-epoch": "le", "leader-epoch-kip279": "kip279", "leader-epoch-2.1": "v21"}
 
 _ROW_FIELDS: dict[str, type | tuple[type, ...]] = {
     "id": str,
@@ -397,7 +396,6 @@ def to_markdown(doc) -> str:
 
 __all__ = [
     "KIND",
-    "RULE_SHORT",
     "SCHEMA_VERSION",
     "SHORT",
     "results_document",

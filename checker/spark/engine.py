@@ -87,9 +87,10 @@ from ..base.errors import EngineError, UsageError
 from ..checkpoints.file import CheckpointError
 from ..contract.kernel_check import kernel_check
 from ..contract.model_errors import task_failure
-from ..contract.protocol import batch_path, with_defaults
+from ..contract.protocol import batch_path
+from ..core.assembly import assemble
 from ..core.driver import LevelDriver
-from ..core.kernel import canonical_encoder, require_symmetric, split_properties
+from ..core.kernel import canonical_encoder
 from ..core.options import Options
 from ..core.result import CheckResult
 from ..core.states_kernel import StatesKernel
@@ -160,11 +161,8 @@ class SparkRowsEngine(LevelDriver):
         data_root: str | None = None,
         cluster: Any = None,
     ) -> None:
-        model = with_defaults(model)
-        props = list(model.properties() if properties is None else properties)
-        options = options or Options()
-        if options.symmetry:
-            require_symmetric(props)
+        a = assemble(model, properties, options, GraphVisitor)
+        model, options = a.model, a.options
         kernel: Any
         batch = None if per_state else batch_path(model)[0]
         if batch is None:  # no kernel, or one that cannot run this model
@@ -215,20 +213,19 @@ class SparkRowsEngine(LevelDriver):
             coverage=bool(options.coverage),
             cluster=cluster,
         )
-        invariants, step_props = split_properties(props)
-        check = kernel_check(model, kernel, props, options)
+        check = kernel_check(model, kernel, a.properties, options)
         search = DriverLevels(
             model,
             kernel,
-            invariants,
-            step_props,
+            a.invariants,
+            a.step_props,
             bool(options.symmetry),
             check,
             setup=self.setup,
             session=self.session,
-            visitor=GraphVisitor(model, props),
+            visitor=a.visitor,
         )
-        super().__init__(model, search, props, options, progress, on_level=on_level)
+        super().__init__(model, search, a.properties, options, progress, on_level=on_level)
         self.kernel_check = check
         # After run(): why no Spark session was started (every level stayed on the driver), or None.
         self.not_started: str | None = None

@@ -203,7 +203,7 @@ def version_config(version: str, constants: dict) -> Config:
     import attrs
 
     from .config import Config
-    from .spec import release_bugs
+    from .spec_model import release_bugs
 
     _, rule, gate, elr = VERSIONS[version]
     config = Config(

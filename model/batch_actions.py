@@ -4,6 +4,8 @@ state (ElectLeader is in ``model.batch_elections``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .batch_rules import RowRules
@@ -20,7 +22,9 @@ class ActionEffects:
 
     def __init__(self, rules: RowRules) -> None:
         self.rules = rules
-        self.codec, self.config = rules.codec, rules.config
+        # the codec's optional columns are read where the configuration has them (c.fetch, c.alter)
+        self.codec: Any = rules.codec
+        self.config = rules.config
         self.n, self.m = rules.n, rules.m
         # KAFKA-15221: a pending expansion survives its replica's restart (see alter_partition)
         self.bug_15221 = self.config.has_bug(KAFKA_15221)

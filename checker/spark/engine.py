@@ -163,19 +163,7 @@ class SparkRowsEngine(LevelDriver):
     ) -> None:
         a = assemble(model, properties, options, GraphVisitor)
         model, options = a.model, a.options
-        kernel: Any
-        batch = None if per_state else batch_path(model)[0]
-        if batch is None:  # no kernel, or one that cannot run this model
-            # The per-state model as rows of Python states: the same search, for models
-            # with no batch kernel and for comparing a batch kernel with its model.
-            kernel = StatesKernel(model)
-            self.path, self.snapshot_format = "per-state", STATES_FORMAT
-            if options.symmetry:
-                canonical_encoder(model)  # refuses a model that declares no symmetries
-        else:
-            kernel = batch
-            self.snapshot_format = SNAPSHOT_FORMAT
-        self.kernel = kernel
+        kernel = self.kernel = self._kernel(model, per_state, options.symmetry)
         self.master, self.partitions, self.verbose = master, partitions, verbose
         self.driver_level_limit = driver_level_limit
         self.store_dir = store_dir
@@ -232,6 +220,20 @@ class SparkRowsEngine(LevelDriver):
         # After run() starts: what it removed of the stores of killed runs, in one line, or None.
         self.cleaned: str | None = None
         self._canceller: threading.Thread | None = None
+
+    def _kernel(self, model: Any, per_state: bool, symmetry: bool) -> Any:
+        """The kernel the levels run: the model's batch kernel, else (no kernel, one that
+        cannot run this model, or ``per_state``) the per-state model as rows of Python states:
+        the same search, for models with no batch kernel and for comparing a batch kernel with
+        its model. Sets the engine's path and the format of its snapshots."""
+        batch = None if per_state else batch_path(model)[0]
+        if batch is not None:
+            self.snapshot_format = SNAPSHOT_FORMAT
+            return batch
+        self.path, self.snapshot_format = "per-state", STATES_FORMAT
+        if symmetry:
+            canonical_encoder(model)  # refuses a model that declares no symmetries
+        return StatesKernel(model)
 
     def _stopping(self) -> bool:
         return self.stop_requested is not None

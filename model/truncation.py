@@ -116,6 +116,8 @@ class RuleRegistry(Mapping[str, TruncationRule]):
 
     def __init__(self) -> None:
         self._rules: dict[str, TruncationRule] = {}
+        # name -> the rule's per-state form: what a successor step calls (one dict lookup)
+        self.per_state: dict[str, PerStateForm] = {}
 
     def __getitem__(self, name: str) -> TruncationRule:
         return self._rules[name]
@@ -133,11 +135,13 @@ class RuleRegistry(Mapping[str, TruncationRule]):
         if clash:
             raise UsageError(f"truncation rule {rule.name!r}: the name {clash[0]!r} is taken")
         self._rules[rule.name] = rule
+        self.per_state[rule.name] = rule.per_state
         return rule
 
     def unregister(self, name: str) -> None:
         """Remove the rule ``name`` (a test's own rule, when the test ends)."""
         del self._rules[name]
+        del self.per_state[name]
 
     def aliases(self) -> dict[str, str]:
         """Every name of every rule -> the rule's name (``kmc matrix --rules``)."""
@@ -176,4 +180,4 @@ def batch_unsupported(name: str) -> str | None:
 
 def truncation_offset(rule: str, log: Log, hw: int, leader_log: Log) -> int:
     """The offset a follower with ``log`` and ``hw`` truncates to under ``rule``."""
-    return RULES[rule].per_state(log, hw, leader_log)
+    return RULES.per_state[rule](log, hw, leader_log)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from kmc.model.truncation import RULES
+
 if TYPE_CHECKING:  # for the annotations only: imported on first use
     from kmc.model.config import Config
 
@@ -19,18 +21,9 @@ RowItem = tuple[Any, ...]
 BASE = {2: (2, 2, 2), 3: (2, 1, 2)}
 FALLBACK_BASE = (2, 1, 2)  # for replica counts BASE does not name
 DEFAULT_MAX_STATES = 2_000_000
-RULE_ALIASES = {
-    "hw": "high-watermark",
-    "high-watermark": "high-watermark",
-    "le": "leader-epoch",
-    "leader-epoch": "leader-epoch",
-    "kip101": "leader-epoch",
-    "kip279": "leader-epoch-kip279",
-    "leader-epoch-kip279": "leader-epoch-kip279",
-    "v21": "leader-epoch-2.1",
-    "2.1": "leader-epoch-2.1",
-    "leader-epoch-2.1": "leader-epoch-2.1",
-}
+# Every name ``--rules`` takes -> the rule's name: read from the truncation rules' registry
+# (``model.truncation.RULES``), the one place those names are written.
+RULE_ALIASES = RULES.aliases()
 
 # docs/model.md, "Known verdicts": 2 replicas, min ISR 1, 2 messages, 2 crashes, epochs <= 2.
 # (rule, unclean, unflushed) -> expected verdicts of CommittedNeverLost, LogsNeverDiverge.
@@ -169,10 +162,8 @@ def version_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[st
 
 def row_id(config) -> str:
     """``hw-r2-isr1-clean-flushed``: the rule, replicas, min ISR, unclean, unflushed loss."""
-    from kmc.app.render.matrix import RULE_SHORT
-
     return (
-        f"{RULE_SHORT[config.truncation]}-r{config.n}-isr{config.min_insync_replicas}-"
+        f"{RULES[config.truncation].short}-r{config.n}-isr{config.min_insync_replicas}-"
         f"{'unclean' if config.unclean_leader_election else 'clean'}-"
         f"{'unflushed' if config.unflushed_loss else 'flushed'}"
     )

@@ -1,42 +1,148 @@
-"""One factory for every engine: local or Spark, on the per-state or the batch path.
+"""The engines by name, and one factory for every engine: local or Spark, on the per-state or
+the batch path.
 
-Every engine is the level driver (``checker.core.driver``) over a search object; the Spark
-engine (``checker.spark.engine``) runs the same levels in Spark tasks once they outgrow the
-driver. Hooks are given here, at construction, never set afterwards.
+``ENGINES`` is the one place the engines' names are written (the spec's ``check.engine`` and
+the CLI's ``--engine`` read it). An engine is a factory called with one ``EngineRequest``
+(what to check, how, and the hooks) that returns a level driver (``checker.core.driver``)
+over a search object; the Spark engine (``checker.spark.engine``) runs the same levels in
+Spark tasks once they outgrow the driver, and is imported only when it is made (pyspark is
+optional). Hooks are given here, at construction, never set afterwards.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
 
 from .base.errors import UsageError
-from .contract.protocol import Model, batch_path, with_defaults
+from .contract.protocol import BatchKernel, Model, Property, batch_path, with_defaults
 from .core.options import Options
 
 if TYPE_CHECKING:
-    from .core.driver import LevelDriver
+    from .core.driver import LevelDriver, OnLevel, Progress
 
-ENGINES = ("local", "spark")
+
+@attrs.frozen
+class EngineRequest:
+    """What an engine is made from.
+
+    Attributes:
+        model, properties, options: what to check and how (``properties`` ``None``: the
+            model's own).
+        kernel: the batch kernel to run on, or ``None``: the per-state path (the model's
+            own successor function, as rows of Python states where the engine needs rows).
+        progress: called with a ``Stats`` snapshot now and then, and after every level.
+        on_level: called with the engine at every level boundary (a checkpoint writer).
+        on_status: called with a short message while Spark starts (Spark only).
+        data_root: the checkpoint directory, where the Spark engine and the disk store save
+            their files.
+        master, partitions, verbose, driver_level_limit, store_dir: the Spark engine's
+            (``checker.spark.engine.SparkRowsEngine``).
+    """
+
+    model: Model
+    properties: Sequence[Property] | None
+    options: Options
+    kernel: BatchKernel | None
+    progress: Progress | None = None
+    on_level: OnLevel | None = None
+    on_status: Callable[[str], None] | None = None
+    data_root: str | None = None
+    master: str | None = None
+    partitions: int | None = None
+    verbose: bool = False
+    driver_level_limit: int | None = None
+    store_dir: str | None = None
+
+
+EngineFactory = Callable[[EngineRequest], "LevelDriver"]
+
+
+def local_engine(r: EngineRequest) -> LevelDriver:
+    """The local engine: the rows search in this process (``checker.local.rows``) over the
+    batch kernel, or over the states kernel when the store is not the per-state search's own;
+    else the per-state search (``checker.local.states``)."""
+    if r.kernel is None and r.options.store == "memory":
+        from .local.states import LocalEngine
+
+        return LocalEngine(r.model, r.properties, r.options, r.progress, on_level=r.on_level)
+    from .local.rows import BatchEngine
+    from .stores.registry import new_store
+
+    store = new_store(r.options.store, r.options.store_dir, r.data_root)
+    if r.kernel is not None:
+        return BatchEngine(
+            r.model, r.properties, r.options, r.progress, on_level=r.on_level, kernel=r.kernel, store=store
+        )
+    from .core.states_kernel import StatesKernel
+    from .local.rows import STATES_ROWS_FORMAT
+
+    states: Any = StatesKernel(r.model)  # (rows of Python states: see checker.core.states_kernel)
+    made = BatchEngine(
+        r.model,
+        r.properties,
+        r.options,
+        r.progress,
+        on_level=r.on_level,
+        kernel=states,
+        store=store,
+        snapshot_format=STATES_ROWS_FORMAT,
+    )
+    made.path = "per-state"
+    return made
+
+
+def spark_engine(r: EngineRequest) -> LevelDriver:
+    """The Spark engine (``checker.spark.engine.SparkRowsEngine``)."""
+    from .spark.engine import DRIVER_LEVEL_LIMIT, SparkRowsEngine
+
+    return SparkRowsEngine(
+        r.model,
+        r.properties,
+        r.options,
+        r.progress,
+        master=r.master,
+        partitions=r.partitions,
+        verbose=r.verbose,
+        per_state=r.kernel is None,
+        on_level=r.on_level,
+        on_status=r.on_status,
+        data_root=r.data_root,
+        store_dir=r.store_dir,
+        driver_level_limit=DRIVER_LEVEL_LIMIT if r.driver_level_limit is None else r.driver_level_limit,
+    )
+
+
+ENGINES: Final[dict[str, EngineFactory]] = {"local": local_engine, "spark": spark_engine}
+
+
+def register_engine(name: str, factory: EngineFactory) -> None:
+    """Add the engine ``name``; a name already taken is refused (never replaced silently)."""
+    if name in ENGINES:
+        raise UsageError(f"engine {name!r} is registered already")
+    ENGINES[name] = factory
 
 
 def make_engine(
     model: Model,
-    properties=None,
-    options=None,
+    properties: Sequence[Property] | None = None,
+    options: Options | None = None,
     *,
-    engine="local",
-    per_state=False,
-    progress=None,
-    on_level=None,
-    on_status=None,
-    data_root=None,
-    master=None,
-    partitions=None,
-    verbose=False,
-    driver_level_limit=None,
-    store_dir=None,
+    engine: str = "local",
+    per_state: bool = False,
+    progress: Progress | None = None,
+    on_level: OnLevel | None = None,
+    on_status: Callable[[str], None] | None = None,
+    data_root: str | None = None,
+    master: str | None = None,
+    partitions: int | None = None,
+    verbose: bool = False,
+    driver_level_limit: int | None = None,
+    store_dir: str | None = None,
 ) -> LevelDriver:
-    """The engine ``engine`` (``"local"`` or ``"spark"``) for ``model``.
+    """The engine ``engine`` (a name of ``ENGINES``) for ``model``.
 
     Args:
         model, properties, options: what to check and how (``Options``).
@@ -45,72 +151,34 @@ def make_engine(
             a model without a batch kernel always runs so, and so does one whose kernel
             cannot run its configuration (``batch_unsupported()``): the engine's
             ``per_state_because`` then says why, in one sentence. With ``options.store``
-            ``"disk"``, a local engine keeps its states in a ``checker.stores.disk.DiskStore``,
-            the per-state path then on the rows search over
+            other than ``"memory"``, a local engine keeps its states in that store
+            (``checker.stores.registry``), the per-state path then on the rows search over
             ``checker.core.states_kernel.StatesKernel`` (the same states in the same order).
-        progress: called with a ``Stats`` snapshot now and then, and after every level.
-        on_level: called with the engine at every level boundary (a checkpoint writer).
-        on_status: called with a short message while Spark starts (Spark only).
-        data_root: the checkpoint directory, where the Spark engine and the disk store
-            save their files.
-        master, partitions, verbose, driver_level_limit, store_dir: the Spark engine's
-            (``checker.spark.engine.SparkRowsEngine``).
+        progress, on_level, on_status, data_root, master, partitions, verbose,
+        driver_level_limit, store_dir: the hooks and settings of ``EngineRequest``.
     """
-    options = options or Options()
+    factory = ENGINES.get(engine)
+    if factory is None:
+        raise UsageError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     model = with_defaults(model)
     kernel, why = (None, None) if per_state else batch_path(model)
-    batch = kernel is not None and not per_state
-    made: LevelDriver
-    if engine == "local":
-        if batch or options.store != "memory":
-            from .local.rows import BatchEngine
-            from .stores.disk import new_store
-
-            # A store other than the per-state search's own runs the rows search; a model
-            # on the per-state path then runs there through its states kernel.
-            store = new_store(options.store, options.store_dir, data_root)
-            if batch:
-                made = BatchEngine(model, properties, options, progress, on_level=on_level, kernel=kernel, store=store)
-            else:
-                from .core.states_kernel import StatesKernel
-                from .local.rows import STATES_ROWS_FORMAT
-
-                states: Any = StatesKernel(model)  # (rows of Python states: see checker.core.states_kernel)
-                made = BatchEngine(
-                    model,
-                    properties,
-                    options,
-                    progress,
-                    on_level=on_level,
-                    kernel=states,
-                    store=store,
-                    snapshot_format=STATES_ROWS_FORMAT,
-                )
-                made.path = "per-state"
-        else:
-            from .local.states import LocalEngine
-
-            made = LocalEngine(model, properties, options, progress, on_level=on_level)
-    elif engine == "spark":
-        from .spark.engine import DRIVER_LEVEL_LIMIT, SparkRowsEngine
-
-        made = SparkRowsEngine(
+    made = factory(
+        EngineRequest(
             model,
             properties,
-            options,
+            options or Options(),
+            kernel,
             progress,
-            master=master,
-            partitions=partitions,
-            verbose=verbose,
-            per_state=not batch,
-            on_level=on_level,
-            on_status=on_status,
-            data_root=data_root,
-            store_dir=store_dir,
-            driver_level_limit=DRIVER_LEVEL_LIMIT if driver_level_limit is None else driver_level_limit,
+            on_level,
+            on_status,
+            data_root,
+            master,
+            partitions,
+            verbose,
+            driver_level_limit,
+            store_dir,
         )
-    else:
-        raise UsageError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    )
     if why is not None:
         made.per_state_because = why
     return made

@@ -4,11 +4,14 @@ state (ElectLeader is in ``model.batch_elections``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .batch_rules import RowRules
-from .config import HIGH_WATERMARK, KAFKA_13916, KAFKA_15221, LEADER_EPOCH
+from .config import KAFKA_13916, KAFKA_15221
 from .rows import NONE
+from .truncation import batch_form
 
 
 class ActionEffects:
@@ -19,12 +22,16 @@ class ActionEffects:
 
     def __init__(self, rules: RowRules) -> None:
         self.rules = rules
-        self.codec, self.config = rules.codec, rules.config
+        # the codec's optional columns are read where the configuration has them (c.fetch, c.alter)
+        self.codec: Any = rules.codec
+        self.config = rules.config
         self.n, self.m = rules.n, rules.m
         # KAFKA-15221: a pending expansion survives its replica's restart (see alter_partition)
         self.bug_15221 = self.config.has_bug(KAFKA_15221)
         # KAFKA-13916: the controller accepts a replica in controlled shutdown into the ISR
         self.bug_13916 = self.config.has_bug(KAFKA_13916)
+        # BecomeFollower's truncation offsets: the rule's batch form (a rule without one is refused)
+        self.truncate = batch_form(self.config.truncation)
 
     # -- the actions (each takes a copy of the enabled rows and changes it in place) ----
 
@@ -257,7 +264,7 @@ class ActionEffects:
         s[lossy] = t
 
     def become_follower(self, s, r, l) -> None:
-        c, cfg = self.codec, self.config
+        c = self.codec
         b, bl = c.block(r), c.block(l)
         if c.fetch:  # truncation in the fetch path: nothing is truncated here
             s[:, b + c.LEADER] = l
@@ -265,47 +272,12 @@ class ActionEffects:
             self.rules.clear_inflight(s, b)
             return
         hw = s[:, b + c.HW].astype(np.int64)
-        if cfg.truncation == HIGH_WATERMARK:
-            t = hw
-        elif cfg.truncation == LEADER_EPOCH:
-            t = self._offsets_for_leader_epoch(s, b, bl, hw)
-        else:  # leader-epoch-kip279 and leader-epoch-2.1: the longest common prefix
-            t = self._common_prefix(s, b, bl)
+        t = self.truncate(c, self.m, s, b, bl, hw)
         self.rules.cut_log(s, b, t)
         s[:, b + c.HW] = np.minimum(hw, t)
         s[:, b + c.LEADER] = l
         s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
         self.rules.clear_inflight(s, b)
-
-    def _common_prefix(self, s, b, bl) -> np.ndarray:
-        c = self.codec
-        m = self.m
-        n_r = s[:, b + c.LEO].astype(np.int64)
-        n_l = s[:, bl + c.LEO].astype(np.int64)
-        pos = np.arange(m)
-        same = (s[:, b + c.LOG : b + c.LOG + m] == s[:, bl + c.LOG : bl + c.LOG + m]) & (
-            pos < np.minimum(n_r, n_l)[:, None]
-        )
-        return np.cumprod(same, axis=1).sum(axis=1).astype(np.int64)
-
-    def _offsets_for_leader_epoch(self, s, b, bl, hw) -> np.ndarray:
-        """KIP-101's truncation offset (``model.truncation.truncate_leader_epoch``)."""
-        c = self.codec
-        m = self.m
-        rows = np.arange(len(s))
-        n_r = s[:, b + c.LEO].astype(np.int64)
-        n_l = s[:, bl + c.LEO].astype(np.int64)
-        le_l = s[:, bl + c.LOG : bl + c.LOG + m].astype(np.int64) // m  # epochs; none stays -1
-        e = s[rows, b + c.LOG + np.maximum(n_r - 1, 0)].astype(np.int64) // m  # the follower's last epoch
-        last_l = le_l[rows, np.maximum(n_l - 1, 0)]
-        valid = np.arange(m) < n_l[:, None]
-        later = valid & (le_l > e[:, None])
-        has_later = later.any(axis=1)
-        answer = np.where(has_later, later.argmax(axis=1), n_l)  # end_offset(l.log, e)
-        undefined = (n_l == 0) | (((e < le_l[:, 0]) | ~has_later) & (last_l != e))
-        answer = np.where((n_l > 0) & (last_l == e), n_l, answer)
-        t = np.where(undefined, hw, np.minimum(answer, n_r))
-        return np.where(n_r == 0, 0, t)
 
     def ask(self, s, r, l, change) -> None:
         """ShrinkIsr or ExpandIsr with alter_partition: only the request is sent."""

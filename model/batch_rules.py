@@ -8,10 +8,19 @@ each follows the rule of docs/model.md its name gives.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .config import ACKS_ALL, KAFKA_13141
 from .rows import NONE
+
+if TYPE_CHECKING:  # for the annotations only
+    from .config import Config
+    from .rows import RowCodec
+
+# The controller's or the leader's min ISR per row: an array, or one value for every row.
+MinIsr = np.ndarray | int
 
 POPCOUNT = np.array([bin(x).count("1") for x in range(256)], dtype=np.int8)
 
@@ -24,7 +33,7 @@ class RowRules:
         config: the ``model.Config``.
     """
 
-    def __init__(self, codec, config) -> None:
+    def __init__(self, codec: RowCodec, config: Config) -> None:
         self.codec = codec
         self.config = config
         self.n, self.m = codec.n, codec.m
@@ -33,14 +42,14 @@ class RowRules:
         # the min ISR after each number of ChangeMinIsr steps (min_isr_changes), indexed by a
         # step column: the controller's (elr_after) and the leader's broker's (Produce's
         # guard, the HW gate, acks=all); None when min ISR never changes
-        changes = tuple(getattr(config, "min_isr_changes", ()))
+        changes = config.min_isr_changes
         self.min_isr_values: np.ndarray | None = None
         if changes:
             self.min_isr_values = np.array([config.min_isr_at(k) for k in range(len(changes) + 1)], dtype=np.int64)
 
     # -- helpers over arrays of rows ------------------------------------------------------
 
-    def leads(self, rows) -> np.ndarray:
+    def leads(self, rows: np.ndarray) -> np.ndarray:
         """The replica that leads each row, or -1."""
         c = self.codec
         lead = np.full(len(rows), -1, dtype=np.int64)
@@ -51,34 +60,38 @@ class RowRules:
             lead[ok] = r
         return lead
 
-    def min_isr(self, rows):
+    def min_isr(self, rows: np.ndarray) -> MinIsr:
         """The controller's min ISR in each row (``min_isr()`` of docs/model.md): an array,
         or ``min_insync_replicas`` itself when min ISR never changes."""
         values = self.min_isr_values
         if values is None:
             return self.config.min_insync_replicas
-        return values[rows[:, self.codec.MIN_ISR_STEP].astype(np.intp)]
+        out: np.ndarray = values[rows[:, self.codec.MIN_ISR_STEP].astype(np.intp)]
+        return out
 
-    def leader_min_isr(self, rows):
+    def leader_min_isr(self, rows: np.ndarray) -> MinIsr:
         """The min ISR the leader's broker uses in each row (``leader_min_isr()``): the
         controller's, or with ``min_isr_lag`` the value of the changes it has applied."""
         values, c = self.min_isr_values, self.codec
         if values is None:
             return self.config.min_insync_replicas
         column = c.MIN_ISR_STEP if c.LEADER_MIN_ISR_STEP is None else c.LEADER_MIN_ISR_STEP
-        return values[rows[:, column].astype(np.intp)]
+        out: np.ndarray = values[rows[:, column].astype(np.intp)]
+        return out
 
-    def isr_size(self, rows) -> np.ndarray:
-        return POPCOUNT[rows[:, self.codec.Q_ISR].astype(np.uint8)]
+    def isr_size(self, rows: np.ndarray) -> np.ndarray:
+        """The size of each row's ISR."""
+        out: np.ndarray = POPCOUNT[rows[:, self.codec.Q_ISR].astype(np.uint8)]
+        return out
 
-    def alive_mask(self, rows) -> np.ndarray:
+    def alive_mask(self, rows: np.ndarray) -> np.ndarray:
         c = self.codec
         out = np.zeros(len(rows), dtype=np.int64)
         for r in range(self.n):
             out |= (rows[:, c.block(r) + c.ALIVE].astype(np.int64) & 1) << r
         return out
 
-    def leso(self, rows, l) -> np.ndarray:
+    def leso(self, rows: np.ndarray, l: int) -> np.ndarray:
         """The leader's epoch start offset: the first offset of its log whose record has
         its epoch, or its log end."""
         c = self.codec
@@ -91,7 +104,7 @@ class RowRules:
         out[has] = match[has].argmax(axis=1)
         return out
 
-    def advance_hw(self, s, l) -> None:
+    def advance_hw(self, s: np.ndarray, l: int) -> None:
         """HW(l) on rows ``s`` (in place): the leader's HW rises to the least log end in the
         ISR, and the records it passes become committed."""
         c, cfg = self.codec, self.config
@@ -116,7 +129,7 @@ class RowRules:
         lo, hi = hw[idx], m[idx]
         acks_all = cfg.acks == ACKS_ALL
         if acks_all:  # acks=all: acknowledged only with the ISR (after the step) at min ISR
-            enough = POPCOUNT[s[idx, c.Q_ISR].astype(np.uint8)] >= (gate if np.isscalar(gate) else gate[idx])
+            enough = POPCOUNT[s[idx, c.Q_ISR].astype(np.uint8)] >= (gate[idx] if isinstance(gate, np.ndarray) else gate)
         for o in range(self.m):
             sel = (lo <= o) & (o < hi)
             if not sel.any():
@@ -132,7 +145,9 @@ class RowRules:
                 s[ri[ack], c.ACKED_EPOCH + rid[ack]] = epoch[ack]
         s[idx, b + c.HW] = hi
 
-    def elr_after(self, s, old_isr, new_isr, elr=None) -> np.ndarray:
+    def elr_after(
+        self, s: np.ndarray, old_isr: np.ndarray, new_isr: np.ndarray, elr: np.ndarray | None = None
+    ) -> np.ndarray:
         """``elr_after(I, I')`` of docs/model.md as bit masks (int64 arrays), from the ELR
         ``elr`` (an array; ``None``: the rows' own), at the controller's min ISR."""
         cfg = self.config
@@ -140,32 +155,35 @@ class RowRules:
             return np.zeros(len(s), dtype=np.int64)
         if elr is None:
             elr = s[:, self.codec.Q_ELR].astype(np.int64)
-        out = (elr | old_isr) & ~new_isr
+        out: np.ndarray = (elr | old_isr) & ~new_isr
         out[POPCOUNT[new_isr.astype(np.uint8)] >= self.min_isr(s)] = 0
         return out
 
-    def cut_log(self, s, b, t) -> None:
+    def cut_log(self, s: np.ndarray, b: int, t: np.ndarray) -> None:
         """Truncate the log of the block at ``b`` to ``t`` (an array) in rows ``s``."""
         c = self.codec
         gone = np.arange(self.m) >= t[:, None]
         s[:, b + c.LOG : b + c.LOG + self.m][gone] = NONE
         s[:, b + c.LEO] = t
 
-    def drop_request(self, s, where=None) -> None:
+    def drop_request(self, s: np.ndarray, where: np.ndarray | None = None) -> None:
         """No AlterPartition request in flight any more (in the rows ``where``, or all)."""
-        c = self.codec
+        first, last = self.codec.ALTER_LEADER, self.codec.ALTER_REPLICA
+        assert first is not None and last is not None  # the columns of alter_partition
         if where is None:
-            s[:, c.ALTER_LEADER : c.ALTER_REPLICA + 1] = NONE
+            s[:, first : last + 1] = NONE
         else:
-            s[where, c.ALTER_LEADER : c.ALTER_REPLICA + 1] = NONE
+            s[where, first : last + 1] = NONE
 
-    def clear_inflight(self, s, b) -> None:
+    def clear_inflight(self, s: np.ndarray, b: int) -> None:
         """No response in flight to the replica whose block is at ``b`` (the in-flight
         fields end the block)."""
         c = self.codec
         s[:, b + c.INFLIGHT_LEADER : b + c.BLOCK] = NONE
 
-    def end_offset_for(self, rows, b, epoch, own=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def end_offset_for(
+        self, rows: np.ndarray, b: int, epoch: np.ndarray, own: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``EO(r, E)`` of docs/model.md for the replica whose block is at ``b``, in every
         row at once: the end offset of epoch ``epoch`` (an array) by the replica's epoch
         cache, Kafka's ``endOffsetFor``.

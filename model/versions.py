@@ -6,10 +6,11 @@ crosses (its grid, in the application) and whose labels the results' tables show
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .config import FETCH_BUGS, OTHER_BUGS
+from .config import FETCH_BUGS, HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_21, LEADER_EPOCH_KIP279, OTHER_BUGS
 from .releases import Release, ReleaseError, resolve
+from .truncation import RULES
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
     from .config import Config
@@ -99,11 +100,12 @@ VERSION_CONFIGS.update(OPERATOR_CONFIGS)
 # there: off unless enabled); "KIP-966 (ELR) + ..." is 4.0 with them, every fix in.
 _ATOMIC = {"alter_partition": False, "broker_epochs": False, "truncate_on_fetch": False}
 _ELR = {"eligible_leader_replicas": True}
-COLUMNS: dict[str, tuple[str, str, str | None, dict]] = {
-    "hw": ("pre-0.11: high watermark", "0.10.2", None, {}),
-    "le": ("0.11: leader epoch (KIP-101)", "0.11.0", None, {}),
-    "kip279": ("2.0: KIP-279", "2.0.0", None, {}),
-    "v21": ("2.1: KAFKA-7128", "2.1.0", None, {}),
+COLUMNS: dict[str, tuple[str, str, str | None, dict[str, Any]]] = {
+    # the first releases of each truncation rule, keyed by the rule's short name
+    RULES[HIGH_WATERMARK].short: ("pre-0.11: high watermark", "0.10.2", None, {}),
+    RULES[LEADER_EPOCH].short: ("0.11: leader epoch (KIP-101)", "0.11.0", None, {}),
+    RULES[LEADER_EPOCH_KIP279].short: ("2.0: KIP-279", "2.0.0", None, {}),
+    RULES[LEADER_EPOCH_21].short: ("2.1: KAFKA-7128", "2.1.0", None, {}),
     "v27": ("2.7: AlterPartition (KIP-497), no broker epochs", "2.7.0", None, {}),
     "v28": (
         "2.8.0: AlterPartition + fetch path (KAFKA-10554) with KAFKA-13141 and KAFKA-14704",
@@ -142,7 +144,7 @@ COLUMNS: dict[str, tuple[str, str, str | None, dict]] = {
 OPERATOR_VERSIONS = ("v33", "v35", "v370", "v371", "v21-elr-ap", "v41-ap")
 
 
-def _column(key: str) -> tuple[Release, dict]:
+def _column(key: str) -> tuple[Release, dict[str, Any]]:
     """A column's release and the [model] values it sets (the release's, the column's over them)."""
     _, version, metadata, over = COLUMNS[key]
     release = resolve(version, metadata)
@@ -194,14 +196,14 @@ def applies(config_key: str, version: str) -> bool:
     return True
 
 
-def version_config(version: str, constants: dict) -> Config:
+def version_config(version: str, constants: dict[str, Any]) -> Config:
     """The ``Config`` of ``constants`` (a ``VERSION_CONFIGS`` entry's) under the rule and
     options of Kafka version ``version`` (a key of ``VERSIONS``), with each of its bugs whose
     option is on (the spec reader's rule for a release: ``model.spec``)."""
     import attrs
 
     from .config import Config
-    from .spec import release_bugs
+    from .spec_model import release_bugs
 
     _, rule, gate, elr = VERSIONS[version]
     config = Config(

@@ -26,7 +26,7 @@ from kmc.checker.base.errors import SpecError
 from kmc.checker.core.result import HOLDS, VIOLATED
 from kmc.model.config import TRUNCATION_RULES
 from kmc.app.specs import PARTITIONS, load_spec, parse_spec, spark_table
-from kmc.model.spec import _MODEL_BOOLS, _MODEL_INTS, ENGINES, LIMITS, MAX_REPLICAS, property_names
+from kmc.model.spec import ENGINES, LIMITS, MAX_REPLICAS, MODEL_BOOLS, MODEL_INTS, property_names
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "specs").glob("*.toml"))
@@ -84,12 +84,12 @@ def assert_within_bounds(spec):
     c = spec.config
     assert 1 <= len(c.replicas) <= MAX_REPLICAS and len(set(c.replicas)) == len(c.replicas)
     assert all(isinstance(r, str) and r for r in c.replicas)
-    for key, (_, lo, hi) in _MODEL_INTS.items():
+    for key, (_, lo, hi) in MODEL_INTS.items():
         value = getattr(c, key)
         assert type(value) is int and lo <= value <= hi, (key, value)
     assert type(c.min_insync_replicas) is int and 1 <= c.min_insync_replicas <= len(c.replicas)
     assert c.truncation in TRUNCATION_RULES
-    assert all(type(getattr(c, key)) is bool for key in _MODEL_BOOLS)
+    assert all(type(getattr(c, key)) is bool for key in MODEL_BOOLS)
     attrs_of = {"check.max_depth": "max_depth", "check.max_states": "max_states",
                 "check.max_memory": "max_memory", "check.workers": "workers"}
     for key, (lo, hi) in LIMITS.items():
@@ -156,7 +156,7 @@ def toml_doc(doc: dict) -> str:
 # -- strategies ------------------------------------------------------------------------------------
 
 KNOWN_KEYS = sorted({"title", "description", "model", "check", "spark", "expect", "replicas",
-                     "truncation", "min_insync_replicas", *_MODEL_INTS, *_MODEL_BOOLS, "invariants",
+                     "truncation", "min_insync_replicas", *MODEL_INTS, *MODEL_BOOLS, "invariants",
                      "keep_going", "max_depth", "max_states", "max_memory", "engine", "master",
                      "partitions", *property_names()})
 text = st.text(st.characters(codec="utf-8"), max_size=30)

@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+from kmc.checker.stores import registry
+
 from kmc.checker.stores import disk as disk_store
 from kmc.checker.base import owner
 from kmc.checker.stores.disk import MARK, PREFIX, DiskStore
@@ -76,7 +78,7 @@ def test_a_live_run_in_another_pid_namespace_keeps_its_store(tmp_path):
     mark = tmp_path / os.path.basename(store.root) / MARK
     host, ns, _pid, started = mark.read_text().split()
     mark.write_text(f"{host} {int(ns) + 7} {_dead_pid()} {started}\n")
-    disk_store.new_store("disk", checkpoint_dir=tmp_path).close()  # the next run's start removes stale stores
+    registry.new_store("disk", checkpoint_dir=tmp_path).close()  # the next run's start removes stale stores
     assert os.path.isdir(store.root)
     store.close()
 

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kmc.checker.stores import registry
+
 from kmc.checker.checkpoints import file as checkpoint
 from kmc.checker.stores import disk as disk_store
 from kmc.checker.stores import disk_files, disk_runs
@@ -321,7 +323,7 @@ def test_the_disk_store_removes_its_directory_and_stale_ones(tmp_path):
     (stale / disk_store.MARK).write_text(f"{host} {namespace} 999999999 {started}\n")  # no such process, here
     foreign = tmp_path / f"{disk_store.PREFIX}foreign"
     foreign.mkdir()  # no mark: not kmc's
-    disk_store.new_store("disk", None, tmp_path).close()
+    registry.new_store("disk", None, tmp_path).close()
     assert not stale.exists() and foreign.exists()
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kmc.checker.base import memory
 from kmc.checker.base.errors import UsageError
 from kmc.checker.core.options import Options
+from kmc.checker.engines import ENGINES
+from kmc.checker.stores.registry import STORES
 
 if TYPE_CHECKING:  # for the annotations only: the commands import these on first use
     from kmc.checker.contract.protocol import Property
@@ -15,8 +17,6 @@ if TYPE_CHECKING:  # for the annotations only: the commands import these on firs
     from kmc.model.spec import Spec
 
     from ..user_model import ModelSpec
-
-ENGINES = ("local", "spark")
 
 
 def positive_int(text) -> int:
@@ -171,7 +171,7 @@ def add_engine_arguments(parser) -> None:
     )
     g.add_argument(
         "--store",
-        choices=("memory", "disk"),
+        choices=STORES,
         help="local engine: keep the seen states in memory (13 bytes a state) or on disk (sorted "
         "fingerprint files, a few bytes of memory a state: a run larger than the memory; the frontier's "
         "rows then go on disk too, a file a level); default: the spec's [check] store, else memory",
@@ -283,7 +283,7 @@ def make_engine(spec, model, properties, options, progress, args, **hooks) -> Le
     from ..specs import spark_table
 
     engine = getattr(args, "engine", None) or spec.engine
-    spark = {}
+    spark: dict[str, Any] = {}
     if engine == "spark":
         table = spark_table(spec)
         spark = dict(

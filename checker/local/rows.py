@@ -33,12 +33,11 @@ from ..contract.protocol import (
     Property,
     batch_path,
     columns,
-    with_defaults,
 )
 from ..core import keys
+from ..core.assembly import assemble
 from ..core.coverage import row_counts
 from ..core.driver import LevelDriver, OnLevel, Progress, Search
-from ..core.kernel import require_symmetric, split_properties
 from ..core.level import LevelStep, decided, record_first
 from ..core.options import Options
 from ..core.parts import Found, FrontierQueue, SavedQueue, SavedStore, Store
@@ -381,12 +380,9 @@ class BatchEngine(LevelDriver):
         store: Store | None = None,
         snapshot_format: str = ROWS_FORMAT,
     ):
-        options = options or Options()
-        model = with_defaults(model)
-        props = list(model.properties() if properties is None else properties)
-        invariants, step_props = split_properties(props)
+        a = assemble(model, properties, options, graph_clients)
         if kernel is None:
-            kernel, why = batch_path(model)
+            kernel, why = batch_path(a.model)
             if why is not None:  # never a silently wrong run: the kernel does not model this
                 raise EngineError(f"the batch engine cannot run this model: {why} (run it with --per-state)")
             if kernel is None:
@@ -394,22 +390,19 @@ class BatchEngine(LevelDriver):
                     "the batch engine cannot run this model: it has no batch kernel (run it with --per-state)"
                 )
         self.kernel = kernel
-        check = kernel_check(model, self.kernel, props, options)
-        if options.symmetry:
-            require_symmetric(props)  # before the search asks the model for its symmetries
-        visitor = GraphVisitor(graph_clients(model, props, options), model)
+        check = kernel_check(a.model, self.kernel, a.properties, a.options)
         search = RowsSearch(
-            model,
+            a.model,
             self.kernel,
-            invariants,
-            step_props,
-            options.symmetry,
+            a.invariants,
+            a.step_props,
+            a.options.symmetry,
             check,
             CompactSeenSet() if store is None else store,
-            visitor,
-            workers=options.workers,
-            counting=options.coverage,
+            a.visitor,
+            workers=a.options.workers,
+            counting=a.options.coverage,
         )
         search.snapshot_format = snapshot_format
-        super().__init__(model, search, props, options, progress, on_level=on_level)
+        super().__init__(a.model, search, a.properties, a.options, progress, on_level=on_level)
         self.kernel_check = check

@@ -87,13 +87,13 @@ from ..base.errors import EngineError, UsageError
 from ..checkpoints.file import CheckpointError
 from ..contract.kernel_check import kernel_check
 from ..contract.model_errors import task_failure
-from ..contract.protocol import batch_path, with_defaults
+from ..contract.protocol import batch_path
+from ..core.assembly import assemble
 from ..core.driver import LevelDriver
-from ..core.kernel import canonical_encoder, require_symmetric, split_properties
+from ..core.kernel import canonical_encoder
 from ..core.options import Options
 from ..core.result import CheckResult
 from ..core.states_kernel import StatesKernel
-from ..core.visitor import GraphVisitor
 from ..graph.clients import graph_clients
 from ..partitioned.cluster import one_line
 from ..partitioned.levels import LevelsSetup, PartitionedLevels
@@ -161,24 +161,9 @@ class SparkRowsEngine(LevelDriver):
         data_root: str | None = None,
         cluster: Any = None,
     ) -> None:
-        model = with_defaults(model)
-        props = list(model.properties() if properties is None else properties)
-        options = options or Options()
-        if options.symmetry:
-            require_symmetric(props)
-        kernel: Any
-        batch = None if per_state else batch_path(model)[0]
-        if batch is None:  # no kernel, or one that cannot run this model
-            # The per-state model as rows of Python states: the same search, for models
-            # with no batch kernel and for comparing a batch kernel with its model.
-            kernel = StatesKernel(model)
-            self.path, self.snapshot_format = "per-state", STATES_FORMAT
-            if options.symmetry:
-                canonical_encoder(model)  # refuses a model that declares no symmetries
-        else:
-            kernel = batch
-            self.snapshot_format = SNAPSHOT_FORMAT
-        self.kernel = kernel
+        a = assemble(model, properties, options, graph_clients)
+        model, options = a.model, a.options
+        kernel = self.kernel = self._kernel(model, per_state, options.symmetry)
         self.master, self.partitions, self.verbose = master, partitions, verbose
         self.driver_level_limit = driver_level_limit
         self.store_dir = store_dir
@@ -216,26 +201,39 @@ class SparkRowsEngine(LevelDriver):
             coverage=bool(options.coverage),
             cluster=cluster,
         )
-        invariants, step_props = split_properties(props)
-        check = kernel_check(model, kernel, props, options)
+        check = kernel_check(model, kernel, a.properties, options)
         search = DriverLevels(
             model,
             kernel,
-            invariants,
-            step_props,
+            a.invariants,
+            a.step_props,
             bool(options.symmetry),
             check,
             setup=self.setup,
             session=self.session,
-            visitor=GraphVisitor(graph_clients(model, props, options), model),
+            visitor=a.visitor,
         )
-        super().__init__(model, search, props, options, progress, on_level=on_level)
+        super().__init__(model, search, a.properties, options, progress, on_level=on_level)
         self.kernel_check = check
         # After run(): why no Spark session was started (every level stayed on the driver), or None.
         self.not_started: str | None = None
         # After run() starts: what it removed of the stores of killed runs, in one line, or None.
         self.cleaned: str | None = None
         self._canceller: threading.Thread | None = None
+
+    def _kernel(self, model: Any, per_state: bool, symmetry: bool) -> Any:
+        """The kernel the levels run: the model's batch kernel, else (no kernel, one that
+        cannot run this model, or ``per_state``) the per-state model as rows of Python states:
+        the same search, for models with no batch kernel and for comparing a batch kernel with
+        its model. Sets the engine's path and the format of its snapshots."""
+        batch = None if per_state else batch_path(model)[0]
+        if batch is not None:
+            self.snapshot_format = SNAPSHOT_FORMAT
+            return batch
+        self.path, self.snapshot_format = "per-state", STATES_FORMAT
+        if symmetry:
+            canonical_encoder(model)  # refuses a model that declares no symmetries
+        return StatesKernel(model)
 
     def _stopping(self) -> bool:
         return self.stop_requested is not None

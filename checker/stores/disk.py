@@ -446,22 +446,6 @@ def _seq_of(name: str) -> int:
         return 0
 
 
-def new_store(kind: str, store_dir: Any = None, checkpoint_dir: Any = None) -> Store:
-    """The store ``kind`` (``"memory"`` or ``"disk"``) of a rows search: the disk store's
-    directory in ``store_dir``, else in the checkpoint directory, else the temporary
-    directory."""
-    from .seen import CompactSeenSet
-
-    if kind == "memory":
-        return CompactSeenSet()
-    if kind != "disk":
-        raise EngineError(f"unknown store {kind!r} (known: {', '.join(STORES)})")
-    parent = store_dir if store_dir is not None else checkpoint_dir
-    if parent is not None:
-        remove_stale(parent)
-    return DiskStore(parent, checkpoint_dir)
-
-
 def remove_stale(parent: Any) -> int:
     """Remove the store directories that kmc made in ``parent`` for runs that surely ended
     (killed: their own cleanup never ran); returns the bytes freed. A store is removed
@@ -483,6 +467,3 @@ def remove_stale(parent: Any) -> int:
             shutil.rmtree(path, ignore_errors=True)
             freed += size
     return freed
-
-
-STORES = ("memory", "disk")

@@ -259,7 +259,7 @@ class SparkRowsEngine(LevelDriver):
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
         from ..blobs import store_location
-        from ..partitioned.rows import clean_stale
+        from ..partitioned.rows_stale import clean_stale
 
         spark = self.setup.cluster is None
         if self.store_dir is not None:  # first: a store no executor could use, before the master's probe

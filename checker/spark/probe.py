@@ -7,7 +7,7 @@ import os
 from functools import partial
 from typing import Any
 
-from ..partitioned.levels import StoreUnseenError, unseen_line
+from ..partitioned.room import StoreUnseenError, unseen_line
 from ..partitioned.rows import RowsStore
 from .tasks import read_probe
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..blobs.arrow import use_scratch
-from ..partitioned.rows import use_pickler
+from ..partitioned.rows_write import use_pickler
 
 Task = Callable[[int, Iterator[Any]], Iterable[Any]]
 

@@ -179,7 +179,8 @@ def test_the_partitioned_package_imports_without_pyspark():
     assert tried == "[]"
     assert modules == [f"kmc.checker.blobs.{m}" for m in ("arrow", "posix")] + [
         f"kmc.checker.partitioned.{m}" for m in (
-            "cluster", "digests", "levels", "room", "rows", "rows_read", "rows_stale", "rows_write", "save", "tasks"
+            "cluster", "digests", "handover", "levels", "ports", "room", "rows", "rows_read", "rows_stale",
+            "rows_write", "save", "stages", "tasks",
         )
     ]
     assert done.stdout.splitlines()[1].split() == ["per-state", "1834", "10"]  # tests/pins.py: hw-data-loss

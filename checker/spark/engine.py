@@ -95,7 +95,8 @@ from ..core.result import CheckResult
 from ..core.states_kernel import StatesKernel
 from ..graph.visitor import GraphVisitor
 from ..partitioned.cluster import one_line
-from ..partitioned.levels import LevelsSetup, PartitionedLevels
+from ..partitioned.levels import PartitionedLevels
+from ..partitioned.ports import LevelsSetup
 from ..partitioned.rows import RowsStore
 from ..partitioned.save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
 from .search import DriverLevels

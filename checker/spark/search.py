@@ -13,7 +13,8 @@ from ..contract.kernel_check import KernelCheck
 from ..contract.protocol import BatchKernel, Model, Property
 from ..graph.visitor import GraphVisitor
 from ..local.rows import ROWS_FORMAT, RowsSearch
-from ..partitioned.levels import LevelsSetup, PartitionedLevels
+from ..partitioned.levels import PartitionedLevels
+from ..partitioned.ports import LevelsSetup
 from ..partitioned.room import StoreUnseenError
 from ..partitioned.rows import RowsStore
 from ..partitioned.save import check_format

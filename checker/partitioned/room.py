@@ -17,7 +17,7 @@ from .rows import RowsStore
 # A store, or the path of a directory (a store not made yet).
 Where = RowsStore | str
 
-# Rows are packed (``checker.partitioned.rows.save_arrays``) in a level whose store files, at
+# Rows are packed (``checker.partitioned.rows_write.save_arrays``) in a level whose store files, at
 # about PACK_BYTES a frontier state (successors and both frontiers, unpacked), would take
 # more than PACK_SHARE of the store's free disk space.
 PACK_BYTES = 300

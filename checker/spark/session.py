@@ -188,21 +188,10 @@ def spark_context(
     active: Context | None = SparkContext._active_spark_context
     if active is not None:
         return active, False
-    submit = check_submit_master(master)
-    if submit is not None:
-        # spark-submit's JVM is up with its master and settings: kept as they are (no
-        # setMaster, no probe of a cluster spark-submit has reached already).
-        master = submit
-    else:
-        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-            raise EngineError("the spark engine needs Java: no 'java' on PATH and JAVA_HOME is not set")
-        master = validate_master(DEFAULT_MASTER if master is None else master)
-        check_reachable(master)  # seconds, not Spark's minute of registration retries
-        if master.startswith("local") or master.startswith("spark://127."):
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    master, by_submit = _session_master(master)
     # Executors must run the driver's Python (same version, same installed packages).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = session_conf(SparkConf(), master, verbose, preload, QUIET_LOG4J2, submit=submit is not None)
+    conf = session_conf(SparkConf(), master, verbose, preload, QUIET_LOG4J2, submit=by_submit)
     # PySpark replaces the SIGINT handler when a context starts; keep the caller's,
     # which is expected to set ``stop_requested`` (or call ``cancel``).
     main = threading.current_thread() is threading.main_thread()
@@ -210,11 +199,11 @@ def spark_context(
     gateway = relay = None
     say: Callable[[str], None] = status or (lambda message: None)
     try:
-        if SparkContext._gateway is None and submit is None:
+        if SparkContext._gateway is None and not by_submit:
             say("starting the JVM (Spark's driver)")
             if not verbose:
                 gateway, relay = _quiet_gateway(conf)
-        say(f"starting the Spark session (master {master}{', from spark-submit' if submit else ''})")
+        say(f"starting the Spark session (master {master}{', from spark-submit' if by_submit else ''})")
         sc: Context = SparkContext(conf=conf, gateway=gateway)
     except Exception as e:
         why = str(e) if isinstance(e, EngineError) else one_line(e)
@@ -229,6 +218,28 @@ def spark_context(
         # attempt, and every failure reaches the caller as an exception (one line).
         sc.setLogLevel("OFF")
     return sc, True
+
+
+def _session_master(master: str | None) -> tuple[str, bool]:
+    """The master of a new session (``spark_context``'s ``master``) and whether it is
+    spark-submit's.
+
+    Raises:
+        EngineError: no Java, or the master URL is malformed, unreachable, or contradicts
+            spark-submit's.
+    """
+    submit = check_submit_master(master)
+    if submit is not None:
+        # spark-submit's JVM is up with its master and settings: kept as they are (no
+        # setMaster, no probe of a cluster spark-submit has reached already).
+        return submit, True
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise EngineError("the spark engine needs Java: no 'java' on PATH and JAVA_HOME is not set")
+    master = validate_master(DEFAULT_MASTER if master is None else master)
+    check_reachable(master)  # seconds, not Spark's minute of registration retries
+    if master.startswith("local") or master.startswith("spark://127."):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return master, False
 
 
 def _quiet_gateway(conf: Any) -> tuple[Any, _Relay]:

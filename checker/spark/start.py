@@ -1,7 +1,7 @@
 """How the Spark engine (``checker.spark.engine``) gets its session: started in the
 background while the driver still expands small levels, with a warm-up job of the levels'
 shape, and waited for only when a level needs it; the back end of the partitioned level
-(``checker.partitioned.levels.Backend``): the cluster each level runs on."""
+(``checker.partitioned.ports.Backend``): the cluster each level runs on."""
 
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ class Session:
         return self.context(n)[1]
 
     def cluster(self, store: RowsStore, n: int, small: bool) -> Cluster:
-        """The cluster of the next level over ``store`` (``checker.partitioned.levels.Backend``):
+        """The cluster of the next level over ``store`` (``checker.partitioned.ports.Backend``):
         this process for a ``small`` level (unless a fault is planted: a first attempt's
         fault needs Spark's retries), else one Spark job, after the store's probe job
         (``probe_store``) the first time: one line if an executor cannot see the store."""

@@ -8,10 +8,6 @@ See ``checker.spark.engine`` for the design. A partitioned level is a single *pi
 the level driver: ``PartitionedLevels.expand`` runs the level's tasks and adds their
 summaries to the counts and to the level's first violations, so the driver's stop rules,
 progress, ``on_level`` hook, violation records and result are the local engines' own.
-
-Violations found in the tasks are recorded by ``(depth, fingerprint)`` (a state) and
-``((depth, parent fingerprint), choice)`` (a step); those found on the driver by state
-number, as the rows search records them. ``path`` follows either back to an initial state.
 """
 
 from __future__ import annotations
@@ -26,12 +22,13 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import EngineError
-from ..blobs import open_blobs
+from ..blobs import Blobs, open_blobs
 from ..blobs.posix import PosixBlobs
 from ..checkpoints.file import CheckpointError
 from ..core.level import LevelStep
 from ..core.parts import Found, Search
 from ..core.parts import Store as SearchStore
+from ..core.result import Path as Trace
 from ..core.result import Stats
 from ..core.trace import ROOT, parent_chain, path_by_choices
 from ..graph.visitor import GraphVisitor
@@ -40,11 +37,16 @@ from .ports import Backend, DriverSearch, LevelsSetup
 from .room import check_room, pack_rows
 from .rows import RowsStore, owner_of
 from .save import check_format, load_saved, relocate, save_level, save_manifest, verify_objects, verify_saved
-from .stages import LevelPlan, absorb, level_tasks, run_stages
+from .stages import LevelPlan, Runs, absorb, level_tasks, run_stages
 from .tasks import read_graph_records
 
 # A checkpoint's snapshot, and the parts of it a search gives (``checker.checkpoints``).
 Snapshot = dict[str, Any]
+# Where a violation is: a state numbered by the driver (as the rows search records them), a
+# state found in the tasks ``(depth, fingerprint)``, or a step found in the tasks ``((depth,
+# parent fingerprint), choice)``; ``PartitionedLevels.path`` follows either back to an
+# initial state.
+Location = int | tuple[int, int] | tuple[tuple[int, int], int]
 # The engine's metrics (``checker.spark.engine``), which the levels add to.
 Metrics = dict[str, Any]
 
@@ -98,7 +100,7 @@ class PartitionedLevels(Search):
         self.step, self.symmetry, self.driver_seen = step, symmetry, driver_seen
         self.depth, self.n = depth, n  # the frontier's depth (the driver's stats.depth)
         self.store: RowsStore | None = None  # until open() (a saved level) or the hand-over
-        self.runs: list[list[tuple[int, int]]] = []  # per partition: (depth, length) of its seen runs
+        self.runs: list[Runs] = []  # per partition: (depth, length) of its seen runs
         self.counts: list[int] = []  # the frontier's count per rank partition
         self.sources: list[list[int]] = []  # per rank partition: the owners that wrote its share
         self.handoff: dict[int, int] = {}  # a handed-over frontier state's fingerprint -> its number
@@ -110,8 +112,8 @@ class PartitionedLevels(Search):
         # The level's directory (None: a manifest, ``manifest``) and files, once saved.
         self.saved: tuple[Path | None, dict[str, Any]] | None = None
         self.manifest: dict[str, Any] | None = None  # an object store's level: the objects it names
-        # (the saved level: a directory, or a manifest's blob store; the snapshot)
-        self.resume_from: tuple[Any, Snapshot] | None = None  # a saved level that open() loads
+        # A saved level that open() loads: its directory, or a manifest's blob store; its snapshot.
+        self.resume_from: tuple[Path | Blobs, Snapshot] | None = None
         # The stores whose objects a checkpoint may still name once they are no longer in
         # use: a resumed manifest's (the killed run's prefix), and this run's own after
         # ``close``; ``committed`` deletes what the checkpoint written last does not name.
@@ -336,7 +338,8 @@ class PartitionedLevels(Search):
 
     # -- results ----------------------------------------------------------------------------
 
-    def path(self, where: Any) -> Any:
+    def path(self, where: Location) -> Trace:
+        """The path from an initial state to the state or step ``where`` (``Location``)."""
         model = self.step.model
         if not isinstance(where, tuple) and where >= len(self.driver_seen):
             where = self._located(where)  # a state stored on Spark, by its number (the graph visitor's)
@@ -456,17 +459,18 @@ class PartitionedLevels(Search):
         """Take a snapshot's saved level back (see ``SparkRowsEngine.restore``): checked
         now, written into a new store by ``open()``."""
         check_format(snapshot, self.setup.snapshot_format)
-        where: Any
+        where: Path | Blobs  # the saved level's directory, or the blob store of a manifest's objects
         if snapshot.get("objects") is not None:  # a manifest: the objects in the killed run's store
-            where = self._named_store(snapshot["objects"])
+            named = self._named_store(snapshot["objects"])
             # Removed once a checkpoint that replaces this one names other objects; kept
             # while the checkpoint resumed from is another directory's (it still names them).
             root = self.setup.data_root
             resumed = root if directory is None else directory
             same = root is not None and resumed is not None and Path(resumed).resolve() == Path(root).resolve()
-            self.previous = where if same else None
-            verify_objects(where.blobs, snapshot)
+            self.previous = named if same else None
+            verify_objects(named.blobs, snapshot)
             self.manifest = snapshot["objects"]
+            where = named.blobs
         else:
             where = verify_saved(snapshot, self.setup.data_root if directory is None else directory)
         stats = snapshot["stats"]
@@ -479,8 +483,6 @@ class PartitionedLevels(Search):
         self.numbered = list(snapshot.get("graph_numbered", []))
         self.graph_levels = list(snapshot.get("graph_levels", []))
         self.saved = (where if isinstance(where, Path) else None, snapshot["files"])
-        if isinstance(where, RowsStore):
-            self.resume_from = (where.blobs, snapshot)
 
     def _named_store(self, objects: dict[str, Any]) -> RowsStore:
         """The store of a manifest's objects: its prefix under this run's ``store_dir``,

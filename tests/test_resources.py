@@ -73,7 +73,7 @@ def test_a_memory_error_outside_a_search_is_one_line_and_4(capsys, monkeypatch):
 
 
 def test_the_default_ceiling_counts_an_address_space_limit():
-    code = ("import resource; from kmc.checker import memory; "
+    code = ("import resource; from kmc.checker.base import memory; "
             "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY)); "
             "print(memory.default_ceiling())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -100,7 +100,7 @@ def test_an_address_space_limit_stops_a_run_in_one_line_with_its_checkpoint(tmp_
 # -- the Spark store's disk ------------------------------------------------------------------
 
 def test_a_full_disk_is_told_from_other_failures():
-    from kmc.checker.partitioned.levels import disk_full
+    from kmc.checker.partitioned.room import disk_full
 
     assert disk_full(OSError(28, "No space left on device"))
     assert disk_full(OSError("51195 requested and 4592 written"))  # numpy's short write
@@ -110,7 +110,7 @@ def test_a_full_disk_is_told_from_other_failures():
 
 
 def test_a_task_s_memory_error_is_told_from_other_failures():
-    from kmc.checker.partitioned.levels import out_of_memory
+    from kmc.checker.partitioned.room import out_of_memory
 
     assert out_of_memory(RuntimeError("Job aborted: ...\n  File \"x\", line 1\nMemoryError\n"))
     assert out_of_memory(RuntimeError("... numpy._core._exceptions._ArrayMemoryError: Unable to allocate"))
@@ -118,7 +118,7 @@ def test_a_task_s_memory_error_is_told_from_other_failures():
 
 
 def test_a_level_the_store_cannot_hold_is_not_started(tmp_path, monkeypatch):
-    from kmc.checker.partitioned import levels as spark_search
+    from kmc.checker.partitioned import room as spark_search
     from kmc.checker.core.parts import ResourceStop
 
     monkeypatch.setattr(spark_search.shutil, "disk_usage", lambda root: shutil._ntuple_diskusage(1, 1, 1000))
@@ -174,7 +174,8 @@ def _dead_pid():
 def test_a_store_whose_owner_is_gone_is_removed_and_counted(tmp_path):
     import socket
 
-    from kmc.checker.partitioned.rows import OWNER, RowsStore, clean_stale
+    from kmc.checker.partitioned.rows import OWNER, RowsStore
+    from kmc.checker.partitioned.rows_stale import clean_stale
 
     mine = RowsStore.create(tmp_path)  # this process: alive
     dead = tmp_path / "kmc-rows-dead"
@@ -204,7 +205,8 @@ def test_a_store_whose_owner_is_gone_is_removed_and_counted(tmp_path):
 def test_a_reused_pid_is_not_the_owner(tmp_path):
     import socket
 
-    from kmc.checker.partitioned.rows import OWNER, clean_stale
+    from kmc.checker.partitioned.rows import OWNER
+    from kmc.checker.partitioned.rows_stale import clean_stale
 
     store = tmp_path / "kmc-rows-reused"
     store.mkdir()

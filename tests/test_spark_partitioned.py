@@ -178,7 +178,10 @@ def test_the_partitioned_package_imports_without_pyspark():
     *modules, tried = done.stdout.splitlines()[0].split(" ")
     assert tried == "[]"
     assert modules == [f"kmc.checker.blobs.{m}" for m in ("arrow", "posix")] + [
-        f"kmc.checker.partitioned.{m}" for m in ("cluster", "digests", "levels", "rows", "save", "tasks")
+        f"kmc.checker.partitioned.{m}" for m in (
+            "cluster", "digests", "handover", "levels", "ports", "room", "rows", "rows_read", "rows_stale",
+            "rows_write", "save", "stages", "tasks",
+        )
     ]
     assert done.stdout.splitlines()[1].split() == ["per-state", "1834", "10"]  # tests/pins.py: hw-data-loss
 

@@ -332,7 +332,7 @@ def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
 
 @pytest.mark.parametrize("name", ["avail-c2-elr", "avail-c5-elr"])
 def test_an_always_possibly_property_is_taken_without_starting_spark(name):
-    # The graph visitor takes it (checker.graph.visitor): the Spark tasks write what it keeps, so
+    # The graph visitor takes it (checker.core.visitor): the Spark tasks write what it keeps, so
     # the engine no longer refuses it (its verdicts on Spark: tests/test_availability.py).
     spec = _spec(name)
     assert any(p.kind == "possibly" for p in spec.properties())
@@ -377,11 +377,11 @@ def test_rows_packed_in_the_store_change_nothing(sc, monkeypatch, share):
     """A level whose files would take a large share of the disk's free space is written
     with its rows packed four bits a column, and its owners remove the successors' files
     they have read; small levels are not; the results are the batch engine's either way."""
-    import kmc.checker.partitioned.levels as search
+    import kmc.checker.partitioned.room as room
     from kmc.checker.partitioned.rows import RowsStore
 
     if share is not None:
-        monkeypatch.setattr(search, "PACK_SHARE", share)  # every level counts as large
+        monkeypatch.setattr(room, "PACK_SHARE", share)  # every level counts as large
     left = []  # the successors' files still there when the driver drops a level's
     drop = RowsStore.drop_successors
 
@@ -433,7 +433,8 @@ def test_files_joined_in_place_are_their_arrays_concatenated(tmp_path, pack):
     of Python states."""
     import numpy as np
 
-    from kmc.checker.partitioned.rows import load_arrays, load_joined, save_arrays
+    from kmc.checker.partitioned.rows_read import load_arrays, load_joined
+    from kmc.checker.partitioned.rows_write import save_arrays
 
     rng = np.random.default_rng(7)
     paths = []
@@ -468,16 +469,9 @@ def test_the_writer_saves_in_the_background_and_owners_read_in_key_order(tmp_pat
 
     import numpy as np
 
-    from kmc.checker.partitioned.rows import (
-        Writer,
-        load_arrays,
-        load_joined,
-        load_records,
-        read_ahead,
-        save_arrays,
-        succ_name,
-        succ_order,
-    )
+    from kmc.checker.partitioned.rows import succ_name, succ_order
+    from kmc.checker.partitioned.rows_read import load_arrays, load_joined, load_records, read_ahead
+    from kmc.checker.partitioned.rows_write import Writer, save_arrays
 
     rng = np.random.default_rng(3)
     arrays = [(rng.integers(0, 99, 40 * i + 1), rng.integers(-1, 15, (40 * i + 1, 4)).astype(np.int8))

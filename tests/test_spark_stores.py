@@ -291,7 +291,7 @@ def test_sigkill_on_s3_then_resume_gives_the_same_result_and_removes_the_killed_
     import signal
 
     from kmc.checker.checkpoints import file as checkpoint
-    from kmc.checker.partitioned.rows import clean_stale
+    from kmc.checker.partitioned.rows_stale import clean_stale
     from test_checkpoint import comparable, kmc_at_level, kmc_run, reference
 
     ck = tmp_path / "ck"
@@ -433,7 +433,8 @@ def test_an_object_store_s_prefix_whose_run_was_killed_is_removed_by_the_next_ru
     import subprocess
     import sys
 
-    from kmc.checker.partitioned.rows import OWNER, RowsStore, clean_stale
+    from kmc.checker.partitioned.rows import OWNER, RowsStore
+    from kmc.checker.partitioned.rows_stale import clean_stale
 
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
@@ -452,7 +453,8 @@ def test_an_object_store_s_prefix_whose_run_was_killed_is_removed_by_the_next_ru
 
 
 def test_an_object_store_s_runs_are_fetched_once_a_machine(s3_url, monkeypatch):
-    from kmc.checker.partitioned.rows import forget_runs, load_run, save_arrays
+    from kmc.checker.partitioned.rows_read import load_run
+    from kmc.checker.partitioned.rows_write import save_arrays
 
     blobs = open_blobs(s3_url).child(f"cache-{os.urandom(4).hex()}")
     run = np.arange(0, 3000, 3, dtype=np.uint64)
@@ -466,7 +468,7 @@ def test_an_object_store_s_runs_are_fetched_once_a_machine(s3_url, monkeypatch):
         assert np.array_equal(got, run) and isinstance(got, np.memmap)
     assert fetched == ["seen/0001/run-000004.npy"]  # once, then this machine's copy
     path = blobs.cached("seen/0001/run-000004.npy")
-    forget_runs(blobs, ["seen/0001/run-000004.npy"])
+    blobs.forget(["seen/0001/run-000004.npy"])
     assert not os.path.exists(path)
     blobs.delete_prefix("")
     blobs.forget_all()

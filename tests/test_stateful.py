@@ -16,7 +16,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from kmc.checker.checkpoints import file as checkpoint
 from kmc.checker.checkpoints import writer as checkpointer
 from kmc.checker.stores.seen import CompactSeenSet
-from kmc.checker.partitioned.rows import RowsStore, load_arrays, meta_name, save_arrays
+from kmc.checker.partitioned.rows import RowsStore, meta_name
+from kmc.checker.partitioned.rows_read import load_arrays
+from kmc.checker.partitioned.rows_write import save_arrays
 
 CHEAP = settings(max_examples=25, stateful_step_count=15, deadline=None)
 FPS = st.integers(min_value=0, max_value=2**64 - 1)

@@ -121,7 +121,8 @@ def test_a_run_killed_before_its_first_checkpoint_leaves_no_store_behind_a_resum
 
 
 def test_a_spark_store_records_its_namespace_and_one_of_another_namespace_is_kept(tmp_path):
-    from kmc.checker.partitioned.rows import OWNER, RowsStore, clean_stale
+    from kmc.checker.partitioned.rows import OWNER, RowsStore
+    from kmc.checker.partitioned.rows_stale import clean_stale
 
     mine = RowsStore.create(tmp_path)
     host, ns, pid, started = (tmp_path / os.path.basename(mine.root) / OWNER).read_text().split()

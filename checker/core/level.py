@@ -17,7 +17,7 @@ a slice of its rank partition, the per-state search (``checker.local.states``) o
   disagreement between the kernel and its model (``KernelMismatchError``);
 - the goal flags of the always-possibly properties on stored states, the obligations'
   flags of the liveness properties (``liveness_flags``), and the fair instance of every
-  successor (``fair_codes``), which the graph visitor keeps (``checker.graph.visitor``).
+  successor (``fair_codes``), which the graph visitor keeps (``checker.core.visitor``).
 
 Asking a property is written once too: ``state_failures`` and ``step_failures`` ask each
 property of a state or a transition and refuse an answer that is neither ``None`` nor a

@@ -287,7 +287,7 @@ class LevelSearch(Protocol[PieceT, FrontierT_co, WhereT_contra]):
         seen: the store (``len(seen)`` states), or a stand-in with its size.
         every: how many pieces go between two looks at the clock and at the memory (0:
             never inside a level).
-        visitor: the graph visitor (``checker.graph.visitor.GraphVisitor``) the search hands
+        visitor: the graph visitor (``checker.core.visitor.GraphVisitor``) the search hands
             every stored state and every expanded edge to (when it is ``active``).
     """
 

@@ -104,7 +104,7 @@ class RowsSearch(Search):
         counting: bool = True,
     ):
         self.model, self.kernel = model, kernel
-        # The graph visitor (``checker.graph.visitor``): every stored state and expanded edge
+        # The graph visitor (``checker.core.visitor``): every stored state and expanded edge
         # goes to it when some property needs the graph.
         self.visitor = GraphVisitor() if visitor is None else visitor
         self.invariants, self.step_props = invariants, step_props

@@ -35,7 +35,7 @@ class Cluster(Protocol):
 
     in_process: bool  # the driver runs the tasks itself (counted apart in the metrics)
 
-    def run_level(self, n: int, expand: Expand, own: Own) -> list:
+    def run_level(self, n: int, expand: Expand, own: Own) -> list[Any]:
         """Run ``expand`` for each of the ``n`` rank partitions, route its records by owner,
         run ``own`` for each of the ``n`` owners; their summaries, in any order."""
         ...
@@ -57,8 +57,8 @@ class InProcessCluster:
 
     in_process = True
 
-    def run_level(self, n: int, expand: Expand, own: Own) -> list:
-        routed: list[list] = [[] for _ in range(n)]
+    def run_level(self, n: int, expand: Expand, own: Own) -> list[Any]:
+        routed: list[list[tuple[int, Any]]] = [[] for _ in range(n)]
         for j in range(n):
             for owner, payload in expand(j, iter(())):
                 routed[owner].append((owner, payload))
@@ -74,7 +74,7 @@ class InProcessCluster:
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: |$)")
 
 
-def one_line(error) -> str:
+def one_line(error: BaseException) -> str:
     """A one-line description of a cluster's error (a Java exception too, through its
     ``java_exception``): a failed task's own Python line when it carries one."""
     java = getattr(error, "java_exception", None)

@@ -22,7 +22,9 @@ import numpy as np
 from ..base.errors import EngineError
 from ..checkpoints.file import CheckpointError, claim_data_dir
 from .digests import verify_files
-from .rows import RowsStore, digest_of, load_arrays, one_line_os, owners, split_frontier
+from .rows import RowsStore, one_line_os, owners, split_frontier
+from .rows_read import load_arrays
+from .rows_write import digest_of
 
 SNAPSHOT_FORMAT = "spark-rows-1"  # the snapshot format of the Spark engine
 STATES_FORMAT = "spark-states-1"  # ... on the per-state path (rows of Python states)

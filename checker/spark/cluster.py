@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from ..partitioned.cluster import Expand, Own
-from .session import cancel_group
+from .session import Context, cancel_group
 from .tasks import expanding, in_spark, shuffle_owner
 
 
@@ -21,15 +21,16 @@ class SparkCluster:
 
     in_process = False
 
-    def __init__(self, sc: Any, group: str | None = None, fault: str | None = None) -> None:
+    def __init__(self, sc: Context, group: str | None = None, fault: str | None = None) -> None:
         self.sc, self.group, self.fault = sc, group, fault
 
-    def run_level(self, n: int, expand: Expand, own: Own) -> list:
+    def run_level(self, n: int, expand: Expand, own: Own) -> list[Any]:
         # Expand the rank partitions (their share of the frontier, read from the store),
         # then, after the shuffle to the owners, merge with the seen runs, check, write.
         grow = partial(expanding, self.fault, expand)
         job = self.sc.parallelize(range(n), n).mapPartitionsWithIndex(grow).partitionBy(n, shuffle_owner)
-        return job.mapPartitionsWithIndex(partial(in_spark, own)).collect()
+        summaries: list[Any] = job.mapPartitionsWithIndex(partial(in_spark, own)).collect()
+        return summaries
 
     def cancel(self) -> None:
         if self.group is not None:

@@ -96,7 +96,8 @@ from ..core.result import CheckResult
 from ..core.states_kernel import StatesKernel
 from ..graph.clients import graph_clients
 from ..partitioned.cluster import one_line
-from ..partitioned.levels import LevelsSetup, PartitionedLevels
+from ..partitioned.levels import PartitionedLevels
+from ..partitioned.ports import LevelsSetup
 from ..partitioned.rows import RowsStore
 from ..partitioned.save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
 from .search import DriverLevels
@@ -258,7 +259,7 @@ class SparkRowsEngine(LevelDriver):
         if partitions_bad(self.partitions):
             raise EngineError(f"spark partitions must be a positive integer, got {self.partitions!r}")
         from ..blobs import store_location
-        from ..partitioned.rows import clean_stale
+        from ..partitioned.rows_stale import clean_stale
 
         spark = self.setup.cluster is None
         if self.store_dir is not None:  # first: a store no executor could use, before the master's probe

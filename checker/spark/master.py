@@ -17,9 +17,11 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from collections.abc import Callable
 
 from ..base.errors import EngineError
-from ..base.units import HOST_PORT, K8S_MASTER, validate_master  # noqa: F401  (the master URL's syntax)
+from ..base.units import HOST_PORT, K8S_MASTER
+from ..base.units import validate_master as validate_master  # the master URL's syntax, checked here too
 
 # Spark's local mode does not retry a failed task unless the master says so: with
 # local[*] one crashed Python worker aborts the whole run. "local[*,4]" gives every task
@@ -31,7 +33,7 @@ REACH_SECONDS = 10.0
 PROBE_SECONDS = 4.0  # for a master that accepted the connection to answer the probe
 
 
-def addresses(url) -> list[tuple[str, int]]:
+def addresses(url: str) -> list[tuple[str, int]]:
     """The (host, port) pairs a cluster master URL names (none for local and yarn)."""
     if url.startswith("spark://"):
         pairs = [HOST_PORT.fullmatch(p) for p in url[len("spark://") :].split(",")]
@@ -44,7 +46,7 @@ def addresses(url) -> list[tuple[str, int]]:
     return []
 
 
-def check_reachable(url, connect=socket.create_connection) -> None:
+def check_reachable(url: str, connect: Callable[..., socket.socket] = socket.create_connection) -> None:
     """Refuse, in at most ``REACH_SECONDS``, a cluster master none of whose addresses
     accepts a TCP connection.
 
@@ -97,7 +99,7 @@ def probe_request() -> bytes:
     return struct.pack(">qbqi", length, _RPC_REQUEST, _PROBE_ID, len(_PROBE_BODY)) + _PROBE_BODY
 
 
-def speaks_spark(sock, timeout=PROBE_SECONDS) -> str | None:
+def speaks_spark(sock: socket.socket, timeout: float = PROBE_SECONDS) -> str | None:
     """Ask the peer of the connected ``sock`` one RPC question in Spark's framing.
 
     Returns:

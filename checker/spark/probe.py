@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import Any
 
-from ..partitioned.levels import StoreUnseenError, unseen_line
+from ..partitioned.room import StoreUnseenError, unseen_line
 from ..partitioned.rows import RowsStore
+from .session import Context
 from .tasks import read_probe
 
 PROBE = "probe"  # the object the store's probe job reads
 PROBE_TASKS = 4  # tasks per core of the session's default parallelism in that job
 
 
-def probe_store(sc: Any, store: RowsStore) -> None:
+def probe_store(sc: Context, store: RowsStore) -> None:
     """Write a probe object under the store and read it back in one small job on the
     executors (``PROBE_TASKS`` tasks per core, spread over them as Spark places them),
     before any level: a store that some executor cannot see stops the run here in one

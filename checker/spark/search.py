@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from pathlib import Path
 
 from ..contract.kernel_check import KernelCheck
 from ..contract.protocol import BatchKernel, Model, Property
 from ..core.visitor import GraphVisitor
 from ..local.rows import ROWS_FORMAT, RowsSearch
-from ..partitioned.levels import LevelsSetup, PartitionedLevels, StoreUnseenError
+from ..partitioned.levels import Metrics, PartitionedLevels, Snapshot
+from ..partitioned.ports import LevelsSetup
+from ..partitioned.room import StoreUnseenError
 from ..partitioned.rows import RowsStore
 from ..partitioned.save import check_format
 from .probe import probe_store
@@ -48,12 +50,14 @@ class DriverLevels(RowsSearch):
 
     # -- the engine's phases (checker.spark.engine): the same calls on both search objects ----
 
-    def following(self, depth: int, metrics: dict, stopping: Callable[[], bool]) -> DriverLevels | PartitionedLevels:
+    def following(self, depth: int, metrics: Metrics, stopping: Callable[[], bool]) -> DriverLevels | PartitionedLevels:
         """At a level boundary: the search of the next level, Spark's once a level has
         outgrown the driver."""
         return PartitionedLevels.hand_over(self, depth, metrics, stopping) if self.outgrown() else self
 
-    def resumed(self, snapshot: dict, metrics: dict, stopping: Callable[[], bool]) -> DriverLevels | PartitionedLevels:
+    def resumed(
+        self, snapshot: Snapshot, metrics: Metrics, stopping: Callable[[], bool]
+    ) -> DriverLevels | PartitionedLevels:
         """The search that takes a checkpoint's ``snapshot`` back: Spark's for a saved
         Spark level."""
         return (
@@ -63,7 +67,7 @@ class DriverLevels(RowsSearch):
     def prepare(self) -> None:
         """Before the run: nothing to load."""
 
-    def finish(self, stopped: str | None, metrics: dict, depth: int, data_root: Any) -> str | None:
+    def finish(self, stopped: str | None, metrics: Metrics, depth: int, data_root: str | None) -> str | None:
         """After the run: why Spark was never used, in one line (``None`` after a stop on
         a full disk at the hand-over, said by the stop's own line)."""
         if stopped == "disk-full":
@@ -71,7 +75,7 @@ class DriverLevels(RowsSearch):
         metrics["driver_levels"] = depth
         return self.not_started()
 
-    def committed(self, snapshot: dict) -> None:
+    def committed(self, snapshot: Snapshot) -> None:
         """A checkpoint is written: nothing of the driver's levels lives outside the process."""
 
     def close(self) -> None:
@@ -119,7 +123,7 @@ class DriverLevels(RowsSearch):
             f"(--driver-level-limit {limit}), so the driver ran them all itself, as the local engine does."
         )
 
-    def snapshot_parts(self) -> dict:
+    def snapshot_parts(self) -> Snapshot:
         return {
             "head": {"format": self.setup.snapshot_format},
             "phase": "driver",
@@ -131,6 +135,6 @@ class DriverLevels(RowsSearch):
             },
         }
 
-    def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
+    def restore_parts(self, snapshot: Snapshot, directory: str | Path | None = None) -> None:
         check_format(snapshot, self.setup.snapshot_format)
         super().restore_parts(snapshot["local"])

@@ -14,13 +14,35 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol
 
 from ..base.errors import EngineError
 from ..partitioned.cluster import one_line
 from .master import DEFAULT_MASTER, MAX_PARTITIONS, check_reachable, validate_master
+
+
+class Context(Protocol):
+    """What kmc calls of a pyspark ``SparkContext`` (pyspark ships no type information; its
+    RDDs stay ``Any``)."""
+
+    @property
+    def master(self) -> str | None: ...
+
+    @property
+    def defaultParallelism(self) -> int: ...  # noqa: N802 (pyspark's name)
+
+    def parallelize(self, c: Iterable[int], numSlices: int) -> Any: ...  # noqa: N803
+
+    def setJobGroup(self, groupId: str, description: str, interruptOnCancel: bool = False) -> None: ...  # noqa: N802, N803
+
+    def cancelJobGroup(self, groupId: str) -> None: ...  # noqa: N802, N803
+
+    def setLogLevel(self, logLevel: str) -> None: ...  # noqa: N802, N803
+
+    def stop(self) -> None: ...
+
 
 # Lines the JVM prints on stderr before any logging is configured.
 _JVM_NOISE = ("WARNING: Using incubator modules",)
@@ -55,10 +77,11 @@ def submit_master() -> str | None:
     from pyspark import SparkConf, SparkContext
 
     SparkContext._ensure_initialized()  # reaches spark-submit's JVM, whose settings SparkConf() reads
-    return SparkConf().get("spark.master", None)
+    master: str | None = SparkConf().get("spark.master", None)
+    return master
 
 
-def check_submit_master(master) -> str | None:
+def check_submit_master(master: str | None) -> str | None:
     """Under spark-submit: the submit's master, after refusing a ``master`` (``--master``,
     or a spec's ``[spark] master``) that contradicts it; else None.
 
@@ -74,7 +97,14 @@ def check_submit_master(master) -> str | None:
     return given
 
 
-def session_conf(conf, master, verbose, preload=(), log_config=None, submit=False) -> Any:
+def session_conf(
+    conf: Any,
+    master: str,
+    verbose: bool,
+    preload: Iterable[str] = (),
+    log_config: str | Path | None = None,
+    submit: bool = False,
+) -> Any:
     """``conf`` (a ``SparkConf``) with kmc's settings for a session on ``master``.
 
     The driver's and the executors' JVMs get ``DRIVER_JAVA_OPTIONS`` and, unless
@@ -116,7 +146,12 @@ def session_conf(conf, master, verbose, preload=(), log_config=None, submit=Fals
 QUIET_LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
 
-def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[Any, bool]:
+def spark_context(
+    master: str | None = None,
+    verbose: bool = False,
+    status: Callable[[str], None] | None = None,
+    preload: Iterable[str] = (),
+) -> tuple[Context, bool]:
     """The running SparkContext, or a new one.
 
     Args:
@@ -150,37 +185,26 @@ def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[
             "a Spark engine cannot start inside a Spark task: the model's module starts one when it is "
             "imported (put that code under 'if __name__ == \"__main__\":')"
         )
-    active = SparkContext._active_spark_context
+    active: Context | None = SparkContext._active_spark_context
     if active is not None:
         return active, False
-    submit = check_submit_master(master)
-    if submit is not None:
-        # spark-submit's JVM is up with its master and settings: kept as they are (no
-        # setMaster, no probe of a cluster spark-submit has reached already).
-        master = submit
-    else:
-        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-            raise EngineError("the spark engine needs Java: no 'java' on PATH and JAVA_HOME is not set")
-        master = validate_master(DEFAULT_MASTER if master is None else master)
-        check_reachable(master)  # seconds, not Spark's minute of registration retries
-        if master.startswith("local") or master.startswith("spark://127."):
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    master, by_submit = _session_master(master)
     # Executors must run the driver's Python (same version, same installed packages).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = session_conf(SparkConf(), master, verbose, preload, QUIET_LOG4J2, submit=submit is not None)
+    conf = session_conf(SparkConf(), master, verbose, preload, QUIET_LOG4J2, submit=by_submit)
     # PySpark replaces the SIGINT handler when a context starts; keep the caller's,
     # which is expected to set ``stop_requested`` (or call ``cancel``).
     main = threading.current_thread() is threading.main_thread()
     handler = signal.getsignal(signal.SIGINT) if main else None
     gateway = relay = None
-    say = status or (lambda message: None)
+    say: Callable[[str], None] = status or (lambda message: None)
     try:
-        if SparkContext._gateway is None and submit is None:
+        if SparkContext._gateway is None and not by_submit:
             say("starting the JVM (Spark's driver)")
             if not verbose:
                 gateway, relay = _quiet_gateway(conf)
-        say(f"starting the Spark session (master {master}{', from spark-submit' if submit else ''})")
-        sc = SparkContext(conf=conf, gateway=gateway)
+        say(f"starting the Spark session (master {master}{', from spark-submit' if by_submit else ''})")
+        sc: Context = SparkContext(conf=conf, gateway=gateway)
     except Exception as e:
         why = str(e) if isinstance(e, EngineError) else one_line(e)
         raise EngineError(f"could not start Spark (master {master!r}): {why}") from None
@@ -196,7 +220,29 @@ def spark_context(master=None, verbose=False, status=None, preload=()) -> tuple[
     return sc, True
 
 
-def _quiet_gateway(conf) -> tuple[Any, _Relay]:
+def _session_master(master: str | None) -> tuple[str, bool]:
+    """The master of a new session (``spark_context``'s ``master``) and whether it is
+    spark-submit's.
+
+    Raises:
+        EngineError: no Java, or the master URL is malformed, unreachable, or contradicts
+            spark-submit's.
+    """
+    submit = check_submit_master(master)
+    if submit is not None:
+        # spark-submit's JVM is up with its master and settings: kept as they are (no
+        # setMaster, no probe of a cluster spark-submit has reached already).
+        return submit, True
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise EngineError("the spark engine needs Java: no 'java' on PATH and JAVA_HOME is not set")
+    master = validate_master(DEFAULT_MASTER if master is None else master)
+    check_reachable(master)  # seconds, not Spark's minute of registration retries
+    if master.startswith("local") or master.startswith("spark://127."):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return master, False
+
+
+def _quiet_gateway(conf: Any) -> tuple[Any, _Relay]:
     """Start PySpark's JVM with its stderr relayed through a filter of start-up noise.
 
     PySpark starts one JVM per process and reuses it for every later context, so this
@@ -204,13 +250,14 @@ def _quiet_gateway(conf) -> tuple[Any, _Relay]:
     relay holds the JVM's output until ``relay.release()``, so that a JVM that fails to
     start is reported by one line of an ``EngineError`` rather than by its stack trace.
     """
-    from pyspark.java_gateway import launch_gateway
+    from pyspark import java_gateway
 
     relay = _Relay()
     read_end, write_end = os.pipe()
     relay.start(os.fdopen(read_end, "rb"))
     try:
-        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+        # (pyspark leaves this function unannotated)
+        gateway = java_gateway.launch_gateway(conf, popen_kwargs={"stderr": write_end})  # type: ignore[no-untyped-call]
     except Exception as e:
         os.close(write_end)
         relay.wait(10)  # the JVM has exited: read to the end of what it printed
@@ -227,14 +274,14 @@ class _Relay:
         self.released = False
         self.lock = threading.Lock()
 
-    def start(self, stream) -> None:
+    def start(self, stream: IO[bytes]) -> None:
         self.thread = threading.Thread(target=self._pump, args=(stream,), name="kmc-spark-stderr", daemon=True)
         self.thread.start()
 
-    def wait(self, seconds) -> None:
+    def wait(self, seconds: float) -> None:
         self.thread.join(seconds)
 
-    def _pump(self, stream) -> None:
+    def _pump(self, stream: IO[bytes]) -> None:
         for raw in iter(stream.readline, b""):
             line = raw.decode("utf-8", "replace")
             if line.startswith(_JVM_NOISE):
@@ -263,7 +310,7 @@ class _Relay:
         return None
 
 
-def partitions_bad(partitions) -> bool:
+def partitions_bad(partitions: object) -> bool:
     """True when ``partitions`` is neither ``None`` nor an integer from 1 to ``MAX_PARTITIONS``."""
     if partitions is None:
         return False
@@ -271,7 +318,7 @@ def partitions_bad(partitions) -> bool:
 
 
 @contextlib.contextmanager
-def quiet_py4j(enabled) -> Iterator[None]:
+def quiet_py4j(enabled: bool) -> Iterator[None]:
     """Silence py4j's Python log messages: a second Ctrl-C inside a py4j call makes it log
     the interrupt and the closing of its connection, with tracebacks, on stderr."""
     if not enabled:
@@ -294,18 +341,18 @@ def quiet_py4j(enabled) -> Iterator[None]:
         root.removeFilter(_not_from_py4j)
 
 
-def _not_from_py4j(record) -> bool:
+def _not_from_py4j(record: logging.LogRecord) -> bool:
     return "py4j" not in Path(record.pathname).parts
 
 
-def cancel_group(sc, group) -> None:
+def cancel_group(sc: Context, group: str) -> None:
     try:
         sc.cancelJobGroup(group)
     except Exception:  # the context may be stopping; the stop flag is enough then
         pass
 
 
-def default_partitions(sc) -> int:
+def default_partitions(sc: Context) -> int:
     """The Spark engine's partition count when none is given: Spark's default parallelism,
     one partition per executor core (``spark.default.parallelism`` when it is set), e.g.
     2 under ``local[2]``."""

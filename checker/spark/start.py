@@ -1,7 +1,7 @@
 """How the Spark engine (``checker.spark.engine``) gets its session: started in the
 background while the driver still expands small levels, with a warm-up job of the levels'
 shape, and waited for only when a level needs it; the back end of the partitioned level
-(``checker.partitioned.levels.Backend``): the cluster each level runs on."""
+(``checker.partitioned.ports.Backend``): the cluster each level runs on."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ..partitioned.cluster import Cluster, InProcessCluster
 from ..partitioned.rows import RowsStore
 from .cluster import SparkCluster
 from .probe import probe_store
-from .session import cancel_group, default_partitions, spark_context
+from .session import Context, cancel_group, default_partitions, spark_context
 from .tasks import planted_fault, shuffle_owner, warm_up_pair, warm_up_pass
 
 # The session starts in the background once a driver level has more than
@@ -80,12 +80,12 @@ class Session:
         preload: tuple[str, ...],
         partitions: int | None,
         group: str,
-        metrics: dict,
+        metrics: dict[str, Any],
         on_status: Callable[[str], None] | None = None,
     ) -> None:
         self.master, self.verbose, self.preload = master, verbose, preload
         self.partitions, self.group, self.metrics, self.on_status = partitions, group, metrics, on_status
-        self.sc: Any = None  # the SparkContext, once started
+        self.sc: Context | None = None  # the SparkContext, once started
         self.owned = False  # this run started it (and stops it)
         self.starter: threading.Thread | None = None  # the thread of start_early
         self.early: Any = None  # what start_early started (context, owned, seconds), or its error
@@ -160,18 +160,19 @@ class Session:
                 return True
         return False
 
-    def _adopt_early(self, starter: threading.Thread) -> Any:
+    def _adopt_early(self, starter: threading.Thread) -> Context:
         """The session started by ``start_early``, once it is up (or its error)."""
         starter.join()
         early, self.early = self.early, None
         if isinstance(early, BaseException):
             raise early
+        sc: Context
         sc, self.owned, seconds = early
         self.metrics["session_start_seconds"] = seconds
         self.metrics["session_started_early"] = True
         return sc
 
-    def context(self, n: int | None = None) -> tuple[Any, int]:
+    def context(self, n: int | None = None) -> tuple[Context, int]:
         """The SparkContext, started (or taken from the early start) at the first call,
         and the partitions the levels run on: ``n`` (a saved level's), else those asked
         for, else the session's default."""
@@ -196,7 +197,7 @@ class Session:
         return self.context(n)[1]
 
     def cluster(self, store: RowsStore, n: int, small: bool) -> Cluster:
-        """The cluster of the next level over ``store`` (``checker.partitioned.levels.Backend``):
+        """The cluster of the next level over ``store`` (``checker.partitioned.ports.Backend``):
         this process for a ``small`` level (unless a fault is planted: a first attempt's
         fault needs Spark's retries), else one Spark job, after the store's probe job
         (``probe_store``) the first time: one line if an executor cannot see the store."""
@@ -228,5 +229,5 @@ class Session:
                 pass  # nothing to stop: the early start failed, and no level needed Spark
         sc, owned = self.sc, self.owned
         self.sc = None
-        if owned and not leave_running:
+        if owned and not leave_running and sc is not None:
             sc.stop()

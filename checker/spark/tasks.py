@@ -12,8 +12,9 @@ import signal
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ..blobs import Blobs
 from ..blobs.arrow import use_scratch
-from ..partitioned.rows import use_pickler
+from ..partitioned.rows_write import use_pickler
 
 Task = Callable[[int, Iterator[Any]], Iterable[Any]]
 
@@ -51,7 +52,9 @@ def expanding(fault: str | None, task: Task, index: int, records: Iterator[Any])
     yield from task(index, records)
 
 
-def read_probe(store, name, digest, _index, _records) -> Iterator[tuple[str, str | None]]:
+def read_probe(
+    store: Blobs, name: str, digest: str, _index: int, _records: Iterator[Any]
+) -> Iterator[tuple[str, str | None]]:
     """The store's probe job: read the object ``name`` the driver wrote and yield
     ``(host, None)``, or ``(host, why)`` when this executor cannot read it or reads other
     bytes (``digest``: its SHA-256)."""
@@ -121,11 +124,11 @@ def _plant(kind: str) -> None:
     raise RuntimeError("kmc test fault: the first attempt of this task fails")
 
 
-def warm_up_pair(index, _records) -> Iterator[tuple[int, None]]:
+def warm_up_pair(index: int, _records: Iterator[Any]) -> Iterator[tuple[int, None]]:
     """The warm-up job's first stage: one record for partition ``index``."""
     yield (index, None)
 
 
-def warm_up_pass(_index, records: Iterable) -> Iterable:
+def warm_up_pass(_index: int, records: Iterable[Any]) -> Iterable[Any]:
     """The warm-up job's second stage: passes its records on."""
     return records

@@ -77,7 +77,7 @@ class LevelDriver:
     def __init__(
         self,
         model: Model,
-        search: LevelSearch,
+        search: LevelSearch[Any, Any, Any],
         properties: Iterable[Property] | None = None,
         options: Options | None = None,
         progress: Progress | None = None,
@@ -98,7 +98,7 @@ class LevelDriver:
         self.kernel_check: Any = None
         self.stats = Stats(coverage=Coverage(model.coverage_names()) if self.options.coverage else NoCoverage())
         self.found: Found = {}  # property -> (kind, explanation, where)
-        self.search: LevelSearch = search
+        self.search: LevelSearch[Any, Any, Any] = search
         self._started = False
 
     @property
@@ -402,7 +402,7 @@ class LevelDriver:
 RESOURCE_STOPS = ("max-memory", "out-of-memory", "disk-full")
 
 
-def _over(limit: int, search: LevelSearch) -> bool:
+def _over(limit: int, search: LevelSearch[Any, Any, Any]) -> bool:
     """Whether resident memory, with what ``search`` may still allocate at the next level
     boundary, passes ``limit``."""
     rss = resident_bytes()

@@ -170,7 +170,7 @@ class SparkRowsEngine(LevelDriver):
         self.store_dir = store_dir
         self.data_root = data_root  # the checkpoint directory snapshot() saves levels under
         self.on_status = on_status  # called with a short message while Spark starts
-        self.metrics: dict = {
+        self.metrics: dict[str, Any] = {
             "session_start_seconds": None,
             "master": None,  # the master the session ran on, once it is up
             "spark_levels": [],
@@ -297,7 +297,7 @@ class SparkRowsEngine(LevelDriver):
             self.levels.close()
             self.metrics["close_seconds"] = round(time.perf_counter() - begin, 3)
 
-    def cancel(self, reason="interrupted") -> None:
+    def cancel(self, reason: str = "interrupted") -> None:
         """Stop as soon as possible: abort the level being computed (it is dropped)."""
         self.stop_requested = reason
         self.search.stop_asked = True
@@ -306,7 +306,7 @@ class SparkRowsEngine(LevelDriver):
         elif self._canceller is None:
             self._canceller = self.session.cancel()
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """The search at its last complete level, for ``checker.checkpoints.file``.
 
         Valid from ``on_level`` and after ``run()`` returned. While the levels run on the
@@ -324,13 +324,13 @@ class SparkRowsEngine(LevelDriver):
         """
         return super().snapshot()
 
-    def committed(self, snapshot: dict) -> None:
+    def committed(self, snapshot: dict[str, Any]) -> None:
         """A checkpoint of ``snapshot`` is written (``checker.checkpoints.writer``): the objects
         of an object store that no checkpoint names any longer are deleted now
         (``PartitionedLevels.committed``)."""
         self.levels.committed(snapshot)
 
-    def restore(self, snapshot: dict, directory=None) -> None:
+    def restore(self, snapshot: dict[str, Any], directory: Any = None) -> None:
         """Continue from a ``snapshot()`` (of this model, properties and options) whose
         checkpoint directory is ``directory`` (default ``data_root``): the next ``run()``
         re-splits the saved level for this run's partitions (their number may differ) and
@@ -355,7 +355,7 @@ def _submit_master() -> str | None:
     return submit_master()
 
 
-def _check_master(master) -> str:
+def _check_master(master: str | None) -> str:
     """Refuse a malformed or unreachable master, or one that contradicts spark-submit's,
     before any work, as the Spark session would (``checker.spark.master``), unless a
     session is already running. Returns the master the run's session is to have."""

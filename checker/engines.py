@@ -72,8 +72,8 @@ def make_engine(
             if batch:
                 made = BatchEngine(model, properties, options, progress, on_level=on_level, kernel=kernel, store=store)
             else:
+                from .checkpoints.schema import STATES_ROWS_FORMAT
                 from .core.states_kernel import StatesKernel
-                from .local.rows import STATES_ROWS_FORMAT
 
                 states: Any = StatesKernel(model)  # (rows of Python states: see checker.core.states_kernel)
                 made = BatchEngine(

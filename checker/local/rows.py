@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 
 from ..base.errors import EngineError
+from ..checkpoints.schema import ROWS_FORMAT, restore_snapshot
 from ..contract.kernel_check import KernelCheck, kernel_check
 from ..contract.protocol import (
     BatchKernel,
@@ -43,19 +44,17 @@ from ..core.driver import LevelDriver, OnLevel, Progress, Search
 from ..core.kernel import require_symmetric, split_properties
 from ..core.level import LevelStep, decided, record_first
 from ..core.options import Options
-from ..core.parts import Found, FrontierQueue, SavedQueue, SavedStore, Store
+from ..core.parts import Found, FrontierQueue, SavedStore, Store
 from ..core.result import Path, Stats
 from ..core.trace import path_by_choices
 from ..graph.liveness import Column
 from ..graph.visitor import GraphVisitor
-from ..stores.frontier import MemorySaved, new_queue
+from ..stores.frontier import new_queue
 from ..stores.seen import CompactSeenSet
 from .workers import MIN_CHUNKS, ExpandPool, in_order
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
 NUMBERS_SLICE = 1 << 20  # stored fingerprints ``RowsSearch.numbers_of`` sorts at a time
-ROWS_FORMAT = "rows-1"  # the snapshot format of this engine
-STATES_ROWS_FORMAT = "rows-states-1"  # ... over rows of Python states (the per-state path on disk)
 
 
 @attrs.frozen
@@ -342,19 +341,10 @@ class RowsSearch(Search):
         return parts
 
     def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
-        if snapshot.get("format") != self.snapshot_format:
-            if snapshot.get("format") == ROWS_FORMAT:
-                raise EngineError("the checkpoint was written on the batch path; resume it without --per-state")
-            raise EngineError(
-                "the checkpoint was written by the per-state search, which keeps its states in memory; "
-                "resume it with --store memory"
-            )
+        snapshot = restore_snapshot(snapshot, self.snapshot_format)  # checked, in this kmc's shape
         saved: SavedStore = snapshot["seen"]  # a CompactSeenSet, in a checkpoint of an older kmc
         self.seen = self.seen.restored(saved, directory)
-        # the queue that goes with the restored store; an older checkpoint's "frontier"
-        # is its list of row chunks
-        queue: SavedQueue = snapshot["queue"] if "queue" in snapshot else MemorySaved(tuple(snapshot["frontier"]))
-        self.queue = new_queue(self.seen).restored(queue, directory)
+        self.queue = new_queue(self.seen).restored(snapshot["queue"], directory)  # the store's queue
         self.numbered = Column(np.uint64)
         for fps in snapshot.get("numbered", []):  # arrays, or a column in a driver-phase checkpoint
             self.numbered.append(fps)

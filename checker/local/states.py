@@ -15,9 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from ..base.fingerprint import fingerprint_bytes
+from ..checkpoints.file import CheckpointError
+from ..checkpoints.schema import OLD_STATES, STATES_ROWS_FORMAT, upgrade
 from ..contract.protocol import Model, Property, batch_path, with_defaults
 from ..core.driver import OnLevel, Progress
 from ..core.kernel import canonical_encoder, expand
@@ -26,7 +29,7 @@ from ..core.parts import Store
 from ..core.result import CheckResult
 from ..core.states_kernel import StatesKernel
 from ..stores.seen import CompactSeenSet
-from .rows import STATES_ROWS_FORMAT, BatchEngine
+from .rows import BatchEngine
 
 __all__ = ["LocalEngine", "Options", "check", "states_kernel"]
 
@@ -117,6 +120,30 @@ class LocalEngine(BatchEngine):
         if visit is not None or isinstance(kernel._codes, _ActionCodes):
             # codes met in one process, states visited in order: no worker processes
             self.search.workers = 1
+        self._visit = visit
+
+    def restore(self, snapshot: dict[str, Any], directory: Any = None) -> None:
+        """Continue from a ``snapshot()``; one of the per-state search of an older kmc
+        (``OLD_STATES``: its states by fingerprint, without the choices this search keeps)
+        is explored again to its level boundary, which gives the same states in the same
+        order, and continues from there."""
+        if upgrade(snapshot)["format"] == OLD_STATES:
+            snapshot = self._explored_again(snapshot)
+        super().restore(snapshot, directory)
+
+    def _explored_again(self, old: dict[str, Any]) -> dict[str, Any]:
+        stats = old["stats"]
+        options = attrs.evolve(self.options, max_depth=stats["depth"], max_states=None, max_memory=None)
+        again = LocalEngine(self.model, self.properties, options, visit=self._visit)
+        again.run()
+        new = again.snapshot()
+        if new["stats"]["distinct"] != stats["distinct"] or new["stats"]["levels"] != stats["levels"]:
+            raise CheckpointError(
+                "the checkpoint's states are not this model's (explored again, its levels differ); "
+                "start a new run"
+            )
+        new["stats"] = {**new["stats"], "seconds": stats["seconds"]}
+        return new
 
 
 def check(

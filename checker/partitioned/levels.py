@@ -37,6 +37,7 @@ from ..base.memory import format_size
 from ..blobs import open_blobs
 from ..blobs.posix import PosixBlobs
 from ..checkpoints.file import CheckpointError
+from ..checkpoints.schema import check_format
 from ..contract.kernel_check import KernelMismatchError
 from ..contract.model_errors import task_failure
 from ..contract.protocol import kernel_fingerprints
@@ -52,7 +53,6 @@ from ..graph.visitor import GraphVisitor
 from .cluster import Cluster, one_line
 from .rows import RowsStore, owner_of, owners, split_frontier
 from .save import (
-    check_format,
     load_saved,
     relocate,
     save_level,

@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from ..checkpoints.schema import ROWS_FORMAT, check_format
 from ..contract.kernel_check import KernelCheck
 from ..contract.protocol import BatchKernel, Model, Property
 from ..graph.visitor import GraphVisitor
-from ..local.rows import ROWS_FORMAT, RowsSearch
+from ..local.rows import RowsSearch
 from ..partitioned.levels import LevelsSetup, PartitionedLevels, StoreUnseenError
 from ..partitioned.rows import RowsStore
-from ..partitioned.save import check_format
 from .probe import probe_store
 from .start import EARLY, Session
 

@@ -13,7 +13,7 @@ checkpoints are the batch path's.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import numpy as np
@@ -21,7 +21,7 @@ import numpy as np
 from ..base.fingerprint import fingerprint_bytes
 from ..checkpoints.file import CheckpointError
 from ..checkpoints.schema import OLD_STATES, STATES_ROWS_FORMAT, upgrade
-from ..contract.protocol import Model, Property, batch_path, with_defaults
+from ..contract.protocol import BatchKernel, Model, Property, batch_path, with_defaults
 from ..core.driver import OnLevel, Progress
 from ..core.kernel import canonical_encoder, expand
 from ..core.options import Options
@@ -29,7 +29,7 @@ from ..core.parts import Store
 from ..core.result import CheckResult
 from ..core.states_kernel import StatesKernel
 from ..stores.seen import CompactSeenSet
-from .rows import BatchEngine
+from .rows import BatchEngine, RowsSearch
 
 __all__ = ["LocalEngine", "Options", "check", "states_kernel"]
 
@@ -47,7 +47,7 @@ class _ActionCodes(dict[str, int]):
         super().__init__((name, code) for code, name in enumerate(names))
         self.names = names
 
-    def get(self, name: str, default: Any = None) -> int:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> int:
         code = dict.get(self, name)
         if code is None:
             code = self[name] = len(self.names)
@@ -113,12 +113,13 @@ class LocalEngine(BatchEngine):
             options,
             progress,
             on_level=on_level,
-            kernel=kernel,
+            kernel=cast(BatchKernel, kernel),  # (the rows search reads neither its encode nor its width)
             store=CompactSeenSet() if store is None else store,
             snapshot_format=STATES_ROWS_FORMAT,
         )
         if visit is not None or isinstance(kernel._codes, _ActionCodes):
             # codes met in one process, states visited in order: no worker processes
+            assert isinstance(self.search, RowsSearch)
             self.search.workers = 1
         self._visit = visit
 
@@ -139,8 +140,7 @@ class LocalEngine(BatchEngine):
         new = again.snapshot()
         if new["stats"]["distinct"] != stats["distinct"] or new["stats"]["levels"] != stats["levels"]:
             raise CheckpointError(
-                "the checkpoint's states are not this model's (explored again, its levels differ); "
-                "start a new run"
+                "the checkpoint's states are not this model's (explored again, its levels differ); start a new run"
             )
         new["stats"] = {**new["stats"], "seconds": stats["seconds"]}
         return new

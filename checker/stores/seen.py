@@ -22,8 +22,11 @@ exactly that level's states (``rollback``).
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..core.trace import parent_chain
 
@@ -44,7 +47,7 @@ class CompactSeenSet:
     def __len__(self) -> int:
         return self._len
 
-    def add(self, fps, parents, choices) -> np.ndarray:
+    def add(self, fps: ArrayLike, parents: ArrayLike, choices: ArrayLike) -> np.ndarray:
         """Store the states with fingerprints ``fps`` (``uint64``, in the order they are
         numbered) unless stored already; return the mask of those that were new (of a
         fingerprint repeated in ``fps``, the first).
@@ -71,7 +74,7 @@ class CompactSeenSet:
             self._len += len(kept)
         return new
 
-    def add_sorted(self, fps, parents, choices) -> None:
+    def add_sorted(self, fps: np.ndarray, parents: ArrayLike, choices: ArrayLike) -> None:
         """Store new states: ``fps`` sorted and none of them stored yet (see
         ``contains_sorted``); ``parents`` and ``choices`` are given in the order the
         states are numbered in (their discovery order), which need not be the order of
@@ -85,7 +88,7 @@ class CompactSeenSet:
         self._choices.append(np.asarray(choices).astype(np.uint8))
         self._len += len(fps)
 
-    def contains(self, fps) -> np.ndarray:
+    def contains(self, fps: ArrayLike) -> np.ndarray:
         """Which of ``fps`` are stored."""
         fps = np.asarray(fps, dtype=np.uint64)
         order = np.argsort(fps, kind="stable")
@@ -93,7 +96,7 @@ class CompactSeenSet:
         found[order] = self.contains_sorted(fps[order])
         return found
 
-    def contains_sorted(self, fps) -> np.ndarray:
+    def contains_sorted(self, fps: np.ndarray) -> np.ndarray:
         """Which of the sorted ``fps`` are stored (sorted queries make each binary search
         cheaper than the one before)."""
         return runs_contain(self._runs + self._level_runs, fps)
@@ -101,10 +104,10 @@ class CompactSeenSet:
     def begin_level(self) -> None:
         """The runs of completed levels are replaced only at ``end_level``."""
 
-    def contains_older_sorted(self, fps) -> np.ndarray:
+    def contains_older_sorted(self, fps: np.ndarray) -> np.ndarray:
         return runs_contain(self._runs, fps)
 
-    def contains_level_sorted(self, fps) -> np.ndarray:
+    def contains_level_sorted(self, fps: np.ndarray) -> np.ndarray:
         return runs_contain(self._level_runs, fps)
 
     def end_level(self) -> None:
@@ -164,13 +167,13 @@ class CompactSeenSet:
     kind = "memory"
     chunk_factor = 1
 
-    def saved(self) -> dict:
+    def saved(self) -> dict[str, CompactSeenSet]:
         return {"seen": self}
 
-    def reopen(self, directory=None) -> CompactSeenSet:
+    def reopen(self, directory: Any = None) -> CompactSeenSet:
         return self
 
-    def restored(self, saved, directory=None):
+    def restored(self, saved: Any, directory: Any = None) -> Any:
         """A checkpoint's store as it is (a disk store stays on disk: it may not fit)."""
         return saved.reopen(directory)
 
@@ -184,7 +187,7 @@ class CompactSeenSet:
         return 0
 
 
-def runs_contain(runs, fps) -> np.ndarray:
+def runs_contain(runs: Sequence[np.ndarray], fps: np.ndarray) -> np.ndarray:
     """Which of the sorted ``fps`` are in the sorted ``runs`` (arrays, or memory maps of
     a store's files): one binary search a run."""
     hit = np.zeros(len(fps), dtype=bool)
@@ -199,13 +202,13 @@ def runs_contain(runs, fps) -> np.ndarray:
     return hit
 
 
-def block_index(run, stride: int) -> np.ndarray:
+def block_index(run: np.ndarray, stride: int) -> np.ndarray:
     """The index ``block_contains`` searches first: every ``stride``-th fingerprint of the
     sorted ``run``, copied into memory."""
     return np.array(run[::stride])
 
 
-def block_contains(run, index, stride: int, fps) -> np.ndarray:
+def block_contains(run: np.ndarray, index: np.ndarray, stride: int, fps: np.ndarray) -> np.ndarray:
     """Which of the sorted ``fps`` are in the sorted ``run`` (an array, or a memory map of
     a store's file), whose every ``stride``-th fingerprint is ``index`` (held in memory):
     each key finds its block in the index, then the block is searched, all keys a step at
@@ -221,7 +224,8 @@ def block_contains(run, index, stride: int, fps) -> np.ndarray:
         mid = np.minimum(lo + step, last)
         lo = np.where(run[mid] <= fps, mid, lo)
         step //= 2
-    return run[lo] == fps
+    hit: np.ndarray = run[lo] == fps
+    return hit
 
 
 class PrefixFilter:
@@ -238,10 +242,10 @@ class PrefixFilter:
         self.words = np.zeros(1 << (self.bits - 6), dtype=np.uint64)
         self.count = 0
 
-    def _positions(self, fps) -> np.ndarray:
+    def _positions(self, fps: ArrayLike) -> np.ndarray:
         return np.asarray(fps, dtype=np.uint64) >> np.uint64(64 - self.bits)
 
-    def add(self, fps, runs=()) -> None:
+    def add(self, fps: np.ndarray, runs: Iterable[np.ndarray] = ()) -> None:
         """Set the bits of the sorted ``fps``; ``runs`` (every fingerprint added so far,
         these included) fill a larger bitmap when this one is too full."""
         self.count += len(fps)
@@ -262,10 +266,11 @@ class PrefixFilter:
         starts = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])  # the positions are sorted
         self.words[word[starts]] |= np.bitwise_or.reduceat(mask, starts)
 
-    def maybe(self, fps) -> np.ndarray:
+    def maybe(self, fps: ArrayLike) -> np.ndarray:
         """Which of ``fps`` may have been added (the others certainly were not)."""
         at = self._positions(fps)
-        return (self.words[at >> np.uint64(6)] >> (at & np.uint64(63))) & np.uint64(1) == 1
+        bit: np.ndarray = (self.words[at >> np.uint64(6)] >> (at & np.uint64(63))) & np.uint64(1) == 1
+        return bit
 
     @property
     def nbytes(self) -> int:
@@ -279,14 +284,14 @@ def merges(newer: int, older: int) -> bool:
     return 2 * newer >= older
 
 
-def merge_runs(older, newer) -> np.ndarray:
+def merge_runs(older: np.ndarray, newer: np.ndarray) -> np.ndarray:
     """Two sorted runs as one (a linear merge)."""
     merged = np.concatenate((older, newer))
     merged.sort(kind="stable")
     return merged
 
 
-def merge_tail(runs) -> None:
+def merge_tail(runs: list[np.ndarray]) -> None:
     """Merge the newest of ``runs`` (sorted arrays, oldest first) into the one before it
     while ``merges`` says so."""
     while len(runs) > 1 and merges(len(runs[-1]), len(runs[-2])):

@@ -81,6 +81,8 @@ def states_kernel(model: Model, visit: Visitor | None = None, symmetry: bool = F
     kernel = StatesKernel(model, names) if visit is None else _VisitedStatesKernel(model, names, visit, symmetry)
     if not declared:
         kernel._codes = _ActionCodes(kernel.action_names)
+    if symmetry:  # the orbits' encoder now: a model that declares no symmetries is refused here
+        kernel.fingerprints(np.empty(0, dtype=object), symmetry=True)
     return kernel
 
 

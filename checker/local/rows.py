@@ -51,7 +51,7 @@ from ..graph.liveness import Column
 from ..graph.visitor import GraphVisitor
 from ..stores.frontier import new_queue
 from ..stores.seen import CompactSeenSet
-from .workers import MIN_CHUNKS, ExpandPool, in_order
+from .workers import MIN_CHUNKS, ExpandPool, Task, in_order
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
 NUMBERS_SLICE = 1 << 20  # stored fingerprints ``RowsSearch.numbers_of`` sorts at a time
@@ -175,7 +175,7 @@ class RowsSearch(Search):
         self.pool = ExpandPool(self.prepare_chunk, self.workers, lambda: self.stop_asked)
         return ((task[0], prepared) for task, prepared in in_order(self.pool, self._tasks(chunks), self.prepare_chunk))
 
-    def _tasks(self, chunks: Iterator[np.ndarray]) -> Iterator[tuple]:
+    def _tasks(self, chunks: Iterator[np.ndarray]) -> Iterator[Task]:
         rank = 0
         for chunk in chunks:
             # The properties decided when the chunk is sent (more may be by its commit: the

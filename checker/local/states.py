@@ -82,7 +82,7 @@ def states_kernel(model: Model, visit: Visitor | None = None, symmetry: bool = F
     if not declared:
         kernel._codes = _ActionCodes(kernel.action_names)
     if symmetry:  # the orbits' encoder now: a model that declares no symmetries is refused here
-        kernel.fingerprints(np.empty(0, dtype=object), symmetry=True)
+        kernel.fingerprints((), symmetry=True)
     return kernel
 
 

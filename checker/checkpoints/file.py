@@ -28,12 +28,9 @@ checksum catches a file damaged or cut short afterwards (a bad disk, a partial c
 
 The snapshot is the contract between an engine and this module: a dict with at least
 ``"engine"`` (its name), ``"stats"`` (the fields of ``checker.core.result.Stats``) and
-``"found"`` (keyed by the names of the properties violated so far; the values are the
-engine's own, e.g. ``(kind, explanation, where)`` for the local engine). The local engine
-adds ``"frontier"`` (``[(fingerprint, state), ...]``) and ``"seen"``
-(fingerprint -> parent fingerprint); the rows search adds its parts, each saved by
-itself: ``"seen"`` (its store) and ``"queue"`` (its frontier queue, ``checker.stores.frontier``),
-where an older checkpoint holds ``"frontier"``, the level's rows as a list of arrays.
+``"found"`` (keyed by the names of the properties violated so far), tagged with the format
+of the search that wrote it, each of whose parts saves and restores itself; its schema,
+and the one reader of the shapes older kmc versions wrote, are ``checker.checkpoints.schema``.
 An engine whose frontier and seen-set live outside the process (Spark) writes them under
 ``data_dir(DIR, depth)`` first and names that directory in its snapshot under ``"data"``
 (its name), as the disk store and its queue do; the checkpoint file, replaced last, is the

@@ -1,20 +1,22 @@
-"""The batch engine: the local breadth-first search over arrays of fixed-width rows.
+"""The local breadth-first search over arrays of rows: of fixed width from a model's batch
+kernel (the batch path), or of the model's own Python states
+(``checker.core.states_kernel.StatesKernel``: the per-state path, ``checker.local.states``).
 
-It explores exactly what ``LocalEngine`` explores, in the same order, and reports the
-same counts and the same counterexamples, but a frontier chunk at a time: the model's
-batch kernel (``model.batch_kernel()``, see ``checker.contract.protocol.BatchKernel``) computes every
-successor of a chunk with array operations, the rows are fingerprinted together
-(``checker.base.fingerprint.fingerprint_rows``), duplicates are dropped with one sort, and the
-seen-set (``checker.stores.seen.CompactSeenSet``) keeps 13 bytes a state. The frontier is kept
-as rows, never as Python objects, in a frontier queue (``checker.stores.frontier``): in memory,
-or in files beside the disk store's.
+A frontier chunk at a time: the kernel (``model.batch_kernel()``, see
+``checker.contract.protocol.BatchKernel``) computes every successor of a chunk, the rows are
+fingerprinted together (``checker.base.fingerprint.fingerprint_rows``), duplicates are
+dropped with one sort, and the seen-set (``checker.stores.seen.CompactSeenSet``) keeps 13
+bytes a state. The frontier is kept as rows, never as Python objects, in a frontier queue
+(``checker.stores.frontier``): in memory, or in files beside the disk store's.
 
-Order, and so the counterexamples, match the per-state engine: within a chunk the
-successors are sorted by (parent, choice), the order in which ``LocalEngine`` meets
-them, and chunks are taken in frontier order, so the first state of every fingerprint
-to be stored is the one the per-state search would store, with the same parent.
+Order, and so the counterexamples, is the model's: within a chunk the successors are sorted
+by (parent, choice), the order in which a search expanding one state at a time meets them,
+and chunks are taken in frontier order, so the first state of every fingerprint to be
+stored is the one such a search would store, with the same parent. Both paths store the
+same states in the same order.
 
-The kernel's contract is ``checker.contract.protocol.BatchKernel``.
+The kernel's contract is ``checker.contract.protocol.BatchKernel``; a snapshot's, its
+format and the reader of older shapes, ``checker.checkpoints.schema``.
 """
 
 from __future__ import annotations
@@ -221,7 +223,7 @@ class RowsSearch(Search):
         ``depth``; ``skip`` names the properties whose first violation is known."""
         # The pipeline every rows search shares (checker.core.level): a successor's place in
         # the model's order is its key (checker.core.keys); of the successors with one
-        # fingerprint, the least key is the one the per-state search meets first.
+        # fingerprint, the least key is the one a state-at-a-time search meets first.
         found = self.level.chunk_successors(chunk, depth, rank, level, skip, self.fingerprints)
         exp = found.exp
         parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ

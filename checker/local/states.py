@@ -62,11 +62,14 @@ class _VisitedStatesKernel(StatesKernel):
     def __init__(self, model: Model, action_names: Sequence[str] | None, visit: Visitor, symmetry: bool) -> None:
         super().__init__(model, action_names)
         self._visit = visit
-        self._encode = canonical_encoder(self.model) if symmetry else self.model.encode
+        self._symmetry = symmetry
+        self._encode: Callable[[Any], bytes] | None = None  # made at the first expansion
 
     def expand(self, rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if self._encode is None:
+            self._encode = canonical_encoder(self.model) if self._symmetry else self.model.encode
+        encode = self._encode
         for state in rows:
-            encode = self._encode
             self._visit(fingerprint_bytes(encode(state)), state, expand(self.model, state, encode))
         return super().expand(rows)
 
@@ -81,8 +84,6 @@ def states_kernel(model: Model, visit: Visitor | None = None, symmetry: bool = F
     kernel = StatesKernel(model, names) if visit is None else _VisitedStatesKernel(model, names, visit, symmetry)
     if not declared:
         kernel._codes = _ActionCodes(kernel.action_names)
-    if symmetry:  # the orbits' encoder now: a model that declares no symmetries is refused here
-        kernel.fingerprints((), symmetry=True)
     return kernel
 
 
@@ -123,6 +124,8 @@ class LocalEngine(BatchEngine):
             # codes met in one process, states visited in order: no worker processes
             assert isinstance(self.search, RowsSearch)
             self.search.workers = 1
+        if options.symmetry:  # the orbits' encoder now: a model that declares no symmetries is refused here
+            kernel.fingerprints((), symmetry=True)
         self._visit = visit
 
     def restore(self, snapshot: dict[str, Any], directory: Any = None) -> None:

@@ -21,15 +21,19 @@ which path a checkpoint continues on.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import attrs
+import numpy as np
+
 from ..base.errors import EngineError
-from ..stores.frontier import MemorySaved
 from .file import CheckpointError
 
 __all__ = [
     "FORMATS",
     "OLD_STATES",
+    "OldFrontier",
     "ROWS_FORMAT",
     "SNAPSHOT_FORMAT",
     "STATES_FORMAT",
@@ -59,6 +63,20 @@ FORMATS: dict[tuple[str, str], str] = {
 _PATHS = {tag: path for (_engine, path), tag in FORMATS.items()} | {OLD_STATES: "per-state"}
 
 
+@attrs.frozen
+class OldFrontier:
+    """A level's rows as an older kmc kept them in a snapshot (a list of row arrays): a
+    ``checker.core.parts.SavedQueue`` of the memory queue's kind, whose rows any queue
+    takes back."""
+
+    rows: tuple[np.ndarray, ...]
+
+    kind = "memory"
+
+    def blocks(self, directory: Any = None) -> Iterator[np.ndarray]:
+        return iter(self.rows)
+
+
 def format_of(engine: str, path: str) -> str:
     """The format tag of the snapshots of ``engine`` (``"local"``, ``"spark"``) on
     ``path`` (``"batch"``, ``"per-state"``)."""
@@ -75,7 +93,7 @@ def upgrade(snapshot: dict[str, Any]) -> dict[str, Any]:
         return {**snapshot, "format": OLD_STATES}
     if tag in (ROWS_FORMAT, STATES_ROWS_FORMAT) and "queue" not in snapshot and "frontier" in snapshot:
         new = {k: v for k, v in snapshot.items() if k != "frontier"}
-        new["queue"] = MemorySaved(tuple(snapshot["frontier"]))
+        new["queue"] = OldFrontier(tuple(snapshot["frontier"]))
         return new
     return snapshot
 

@@ -120,10 +120,10 @@ class LocalEngine(BatchEngine):
             store=CompactSeenSet() if store is None else store,
             snapshot_format=STATES_ROWS_FORMAT,
         )
-        if visit is not None or isinstance(kernel._codes, _ActionCodes):
-            # codes met in one process, states visited in order: no worker processes
-            assert isinstance(self.search, RowsSearch)
-            self.search.workers = 1
+        # The per-state path expands in its own process (--workers is the batch path's):
+        # action codes met as they come, states visited in order.
+        assert isinstance(self.search, RowsSearch)
+        self.search.workers = 1
         if options.symmetry:  # the orbits' encoder now: a model that declares no symmetries is refused here
             kernel.fingerprints((), symmetry=True)
         self._visit = visit

@@ -65,3 +65,26 @@ def test_one_check_says_how_to_resume(tag, expected, error, words):
     with pytest.raises(error, match=words) as e:
         check_format(snapshot, expected)
     assert "\n" not in str(e.value)
+
+
+def test_the_per_state_path_counts_the_actions_of_a_model_that_names_none():
+    """The per-state path is the rows search over the model's states: a model that declares
+    no ``action_names()`` (and has no batch kernel) has its actions coded as they are met,
+    with the counts of the model that declares them."""
+    import attrs
+    from toy import BareCounters
+
+    from kmc.checker.local.states import LocalEngine, Options
+
+    @attrs.frozen
+    class Unnamed(BareCounters):
+        def action_names(self):
+            return None
+
+    def counts(model):
+        result = LocalEngine(model, options=Options(keep_going=True)).run()
+        st = result.stats
+        return st.distinct, st.generated, st.depth, dict(st.fired), dict(st.new), {
+            k: v.path.choices for k, v in result.violations.items()}
+
+    assert counts(Unnamed()) == counts(BareCounters())

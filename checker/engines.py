@@ -12,7 +12,7 @@ optional). Hooks are given here, at construction, never set afterwards.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
@@ -62,36 +62,16 @@ EngineFactory = Callable[[EngineRequest], "LevelDriver"]
 
 def local_engine(r: EngineRequest) -> LevelDriver:
     """The local engine: the rows search in this process (``checker.local.rows``) over the
-    batch kernel, or over the states kernel when the store is not the per-state search's own;
-    else the per-state search (``checker.local.states``)."""
-    if r.kernel is None and r.options.store == "memory":
-        from .local.states import LocalEngine
-
-        return LocalEngine(r.model, r.properties, r.options, r.progress, on_level=r.on_level)
+    model's batch kernel, or over its Python states on the per-state path
+    (``checker.local.states``), its states in the store the options name."""
     from .local.rows import BatchEngine
+    from .local.states import LocalEngine
     from .stores.registry import new_store
 
     store = new_store(r.options.store, r.options.store_dir, r.data_root)
-    if r.kernel is not None:
-        return BatchEngine(
-            r.model, r.properties, r.options, r.progress, on_level=r.on_level, kernel=r.kernel, store=store
-        )
-    from .core.states_kernel import StatesKernel
-    from .local.rows import STATES_ROWS_FORMAT
-
-    states: Any = StatesKernel(r.model)  # (rows of Python states: see checker.core.states_kernel)
-    made = BatchEngine(
-        r.model,
-        r.properties,
-        r.options,
-        r.progress,
-        on_level=r.on_level,
-        kernel=states,
-        store=store,
-        snapshot_format=STATES_ROWS_FORMAT,
-    )
-    made.path = "per-state"
-    return made
+    if r.kernel is None:
+        return LocalEngine(r.model, r.properties, r.options, r.progress, on_level=r.on_level, store=store)
+    return BatchEngine(r.model, r.properties, r.options, r.progress, on_level=r.on_level, kernel=r.kernel, store=store)
 
 
 def spark_engine(r: EngineRequest) -> LevelDriver:

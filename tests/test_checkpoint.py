@@ -356,7 +356,7 @@ def test_the_ceiling_counts_what_the_seen_set_may_still_allocate(monkeypatch, ex
 
 def test_memory_stop_inside_a_level_rolls_back_to_the_boundary(monkeypatch, explorations):
     import kmc.checker.core.driver
-    import kmc.checker.local.states
+    import kmc.checker.local.rows
 
     spec, model, want = explorations["hw-unflushed"]  # keep_going = true, as here
     props = spec.properties()
@@ -364,7 +364,7 @@ def test_memory_stop_inside_a_level_rolls_back_to_the_boundary(monkeypatch, expl
     # "Memory" grows with the seen-set; looked at every 64 states, it first passes the
     # ceiling inside a level.
     monkeypatch.setattr(checker.core.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 2000))
-    monkeypatch.setattr(checker.local.states.PerStateSearch, "every", 64)
+    monkeypatch.setattr(checker.local.rows, "CHUNK_ROWS", 64)
     partial = engine.run()
     assert partial.stopped == "max-memory" and not partial.complete
     snap = engine.snapshot()

@@ -139,9 +139,12 @@ def test_batch_and_per_state_coverage_agree(path):
     assert _coverage(_run(path)) == _coverage(_run(path, per_state=True))
 
 
-def test_a_stop_inside_a_level_keeps_the_boundary_coverage():
+def test_a_stop_inside_a_level_keeps_the_boundary_coverage(monkeypatch):
+    import kmc.checker.local.rows
+
     spec = load_spec(LKL)
-    # per state: a piece is one state, so a stop falls inside a level
+    # per state, a chunk of one row: a piece is one state, so a stop falls inside a level
+    monkeypatch.setattr(kmc.checker.local.rows, "CHUNK_ROWS", 1)
     engine = make_engine(spec.model(), spec.properties(), options_from(spec, argparse.Namespace()), per_state=True)
     expand = engine.search.expand
     level_pieces = {"n": 0}

@@ -26,7 +26,7 @@ model = spec.model()
 engine = LocalEngine(model, spec.properties(), Options(keep_going=spec.keep_going))
 result = engine.run()
 h = hashlib.sha256()
-for fp in sorted(engine.seen):
+for fp in sorted(engine.seen.fingerprints().tolist()):
     h.update(fp.to_bytes(8, "big"))
 print(json.dumps({
     "distinct": result.stats.distinct, "generated": result.stats.generated,

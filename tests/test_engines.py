@@ -218,7 +218,6 @@ def test_memory_ceiling_on_both_local_paths(kafka, per_state, monkeypatch):
     import kmc.checker.local.states
 
     model, props, ref = kafka
-    monkeypatch.setattr(kmc.checker.local.states.PerStateSearch, "every", 16)
     monkeypatch.setattr(kmc.checker.local.rows, "CHUNK_ROWS", 64)
     engine = _engine("local", per_state, model, props, Options(keep_going=True, max_memory=1 << 30))
     monkeypatch.setattr(kmc.checker.core.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 500))

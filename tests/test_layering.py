@@ -63,16 +63,12 @@ def test_every_search_is_composed_and_declared():
     from kmc.checker.core.parts import LevelSearch, Store
 
     from kmc.checker.core.options import Options
-    from kmc.checker.stores.seen import SeenSet
 
     for model, per_state in ((TwoCounters(), True), (KernelCounters(), False), (KernelCounters(), True)):
         for store in ("memory", "disk"):
             engine = make_engine(model, options=Options(store=store), per_state=per_state)
             assert isinstance(engine.search, LevelSearch)
-            if per_state and store == "memory":  # the per-state search's own set: fingerprint -> parent
-                assert isinstance(engine.search.seen, SeenSet)
-            else:
-                assert isinstance(engine.search.seen, Store) and engine.search.seen.kind == store
+            assert isinstance(engine.search.seen, Store) and engine.search.seen.kind == store
 
 
 def test_the_batch_kernel_protocol_declares_goal_masks_and_fingerprints():

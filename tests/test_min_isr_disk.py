@@ -503,12 +503,12 @@ def test_symmetry_reduction_counts_the_orbits():
 
 def test_a_checkpoint_resumes_to_the_same_counts(monkeypatch):
     import kmc.checker.core.driver
-    import kmc.checker.local.states
+    import kmc.checker.local.rows
 
     model = KafkaModel(SMALL)
     props = list(model.properties())
     want = LocalEngine(model, props, Options(keep_going=True)).run()
-    monkeypatch.setattr(kmc.checker.local.states.PerStateSearch, "every", 16)
+    monkeypatch.setattr(kmc.checker.local.rows, "CHUNK_ROWS", 64)
     engine = make_engine(model, props, Options(keep_going=True, max_memory=1 << 30))
     monkeypatch.setattr(kmc.checker.core.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 500))
     partial = engine.run()
@@ -961,7 +961,7 @@ def test_every_engine_runs_every_operator_action_at_once(how, tmp_path, monkeypa
     stopped at its memory limit and resumed from its snapshot) gives the per-state engine's counts,
     levels and counterexamples, with every operator action fired."""
     import kmc.checker.core.driver
-    import kmc.checker.local.states
+    import kmc.checker.local.rows
 
     model = KafkaModel(EVERY_ACTION)
     props = list(model.properties())
@@ -970,7 +970,7 @@ def test_every_engine_runs_every_operator_action_at_once(how, tmp_path, monkeypa
     assert all(want.stats.fired[a] for a in ("ControlledShutdown", "ShutdownComplete", "ChangeMinIsr", "DiskFailure",
                                              "ApplyMinIsr"))
     if how == "resume":
-        monkeypatch.setattr(kmc.checker.local.states.PerStateSearch, "every", 16)
+        monkeypatch.setattr(kmc.checker.local.rows, "CHUNK_ROWS", 64)
         engine = make_engine(model, props, Options(keep_going=True, max_memory=1 << 30))
         monkeypatch.setattr(kmc.checker.core.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 2000))
         assert engine.run().stopped == "max-memory"

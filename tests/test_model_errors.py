@@ -250,26 +250,3 @@ def test_a_model_s_run_stopped_at_the_memory_ceiling_claims_nothing():
     assert "✓" not in text and "No violation" not in text.replace(
         f"No violation in {result.stats.distinct:,} distinct states, but the search is incomplete (max-memory): "
         "1 property unknown.", "")
-
-
-def test_the_seen_set_counts_its_next_table_before_allocating_it():
-    """What the per-state search reserves under the memory ceiling: the seen-set's next
-    table, as large as the one a rehash then allocates; and a stop's rollback rebuilds the
-    table it has rather than allocating a second one."""
-    from kmc.checker.stores.seen import SeenSet
-
-    seen = SeenSet()
-    fp = 1
-    while seen.rehash_bytes(10) == 0:
-        seen.add(fp * 0x9E3779B97F4A7C15 % (1 << 64), -1)
-        fp += 1
-    predicted, before = seen.rehash_bytes(10), seen._slots
-    for _ in range(10):
-        seen.add(fp * 0x9E3779B97F4A7C15 % (1 << 64), -1)
-        fp += 1
-    assert seen._slots is not before and seen._slots.itemsize * len(seen._slots) == predicted == 2 * 4 * len(before)
-    table, n = seen._slots, len(seen) - 5
-    kept = list(seen.fps[:n])
-    seen.truncate(n)
-    assert seen._slots is table and len(seen) == n and all(seen.number(f) == i for i, f in enumerate(kept))
-    assert seen.add(kept[3], -1) is False and seen.add(12345, -1) is True

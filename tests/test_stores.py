@@ -460,13 +460,16 @@ def test_a_disk_checkpoint_is_not_resumed_in_memory(tmp_path):
     assert "--store disk" in one_line_error(err)
 
 
-def test_a_per_state_checkpoint_in_memory_is_not_resumed_on_disk(tmp_path):
-    ck = tmp_path / "ck"
-    code, _, err = kmc_run("check", HW_UNCLEAN, "--per-state", "--max-depth", "3", "--checkpoint", ck, "--no-progress")
-    assert code == 0, err
-    code, _, err = kmc_run("check", "--resume", ck, "--store", "disk", "--no-progress")
-    assert code == 2
-    assert "--store memory" in one_line_error(err)
+def test_a_per_state_checkpoint_in_memory_resumes_as_a_batch_one_does(tmp_path):
+    """The per-state path keeps its states in the rows search's store: its checkpoint in
+    memory resumes under --store disk as the batch path's does (the store stays as saved)."""
+    for path in (["--per-state"], []):
+        ck = tmp_path / f"ck{len(path)}"
+        code, _, err = kmc_run("check", HW_UNCLEAN, *path, "--max-depth", "3", "--checkpoint", ck, "--no-progress")
+        assert code == 0, err
+        code, out, err = kmc_run("check", "--resume", ck, "--store", "disk", "--no-progress")
+        assert code == 0, err
+        assert "17 distinct states" in out
 
 
 def _full_after(calls):

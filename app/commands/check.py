@@ -656,15 +656,9 @@ def _restore(engine, directory, per_state) -> LevelDriver:
             f"{checkpoint.checkpoint_file(directory)}: corrupted (its states "
             "were written by another engine than its header names)"
         )
-    from kmc.checker.local.rows import STATES_ROWS_FORMAT
-    from kmc.checker.spark.engine import STATES_FORMAT
+    from kmc.checker.checkpoints.schema import path_of
 
-    # A snapshot of the per-state path continues on that path (a local one in memory has no
-    # format; one on disk is the rows search's over Python states).
-    if engine.path != "per-state" and (
-        (engine.name == "local" and "format" not in snapshot)
-        or snapshot.get("format") in (STATES_FORMAT, STATES_ROWS_FORMAT)
-    ):
+    if engine.path != "per-state" and path_of(snapshot) == "per-state":
         engine = per_state()
     try:
         engine.restore(snapshot, directory)

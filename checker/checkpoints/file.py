@@ -28,12 +28,9 @@ checksum catches a file damaged or cut short afterwards (a bad disk, a partial c
 
 The snapshot is the contract between an engine and this module: a dict with at least
 ``"engine"`` (its name), ``"stats"`` (the fields of ``checker.core.result.Stats``) and
-``"found"`` (keyed by the names of the properties violated so far; the values are the
-engine's own, e.g. ``(kind, explanation, where)`` for the local engine). The local engine
-adds ``"frontier"`` (``[(fingerprint, state), ...]``) and ``"seen"``
-(fingerprint -> parent fingerprint); the rows search adds its parts, each saved by
-itself: ``"seen"`` (its store) and ``"queue"`` (its frontier queue, ``checker.stores.frontier``),
-where an older checkpoint holds ``"frontier"``, the level's rows as a list of arrays.
+``"found"`` (keyed by the names of the properties violated so far), tagged with the format
+of the search that wrote it, each of whose parts saves and restores itself; its schema,
+and the one reader of the shapes older kmc versions wrote, are ``checker.checkpoints.schema``.
 An engine whose frontier and seen-set live outside the process (Spark) writes them under
 ``data_dir(DIR, depth)`` first and names that directory in its snapshot under ``"data"``
 (its name), as the disk store and its queue do; the checkpoint file, replaced last, is the
@@ -60,12 +57,14 @@ import pickle
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Any, NoReturn, TypeAlias
 
 from ..base.errors import KmcError
+
+StrPath: TypeAlias = str | os.PathLike[str]  # a directory, as a path or its text
 
 FORMAT = 2
 FILE_NAME = "checkpoint.kmc"
@@ -89,17 +88,17 @@ class CheckpointError(KmcError):
 # -- the file ----------------------------------------------------------------------------
 
 
-def checkpoint_file(directory) -> Path:
+def checkpoint_file(directory: StrPath) -> Path:
     """The checkpoint file of a checkpoint directory."""
     return Path(directory) / FILE_NAME
 
 
-def data_dir(directory, depth: int) -> Path:
+def data_dir(directory: StrPath, depth: int) -> Path:
     """Where an engine keeps out-of-process data (files) for the checkpoint of ``depth``."""
     return Path(directory) / f"level-{depth:06d}"
 
 
-def prune_data(directory, keep=None) -> None:
+def prune_data(directory: StrPath, keep: str | None = None) -> None:
     """Remove the level directories (``data_dir``) of ``directory`` other than ``keep`` (a
     directory name) that the manifest lists: those of older checkpoints, and those a killed
     run left unnamed. A directory the manifest does not list is never touched: kmc did not
@@ -117,7 +116,7 @@ def prune_data(directory, keep=None) -> None:
         write_manifest(directory, left)
 
 
-def claim_data_dir(directory, depth: int) -> Path:
+def claim_data_dir(directory: StrPath, depth: int) -> Path:
     """``data_dir(directory, depth)``, listed in the manifest before it is created (so a
     run killed while writing it still leaves it to be removed), and emptied when an
     earlier run of kmc left it behind.
@@ -140,13 +139,13 @@ def claim_data_dir(directory, depth: int) -> Path:
     return path
 
 
-def own_files(directory) -> list[Path]:
+def own_files(directory: StrPath) -> list[Path]:
     """The files kmc keeps in a checkpoint directory (outputs must never replace them)."""
     d = Path(directory)
     return [d / FILE_NAME, d / LOCK_NAME, d / MANIFEST_NAME]
 
 
-def read_manifest(directory) -> dict | None:
+def read_manifest(directory: StrPath) -> dict[str, Any] | None:
     """The manifest of a checkpoint directory: ``{"owned": [level directory names]}``, or
     ``None`` when there is none (a new directory, or one written by an older kmc)."""
     path = Path(directory) / MANIFEST_NAME
@@ -166,14 +165,14 @@ def read_manifest(directory) -> dict | None:
     return {"owned": owned}
 
 
-def write_manifest(directory, owned) -> None:
+def write_manifest(directory: StrPath, owned: Iterable[str]) -> None:
     path = Path(directory) / MANIFEST_NAME
     tmp = path.with_name(f"{TMP_PREFIX}manifest-{os.getpid()}{TMP_SUFFIX}")
     tmp.write_text(json.dumps({"kind": _MANIFEST_KIND, "owned": list(owned)}), encoding="utf-8")
     os.replace(tmp, path)
 
 
-def is_kmc_directory(directory) -> bool:
+def is_kmc_directory(directory: StrPath) -> bool:
     """True when ``directory`` is new, empty, or a checkpoint directory of kmc (it has a
     manifest or a checkpoint file, or only the files a kmc run leaves)."""
     d = Path(directory)
@@ -188,11 +187,11 @@ def is_kmc_directory(directory) -> bool:
     return all(n == LOCK_NAME or (n.startswith(TMP_PREFIX) and n.endswith(TMP_SUFFIX)) for n in names)
 
 
-def exists(directory) -> bool:
+def exists(directory: StrPath) -> bool:
     return checkpoint_file(directory).is_file()
 
 
-def write(directory, run: dict, snapshot: dict) -> Path:
+def write(directory: StrPath, run: dict[str, Any], snapshot: dict[str, Any]) -> Path:
     """Write ``snapshot`` as the checkpoint of ``directory``, atomically.
 
     Args:
@@ -297,7 +296,7 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class(_MOVED.get(module, module), name)
 
 
-def read_header(directory) -> dict:
+def read_header(directory: StrPath) -> dict[str, Any]:
     """The header of ``directory``'s checkpoint, after verifying the whole file's checksum.
 
     Raises:
@@ -307,7 +306,7 @@ def read_header(directory) -> dict:
         return header
 
 
-def read(directory) -> tuple[dict, dict]:
+def read(directory: StrPath) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ``(header, snapshot)`` of ``directory``'s checkpoint; see ``read_header``."""
     with _open(directory) as (f, header, end):
         where = checkpoint_file(directory)
@@ -321,7 +320,7 @@ def read(directory) -> tuple[dict, dict]:
 
 
 @contextlib.contextmanager
-def _open(directory) -> Iterator[tuple[IO[bytes], dict, int]]:
+def _open(directory: StrPath) -> Iterator[tuple[IO[bytes], dict[str, Any], int]]:
     where = checkpoint_file(directory)
     if not Path(directory).is_dir():
         raise CheckpointError(f"{directory}: no such checkpoint directory")
@@ -384,7 +383,7 @@ def _open(directory) -> Iterator[tuple[IO[bytes], dict, int]]:
         yield f, header, len(MAGIC) + payload
 
 
-def _check_header(where, header) -> None:
+def _check_header(where: Path, header: dict[str, Any]) -> None:
     """Refuse a header with a missing field or a field of the wrong type or range."""
 
     def bad(key: str, want: str) -> NoReturn:
@@ -471,6 +470,6 @@ def _fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def _one_line(e) -> str:
+def _one_line(e: object) -> str:
     text = " ".join(str(e).split())
     return text if len(text) <= 120 else text[:117] + "..."

@@ -12,10 +12,13 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from ..base.units import format_size
 from ..core.parts import ResourceStop
+
+if TYPE_CHECKING:
+    from ..core.driver import LevelDriver
 from .file import (
     LOCK_NAME,
     TMP_PREFIX,
@@ -44,7 +47,7 @@ _SAME = (
 )
 
 
-def ensure_compatible(directory, header: dict, want: dict) -> None:
+def ensure_compatible(directory: str | Path, header: dict[str, Any], want: dict[str, Any]) -> None:
     """Refuse to resume a checkpoint that was written for another run.
 
     Args:
@@ -127,14 +130,18 @@ class Checkpointer:
     """
 
     def __init__(
-        self, directory: str | Path, run: dict, every: float = 60.0, clock: Callable[[], float] = time.monotonic
+        self,
+        directory: str | Path,
+        run: dict[str, Any],
+        every: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.directory = Path(directory)
         self.run = run
         self.every = every
         self.clock = clock
         self.last = clock()
-        self.written: tuple | None = None  # (depth, distinct, generated) of the last checkpoint written
+        self.written: tuple[int, int, int] | None = None  # (depth, distinct, generated) of the last checkpoint written
         self._lock: IO[bytes] | None = None
         self.full: str | None = None  # the line of a checkpoint that found its disk full
 
@@ -189,12 +196,12 @@ class Checkpointer:
             self._lock.close()  # releases the lock
             self._lock = None
 
-    def on_level(self, engine) -> None:
+    def on_level(self, engine: LevelDriver) -> None:
         """The engine's level-boundary callback: write a checkpoint if one is due."""
         if self.clock() - self.last >= self.every:
             self.save(engine)
 
-    def save(self, engine) -> Path | None:
+    def save(self, engine: LevelDriver) -> Path | None:
         """Write the engine's snapshot now, unless it is the one last written, or a
         checkpoint of this run already found the disk full (the last one written stands).
 

@@ -1,20 +1,22 @@
-"""The batch engine: the local breadth-first search over arrays of fixed-width rows.
+"""The local breadth-first search over arrays of rows: of fixed width from a model's batch
+kernel (the batch path), or of the model's own Python states
+(``checker.core.states_kernel.StatesKernel``: the per-state path, ``checker.local.states``).
 
-It explores exactly what ``LocalEngine`` explores, in the same order, and reports the
-same counts and the same counterexamples, but a frontier chunk at a time: the model's
-batch kernel (``model.batch_kernel()``, see ``checker.contract.protocol.BatchKernel``) computes every
-successor of a chunk with array operations, the rows are fingerprinted together
-(``checker.base.fingerprint.fingerprint_rows``), duplicates are dropped with one sort, and the
-seen-set (``checker.stores.seen.CompactSeenSet``) keeps 13 bytes a state. The frontier is kept
-as rows, never as Python objects, in a frontier queue (``checker.stores.frontier``): in memory,
-or in files beside the disk store's.
+A frontier chunk at a time: the kernel (``model.batch_kernel()``, see
+``checker.contract.protocol.BatchKernel``) computes every successor of a chunk, the rows are
+fingerprinted together (``checker.base.fingerprint.fingerprint_rows``), duplicates are
+dropped with one sort, and the seen-set (``checker.stores.seen.CompactSeenSet``) keeps 13
+bytes a state. The frontier is kept as rows, never as Python objects, in a frontier queue
+(``checker.stores.frontier``): in memory, or in files beside the disk store's.
 
-Order, and so the counterexamples, match the per-state engine: within a chunk the
-successors are sorted by (parent, choice), the order in which ``LocalEngine`` meets
-them, and chunks are taken in frontier order, so the first state of every fingerprint
-to be stored is the one the per-state search would store, with the same parent.
+Order, and so the counterexamples, is the model's: within a chunk the successors are sorted
+by (parent, choice), the order in which a search expanding one state at a time meets them,
+and chunks are taken in frontier order, so the first state of every fingerprint to be
+stored is the one such a search would store, with the same parent. Both paths store the
+same states in the same order.
 
-The kernel's contract is ``checker.contract.protocol.BatchKernel``.
+The kernel's contract is ``checker.contract.protocol.BatchKernel``; a snapshot's, its
+format and the reader of older shapes, ``checker.checkpoints.schema``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import attrs
 import numpy as np
 
 from ..base.errors import EngineError
+from ..checkpoints.schema import ROWS_FORMAT, restore_snapshot
 from ..contract.kernel_check import KernelCheck, kernel_check
 from ..contract.protocol import (
     BatchKernel,
@@ -40,20 +43,18 @@ from ..core.coverage import row_counts
 from ..core.driver import LevelDriver, OnLevel, Progress, Search
 from ..core.level import LevelStep, decided, record_first
 from ..core.options import Options
-from ..core.parts import Found, FrontierQueue, SavedQueue, SavedStore, Store
+from ..core.parts import Found, FrontierQueue, SavedStore, Store
 from ..core.result import Path, Stats
 from ..core.trace import path_by_choices
-from ..core.visitor import GraphVisitor
+from ..core.visitor import GraphClient, GraphVisitor
 from ..graph.clients import graph_clients
 from ..graph.liveness import Column
-from ..stores.frontier import MemorySaved, new_queue
+from ..stores.frontier import new_queue
 from ..stores.seen import CompactSeenSet
-from .workers import MIN_CHUNKS, ExpandPool, in_order
+from .workers import MIN_CHUNKS, ExpandPool, Task, in_order
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
 NUMBERS_SLICE = 1 << 20  # stored fingerprints ``RowsSearch.numbers_of`` sorts at a time
-ROWS_FORMAT = "rows-1"  # the snapshot format of this engine
-STATES_ROWS_FORMAT = "rows-states-1"  # ... over rows of Python states (the per-state path on disk)
 
 
 @attrs.frozen
@@ -174,7 +175,7 @@ class RowsSearch(Search):
         self.pool = ExpandPool(self.prepare_chunk, self.workers, lambda: self.stop_asked)
         return ((task[0], prepared) for task, prepared in in_order(self.pool, self._tasks(chunks), self.prepare_chunk))
 
-    def _tasks(self, chunks: Iterator[np.ndarray]) -> Iterator[tuple]:
+    def _tasks(self, chunks: Iterator[np.ndarray]) -> Iterator[Task]:
         rank = 0
         for chunk in chunks:
             # The properties decided when the chunk is sent (more may be by its commit: the
@@ -220,7 +221,7 @@ class RowsSearch(Search):
         ``depth``; ``skip`` names the properties whose first violation is known."""
         # The pipeline every rows search shares (checker.core.level): a successor's place in
         # the model's order is its key (checker.core.keys); of the successors with one
-        # fingerprint, the least key is the one the per-state search meets first.
+        # fingerprint, the least key is the one a state-at-a-time search meets first.
         found = self.level.chunk_successors(chunk, depth, rank, level, skip, self.fingerprints)
         exp = found.exp
         parents, choices, codes, succ = exp.parents, exp.choices, exp.codes, exp.succ
@@ -340,19 +341,10 @@ class RowsSearch(Search):
         return parts
 
     def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
-        if snapshot.get("format") != self.snapshot_format:
-            if snapshot.get("format") == ROWS_FORMAT:
-                raise EngineError("the checkpoint was written on the batch path; resume it without --per-state")
-            raise EngineError(
-                "the checkpoint was written by the per-state search, which keeps its states in memory; "
-                "resume it with --store memory"
-            )
+        snapshot = restore_snapshot(snapshot, self.snapshot_format)  # checked, in this kmc's shape
         saved: SavedStore = snapshot["seen"]  # a CompactSeenSet, in a checkpoint of an older kmc
         self.seen = self.seen.restored(saved, directory)
-        # the queue that goes with the restored store; an older checkpoint's "frontier"
-        # is its list of row chunks
-        queue: SavedQueue = snapshot["queue"] if "queue" in snapshot else MemorySaved(tuple(snapshot["frontier"]))
-        self.queue = new_queue(self.seen).restored(queue, directory)
+        self.queue = new_queue(self.seen).restored(snapshot["queue"], directory)  # the store's queue
         self.numbered = Column(np.uint64)
         for fps in snapshot.get("numbered", []):  # arrays, or a column in a driver-phase checkpoint
             self.numbered.append(fps)
@@ -363,7 +355,8 @@ class BatchEngine(LevelDriver):
     ``checker.core.driver.LevelDriver`` for the arguments); ``kernel`` replaces the model's own
     (``checker.core.states_kernel.StatesKernel`` runs a per-state model on rows); ``store``
     replaces the in-memory store (``checker.stores.disk.DiskStore``); ``snapshot_format``
-    names what its snapshots hold (``STATES_ROWS_FORMAT``: rows of Python states)."""
+    names what its snapshots hold (``STATES_ROWS_FORMAT``: rows of Python states); ``clients``
+    are graph clients given every state and edge after the properties' own."""
 
     name = "local"
     path = "batch"
@@ -379,8 +372,9 @@ class BatchEngine(LevelDriver):
         kernel: BatchKernel | None = None,
         store: Store | None = None,
         snapshot_format: str = ROWS_FORMAT,
+        clients: Sequence[GraphClient] = (),
     ):
-        a = assemble(model, properties, options, graph_clients)
+        a = assemble(model, properties, options, graph_clients, clients)
         if kernel is None:
             kernel, why = batch_path(a.model)
             if why is not None:  # never a silently wrong run: the kernel does not model this

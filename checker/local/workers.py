@@ -49,7 +49,9 @@ import numpy as np
 from ..core.parts import ResourceStop
 
 # A task: (chunk, depth, rank, level, skip) -> the prepared chunk (``RowsSearch.prepare_chunk``).
-Prepare = Callable[[Any, int, int, int, frozenset], Any]
+Prepare = Callable[[Any, int, int, int, frozenset[str]], Any]
+# A task as ``RowsSearch`` sends it: (chunk, depth, rank, level, skip).
+Task = tuple[Any, int, int, int, frozenset[str]]
 
 # Levels of fewer chunks than this are expanded in the search's own process: the
 # workers' start and the pipes cost more than they save there.
@@ -270,7 +272,7 @@ class ExpandPool:
         """Whether some worker holds no task."""
         return len(self._busy) < self.workers
 
-    def send(self, task: tuple) -> None:
+    def send(self, task: Task) -> None:
         """Give the next worker a task (``idle()`` must be true)."""
         w = self._next
         self._next = (w + 1) % self.workers
@@ -339,7 +341,7 @@ class ExpandPool:
         self._tasks, self._answers, self._procs, self._busy = [], [], [], deque()
 
 
-def in_order(pool: ExpandPool, tasks: Iterator[tuple], again: Prepare) -> Iterator[tuple[tuple, Any]]:
+def in_order(pool: ExpandPool, tasks: Iterator[Task], again: Prepare) -> Iterator[tuple[Task, Any]]:
     """``(task, prepared)`` for every task, in order, prepared by the pool's workers; a
     worker's next task is sent before its last answer is handed on, so the workers work
     while the caller commits. A task a worker failed on is prepared again by ``again``,
@@ -349,7 +351,7 @@ def in_order(pool: ExpandPool, tasks: Iterator[tuple], again: Prepare) -> Iterat
         ResourceStop: a worker ended (the system's memory killer is the likely cause): the
             run stops as at its memory ceiling, at the level boundary, and can be resumed.
     """
-    out: deque[tuple] = deque()
+    out: deque[Task] = deque()
     source = iter(tasks)
 
     def fill() -> None:

@@ -36,7 +36,7 @@ from .handover import write_hand_over
 from .ports import Backend, DriverSearch, LevelsSetup
 from .room import check_room, pack_rows
 from .rows import RowsStore, owner_of
-from .save import check_format, load_saved, relocate, save_level, save_manifest, verify_objects, verify_saved
+from .save import load_saved, relocate, save_level, save_manifest, verify_objects, verify_saved
 from .stages import LevelPlan, Runs, absorb, level_tasks, run_stages
 from .tasks import read_graph_records
 
@@ -456,9 +456,8 @@ class PartitionedLevels(Search):
         }
 
     def restore_parts(self, snapshot: Snapshot, directory: str | Path | None = None) -> None:
-        """Take a snapshot's saved level back (see ``SparkRowsEngine.restore``): checked
-        now, written into a new store by ``open()``."""
-        check_format(snapshot, self.setup.snapshot_format)
+        """Take a snapshot's saved level back (see ``SparkRowsEngine.restore``, which checks
+        its format once): written into a new store by ``open()``."""
         where: Path | Blobs  # the saved level's directory, or the blob store of a manifest's objects
         if snapshot.get("objects") is not None:  # a manifest: the objects in the killed run's store
             named = self._named_store(snapshot["objects"])

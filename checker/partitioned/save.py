@@ -26,27 +26,6 @@ from .rows import RowsStore, one_line_os, owners, split_frontier
 from .rows_read import load_arrays
 from .rows_write import digest_of
 
-SNAPSHOT_FORMAT = "spark-rows-1"  # the snapshot format of the Spark engine
-STATES_FORMAT = "spark-states-1"  # ... on the per-state path (rows of Python states)
-
-
-def check_format(snapshot: dict, expected: str) -> None:
-    """Refuse a snapshot that is not of this path of the Spark engine (``expected``:
-    ``SNAPSHOT_FORMAT`` or ``STATES_FORMAT``).
-
-    Raises:
-        CheckpointError: the snapshot is of the retired per-state Spark engine.
-        EngineError: it is of the other path of this engine.
-    """
-    if snapshot.get("format") not in (SNAPSHOT_FORMAT, STATES_FORMAT):
-        raise CheckpointError(
-            "the checkpoint was written by the retired per-state Spark engine, whose "
-            "format this kmc no longer reads; start a new run"
-        )
-    if snapshot["format"] != expected:
-        path = "--per-state" if snapshot["format"] == STATES_FORMAT else "without --per-state"
-        raise EngineError(f"the checkpoint was written on the other path of the Spark engine; resume it {path}")
-
 
 def verify_saved(snapshot: dict, directory: Any) -> Path:
     """The level directory of a snapshot of a Spark level, under the checkpoint directory

@@ -85,6 +85,7 @@ from typing import Any, cast
 
 from ..base.errors import EngineError, UsageError
 from ..checkpoints.file import CheckpointError
+from ..checkpoints.schema import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
 from ..contract.kernel_check import kernel_check
 from ..contract.model_errors import task_failure
 from ..contract.protocol import batch_path
@@ -99,7 +100,6 @@ from ..partitioned.cluster import one_line
 from ..partitioned.levels import PartitionedLevels
 from ..partitioned.ports import LevelsSetup
 from ..partitioned.rows import RowsStore
-from ..partitioned.save import SNAPSHOT_FORMAT, STATES_FORMAT, check_format
 from .search import DriverLevels
 from .session import partitions_bad, quiet_py4j
 from .start import Session

@@ -9,15 +9,15 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
+from ..checkpoints.schema import ROWS_FORMAT
 from ..contract.kernel_check import KernelCheck
 from ..contract.protocol import BatchKernel, Model, Property
 from ..core.visitor import GraphVisitor
-from ..local.rows import ROWS_FORMAT, RowsSearch
+from ..local.rows import RowsSearch
 from ..partitioned.levels import Metrics, PartitionedLevels, Snapshot
 from ..partitioned.ports import LevelsSetup
 from ..partitioned.room import StoreUnseenError
 from ..partitioned.rows import RowsStore
-from ..partitioned.save import check_format
 from .probe import probe_store
 from .start import EARLY, Session
 
@@ -136,5 +136,5 @@ class DriverLevels(RowsSearch):
         }
 
     def restore_parts(self, snapshot: Snapshot, directory: str | Path | None = None) -> None:
-        check_format(snapshot, self.setup.snapshot_format)
+        # (checked once, by the engine's restore: ``checker.checkpoints.schema``)
         super().restore_parts(snapshot["local"])

@@ -22,14 +22,12 @@ exactly that level's states (``rollback``).
 from __future__ import annotations
 
 import bisect
-import sys
-from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..core.parts import SavedStore, Store
 from ..core.trace import parent_chain
 
 
@@ -49,7 +47,7 @@ class CompactSeenSet:
     def __len__(self) -> int:
         return self._len
 
-    def add(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> np.ndarray:
+    def add(self, fps: ArrayLike, parents: ArrayLike, choices: ArrayLike) -> np.ndarray:
         """Store the states with fingerprints ``fps`` (``uint64``, in the order they are
         numbered) unless stored already; return the mask of those that were new (of a
         fingerprint repeated in ``fps``, the first).
@@ -76,7 +74,7 @@ class CompactSeenSet:
             self._len += len(kept)
         return new
 
-    def add_sorted(self, fps: np.ndarray, parents: np.ndarray, choices: np.ndarray) -> None:
+    def add_sorted(self, fps: np.ndarray, parents: ArrayLike, choices: ArrayLike) -> None:
         """Store new states: ``fps`` sorted and none of them stored yet (see
         ``contains_sorted``); ``parents`` and ``choices`` are given in the order the
         states are numbered in (their discovery order), which need not be the order of
@@ -90,7 +88,7 @@ class CompactSeenSet:
         self._choices.append(np.asarray(choices).astype(np.uint8))
         self._len += len(fps)
 
-    def contains(self, fps: np.ndarray) -> np.ndarray:
+    def contains(self, fps: ArrayLike) -> np.ndarray:
         """Which of ``fps`` are stored."""
         fps = np.asarray(fps, dtype=np.uint64)
         order = np.argsort(fps, kind="stable")
@@ -169,13 +167,13 @@ class CompactSeenSet:
     kind = "memory"
     chunk_factor = 1
 
-    def saved(self) -> dict[str, Any]:
+    def saved(self) -> dict[str, CompactSeenSet]:
         return {"seen": self}
 
     def reopen(self, directory: Any = None) -> CompactSeenSet:
         return self
 
-    def restored(self, saved: SavedStore, directory: Any = None) -> Store:
+    def restored(self, saved: Any, directory: Any = None) -> Any:
         """A checkpoint's store as it is (a disk store stays on disk: it may not fit)."""
         return saved.reopen(directory)
 
@@ -189,7 +187,7 @@ class CompactSeenSet:
         return 0
 
 
-def runs_contain(runs: Iterable[np.ndarray], fps: np.ndarray) -> np.ndarray:
+def runs_contain(runs: Sequence[np.ndarray], fps: np.ndarray) -> np.ndarray:
     """Which of the sorted ``fps`` are in the sorted ``runs`` (arrays, or memory maps of
     a store's files): one binary search a run."""
     hit = np.zeros(len(fps), dtype=bool)
@@ -244,7 +242,7 @@ class PrefixFilter:
         self.words = np.zeros(1 << (self.bits - 6), dtype=np.uint64)
         self.count = 0
 
-    def _positions(self, fps: np.ndarray) -> np.ndarray:
+    def _positions(self, fps: ArrayLike) -> np.ndarray:
         return np.asarray(fps, dtype=np.uint64) >> np.uint64(64 - self.bits)
 
     def add(self, fps: np.ndarray, runs: Iterable[np.ndarray] = ()) -> None:
@@ -268,11 +266,11 @@ class PrefixFilter:
         starts = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])  # the positions are sorted
         self.words[word[starts]] |= np.bitwise_or.reduceat(mask, starts)
 
-    def maybe(self, fps: np.ndarray) -> np.ndarray:
+    def maybe(self, fps: ArrayLike) -> np.ndarray:
         """Which of ``fps`` may have been added (the others certainly were not)."""
         at = self._positions(fps)
-        hit: np.ndarray = (self.words[at >> np.uint64(6)] >> (at & np.uint64(63))) & np.uint64(1) == 1
-        return hit
+        bit: np.ndarray = (self.words[at >> np.uint64(6)] >> (at & np.uint64(63))) & np.uint64(1) == 1
+        return bit
 
     @property
     def nbytes(self) -> int:
@@ -299,147 +297,3 @@ def merge_tail(runs: list[np.ndarray]) -> None:
     while len(runs) > 1 and merges(len(runs[-1]), len(runs[-2])):
         newer = runs.pop()
         runs[-1] = merge_runs(runs[-1], newer)
-
-
-class SeenSet(Mapping[int, int | None]):
-    """The seen-set: every stored state's fingerprint and parent, as a ``Mapping`` from
-    fingerprint to parent fingerprint (``None`` for an initial state).
-
-    A dict of Python ints costs about 90 bytes a state (a 36-byte int object per key plus
-    the dict's own table), which is most of what a long run keeps. Here states are
-    numbered in the order they are stored, and three flat arrays hold everything:
-    ``fps[i]`` (8 bytes) and ``parents[i]`` (the parent's number + 1, 0 for none: 4
-    bytes), plus an open-addressing hash table of state numbers + 1 (0 = empty slot;
-    4 bytes a slot, at most half full) indexed by the fingerprint's low bits, which need
-    no further mixing since a fingerprint is a uniform digest: 20 to 28 bytes a state.
-    A lookup probes the table in Python, slower than a dict's, but a small part of
-    expanding a state.
-
-    Storing in numbering order is what the engine relies on: a BFS level is a run of
-    consecutive numbers, so a frontier state's number (its successors' parent) is its
-    position, and going back to a level boundary is ``truncate``.
-    """
-
-    __slots__ = ("fps", "parents", "_slots", "_mask")  # attribute reads in `add` are hot
-    _MIN_SLOTS = 1 << 10
-
-    def __init__(self) -> None:
-        self.fps: array[int] = array("Q")
-        self.parents: array[int] = array("I")
-        self._slots: array[int] = array("I", bytes(4 * self._MIN_SLOTS))
-        self._mask = self._MIN_SLOTS - 1
-
-    @classmethod
-    def from_mapping(cls, mapping: Mapping[int, int | None], last: Iterable[int] = ()) -> SeenSet:
-        """A seen-set holding ``mapping`` (fingerprint -> parent fingerprint or None), in
-        its order, except that the fingerprints of ``last`` come last, in that order (a
-        checkpoint's frontier must be the newest states)."""
-        seen = cls()
-        tail = set(last)
-        for fp in mapping:
-            if fp not in tail:
-                seen.add(fp, -1)
-        for fp in last:
-            seen.add(fp, -1)
-        parents = seen.parents
-        for i, fp in enumerate(seen.fps):
-            parent = mapping[fp]
-            parents[i] = 0 if parent is None else seen.number(parent) + 1
-        return seen
-
-    def add(self, fp: int, parent: int) -> bool:
-        """Store ``fp`` with parent number ``parent`` (-1 for none) unless it is stored
-        already; return whether it was new. Its number is then ``len(self) - 1``."""
-        slots, mask, fps = self._slots, self._mask, self.fps
-        i = fp & mask
-        while True:
-            k = slots[i]
-            if not k:
-                break
-            if fps[k - 1] == fp:
-                return False
-            i = (i + 1) & mask
-        fps.append(fp)
-        self.parents.append(parent + 1)
-        slots[i] = n = len(fps)
-        if 2 * n > mask:
-            self._rehash(2 * (mask + 1))
-        return True
-
-    def number(self, fp: int) -> int:
-        """The number of stored fingerprint ``fp`` (KeyError if not stored)."""
-        slots, mask, fps = self._slots, self._mask, self.fps
-        i = fp & mask
-        while True:
-            k = slots[i]
-            if not k:
-                raise KeyError(fp)
-            if fps[k - 1] == fp:
-                return k - 1
-            i = (i + 1) & mask
-
-    def parent_number(self, i: int) -> int:
-        """The number of state ``i``'s parent, -1 for an initial state."""
-        return self.parents[i] - 1
-
-    def truncate(self, n: int) -> None:
-        """Forget every state numbered ``n`` or more. The table is rebuilt in place: a stop
-        at the memory ceiling goes back to the level boundary without a second table."""
-        del self.fps[n:]
-        del self.parents[n:]
-        slots, mask = self._slots, self._mask
-        zero = array(slots.typecode, [0]) * min(len(slots), 1 << 16)
-        for start in range(0, len(slots), len(zero)):
-            end = min(start + len(zero), len(slots))
-            slots[start:end] = zero[: end - start]
-        for k, fp in enumerate(self.fps, 1):
-            i = fp & mask
-            while slots[i]:
-                i = (i + 1) & mask
-            slots[i] = k
-
-    def rehash_bytes(self, coming: int) -> int:
-        """The bytes the table's next rehash allocates when storing ``coming`` more states
-        brings it, else 0 (the memory ceiling counts them before they are allocated)."""
-        if 2 * (len(self.fps) + coming) > self._mask:
-            return self._slots.itemsize * 2 * (self._mask + 1)
-        return 0
-
-    def _rehash(self, size: int) -> None:
-        # Numbers above 2**32 - 1 do not fit the 4-byte arrays: widen them (a local run
-        # that large is not practical, but it must not overflow silently).
-        code = "I" if size <= 1 << 32 else "Q"
-        if code != self.parents.typecode:
-            self.parents = array(code, self.parents)
-        slots = array(code, [0]) * size  # one allocation (no temporary bytes of its size)
-        mask = size - 1
-        for k, fp in enumerate(self.fps, 1):
-            i = fp & mask
-            while slots[i]:
-                i = (i + 1) & mask
-            slots[i] = k
-        self._slots, self._mask = slots, mask
-
-    def nbytes(self) -> int:
-        """The bytes held: the arrays' allocated buffers and the objects themselves."""
-        return sum(sys.getsizeof(x) for x in (self, self.fps, self.parents, self._slots))
-
-    # -- Mapping: fingerprint -> parent fingerprint -----------------------------------
-
-    def __len__(self) -> int:
-        return len(self.fps)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.fps)
-
-    def __contains__(self, fp: object) -> bool:
-        key: Any = fp  # (a key that is not a fingerprint is not stored)
-        try:
-            self.number(key)
-        except (KeyError, TypeError):
-            return False
-        return True
-
-    def __getitem__(self, fp: int) -> int | None:
-        p = self.parents[self.number(fp)]
-        return None if p == 0 else self.fps[p - 1]

@@ -141,7 +141,20 @@ class KafkaBatchKernel(KernelBase):
         ``(parents, choices)`` for the model's order.
         """
         g = _Gen(self, rows)
-        rows = g.cols  # the enabling conditions read columns; the successors copy g.rows
+        # the enabling conditions read columns (g.cols); the successors copy g.rows
+        self._emit_data_path(g)  # 1.-3.
+        self._emit_failures(g)  # 4.-5.
+        self.elections.emit(g, g.cols)  # 6. ElectLeader(n)
+        self._emit_followers(g)  # 7.
+        self._emit_isr_changes(g)  # 8.-10.
+        # 11.-15. the operators' actions (ControlledShutdown, ShutdownComplete, ChangeMinIsr,
+        # DiskFailure, ApplyMinIsr), each only with its option
+        self.operators.emit(g, g.cols)
+        return g.result()
+
+    def _emit_data_path(self, g: _Gen) -> None:
+        """Produce(l), FetchRequest(f) from the leader l, and FetchResponse(f)."""
+        rows = g.cols
         fx = self.effects
         cfg = self.config
         c = self.codec
@@ -178,7 +191,14 @@ class KafkaBatchKernel(KernelBase):
         # 3. FetchResponse(f)
         for f in range(n):
             g.emit(FETCH_RESPONSE, rows[:, c.block(f) + c.INFLIGHT_LEADER] != NONE, fx.fetch_response, f)
-        # 4. Crash(r), one successor per cut point with unflushed loss
+
+    def _emit_failures(self, g: _Gen) -> None:
+        """Crash(r), one successor per cut point with unflushed loss, and Restart(r)."""
+        rows = g.cols
+        fx = self.effects
+        cfg = self.config
+        c = self.codec
+        n = self.n
         can_crash = rows[:, c.CRASHES] < cfg.max_crashes
         for r in range(n):
             b = c.block(r)
@@ -192,9 +212,15 @@ class KafkaBatchKernel(KernelBase):
         # 5. Restart(r)
         for r in range(n):
             g.emit(RESTART, rows[:, c.block(r) + c.ALIVE] == 0, fx.restart, r)
-        # 6. ElectLeader(n)
-        self.elections.emit(g, rows)
-        # 7. BecomeFollower(r), truncating against the quorum leader ql
+
+    def _emit_followers(self, g: _Gen) -> None:
+        """BecomeFollower(r), truncating against the quorum leader ql."""
+        rows = g.cols
+        fx = self.effects
+        cfg = self.config
+        c = self.codec
+        n = self.n
+        lead = g.lead
         ql = rows[:, c.Q_LEADER]
         qe = rows[:, c.Q_EPOCH]
         for r in range(n):
@@ -207,11 +233,30 @@ class KafkaBatchKernel(KernelBase):
                 if cfg.truncation != HIGH_WATERMARK and not c.fetch:
                     ok &= lead == l  # it answers OffsetsForLeaderEpoch (not asked when truncating on fetch)
                 g.emit(BECOME_FOLLOWER, ok, fx.become_follower, r, l)
-        # 8. ShrinkIsr(r) and 9. ExpandIsr(r), by the leader l
+
+    def _emit_isr_changes(self, g: _Gen) -> None:
+        """ShrinkIsr(r) and ExpandIsr(r) by the leader l (with ``alter_partition``, the
+        leader's request), then AlterPartition: the controller answers the request in flight."""
+        rows = g.cols
+        c = self.codec
         isr = rows[:, c.Q_ISR].astype(np.int64)
-        ask = cfg.alter_partition
+        ask = self.config.alter_partition
         # with alter_partition a leader asks only while no request of its is in flight
         free = rows[:, c.ALTER_LEADER] == NONE if ask else None
+        self._emit_shrinks(g, isr, free)
+        self._emit_expansions(g, isr, free)
+        # 10. AlterPartition: the controller answers the request in flight (one per row)
+        if ask:
+            for r in range(self.n):
+                g.emit(ALTER_PARTITION, rows[:, c.ALTER_REPLICA] == r, self.effects.alter_partition, r)
+
+    def _emit_shrinks(self, g: _Gen, isr: np.ndarray, free: np.ndarray | None) -> None:
+        """ShrinkIsr(r) by the leader l: ``r`` down, or behind the leader's log end."""
+        rows = g.cols
+        fx = self.effects
+        c = self.codec
+        n = self.n
+        lead = g.lead
         for r in range(n):
             b = c.block(r)
             in_isr = (isr >> r & 1) == 1
@@ -221,10 +266,21 @@ class KafkaBatchKernel(KernelBase):
                 bl = c.block(l)
                 lagging = (rows[:, b + c.ALIVE] == 0) | (rows[:, bl + c.REMOTE_LEO + r] < rows[:, bl + c.LEO])
                 ok = (lead == l) & in_isr & lagging
-                if ask:
+                if free is not None:  # alter_partition: the leader asks
                     g.emit(SHRINK_ISR, ok & free, fx.ask, r, l, 0)
                 else:
                     g.emit(SHRINK_ISR, ok, fx.shrink, r, l)
+
+    def _emit_expansions(self, g: _Gen, isr: np.ndarray, free: np.ndarray | None) -> None:
+        """ExpandIsr(r) by the leader l: ``r`` follows it in the quorum's epoch and has fetched up
+        to its HW (and, under the 2.1 rule, its epoch start offset; KIP-841: not shutting)."""
+        rows = g.cols
+        fx = self.effects
+        cfg = self.config
+        c = self.codec
+        n = self.n
+        lead = g.lead
+        qe = rows[:, c.Q_EPOCH]
         # KAFKA-7128 (2.1): each leader's epoch start offset, once per leader, where it leads
         leso = {}
         if cfg.truncation == LEADER_EPOCH_21:
@@ -256,18 +312,10 @@ class KafkaBatchKernel(KernelBase):
                     ok &= remote >= leso[l]  # KAFKA-7128
                 if c.SHUTTING is not None and not cfg.has_bug(KAFKA_13916):
                     ok &= (rows[:, c.SHUTTING] >> r & 1) == 0  # KIP-841: not in controlled shutdown
-                if ask:
+                if free is not None:  # alter_partition: the leader asks
                     g.emit(EXPAND_ISR, ok & free, fx.ask, r, l, 1)
                 else:
                     g.emit(EXPAND_ISR, ok, fx.expand, r, l)
-        # 10. AlterPartition: the controller answers the request in flight (one per row)
-        if ask:
-            for r in range(n):
-                g.emit(ALTER_PARTITION, rows[:, c.ALTER_REPLICA] == r, fx.alter_partition, r)
-        # 11.-15. the operators' actions (ControlledShutdown, ShutdownComplete, ChangeMinIsr,
-        # DiskFailure, ApplyMinIsr), each only with its option
-        self.operators.emit(g, rows)
-        return g.result()
 
     def fair_codes(self, rows, parents, choices, codes, succ) -> np.ndarray:
         """The code of each successor's fair instance, -1 where the step is not fair

@@ -85,9 +85,9 @@ def kafka_coverage(model) -> CoverageNames:
     returns)."""
     cfg = model.config
     operators = (bool(cfg.min_isr_changes), cfg.min_isr_lag, cfg.max_disk_failures > 0)
-    values = _Values(bool(getattr(cfg, "acks", None)), cfg.n if cfg.alter_partition else 0, operators)
+    values = _Values(cfg.acks is not None, cfg.n if cfg.alter_partition else 0, operators)
     variables = tuple(f"replica.{v}" for v in REPLICA_VARS) + GLOBAL_VARS
-    if getattr(cfg, "acks", None):
+    if cfg.acks is not None:
         variables += ("acked",)
     variables += tuple(v for v, on in zip(OPERATOR_VARS, operators) if on)
     kinds = {ELECT_LEADER: ELECT_KINDS, CRASH: CRASH_KINDS}
@@ -97,7 +97,7 @@ def kafka_coverage(model) -> CoverageNames:
     if cfg.truncate_on_fetch:
         kinds[FETCH_REQUEST] = FETCH_REQUEST_KINDS
         kinds[FETCH_RESPONSE] = FETCH_RESPONSE_KINDS
-    if getattr(cfg, "max_controlled_shutdowns", 0):
+    if cfg.max_controlled_shutdowns:
         variables += ("replica.shutting", "controlled_shutdowns")
         kinds[CONTROLLED_SHUTDOWN] = SHUTDOWN_KINDS
         values.shutdowns = True

@@ -96,7 +96,7 @@ class KafkaBatchKernel(KernelBase):
     def kind_mask(self, action: str, kind: str, rows, parents, codes, after) -> np.ndarray:
         """Per step of the arrays: whether it is a step of ``action`` of ``kind`` (one of the
         kinds coverage names, ``coverage_names.row_kinds``; the model's ``kind_of`` per state)."""
-        from .coverage_names import KINDS_OF, row_kinds
+        from .coverage_kinds import KINDS_OF, row_kinds
 
         number = KINDS_OF[action].index(kind)
         out = np.zeros(len(parents), dtype=bool)

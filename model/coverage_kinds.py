@@ -4,6 +4,16 @@ successors (``row_kinds``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .config import Config
+from .rows import RowCodec
+from .state import State
+
+if TYPE_CHECKING:
+    from .batch import KafkaBatchKernel
+    from .kafka import KafkaModel
+
 import numpy as np
 
 from .actions import (
@@ -15,6 +25,7 @@ from .actions import (
     ELECT_LEADER,
     FETCH_REQUEST,
     FETCH_RESPONSE,
+    Action,
 )
 from .rows import NONE
 
@@ -44,7 +55,7 @@ KINDS_OF = {
 }
 
 
-def kind_of(model, before, action, after) -> str | None:
+def kind_of(model: KafkaModel, before: State, action: Action, after: State) -> str | None:
     if action.name == ELECT_LEADER:
         q, c = before.quorum, action.replica
         if c in q.isr:
@@ -85,18 +96,24 @@ def kind_of(model, before, action, after) -> str | None:
     if action.name in (FETCH_REQUEST, FETCH_RESPONSE) and model.config.truncate_on_fetch:
         r = action.replica
         if action.name == FETCH_REQUEST:
-            return "diverging" if after.replicas[r].inflight.diverging is not None else "records"
-        if before.replicas[r].inflight.diverging is None:
+            sent = after.replicas[r].inflight
+            assert sent is not None  # a FetchRequest puts a response in flight
+            return "diverging" if sent.diverging is not None else "records"
+        taken = before.replicas[r].inflight
+        assert taken is not None  # a FetchResponse takes the response in flight
+        if taken.diverging is None:
             return "append"
         return "truncate" if after.replicas[r].inflight is None else "hw-first"
     return None
 
 
-def row_kinds(kernel, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def row_kinds(
+    kernel: KafkaBatchKernel, chunk: np.ndarray, parents: np.ndarray, codes: np.ndarray, succ: np.ndarray
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     from .actions import ALTER_PARTITION_CODE, CRASH_CODE, ELECT_LEADER_CODE
 
     c = kernel.codec
-    out = {}
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     codes = codes.astype(np.int8, copy=False)
     where = np.flatnonzero(codes == ELECT_LEADER_CODE)
     if len(where):
@@ -112,7 +129,7 @@ def row_kinds(kernel, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray
         out[ELECT_LEADER] = (where, kind)
     where = np.flatnonzero(codes == CRASH_CODE)
     if len(where):
-        leo = [c.block(r) + c.LEO for r in range(c.n)]
+        leo = np.array([c.block(r) + c.LEO for r in range(c.n)])
         lost = (succ[np.ix_(where, leo)] < chunk[np.ix_(parents[where], leo)]).any(axis=1)
         out[CRASH] = (where, lost.astype(np.int64))
     if c.fetch:
@@ -142,7 +159,7 @@ def row_kinds(kernel, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray
     return out
 
 
-def _disk_kinds(c, cfg, before, after) -> np.ndarray:
+def _disk_kinds(c: RowCodec, cfg: Config, before: np.ndarray, after: np.ndarray) -> np.ndarray:
     """The kinds of DiskFailure steps (``DISK_KINDS``, as ``kind_of`` reads them) from the
     ISR and the ELR alone: a step that changed the ISR removed the failed replica (into the
     ELR or not); one that did not found it outside the ISR, except where the ISR was one
@@ -160,7 +177,7 @@ def _disk_kinds(c, cfg, before, after) -> np.ndarray:
     return kind
 
 
-def _shutdown_kinds(c, before, parents, after) -> np.ndarray:
+def _shutdown_kinds(c: RowCodec, before: np.ndarray, parents: np.ndarray, after: np.ndarray) -> np.ndarray:
     """The kinds of ControlledShutdown steps (``SHUTDOWN_KINDS``, as ``kind_of`` reads
     them): the replica ``r`` is the one the step marked; a follower's step is "not in the
     ISR" or "leaves the ISR" by ``r``'s membership before; the quorum leader's by whom it
@@ -183,7 +200,9 @@ def _shutdown_kinds(c, before, parents, after) -> np.ndarray:
     return kind
 
 
-def _fetch_row_kinds(c, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _fetch_row_kinds(
+    c: RowCodec, chunk: np.ndarray, parents: np.ndarray, codes: np.ndarray, succ: np.ndarray
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The kinds of FetchRequest and FetchResponse with truncation in the fetch path, read
     from the in-flight columns (one column at a time: a gather of one byte a successor):
     the follower is the replica whose response the step sends (FetchRequest: none was in
@@ -191,14 +210,16 @@ def _fetch_row_kinds(c, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarr
     half, now marked applied)."""
     from .actions import FETCH_REQUEST_CODE, FETCH_RESPONSE_CODE
 
-    out = {}
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    diverging_at = c.INFLIGHT_DIVERGING
+    assert diverging_at is not None  # only with truncate_on_fetch
     where = np.flatnonzero(codes == FETCH_REQUEST_CODE)
     if len(where):
         p = parents[where]
         sent = np.zeros(len(where), dtype=bool)
         for r in range(c.n):
             b = c.block(r)
-            sent |= (chunk[p, b + c.INFLIGHT_LEADER] == NONE) & (succ[where, b + c.INFLIGHT_DIVERGING] != NONE)
+            sent |= (chunk[p, b + c.INFLIGHT_LEADER] == NONE) & (succ[where, b + diverging_at] != NONE)
         out[FETCH_REQUEST] = (where, sent.astype(np.int64))  # records 0, diverging 1
     where = np.flatnonzero(codes == FETCH_RESPONSE_CODE)
     if len(where):
@@ -207,7 +228,7 @@ def _fetch_row_kinds(c, chunk, parents, codes, succ) -> dict[str, tuple[np.ndarr
         applied = c.INFLIGHT_APPLIED
         for r in range(c.n):
             b = c.block(r)
-            diverging = chunk[p, b + c.INFLIGHT_DIVERGING] != NONE
+            diverging = chunk[p, b + diverging_at] != NONE
             if not diverging.any():
                 continue
             gone = succ[where, b + c.INFLIGHT_LEADER] == NONE

@@ -32,6 +32,14 @@ The kinds live in ``model.coverage_kinds``, the variables' values in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .config import Config
+
+if TYPE_CHECKING:
+    from .kafka import KafkaModel
+
 from kmc.checker.contract.protocol import CoverageNames
 
 from .actions import (
@@ -69,7 +77,7 @@ from .coverage_values import (
 )
 
 
-def kafka_coverage(model) -> CoverageNames:
+def kafka_coverage(model: KafkaModel) -> CoverageNames:
     """The ``CoverageNames`` of a ``KafkaModel`` (what ``KafkaModel.coverage_names``
     returns)."""
     cfg = model.config
@@ -113,7 +121,7 @@ def kafka_coverage(model) -> CoverageNames:
 # -- kinds ------------------------------------------------------------------------------
 
 
-_OPERATOR_KINDS_OFF = {
+_OPERATOR_KINDS_OFF: dict[tuple[str, str], Callable[[Config], bool]] = {
     (DISK_FAILURE, "enters the ELR"): lambda cfg: not cfg.eligible_leader_replicas,
     (DISK_FAILURE, "ISR kept"): lambda cfg: cfg.eligible_leader_replicas,
     (CHANGE_MIN_ISR, "clears the ELR"): lambda cfg: not cfg.eligible_leader_replicas or cfg.has_bug("KAFKA-16540"),
@@ -125,10 +133,10 @@ class _Hint:
     """The warning for an action or a kind that never fired, as a question to the user;
     none (``""``) where the configuration turned it off (a bound of 0, an option off)."""
 
-    def __init__(self, cfg) -> None:
+    def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
 
-    def __call__(self, action, kind) -> str | None:
+    def __call__(self, action: str, kind: str | None) -> str | None:
         cfg = self.cfg
         if kind is None:
             off = (

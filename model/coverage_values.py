@@ -5,6 +5,14 @@ shows them (``ValueText``)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING, Any
+
+from .state import Alter, State
+
+if TYPE_CHECKING:
+    from .batch import KafkaBatchKernel
+
 from collections.abc import Iterator
 
 import numpy as np
@@ -17,14 +25,14 @@ GLOBAL_VARS = ("quorum.leader", "quorum.epoch", "quorum.isr", "quorum.elr", "pro
 OPERATOR_VARS = ("quorum.min_isr_step", "leader_min_isr_step", "disk_failures")
 
 
-def _mask(ids) -> int:
+def _mask(ids: Iterable[int]) -> int:
     m = 0
     for r in ids:
         m |= 1 << r
     return m
 
 
-def _replica_values(rep) -> Iterator[tuple[str, int]]:
+def _replica_values(rep: Replica) -> Iterator[tuple[str, int]]:
     yield "replica.alive", int(rep.alive)
     yield "replica.log end", len(rep.log)
     yield "replica.hw", rep.hw
@@ -36,7 +44,7 @@ def _replica_values(rep) -> Iterator[tuple[str, int]]:
     yield "replica.inflight", -1 if rep.inflight is None else len(rep.inflight.records)
 
 
-def _quorum_values(q, n) -> Iterator[tuple[str, int]]:
+def _quorum_values(q: Quorum, n: int) -> Iterator[tuple[str, int]]:
     yield "quorum.leader", -1 if q.leader is None else q.leader
     yield "quorum.epoch", q.epoch
     yield "quorum.isr", _mask(q.isr)
@@ -45,7 +53,7 @@ def _quorum_values(q, n) -> Iterator[tuple[str, int]]:
         yield "quorum.alter", _alter_value(q.alter, n)
 
 
-def _alter_value(alter, n) -> int:
+def _alter_value(alter: Alter | None, n: int) -> int:
     """The request ``(leader, change, replica)`` as one number: -1 for none, else
     ``(leader * 2 + change) * n + replica`` (change 0 removes, 1 adds)."""
     if alter is None:
@@ -53,17 +61,24 @@ def _alter_value(alter, n) -> int:
     return (alter[0] * 2 + (1 if alter[1] == "expand" else 0)) * n + alter[2]
 
 
+Part = Replica | Quorum | tuple[Any, ...]
+"""A part of a state whose values coverage counts: a replica, the quorum, or a tagged tuple
+of counters (``("history", ...)``, ``("shutdowns", ...)``, ``("operators", ...)``)."""
+
+
 class StateValues:
     """A state's values (``values_of``), or a part's (``parts_of``: a replica, the quorum,
     the history counters); the acknowledged count when ``acks`` is set."""
 
-    def __init__(self, acks, alter_replicas=0, operators=(False, False, False)) -> None:
+    def __init__(
+        self, acks: bool, alter_replicas: int = 0, operators: tuple[bool, bool, bool] = (False, False, False)
+    ) -> None:
         self.acks = acks
         self.alter_replicas = alter_replicas  # the replica count with alter_partition, else 0
         self.shutdowns = False  # with max_controlled_shutdowns: the mark and the count
         self.operators = operators  # which of OPERATOR_VARS the configuration can change
 
-    def parts(self, state) -> Iterator[Replica | Quorum | tuple]:
+    def parts(self, state: State) -> Iterator[Part]:
         yield from state.replicas
         yield state.quorum
         yield ("history", state.produced, state.crashes, len(state.committed), len(state.acked))
@@ -72,7 +87,7 @@ class StateValues:
         if any(self.operators):
             yield ("operators", state.quorum.min_isr_step, state.leader_min_isr_step, state.disk_failures)
 
-    def __call__(self, part) -> Iterator[tuple[str, int]]:
+    def __call__(self, part: Part | State) -> Iterator[tuple[str, int]]:
         if isinstance(part, Replica):
             yield from _replica_values(part)
             if self.shutdowns:
@@ -97,12 +112,12 @@ class StateValues:
                 yield from self(p)
 
 
-def row_columns(kernel) -> dict[str, list[int]]:
+def row_columns(kernel: KafkaBatchKernel) -> dict[str, list[int]]:
     """The row columns (``model.rows``) that hold each variable's values as they are."""
     c = kernel.codec
     blocks = [c.block(r) for r in range(c.n)]
 
-    def per_replica(offset) -> list[int]:
+    def per_replica(offset: int) -> list[int]:
         return [b + offset for b in blocks]
 
     out = {
@@ -132,13 +147,16 @@ def row_columns(kernel) -> dict[str, list[int]]:
     return out
 
 
-def row_derived(kernel, rows, wanted) -> Iterator[tuple[str, np.ndarray]]:
+def row_derived(
+    kernel: KafkaBatchKernel, rows: np.ndarray, wanted: Collection[str]
+) -> Iterator[tuple[str, np.ndarray]]:
     """The variables no column holds: how many records are committed (and acknowledged)."""
     c = kernel.codec
     if "committed" in wanted:
         yield "committed", np.count_nonzero(rows[:, c.COMMITTED_OFFSET : c.COMMITTED_OFFSET + c.m] >= 0, axis=1)
-    if c.acks is not None and "acked" in wanted:
-        yield "acked", np.count_nonzero(rows[:, c.ACKED_OFFSET : c.ACKED_OFFSET + c.m] >= 0, axis=1)
+    acked = c.ACKED_OFFSET  # a column only when acknowledgements are tracked
+    if acked is not None and "acked" in wanted:
+        yield "acked", np.count_nonzero(rows[:, acked : acked + c.m] >= 0, axis=1)
     if c.alter and "quorum.alter" in wanted:
         leader = rows[:, c.ALTER_LEADER].astype(np.int64)
         value = (leader * 2 + rows[:, c.ALTER_CHANGE]) * c.n + rows[:, c.ALTER_REPLICA]
@@ -148,7 +166,7 @@ def row_derived(kernel, rows, wanted) -> Iterator[tuple[str, np.ndarray]]:
         yield "replica.shutting", np.concatenate([mask >> r & 1 for r in range(c.n)])
 
 
-def row_domains(kernel) -> dict[str, tuple[int, int]]:
+def row_domains(kernel: KafkaBatchKernel) -> dict[str, tuple[int, int]]:
     """Every variable's least and greatest value (model invariants: a log holds at most
     ``max_messages`` records, epochs stay within ``max_leader_epoch``, ...)."""
     cfg = kernel.config
@@ -193,10 +211,10 @@ def row_domains(kernel) -> dict[str, tuple[int, int]]:
 class ValueText:
     """A value as a report shows it: replica names, "none", sets of replicas."""
 
-    def __init__(self, replicas) -> None:
+    def __init__(self, replicas: tuple[str, ...]) -> None:
         self.replicas = replicas
 
-    def __call__(self, var, value) -> str:
+    def __call__(self, var: str, value: int) -> str:
         if var in ("replica.leader", "quorum.leader"):
             return "none" if value < 0 else self.replicas[value]
         if var in ("quorum.isr", "quorum.elr"):

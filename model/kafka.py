@@ -118,7 +118,7 @@ class KafkaModel(ModelBase):
     def kind_of(self, before: State, action: Action, after: State) -> str | None:
         """The kind of the step ``before`` -> ``after`` by ``action`` (``ELR`` for an ElectLeader
         of an eligible leader replica...: ``coverage_names.kind_of``), or ``None``."""
-        from .coverage_names import kind_of
+        from .coverage_kinds import kind_of
 
         return kind_of(self, before, action, after)
 

@@ -48,7 +48,7 @@ multiple of 8 bytes, so that it can be hashed as 64-bit words.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -279,7 +279,7 @@ class RowCodec:
                 self._encode_diverging(row, b, f)
         return row
 
-    def _encode_operators(self, row, state) -> None:
+    def _encode_operators(self, row: np.ndarray, state: State) -> None:
         """The operators' variables of ``state`` into ``row`` (their columns exist exactly
         with their options; a state that needs a missing one cannot be written)."""
         shutting = _mask(r for r, rep in enumerate(state.replicas) if rep.shutting)
@@ -296,7 +296,7 @@ class RowCodec:
             elif value:
                 raise ValueError(f"{what} in a configuration without its option")
 
-    def _encode_diverging(self, row, b, f) -> None:
+    def _encode_diverging(self, row: np.ndarray, b: int, f: Fetch) -> None:
         """The diverging epoch of the response ``f`` and its applied mark, in the block at
         ``b`` (the columns exist exactly with truncate_on_fetch)."""
         if f.diverging is None and not f.applied:
@@ -311,7 +311,7 @@ class RowCodec:
                 raise ValueError("an applied fetch response in a configuration without KAFKA-14704")
             row[b + self.INFLIGHT_APPLIED] = 1
 
-    def decode(self, row) -> State:
+    def decode(self, row: np.ndarray) -> State:
         """The ``State`` of a row (the inverse of ``encode``)."""
         v = [int(x) for x in row]
         n, m = self.n, self.m
@@ -382,7 +382,7 @@ class RowCodec:
             0 if self.DISK_FAILURES is None else v[self.DISK_FAILURES],
         )
 
-    def _decode_diverging(self, v, b) -> dict:
+    def _decode_diverging(self, v: np.ndarray, b: int) -> dict:
         """The diverging fields of the response in the block at ``b`` of the row values ``v``
         (none without truncate_on_fetch)."""
         column = self.INFLIGHT_DIVERGING
@@ -397,7 +397,7 @@ class RowCodec:
 
     # -- symmetry -----------------------------------------------------------------------
 
-    def permuter(self, perm) -> Callable[[np.ndarray], np.ndarray]:
+    def permuter(self, perm: Sequence[int]) -> Callable[[np.ndarray], np.ndarray]:
         """A function mapping an array of rows to the rows with replica ``r`` renamed
         ``perm[r]``: blocks move, ``remote_leo`` entries move, and every replica id
         (leaders, in-flight leader, quorum leader, ISR and ELR bits) is renamed."""
@@ -420,7 +420,7 @@ class RowCodec:
         if self.SHUTTING is not None:  # a replica's controlled shutdown moves with it
             mask_cols.append(self.SHUTTING)
 
-        def apply(rows) -> np.ndarray:
+        def apply(rows: np.ndarray) -> np.ndarray:
             out = np.ascontiguousarray(rows[:, src])
             for c in id_cols:
                 out[:, c] = id_lut[out[:, c].astype(np.intp) + 1]
@@ -431,7 +431,7 @@ class RowCodec:
         return apply
 
 
-def _mask(ids) -> int:
+def _mask(ids: Iterable[int]) -> int:
     out = 0
     for r in ids:
         out |= 1 << r
@@ -442,7 +442,7 @@ def _ids(mask: int, n: int) -> tuple:
     return tuple(r for r in range(n) if mask >> r & 1)
 
 
-def lexicographic_min(candidates) -> np.ndarray:
+def lexicographic_min(candidates: list[np.ndarray]) -> np.ndarray:
     """The least row, byte by byte, among several arrays of rows (same shape): a list
     of arrays, one per permutation; returns one array of rows."""
     best = candidates[0].copy()

@@ -356,7 +356,7 @@ class SuccessorGroups:
         self.isr_size = kernel.rules.isr_size(cols)
         self.alive = kernel.alive_mask(cols)
         self.count = np.zeros(len(rows), dtype=np.int16)  # enabled actions so far, per row
-        self.parts: list[tuple[np.ndarray, np.ndarray, int, Callable[..., None], tuple]] = []
+        self.parts: list[tuple[np.ndarray, np.ndarray, int, Callable[..., None], tuple[object, ...]]] = []
 
     def emit(self, code: int, mask: np.ndarray, effect: Callable[..., None], *args: object) -> None:
         """Record a group: the rows where ``mask`` holds take action ``code``, whose

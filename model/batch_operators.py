@@ -39,12 +39,13 @@ class OperatorActions:
         c = self.codec
         if c.SHUTTING is None:
             return np.zeros(len(rows), dtype=bool)
-        return (rows[:, c.SHUTTING] >> r & 1) == 1
+        out: np.ndarray = (rows[:, c.SHUTTING] >> r & 1) == 1
+        return out
 
     def acceptable(self, rows: np.ndarray, r: int) -> np.ndarray:
         """May the controller make ``r`` leader: alive, and not in controlled shutdown unless
         KAFKA-13916."""
-        ok = rows[:, self.codec.block(r) + self.codec.ALIVE] == 1
+        ok: np.ndarray = rows[:, self.codec.block(r) + self.codec.ALIVE] == 1
         if not self.bug_13916:
             ok = ok & ~self.shutting(rows, r)
         return ok

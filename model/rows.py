@@ -49,6 +49,7 @@ multiple of 8 bytes, so that it can be hashed as 64-bit words.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -225,7 +226,7 @@ class RowCodec:
 
     def encode(self, state: State) -> np.ndarray:
         """The row of ``state`` (a 1-d ``int8`` array of ``width`` bytes)."""
-        row = self.empty(1)[0]
+        row: np.ndarray = self.empty(1)[0]
         q = state.quorum
         row[self.PRODUCED] = state.produced
         row[self.CRASHES] = state.crashes
@@ -382,13 +383,13 @@ class RowCodec:
             0 if self.DISK_FAILURES is None else v[self.DISK_FAILURES],
         )
 
-    def _decode_diverging(self, v: np.ndarray, b: int) -> dict:
+    def _decode_diverging(self, v: Sequence[int], b: int) -> dict[str, Any]:
         """The diverging fields of the response in the block at ``b`` of the row values ``v``
         (none without truncate_on_fetch)."""
         column = self.INFLIGHT_DIVERGING
         if column is None:
             return {}
-        out: dict = {}
+        out: dict[str, Any] = {}
         if v[b + column] != NONE:
             out["diverging"] = v[b + column]
         if self.INFLIGHT_APPLIED is not None and v[b + self.INFLIGHT_APPLIED] == 1:
@@ -438,7 +439,7 @@ def _mask(ids: Iterable[int]) -> int:
     return out
 
 
-def _ids(mask: int, n: int) -> tuple:
+def _ids(mask: int, n: int) -> tuple[int, ...]:
     return tuple(r for r in range(n) if mask >> r & 1)
 
 

@@ -12,7 +12,12 @@ AlterPartition, then the operator's ControlledShutdown and ShutdownComplete); an
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
+
+if TYPE_CHECKING:
+    from .config import Config
 
 PRODUCE = "Produce"
 FETCH_REQUEST = "FetchRequest"
@@ -66,7 +71,7 @@ CODE = {name: code for code, name in enumerate(ACTION_NAMES)}
 ) = range(len(ACTION_NAMES))
 
 
-def action_names(config) -> tuple:
+def action_names(config: Config) -> tuple[str, ...]:
     """The names of the actions a configuration can take, in order: AlterPartition only
     with ``alter_partition``, ControlledShutdown and ShutdownComplete only with
     ``max_controlled_shutdowns > 0``, ChangeMinIsr only with ``min_isr_changes``, DiskFailure

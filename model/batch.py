@@ -15,7 +15,7 @@ the array form hides it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from kmc.checker.contract.protocol import KernelBase, columns
@@ -56,7 +56,7 @@ from .batch_actions import ActionEffects
 from .batch_elections import Elections
 from .batch_operators import OperatorActions
 from .batch_rules import RowRules
-from .config import ACKS_ONE, HIGH_WATERMARK, KAFKA_13916, LEADER_EPOCH_21
+from .config import ACKS_ONE, HIGH_WATERMARK, KAFKA_13916, LEADER_EPOCH_21, Config
 from .rows import NONE, RowCodec, lexicographic_min
 from .state import State
 from .symmetry import symmetries
@@ -78,7 +78,7 @@ class KafkaBatchKernel(KernelBase):
     # on every state it would cost what docs/writing-a-model.md measures
     sampled_comparison = True
 
-    def __init__(self, config) -> None:
+    def __init__(self, config: Config) -> None:
         self.config = config
         self.action_names = action_names(config)
         self.codec = c = RowCodec(config)
@@ -93,10 +93,12 @@ class KafkaBatchKernel(KernelBase):
         self.operators = OperatorActions(self.rules, codes)
         self._perms: list[Callable[[np.ndarray], np.ndarray]] | None = None  # made at the first canonical()
 
-    def kind_mask(self, action: str, kind: str, rows, parents, codes, after) -> np.ndarray:
+    def kind_mask(
+        self, action: str, kind: str, rows: np.ndarray, parents: np.ndarray, codes: np.ndarray, after: np.ndarray
+    ) -> np.ndarray:
         """Per step of the arrays: whether it is a step of ``action`` of ``kind`` (one of the
         kinds coverage names, ``coverage_names.row_kinds``; the model's ``kind_of`` per state)."""
-        from .coverage_names import KINDS_OF, row_kinds
+        from .coverage_kinds import KINDS_OF, row_kinds
 
         number = KINDS_OF[action].index(kind)
         out = np.zeros(len(parents), dtype=bool)
@@ -107,20 +109,20 @@ class KafkaBatchKernel(KernelBase):
 
     # -- the protocol the batch engine uses --------------------------------------------
 
-    def encode(self, state) -> np.ndarray:
+    def encode(self, state: State) -> np.ndarray:
         return self.codec.encode(state)
 
-    def decode(self, row) -> State:
+    def decode(self, row: np.ndarray) -> State:
         return self.codec.decode(row)
 
-    def init_rows(self, states) -> np.ndarray:
+    def init_rows(self, states: Sequence[State]) -> np.ndarray:
         """The rows of ``states`` (the model's initial states), in order."""
         return np.stack([self.codec.encode(s) for s in states])
 
-    def action(self, code, replica, cut=None) -> Action:
+    def action(self, code: int, replica: int, cut: int | None = None) -> Action:
         return Action(self.action_names[code], replica, cut)
 
-    def canonical(self, rows) -> np.ndarray:
+    def canonical(self, rows: np.ndarray) -> np.ndarray:
         """The least row over the allowed replica permutations of each row (symmetry)."""
         if self._perms is None:
             self._perms = [self.codec.permuter(p) for p in symmetries(self.config)]
@@ -130,7 +132,7 @@ class KafkaBatchKernel(KernelBase):
 
     # -- successors ---------------------------------------------------------------------
 
-    def expand(self, rows) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def expand(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every successor of every row.
 
         Returns ``(parents, choices, codes, successors)``: ``parents`` (``int64``) the
@@ -140,8 +142,21 @@ class KafkaBatchKernel(KernelBase):
         action, replica and cut point, each group in parent order; sort by
         ``(parents, choices)`` for the model's order.
         """
-        g = _Gen(self, rows)
-        rows = g.cols  # the enabling conditions read columns; the successors copy g.rows
+        g = SuccessorGroups(self, rows)
+        # the enabling conditions read columns (g.cols); the successors copy g.rows
+        self._emit_data_path(g)  # 1.-3.
+        self._emit_failures(g)  # 4.-5.
+        self.elections.emit(g, g.cols)  # 6. ElectLeader(n)
+        self._emit_followers(g)  # 7.
+        self._emit_isr_changes(g)  # 8.-10.
+        # 11.-15. the operators' actions (ControlledShutdown, ShutdownComplete, ChangeMinIsr,
+        # DiskFailure, ApplyMinIsr), each only with its option
+        self.operators.emit(g, g.cols)
+        return g.result()
+
+    def _emit_data_path(self, g: SuccessorGroups) -> None:
+        """Produce(l), FetchRequest(f) from the leader l, and FetchResponse(f)."""
+        rows = g.cols
         fx = self.effects
         cfg = self.config
         c = self.codec
@@ -178,7 +193,14 @@ class KafkaBatchKernel(KernelBase):
         # 3. FetchResponse(f)
         for f in range(n):
             g.emit(FETCH_RESPONSE, rows[:, c.block(f) + c.INFLIGHT_LEADER] != NONE, fx.fetch_response, f)
-        # 4. Crash(r), one successor per cut point with unflushed loss
+
+    def _emit_failures(self, g: SuccessorGroups) -> None:
+        """Crash(r), one successor per cut point with unflushed loss, and Restart(r)."""
+        rows = g.cols
+        fx = self.effects
+        cfg = self.config
+        c = self.codec
+        n = self.n
         can_crash = rows[:, c.CRASHES] < cfg.max_crashes
         for r in range(n):
             b = c.block(r)
@@ -192,9 +214,15 @@ class KafkaBatchKernel(KernelBase):
         # 5. Restart(r)
         for r in range(n):
             g.emit(RESTART, rows[:, c.block(r) + c.ALIVE] == 0, fx.restart, r)
-        # 6. ElectLeader(n)
-        self.elections.emit(g, rows)
-        # 7. BecomeFollower(r), truncating against the quorum leader ql
+
+    def _emit_followers(self, g: SuccessorGroups) -> None:
+        """BecomeFollower(r), truncating against the quorum leader ql."""
+        rows = g.cols
+        fx = self.effects
+        cfg = self.config
+        c = self.codec
+        n = self.n
+        lead = g.lead
         ql = rows[:, c.Q_LEADER]
         qe = rows[:, c.Q_EPOCH]
         for r in range(n):
@@ -207,11 +235,30 @@ class KafkaBatchKernel(KernelBase):
                 if cfg.truncation != HIGH_WATERMARK and not c.fetch:
                     ok &= lead == l  # it answers OffsetsForLeaderEpoch (not asked when truncating on fetch)
                 g.emit(BECOME_FOLLOWER, ok, fx.become_follower, r, l)
-        # 8. ShrinkIsr(r) and 9. ExpandIsr(r), by the leader l
+
+    def _emit_isr_changes(self, g: SuccessorGroups) -> None:
+        """ShrinkIsr(r) and ExpandIsr(r) by the leader l (with ``alter_partition``, the
+        leader's request), then AlterPartition: the controller answers the request in flight."""
+        rows = g.cols
+        c = self.codec
         isr = rows[:, c.Q_ISR].astype(np.int64)
-        ask = cfg.alter_partition
+        ask = self.config.alter_partition
         # with alter_partition a leader asks only while no request of its is in flight
         free = rows[:, c.ALTER_LEADER] == NONE if ask else None
+        self._emit_shrinks(g, isr, free)
+        self._emit_expansions(g, isr, free)
+        # 10. AlterPartition: the controller answers the request in flight (one per row)
+        if ask:
+            for r in range(self.n):
+                g.emit(ALTER_PARTITION, rows[:, c.ALTER_REPLICA] == r, self.effects.alter_partition, r)
+
+    def _emit_shrinks(self, g: SuccessorGroups, isr: np.ndarray, free: np.ndarray | None) -> None:
+        """ShrinkIsr(r) by the leader l: ``r`` down, or behind the leader's log end."""
+        rows = g.cols
+        fx = self.effects
+        c = self.codec
+        n = self.n
+        lead = g.lead
         for r in range(n):
             b = c.block(r)
             in_isr = (isr >> r & 1) == 1
@@ -221,10 +268,21 @@ class KafkaBatchKernel(KernelBase):
                 bl = c.block(l)
                 lagging = (rows[:, b + c.ALIVE] == 0) | (rows[:, bl + c.REMOTE_LEO + r] < rows[:, bl + c.LEO])
                 ok = (lead == l) & in_isr & lagging
-                if ask:
+                if free is not None:  # alter_partition: the leader asks
                     g.emit(SHRINK_ISR, ok & free, fx.ask, r, l, 0)
                 else:
                     g.emit(SHRINK_ISR, ok, fx.shrink, r, l)
+
+    def _emit_expansions(self, g: SuccessorGroups, isr: np.ndarray, free: np.ndarray | None) -> None:
+        """ExpandIsr(r) by the leader l: ``r`` follows it in the quorum's epoch and has fetched up
+        to its HW (and, under the 2.1 rule, its epoch start offset; KIP-841: not shutting)."""
+        rows = g.cols
+        fx = self.effects
+        cfg = self.config
+        c = self.codec
+        n = self.n
+        lead = g.lead
+        qe = rows[:, c.Q_EPOCH]
         # KAFKA-7128 (2.1): each leader's epoch start offset, once per leader, where it leads
         leso = {}
         if cfg.truncation == LEADER_EPOCH_21:
@@ -256,20 +314,14 @@ class KafkaBatchKernel(KernelBase):
                     ok &= remote >= leso[l]  # KAFKA-7128
                 if c.SHUTTING is not None and not cfg.has_bug(KAFKA_13916):
                     ok &= (rows[:, c.SHUTTING] >> r & 1) == 0  # KIP-841: not in controlled shutdown
-                if ask:
+                if free is not None:  # alter_partition: the leader asks
                     g.emit(EXPAND_ISR, ok & free, fx.ask, r, l, 1)
                 else:
                     g.emit(EXPAND_ISR, ok, fx.expand, r, l)
-        # 10. AlterPartition: the controller answers the request in flight (one per row)
-        if ask:
-            for r in range(n):
-                g.emit(ALTER_PARTITION, rows[:, c.ALTER_REPLICA] == r, fx.alter_partition, r)
-        # 11.-15. the operators' actions (ControlledShutdown, ShutdownComplete, ChangeMinIsr,
-        # DiskFailure, ApplyMinIsr), each only with its option
-        self.operators.emit(g, rows)
-        return g.result()
 
-    def fair_codes(self, rows, parents, choices, codes, succ) -> np.ndarray:
+    def fair_codes(
+        self, rows: np.ndarray, parents: np.ndarray, choices: np.ndarray, codes: np.ndarray, succ: np.ndarray
+    ) -> np.ndarray:
         """The code of each successor's fair instance, -1 where the step is not fair
         (``model.fairness.fair_codes``)."""
         from .fairness import fair_codes
@@ -278,23 +330,25 @@ class KafkaBatchKernel(KernelBase):
 
     # -- the rules the properties' masks read -------------------------------------------
 
-    def leads(self, rows) -> np.ndarray:
+    def leads(self, rows: np.ndarray) -> np.ndarray:
         """The replica that leads each row, or -1 (``RowRules.leads``)."""
         return self.rules.leads(rows)
 
-    def alive_mask(self, rows) -> np.ndarray:
+    def alive_mask(self, rows: np.ndarray) -> np.ndarray:
         """Each row's live replicas as a bit mask (``RowRules.alive_mask``)."""
         return self.rules.alive_mask(rows)
 
-    def election_kinds(self, rows, alive, lead) -> list[tuple[int, str, np.ndarray]]:
+    def election_kinds(
+        self, rows: np.ndarray, alive: np.ndarray, lead: np.ndarray
+    ) -> list[tuple[int, str, np.ndarray]]:
         """``(candidate, kind, mask)`` of every ElectLeader (``Elections.election_kinds``)."""
         return self.elections.election_kinds(rows, alive, lead)
 
 
-class _Gen:
+class SuccessorGroups:
     """Collects the successor groups of one ``expand`` call."""
 
-    def __init__(self, kernel, rows) -> None:
+    def __init__(self, kernel: KafkaBatchKernel, rows: np.ndarray) -> None:
         self.kernel = kernel
         self.rows = rows
         self.cols = cols = columns(rows)  # the same rows a column at a time: what the conditions read
@@ -302,9 +356,9 @@ class _Gen:
         self.isr_size = kernel.rules.isr_size(cols)
         self.alive = kernel.alive_mask(cols)
         self.count = np.zeros(len(rows), dtype=np.int16)  # enabled actions so far, per row
-        self.parts: list[tuple[np.ndarray, np.ndarray, int, Callable[..., None], tuple]] = []
+        self.parts: list[tuple[np.ndarray, np.ndarray, int, Callable[..., None], tuple[object, ...]]] = []
 
-    def emit(self, code, mask, effect, *args) -> None:
+    def emit(self, code: int, mask: np.ndarray, effect: Callable[..., None], *args: object) -> None:
         """Record a group: the rows where ``mask`` holds take action ``code``, whose
         effect ``effect(rows, *args)`` is applied later, in ``result``, to their copies
         in place (so every successor is copied once, straight into the output)."""

@@ -3,6 +3,11 @@ known leader, unclean) each candidate may win in which rows, and its effect."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .batch import SuccessorGroups
+
 import numpy as np
 
 from .actions import ELECT_LEADER_CODE as ELECT_LEADER
@@ -19,13 +24,15 @@ class Elections:
         self.codec, self.config = rules.codec, rules.config
         self.n = rules.n
 
-    def emit(self, g, rows) -> None:
+    def emit(self, g: SuccessorGroups, rows: np.ndarray) -> None:
         """Every ElectLeader of ``rows`` into the successor groups ``g``."""
         can = rows[:, self.codec.Q_EPOCH] < self.config.max_leader_epoch
         for cand, kind, ok in self.election_kinds(rows, g.alive, g.lead):
             g.emit(ELECT_LEADER, can & ok, self.elect, cand, kind)
 
-    def election_kinds(self, rows, alive, lead) -> list[tuple[int, str, np.ndarray]]:
+    def election_kinds(
+        self, rows: np.ndarray, alive: np.ndarray, lead: np.ndarray
+    ) -> list[tuple[int, str, np.ndarray]]:
         """``(candidate, kind, mask)`` for every kind of ElectLeader(candidate), in the
         model's order (replica, then kind; the kinds exclude each other): ``mask`` says in
         which rows it is enabled, the epoch bound aside."""
@@ -71,7 +78,7 @@ class Elections:
                 out.append((cand, "unclean", trigger & ~live_isr & ~live_elr & ~in_isr & ~last_known))
         return out
 
-    def elect(self, s, cand, kind) -> None:
+    def elect(self, s: np.ndarray, cand: int, kind: str) -> None:
         c = self.codec
         b = c.block(cand)
         old = s[:, c.Q_ISR].astype(np.int64)

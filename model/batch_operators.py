@@ -5,6 +5,11 @@ as the attrs model's ``KafkaEffects`` changes a state."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .batch import SuccessorGroups
+
 import numpy as np
 
 from .batch_rules import RowRules
@@ -29,24 +34,25 @@ class OperatorActions:
         self.bug_16540 = self.config.has_bug(KAFKA_16540)
         self.bug_16234 = self.config.has_bug(KAFKA_16234)
 
-    def shutting(self, rows, r) -> np.ndarray:
+    def shutting(self, rows: np.ndarray, r: int) -> np.ndarray:
         """Is ``r`` in controlled shutdown, in each row (never without the option)?"""
         c = self.codec
         if c.SHUTTING is None:
             return np.zeros(len(rows), dtype=bool)
-        return (rows[:, c.SHUTTING] >> r & 1) == 1
+        out: np.ndarray = (rows[:, c.SHUTTING] >> r & 1) == 1
+        return out
 
-    def acceptable(self, rows, r) -> np.ndarray:
+    def acceptable(self, rows: np.ndarray, r: int) -> np.ndarray:
         """May the controller make ``r`` leader: alive, and not in controlled shutdown unless
         KAFKA-13916."""
-        ok = rows[:, self.codec.block(r) + self.codec.ALIVE] == 1
+        ok: np.ndarray = rows[:, self.codec.block(r) + self.codec.ALIVE] == 1
         if not self.bug_13916:
             ok = ok & ~self.shutting(rows, r)
         return ok
 
     # -- enabledness, in the model's order (actions 11-15) -------------------------------
 
-    def emit(self, g, rows) -> None:
+    def emit(self, g: SuccessorGroups, rows: np.ndarray) -> None:
         """Every operator action of ``rows`` into the successor groups ``g``."""
         from .actions import APPLY_MIN_ISR, CHANGE_MIN_ISR, CONTROLLED_SHUTDOWN, DISK_FAILURE, SHUTDOWN_COMPLETE
 
@@ -95,7 +101,7 @@ class OperatorActions:
             ok = rows[:, c.LEADER_MIN_ISR_STEP] < rows[:, c.MIN_ISR_STEP]
             g.emit(self.codes[APPLY_MIN_ISR], ok, self.apply_min_isr)
 
-    def _targets(self, rows, r) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _targets(self, rows: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(I, I1, E1)`` of docs/model.md's ControlledShutdown(r): the ISR, the target ISR
         without ``r``, and the ELR after that change (the ELR as it is when ``r`` is not in
         the ISR)."""
@@ -107,7 +113,7 @@ class OperatorActions:
         elr1 = np.where(inside, self.rules.elr_after(rows, isr, isr1), elr)
         return isr, isr1, elr1
 
-    def candidates(self, rows, r, moving) -> list[tuple[int, str, np.ndarray]]:
+    def candidates(self, rows: np.ndarray, r: int, moving: np.ndarray) -> list[tuple[int, str, np.ndarray]]:
         """``(n, kind, mask)`` of every replica the controller may elect in place of the
         quorum's leader ``r`` (``cs_kind(r, n)``), in replica order, within ``moving``."""
         cfg = self.config
@@ -134,17 +140,17 @@ class OperatorActions:
 
     # -- effects --------------------------------------------------------------------------
 
-    def _mark(self, s, r) -> None:
+    def _mark(self, s: np.ndarray, r: int) -> None:
         c = self.codec
         s[:, c.SHUTTING] |= 1 << r
         s[:, c.CONTROLLED_SHUTDOWNS] += 1
 
-    def mark_only(self, s, r) -> None:
+    def mark_only(self, s: np.ndarray, r: int) -> None:
         """ControlledShutdown of a follower outside the ISR: only the mark (no partition
         change; an ELR membership of ``r`` is kept)."""
         self._mark(s, r)
 
-    def leave_isr(self, s, r) -> None:
+    def leave_isr(self, s: np.ndarray, r: int) -> None:
         """ControlledShutdown of a follower in the ISR: out of it (into the ELR below min
         ISR), the request in flight dropped, the leader epoch kept; then HW of the quorum's
         leader where it leads."""
@@ -157,7 +163,7 @@ class OperatorActions:
             self.rules.drop_request(s)
         self._leader_hw(s)
 
-    def move_leader(self, s, r, cand, kind) -> None:
+    def move_leader(self, s: np.ndarray, r: int, cand: int, kind: str) -> None:
         """ControlledShutdown of the quorum's leader ``r``: ``cand`` elected in its place by
         ``kind`` (new ISR and ELR as docs/model.md gives them), in a new leader epoch, taking
         over at once as in ElectLeader."""
@@ -187,7 +193,7 @@ class OperatorActions:
         self.rules.clear_inflight(s, b)
         self.rules.advance_hw(s, cand)
 
-    def leaderless(self, s, r) -> None:
+    def leaderless(self, s: np.ndarray, r: int) -> None:
         """ControlledShutdown of the quorum's leader ``r`` when nobody may replace it: no
         leader, a new leader epoch, the target ISR (``r`` kept where it would be empty,
         unless eligible leader replicas) and ELR."""
@@ -203,7 +209,7 @@ class OperatorActions:
         s[:, c.Q_LEADER] = NONE
         s[:, c.Q_EPOCH] += 1
 
-    def shutdown_complete(self, s, r) -> None:
+    def shutdown_complete(self, s: np.ndarray, r: int) -> None:
         """ShutdownComplete(r): a clean stop (log whole, not lossy, no crash counted)."""
         c = self.codec
         b = c.block(r)
@@ -211,7 +217,7 @@ class OperatorActions:
         self.rules.clear_inflight(s, b)
         s[:, c.SHUTTING] &= ~(1 << r)
 
-    def change_min_isr(self, s) -> None:
+    def change_min_isr(self, s: np.ndarray) -> None:
         """ChangeMinIsr: the next min ISR; since the fix of KAFKA-16540 the controller clears
         the ELR (dropping the request in flight when it was not empty)."""
         c, cfg = self.codec, self.config
@@ -221,11 +227,11 @@ class OperatorActions:
                 self.rules.drop_request(s, s[:, c.Q_ELR] != 0)
             s[:, c.Q_ELR] = 0
 
-    def apply_min_isr(self, s) -> None:
+    def apply_min_isr(self, s: np.ndarray) -> None:
         """ApplyMinIsr (``min_isr_lag``): the leader's broker applies the next change."""
         s[:, self.codec.LEADER_MIN_ISR_STEP] += 1
 
-    def disk_failure(self, s, r) -> None:
+    def disk_failure(self, s: np.ndarray, r: int) -> None:
         """DiskFailure(r): the log gone, the controller removes ``r`` as a fenced broker (an
         ISR ``{r}`` stays without eligible leader replicas), every leader forgets ``r``'s log
         end; fixed, ``r`` is offline (lossy with eligible leader replicas), with KAFKA-16234
@@ -261,7 +267,7 @@ class OperatorActions:
         s[:, c.DISK_FAILURES] += 1
         self._leader_hw(s)
 
-    def _leader_hw(self, s) -> None:
+    def _leader_hw(self, s: np.ndarray) -> None:
         """HW(q) of the quorum's leader ``q`` in the rows where it leads (after the step)."""
         lead = self.rules.leads(s)
         for q in range(self.n):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 HIGH_WATERMARK = "high-watermark"
@@ -91,7 +93,7 @@ class Config:
             option (the spec loader insists).
     """
 
-    replicas: tuple = ("A", "B")
+    replicas: tuple[str, ...] = ("A", "B")
     max_messages: int = 2
     max_crashes: int = 1
     max_leader_epoch: int = 2
@@ -108,12 +110,12 @@ class Config:
     alter_partition: bool = False
     broker_epochs: bool = False
     truncate_on_fetch: bool = False
-    fetch_bugs: tuple = ()
+    fetch_bugs: tuple[str, ...] = ()
     max_controlled_shutdowns: int = 0
-    min_isr_changes: tuple = ()
+    min_isr_changes: tuple[int, ...] = ()
     min_isr_lag: bool = False
     max_disk_failures: int = 0
-    bugs: tuple = ()
+    bugs: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
@@ -130,7 +132,7 @@ class Config:
             or self.alter_partition
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         d = attrs.asdict(self)
         d["replicas"] = list(self.replicas)
         if not d["last_known_leader"]:  # off: the [model] table as it was before the key existed
@@ -155,7 +157,7 @@ class Config:
         return d
 
     @property
-    def all_bugs(self) -> tuple:
+    def all_bugs(self) -> tuple[str, ...]:
         """Every bug id selected (``fetch_bugs`` and ``bugs``), in ``KNOWN_BUGS`` order."""
         return tuple(b for b in KNOWN_BUGS if b in self.fetch_bugs or b in self.bugs)
 

@@ -8,13 +8,15 @@ read; nothing here changes a state.
 
 from __future__ import annotations
 
-from .state import State, leads, leso
+from collections.abc import Sequence
+
+from .state import Log, State, leads, leso
 
 # The answer EO(r, E) has when no epoch of the cache is above E and E is not its largest.
 UNDEFINED = None
 
 
-def log_cache(log) -> tuple:
+def log_cache(log: Log) -> tuple[tuple[int, int], ...]:
     """The epoch cache of a log alone: ``((epoch, first offset), ...)`` for every epoch of
     a record of ``log``, in increasing epoch order (a follower's cache)."""
     out: list[tuple[int, int]] = []
@@ -24,7 +26,7 @@ def log_cache(log) -> tuple:
     return tuple(out)
 
 
-def cache(state: State, r: int) -> tuple:
+def cache(state: State, r: int) -> tuple[tuple[int, int], ...]:
     """``cache(r)``: the epoch cache of replica ``r``, a tuple of ``(epoch, start offset)``
     pairs in increasing epoch order. It holds every epoch of a record of ``r``'s log with
     the offset of its first record there; while ``r`` leads, also ``(r.epoch, leso(r))``,
@@ -38,7 +40,7 @@ def cache(state: State, r: int) -> tuple:
     return out
 
 
-def end_offset_for(entries, epoch: int, leo: int) -> tuple[int, int] | None:
+def end_offset_for(entries: Sequence[tuple[int, int]], epoch: int, leo: int) -> tuple[int, int] | None:
     """``EO(r, E)`` over ``entries`` (``cache(r)``) and ``leo`` (``LEO(r)``): the end offset
     of epoch ``epoch`` as ``(epoch, offset)``, or ``UNDEFINED``.
 
@@ -78,7 +80,7 @@ def diverging_epoch(state: State, f: int, l: int) -> tuple[int, int] | None:
     return None
 
 
-def truncation_on_answer(log, epoch: int, offset: int) -> int:
+def truncation_on_answer(log: Log, epoch: int, offset: int) -> int:
     """The offset a follower with ``log`` truncates to on the diverging epoch
     ``(epoch, offset)``: with ``(F, G) = EO(f, epoch)`` by its own cache,
     ``min(G, offset, LEO)`` if ``F = epoch``, ``min(G, LEO)`` otherwise, and

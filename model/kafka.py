@@ -60,8 +60,10 @@ class KafkaModel(ModelBase):
     # May a replica in controlled shutdown re-join the ISR (KAFKA-13916)?
     _shutting_joins: bool = attrs.field(init=False, repr=False, eq=False)
     # the weakly fair instances (model.fairness), and the code of each fair action's first
-    _fair: tuple = attrs.field(init=False, repr=False, eq=False)
-    _fair_codes: dict = attrs.field(init=False, repr=False, eq=False)
+    _fair: tuple[str, ...] = attrs.field(init=False, repr=False, eq=False)
+    _fair_codes: dict[str, int] = attrs.field(init=False, repr=False, eq=False)
+    # Can an operator's action (docs/model.md, "Operator actions") be enabled at all?
+    _operators: bool = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_fx", KafkaEffects(self.config))
@@ -69,6 +71,9 @@ class KafkaModel(ModelBase):
         object.__setattr__(self, "_shutting_joins", self.config.has_bug(KAFKA_13916))
         object.__setattr__(self, "_fair", fair_instances(self.config))
         object.__setattr__(self, "_fair_codes", instance_codes(self.config))
+        cfg = self.config
+        operators = cfg.max_controlled_shutdowns or cfg.min_isr_changes or cfg.max_disk_failures or cfg.min_isr_lag
+        object.__setattr__(self, "_operators", bool(operators))
 
     # -- protocol -----------------------------------------------------------------
 
@@ -78,16 +83,16 @@ class KafkaModel(ModelBase):
         n = self.config.n
         zeros = (0,) * n
         leaders = range(n) if self.config.initial_leader == "any" else (0,)
-        out = []
+        out: list[State] = []
         for l in leaders:
             rep = Replica(alive=True, log=(), hw=0, epoch=0, leader=l, remote_leo=zeros)
             out.append(State(replicas=(rep,) * n, quorum=Quorum(l, 0, tuple(range(n)))))
         return tuple(out)
 
-    def encode(self, state) -> bytes:
+    def encode(self, state: State) -> bytes:
         return encode(state)
 
-    def action_names(self) -> tuple:
+    def action_names(self) -> tuple[str, ...]:
         """Every action name this configuration can fire, in order (AlterPartition only
         with ``alter_partition``)."""
         return action_names(self.config)
@@ -110,21 +115,21 @@ class KafkaModel(ModelBase):
 
         return kafka_coverage(self)
 
-    def kind_of(self, before, action, after) -> str | None:
+    def kind_of(self, before: State, action: Action, after: State) -> str | None:
         """The kind of the step ``before`` -> ``after`` by ``action`` (``ELR`` for an ElectLeader
         of an eligible leader replica...: ``coverage_names.kind_of``), or ``None``."""
-        from .coverage_names import kind_of
+        from .coverage_kinds import kind_of
 
         return kind_of(self, before, action, after)
 
-    def symmetries(self) -> list[tuple]:
+    def symmetries(self) -> list[tuple[int, ...]]:
         """The replica permutations symmetry reduction may apply: every permutation with
         ``initial_leader = any``, else those that fix the first replica."""
         from .symmetry import symmetries
 
         return symmetries(self.config)
 
-    def permute(self, state, perm) -> State:
+    def permute(self, state: State, perm: tuple[int, ...]) -> State:
         """``state`` with replica ``r`` renamed ``perm[r]`` (``model.symmetry.permute``)."""
         from .symmetry import permute
 
@@ -140,21 +145,21 @@ class KafkaModel(ModelBase):
         BecomeFollower and ExpandIsr of every replica, then AlterPartition."""
         return self._fair
 
-    def fair_instance(self, state, action) -> str | None:
+    def fair_instance(self, state: State, action: Action) -> str | None:
         """The fair instance the step ``state --action-->`` is one of, or None (Produce,
         Crash, ShrinkIsr, and an ElectLeader while the quorum leader leads)."""
         return fair_instance(self._fair, self._fair_codes, state, action)
 
-    def actions(self, state) -> list[Action]:
+    def actions(self, state: State) -> list[Action]:
         return [a for a, _ in self.successors(state)]
 
-    def next_state(self, state, action) -> State:
+    def next_state(self, state: State, action: Action) -> State:
         for a, nxt in self.successors(state):
             if a == action:
                 return nxt
         raise ValueError(f"{self.format_action(action)} is not enabled")
 
-    def successors(self, state) -> list[tuple[Action, State]]:
+    def successors(self, state: State) -> list[tuple[Action, State]]:
         """Every enabled action with its successor, in docs/model.md's order (actions 1–9,
         then AlterPartition, ControlledShutdown, ShutdownComplete; within an action replica
         order, then cut point or candidate)."""
@@ -164,7 +169,7 @@ class KafkaModel(ModelBase):
         q = state.quorum
         n = len(reps)
         lead = leader_of(state)
-        out = []
+        out: list[tuple[Action, State]] = []
         # 1. Produce
         if cfg.acks == ACKS_ONE:
             out.extend(fx.produce_acks_one(state))
@@ -174,8 +179,8 @@ class KafkaModel(ModelBase):
         if lead is not None:
             le = reps[lead].epoch
             for f in range(n):
-                r = reps[f]
-                if f != lead and r.alive and r.leader == lead and r.epoch == le and r.inflight is None:
+                rep = reps[f]
+                if f != lead and rep.alive and rep.leader == lead and rep.epoch == le and rep.inflight is None:
                     out.append((Action(FETCH_REQUEST, f), fx.fetch_request(state, f, lead)))
         # 3. FetchResponse
         for f in range(n):
@@ -206,32 +211,55 @@ class KafkaModel(ModelBase):
                 if r != ql and reps[r].alive and reps[r].epoch < q.epoch:
                     out.append((Action(BECOME_FOLLOWER, r), fx.become_follower(state, r, ql)))
         # 8. ShrinkIsr, 9. ExpandIsr (with alter_partition only a request, one at a time)
-        ask = cfg.alter_partition
-        if lead is not None and not (ask and q.alter is not None):
-            l = reps[lead]
-            for r in q.isr:
-                if r != lead and (not reps[r].alive or l.remote_leo[r] < len(l.log)):
-                    nxt = fx.ask(state, lead, SHRINK, r) if ask else fx.shrink(state, r, lead)
-                    out.append((Action(SHRINK_ISR, r), nxt))
-            # KAFKA-7128 (2.1): a follower re-joins only once it has fetched up to the
-            # leader's epoch start offset; before, only up to the (possibly lagging) HW.
-            floor = leso(state, lead) if self._v21 else 0
-            for r in range(n):
-                f = reps[r]
-                if (
-                    r not in q.isr
-                    and f.alive
-                    and (not f.shutting or self._shutting_joins)  # KIP-841
-                    and f.leader == lead
-                    and f.epoch == q.epoch
-                    and l.remote_leo[r] >= l.hw
-                    and l.remote_leo[r] >= floor
-                ):
-                    nxt = fx.ask(state, lead, EXPAND, r) if ask else fx.expand(state, r, lead)
-                    out.append((Action(EXPAND_ISR, r), nxt))
+        if lead is not None and not (cfg.alter_partition and q.alter is not None):
+            self._isr_successors(state, lead, out)
         # 10. AlterPartition: the controller answers the request in flight
         if q.alter is not None:
             out.append((Action(ALTER_PARTITION, q.alter[2]), fx.alter_partition(state)))
+        # 11.-15. the operator's actions, each only with its option
+        if self._operators:
+            self._operator_successors(state, out)
+        if cfg.acks == ACKS_ALL:
+            out = [(a, fx.acknowledge(state, t)) for a, t in out]
+        return out
+
+    def _isr_successors(self, state: State, lead: int, out: list[tuple[Action, State]]) -> None:
+        """8. ShrinkIsr and 9. ExpandIsr by the leader ``lead`` (with ``alter_partition``, its
+        request), appended to ``out`` in replica order."""
+        fx = self._fx
+        reps = state.replicas
+        q = state.quorum
+        ask = self.config.alter_partition
+        l = reps[lead]
+        for r in q.isr:
+            if r != lead and (not reps[r].alive or l.remote_leo[r] < len(l.log)):
+                nxt = fx.ask(state, lead, SHRINK, r) if ask else fx.shrink(state, r, lead)
+                out.append((Action(SHRINK_ISR, r), nxt))
+        # KAFKA-7128 (2.1): a follower re-joins only once it has fetched up to the
+        # leader's epoch start offset; before, only up to the (possibly lagging) HW.
+        floor = leso(state, lead) if self._v21 else 0
+        for r in range(len(reps)):
+            f = reps[r]
+            if (
+                r not in q.isr
+                and f.alive
+                and (not f.shutting or self._shutting_joins)  # KIP-841
+                and f.leader == lead
+                and f.epoch == q.epoch
+                and l.remote_leo[r] >= l.hw
+                and l.remote_leo[r] >= floor
+            ):
+                nxt = fx.ask(state, lead, EXPAND, r) if ask else fx.expand(state, r, lead)
+                out.append((Action(EXPAND_ISR, r), nxt))
+
+    def _operator_successors(self, state: State, out: list[tuple[Action, State]]) -> None:
+        """11.-15. the operator's actions (docs/model.md, "Operator actions"), appended to
+        ``out``."""
+        cfg = self.config
+        fx = self._fx
+        reps = state.replicas
+        q = state.quorum
+        n = len(reps)
         # 11. ControlledShutdown, 12. ShutdownComplete (the operator's rolling restart)
         if state.controlled_shutdowns < cfg.max_controlled_shutdowns:
             for r in range(n):
@@ -252,18 +280,15 @@ class KafkaModel(ModelBase):
         # 15. ApplyMinIsr (min_isr_lag): the leader's broker applies the controller's change
         if cfg.min_isr_lag and state.leader_min_isr_step < q.min_isr_step:
             out.append((Action(APPLY_MIN_ISR, 0), fx.apply_min_isr(state)))
-        if cfg.acks == ACKS_ALL:
-            out = [(a, fx.acknowledge(state, t)) for a, t in out]
-        return out
 
-    def guards(self, state) -> list[Guard]:
+    def guards(self, state: State) -> list[Guard]:
         """Every action, enabled in ``state`` or not, with its guard's conditions in words
         (``model.guards``: what ``kmc why-not`` and the explorer show)."""
         from .guards import kafka_guards
 
         return kafka_guards(self, state)
 
-    def electable(self, state) -> list[int]:
+    def electable(self, state: State) -> list[int]:
         """The replicas ElectLeader may elect in ``state``, in replica order, whatever the
         controller's epoch: the election guard without ``quorum.epoch < max_leader_epoch``
         (what ``Available`` asks)."""
@@ -271,11 +296,11 @@ class KafkaModel(ModelBase):
 
     # -- naming -------------------------------------------------------------------
 
-    def name(self, r) -> str:
+    def name(self, r: int | None) -> str:
         """The spec's name of replica number ``r`` (``"none"`` for None)."""
         return "none" if r is None else self.config.replicas[r]
 
-    def format_action(self, action) -> str:
+    def format_action(self, action: Action) -> str:
         """``Crash(B, keeps 1)``-style text for an action (``ControlledShutdown(A, to B)``
         for the one that elects B in A's place)."""
         if action.name in (CHANGE_MIN_ISR, APPLY_MIN_ISR):  # no replica: a config change
@@ -287,13 +312,13 @@ class KafkaModel(ModelBase):
             return f"{action.name}({who}, keeps {action.cut})"
         return f"{action.name}({who})"
 
-    def describe_step(self, before, action, after) -> str:
+    def describe_step(self, before: State, action: Action, after: State) -> str:
         """What ``action`` did between two states, in one sentence (``model.describe``)."""
         from .describe import acks_note, describe_step
 
         return describe_step(self, before, action, after) + acks_note(self, before, action, after)
 
-    def format_record(self, record) -> str:
+    def format_record(self, record: tuple[int, int]) -> str:
         epoch, rid = record
         return f"record {rid} (epoch {epoch})"
 

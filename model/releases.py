@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -50,6 +51,7 @@ RELEASE_KEYS = (
     "bugs",
 )
 _OPTIONS = RELEASE_KEYS[1:-1]  # the boolean ones
+Version = tuple[int, ...]  # a release number, as its integers
 _TOP = 10**6  # "every patch release of the line" in a range's last version
 
 
@@ -72,18 +74,18 @@ class Era:
     """
 
     name: str
-    first: tuple
-    last: tuple
+    first: Version
+    last: Version
     truncation: str
-    on: frozenset = frozenset()
-    bugs: tuple = ()
-    kraft_bugs: tuple = ()
-    metadata: tuple = (ZOOKEEPER,)
+    on: frozenset[str] = frozenset()
+    bugs: tuple[str, ...] = ()
+    kraft_bugs: tuple[str, ...] = ()
+    metadata: tuple[str, ...] = (ZOOKEEPER,)
     jbod: bool = False
     unclean_restarts: bool = False
 
 
-def _v(text: str, top: bool = False) -> tuple:
+def _v(text: str, top: bool = False) -> Version:
     """A range bound: ``"2.8"`` is the line's first release, or its last with ``top``."""
     parts = [int(x) for x in text.split(".")]
     return tuple(parts + [_TOP if top else 0] * (4 - len(parts)))
@@ -188,31 +190,31 @@ class Release:
         return f"{self.version} ({METADATA_NAMES[self.metadata]})"
 
     @property
-    def bugs(self) -> tuple:
+    def bugs(self) -> tuple[str, ...]:
         """Every known bug of the release, in ``KNOWN_BUGS`` order (each is set only when its
         option is on: see the module)."""
         mine = set(self.era.bugs) | (set(self.era.kraft_bugs) if self.metadata == KRAFT else set())
         return tuple(b for b in KNOWN_BUGS if b in mine)
 
-    def settings(self, eligible_leader_replicas: bool | None = None) -> dict:
+    def settings(self, eligible_leader_replicas: bool | None = None) -> dict[str, Any]:
         """The ``[model]`` keys the release sets, but ``bugs``: the truncation rule and every
         boolean option. ``last_known_leader`` follows ``eligible_leader_replicas`` (the value in
         the resulting configuration, default the release's own)."""
-        out: dict = {"truncation": self.era.truncation}
+        out: dict[str, Any] = {"truncation": self.era.truncation}
         for key in _OPTIONS:
             out[key] = key in self.era.on
         elr = out["eligible_leader_replicas"] if eligible_leader_replicas is None else eligible_leader_replicas
         out["last_known_leader"] = out["last_known_leader"] and elr is True
         return out
 
-    def table(self, spec_model: Mapping) -> dict:
+    def table(self, spec_model: Mapping[str, Any]) -> dict[str, Any]:
         """A ``[model]`` table: the release's settings with the spec's own keys over them
         (``kafka`` and ``metadata`` left out). The bugs are not in it: the spec reader adds
         ``bugs`` once it knows which options are on (``model.spec``)."""
         mine = {k: v for k, v in spec_model.items() if k not in ("kafka", "metadata")}
         return {**self.settings(mine.get("eligible_leader_replicas")), **mine}
 
-    def refuse(self, spec_model: Mapping, values: Mapping) -> None:
+    def refuse(self, spec_model: Mapping[str, Any], values: Mapping[str, Any]) -> None:
         """Refuse what this release cannot run, whatever the overrides: the eligible leader
         replicas under ZooKeeper (KIP-966 is KRaft's) and in 3.9 (KAFKA-16952), a failed log
         directory where kmc does not model it (ZooKeeper mode, and KRaft before 3.7, one
@@ -249,7 +251,7 @@ class Release:
         return self.era.jbod and self.metadata == KRAFT
 
 
-def _parse(text: str) -> tuple[tuple, int | None]:
+def _parse(text: str) -> tuple[Version, int | None]:
     """``(line, patch)``: ``"3.6.1"`` -> ``((3, 6), 1)``, ``"0.10.2.1"`` -> ``((0, 10, 2), 1)``,
     a line alone -> ``(line, None)``; ``ValueError`` when it is not a release number."""
     if not _RELEASE.match(text):
@@ -261,16 +263,16 @@ def _parse(text: str) -> tuple[tuple, int | None]:
     return parts[:width], (parts[width] if len(parts) > width else None)
 
 
-def _line_name(line: tuple) -> str:
+def _line_name(line: Version) -> str:
     return ".".join(map(str, line)) + ".x"
 
 
-def _key(line: tuple, patch: int) -> tuple:
+def _key(line: Version, patch: int) -> Version:
     """A normalized version, comparable with the eras' bounds."""
     return (*line, patch) + ((0,) if line[0] != 0 else ())  # four numbers, as the bounds
 
 
-def _nearest(line: tuple) -> str:
+def _nearest(line: Version) -> str:
     known = [_parse(x)[0] for x in LINES]
     if line < known[0]:
         return f"the oldest release kmc models is {_line_name(known[0])}"
@@ -281,7 +283,7 @@ def _nearest(line: tuple) -> str:
     return f"the nearest kmc models are {_line_name(below)} and {_line_name(above)}"
 
 
-def resolve(kafka, metadata=None) -> Release:
+def resolve(kafka: object, metadata: object = None) -> Release:
     """The ``Release`` of a spec's ``kafka`` value and ``metadata`` (``None``: the release's
     default mode).
 
@@ -323,7 +325,7 @@ def resolve(kafka, metadata=None) -> Release:
     return Release(kafka, mode, era)
 
 
-def _show(value) -> str:
+def _show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 

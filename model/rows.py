@@ -48,11 +48,12 @@ multiple of 8 bytes, so that it can be hashed as 64-bit words.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from .config import KAFKA_14704
+from .config import KAFKA_14704, Config
 from .state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
 
 NONE = -1
@@ -76,7 +77,7 @@ class RowCodec:
 
     NONE = NONE  # a column's "no value" (the properties' array forms read it here)
 
-    def __init__(self, config) -> None:
+    def __init__(self, config: Config) -> None:
         # at least one record slot, so that no array of slots is empty
         n, m = config.n, max(config.max_messages, 1)
         largest = max(
@@ -84,9 +85,9 @@ class RowCodec:
             config.max_crashes,
             n + 1,
             (1 << n) - 1,
-            getattr(config, "max_controlled_shutdowns", 0),
-            getattr(config, "max_disk_failures", 0),
-            len(getattr(config, "min_isr_changes", ())),
+            config.max_controlled_shutdowns,
+            config.max_disk_failures,
+            len(config.min_isr_changes),
         )
         self.dtype = np.dtype(np.int8 if largest <= 127 else np.int16)
         self.n, self.m = n, m
@@ -106,12 +107,21 @@ class RowCodec:
         self.INFLIGHT_COUNT = self.INFLIGHT_LEADER + 4
         self.INFLIGHT_RECORDS = self.INFLIGHT_LEADER + 5  # m columns
         self.BLOCK = self.INFLIGHT_RECORDS + m  # the width of a block
+        self._lay_out_fetch(config)
+        self.used = self.GLOBAL + n * self.BLOCK
+        self._lay_out_acks_and_alter(config)
+        self._lay_out_operators(config)
+        per_word = 8 // self.dtype.itemsize
+        self.width = -(-self.used // per_word) * per_word  # columns; a multiple of 8 bytes
+
+    def _lay_out_fetch(self, config: Config) -> None:
+        """The columns of the fetch path at the end of a replica block (``truncate_on_fetch``)."""
         # truncation in the fetch path: a response's diverging epoch (-1: none, a response
         # with records; a diverging one's start is its diverging offset), and with
         # KAFKA-14704 its applied mark (1: its high watermark is taken, the truncation still
         # to come; -1 otherwise), at the end of the block, only with truncate_on_fetch
-        self.fetch = bool(getattr(config, "truncate_on_fetch", False))
-        self.fetch_applied = self.fetch and KAFKA_14704 in getattr(config, "fetch_bugs", ())
+        self.fetch = bool(config.truncate_on_fetch)
+        self.fetch_applied = self.fetch and KAFKA_14704 in config.fetch_bugs
         self.INFLIGHT_DIVERGING: int | None = None
         self.INFLIGHT_APPLIED: int | None = None
         if self.fetch:
@@ -120,9 +130,12 @@ class RowCodec:
             if self.fetch_applied:
                 self.INFLIGHT_APPLIED = self.BLOCK
                 self.BLOCK += 1
-        self.used = self.GLOBAL + n * self.BLOCK
+
+    def _lay_out_acks_and_alter(self, config: Config) -> None:
+        """The acknowledged set and the AlterPartition request in flight, after the blocks."""
+        m = self.m
         # the acknowledged set, after the blocks, only when acknowledgements are tracked
-        self.acks = getattr(config, "acks", None)
+        self.acks = config.acks
         self.ACKED_OFFSET: int | None = None
         self.ACKED_EPOCH: int | None = None
         if self.acks is not None:
@@ -130,13 +143,16 @@ class RowCodec:
             self.used += 2 * m
         # the AlterPartition request in flight, last, only with alter_partition: its leader,
         # its change (0 shrink, 1 expand) and its replica, all -1 when there is none
-        self.alter = bool(getattr(config, "alter_partition", False))
+        self.alter = bool(config.alter_partition)
         self.ALTER_LEADER: int | None = None
         self.ALTER_CHANGE: int | None = None
         self.ALTER_REPLICA: int | None = None
         if self.alter:
             self.ALTER_LEADER, self.ALTER_CHANGE, self.ALTER_REPLICA = range(self.used, self.used + 3)
             self.used += 3
+
+    def _lay_out_operators(self, config: Config) -> None:
+        """The operators' columns, after everything else."""
         # the operators' variables (docs/model.md, "Operator actions"), after everything else,
         # each only with its option: with max_controlled_shutdowns the replicas in controlled
         # shutdown as a bit mask and the count of ControlledShutdown steps; with min_isr_changes
@@ -147,20 +163,18 @@ class RowCodec:
         self.MIN_ISR_STEP: int | None = None
         self.LEADER_MIN_ISR_STEP: int | None = None
         self.DISK_FAILURES: int | None = None
-        if getattr(config, "max_controlled_shutdowns", 0):
+        if config.max_controlled_shutdowns:
             self.SHUTTING, self.CONTROLLED_SHUTDOWNS = self.used, self.used + 1
             self.used += 2
-        if getattr(config, "min_isr_changes", ()):
+        if config.min_isr_changes:
             self.MIN_ISR_STEP = self.used
             self.used += 1
-            if getattr(config, "min_isr_lag", False):
+            if config.min_isr_lag:
                 self.LEADER_MIN_ISR_STEP = self.used
                 self.used += 1
-        if getattr(config, "max_disk_failures", 0):
+        if config.max_disk_failures:
             self.DISK_FAILURES = self.used
             self.used += 1
-        per_word = 8 // self.dtype.itemsize
-        self.width = -(-self.used // per_word) * per_word  # columns; a multiple of 8 bytes
 
     def column_names(self) -> list[str]:
         """Every column's name, in order, as docs/model.md names the field it holds
@@ -212,14 +226,14 @@ class RowCodec:
 
     def encode(self, state: State) -> np.ndarray:
         """The row of ``state`` (a 1-d ``int8`` array of ``width`` bytes)."""
-        row = self.empty(1)[0]
+        row: np.ndarray = self.empty(1)[0]
         q = state.quorum
         row[self.PRODUCED] = state.produced
         row[self.CRASHES] = state.crashes
         row[self.Q_LEADER] = NONE if q.leader is None else q.leader
         row[self.Q_EPOCH] = q.epoch
         row[self.Q_ISR] = _mask(q.isr)
-        row[self.Q_ELR] = _mask(getattr(q, "elr", ()))
+        row[self.Q_ELR] = _mask(q.elr)
         for offset, epoch, rid in state.committed:
             if row[self.COMMITTED_OFFSET + rid] != NONE:
                 raise ValueError(f"record {rid} is committed at two offsets")
@@ -233,7 +247,7 @@ class RowCodec:
             for offset, epoch, rid in state.acked:
                 row[acked_offset + rid] = offset
                 row[acked_epoch + rid] = epoch
-        alter = getattr(q, "alter", None)
+        alter = q.alter
         if alter is not None:
             # the request's columns exist exactly with alter_partition
             lead, change, subject = self.ALTER_LEADER, self.ALTER_CHANGE, self.ALTER_REPLICA
@@ -249,7 +263,7 @@ class RowCodec:
             row[b + self.HW] = rep.hw
             row[b + self.EPOCH] = rep.epoch
             row[b + self.LEADER] = NONE if rep.leader is None else rep.leader
-            row[b + self.LOSSY] = getattr(rep, "lossy", False)
+            row[b + self.LOSSY] = rep.lossy
             row[b + self.REMOTE_LEO : b + self.REMOTE_LEO + self.n] = rep.remote_leo
             row[b + self.LEO] = len(rep.log)
             for k, (e, i) in enumerate(rep.log):
@@ -266,7 +280,7 @@ class RowCodec:
                 self._encode_diverging(row, b, f)
         return row
 
-    def _encode_operators(self, row, state) -> None:
+    def _encode_operators(self, row: np.ndarray, state: State) -> None:
         """The operators' variables of ``state`` into ``row`` (their columns exist exactly
         with their options; a state that needs a missing one cannot be written)."""
         shutting = _mask(r for r, rep in enumerate(state.replicas) if rep.shutting)
@@ -283,7 +297,7 @@ class RowCodec:
             elif value:
                 raise ValueError(f"{what} in a configuration without its option")
 
-    def _encode_diverging(self, row, b, f) -> None:
+    def _encode_diverging(self, row: np.ndarray, b: int, f: Fetch) -> None:
         """The diverging epoch of the response ``f`` and its applied mark, in the block at
         ``b`` (the columns exist exactly with truncate_on_fetch)."""
         if f.diverging is None and not f.applied:
@@ -298,7 +312,7 @@ class RowCodec:
                 raise ValueError("an applied fetch response in a configuration without KAFKA-14704")
             row[b + self.INFLIGHT_APPLIED] = 1
 
-    def decode(self, row) -> State:
+    def decode(self, row: np.ndarray) -> State:
         """The ``State`` of a row (the inverse of ``encode``)."""
         v = [int(x) for x in row]
         n, m = self.n, self.m
@@ -369,13 +383,13 @@ class RowCodec:
             0 if self.DISK_FAILURES is None else v[self.DISK_FAILURES],
         )
 
-    def _decode_diverging(self, v, b) -> dict:
+    def _decode_diverging(self, v: Sequence[int], b: int) -> dict[str, Any]:
         """The diverging fields of the response in the block at ``b`` of the row values ``v``
         (none without truncate_on_fetch)."""
         column = self.INFLIGHT_DIVERGING
         if column is None:
             return {}
-        out: dict = {}
+        out: dict[str, Any] = {}
         if v[b + column] != NONE:
             out["diverging"] = v[b + column]
         if self.INFLIGHT_APPLIED is not None and v[b + self.INFLIGHT_APPLIED] == 1:
@@ -384,7 +398,7 @@ class RowCodec:
 
     # -- symmetry -----------------------------------------------------------------------
 
-    def permuter(self, perm) -> Callable[[np.ndarray], np.ndarray]:
+    def permuter(self, perm: Sequence[int]) -> Callable[[np.ndarray], np.ndarray]:
         """A function mapping an array of rows to the rows with replica ``r`` renamed
         ``perm[r]``: blocks move, ``remote_leo`` entries move, and every replica id
         (leaders, in-flight leader, quorum leader, ISR and ELR bits) is renamed."""
@@ -407,7 +421,7 @@ class RowCodec:
         if self.SHUTTING is not None:  # a replica's controlled shutdown moves with it
             mask_cols.append(self.SHUTTING)
 
-        def apply(rows) -> np.ndarray:
+        def apply(rows: np.ndarray) -> np.ndarray:
             out = np.ascontiguousarray(rows[:, src])
             for c in id_cols:
                 out[:, c] = id_lut[out[:, c].astype(np.intp) + 1]
@@ -418,18 +432,18 @@ class RowCodec:
         return apply
 
 
-def _mask(ids) -> int:
+def _mask(ids: Iterable[int]) -> int:
     out = 0
     for r in ids:
         out |= 1 << r
     return out
 
 
-def _ids(mask: int, n: int) -> tuple:
+def _ids(mask: int, n: int) -> tuple[int, ...]:
     return tuple(r for r in range(n) if mask >> r & 1)
 
 
-def lexicographic_min(candidates) -> np.ndarray:
+def lexicographic_min(candidates: list[np.ndarray]) -> np.ndarray:
     """The least row, byte by byte, among several arrays of rows (same shape): a list
     of arrays, one per permutation; returns one array of rows."""
     best = candidates[0].copy()

@@ -11,7 +11,14 @@ import struct
 
 import attrs
 
-Record = tuple  # (leader epoch it was written in, producer sequence number)
+from .config import Config
+
+Record = tuple[int, int]  # (leader epoch it was written in, producer sequence number)
+Log = tuple[Record, ...]  # a replica's log: its records, offset = index
+Ids = tuple[int, ...]  # replica ids: an ISR, an ELR, every replica's log end
+Entry = tuple[int, int, int]  # (offset, epoch, id) of a committed or acknowledged record
+Entries = tuple[Entry, ...]
+Alter = tuple[int, str, int]  # an AlterPartition request: (leader, SHRINK | EXPAND, replica)
 NONE = -1  # how "no replica" is written in the canonical encoding
 # Where a response writes its record count, a diverging response writes one of these.
 DIVERGING = -2
@@ -33,7 +40,7 @@ class Fetch:
     leader: int
     epoch: int
     start: int
-    records: tuple
+    records: Log
     leader_hw: int
     diverging: int | None = None
     applied: bool = False
@@ -44,11 +51,11 @@ class Replica:
     """One replica's durable and volatile state."""
 
     alive: bool
-    log: tuple  # of Record; offset = index
+    log: Log  # offset = index
     hw: int
     epoch: int  # -1 after a restart
     leader: int | None  # whom it believes leads; None after a restart
-    remote_leo: tuple  # the leader's view of every replica's log end (own entry unused)
+    remote_leo: Ids  # the leader's view of every replica's log end (own entry unused)
     inflight: Fetch | None = None
     lossy: bool = False  # down after a crash that lost part of its log (KIP-966)
     shutting: bool = False  # alive and in controlled shutdown (max_controlled_shutdowns)
@@ -73,9 +80,9 @@ class Quorum:
 
     leader: int | None
     epoch: int
-    isr: tuple
-    elr: tuple = ()
-    alter: tuple | None = None
+    isr: Ids
+    elr: Ids = ()
+    alter: Alter | None = None
     min_isr_step: int = 0  # ChangeMinIsr steps taken (min_isr_changes)
 
 
@@ -89,12 +96,12 @@ class State:
     the configuration sets ``acks``).
     """
 
-    replicas: tuple
+    replicas: tuple[Replica, ...]
     quorum: Quorum
     produced: int = 0
     crashes: int = 0
-    committed: tuple = ()
-    acked: tuple = ()
+    committed: Entries = ()
+    acked: Entries = ()
     controlled_shutdowns: int = 0  # ControlledShutdown steps so far
     leader_min_isr_step: int = 0  # min ISR changes the leader's broker has applied (min_isr_lag)
     disk_failures: int = 0  # DiskFailure steps so far
@@ -129,13 +136,13 @@ def leso(state: State, l: int) -> int:
     return len(rep.log)
 
 
-def min_isr(config, state: State) -> int:
+def min_isr(config: Config, state: State) -> int:
     """The controller's min ISR (``min_isr()`` of docs/model.md, "Operator actions"): the
     value of the last ChangeMinIsr step taken, ``min_insync_replicas`` before any."""
     return config.min_isr_at(state.quorum.min_isr_step)
 
 
-def leader_min_isr(config, state: State) -> int:
+def leader_min_isr(config: Config, state: State) -> int:
     """The min ISR the leader's broker uses (``leader_min_isr()``): with ``min_isr_lag``
     the value of the last change it applied (ApplyMinIsr), else the controller's."""
     if config.min_isr_lag:
@@ -143,7 +150,7 @@ def leader_min_isr(config, state: State) -> int:
     return config.min_isr_at(state.quorum.min_isr_step)
 
 
-def elr_after(config, elr: tuple, old_isr: tuple, new_isr: tuple, min_isr: int | None = None) -> tuple:
+def elr_after(config: Config, elr: Ids, old_isr: Ids, new_isr: Ids, min_isr: int | None = None) -> Ids:
     """The eligible leader replicas after the controller changes the ISR from ``old_isr``
     to ``new_isr`` (Kafka's ``PartitionChangeBuilder.maybePopulateTargetElr``).
 
@@ -186,7 +193,7 @@ def encode(state: State) -> bytes:
     as three ``-1``): the two counters, the two min ISR steps, then each replica's ``shutting``.
     """
     q = state.quorum
-    out = [state.produced, state.crashes, NONE if q.leader is None else q.leader, q.epoch, len(q.isr)]
+    out: list[int] = [state.produced, state.crashes, NONE if q.leader is None else q.leader, q.epoch, len(q.isr)]
     out.extend(q.isr)
     out.append(len(state.committed))
     for c in state.committed:

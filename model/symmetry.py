@@ -7,11 +7,13 @@ engine uses it, and the tests compare the two.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
+from .config import Config
 from .state import Fetch, Quorum, Replica, State
 
 
-def symmetries(config) -> list[tuple]:
+def symmetries(config: Config) -> list[tuple[int, ...]]:
     """The replica permutations symmetry reduction may apply: those that map the set of
     initial states onto itself, i.e. all of them with ``initial_leader = any`` and those
     fixing the first replica otherwise. Each maps replica ``r`` to ``p[r]``; the identity
@@ -22,7 +24,7 @@ def symmetries(config) -> list[tuple]:
     return [(0,) + p for p in itertools.permutations(range(1, n))]
 
 
-def permute(state: State, perm) -> State:
+def permute(state: State, perm: Sequence[int]) -> State:
     """``state`` with replica ``r`` renamed ``perm[r]``: replica ids are renamed wherever
     they occur (leaders, ``remote_leo`` indices, the in-flight leader, the quorum's
     leader, ISR and ELR, the AlterPartition request's leader and replica); a replica's marks
@@ -30,10 +32,10 @@ def permute(state: State, perm) -> State:
     counters of crashes and controlled shutdowns among them) are not replica ids."""
     n = len(state.replicas)
 
-    def rid(r) -> int | None:
+    def rid(r: int | None) -> int | None:
         return None if r is None else perm[r]
 
-    reps: list[Replica | None] = [None] * n  # every slot is filled: perm is a permutation
+    reps = list(state.replicas)  # every slot is overwritten: perm is a permutation
     for r, rep in enumerate(state.replicas):
         remote = [0] * n
         for f in range(n):

@@ -6,13 +6,13 @@ from .config import (
     LEADER_EPOCH,
     LEADER_EPOCH_21,
     LEADER_EPOCH_KIP279,
-    LEADER_EPOCH_RULES,
-    TRUNCATION_RULES,
     Config,
 )
 from .kafka import ACTION_NAMES, Action, KafkaModel
 from .state import Fetch, Quorum, Replica, State, elr_after, encode, leader_of, leads, leso
 from .truncation import (
+    LEADER_EPOCH_RULES,
+    TRUNCATION_RULES,
     end_offset,
     offsets_for_leader_epoch,
     truncate_high_watermark,

@@ -10,9 +10,6 @@ HIGH_WATERMARK = "high-watermark"
 LEADER_EPOCH = "leader-epoch"
 LEADER_EPOCH_KIP279 = "leader-epoch-kip279"
 LEADER_EPOCH_21 = "leader-epoch-2.1"
-TRUNCATION_RULES = (HIGH_WATERMARK, LEADER_EPOCH, LEADER_EPOCH_KIP279, LEADER_EPOCH_21)
-# The rules under which BecomeFollower asks the leader (OffsetsForLeaderEpoch).
-LEADER_EPOCH_RULES = (LEADER_EPOCH, LEADER_EPOCH_KIP279, LEADER_EPOCH_21)
 INITIAL_LEADERS = ("first", "any")
 # The producer's acks setting, when acknowledgements are tracked (None: not tracked).
 ACKS_ALL = "all"
@@ -46,7 +43,7 @@ class Config:
         max_messages: the producer writes at most this many records.
         max_crashes: at most this many Crash steps in a behaviour.
         max_leader_epoch: the controller elects while its epoch is below this.
-        truncation: one of ``TRUNCATION_RULES``.
+        truncation: a rule's name (``model.truncation.RULES``).
         min_insync_replicas: Produce is refused while the ISR is smaller.
         unclean_leader_election: may a replica outside the ISR be elected.
         unflushed_loss: may a crash drop the not-yet-fsynced tail of a log.

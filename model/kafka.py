@@ -35,6 +35,7 @@ from .config import ACKS_ALL, ACKS_ONE, HIGH_WATERMARK, KAFKA_13916, LEADER_EPOC
 from .fairness import fair_instance, fair_instances, instance_codes
 from .kafka_actions import KafkaEffects
 from .state import EXPAND, SHRINK, Quorum, Replica, State, encode, leader_of, leso
+from .truncation import batch_unsupported
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
     from kmc.checker.contract.protocol import BatchKernel, CoverageNames, Guard, Model, Property
@@ -106,8 +107,8 @@ class KafkaModel(ModelBase):
 
     def batch_unsupported(self) -> str | None:
         """Why the batch kernel cannot run this configuration (the engines then take the
-        per-state path), or ``None``: it runs every configuration."""
-        return None
+        per-state path), or ``None``: the configuration's truncation rule has a batch form."""
+        return batch_unsupported(self.config.truncation)
 
     def coverage_names(self) -> CoverageNames:
         """The kinds of the actions and the variables coverage counts (``model.coverage_names``)."""

@@ -181,3 +181,8 @@ def batch_unsupported(name: str) -> str | None:
 def truncation_offset(rule: str, log: Log, hw: int, leader_log: Log) -> int:
     """The offset a follower with ``log`` and ``hw`` truncates to under ``rule``."""
     return RULES.per_state[rule](log, hw, leader_log)
+
+
+# The built-in rules' names, in the registry's order, and those that ask the leader.
+TRUNCATION_RULES: Final = tuple(RULES)
+LEADER_EPOCH_RULES: Final = tuple(name for name in TRUNCATION_RULES if RULES.named(name).asks_leader)

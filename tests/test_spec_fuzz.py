@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from kmc.checker.base.errors import SpecError
 from kmc.checker.core.result import HOLDS, VIOLATED
-from kmc.model.config import TRUNCATION_RULES
+from kmc.model.truncation import TRUNCATION_RULES
 from kmc.app.specs import PARTITIONS, load_spec, parse_spec, spark_table
 from kmc.model.spec import ENGINES, LIMITS, MAX_REPLICAS, MODEL_BOOLS, MODEL_INTS, property_names
 

@@ -21,7 +21,8 @@ from kmc.app.cli import EXIT_BAD_INPUT, main
 from kmc.app.specs import load_spec
 from kmc.checker.contract.protocol import with_defaults
 from kmc.model.actions import ELECT_LEADER, Action
-from kmc.model.config import KNOWN_BUGS, TRUNCATION_RULES, Config
+from kmc.model.config import KNOWN_BUGS, Config
+from kmc.model.truncation import TRUNCATION_RULES
 from kmc.model.kafka import KafkaModel
 from kmc.model.state import Quorum, Replica, State
 from kmc.app.render.why_not import NOT_DECLARED, UnknownAction, answers

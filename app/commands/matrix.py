@@ -150,7 +150,7 @@ def register(sub) -> None:
 
 def _rule_names() -> list[str]:
     """Every name ``--rules`` accepts, short ones first (``RULE_ALIASES``: the parser's own table)."""
-    from kmc.model.config import TRUNCATION_RULES
+    from kmc.model.truncation import TRUNCATION_RULES
 
     short = [a for a in RULE_ALIASES if a not in TRUNCATION_RULES]
     return short + [r for r in TRUNCATION_RULES if r in RULE_ALIASES]

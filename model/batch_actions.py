@@ -35,7 +35,7 @@ class ActionEffects:
 
     # -- the actions (each takes a copy of the enabled rows and changes it in place) ----
 
-    def produce(self, s, l) -> None:
+    def produce(self, s: np.ndarray, l: int) -> None:
         c = self.codec
         b = c.block(l)
         ri = np.arange(len(s))
@@ -45,7 +45,7 @@ class ActionEffects:
         s[:, c.PRODUCED] += 1
         self.rules.advance_hw(s, l)
 
-    def produce_acks_one(self, s, l) -> None:
+    def produce_acks_one(self, s: np.ndarray, l: int) -> None:
         """Produce under acks=1 by ``l``, which believes it leads: the record is
         acknowledged on append; HW(l) only in the rows where ``l`` really leads."""
         c = self.codec
@@ -64,7 +64,7 @@ class ActionEffects:
             self.rules.advance_hw(t, l)
             s[leading] = t
 
-    def fetch_request(self, s, f, l) -> None:
+    def fetch_request(self, s: np.ndarray, f: int, l: int) -> None:
         c = self.codec
         if c.fetch:  # truncation in the fetch path: some fetches diverge
             bf, bl = c.block(f), c.block(l)
@@ -82,7 +82,7 @@ class ActionEffects:
                 return
         self._answer_records(s, f, l)
 
-    def _answer_records(self, s, f, l) -> None:
+    def _answer_records(self, s: np.ndarray, f: int, l: int) -> None:
         """FetchRequest(f) answered with the leader's records from the follower's offset."""
         c = self.codec
         bf, bl = c.block(f), c.block(l)
@@ -104,7 +104,7 @@ class ActionEffects:
             r, at = ri[ok], src[ok]
             s[r, bf + c.INFLIGHT_RECORDS + k] = s[r, bl + c.LOG + at]
 
-    def diverging(self, s, bf, bl) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def diverging(self, s: np.ndarray, bf: int, bl: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Which fetches of the follower at block ``bf`` from the leader at ``bl`` diverge
         (truncation in the fetch path), with the leader's answer ``(E', O') = EO(l, E)`` for
         the follower's last record's epoch ``E``: it diverges iff ``E' < E`` or ``O'`` is
@@ -133,7 +133,7 @@ class ActionEffects:
         epoch[check], offset[check] = e2, o2
         return div, epoch, offset
 
-    def _answer_diverging(self, s, f, l, epoch, offset) -> None:
+    def _answer_diverging(self, s: np.ndarray, f: int, l: int, epoch: np.ndarray, offset: np.ndarray) -> None:
         """FetchRequest(f) answered with the diverging epoch ``(epoch, offset)`` and no
         records; the leader records nothing of the follower, except under KAFKA-13141,
         where it takes the follower's log end as its fetch offset and moves its HW."""
@@ -149,7 +149,7 @@ class ActionEffects:
         s[:, bf + c.INFLIGHT_COUNT] = 0
         s[:, bf + c.INFLIGHT_DIVERGING] = epoch
 
-    def fetch_response(self, s, f) -> None:
+    def fetch_response(self, s: np.ndarray, f: int) -> None:
         c = self.codec
         b = c.block(f)
         fresh = (
@@ -197,7 +197,7 @@ class ActionEffects:
             gone = ~stay
             s[gone, b + c.INFLIGHT_LEADER : b + c.BLOCK] = NONE
 
-    def _truncate_on_answer(self, s, b) -> None:
+    def _truncate_on_answer(self, s: np.ndarray, b: int) -> None:
         """The follower at block ``b`` truncates on the diverging epoch ``(E', O')`` of its
         response: with ``(F, G) = EO(f, E')``, to ``min(G, O', LEO)`` when ``F = E'``, else to
         ``min(G, LEO)``; to ``min(O', LEO)`` when ``EO(f, E')`` is undefined. Its HW follows."""
@@ -212,7 +212,7 @@ class ActionEffects:
         self.rules.cut_log(s, b, t)
         np.minimum(s[:, b + c.HW], t, out=s[:, b + c.HW])
 
-    def crash(self, s, r, cut) -> None:
+    def crash(self, s: np.ndarray, r: int, cut: int | None) -> None:
         c, cfg = self.codec, self.config
         b = c.block(r)
         s[:, b + c.ALIVE] = 0
@@ -226,7 +226,7 @@ class ActionEffects:
             self.rules.cut_log(s, b, np.full(len(s), cut, dtype=np.int64))
             np.minimum(s[:, b + c.HW], cut, out=s[:, b + c.HW])
 
-    def restart(self, s, r) -> None:
+    def restart(self, s: np.ndarray, r: int) -> None:
         c, cfg = self.codec, self.config
         b = c.block(r)
         s[:, b + c.ALIVE] = 1
@@ -263,7 +263,7 @@ class ActionEffects:
         t[:, b + c.LOSSY] = 0
         s[lossy] = t
 
-    def become_follower(self, s, r, l) -> None:
+    def become_follower(self, s: np.ndarray, r: int, l: int) -> None:
         c = self.codec
         b, bl = c.block(r), c.block(l)
         if c.fetch:  # truncation in the fetch path: nothing is truncated here
@@ -279,14 +279,14 @@ class ActionEffects:
         s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
         self.rules.clear_inflight(s, b)
 
-    def ask(self, s, r, l, change) -> None:
+    def ask(self, s: np.ndarray, r: int, l: int, change: int) -> None:
         """ShrinkIsr or ExpandIsr with alter_partition: only the request is sent."""
         c = self.codec
         s[:, c.ALTER_LEADER] = l
         s[:, c.ALTER_CHANGE] = change
         s[:, c.ALTER_REPLICA] = r
 
-    def alter_partition(self, s, r) -> None:
+    def alter_partition(self, s: np.ndarray, r: int) -> None:
         """AlterPartition answering a request that names ``r``: refused (broker epochs, an
         expansion of a replica that is down) or accepted (the ISR change, the ELR after it,
         then HW of the asking leader where it still leads)."""
@@ -320,7 +320,7 @@ class ActionEffects:
                 t[sel] = u
         s[accept] = t
 
-    def shrink(self, s, r, l) -> None:
+    def shrink(self, s: np.ndarray, r: int, l: int) -> None:
         c = self.codec
         old = s[:, c.Q_ISR].astype(np.int64)
         new = old & ~(1 << r)
@@ -328,7 +328,7 @@ class ActionEffects:
         s[:, c.Q_ISR] = new
         self.rules.advance_hw(s, l)
 
-    def expand(self, s, r, l) -> None:
+    def expand(self, s: np.ndarray, r: int, l: int) -> None:
         c = self.codec
         old = s[:, c.Q_ISR].astype(np.int64)
         new = old | (1 << r)

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import os
 
-from .units import MAX_CEILING, MIN_CEILING, check_ceiling, format_size, parse_size  # noqa: F401
+# The sizes a ceiling is written in are ``checker.base.units``'s; they are offered here too,
+# beside the ceiling they bound.
+from .units import MAX_CEILING as MAX_CEILING
+from .units import MIN_CEILING as MIN_CEILING
+from .units import check_ceiling as check_ceiling
+from .units import format_size as format_size
+from .units import parse_size as parse_size
 
 # Without --max-memory, kmc check stops cleanly at this share of the machine's memory
 # (or of its control group's limit) rather than meet the out-of-memory killer.

@@ -129,7 +129,8 @@ class RowsSearch(Search):
         self._decided: set[str] = set()  # the properties decided at the last chunk committed
 
     def fingerprints(self, rows: np.ndarray) -> np.ndarray:
-        return self.kernel.fingerprints(rows, self.symmetry)
+        fps: np.ndarray = self.kernel.fingerprints(rows, self.symmetry)
+        return fps
 
     def start(self, stats: Stats, found: Found) -> None:
         states = list(self.model.init_states())
@@ -184,7 +185,7 @@ class RowsSearch(Search):
             rank += len(chunk)
 
     @staticmethod
-    def piece_len(piece) -> int:
+    def piece_len(piece: tuple[np.ndarray, Any]) -> int:
         return len(piece[0])
 
     def begin_level(self, depth: int) -> None:
@@ -214,7 +215,7 @@ class RowsSearch(Search):
         self.queue.rollback()
         self.numbered.truncate(len(self.seen))
 
-    def prepare_chunk(self, chunk: np.ndarray, depth: int, rank: int, level: int, skip: frozenset) -> Prepared:
+    def prepare_chunk(self, chunk: np.ndarray, depth: int, rank: int, level: int, skip: frozenset[str]) -> Prepared:
         """The work on a chunk that asks the store only about earlier levels
         (``checker.local.workers``): the
         chunk holds the frontier ranks ``rank ...`` of a level of ``level`` states at
@@ -333,14 +334,14 @@ class RowsSearch(Search):
 
     # -- checkpoints --------------------------------------------------------------
 
-    def snapshot_parts(self) -> dict:
+    def snapshot_parts(self) -> dict[str, Any]:
         stored = self.seen.saved()
         parts = {"head": {"format": self.snapshot_format}, **stored, **self.queue.saved(stored)}
         if len(self.numbered):
             parts["numbered"] = [self.numbered.read()]
         return parts
 
-    def restore_parts(self, snapshot: dict, directory: Any = None) -> None:
+    def restore_parts(self, snapshot: dict[str, Any], directory: Any = None) -> None:
         snapshot = restore_snapshot(snapshot, self.snapshot_format)  # checked, in this kmc's shape
         saved: SavedStore = snapshot["seen"]  # a CompactSeenSet, in a checkpoint of an older kmc
         self.seen = self.seen.restored(saved, directory)

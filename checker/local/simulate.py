@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable, Sequence
 
 import attrs
 
 from ..base.fingerprint import fingerprint
-from ..contract.protocol import action_name, with_defaults
+from ..contract.protocol import Model, Property, action_name, with_defaults
 from ..core.kernel import split_properties
 from ..core.keys import tally
 from ..core.level import state_failures, step_failures
@@ -74,7 +75,14 @@ class SimulationResult:
 
 
 def simulate(
-    model, properties=None, *, runs=1000, depth=50, seed=0, progress=None, progress_every=100
+    model: Model,
+    properties: Sequence[Property] | None = None,
+    *,
+    runs: int = 1000,
+    depth: int = 50,
+    seed: int = 0,
+    progress: Callable[[SimulationStats], None] | None = None,
+    progress_every: int = 100,
 ) -> SimulationResult:
     """Walk ``runs`` times from an initial state, each walk at most ``depth`` transitions
     long, and stop at the first state or step that violates a property.

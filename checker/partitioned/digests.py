@@ -5,12 +5,14 @@ not a stack trace)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from ..checkpoints.file import CheckpointError
 
 
-def digests(paths) -> dict:
+def digests(paths: Iterable[Path]) -> dict[str, Any]:
     """``{file name: (size, sha256)}`` of ``paths``."""
     files = {}
     for path in paths:
@@ -22,7 +24,9 @@ def digests(paths) -> dict:
     return files
 
 
-def verify_files(directory: Path, files: dict, pattern: str = "*", listing=None) -> None:
+def verify_files(
+    directory: Path, files: dict[str, Any], pattern: str = "*", listing: Callable[[Path], dict[str, Any]] | None = None
+) -> None:
     """Refuse a saved level whose files (those matching ``pattern``) are not exactly
     ``files``, the sizes and SHA-256 its checkpoint lists; ``listing(directory)`` gives
     the actual ones (default: ``digests`` of the files)."""

@@ -27,7 +27,7 @@ from .rows_read import load_arrays
 from .rows_write import digest_of
 
 
-def verify_saved(snapshot: dict, directory: Any) -> Path:
+def verify_saved(snapshot: dict[str, Any], directory: Any) -> Path:
     """The level directory of a snapshot of a Spark level, under the checkpoint directory
     ``directory``, once its files are checked against those the snapshot lists.
 
@@ -37,7 +37,7 @@ def verify_saved(snapshot: dict, directory: Any) -> Path:
     """
     if directory is None:
         raise EngineError("restore: name the checkpoint directory")
-    where = Path(directory).resolve() / snapshot["data"]
+    where: Path = Path(directory).resolve() / snapshot["data"]
     if where.is_symlink():  # another run's level, or a copy of this one elsewhere: not what was saved
         raise CheckpointError(
             f"{where}: a symbolic link, not the level directory the checkpoint saved; "
@@ -47,7 +47,9 @@ def verify_saved(snapshot: dict, directory: Any) -> Path:
     return where
 
 
-def level_objects(store: RowsStore, runs: list, sources: list, handoff_depth: int, depth: int) -> list[tuple[str, str]]:
+def level_objects(
+    store: RowsStore, runs: list[Any], sources: list[Any], handoff_depth: int, depth: int
+) -> list[tuple[str, str]]:
     """``(object name, saved name)`` of the store's objects of the level of ``depth``:
     every partition's seen ``runs`` and parent pointers since ``handoff_depth``, and the
     frontier's objects, written by the owners ``sources`` names."""
@@ -66,8 +68,8 @@ def level_objects(store: RowsStore, runs: list, sources: list, handoff_depth: in
 
 
 def save_level(
-    store: RowsStore, runs: list, sources: list, handoff_depth: int, depth: int, data_root: Any
-) -> tuple[Path, dict]:
+    store: RowsStore, runs: list[Any], sources: list[Any], handoff_depth: int, depth: int, data_root: Any
+) -> tuple[Path, dict[str, Any]]:
     """Copy the store's objects of the level of ``depth`` (``level_objects``) under
     ``data_dir(data_root, depth)``; returns that directory and ``{file name: (size,
     sha256)}`` of its files, the digests their writers computed (``RowsStore.digests``).
@@ -91,7 +93,9 @@ def save_level(
     return target, files
 
 
-def save_manifest(store: RowsStore, runs: list, sources: list, handoff_depth: int, depth: int) -> tuple[dict, dict]:
+def save_manifest(
+    store: RowsStore, runs: list[Any], sources: list[Any], handoff_depth: int, depth: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The level of ``depth`` as a manifest of the store's objects (``level_objects``),
     which stay where they are, pinned (``RowsStore.pin``): ``(files, objects)``, the
     first ``{saved name: (size, sha256)}`` as their writers computed them, the second
@@ -114,7 +118,7 @@ def save_manifest(store: RowsStore, runs: list, sources: list, handoff_depth: in
     return files, {"store": store.root.rsplit("/", 1)[-1], "root": store.root, "names": names}
 
 
-def verify_objects(blobs: Any, snapshot: dict) -> None:
+def verify_objects(blobs: Any, snapshot: dict[str, Any]) -> None:
     """Refuse a manifest (``save_manifest``) whose objects in ``blobs`` (the run's prefix)
     are missing, or differ from the sizes and SHA-256 it lists, in one line.
 
@@ -159,7 +163,9 @@ def relocate(where: Path, data_root: Any, depth: int) -> Path:
     return target
 
 
-def load_saved(store: RowsStore, where: Any, snap: dict, n: int, depth: int) -> tuple[list, list[int], list[list[int]]]:
+def load_saved(
+    store: RowsStore, where: Any, snap: dict[str, Any], n: int, depth: int
+) -> tuple[list[Any], list[int], list[list[int]]]:
     """Write a saved level into ``store``, re-split for ``n`` partitions; return the
     partitions' seen runs, the level's count per rank partition and their writers.
     ``where``: the level's directory (a ``Path``), or the blob store of the run's prefix

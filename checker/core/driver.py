@@ -28,16 +28,16 @@ determinism contract are declared in ``checker.core.parts`` (``LevelSearch``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sized
+from collections.abc import Callable, Sized
 from typing import Any
 
 import attrs
 
 from ..base.memory import resident_bytes
-from ..contract.protocol import COVER, Model, Property, is_cover
+from ..contract.protocol import COVER, Model, is_cover
+from .assembly import Assembly
 from .coverage import Coverage, NoCoverage
-from .kernel import require_symmetric, result_of, split_properties, stop_after_level
-from .options import Options
+from .kernel import result_of, stop_after_level
 from .parts import Found, LevelSearch, ResourceStop, Search
 from .result import CheckResult, Stats, Violation
 from .trace import extend
@@ -76,27 +76,25 @@ class LevelDriver:
 
     def __init__(
         self,
-        model: Model,
+        assembly: Assembly,
         search: LevelSearch[Any, Any, Any],
-        properties: Iterable[Property] | None = None,
-        options: Options | None = None,
         progress: Progress | None = None,
         *,
         on_level: OnLevel | None = None,
     ):
-        self.model = model
-        self.properties = list(model.properties() if properties is None else properties)
-        self.invariants, self.step_props = split_properties(self.properties)
-        self.options = options or Options()
-        if self.options.symmetry:
-            require_symmetric(self.properties)
+        # What the engine built its search from (``checker.core.assembly``): the model with its
+        # defaults, the properties split, symmetry checked, the graph clients in the visitor.
+        self.model: Model = assembly.model
+        self.properties = assembly.properties
+        self.invariants, self.step_props = assembly.invariants, assembly.step_props
+        self.options = assembly.options
         self.progress = progress
         self.on_level = on_level
         self.stop_requested: str | None = None
         # a batch kernel's comparison with its model (``checker.contract.kernel_check.KernelCheck``),
         # set by an engine that has one: it counts the states compared
         self.kernel_check: Any = None
-        self.stats = Stats(coverage=Coverage(model.coverage_names()) if self.options.coverage else NoCoverage())
+        self.stats = Stats(coverage=Coverage(self.model.coverage_names()) if self.options.coverage else NoCoverage())
         self.found: Found = {}  # property -> (kind, explanation, where)
         self.search: LevelSearch[Any, Any, Any] = search
         self._started = False

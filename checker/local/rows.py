@@ -399,5 +399,5 @@ class BatchEngine(LevelDriver):
             counting=a.options.coverage,
         )
         search.snapshot_format = snapshot_format
-        super().__init__(a.model, search, a.properties, a.options, progress, on_level=on_level)
+        super().__init__(a, search, progress, on_level=on_level)
         self.kernel_check = check

@@ -214,7 +214,7 @@ class SparkRowsEngine(LevelDriver):
             session=self.session,
             visitor=a.visitor,
         )
-        super().__init__(model, search, a.properties, options, progress, on_level=on_level)
+        super().__init__(a, search, progress, on_level=on_level)
         self.kernel_check = check
         # After run(): why no Spark session was started (every level stayed on the driver), or None.
         self.not_started: str | None = None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
@@ -107,40 +108,14 @@ def simulate(
     invariants, step_props = split_properties(props)
     rng = random.Random(seed)
     stats = SimulationStats()
-    seen = set()
-    fired = stats.fired
+    seen: set[int] = set()
     inits = list(model.init_states())
     started = time.perf_counter()
     violation = None
     for run in range(1, runs + 1):
         stats.runs = run
-        init_index = rng.randrange(len(inits))
-        state = inits[init_index]
-        seen.add(fingerprint(model, state))
-        steps = [Step(None, state)]
-        choices: list[int] = []
-        bad = state_failures(model, state, invariants)
-        kind = "always"
-        while not bad and len(choices) < depth:
-            succ = model.successors(state)
-            if not succ:
-                stats.terminal += 1
-                break
-            choice = rng.randrange(len(succ))
-            action, nxt = succ[choice]
-            choices.append(choice)
-            steps.append(Step(action, nxt))
-            name = action_name(action)
-            tally(fired, name)
-            seen.add(fingerprint(model, nxt))
-            # A step property is judged on the transition, before the state it reaches,
-            # the order in which the breadth-first engines find them.
-            bad = step_failures(model, state, action, nxt, step_props)
-            kind = "step"
-            if not bad:
-                bad = state_failures(model, nxt, invariants)
-                kind = "always"
-            state = nxt
+        walk = _walk(model, rng, inits, depth, invariants, step_props, stats, seen)
+        steps, choices, init_index, bad, kind = walk
         stats.steps += len(choices)
         stats.longest = max(stats.longest, len(choices))
         if bad:
@@ -151,7 +126,7 @@ def simulate(
         if progress is not None and run % progress_every == 0:
             stats.distinct = len(seen)
             stats.seconds = time.perf_counter() - started
-            progress(attrs.evolve(stats, fired=dict(fired)))
+            progress(attrs.evolve(stats, fired=dict(stats.fired)))
     stats.distinct = len(seen)
     stats.seconds = time.perf_counter() - started
     return SimulationResult(
@@ -163,3 +138,44 @@ def simulate(
         violation=violation,
         violation_run=stats.runs if violation else None,
     )
+
+
+def _walk(
+    model: Model,
+    rng: random.Random,
+    inits: list[Any],
+    depth: int,
+    invariants: Sequence[Property],
+    step_props: Sequence[Property],
+    stats: SimulationStats,
+    seen: set[int],
+) -> tuple[list[Step], list[int], int, list[tuple[str, str]], str]:
+    """One walk from a random initial state, at most ``depth`` transitions long, to its
+    first violation: ``(steps, choices, initial state's index, violations, their kind)``."""
+    init_index = rng.randrange(len(inits))
+    state = inits[init_index]
+    seen.add(fingerprint(model, state))
+    steps = [Step(None, state)]
+    choices: list[int] = []
+    bad = state_failures(model, state, invariants)
+    kind = "always"
+    while not bad and len(choices) < depth:
+        succ = model.successors(state)
+        if not succ:
+            stats.terminal += 1
+            break
+        choice = rng.randrange(len(succ))
+        action, nxt = succ[choice]
+        choices.append(choice)
+        steps.append(Step(action, nxt))
+        tally(stats.fired, action_name(action))
+        seen.add(fingerprint(model, nxt))
+        # A step property is judged on the transition, before the state it reaches,
+        # the order in which the breadth-first engines find them.
+        bad = step_failures(model, state, action, nxt, step_props)
+        kind = "step"
+        if not bad:
+            bad = state_failures(model, nxt, invariants)
+            kind = "always"
+        state = nxt
+    return steps, choices, init_index, bad, kind

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..contract.protocol import CoverageNames, Expander, Model, action_name, generic_values
+from .states_kernel import successors_of
 
 # What a Spark task ships of its coverage (``task_part``): the enabled counts per action
 # code and the kind counts (``None``: no chunk expanded), and the values it met per variable.
@@ -414,7 +415,7 @@ def row_counts(
                     for j in unsure.tolist():
                         i = int(where[j])
                         state = kernel.decode(chunk[parents[i]])
-                        step, nxt = model.successors(state)[int(choices[i])]
+                        step, nxt = successors_of(model, kernel, chunk, int(parents[i]))[int(choices[i])]
                         said = names.kind_of(model, state, step, nxt)
                         assert said is not None, (action, step)  # an action with kinds has one
                         kind_numbers[j] = list(names.kinds[action]).index(said)
@@ -423,7 +424,7 @@ def row_counts(
             wanted = [c for c, a in enumerate(action_names) if a in names.kinds]
             for i in np.flatnonzero(np.isin(codes, wanted)).tolist():
                 state = kernel.decode(chunk[parents[i]])
-                action, nxt = model.successors(state)[int(choices[i])]
+                action, nxt = successors_of(model, kernel, chunk, int(parents[i]))[int(choices[i])]
                 kind = names.kind_of(model, state, action, nxt)
                 if kind is not None:
                     kinds[action_name(action)][list(names.kinds[action_name(action)]).index(kind)] += 1

@@ -46,6 +46,7 @@ from ..contract.protocol import (
     Expander,
     Property,
 )
+from .states_kernel import successors_of
 
 
 @attrs.frozen
@@ -255,7 +256,7 @@ class LevelStep:
         for k, (p, c) in enumerate(zip(parents.tolist(), choices.tolist())):
             if p != last:
                 state = decode(chunk[p])
-                succ, last = model.successors(state), p
+                succ, last = successors_of(model, self.kernel, chunk, p), p
             out[k] = code_of(model.fair_instance(state, succ[c][0]))
         return out
 
@@ -396,7 +397,7 @@ class _Transitions:
         """``(before, action, after)`` of the transition ``choice`` of row ``parent``."""
         if parent != self._parent:
             self._state = self.kernel.decode(self.chunk[parent])
-            self._succ, self._parent = self.model.successors(self._state), parent
+            self._succ, self._parent = successors_of(self.model, self.kernel, self.chunk, parent), parent
         action, nxt = self._succ[choice]
         return self._state, action, nxt
 

@@ -46,6 +46,9 @@ class StatesKernel(KernelBase):
         self.action_names = list(action_names)
         self._codes = {name: code for code, name in enumerate(self.action_names)}
         self._canonical: Callable[[Any], bytes] | None = None
+        # the rows the last ``expand`` expanded and each one's (action, successor) pairs,
+        # which the rules of a level ask again (step properties, coverage kinds, fairness)
+        self._last: tuple[Sequence[Any], list[list[tuple[Any, Any]]]] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"model": self.model, "action_names": self.action_names}
@@ -62,8 +65,11 @@ class StatesKernel(KernelBase):
     def expand(self, rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         parents, choices, codes, out = [], [], [], []
         model, code_of = self.model, self._codes
+        every: list[list[tuple[Any, Any]]] = []
         for i, state in enumerate(rows):
-            for choice, (action, nxt) in enumerate(model.successors(state)):
+            succ = model.successors(state)
+            every.append(succ)
+            for choice, (action, nxt) in enumerate(succ):
                 if choice >= CHOICES:
                     raise UsageError(
                         f"a state has more than {CHOICES} enabled actions: the rows search "
@@ -77,12 +83,22 @@ class StatesKernel(KernelBase):
                 choices.append(choice)
                 codes.append(code)
                 out.append(nxt)
+        self._last = (rows, every)
         return (
             np.array(parents, dtype=np.int64),
             np.array(choices, dtype=np.int64),
             np.array(codes, dtype=np.int64),
             _objects(out),
         )
+
+    def successors_of(self, rows: Sequence[Any], parent: int) -> list[tuple[Any, Any]]:
+        """The ``(action, successor)`` pairs of row ``parent`` of ``rows``: those the last
+        ``expand`` computed when it expanded ``rows``, else the model's."""
+        last = self._last
+        if last is not None and last[0] is rows:
+            return last[1][parent]
+        succ: list[tuple[Any, Any]] = self.model.successors(rows[parent])
+        return succ
 
     def fingerprints(self, rows: Sequence[Any], symmetry: bool = False) -> np.ndarray:
         """The fingerprints of ``rows``: of their orbits under symmetry reduction."""
@@ -121,3 +137,13 @@ def _objects(values: Sequence[Any]) -> np.ndarray:
     for i, v in enumerate(values):
         out[i] = v
     return out
+
+
+def successors_of(model: Model, kernel: Any, chunk: Any, parent: int) -> list[tuple[Any, Any]]:
+    """The ``(action, successor)`` pairs of row ``parent`` of ``chunk``, expanded by
+    ``kernel``: the states kernel's own, when it has just expanded ``chunk``, else the
+    model's of the decoded row."""
+    if isinstance(kernel, StatesKernel):
+        return kernel.successors_of(chunk, parent)
+    succ: list[tuple[Any, Any]] = model.successors(kernel.decode(chunk[parent]))
+    return succ

@@ -165,7 +165,7 @@ def run(args, out, err) -> int:
     except (KmcError, MemoryError):
         raise
     except Exception as e:
-        if getattr(args, "model", None) is None:
+        if args.model is None:
             raise
         from ..user_model import failure  # a model of the user's own raised: one line, exit 2
 
@@ -194,7 +194,7 @@ def _run(args, out, err) -> int:
     runs = []
     engine = None
     for _ in range(args.repeat):
-        options = attrs.evolve(options_from(spec, args), coverage=not getattr(args, "no_coverage", False))
+        options = attrs.evolve(options_from(spec, args), coverage=not args.no_coverage)
         engine = make_engine(spec, model, props, options, None, args)
         tree = TreeUsage().start()
         t0 = time.perf_counter()
@@ -214,7 +214,7 @@ def _run(args, out, err) -> int:
         "engine": result.engine,
         "python": platform.python_version(),
         "runs": args.repeat,
-        "coverage": not getattr(args, "no_coverage", False),
+        "coverage": not args.no_coverage,
         "distinct_states": st.distinct,
         "states_generated": st.generated,
         "depth": st.depth,
@@ -256,7 +256,7 @@ def _run(args, out, err) -> int:
     doc["verdicts"] = {name: result.verdict(name) for name in result.checked}
     doc.update(spark_measures(cast(Any, engine).metrics if result.engine == "spark" else None))
     doc["path"] = engine.path if result.engine == "local" else result.engine
-    doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
+    doc["symmetry"] = bool(args.symmetry or spec.symmetry)
     _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
     if engine.not_started:
         out.print(engine.not_started, markup=False, soft_wrap=True)
@@ -368,14 +368,15 @@ def _child_bench(args, label, extra) -> dict:
         target = os.path.join(tmp, "bench.json")
         what = [args.spec] if args.model is None else ["--model", args.model, *(f"--param={p}" for p in args.param)]
         cmd = [sys.executable, "-m", cli, "bench", *what, "--json", target, "--repeat", str(args.repeat)]
-        cmd += ["--symmetry"] if getattr(args, "symmetry", False) else []
+        cmd += ["--symmetry"] if args.symmetry else []
+        given = vars(args)
         for opt in ("kafka", "metadata"):  # the spec read as a Kafka release, in every child alike
-            if getattr(args, opt, None) is not None:
-                cmd += [f"--{opt}", getattr(args, opt)]
+            if given[opt] is not None:
+                cmd += [f"--{opt}", given[opt]]
         local = ("store", "store_dir") if "spark" not in extra else ()
         for opt in ("max_depth", "max_states", *local):
-            if getattr(args, opt, None) is not None and not (opt == "store" and "--store" in extra):
-                cmd += [f"--{opt.replace('_', '-')}", str(getattr(args, opt))]
+            if given[opt] is not None and not (opt == "store" and "--store" in extra):
+                cmd += [f"--{opt.replace('_', '-')}", str(given[opt])]
         done = subprocess.run(cmd + extra, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
             from kmc.checker.base.errors import EngineError
@@ -449,10 +450,11 @@ def _compare_engines(args, spec, out) -> int:
     each in a process of its own; their figures, the ratios Spark / local, and whether
     they explored the same state space (counts, depth, verdicts)."""
     spark = ["--engine", "spark"]
+    given = vars(args)
     for opt in ("master", "partitions", "driver_level_limit", "spark_store"):
-        if getattr(args, opt, None) is not None:
-            spark += [f"--{opt.replace('_', '-')}", str(getattr(args, opt))]
-    spark += ["--per-state"] if getattr(args, "per_state", False) else []
+        if given[opt] is not None:
+            spark += [f"--{opt.replace('_', '-')}", str(given[opt])]
+    spark += ["--per-state"] if args.per_state else []
     docs = [_child_bench(args, "local", ["--engine", "local"]), _child_bench(args, "spark", spark)]
     ratio = {k: docs[1][k] / docs[0][k] for k in _ENGINE_RATIOS if docs[0].get(k) and docs[1].get(k)}
     keys = ("distinct_states", "states_generated", "depth", "verdicts")

@@ -195,11 +195,11 @@ def _bounded(option, value, lo, hi) -> int | None:
 
 def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | None]:
     """``(items, source, constants, spec_dir)`` from the command line."""
-    changed_versions = [f"--{k}" for k in ("liveness", "configs", "kafka") if getattr(args, k) != args._defaults[k]]
+    changed_versions = [f"--{k}" for k in ("liveness", "configs", "kafka") if vars(args)[k] != args._defaults[k]]
     if changed_versions and not args.versions:
         raise UsageError(f"{', '.join(changed_versions)}: only with --versions")
     if args.versions:
-        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS if getattr(args, k) != args._defaults[k]]
+        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS if vars(args)[k] != args._defaults[k]]
         if changed or args.spec_dir is not None:
             raise UsageError(f"{', '.join(changed) or 'SPEC_DIR'}: cannot be combined with --versions")
         configs = (
@@ -245,7 +245,7 @@ def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | N
             )
         return items, "versions", {}, None
     if args.spec_dir is not None:
-        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS if getattr(args, k) != args._defaults[k]]
+        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS if vars(args)[k] != args._defaults[k]]
         if changed:
             raise UsageError(f"{', '.join(changed)}: grid options cannot be combined with SPEC_DIR")
         d = Path(args.spec_dir)
@@ -306,7 +306,7 @@ def command_line(args) -> str:
     if args.spec_dir is not None:
         words.append(args.spec_dir)
     for k in _OPTIONS:
-        value = getattr(args, k)
+        value = vars(args)[k]
         if k != "jobs" and value != args._defaults[k]:
             words += [f"--{k.replace('_', '-')}"] if value is True else [f"--{k.replace('_', '-')}", str(value)]
     words += ["--out", args.out]
@@ -373,7 +373,7 @@ def run(args, out, err) -> int:
 
     if not args.out.strip():
         raise UsageError("--out: the path is empty; name a directory")
-    if getattr(args, "atlas", False):
+    if args.atlas:
         from .atlas import run_atlas
 
         return run_atlas(args, out, err)
@@ -423,7 +423,7 @@ def run(args, out, err) -> int:
         )
     _remove_stale_traces(traces_dir, [r["id"] for r in rows], written)
     total = time.perf_counter() - started
-    liveness = bool(getattr(args, "liveness", False))
+    liveness = bool(args.liveness)
     title = args.title or {
         "grid": "kmc results: the default configuration grid",
         "versions": "kmc results: Kafka through the versions" + (", under fairness" if liveness else ""),

@@ -74,18 +74,12 @@ def report(
         )
         and wrote
     )
-    ceiling = (
-        f"--max-memory {units.format_size(options.max_memory or 0)}"
-        if args.max_memory or spec.max_memory
-        else f"{units.format_size(options.max_memory or 0)}, the default ceiling "
-        f"({memory.DEFAULT_SHARE:.0%} of the memory this process may use; --max-memory SIZE sets another)"
-    )
     full = writer.full if writer else None  # a checkpoint found its disk full
     say_how_to_continue(
         err,
         result,
         directory if writer else None,
-        ceiling,
+        _ceiling(args, spec, options),
         engine.stop_detail,
         engine.name,
         options.store,
@@ -112,6 +106,16 @@ def report(
     if not wrote and code in (EXIT_OK, EXIT_VIOLATION, EXIT_UNEXPECTED):
         return EXIT_BAD_INPUT
     return code
+
+
+def _ceiling(args: argparse.Namespace, spec: Spec | ModelSpec, options: Options) -> str:
+    """The memory ceiling as a stop at it names it: the one given, or the default's share."""
+    return (
+        f"--max-memory {units.format_size(options.max_memory or 0)}"
+        if args.max_memory or spec.max_memory
+        else f"{units.format_size(options.max_memory or 0)}, the default ceiling "
+        f"({memory.DEFAULT_SHARE:.0%} of the memory this process may use; --max-memory SIZE sets another)"
+    )
 
 
 def _write_json(args: argparse.Namespace, err: Console, document: Callable[[], dict[str, Any]]) -> bool | None:

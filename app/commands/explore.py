@@ -89,7 +89,7 @@ def load_traces(paths, model, identity=None) -> dict:
     must match."""
     from kmc.app.render import generic
 
-    from .replay import ReplayError, load_document, violations_of
+    from .replay_files import ReplayError, load_document, violations_of
 
     out = {}
     for path in paths:
@@ -138,7 +138,7 @@ def load_traces(paths, model, identity=None) -> dict:
 def trace_lasso(name, saved: SavedTrace, path, model, properties):
     """The liveness counterexample of a saved trace (``checker.core.result.Violation`` with its
     ``loop``), checked real, fair and violating by re-executing it and its explanation
-    recomputed (``replay.replay_lasso``), or ``None`` for a trace of another kind.
+    recomputed (``replay_checks.replay_lasso``), or ``None`` for a trace of another kind.
 
     Raises:
         UsageError: the trace claims a lasso that is not one, or names a liveness property
@@ -146,7 +146,8 @@ def trace_lasso(name, saved: SavedTrace, path, model, properties):
     """
     from kmc.checker.contract.protocol import LIVENESS
 
-    from .replay import ReplayError, replay_lasso
+    from .replay_checks import replay_lasso
+    from .replay_files import ReplayError
 
     entry = saved.entry
     if "lasso" not in entry and entry.get("kind") not in LIVENESS:

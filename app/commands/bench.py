@@ -7,7 +7,7 @@ import platform
 import resource
 import sys
 import time
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from kmc.checker.base.errors import KmcError
@@ -28,6 +28,9 @@ from .common import (
     require_spark,
     spark_submit_master,
 )
+
+if TYPE_CHECKING:  # for the annotations only
+    from kmc.checker.core.driver import LevelDriver
 
 
 def register(sub) -> None:
@@ -232,27 +235,10 @@ def _run(args, out, err) -> int:
     if result.engine == "local":  # processes expanding the frontier beside the search's (checker.local.workers)
         doc["workers"] = options.workers
     if result.engine == "local" and options.store == "disk":  # the disk store's files (checker.stores.disk)
-        store = cast(Store, engine.search.seen)
-        doc["disk_peak_bytes"] = store.peak_disk_bytes()
-        doc["disk_peak_bytes_per_state"] = round(store.peak_disk_bytes() / max(st.distinct, 1), 1)
-        doc["disk_final_bytes"] = store.disk_bytes()
-        doc["disk_written_bytes"] = store.written_bytes()
-        doc["disk_written_bytes_per_state"] = round(store.written_bytes() / max(st.distinct, 1), 1)
-        queue = cast(FrontierQueue, cast(Any, engine.search).queue)  # its frontier's files (checker.stores.frontier)
-        doc["queue_disk_peak_bytes"] = queue.peak_disk_bytes()
-        doc["queue_disk_peak_bytes_per_state"] = round(queue.peak_disk_bytes() / max(st.distinct, 1), 1)
-        doc["queue_written_bytes"] = queue.written_bytes()
-        doc["queue_written_bytes_per_state"] = round(queue.written_bytes() / max(st.distinct, 1), 1)
+        doc.update(_disk_measures(engine, st.distinct))
     doc.update(edge_log_measures(engine.possibly))
     doc.update(liveness_log_measures(engine.liveness))
-    doc["tree_cpu_seconds"] = usage["cpu_seconds"]
-    if result.engine == "spark":  # where the tree's CPU went: the kmc process, the JVM, the Python workers
-        for kind in ("kmc", "jvm", "python"):
-            doc[f"tree_cpu_seconds_{kind}"] = usage["cpu_seconds_by_kind"][kind]
-    doc["tree_peak_rss_bytes"] = usage["peak_rss_bytes"]
-    doc["tree_processes"] = usage["processes"]
-    doc["states_per_cpu_second"] = round(st.distinct / usage["cpu_seconds"], 1) if usage["cpu_seconds"] else None
-    doc["tree_method"] = usage["method"]
+    doc.update(_tree_measures(usage, result.engine, st.distinct))
     doc["verdicts"] = {name: result.verdict(name) for name in result.checked}
     doc.update(spark_measures(cast(Any, engine).metrics if result.engine == "spark" else None))
     doc["path"] = engine.path if result.engine == "local" else result.engine
@@ -264,6 +250,39 @@ def _run(args, out, err) -> int:
     if args.json:
         _write_json(args.json, doc)
     return 0
+
+
+def _disk_measures(engine: LevelDriver, distinct: int) -> dict[str, Any]:
+    """The disk store's files (``checker.stores.disk``) and its frontier's
+    (``checker.stores.frontier``): peak, final and written bytes, also per state."""
+    store = cast(Store, engine.search.seen)
+    queue = cast(FrontierQueue, cast(Any, engine.search).queue)
+    per = max(distinct, 1)
+    return {
+        "disk_peak_bytes": store.peak_disk_bytes(),
+        "disk_peak_bytes_per_state": round(store.peak_disk_bytes() / per, 1),
+        "disk_final_bytes": store.disk_bytes(),
+        "disk_written_bytes": store.written_bytes(),
+        "disk_written_bytes_per_state": round(store.written_bytes() / per, 1),
+        "queue_disk_peak_bytes": queue.peak_disk_bytes(),
+        "queue_disk_peak_bytes_per_state": round(queue.peak_disk_bytes() / per, 1),
+        "queue_written_bytes": queue.written_bytes(),
+        "queue_written_bytes_per_state": round(queue.written_bytes() / per, 1),
+    }
+
+
+def _tree_measures(usage: dict[str, Any], engine: str, distinct: int) -> dict[str, Any]:
+    """The CPU and memory of the whole process tree (``checker.base.tree_usage``); for a
+    Spark run, where its CPU went: the kmc process, the JVM, the Python workers."""
+    doc: dict[str, Any] = {"tree_cpu_seconds": usage["cpu_seconds"]}
+    if engine == "spark":
+        for kind in ("kmc", "jvm", "python"):
+            doc[f"tree_cpu_seconds_{kind}"] = usage["cpu_seconds_by_kind"][kind]
+    doc["tree_peak_rss_bytes"] = usage["peak_rss_bytes"]
+    doc["tree_processes"] = usage["processes"]
+    doc["states_per_cpu_second"] = round(distinct / usage["cpu_seconds"], 1) if usage["cpu_seconds"] else None
+    doc["tree_method"] = usage["method"]
+    return doc
 
 
 def _write_json(path, doc) -> None:

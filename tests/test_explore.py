@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from kmc.app.cli import EXIT_BAD_INPUT, main
-from kmc.app.explore_server import ExploreServer, allowed_hosts, bind_address, parse_walk
+from kmc.app.explore_hosts import allowed_hosts, bind_address
+from kmc.app.explore_http import parse_walk
+from kmc.app.explore_server import ExploreServer
 from kmc.app.specs import load_spec
 from kmc.app.render.explorer import Explorer, GenericView, KafkaView, WalkError
 

@@ -24,7 +24,9 @@ import pytest
 import toy
 from kmc.app import explore_server
 from kmc.app.cli import EXIT_BAD_INPUT, main
-from kmc.app.explore_server import ExploreServer, bind_address, parse_walk_prefix, remote_warning
+from kmc.app.explore_hosts import bind_address, remote_warning
+from kmc.app.explore_http import parse_walk_prefix
+from kmc.app.explore_server import ExploreServer
 from kmc.checker.engines import make_engine
 from kmc.checker.base.errors import UsageError
 from kmc.app.specs import load_spec

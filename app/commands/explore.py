@@ -178,7 +178,8 @@ def run(args, out, err) -> int:
     from kmc.app.render.explorer import Explorer, GenericView, KafkaView, WalkError
     from kmc.checker.engines import make_engine
 
-    from ..explore_server import ExploreServer, bind_address, remote_warning
+    from ..explore_hosts import bind_address, remote_warning
+    from ..explore_server import ExploreServer
     from ..user_model import ModelSpec
 
     bind = bind_address(args.host, args.allow_remote)  # before anything is loaded or bound

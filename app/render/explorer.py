@@ -140,7 +140,7 @@ class Explorer:
         """``state_doc`` of the longest valid prefix of a walk, with ``broken``: where the
         walk broke and why (``None`` when it replays whole), so that a link cut or edited
         by hand keeps what it can. ``syntax_error``: the walk's text stopped being numbers
-        after ``choices`` (``explore_server.parse_walk_prefix``)."""
+        after ``choices`` (``explore_http.parse_walk_prefix``)."""
         init, prefix, broken = self.valid_prefix(init_index, choices)
         if broken is None and syntax_error is not None:
             broken = {"step": len(choices) + 2, "error": syntax_error}

@@ -30,7 +30,8 @@ from kmc.app.explore_server import ExploreServer
 from kmc.checker.engines import make_engine
 from kmc.checker.base.errors import UsageError
 from kmc.app.specs import load_spec
-from kmc.app.render.explorer import Explorer, GenericView, KafkaView
+from kmc.app.render.explorer import Explorer
+from kmc.app.render.explorer_views import GenericView, KafkaView
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = str(REPO / "specs" / "hw-data-loss.toml")

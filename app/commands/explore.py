@@ -175,7 +175,8 @@ def _kafka_model() -> type:
 
 
 def run(args, out, err) -> int:
-    from kmc.app.render.explorer import Explorer, GenericView, KafkaView, WalkError
+    from kmc.app.render.explorer import Explorer, WalkError
+    from kmc.app.render.explorer_views import GenericView, KafkaView
     from kmc.checker.engines import make_engine
 
     from ..explore_hosts import bind_address, remote_warning

@@ -13,15 +13,10 @@ from kmc.checker.base.text import xml_text as _x
 from .diagram import CONTROLLER, MARKER, cycle_text, epoch_colour, lost_label
 from .svg_base import (
     BLUE,
-    BOX_GAP,
-    BOX_H,
-    COL_MAX,
-    COL_MIN,
     CURRENT,
     GREEN,
     GREY,
     LABEL_W,
-    LINE,
     MAGENTA,
     MONO,
     ORANGE,
@@ -30,66 +25,21 @@ from .svg_base import (
     RED,
     WIDTH,
     ZOOM,
-    slots,
     svg_text,
     wrap,
 )
 from .svg_boxes import (
+    Layout,
     controller,
-    controller_lines,
-    history_lines,
     pending,
     replica,
-    request_lines,
-    role_lines,
 )
-
-
-class _Layout:
-    """Where everything goes: column width, header height, every lane's top and height."""
-
-    def __init__(self, d) -> None:
-        n = len(d.columns)
-        self.col_w = max(COL_MIN, min(COL_MAX, (WIDTH - LABEL_W - 2 * PAD) // n))
-        inner = self.col_w - 8
-        self.head_size = 9.5 if self.col_w >= 96 else 9  # so that FetchResponse fits a narrow column
-        self.heads = [
-            (wrap(c.action, inner, self.head_size, bold=True), wrap(c.description, inner, 8.5)) for c in d.columns
-        ]
-        self.head_h = 20 + max(len(a) * 11.5 + len(b) * 10.2 for a, b in self.heads)
-        boxes = max((max(slots(cell), default=-1) + 1 for c in d.columns for cell in c.replicas), default=0)
-        flight = max(
-            (len(wrap(cell.inflight, inner, 8)) for c in d.columns for cell in c.replicas if cell.inflight), default=0
-        )
-        self.stack_h = max(1, boxes) * (BOX_H + BOX_GAP)
-        # A replica's role ("follows broker-east-1 e0") and the controller's lines wrap in
-        # their column: long replica names make the lanes taller, never wider.
-        roles = max((len(role_lines(cell, self.col_w)) for c in d.columns for cell in c.replicas), default=1)
-        self.role_extra = (roles - 1) * LINE
-        replica_h = 18 + self.role_extra + self.stack_h + 14 + flight * 9.6 + 8
-        self.commit_lines = max((len(history_lines(c, inner)) for c in d.columns), default=0)
-        self.controller_lines = max(
-            len(controller_lines(c.controller, inner)) + len(request_lines(c.controller, inner)) for c in d.columns
-        )
-        controller_h: float = 10 + LINE * self.controller_lines + 10
-        controller_h += self.commit_lines * 10.2
-        self.lane_h = [controller_h] + [replica_h] * (len(d.lanes) - 1)
-        top = PAD + self.head_h
-        self.lane_y = []
-        for h in self.lane_h:
-            self.lane_y.append(top)
-            top += h
-        self.lanes_bottom = top
-        self.width = LABEL_W + n * self.col_w + 2 * PAD
-
-    def col_x(self, i) -> float:
-        return PAD + LABEL_W + i * self.col_w
 
 
 def render(d, *, standalone=True, title="") -> str:
     """The SVG document of a ``render.diagram.Diagram`` (``standalone``: with an XML
     declaration, for a file of its own; ``title``: a line above the diagram)."""
-    lay = _Layout(d)
+    lay = Layout(d)
     out: list[str] = []
     _columns_and_lanes(out, d, lay)
     for i, col in enumerate(d.columns):

@@ -4,7 +4,12 @@ stack."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kmc.checker.base.text import xml_text
+
+if TYPE_CHECKING:  # for the annotations only
+    from .diagram import ReplicaCell
 
 SANS = "Helvetica, Arial, 'DejaVu Sans', sans-serif"
 MONO = "Menlo, Consolas, 'DejaVu Sans Mono', monospace"
@@ -24,7 +29,7 @@ GREEN = "#2e7d32"
 _x = xml_text
 
 
-def wrap(text, width, size, bold=False) -> list[str]:
+def wrap(text: object, width: float, size: float, bold: bool = False) -> list[str]:
     """``text`` in lines of at most ``width`` pixels of a ``size``-pixel font (estimated:
     a sans-serif character is at most about 0.53 of the size wide on average, 0.58 in
     bold). Lines break at spaces, else before a ``(``, else inside a word too long for a
@@ -52,7 +57,19 @@ def wrap(text, width, size, bold=False) -> list[str]:
     return lines or [""]
 
 
-def svg_text(x, y, lines, size, *, fill="#222", weight="normal", family=SANS, anchor="start", extra="") -> str:
+def svg_text(
+    x: float,
+    y: float,
+    lines: list[str],
+    size: float,
+    *,
+    fill: str = "#222",
+    weight: str = "normal",
+    family: str = SANS,
+    anchor: str = "start",
+    extra: str = "",
+) -> str:
+    """A ``<text>`` element of ``lines``, one ``<tspan>`` a line, at ``(x, y)``."""
     spans = "".join(
         f'<tspan x="{x}" dy="{0 if i == 0 else round(size * 1.2, 1)}">{_x(t)}</tspan>' for i, t in enumerate(lines)
     )
@@ -62,7 +79,7 @@ def svg_text(x, y, lines, size, *, fill="#222", weight="normal", family=SANS, an
     )
 
 
-def slots(cell) -> list[int]:
+def slots(cell: ReplicaCell) -> list[int]:
     """The row of each of ``cell.boxes`` in its stack: a record at its offset; a missing
     record whose offset holds another one after the end of the log."""
     used: set[int] = set()

@@ -6,25 +6,73 @@ from __future__ import annotations
 
 from kmc.checker.base.text import xml_text as _x
 
-from .diagram import CONTROLLER, epoch_colour
+from .diagram import CONTROLLER, Box, Column, ControllerCell, Diagram, ReplicaCell, epoch_colour
 from .svg_base import (
     BLUE,
     BOX_GAP,
     BOX_H,
+    COL_MAX,
+    COL_MIN,
     GREY,
+    LABEL_W,
     LINE,
     MAGENTA,
     MONO,
     ORANGE,
+    PAD,
     PURPLE,
     RED,
+    WIDTH,
     slots,
     svg_text,
     wrap,
 )
 
 
-def controller(out, col, x, y, lay) -> None:
+class Layout:
+    """Where everything goes: column width, header height, every lane's top and height."""
+
+    def __init__(self, d: Diagram) -> None:
+        n = len(d.columns)
+        self.col_w = max(COL_MIN, min(COL_MAX, (WIDTH - LABEL_W - 2 * PAD) // n))
+        inner = self.col_w - 8
+        self.head_size = 9.5 if self.col_w >= 96 else 9  # so that FetchResponse fits a narrow column
+        self.heads = [
+            (wrap(c.action, inner, self.head_size, bold=True), wrap(c.description, inner, 8.5)) for c in d.columns
+        ]
+        self.head_h = 20 + max(len(a) * 11.5 + len(b) * 10.2 for a, b in self.heads)
+        boxes = max((max(slots(cell), default=-1) + 1 for c in d.columns for cell in c.replicas), default=0)
+        flight = max(
+            (len(wrap(cell.inflight, inner, 8)) for c in d.columns for cell in c.replicas if cell.inflight), default=0
+        )
+        self.stack_h = max(1, boxes) * (BOX_H + BOX_GAP)
+        # A replica's role ("follows broker-east-1 e0") and the controller's lines wrap in
+        # their column: long replica names make the lanes taller, never wider.
+        roles = max((len(role_lines(cell, self.col_w)) for c in d.columns for cell in c.replicas), default=1)
+        self.role_extra = (roles - 1) * LINE
+        replica_h = 18 + self.role_extra + self.stack_h + 14 + flight * 9.6 + 8
+        self.commit_lines = max((len(history_lines(c, inner)) for c in d.columns), default=0)
+        self.controller_lines = max(
+            len(controller_lines(c.controller, inner)) + len(request_lines(c.controller, inner)) for c in d.columns
+        )
+        controller_h: float = 10 + LINE * self.controller_lines + 10
+        controller_h += self.commit_lines * 10.2
+        self.lane_h = [controller_h] + [replica_h] * (len(d.lanes) - 1)
+        top = PAD + self.head_h
+        self.lane_y = []
+        for h in self.lane_h:
+            self.lane_y.append(top)
+            top += h
+        self.lanes_bottom = top
+        self.width = LABEL_W + n * self.col_w + 2 * PAD
+
+    def col_x(self, i: int) -> float:
+        """The left edge of column ``i``."""
+        return PAD + LABEL_W + i * self.col_w
+
+
+def controller(out: list[str], col: Column, x: float, y: float, lay: Layout) -> None:
+    """The controller's cell of column ``col``."""
     c = col.controller
     fill = "#fff3c4" if c.changed else "none"
     out.append(
@@ -77,7 +125,7 @@ def controller(out, col, x, y, lay) -> None:
     out.append("</g>")
 
 
-def controller_lines(c, inner) -> list[str]:
+def controller_lines(c: ControllerCell, inner: float) -> list[str]:
     """The controller's leader, epoch, ISR (and ELR, and with the operator's changes its min ISR
     and the leader's broker's) in a column ``inner`` pixels wide."""
     lines = [f"leader {c.leader} · e{c.epoch}", f"ISR {c.isr}"] + ([f"ELR {c.elr}"] if c.elr is not None else [])
@@ -88,7 +136,7 @@ def controller_lines(c, inner) -> list[str]:
     return [part for line in lines for part in wrap(line, inner, 9)]
 
 
-def request_lines(c, inner) -> list[str]:
+def request_lines(c: ControllerCell, inner: float) -> list[str]:
     """The AlterPartition request in flight (one empty line held for it in every column
     of a configuration that sends requests)."""
     if c.request is not None:
@@ -96,17 +144,17 @@ def request_lines(c, inner) -> list[str]:
     return [""] if c.requests else []
 
 
-def acked_lines(col, inner) -> list[str]:
+def acked_lines(col: Column, inner: float) -> list[str]:
     return wrap("producer told: " + ", ".join(col.acked), inner, 8.5) if col.acked else []
 
 
-def history_lines(col, inner) -> list[str]:
+def history_lines(col: Column, inner: float) -> list[str]:
     """The controller lane's lines of what a step committed and acknowledged."""
     commits = wrap("commits " + ", ".join(col.committed), inner, 8.5) if col.committed else []
     return commits + acked_lines(col, inner)
 
 
-def _role_text(cell) -> tuple[str, str, str]:
+def _role_text(cell: ReplicaCell) -> tuple[str, str, str]:
     if not cell.alive:
         return ("DOWN (lossy)" if cell.lossy else "DOWN"), RED, "bold"
     if cell.role == "leader":
@@ -118,7 +166,7 @@ def _role_text(cell) -> tuple[str, str, str]:
     return f"{cell.role} e{cell.epoch}", ORANGE, "bold"
 
 
-def role_lines(cell, col_w) -> list[str]:
+def role_lines(cell: ReplicaCell, col_w: float) -> list[str]:
     """A replica's role in its column (room kept at the right for a crash's mark); a replica in
     controlled shutdown says so."""
     text, _colour, weight = _role_text(cell)
@@ -127,7 +175,8 @@ def role_lines(cell, col_w) -> list[str]:
     return wrap(text, col_w - 22, 9, bold=weight == "bold")
 
 
-def replica(out, cell, x, y, lay, data) -> None:
+def replica(out: list[str], cell: ReplicaCell, x: float, y: float, lay: Layout, data: str) -> None:
+    """A replica's cell: its role, its log's records, its HW, LEO and what it has in flight."""
     h = lay.lane_h[1]
     fill = "#e4e4e4" if not cell.alive else "#fff3c4" if cell.changed else "none"
     classes = "cell replica" + ("" if cell.alive else " down") + (" lossy" if cell.lossy else "")
@@ -150,11 +199,8 @@ def replica(out, cell, x, y, lay, data) -> None:
     info_y = top + lay.stack_h + 10
     out.append(svg_text(x + 4, info_y, [f"hw {cell.hw} · leo {cell.leo}"], 8.5, fill="#333"))
     if cell.inflight:
-        out.append(
-            svg_text(
-                x + 4, info_y + 11, wrap(cell.inflight, lay.col_w - 8, 8), 8, fill=BLUE, extra=' font-style="italic"'
-            )
-        )
+        flight = wrap(cell.inflight, lay.col_w - 8, 8)
+        out.append(svg_text(x + 4, info_y + 11, flight, 8, fill=BLUE, extra=' font-style="italic"'))
     out.append("</g>")
     if cell.crashed:
         cx, cy, k = x + lay.col_w - 13, y + 11, 6
@@ -209,7 +255,7 @@ def replica(out, cell, x, y, lay, data) -> None:
     out.append("</g>")
 
 
-def _box(b, x, y, w) -> str:
+def _box(b: Box, x: float, y: float, w: float) -> str:
     colour = epoch_colour(b.epoch)
     if b.ghost:
         stroke = RED if b.lost else GREY
@@ -249,12 +295,13 @@ def _box(b, x, y, w) -> str:
     )
 
 
-def pending(out, col, x, lay) -> None:
+def pending(out: list[str], col: Column, x: float, lay: Layout) -> None:
     """The AlterPartition request in flight: a dashed orange line from the lane of the
     leader that sent it up to the controller's, at the column's left edge, in every column
     from the request to the answer (or until a Restart or an election drops it)."""
     c = col.controller
     lane = c.request_lane
+    assert lane is not None  # drawn only for a column with a request in flight
     y1 = lay.lane_y[lane] + lay.lane_h[lane] * 0.5
     y2 = lay.lane_y[CONTROLLER] + lay.lane_h[CONTROLLER] - 3
     out.append(

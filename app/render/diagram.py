@@ -210,7 +210,7 @@ def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None, *, 
         verdict = f"{prop} is violated in State {n}"
     note = UNCLEAN_NOTE if (prop == "CommittedNeverLost" and model.config.unclean_leader_election) else ""
     lost = tuple(record_text(*m) for m in sorted(marked))
-    options = tuple(n for n in ("alter_partition", "broker_epochs") if getattr(model.config, n, False))
+    options = tuple(n for n in ("alter_partition", "broker_epochs") if getattr(model.config, n))
     return Diagram(
         lanes=("controller",) + tuple(model.config.replicas),
         columns=tuple(columns),
@@ -250,7 +250,7 @@ def _marks(
             q = state.quorum
             who = [r for r in sorted(set(q.isr).union(q.elr)) if state.replicas[r].alive]
         # the records the property keeps: committed ones, or those the producer was told
-        kept = getattr(state, "acked", ()) if prop == "AcknowledgedNeverLost" else state.committed
+        kept = state.acked if prop == "AcknowledgedNeverLost" else state.committed
         for r in who:
             log = state.replicas[r].log
             for offset, epoch, rid in kept:
@@ -343,10 +343,10 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
 def _controller_cell(model, state, prev) -> ControllerCell:
     q = state.quorum
     elr = replica_set(model, q.elr) if model.config.eligible_leader_replicas else None
-    requests = bool(getattr(model.config, "alter_partition", False))
+    requests = bool(model.config.alter_partition)
     pending = q.alter if requests else None
     cfg = model.config
-    changes, lag = bool(getattr(cfg, "min_isr_changes", ())), bool(getattr(cfg, "min_isr_lag", False))
+    changes, lag = bool(cfg.min_isr_changes), bool(cfg.min_isr_lag)
     applied = prev is not None and lag and prev.leader_min_isr_step != state.leader_min_isr_step
     return ControllerCell(
         leader=model.name(q.leader),
@@ -375,8 +375,8 @@ def _column(model, number, step, prev, marked, ghosts, last) -> Column:
         description = describe_step(model, prev, action, state)
         events = _events(model, prev, action, state)
     fresh = () if prev is None else tuple(record_text(*c) for c in state.committed if c not in prev.committed)
-    acked = getattr(state, "acked", ())
-    told = () if prev is None else tuple(record_text(*c) for c in acked if c not in getattr(prev, "acked", ()))
+    acked = state.acked
+    told = () if prev is None else tuple(record_text(*c) for c in acked if c not in prev.acked)
     return Column(
         number=number,
         action=text,

@@ -226,7 +226,7 @@ def run(args, out, err) -> int:
     thread = None
     try:  # from here on, Ctrl-C (at any moment) stops the server and the search
         if not args.no_search:
-            options = options_from(spec, argparse.Namespace())
+            options = options_from(spec, args)  # the spec's options: kmc explore offers none of its own
             engine = make_engine(model, properties, options)
             explorer.start_search(lambda progress: _run(engine, progress), engine.cancel)
         thread = server.serve_in_thread()

@@ -69,7 +69,7 @@ class _Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None) -> Any:  # the overloads above: what argparse's give
         args, extras = self.parse_known_args(args, namespace)
         if extras:
-            command = self._subcommand(getattr(args, "command", None))
+            command = self._subcommand(args.command)
             (command or self).error(unknown_options_message(command or self, extras))
         return args
 
@@ -97,6 +97,42 @@ def unknown_options_message(parser, extras) -> str:
     return text + (" (" + "; ".join(f"{w}: did you mean {o}?" for w, o in hints) + ")" if hints else "")
 
 
+# Every option a function shared by several subcommands reads (``commands/common.py``, the
+# diagram files, the error paths of ``main``), with its value for a subcommand that does not
+# offer it: set on the top parser, so that every subcommand's namespace has each of them by
+# construction and each subcommand's own default replaces it. ``argv`` is the command line
+# as the user typed it (``main`` sets it; a namespace parsed another way has none).
+SHARED_OPTIONS: dict[str, object] = {
+    "argv": None,
+    "model": None,
+    "model_params": None,
+    "param": None,
+    "kafka": None,
+    "metadata": None,
+    "engine": None,
+    "master": None,
+    "partitions": None,
+    "driver_level_limit": None,
+    "spark_store": None,
+    "store": None,
+    "store_dir": None,
+    "workers": None,
+    "max_depth": None,
+    "max_states": None,
+    "max_memory": None,
+    "json": None,
+    "deadlock": False,
+    "keep_going": False,
+    "symmetry": False,
+    "per_state": False,
+    "verbose": False,
+    "verify_kernel": False,
+    "force": False,
+    "atlas": False,
+    "liveness": False,
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="kmc",
@@ -111,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for cmd in _commands():
         cmd.register(sub)
+    parser.set_defaults(**SHARED_OPTIONS)
     return parser
 
 
@@ -328,7 +365,7 @@ def _exited(args, e: SystemExit) -> KmcError:
     from kmc.checker.base.errors import ModelError
     from kmc.checker.contract.model_errors import blame
 
-    model = getattr(args, "model", None)
+    model = args.model
     return ModelError(f"--model {model}: {blame(e)}" if model else blame(e))
 
 

@@ -26,17 +26,13 @@ def add_diagram_arguments(parser) -> None:
 def check_diagram_paths(args, protected) -> None:
     """Refuse, before the run, a ``--html`` or ``--mermaid`` file that could not or must
     not be written, or two outputs that name one file."""
-    outputs = [
-        (o, p)
-        for o, p in (("--json", getattr(args, "json", None)), ("--html", args.html), ("--mermaid", args.mermaid))
-        if p
-    ]
+    outputs = [(o, p) for o, p in (("--json", args.json), ("--html", args.html), ("--mermaid", args.mermaid)) if p]
     for i, (option, path) in enumerate(outputs):
         for other, earlier in outputs[:i]:
             if same_destination(path, earlier):
                 raise UsageError(f"{option}: {path} is also the {other} file ({earlier}); choose another file")
     for option in ("--html", "--mermaid"):
-        check_output_path(option, getattr(args, option[2:]), protected=protected, force=args.force, kind="diagram")
+        check_output_path(option, vars(args)[option[2:]], protected=protected, force=args.force, kind="diagram")
 
 
 def same_destination(a, b) -> bool:
@@ -79,5 +75,5 @@ def command_line(args, words=None) -> str:
     (every option kept; paths as given), or ``kmc`` and ``words`` when there is none."""
     import shlex
 
-    argv = getattr(args, "argv", None)
+    argv = args.argv
     return "kmc " + shlex.join([display_path(w) for w in (argv if argv is not None else words or [])])

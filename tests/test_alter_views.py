@@ -219,7 +219,8 @@ def _request_diagram(build):
 
 
 def test_the_diagram_holds_the_request_and_the_answers(build):
-    from kmc.app.render.diagram import CONTROLLER, config_lines
+    from kmc.app.render.diagram import CONTROLLER
+    from kmc.app.render.headers import config_lines
 
     model, d = _request_diagram(build)
     assert d.options == ("alter_partition", "broker_epochs")

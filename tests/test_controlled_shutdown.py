@@ -775,7 +775,8 @@ def test_the_tla_text_has_the_mark_and_the_count():
 
 
 def test_the_explorer_walks_the_rolling_restart_loss():
-    from kmc.app.render.explorer import Explorer, KafkaView
+    from kmc.app.render.explorer import Explorer
+    from kmc.app.render.explorer_views import KafkaView
 
     spec = load_spec(SPECS / "rolling-restart-loss.toml")
     model = spec.model()

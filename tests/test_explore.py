@@ -14,9 +14,12 @@ from pathlib import Path
 import pytest
 
 from kmc.app.cli import EXIT_BAD_INPUT, main
-from kmc.app.explore_server import ExploreServer, allowed_hosts, bind_address, parse_walk
+from kmc.app.explore_hosts import allowed_hosts, bind_address
+from kmc.app.explore_http import parse_walk
+from kmc.app.explore_server import ExploreServer
 from kmc.app.specs import load_spec
-from kmc.app.render.explorer import Explorer, GenericView, KafkaView, WalkError
+from kmc.app.render.explorer import Explorer, WalkError
+from kmc.app.render.explorer_views import GenericView, KafkaView
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = str(REPO / "specs" / "hw-data-loss.toml")
@@ -212,7 +215,7 @@ def test_the_command_prints_its_url_and_stops_on_ctrl_c():
 def test_a_long_walk_has_no_swimlane_and_a_server_on_every_interface_knows_its_names(seed_explorer):
     import socket
 
-    from kmc.app.render.explorer import MAX_DIAGRAM_STATES
+    from kmc.app.render.explorer_views import MAX_DIAGRAM_STATES
 
     import attrs
 

@@ -12,7 +12,8 @@ import pytest
 from kmc.checker.engines import make_engine
 from kmc.app.explore_server import ExploreServer
 from kmc.app.specs import load_spec
-from kmc.app.render.explorer import Explorer, KafkaView
+from kmc.app.render.explorer import Explorer
+from kmc.app.render.explorer_views import KafkaView
 
 from test_diagrams import decode_png
 

@@ -14,7 +14,8 @@ import pytest
 from kmc.app.cli import EXIT_BAD_INPUT, main
 from kmc.app.commands.explore import load_traces, trace_lasso
 from kmc.app.specs import load_spec
-from kmc.app.render.explorer import Explorer, KafkaView
+from kmc.app.render.explorer import Explorer
+from kmc.app.render.explorer_views import KafkaView
 
 REPO = Path(__file__).resolve().parent.parent
 LIVE = str(REPO / "specs" / "live-c2.toml")  # CommittedEventuallyReplicated: a lasso with a cycle

@@ -24,11 +24,14 @@ import pytest
 import toy
 from kmc.app import explore_server
 from kmc.app.cli import EXIT_BAD_INPUT, main
-from kmc.app.explore_server import ExploreServer, bind_address, parse_walk_prefix, remote_warning
+from kmc.app.explore_hosts import bind_address, remote_warning
+from kmc.app.explore_http import parse_walk_prefix
+from kmc.app.explore_server import ExploreServer
 from kmc.checker.engines import make_engine
 from kmc.checker.base.errors import UsageError
 from kmc.app.specs import load_spec
-from kmc.app.render.explorer import Explorer, GenericView, KafkaView
+from kmc.app.render.explorer import Explorer
+from kmc.app.render.explorer_views import GenericView, KafkaView
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = str(REPO / "specs" / "hw-data-loss.toml")

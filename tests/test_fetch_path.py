@@ -590,7 +590,8 @@ def test_coverage_counts_the_kinds_of_the_fetch_path():
 
 
 def test_the_explorer_walks_the_kafka_14704_story():
-    from kmc.app.render.explorer import Explorer, KafkaView
+    from kmc.app.render.explorer import Explorer
+    from kmc.app.render.explorer_views import KafkaView
 
     spec = load_spec(SPECS / "kafka-14704-exposure.toml")
     model = spec.model()

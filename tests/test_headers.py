@@ -16,7 +16,7 @@ import attrs
 import pytest
 from kmc.app.cli import EXIT_VIOLATION, main
 from kmc.model.config import Config
-from kmc.app.render import diagram
+from kmc.app.render import headers
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
@@ -49,11 +49,11 @@ def test_an_option_added_later_appears_without_being_named():
     # the header lists it once it differs from its default, with no change to the reports.
     Wider = attrs.make_class("Wider", {"rack_aware": attrs.field(default=False),
                                        "fetch_mode": attrs.field(default="off")}, bases=(Config,), frozen=True)
-    assert diagram.config_flags(Wider()) == []
+    assert headers.config_flags(Wider()) == []
     cfg = Wider(acks="all", unflushed_loss=True, alter_partition=True, rack_aware=True, fetch_mode="on")
     want = ["unflushed_loss", "acks = all", "alter_partition", "rack_aware", "fetch_mode = on"]
-    assert diagram.config_flags(cfg) == want
-    assert dict(diagram.config_lines(cfg))["flags"] == ", ".join(want)
+    assert headers.config_flags(cfg) == want
+    assert dict(headers.config_lines(cfg))["flags"] == ", ".join(want)
     from kmc.app.render.result_view import _flags
 
     assert _flags(cfg) == ", ".join(want)

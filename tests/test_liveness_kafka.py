@@ -606,7 +606,8 @@ def test_mermaid_draws_the_cycle_as_a_loop_block():
 def test_the_explorer_loads_a_lasso_as_a_path(tmp_path):
     from kmc.app.cli import main
     from kmc.app.commands.explore import load_traces
-    from kmc.app.render.explorer import Explorer, KafkaView
+    from kmc.app.render.explorer import Explorer
+    from kmc.app.render.explorer_views import KafkaView
 
     out = tmp_path / "c1hw.json"
     assert main(["check", str(SPECS / "live-c1-hw.toml"), "--json", str(out), "--no-trace", "--no-progress"]) == 1

@@ -990,7 +990,8 @@ def test_the_explorer_walks_the_shipped_stories():
     and the picture's failed directory; the min_isr_lag story shows both min ISRs in the state and
     the picture."""
     from kmc.app.specs import load_spec
-    from kmc.app.render.explorer import Explorer, KafkaView
+    from kmc.app.render.explorer import Explorer
+    from kmc.app.render.explorer_views import KafkaView
 
     for name, steps, violated, mark in [
         ("kafka-16234-two-replicas", ["Produce(A)", "ShrinkIsr(B)", "DiskFailure(A)", "ElectLeader(A)"], {CNL, LCC},

@@ -43,6 +43,37 @@ def test_the_kmc_namespace_imports():
     assert hasattr(kmc.app.cli, "main")
 
 
+def test_every_package_ships_a_py_typed_marker():
+    """PEP 561: an installed package with a ``py.typed`` marker is type-checked by its users'
+    type checkers, so that a user's own model is checked against kmc's protocols. Every
+    package has the marker in its folder and package-data names it for every package."""
+    config = _setuptools()
+    assert "py.typed" in config["package-data"]["*"]
+    missing = [p for p in config["packages"] if not (REPO / config["package-dir"][p] / "py.typed").is_file()]
+    assert missing == []
+
+
+def test_the_built_packages_carry_their_markers_and_data(tmp_path):
+    """What setuptools puts in a wheel: every package with its ``py.typed``, and the Spark
+    sessions' log4j2 file (built from a copy, so that the tree gets no build files)."""
+    import shutil
+    import subprocess
+    import sys
+
+    source = tmp_path / "src"
+    for folder in FOLDERS:
+        shutil.copytree(REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    build = tmp_path / "build"
+    setup = "from setuptools import setup; setup()"
+    subprocess.run([sys.executable, "-c", setup, "-q", "build_py", "--build-lib", str(build)], cwd=source,
+                   check=True, capture_output=True)
+    markers = {".".join(p.parent.relative_to(build).parts) for p in build.rglob("py.typed")}
+    assert markers == set(_setuptools()["packages"])
+    assert (build / "kmc" / "checker" / "spark" / "log4j2.properties").is_file()
+
+
 # -- the engine core knows no application --------------------------------------------------
 
 # What the engine core (kmc.checker outside kmc.app) must never import: the Kafka

@@ -124,7 +124,8 @@ def test_a_model_s_step_covers_from_the_command_line(capsys, tmp_path):
 def test_the_explorer_says_where_a_cover_is_reached():
     # A walk's last state is a state cover's witness or not; its last step a step cover's.
     from counter_kernels import XTwoYOne
-    from kmc.app.render.explorer import Explorer, GenericView
+    from kmc.app.render.explorer import Explorer
+    from kmc.app.render.explorer_views import GenericView
 
     model = step_covered(n=3)
     explorer = Explorer(model, [XTwoYOne, YAfterTwoX, XIntoCorner], view=GenericView(model))

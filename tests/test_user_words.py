@@ -61,7 +61,8 @@ def test_a_leads_to_family_names_its_obligation_in_words():
 
 def test_explore_a_model_shows_its_own_words_and_names_its_actions():
     from kmc.app.user_model import load_model_spec
-    from kmc.app.render.explorer import Explorer, GenericView
+    from kmc.app.render.explorer import Explorer
+    from kmc.app.render.explorer_views import GenericView
 
     model = load_model_spec(TWO_PHASE, {"rms": 2}).model()
     explorer = Explorer(model, model.properties(), view=GenericView(model))
@@ -116,7 +117,8 @@ def test_the_scan_finds_an_internal_name(text):
 def test_explore_a_model_walks_its_lasso_as_one():
     from toy import Ring
 
-    from kmc.app.render.explorer import Explorer, GenericView
+    from kmc.app.render.explorer import Explorer
+    from kmc.app.render.explorer_views import GenericView
 
     model = Ring()
     explorer = Explorer(model, model.properties(), view=GenericView(model))

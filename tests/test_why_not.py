@@ -244,7 +244,8 @@ def test_why_not_on_a_model_of_one_s_own(tmp_path, capsys):
 
 
 def test_the_explorer_names_why_each_action_is_not_enabled():
-    from kmc.app.render.explorer import Explorer, GenericView, KafkaView
+    from kmc.app.render.explorer import Explorer
+    from kmc.app.render.explorer_views import GenericView, KafkaView
 
     spec = load_spec(str(SPECS / "hw-data-loss.toml"))
     model = spec.model()

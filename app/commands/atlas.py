@@ -149,7 +149,7 @@ def run_atlas(args, out, err) -> int:
 
     if args.versions or args.spec_dir is not None:
         raise UsageError("--atlas: cannot be combined with --versions or SPEC_DIR")
-    check_atlas_outputs(args.out, force=getattr(args, "force", False))
+    check_atlas_outputs(args.out, force=args.force)
     started = time.perf_counter()
     done = []
     from kmc.app.render.atlas import POLICIES, ROWS, cell_text

@@ -7,7 +7,7 @@ import platform
 import resource
 import sys
 import time
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from kmc.checker.base.errors import KmcError
@@ -28,6 +28,9 @@ from .common import (
     require_spark,
     spark_submit_master,
 )
+
+if TYPE_CHECKING:  # for the annotations only
+    from kmc.checker.core.driver import LevelDriver
 
 
 def register(sub) -> None:
@@ -165,7 +168,7 @@ def run(args, out, err) -> int:
     except (KmcError, MemoryError):
         raise
     except Exception as e:
-        if getattr(args, "model", None) is None:
+        if args.model is None:
             raise
         from ..user_model import failure  # a model of the user's own raised: one line, exit 2
 
@@ -194,7 +197,7 @@ def _run(args, out, err) -> int:
     runs = []
     engine = None
     for _ in range(args.repeat):
-        options = attrs.evolve(options_from(spec, args), coverage=not getattr(args, "no_coverage", False))
+        options = attrs.evolve(options_from(spec, args), coverage=not args.no_coverage)
         engine = make_engine(spec, model, props, options, None, args)
         tree = TreeUsage().start()
         t0 = time.perf_counter()
@@ -214,7 +217,7 @@ def _run(args, out, err) -> int:
         "engine": result.engine,
         "python": platform.python_version(),
         "runs": args.repeat,
-        "coverage": not getattr(args, "no_coverage", False),
+        "coverage": not args.no_coverage,
         "distinct_states": st.distinct,
         "states_generated": st.generated,
         "depth": st.depth,
@@ -232,31 +235,14 @@ def _run(args, out, err) -> int:
     if result.engine == "local":  # processes expanding the frontier beside the search's (checker.local.workers)
         doc["workers"] = options.workers
     if result.engine == "local" and options.store == "disk":  # the disk store's files (checker.stores.disk)
-        store = cast(Store, engine.search.seen)
-        doc["disk_peak_bytes"] = store.peak_disk_bytes()
-        doc["disk_peak_bytes_per_state"] = round(store.peak_disk_bytes() / max(st.distinct, 1), 1)
-        doc["disk_final_bytes"] = store.disk_bytes()
-        doc["disk_written_bytes"] = store.written_bytes()
-        doc["disk_written_bytes_per_state"] = round(store.written_bytes() / max(st.distinct, 1), 1)
-        queue = cast(FrontierQueue, cast(Any, engine.search).queue)  # its frontier's files (checker.stores.frontier)
-        doc["queue_disk_peak_bytes"] = queue.peak_disk_bytes()
-        doc["queue_disk_peak_bytes_per_state"] = round(queue.peak_disk_bytes() / max(st.distinct, 1), 1)
-        doc["queue_written_bytes"] = queue.written_bytes()
-        doc["queue_written_bytes_per_state"] = round(queue.written_bytes() / max(st.distinct, 1), 1)
+        doc.update(_disk_measures(engine, st.distinct))
     doc.update(edge_log_measures(engine.possibly))
     doc.update(liveness_log_measures(engine.liveness))
-    doc["tree_cpu_seconds"] = usage["cpu_seconds"]
-    if result.engine == "spark":  # where the tree's CPU went: the kmc process, the JVM, the Python workers
-        for kind in ("kmc", "jvm", "python"):
-            doc[f"tree_cpu_seconds_{kind}"] = usage["cpu_seconds_by_kind"][kind]
-    doc["tree_peak_rss_bytes"] = usage["peak_rss_bytes"]
-    doc["tree_processes"] = usage["processes"]
-    doc["states_per_cpu_second"] = round(st.distinct / usage["cpu_seconds"], 1) if usage["cpu_seconds"] else None
-    doc["tree_method"] = usage["method"]
+    doc.update(_tree_measures(usage, result.engine, st.distinct))
     doc["verdicts"] = {name: result.verdict(name) for name in result.checked}
     doc.update(spark_measures(cast(Any, engine).metrics if result.engine == "spark" else None))
     doc["path"] = engine.path if result.engine == "local" else result.engine
-    doc["symmetry"] = bool(getattr(args, "symmetry", False) or spec.symmetry)
+    doc["symmetry"] = bool(args.symmetry or spec.symmetry)
     _print(out, f"kmc bench {safe_text(spec.path)} ({result.engine}, {doc['path']}, best of {args.repeat})", [doc])
     if engine.not_started:
         out.print(engine.not_started, markup=False, soft_wrap=True)
@@ -264,6 +250,39 @@ def _run(args, out, err) -> int:
     if args.json:
         _write_json(args.json, doc)
     return 0
+
+
+def _disk_measures(engine: LevelDriver, distinct: int) -> dict[str, Any]:
+    """The disk store's files (``checker.stores.disk``) and its frontier's
+    (``checker.stores.frontier``): peak, final and written bytes, also per state."""
+    store = cast(Store, engine.search.seen)
+    queue = cast(FrontierQueue, cast(Any, engine.search).queue)
+    per = max(distinct, 1)
+    return {
+        "disk_peak_bytes": store.peak_disk_bytes(),
+        "disk_peak_bytes_per_state": round(store.peak_disk_bytes() / per, 1),
+        "disk_final_bytes": store.disk_bytes(),
+        "disk_written_bytes": store.written_bytes(),
+        "disk_written_bytes_per_state": round(store.written_bytes() / per, 1),
+        "queue_disk_peak_bytes": queue.peak_disk_bytes(),
+        "queue_disk_peak_bytes_per_state": round(queue.peak_disk_bytes() / per, 1),
+        "queue_written_bytes": queue.written_bytes(),
+        "queue_written_bytes_per_state": round(queue.written_bytes() / per, 1),
+    }
+
+
+def _tree_measures(usage: dict[str, Any], engine: str, distinct: int) -> dict[str, Any]:
+    """The CPU and memory of the whole process tree (``checker.base.tree_usage``); for a
+    Spark run, where its CPU went: the kmc process, the JVM, the Python workers."""
+    doc: dict[str, Any] = {"tree_cpu_seconds": usage["cpu_seconds"]}
+    if engine == "spark":
+        for kind in ("kmc", "jvm", "python"):
+            doc[f"tree_cpu_seconds_{kind}"] = usage["cpu_seconds_by_kind"][kind]
+    doc["tree_peak_rss_bytes"] = usage["peak_rss_bytes"]
+    doc["tree_processes"] = usage["processes"]
+    doc["states_per_cpu_second"] = round(distinct / usage["cpu_seconds"], 1) if usage["cpu_seconds"] else None
+    doc["tree_method"] = usage["method"]
+    return doc
 
 
 def _write_json(path, doc) -> None:
@@ -368,14 +387,15 @@ def _child_bench(args, label, extra) -> dict:
         target = os.path.join(tmp, "bench.json")
         what = [args.spec] if args.model is None else ["--model", args.model, *(f"--param={p}" for p in args.param)]
         cmd = [sys.executable, "-m", cli, "bench", *what, "--json", target, "--repeat", str(args.repeat)]
-        cmd += ["--symmetry"] if getattr(args, "symmetry", False) else []
+        cmd += ["--symmetry"] if args.symmetry else []
+        given = vars(args)
         for opt in ("kafka", "metadata"):  # the spec read as a Kafka release, in every child alike
-            if getattr(args, opt, None) is not None:
-                cmd += [f"--{opt}", getattr(args, opt)]
+            if given[opt] is not None:
+                cmd += [f"--{opt}", given[opt]]
         local = ("store", "store_dir") if "spark" not in extra else ()
         for opt in ("max_depth", "max_states", *local):
-            if getattr(args, opt, None) is not None and not (opt == "store" and "--store" in extra):
-                cmd += [f"--{opt.replace('_', '-')}", str(getattr(args, opt))]
+            if given[opt] is not None and not (opt == "store" and "--store" in extra):
+                cmd += [f"--{opt.replace('_', '-')}", str(given[opt])]
         done = subprocess.run(cmd + extra, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
             from kmc.checker.base.errors import EngineError
@@ -449,10 +469,11 @@ def _compare_engines(args, spec, out) -> int:
     each in a process of its own; their figures, the ratios Spark / local, and whether
     they explored the same state space (counts, depth, verdicts)."""
     spark = ["--engine", "spark"]
+    given = vars(args)
     for opt in ("master", "partitions", "driver_level_limit", "spark_store"):
-        if getattr(args, opt, None) is not None:
-            spark += [f"--{opt.replace('_', '-')}", str(getattr(args, opt))]
-    spark += ["--per-state"] if getattr(args, "per_state", False) else []
+        if given[opt] is not None:
+            spark += [f"--{opt.replace('_', '-')}", str(given[opt])]
+    spark += ["--per-state"] if args.per_state else []
     docs = [_child_bench(args, "local", ["--engine", "local"]), _child_bench(args, "spark", spark)]
     ratio = {k: docs[1][k] / docs[0][k] for k in _ENGINE_RATIOS if docs[0].get(k) and docs[1].get(k)}
     keys = ("distinct_states", "states_generated", "depth", "verdicts")

@@ -89,7 +89,7 @@ def load_traces(paths, model, identity=None) -> dict:
     must match."""
     from kmc.app.render import generic
 
-    from .replay import ReplayError, load_document, violations_of
+    from .replay_files import ReplayError, load_document, violations_of
 
     out = {}
     for path in paths:
@@ -138,7 +138,7 @@ def load_traces(paths, model, identity=None) -> dict:
 def trace_lasso(name, saved: SavedTrace, path, model, properties):
     """The liveness counterexample of a saved trace (``checker.core.result.Violation`` with its
     ``loop``), checked real, fair and violating by re-executing it and its explanation
-    recomputed (``replay.replay_lasso``), or ``None`` for a trace of another kind.
+    recomputed (``replay_checks.replay_lasso``), or ``None`` for a trace of another kind.
 
     Raises:
         UsageError: the trace claims a lasso that is not one, or names a liveness property
@@ -146,7 +146,8 @@ def trace_lasso(name, saved: SavedTrace, path, model, properties):
     """
     from kmc.checker.contract.protocol import LIVENESS
 
-    from .replay import ReplayError, replay_lasso
+    from .replay_checks import replay_lasso
+    from .replay_files import ReplayError
 
     entry = saved.entry
     if "lasso" not in entry and entry.get("kind") not in LIVENESS:
@@ -174,10 +175,12 @@ def _kafka_model() -> type:
 
 
 def run(args, out, err) -> int:
-    from kmc.app.render.explorer import Explorer, GenericView, KafkaView, WalkError
+    from kmc.app.render.explorer import Explorer, WalkError
+    from kmc.app.render.explorer_views import GenericView, KafkaView
     from kmc.checker.engines import make_engine
 
-    from ..explore_server import ExploreServer, bind_address, remote_warning
+    from ..explore_hosts import bind_address, remote_warning
+    from ..explore_server import ExploreServer
     from ..user_model import ModelSpec
 
     bind = bind_address(args.host, args.allow_remote)  # before anything is loaded or bound
@@ -223,7 +226,7 @@ def run(args, out, err) -> int:
     thread = None
     try:  # from here on, Ctrl-C (at any moment) stops the server and the search
         if not args.no_search:
-            options = options_from(spec, argparse.Namespace())
+            options = options_from(spec, args)  # the spec's options: kmc explore offers none of its own
             engine = make_engine(model, properties, options)
             explorer.start_search(lambda progress: _run(engine, progress), engine.cancel)
         thread = server.serve_in_thread()

@@ -15,12 +15,12 @@ minutes on two cores: with three replicas, one crash (two crashes make a single 
 
 from __future__ import annotations
 
-import shlex
+import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kmc.checker.base.errors import UsageError
-from kmc.model.spec import ACKED_PROPERTY, EXPOSED_PROPERTY
 
 from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from here by the tests and reports)
     ALTER_PARTITION_VERSIONS,
@@ -48,6 +48,10 @@ from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from he
     version_grid,
 )
 from .common import positive_int
+from .matrix_rows import OPTIONS, command_line, row_items
+
+if TYPE_CHECKING:  # for the annotations only
+    from rich.console import Console
 
 
 def register(sub) -> None:
@@ -71,6 +75,14 @@ def register(sub) -> None:
         "spec_dir", metavar="SPEC_DIR", nargs="?", help="a directory of spec files to run instead of the grid"
     )
     p.add_argument("--out", metavar="DIR", required=True, help="where to write RESULTS.md, results.json and traces/")
+    _add_version_arguments(p)
+    _add_grid_arguments(p)
+    _add_run_arguments(p)
+    p.set_defaults(run=run, _defaults={d: p.get_default(d) for d in OPTIONS})
+
+
+def _add_version_arguments(p: argparse.ArgumentParser) -> None:
+    """The Kafka versions' grid instead of the default one."""
     v = p.add_argument_group("Kafka through the versions")
     v.add_argument(
         "--versions",
@@ -96,6 +108,10 @@ def register(sub) -> None:
     v.add_argument(
         "--kafka", metavar="LIST", default="all", help=f"with --versions: versions ({', '.join(VERSIONS)}; default all)"
     )
+
+
+def _add_grid_arguments(p: argparse.ArgumentParser) -> None:
+    """The default grid's lists and constants."""
     g = p.add_argument_group("grid (without SPEC_DIR)")
     g.add_argument(
         "--rules",
@@ -117,6 +133,10 @@ def register(sub) -> None:
     g.add_argument(
         "--epochs", type=int, metavar="N", help="max_leader_epoch for every row (default: per replica count)"
     )
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """How far a row runs, how many at once, and what is written."""
     p.add_argument(
         "--max-states",
         type=positive_int,
@@ -145,7 +165,6 @@ def register(sub) -> None:
         "other safety property its options check, and PartitionRecoverable, and a conclusion) "
         "in DIR/ATLAS.md and DIR/atlas.json",
     )
-    p.set_defaults(run=run, _defaults={d: p.get_default(d) for d in _OPTIONS})
 
 
 def _rule_names() -> list[str]:
@@ -154,163 +173,6 @@ def _rule_names() -> list[str]:
 
     short = [a for a in RULE_ALIASES if a not in TRUNCATION_RULES]
     return short + [r for r in TRUNCATION_RULES if r in RULE_ALIASES]
-
-
-_GRID_OPTIONS = ("rules", "replicas", "min_isr", "unclean", "unflushed", "messages", "crashes", "epochs")
-_VERSION_OPTIONS = ("versions", "liveness", "configs", "kafka")
-_OPTIONS = _GRID_OPTIONS + _VERSION_OPTIONS + ("max_states", "jobs", "title")
-
-
-# -- the configurations ---------------------------------------------------------------------
-
-
-def _list(text, option, parse, valid=None) -> list:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise UsageError(f"{option}: give a comma-separated list")
-    out = []
-    for t in items:
-        try:
-            value = parse(t)
-        except (ValueError, KeyError):
-            hint = f" (use {valid})" if valid else ""
-            raise UsageError(f"{option}: {t!r} is not a valid value{hint}") from None
-        if value not in out:
-            out.append(value)
-    return out
-
-
-def _on_off(t) -> bool:
-    return {"on": True, "off": False, "true": True, "false": False}[t.lower()]
-
-
-def _bounded(option, value, lo, hi) -> int | None:
-    if value is not None and not lo <= value <= hi:
-        raise UsageError(f"{option}: must be between {lo} and {hi}, got {value}")
-    return value
-
-
-# -- the command ----------------------------------------------------------------------------
-
-
-def _items(args) -> tuple[list[RowItem], str, dict[int, dict[str, int]], str | None]:
-    """``(items, source, constants, spec_dir)`` from the command line."""
-    changed_versions = [f"--{k}" for k in ("liveness", "configs", "kafka") if getattr(args, k) != args._defaults[k]]
-    if changed_versions and not args.versions:
-        raise UsageError(f"{', '.join(changed_versions)}: only with --versions")
-    if args.versions:
-        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS if getattr(args, k) != args._defaults[k]]
-        if changed or args.spec_dir is not None:
-            raise UsageError(f"{', '.join(changed) or 'SPEC_DIR'}: cannot be combined with --versions")
-        configs = (
-            None
-            if args.configs == "all"
-            else _list(
-                args.configs, "--configs", lambda t: t if t in VERSION_CONFIGS else {}[t], ", ".join(VERSION_CONFIGS)
-            )
-        )
-        versions = (
-            None
-            if args.kafka == "all"
-            else _list(args.kafka, "--kafka", lambda t: t if t in VERSIONS else {}[t], ", ".join(VERSIONS))
-        )
-        from kmc.invariants import ALL
-
-        every = tuple(p.name for p in ALL)
-
-        def checked(c) -> tuple:
-            # AcknowledgedNeverLost only on the rows that track acknowledgements, and
-            # UncommittedNeverExposed only on those of the fetch path (every other row as before)
-            return tuple(
-                n for n in every if (n != ACKED_PROPERTY or c.acks) and (n != EXPOSED_PROPERTY or c.truncate_on_fetch)
-            )
-
-        if args.liveness:
-            return (
-                [
-                    (rid, c, None, args.max_states, known, LIVENESS_PROPERTIES)
-                    for rid, c, known in liveness_grid(configs, versions)
-                ],
-                "versions",
-                {},
-                None,
-            )
-        items: list[RowItem] = [
-            (rid, c, None, args.max_states, known, checked(c)) for rid, c, known in version_grid(configs, versions)
-        ]
-        if not items:
-            raise UsageError(
-                "--configs, --kafka: no cell of the grid (the operators' rows run on "
-                f"{', '.join(OPERATOR_VERSIONS)} only, a failed directory from 3.7 on)"
-            )
-        return items, "versions", {}, None
-    if args.spec_dir is not None:
-        changed = [f"--{k.replace('_', '-')}" for k in _GRID_OPTIONS if getattr(args, k) != args._defaults[k]]
-        if changed:
-            raise UsageError(f"{', '.join(changed)}: grid options cannot be combined with SPEC_DIR")
-        d = Path(args.spec_dir)
-        if not d.is_dir():
-            raise UsageError(f"SPEC_DIR: {args.spec_dir}: no such directory")
-        files = sorted(d.glob("*.toml"))
-        if not files:
-            raise UsageError(f"SPEC_DIR: {args.spec_dir} holds no spec files (*.toml)")
-        from ..specs import load_spec
-
-        specs = [load_spec(f) for f in files]  # every file is checked before any row runs
-        items = [(s.name, s.config, s, args.max_states) for s in specs]
-        return items, "specs", {}, str(d)
-    rules = _list(
-        args.rules,
-        "--rules",
-        lambda t: RULE_ALIASES[t.lower()],
-        "hw, le, kip279 or the full names high-watermark, leader-epoch, leader-epoch-kip279",
-    )
-    from kmc.checker.base.errors import SpecError
-    from kmc.model.spec import MODEL_BOUNDS, config_from_table
-
-    lo, hi = MODEL_BOUNDS["replicas"]
-    replicas = _list(args.replicas, "--replicas", int, f"whole numbers from {lo} to {hi}")
-    for n in replicas:
-        _bounded("--replicas", n, lo, hi)
-    min_isr = None
-    if args.min_isr.strip().lower() != "all":
-        min_isr = _list(args.min_isr, "--min-isr", int, f"'all', or whole numbers from {lo} to {hi}")
-    for k in min_isr or ():
-        _bounded("--min-isr", k, *MODEL_BOUNDS["min_insync_replicas"])
-    unclean = _list(args.unclean, "--unclean", _on_off, "off, on")
-    unflushed = _list(args.unflushed, "--unflushed", _on_off, "off, on")
-    _bounded("--messages", args.messages, *MODEL_BOUNDS["max_messages"])
-    _bounded("--crashes", args.crashes, *MODEL_BOUNDS["max_crashes"])
-    _bounded("--epochs", args.epochs, *MODEL_BOUNDS["max_leader_epoch"])
-    configs = grid(rules, replicas, min_isr, unclean, unflushed, args.messages, args.crashes, args.epochs)
-    if not configs:
-        raise UsageError("--min-isr: no value fits any replica count, so the grid is empty")
-    for c in configs:  # every row passes the spec loader's validator, as a spec file would
-        try:
-            config_from_table(c.as_dict(), f"kmc matrix row {row_id(c)}")
-        except SpecError as e:
-            raise UsageError(str(e)) from None
-    constants: dict[int, dict[str, int]] = {}
-    for c in configs:
-        constants.setdefault(
-            c.n, {"max_messages": c.max_messages, "max_crashes": c.max_crashes, "max_leader_epoch": c.max_leader_epoch}
-        )
-    items = [(row_id(c), c, None, args.max_states) for c in configs]
-    return items, "grid", constants, None
-
-
-def command_line(args) -> str:
-    """The command that makes the same table: SPEC_DIR, the options that differ from
-    their defaults (except --jobs, which changes nothing in it), and --out."""
-    words = ["kmc", "matrix"]
-    if args.spec_dir is not None:
-        words.append(args.spec_dir)
-    for k in _OPTIONS:
-        value = getattr(args, k)
-        if k != "jobs" and value != args._defaults[k]:
-            words += [f"--{k.replace('_', '-')}"] if value is True else [f"--{k.replace('_', '-')}", str(value)]
-    words += ["--out", args.out]
-    return " ".join(shlex.quote(w) for w in words)
 
 
 _LIVENESS_NOTE = (
@@ -368,16 +230,15 @@ def _default_note(source, constants) -> str:
 def run(args, out, err) -> int:
     from kmc.app.render.json_result import write_json
     from kmc.app.render.matrix import results_document, to_markdown, validate
-    from kmc.app.render.pictures import trace_page, write_text
     from kmc.checker.base.exitcodes import EXIT_OK, EXIT_UNEXPECTED
 
     if not args.out.strip():
         raise UsageError("--out: the path is empty; name a directory")
-    if getattr(args, "atlas", False):
+    if args.atlas:
         from .atlas import run_atlas
 
         return run_atlas(args, out, err)
-    items, source, constants, spec_dir = _items(args)
+    items, source, constants, spec_dir = row_items(args)
     out_dir = Path(args.out)
     traces_dir = out_dir / "traces"
     _check_out_dir(out_dir, [item[0] for item in items], args.force)
@@ -389,41 +250,10 @@ def run(args, out, err) -> int:
 
     probe_folder("--out", str(traces_dir))
     started = time.perf_counter()
-    rows, written = [], set()
-    width = len(str(len(items)))
-    for i, (row, traces) in enumerate(check_rows(items, args.jobs), 1):
-        rows.append(row)
-        for name, doc in traces.items():
-            path = out_dir / row["counterexamples"][name]["trace"]
-            _write(path, lambda p=path, d=doc: write_json(p, d))
-            written.add(path.name)
-            page = path.with_suffix(".html")  # the trace's swimlane diagram, next to it
-            _write(
-                page,
-                lambda p=page, d=doc, t=row["title"] or row["id"]: write_text(
-                    p, trace_page(d, f"traces/{p.name[:-5]}.json", t)
-                ),
-            )
-            written.add(page.name)
-        bad = [n for n, v in row["verdicts"].items() if v != "holds"]
-        status = "all hold" if not bad else ", ".join(f"{n} {row['verdicts'][n]}" for n in bad)
-        if row["matched"] is False:
-            undecided = all(
-                row["verdicts"].get(n) == "unknown"
-                for n in row["expected"]
-                if row["verdicts"].get(n) != row["expected"][n]
-            )
-            status += "  [UNDECIDED: the row stopped at --max-states]" if undecided else "  [UNEXPECTED]"
-        err.print(
-            f"[{i:>{width}}/{len(items)}] {row['id']}: {status} "
-            f"({row['distinct_states']:,} states, {row['seconds']:.1f} s)",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+    rows, written = _run_rows(items, args.jobs, out_dir, err)
     _remove_stale_traces(traces_dir, [r["id"] for r in rows], written)
     total = time.perf_counter() - started
-    liveness = bool(getattr(args, "liveness", False))
+    liveness = bool(args.liveness)
     title = args.title or {
         "grid": "kmc results: the default configuration grid",
         "versions": "kmc results: Kafka through the versions" + (", under fairness" if liveness else ""),
@@ -470,6 +300,48 @@ def run(args, out, err) -> int:
         )
         return EXIT_UNEXPECTED
     return EXIT_OK
+
+
+def _run_rows(items: list[RowItem], jobs: int, out_dir: Path, err: Console) -> tuple[list[dict[str, Any]], set[str]]:
+    """Run every row (``jobs`` at once), each row's counterexamples written to traces/ with
+    their diagrams and its verdicts said in one line as it ends; ``(rows, trace file names)``."""
+    from kmc.app.render.json_result import write_json
+    from kmc.app.render.pictures import trace_page, write_text
+
+    rows: list[dict[str, Any]] = []
+    written: set[str] = set()
+    width = len(str(len(items)))
+    for i, (row, traces) in enumerate(check_rows(items, jobs), 1):
+        rows.append(row)
+        for name, doc in traces.items():
+            path = out_dir / row["counterexamples"][name]["trace"]
+            _write(path, lambda p=path, d=doc: write_json(p, d))
+            written.add(path.name)
+            page = path.with_suffix(".html")  # the trace's swimlane diagram, next to it
+            _write(
+                page,
+                lambda p=page, d=doc, t=row["title"] or row["id"]: write_text(
+                    p, trace_page(d, f"traces/{p.name[:-5]}.json", t)
+                ),
+            )
+            written.add(page.name)
+        bad = [n for n, v in row["verdicts"].items() if v != "holds"]
+        status = "all hold" if not bad else ", ".join(f"{n} {row['verdicts'][n]}" for n in bad)
+        if row["matched"] is False:
+            undecided = all(
+                row["verdicts"].get(n) == "unknown"
+                for n in row["expected"]
+                if row["verdicts"].get(n) != row["expected"][n]
+            )
+            status += "  [UNDECIDED: the row stopped at --max-states]" if undecided else "  [UNEXPECTED]"
+        err.print(
+            f"[{i:>{width}}/{len(items)}] {row['id']}: {status} "
+            f"({row['distinct_states']:,} states, {row['seconds']:.1f} s)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    return rows, written
 
 
 def _invariants(rows) -> list[str]:

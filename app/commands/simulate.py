@@ -9,6 +9,9 @@ steps found it for every one of 40 seeds tried, in about 2 s each.
 
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING
+
 from kmc.checker.base.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
 from kmc.checker.base.text import safe_text
 
@@ -24,24 +27,26 @@ from .common import (
     select_properties,
 )
 
+if TYPE_CHECKING:  # for the annotations only
+    from kmc.checker.contract.protocol import Model, Property
+    from kmc.checker.local.simulate import SimulationResult as Simulation
+    from kmc.model.spec import Spec
+    from rich.console import Console
+
 DEFAULT_RUNS = 20_000
 DEFAULT_DEPTH = 30
 DEFAULT_SEED = 0
 MAX_DEPTH = 100_000  # a walk is kept whole in memory; the spec's check.max_depth has the same bound
 
 
-def _depth(text) -> int:
-    import argparse
-
+def _depth(text: str) -> int:
     value = positive_int(text)
     if value > MAX_DEPTH:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_DEPTH:,}, got {value}")
     return value
 
 
-def _seed(text) -> int:
-    import argparse
-
+def _seed(text: str) -> int:
     try:
         return int(text)
     except ValueError:
@@ -141,32 +146,12 @@ def result_to_dict(spec, model, sim) -> dict:
     }
 
 
-def run(args, out, err) -> int:
-    from kmc.app.render import TraceView, write_json
+def _walk(args: argparse.Namespace, err: Console, model: Model, properties: list[Property]) -> Simulation:
+    """The random walks, with a status line on a terminal."""
     from kmc.checker.local.simulate import simulate
 
-    spec = load(args.spec, kafka_override(args))
-    check_output_path("--json", args.json, protected=[spec.path], force=args.force)
-    check_diagram_paths(args, [spec.path])
-    model = spec.model()
-    properties = select_properties(spec, args.invariants)
-    from kmc.app.render.result_view import spec_header
-    from rich.console import Group
-
-    out.print(Group(*spec_header(spec, model.config, "simulate")))
-    out.print()
-    graph_only = [p.name for p in properties if p.kind == "possibly"]
-    if graph_only:
-        err.print(
-            f"kmc: note: {', '.join(graph_only)} {'is' if len(graph_only) == 1 else 'are'} not checked: an "
-            "always-possibly property is about the whole state graph, which a random walk does not build "
-            "('kmc check' checks it)",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
     if args.no_progress or not err.is_terminal:
-        sim = simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed)
+        return simulate(model, properties, runs=args.runs, depth=args.depth, seed=args.seed)
     else:
         with err.status(f"walk 0 of {args.runs:,}") as status:
 
@@ -175,7 +160,7 @@ def run(args, out, err) -> int:
                     f"walk {st.runs:,} of {args.runs:,}  ·  {st.steps:,} steps  ·  {st.distinct:,} distinct states"
                 )
 
-            sim = simulate(
+            return simulate(
                 model,
                 properties,
                 runs=args.runs,
@@ -184,6 +169,13 @@ def run(args, out, err) -> int:
                 progress=progress,
                 progress_every=500,
             )
+
+
+def _say_outcome(args: argparse.Namespace, out: Console, spec: Spec, model: Model, sim: Simulation) -> None:
+    """The violation found (its walk, unless ``--no-trace``), or that none was: a simulation
+    proves nothing."""
+    from kmc.app.render import TraceView
+
     st = sim.stats
     if sim.violation is not None:
         if not args.no_trace:
@@ -209,6 +201,33 @@ def run(args, out, err) -> int:
             highlight=False,
             soft_wrap=True,
         )
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from kmc.app.render import write_json
+
+    spec = load(args.spec, kafka_override(args))
+    check_output_path("--json", args.json, protected=[spec.path], force=args.force)
+    check_diagram_paths(args, [spec.path])
+    model = spec.model()
+    properties = select_properties(spec, args.invariants)
+    from kmc.app.render.result_view import spec_header
+    from rich.console import Group
+
+    out.print(Group(*spec_header(spec, model.config, "simulate")))
+    out.print()
+    graph_only = [p.name for p in properties if p.kind == "possibly"]
+    if graph_only:
+        err.print(
+            f"kmc: note: {', '.join(graph_only)} {'is' if len(graph_only) == 1 else 'are'} not checked: an "
+            "always-possibly property is about the whole state graph, which a random walk does not build "
+            "('kmc check' checks it)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    sim = _walk(args, err, model, properties)
+    _say_outcome(args, out, spec, model, sim)
     code = EXIT_VIOLATION if sim.violation is not None else EXIT_OK
     if args.html or args.mermaid:
         from kmc.app.render.pictures import simulation_outputs

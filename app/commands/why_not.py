@@ -58,7 +58,9 @@ def run(args, out, err) -> int:
     from kmc.app.render import generic
     from kmc.app.render.why_not import UnknownAction, answers, lines
 
-    from .replay import load_document, replay, replay_model
+    from .replay import replay
+    from .replay_files import load_document
+    from .replay_model import replay_model
 
     doc = load_document(args.file)
     if doc.get("schema") == generic.SCHEMA:  # a user's model (kmc check --model)

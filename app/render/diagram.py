@@ -17,7 +17,6 @@ The renderers (``render.svg``, ``render.mermaid``, ``render.html``) only draw th
 from __future__ import annotations
 
 import builtins
-from typing import Any, cast
 
 import attrs
 from kmc.checker.contract.protocol import action_name
@@ -211,7 +210,7 @@ def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None, *, 
         verdict = f"{prop} is violated in State {n}"
     note = UNCLEAN_NOTE if (prop == "CommittedNeverLost" and model.config.unclean_leader_election) else ""
     lost = tuple(record_text(*m) for m in sorted(marked))
-    options = tuple(n for n in ("alter_partition", "broker_epochs") if getattr(model.config, n, False))
+    options = tuple(n for n in ("alter_partition", "broker_epochs") if getattr(model.config, n))
     return Diagram(
         lanes=("controller",) + tuple(model.config.replicas),
         columns=tuple(columns),
@@ -251,7 +250,7 @@ def _marks(
             q = state.quorum
             who = [r for r in sorted(set(q.isr).union(q.elr)) if state.replicas[r].alive]
         # the records the property keeps: committed ones, or those the producer was told
-        kept = getattr(state, "acked", ()) if prop == "AcknowledgedNeverLost" else state.committed
+        kept = state.acked if prop == "AcknowledgedNeverLost" else state.committed
         for r in who:
             log = state.replicas[r].log
             for offset, epoch, rid in kept:
@@ -344,10 +343,10 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
 def _controller_cell(model, state, prev) -> ControllerCell:
     q = state.quorum
     elr = replica_set(model, q.elr) if model.config.eligible_leader_replicas else None
-    requests = bool(getattr(model.config, "alter_partition", False))
+    requests = bool(model.config.alter_partition)
     pending = q.alter if requests else None
     cfg = model.config
-    changes, lag = bool(getattr(cfg, "min_isr_changes", ())), bool(getattr(cfg, "min_isr_lag", False))
+    changes, lag = bool(cfg.min_isr_changes), bool(cfg.min_isr_lag)
     applied = prev is not None and lag and prev.leader_min_isr_step != state.leader_min_isr_step
     return ControllerCell(
         leader=model.name(q.leader),
@@ -376,8 +375,8 @@ def _column(model, number, step, prev, marked, ghosts, last) -> Column:
         description = model.describe_step(prev, action, state)
         events = _events(model, prev, action, state)
     fresh = () if prev is None else tuple(record_text(*c) for c in state.committed if c not in prev.committed)
-    acked = getattr(state, "acked", ())
-    told = () if prev is None else tuple(record_text(*c) for c in acked if c not in getattr(prev, "acked", ()))
+    acked = state.acked
+    told = () if prev is None else tuple(record_text(*c) for c in acked if c not in prev.acked)
     return Column(
         number=number,
         action=text,
@@ -478,88 +477,6 @@ def lost_label(d) -> str:
     return f"{kind} record{'s' if len(d.lost) > 1 else ''}"
 
 
-# The constants every header shows in its own lines (replicas, truncation, bounds); every
-# other field of the configuration that differs from its default is a flag.
-# attrs' stubs declare Factory a function (so that ``x: list = Factory(list)`` checks); it is a class.
-_FACTORY = cast(type[Any], attrs.Factory)
-_OWN_LINES = ("replicas", "max_messages", "max_crashes", "max_leader_epoch", "truncation", "min_insync_replicas")
-
-
-def config_flags(config) -> list[str]:
-    """Every option of ``config`` that changes the model from its default, in the order
-    the configuration declares them: a switched-on option by its name, any other value as
-    ``name = value`` (``acks = all``). Read from the configuration's fields, so that an
-    option added to it later appears in every header (terminal, HTML, Mermaid) unasked."""
-    out = []
-    for field in attrs.fields(type(config)):
-        if field.name in _OWN_LINES:
-            continue
-        default = field.default.factory() if isinstance(field.default, _FACTORY) else field.default
-        value = getattr(config, field.name)
-        if value == default:
-            continue
-        if value is True:
-            out.append(field.name)
-        elif value is False:
-            out.append(f"{field.name} = false")
-        elif isinstance(value, tuple):  # a list of ids (fetch_bugs) or of values (min_isr_changes)
-            out.append(f"{field.name} = [{', '.join(str(v) for v in value)}]")
-        else:
-            out.append(f"{field.name} = {value}")
-    return out
-
-
-def config_summary(config) -> str:
-    """The configuration on one line (a Mermaid comment, a title's second line)."""
-    return " · ".join(f"{label} {value}" for label, value in config_lines(config))
-
-
-def config_lines(config) -> list[tuple[str, str]]:
-    """The configuration as ``(label, value)`` pairs, as the terminal's header shows it."""
-    flags = config_flags(config)
-    return [
-        ("replicas", f"{', '.join(config.replicas)} (min ISR {config.min_insync_replicas})"),
-        ("truncation", config.truncation),
-        (
-            "bounds",
-            f"≤ {plural(config.max_messages, 'message')} · ≤ {plural(config.max_crashes, 'crash')} · "
-            f"leader epochs ≤ {config.max_leader_epoch}",
-        ),
-        ("flags", ", ".join(flags) if flags else "none"),
-    ]
-
-
-def counts_from_stats(stats) -> list[tuple[str, str]]:
-    """A check's counts (``checker.core.result.Stats``) as ``(label, value)`` pairs."""
-    return [
-        ("distinct states", f"{stats.distinct:,}"),
-        ("generated", f"{stats.generated:,}"),
-        ("depth", str(stats.depth)),
-        ("time", f"{stats.seconds:.2f} s"),
-    ]
-
-
-def counts_from_document(doc) -> list[tuple[str, str]]:
-    """The counts a saved result holds (``kmc check --json`` or ``kmc simulate --json``),
-    as ``(label, value)`` pairs; ``[]`` when it holds none that can be read."""
-    stats = doc.get("stats")
-    if not isinstance(stats, dict):
-        return []
-    keys = (
-        ("distinct_states", "distinct states"),
-        ("states_generated", "generated"),
-        ("depth", "depth"),
-        ("runs", "walks"),
-        ("steps", "steps"),
-    )
-    out = []
-    for key, label in keys:
-        value = stats.get(key)
-        if type(value) is int:
-            out.append((label, f"{value:,}"))
-    return out
-
-
 __all__ = [
     "Box",
     "CONTROLLER",
@@ -571,13 +488,8 @@ __all__ = [
     "ReplicaCell",
     "LIVENESS_KINDS",
     "build",
-    "config_flags",
     "cycle_text",
-    "config_lines",
-    "config_summary",
-    "counts_from_document",
     "lost_label",
-    "counts_from_stats",
     "epoch_colour",
     "record_text",
 ]

@@ -17,7 +17,6 @@ all of this as JSON under ``/api/``.
 
 from __future__ import annotations
 
-import io
 import threading
 import time
 from typing import Any
@@ -28,7 +27,6 @@ from kmc.checker.contract.protocol import (
     ALWAYS_EVENTUALLY,
     COVER,
     LEADS_TO,
-    LIVENESS,
     POSSIBLY,
     STEP,
     STEP_COVER,
@@ -40,9 +38,10 @@ from kmc.checker.core.result import Path
 from kmc.checker.core.trace import replay_choices
 
 from .counterexample import lasso_mark, lasso_summary
+from .explorer_status import lasso_page_doc, pending_liveness, waiting_text
+from .explorer_views import GenericView
 
 MAX_STEPS = 10_000  # the longest walk the explorer replays
-MAX_DIAGRAM_STATES = 60  # a longer walk is shown without its swimlane (a page-wide picture)
 MAX_TRAP_STATES = 200_000  # states a trap check visits at most (beyond: not decided here)
 MAX_LABEL = 80  # characters of an initial state's label
 MAX_LABELS = 1_000  # initial states the page's menu offers
@@ -135,7 +134,7 @@ class Explorer:
         """``state_doc`` of the longest valid prefix of a walk, with ``broken``: where the
         walk broke and why (``None`` when it replays whole), so that a link cut or edited
         by hand keeps what it can. ``syntax_error``: the walk's text stopped being numbers
-        after ``choices`` (``explore_server.parse_walk_prefix``)."""
+        after ``choices`` (``explore_http.parse_walk_prefix``)."""
         init, prefix, broken = self.valid_prefix(init_index, choices)
         if broken is None and syntax_error is not None:
             broken = {"step": len(choices) + 2, "error": syntax_error}
@@ -181,7 +180,7 @@ class Explorer:
         lasso = self.lasso_of(walk)
         lasso_doc = None
         if lasso is not None:
-            lasso_doc = _lasso_doc(lasso, len(walk))
+            lasso_doc = lasso_page_doc(lasso, len(walk))
             known = [*self.properties, *model.properties()]
             prop = next((p for p in known if p.name == lasso.property), None)
             if prop is not None and lasso.obligation is not None:
@@ -203,7 +202,7 @@ class Explorer:
             "properties": props,
             "lasso": lasso_doc,
             "state_html": self.view.state_html(states[-1], states[-2] if len(states) > 1 else None),
-            "diagram_svg": self.view.diagram_svg(path, violated, at_end, _pending(props)),
+            "diagram_svg": self.view.diagram_svg(path, violated, at_end, pending_liveness(props)),
         }
 
     def _disabled(self, state, enabled_names) -> list[dict]:
@@ -290,7 +289,7 @@ class Explorer:
                 why = "" if here else "the last step is no witness"
                 doc.update(status="reached" if here else "not here", reason=why)
             elif prop.kind == LEADS_TO:
-                waiting = _waiting(model, prop, state)
+                waiting = waiting_text(model, prop, state)
                 doc.update(
                     status="waits" if waiting else "goal",
                     reason=f"{waiting}: each must hold later in every fair behaviour (the search decides it)"
@@ -458,149 +457,3 @@ class Explorer:
             if self._engine_cancel is not None:
                 self._engine_cancel()
             self._thread.join(timeout)
-
-
-# -- views ------------------------------------------------------------------------------------
-
-
-def _html_of(renderable, width=110) -> str:
-    from rich.console import Console
-
-    console = Console(record=True, width=width, file=io.StringIO(), color_system="truecolor", force_terminal=True)
-    console.print(renderable)
-    return console.export_html(inline_styles=True, code_format='<pre class="state">{code}</pre>')
-
-
-def _waiting(model, prop, state) -> str:
-    """The obligations of a leads-to property that wait in ``state`` (their ``P`` holds and
-    their ``Q`` does not), as text; ``""`` when none does."""
-    p, q = prop.check(model, state)
-    if prop.obligations is None:
-        return "its Q does not hold yet" if p and not q else ""
-    done = set(q)
-    waiting = [ob for ob in prop.obligations(model) if ob in set(p) and ob not in done]
-    if not waiting:
-        return ""
-    shown = "; ".join(obligation_text(model, prop, ob) for ob in waiting[:4]) + ("; ..." if len(waiting) > 4 else "")
-    return f"{len(waiting)} obligation{'s' if len(waiting) > 1 else ''} wait{'' if len(waiting) > 1 else 's'} ({shown})"
-
-
-def _pending(props) -> list[str]:
-    """The liveness properties that wait in a state (decided over whole behaviours)."""
-    return [p["name"] for p in props if p["status"] in ("waits", "not a goal") and p["kind"] in LIVENESS]
-
-
-def _lasso_doc(v, states: int) -> dict:
-    """What the page shows of the lasso ``v`` (a liveness ``Violation``) at a walk of
-    ``states`` states along it: its property, where its cycle starts, whether the walk is
-    at its end, the walk back to the cycle's start and the whole lasso's walk."""
-    whole = [v.path.init_index, *v.path.choices]
-    n = len(whole)
-    start = v.loop + 1
-    at_end = states == n
-    if v.stutters:
-        end_text = f"state {n} stutters for ever: no fair action is enabled in it"
-    else:
-        end_text = f"the last step leads back to state {start}: the cycle repeats for ever"
-    return {
-        "property": v.property,
-        "kind": v.kind,
-        "summary": lasso_summary(v),
-        "cycle_start": start,
-        "states": n,
-        "stutters": v.stutters,
-        "at_end": at_end,
-        "in_cycle": states >= start,
-        "end": end_text,
-        "back": whole[:start],
-        "walk": whole,
-        "explanation": v.explanation,
-        "obligation": None if v.obligation is None else str(v.obligation),
-    }
-
-
-class GenericView:
-    """Any model's state: its fields (``checker.core.coverage.generic_values``), no diagram."""
-
-    def __init__(self, model) -> None:
-        self.model = with_defaults(model)
-
-    def state_html(self, state, previous=None) -> str:
-        from html import escape
-
-        from kmc.checker.core.coverage import generic_values
-
-        before = dict(generic_values(previous)) if previous is not None else {}
-        rows = []
-        for name, value in generic_values(state):
-            changed = previous is not None and before.get(name) != value
-            cls = ' class="changed"' if changed else ""
-            rows.append(f"<tr{cls}><th>{escape(str(name))}</th><td>{escape(repr(value))}</td></tr>")
-        # the model's own words first (its format_state), its fields below
-        line = escape(self.model.format_state(state))
-        changes = sum('class="changed"' in r for r in rows)
-        changed_note = f" ({changes} changed by the last step)" if changes else ""
-        return (
-            f'<p class="state-line">{line}</p>'
-            f'<details class="fields"><summary>its fields{changed_note}</summary>'
-            '<table class="fields">' + "".join(rows) + "</table></details>"
-        )
-
-    def diagram_svg(self, path, violated, lasso=None, pending=()) -> str | None:
-        return None
-
-    def initial_label(self, state) -> str:
-        return self.model.format_state(state)
-
-
-class KafkaView:
-    """A Kafka state as ``kmc check`` draws it: the per-replica table (changed values
-    highlighted) and the swimlane diagram of the walk so far."""
-
-    def __init__(self, model) -> None:
-        self.model: Any = with_defaults(model)  # a KafkaModel: its config names the replicas
-
-    def state_html(self, state, previous=None) -> str:
-        from .state_view import StateView
-
-        return _html_of(StateView(self.model, state, previous))
-
-    def initial_label(self, state) -> str:
-        from kmc.model.state import leader_of
-
-        lead = leader_of(state)
-        names = self.model.config.replicas
-        return "no leader" if lead is None else f"{names[lead]} leads at epoch {state.replicas[lead].epoch}"
-
-    def diagram_svg(self, path, violated, lasso=None, pending=()) -> str | None:
-        """The swimlane of ``path``: a lasso walked to its end (``lasso``, a liveness
-        ``Violation``) framed as ``kmc check --html`` frames it, else the first violated
-        property's (``violated``), else a path whose last state violates nothing, with the
-        liveness properties still ``pending`` there named."""
-        if len(path.steps) > MAX_DIAGRAM_STATES:
-            return None
-        from . import svg
-        from .diagram import build_path
-
-        if lasso is not None:
-            d = build_path(
-                self.model,
-                path,
-                lasso.property,
-                lasso.kind,
-                lasso.explanation,
-                loop=lasso.loop,
-                obligation=lasso.obligation,
-            )
-        elif violated is None:
-            note = ""
-            if pending:
-                names = ", ".join(pending)
-                note = (
-                    f"no state or step property is violated here; {names} "
-                    f"{'waits' if len(pending) == 1 else 'wait'}: decided over whole behaviours (the search's verdict)"
-                )
-            d = build_path(self.model, path, explanation=note)
-        else:
-            d = build_path(self.model, path, violated["name"], violated["kind"], violated["reason"])
-        return svg.render(d, standalone=False)

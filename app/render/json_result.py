@@ -101,7 +101,7 @@ def state_to_dict(model, state) -> dict:
     # every other document is exactly as it always was.
     elr_on = model.config.eligible_leader_replicas
     # The controlled shutdown's mark and count exist only with max_controlled_shutdowns.
-    shutdowns = getattr(model.config, "max_controlled_shutdowns", 0)
+    shutdowns = model.config.max_controlled_shutdowns
     for r, rep in enumerate(state.replicas):
         f = rep.inflight
         replicas[model.name(r)] = {
@@ -122,7 +122,7 @@ def state_to_dict(model, state) -> dict:
     quorum = {"leader": _name(model, q.leader), "epoch": q.epoch, "isr": [model.name(r) for r in q.isr]}
     if elr_on:
         quorum["elr"] = [model.name(r) for r in q.elr]
-    if getattr(model.config, "alter_partition", False):  # the request in flight: absent otherwise
+    if model.config.alter_partition:  # the request in flight: absent otherwise
         quorum["alter"] = (
             None
             if q.alter is None
@@ -135,16 +135,16 @@ def state_to_dict(model, state) -> dict:
         "crashes": state.crashes,
         "committed": [list(c) for c in state.committed],
     }
-    if getattr(model.config, "acks", None):  # tracked only with acks: absent otherwise, as before
+    if model.config.acks:  # tracked only with acks: absent otherwise, as before
         doc["acked"] = [list(c) for c in state.acked]
     if shutdowns:
         doc["controlled_shutdowns"] = state.controlled_shutdowns
     # The operator's min ISR changes and disk failures: absent without their options, as before.
-    if getattr(model.config, "min_isr_changes", ()):
+    if model.config.min_isr_changes:
         quorum["min_isr_step"] = q.min_isr_step
-    if getattr(model.config, "min_isr_lag", False):
+    if model.config.min_isr_lag:
         doc["leader_min_isr_step"] = state.leader_min_isr_step
-    if getattr(model.config, "max_disk_failures", 0):
+    if model.config.max_disk_failures:
         doc["disk_failures"] = state.disk_failures
     return doc
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from kmc.checker.base.text import picture_text
 
-from .diagram import CONTROLLER, MARKER, config_summary, cycle_text, lost_label
+from .diagram import CONTROLLER, MARKER, cycle_text, lost_label
+from .headers import config_summary
 
 
 def _ids(d) -> list[str]:

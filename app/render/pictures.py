@@ -12,7 +12,8 @@ from kmc.checker.base.text import safe_text
 
 from . import html, mermaid, svg
 from .coverage import coverage_to_dict
-from .diagram import build, config_lines, counts_from_document, counts_from_stats
+from .diagram import build
+from .headers import config_lines, counts_from_document, counts_from_stats
 
 if TYPE_CHECKING:  # for the annotation only: imported on first use
     from kmc.checker.core.result import Violation

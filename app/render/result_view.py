@@ -124,7 +124,7 @@ def _never_fired_note(model, name, result) -> str:
 
 
 def _flags(cfg) -> str:
-    from .diagram import config_flags
+    from .headers import config_flags
 
     on = config_flags(cfg)
     return ", ".join(on) if on else "none"

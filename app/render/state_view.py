@@ -167,11 +167,11 @@ def _summary_cells(model, state) -> dict:
     }
     if model.config.eligible_leader_replicas:  # the ELR, next to the ISR
         cells["quorum.elr"] = (q.elr, "ELR", Text(replica_set(model, q.elr)))
-    if getattr(model.config, "alter_partition", False):  # the AlterPartition request in flight
+    if model.config.alter_partition:  # the AlterPartition request in flight
         request = Text("none", DIM) if q.alter is None else Text(request_text(model, q.alter))
         cells["quorum.alter"] = (q.alter, "request", request)
     cfg = model.config
-    if getattr(cfg, "min_isr_changes", ()):  # the controller's min ISR, and the leader's broker's if it lags
+    if cfg.min_isr_changes:  # the controller's min ISR, and the leader's broker's if it lags
         cells["quorum.min_isr"] = (q.min_isr_step, "min ISR", Text(str(cfg.min_isr_at(q.min_isr_step))))
         if cfg.min_isr_lag:
             least = cfg.min_isr_at(state.leader_min_isr_step)
@@ -307,9 +307,9 @@ class StateView:
             controller += ("quorum.alter",)
         controller += tuple(k for k in ("quorum.min_isr", "leader_min_isr") if k in now)
         history: tuple[str, ...] = ("produced", "crashes", "committed")
-        if getattr(model.config, "acks", None):  # what the producer was told, next to committed
+        if model.config.acks:  # what the producer was told, next to committed
             history += ("acked",)
-        if getattr(model.config, "max_disk_failures", 0):
+        if model.config.max_disk_failures:
             history += ("disk_failures",)
         for label, keys in (("controller", controller), ("history", history)):
             line = Text()
@@ -360,7 +360,7 @@ def _fields(model, state) -> list[tuple[str, object, Text]]:
         out.append((f"{n}.alive", rep.alive, Text("up", "green") if rep.alive else Text("DOWN", "bold red")))
         if model.config.eligible_leader_replicas:
             out.append((f"{n}.lossy", rep.lossy, Text("true" if rep.lossy else "false")))
-        if getattr(model.config, "max_controlled_shutdowns", 0):
+        if model.config.max_controlled_shutdowns:
             out.append((f"{n}.shutting", rep.shutting, Text("true" if rep.shutting else "false")))
         out.append((f"{n}.log", rep.log, _log(rep.log, offsets=False)))
         out.append((f"{n}.hw", rep.hw, Text(str(rep.hw))))

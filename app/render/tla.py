@@ -84,7 +84,7 @@ def _fetch(model, f) -> str:
             ("diverging", record((("epoch", str(f.diverging)), ("offset", str(f.start))))),
             ("leader_hw", str(f.leader_hw)),
         ]
-        if "KAFKA-14704" in getattr(model.config, "fetch_bugs", ()):  # the applied mark is a variable then
+        if "KAFKA-14704" in model.config.fetch_bugs:  # the applied mark is a variable then
             fields.append(("applied", boolean(f.applied)))
         return record(fields)
     return record(
@@ -117,7 +117,7 @@ def state_variables(model, state) -> list[tuple[str, str]]:
     if model.config.eligible_leader_replicas:  # constant otherwise: left out, as before
         quorum.append(("elr", tla_set(model.name(r) for r in q.elr)))
         extra.append(("lossy", per_replica(lambda rep: boolean(rep.lossy))))
-    if getattr(model.config, "alter_partition", False):  # the AlterPartition request in flight
+    if model.config.alter_partition:  # the AlterPartition request in flight
         a = q.alter
         quorum.append(
             (
@@ -128,12 +128,12 @@ def state_variables(model, state) -> list[tuple[str, str]]:
             )
         )
     cfg = model.config
-    if getattr(cfg, "min_isr_changes", ()):  # the operator's changes taken: absent otherwise, as before
+    if cfg.min_isr_changes:  # the operator's changes taken: absent otherwise, as before
         quorum.append(("min_isr_step", str(q.min_isr_step)))
     operators = []
-    if getattr(cfg, "min_isr_lag", False):
+    if cfg.min_isr_lag:
         operators.append(("leader_min_isr_step", str(state.leader_min_isr_step)))
-    if getattr(cfg, "max_disk_failures", 0):
+    if cfg.max_disk_failures:
         operators.append(("disk_failures", str(state.disk_failures)))
     return [
         ("alive", per_replica(lambda rep: boolean(rep.alive))),
@@ -153,7 +153,7 @@ def state_variables(model, state) -> list[tuple[str, str]]:
         ),
         *(
             [("acked", tla_set(sequence((str(offset), _record((epoch, rid)))) for offset, epoch, rid in state.acked))]
-            if getattr(model.config, "acks", None)
+            if model.config.acks
             else []
         ),
         *(  # the operator's controlled shutdowns: the mark and the count, only with them
@@ -161,7 +161,7 @@ def state_variables(model, state) -> list[tuple[str, str]]:
                 ("shutting", per_replica(lambda rep: boolean(rep.shutting))),
                 ("controlled_shutdowns", str(state.controlled_shutdowns)),
             ]
-            if getattr(model.config, "max_controlled_shutdowns", 0)
+            if model.config.max_controlled_shutdowns
             else []
         ),
         *operators,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kmc.app.cli import EXIT_OK, EXIT_VIOLATION, main
+from kmc.app.cli import EXIT_OK, EXIT_VIOLATION, SHARED_OPTIONS, main
 from kmc.app.commands.common import options_from
 from kmc.checker.local.states import LocalEngine
 from kmc.model.kafka import ACTION_NAMES
@@ -43,7 +43,7 @@ truncation = "leader-epoch"
 
 def test_seed_spec_per_action_counts_are_pinned():
     spec = load_spec(SEED)
-    result = LocalEngine(spec.model(), spec.properties(), options_from(spec, argparse.Namespace())).run()
+    result = LocalEngine(spec.model(), spec.properties(), options_from(spec, argparse.Namespace(**SHARED_OPTIONS))).run()
     st = result.stats
     assert (st.distinct, st.generated, st.depth) == (1834, 3455, 10)
     assert st.fired == SEED_FIRED and st.new == SEED_NEW
@@ -114,7 +114,7 @@ def _coverage(result):
 
 def _run(path, **kw):
     spec = load_spec(path)
-    return make_engine(spec.model(), spec.properties(), options_from(spec, argparse.Namespace()), **kw).run()
+    return make_engine(spec.model(), spec.properties(), options_from(spec, argparse.Namespace(**SHARED_OPTIONS)), **kw).run()
 
 
 def test_seed_spec_enabled_and_kinds_are_pinned():
@@ -145,7 +145,7 @@ def test_a_stop_inside_a_level_keeps_the_boundary_coverage(monkeypatch):
     spec = load_spec(LKL)
     # per state, a chunk of one row: a piece is one state, so a stop falls inside a level
     monkeypatch.setattr(kmc.checker.local.rows, "CHUNK_ROWS", 1)
-    engine = make_engine(spec.model(), spec.properties(), options_from(spec, argparse.Namespace()), per_state=True)
+    engine = make_engine(spec.model(), spec.properties(), options_from(spec, argparse.Namespace(**SHARED_OPTIONS)), per_state=True)
     expand = engine.search.expand
     level_pieces = {"n": 0}
 
@@ -218,7 +218,7 @@ def test_a_model_without_coverage_names_counts_its_state_fields():
 def test_spark_coverage_matches_the_local_engine(spark_sc, partitions, per_state):
     spec = load_spec(LKL)
     props = [p for p in spec.properties() if p.kind != "possibly"]  # local-only
-    options = options_from(spec, argparse.Namespace())
+    options = options_from(spec, argparse.Namespace(**SHARED_OPTIONS))
     local = make_engine(spec.model(), props, options).run()
     engine = make_engine(spec.model(), props, options, engine="spark", per_state=per_state, partitions=partitions,
                          driver_level_limit=0)
@@ -230,7 +230,7 @@ def test_a_resumed_run_counts_the_coverage_of_a_straight_one(per_state):
     import pickle
 
     spec = load_spec(LKL)
-    options = options_from(spec, argparse.Namespace())
+    options = options_from(spec, argparse.Namespace(**SHARED_OPTIONS))
     snaps = []
     engine = make_engine(spec.model(), spec.properties(), options, per_state=per_state,
                          on_level=lambda e: snaps.append(pickle.dumps(e.snapshot())))
@@ -251,7 +251,7 @@ def test_coverage_off_counts_nothing_and_changes_nothing_else(engine_kind, reque
         request.getfixturevalue("spark_sc")
     spec = load_spec(LKL)
     props = [p for p in spec.properties() if p.kind != "possibly"]
-    options = options_from(spec, argparse.Namespace())
+    options = options_from(spec, argparse.Namespace(**SHARED_OPTIONS))
     extra = {"partitions": 2, "driver_level_limit": 0} if engine_kind == "spark" else {}
     on = make_engine(spec.model(), props, options, engine=engine_kind, **extra).run()
     off = make_engine(spec.model(), props, attrs.evolve(options, coverage=False), engine=engine_kind, **extra).run()

@@ -314,13 +314,14 @@ def test_engine_knows_nothing_of_kafka():
 def test_cli_uses_the_rows_engine_for_a_model_with_a_batch_kernel():
     import argparse
 
+    from kmc.app.cli import SHARED_OPTIONS
     from kmc.app.commands.common import make_engine
 
     spec = _spec("hw-data-loss")
     model = spec.model()
 
     def engine(**kw):
-        args = argparse.Namespace(engine="spark", master=None, partitions=None, verbose=False, **kw)
+        args = argparse.Namespace(**{**SHARED_OPTIONS, "engine": "spark", **kw})
         return make_engine(spec, model, spec.properties(), Options(), None, args)
 
     assert type(engine()) is SparkRowsEngine

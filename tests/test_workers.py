@@ -10,6 +10,7 @@ independent checker of tests/test_oracle.py), not only against the run without w
 
 from __future__ import annotations
 
+import argparse
 import os
 import pickle
 from pathlib import Path
@@ -18,6 +19,7 @@ import attrs
 import kmc.checker.local.rows
 import kmc.checker.local.workers
 import pytest
+from kmc.app.cli import SHARED_OPTIONS
 from kmc.app.specs import load_spec, parse_spec
 from kmc.checker.local.rows import BatchEngine
 from kmc.checker.stores.disk import DiskStore
@@ -250,18 +252,16 @@ def test_a_bad_workers_option_is_one_line(value, capsys):
 
 
 def test_the_workers_come_from_the_option_the_spec_or_the_machine(tmp_path):
-    from types import SimpleNamespace
-
     from kmc.app.commands.common import options_from
     from kmc.checker.local.workers import default_workers
 
     path = tmp_path / "w.toml"
     path.write_bytes(SYMMETRIC + b"[check]\nworkers = 3\n")
     spec = load_spec(path)
-    assert options_from(spec, SimpleNamespace(workers=5)).workers == 5
-    assert options_from(spec, SimpleNamespace()).workers == 3
+    assert options_from(spec, argparse.Namespace(**{**SHARED_OPTIONS, "workers": 5})).workers == 5
+    assert options_from(spec, argparse.Namespace(**SHARED_OPTIONS)).workers == 3
     plain = load_spec(SPECS / "hw-data-loss.toml")
-    assert options_from(plain, SimpleNamespace()).workers == default_workers() == len(os.sched_getaffinity(0))
+    assert options_from(plain, argparse.Namespace(**SHARED_OPTIONS)).workers == default_workers() == len(os.sched_getaffinity(0))
 
 
 def test_a_task_and_its_answer_cross_the_pipe_whole():

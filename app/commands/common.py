@@ -100,12 +100,12 @@ def add_kafka_arguments(parser) -> None:
 def kafka_override(args) -> tuple | None:
     """``(release, metadata or None)`` from ``--kafka`` and ``--metadata``, checked; ``None``
     without ``--kafka``."""
-    kafka, metadata = getattr(args, "kafka", None), getattr(args, "metadata", None)
+    kafka, metadata = args.kafka, args.metadata
     if kafka is None:
         if metadata is not None:
             raise UsageError("--metadata: only with --kafka")
         return None
-    if getattr(args, "model", None) is not None:
+    if args.model is not None:
         raise UsageError("--kafka: only with a SPEC file (a model of your own has no Kafka release)")
     from kmc.model.releases import ReleaseError, resolve
 
@@ -119,10 +119,10 @@ def kafka_override(args) -> tuple | None:
 def load_target(args) -> Spec | ModelSpec:
     """What a command checks: the spec file (read as ``--kafka`` says, when given), or the
     model ``--model`` names (``app.user_model.ModelSpec``)."""
-    model = getattr(args, "model", None)
+    model = args.model
     kafka = kafka_override(args)
     if model is None:
-        if getattr(args, "param", None):
+        if args.param:
             raise UsageError("--param: only with --model")
         if args.spec is None:
             raise UsageError("a SPEC file (or --model MODULE:FACTORY) is required")
@@ -266,7 +266,7 @@ def with_deadlock(properties, spec, args) -> list[Property]:
         UsageError: the model has a property of that name already.
     """
     properties = list(properties)
-    if not (getattr(args, "deadlock", False) or getattr(spec, "deadlock", False)):
+    if not (args.deadlock or getattr(spec, "deadlock", False)):
         return properties
     from kmc.checker.core.deadlock import DEADLOCK, Deadlock
 
@@ -282,25 +282,25 @@ def make_engine(spec, model, properties, options, progress, args, **hooks) -> Le
 
     from ..specs import spark_table
 
-    engine = getattr(args, "engine", None) or spec.engine
+    engine = args.engine or spec.engine
     spark: dict[str, Any] = {}
     if engine == "spark":
         table = spark_table(spec)
         spark = dict(
             # Under spark-submit, the submit's master stands for the spec's (a --master
             # that contradicts it is refused: spark_submit_master).
-            master=getattr(args, "master", None) or (None if spark_submitted() else table.master),
-            partitions=getattr(args, "partitions", None) or table.partitions,
-            verbose=getattr(args, "verbose", False),
-            driver_level_limit=getattr(args, "driver_level_limit", None),
-            store_dir=getattr(args, "spark_store", None),
+            master=args.master or (None if spark_submitted() else table.master),
+            partitions=args.partitions or table.partitions,
+            verbose=args.verbose,
+            driver_level_limit=args.driver_level_limit,
+            store_dir=args.spark_store,
         )
     return build(
         model,
         properties,
         options,
         engine=engine,
-        per_state=getattr(args, "per_state", False),
+        per_state=args.per_state,
         progress=progress,
         **hooks,
         **spark,
@@ -318,31 +318,31 @@ def _workers(text: str) -> int:
 
 
 def options_from(spec, args) -> Options:
-    max_depth = args.max_depth if getattr(args, "max_depth", None) is not None else spec.max_depth
-    max_states = args.max_states if getattr(args, "max_states", None) is not None else spec.max_states
-    keep_going = getattr(args, "keep_going", False) or spec.keep_going
-    max_memory = getattr(args, "max_memory", None) or spec.max_memory or memory.default_ceiling()
-    symmetry = getattr(args, "symmetry", False) or spec.symmetry
-    store: str = getattr(args, "store", None) or spec.store
-    if store != "memory" and (getattr(args, "engine", None) or spec.engine) == "spark":
-        where = "--store disk" if getattr(args, "store", None) else f'{spec.path}: check.store = "disk"'
+    max_depth = args.max_depth if args.max_depth is not None else spec.max_depth
+    max_states = args.max_states if args.max_states is not None else spec.max_states
+    keep_going = args.keep_going or spec.keep_going
+    max_memory = args.max_memory or spec.max_memory or memory.default_ceiling()
+    symmetry = args.symmetry or spec.symmetry
+    store: str = args.store or spec.store
+    if store != "memory" and (args.engine or spec.engine) == "spark":
+        where = "--store disk" if args.store else f'{spec.path}: check.store = "disk"'
         raise UsageError(
             f"{where}: the spark engine keeps its states in its own files (--spark-store DIR); "
             "the disk store is the local engine's"
         )
-    store_dir = getattr(args, "store_dir", None)
+    store_dir = args.store_dir
     if store_dir is not None and not store_dir.strip():
         raise UsageError("--store-dir: the path is empty; name a directory")
     from kmc.checker.local.workers import default_workers
 
-    workers = getattr(args, "workers", None) or spec.workers or default_workers()
+    workers = args.workers or spec.workers or default_workers()
     return Options(
         max_depth=max_depth,
         keep_going=keep_going,
         max_states=max_states,
         max_memory=max_memory,
         symmetry=symmetry,
-        verify_kernel=getattr(args, "verify_kernel", False),
+        verify_kernel=args.verify_kernel,
         store=store,
         store_dir=store_dir,
         workers=workers,
@@ -361,7 +361,7 @@ def require_spark(spec, args) -> None:
     """
     import importlib.util
 
-    if (getattr(args, "engine", None) or spec.engine) != "spark":
+    if (args.engine or spec.engine) != "spark":
         return
     try:
         found = importlib.util.find_spec("pyspark") is not None
@@ -403,8 +403,8 @@ def spark_submit_master(spec, args) -> str | None:
     Raises:
         EngineError: ``--master`` names another master (one line naming both).
     """
-    if (getattr(args, "engine", None) or spec.engine) != "spark" or not spark_submitted():
+    if (args.engine or spec.engine) != "spark" or not spark_submitted():
         return None
     from kmc.checker.spark.session import check_submit_master
 
-    return check_submit_master(getattr(args, "master", None))
+    return check_submit_master(args.master)

@@ -84,7 +84,7 @@ def register(sub) -> None:
 
 
 def seen_set_bytes(seen) -> int:
-    """Bytes held by a local engine's seen-set: a ``SeenSet`` counts its own arrays; for a
+    """Bytes held by a local engine's seen-set: a store counts its own arrays; for a
     dict, the dict and its fingerprint ints (a parent pointer is the same int object as
     another entry's key, so it is not counted twice)."""
     if isinstance(seen, dict):

@@ -7,8 +7,6 @@ composed of parts passed in at construction:
 =====================  ==========================================  =====================
 search                 expander                                    store
 =====================  ==========================================  =====================
-``PerStateSearch``     the Python model (``Model``: its            ``SeenSet`` (in memory:
-(``checker.local.states``)    ``successors``, one state a piece)          fingerprint, parent)
 ``RowsSearch``         a ``BatchKernel``: the model's own, or      a ``Store``:
 (``checker.local.rows``)    ``StatesKernel`` (rows of Python states)    ``CompactSeenSet``
                                                                    (13 bytes a state) or
@@ -22,8 +20,8 @@ partitioned``)                                                     partitioned.r
 and each of them asks the rules of a level (``checker.core.level.LevelStep``) on every piece.
 The rows search keeps its frontier in a ``FrontierQueue`` (``checker.stores.frontier``) that
 goes with its store: in memory with ``CompactSeenSet``, files in the store's directory
-with ``DiskStore``; the per-state search keeps its states in a list, the partitioned levels
-in their rows store.
+with ``DiskStore``; the partitioned levels keep theirs in their rows store. The per-state
+path is the rows search over ``StatesKernel`` (``checker.local.states``).
 
 The determinism contract, which makes every engine report the same counts and the same
 counterexamples on every run and partition count:
@@ -280,8 +278,8 @@ WhereT_contra = TypeVar("WhereT_contra", contravariant=True)
 class LevelSearch(Protocol[PieceT, FrontierT_co, WhereT_contra]):
     """The search object the level driver runs (see ``checker.core.driver`` for the loop),
     generic in its pieces, its frontier and the locations of its states: each search binds
-    its own (``RowsSearch``: chunks of rows, ``PerStateSearch``: states, the partitioned
-    levels: counts of rows held elsewhere).
+    its own (``RowsSearch``: chunks of rows, of the model's or of Python states; the
+    partitioned levels: counts of rows held elsewhere).
 
     Attributes:
         seen: the store (``len(seen)`` states), or a stand-in with its size.

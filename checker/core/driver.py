@@ -4,7 +4,8 @@ The search is level-synchronous: all states of depth d are expanded before any o
 depth d + 1. What differs between engines is only *how* a level is expanded and where
 the states are kept, a **search** object (``checker.local.rows.RowsSearch``: rows of the
 model's batch kernel, or of its Python states on the per-state path, and a store;
-``checker.partitioned.levels.PartitionedLevels``: a cluster's tasks over immutable objects). The driver owns everything else, once:
+``checker.partitioned.levels.PartitionedLevels``: a cluster's tasks over immutable
+objects). The driver owns everything else, once:
 
 - the start (initial states) and the restore from a checkpoint's snapshot;
 - every stop rule: ``max_depth``, ``max_states``, ``max_memory``, a stop request (a

@@ -12,12 +12,27 @@ AlterPartition, then the operator's ControlledShutdown and ShutdownComplete); an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 import attrs
 
-if TYPE_CHECKING:
-    from .config import Config
+
+class ActionOptions(Protocol):
+    """The options of a configuration (``model.config.Config``) that decide which actions
+    it can take: this module reads nothing else of it, and imports no other module."""
+
+    @property
+    def alter_partition(self) -> bool: ...
+    @property
+    def max_controlled_shutdowns(self) -> int: ...
+    @property
+    def min_isr_changes(self) -> Sequence[int]: ...
+    @property
+    def max_disk_failures(self) -> int: ...
+    @property
+    def min_isr_lag(self) -> bool: ...
+
 
 PRODUCE = "Produce"
 FETCH_REQUEST = "FetchRequest"
@@ -71,7 +86,7 @@ CODE = {name: code for code, name in enumerate(ACTION_NAMES)}
 ) = range(len(ACTION_NAMES))
 
 
-def action_names(config: Config) -> tuple[str, ...]:
+def action_names(config: ActionOptions) -> tuple[str, ...]:
     """The names of the actions a configuration can take, in order: AlterPartition only
     with ``alter_partition``, ControlledShutdown and ShutdownComplete only with
     ``max_controlled_shutdowns > 0``, ChangeMinIsr only with ``min_isr_changes``, DiskFailure

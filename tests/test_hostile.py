@@ -312,8 +312,8 @@ def test_replay_caps_the_length_before_replaying_anything(seed_doc, tmp_path, ca
 
 
 def test_replay_compares_as_it_replays(seed_doc, monkeypatch, tmp_path, capsys):
-    from kmc.checker.contract import protocol
     from kmc.app.cli import main
+    from kmc.model.kafka import KafkaModel
 
     doc = json.loads(json.dumps(seed_doc))
     trace = doc["violations"][0]["trace"]
@@ -321,8 +321,8 @@ def test_replay_compares_as_it_replays(seed_doc, monkeypatch, tmp_path, capsys):
     f = tmp_path / "edited.json"
     f.write_text(json.dumps(doc))
     calls = []
-    real = protocol.successors
-    monkeypatch.setattr(protocol, "successors", lambda *a: calls.append(1) or real(*a))
+    real = KafkaModel.successors
+    monkeypatch.setattr(KafkaModel, "successors", lambda self, *a: calls.append(1) or real(self, *a))
     assert main(["replay", str(f)]) == 2
     assert "state 2 differs from the saved one" in capsys.readouterr().err
     assert len(calls) == 1  # one step replayed, not the nine of the trace

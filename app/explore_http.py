@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Container
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from kmc.app.render.explorer import WalkError
@@ -18,7 +19,20 @@ from . import explore_page
 if TYPE_CHECKING:  # for the annotations only
     import socket
 
-    from .explore_server import ExploreServer
+    from kmc.app.render.explorer import Explorer
+
+
+class Owner(Protocol):
+    """What a request reads of the server that accepted it (``app.explore_server.ExploreServer``):
+    the hosts it answers, the explorer it serves, and where an unexpected error goes."""
+
+    @property
+    def allowed_hosts(self) -> Container[str]: ...
+    @property
+    def explorer(self) -> Explorer: ...
+
+    def handle_error(self, request: Any, client_address: Any) -> None: ...
+
 
 MAX_TARGET = 64 << 10  # bytes of a request target (a walk of ~10,000 steps fits)
 CSP = (
@@ -56,7 +70,7 @@ class Handler(BaseHTTPRequestHandler):
     sys_version = ""
     protocol_version = "HTTP/1.1"
 
-    def __init__(self, sock: socket.socket, client_address: Any, owner: ExploreServer, head: bytes) -> None:
+    def __init__(self, sock: socket.socket, client_address: Any, owner: Owner, head: bytes) -> None:
         # (what socketserver's base class does, for kmc's own server: ``owner``)
         self._head = head
         self.owner = owner

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .batch import SuccessorGroups
+    from .views import Groups
 
 import numpy as np
 
@@ -24,7 +24,7 @@ class Elections:
         self.codec, self.config = rules.codec, rules.config
         self.n = rules.n
 
-    def emit(self, g: SuccessorGroups, rows: np.ndarray) -> None:
+    def emit(self, g: Groups, rows: np.ndarray) -> None:
         """Every ElectLeader of ``rows`` into the successor groups ``g``."""
         can = rows[:, self.codec.Q_EPOCH] < self.config.max_leader_epoch
         for cand, kind, ok in self.election_kinds(rows, g.alive, g.lead):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .batch import SuccessorGroups
+    from .views import Groups
 
 import numpy as np
 
@@ -52,7 +52,7 @@ class OperatorActions:
 
     # -- enabledness, in the model's order (actions 11-15) -------------------------------
 
-    def emit(self, g: SuccessorGroups, rows: np.ndarray) -> None:
+    def emit(self, g: Groups, rows: np.ndarray) -> None:
         """Every operator action of ``rows`` into the successor groups ``g``."""
         from .actions import APPLY_MIN_ISR, CHANGE_MIN_ISR, CONTROLLED_SHUTDOWN, DISK_FAILURE, SHUTDOWN_COMPLETE
 

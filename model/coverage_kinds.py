@@ -11,8 +11,7 @@ from .rows import RowCodec
 from .state import State
 
 if TYPE_CHECKING:
-    from .batch import KafkaBatchKernel
-    from .kafka import KafkaModel
+    from .views import KernelView, ModelView
 
 import numpy as np
 
@@ -55,7 +54,7 @@ KINDS_OF = {
 }
 
 
-def kind_of(model: KafkaModel, before: State, action: Action, after: State) -> str | None:
+def kind_of(model: ModelView, before: State, action: Action, after: State) -> str | None:
     if action.name == ELECT_LEADER:
         q, c = before.quorum, action.replica
         if c in q.isr:
@@ -108,7 +107,7 @@ def kind_of(model: KafkaModel, before: State, action: Action, after: State) -> s
 
 
 def row_kinds(
-    kernel: KafkaBatchKernel, chunk: np.ndarray, parents: np.ndarray, codes: np.ndarray, succ: np.ndarray
+    kernel: KernelView, chunk: np.ndarray, parents: np.ndarray, codes: np.ndarray, succ: np.ndarray
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     from .actions import ALTER_PARTITION_CODE, CRASH_CODE, ELECT_LEADER_CODE
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from .config import Config
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 from kmc.checker.contract.protocol import CoverageNames
 
@@ -77,7 +77,7 @@ from .coverage_values import (
 )
 
 
-def kafka_coverage(model: KafkaModel) -> CoverageNames:
+def kafka_coverage(model: ModelView) -> CoverageNames:
     """The ``CoverageNames`` of a ``KafkaModel`` (what ``KafkaModel.coverage_names``
     returns)."""
     cfg = model.config

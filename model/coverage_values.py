@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .state import Alter, State
 
 if TYPE_CHECKING:
-    from .batch import KafkaBatchKernel
+    from .views import KernelView
 
 from collections.abc import Iterator
 
@@ -112,7 +112,7 @@ class StateValues:
                 yield from self(p)
 
 
-def row_columns(kernel: KafkaBatchKernel) -> dict[str, list[int]]:
+def row_columns(kernel: KernelView) -> dict[str, list[int]]:
     """The row columns (``model.rows``) that hold each variable's values as they are."""
     c = kernel.codec
     blocks = [c.block(r) for r in range(c.n)]
@@ -147,9 +147,7 @@ def row_columns(kernel: KafkaBatchKernel) -> dict[str, list[int]]:
     return out
 
 
-def row_derived(
-    kernel: KafkaBatchKernel, rows: np.ndarray, wanted: Collection[str]
-) -> Iterator[tuple[str, np.ndarray]]:
+def row_derived(kernel: KernelView, rows: np.ndarray, wanted: Collection[str]) -> Iterator[tuple[str, np.ndarray]]:
     """The variables no column holds: how many records are committed (and acknowledged)."""
     c = kernel.codec
     if "committed" in wanted:
@@ -166,7 +164,7 @@ def row_derived(
         yield "replica.shutting", np.concatenate([mask >> r & 1 for r in range(c.n)])
 
 
-def row_domains(kernel: KafkaBatchKernel) -> dict[str, tuple[int, int]]:
+def row_domains(kernel: KernelView) -> dict[str, tuple[int, int]]:
     """Every variable's least and greatest value (model invariants: a log holds at most
     ``max_messages`` records, epochs stay within ``max_leader_epoch``, ...)."""
     cfg = kernel.config

@@ -38,11 +38,11 @@ from .describe_words import plural, replica_set
 from .state import State
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 __all__ = ["DESCRIBERS", "Describer", "acks_note", "describe_step", "plural", "replica_set"]
 
-Describer = Callable[["KafkaModel", State, Action, State], str]
+Describer = Callable[["ModelView", State, Action, State], str]
 """One action's sentence: ``(model, before, action, after) -> str``."""
 
 DESCRIBERS: dict[str, Describer] = {
@@ -65,7 +65,7 @@ DESCRIBERS: dict[str, Describer] = {
 """The describer of every action the Kafka model takes, by the action's name."""
 
 
-def describe_step(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def describe_step(model: ModelView, before: State, action: Action, after: State) -> str:
     """One sentence saying what ``action`` did between two states (for a trace header;
     ``KafkaModel.describe_step``, the protocol's ``describe_step`` hook).
 

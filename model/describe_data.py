@@ -11,17 +11,17 @@ from .describe_words import plural, replica_set
 from .state import State, leader_min_isr, leader_of, leads, leso
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 
-def produce(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def produce(model: ModelView, before: State, action: Action, after: State) -> str:
     """Produce: the record the leader appends, and where."""
     a = after.replicas[action.replica]
     offset = len(a.log) - 1
     return f"{model.name(action.replica)} appends {model.format_record(a.log[-1])} at offset {offset}"
 
 
-def fetch_request(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def fetch_request(model: ModelView, before: State, action: Action, after: State) -> str:
     """FetchRequest: the leader's answer (records or a diverging epoch), and why the
     follower may not re-join the ISR yet."""
     name = model.name
@@ -39,7 +39,7 @@ def fetch_request(model: KafkaModel, before: State, action: Action, after: State
     return text + _rejoin_note(model, after, r, f.leader)
 
 
-def fetch_response(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def fetch_response(model: ModelView, before: State, action: Action, after: State) -> str:
     """FetchResponse: dropped as stale, a truncation on a diverging answer (in two halves
     with KAFKA-14704), or the records appended and the leader's high watermark taken."""
     name = model.name
@@ -66,7 +66,7 @@ def fetch_response(model: KafkaModel, before: State, action: Action, after: Stat
     return f"{who} takes {sender}'s response: {what}, high watermark {a.hw}"
 
 
-def _diverging_answer(model: KafkaModel, before: State, after: State, f: int) -> str:
+def _diverging_answer(model: ModelView, before: State, after: State, f: int) -> str:
     """FetchRequest answered with a diverging epoch (``truncate_on_fetch``): where the
     follower's last epoch ends on the leader, and with KAFKA-13141 the false log end the
     leader takes and the high watermark it then reaches."""
@@ -89,7 +89,7 @@ def _diverging_answer(model: KafkaModel, before: State, after: State, f: int) ->
     return text
 
 
-def _rejoin_note(model: KafkaModel, state: State, f: int, l: int) -> str:
+def _rejoin_note(model: ModelView, state: State, f: int, l: int) -> str:
     """Under the 2.1 rule, why a follower outside the ISR that the pre-2.1 test would let
     back in may not re-join yet (KAFKA-7128); else ``""``."""
     if model.config.truncation != LEADER_EPOCH_21 or f in state.quorum.isr or not leads(state, l):
@@ -104,7 +104,7 @@ def _rejoin_note(model: KafkaModel, state: State, f: int, l: int) -> str:
     return ""
 
 
-def acks_note(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def acks_note(model: ModelView, before: State, action: Action, after: State) -> str:
     """What the producer was told in this step, when the configuration tracks
     acknowledgements (``acks``): ``""`` when it was told nothing (and always without
     ``acks``).

@@ -11,10 +11,10 @@ from .describe_words import replica_set, request_words
 from .state import EXPAND, State, leader_of, leads, leso
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 
-def change_isr(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def change_isr(model: ModelView, before: State, action: Action, after: State) -> str:
     """ShrinkIsr and ExpandIsr: the leader's change of the ISR (or, under
     ``alter_partition``, its request), why, and the high watermark it moves."""
     name = model.name
@@ -37,7 +37,7 @@ def change_isr(model: KafkaModel, before: State, action: Action, after: State) -
     return text
 
 
-def alter_partition(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def alter_partition(model: ModelView, before: State, action: Action, after: State) -> str:
     """AlterPartition: the controller answers the request in flight, accepting it (the
     ISR and the ELR change, then the sender's high watermark if it still leads) or, with
     ``broker_epochs``, refusing to add a replica that is down."""
@@ -68,7 +68,7 @@ def alter_partition(model: KafkaModel, before: State, action: Action, after: Sta
     return text
 
 
-def _expand_test(model: KafkaModel, state: State, r: int, leader: int) -> str:
+def _expand_test(model: ModelView, state: State, r: int, leader: int) -> str:
     """Why ``leader`` may add ``r`` to the ISR: the rule's test, which is where ISR
     expansion goes wrong."""
     name = model.name
@@ -81,7 +81,7 @@ def _expand_test(model: KafkaModel, state: State, r: int, leader: int) -> str:
     return text
 
 
-def _request(model: KafkaModel, before: State, action: Action, leader: int | None) -> str:
+def _request(model: ModelView, before: State, action: Action, leader: int | None) -> str:
     """ShrinkIsr / ExpandIsr under ``alter_partition``: the leader only asks the
     controller; the ISR and every high watermark stay as they are until the answer."""
     name = model.name

@@ -11,10 +11,10 @@ from .state import State
 
 if TYPE_CHECKING:
     from .config import Config
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 
-def crash(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def crash(model: ModelView, before: State, action: Action, after: State) -> str:
     """Crash: the controller is not told; the unflushed records a cut loses."""
     r = action.replica
     b, a = before.replicas[r], after.replicas[r]
@@ -27,7 +27,7 @@ def crash(model: KafkaModel, before: State, action: Action, after: State) -> str
     return text
 
 
-def restart(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def restart(model: ModelView, before: State, action: Action, after: State) -> str:
     """Restart: the replica's log from disk, and after a lossy crash or a failed log
     directory the controller's removal of it (KIP-966's unclean shutdown)."""
     name = model.name
@@ -59,7 +59,7 @@ def restart(model: KafkaModel, before: State, action: Action, after: State) -> s
     return text + dropped_note(model, before, after, r)
 
 
-def elect_leader(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def elect_leader(model: ModelView, before: State, action: Action, after: State) -> str:
     """ElectLeader: whom the controller elects, and from where (the ISR, the ELR, the last
     known leader, or unclean)."""
     r = action.replica
@@ -92,7 +92,7 @@ def elect_leader(model: KafkaModel, before: State, action: Action, after: State)
     return text + dropped_note(model, before, after, r)
 
 
-def become_follower(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def become_follower(model: ModelView, before: State, action: Action, after: State) -> str:
     """BecomeFollower: whom the replica follows, and whether it truncates now, keeps its
     log, or truncates on the leader's answer (``truncate_on_fetch``)."""
     r = action.replica
@@ -112,7 +112,7 @@ def _operator(cfg: Config) -> bool:
     return bool(cfg.min_isr_changes) or cfg.max_disk_failures > 0
 
 
-def _elr_gap(model: KafkaModel, before: State, r: int) -> str:
+def _elr_gap(model: ModelView, before: State, r: int) -> str:
     """With min ISR changes or disk failures, what an ELR member elected lacks, and why it
     was electable anyway (KAFKA-16234, KAFKA-16540, the leader's broker's lag); ``""`` when
     it holds every committed record."""

@@ -10,10 +10,10 @@ from .describe_words import dropped_note, plural, replica_set, request_words
 from .state import State, leader_min_isr, min_isr
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 
-def shutdown_complete(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def shutdown_complete(model: ModelView, before: State, action: Action, after: State) -> str:
     """ShutdownComplete: a clean stop, nothing lost, the controller not told."""
     return (
         f"{model.name(action.replica)} stops cleanly at the end of its controlled shutdown: its log is "
@@ -22,7 +22,7 @@ def shutdown_complete(model: KafkaModel, before: State, action: Action, after: S
     )
 
 
-def apply_min_isr(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def apply_min_isr(model: ModelView, before: State, action: Action, after: State) -> str:
     """ApplyMinIsr: the leader's broker takes the controller's min ISR."""
     old, new = leader_min_isr(model.config, before), leader_min_isr(model.config, after)
     return (
@@ -31,7 +31,7 @@ def apply_min_isr(model: KafkaModel, before: State, action: Action, after: State
     )
 
 
-def change_min_isr(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def change_min_isr(model: ModelView, before: State, action: Action, after: State) -> str:
     """ChangeMinIsr: the value the controller takes, what it did to the ELR (cleared since
     the fix of KAFKA-16540, kept with the bug), and, with ``min_isr_lag``, the leader's
     broker still on its old value."""
@@ -57,7 +57,7 @@ def change_min_isr(model: KafkaModel, before: State, action: Action, after: Stat
     return text
 
 
-def disk_failure(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def disk_failure(model: ModelView, before: State, action: Action, after: State) -> str:
     """DiskFailure(r): the log gone, the controller's removal of ``r`` (into the ELR below
     min ISR), then either the partition offline on ``r`` (fixed) or re-created empty and
     serving (KAFKA-16234), and the quorum leader's HW step."""
@@ -94,7 +94,7 @@ def disk_failure(model: KafkaModel, before: State, action: Action, after: State)
     return text
 
 
-def controlled_shutdown(model: KafkaModel, before: State, action: Action, after: State) -> str:
+def controlled_shutdown(model: ModelView, before: State, action: Action, after: State) -> str:
     """ControlledShutdown: the operator's request and the controller's answer in one step
     (the ISR without the replica, a new leader in its place, or none)."""
     name = model.name

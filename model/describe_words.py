@@ -9,10 +9,10 @@ from .config import KAFKA_15221
 from .state import EXPAND, Alter, Ids, State
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 
-def replica_set(model: KafkaModel, members: Ids) -> str:
+def replica_set(model: ModelView, members: Ids) -> str:
     """Replicas as a set of their names: ``{A,B}``."""
     return "{" + ",".join(model.name(r) for r in members) + "}"
 
@@ -24,14 +24,14 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n} {word}s"
 
 
-def request_words(model: KafkaModel, alter: Alter) -> str:
+def request_words(model: ModelView, alter: Alter) -> str:
     """An AlterPartition request in words: ``A's request to add B``."""
     p, change, r = alter
     verb = "add" if change == EXPAND else "remove"
     return f"{model.name(p)}'s request to {verb} {model.name(r)}"
 
 
-def dropped_note(model: KafkaModel, before: State, after: State, r: int) -> str:
+def dropped_note(model: ModelView, before: State, after: State, r: int) -> str:
     """Why a Restart or an ElectLeader dropped the AlterPartition request in flight (the
     controller would refuse it now); that it survived a lossy Restart that wrote no change
     (the KAFKA-14139 window); else ``""``."""

@@ -47,7 +47,7 @@ from .config import Config
 from .state import State, leader_of
 
 if TYPE_CHECKING:
-    from .batch import KafkaBatchKernel
+    from .views import KernelView
 
 FAILOVER = "Failover"
 # The fair actions with one instance per replica, in the order of their instances' codes
@@ -104,7 +104,7 @@ class _FairCodes:
     (``fair_codes``): ``out`` holds the code of each step's instance, -1 where none."""
 
     def __init__(
-        self, kernel: KafkaBatchKernel, chunk: np.ndarray, parents: np.ndarray, codes: np.ndarray, succ: np.ndarray
+        self, kernel: KernelView, chunk: np.ndarray, parents: np.ndarray, codes: np.ndarray, succ: np.ndarray
     ) -> None:
         self.kernel = kernel
         self.codec = kernel.codec
@@ -186,7 +186,7 @@ class _FairCodes:
 
 
 def fair_codes(
-    kernel: KafkaBatchKernel,
+    kernel: KernelView,
     chunk: np.ndarray,
     parents: np.ndarray,
     choices: np.ndarray,

@@ -8,13 +8,13 @@ from .config import KAFKA_13916
 from .state import Ids, State
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 Condition = tuple[str, bool]
 """One condition of a guard: its words and whether it holds."""
 
 
-def set_words(model: KafkaModel, ids: Ids) -> str:
+def set_words(model: ModelView, ids: Ids) -> str:
     """Replicas as a set of their names: ``{A,B}``."""
     return "{" + ",".join(model.name(r) for r in ids) + "}"
 
@@ -24,7 +24,7 @@ def has_leader_condition(lead: int | None) -> Condition:
     return ("the partition has a leader (a live replica the controller elected, in its epoch)", lead is not None)
 
 
-def not_shutting(model: KafkaModel, state: State, r: int, what: str) -> list[Condition]:
+def not_shutting(model: ModelView, state: State, r: int, what: str) -> list[Condition]:
     """KIP-841's condition on ``r`` (with controlled shutdowns, unless KAFKA-13916)."""
     if not model.config.max_controlled_shutdowns or model.config.has_bug(KAFKA_13916):
         return []

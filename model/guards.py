@@ -25,10 +25,10 @@ from .guards_operators import operator_guards
 from .state import State
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 
-def kafka_guards(model: KafkaModel, state: State) -> list[Guard]:
+def kafka_guards(model: ModelView, state: State) -> list[Guard]:
     """Every action of ``model`` (a ``KafkaModel``) in ``state``, in docs/model.md's order,
     with its guard's conditions: the data path, Crash and Restart, ElectLeader,
     BecomeFollower, the ISR, then the operator's actions."""

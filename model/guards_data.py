@@ -12,10 +12,10 @@ from .guard_conditions import Condition, has_leader_condition, set_words
 from .state import State, leader_min_isr, leader_of
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 
-def data_guards(model: KafkaModel, state: State) -> list[Guard]:
+def data_guards(model: ModelView, state: State) -> list[Guard]:
     """Produce of each replica, then FetchRequest and FetchResponse of each."""
     cfg = model.config
     reps = state.replicas

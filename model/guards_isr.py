@@ -12,10 +12,10 @@ from .guard_conditions import Condition, has_leader_condition, not_shutting, set
 from .state import State, leader_of, leso
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 
-def isr_guards(model: KafkaModel, state: State) -> list[Guard]:
+def isr_guards(model: ModelView, state: State) -> list[Guard]:
     """ShrinkIsr of each replica, ExpandIsr of each, then (with ``alter_partition``)
     AlterPartition of each."""
     cfg = model.config

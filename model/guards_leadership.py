@@ -12,10 +12,10 @@ from .guard_conditions import Condition, not_shutting, set_words
 from .state import State, leader_of, leads
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 
-def failure_guards(model: KafkaModel, state: State) -> list[Guard]:
+def failure_guards(model: ModelView, state: State) -> list[Guard]:
     """Crash of each replica (one per cut with ``unflushed_loss``), then Restart of each."""
     cfg = model.config
     reps = state.replicas
@@ -38,7 +38,7 @@ def failure_guards(model: KafkaModel, state: State) -> list[Guard]:
     return out
 
 
-def follower_guards(model: KafkaModel, state: State) -> list[Guard]:
+def follower_guards(model: ModelView, state: State) -> list[Guard]:
     """BecomeFollower of each replica."""
     cfg = model.config
     reps = state.replicas
@@ -70,7 +70,7 @@ def follower_guards(model: KafkaModel, state: State) -> list[Guard]:
     return out
 
 
-def election_guards(model: KafkaModel, state: State) -> list[Guard]:
+def election_guards(model: ModelView, state: State) -> list[Guard]:
     """ElectLeader of each replica (``KafkaEffects.electable`` and the epoch bound), a
     condition for each reason an election can be refused."""
     cfg = model.config

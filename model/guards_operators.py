@@ -13,7 +13,7 @@ from .guard_conditions import Condition
 from .state import State, elr_after, min_isr
 
 if TYPE_CHECKING:
-    from .kafka import KafkaModel
+    from .views import ModelView
 
 
 def _shutdown_candidates(cfg: Config, state: State, r: int) -> set[int]:
@@ -37,7 +37,7 @@ def _shutdown_candidates(cfg: Config, state: State, r: int) -> set[int]:
     return out
 
 
-def _shutdown_guards(model: KafkaModel, state: State) -> list[Guard]:
+def _shutdown_guards(model: ModelView, state: State) -> list[Guard]:
     """ControlledShutdown of each replica (for the quorum's leader, one guard per replica the
     controller may elect in its place, and one for the step that elects nobody), then
     ShutdownComplete of each."""
@@ -104,7 +104,7 @@ def _shutdown_guards(model: KafkaModel, state: State) -> list[Guard]:
     return out
 
 
-def operator_guards(model: KafkaModel, state: State) -> list[Guard]:
+def operator_guards(model: ModelView, state: State) -> list[Guard]:
     """The operator's actions of docs/model.md's "Operator actions" sections: ControlledShutdown
     and ShutdownComplete (with ``max_controlled_shutdowns``), ChangeMinIsr, DiskFailure,
     ApplyMinIsr."""

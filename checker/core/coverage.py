@@ -9,13 +9,12 @@ first thing to look at when a spec "holds".
 
 The model describes its kinds and variables with ``Model.coverage_names()`` (a
 ``CoverageNames``; the protocol's default names the top-level fields of a state and no
-kinds). Every engine calls this module once per expanded piece: ``Coverage.add_state``
-(the per-state search: one state, its edges, which successors were new) or
-``row_counts`` with ``Coverage.add_counts`` and ``Coverage.add_new_rows`` (the batch search,
-whose expansion workers count a chunk of rows, and the Spark tasks: the kernel's parents and
-codes, the successors, which were new); ``Coverage.add_initial`` for the
-initial states. The counts are the same on every engine and partition count: they depend
-only on which states are expanded and stored, never on their order.
+kinds). Every engine calls this module once per expanded piece: ``row_counts`` with
+``Coverage.add_counts`` and ``Coverage.add_new_rows`` (the rows search, whose expansion
+workers count a chunk of rows, and the Spark tasks: the kernel's parents and codes, the
+successors, which were new); ``Coverage.add_initial_rows`` for the initial states. The
+counts are the same on every engine and partition count: they depend only on which states
+are expanded and stored, never on their order.
 """
 
 from __future__ import annotations
@@ -49,42 +48,9 @@ class Coverage:
 
     # -- counting -----------------------------------------------------------------------
 
-    def add_initial(self, states: Iterable[Any]) -> None:
-        """The stored initial states (Python states)."""
-        for state in states:
-            self._add_values(state)
-
     def add_initial_rows(self, kernel: Expander, model: Model, rows: Any) -> None:
         """The stored initial states, as rows."""
         self._add_row_values(kernel, model, rows)
-
-    def add_state(
-        self,
-        model: Model,
-        state: Any,
-        edges: Sequence[tuple[Any, ...]],
-        new: Sequence[bool] | np.ndarray,
-        action_names: Sequence[str] | None = None,
-    ) -> None:
-        """One expanded state: ``edges`` its edges as the per-state search has them
-        (``(choice, action, successor, ...)``), ``new`` a flag per edge, true where the
-        successor was stored (a new distinct state), ``action_names`` the name of each
-        edge's action when the caller knows them."""
-        names, enabled, kinds = self.names, self.enabled, self.kinds
-        kind_of = names.kind_of if kinds else None
-        if action_names is None:
-            action_names = [action_name(edge[1]) for edge in edges]
-        seen_names = set(action_names)
-        for edge, fresh, name in zip(edges, new, action_names):
-            action, succ = edge[1], edge[2]
-            if kind_of is not None and name in kinds:
-                kind = kind_of(model, state, action, succ)
-                if kind is not None:
-                    kinds[name][kind] += 1
-            if fresh:
-                self._add_values(succ)
-        for name in seen_names:
-            enabled[name] = enabled.get(name, 0) + 1
 
     def add_new_rows(self, kernel: Expander, model: Model, new_rows: Any) -> None:
         """The values of the successors an expanded chunk of rows stored (its counts:
@@ -218,20 +184,7 @@ class NoCoverage(Coverage):
     def __init__(self) -> None:
         super().__init__(CoverageNames())
 
-    def add_initial(self, states: Iterable[Any]) -> None:
-        pass
-
     def add_initial_rows(self, kernel: Expander, model: Model, rows: Any) -> None:
-        pass
-
-    def add_state(
-        self,
-        model: Model,
-        state: Any,
-        edges: Sequence[tuple[Any, ...]],
-        new: Sequence[bool] | np.ndarray,
-        action_names: Sequence[str] | None = None,
-    ) -> None:
         pass
 
     def add_new_rows(self, kernel: Expander, model: Model, new_rows: Any) -> None:

@@ -21,8 +21,7 @@ a slice of its rank partition, the per-state search (``checker.local.states``) o
 
 Asking a property is written once too: ``state_failures`` and ``step_failures`` ask each
 property of a state or a transition and refuse an answer that is neither ``None`` nor a
-string. The per-state search (``transition_violations``), the state graph
-(``checker.graph.export``) and the random walks (``checker.local.simulate``) ask through them.
+string. The state graph (``checker.graph.export``) and the random walks (``checker.local.simulate``) ask through them.
 
 A violation found here is a candidate: the search records it unless the property failed
 earlier (``skip``), and the driver keeps the first of the level (``checker.core.driver``).
@@ -162,28 +161,6 @@ class LevelStep:
                 keys,
                 step_mask(self.kernel, prop, chunk, parents, exp.succ, exp.codes),
                 lambda p, i: step_answer(p, self.model, *transitions.of(int(parents[i]), int(choices[i]))),
-            )
-            if first is not None:
-                out[prop.name] = first
-        return out
-
-    def transition_violations(
-        self, state: Any, transitions: Sequence[tuple[Any, Any]], skip: Container[str] = ()
-    ) -> dict[str, tuple[int, str]]:
-        """Per step property not in ``skip``: ``(choice, explanation)`` of the first of
-        ``state``'s ``transitions`` (its ``(action, successor)`` pairs in the model's
-        order) that violates it: the least key when one state is expanded at a time."""
-        out: dict[str, tuple[int, str]] = {}
-        model = self.model
-        for prop in self.step_props:
-            if prop.name in skip:
-                continue
-            first = first_violation(
-                prop,
-                len(transitions),
-                None,
-                None,
-                lambda p, i: step_answer(p, model, state, *transitions[i]),
             )
             if first is not None:
                 out[prop.name] = first

@@ -39,14 +39,6 @@ def path_by_choices(model: Any, number: Any, link: Callable[[Any], tuple[Any, An
     return replay_choices(model, init, [*choices, *tail])
 
 
-def path_by_fingerprints(
-    model: Any, number: Any, link: Callable[[Any], tuple[Any, Any]], encode: Callable[[Any], bytes]
-) -> Path:
-    """The path to state ``number`` from parent pointers labelled by fingerprint
-    (``parent_chain``), replayed (``replay_fingerprints``)."""
-    return replay_fingerprints(model, parent_chain(number, link), encode)
-
-
 def replay_choices(model: Any, init_index: int, choices: Sequence[int]) -> Path:
     """The path that starts at ``init_states()[init_index]`` and takes, at each step, the
     enabled action at position ``choices[i]``."""

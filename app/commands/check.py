@@ -16,6 +16,7 @@ from kmc.checker.base.text import safe_text
 from kmc.checker.checkpoints import file as checkpoint
 from kmc.checker.checkpoints import writer as checkpointer
 from kmc.checker.core.parts import ResourceStop
+from kmc.checker.stores.registry import STORES
 
 from ..diagram_files import check_diagram_paths
 from .check_arguments import add_long_run_arguments, add_output_arguments, add_search_arguments
@@ -102,9 +103,10 @@ def _from_checkpoint(args: argparse.Namespace, header: dict[str, Any]) -> None:
     if args.engine is None:  # the engine that wrote it; another one is refused
         args.engine = header.get("engine")
     store = header.get("store", "memory")  # named only when not in memory
-    if store not in ("memory", "disk"):
+    if store not in STORES:
         raise checkpoint.CheckpointError(
-            f"{checkpoint.checkpoint_file(args.resume)}: corrupted header: store must be 'memory' or 'disk'"
+            f"{checkpoint.checkpoint_file(args.resume)}: corrupted header: store must be one of "
+            + ", ".join(map(repr, STORES))
         )
     if args.store is None:  # the store that wrote it; memory to disk goes on, disk to memory is refused
         args.store = store

@@ -46,10 +46,38 @@ if TYPE_CHECKING:  # for the annotations only: rich is imported on first use
 _N = TypeVar("_N")  # a namespace given to parse_args
 
 
-def _commands() -> list[ModuleType]:
-    from .commands import bench, check, explore, graph, invariants, matrix, replay, simulate, why_not
+# Every subcommand: its name, the module under ``app/commands`` that defines it, and its line in
+# ``kmc --help``. A run imports only the module of the subcommand it runs (``kmc check`` never
+# imports the explorer's server or the matrix); ``kmc --help`` imports none.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("check", "explore every behaviour of a spec and check its invariants"),
+    "bench": ("bench", "measure states/second and bytes per stored state on a spec"),
+    "invariants": ("invariants", "list the properties kmc can check"),
+    "matrix": (
+        "matrix",
+        "check a grid of configurations (or a directory of specs) and write a results table",
+    ),
+    "replay": ("replay", "re-execute a saved counterexample and show it (rich, TLC-style text, or JSON)"),
+    "simulate": ("simulate", "random walks through a spec, checking its invariants at every step"),
+    "graph": ("graph", "export the reachable state graph (.dot, .graphml or .gexf)"),
+    "explore": ("explore", "walk a model in the browser: choose each step, see the state and the properties"),
+    "why-not": (
+        "why_not",
+        "why an action is not enabled in a state of a saved trace: its guard's conditions, the failing ones marked",
+    ),
+}
 
-    return [check, bench, invariants, matrix, replay, simulate, graph, explore, why_not]
+
+def _command_module(name: str) -> ModuleType:
+    import importlib
+
+    return importlib.import_module(f"kmc.app.commands.{COMMANDS[name][0]}")
+
+
+def _chosen(argv: Iterable[str] | None) -> str | None:
+    """The subcommand ``argv`` names (its first word that is not an option), or ``None``."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    return next((w for w in words if not w.startswith("-")), None)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -133,7 +161,9 @@ SHARED_OPTIONS: dict[str, object] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Iterable[str] | None = None, every: bool = True) -> argparse.ArgumentParser:
+    """The parser of ``kmc``. Every subcommand's options are added when ``every``; otherwise only
+    those of the subcommand ``argv`` names (the others are listed by name and help alone)."""
     parser = _Parser(
         prog="kmc",
         description="An explicit-state model checker for Apache Kafka's replication protocol. "
@@ -145,8 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kmc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for cmd in _commands():
-        cmd.register(sub)
+    chosen = None if every else _chosen(argv)
+    for name, (_, help) in COMMANDS.items():
+        p = sub.add_parser(name, help=help)
+        if every or name == chosen:
+            _command_module(name).register(p)
     parser.set_defaults(**SHARED_OPTIONS)
     return parser
 
@@ -340,7 +373,7 @@ def _say(line) -> None:
 
 
 def _main(argv) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv, every=False).parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, as the user typed it
     out, err = consoles()
     reuse_freed_memory()  # the allocator's settings for a run of large arrays

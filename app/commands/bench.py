@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import resource
@@ -14,13 +15,13 @@ from kmc.checker.base.errors import KmcError
 from kmc.checker.base.text import safe_text
 from kmc.checker.core.parts import FrontierQueue, Store
 
+from ..outputs import check_output_path
 from .common import (
     add_engine_arguments,
     add_force_argument,
     add_kafka_arguments,
     add_model_arguments,
     add_spec_argument,
-    check_output_path,
     load_target,
     make_engine,
     options_from,
@@ -33,20 +34,20 @@ if TYPE_CHECKING:  # for the annotations only
     from kmc.checker.core.driver import LevelDriver
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "bench",
-        help="measure states/second and bytes per stored state on a spec",
-        description="Run a spec's check without progress display and report distinct states, "
+def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Run a spec's check without progress display and report distinct states, "
         "wall time, states/second, and (local engine) the bytes each stored state costs in the "
         "seen-set, plus the process's peak resident memory, and the CPU seconds and peak resident "
         "memory of the whole process tree (kmc, and for the Spark engine its JVM and Python workers; "
         "sampled from /proc every 0.2 s). With --repeat, the fastest run counts. "
-        "Sizes are shown in binary units (KiB, MiB, GiB); --json keeps them in bytes.",
-        epilog="Exit codes: 0 measured (a violation in the spec is not an error here), 1 with "
+        "Sizes are shown in binary units (KiB, MiB, GiB); --json keeps them in bytes."
+    )
+    p.epilog = (
+        "Exit codes: 0 measured (a violation in the spec is not an error here), 1 with "
         "--compare, --compare-engines or --compare-stores: the two runs disagree on the counts or verdicts (a bug), "
         "2 bad input (a spec, an option, "
-        "an unwritable --json), 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
+        "an unwritable --json), 130 interrupted (SIGINT), 143 stopped (SIGTERM)."
     )
     add_spec_argument(p, optional=True)
     add_model_arguments(p)

@@ -18,7 +18,7 @@ from kmc.checker.checkpoints import writer as checkpointer
 from kmc.checker.core.parts import ResourceStop
 from kmc.checker.stores.registry import STORES
 
-from ..diagram_files import check_diagram_paths
+from ..outputs import check_diagram_paths, check_output_path
 from .check_arguments import add_long_run_arguments, add_output_arguments, add_search_arguments
 from .check_report import report
 from .check_views import CheckViews
@@ -26,7 +26,6 @@ from .common import (
     add_engine_arguments,
     add_kafka_arguments,
     add_model_arguments,
-    check_output_path,
     load_target,
     make_engine,
     options_from,
@@ -50,21 +49,21 @@ if TYPE_CHECKING:  # for the annotations only: imported on first use
     from ..user_model import ModelSpec
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "check",
-        help="explore every behaviour of a spec and check its invariants",
-        description="Explore every reachable state of the spec's configuration breadth-first and "
+def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Explore every reachable state of the spec's configuration breadth-first and "
         "check its invariants. Prints either 'all invariants hold over N distinct states' or a "
         "shortest counterexample, step by step, and says whether the result matches the spec's "
         "[expect] table. --model checks a model of your own instead, with the same options "
         "(docs/writing-a-model.md). What the model's variables, actions, truncation rules and invariants "
-        "mean, and how states are counted: docs/model.md.",
-        epilog="Exit codes: 0 every checked invariant holds (or none failed in the part explored, "
+        "mean, and how states are counted: docs/model.md."
+    )
+    p.epilog = (
+        "Exit codes: 0 every checked invariant holds (or none failed in the part explored, "
         "when a bound stopped the search), 1 a violation, 2 bad input (or --json could not be "
         "written; every output path is checked before the search), 3 with --check-expect: "
         "the result does not match [expect] (a model's expect()) (an unknown verdict does not match), 4 stopped at "
-        "--max-memory, 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
+        "--max-memory, 130 interrupted (SIGINT), 143 stopped (SIGTERM)."
     )
     add_search_arguments(p)
     add_output_arguments(p)

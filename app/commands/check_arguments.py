@@ -8,7 +8,7 @@ import argparse
 from kmc.checker.base import memory, units
 from kmc.checker.base.exitcodes import EXIT_RESOURCE_LIMIT
 
-from ..diagram_files import add_diagram_arguments
+from ..outputs import add_diagram_arguments
 from .common import add_force_argument, positive_int
 
 

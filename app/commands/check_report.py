@@ -14,7 +14,7 @@ from kmc.checker.base.text import safe_text
 from kmc.checker.checkpoints import file as checkpoint
 from kmc.checker.core.driver import RESOURCE_STOPS
 
-from ..diagram_files import command_line, write_diagrams
+from ..outputs import command_line, write_diagrams
 
 if TYPE_CHECKING:  # for the annotations only
     from kmc.checker.base.signals import StopOnSignals

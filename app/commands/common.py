@@ -381,14 +381,6 @@ def add_force_argument(parser) -> None:
     )
 
 
-def check_output_path(option, path, *, protected=(), force=False, kind="json") -> None:
-    """Refuse, before a long run starts, an output file that could not or must not be
-    written (see ``checker.outputs.check_output_path``)."""
-    from ..outputs import check_output_path as check
-
-    check(option, path, protected=protected, force=force, kind=kind)
-
-
 def spark_submitted() -> bool:
     """Whether kmc runs under spark-submit (``checker.spark.session.submitted``)."""
     from kmc.checker.spark.session import submitted

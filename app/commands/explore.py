@@ -18,20 +18,18 @@ if TYPE_CHECKING:  # for the annotation only: imported on first use
     from kmc.checker.core.result import CheckResult
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "explore",
-        help="walk a model in the browser: choose each step, see the state and the properties",
-        description="Start a local web server for one spec (or a model of your own, --model) and print its "
+def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Start a local web server for one spec (or a model of your own, --model) and print its "
         "URL. The page shows the state "
         "(the replica table and the swimlane of the path so far), every enabled next step as a button, "
         "every action not enabled with the conditions of its guard that fail, "
         "every property's status in the current state, and the verdicts of a search run in the "
         "background, each linked to its counterexample; a liveness counterexample (of the search or of "
         "--trace) is walked as a lasso, its cycle marked and a step back to the cycle's start at its end. "
-        "The path is in the URL: a link reproduces it. Ctrl-C stops the server.",
-        epilog='The JSON API the page uses is documented in README.md ("Walk a scenario").',
+        "The path is in the URL: a link reproduces it. Ctrl-C stops the server."
     )
+    p.epilog = 'The JSON API the page uses is documented in README.md ("Walk a scenario").'
     p.add_argument(
         "spec", metavar="SPEC", nargs="?", help="the spec file (TOML), e.g. specs/hw-data-loss.toml (or --model)"
     )

@@ -7,6 +7,8 @@ text (``Crash(B, keeps 1)``) as the edge label.
 
 from __future__ import annotations
 
+import argparse
+
 from kmc.checker.base.errors import UsageError
 from kmc.checker.base.text import safe_text
 
@@ -14,7 +16,6 @@ from .common import (
     add_force_argument,
     add_kafka_arguments,
     add_spec_argument,
-    check_output_path,
     kafka_override,
     load,
     positive_int,
@@ -22,20 +23,20 @@ from .common import (
 )
 
 
-def register(sub) -> None:
+def register(p: argparse.ArgumentParser) -> None:
     from kmc.checker.graph.export import DEFAULT_MAX_STATES
 
-    p = sub.add_parser(
-        "graph",
-        help="export the reachable state graph (.dot, .graphml or .gexf)",
-        description="Explore every reachable state of a spec and write the state graph: one node "
+    p.description = (
+        "Explore every reachable state of a spec and write the state graph: one node "
         "per distinct state (key: its fingerprint; label: a one-line summary, records written "
         "as in traces, 0:e0·r0; attributes initial, depth, terminal (no action is enabled in "
         "it), violates) and one edge per transition (label: the action). "
-        "The format follows FILE's suffix: .dot (Graphviz), .graphml, .gexf (Gephi).",
-        epilog="Exit codes: 0 the graph was written (states that violate an invariant are "
+        "The format follows FILE's suffix: .dot (Graphviz), .graphml, .gexf (Gephi)."
+    )
+    p.epilog = (
+        "Exit codes: 0 the graph was written (states that violate an invariant are "
         "marked in it, not an error), 2 bad input: a spec, an option, an unwritable FILE, or "
-        "more than --max-states states.",
+        "more than --max-states states."
     )
     add_spec_argument(p)
     add_kafka_arguments(p)
@@ -101,7 +102,7 @@ def run(args, out, err) -> int:
     from kmc.checker.graph.export import FORMATS, GraphTooLarge, write_graph
     from kmc.checker.local.state_graph import state_graph
 
-    from ..outputs import exclusive
+    from ..outputs import check_output_path, exclusive
 
     suffix = Path(args.out).suffix.lower()
     if suffix not in FORMATS:

@@ -54,11 +54,9 @@ if TYPE_CHECKING:  # for the annotations only
     from rich.console import Console
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "matrix",
-        help="check a grid of configurations (or a directory of specs) and write a results table",
-        description="Check every configuration of a grid — truncation rule × replicas × "
+def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Check every configuration of a grid — truncation rule × replicas × "
         "min.insync.replicas × unclean election × unflushed loss — or, given SPEC_DIR, every "
         "spec file in it, each completely and with every safety property its configuration checks by "
         "default (as kmc check: the four classic invariants, LeaderCandidateCompleteness with the 2.1 rule, "
@@ -67,9 +65,11 @@ def register(sub) -> None:
         "(a Markdown table), DIR/results.json (schema in docs/results.md) and every shortest "
         "counterexample to DIR/traces/ (read them with 'kmc replay'). Default grid constants: "
         "2 replicas: 2 messages, 2 crashes, epochs <= 2; 3 replicas: 2 messages, 1 crash, "
-        "epochs <= 2.",
-        epilog="Exit codes: 0 every row with an expected verdict (a spec's [expect], or "
-        "docs/model.md's known-verdict table) matches it, 3 some row does not, 2 bad input.",
+        "epochs <= 2."
+    )
+    p.epilog = (
+        "Exit codes: 0 every row with an expected verdict (a spec's [expect], or "
+        "docs/model.md's known-verdict table) matches it, 3 some row does not, 2 bad input."
     )
     p.add_argument(
         "spec_dir", metavar="SPEC_DIR", nargs="?", help="a directory of spec files to run instead of the grid"

@@ -40,18 +40,18 @@ DIAGRAMS = ("html", "mermaid", "svg")
 MAX_TRACE_STATES = 100_001
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "replay",
-        help="re-execute a saved counterexample and show it (rich, TLC-style text, or JSON)",
-        description="Load a saved result (kmc check --json, a kmc matrix trace file, kmc "
+def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Load a saved result (kmc check --json, a kmc matrix trace file, kmc "
         "simulate --json), rebuild the model from its constants (a model of your own: the one --model "
         "names, checked against the result's record of it), re-execute the "
         "counterexample's choices, verify that every state equals the saved one and that the "
-        "last state (or step) still violates the property, and show it.",
-        epilog="Exit codes: 0 the trace replayed and was shown, 2 bad input: a missing or "
+        "last state (or step) still violates the property, and show it."
+    )
+    p.epilog = (
+        "Exit codes: 0 the trace replayed and was shown, 2 bad input: a missing or "
         "unreadable file, not a kmc result, a trace that no longer replays, or a --model that is "
-        "not the one the result was found on.",
+        "not the one the result was found on."
     )
     p.add_argument("file", metavar="RESULT.json", help="a saved result or trace file")
     p.add_argument(
@@ -311,8 +311,7 @@ def _show(
     if args.format in DIAGRAMS:
         from kmc.app.render.pictures import replay_output, write_text
 
-        from ..diagram_files import command_line
-        from ..outputs import exclusive
+        from ..outputs import command_line, exclusive
 
         text = replay_output(
             args.format,

@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING
 from kmc.checker.base.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
 from kmc.checker.base.text import safe_text
 
-from ..diagram_files import add_diagram_arguments, check_diagram_paths, command_line, write_diagrams
+from ..outputs import add_diagram_arguments, check_diagram_paths, check_output_path, command_line, write_diagrams
 from .common import (
     add_force_argument,
     add_kafka_arguments,
     add_spec_argument,
-    check_output_path,
     kafka_override,
     load,
     positive_int,
@@ -53,17 +52,17 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "simulate",
-        help="random walks through a spec, checking its invariants at every step",
-        description="Walk from the initial state choosing uniformly among the enabled actions, "
+def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Walk from the initial state choosing uniformly among the enabled actions, "
         "up to --depth steps or a state with no enabled action, --runs times, checking the "
         "spec's invariants at every state and step. Stops at the first violation and prints it "
         "(it is not necessarily a shortest one). Reproducible: the same seed gives the same walks. "
-        "A walk proves nothing; 'kmc check' does.",
-        epilog="Exit codes: 0 no walk violated a property, 1 a violation (printed), 2 bad input "
-        "(or --json could not be written), 130 interrupted (SIGINT), 143 stopped (SIGTERM).",
+        "A walk proves nothing; 'kmc check' does."
+    )
+    p.epilog = (
+        "Exit codes: 0 no walk violated a property, 1 a violation (printed), 2 bad input "
+        "(or --json could not be written), 130 interrupted (SIGINT), 143 stopped (SIGTERM)."
     )
     add_spec_argument(p)
     add_kafka_arguments(p)

@@ -8,24 +8,24 @@ against the saved one), then the model's guards are asked in state ``--step``.
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from kmc.checker.base.errors import KmcError, UsageError
 from kmc.checker.base.text import safe_text
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "why-not",
-        help="why an action is not enabled in a state of a saved trace: its guard's conditions, the failing ones "
-        "marked",
-        description="Replay a saved trace (kmc check --json, a matrix trace file, kmc simulate --json, kmc "
+def register(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Replay a saved trace (kmc check --json, a matrix trace file, kmc simulate --json, kmc "
         "replay --format json) as kmc replay does, and show, in its state --step, the conditions of the "
         "guard of --action (every action without --action), each marked ✓ (holds) or ✗ (fails): an action is "
         "enabled exactly when every condition holds. A model of your own declares its guards with guards(state) "
-        "(docs/writing-a-model.md); one that does not is answered 'no guard conditions declared'.",
-        epilog="Exit codes: 0 answered, 2 bad input: a file that is no kmc result or no longer replays, a step "
-        "the trace does not have, an action the model does not have.",
+        "(docs/writing-a-model.md); one that does not is answered 'no guard conditions declared'."
+    )
+    p.epilog = (
+        "Exit codes: 0 answered, 2 bad input: a file that is no kmc result or no longer replays, a step "
+        "the trace does not have, an action the model does not have."
     )
     p.add_argument("file", metavar="RESULT.json", help="a saved result or trace file")
     p.add_argument(

@@ -27,7 +27,7 @@ def _ordered(result) -> list[Violation]:
 
 
 def _shown(path) -> str:
-    """A path as a shared page shows it (``checker.app.diagram_files.display_path``)."""
+    """A path as a shared page shows it (``checker.base.text.display_path``)."""
     from kmc.checker.base.text import display_path
 
     return display_path(path)

@@ -25,7 +25,7 @@ _LAZY = {
     "state_failures": ".core.level",
     "step_failures": ".core.level",
     "expand": ".core.kernel",
-    "split_properties": ".core.kernel",
+    "split_properties": ".core.assembly",
     "LocalEngine": ".local.states",
     "Options": ".core.options",
     "check": ".local.states",

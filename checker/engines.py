@@ -21,7 +21,7 @@ from .contract.protocol import BatchKernel, Model, Property, batch_path, with_de
 from .core.options import Options
 
 if TYPE_CHECKING:
-    from .core.driver import LevelDriver, OnLevel, Progress
+    from .core.driver import Engine, OnLevel, Progress
 
 
 @attrs.frozen
@@ -57,10 +57,10 @@ class EngineRequest:
     store_dir: str | None = None
 
 
-EngineFactory = Callable[[EngineRequest], "LevelDriver"]
+EngineFactory = Callable[[EngineRequest], "Engine"]
 
 
-def local_engine(r: EngineRequest) -> LevelDriver:
+def local_engine(r: EngineRequest) -> Engine:
     """The local engine: the rows search in this process (``checker.local.rows``) over the
     model's batch kernel, or over its Python states on the per-state path
     (``checker.local.states``), its states in the store the options name."""
@@ -74,7 +74,7 @@ def local_engine(r: EngineRequest) -> LevelDriver:
     return BatchEngine(r.model, r.properties, r.options, r.progress, on_level=r.on_level, kernel=r.kernel, store=store)
 
 
-def spark_engine(r: EngineRequest) -> LevelDriver:
+def spark_engine(r: EngineRequest) -> Engine:
     """The Spark engine (``checker.spark.engine.SparkRowsEngine``)."""
     from .spark.engine import DRIVER_LEVEL_LIMIT, SparkRowsEngine
 
@@ -121,7 +121,7 @@ def make_engine(
     verbose: bool = False,
     driver_level_limit: int | None = None,
     store_dir: str | None = None,
-) -> LevelDriver:
+) -> Engine:
     """The engine ``engine`` (a name of ``ENGINES``) for ``model``.
 
     Args:

@@ -5,7 +5,7 @@ returns ``None`` when the property holds and a one-sentence explanation when it 
 Beside each check sits its array form, its *mask*: the same rule over a chunk of rows of
 the batch kernel (``model.batch``, columns as ``model.rows`` lays them out), one boolean a
 row, true where the property is violated. A property value carries both
-(``Property(..., mask=...)``); the engine reads the mask itself (``checker.contract.masks``),
+(``Property(..., mask=...)``); the engine reads the mask itself (``checker.contract.properties``),
 and differential tests check it against the check, state by state.
 """
 

@@ -52,8 +52,7 @@ from .actions import (
 from .actions import (
     SHRINK_ISR_CODE as SHRINK_ISR,
 )
-from .batch_actions import ActionEffects
-from .batch_elections import Elections
+from .batch_actions import ActionEffects, Elections
 from .batch_operators import OperatorActions
 from .batch_rules import RowRules
 from .config import ACKS_ONE, HIGH_WATERMARK, KAFKA_13916, LEADER_EPOCH_21, Config
@@ -64,8 +63,8 @@ from .symmetry import symmetries
 
 class KafkaBatchKernel(KernelBase):
     """The batch form of ``KafkaModel(config)``: which actions are enabled in which rows
-    (``expand``), over the actions' effects (``model.batch_actions``, elections in
-    ``model.batch_elections``) and the rules they share (``model.batch_rules``), three
+    (``expand``), over the actions' effects (``model.batch_actions``, elections
+    among them) and the rules they share (``model.batch_rules``), three
     objects it holds.
 
     Args:

@@ -2,7 +2,7 @@
 and acknowledges, ``elr_after``, truncating a log, dropping an in-flight response and
 dropping an AlterPartition request.
 
-Every action of ``model.batch_actions`` and ``model.batch_elections`` is built from these;
+Every action of ``model.batch_actions`` is built from these;
 each follows the rule of docs/model.md its name gives.
 """
 

@@ -54,27 +54,40 @@ class KafkaModel(ModelBase):
     """
 
     config: Config = Config()
-    # the actions' effects (model.kafka_actions) for this configuration
-    _fx: KafkaEffects = attrs.field(init=False, repr=False, eq=False)
+    # the actions' effects (model.effects) for this configuration, made on first use (a
+    # search on the batch kernel asks them only of the states it compares with the kernel)
+    _effects: KafkaEffects | None = attrs.field(init=False, default=None, repr=False, eq=False)
     # Does ExpandIsr also ask for the leader's epoch start offset (KAFKA-7128)?
     _v21: bool = attrs.field(init=False, repr=False, eq=False)
     # May a replica in controlled shutdown re-join the ISR (KAFKA-13916)?
     _shutting_joins: bool = attrs.field(init=False, repr=False, eq=False)
-    # the weakly fair instances (model.fairness), and the code of each fair action's first
-    _fair: tuple[str, ...] = attrs.field(init=False, repr=False, eq=False)
-    _fair_codes: dict[str, int] = attrs.field(init=False, repr=False, eq=False)
+    # the weakly fair instances (model.fairness), and the code of each fair action's first,
+    # made on first use (only a liveness property asks them)
+    _fairness: tuple[tuple[str, ...], dict[str, int]] | None = attrs.field(
+        init=False, default=None, repr=False, eq=False
+    )
     # Can an operator's action (docs/model.md, "Operator actions") be enabled at all?
     _operators: bool = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "_fx", KafkaEffects(self.config))
         object.__setattr__(self, "_v21", self.config.truncation == LEADER_EPOCH_21)
         object.__setattr__(self, "_shutting_joins", self.config.has_bug(KAFKA_13916))
-        object.__setattr__(self, "_fair", fair_instances(self.config))
-        object.__setattr__(self, "_fair_codes", instance_codes(self.config))
         cfg = self.config
         operators = cfg.max_controlled_shutdowns or cfg.min_isr_changes or cfg.max_disk_failures or cfg.min_isr_lag
         object.__setattr__(self, "_operators", bool(operators))
+
+    @property
+    def _fx(self) -> KafkaEffects:
+        if self._effects is None:
+            object.__setattr__(self, "_effects", KafkaEffects(self.config))
+        assert self._effects is not None
+        return self._effects
+
+    def _fair(self) -> tuple[tuple[str, ...], dict[str, int]]:
+        if self._fairness is None:
+            object.__setattr__(self, "_fairness", (fair_instances(self.config), instance_codes(self.config)))
+        assert self._fairness is not None
+        return self._fairness
 
     # -- protocol -----------------------------------------------------------------
 
@@ -144,12 +157,12 @@ class KafkaModel(ModelBase):
         """The weakly fair action instances of docs/model.md's "Liveness under fairness",
         in code order (``model.fairness``): FetchRequest, FetchResponse, Restart, Failover,
         BecomeFollower and ExpandIsr of every replica, then AlterPartition."""
-        return self._fair
+        return self._fair()[0]
 
     def fair_instance(self, state: State, action: Action) -> str | None:
         """The fair instance the step ``state --action-->`` is one of, or None (Produce,
         Crash, ShrinkIsr, and an ElectLeader while the quorum leader leads)."""
-        return fair_instance(self._fair, self._fair_codes, state, action)
+        return fair_instance(*self._fair(), state, action)
 
     def actions(self, state: State) -> list[Action]:
         return [a for a, _ in self.successors(state)]

@@ -56,7 +56,6 @@ from kmc.invariants import BY_NAME, EVERY, default_properties
 from kmc.invariants.covers import COVERS_BY_NAME, missing_option
 
 from .config import Config
-from .spec_fields import check_bool, check_int, check_keys, check_size, check_table, check_text, clip, key_name, show
 from .spec_model import (
     MAX_REPLICAS,
     MODEL_BOOLS,
@@ -64,10 +63,19 @@ from .spec_model import (
     MODEL_INTS,
     KafkaArg,
     KafkaSetting,
+    check_bool,
+    check_int,
+    check_keys,
+    check_size,
+    check_table,
+    check_text,
+    clip,
     config_from_table,
     is_replica_name,
+    key_name,
     read_model,
     release_bugs,
+    show,
 )
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
@@ -76,7 +84,7 @@ if TYPE_CHECKING:  # for the annotations only: imported on first use
     from .kafka import KafkaModel
 
 # The names other modules read here; the model's table is read in ``model.spec_model``, each
-# value checked by ``model.spec_fields``.
+# value checked by ``model.spec_model``.
 __all__ = [
     "ACKED_PROPERTY",
     "ENGINES",

@@ -2,7 +2,7 @@
 
 The step descriptions (``model.describe_*``), the guards in words (``model.guards_*``), the
 coverage kinds and values (``model.coverage_*``), the fair instances (``model.fairness``) and
-the batch kernel's elections and operators' actions (``model.batch_elections``,
+the batch kernel's elections and operators' actions (``model.batch_actions``,
 ``model.batch_operators``)
 are called by the model (``model.kafka.KafkaModel``) and its batch kernel
 (``model.batch.KafkaBatchKernel``); they read a few of their members, named here, so that

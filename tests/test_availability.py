@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import oracle
 from kmc.checker.base.errors import SpecError
 from kmc.checker.local.states import Options, check
-from kmc.checker.contract.masks import state_mask
+from kmc.checker.contract.properties import state_mask
 from kmc.checker.graph.possibly import EdgeLog
 from kmc.checker.contract.protocol import POSSIBLY
 from kmc.checker.core.result import CheckResult, HOLDS, Stats, UNKNOWN, VIOLATED, Violation

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kmc.checker.contract.masks import state_mask, step_mask
+from kmc.checker.contract.properties import state_mask, step_mask
 from kmc.checker.contract.protocol import ALWAYS, POSSIBLY, STEP
 from kmc.invariants import (
     ALL,
@@ -41,7 +41,7 @@ def test_the_properties_in_order():
 
 def test_every_property_carries_its_mask_and_the_engine_reads_it(model):
     # One value per property: its check and its array form side by side. The engine reads
-    # the property's own mask (checker.contract.masks); the kernel answers no property by name.
+    # the property's own mask (checker.contract.properties); the kernel answers no property by name.
     (s,) = model.init_states()
     kernel = model.batch_kernel()
     rows = kernel.init_rows([s])

@@ -1,5 +1,5 @@
 """A wrong batch kernel stops the run with one line; it never gives a wrong count
-(``checker.contract.kernel_check``, ``checker.contract.masks``)."""
+(``checker.contract.kernel_check``, ``checker.contract.properties``)."""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ def test_a_memory_error_in_a_level_stops_with_the_last_levels_checkpoint(tmp_pat
 def test_a_memory_error_outside_a_search_is_one_line_and_4(capsys, monkeypatch):
     from kmc.app import cli
 
-    def broken():
+    def broken(*args, **kwargs):
         raise MemoryError()
 
     monkeypatch.setattr(cli, "build_parser", broken)

@@ -253,7 +253,7 @@ def test_a_bad_workers_option_is_one_line(value, capsys):
 
 def test_the_workers_come_from_the_option_the_spec_or_the_machine(tmp_path):
     from kmc.app.commands.common import options_from
-    from kmc.checker.local.workers import default_workers
+    from kmc.checker.base.memory import default_workers
 
     path = tmp_path / "w.toml"
     path.write_bytes(SYMMETRIC + b"[check]\nworkers = 3\n")

@@ -31,7 +31,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:  # for the annotations only
-    from kmc.checker.core.driver import LevelDriver
+    from kmc.checker.core.driver import Engine
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -253,7 +253,7 @@ def _run(args, out, err) -> int:
     return 0
 
 
-def _disk_measures(engine: LevelDriver, distinct: int) -> dict[str, Any]:
+def _disk_measures(engine: Engine, distinct: int) -> dict[str, Any]:
     """The disk store's files (``checker.stores.disk``) and its frontier's
     (``checker.stores.frontier``): peak, final and written bytes, also per state."""
     store = cast(Store, engine.search.seen)

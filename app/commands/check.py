@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING, Any, cast
 
 from kmc.checker import __version__
-from kmc.checker.base import units
+from kmc.checker.base import memory, units
 from kmc.checker.base.errors import KmcError, ModelError, UsageError
 from kmc.checker.base.exitcodes import EXIT_RESOURCE_LIMIT
 from kmc.checker.base.signals import StopOnSignals
@@ -16,19 +16,20 @@ from kmc.checker.base.text import safe_text
 from kmc.checker.checkpoints import file as checkpoint
 from kmc.checker.checkpoints import writer as checkpointer
 from kmc.checker.core.parts import ResourceStop
-from kmc.checker.stores.registry import STORES
 
-from ..outputs import check_diagram_paths, check_output_path
-from .check_arguments import add_long_run_arguments, add_output_arguments, add_search_arguments
+from ..outputs import add_diagram_arguments, check_diagram_paths, check_output_path
 from .check_report import report
+from .check_resume import from_checkpoint, restore, resumed_header, say_resumed
 from .check_views import CheckViews
 from .common import (
     add_engine_arguments,
+    add_force_argument,
     add_kafka_arguments,
     add_model_arguments,
     load_target,
     make_engine,
     options_from,
+    positive_int,
     require_spark,
     select_properties,
     spark_submit_master,
@@ -37,10 +38,8 @@ from .common import (
 )
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
-    from collections.abc import Callable
-
     from kmc.checker.contract.protocol import Model, Property
-    from kmc.checker.core.driver import LevelDriver
+    from kmc.checker.core.driver import Engine
     from kmc.checker.core.options import Options
     from kmc.checker.core.result import CheckResult
     from kmc.model.spec import Spec
@@ -74,46 +73,124 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def _from_checkpoint(args: argparse.Namespace, header: dict[str, Any]) -> None:
-    """Fill what the command line leaves out from the checkpoint being resumed."""
-    opts = header.get("options") or {}
-    if "model_ref" in header:  # a model's checkpoint: rebuilt from its reference and parameters
-        if args.spec is None and args.model is None:
-            args.model = header["model_ref"]
-        if args.model is not None and not args.param:
-            args.model_params = header.get("model_params") or {}
-    elif args.spec is None and args.model is None:
-        args.spec = header.get("spec_path")
-    if args.max_depth is None:
-        args.max_depth = opts.get("max_depth")
-    if args.kafka is None and isinstance(opts.get("kafka"), list) and len(opts["kafka"]) == 2:
-        args.kafka, args.metadata = opts["kafka"]  # the release --kafka named (compared below, with the options)
-    args.keep_going = args.keep_going or bool(opts.get("keep_going"))
-    args.symmetry = args.symmetry or bool(opts.get("symmetry"))
-    # (A checkpoint of a model resumed for a spec, or the other way round, is refused
-    # by checkpointer.ensure_compatible, in one line.)
-    if not args.invariants and ("model_ref" in header) == (args.model is not None):
-        args.invariants = header.get("properties")
-    from kmc.checker.core.deadlock import DEADLOCK
+def add_search_arguments(p: argparse.ArgumentParser) -> None:
+    """The spec and what to check in it, how far."""
+    p.add_argument(
+        "spec",
+        metavar="SPEC",
+        nargs="?",
+        help="the spec file (TOML), e.g. specs/hw-data-loss.toml (optional with --resume or --model)",
+    )
+    p.add_argument(
+        "--invariant",
+        action="append",
+        metavar="NAME",
+        dest="invariants",
+        help="check only this invariant (repeatable; default: the spec's list, else all; see 'kmc invariants')",
+    )
+    p.add_argument(
+        "--max-depth",
+        type=positive_int,
+        metavar="N",
+        help="do not explore past depth N (the initial state has depth 1)",
+    )
+    p.add_argument(
+        "--max-states",
+        type=positive_int,
+        metavar="N",
+        help="stop at the end of the first level that brings the distinct states to N or more "
+        "(so the count may exceed N); undecided invariants are then 'unknown'",
+    )
+    p.add_argument(
+        "--keep-going", action="store_true", help="after a violation, keep exploring to decide every other invariant"
+    )
+    p.add_argument(
+        "--deadlock",
+        action="store_true",
+        help="report a reachable state in which no action is enabled (a deadlock, as TLC defines it) with a "
+        "shortest trace, exit 1 (default: the spec's [check] deadlock, else off: terminal states are allowed)",
+    )
 
-    if args.invariants and DEADLOCK in args.invariants:  # the run checked deadlocks: so does its resumption
-        args.deadlock = True
-        args.invariants = [n for n in args.invariants if n != DEADLOCK] or None
-    if args.engine is None:  # the engine that wrote it; another one is refused
-        args.engine = header.get("engine")
-    store = header.get("store", "memory")  # named only when not in memory
-    if store not in STORES:
-        raise checkpoint.CheckpointError(
-            f"{checkpoint.checkpoint_file(args.resume)}: corrupted header: store must be one of "
-            + ", ".join(map(repr, STORES))
-        )
-    if args.store is None:  # the store that wrote it; memory to disk goes on, disk to memory is refused
-        args.store = store
-    elif store == "disk" and args.store != store:
-        raise checkpoint.CheckpointError(
-            f"{args.resume}: cannot resume, the checkpoint keeps its states in the disk store and this run "
-            f"asks for --store {args.store}; resume it with --store disk"
-        )
+
+def add_output_arguments(p: argparse.ArgumentParser) -> None:
+    """What is printed and written of the result, and how the exit code reads it."""
+    p.add_argument("--json", metavar="PATH", help="also write the result as JSON (schema in docs/json-schema.md)")
+    add_diagram_arguments(p)
+    add_force_argument(p)
+    p.add_argument("--diff", action="store_true", help="show only what changes at each step of a counterexample")
+    p.add_argument(
+        "--coverage",
+        action="store_true",
+        help="also print the coverage: per action how often it was enabled, fired and found a new "
+        "state, per kind, per variable its distinct values (always in --json)",
+    )
+    p.add_argument("--no-trace", action="store_true", help="do not print counterexample traces")
+    p.add_argument("--no-progress", action="store_true", help="no progress output at all")
+    p.add_argument(
+        "--progress-every",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="when standard error is not a terminal (CI, nohup, 2> log), write a plain "
+        "progress line every SECONDS (default 30): time, distinct, generated, queue, "
+        "depth, states/s",
+    )
+    p.add_argument(
+        "--check-expect",
+        action="store_true",
+        help="exit 0 when the result matches the spec's [expect] table (with --model: the "
+        "model's expect()) and 3 when it does not",
+    )
+
+
+def add_long_run_arguments(p: argparse.ArgumentParser) -> None:
+    """Checkpoints, resumption and the memory ceiling."""
+    g = p.add_argument_group("long runs (see docs/long-runs.md)")
+    g.add_argument(
+        "--checkpoint", metavar="DIR", help="write checkpoints into DIR at level boundaries and when the run stops"
+    )
+    g.add_argument(
+        "--checkpoint-every",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="at most one level-boundary checkpoint every SECONDS (default 60; 0: every level)",
+    )
+    g.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue the run checkpointed in DIR (and keep checkpointing there); the spec, or the "
+        "model and its --param values, come from the checkpoint when not given",
+    )
+    g.add_argument(
+        "--max-memory",
+        type=_size,
+        metavar="SIZE",
+        help=f"stop cleanly (exit {EXIT_RESOURCE_LIMIT}) once resident memory passes SIZE, e.g. 8G or 512M "
+        f"(default {round(memory.DEFAULT_SHARE * 100)}%% of the memory this process may use: the machine's, "
+        "or its control group's or address-space limit when lower)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    return value
+
+
+def _size(text: str) -> int:
+    try:
+        value = units.parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    why = units.check_ceiling(value)
+    if why:
+        raise argparse.ArgumentTypeError(f"{why}, got {text}")
+    return value
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -135,34 +212,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise failure(args.model, e) from None
 
 
-def _resumed_header(directory: str) -> dict[str, Any]:
-    """The header of the checkpoint ``--resume`` names. A checkpoint directory without a
-    checkpoint (its run was killed before its first one) has the disk store of that run
-    removed, and the refusal says so.
-
-    Raises:
-        CheckpointError: no checkpoint, or a damaged one (one line).
-    """
-    try:
-        return checkpoint.read_header(directory)
-    except checkpoint.CheckpointError as e:
-        if checkpoint.exists(directory) or checkpoint.read_manifest(directory) is None:
-            raise
-        from kmc.checker.stores.disk import remove_stale
-
-        freed = remove_stale(directory)
-        if not freed:
-            raise
-        raise checkpoint.CheckpointError(
-            f"{e}; the disk store its run left there when it was killed before its first checkpoint is removed "
-            f"({units.format_size(freed)} freed)"
-        ) from None
-
-
 def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    header = _resumed_header(args.resume) if args.resume else None
+    header = resumed_header(args.resume) if args.resume else None
     if header is not None:
-        _from_checkpoint(args, header)
+        from_checkpoint(args, header)
     elif args.spec is None and args.model is None and not args.param:
         raise UsageError("check: a SPEC is required (or --resume DIR, or --model MODULE:FACTORY)")
     _refuse_empty_directories(args)
@@ -281,7 +334,7 @@ def _search(
     directory: str | None,
     show_progress: bool,
     recorded: dict[str, Any],
-) -> tuple[LevelDriver, CheckResult, checkpointer.Checkpointer | None, StopOnSignals]:
+) -> tuple[Engine, CheckResult, checkpointer.Checkpointer | None, StopOnSignals]:
     """Run the search (writing checkpoints when asked); ``(engine, result, writer, signals)``.
     ``identity`` goes into a checkpoint's header and is compared on resume, ``recorded``
     goes into it only."""
@@ -317,7 +370,7 @@ def _search(
             engine = make_engine(spec, model, properties, options, progress.update, args, **hooks)
             if header is not None:
                 checkpointer.ensure_compatible(args.resume, header, {"engine": engine.name, **identity})
-                engine = _restore(
+                engine = restore(
                     engine,
                     args.resume,
                     lambda: make_engine(
@@ -330,7 +383,7 @@ def _search(
                         **hooks,
                     ),
                 )
-                _say_resumed(err, args.resume, engine)
+                say_resumed(err, args.resume, engine)
             with StopOnSignals(engine) as signals:
                 result = engine.run()
         if writer:  # first: the work done is worth more than its report
@@ -339,49 +392,3 @@ def _search(
             except ResourceStop:  # the checkpoint's disk is full: said by the report (writer.full)
                 pass
     return engine, result, writer, signals
-
-
-def _say_resumed(err: Console, directory: str, engine: LevelDriver) -> None:
-    """One line: the depth a resumed run goes on from (the level of that depth is expanded
-    again from its start), or that the checkpoint holds a finished search."""
-    stats = engine.stats
-    size = engine.frontier_size()
-    depth = engine.options.max_depth
-    if not size:
-        what = "its search was complete: the result again"
-    elif engine.stop_reason_after_level() is not None or (depth is not None and stats.depth >= depth):
-        what = "its search had ended there: the result again"
-    else:
-        what = f"the {size:,} states of that level are expanded from the start"
-    err.print(
-        f"kmc: resuming {safe_text(str(directory))} at depth {stats.depth} ({stats.distinct:,} distinct states, "
-        f"{stats.generated:,} generated); {what}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
-
-
-def _restore(engine: LevelDriver, directory: str, per_state: Callable[[], LevelDriver]) -> LevelDriver:
-    """``engine.restore`` from the checkpoint in ``directory``, a malformed snapshot
-    (re-sealed after an edit: the checksum cannot tell) refused in one line. A snapshot
-    of the per-state path continues on that path (``per_state()`` makes its engine).
-    Returns the engine that restored it."""
-    header, snapshot = checkpoint.read(directory)
-    if snapshot.get("engine") != header["engine"]:
-        raise checkpoint.CheckpointError(
-            f"{checkpoint.checkpoint_file(directory)}: corrupted (its states "
-            "were written by another engine than its header names)"
-        )
-    from kmc.checker.checkpoints.schema import path_of
-
-    if engine.path != "per-state" and path_of(snapshot) == "per-state":
-        engine = per_state()
-    try:
-        engine.restore(snapshot, directory)
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
-        raise checkpoint.CheckpointError(
-            f"{checkpoint.checkpoint_file(directory)}: corrupted (its states do not "
-            f"load: {type(e).__name__}); it cannot be resumed, start a new run"
-        ) from None
-    return engine

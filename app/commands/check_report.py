@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # for the annotations only
     from kmc.checker.base.signals import StopOnSignals
     from kmc.checker.checkpoints.writer import Checkpointer
     from kmc.checker.contract.protocol import Model
-    from kmc.checker.core.driver import LevelDriver
+    from kmc.checker.core.driver import Engine
     from kmc.checker.core.options import Options
     from kmc.checker.core.result import CheckResult
     from kmc.model.spec import Spec
@@ -37,7 +37,7 @@ def report(
     spec: Spec | ModelSpec,
     model: Model,
     result: CheckResult,
-    engine: LevelDriver,
+    engine: Engine,
     writer: Checkpointer | None,
     signals: StopOnSignals,
     options: Options,

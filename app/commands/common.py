@@ -13,7 +13,7 @@ from kmc.checker.stores.registry import STORES
 
 if TYPE_CHECKING:  # for the annotations only: the commands import these on first use
     from kmc.checker.contract.protocol import Property
-    from kmc.checker.core.driver import LevelDriver
+    from kmc.checker.core.driver import Engine
     from kmc.model.spec import Spec
 
     from ..user_model import ModelSpec
@@ -275,7 +275,7 @@ def with_deadlock(properties, spec, args) -> list[Property]:
     return [*properties, Deadlock]
 
 
-def make_engine(spec, model, properties, options, progress, args, **hooks) -> LevelDriver:
+def make_engine(spec, model, properties, options, progress, args, **hooks) -> Engine:
     """The engine the command line (first) or the spec asks for (see
     ``checker.engines.make_engine``); ``hooks`` go to its constructor."""
     from kmc.checker.engines import make_engine as build
@@ -333,7 +333,7 @@ def options_from(spec, args) -> Options:
     store_dir = args.store_dir
     if store_dir is not None and not store_dir.strip():
         raise UsageError("--store-dir: the path is empty; name a directory")
-    from kmc.checker.local.workers import default_workers
+    from kmc.checker.base.memory import default_workers
 
     workers = args.workers or spec.workers or default_workers()
     return Options(

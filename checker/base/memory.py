@@ -1,5 +1,6 @@
-"""A run's memory ceiling: sizes as users write them (``8G``, ``512M``) and the process's
-resident memory, which the engines compare with ``max_memory``."""
+"""What the machine gives a run: its memory ceiling (sizes as users write them, ``8G``,
+``512M``, and the process's resident memory, which the engines compare with ``max_memory``)
+and its processors (``default_workers``)."""
 
 from __future__ import annotations
 
@@ -137,3 +138,11 @@ def _mallopt(*settings: tuple[int, int]) -> bool:
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     return all([bool(mallopt(option, value)) for option, value in settings])
+
+
+def default_workers() -> int:
+    """The processes the machine gives this one (its CPU affinity): the default of ``--workers``."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)

@@ -259,7 +259,7 @@ _MOVED = {
     "kmc.checker.protocol": "kmc.checker.contract.protocol",
     "kmc.checker.model_errors": "kmc.checker.contract.model_errors",
     "kmc.checker.kernel_check": "kmc.checker.contract.kernel_check",
-    "kmc.checker.masks": "kmc.checker.contract.masks",
+    "kmc.checker.masks": "kmc.checker.contract.properties",
     "kmc.checker.states_kernel": "kmc.checker.core.states_kernel",
     "kmc.checker.driver": "kmc.checker.core.driver",
     "kmc.checker.level": "kmc.checker.core.level",

@@ -18,7 +18,7 @@ from ..base.units import format_size
 from ..core.parts import ResourceStop
 
 if TYPE_CHECKING:
-    from ..core.driver import LevelDriver
+    from ..core.driver import Engine
 from .file import (
     LOCK_NAME,
     TMP_PREFIX,
@@ -196,12 +196,12 @@ class Checkpointer:
             self._lock.close()  # releases the lock
             self._lock = None
 
-    def on_level(self, engine: LevelDriver) -> None:
+    def on_level(self, engine: Engine) -> None:
         """The engine's level-boundary callback: write a checkpoint if one is due."""
         if self.clock() - self.last >= self.every:
             self.save(engine)
 
-    def save(self, engine: LevelDriver) -> Path | None:
+    def save(self, engine: Engine) -> Path | None:
         """Write the engine's snapshot now, unless it is the one last written, or a
         checkpoint of this run already found the disk full (the last one written stands).
 

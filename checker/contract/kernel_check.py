@@ -38,7 +38,7 @@ import attrs
 import numpy as np
 
 from ..base.errors import EngineError
-from .masks import state_mask, step_mask
+from .properties import state_mask, step_mask
 from .protocol import (
     ALWAYS,
     ALWAYS_EVENTUALLY,

@@ -1,12 +1,25 @@
-"""The properties a model offers to check: their kinds and their declaration
-(``Property``), as the engines and reports read them."""
+"""The properties a model offers to check: their kinds, their declaration (``Property``), as
+the engines and reports read them, and a property's array form read the one way every search
+reads it (``state_mask``, ``step_mask``).
+
+A property may carry its array form itself (``Property.mask``, a function of the kernel
+and the rows); a kernel may also answer ``invariant_mask``/``step_mask``/``goal_mask``
+by name. The property's own form comes first: it sits beside the per-state check, where
+a reviewer reads one against the other. ``None`` means no array form: the search asks
+the property state by state. Rows of Python states (``checker.core.states_kernel``) have no
+array form at all.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
+
+if TYPE_CHECKING:  # for the annotations only (the kernel's protocol reads this module)
+    from .batch_kernel import Expander
 
 ALWAYS = "always"
 STEP = "step"
@@ -138,3 +151,38 @@ def obligation_text(model: Any, prop: Property, obligation: Any) -> str:
     if prop.obligation_text is not None:
         return prop.obligation_text(model, obligation)
     return str(obligation)
+
+
+# -- a property's array form
+
+
+def state_mask(kernel: Expander, prop: Property, rows: Any) -> np.ndarray | None:
+    """Per row: true where the ``"always"`` property ``prop`` is violated, or where the
+    ``"possibly"`` property ``prop``'s goal holds; ``None`` when there is no array form."""
+    if not kernel.arrays:
+        return None
+    if prop.mask is not None:
+        return np.asarray(prop.mask(kernel, rows), dtype=bool)
+    if prop.kind == ALWAYS:
+        mask = kernel.invariant_mask(prop.name, rows)
+    else:
+        mask = kernel.goal_mask(prop.name, rows)
+    return None if mask is None else np.asarray(mask, dtype=bool)
+
+
+def step_mask(
+    kernel: Expander, prop: Property, rows: Any, parents: np.ndarray, after: Any, codes: np.ndarray | None = None
+) -> np.ndarray | None:
+    """Per transition ``rows[parents[i]] -> after[i]`` (of action code ``codes[i]``): true
+    where the step property ``prop`` is violated, or where the step cover ``prop``'s
+    predicate holds; ``None`` when there is no array form."""
+    if not kernel.arrays:
+        return None
+    if prop.kind == STEP_COVER:
+        if prop.mask is None or codes is None:
+            return None
+        return np.asarray(prop.mask(kernel, rows, parents, codes, after), dtype=bool)
+    if prop.mask is not None:
+        return np.asarray(prop.mask(kernel, rows, parents, after), dtype=bool)
+    mask = kernel.step_mask(prop.name, rows, parents, after)
+    return None if mask is None else np.asarray(mask, dtype=bool)

@@ -16,12 +16,11 @@ every engine of kmc).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from ..contract.protocol import Model, Property, with_defaults
-from .kernel import require_symmetric, split_properties
+from ..contract.protocol import ALWAYS, COVER, LIVENESS, POSSIBLY, STEP, STEP_COVER, Model, Property, with_defaults
 from .options import Options
 from .visitor import GraphClient, GraphVisitor
 
@@ -68,3 +67,35 @@ def assemble(
         require_symmetric(props)  # before the search asks the model for its symmetries
     visitor = GraphVisitor([*clients(model, props, options), *extra], model)
     return Assembly(model, props, invariants, step_props, options, visitor)
+
+
+def split_properties(properties: Iterable[Property]) -> tuple[tuple[Property, ...], tuple[Property, ...]]:
+    """Split properties into (state invariants, step properties), keeping their order. A
+    cover is asked as the state invariants are (its first witness of the breadth-first
+    order is recorded as an invariant's first violation is; ``checker.core.level``), a step
+    cover as the step properties are."""
+    props = list(properties)
+    return (
+        tuple(p for p in props if p.kind in (ALWAYS, COVER)),
+        tuple(p for p in props if p.kind in (STEP, STEP_COVER)),
+    )
+
+
+def require_symmetric(properties: Iterable[Property]) -> None:
+    """Refuse symmetry reduction for a liveness property (weak fairness per action instance
+    is not preserved by the quotient), and for a state invariant not declared symmetric."""
+    from ..base.errors import UsageError
+
+    properties = list(properties)
+    for p in properties:
+        if p.kind in LIVENESS:
+            raise UsageError(
+                f"--symmetry: {p.name} is a liveness property, and weak fairness per action instance "
+                "is not preserved by the symmetry quotient; check it without --symmetry"
+            )
+    for p in properties:
+        if p.kind in (ALWAYS, POSSIBLY, COVER, STEP_COVER) and not p.symmetric:  # a goal predicate too
+            raise UsageError(
+                f"--symmetry: the invariant {p.name} is not declared symmetric "
+                "(Property(symmetric=True)); check it without symmetry reduction"
+            )

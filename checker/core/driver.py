@@ -29,22 +29,22 @@ determinism contract are declared in ``checker.core.parts`` (``LevelSearch``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sized
-from typing import Any
+from collections.abc import Callable, Iterable, Sized
+from typing import Any, Generic, TypeVar
 
 import attrs
 
 from ..base.memory import resident_bytes
-from ..contract.protocol import COVER, Model, is_cover
+from ..contract.protocol import COVER, STEP_COVER, Model, is_cover
 from .assembly import Assembly
 from .coverage import Coverage, NoCoverage
-from .kernel import result_of, stop_after_level
+from .options import Options
 from .parts import Found, LevelSearch, ResourceStop, Search
 from .result import CheckResult, Stats, Violation
 from .trace import extend
 from .visitor import Explored
 
-__all__ = ["LevelDriver", "OnLevel", "Progress", "RESOURCE_STOPS", "Search"]
+__all__ = ["Engine", "LevelDriver", "OnLevel", "Progress", "RESOURCE_STOPS", "Search"]
 
 # Called with a ``Stats`` snapshot now and then, and after every level.
 Progress = Callable[[Stats], Any]
@@ -52,7 +52,14 @@ Progress = Callable[[Stats], Any]
 OnLevel = Callable[[Any], Any]
 
 
-class LevelDriver:
+# What the driver runs: a search of pieces ``P``, a frontier ``F`` and locations ``W`` of its
+# stored states (``checker.core.parts.LevelSearch``); each engine binds its own.
+P = TypeVar("P")
+F = TypeVar("F")
+W = TypeVar("W")
+
+
+class LevelDriver(Generic[P, F, W]):
     """Breadth-first exploration of ``model`` with a search object (see the module).
 
     Args:
@@ -78,7 +85,7 @@ class LevelDriver:
     def __init__(
         self,
         assembly: Assembly,
-        search: LevelSearch[Any, Any, Any],
+        search: LevelSearch[P, F, W],
         progress: Progress | None = None,
         *,
         on_level: OnLevel | None = None,
@@ -97,7 +104,7 @@ class LevelDriver:
         self.kernel_check: Any = None
         self.stats = Stats(coverage=Coverage(self.model.coverage_names()) if self.options.coverage else NoCoverage())
         self.found: Found = {}  # property -> (kind, explanation, where)
-        self.search: LevelSearch[Any, Any, Any] = search
+        self.search: LevelSearch[P, F, W] = search
         self._started = False
 
     @property
@@ -119,7 +126,7 @@ class LevelDriver:
         return self.search.seen
 
     @property
-    def frontier(self) -> Any:
+    def frontier(self) -> F:
         return self.search.frontier
 
     def frontier_size(self) -> int:
@@ -406,3 +413,53 @@ def _over(limit: int, search: LevelSearch[Any, Any, Any]) -> bool:
     boundary, passes ``limit``."""
     rss = resident_bytes()
     return rss is not None and rss + search.memory_reserve() > limit
+
+
+# An engine, whatever search it runs: what the registry of engines, the checkpoint writer and
+# the application hold.
+Engine = LevelDriver[Any, Any, Any]
+
+
+def result_of(
+    engine: Any, violations: dict[str, Violation], stopped: str | None, frontier_left: int, stats: Stats | None = None
+) -> CheckResult:
+    """The ``CheckResult`` an engine returns: its ``name``, ``properties``, ``options`` and
+    ``stats`` (unless ``stats`` is given), the counterexamples found, and why it stopped.
+    A run is complete when it was not stopped, or stopped at a violation with nothing
+    left to expand."""
+    return CheckResult(
+        engine=engine.name,
+        checked=[p.name for p in engine.properties if not is_cover(p)],
+        stats=engine.stats if stats is None else stats,
+        violations={name: v for name, v in violations.items() if v.kind != COVER},
+        complete=stopped is None or (stopped == "violation" and not frontier_left),
+        stopped=stopped,
+        max_depth=engine.options.max_depth,
+        covers=[p.name for p in engine.properties if is_cover(p)],
+        witnesses={name: v.path for name, v in violations.items() if v.kind == COVER},
+        step_covers=[p.name for p in engine.properties if p.kind == STEP_COVER],
+    )
+
+
+def stop_after_level(
+    found: Iterable[str], properties: Any, options: Options, distinct: int, frontier_left: bool
+) -> str | None:
+    """Why a run stops at a level boundary, or ``None`` to go on: the policy every engine
+    shares, so that they stop at the same level.
+
+    Args:
+        found: the names of the properties that have failed so far.
+        properties: the properties being checked (a cover's witness stops nothing).
+        options: ``checker.local.states.Options`` (``keep_going``, ``max_states``).
+        distinct: the distinct states stored so far.
+        frontier_left: whether the next level has any state to expand.
+    """
+    # With keep_going the whole state space is explored even once every property has
+    # failed (as TLC's -continue does): the counts are then the full ones. A cover's witness
+    # (recorded in ``found`` as a violation is) is no failure: the run goes on.
+    covers = {p.name for p in properties if is_cover(p)} if properties else set()
+    if not options.keep_going and any(name not in covers for name in found):
+        return "violation"
+    if options.max_states is not None and distinct >= options.max_states and frontier_left:
+        return "max-states"
+    return None

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..base.errors import PropertyError
 from ..contract.kernel_check import KernelCheck, KernelMismatchError
-from ..contract.masks import state_mask, step_mask
+from ..contract.properties import state_mask, step_mask
 from ..contract.protocol import (
     ALWAYS_EVENTUALLY,
     COVER,

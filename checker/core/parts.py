@@ -345,8 +345,9 @@ class LevelSearch(Protocol[PieceT, FrontierT_co, WhereT_contra]):
 
     def memory_reserve(self) -> int: ...
 
-    def path(self, where: WhereT_contra) -> Path:
-        """The path from an initial state to the stored state ``where``."""
+    def path(self, where: WhereT_contra | int) -> Path:
+        """The path from an initial state to the stored state ``where`` (a stored state's
+        number is a location in every search: the graph clients ask paths by number)."""
         ...
 
     def numbers_of(self, fps: np.ndarray) -> np.ndarray:

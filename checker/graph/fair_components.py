@@ -8,8 +8,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from ..stores.frontier import CHUNK
+
 WORD = 64  # fair instances a uint64 word holds
-CHUNK = 1 << 20  # items a decision reads from a column at a time
 
 
 def word_bit(codes: np.ndarray) -> np.ndarray:

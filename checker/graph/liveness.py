@@ -50,116 +50,16 @@ nearest), and an edge of a fair instance the cycle must take is the least by
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .fair_components import CHUNK, WORD, Finder, KeptGraph, Lasso, or_rows, word_bit
+from ..stores.frontier import CHUNK, Column
+from .fair_components import WORD, Finder, KeptGraph, Lasso, or_rows, word_bit
 from .possibly import NARROW_LIMIT, grown
 
 __all__ = ["Column", "Lasso", "LivenessLog"]
-
-_BUFFER = 1 << 21  # bytes a column keeps in memory before it writes them to its file
-
-
-class Column:
-    """An append-only array of ``dtype`` items (rows of ``width`` items when ``width`` is
-    given) kept in an unnamed temporary file, the last appended ones in memory until they
-    fill ``_BUFFER`` bytes; the file is removed when the column is collected."""
-
-    def __init__(self, dtype: Any, width: int | None = None) -> None:
-        self.dtype, self.width = np.dtype(dtype), width
-        self._row = self.dtype.itemsize * (width or 1)
-        self._file: Any = None
-        self._stored = 0  # items in the file
-        self._pending: list[np.ndarray] = []
-        self._waiting = 0  # items in _pending
-
-    def __len__(self) -> int:
-        return self._stored + self._waiting
-
-    @property
-    def nbytes(self) -> int:
-        return int(len(self) * self._row)
-
-    @property
-    def memory_bytes(self) -> int:
-        """Bytes of the items not yet written to the file."""
-        return int(self._waiting * self._row)
-
-    def append(self, items: np.ndarray) -> None:
-        items = np.array(items, dtype=self.dtype)  # a copy: the caller's array may change
-        if self.width is not None:
-            items = items.reshape(-1, self.width)
-        if not len(items):
-            return
-        self._pending.append(items)
-        self._waiting += len(items)
-        if self._waiting * self._row >= _BUFFER:
-            self._flush()
-
-    def _flush(self) -> None:
-        if not self._pending:
-            return
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="kmc-liveness-")
-        self._file.seek(self._stored * self._row)
-        for items in self._pending:
-            self._file.write(np.ascontiguousarray(items).data)
-        self._stored += self._waiting
-        self._pending, self._waiting = [], 0
-
-    def read(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
-        """Items ``lo .. hi - 1`` (all by default), as a new array."""
-        self._flush()
-        hi = self._stored if hi is None else min(hi, self._stored)
-        lo = min(lo, hi)
-        shape = (hi - lo,) if self.width is None else (hi - lo, self.width)
-        out = np.empty(shape, dtype=self.dtype)
-        if hi > lo:
-            view = out.data.cast("B")
-            self._file.seek(lo * self._row)
-            done = 0
-            while done < len(view):
-                got = self._file.readinto(view[done:])
-                if not got:
-                    raise OSError("a liveness column's temporary file is shorter than what was written")
-                done += got
-        return out
-
-    def chunks(self, size: int = CHUNK) -> Iterator[tuple[int, np.ndarray]]:
-        """``(lo, items)`` over the whole column, ``size`` items at a time."""
-        for lo in range(0, len(self), size):
-            yield lo, self.read(lo, lo + size)
-
-    def __iter__(self) -> Iterator[np.ndarray]:
-        """The items, as arrays of at most a chunk each (``numpy.concatenate`` of them
-        is the whole column)."""
-        return (items for _, items in self.chunks())
-
-    def truncate(self, count: int) -> None:
-        """Keep the first ``count`` items."""
-        self._flush()
-        if count < self._stored:
-            self._file.truncate(count * self._row)
-            self._stored = count
-
-    def replace(self, items: np.ndarray, dtype: Any = None) -> None:
-        """Hold ``items`` (of ``dtype``, by default the column's) instead."""
-        self.truncate(0)
-        if dtype is not None:
-            self.dtype = np.dtype(dtype)
-            self._row = self.dtype.itemsize * (self.width or 1)
-        self.append(items)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"dtype": self.dtype.str, "width": self.width, "items": self.read()}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(np.dtype(state["dtype"]), state["width"])  # type: ignore[misc]
-        self.append(state["items"])
 
 
 class LivenessLog:

@@ -48,8 +48,7 @@ from ..core.result import Path, Stats
 from ..core.trace import path_by_choices
 from ..core.visitor import GraphClient, GraphVisitor
 from ..graph.clients import graph_clients
-from ..graph.liveness import Column
-from ..stores.frontier import new_queue
+from ..stores.frontier import Column, new_queue
 from ..stores.seen import CompactSeenSet
 from .workers import MIN_CHUNKS, ExpandPool, Task, in_order
 
@@ -80,6 +79,10 @@ class Prepared:
     rows: Any = None
     counts: Any = None
     edges: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None = None
+
+
+# A piece of the rows search: a chunk of frontier rows, prepared in advance by a worker or not.
+RowsPiece = tuple[np.ndarray, "Prepared | None"]
 
 
 class RowsSearch(Search):
@@ -163,7 +166,7 @@ class RowsSearch(Search):
         """The frontier states expanded together (the store's ``chunk_factor`` chunks)."""
         return CHUNK_ROWS * self.seen.chunk_factor
 
-    def pieces(self) -> Iterator[tuple[np.ndarray, Prepared | None]]:
+    def pieces(self) -> Iterator[RowsPiece]:
         """The level's chunks in order, each with what a worker prepared of it (``None``:
         the search prepares it itself)."""
         rows = self.chunk_rows()
@@ -351,7 +354,7 @@ class RowsSearch(Search):
             self.numbered.append(fps)
 
 
-class BatchEngine(LevelDriver):
+class BatchEngine(LevelDriver[RowsPiece, list[np.ndarray], int]):
     """Breadth-first exploration of a model that has a batch kernel (see
     ``checker.core.driver.LevelDriver`` for the arguments); ``kernel`` replaces the model's own
     (``checker.core.states_kernel.StatesKernel`` runs a per-state model on rows); ``store``

@@ -23,7 +23,7 @@ import attrs
 
 from ..base.fingerprint import fingerprint
 from ..contract.protocol import Model, Property, action_name, with_defaults
-from ..core.kernel import split_properties
+from ..core.assembly import split_properties
 from ..core.keys import tally
 from ..core.level import state_failures, step_failures
 from ..core.result import Path, Step, Violation

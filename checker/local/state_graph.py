@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # (imported where a graph is built: it is a sixth of kmc's st
     import networkx as nx
 
 from ..contract.protocol import Property, action_name, with_defaults
-from ..core.kernel import split_properties
+from ..core.assembly import split_properties
 from ..core.level import state_failures
 from ..core.options import Options
 from ..graph.export import DEFAULT_MAX_STATES, GENERATOR, StateGraphClient, node_id

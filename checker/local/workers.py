@@ -58,14 +58,6 @@ Task = tuple[Any, int, int, int, frozenset[str]]
 MIN_CHUNKS = 3
 
 
-def default_workers() -> int:
-    """The processes the machine gives this one (its CPU affinity): the default of ``--workers``."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 # A pipe's buffer (Linux's default most a process may ask for): fewer switches between
 # the processes while a chunk's arrays pass.
 PIPE_BYTES = 1 << 20

@@ -110,7 +110,9 @@ __all__ = ["DRIVER_LEVEL_LIMIT", "SNAPSHOT_FORMAT", "STATES_FORMAT", "SparkRowsE
 DRIVER_LEVEL_LIMIT = 50_000  # levels up to this many states are expanded on the driver
 
 
-class SparkRowsEngine(LevelDriver):
+# Its search is replaced at the hand-over (the rows search on the driver, then the partitioned
+# levels, whose pieces and locations differ): the driver holds either.
+class SparkRowsEngine(LevelDriver[Any, Any, Any]):
     """Breadth-first exploration of a model on Apache Spark.
 
     Same hooks as ``checker.core.driver.LevelDriver`` (``run()``, ``stop_requested``,

@@ -134,6 +134,9 @@ class KernelCheck:
         by_parent: dict[int, list[int]] = {}
         for j in picked.tolist():
             by_parent.setdefault(int(parents[j]), []).append(j)
+        # Every row is decoded, and every parent's successors asked of the model, once: the
+        # masks below are compared on the model's states, each already found equal to its row.
+        steps: dict[int, tuple[Any, Any, Any]] = {}  # successor position -> (parent state, action, state)
         for i in np.asarray(which).tolist():
             state = kernel.decode(chunk[i])
             expected = model.successors(state)
@@ -154,7 +157,8 @@ class KernelCheck:
                 )
             for j, (action, after) in zip(got, expected):
                 self._compare_step(state, action, after, names[int(codes[j])], succ[j])
-        self._compare_masks(chunk, parents, choices, succ, picked, codes)
+                steps[j] = (state, action, after)
+        self._compare_masks(chunk, parents, succ, picked, steps, codes)
 
     def _compare_step(self, state: Any, action: Any, after: Any, code_name: str, row: np.ndarray) -> None:
         model, kernel = self.model, self.kernel
@@ -187,21 +191,24 @@ class KernelCheck:
             if mine != state:
                 field, k, m = _difference(mine, state)
                 _fail(state, None, f"initial row {field}".rstrip(), k, m)
-        self._compare_state_masks(rows)
+        self._compare_state_masks(rows, list(states))
 
     def _compare_masks(
         self,
         chunk: np.ndarray,
         parents: np.ndarray,
-        choices: np.ndarray,
         succ: np.ndarray,
         picked: np.ndarray,
+        steps: dict[int, tuple[Any, Any, Any]],
         codes: np.ndarray | None = None,
     ) -> None:
+        """The properties' array forms on the successors at positions ``picked`` (each the
+        step ``steps[j]`` of the model: its parent state, action and state)."""
         if not len(picked):
             return
         rows = succ[picked]
-        self._compare_state_masks(rows)
+        taken = [steps[j] for j in picked.tolist()]
+        self._compare_state_masks(rows, [after for _, _, after in taken])
         model, kernel = self.model, self.kernel
         for prop in self.properties:
             if prop.kind not in (STEP, STEP_COVER):
@@ -210,33 +217,31 @@ class KernelCheck:
             mask = step_mask(kernel, prop, chunk, parents[picked], rows, picked_codes)
             if mask is None:
                 continue
-            for k, j in enumerate(picked.tolist()):
-                before = kernel.decode(chunk[parents[j]])
-                action, after = model.successors(before)[int(choices[j])]
+            for k, (before, action, after) in enumerate(taken):
                 holds = prop.check(model, before, action, after)
                 flag = bool(holds) if prop.kind == STEP_COVER else holds is not None
                 if bool(mask[k]) != flag:
                     _fail(before, action, f"{prop.name} mask", bool(mask[k]), flag)
 
-    def _compare_state_masks(self, rows: np.ndarray) -> None:
+    def _compare_state_masks(self, rows: np.ndarray, states: Sequence[Any]) -> None:
+        """The state properties' array forms on ``rows``, whose states are ``states``."""
         model, kernel = self.model, self.kernel
         for prop in self.properties:
             if prop.kind in LIVENESS:
-                self._compare_liveness_mask(prop, rows)
+                self._compare_liveness_mask(prop, rows, states)
                 continue
             if prop.kind not in (ALWAYS, POSSIBLY, COVER):
                 continue
             mask = state_mask(kernel, prop, rows)
             if mask is None:
                 continue
-            for k in range(len(rows)):
-                state = kernel.decode(rows[k])
+            for k, state in enumerate(states):
                 holds = prop.check(model, state)
                 flag = holds is not None if prop.kind == ALWAYS else bool(holds)
                 if bool(mask[k]) != flag:
                     _fail(state, None, f"{prop.name} mask", bool(mask[k]), flag)
 
-    def _compare_liveness_mask(self, prop: Property, rows: np.ndarray) -> None:
+    def _compare_liveness_mask(self, prop: Property, rows: np.ndarray, states: Sequence[Any]) -> None:
         """A liveness property's array form (``Property.mask``) against its own check."""
         if prop.mask is None or not len(rows):
             return
@@ -246,8 +251,7 @@ class KernelCheck:
         obligations = (None,) if prop.obligations is None else tuple(prop.obligations(model))
         mine: Any
         theirs: Any
-        for k in range(len(rows)):
-            state = kernel.decode(rows[k])
+        for k, state in enumerate(states):
             if prop.kind == ALWAYS_EVENTUALLY:
                 mine, theirs = bool(np.asarray(answer)[k]), prop.check(model, state) is not None
             else:

@@ -194,54 +194,55 @@ def encode(state: State) -> bytes:
     """
     q = state.quorum
     out: list[int] = [state.produced, state.crashes, NONE if q.leader is None else q.leader, q.epoch, len(q.isr)]
-    out.extend(q.isr)
-    out.append(len(state.committed))
+    append, extend = out.append, out.extend
+    extend(q.isr)
+    append(len(state.committed))
     for c in state.committed:
-        out.extend(c)
-    lossy = False
+        extend(c)
+    lossy = shutting = False
     for r in state.replicas:
         lossy = lossy or r.lossy
-        out.append(1 if r.alive else 0)
-        out.append(r.hw)
-        out.append(r.epoch)
-        out.append(NONE if r.leader is None else r.leader)
-        out.extend(r.remote_leo)
-        out.append(len(r.log))
-        for e, i in r.log:
-            out.append(e)
-            out.append(i)
+        shutting = shutting or r.shutting
+        leader = r.leader
+        log = r.log
+        extend((1 if r.alive else 0, r.hw, r.epoch, NONE if leader is None else leader))
+        extend(r.remote_leo)
+        append(len(log))
+        for entry in log:
+            extend(entry)
         f = r.inflight
         if f is None:
-            out.append(NONE)
+            append(NONE)
         elif f.diverging is not None:
             mark = DIVERGING_APPLIED if f.applied else DIVERGING
-            out.extend((f.leader, f.epoch, f.start, f.leader_hw, mark, f.diverging))
+            extend((f.leader, f.epoch, f.start, f.leader_hw, mark, f.diverging))
         else:
-            out.extend((f.leader, f.epoch, f.start, f.leader_hw, len(f.records)))
-            for e, i in f.records:
-                out.append(e)
-                out.append(i)
+            extend((f.leader, f.epoch, f.start, f.leader_hw, len(f.records)))
+            for entry in f.records:
+                extend(entry)
     alter = q.alter
-    ops = (
-        state.controlled_shutdowns
-        or q.min_isr_step
-        or state.leader_min_isr_step
-        or state.disk_failures
-        or any(r.shutting for r in state.replicas)
-    )
+    ops = state.controlled_shutdowns or q.min_isr_step or state.leader_min_isr_step or state.disk_failures or shutting
     if q.elr or lossy or state.acked or alter is not None or ops:
-        out.append(len(q.elr))
-        out.extend(q.elr)
-        out.extend(1 if r.lossy else 0 for r in state.replicas)
+        append(len(q.elr))
+        extend(q.elr)
+        extend(1 if r.lossy else 0 for r in state.replicas)
     if state.acked or alter is not None or ops:
-        out.append(len(state.acked))
+        append(len(state.acked))
         for c in state.acked:
-            out.extend(c)
+            extend(c)
     if alter is not None:
-        out.extend((alter[0], 1 if alter[1] == EXPAND else 0, alter[2]))
+        extend((alter[0], 1 if alter[1] == EXPAND else 0, alter[2]))
     elif ops:
-        out.extend((NONE, NONE, NONE))
+        extend((NONE, NONE, NONE))
     if ops:
-        out.extend((state.controlled_shutdowns, state.disk_failures, q.min_isr_step, state.leader_min_isr_step))
-        out.extend(1 if r.shutting else 0 for r in state.replicas)
-    return struct.pack(f"<{len(out)}q", *out)
+        extend((state.controlled_shutdowns, state.disk_failures, q.min_isr_step, state.leader_min_isr_step))
+        extend(1 if r.shutting else 0 for r in state.replicas)
+    return _packer(len(out)).pack(*out)
+
+
+def _packer(count: int, cache: dict[int, struct.Struct] = {}) -> struct.Struct:  # noqa: B006 (the cache)
+    """The ``struct.Struct`` of ``count`` little-endian 64-bit ints (made once per count)."""
+    packer = cache.get(count)
+    if packer is None:
+        packer = cache[count] = struct.Struct(f"<{count}q")
+    return packer

@@ -63,26 +63,30 @@ class StatesKernel(KernelBase):
         return row
 
     def expand(self, rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        parents, choices, codes, out = [], [], [], []
+        parents: list[int] = []
+        choices: list[int] = []
+        codes: list[int] = []
+        out: list[Any] = []
         model, code_of = self.model, self._codes
         every: list[list[tuple[Any, Any]]] = []
+        add_code, add_state = codes.append, out.append
         for i, state in enumerate(rows):
             succ = model.successors(state)
             every.append(succ)
-            for choice, (action, nxt) in enumerate(succ):
-                if choice >= CHOICES:
-                    raise UsageError(
-                        f"a state has more than {CHOICES} enabled actions: the rows search "
-                        "cannot keep its choices; run with --engine local --per-state"
-                    )
+            if len(succ) > CHOICES:
+                raise UsageError(
+                    f"a state has more than {CHOICES} enabled actions: the rows search "
+                    "cannot keep its choices; run with --engine local --per-state"
+                )
+            for action, nxt in succ:
                 name = action_name(action)
                 code = code_of.get(name)
                 if code is None:
                     raise UsageError(f"the action {name!r} is not among the model's action_names()")
-                parents.append(i)
-                choices.append(choice)
-                codes.append(code)
-                out.append(nxt)
+                add_code(code)
+                add_state(nxt)
+            parents.extend([i] * len(succ))
+            choices.extend(range(len(succ)))
         self._last = (rows, every)
         return (
             np.array(parents, dtype=np.int64),

@@ -55,9 +55,11 @@ def test_a_grandchild_s_cpu_and_memory_count():
 
 
 def test_a_tree_measured_from_outside_starts_from_zero():
-    child = subprocess.Popen([sys.executable, "-c", "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass\ntime.sleep(30)"])
+    spin = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass\nprint('spun', flush=True)\ntime.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.0)  # the child has spent its 0.3 s before the measurement starts
+        assert child.stdout.readline() == "spun\n"  # the child has spent its 0.3 s before the measurement starts
+        time.sleep(0.1)
         tree = TreeUsage(pid=child.pid, interval=0.05).start()
         time.sleep(0.2)
         usage = tree.stop()

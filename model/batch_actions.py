@@ -406,7 +406,6 @@ class Elections:
 
     def elect(self, s: np.ndarray, cand: int, kind: str) -> None:
         c = self.codec
-        b = c.block(cand)
         old = s[:, c.Q_ISR].astype(np.int64)
         if kind == "clean":
             new = old & self.rules.alive_mask(s)
@@ -417,14 +416,4 @@ class Elections:
         else:  # unclean, or the last known leader: the ISR is {cand}, the ELR cleared
             new = np.full(len(s), 1 << cand, dtype=np.int64)
             elr = np.zeros(len(s), dtype=np.int64)
-        s[:, c.Q_ISR] = new
-        s[:, c.Q_ELR] = elr
-        if c.alter:  # the old leader's request carries the old leader epoch
-            self.rules.drop_request(s)
-        s[:, c.Q_LEADER] = cand
-        s[:, c.Q_EPOCH] += 1
-        s[:, b + c.LEADER] = cand
-        s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
-        s[:, b + c.REMOTE_LEO : b + c.REMOTE_LEO + self.n] = 0
-        self.rules.clear_inflight(s, b)
-        self.rules.advance_hw(s, cand)
+        self.rules.install_leader(s, cand, new, elr)

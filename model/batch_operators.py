@@ -167,7 +167,6 @@ class OperatorActions:
         """ControlledShutdown of the quorum's leader ``r``: ``cand`` elected in its place by
         ``kind`` (new ISR and ELR as docs/model.md gives them), in a new leader epoch, taking
         over at once as in ElectLeader."""
-        c = self.codec
         _, isr1, elr1 = self._targets(s, r)
         bit = np.int64(1 << cand)
         if kind == CLEAN:
@@ -180,18 +179,7 @@ class OperatorActions:
             isr = np.full(len(s), bit, dtype=np.int64)
             elr = np.zeros(len(s), dtype=np.int64)
         self._mark(s, r)
-        s[:, c.Q_ISR] = isr
-        s[:, c.Q_ELR] = elr
-        if c.alter:
-            self.rules.drop_request(s)
-        b = c.block(cand)
-        s[:, c.Q_LEADER] = cand
-        s[:, c.Q_EPOCH] += 1
-        s[:, b + c.LEADER] = cand
-        s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
-        s[:, b + c.REMOTE_LEO : b + c.REMOTE_LEO + self.n] = 0
-        self.rules.clear_inflight(s, b)
-        self.rules.advance_hw(s, cand)
+        self.rules.install_leader(s, cand, isr, elr)
 
     def leaderless(self, s: np.ndarray, r: int) -> None:
         """ControlledShutdown of the quorum's leader ``r`` when nobody may replace it: no

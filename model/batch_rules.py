@@ -181,6 +181,25 @@ class RowRules:
         c = self.codec
         s[:, b + c.INFLIGHT_LEADER : b + c.BLOCK] = NONE
 
+    def install_leader(self, s: np.ndarray, cand: int, isr: np.ndarray, elr: np.ndarray) -> None:
+        """``cand`` leads in a new leader epoch with the ISR ``isr`` and the ELR ``elr``, and takes
+        over at once (ElectLeader's effect; a controlled shutdown's leader move): the old
+        leader's AlterPartition request dropped, the new leader's view of the others' log ends
+        and its response in flight cleared, its high watermark advanced."""
+        c = self.codec
+        b = c.block(cand)
+        s[:, c.Q_ISR] = isr
+        s[:, c.Q_ELR] = elr
+        if c.alter:  # the old leader's request carries the old leader epoch
+            self.drop_request(s)
+        s[:, c.Q_LEADER] = cand
+        s[:, c.Q_EPOCH] += 1
+        s[:, b + c.LEADER] = cand
+        s[:, b + c.EPOCH] = s[:, c.Q_EPOCH]
+        s[:, b + c.REMOTE_LEO : b + c.REMOTE_LEO + self.n] = 0
+        self.clear_inflight(s, b)
+        self.advance_hw(s, cand)
+
     def end_offset_for(
         self, rows: np.ndarray, b: int, epoch: np.ndarray, own: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

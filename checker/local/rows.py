@@ -53,6 +53,10 @@ from ..stores.seen import CompactSeenSet
 from .workers import MIN_CHUNKS, ExpandPool, Task, in_order
 
 CHUNK_ROWS = 1 << 15  # frontier states expanded per kernel call
+# Python states (``arrays`` false) are expanded an eighth of that at a time: a chunk's
+# successors, duplicates included, are Python objects alive together, and an array
+# operation gains nothing from a longer chunk of them
+OBJECT_CHUNK_SHARE = 8
 NUMBERS_SLICE = 1 << 20  # stored fingerprints ``RowsSearch.numbers_of`` sorts at a time
 
 
@@ -164,7 +168,8 @@ class RowsSearch(Search):
 
     def chunk_rows(self) -> int:
         """The frontier states expanded together (the store's ``chunk_factor`` chunks)."""
-        return CHUNK_ROWS * self.seen.chunk_factor
+        rows = CHUNK_ROWS if self.kernel.arrays else max(1, CHUNK_ROWS // OBJECT_CHUNK_SHARE)
+        return rows * self.seen.chunk_factor
 
     def pieces(self) -> Iterator[RowsPiece]:
         """The level's chunks in order, each with what a worker prepared of it (``None``:

@@ -29,6 +29,7 @@ from .common import (
 if TYPE_CHECKING:  # for the annotations only
     from kmc.checker.contract.protocol import Model, Property
     from kmc.checker.local.simulate import SimulationResult as Simulation
+    from kmc.model.kafka import KafkaModel
     from kmc.model.spec import Spec
     from rich.console import Console
 
@@ -170,7 +171,7 @@ def _walk(args: argparse.Namespace, err: Console, model: Model, properties: list
             )
 
 
-def _say_outcome(args: argparse.Namespace, out: Console, spec: Spec, model: Model, sim: Simulation) -> None:
+def _say_outcome(args: argparse.Namespace, out: Console, spec: Spec, model: KafkaModel, sim: Simulation) -> None:
     """The violation found (its walk, unless ``--no-trace``), or that none was: a simulation
     proves nothing."""
     from kmc.app.render import TraceView

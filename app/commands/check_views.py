@@ -113,7 +113,7 @@ class CheckViews:
         if not self.generic:
             from kmc.app.render import result_to_dict
 
-            return result_to_dict(self.spec, model, result)
+            return result_to_dict(self.spec, cast("KafkaModel", model), result)  # a spec's model
         from kmc.app.render import generic
 
         doc = generic.result_dict(self.spec, model, result)

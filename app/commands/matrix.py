@@ -21,9 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kmc.checker.base.errors import UsageError
+from kmc.model.versions import (  # noqa: F401  (the versions grid's tables; imported from here by the tests)
+    ALTER_PARTITION_VERSIONS,
+    LAST_KNOWN_LEADER_VERSIONS,
+    OPERATOR_VERSIONS,
+    VERSION_CONFIGS,
+    VERSIONS,
+)
 
 from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from here by the tests and reports)
-    ALTER_PARTITION_VERSIONS,
     BASE,
     DEFAULT_MAX_STATES,
     FALLBACK_BASE,
@@ -31,13 +37,9 @@ from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from he
     KNOWN_LIVENESS_VERDICTS,
     KNOWN_VERDICTS,
     KNOWN_VERSION_VERDICTS,
-    LAST_KNOWN_LEADER_VERSIONS,
     LIVENESS_PROPERTIES,
     LIVENESS_VERSION_CONFIGS,
-    OPERATOR_VERSIONS,
     RULE_ALIASES,
-    VERSION_CONFIGS,
-    VERSIONS,
     RowItem,
     check_rows,
     grid,

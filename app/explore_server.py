@@ -62,9 +62,13 @@ import socket
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING, Any
 
 from .explore_hosts import allowed_hosts, bind_address
 from .explore_http import MAX_TARGET, Handler
+
+if TYPE_CHECKING:  # for the annotations only
+    from kmc.app.render.explorer import Explorer
 
 MAX_HEAD = MAX_TARGET + (16 << 10)  # bytes of a request's head: its line and its headers
 HEAD_TIMEOUT = 10.0  # seconds a connection has to send a whole request head
@@ -95,7 +99,7 @@ class _Connection:
 
     __slots__ = ("sock", "address", "buffer", "deadline")
 
-    def __init__(self, sock, address, buffer=b"") -> None:
+    def __init__(self, sock: socket.socket, address: Any, buffer: bytes = b"") -> None:
         self.sock = sock
         self.address = address
         self.buffer = bytearray(buffer)
@@ -112,7 +116,15 @@ class ExploreServer:
         OSError: the address cannot be bound (the port is taken).
     """
 
-    def __init__(self, explorer, host="127.0.0.1", port=0, *, allow_remote=False, workers=WORKERS) -> None:
+    def __init__(
+        self,
+        explorer: Explorer,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        allow_remote: bool = False,
+        workers: int = WORKERS,
+    ) -> None:
         self.explorer = explorer
         self.bind = bind_address(host, allow_remote)
         self.bound_host = host
@@ -320,7 +332,7 @@ class ExploreServer:
         conn.sock.setblocking(False)
         return True
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: Any, client_address: Any) -> None:
         """A request that failed: a client that went away (a reset, a closed pipe: a
         browser tab closed, a probe) is no error of the server's and says nothing; anything
         else is one line on standard error, never a traceback."""

@@ -5,7 +5,7 @@ verdicts docs/model.md knows for their rows, and checking one row.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kmc.model.truncation import RULES
@@ -128,7 +128,9 @@ KNOWN_LIVENESS_VERDICTS = {
 }
 
 
-def liveness_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[str, str]]]:
+def liveness_grid(
+    configs: Iterable[str] | None = None, versions: Iterable[str] | None = None
+) -> list[tuple[str, Config, dict[str, str]]]:
     """``version_grid`` for the liveness rows: ``LIVENESS_VERSION_CONFIGS`` by default, each
     row's expectation from ``KNOWN_LIVENESS_VERDICTS``."""
     out = []
@@ -139,7 +141,9 @@ def liveness_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[s
     return out
 
 
-def version_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[str, str]]]:
+def version_grid(
+    configs: Iterable[str] | None = None, versions: Iterable[str] | None = None
+) -> list[tuple[str, Config, dict[str, str]]]:
     """``[(row id, Config, expected verdicts)]`` of the versions grid, configuration-major:
     every cell ``model.versions.applies`` keeps (the operators' rows run on
     ``OPERATOR_VERSIONS`` only, a failed directory where the release has one).
@@ -160,7 +164,7 @@ def version_grid(configs=None, versions=None) -> list[tuple[str, Config, dict[st
     return out
 
 
-def row_id(config) -> str:
+def row_id(config: Config) -> str:
     """``hw-r2-isr1-clean-flushed``: the rule, replicas, min ISR, unclean, unflushed loss."""
     return (
         f"{RULES[config.truncation].short}-r{config.n}-isr{config.min_insync_replicas}-"
@@ -169,7 +173,16 @@ def row_id(config) -> str:
     )
 
 
-def grid(rules, replicas, min_isr, unclean, unflushed, messages=None, crashes=None, epochs=None) -> list[Config]:
+def grid(
+    rules: Iterable[str],
+    replicas: Iterable[int],
+    min_isr: Iterable[int] | None,
+    unclean: Iterable[bool],
+    unflushed: Iterable[bool],
+    messages: int | None = None,
+    crashes: int | None = None,
+    epochs: int | None = None,
+) -> list[Config]:
     """The grid's configurations, in table order: rule, replicas, min ISR, unclean, unflushed.
 
     Args:
@@ -208,7 +221,7 @@ def grid(rules, replicas, min_isr, unclean, unflushed, messages=None, crashes=No
     return out
 
 
-def known_verdicts(config) -> dict:
+def known_verdicts(config: Config) -> dict[str, str]:
     """docs/model.md's known verdicts for ``config``, or ``{}`` when its table has no such row."""
     for key, value in KNOWN_CONSTANTS.items():
         if getattr(config, key) != value:
@@ -290,7 +303,7 @@ def run_row(item: RowItem) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return row, traces
 
 
-def check_rows(items, jobs) -> Iterator[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
+def check_rows(items: Sequence[RowItem], jobs: int) -> Iterator[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
     """Yield ``run_row``'s results in ``items`` order (in ``jobs`` processes when > 1)."""
     if jobs <= 1 or len(items) <= 1:
         for item in items:

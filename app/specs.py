@@ -12,11 +12,17 @@ the key.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from kmc.checker.base.errors import EngineError, SpecError
 from kmc.checker.base.units import validate_master
 from kmc.model import spec as model_spec
+
+if TYPE_CHECKING:  # for the annotations only
+    from kmc.model.spec_model import KafkaArg
+
+    from .user_model import ModelSpec
 
 SPARK_KEYS = ("master", "partitions")
 PARTITIONS = (1, 4096)  # checker.spark.master.MAX_PARTITIONS
@@ -31,7 +37,7 @@ class SparkTable:
     partitions: int | None = None
 
 
-def read_spark(path: str, table: dict) -> SparkTable:
+def read_spark(path: str, table: dict[str, Any]) -> SparkTable:
     """The ``[spark]`` table of the spec file ``path``, checked.
 
     Raises:
@@ -54,7 +60,7 @@ def read_spark(path: str, table: dict) -> SparkTable:
 TABLES = {"spark": read_spark}  # the application's tables of a spec file, in file order
 
 
-def load_spec(path: str | Path, kafka: tuple | None = None) -> model_spec.Spec:
+def load_spec(path: str | Path, kafka: KafkaArg | None = None) -> model_spec.Spec:
     """A spec file with the application's tables (``model.spec.load_spec``; ``kafka``: a
     release from the command line, in place of the spec's ``model.kafka``)."""
     return model_spec.load_spec(path, TABLES, kafka)
@@ -65,6 +71,7 @@ def parse_spec(data: bytes, path: str = "<spec>") -> model_spec.Spec:
     return model_spec.parse_spec(data, path, TABLES)
 
 
-def spark_table(spec) -> SparkTable:
+def spark_table(spec: model_spec.Spec | ModelSpec) -> SparkTable:
     """The ``[spark]`` settings of a spec (those of a user's model: none)."""
-    return spec.tables.get("spark", SparkTable())
+    table: SparkTable = spec.tables.get("spark", SparkTable())
+    return table

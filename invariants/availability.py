@@ -14,39 +14,42 @@ trap, an artefact of the bound and not of Kafka. No other bound can block an ele
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 from kmc.checker.contract.protocol import POSSIBLY, Property
 
 
-def available(model, state) -> bool:
+def available(model: Any, state: Any) -> bool:
     """``Available(state)``: some replica leads, or ElectLeader(n) is enabled for some
     ``n`` when ``quorum.epoch < max_leader_epoch`` is dropped from its guard."""
     return state.leader() is not None or bool(model.electable(state))
 
 
-def available_mask(kernel, rows) -> np.ndarray:
+def available_mask(kernel: Any, rows: np.ndarray) -> np.ndarray:
     """``available`` over the batch kernel's rows: which rows are goal states (some
     replica leads, or some ElectLeader is enabled when the epoch bound is dropped from its
     guard)."""
     lead = kernel.leads(rows)
-    out = lead >= 0
+    out: np.ndarray = lead >= 0
     for _, _, ok in kernel.election_kinds(rows, kernel.alive_mask(rows), lead):
         out |= ok
     return out
 
 
-def _names(model, ids) -> str:
+def _names(model: Any, ids: Iterable[int]) -> str:
     return "{" + ", ".join(model.name(r) for r in ids) + "}"
 
 
-def _records(ids) -> str:
+def _records(ids: Iterable[int]) -> str:
     ids = sorted(ids)
     if len(ids) == 1:
         return f"record {ids[0]}"
     return "records " + ", ".join(map(str, ids[:-1])) + f" and {ids[-1]}"
 
 
-def explain_trap(model, state) -> str:
+def explain_trap(model: Any, state: Any) -> str:
     """Why no replica can ever lead again from ``state`` (a trap), in a few clauses:
     the ISR and the ELR, the election options, and what happened to their members."""
     cfg = model.config
@@ -71,10 +74,10 @@ def explain_trap(model, state) -> str:
     return "; ".join(parts) + ": no replica can ever be elected again"
 
 
-def _loss(state, rep) -> str:
+def _loss(state: Any, rep: Any) -> str:
     """What made a replica lossy: a crash, or (it lost its whole log, and a directory failed
     in this behaviour) its failed log directory, or either when both happened."""
-    if not getattr(state, "disk_failures", 0) or rep.log:
+    if not state.disk_failures or rep.log:
         return "crash"
     return "crash or failed log directory" if state.crashes else "failed log directory"
 

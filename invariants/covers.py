@@ -25,49 +25,49 @@ import numpy as np
 from kmc.checker.contract.protocol import COVER, STEP_COVER, Property
 
 
-def record_committed(model, state) -> bool:
+def record_committed(model: Any, state: Any) -> bool:
     """A record is committed: some leader's high watermark passed it."""
     return bool(state.committed)
 
 
-def record_acknowledged(model, state) -> bool:
+def record_acknowledged(model: Any, state: Any) -> bool:
     """The producer was told a record is written."""
     return bool(state.acked)
 
 
-def isr_shrunk(model, state) -> bool:
+def isr_shrunk(model: Any, state: Any) -> bool:
     """The controller's ISR has fewer members than there are replicas."""
     return len(state.quorum.isr) < len(state.replicas)
 
 
-def new_leader_elected(model, state) -> bool:
+def new_leader_elected(model: Any, state: Any) -> bool:
     """A replica leads in a leader epoch after the first: an election happened."""
     leader = state.leader()
     return leader is not None and state.quorum.epoch >= 1
 
 
-def lossy_crash(model, state) -> bool:
+def lossy_crash(model: Any, state: Any) -> bool:
     """A replica is down after a crash that lost the unflushed tail of its log."""
     return any(r.lossy for r in state.replicas)
 
 
-def eligible_leader_replica(model, state) -> bool:
+def eligible_leader_replica(model: Any, state: Any) -> bool:
     """The controller holds an eligible leader replica (KIP-966)."""
     return bool(state.quorum.elr)
 
 
-def alter_partition_in_flight(model, state) -> bool:
+def alter_partition_in_flight(model: Any, state: Any) -> bool:
     """A leader's AlterPartition request waits for the controller's answer."""
     return state.quorum.alter is not None
 
 
-def diverging_fetch_answer(model, state) -> bool:
+def diverging_fetch_answer(model: Any, state: Any) -> bool:
     """A leader's diverging answer (a diverging epoch, no records) is on its way to a
     follower."""
     return any(r.inflight is not None and r.inflight.diverging is not None for r in state.replicas)
 
 
-def high_watermark_before_truncation(model, state) -> bool:
+def high_watermark_before_truncation(model: Any, state: Any) -> bool:
     """KAFKA-14704: a follower took a diverging answer's high watermark and has still to
     truncate."""
     return any(r.inflight is not None and r.inflight.applied for r in state.replicas)
@@ -76,62 +76,72 @@ def high_watermark_before_truncation(model, state) -> bool:
 # -- step covers: ``check(model, before, action, after)`` is true for a witness step --------
 
 
-def _kind_of(model, before, action, after) -> str | None:
-    return model.kind_of(before, action, after)
+def _kind_of(model: Any, before: Any, action: Any, after: Any) -> str | None:
+    kind: str | None = model.kind_of(before, action, after)
+    return kind
 
 
-def _kind_mask(action: str, kind: str, kernel, rows, parents, codes, after) -> np.ndarray:
+def _kind_mask(
+    action: str, kind: str, kernel: Any, rows: np.ndarray, parents: np.ndarray, codes: np.ndarray, after: np.ndarray
+) -> np.ndarray:
     """Per step of the batch kernel's rows: whether it is a step of ``action`` of ``kind``
     (one of the action's kinds, as coverage names them)."""
-    return kernel.kind_mask(action, kind, rows, parents, codes, after)
+    mask: np.ndarray = kernel.kind_mask(action, kind, rows, parents, codes, after)
+    return mask
 
 
-def elr_election(model, before, action, after) -> bool:
+def elr_election(model: Any, before: Any, action: Any, after: Any) -> bool:
     """ElectLeader elects an eligible leader replica (KIP-966): the candidate is in the
     controller's ELR, not in its ISR."""
     return action.name == "ElectLeader" and _kind_of(model, before, action, after) == "ELR"
 
 
-def _elr_election_mask(kernel, rows, parents, codes, after):
+def _elr_election_mask(
+    kernel: Any, rows: np.ndarray, parents: np.ndarray, codes: np.ndarray, after: np.ndarray
+) -> np.ndarray:
     return _kind_mask("ElectLeader", "ELR", kernel, rows, parents, codes, after)
 
 
-def unclean_election(model, before, action, after) -> bool:
+def unclean_election(model: Any, before: Any, action: Any, after: Any) -> bool:
     """ElectLeader elects a replica outside the ISR and the ELR (not the last known leader)."""
     return action.name == "ElectLeader" and _kind_of(model, before, action, after) == "unclean"
 
 
-def _unclean_election_mask(kernel, rows, parents, codes, after):
+def _unclean_election_mask(
+    kernel: Any, rows: np.ndarray, parents: np.ndarray, codes: np.ndarray, after: np.ndarray
+) -> np.ndarray:
     return _kind_mask("ElectLeader", "unclean", kernel, rows, parents, codes, after)
 
 
-def alter_partition_refused(model, before, action, after) -> bool:
+def alter_partition_refused(model: Any, before: Any, action: Any, after: Any) -> bool:
     """The controller answers a leader's AlterPartition request by refusing it (the ISR
     stays as it was)."""
     return action.name == "AlterPartition" and _kind_of(model, before, action, after) == "refused"
 
 
-def _alter_partition_refused_mask(kernel, rows, parents, codes, after):
+def _alter_partition_refused_mask(
+    kernel: Any, rows: np.ndarray, parents: np.ndarray, codes: np.ndarray, after: np.ndarray
+) -> np.ndarray:
     return _kind_mask("AlterPartition", "refused", kernel, rows, parents, codes, after)
 
 
-def follower_truncates(model, before, action, after) -> bool:
+def follower_truncates(model: Any, before: Any, action: Any, after: Any) -> bool:
     """A follower cuts records off its log: at BecomeFollower (the truncation rule), or at
     a FetchResponse (a diverging answer's truncation, or a response that starts below its
     log end). A crash's or a failed directory's loss is not a truncation."""
     if action.name not in ("BecomeFollower", "FetchResponse"):
         return False
     old, new = before.replicas[action.replica].log, after.replicas[action.replica].log
-    return new[: len(old)] != old
+    return bool(new[: len(old)] != old)
 
 
-def controlled_shutdown_moves_leader(model, before, action, after) -> bool:
+def controlled_shutdown_moves_leader(model: Any, before: Any, action: Any, after: Any) -> bool:
     """A controlled shutdown of the quorum's leader: the controller elects another replica
     in its place."""
     return action.name == "ControlledShutdown" and before.quorum.leader == action.replica and action.to is not None
 
 
-def min_isr_change_applied(model, before, action, after) -> bool:
+def min_isr_change_applied(model: Any, before: Any, action: Any, after: Any) -> bool:
     """The leader's broker takes a new min ISR: ApplyMinIsr with ``min_isr_lag``, else the
     controller's ChangeMinIsr, which the leader's broker takes at once."""
     if action.name == "ApplyMinIsr":
@@ -139,12 +149,14 @@ def min_isr_change_applied(model, before, action, after) -> bool:
     return action.name == "ChangeMinIsr" and not model.config.min_isr_lag
 
 
-def log_directory_failed(model, before, action, after) -> bool:
+def log_directory_failed(model: Any, before: Any, action: Any, after: Any) -> bool:
     """A replica's log directory fails (DiskFailure)."""
-    return action.name == "DiskFailure"
+    return bool(action.name == "DiskFailure")
 
 
-def _step_cover(name: str, check, description: str, mask=None) -> Property:
+def _step_cover(
+    name: str, check: Callable[..., bool], description: str, mask: Callable[..., np.ndarray] | None = None
+) -> Property:
     return Property(name, STEP_COVER, check, description, symmetric=True, mask=mask)
 
 
@@ -264,7 +276,7 @@ NEEDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
 }
 
 
-def missing_option(name: str, config) -> str | None:
+def missing_option(name: str, config: Any) -> str | None:
     """What the cover ``name`` needs that ``config`` lacks (``None``: nothing)."""
     need = NEEDS.get(name)
     if need is None or need[1](config):

@@ -11,6 +11,8 @@ and differential tests check it against the check, state by state.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from kmc.checker.contract.protocol import ALWAYS, STEP, Property, columns
 
@@ -23,11 +25,11 @@ DISK_FAILURE = "DiskFailure"
 KAFKA_16234 = "KAFKA-16234"
 
 
-def _record(epoch, rid) -> str:
+def _record(epoch: int, rid: int) -> str:
     return f"record {rid} (epoch {epoch})"
 
 
-def high_watermark_below_log_end(model, state) -> str | None:
+def high_watermark_below_log_end(model: Any, state: Any) -> str | None:
     """Every replica: ``hw <= LEO``."""
     for r, rep in enumerate(state.replicas):
         if rep.hw > len(rep.log):
@@ -35,7 +37,7 @@ def high_watermark_below_log_end(model, state) -> str | None:
     return None
 
 
-def high_watermark_below_log_end_mask(kernel, rows) -> np.ndarray:
+def high_watermark_below_log_end_mask(kernel: Any, rows: np.ndarray) -> np.ndarray:
     """``high_watermark_below_log_end`` over rows: which rows violate it."""
     c = kernel.codec
     bad = np.zeros(len(rows), dtype=bool)
@@ -45,7 +47,7 @@ def high_watermark_below_log_end_mask(kernel, rows) -> np.ndarray:
     return bad
 
 
-def committed_never_lost(model, state) -> str | None:
+def committed_never_lost(model: Any, state: Any) -> str | None:
     """When some replica leads, every committed record is in its log at its offset."""
     l = state.leader()
     if l is None:
@@ -65,7 +67,7 @@ def committed_never_lost(model, state) -> str | None:
     return None
 
 
-def _led_without(kernel, rows, acked: bool = False) -> np.ndarray:
+def _led_without(kernel: Any, rows: np.ndarray, acked: bool = False) -> np.ndarray:
     """Which rows have a leader whose log lacks a committed record (with ``acked``, an
     acknowledged one) at its offset."""
     lead = kernel.leads(rows)
@@ -81,12 +83,12 @@ def _led_without(kernel, rows, acked: bool = False) -> np.ndarray:
     return bad
 
 
-def committed_never_lost_mask(kernel, rows) -> np.ndarray:
+def committed_never_lost_mask(kernel: Any, rows: np.ndarray) -> np.ndarray:
     """``committed_never_lost`` over rows: which rows violate it."""
     return _led_without(kernel, rows)
 
 
-def acknowledged_never_lost(model, state) -> str | None:
+def acknowledged_never_lost(model: Any, state: Any) -> str | None:
     """When some replica leads, every record the producer was told is written is in its
     log at its offset (meaningful with ``acks`` set; ``acked`` is empty otherwise)."""
     l = state.leader()
@@ -114,14 +116,14 @@ def acknowledged_never_lost(model, state) -> str | None:
     return None
 
 
-def acknowledged_never_lost_mask(kernel, rows) -> np.ndarray:
+def acknowledged_never_lost_mask(kernel: Any, rows: np.ndarray) -> np.ndarray:
     """``acknowledged_never_lost`` over rows: which rows violate it."""
     if kernel.codec.ACKED_OFFSET is None:  # acks not set: nothing is ever acknowledged
         return np.zeros(len(rows), dtype=bool)
     return _led_without(kernel, rows, acked=True)
 
 
-def logs_never_diverge(model, state) -> str | None:
+def logs_never_diverge(model: Any, state: Any) -> str | None:
     """Live replicas on the current epoch agree below the smaller of their HWs."""
     q = state.quorum
     current = [r for r, rep in enumerate(state.replicas) if rep.alive and rep.epoch == q.epoch]
@@ -146,7 +148,7 @@ def logs_never_diverge(model, state) -> str | None:
     return None
 
 
-def logs_never_diverge_mask(kernel, rows) -> np.ndarray:
+def logs_never_diverge_mask(kernel: Any, rows: np.ndarray) -> np.ndarray:
     """``logs_never_diverge`` over rows: which rows violate it (an offset at a time: the
     logs have ``m`` columns, and a comparison of whole columns is cheaper than a
     reduction across a row's few)."""
@@ -171,7 +173,7 @@ def logs_never_diverge_mask(kernel, rows) -> np.ndarray:
     return bad
 
 
-def leader_candidate_completeness(model, state) -> str | None:
+def leader_candidate_completeness(model: Any, state: Any) -> str | None:
     """Every live member of the ISR or the ELR holds every committed record at its offset
     (every replica the controller may elect cleanly, or from the ELR, is complete)."""
     committed = state.committed
@@ -199,7 +201,7 @@ def leader_candidate_completeness(model, state) -> str | None:
     return None
 
 
-def _committed_at(kernel, rows, acked: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
+def _committed_at(kernel: Any, rows: np.ndarray, acked: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
     """Per row, the committed records (with ``acked``, the acknowledged ones) by offset:
     for each offset ``j`` the code of the record there (``NONE``: none), and whether two
     records are at one offset (then no log holds both). The arrays forms' layout: a column
@@ -222,7 +224,7 @@ def _committed_at(kernel, rows, acked: bool = False) -> tuple[list[np.ndarray], 
     return at, clash
 
 
-def leader_candidate_completeness_mask(kernel, rows) -> np.ndarray:
+def leader_candidate_completeness_mask(kernel: Any, rows: np.ndarray) -> np.ndarray:
     """``leader_candidate_completeness`` over rows: which rows violate it (the committed
     records laid out by offset once, then each candidate's log compared with them)."""
     c = kernel.codec
@@ -240,7 +242,7 @@ def leader_candidate_completeness_mask(kernel, rows) -> np.ndarray:
     return bad
 
 
-def _holds_at(kernel, rows, r, at: list[np.ndarray], clash: np.ndarray) -> np.ndarray:
+def _holds_at(kernel: Any, rows: np.ndarray, r: int, at: list[np.ndarray], clash: np.ndarray) -> np.ndarray:
     """Which rows have every record of ``at`` (``_committed_at``) in replica ``r``'s log
     at its offset."""
     c = kernel.codec
@@ -252,11 +254,11 @@ def _holds_at(kernel, rows, r, at: list[np.ndarray], clash: np.ndarray) -> np.nd
     return holds
 
 
-def uncommitted_never_exposed(model, state) -> str | None:
+def uncommitted_never_exposed(model: Any, state: Any) -> str | None:
     """Every live replica: every record below its high watermark (and its log end) is
     committed at that offset, so a consumer reading from any replica, the leader or a
     follower (KIP-392), reads only committed records."""
-    committed: set | None = None  # made at the first record below a HW
+    committed: set[tuple[int, int, int]] | None = None  # made at the first record below a HW
     for r, rep in enumerate(state.replicas):
         if not rep.alive:
             continue
@@ -276,7 +278,7 @@ def uncommitted_never_exposed(model, state) -> str | None:
     return None
 
 
-def uncommitted_never_exposed_mask(kernel, rows) -> np.ndarray:
+def uncommitted_never_exposed_mask(kernel: Any, rows: np.ndarray) -> np.ndarray:
     """``uncommitted_never_exposed`` over rows: which rows violate it (a live replica holds,
     below its high watermark, a record that is not committed at that offset)."""
     c, m = kernel.codec, kernel.m
@@ -299,7 +301,7 @@ def uncommitted_never_exposed_mask(kernel, rows) -> np.ndarray:
     return bad
 
 
-def leader_epoch_monotonic(model, before, action, after) -> str | None:
+def leader_epoch_monotonic(model: Any, before: Any, action: Any, after: Any) -> str | None:
     """The controller's epoch never decreases; a live replica's epoch never decreases
     except to -1 on restart, or at a failure of its log directory under KAFKA-16234 (the
     partition re-created empty has no leader epoch)."""
@@ -324,19 +326,13 @@ def leader_epoch_monotonic(model, before, action, after) -> str | None:
     return None
 
 
-def _recreated_empty(model, action, r) -> bool:
+def _recreated_empty(model: Any, action: Any, r: int) -> bool:
     """Is the step DiskFailure(r) under KAFKA-16234 (the partition re-created empty, alive,
     with no leader epoch)?"""
-    config = getattr(model, "config", None)
-    return (
-        getattr(action, "name", None) == DISK_FAILURE
-        and action.replica == r
-        and config is not None
-        and config.has_bug(KAFKA_16234)
-    )
+    return bool(action.name == DISK_FAILURE and action.replica == r and model.config.has_bug(KAFKA_16234))
 
 
-def leader_epoch_monotonic_mask(kernel, rows, parents, after) -> np.ndarray:
+def leader_epoch_monotonic_mask(kernel: Any, rows: np.ndarray, parents: np.ndarray, after: np.ndarray) -> np.ndarray:
     """``leader_epoch_monotonic`` over transitions: which ``rows[parents[i]] -> after[i]``
     violate it."""
     c = kernel.codec
@@ -344,7 +340,7 @@ def leader_epoch_monotonic_mask(kernel, rows, parents, after) -> np.ndarray:
     # Only the columns the property reads, before and after (one pass over each array).
     before = columns(np.take(np.take(rows, cols, axis=1), parents, axis=0))
     now = columns(np.take(after, cols, axis=1))
-    bad = now[:, 0] < before[:, 0]
+    bad: np.ndarray = now[:, 0] < before[:, 0]
     # KAFKA-16234: a DiskFailure (the count of them rises) re-creates the partition alive
     # with no leader epoch; no other step takes a live replica's epoch to -1
     recreated = None
@@ -447,7 +443,7 @@ CLASSIC = ALL[:4]
 MODERN = ALL[:5]
 
 
-def default_properties(config) -> tuple[Property, ...]:
+def default_properties(config: Any) -> tuple[Property, ...]:
     """The properties a run of ``config`` checks unless told otherwise: ``MODERN`` for a
     configuration that uses the 2.1 rule, the HW gate or the ELR; ``CLASSIC`` (without
     ``LeaderCandidateCompleteness``) for the pre-2.1 model; either followed by
@@ -455,8 +451,8 @@ def default_properties(config) -> tuple[Property, ...]:
     then by ``UncommittedNeverExposed`` when followers truncate in the fetch path
     (``truncate_on_fetch``). ``PartitionRecoverable`` is never a default."""
     base: tuple[Property, ...] = MODERN if config.modern else CLASSIC
-    if getattr(config, "acks", None):
+    if config.acks:
         base += (AcknowledgedNeverLost,)
-    if getattr(config, "truncate_on_fetch", False):
+    if config.truncate_on_fetch:
         base += (UncommittedNeverExposed,)
     return base

@@ -14,24 +14,26 @@ only the epoch bound blocks an election ("at the bound").
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from kmc.checker.contract.protocol import ALWAYS_EVENTUALLY, LEADS_TO, Property
 
 
-def _record(epoch, rid) -> str:
+def _record(epoch: int, rid: int) -> str:
     return f"record {rid} (epoch {epoch})"
 
 
-def _names(model, ids) -> str:
+def _names(model: Any, ids: Iterable[int]) -> str:
     return "{" + ", ".join(model.name(r) for r in ids) + "}"
 
 
 # -- EventuallyLeader ------------------------------------------------------------------------
 
 
-def leaderless(model, state) -> str | None:
+def leaderless(model: Any, state: Any) -> str | None:
     """``None`` where some replica leads, else why none does (the quorum leader is none,
     down, or has restarted since its election)."""
     if state.leader() is not None:
@@ -49,12 +51,13 @@ def leaderless(model, state) -> str | None:
     )
 
 
-def leaderless_mask(kernel, rows) -> np.ndarray:
+def leaderless_mask(kernel: Any, rows: np.ndarray) -> np.ndarray:
     """``leaderless`` over rows: true where no replica leads."""
-    return kernel.leads(rows) < 0
+    lead: np.ndarray = kernel.leads(rows)
+    return lead < 0
 
 
-def blocked_by_bound(model, state) -> bool:
+def blocked_by_bound(model: Any, state: Any) -> bool:
     """Is a Failover disabled in ``state`` only by ``quorum.epoch < max_leader_epoch``?
     Nobody leads, the epoch is at the bound, and some ElectLeader would be enabled without
     that conjunct of its guard."""
@@ -62,23 +65,23 @@ def blocked_by_bound(model, state) -> bool:
     return state.quorum.epoch >= cfg.max_leader_epoch and state.leader() is None and bool(model.electable(state))
 
 
-def _tail(states, loop):
+def _tail(states: Sequence[Any], loop: int) -> list[Any]:
     """The states a lasso stays in for ever: its cycle's, or the stuttering last one."""
     return list(states[loop:-1]) if loop < len(states) - 1 else [states[-1]]
 
 
-def _where(states, loop) -> str:
+def _where(states: Sequence[Any], loop: int) -> str:
     if loop == len(states) - 1:
         return f"in state {loop + 1}, where no fair action is enabled (it stays there for ever)"
     return f"on the cycle from state {loop + 1} back to it"
 
 
-def _bound(model) -> str:
+def _bound(model: Any) -> str:
     bound = model.config.max_leader_epoch
     return f"no leader can be elected because the controller's epoch reached max_leader_epoch = {bound}; raise it"
 
 
-def _why_no_leader(model, tail) -> str | None:
+def _why_no_leader(model: Any, tail: Sequence[Any]) -> str | None:
     """Why no replica is elected on the tail: the epoch bound, or nobody electable."""
     if any(blocked_by_bound(model, s) for s in tail):
         return _bound(model)
@@ -97,7 +100,7 @@ def _why_no_leader(model, tail) -> str | None:
     return None
 
 
-def explain_leaderless(model, states, loop, obligation) -> str:
+def explain_leaderless(model: Any, states: Sequence[Any], loop: int, obligation: Any) -> str:
     """Why the lasso ``states`` (cycle back to ``states[loop]``) violates EventuallyLeader."""
     tail = _tail(states, loop)
     text = f"no replica leads {_where(states, loop)}"
@@ -109,7 +112,7 @@ def explain_leaderless(model, states, loop, obligation) -> str:
 
 
 @lru_cache(maxsize=64)
-def _obligations(max_messages: int, max_leader_epoch: int) -> tuple:
+def _obligations(max_messages: int, max_leader_epoch: int) -> tuple[tuple[int, int, int], ...]:
     """Every ``(offset, epoch, id)`` a committed record can be, sorted: record ``id`` is
     written at an offset of at most ``id`` (a log holds only records produced before it),
     in an epoch of at most ``max_leader_epoch``."""
@@ -118,20 +121,20 @@ def _obligations(max_messages: int, max_leader_epoch: int) -> tuple:
     )
 
 
-def record_obligations(model) -> tuple:
+def record_obligations(model: Any) -> tuple[tuple[int, int, int], ...]:
     """The obligations of ``CommittedEventuallyReplicated``: one per ``(offset, epoch, id)``
     a committed record can be, in order."""
     cfg = model.config
     return _obligations(cfg.max_messages, cfg.max_leader_epoch)
 
 
-def _missing(state, record) -> list[int]:
+def _missing(state: Any, record: tuple[int, int, int]) -> list[int]:
     """The replicas whose log does not hold ``record = (offset, epoch, id)`` at its offset."""
     o, e, i = record
     return [r for r, rep in enumerate(state.replicas) if o >= len(rep.log) or rep.log[o] != (e, i)]
 
 
-def committed_replicated(model, state) -> tuple:
+def committed_replicated(model: Any, state: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """``(p, q)``: the committed records (``P``), and the obligations whose record is
     everywhere or not committed (``Q or not P``: a record once committed stays committed,
     so the leads-to says the same, and only states where a committed record is missing
@@ -147,7 +150,7 @@ def committed_replicated(model, state) -> tuple:
     return committed, tuple(x for x in every if x not in waiting)
 
 
-def committed_replicated_mask(kernel, rows) -> tuple[np.ndarray, np.ndarray]:
+def committed_replicated_mask(kernel: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``committed_replicated`` over rows: two ``(len(rows), K)`` boolean arrays, column
     ``j`` for the ``j``-th obligation: where its record is committed (``P``), and where it
     is in every replica's log or not committed (``Q or not P``)."""
@@ -175,26 +178,26 @@ def committed_replicated_mask(kernel, rows) -> tuple[np.ndarray, np.ndarray]:
     for j, (o, e, i) in enumerate(every):
         obligation[i, o, e] = j
     for i in range(cfg.max_messages):
-        o = rows[:, c.COMMITTED_OFFSET + i].astype(np.int64)
-        e = rows[:, c.COMMITTED_EPOCH + i].astype(np.int64)
-        at = np.flatnonzero((o >= 0) & (o <= i) & (e >= 0) & (e < epochs))
+        offsets = rows[:, c.COMMITTED_OFFSET + i].astype(np.int64)
+        epoch = rows[:, c.COMMITTED_EPOCH + i].astype(np.int64)
+        at = np.flatnonzero((offsets >= 0) & (offsets <= i) & (epoch >= 0) & (epoch < epochs))
         if not len(at):
             continue
-        o, e = o[at], e[at]
-        j = obligation[i, o, e]
+        offsets, epoch = offsets[at], epoch[at]
+        j = obligation[i, offsets, epoch]
         p[at, j] = True
-        q[at, j] = held[at, o] == e * m + i
+        q[at, j] = held[at, offsets] == epoch * m + i
     return p, q
 
 
-def record_obligation_text(model, obligation) -> str:
+def record_obligation_text(model: Any, obligation: Any) -> str:
     """An obligation of ``CommittedEventuallyReplicated`` in words: the committed record
     it waits for, on every replica."""
     o, e, i = obligation
     return f"committed {_record(e, i)} at offset {o} on every replica"
 
 
-def explain_unreplicated(model, states, loop, obligation) -> str:
+def explain_unreplicated(model: Any, states: Sequence[Any], loop: int, obligation: Any) -> str:
     """Which record the lasso leaves missing from which replica, for ever, and why."""
     o, e, i = obligation
     tail = _tail(states, loop)

@@ -9,16 +9,20 @@ DIR/atlas.json. Like every kmc output, an existing file is replaced only when km
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kmc.checker.base.errors import UsageError
 
+if TYPE_CHECKING:  # for the annotations only
+    from rich.console import Console
 
-def run_cell(item) -> dict[str, Any]:
+
+def run_cell(item: tuple[str, str, int | None]) -> dict[str, Any]:
     """``(row, policy, max_states)`` -> a cell dict (a module-level function of plain values,
     so that ``--jobs`` can run it in another process)."""
     from kmc.app.render.atlas import cell_of, config_of, properties_of
@@ -41,7 +45,12 @@ def run_cell(item) -> dict[str, Any]:
     return cell
 
 
-def cells(rows=None, policies=None, max_states=None, jobs=1) -> Iterator[dict[str, Any]]:
+def cells(
+    rows: Iterable[str] | None = None,
+    policies: Iterable[str] | None = None,
+    max_states: int | None = None,
+    jobs: int = 1,
+) -> Iterator[dict[str, Any]]:
     """Yield the cell dicts of ``rows`` × ``policies`` (default: all), row-major."""
     from kmc.app.render.atlas import POLICIES, ROWS
 
@@ -56,7 +65,7 @@ def cells(rows=None, policies=None, max_states=None, jobs=1) -> Iterator[dict[st
         yield from pool.map(run_cell, items)
 
 
-def check_atlas_outputs(out_dir, force=False) -> None:
+def check_atlas_outputs(out_dir: str | os.PathLike[str], force: bool = False) -> None:
     """Refuse, before any cell runs, to write over an ATLAS.md or atlas.json kmc did not write.
 
     Raises:
@@ -89,7 +98,7 @@ def check_atlas_outputs(out_dir, force=False) -> None:
             )
 
 
-def write_traces(out_dir, cell_list) -> None:
+def write_traces(out_dir: str | os.PathLike[str], cell_list: Iterable[dict[str, Any]]) -> None:
     """Write every cell's counterexamples (``trace_docs``, taken out of the cells) as JSON
     traces with their HTML diagrams under DIR/traces/, and remove the atlas traces an earlier
     run left that this one did not write (only files kmc wrote)."""
@@ -123,7 +132,9 @@ def write_traces(out_dir, cell_list) -> None:
         raise UsageError(f"--out: cannot write into {out_dir} ({e.strerror or e})") from None
 
 
-def write_atlas(out_dir, cell_list, *, command: str, total_seconds: float) -> dict:
+def write_atlas(
+    out_dir: str | os.PathLike[str], cell_list: list[dict[str, Any]], *, command: str, total_seconds: float
+) -> dict[str, Any]:
     """Write DIR/atlas.json and DIR/ATLAS.md (and the cells' traces, when they carry them);
     return the document."""
     from kmc.app.render.atlas import atlas_document, to_markdown
@@ -143,7 +154,7 @@ def write_atlas(out_dir, cell_list, *, command: str, total_seconds: float) -> di
     return doc
 
 
-def run_atlas(args, out, err) -> int:
+def run_atlas(args: argparse.Namespace, out: Console, err: Console) -> int:
     """The ``--atlas`` branch of ``kmc matrix``."""
     from kmc.checker.base.exitcodes import EXIT_OK, EXIT_UNEXPECTED
 

@@ -5,7 +5,7 @@ views of the result (``kmc.app.render`` for a spec, ``render.generic`` for a mod
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from kmc.checker.base.errors import UsageError
@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # for the annotations only
     from kmc.checker.contract.protocol import Model
     from kmc.checker.core.options import Options
     from kmc.checker.core.result import CheckResult
+    from kmc.model.kafka import KafkaModel
     from kmc.model.spec import Spec
     from rich.console import RenderableType
 
@@ -74,7 +75,7 @@ class CheckViews:
 
             return ResultView(
                 self.spec,
-                model,
+                cast("KafkaModel", model),  # a spec's model (Spec.model())
                 result,
                 diff=args.diff,
                 show_traces=not args.no_trace,
@@ -112,7 +113,7 @@ class CheckViews:
         if not self.generic:
             from kmc.app.render import result_to_dict
 
-            return result_to_dict(self.spec, model, result)
+            return result_to_dict(self.spec, cast("KafkaModel", model), result)  # a spec's model
         from kmc.app.render import generic
 
         doc = generic.result_dict(self.spec, model, result)

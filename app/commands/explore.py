@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import errno
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from kmc.checker.base.errors import UsageError
@@ -14,8 +15,11 @@ from kmc.checker.base.text import safe_text
 
 from .common import add_kafka_arguments, add_model_arguments, load_target, options_from
 
-if TYPE_CHECKING:  # for the annotation only: imported on first use
-    from kmc.checker.core.result import CheckResult
+if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from kmc.checker.contract.protocol import Model, Property
+    from kmc.checker.core.driver import Engine
+    from kmc.checker.core.result import CheckResult, Path, Stats, Violation
+    from rich.console import Console
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -60,7 +64,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def _port(text) -> int:
+def _port(text: str) -> int:
     try:
         port = int(text)
     except ValueError:
@@ -76,11 +80,11 @@ class SavedTrace:
     holds it (the property, and for a liveness counterexample its ``lasso``)."""
 
     init: int
-    choices: list
-    entry: dict = attrs.field(eq=False, repr=False)
+    choices: list[int]
+    entry: dict[str, Any] = attrs.field(eq=False, repr=False)
 
 
-def load_traces(paths, model, identity=None) -> dict:
+def load_traces(paths: Sequence[str], model: Any, identity: dict[str, Any] | None = None) -> dict[str, SavedTrace]:
     """``{name: SavedTrace}`` of the traces in the files the user named: data only
     (nothing a file names is imported). ``identity``: a model of the user's own
     (``ModelSpec.identity``), whose parameters and source digest a file's recorded model
@@ -133,7 +137,9 @@ def load_traces(paths, model, identity=None) -> dict:
     return out
 
 
-def trace_lasso(name, saved: SavedTrace, path, model, properties):
+def trace_lasso(
+    name: str, saved: SavedTrace, path: Path, model: Model, properties: Iterable[Property]
+) -> Violation | None:
     """The liveness counterexample of a saved trace (``checker.core.result.Violation`` with its
     ``loop``), checked real, fair and violating by re-executing it and its explanation
     recomputed (``replay_checks.replay_lasso``), or ``None`` for a trace of another kind.
@@ -156,7 +162,8 @@ def trace_lasso(name, saved: SavedTrace, path, model, properties):
         from kmc.invariants import BY_NAME
 
         known = {**BY_NAME, **known}
-    prop = known.get(entry.get("property"))
+    wanted: Any = entry.get("property")  # a file's value: any JSON
+    prop = known.get(wanted)
     if prop is None or prop.kind not in LIVENESS:
         named = safe_text(repr(entry.get("property")))[:80]
         raise UsageError(f"--trace: {name}: its lasso names {named}, no liveness property of this model")
@@ -172,7 +179,7 @@ def _kafka_model() -> type:
     return KafkaModel
 
 
-def run(args, out, err) -> int:
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from kmc.app.render.explorer import Explorer, WalkError
     from kmc.app.render.explorer_views import GenericView, KafkaView
     from kmc.checker.engines import make_engine
@@ -248,6 +255,6 @@ def run(args, out, err) -> int:
     return 0
 
 
-def _run(engine, progress) -> CheckResult:
+def _run(engine: Engine, progress: Callable[[Stats], None]) -> CheckResult:
     engine.progress = progress
     return engine.run()

@@ -8,6 +8,8 @@ text (``Crash(B, keeps 1)``) as the edge label.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from kmc.checker.base.errors import UsageError
 from kmc.checker.base.text import safe_text
@@ -21,6 +23,11 @@ from .common import (
     positive_int,
     select_properties,
 )
+
+if TYPE_CHECKING:  # for the annotations only
+    from kmc.model.kafka import KafkaModel
+    from kmc.model.state import Record, State
+    from rich.console import Console
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -59,12 +66,12 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def _records(log) -> str:
+def _records(log: Iterable[Record]) -> str:
     """``0:e0·r0,1:e0·r1``: offset, epoch and record number, as traces write a record."""
     return ",".join(f"{offset}:e{epoch}·r{rid}" for offset, (epoch, rid) in enumerate(log)) or "-"
 
 
-def state_label(model, state) -> str:
+def state_label(model: KafkaModel, state: State) -> str:
     """A one-line summary of a Kafka model state, e.g.
     ``A* 0:e0·r0,1:e0·r1 hw2 e1 | B! 0:e0·r0 hw1 e0 | ctl A e1 isr A,B | c1``.
 
@@ -96,7 +103,7 @@ def state_label(model, state) -> str:
     return " | ".join(parts)
 
 
-def run(args, out, err) -> int:
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pathlib import Path
 
     from kmc.checker.graph.export import FORMATS, GraphTooLarge, write_graph

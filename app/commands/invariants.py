@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for the annotations only
+    from rich.console import Console
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -13,7 +17,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def run(args, out, err) -> int:
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from kmc.invariants import EVERY
     from kmc.invariants.covers import COVERS, STEP_COVERS
     from rich.table import Table

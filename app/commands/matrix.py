@@ -17,13 +17,20 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kmc.checker.base.errors import UsageError
+from kmc.model.versions import (  # noqa: F401  (the versions grid's tables; imported from here by the tests)
+    ALTER_PARTITION_VERSIONS,
+    LAST_KNOWN_LEADER_VERSIONS,
+    OPERATOR_VERSIONS,
+    VERSION_CONFIGS,
+    VERSIONS,
+)
 
 from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from here by the tests and reports)
-    ALTER_PARTITION_VERSIONS,
     BASE,
     DEFAULT_MAX_STATES,
     FALLBACK_BASE,
@@ -31,13 +38,9 @@ from ..matrix_grids import (  # noqa: F401  (the grids' tables; imported from he
     KNOWN_LIVENESS_VERDICTS,
     KNOWN_VERDICTS,
     KNOWN_VERSION_VERDICTS,
-    LAST_KNOWN_LEADER_VERSIONS,
     LIVENESS_PROPERTIES,
     LIVENESS_VERSION_CONFIGS,
-    OPERATOR_VERSIONS,
     RULE_ALIASES,
-    VERSION_CONFIGS,
-    VERSIONS,
     RowItem,
     check_rows,
     grid,
@@ -190,7 +193,7 @@ _LIVENESS_NOTE = (
 )
 
 
-def _default_note(source, constants) -> str:
+def _default_note(source: str, constants: dict[Any, Any]) -> str:
     if source == "versions":
         return (
             "docs/model.md's configurations under the truncation rule and options of successive "
@@ -227,7 +230,7 @@ def _default_note(source, constants) -> str:
     return note
 
 
-def run(args, out, err) -> int:
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from kmc.app.render.json_result import write_json
     from kmc.app.render.matrix import results_document, to_markdown, validate
     from kmc.checker.base.exitcodes import EXIT_OK, EXIT_UNEXPECTED
@@ -344,21 +347,21 @@ def _run_rows(items: list[RowItem], jobs: int, out_dir: Path, err: Console) -> t
     return rows, written
 
 
-def _invariants(rows) -> list[str]:
+def _invariants(rows: list[dict[str, Any]]) -> list[str]:
     """Every invariant some row was checked against, in the model's order."""
     from kmc.invariants import EVERY
 
     return [p.name for p in EVERY if any(p.name in r["verdicts"] for r in rows)]
 
 
-def _write(path, write) -> None:
+def _write(path: Path, write: Callable[..., object]) -> None:
     try:
         write()
     except OSError as e:
         raise UsageError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
-def _check_out_dir(out_dir, ids, force) -> None:
+def _check_out_dir(out_dir: Path, ids: list[str], force: bool) -> None:
     """Before any row runs: every file the run will write (or remove) in ``out_dir`` is
     either absent, one kmc wrote, or ``force`` allows replacing it.
 
@@ -382,7 +385,7 @@ def _check_out_dir(out_dir, ids, force) -> None:
                 check_output_path("--out", str(path), force=force, kind=kind)
 
 
-def _remove_stale_traces(traces_dir, ids, written) -> None:
+def _remove_stale_traces(traces_dir: Path, ids: list[str], written: set[str]) -> None:
     """Remove trace files left by an earlier run of these same rows (a verdict that no
     longer fails would otherwise keep a dead counterexample next to the table); only
     files kmc wrote."""

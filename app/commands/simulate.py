@@ -10,7 +10,7 @@ steps found it for every one of 40 seeds tried, in about 2 s each.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kmc.checker.base.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
 from kmc.checker.base.text import safe_text
@@ -29,6 +29,8 @@ from .common import (
 if TYPE_CHECKING:  # for the annotations only
     from kmc.checker.contract.protocol import Model, Property
     from kmc.checker.local.simulate import SimulationResult as Simulation
+    from kmc.checker.local.simulate import SimulationStats
+    from kmc.model.kafka import KafkaModel
     from kmc.model.spec import Spec
     from rich.console import Console
 
@@ -103,7 +105,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def result_to_dict(spec, model, sim) -> dict:
+def result_to_dict(spec: Spec, model: KafkaModel, sim: Simulation) -> dict[str, Any]:
     """The outcome of a simulation as a JSON-ready dict (schema version 1)::
 
     {"schema_version": 1, "kind": "kmc-simulation", "spec": {...},
@@ -154,7 +156,7 @@ def _walk(args: argparse.Namespace, err: Console, model: Model, properties: list
     else:
         with err.status(f"walk 0 of {args.runs:,}") as status:
 
-            def progress(st) -> None:
+            def progress(st: SimulationStats) -> None:
                 status.update(
                     f"walk {st.runs:,} of {args.runs:,}  ·  {st.steps:,} steps  ·  {st.distinct:,} distinct states"
                 )
@@ -170,7 +172,7 @@ def _walk(args: argparse.Namespace, err: Console, model: Model, properties: list
             )
 
 
-def _say_outcome(args: argparse.Namespace, out: Console, spec: Spec, model: Model, sim: Simulation) -> None:
+def _say_outcome(args: argparse.Namespace, out: Console, spec: Spec, model: KafkaModel, sim: Simulation) -> None:
     """The violation found (its walk, unless ``--no-trace``), or that none was: a simulation
     proves nothing."""
     from kmc.app.render import TraceView

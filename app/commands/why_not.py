@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from kmc.checker.base.errors import KmcError, UsageError
 from kmc.checker.base.text import safe_text
+
+if TYPE_CHECKING:  # for the annotations only
+    from rich.console import Console
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -54,7 +58,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def run(args, out, err) -> int:
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from kmc.app.render import generic
     from kmc.app.render.why_not import UnknownAction, answers, lines
 

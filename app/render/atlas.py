@@ -29,9 +29,13 @@ A cell::
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from kmc.checker.contract.protocol import Property
+    from kmc.checker.core.result import CheckResult
     from kmc.model.config import Config
 
 SCHEMA_VERSION = 1
@@ -49,7 +53,7 @@ HALVES = {COMMITTED: "committed", ACKED: "acknowledged", AVAILABLE: "availabilit
 # keep the log (flushed) or may drop its unflushed tail (lossy), the producer's acks all and 1.
 MESSAGES, EPOCHS = 2, 2
 CRASHES = {2: 2, 3: 1}
-ROWS = {}
+ROWS: dict[str, tuple[str, int, int, int, bool, str]] = {}
 for _n in (2, 3):
     for _isr in range(1, _n + 1):
         for _lossy in (False, True):
@@ -66,7 +70,7 @@ for _n in (2, 3):
                 )
 
 
-def _version_policies() -> dict:
+def _version_policies() -> dict[str, tuple[str, dict[str, Any]]]:
     """Every Kafka version of ``kmc matrix --versions`` (``model.versions.VERSIONS``), as a
     column: its label and the configuration fields it sets (its rule and options), read
     from the versions grid itself, so that a version added there is a column here too."""
@@ -77,7 +81,7 @@ def _version_policies() -> dict:
     first = next(iter(VERSION_CONFIGS))
     params: dict[str, Any] = dict(VERSION_CONFIGS[first][1])
     base = Config(**params)
-    out = {}
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
     for version in VERSIONS:
         cfg = version_config(version, VERSION_CONFIGS[first][1])
         settings = {
@@ -142,7 +146,7 @@ def config_of(row: str, policy: str) -> Config:
     )
 
 
-def properties_of(row: str, policy: str) -> tuple:
+def properties_of(row: str, policy: str) -> tuple[Property, ...]:
     """The properties a cell checks: every safety property its configuration checks by
     default (``invariants.default_properties``, which names ``AcknowledgedNeverLost`` for
     every row: each sets ``acks``), then ``PartitionRecoverable``."""
@@ -155,7 +159,7 @@ def properties_of(row: str, policy: str) -> tuple:
     return props
 
 
-def cell_of(row: str, policy: str, result) -> dict:
+def cell_of(row: str, policy: str, result: CheckResult) -> dict[str, Any]:
     """A cell dict from an engine's ``CheckResult`` (checked: ``properties_of``, or any
     list holding ``PROPERTIES``)."""
     distinct = result.stats.distinct
@@ -168,7 +172,7 @@ def cell_of(row: str, policy: str, result) -> dict:
         if name in result.violations:
             half["trace"] = trace_path(row, policy, name)
     v = result.violations.get(AVAILABLE)
-    traps = getattr(v, "traps", None) if v is not None else None
+    traps = v.traps if v is not None else None
     availability["trap_states"] = traps
     availability["trap_share"] = round(traps / distinct, 6) if traps is not None and distinct else None
     known = KNOWN.get((row, policy), {})
@@ -194,7 +198,7 @@ def cell_of(row: str, policy: str, result) -> dict:
     }
 
 
-def _half(result, name) -> dict:
+def _half(result: CheckResult, name: str) -> dict[str, Any]:
     verdict = result.verdict(name) if name in result.checked else "unknown"
     v = result.violations.get(name)
     return {"verdict": verdict, "length": len(v.path) if v is not None else None}
@@ -206,14 +210,14 @@ def trace_path(row: str, policy: str, prop: str) -> str:
     return f"traces/atlas-{row}-{policy}-{prop}.json"
 
 
-def _links(half) -> str:
+def _links(half: dict[str, Any]) -> str:
     path = half.get("trace")
     if not path:
         return ""
     return f" ([trace]({path}), [diagram]({path[:-5]}.html))"
 
 
-def atlas_document(cells, *, command: str, total_seconds: float) -> dict:
+def atlas_document(cells: Iterable[dict[str, Any]], *, command: str, total_seconds: float) -> dict[str, Any]:
     from kmc.checker import __version__
 
     return {
@@ -228,7 +232,7 @@ def atlas_document(cells, *, command: str, total_seconds: float) -> dict:
     }
 
 
-def _mark(half, availability=False) -> str:
+def _mark(half: dict[str, Any], availability: bool = False) -> str:
     verdict = half["verdict"]
     if verdict == _H:
         return "✓"
@@ -240,13 +244,13 @@ def _mark(half, availability=False) -> str:
     return text
 
 
-def failed_safety(cell) -> list[str]:
+def failed_safety(cell: dict[str, Any]) -> list[str]:
     """The safety properties other than the two losses (``cell["safety"]``) that the cell
     finds violated, in the order checked."""
     return [name for name, half in cell.get("safety", {}).items() if half["verdict"] == _V]
 
 
-def durable(cell) -> bool | None:
+def durable(cell: dict[str, Any]) -> bool | None:
     """No record the producer was told is written, and no committed record, is ever lost,
     and every other safety property the cell checked holds (None: not decided)."""
     halves = [cell["committed"], cell.get("acknowledged", {"verdict": _H}), *cell.get("safety", {}).values()]
@@ -255,7 +259,7 @@ def durable(cell) -> bool | None:
     return True if all(h["verdict"] == _H for h in halves) else None
 
 
-def available(cell) -> bool | None:
+def available(cell: dict[str, Any]) -> bool | None:
     """The partition can always get a leader again (None: not decided)."""
     verdict = cell["availability"]["verdict"]
     return True if verdict == _H else False if verdict == _V else None
@@ -270,7 +274,7 @@ VERDICTS = {
 }
 
 
-def cell_text(cell) -> str:
+def cell_text(cell: dict[str, Any]) -> str:
     """``acked ✓ · committed ✓ · available ✗ 4 (18.4% traps)``: what one cell decided."""
     parts = []
     if "acknowledged" in cell:
@@ -283,10 +287,10 @@ def cell_text(cell) -> str:
     return text
 
 
-def conclusion(doc) -> list[str]:
+def conclusion(doc: dict[str, Any]) -> list[str]:
     """The answer, written from the cells: which settings are durable and available under
     which versions, which only one of the two, which neither (Markdown lines)."""
-    groups: dict = {answer: {} for answer in VERDICTS.values()}
+    groups: dict[str, dict[str, list[str]]] = {answer: {} for answer in VERDICTS.values()}
     undecided = []
     for c in doc["cells"]:
         d, a = durable(c), available(c)
@@ -336,11 +340,11 @@ def conclusion(doc) -> list[str]:
     return lines + [""]
 
 
-def _in_short(doc) -> list[str]:
+def _in_short(doc: dict[str, Any]) -> list[str]:
     """A few sentences, each computed from the cells: what acks, lossy crashes and the
     price in availability come to."""
 
-    def settings(c) -> tuple[str, int, int, int, bool, str]:
+    def settings(c: dict[str, Any]) -> tuple[str, int, int, int, bool, str]:
         return ROWS[c["row"]]
 
     cells = [c for c in doc["cells"] if c["row"] in ROWS]  # a cell of a row this atlas knows
@@ -398,7 +402,7 @@ def _in_short(doc) -> list[str]:
     return out
 
 
-def to_markdown(doc) -> str:
+def to_markdown(doc: dict[str, Any]) -> str:
     cells = {(c["row"], c["policy"]): c for c in doc["cells"]}
     policies = list(doc["policies"])
     lines = [
@@ -461,7 +465,7 @@ def to_markdown(doc) -> str:
     return "\n".join(lines) + "\n"
 
 
-def is_atlas_markdown(path) -> bool:
+def is_atlas_markdown(path: str | os.PathLike[str]) -> bool:
     """True when ``path`` is empty or is an ATLAS.md that kmc wrote (its first line)."""
     try:
         with open(path, "rb") as f:

@@ -4,9 +4,13 @@ other report module, so that every one of them may import it."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import attrs
+
+if TYPE_CHECKING:
+    from kmc.checker.core.result import CheckResult, Path, Violation
 
 
 def cross_checked_text(count: int) -> str:
@@ -14,17 +18,17 @@ def cross_checked_text(count: int) -> str:
     return f"cross-checked with the model on {count:,} states (their successors, rows and property masks)"
 
 
-def by_path(violations) -> list[list]:
+def by_path(violations: Iterable[Violation]) -> list[list[Violation]]:
     """``violations`` (in their order) grouped by counterexample: those whose paths are
     the same (same initial state, same choices, and for a lasso the same cycle) in one
     group, so that a path two properties share is shown once, with both verdicts."""
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple[int, tuple[int, ...], int | None], list[Violation]] = {}
     for v in violations:
         groups.setdefault((v.path.init_index, tuple(v.path.choices), v.loop), []).append(v)
     return list(groups.values())
 
 
-def json_value(v) -> Any:
+def json_value(v: Any) -> Any:
     """A value as JSON holds it: attrs classes and dicts as objects, tuples, lists and sets
     as arrays (a set sorted), scalars as they are, anything else as its ``repr``."""
     if attrs.has(type(v)):
@@ -39,12 +43,12 @@ def json_value(v) -> Any:
     return repr(v)
 
 
-def lasso_mark(violation, index: int) -> str | None:
+def lasso_mark(violation: Violation, index: int) -> str | None:
     """What a trace says beside state ``index`` (from 1) of a liveness counterexample (a
     lasso, ``checker.core.result.Violation.loop``): where its cycle starts, that its last state
     goes back there, or that its last state stutters; ``None`` elsewhere and for the other
     kinds."""
-    loop = getattr(violation, "loop", None)
+    loop = violation.loop
     if loop is None:
         return None
     n = len(violation.path)
@@ -58,11 +62,11 @@ def lasso_mark(violation, index: int) -> str | None:
     return None
 
 
-def lasso_dict(violation) -> dict | None:
+def lasso_dict(violation: Violation) -> dict[str, Any] | None:
     """A liveness counterexample's lasso as JSON writes it (``None`` for the other kinds):
     the state its cycle starts at (from 1), whether it stutters instead, and the violated
     obligation of a leads-to family (``null`` for one)."""
-    loop = getattr(violation, "loop", None)
+    loop = violation.loop
     if loop is None:
         return None
     return {
@@ -72,11 +76,11 @@ def lasso_dict(violation) -> dict | None:
     }
 
 
-def lasso_summary(violation) -> str:
+def lasso_summary(violation: Violation) -> str:
     """A counterexample's size for a summary line: ``"5 states"``, or for a lasso ``"a
     lasso of 5 states, its cycle from state 2"`` / ``"... stuttering in state 5"``."""
     n = len(violation.path)
-    loop = getattr(violation, "loop", None)
+    loop = violation.loop
     if loop is None:
         return f"{n} states"
     if loop == n - 1:
@@ -95,19 +99,19 @@ __all__ = [
 ]
 
 
-def covers_to_dict(result, trace) -> dict:
+def covers_to_dict(result: CheckResult, trace: Callable[[Path], Any]) -> dict[str, Any]:
     """``{"covers": [...]}`` when the run checked covers (else ``{}``): each cover's name,
     its kind (``"cover"``: the witness's last state is the scenario; ``"step-cover"``: its
     last step is), its verdict (``"reached"``, ``"never reached"``, ``"unknown"``) and, when
     reached, its shortest witness as ``trace(path)`` writes a trace."""
-    covers = getattr(result, "covers", None) or []
+    covers = result.covers
     if not covers:
         return {}
-    steps = getattr(result, "step_covers", None) or []
+    steps = result.step_covers
     out = []
     for name in covers:
         kind = "step-cover" if name in steps else "cover"
-        doc = {"name": name, "kind": kind, "verdict": result.cover_verdict(name)}
+        doc: dict[str, Any] = {"name": name, "kind": kind, "verdict": result.cover_verdict(name)}
         if name in result.witnesses:
             doc["trace"] = trace(result.witnesses[name])
         out.append(doc)

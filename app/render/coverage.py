@@ -6,29 +6,35 @@ The counts are ``checker.core.coverage.Coverage``'s (kept in ``Stats.coverage``)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kmc.checker.base.text import safe_text
 from kmc.checker.core.coverage import coverage_warnings
 
 if TYPE_CHECKING:  # for the annotations only: rich is imported on first use
+    from kmc.checker.core.coverage import Coverage
+    from kmc.checker.core.result import Stats
     from rich.console import RenderableType
 
 __all__ = ["coverage_to_dict", "coverage_view"]
 
 
-def coverage_to_dict(stats) -> dict | None:
+def coverage_to_dict(stats: Stats) -> dict[str, Any] | None:
     """The ``coverage`` section of the JSON result (docs/json-schema.md), or ``None``
     when the run did not count it."""
     from kmc.checker.core.coverage import NoCoverage
 
-    cov = stats.coverage
+    cov: Coverage | None = stats.coverage
     if cov is None or isinstance(cov, NoCoverage):
         return None
     text = cov.names.text
-    actions = {}
+    actions: dict[str, dict[str, Any]] = {}
     for name in _action_order(cov, stats):
-        entry = {"enabled": cov.enabled.get(name, 0), "fired": stats.fired.get(name, 0), "new": stats.new.get(name, 0)}
+        entry: dict[str, Any] = {
+            "enabled": cov.enabled.get(name, 0),
+            "fired": stats.fired.get(name, 0),
+            "new": stats.new.get(name, 0),
+        }
         if name in cov.kinds:
             entry["kinds"] = dict(cov.kinds[name])
         actions[name] = entry
@@ -39,12 +45,12 @@ def coverage_to_dict(stats) -> dict | None:
     return {"actions": actions, "variables": variables, "warnings": coverage_warnings(cov, stats.fired)}
 
 
-def _action_order(cov, stats) -> list:
+def _action_order(cov: Coverage, stats: Stats) -> list[str]:
     names = list(cov.enabled)
     return names + [n for n in stats.fired if n not in cov.enabled]
 
 
-def coverage_view(stats, max_values: int = 12) -> RenderableType:
+def coverage_view(stats: Stats, max_values: int = 12) -> RenderableType:
     """The coverage tables and warnings of a run (a rich renderable)."""
     from rich import box
     from rich.console import Group, JustifyMethod

@@ -17,14 +17,23 @@ The renderers (``render.svg``, ``render.mermaid``, ``render.html``) only draw th
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from kmc.checker.contract.protocol import action_name
 from kmc.model.describe import plural, replica_set
-from kmc.model.state import SHRINK, leader_of, leads
+from kmc.model.state import SHRINK, leads
 
+from .diagram_marks import marks
 from .state_view import request_text
 from .terminal import EPOCH_STYLES, UNCLEAN_NOTE
+
+if TYPE_CHECKING:
+    from kmc.checker.core.result import Path, Step, Violation
+    from kmc.model.kafka import KafkaModel
+    from kmc.model.state import State
+
+    from .diagram_marks import Ghosts, Marked
 
 CONTROLLER = 0  # the controller's lane; replica r is lane r + 1
 MARKER = "kmc counterexample diagram"  # every diagram file kmc writes holds this text
@@ -41,7 +50,7 @@ def epoch_colour(epoch: int) -> str:
     return Color.parse(EPOCH_STYLES[epoch % len(EPOCH_STYLES)]).get_truecolor().hex
 
 
-def record_text(offset, epoch, rid) -> str:
+def record_text(offset: int, epoch: int, rid: int) -> str:
     """``0:e0·r0``, as the terminal writes a record at an offset."""
     return f"{offset}:e{epoch}·r{rid}"
 
@@ -73,7 +82,7 @@ class ReplicaCell:
     lossy: bool
     role: str  # "leader", "follower of A", "deposed", "leader (down)", "—"
     epoch: int
-    boxes: tuple  # of Box, by offset (ghosts after the log's end, or in place)
+    boxes: tuple[Box, ...]  # by offset (ghosts after the log's end, or in place)
     hw: int
     leo: int
     inflight: str | None  # the fetch response on its way to this replica
@@ -121,24 +130,24 @@ class Column:
     name: str  # the action's name ("" for the first column)
     description: str
     controller: ControllerCell
-    replicas: tuple  # of ReplicaCell
-    events: tuple  # of Event
-    committed: tuple = ()  # record texts this step committed (below a leader's HW for the first time)
-    acked: tuple = ()  # record texts the producer was told at this step are written (with acks)
+    replicas: tuple[ReplicaCell, ...]
+    events: tuple[Event, ...]
+    committed: tuple[str, ...] = ()  # record texts this step committed (below a leader's HW for the first time)
+    acked: tuple[str, ...] = ()  # record texts the producer was told at this step are written (with acks)
 
 
 @attrs.frozen
 class Diagram:
-    lanes: tuple  # lane names: "controller", then the replicas
-    columns: tuple  # of Column
+    lanes: tuple[str, ...]  # lane names: "controller", then the replicas
+    columns: tuple[Column, ...]
     property: str
     kind: str  # "always", "step" or "possibly"
     verdict: str  # "CommittedNeverLost is violated in State 10"
     explanation: str
-    lost: tuple  # record texts the violation marks
+    lost: tuple[str, ...]  # record texts the violation marks
     traps: int | None = None
     note: str = ""
-    options: tuple = ()  # the AlterPartition options that are on ("alter_partition", "broker_epochs")
+    options: tuple[str, ...] = ()  # the AlterPartition options that are on ("alter_partition", "broker_epochs")
     # A liveness property's lasso: the index of the column where its cycle starts (the last
     # column is that state again), or of the last column when the behaviour stutters there
     # for ever; None for any other counterexample.
@@ -157,15 +166,16 @@ class Diagram:
 LIVENESS_KINDS = ("always-eventually", "leads-to")  # checker.contract.protocol's liveness kinds
 
 
-def cycle_text(d) -> str:
+def cycle_text(d: Diagram) -> str:
     """What a lasso's end does, in a few words: ``back to State 8, for ever`` or ``State 5
     for ever: no fair action is enabled``."""
     if d.stutters:
         return f"State {len(d.columns)} for ever: no fair action is enabled"
+    assert d.loop is not None  # a lasso's
     return f"back to State {d.loop + 1}, for ever"
 
 
-def build(model, violation) -> Diagram:
+def build(model: KafkaModel, violation: Violation) -> Diagram:
     """The diagram of ``violation``'s path (a ``checker.core.result.Violation``; a liveness
     property's lasso is drawn with its cycle)."""
     return build_path(
@@ -174,13 +184,23 @@ def build(model, violation) -> Diagram:
         violation.property,
         violation.kind,
         violation.explanation,
-        getattr(violation, "traps", None),
-        loop=getattr(violation, "loop", None),
-        obligation=getattr(violation, "obligation", None),
+        violation.traps,
+        loop=violation.loop,
+        obligation=violation.obligation,
     )
 
 
-def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None, *, loop=None, obligation=None) -> Diagram:
+def build_path(
+    model: KafkaModel,
+    path: Path,
+    prop: str = "",
+    kind: str = HOLDS,
+    explanation: str = "",
+    traps: int | None = None,
+    *,
+    loop: int | None = None,
+    obligation: Any = None,
+) -> Diagram:
     """The diagram of any path (a ``checker.core.result.Path``): a counterexample's, with the
     property ``prop`` of kind ``kind`` it violates and why, or (``kind`` ``HOLDS``, what
     ``kmc explore`` draws for a walk) a path whose last state violates nothing. A liveness
@@ -188,7 +208,7 @@ def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None, *, 
     one when it stutters) and, for a leads-to family, the violated ``obligation``."""
     steps = path.steps
     states = [s.state for s in steps]
-    marked, ghosts = _marks(model, prop, states[-1], obligation)
+    marked, ghosts = marks(model, prop, states[-1], obligation)
     columns = []
     for i, step in enumerate(steps):
         prev = states[i - 1] if i else None
@@ -226,59 +246,7 @@ def build_path(model, path, prop="", kind=HOLDS, explanation="", traps=None, *, 
     )
 
 
-def _marks(
-    model, prop: str, state, obligation=None
-) -> tuple[set[tuple[int, ...]], dict[int, list[tuple[int, int, int]]]]:
-    """The records the violation is about: ``(marked, ghosts)`` where ``marked`` is a set
-    of ``(offset, epoch, id)`` to highlight wherever they appear, and ``ghosts`` maps a
-    replica to the committed records missing from its log in the last state (for
-    CommittedEventuallyReplicated: the record of the violated ``obligation``, on every
-    replica that lacks it)."""
-    marked: set[tuple[int, ...]] = set()
-    ghosts: dict[int, list[tuple[int, int, int]]] = {}
-    if prop == "CommittedEventuallyReplicated" and obligation is not None:
-        offset, epoch, rid = obligation
-        marked.add((offset, epoch, rid))
-        for r, rep in enumerate(state.replicas):
-            if offset >= len(rep.log) or rep.log[offset] != (epoch, rid):
-                ghosts.setdefault(r, []).append((offset, epoch, rid))
-    elif prop in ("CommittedNeverLost", "LeaderCandidateCompleteness", "AcknowledgedNeverLost"):
-        if prop in ("CommittedNeverLost", "AcknowledgedNeverLost"):
-            l = leader_of(state)
-            who = [] if l is None else [l]
-        else:
-            q = state.quorum
-            who = [r for r in sorted(set(q.isr).union(q.elr)) if state.replicas[r].alive]
-        # the records the property keeps: committed ones, or those the producer was told
-        kept = state.acked if prop == "AcknowledgedNeverLost" else state.committed
-        for r in who:
-            log = state.replicas[r].log
-            for offset, epoch, rid in kept:
-                if offset >= len(log) or log[offset] != (epoch, rid):
-                    marked.add((offset, epoch, rid))
-                    ghosts.setdefault(r, []).append((offset, epoch, rid))
-    elif prop == "LogsNeverDiverge":
-        q = state.quorum
-        current = [r for r, rep in enumerate(state.replicas) if rep.alive and rep.epoch == q.epoch]
-        for i, a in enumerate(current):
-            for b in current[i + 1 :]:
-                ra, rb = state.replicas[a], state.replicas[b]
-                for offset in range(min(ra.hw, rb.hw, len(ra.log), len(rb.log))):
-                    if ra.log[offset] != rb.log[offset]:
-                        marked.add((offset,) + tuple(ra.log[offset]))
-                        marked.add((offset,) + tuple(rb.log[offset]))
-    elif prop == "UncommittedNeverExposed":  # below a live replica's HW, never committed
-        committed = set(state.committed)
-        for rep in state.replicas:
-            if rep.alive:
-                for offset in range(min(rep.hw, len(rep.log))):
-                    record = (offset,) + tuple(rep.log[offset])
-                    if record not in committed:
-                        marked.add(record)
-    return marked, ghosts
-
-
-def _role(model, state, r) -> str:
+def _role(model: KafkaModel, state: State, r: int) -> str:
     rep = state.replicas[r]
     if leads(state, r):
         return "leader"
@@ -289,7 +257,9 @@ def _role(model, state, r) -> str:
     return f"follower of {model.name(rep.leader)}"
 
 
-def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
+def _replica_cell(
+    model: KafkaModel, state: State, prev: State | None, r: int, action: Any, marked: Marked, ghosts: Ghosts
+) -> ReplicaCell:
     rep = state.replicas[r]
     old = prev.replicas[r] if prev is not None else None
     boxes = []
@@ -319,7 +289,7 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
     if action is not None and action_name(action) == "FetchResponse" and action.replica == r and old is not None:
         answer = old.inflight
         fresh = answer is not None and old.alive and old.leader == answer.leader and old.epoch == answer.epoch
-        if fresh and answer.diverging is not None and rep.inflight is None:
+        if fresh and answer is not None and answer.diverging is not None and rep.inflight is None:
             truncated_to = len(rep.log)
     return ReplicaCell(
         alive=rep.alive,
@@ -340,7 +310,7 @@ def _replica_cell(model, state, prev, r, action, marked, ghosts) -> ReplicaCell:
     )
 
 
-def _controller_cell(model, state, prev) -> ControllerCell:
+def _controller_cell(model: KafkaModel, state: State, prev: State | None) -> ControllerCell:
     q = state.quorum
     elr = replica_set(model, q.elr) if model.config.eligible_leader_replicas else None
     requests = bool(model.config.alter_partition)
@@ -365,12 +335,16 @@ def _controller_cell(model, state, prev) -> ControllerCell:
     )
 
 
-def _column(model, number, step, prev, marked, ghosts, last) -> Column:
+def _column(
+    model: KafkaModel, number: int, step: Step, prev: State | None, marked: Marked, ghosts: Ghosts, last: bool
+) -> Column:
     state, action = step.state, step.action
     cells = tuple(_replica_cell(model, state, prev, r, action, marked, ghosts) for r in range(len(state.replicas)))
+    events: tuple[Event, ...] = ()
     if action is None:
-        text, name, description, events = "initial", "", _initial_text(model, state), ()
+        text, name, description = "initial", "", _initial_text(model, state)
     else:
+        assert prev is not None  # a step follows a state
         text, name = model.format_action(action), action_name(action)
         description = model.describe_step(prev, action, state)
         events = _events(model, prev, action, state)
@@ -390,12 +364,12 @@ def _column(model, number, step, prev, marked, ghosts, last) -> Column:
     )
 
 
-def _initial_text(model, state) -> str:
+def _initial_text(model: KafkaModel, state: State) -> str:
     q = state.quorum
     return f"{model.name(q.leader)} leads in epoch {q.epoch}, ISR {replica_set(model, q.isr)}, every log empty"
 
 
-def _events(model, before, action, after) -> tuple:
+def _events(model: KafkaModel, before: State, action: Any, after: State) -> tuple[Event, ...]:
     """The messages of one step between lanes."""
     name, r = action_name(action), action.replica
     lane = r + 1
@@ -455,7 +429,7 @@ def _events(model, before, action, after) -> tuple:
     return ()
 
 
-def _min_isr_event(model, before, after, name) -> tuple:
+def _min_isr_event(model: KafkaModel, before: State, after: State, name: str) -> tuple[Event, ...]:
     """A min ISR change reaching the leader's broker: with ChangeMinIsr when it applies the
     change at once, else with ApplyMinIsr (``min_isr_lag``); none without a quorum leader."""
     cfg = model.config
@@ -466,7 +440,7 @@ def _min_isr_event(model, before, after, name) -> tuple:
     return (Event("answer", CONTROLLER, q.leader + 1, f"min ISR {cfg.min_isr_at(step)}"),)
 
 
-def lost_label(d) -> str:
+def lost_label(d: Diagram) -> str:
     """What the records ``d.lost`` are: ``"lost record"``, ``"lost acknowledged records"``..."""
     kind = {
         "LogsNeverDiverge": "diverging",

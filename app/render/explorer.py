@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from kmc.checker.contract.protocol import (
@@ -41,6 +42,14 @@ from .counterexample import lasso_mark, lasso_summary
 from .explorer_status import lasso_page_doc, pending_liveness, waiting_text
 from .explorer_views import GenericView
 
+if TYPE_CHECKING:
+    from kmc.checker.contract.protocol import Property
+    from kmc.checker.core.result import CheckResult, Stats, Violation
+
+    from .explorer_views import KafkaView
+
+    Search = Callable[[Callable[[Stats], None]], CheckResult]  # run(progress) -> the check's result
+
 MAX_STEPS = 10_000  # the longest walk the explorer replays
 MAX_TRAP_STATES = 200_000  # states a trap check visits at most (beyond: not decided here)
 MAX_LABEL = 80  # characters of an initial state's label
@@ -57,7 +66,7 @@ class SearchStatus:
     distinct: int = 0
     depth: int = 0
     seconds: float = 0.0
-    verdicts: dict = attrs.field(factory=dict)  # property -> {"verdict", "walk", "explanation"}
+    verdicts: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # property -> {"verdict", "walk", "explanation"}
     message: str = ""
 
 
@@ -78,26 +87,39 @@ class Explorer:
             when it ends).
     """
 
-    def __init__(self, model, properties, *, view=None, title="", path="", search=None, traces=None, lassos=()) -> None:
+    def __init__(
+        self,
+        model: Any,
+        properties: Iterable[Property],
+        *,
+        view: GenericView | KafkaView | None = None,
+        title: str = "",
+        path: str = "",
+        search: Search | None = None,
+        traces: Mapping[str, tuple[int, Sequence[int]]] | None = None,
+        lassos: Iterable[Violation] = (),
+    ) -> None:
         self.model = model = with_defaults(model)
         self.properties = list(properties)
         self.view = view or GenericView(model)
         self.title, self.path = title, path
         self.traces = dict(traces or {})
         self._search = search
-        self._engine_cancel = None
+        self._engine_cancel: Callable[[], object] | None = None
         self.status = SearchStatus()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._actions = list(model.coverage_names().actions or model.action_names() or ())
-        self._distances: dict = {}  # (property, encoded state) -> steps to a goal (_goal_distance)
+        self._distances: dict[
+            tuple[str, bytes], int | None
+        ] = {}  # (property, encoded state) -> steps to a goal (_goal_distance)
         # The liveness counterexamples (``checker.core.result.Violation`` with a ``loop``) a walk
         # is matched against: the --trace files' first, then the search's.
-        self._lassos: list = [v for v in lassos if v.loop is not None]
+        self._lassos: list[Violation] = [v for v in lassos if v.loop is not None]
 
     # -- walks ----------------------------------------------------------------------------
 
-    def walk(self, init_index: int, choices) -> Path:
+    def walk(self, init_index: int, choices: Sequence[int]) -> Path:
         """The ``checker.core.result.Path`` of a walk; ``WalkError`` when it does not replay."""
         inits = self.model.init_states()
         if not 0 <= init_index < len(inits):
@@ -109,7 +131,7 @@ class Explorer:
         except Exception as e:  # the engine's replay error names the step
             raise WalkError(str(e)) from None
 
-    def valid_prefix(self, init_index: int, choices) -> tuple[int, list[int], dict | None]:
+    def valid_prefix(self, init_index: int, choices: Sequence[int]) -> tuple[int, list[int], dict[str, Any] | None]:
         """The longest prefix of a walk that replays: ``(init, choices, broken)``, where
         ``broken`` (``None`` when all of it replays) says at which state of the walk it
         broke (``step``: 1 is the initial state) and why (``error``)."""
@@ -130,7 +152,9 @@ class Explorer:
             state = succ[choice][1]
         return init_index, list(choices), None
 
-    def state_doc_prefix(self, init_index: int, choices, syntax_error: str | None = None) -> dict:
+    def state_doc_prefix(
+        self, init_index: int, choices: Sequence[int], syntax_error: str | None = None
+    ) -> dict[str, Any]:
         """``state_doc`` of the longest valid prefix of a walk, with ``broken``: where the
         walk broke and why (``None`` when it replays whole), so that a link cut or edited
         by hand keeps what it can. ``syntax_error``: the walk's text stopped being numbers
@@ -145,7 +169,7 @@ class Explorer:
         doc["broken"] = broken
         return doc
 
-    def state_doc(self, init_index: int, choices) -> dict:
+    def state_doc(self, init_index: int, choices: Sequence[int]) -> dict[str, Any]:
         """Everything the page shows for a walk (the ``/api/state`` answer)."""
         model = self.model
         path = self.walk(init_index, choices)
@@ -165,7 +189,7 @@ class Explorer:
                 )
         state = states[-1]
         nexts = model.successors(state)
-        enabled = [
+        enabled: list[dict[str, Any]] = [
             {
                 "choice": c,
                 "action": model.format_action(a),
@@ -186,7 +210,7 @@ class Explorer:
             if prop is not None and lasso.obligation is not None:
                 lasso_doc["obligation"] = obligation_text(model, prop, lasso.obligation)
             for i, step_doc in enumerate(steps):
-                step_doc["cycle"] = i >= lasso.loop  # the cycle's states, from its start
+                step_doc["cycle"] = lasso.loop is not None and i >= lasso.loop  # the cycle's states, from its start
                 step_doc["mark"] = lasso_mark(lasso, i + 1) or ""
             if lasso_doc["at_end"]:  # the lasso walked whole: its property is violated here
                 for doc in props:
@@ -205,7 +229,7 @@ class Explorer:
             "diagram_svg": self.view.diagram_svg(path, violated, at_end, pending_liveness(props)),
         }
 
-    def _disabled(self, state, enabled_names) -> list[dict]:
+    def _disabled(self, state: Any, enabled_names: set[str]) -> list[dict[str, Any]]:
         """The actions not enabled in ``state``, each with why: the conditions of its guard
         that fail (``render.why_not``), or, for a model that declares none, each action
         name none of whose actions is enabled, "no guard conditions declared"."""
@@ -224,7 +248,7 @@ class Explorer:
             if not r["enabled"]
         ]
 
-    def add_lasso(self, violation) -> None:
+    def add_lasso(self, violation: Violation) -> None:
         """Know the liveness counterexample ``violation`` (a ``--trace`` file's): a walk
         along it is shown as a lasso (``lasso_of``)."""
         if violation.loop is None:
@@ -232,7 +256,7 @@ class Explorer:
         with self._lock:
             self._lassos.append(violation)
 
-    def lasso_of(self, walk) -> Any:
+    def lasso_of(self, walk: Iterable[int]) -> Violation | None:
         """The first liveness counterexample the explorer knows (a --trace file's, then the
         search's) whose walk starts with ``walk`` and that ``walk`` follows at least to its
         cycle's start (``None``: none): a walk on a lasso's cycle is shown as one, its cycle
@@ -243,11 +267,11 @@ class Explorer:
             known = list(self._lassos)
         for v in known:
             whole = [v.path.init_index, *v.path.choices]
-            if len(walk) > v.loop and whole[: len(walk)] == walk:
+            if v.loop is not None and len(walk) > v.loop and whole[: len(walk)] == walk:
                 return v
         return None
 
-    def property_status(self, path) -> list[dict]:
+    def property_status(self, path: Path) -> list[dict[str, Any]]:
         """Every property's status in the walk's last state (a step property: on its last
         step): holds, violated (with the property's reason), for an always-possibly
         property whether this state is a goal, for a cover (a step cover) whether this
@@ -299,7 +323,7 @@ class Explorer:
             out.append(doc)
         return out
 
-    def _possibly_status(self, prop, state) -> dict:
+    def _possibly_status(self, prop: Property, state: Any) -> dict[str, str]:
         """A state that is not a goal of the always-possibly ``prop``: ``not a goal``
         while the search has not decided ``prop``; once it has, ``trap`` when no goal
         state is reachable from it (the property is violated then), else ``not a goal``
@@ -321,7 +345,7 @@ class Explorer:
         steps = "1 step" if distance == 1 else f"{distance:,} steps"
         return {"status": "not a goal", "reason": f"the nearest goal state is {steps} away"}
 
-    def _goal_distance(self, prop, state) -> int | None:
+    def _goal_distance(self, prop: Property, state: Any) -> int | None:
         """The number of steps from ``state`` to the nearest goal of ``prop``: ``None``
         when none is reachable (a trap), ``-1`` when more than ``MAX_TRAP_STATES`` states
         were visited without deciding. Remembered per state."""
@@ -375,7 +399,7 @@ class Explorer:
             out.append(f"{i}: {text}" if text else str(i))
         return out
 
-    def spec_doc(self) -> dict:
+    def spec_doc(self) -> dict[str, Any]:
         return {
             "title": self.title,
             "path": self.path,
@@ -386,24 +410,24 @@ class Explorer:
             "traces": [self._trace_doc(n, [i, *c]) for n, (i, c) in self.traces.items()],
         }
 
-    def _trace_doc(self, name: str, walk: list) -> dict:
+    def _trace_doc(self, name: str, walk: list[int]) -> dict[str, Any]:
         lasso = self.lasso_of(walk)
-        whole = lasso is not None and len(lasso.path) == len(walk)
+        whole = lasso if lasso is not None and len(lasso.path) == len(walk) else None
         return {
             "name": name,
             "walk": walk,
-            "lasso": {"property": lasso.property, "summary": lasso_summary(lasso)} if whole else None,
+            "lasso": {"property": whole.property, "summary": lasso_summary(whole)} if whole is not None else None,
         }
 
     # -- the background search ----------------------------------------------------------------
 
-    def start_search(self, run, cancel=None) -> None:
+    def start_search(self, run: Search, cancel: Callable[[], object] | None = None) -> None:
         """Run ``run(progress) -> CheckResult`` in a thread; ``cancel()`` stops it."""
         self._engine_cancel = cancel
         self.status.state = "running"
         started = time.perf_counter()
 
-        def progress(stats) -> None:
+        def progress(stats: Stats) -> None:
             with self._lock:
                 self.status.distinct, self.status.depth = stats.distinct, stats.depth
                 self.status.seconds = time.perf_counter() - started
@@ -418,12 +442,12 @@ class Explorer:
             verdicts = {}
             for name in result.checked:
                 v = result.violations.get(name)
-                entry = {
+                entry: dict[str, Any] = {
                     "verdict": result.verdict(name),
                     "explanation": "" if v is None else v.explanation,
                     "walk": None if v is None else [v.path.init_index, *v.path.choices],
                 }
-                if name in getattr(result, "unknown", {}):
+                if name in result.unknown:
                     entry["explanation"] = result.unknown[name]
                 if v is not None and v.loop is not None:
                     entry["lasso"] = {"cycle_start": v.loop + 1, "stutters": v.stutters, "summary": lasso_summary(v)}
@@ -447,11 +471,11 @@ class Explorer:
         self._thread = threading.Thread(target=work, name="kmc-explore-search", daemon=True)
         self._thread.start()
 
-    def search_doc(self) -> dict:
+    def search_doc(self) -> dict[str, Any]:
         with self._lock:
             return attrs.asdict(self.status)
 
-    def close(self, timeout=10.0) -> None:
+    def close(self, timeout: float = 10.0) -> None:
         """Stop the search, if one runs, and wait for it."""
         if self._thread is not None and self._thread.is_alive():
             if self._engine_cancel is not None:

@@ -10,6 +10,8 @@ more; these show any model a user writes (``kmc check --model``).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kmc.checker.base.text import safe_text, xml_text
 from kmc.checker.contract.protocol import action_name
@@ -31,17 +33,31 @@ from .counterexample import (
 from .coverage import coverage_view
 from .diagram import MARKER
 
+if TYPE_CHECKING:
+    from kmc.checker.contract.protocol import Model
+    from kmc.checker.core.result import CheckResult, Path, Stats, Violation
+
 SCHEMA = "kmc-generic-result-1"
 
 
-def action_order(model, stats) -> list[str]:
+class ModelRef(Protocol):
+    """What these views read of a user's model spec (``app.user_model.ModelSpec``): its
+    reference, and the identity ``kmc replay`` rebuilds the model from."""
+
+    @property
+    def ref(self) -> str: ...
+
+    def identity(self) -> dict[str, Any]: ...
+
+
+def action_order(model: Model, stats: Stats) -> list[str]:
     """Every action name to list: the model's ``action_names()`` when it declares them,
     then any other name that fired, in order of name."""
     names = list(model.action_names() or ())
     return names + sorted(set(stats.fired) - set(names))
 
 
-def trace_steps(model, path) -> list[dict]:
+def trace_steps(model: Model, path: Path) -> list[dict[str, Any]]:
     """The steps of a path: index (from 1), the action (text, name, choice), what it did,
     and the state (its one-line text and its fields)."""
     out = []
@@ -62,7 +78,7 @@ def trace_steps(model, path) -> list[dict]:
     return out
 
 
-def result_dict(spec, model, result) -> dict:
+def result_dict(spec: ModelRef, model: Model, result: CheckResult) -> dict[str, Any]:
     """A run of a user's model as a JSON-ready dict (``SCHEMA``): the model's reference
     and parameters (what ``kmc replay`` rebuilds it from), the counts, the verdicts, and
     every counterexample's steps."""
@@ -94,7 +110,7 @@ def result_dict(spec, model, result) -> dict:
     }
 
 
-def changed_fields(before, after) -> list[str]:
+def changed_fields(before: Any, after: Any) -> list[str]:
     """``field: old -> new`` for every field of a state's dict (``trace_steps``) that a
     step changed; a state that is no dict shows whole."""
     if not isinstance(before, dict) or not isinstance(after, dict):
@@ -106,11 +122,11 @@ def changed_fields(before, after) -> list[str]:
     ]
 
 
-def _short(value) -> str:
+def _short(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def trace_view(model, violation, diff=False) -> Group:
+def trace_view(model: Model, violation: Violation, diff: bool = False) -> Group:
     """A counterexample as the terminal shows it: one block a step; with ``diff``, after
     the first state only the fields each step changed."""
     parts = []
@@ -135,7 +151,7 @@ def trace_view(model, violation, diff=False) -> Group:
     return Group(*parts)
 
 
-def _verdict_line(violation) -> Text:
+def _verdict_line(violation: Violation) -> Text:
     """The line under a trace: the violation's explanation, or where a cover's witness is
     reached (its last state, or its last step)."""
     name, n = safe_text(violation.property), len(violation.path)
@@ -146,12 +162,19 @@ def _verdict_line(violation) -> Text:
     return Text(f"{name}: {safe_text(violation.explanation)}", "bold red")
 
 
-def _plain(text) -> Text:
+def _plain(text: object) -> Text:
     """A user's text as a table cell: never read as markup, controls escaped."""
     return Text(safe_text(text))
 
 
-def result_view(spec, model, result, show_traces=True, diff=False, coverage=False) -> Group:
+def result_view(
+    spec: ModelRef,
+    model: Model,
+    result: CheckResult,
+    show_traces: bool = True,
+    diff: bool = False,
+    coverage: bool = False,
+) -> Group:
     """``kmc check --model``'s terminal output: the model, the verdicts, the counts, the
     actions (with ``coverage``: the coverage tables instead), the counterexamples and a
     summary."""
@@ -200,36 +223,39 @@ def result_view(spec, model, result, show_traces=True, diff=False, coverage=Fals
             parts += [Text(f"{safe_text(x.property)}: {safe_text(x.explanation)}", "bold red") for x in also]
     parts += _covers_view(model, result, show_traces, diff)
     parts.append(Text(""))
-    if ordered:
-        parts.append(
-            Text(
-                f"✗ {safe_text(ordered[0].property)} violated: "
-                + (
-                    f"counterexample is {lasso_summary(ordered[0])}."
-                    if ordered[0].loop is not None
-                    else f"shortest counterexample has {len(ordered[0].path)} states."
-                ),
-                "bold red",
-            )
-        )
-    elif result.never_reached:
-        names = ", ".join(safe_text(n) for n in result.never_reached)
-        parts.append(Text(f"✗ No violation, but never reached: {names} (a cover must be reached).", "bold red"))
-    elif result.complete:
-        parts.append(Text(f"✓ No violation in {s.distinct:,} distinct states.", "bold green"))
-    else:  # stopped early (a bound, --max-memory, a signal): nothing is proved
-        unknown = [n for n in result.checked if result.verdict(n) == "unknown"]
-        parts.append(
-            Text(
-                f"No violation in {s.distinct:,} distinct states, but the search is incomplete "
-                f"({result.stopped}): {len(unknown)} {'property' if len(unknown) == 1 else 'properties'} unknown.",
-                "bold yellow",
-            )
-        )
+    parts.append(_summary(result, ordered))
     return Group(*parts)
 
 
-def _covers_view(model, result, show_traces, diff) -> list[RenderableType]:
+def _summary(result: CheckResult, ordered: list[Violation]) -> Text:
+    """The run's last line: its first violation, the covers never reached, or that no
+    property failed (over every reachable state, or before the search stopped)."""
+    s = result.stats
+    if ordered:
+        return Text(
+            f"✗ {safe_text(ordered[0].property)} violated: "
+            + (
+                f"counterexample is {lasso_summary(ordered[0])}."
+                if ordered[0].loop is not None
+                else f"shortest counterexample has {len(ordered[0].path)} states."
+            ),
+            "bold red",
+        )
+    if result.never_reached:
+        names = ", ".join(safe_text(n) for n in result.never_reached)
+        return Text(f"✗ No violation, but never reached: {names} (a cover must be reached).", "bold red")
+    if result.complete:
+        return Text(f"✓ No violation in {s.distinct:,} distinct states.", "bold green")
+    # stopped early (a bound, --max-memory, a signal): nothing is proved
+    unknown = [n for n in result.checked if result.verdict(n) == "unknown"]
+    return Text(
+        f"No violation in {s.distinct:,} distinct states, but the search is incomplete "
+        f"({result.stopped}): {len(unknown)} {'property' if len(unknown) == 1 else 'properties'} unknown.",
+        "bold yellow",
+    )
+
+
+def _covers_view(model: Model, result: CheckResult, show_traces: bool, diff: bool) -> list[RenderableType]:
     """The covers a run checked: each reached one with its shortest witness, each never
     reached (a failure) or undecided."""
     parts: list[RenderableType] = []
@@ -248,7 +274,7 @@ def _covers_view(model, result, show_traces, diff) -> list[RenderableType]:
     return parts
 
 
-def cover_line(result, name) -> Text:
+def cover_line(result: CheckResult, name: str) -> Text:
     """One cover's answer in a line: reached (with its witness's length), never reached,
     or unknown."""
     verdict = result.cover_verdict(name)
@@ -263,14 +289,14 @@ def cover_line(result, name) -> Text:
     return Text(f"  ? {safe_text(name)} unknown: the search stopped before reaching it", "yellow")
 
 
-def _label(text) -> str:
+def _label(text: object) -> str:
     """Text inside a quoted Mermaid flowchart label: ``render.mermaid.escape`` (the
     escape of every Mermaid kmc writes), and the quote and the backquote (which would end
     the label or make it Markdown) as entity codes."""
     return mermaid.escape(text).replace('"', "#quot;").replace("`", "#96;")
 
 
-def _flowchart(model, group, n) -> list[str]:
+def _flowchart(model: Model, group: Sequence[Violation], n: int) -> list[str]:
     """One counterexample as a subgraph (``group``: the violations of one path, ``by_path``)."""
     v = group[0]
     title = "; ".join(f"{_label(x.property)}: {_label(x.explanation)}" for x in group)
@@ -295,18 +321,18 @@ def _flowchart(model, group, n) -> list[str]:
     return lines
 
 
-def _mermaid_head(what, ref) -> str:
+def _mermaid_head(what: str, ref: str) -> str:
     """The first line of every Mermaid text kmc writes (``app.outputs`` knows it by it)."""
     return f"%% {MARKER}: {mermaid.comment(what + ' ' + ref)}"
 
 
-def violation_mermaid(ref, model, violation) -> str:
+def violation_mermaid(ref: str, model: Model, violation: Violation) -> str:
     """One counterexample as a Mermaid flowchart (``kmc replay --format mermaid``)."""
     lines = [_mermaid_head("kmc replay --model", ref), "flowchart TD", *_flowchart(model, [violation], 0)]
     return "\n".join(lines) + "\n"
 
 
-def result_mermaid(spec, model, result) -> str:
+def result_mermaid(spec: ModelRef, model: Model, result: CheckResult) -> str:
     """Every counterexample as one Mermaid flowchart, a subgraph each (a path several
     properties share, once): its states as boxes, its actions as arrows."""
     lines = [_mermaid_head("kmc check --model", spec.ref), "flowchart TD"]
@@ -317,12 +343,12 @@ def result_mermaid(spec, model, result) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _in_order(result) -> list:
+def _in_order(result: CheckResult) -> list[Violation]:
     """The violations, in the order of the checked properties."""
     return [result.violations[n] for n in result.checked if n in result.violations]
 
 
-def _trace_section(model, group) -> str:
+def _trace_section(model: Model, group: Sequence[Violation]) -> str:
     """One counterexample (``group``: the violations of one path, ``by_path``)."""
     x = xml_text
     v = group[0]
@@ -358,7 +384,7 @@ def _trace_section(model, group) -> str:
     )
 
 
-def violation_page(ref, model, violation) -> str:
+def violation_page(ref: str, model: Model, violation: Violation) -> str:
     """One counterexample as a self-contained HTML page (``kmc replay --format html``),
     styled as every page kmc writes."""
     parts = html.head(f"kmc replay: {ref}")
@@ -366,11 +392,11 @@ def violation_page(ref, model, violation) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _trace_dict(model, path) -> dict:
+def _trace_dict(model: Model, path: Path) -> dict[str, Any]:
     return {"init_index": path.init_index, "choices": list(path.choices), "steps": trace_steps(model, path)}
 
 
-def violation_dict(model, violation) -> dict:
+def violation_dict(model: Model, violation: Violation) -> dict[str, Any]:
     """One counterexample as ``result_dict`` writes it."""
     lasso = lasso_dict(violation)
     return {
@@ -386,7 +412,7 @@ def violation_dict(model, violation) -> dict:
     }
 
 
-def result_page(spec, model, result, command="") -> str:
+def result_page(spec: ModelRef, model: Model, result: CheckResult, command: str = "") -> str:
     """A self-contained HTML page, styled as a Kafka spec's: the model and the run's
     counts, the verdicts, every counterexample as a table of steps, and the result as
     JSON."""

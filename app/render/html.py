@@ -9,10 +9,17 @@ as an attachment. It prints in landscape, one diagram per page.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
 from kmc.checker.base.text import xml_text
 
 from . import svg
 from .diagram import MARKER, cycle_text
+
+if TYPE_CHECKING:
+    from .diagram import Diagram
 
 CSS = """
 :root { color-scheme: light; }
@@ -72,17 +79,17 @@ _x = xml_text
 
 
 def page(
-    diagrams,
+    diagrams: Sequence[Diagram],
     *,
-    title="",
-    path=None,
-    description="",
-    config=(),
-    counts=(),
-    verdicts=(),
-    command="",
-    empty="",
-    coverage=None,
+    title: str = "",
+    path: str | None = None,
+    description: str = "",
+    config: Iterable[tuple[str, str]] = (),
+    counts: Iterable[tuple[str, str]] = (),
+    verdicts: Iterable[tuple[str, str]] = (),
+    command: str = "",
+    empty: str = "",
+    coverage: dict[str, Any] | None = None,
 ) -> str:
     """The whole HTML document.
 
@@ -121,7 +128,7 @@ def page(
     return "\n".join(parts) + "\n"
 
 
-def head(heading) -> list[str]:
+def head(heading: str) -> list[str]:
     """The lines of every page kmc writes up to its header's title (``heading``): the
     first lines name kmc (``app.outputs`` knows its pages by them), then the style."""
     return [
@@ -140,7 +147,7 @@ def head(heading) -> list[str]:
     ]
 
 
-def foot(command, note="") -> list[str]:
+def foot(command: str, note: str = "") -> list[str]:
     """The last lines of every page: the kmc version and the command that made it."""
     from kmc.checker import __version__
 
@@ -148,10 +155,10 @@ def foot(command, note="") -> list[str]:
     return [f"<footer>{made}{note}</footer>", "</body>", "</html>"]
 
 
-def _section(d) -> str:
+def _section(d: Diagram) -> str:
     trap = d.kind == "possibly"
     what = "trace to an availability trap" if trap else "counterexample"
-    if d.lasso:  # a liveness property's lasso: a path, then its cycle or its stuttering state
+    if d.loop is not None:  # a liveness property's lasso: a path, then its cycle or its stuttering state
         what = "lasso" if d.stutters else f"lasso (a cycle from State {d.loop + 1})"
     out = [
         f'<section class="trace" data-property="{_x(d.property)}">',
@@ -164,7 +171,7 @@ def _section(d) -> str:
     ]
     last = len(d.columns) - 1
     for i, col in enumerate(d.columns):
-        cls = ' class="last"' if i == last else ' class="cycle"' if d.lasso and i >= d.loop else ""
+        cls = ' class="last"' if i == last else ' class="cycle"' if d.loop is not None and i >= d.loop else ""
         back = f' <span class="cycle">↺ {_x(cycle_text(d))}</span>' if d.lasso and i == last else ""
         out.append(f'<li{cls}><code>{_x(col.action)}</code> <span class="desc">{_x(col.description)}</span>{back}</li>')
     out.append("</ol>")
@@ -172,7 +179,7 @@ def _section(d) -> str:
     return "\n".join(out)
 
 
-def _coverage(doc) -> str:
+def _coverage(doc: dict[str, Any]) -> str:
     out = [
         '<section class="coverage">',
         "<h2>Coverage</h2>",
@@ -197,7 +204,7 @@ def _coverage(doc) -> str:
     return "\n".join(out)
 
 
-def write_text(path, text, *, exclusive: bool = False) -> None:
+def write_text(path: str | os.PathLike[str], text: str, *, exclusive: bool = False) -> None:
     """Write ``text`` to ``path`` (UTF-8; what cannot be encoded as its backslash escape)
     whole (``checker.base.files.write_file``: an interrupted write leaves the old file whole;
     a destination that is not a regular file, ``/dev/stdout``, is written to directly).

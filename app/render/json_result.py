@@ -8,7 +8,10 @@ back, so a change to their shape is a change to ``SCHEMA_VERSION``.
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from kmc.checker.contract.protocol import action_name
 from kmc.checker.core.result import UNKNOWN
@@ -17,6 +20,12 @@ from kmc.model.state import EXPAND, SHRINK, Fetch, Quorum, Replica, State
 
 from .counterexample import covers_to_dict, lasso_dict
 from .coverage import coverage_to_dict
+
+if TYPE_CHECKING:
+    from kmc.checker.core.result import CheckResult, Path, Stats, Violation
+    from kmc.model.kafka import KafkaModel
+    from kmc.model.spec import Spec
+    from kmc.model.state import Record
 
 SCHEMA_VERSION = 1
 # Fields added within a version raise the minor version (docs/json-schema.md lists them);
@@ -27,12 +36,12 @@ SCHEMA_MINOR = 3
 # -- verdicts and expectations ----------------------------------------------------------
 
 
-def verdicts(result) -> dict:
+def verdicts(result: CheckResult) -> dict[str, str]:
     """``{property: "holds" | "violated" | "unknown"}`` for every checked property, in order."""
     return {name: result.verdict(name) for name in result.checked}
 
 
-def expectation(spec, result) -> dict:
+def expectation(spec: Spec | None, result: CheckResult) -> dict[str, Any]:
     """Compare the verdicts of a run with the ``[expect]`` table of its spec.
 
     Only the properties that were checked are compared: ``--invariant X`` with a spec
@@ -56,11 +65,12 @@ def expectation(spec, result) -> dict:
     return compare_expected(expected, verdicts(result))
 
 
-def compare_expected(expected: dict, got: dict) -> dict:
+def compare_expected(expected: dict[str, Any], got: dict[str, Any]) -> dict[str, Any]:
     """``expectation``'s document for an ``expected`` table and what the run ``got`` (a
     verdict or a count by name; a name the run did not check is absent): the one rule by
     which a spec's and a model's expectations are compared."""
-    mismatches, unchecked = [], []
+    mismatches: list[str] = []
+    unchecked: list[str] = []
     for name, want in expected.items():
         have = got.get(name)
         if have is None:
@@ -81,22 +91,22 @@ def compare_expected(expected: dict, got: dict) -> dict:
 # -- states and traces --------------------------------------------------------------------
 
 
-def _records(records) -> list:
+def _records(records: Iterable[Record]) -> list[list[int]]:
     return [[epoch, rid] for epoch, rid in records]
 
 
-def _name(model, r) -> str | None:
+def _name(model: KafkaModel, r: int | None) -> str | None:
     return None if r is None else model.name(r)
 
 
-def state_to_dict(model, state) -> dict:
+def state_to_dict(model: KafkaModel, state: State) -> dict[str, Any]:
     """Every variable of a model state, replicas named as in the spec.
 
     Args:
         model: the ``KafkaModel`` the state belongs to (for the replica names).
         state: a ``model.state.State``.
     """
-    replicas = {}
+    replicas: dict[str, dict[str, Any]] = {}
     # The ELR and "lossy" only exist with eligible_leader_replicas (constant otherwise), so
     # every other document is exactly as it always was.
     elr_on = model.config.eligible_leader_replicas
@@ -119,7 +129,7 @@ def state_to_dict(model, state) -> dict:
         if shutdowns:
             replicas[model.name(r)]["shutting"] = rep.shutting
     q = state.quorum
-    quorum = {"leader": _name(model, q.leader), "epoch": q.epoch, "isr": [model.name(r) for r in q.isr]}
+    quorum: dict[str, Any] = {"leader": _name(model, q.leader), "epoch": q.epoch, "isr": [model.name(r) for r in q.isr]}
     if elr_on:
         quorum["elr"] = [model.name(r) for r in q.elr]
     if model.config.alter_partition:  # the request in flight: absent otherwise
@@ -128,7 +138,7 @@ def state_to_dict(model, state) -> dict:
             if q.alter is None
             else {"leader": model.name(q.alter[0]), "change": q.alter[1], "replica": model.name(q.alter[2])}
         )
-    doc = {
+    doc: dict[str, Any] = {
         "replicas": replicas,
         "quorum": quorum,
         "produced": state.produced,
@@ -149,11 +159,11 @@ def state_to_dict(model, state) -> dict:
     return doc
 
 
-def _fetch(model, f) -> dict:
+def _fetch(model: KafkaModel, f: Fetch) -> dict[str, Any]:
     """A response in flight; a diverging one (``truncate_on_fetch``) adds ``diverging`` (its
     epoch; ``start`` is then its offset) and ``applied`` (KAFKA-14704's mark), which no other
     response has, so every other document is as it always was."""
-    out: dict = {
+    out: dict[str, Any] = {
         "leader": model.name(f.leader),
         "epoch": f.epoch,
         "start": f.start,
@@ -166,7 +176,7 @@ def _fetch(model, f) -> dict:
     return out
 
 
-def state_from_dict(model, doc) -> State:
+def state_from_dict(model: KafkaModel, doc: dict[str, Any]) -> State:
     """The inverse of ``state_to_dict`` (``kmc replay`` and the tests use it to check that
     a document describes a state completely).
 
@@ -176,10 +186,10 @@ def state_from_dict(model, doc) -> State:
     """
     index = {name: i for i, name in enumerate(model.config.replicas)}
 
-    def num(name) -> int | None:
+    def num(name: str | None) -> int | None:
         return None if name is None else index[name]
 
-    def recs(rows) -> tuple[tuple[int, int], ...]:
+    def recs(rows: Iterable[Iterable[Any]]) -> tuple[tuple[int, int], ...]:
         return tuple((int(e), int(i)) for e, i in rows)
 
     names = list(doc["replicas"])
@@ -240,7 +250,7 @@ def state_from_dict(model, doc) -> State:
     )
 
 
-def action_to_dict(model, action) -> dict | None:
+def action_to_dict(model: KafkaModel, action: Any) -> dict[str, Any] | None:
     """``{"name", "replica", "cut", "text"}`` of an action, ``None`` for no action."""
     if action is None:
         return None
@@ -252,7 +262,7 @@ def action_to_dict(model, action) -> dict | None:
     }
 
 
-def trace_to_dict(model, path) -> dict:
+def trace_to_dict(model: KafkaModel, path: Path) -> dict[str, Any]:
     """A counterexample path: how to replay it, and every state along it.
 
     ``init_index`` and ``choices`` replay the path with ``checker.replay_choices``; the
@@ -272,17 +282,17 @@ def trace_to_dict(model, path) -> dict:
 # -- the whole result ---------------------------------------------------------------------
 
 
-def spec_to_dict(spec, model) -> dict:
+def spec_to_dict(spec: Spec | None, model: KafkaModel) -> dict[str, Any]:
     """The spec's identity and the constants that were actually run (``model.config``,
     which command-line overrides may have changed); path, sha256 and title are ``None``
     when the run had no spec file."""
-    out = {
+    out: dict[str, Any] = {
         "path": None if spec is None else spec.path,
         "sha256": None if spec is None else spec.sha256,
         "title": None if spec is None else spec.title,
         "model": model.config.as_dict(),
     }
-    kafka = getattr(spec, "kafka", None)  # the Kafka release the model was read from: only then
+    kafka = None if spec is None else spec.kafka  # the Kafka release the model was read from: only then
     if kafka is not None:
         out["kafka"] = {
             "release": kafka.release.version,
@@ -293,12 +303,12 @@ def spec_to_dict(spec, model) -> dict:
     return out
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """A ``[model]`` value as JSON writes it (a tuple of ids as a list)."""
     return list(value) if isinstance(value, tuple) else value
 
 
-def stats_to_dict(stats, names=ACTION_NAMES) -> dict:
+def stats_to_dict(stats: Stats, names: Iterable[str] = ACTION_NAMES) -> dict[str, Any]:
     return {
         "distinct_states": stats.distinct,
         "states_generated": stats.generated,
@@ -314,13 +324,7 @@ def stats_to_dict(stats, names=ACTION_NAMES) -> dict:
     }
 
 
-def _action_names(model) -> tuple:
-    """The actions a Kafka model's configuration can fire (every name for another model)."""
-    config = getattr(model, "config", None)
-    return action_names(config) if config is not None else ACTION_NAMES
-
-
-def result_to_dict(spec, model, result) -> dict:
+def result_to_dict(spec: Spec | None, model: KafkaModel, result: CheckResult) -> dict[str, Any]:
     """The whole outcome of a run as a JSON-ready dict (schema version ``SCHEMA_VERSION``).
 
     Args:
@@ -340,10 +344,10 @@ def result_to_dict(spec, model, result) -> dict:
         "complete": result.complete,
         "stopped": result.stopped,
         "max_depth": result.max_depth,
-        "stats": stats_to_dict(result.stats, _action_names(model)),
+        "stats": stats_to_dict(result.stats, action_names(model.config)),
         "coverage": coverage_to_dict(result.stats),
         "verdicts": verdicts(result),
-        "unknown": dict(getattr(result, "unknown", None) or {}),
+        "unknown": dict(result.unknown),
         "expectation": expectation(spec, result),
         "violations": [
             _violation_to_dict(model, v)
@@ -353,12 +357,12 @@ def result_to_dict(spec, model, result) -> dict:
     }
 
 
-def _violation_to_dict(model, v) -> dict:
+def _violation_to_dict(model: KafkaModel, v: Violation) -> dict[str, Any]:
     """One violation; an always-possibly one also carries ``trap_states``: how many
     distinct states (orbits under symmetry reduction) are traps; a liveness one its
     ``lasso`` (``render.counterexample.lasso_dict``)."""
-    doc = {"property": v.property, "kind": v.kind, "explanation": v.explanation}
-    traps = getattr(v, "traps", None)
+    doc: dict[str, Any] = {"property": v.property, "kind": v.kind, "explanation": v.explanation}
+    traps = v.traps
     if traps is not None:
         doc["trap_states"] = int(traps)
     lasso = lasso_dict(v)
@@ -371,7 +375,7 @@ def _violation_to_dict(model, v) -> dict:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def json_text(doc, indent: int | None = 2) -> str:
+def json_text(doc: Any, indent: int | None = 2) -> str:
     """``doc`` as the JSON text kmc writes and prints: UTF-8 characters as they are, but a
     lone surrogate (a file name's undecodable byte, a model's broken string) as its JSON
     escape (``\\udcff``), which no encoding refuses and ``json.loads`` reads back as the
@@ -380,7 +384,7 @@ def json_text(doc, indent: int | None = 2) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def write_json(path, doc, *, exclusive: bool = False) -> None:
+def write_json(path: str | os.PathLike[str], doc: Any, *, exclusive: bool = False) -> None:
     """Write ``doc`` to ``path`` as UTF-8 JSON (``json_text``: indent 2, keys in insertion
     order), whole (``checker.base.files.write_file``: a reader never sees half a document,
     an interrupted write leaves the old file in place; flushed to the disk before the

@@ -25,6 +25,9 @@ A row (schema version 1)::
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from kmc.checker.contract.protocol import LIVENESS as LIVENESS_KINDS
 from kmc.checker.core.result import HOLDS, UNKNOWN, VIOLATED
 
@@ -80,8 +83,18 @@ _DOC_FIELDS: dict[str, type | tuple[type, ...]] = {
 
 
 def results_document(
-    *, rows, command, title, source, invariants, constants, spec_dir=None, max_states=None, total_seconds=0.0, note=""
-) -> dict:
+    *,
+    rows: Iterable[dict[str, Any]],
+    command: str,
+    title: str,
+    source: str,
+    invariants: Iterable[str],
+    constants: Mapping[Any, Mapping[str, Any]],
+    spec_dir: str | None = None,
+    max_states: int | None = None,
+    total_seconds: float = 0.0,
+    note: str = "",
+) -> dict[str, Any]:
     """The whole results.json document (schema version ``SCHEMA_VERSION``).
 
     Args:
@@ -116,7 +129,7 @@ def results_document(
     }
 
 
-def validate(doc) -> list[str]:
+def validate(doc: Any) -> list[str]:
     """The ways ``doc`` departs from the results.json schema (version 1); ``[]`` if none."""
     errors = []
     if not isinstance(doc, dict):
@@ -185,8 +198,8 @@ def _seconds(s: float) -> str:
     return f"{int(s // 60)} min {s % 60:.0f} s"
 
 
-def _cell(row, name) -> str:
-    verdict = row["verdicts"].get(name)
+def _cell(row: dict[str, Any], name: str) -> str:
+    verdict: str | None = row["verdicts"].get(name)
     if verdict is None:
         return "–"
     if verdict == VIOLATED:
@@ -197,7 +210,7 @@ def _cell(row, name) -> str:
     return verdict
 
 
-def _expected_cell(row) -> str:
+def _expected_cell(row: dict[str, Any]) -> str:
     if row["matched"] is None:
         return ""
     if row["matched"]:
@@ -206,7 +219,7 @@ def _expected_cell(row) -> str:
     return "**unexpected**: " + "; ".join(row["mismatches"])
 
 
-def _flag(value) -> str:
+def _flag(value: object) -> str:
     return "on" if value else "off"
 
 
@@ -230,7 +243,7 @@ _BOUND_LABELS = {
 }
 
 
-def _bounds(m) -> str:
+def _bounds(m: dict[str, Any]) -> str:
     """The bounds and every other option a row's model sets (``ELR, last known leader``,
     ``acks all``): any field the other columns do not show and that is on, so that two
     versions that differ only in an option (KIP-966's ELR, 4.1's ELR + last known leader)
@@ -246,7 +259,7 @@ def _bounds(m) -> str:
     return text
 
 
-def _constants_text(constants) -> str:
+def _constants_text(constants: dict[str, Any]) -> str:
     parts = []
     for r, c in constants.items():
         crashes = c["max_crashes"]
@@ -257,7 +270,7 @@ def _constants_text(constants) -> str:
     return "; ".join(parts)
 
 
-def _version_cell(row) -> str:
+def _version_cell(row: dict[str, Any]) -> str:
     """``✓`` when every checked property holds, else the violated ones with their
     shortest counterexample's length (in states)."""
     bad = [n for n, v in row["verdicts"].items() if v != HOLDS]
@@ -277,7 +290,7 @@ def _version_cell(row) -> str:
     return "✗ " + ", ".join(parts)
 
 
-def versions_table(doc) -> str:
+def versions_table(doc: dict[str, Any]) -> str:
     """The "Kafka through the versions" table of a ``kmc matrix --versions`` document:
     one line per configuration, one column per version, each cell the violated properties
     and their shortest counterexamples' lengths (``✓ holds`` when none is)."""
@@ -300,7 +313,7 @@ def versions_table(doc) -> str:
     return "\n".join(lines)
 
 
-def to_markdown(doc) -> str:
+def to_markdown(doc: dict[str, Any]) -> str:
     """RESULTS.md for a results document: a header saying how it was made, then one
     table row per configuration."""
     inv = doc["invariants"]
@@ -312,7 +325,7 @@ def to_markdown(doc) -> str:
     return "\n".join(lines)
 
 
-def _heading(doc, lasso: bool) -> list[str]:
+def _heading(doc: dict[str, Any], lasso: bool) -> list[str]:
     """The title, how the page was made, its constants and note, and (the versions grid) the
     versions table."""
     lines = [f"# {doc['title']}", ""]
@@ -343,7 +356,7 @@ def _heading(doc, lasso: bool) -> list[str]:
     return lines
 
 
-def _how_to_read(doc, inv, lasso: bool) -> list[str]:
+def _how_to_read(doc: dict[str, Any], inv: list[str], lasso: bool) -> list[str]:
     """How the rows were explored, what a cell links to, and the properties' short names."""
     every = "all four" if len(inv) == 4 else f"all {len(inv)}" if len(inv) > 1 else "the"
     lines = [
@@ -375,7 +388,7 @@ def _how_to_read(doc, inv, lasso: bool) -> list[str]:
     return lines
 
 
-def _summary(rows) -> list[str]:
+def _summary(rows: list[dict[str, Any]]) -> list[str]:
     """The rows, states and violated verdicts in all, and how many expectations match."""
     violated = sum(1 for r in rows for v in r["verdicts"].values() if v == VIOLATED)
     expected = [r for r in rows if r["matched"] is not None]
@@ -389,7 +402,7 @@ def _summary(rows) -> list[str]:
     ]
 
 
-def _table(rows, inv) -> list[str]:
+def _table(rows: list[dict[str, Any]], inv: list[str]) -> list[str]:
     """The table: one row per configuration."""
     head = ["configuration", "rule", "replicas", "bounds", "min ISR", "unclean", "unflushed"]
     head += [SHORT.get(n, n) for n in inv]

@@ -6,19 +6,27 @@ and the violation in a note at the end. Drawn from ``render.diagram``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from kmc.checker.base.text import picture_text
 
 from .diagram import CONTROLLER, MARKER, cycle_text, lost_label
 from .headers import config_summary
 
+if TYPE_CHECKING:
+    from kmc.model.config import Config
 
-def _ids(d) -> list[str]:
+    from .diagram import Column, Diagram, ReplicaCell
+
+
+def _ids(d: Diagram) -> list[str]:
     """Participant ids: ``ctl`` and ``r0``, ``r1``, ... (a replica's name may hold ``-``,
     which Mermaid would read as part of an arrow)."""
     return ["ctl"] + [f"r{i}" for i in range(len(d.lanes) - 1)]
 
 
-def escape(text) -> str:
+def escape(text: object) -> str:
     """Text safe inside a Mermaid message or note: ``#`` and ``;`` as entity codes (a
     semicolon would end the statement), line breaks as ``<br/>``, ``<`` and ``>`` as
     entity codes, ``%`` as an entity code (``%%{init: ...}%%`` is a directive Mermaid
@@ -28,18 +36,18 @@ def escape(text) -> str:
     return "".join(codes.get(ch, ch) for ch in picture_text(text))
 
 
-def comment(text) -> str:
+def comment(text: object) -> str:
     """Text safe in a ``%%`` comment line: one line, ``%`` as ``#37;`` (a ``%%{...}%%``
     directive is read even inside a comment), and what no picture may hold escaped."""
     return picture_text(" ".join(str(text).split())).replace("%", "#37;")
 
 
-def _log(cell) -> str:
+def _log(cell: ReplicaCell) -> str:
     records = [b.text for b in cell.boxes if not b.ghost]
     return (" ".join(records) if records else "empty") + f" (hw {cell.hw})"
 
 
-def _changes(d, prev, col) -> list[str]:
+def _changes(d: Diagram, prev: Column, col: Column) -> list[str]:
     """What changed in the lanes at this step, one short line each."""
     lines = []
     c, pc = col.controller, prev.controller
@@ -83,7 +91,7 @@ def _changes(d, prev, col) -> list[str]:
     return lines
 
 
-def render(d, *, title="", config=None) -> str:
+def render(d: Diagram, *, title: str = "", config: Config | None = None) -> str:
     """The Mermaid text of a ``render.diagram.Diagram`` (``title``: a comment line;
     ``config``: the model's configuration, a comment line under it)."""
     ids = _ids(d)
@@ -105,7 +113,7 @@ def render(d, *, title="", config=None) -> str:
     last = len(d.columns) - 1
     for i in range(1, len(d.columns)):
         col = d.columns[i]
-        if d.lasso and not d.stutters and i == d.loop + 1:
+        if d.loop is not None and not d.stutters and i == d.loop + 1:
             # a lasso's cycle: Mermaid's loop block, from its first step to its last
             lines.append(f"    loop {escape(cycle_text(d))}")
         elif i == last and not d.lasso:
@@ -153,14 +161,14 @@ def render(d, *, title="", config=None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _acting_lane(d, col) -> int:
+def _acting_lane(d: Diagram, col: Column) -> int:
     """The lane of the replica a step without a message acts on (from its action text)."""
     inside = col.action.partition("(")[2].partition(")")[0].partition(",")[0].strip()
     names = list(d.lanes)
     return names.index(inside) if inside in names[1:] else CONTROLLER
 
 
-def _verdict(d) -> str:
+def _verdict(d: Diagram) -> str:
     text = [f"✗ {d.verdict}: {d.explanation}"]
     if d.stutters:
         text.append(f"↺ {cycle_text(d)}")
@@ -171,7 +179,7 @@ def _verdict(d) -> str:
     return "<br/>".join(escape(t) for t in text)
 
 
-def no_counterexample(lanes, text) -> str:
+def no_counterexample(lanes: Sequence[str], text: str) -> str:
     """A diagram that says no counterexample was found (``lanes``: the participants)."""
     ids = ["ctl"] + [f"r{i}" for i in range(len(lanes) - 1)]
     lines = [f"%% {MARKER}: no counterexample", "sequenceDiagram"]

@@ -6,7 +6,7 @@ and the SVG of a check's result, a simulation's walk or a replayed trace (what
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kmc.checker.base.text import safe_text
 
@@ -15,36 +15,39 @@ from .coverage import coverage_to_dict
 from .diagram import build
 from .headers import config_lines, counts_from_document, counts_from_stats
 
-if TYPE_CHECKING:  # for the annotation only: imported on first use
-    from kmc.checker.core.result import Violation
+if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from kmc.checker.core.result import CheckResult, Violation
+    from kmc.checker.local.simulate import SimulationResult
+    from kmc.model.kafka import KafkaModel
+    from kmc.model.spec import Spec
 
 FORMATS = ("html", "mermaid", "svg")
 
 
-def _ordered(result) -> list[Violation]:
+def _ordered(result: CheckResult) -> list[Violation]:
     """A check's violations, shortest counterexample first (as the terminal lists them)."""
     return sorted(result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
 
 
-def _shown(path) -> str:
+def _shown(path: str) -> str:
     """A path as a shared page shows it (``checker.base.text.display_path``)."""
     from kmc.checker.base.text import display_path
 
     return display_path(path)
 
 
-def _lanes(model) -> tuple[str, ...]:
+def _lanes(model: KafkaModel) -> tuple[str, ...]:
     return ("controller",) + tuple(model.config.replicas)
 
 
-def _config(spec, model) -> list[tuple[str, str]]:
+def _config(spec: Spec | None, model: KafkaModel) -> list[tuple[str, str]]:
     """The configuration's lines of a page's header, opened by the Kafka release the spec's model
     was read from and the spec's overrides of it (``model.spec.KafkaSetting``), when it names one."""
-    kafka = getattr(spec, "kafka", None)
+    kafka = spec.kafka if spec is not None else None
     return ([("kafka", kafka.text())] if kafka is not None else []) + config_lines(model.config)
 
 
-def result_page(spec, model, result, command="") -> str:
+def result_page(spec: Spec | None, model: KafkaModel, result: CheckResult, command: str = "") -> str:
     """The HTML page of ``kmc check``: every violation's diagram, shortest first."""
     diagrams = [build(model, v) for v in _ordered(result)]
     verdicts = [(n, result.verdict(n)) for n in result.checked]
@@ -67,7 +70,7 @@ def result_page(spec, model, result, command="") -> str:
     )
 
 
-def result_mermaid(spec, model, result) -> str:
+def result_mermaid(spec: Spec | None, model: KafkaModel, result: CheckResult) -> str:
     """The Mermaid text of ``kmc check``'s shortest counterexample (one diagram: Mermaid
     draws one per block; ``kmc replay --invariant NAME --format mermaid`` gives the others)."""
     ordered = _ordered(result)
@@ -87,7 +90,7 @@ def result_mermaid(spec, model, result) -> str:
     return text
 
 
-def simulation_outputs(spec, model, sim, command="") -> tuple[str, str]:
+def simulation_outputs(spec: Spec, model: KafkaModel, sim: SimulationResult, command: str = "") -> tuple[str, str]:
     """``(html, mermaid)`` of a simulation's outcome (the walk that violated a property,
     if any)."""
     v = sim.violation
@@ -133,10 +136,12 @@ def simulation_outputs(spec, model, sim, command="") -> tuple[str, str]:
     )
 
 
-def replay_output(fmt, path, doc, model, violation, command=None) -> str:
+def replay_output(
+    fmt: str, path: str, doc: dict[str, Any], model: KafkaModel, violation: Violation, command: str | None = None
+) -> str:
     """``kmc replay --format html|mermaid|svg`` of a replayed violation."""
     d = build(model, violation)
-    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    spec: dict[str, Any] = doc["spec"] if isinstance(doc.get("spec"), dict) else {}
     title = safe_text(spec["title"]) if isinstance(spec.get("title"), str) else ""
     if fmt == "mermaid":
         return mermaid.render(d, title=title, config=model.config)
@@ -152,7 +157,7 @@ def replay_output(fmt, path, doc, model, violation, command=None) -> str:
     )
 
 
-def trace_page(doc, name, title="") -> str:
+def trace_page(doc: dict[str, Any], name: str, title: str = "") -> str:
     """The HTML page of a trace file ``kmc matrix`` writes (``doc``: its JSON document, in
     the format of ``kmc check --json`` with one violation; ``name``: the trace file's name;
     ``title``: for a row without a spec title). The path is re-executed from its choices."""

@@ -13,12 +13,18 @@ depth and the rate.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from kmc.checker.core.result import Stats
 
 
 def _elapsed(seconds: float) -> str:
@@ -28,14 +34,14 @@ def _elapsed(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
-def progress_text(stats, title: str = "exploring", seconds: float | None = None) -> Text:
+def progress_text(stats: Stats, title: str = "exploring", seconds: float | None = None) -> Text:
     """The progress line for a ``Stats`` snapshot (without the spinner); ``seconds``: the
     run's time now, when it has moved on since the snapshot. Once the search is over and a
     verdict is being decided (``stats.deciding``), the line says so, with the counts."""
     text = Text()
     text.append(title, "bold")
     seconds = stats.seconds if seconds is None else seconds
-    deciding = getattr(stats, "deciding", None)
+    deciding = stats.deciding
     if deciding:
         text.append("  ·  ", "dim")
         text.append(deciding, "cyan")
@@ -59,7 +65,7 @@ def progress_text(stats, title: str = "exploring", seconds: float | None = None)
     return text
 
 
-def level_text(stats, level_seconds: float) -> Text:
+def level_text(stats: Stats, level_seconds: float) -> Text:
     """The lasting line printed when a level completes."""
     text = Text()
     text.append(f"level {stats.depth}", "bold")
@@ -74,7 +80,7 @@ def level_text(stats, level_seconds: float) -> Text:
     return text
 
 
-def plain_line(stats, when: datetime, title: str = "kmc") -> str:
+def plain_line(stats: Stats, when: datetime, title: str = "kmc") -> str:
     """One lasting progress line for logs: ``2026-01-02T03:04:05Z kmc: 1,834 distinct ·
     3,455 generated · 580 queue · depth 10 · 6,400 states/s``."""
     line = (
@@ -82,7 +88,7 @@ def plain_line(stats, when: datetime, title: str = "kmc") -> str:
         f"{stats.generated:,} generated · {stats.queue:,} queue · depth {stats.depth} · "
         f"{stats.states_per_second:,.0f} states/s"
     )
-    deciding = getattr(stats, "deciding", None)
+    deciding = stats.deciding
     return f"{line} · {deciding}" if deciding else line
 
 
@@ -115,8 +121,8 @@ class ProgressDisplay:
         title: str = "exploring",
         levels: bool = False,
         every: float | None = None,
-        clock=time.monotonic,
-        now=_utc_now,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.console = console
         self.enabled = enabled
@@ -125,7 +131,7 @@ class ProgressDisplay:
         self.every = None if enabled else every
         self._clock, self._now = clock, now
         self._last_plain = clock() if self.every is not None else 0.0
-        self.last = None  # the latest snapshot, kept even when disabled
+        self.last: Stats | None = None  # the latest snapshot, kept even when disabled
         self._level_started = 0.0
         self._spinner = Spinner("dots", text=Text(f"{title} …", "bold"), style="cyan")
         self._live: Live | None = None
@@ -145,12 +151,14 @@ class ProgressDisplay:
             self._live.start()
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._live is not None:
             self._live.stop()
             self._live = None
 
-    def update(self, stats) -> None:
+    def update(self, stats: Stats) -> None:
         """Show a new snapshot (``checker.core.result.Stats``); called by the engine."""
         previous, self.last = self.last, stats
         if self._live is None:

@@ -5,7 +5,8 @@ the counterexamples (``render.terminal.TraceView``) and a one-line summary.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from kmc.checker.base.text import safe_text
 from kmc.checker.core.result import HOLDS, UNKNOWN, VIOLATED
@@ -22,10 +23,16 @@ from .counterexample import by_path, cross_checked_text
 from .json_result import expectation
 from .terminal import UNCLEAN_NOTE, TraceView, trap_share
 
+if TYPE_CHECKING:
+    from kmc.checker.core.result import CheckResult, Violation
+    from kmc.model.config import Config
+    from kmc.model.kafka import KafkaModel
+    from kmc.model.spec import Spec
+
 __all__ = ["ResultView", "collision_text", "stop_reason"]
 
 
-def _count(n) -> str:
+def _count(n: int) -> str:
     return f"{n:,}"
 
 
@@ -53,7 +60,7 @@ _VERDICT_TEXT = {
 }
 
 
-def join_fitting(pieces, separator, max_width=None) -> Iterator[Text]:
+def join_fitting(pieces: Iterable[Text], separator: Text, max_width: int | None = None) -> Iterator[Text]:
     """``pieces`` joined by ``separator`` on as few lines as fit in ``max_width`` cells,
     breaking only between pieces (a line never ends in a separator, no piece is cut)."""
     line = Text()
@@ -68,7 +75,7 @@ def join_fitting(pieces, separator, max_width=None) -> Iterator[Text]:
         yield line
 
 
-def stop_reason(result, spec=None, max_states=None) -> str | None:
+def stop_reason(result: CheckResult, spec: Spec | None = None, max_states: int | None = None) -> str | None:
     """Why the search did not explore every reachable state, in words (``None`` if it did).
 
     ``max_states`` is the state bound the run used (default: the spec's).
@@ -108,7 +115,7 @@ def stop_reason(result, spec=None, max_states=None) -> str | None:
     return f"stopped early ({stopped})" if stopped else "the search did not finish"
 
 
-def _never_fired_note(model, name, result) -> str:
+def _never_fired_note(model: KafkaModel, name: str, result: CheckResult) -> str:
     cfg = model.config
     if name in ("Crash", "Restart") and cfg.max_crashes == 0:
         return "never fired (max_crashes = 0)"
@@ -123,14 +130,16 @@ def _never_fired_note(model, name, result) -> str:
     return "never fired — a modelling bug or an unreachable action?"
 
 
-def _flags(cfg) -> str:
+def _flags(cfg: Config) -> str:
     from .headers import config_flags
 
     on = config_flags(cfg)
     return ", ".join(on) if on else "none"
 
 
-def spec_header(spec, cfg, command="check", engine=None) -> Iterator[Text | Padding]:
+def spec_header(
+    spec: Spec | None, cfg: Config, command: str = "check", engine: str | None = None
+) -> Iterator[Text | Padding]:
     """The header of a run (``kmc check``, ``kmc simulate``): the spec's path, title and
     description, then the configuration (the Kafka release it names and the spec's overrides
     of it, then every option that changes the model: ``_flags``) and, when given, the engine."""
@@ -146,7 +155,8 @@ def spec_header(spec, cfg, command="check", engine=None) -> Iterator[Text | Padd
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim")
     grid.add_column()
-    kafka = getattr(spec, "kafka", None)  # the Kafka release the model was read from, and the spec's overrides
+    # the Kafka release the model was read from, and the spec's overrides
+    kafka = spec.kafka if spec is not None else None
     if kafka is not None:
         grid.add_row("kafka", kafka.text())
     grid.add_row("replicas", f"{', '.join(cfg.replicas)}  (min ISR {cfg.min_insync_replicas})")
@@ -176,7 +186,17 @@ class ResultView:
         show_traces: show the counterexamples at all.
     """
 
-    def __init__(self, spec, model, result, *, diff=False, show_traces=True, max_states=None, coverage=False) -> None:
+    def __init__(
+        self,
+        spec: Spec | None,
+        model: KafkaModel,
+        result: CheckResult,
+        *,
+        diff: bool = False,
+        show_traces: bool = True,
+        max_states: int | None = None,
+        coverage: bool = False,
+    ) -> None:
         self.spec = spec
         self.coverage = coverage  # the coverage tables in the action table's place
         self.max_states = max_states
@@ -191,7 +211,7 @@ class ResultView:
     def header(self) -> Iterator[Text | Padding]:
         yield from spec_header(self.spec, self.model.config, "check", self.result.engine)
 
-    def verdict_table(self, max_width=None) -> Table:
+    def verdict_table(self, max_width: int | None = None) -> Table:
         """The verdict of every checked property, its expectation and what it means (the
         meaning is left out when ``max_width`` is too narrow for it: see
         ``kmc invariants``)."""
@@ -223,11 +243,11 @@ class ResultView:
         table.add_column("expectation")
         if show_meaning:
             table.add_column("meaning", style="dim", ratio=1)
-        for name, verdict, exp, meaning in rows:
-            table.add_row(name, verdict, exp, *((meaning,) if show_meaning else ()))
+        for name, shown, exp, meaning in rows:
+            table.add_row(name, shown, exp, *((meaning,) if show_meaning else ()))
         return table
 
-    def statistics(self, max_width=None) -> Iterator[Text]:
+    def statistics(self, max_width: int | None = None) -> Iterator[Text]:
         s = self.result.stats
         parts = (
             (_count(s.distinct), " distinct states"),
@@ -274,7 +294,7 @@ class ResultView:
             table.add_row(name, _count(fired), _count(new), note)
         return table
 
-    def violations(self) -> list:
+    def violations(self) -> list[Violation]:
         """The violations, shortest counterexample first."""
         return sorted(self.result.violations.values(), key=lambda v: (len(v.path), v.path.choices))
 
@@ -305,7 +325,7 @@ class ResultView:
             # a liveness property's lasso has no "shortest": say what it is instead
             head = (
                 f"counterexample is {lasso_summary(first)}"
-                if getattr(first, "loop", None) is not None
+                if first.loop is not None
                 else f"shortest counterexample has {len(first.path)} states{self._traps(first)}"
             )
             text = Text(f"✗ {first.property} violated: {head}.", "bold red")
@@ -318,9 +338,9 @@ class ResultView:
             yield text
             if "CommittedNeverLost" in result.violations and model.config.unclean_leader_election:
                 yield Text(UNCLEAN_NOTE, "dim")
-        for name, reason in (getattr(result, "unknown", None) or {}).items():
+        for name, reason in result.unknown.items():
             yield Text(f"{name} is unknown: {safe_text(reason)}", "yellow")
-        never = getattr(result, "never_reached", None)
+        never = result.never_reached
         if never:
             yield Text(
                 f"✗ Never reached: {', '.join(never)} (a cover must be reached: the configuration never shows "
@@ -351,11 +371,11 @@ class ResultView:
                     "This does NOT match the spec's expectation: " + "; ".join(exp["mismatches"]) + ".", "bold red"
                 )
 
-    def _traps(self, v) -> str:
+    def _traps(self, v: Violation) -> str:
         """For an always-possibly violation, its trap count and share, else ``""``."""
         if v.kind != "possibly":
             return ""
-        return f"; {trap_share(getattr(v, 'traps', None), self.result.stats.distinct)}"
+        return f"; {trap_share(v.traps, self.result.stats.distinct)}"
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield from self.header()
@@ -394,7 +414,7 @@ class ResultView:
         yield from self.summary()
 
 
-def _kind(name) -> str | None:
+def _kind(name: str) -> str | None:
     from kmc.invariants import BY_NAME
 
     prop = BY_NAME.get(name)

@@ -8,7 +8,8 @@ variables, with every value that changed since the previous state highlighted;
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from kmc.model.describe import replica_set
 from kmc.model.state import EXPAND, leads
@@ -17,6 +18,13 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from kmc.model.kafka import KafkaModel
+    from kmc.model.state import Alter, Entry, Fetch, Record, Replica, State
+
+    Cells = dict[str, tuple[object, Text]]  # column -> (comparison key, Text)
+    Row = dict[str, tuple[Text, bool]]  # column -> (the Text shown, whether it changed)
 
 __all__ = [
     "COLUMNS",
@@ -60,12 +68,12 @@ def epoch_style(epoch: int) -> str:
 # -- small formatters ---------------------------------------------------------------------
 
 
-def record_text(epoch, rid, offset=None) -> Text:
+def record_text(epoch: int, rid: int, offset: int | None = None) -> Text:
     text = f"e{epoch}·r{rid}" if offset is None else f"{offset}:e{epoch}·r{rid}"
     return Text(text, style=epoch_style(epoch))
 
 
-def _join(parts, sep=" ", open_="", close="") -> Text:
+def _join(parts: Iterable[Text], sep: str = " ", open_: str = "", close: str = "") -> Text:
     out = Text(open_)
     for i, part in enumerate(parts):
         if i:
@@ -75,14 +83,14 @@ def _join(parts, sep=" ", open_="", close="") -> Text:
     return out
 
 
-def _log(log, offsets=True) -> Text:
+def _log(log: Sequence[Record], offsets: bool = True) -> Text:
     """A log as ``0:e0·r0 1:e0·r1`` (table) or ``[e0·r0, e0·r1]`` (diff)."""
     if offsets:
         return _join([record_text(e, i, o) for o, (e, i) in enumerate(log)]) if log else Text("empty", DIM)
     return _join([record_text(e, i) for e, i in log], ", ", "[", "]")
 
 
-def _fetch(model, f) -> Text:
+def _fetch(model: KafkaModel, f: Fetch) -> Text:
     if f.diverging is not None:  # the fetch path's answer: an epoch and its end offset, no records
         out = Text(f"from {model.name(f.leader)} e{f.epoch} ")
         out.append(f"diverging e{f.diverging} ends @{f.start}", "bold magenta")
@@ -96,7 +104,7 @@ def _fetch(model, f) -> Text:
     return out
 
 
-def _committed(committed) -> Text:
+def _committed(committed: Iterable[Entry]) -> Text:
     return _join([record_text(e, i, o) for o, e, i in committed], ", ", "{", "}")
 
 
@@ -108,7 +116,7 @@ _WRAPS = {"role", "log", "remote LEO", "in flight"}  # may wrap (at spaces) on a
 _MIN_WIDTHS = {"log": 8, "in flight": 10}  # never cut a record short
 
 
-def _alive(rep) -> Text:
+def _alive(rep: Replica) -> Text:
     if rep.alive and rep.shutting:  # in controlled shutdown (max_controlled_shutdowns)
         return Text("up, shutting down", "bold dark_orange")
     if rep.alive:
@@ -116,7 +124,7 @@ def _alive(rep) -> Text:
     return Text("DOWN (lossy)", "bold red") if rep.lossy else Text("DOWN", "bold red")
 
 
-def _role(model, state, r) -> tuple[str, Text]:
+def _role(model: KafkaModel, state: State, r: int) -> tuple[str, Text]:
     rep = state.replicas[r]
     if leads(state, r):
         return "leader", Text("leader", "bold green")
@@ -130,10 +138,10 @@ def _role(model, state, r) -> tuple[str, Text]:
     return text, Text(text, DIM if not rep.alive else "")
 
 
-def _replica_cells(model, state, r) -> dict:
+def _replica_cells(model: KafkaModel, state: State, r: int) -> Cells:
     """column -> (comparison key, Text) for one replica."""
     rep = state.replicas[r]
-    cells = {
+    cells: Cells = {
         "replica": (None, Text(model.name(r), "bold")),
         "alive": ((rep.alive, rep.lossy, rep.shutting), _alive(rep)),
         "role": _role(model, state, r),
@@ -156,11 +164,11 @@ def _replica_cells(model, state, r) -> dict:
     return cells
 
 
-def _summary_cells(model, state) -> dict:
+def _summary_cells(model: KafkaModel, state: State) -> dict[str, tuple[object, str, Text]]:
     """The controller and history values: name -> (comparison key, label, Text)."""
     q = state.quorum
     leader = Text(model.name(q.leader)) if q.leader is not None else Text("none", DIM)
-    cells = {
+    cells: dict[str, tuple[object, str, Text]] = {
         "quorum.leader": (q.leader, "leader", leader),
         "quorum.epoch": (q.epoch, "epoch", Text(str(q.epoch))),
         "quorum.isr": (q.isr, "ISR", Text(replica_set(model, q.isr))),
@@ -186,7 +194,7 @@ def _summary_cells(model, state) -> dict:
     }
 
 
-def request_text(model, alter) -> str:
+def request_text(model: KafkaModel, alter: Alter) -> str:
     """The AlterPartition request in flight, short: ``A asks to add B``, ``A asks to
     remove B``."""
     p, change, r = alter
@@ -224,7 +232,9 @@ class StateView:
         previous: the state before it, whose differences are highlighted (or ``None``).
     """
 
-    def __init__(self, model, state, previous=None, *, widths=None) -> None:
+    def __init__(
+        self, model: KafkaModel, state: State, previous: State | None = None, *, widths: dict[str, int] | None = None
+    ) -> None:
         self.model = model
         self.state = state
         self.previous = previous
@@ -233,7 +243,7 @@ class StateView:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         plain = no_colour(console)
         model, state, prev = self.model, self.state, self.previous
-        rows = []  # per replica: column -> the Text to show (marked when it changed)
+        rows: list[Row] = []  # per replica: column -> the Text to show (marked when it changed)
         for r in range(len(state.replicas)):
             cells = _replica_cells(model, state, r)
             old = _replica_cells(model, prev, r) if prev is not None else None
@@ -276,7 +286,7 @@ class StateView:
                     yield line
         yield from self._summary_lines(plain)
 
-    def _stacked(self, rows) -> Iterator[Table]:
+    def _stacked(self, rows: list[Row]) -> Iterator[Table]:
         """The replicas as blocks of text that wrap, for a console too narrow for the table."""
         grid = Table.grid(padding=(0, 1))
         grid.add_column(no_wrap=True)
@@ -295,7 +305,7 @@ class StateView:
             grid.add_row(Text(self.model.name(r), "bold"), text)
         yield grid
 
-    def _summary_lines(self, plain) -> Iterator[Text]:
+    def _summary_lines(self, plain: bool) -> Iterator[Text]:
         """The controller's and the history variables' lines."""
         model, state, prev = self.model, self.state, self.previous
         now = _summary_cells(model, state)
@@ -328,7 +338,7 @@ _FLEXIBLE_MIN = 16  # the fewest cells the column that takes the leftover room m
 _NARROW_COLUMNS = tuple(c for c in COLUMNS if c not in ("remote LEO", "in flight"))
 
 
-def table_layout(widths, max_width) -> tuple[tuple[str, ...], dict[str, int]] | tuple[None, None]:
+def table_layout(widths: dict[str, int], max_width: int) -> tuple[tuple[str, ...], dict[str, int]] | tuple[None, None]:
     """The columns of the replica table, and the width of each, for a console
     ``max_width`` cells wide: ``(None, None)`` when no table fits.
 
@@ -352,9 +362,9 @@ def table_layout(widths, max_width) -> tuple[tuple[str, ...], dict[str, int]] | 
 # -- the field-by-field difference of two states -----------------------------------------
 
 
-def _fields(model, state) -> list[tuple[str, object, Text]]:
+def _fields(model: KafkaModel, state: State) -> list[tuple[str, object, Text]]:
     """Every variable of a state as ``(name, comparison key, Text)``, in a fixed order."""
-    out = []
+    out: list[tuple[str, object, Text]] = []
     for r, rep in enumerate(state.replicas):
         n = model.name(r)
         out.append((f"{n}.alive", rep.alive, Text("up", "green") if rep.alive else Text("DOWN", "bold red")))
@@ -376,7 +386,7 @@ def _fields(model, state) -> list[tuple[str, object, Text]]:
     return out
 
 
-def diff_lines(model, before, after) -> list[Text]:
+def diff_lines(model: KafkaModel, before: State, after: State) -> list[Text]:
     """``B.log: [e0·r0] → [e0·r0, e0·r1]`` for every variable that changed."""
     lines = []
     for (name, old, old_text), (_, new, new_text) in zip(_fields(model, before), _fields(model, after)):
@@ -397,7 +407,7 @@ def _dimmed(text: Text) -> Text:
     return text
 
 
-def column_widths(model, states) -> dict:
+def column_widths(model: KafkaModel, states: Iterable[State]) -> dict[str, int]:
     """The widest value of every replica column over ``states`` (so that the tables of a
     trace line up), counting room for a change mark."""
     widths = {c: len(c) for c in COLUMNS}

@@ -8,6 +8,8 @@ for longer ones.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kmc.checker.base.text import xml_text as _x
 
 from .diagram import CONTROLLER, MARKER, cycle_text, epoch_colour, lost_label
@@ -35,8 +37,11 @@ from .svg_boxes import (
     replica,
 )
 
+if TYPE_CHECKING:
+    from .diagram import Diagram, Event
 
-def render(d, *, standalone=True, title="") -> str:
+
+def render(d: Diagram, *, standalone: bool = True, title: str = "") -> str:
     """The SVG document of a ``render.diagram.Diagram`` (``standalone``: with an XML
     declaration, for a file of its own; ``title``: a line above the diagram)."""
     lay = Layout(d)
@@ -74,13 +79,13 @@ def render(d, *, standalone=True, title="") -> str:
     )
 
 
-def _diverges(d) -> bool:
+def _diverges(d: Diagram) -> bool:
     """Does the diagram draw a diverging answer (truncate_on_fetch)? Its arrow has a marker
     of its own, defined only then (every other picture is as it always was)."""
     return any(ev.kind == "diverging-response" for col in d.columns for ev in col.events)
 
 
-def _markers(requests=False, diverging=False, cycle=False) -> str:
+def _markers(requests: bool = False, diverging: bool = False, cycle: bool = False) -> str:
     colours = (("blue", BLUE), ("purple", PURPLE), ("grey", GREY)) + ((("orange", ORANGE),) if requests else ())
     colours += (("magenta", MAGENTA),) if diverging else ()
     colours += (("red", RED),) if cycle else ()
@@ -91,7 +96,7 @@ def _markers(requests=False, diverging=False, cycle=False) -> str:
     )
 
 
-def _columns_and_lanes(out, d, lay) -> None:
+def _columns_and_lanes(out: list[str], d: Diagram, lay: Layout) -> None:
     last = len(d.columns) - 1
     for i, (col, (action, words)) in enumerate(zip(d.columns, lay.heads)):
         x = lay.col_x(i)
@@ -128,7 +133,7 @@ def _columns_and_lanes(out, d, lay) -> None:
     # red where something fails; a path that violates nothing (the explorer's walk) has its
     # current state framed in the colour of the page's current step
     colour = ORANGE if d.kind == "possibly" else CURRENT if d.kind == "holds" else RED
-    first = d.loop if d.lasso else last  # a lasso frames its whole cycle
+    first = d.loop if d.loop is not None else last  # a lasso frames its whole cycle
     x = lay.col_x(first)
     cls = "cycle" if d.lasso else "trap" if d.kind == "possibly" else "current" if d.kind == "holds" else "violation"
     dash = ' stroke-dasharray="6 3"' if d.lasso and not d.stutters else ""
@@ -152,7 +157,7 @@ _EVENT_STYLE = {
 }
 
 
-def _event(out, ev, x, lay) -> None:
+def _event(out: list[str], ev: Event, x: float, lay: Layout) -> None:
     colour, marker, dash = _EVENT_STYLE[ev.kind]
     ax = x + lay.col_w - 11
     down = ev.source < ev.target
@@ -182,7 +187,7 @@ EVENT_GAP = 18  # between the arrows of one step (a controlled shutdown's reques
 CYCLE_H = 34  # the band under the lanes where a lasso's cycle arrow runs
 
 
-def _cycle(out, d, lay) -> float:
+def _cycle(out: list[str], d: Diagram, lay: Layout) -> float:
     """A lasso's end under the lanes: an arrow from the last column back to the column
     where the cycle starts (the same state), or, when the last state stutters, a loop on
     it; with what it means in words. Returns the band's bottom."""
@@ -194,6 +199,7 @@ def _cycle(out, d, lay) -> float:
         path = f"M{x_last + 8},{top + 2} C{x_last + 26},{top + 24} {x_last - 26},{top + 24} {x_last - 8},{top + 3}"
         tx, anchor, ty = (lay.col_x(last) - 4, "end", top + 16) if last else (x_last + 24, "start", top + 16)
     else:
+        assert d.loop is not None  # a lasso's
         x_loop = lay.col_x(d.loop) + lay.col_w / 2
         path = f"M{x_last},{top + 2} L{x_last},{top + 18} L{x_loop},{top + 18} L{x_loop},{top + 3}"
         tx, anchor, ty = (x_last + x_loop) / 2, "middle", top + 28
@@ -206,7 +212,7 @@ def _cycle(out, d, lay) -> float:
     return top + CYCLE_H
 
 
-def _verdict(out, d, lay, top=None) -> float:
+def _verdict(out: list[str], d: Diagram, lay: Layout, top: float | None = None) -> float:
     y = (lay.lanes_bottom if top is None else top) + 10
     colour = ORANGE if d.kind == "possibly" else GREEN if d.kind == "holds" else RED
     width = lay.width - 2 * PAD
@@ -248,7 +254,7 @@ def _verdict(out, d, lay, top=None) -> float:
     return y + h
 
 
-def _legend(out, d, lay, y) -> float:
+def _legend(out: list[str], d: Diagram, lay: Layout, y: float) -> float:
     y += 16
     x: float = PAD
     parts = ['<g class="legend">']

@@ -10,7 +10,8 @@ state a ``render.state_view.StateView`` (or its ``diff_lines``). The whole run's
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.padding import Padding
@@ -34,6 +35,10 @@ from .state_view import (
     table_layout,
 )
 
+if TYPE_CHECKING:
+    from kmc.checker.core.result import Step, Violation
+    from kmc.model.kafka import KafkaModel
+
 __all__ = [
     "COLUMNS",
     "EPOCH_STYLES",
@@ -50,7 +55,7 @@ __all__ = [
 # -- a counterexample ---------------------------------------------------------------------
 
 
-def trap_share(traps, distinct) -> str:
+def trap_share(traps: int | None, distinct: int | None) -> str:
     """``"1,296 trap states: 18.4% of the 7,057 reachable states"`` (a possibly-violation's
     count and share; orbits under symmetry reduction)."""
     if traps is None:
@@ -71,14 +76,22 @@ class TraceView:
         also: other violations of the same path (``by_path``): their verdicts follow.
     """
 
-    def __init__(self, model, violation, *, diff=False, distinct=None, also=()) -> None:
+    def __init__(
+        self,
+        model: KafkaModel,
+        violation: Violation,
+        *,
+        diff: bool = False,
+        distinct: int | None = None,
+        also: Iterable[Violation] = (),
+    ) -> None:
         self.model = model
         self.violation = violation
         self.also = tuple(also)
         self.diff = diff
         self.distinct = distinct  # the run's distinct states: a trap count's share
 
-    def _header(self, index, step, previous) -> Text:
+    def _header(self, index: int, step: Step, previous: Step | None) -> Text:
         head = Text()
         head.append(f"State {index}: ", "bold")
         if step.action is None:

@@ -24,6 +24,14 @@ names the action as ``kmc check`` does, e.g. ``State 3: <Crash(B, keeps 1)>``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kmc.checker.core.result import Path, Violation
+    from kmc.model.kafka import KafkaModel
+    from kmc.model.state import Fetch, Record, Replica, State
+
 VARIABLES = (
     "alive",
     "log",
@@ -43,38 +51,38 @@ def boolean(value: bool) -> str:
     return "TRUE" if value else "FALSE"
 
 
-def sequence(items) -> str:
+def sequence(items: Iterable[str]) -> str:
     return "<<" + ", ".join(items) + ">>"
 
 
-def tla_set(items) -> str:
+def tla_set(items: Iterable[str]) -> str:
     return "{" + ", ".join(items) + "}"
 
 
-def record(fields) -> str:
+def record(fields: Iterable[tuple[str, str]]) -> str:
     """A TLA+ record from ``(field, text)`` pairs, in the given order."""
     return "[" + ", ".join(f"{k} |-> {v}" for k, v in fields) + "]"
 
 
-def function(pairs) -> str:
+def function(pairs: Iterable[tuple[str, str]]) -> str:
     """A function written with TLC's ``:>`` and ``@@`` operators from ``(key, text)``."""
     return "(" + " @@ ".join(f"{k} :> {v}" for k, v in pairs) + ")"
 
 
-def _replica(model, r) -> str:
+def _replica(model: KafkaModel, r: int | None) -> str:
     return "None" if r is None else model.name(r)
 
 
-def _record(rec) -> str:
+def _record(rec: Record) -> str:
     epoch, rid = rec
     return record((("epoch", str(epoch)), ("id", str(rid))))
 
 
-def _log(log) -> str:
+def _log(log: Iterable[Record]) -> str:
     return sequence(_record(x) for x in log)
 
 
-def _fetch(model, f) -> str:
+def _fetch(model: KafkaModel, f: Fetch | None) -> str:
     if f is None:
         return "None"
     if f.diverging is not None:  # the fetch path's answer: div(E', O') in place of start and records
@@ -98,13 +106,13 @@ def _fetch(model, f) -> str:
     )
 
 
-def state_variables(model, state) -> list[tuple[str, str]]:
+def state_variables(model: KafkaModel, state: State) -> list[tuple[str, str]]:
     """``(variable, TLA+ value)`` for every variable of a Kafka model state, in
     ``VARIABLES`` order."""
     reps = list(enumerate(state.replicas))
     names = [model.name(r) for r, _ in reps]
 
-    def per_replica(fn) -> str:
+    def per_replica(fn: Callable[[Replica], str]) -> str:
         return function((names[r], fn(rep)) for r, rep in reps)
 
     q = state.quorum
@@ -168,19 +176,19 @@ def state_variables(model, state) -> list[tuple[str, str]]:
     ]
 
 
-def state_text(model, state) -> str:
+def state_text(model: KafkaModel, state: State) -> str:
     """A state as TLC's conjunction of ``/\\ var = value`` lines."""
     return "\n".join(f"/\\ {name} = {value}" for name, value in state_variables(model, state))
 
 
-def step_header(model, index, action) -> str:
+def step_header(model: KafkaModel, index: int, action: Any) -> str:
     """``State 1: <Initial predicate>`` or ``State n: <Action(R)>``."""
     if action is None:
         return f"State {index}: <Initial predicate>"
     return f"State {index}: <{model.format_action(action)}>"
 
 
-def trace_text(model, path) -> str:
+def trace_text(model: KafkaModel, path: Path) -> str:
     """Every state of a ``checker.core.result.Path``, a header and its variables each,
     separated by blank lines."""
     blocks = []
@@ -189,7 +197,7 @@ def trace_text(model, path) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def lasso_text(model, path, loop: int) -> str:
+def lasso_text(model: KafkaModel, path: Path, loop: int) -> str:
     """A lasso the way TLC prints a behaviour that violates a temporal property: the states
     up to the cycle's last one, then ``Back to state k: <Action>`` for the step that closes
     the cycle; or, when the last state stutters for ever, every state and then
@@ -205,12 +213,12 @@ def lasso_text(model, path, loop: int) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def violation_text(model, violation, stats=None) -> str:
+def violation_text(model: KafkaModel, violation: Violation, stats: dict[str, Any] | None = None) -> str:
     """A violation the way TLC reports one: the error line, the behaviour, then (as a
     TLA+ comment) kmc's explanation, and, given a ``stats`` dict of the JSON result
     format (``distinct_states``, ``states_generated``, ``depth``), TLC's closing counts.
     """
-    loop = getattr(violation, "loop", None)
+    loop = violation.loop
     if loop is not None:  # a liveness property's lasso, as TLC prints a temporal violation
         lines = [
             "Error: Temporal properties were violated.",

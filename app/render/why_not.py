@@ -5,9 +5,13 @@ so ("no guard conditions declared")."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kmc.checker.contract.protocol import Guard, action_name
+
+if TYPE_CHECKING:
+    from kmc.checker.contract.protocol import Model
 
 NOT_DECLARED = "no guard conditions declared"
 
@@ -16,7 +20,7 @@ class UnknownAction(ValueError):
     """An action text that names no action of the model (one line, with the known ones)."""
 
 
-def answers(model, state, wanted: str | None = None) -> dict:
+def answers(model: Model, state: Any, wanted: str | None = None) -> dict[str, Any]:
     """The guards of ``state`` as plain data: ``declared`` (whether the model declares its
     guards) and ``actions``, one entry per action the text ``wanted`` names (an action as
     traces show it, ``ElectLeader(B)``, or a name, ``ElectLeader``: every action of that
@@ -71,12 +75,12 @@ def _instance_of(text: str, wanted: str) -> bool:
     return wanted.endswith(")") and text.startswith(wanted[:-1] + ", ")
 
 
-def _list(items, most=12) -> str:
+def _list(items: Iterable[str], most: int = 12) -> str:
     items = list(items)
     return ", ".join(items[:most]) + (f", ... ({len(items)} in all)" if len(items) > most else "")
 
 
-def lines(doc: dict, where: str) -> list[str]:
+def lines(doc: dict[str, Any], where: str) -> list[str]:
     """``answers`` as the terminal shows it: for each action whether it is enabled in
     ``where`` (``"state 5"``), then each of its conditions, ✗ where it fails."""
     out = []

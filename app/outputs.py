@@ -14,9 +14,16 @@ import errno
 import os
 import re
 import stat
+from typing import TYPE_CHECKING
 
 from kmc.checker.base.errors import UsageError
 from kmc.checker.base.text import display_path, safe_text
+
+if TYPE_CHECKING:  # for the annotations only
+    import argparse
+    from collections.abc import Callable, Iterable, Sequence
+
+    from rich.console import Console
 
 # The first bytes of every JSON document kmc writes, as it writes them (indent 2): its
 # ``schema_version``, then a key that names kmc (``schema_minor`` for a check's result, a
@@ -51,7 +58,7 @@ _KMC_GRAPH = re.compile(
 _SNIFF = 1 << 16
 
 
-def _kind_of(mode) -> str:
+def _kind_of(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a named pipe"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -63,7 +70,7 @@ def _kind_of(mode) -> str:
     return "not a regular file"
 
 
-def check_regular_input(what, path) -> None:
+def check_regular_input(what: str, path: str | os.PathLike[str]) -> None:
     """Refuse an input that is not a regular file (a named pipe would block the read).
 
     Raises:
@@ -77,7 +84,7 @@ def check_regular_input(what, path) -> None:
         raise UsageError(f"{what}: {path} is {_kind_of(mode)}, not a regular file")
 
 
-def is_kmc_output(path, kind: str = "json") -> bool:
+def is_kmc_output(path: str | os.PathLike[str], kind: str = "json") -> bool:
     """True when the regular file ``path`` is empty or was written by kmc (a JSON document
     that starts as kmc writes one, ``_KMC_JSON``; a diagram or a results table with kmc's
     header; a graph that names kmc as its generator)."""
@@ -102,7 +109,14 @@ def is_kmc_output(path, kind: str = "json") -> bool:
     return GRAPH_MARKER in head or (m.group(1) == b"graphml" and b'attr.name="violates"' in head[:4096])
 
 
-def check_output_path(option, path, *, protected=(), force=False, kind="json") -> None:
+def check_output_path(
+    option: str,
+    path: str | os.PathLike[str] | None,
+    *,
+    protected: Iterable[str | os.PathLike[str] | None] = (),
+    force: bool = False,
+    kind: str = "json",
+) -> None:
     """Refuse, before a long run starts, an output file that could not or must not be written.
 
     Args:
@@ -170,14 +184,14 @@ def check_output_path(option, path, *, protected=(), force=False, kind="json") -
 
 # The outputs ``check_output_path`` passed: the path -> (what was there, ``_entry``; its
 # kind; --force). ``exclusive`` asks it again when the file is written.
-_CHECKED: dict[str, tuple[tuple | None, str, bool]] = {}
+_CHECKED: dict[str, tuple[tuple[str | None, ...] | None, str, bool]] = {}
 
 
-def _key(path) -> str:
+def _key(path: str | os.PathLike[str]) -> str:
     return os.path.abspath(os.fspath(path))
 
 
-def _entry(path) -> tuple | None:
+def _entry(path: str | os.PathLike[str]) -> tuple[str | None, ...] | None:
     """What is at ``path`` itself (a link is not followed): ``None`` (nothing),
     ``("link", its target)`` or ``("file",)`` (anything else)."""
     try:
@@ -192,7 +206,7 @@ def _entry(path) -> tuple | None:
     return ("file",)
 
 
-def exclusive(path) -> bool:
+def exclusive(path: str | os.PathLike[str]) -> bool:
     """Just before an output checked by ``check_output_path`` is written (a search may
     have run for hours meanwhile): True when the file must be created, not replaced (there
     was none, so a file or a link there now is someone else's: the write fails rather than
@@ -226,7 +240,7 @@ def exclusive(path) -> bool:
     return False
 
 
-def probe_folder(option, folder) -> None:
+def probe_folder(option: str, folder: str | os.PathLike[str]) -> None:
     """Create and remove a file in ``folder``, as writing the output will (a temporary
     file renamed over the destination): a folder that passes ``os.access`` may still
     refuse (``/proc``, a read-only mount, a full disk's quota).
@@ -250,14 +264,14 @@ def probe_folder(option, folder) -> None:
 _KIND_NAMES = {"json": "result", "graph": "graph", "results": "results table", "diagram": "diagram"}
 
 
-def _same_file(a, b) -> bool:
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _starts_with(path, prefix: bytes) -> bool:
+def _starts_with(path: str | os.PathLike[str], prefix: bytes) -> bool:
     try:
         with open(path, "rb") as f:
             return f.read(len(prefix)) == prefix
@@ -269,7 +283,7 @@ def _starts_with(path, prefix: bytes) -> bool:
 # before a run starts, and written after it
 
 
-def add_diagram_arguments(parser) -> None:
+def add_diagram_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--html",
         metavar="FILE",
@@ -280,7 +294,7 @@ def add_diagram_arguments(parser) -> None:
     )
 
 
-def check_diagram_paths(args, protected) -> None:
+def check_diagram_paths(args: argparse.Namespace, protected: Iterable[str | os.PathLike[str] | None]) -> None:
     """Refuse, before the run, a ``--html`` or ``--mermaid`` file that could not or must
     not be written, or two outputs that name one file."""
     outputs = [(o, p) for o, p in (("--json", args.json), ("--html", args.html), ("--mermaid", args.mermaid)) if p]
@@ -292,7 +306,7 @@ def check_diagram_paths(args, protected) -> None:
         check_output_path(option, vars(args)[option[2:]], protected=protected, force=args.force, kind="diagram")
 
 
-def same_destination(a, b) -> bool:
+def same_destination(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     """True when the output paths ``a`` and ``b`` would write one file: the same path once
     symbolic links are resolved, or one existing file under two names (a hard link)."""
     if os.path.realpath(a) == os.path.realpath(b):
@@ -303,7 +317,7 @@ def same_destination(a, b) -> bool:
         return False
 
 
-def write_diagrams(args, err, html, mermaid) -> bool:
+def write_diagrams(args: argparse.Namespace, err: Console, html: Callable[[], str], mermaid: Callable[[], str]) -> bool:
     """Write ``--html`` and ``--mermaid`` (``html()`` and ``mermaid()`` make their text);
     a failed write is one line on ``err``. Returns False when a write failed."""
     from kmc.app.render.pictures import write_text
@@ -327,7 +341,7 @@ def write_diagrams(args, err, html, mermaid) -> bool:
     return ok
 
 
-def command_line(args, words=None) -> str:
+def command_line(args: argparse.Namespace, words: Sequence[str] | None = None) -> str:
     """The command that made a page (its footer): the command line as the user typed it
     (every option kept; paths as given), or ``kmc`` and ``words`` when there is none."""
     import shlex

@@ -38,6 +38,8 @@ from .common import (
 )
 
 if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from collections.abc import Sequence
+
     from kmc.checker.contract.protocol import Model, Property
     from kmc.checker.core.driver import Engine
     from kmc.checker.core.options import Options
@@ -222,7 +224,9 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     spec = _load_target(args)
     views = CheckViews.of(spec)
     directory = args.checkpoint or args.resume
-    protected = [*views.files, *checkpoint.own_files(directory)] if directory else views.files
+    protected: Sequence[str | os.PathLike[str]] = (
+        [*views.files, *checkpoint.own_files(directory)] if directory else views.files
+    )
     check_output_path("--json", args.json, force=args.force, protected=protected)
     check_diagram_paths(args, protected)
     require_spark(spec, args)

@@ -27,8 +27,11 @@ from kmc.checker.base.errors import KmcError, ModelError, UsageError
 from kmc.checker.contract.model_errors import blame, value_text, where_defined
 from kmc.checker.contract.protocol import Property, with_defaults
 
-if TYPE_CHECKING:  # for the annotation only: imported on first use
+if TYPE_CHECKING:  # for the annotations only: imported on first use
+    from collections.abc import Sequence
+
     from kmc.checker.contract.protocol import Model
+    from kmc.checker.core.result import CheckResult
 
 
 # What the factory's object must have (``checker.contract.protocol.Model``).
@@ -40,14 +43,14 @@ class ModelSpec:
     """A model given by its factory (see the module)."""
 
     ref: str
-    params: dict
+    params: dict[str, Any]
     factory: Callable[..., Any] = attrs.field(repr=False)
     sha256: str = ""
     source: str | None = None  # the file the factory was loaded from, when given as a path
     # what a spec file would set: nothing, the command line decides
     title: str = ""
     description: str = ""
-    expect: dict = attrs.field(factory=dict)
+    expect: dict[str, Any] = attrs.field(factory=dict)
     engine: str = "local"
     store: str = "memory"
     workers: int | None = None
@@ -56,7 +59,7 @@ class ModelSpec:
     max_memory: int | None = None
     keep_going: bool = False
     symmetry: bool = False
-    tables: dict = attrs.field(factory=dict)  # a spec file's application tables: none
+    tables: dict[str, Any] = attrs.field(factory=dict)  # a spec file's application tables: none
 
     @property
     def path(self) -> str:
@@ -93,7 +96,7 @@ class ModelSpec:
             )
         return with_defaults(model)  # the protocol's defaults, given once
 
-    def properties(self, names=None) -> list:
+    def properties(self, names: Sequence[str] | None = None) -> list[Property]:
         model = self.model()
         props = self._call(model.properties)
         if isinstance(props, (str, bytes)) or not isinstance(props, Iterable):
@@ -126,7 +129,7 @@ class ModelSpec:
             )
         return [by_name[n] for n in names]
 
-    def _call(self, fn, *args) -> Any:
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         try:
             return fn(*args)
         except (KmcError, MemoryError):
@@ -134,7 +137,7 @@ class ModelSpec:
         except Exception as e:  # the user's code: one line, never a traceback
             raise ModelError(f"--model {self.ref}: {blame(e)}") from None
 
-    def probe(self, model, kernel: bool) -> None:
+    def probe(self, model: Model, kernel: bool) -> None:
         """Call the model (and, when ``kernel``, its batch kernel) on a sample of its first
         states: a model that breaks the protocol is refused before the search
         (``checker.contract.model_errors.probe``).
@@ -158,23 +161,25 @@ class ModelSpec:
     def resolved_ref(self) -> str:
         """The reference that rebuilds the model from any folder: a file's absolute path
         and the factory, else the module reference as given."""
-        return self.identity().get("file", self.ref)
+        if self.source is None:
+            return self.ref
+        return f"{self.source}:{self.ref.rpartition(':')[2]}"
 
-    def checkpoint_identity(self) -> dict:
+    def checkpoint_identity(self) -> dict[str, Any]:
         """What a checkpoint's header records of the model, every key compared on resume:
         ``model_ref`` (``resolved_ref``, what ``kmc check --resume DIR`` rebuilds it
         from), ``model_params`` and ``model_sha256`` (the source's SHA-256, when found)."""
-        doc = {"model_ref": self.resolved_ref, "model_params": dict(self.params)}
+        doc: dict[str, Any] = {"model_ref": self.resolved_ref, "model_params": dict(self.params)}
         if self.sha256:
             doc["model_sha256"] = self.sha256
         return doc
 
-    def identity(self) -> dict:
+    def identity(self) -> dict[str, Any]:
         """What a result document records to rebuild the model (``kmc replay``): the
         reference as given, a file's absolute path, the parameters, the source's SHA-256."""
-        doc = {"ref": self.ref, "params": dict(self.params), "sha256": self.sha256}
+        doc: dict[str, Any] = {"ref": self.ref, "params": dict(self.params), "sha256": self.sha256}
         if self.source is not None:
-            doc["file"] = f"{self.source}:{self.ref.rpartition(':')[2]}"
+            doc["file"] = self.resolved_ref
         return doc
 
 
@@ -201,15 +206,14 @@ class DeclaresExpectations(Protocol):
     def expect(self) -> Mapping[str, object]: ...
 
 
-def expectations(spec: ModelSpec, model) -> dict | None:
+def expectations(spec: ModelSpec, model: Model) -> dict[str, Any] | None:
     """The model's ``expect()`` mapping, checked; ``None`` when it declares none.
 
     Raises:
         UsageError: ``expect()`` fails, or returns a key that is neither a property of
             the model nor a count, or a value of the wrong kind (one line).
     """
-    declared = isinstance(model, DeclaresExpectations)  # (a flag: the model stays a model)
-    if not declared:
+    if not isinstance(model, DeclaresExpectations):
         return None
     where = f"--model {spec.ref}: expect()"
     try:
@@ -219,7 +223,7 @@ def expectations(spec: ModelSpec, model) -> dict | None:
     if not isinstance(table, Mapping):
         raise UsageError(f"{where} must return a mapping, got {type(table).__name__}")
     names = [p.name for p in model.properties()]
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in table.items():
         if key in COUNT_KEYS:
             if type(value) is not int or value < 1:
@@ -236,14 +240,14 @@ def expectations(spec: ModelSpec, model) -> dict | None:
     return out
 
 
-def expectation(expected: dict, result, symmetry: bool = False) -> dict:
+def expectation(expected: dict[str, Any], result: CheckResult, symmetry: bool = False) -> dict[str, Any]:
     """Compare a run with a model's expectations, as ``render.expectation`` compares a
     spec's: ``{"expected", "got", "matched", "mismatches", "unchecked"}``. A verdict left
     unknown does not match; a property that was not checked, and a count when the search
     did not explore every reachable state (it stopped early, at a violation without
     ``--keep-going`` or at a bound, or counted orbits with ``--symmetry``), are
     ``unchecked``."""
-    got: dict = {name: result.verdict(name) for name in result.checked}
+    got: dict[str, Any] = {name: result.verdict(name) for name in result.checked}
     whole = result.stopped is None and not symmetry
     if whole:
         got.update(distinct_states=result.stats.distinct, depth=result.stats.depth)
@@ -255,10 +259,10 @@ def failure(ref: str, e: BaseException) -> ModelError:
     return ModelError(f"--model {ref}: {blame(e)}")
 
 
-def parse_params(items) -> dict:
+def parse_params(items: Iterable[str] | None) -> dict[str, Any]:
     """``NAME=VALUE`` strings as keyword arguments: a value is an int, a float,
     ``true``/``false`` or else a string."""
-    out = {}
+    out: dict[str, Any] = {}
     for item in items or ():
         name, eq, text = item.partition("=")
         if not eq or not name.isidentifier():
@@ -267,7 +271,7 @@ def parse_params(items) -> dict:
     return out
 
 
-def _value(text) -> int | float | bool | str:
+def _value(text: str) -> int | float | bool | str:
     for kind in (int, float):
         try:
             return kind(text)
@@ -276,7 +280,7 @@ def _value(text) -> int | float | bool | str:
     return {"true": True, "false": False}.get(text.lower(), text)
 
 
-def load_model_spec(ref: str, params: dict) -> ModelSpec:
+def load_model_spec(ref: str, params: dict[str, Any]) -> ModelSpec:
     """The model ``ref`` names: ``module:factory`` or ``file.py:factory``.
 
     Raises:

@@ -12,14 +12,18 @@ from kmc.checker.engines import ENGINES
 from kmc.checker.stores.registry import STORES
 
 if TYPE_CHECKING:  # for the annotations only: the commands import these on first use
-    from kmc.checker.contract.protocol import Property
-    from kmc.checker.core.driver import Engine
+    from collections.abc import Iterable, Sequence
+    from pathlib import Path
+
+    from kmc.checker.contract.protocol import Model, Property
+    from kmc.checker.core.driver import Engine, Progress
     from kmc.model.spec import Spec
+    from kmc.model.spec_model import KafkaArg
 
     from ..user_model import ModelSpec
 
 
-def positive_int(text) -> int:
+def positive_int(text: str) -> int:
     """An argparse type: a whole number >= 1."""
     try:
         value = int(text)
@@ -30,7 +34,7 @@ def positive_int(text) -> int:
     return value
 
 
-def partitions(text) -> int:
+def partitions(text: str) -> int:
     """An argparse type: a number of Spark partitions, 1 to ``MAX_PARTITIONS``."""
     from kmc.checker.spark.master import MAX_PARTITIONS
 
@@ -42,7 +46,7 @@ def partitions(text) -> int:
     return value
 
 
-def master_url(text) -> str:
+def master_url(text: str) -> str:
     """An argparse type: a Spark master URL (its syntax; reachability is checked at start)."""
     from kmc.checker.base.errors import EngineError
     from kmc.checker.spark.master import validate_master
@@ -53,7 +57,7 @@ def master_url(text) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_spec_argument(parser, optional=False) -> None:
+def add_spec_argument(parser: argparse.ArgumentParser, optional: bool = False) -> None:
     parser.add_argument(
         "spec",
         metavar="SPEC",
@@ -62,7 +66,7 @@ def add_spec_argument(parser, optional=False) -> None:
     )
 
 
-def add_model_arguments(parser) -> None:
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """``--model REF`` and ``--param NAME=VALUE``: a user's own model instead of a spec."""
     g = parser.add_argument_group("a model of your own (docs/writing-a-model.md)")
     g.add_argument(
@@ -80,7 +84,7 @@ def add_model_arguments(parser) -> None:
     )
 
 
-def add_kafka_arguments(parser) -> None:
+def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
     """``--kafka VERSION`` and ``--metadata MODE``: the spec's model as that Kafka release runs it."""
     g = parser.add_argument_group("Kafka by its version number (docs/model.md)")
     g.add_argument(
@@ -97,7 +101,7 @@ def add_kafka_arguments(parser) -> None:
     )
 
 
-def kafka_override(args) -> tuple | None:
+def kafka_override(args: argparse.Namespace) -> KafkaArg | None:
     """``(release, metadata or None)`` from ``--kafka`` and ``--metadata``, checked; ``None``
     without ``--kafka``."""
     kafka, metadata = args.kafka, args.metadata
@@ -116,7 +120,7 @@ def kafka_override(args) -> tuple | None:
     return (kafka, metadata)
 
 
-def load_target(args) -> Spec | ModelSpec:
+def load_target(args: argparse.Namespace) -> Spec | ModelSpec:
     """What a command checks: the spec file (read as ``--kafka`` says, when given), or the
     model ``--model`` names (``app.user_model.ModelSpec``)."""
     model = args.model
@@ -134,7 +138,7 @@ def load_target(args) -> Spec | ModelSpec:
     return load_model_spec(model, parse_params(args.param))
 
 
-def add_engine_arguments(parser) -> None:
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("engine")
     g.add_argument(
         "--engine", choices=ENGINES, help="where to explore (default: the spec's [check] engine, else local)"
@@ -209,14 +213,14 @@ def add_engine_arguments(parser) -> None:
     )
 
 
-def load(path, kafka: tuple | None = None) -> Spec:
+def load(path: str | Path, kafka: KafkaArg | None = None) -> Spec:
     """A spec file (``kafka``: ``kafka_override``'s release in place of its ``model.kafka``)."""
     from ..specs import load_spec
 
     return load_spec(path, kafka)
 
 
-def select_properties(spec, names) -> list[Property]:
+def select_properties(spec: Spec | ModelSpec, names: Sequence[str] | None) -> list[Property]:
     """The properties to check: ``--invariant`` names if given, else the spec's."""
     if not names:
         return spec.properties()
@@ -245,12 +249,14 @@ def select_properties(spec, names) -> list[Property]:
     return spec.properties([n for n in known if n in names]) + covers
 
 
-def with_covers(properties, spec) -> list[Property]:
+def with_covers(properties: Iterable[Property], spec: Spec | ModelSpec) -> list[Property]:
     """``properties``, followed by the covers a spec names (``[check] covers``) that are
     not among them already (a model of one's own declares its covers among its properties)."""
+    from ..user_model import ModelSpec
+
     properties = list(properties)
     names = {p.name for p in properties}
-    covers = getattr(spec, "covers", ())
+    covers = () if isinstance(spec, ModelSpec) else spec.covers
     if not covers:
         return properties
     from kmc.invariants.covers import COVERS_BY_NAME
@@ -258,15 +264,18 @@ def with_covers(properties, spec) -> list[Property]:
     return properties + [COVERS_BY_NAME[n] for n in covers if n not in names]
 
 
-def with_deadlock(properties, spec, args) -> list[Property]:
+def with_deadlock(properties: Iterable[Property], spec: Spec | ModelSpec, args: argparse.Namespace) -> list[Property]:
     """``properties``, followed by ``Deadlock`` (``checker.core.deadlock``) when ``--deadlock`` or
     the spec's ``[check] deadlock`` asks for it.
 
     Raises:
         UsageError: the model has a property of that name already.
     """
+    from ..user_model import ModelSpec
+
     properties = list(properties)
-    if not (args.deadlock or getattr(spec, "deadlock", False)):
+    # (a model of one's own has no [check] table: only --deadlock asks for it)
+    if not (args.deadlock or (not isinstance(spec, ModelSpec) and spec.deadlock)):
         return properties
     from kmc.checker.core.deadlock import DEADLOCK, Deadlock
 
@@ -275,7 +284,15 @@ def with_deadlock(properties, spec, args) -> list[Property]:
     return [*properties, Deadlock]
 
 
-def make_engine(spec, model, properties, options, progress, args, **hooks) -> Engine:
+def make_engine(
+    spec: Spec | ModelSpec,
+    model: Model,
+    properties: Sequence[Property],
+    options: Options,
+    progress: Progress | None,
+    args: argparse.Namespace,
+    **hooks: Any,
+) -> Engine:
     """The engine the command line (first) or the spec asks for (see
     ``checker.engines.make_engine``); ``hooks`` go to its constructor."""
     from kmc.checker.engines import make_engine as build
@@ -317,7 +334,7 @@ def _workers(text: str) -> int:
     return n
 
 
-def options_from(spec, args) -> Options:
+def options_from(spec: Spec | ModelSpec, args: argparse.Namespace) -> Options:
     max_depth = args.max_depth if args.max_depth is not None else spec.max_depth
     max_states = args.max_states if args.max_states is not None else spec.max_states
     keep_going = args.keep_going or spec.keep_going
@@ -352,7 +369,7 @@ def options_from(spec, args) -> Options:
 SPARK_EXTRA_HINT = "pip install '.[spark]' in kmc's folder, or pip install pyspark"
 
 
-def require_spark(spec, args) -> None:
+def require_spark(spec: Spec | ModelSpec, args: argparse.Namespace) -> None:
     """Refuse ``--engine spark`` (or a spec's ``[check] engine = "spark"``) in one line
     when pyspark is not installed: it is the ``spark`` extra, not a dependency.
 
@@ -375,7 +392,7 @@ def require_spark(spec, args) -> None:
         )
 
 
-def add_force_argument(parser) -> None:
+def add_force_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="replace an existing output file even if kmc did not write it"
     )
@@ -388,7 +405,7 @@ def spark_submitted() -> bool:
     return submitted()
 
 
-def spark_submit_master(spec, args) -> str | None:
+def spark_submit_master(spec: Spec | ModelSpec, args: argparse.Namespace) -> str | None:
     """With the spark engine under spark-submit: the master spark-submit gave, once a
     ``--master`` that contradicts it is refused; else None.
 

@@ -16,6 +16,7 @@ from kmc.checker.base.text import safe_text
 from kmc.checker.core.parts import FrontierQueue, Store
 
 from ..outputs import check_output_path
+from .bench_measures import edge_log_measures, liveness_log_measures, seen_set_bytes, spark_measures
 from .common import (
     add_engine_arguments,
     add_force_argument,
@@ -31,7 +32,14 @@ from .common import (
 )
 
 if TYPE_CHECKING:  # for the annotations only
+    from collections.abc import Sequence
+
     from kmc.checker.core.driver import Engine
+    from kmc.checker.core.result import CheckResult
+    from kmc.model.spec import Spec
+    from rich.console import Console
+
+    from ..user_model import ModelSpec
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -84,86 +92,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def seen_set_bytes(seen) -> int:
-    """Bytes held by a local engine's seen-set: a store counts its own arrays; for a
-    dict, the dict and its fingerprint ints (a parent pointer is the same int object as
-    another entry's key, so it is not counted twice)."""
-    if isinstance(seen, dict):
-        return sys.getsizeof(seen) + sum(sys.getsizeof(k) for k in seen)
-    return seen.nbytes()
-
-
-def edge_log_measures(possibly) -> dict:
-    """What the edge logs of the always-possibly properties hold (``checker.graph.possibly``):
-    the edges kept (those leaving non-goal states), their bytes, and the bytes per edge;
-    ``{}`` when no such property was checked."""
-    logs = [log for _, log in possibly or ()]
-    if not logs:
-        return {}
-    edges = sum(log.edges for log in logs)
-    nbytes = sum(log.nbytes() for log in logs)
-    return {
-        "edges_stored": edges,
-        "edge_log_bytes": nbytes,
-        "bytes_per_stored_edge": round(nbytes / edges, 1) if edges else None,
-    }
-
-
-def liveness_log_measures(liveness) -> dict:
-    """What the liveness logs hold (``checker.graph.liveness``): the waiting states and the edges
-    leaving them that were kept, their bytes (in their temporary files and in memory), the
-    bytes per kept edge, and the bytes they kept in memory at the end of the search; ``{}``
-    when no liveness property was checked."""
-    logs = [log for _, log in liveness or ()]
-    if not logs:
-        return {}
-    edges = sum(log.edges for log in logs)
-    nbytes = sum(log.nbytes() for log in logs)
-    return {
-        "liveness_states_kept": sum(log.kept_states for log in logs),
-        "liveness_edges_kept": edges,
-        "liveness_log_bytes": nbytes,
-        "bytes_per_kept_edge": round(nbytes / edges, 1) if edges else None,
-        "liveness_memory_bytes": sum(log.memory_bytes() for log in logs),
-    }
-
-
-def spark_measures(metrics) -> dict:
-    """What the Spark rows engine measured (``SparkRowsEngine.metrics``): the session's
-    start time, the levels run on the driver and on Spark, the per-level overhead (the
-    least wall time of a Spark level, which is at least its fixed cost), Spark's own
-    states per second, and the bytes its two shuffles shipped per new state."""
-    if not metrics:
-        return {}
-    levels = metrics["spark_levels"]
-    doc = {
-        "spark_session_start_seconds": metrics["session_start_seconds"],
-        "driver_levels": metrics["driver_levels"],
-        "spark_levels": len(levels),
-        "small_levels_in_process": metrics.get("in_process_levels", 0),
-    }
-    if metrics.get("master") is not None:  # the master the session ran on (None: Spark was not used)
-        doc["spark_master"] = metrics["master"]
-    if levels:
-        states = sum(lv[0] for lv in levels)
-        seconds = sum(lv[1] for lv in levels)
-        doc["spark_level_overhead_seconds"] = min(lv[1] for lv in levels)
-        doc["spark_level_seconds_median"] = sorted(lv[1] for lv in levels)[len(levels) // 2]
-        doc["spark_states_per_second"] = round(states / seconds, 1) if seconds else None
-        # The time the tasks spent in kmc's own code (expanding, merging, checking),
-        # summed over tasks: the rest of a level's wall time is Spark's.
-        doc["spark_task_seconds"] = round(sum(lv[3] for lv in levels), 3)
-        doc["spark_level_seconds"] = round(seconds, 3)
-        doc["shuffle_bytes"] = metrics["shuffle_bytes"]
-        doc["shuffle_bytes_per_state"] = round(metrics["shuffle_bytes"] / max(states, 1), 1)
-        doc["store_peak_bytes"] = metrics["store_peak_bytes"]
-        doc["spark_packed_levels"] = metrics["packed_levels"]
-    if metrics.get("close_seconds") is not None:  # stopping the session, removing the store
-        doc["spark_close_seconds"] = metrics["close_seconds"]
-    return doc
-
-
-def run(args, out, err) -> int:
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     try:
         return _run(args, out, err)
     except (KmcError, MemoryError):
@@ -176,7 +105,7 @@ def run(args, out, err) -> int:
         raise failure(args.model, e) from None
 
 
-def _run(args, out, err) -> int:
+def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     spec = load_target(args)
     check_output_path("--json", args.json, protected=[spec.path], force=args.force)
     require_spark(spec, args)
@@ -195,7 +124,7 @@ def _run(args, out, err) -> int:
 
     model = spec.model()
     props = spec.properties()
-    runs = []
+    runs: list[tuple[float, CheckResult, dict[str, Any]]] = []
     engine = None
     for _ in range(args.repeat):
         options = attrs.evolve(options_from(spec, args), coverage=not args.no_coverage)
@@ -211,7 +140,7 @@ def _run(args, out, err) -> int:
     assert engine is not None  # --repeat is a positive integer: the loop ran
     wall, result, usage = min(runs, key=lambda r: r[0])
     st = result.stats
-    doc = {
+    doc: dict[str, Any] = {
         "schema_version": 1,
         "kind": "kmc-bench",
         "spec": spec.path,
@@ -286,7 +215,7 @@ def _tree_measures(usage: dict[str, Any], engine: str, distinct: int) -> dict[st
     return doc
 
 
-def _write_json(path, doc) -> None:
+def _write_json(path: str, doc: dict[str, Any]) -> None:
     from kmc.app.render import write_json
     from kmc.checker.base.errors import UsageError
 
@@ -328,7 +257,13 @@ _SHOWN = (
 )
 
 
-def _print(out, title, docs, ratio=None, ratio_title="batch / per-state") -> None:
+def _print(
+    out: Console,
+    title: str,
+    docs: Sequence[dict[str, Any]],
+    ratio: dict[str, float] | None = None,
+    ratio_title: str = "batch / per-state",
+) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -353,7 +288,7 @@ def _print(out, title, docs, ratio=None, ratio_title="batch / per-state") -> Non
     out.print(table)
 
 
-def human_bytes(n) -> str:
+def human_bytes(n: float) -> str:
     """``58,814,464`` bytes as ``56.1 MiB`` (binary units, three significant digits)."""
     value, unit = float(n), "bytes"
     for next_unit in ("KiB", "MiB", "GiB", "TiB"):
@@ -365,7 +300,7 @@ def human_bytes(n) -> str:
     )
 
 
-def _cell(key, value) -> str:
+def _cell(key: str, value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "" if value is None else str(value)
     if key in _SIZES:  # sizes: human units
@@ -375,7 +310,7 @@ def _cell(key, value) -> str:
     return f"{value:,}"
 
 
-def _child_bench(args, label, extra) -> dict:
+def _child_bench(args: argparse.Namespace, label: str, extra: list[str]) -> dict[str, Any]:
     """``kmc bench SPEC --json`` in a process of its own (so that its peak memory and its
     process tree are its own), with this run's limits and ``extra`` options."""
     import os
@@ -403,14 +338,15 @@ def _child_bench(args, label, extra) -> dict:
 
             raise EngineError(f"bench: the {label} run failed: {done.stderr.strip()[-300:]}")
         with open(target, encoding="utf-8") as f:
-            return json.load(f)
+            doc: dict[str, Any] = json.load(f)
+        return doc
 
 
-def _compare(args, spec, out) -> int:
+def _compare(args: argparse.Namespace, spec: Spec | ModelSpec, out: Console) -> int:
     """Both local paths on one spec, each in a fresh process so that each has its own
     peak resident memory, and the ratio of their figures."""
     docs = [_child_bench(args, path, ["--per-state"] if path == "per-state" else []) for path in ("per-state", "batch")]
-    ratio = {}
+    ratio: dict[str, float] = {}
     for key in ("states_per_second", "generated_per_second"):
         if docs[0].get(key) and docs[1].get(key):
             ratio[key] = docs[1][key] / docs[0][key]
@@ -431,7 +367,7 @@ def _compare(args, spec, out) -> int:
     return 0 if same else 1
 
 
-def _compare_stores(args, spec, out) -> int:
+def _compare_stores(args: argparse.Namespace, spec: Spec | ModelSpec, out: Console) -> int:
     """The local engine with each store on one spec, one after the other, each in a process
     of its own; their figures, the ratios disk / memory, and whether they explored the same
     state space (counts, depth, verdicts)."""
@@ -465,7 +401,7 @@ _ENGINE_RATIOS = (
 )
 
 
-def _compare_engines(args, spec, out) -> int:
+def _compare_engines(args: argparse.Namespace, spec: Spec | ModelSpec, out: Console) -> int:
     """The local engine (batch path) and the Spark engine on one spec, one after the other,
     each in a process of its own; their figures, the ratios Spark / local, and whether
     they explored the same state space (counts, depth, verdicts)."""

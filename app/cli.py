@@ -41,6 +41,9 @@ from kmc.checker.base.exitcodes import (  # noqa: F401  (re-exported: tests and 
 from kmc.checker.base.memory import reuse_freed_memory
 
 if TYPE_CHECKING:  # for the annotations only: rich is imported on first use
+    from collections.abc import Sequence
+    from typing import TextIO
+
     from rich.console import Console
 
 _N = TypeVar("_N")  # a namespace given to parse_args
@@ -94,26 +97,29 @@ class _Parser(argparse.ArgumentParser):
     def parse_args(self, args: Iterable[str] | None, namespace: _N) -> _N: ...
     @overload
     def parse_args(self, *, namespace: _N) -> _N: ...
-    def parse_args(self, args=None, namespace=None) -> Any:  # the overloads above: what argparse's give
-        args, extras = self.parse_known_args(args, namespace)
+    def parse_args(  # the overloads above: what argparse's give
+        self, args: Iterable[str] | None = None, namespace: Any = None
+    ) -> Any:
+        parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            command = self._subcommand(args.command)
+            command = self._subcommand(parsed.command)
             (command or self).error(unknown_options_message(command or self, extras))
-        return args
+        return parsed
 
-    def _subcommand(self, name) -> argparse.ArgumentParser | None:
+    def _subcommand(self, name: str) -> argparse.ArgumentParser | None:
         for action in self._actions:
             if isinstance(action, argparse._SubParsersAction) and name in action.choices:
-                return action.choices[name]
+                parser: argparse.ArgumentParser = action.choices[name]
+                return parser
         return None
 
 
-def unknown_options_message(parser, extras) -> str:
+def unknown_options_message(parser: argparse.ArgumentParser, extras: Sequence[str]) -> str:
     """``unrecognized arguments: --kep-going (did you mean --keep-going?)``."""
     import difflib
 
     known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
-    hints = []
+    hints: list[tuple[str, str]] = []
     for word in extras:
         if word.startswith("-"):
             close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
@@ -191,7 +197,7 @@ def consoles() -> tuple[Console, Console]:
     a model's action) that holds ``:x:`` is shown as it is."""
     from rich.console import Console
 
-    def stream(f) -> Any:  # ``f``, or ``f`` wrapped: a text stream either way
+    def stream(f: TextIO) -> Any:  # ``f``, or ``f`` wrapped: a text stream either way
         return f if _isatty(f) else StripTrailingSpaces(f)
 
     return (
@@ -200,7 +206,7 @@ def consoles() -> tuple[Console, Console]:
     )
 
 
-def _isatty(f) -> bool:
+def _isatty(f: TextIO) -> bool:
     try:
         return f.isatty()
     except (AttributeError, ValueError, OSError):
@@ -211,7 +217,7 @@ class StripTrailingSpaces:
     """A text stream that writes every complete line to ``target`` without its trailing
     spaces; a line not yet ended waits for its end (or ``flush``)."""
 
-    def __init__(self, target) -> None:
+    def __init__(self, target: TextIO) -> None:
         self.target = target
         self._tail = ""
 
@@ -236,7 +242,8 @@ class StripTrailingSpaces:
 
     @property
     def encoding(self) -> str:
-        return getattr(self.target, "encoding", "utf-8")
+        encoding: str = getattr(self.target, "encoding", "utf-8")
+        return encoding
 
 
 class Terminated(BaseException):
@@ -277,7 +284,7 @@ def _unraisable(hook: Callable[[Any], object]) -> Callable[[Any], object]:
     return unraisable
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kmc`` with ``argv`` and return its exit code.
 
     SIGINT and SIGTERM are handled from the first line on, before rich, pyspark or an
@@ -351,7 +358,9 @@ def _signal_behind(error: BaseException) -> int | None:
     return None
 
 
-def _restore(old, quiet=False) -> None:
+def _restore(
+    old: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None], quiet: bool = False
+) -> None:
     """Put back the handlers ``old`` holds. ``quiet``: a signal that arrives meanwhile
     (a second one, the run's outcome already decided) does not change it."""
     for s, previous in old.items():
@@ -364,7 +373,7 @@ def _restore(old, quiet=False) -> None:
                     raise
 
 
-def _say(line) -> None:
+def _say(line: str) -> None:
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
@@ -372,14 +381,15 @@ def _say(line) -> None:
         pass
 
 
-def _main(argv) -> int:
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser(argv, every=False).parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, as the user typed it
     out, err = consoles()
     reuse_freed_memory()  # the allocator's settings for a run of large arrays
     try:
         try:
-            return args.run(args, out, err)
+            code: int = args.run(args, out, err)
+            return code
         except SystemExit as e:
             raise _exited(args, e) from None
     except KmcError as e:
@@ -391,7 +401,7 @@ def _main(argv) -> int:
         return EXIT_OK
 
 
-def _exited(args, e: SystemExit) -> KmcError:
+def _exited(args: argparse.Namespace, e: SystemExit) -> KmcError:
     """A ``SystemExit`` out of a command (kmc's commands return their code, never exit):
     a model's code called ``sys.exit`` or ``exit()``, an exception of the model like any
     other, one line and exit 2, never kmc's exit status."""

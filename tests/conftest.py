@@ -5,12 +5,46 @@ one SparkContext of the session.
 
 from __future__ import annotations
 
+import gc
+import os
+import shutil
+import tempfile
 import types
 from pathlib import Path
 
 import pytest
 
 from kmc.model import Config, Fetch, KafkaModel, Quorum, Replica, State
+
+# -- the test processes' own settings (the suite's CPU; no test's meaning depends on them) -----
+
+# The cyclic garbage collector at its default threshold (a young collection every 700
+# allocations) took about a third of a per-state search's CPU here: the searches allocate
+# millions of small attrs objects, and the results the modules share stay alive. A young
+# collection every 50,000 allocations still collects every cycle, later; this process only
+# (kmc's own processes, workers and Spark's Python keep Python's default).
+gc.set_threshold(50_000, 20, 20)
+
+
+def _memory_tmp(least=2 << 30):
+    """A directory in memory (tmpfs) with at least ``least`` bytes free, or None."""
+    where = "/dev/shm"
+    try:
+        if not os.path.isdir(where) or not os.access(where, os.W_OK | os.X_OK):
+            return None
+        return where if shutil.disk_usage(where).free >= least else None
+    except OSError:
+        return None
+
+
+# Temporary files (pytest's tmp_path, the stores and checkpoints kmc makes in the system's
+# temporary directory, Spark's local files) in memory when the machine has a tmpfs: creating a
+# file on this machine's disk costs about half a millisecond of kernel CPU, and the stores write
+# thousands. TMPDIR set by the caller is kept. Child processes inherit it.
+if "TMPDIR" not in os.environ and _memory_tmp():
+    os.environ["TMPDIR"] = _memory_tmp()
+    os.environ.setdefault("SPARK_LOCAL_DIRS", os.environ["TMPDIR"])
+    tempfile.tempdir = None  # (gettempdir() reads TMPDIR again)
 
 
 def _replica(n, *, alive=True, log=(), hw=0, epoch=0, leader=0, remote=None, inflight=None,

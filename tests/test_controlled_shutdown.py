@@ -17,6 +17,7 @@ Replicas are numbered A=0, B=1, C=2; records are (epoch, id).
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -202,8 +203,16 @@ PATHS = (pytest.param("per-state", marks=pytest.mark.skipif(
 
 
 def _run(cfg, props, path="batch", **kw):
+    """``(model, result)`` of ``cfg`` with ``props`` and the side checks on ``path``: each
+    run once in a process (several tests read the same run: they only read it)."""
+    return _runs(cfg, tuple(props), path, tuple(sorted(kw.items())))
+
+
+@functools.lru_cache(maxsize=None)
+def _runs(cfg, props, path, kw):
     from kmc.checker.local.rows import BatchEngine
 
+    kw = dict(kw)
     model = KafkaModel(cfg)
     extra = side_checks(cfg) if cfg.max_controlled_shutdowns else []
     engine = LocalEngine if path == "per-state" else BatchEngine

@@ -4,6 +4,7 @@ many new states it found, and a flag on an action that never fired."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 from pathlib import Path
@@ -112,7 +113,10 @@ def _coverage(result):
     return cov.enabled, cov.kinds, cov.distinct_values()
 
 
+@functools.lru_cache(maxsize=None)
 def _run(path, **kw):
+    """The result of the spec at ``path`` run as ``kmc check`` runs it: once in a process (the
+    tests only read it)."""
     spec = load_spec(path)
     return make_engine(spec.model(), spec.properties(), options_from(spec, argparse.Namespace(**SHARED_OPTIONS)), **kw).run()
 

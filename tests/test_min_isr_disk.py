@@ -14,6 +14,7 @@ recomputes the small ones from the text alone.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -459,6 +460,14 @@ def _summary(result):
             {p: v.path.choices for p, v in result.violations.items()})
 
 
+@functools.lru_cache(maxsize=None)
+def _per_state(cfg):
+    """The per-state run of ``cfg`` with every property of its model, keep_going: run once in a
+    process, read by each test that compares an engine with it (none changes it)."""
+    model = KafkaModel(cfg)
+    return LocalEngine(model, list(model.properties()), Options(keep_going=True)).run()
+
+
 @pytest.mark.parametrize("options", [
     pytest.param(Options(keep_going=True), id="local"),
     pytest.param(Options(keep_going=True, workers=2), id="workers"),
@@ -467,7 +476,7 @@ def _summary(result):
 def test_every_local_engine_runs_them_on_the_batch_kernel(options, tmp_path):
     model = KafkaModel(SMALL)
     props = list(model.properties())
-    want = LocalEngine(model, props, Options(keep_going=True)).run()
+    want = _per_state(SMALL)
     if options.store == "disk":
         options = Options(keep_going=True, store="disk", store_dir=str(tmp_path))
     engine = make_engine(model, props, options, data_root=str(tmp_path))
@@ -507,7 +516,7 @@ def test_a_checkpoint_resumes_to_the_same_counts(monkeypatch):
 
     model = KafkaModel(SMALL)
     props = list(model.properties())
-    want = LocalEngine(model, props, Options(keep_going=True)).run()
+    want = _per_state(SMALL)
     monkeypatch.setattr(kmc.checker.local.rows, "CHUNK_ROWS", 64)
     engine = make_engine(model, props, Options(keep_going=True, max_memory=1 << 30))
     monkeypatch.setattr(kmc.checker.core.driver, "resident_bytes", lambda: (1 << 40) * (len(engine.seen) > 500))
@@ -965,7 +974,7 @@ def test_every_engine_runs_every_operator_action_at_once(how, tmp_path, monkeypa
 
     model = KafkaModel(EVERY_ACTION)
     props = list(model.properties())
-    want = make_engine(model, props, Options(keep_going=True), per_state=True).run()
+    want = _per_state(EVERY_ACTION)
     assert want.stats.distinct == 8_566 and traces(want) == {CNL: 5, LCC: 4}
     assert all(want.stats.fired[a] for a in ("ControlledShutdown", "ShutdownComplete", "ChangeMinIsr", "DiskFailure",
                                              "ApplyMinIsr"))

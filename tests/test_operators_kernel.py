@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from functools import lru_cache
 
 import numpy as np
 import pytest
@@ -131,9 +132,18 @@ def runs(name) -> tuple:
         model = KafkaModel(CASES[name])
         props = properties(model.config)
         batch = BatchEngine(model, props, Options(keep_going=True, verify_kernel=True)).run()
-        local = LocalEngine(model, props, Options(keep_going=True)).run()
-        _RUNS[name] = model, batch, local
+        _RUNS[name] = model, batch, per_state(name)
     return _RUNS[name]
+
+
+@lru_cache(maxsize=None)
+def per_state(name, symmetry=False):
+    """The per-state run of ``CASES[name]`` with every property (with ``symmetry``: the
+    symmetric ones, one state an orbit), keep_going: run once, shared by the tests that
+    compare another path or engine with it (they only read it)."""
+    model = KafkaModel(CASES[name])
+    props = [p for p in properties(model.config) if not symmetry or p.symmetric]
+    return LocalEngine(model, props, Options(keep_going=True, symmetry=symmetry)).run()
 
 
 # -- the kernel against the model --------------------------------------------------------------------
@@ -354,7 +364,7 @@ def test_every_local_engine_and_option_gives_the_per_state_result(how, tmp_path)
         props = [p for p in properties(model.config) if how != "symmetry" or p.symmetric]
         extra = {"batch": {}, "workers": {"workers": 2}, "symmetry": {"symmetry": True},
                  "disk": {"store": "disk", "store_dir": str(tmp_path / name)}}[how]
-        want = make_engine(model, props, Options(keep_going=True, symmetry=how == "symmetry"), per_state=True).run()
+        want = per_state(name, symmetry=how == "symmetry")  # the per-state path's, run once for the four
         engine = make_engine(model, props, Options(keep_going=True, **extra), data_root=str(tmp_path))
         assert engine.path != "per-state" and engine.per_state_because is None, name
         assert _engine_summary(engine.run()) == _engine_summary(want), name
@@ -382,7 +392,7 @@ def test_spark_runs_them_on_rows(spark_sc):
 
     model = KafkaModel(CASES["all"])
     props = properties(model.config)
-    want = LocalEngine(model, props, Options(keep_going=True)).run()
+    want = per_state("all")  # LocalEngine(model, props, Options(keep_going=True)).run(), shared
     engine = make_engine(model, props, Options(keep_going=True), engine="spark", master=SPARK_MASTER,
                          partitions=2, driver_level_limit=0)
     assert engine.path == "rows"

@@ -189,9 +189,10 @@ class LevelDriver(Generic[P, F, W]):
                 stats.fired, stats.new, stats.coverage = boundary[2], boundary[3], boundary[4]
                 break
             search.end_level()
-            # The states a level keeps live as long as the run (and hold no cycles): moved out of
-            # the collector's generations, so that its full collections scan only what the next
-            # level makes (on the per-state path they were a third of the run's time).
+            # What a level leaves alive mostly lives as long as the run (the stored states): moved
+            # out of the collector's generations, so that its full collections scan only what the
+            # next level makes (on the per-state path they were a third of the run's time); a
+            # cycle among them is collected once the run gives them back.
             gc.freeze()
             if self.kernel_check is not None:  # the sample is a function of the level's size
                 stats.cross_checked += self.kernel_check.sampled(stats.depth, size)

@@ -314,7 +314,7 @@ class RowCodec:
 
     def decode(self, row: np.ndarray) -> State:
         """The ``State`` of a row (the inverse of ``encode``)."""
-        v = [int(x) for x in row]
+        v: list[int] = row.tolist()  # the row's bytes as Python ints, in one call
         n, m = self.n, self.m
         committed = tuple(
             sorted(

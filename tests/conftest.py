@@ -26,6 +26,16 @@ from kmc.model import Config, Fetch, KafkaModel, Quorum, Replica, State
 gc.set_threshold(50_000, 20, 20)
 
 
+def pytest_unconfigure(config):
+    """As the session ends pytest collects garbage five times over (to report the exceptions
+    of objects finalised late), each pass over every run the modules kept: collect once, then
+    leave the survivors out of the passes that follow (``gc.freeze``)."""
+    gc.collect()
+    gc.freeze()
+    if not hasattr(config, "workerinput") and GROUPS in os.environ:
+        shutil.rmtree(os.environ.pop(GROUPS), ignore_errors=True)
+
+
 def _memory_tmp(least=2 << 30):
     """A directory in memory (tmpfs) with at least ``least`` bytes free, or None."""
     where = "/dev/shm"
@@ -80,13 +90,23 @@ def build():
 
 # -- three workers (pytest-xdist) --------------------------------------------------------------
 
-# Each module runs whole on one of the three workers (-n 3 --dist loadfile, in pyproject.toml), in
-# this order: the longest first (the Spark modules start JVMs and subprocesses), so that
-# the others fill in beside them instead of after them.
+# Each module runs whole on one of the three workers (-n 3 --dist loadfile, in pyproject.toml),
+# except the Spark tests (marked ``spark``, or using the session's SparkContext): those run
+# together on one worker, whichever modules they are in, so that the suite starts one JVM, one
+# Spark context and one set of Spark's Python workers instead of one a worker (each JVM costs its
+# start and its compiler's warm-up). The workers write their Spark tests' ids in a directory the
+# scheduler reads (it sees test ids only, never their marks).
 FIRST = ("test_spark_checkpoint", "test_spark_submit", "test_spark_stores", "test_operators_kernel",
          "test_controlled_shutdown", "test_min_isr_disk", "test_spark_faults", "test_spark_rows", "test_stores",
          "test_user_model_cli", "test_engines", "test_liveness_kafka", "test_fetch_kernel", "test_model_errors",
          "test_liveness", "test_fetch_path")
+SPARK_GROUP = "the Spark tests"
+GROUPS = "KMC_TEST_GROUPS"  # the directory of the workers' lists (set by the controller)
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and config.getoption("dist", "no") == "loadfile":
+        os.environ[GROUPS] = tempfile.mkdtemp(prefix="kmc-test-groups-")  # the workers inherit it
 
 
 def pytest_collection_modifyitems(config, items):
@@ -95,6 +115,32 @@ def pytest_collection_modifyitems(config, items):
         return FIRST.index(module) if module in FIRST else len(FIRST)
 
     items.sort(key=rank)  # stable: the order inside a module is kept
+    where = os.environ.get(GROUPS)
+    if where and hasattr(config, "workerinput"):
+        spark = [i.nodeid for i in items if i.get_closest_marker("spark") or "spark_sc" in i.fixturenames]
+        path = Path(where) / config.workerinput["workerid"]
+        path.with_suffix(".part").write_text("\n".join(spark))
+        path.with_suffix(".part").replace(path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With ``--dist loadfile``: a work unit is a module, or the Spark tests of every module."""
+    where = os.environ.get(GROUPS)
+    if config.getoption("dist", "no") != "loadfile" or not where:
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesAndSpark(LoadFileScheduling):
+        spark: set[str] | None = None
+
+        def _split_scope(self, nodeid):
+            if self.spark is None:  # every worker has collected (and written) by now
+                self.spark = {line for p in Path(where).iterdir() if not p.suffix
+                              for line in p.read_text().splitlines()}
+            return SPARK_GROUP if nodeid in self.spark else super()._split_scope(nodeid)
+
+    return ModulesAndSpark(config, log)
 
 
 # -- explorations shared by the whole session ---------------------------------------------

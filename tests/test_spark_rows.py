@@ -30,7 +30,6 @@ from kmc.checker.spark.engine import SparkRowsEngine
 from kmc.app.specs import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
-MASTER = "local[2,3]"
 HUGE = 10 ** 12  # a driver level limit no level reaches: Spark is never used
 
 pytestmark = [
@@ -65,16 +64,10 @@ SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.toml")
 ON_SPARK = ("hw-unclean", "le-unflushed", "kip279-data-loss", "v21-elr-unflushed", "kafka-14139-two-replicas")
 
 
-@pytest.fixture(scope="module")
-def sc():
-    """One local SparkContext for the module (stopped at the end if this module made it)."""
-    context, created = spark_context(MASTER)
-    if not created and context.master != MASTER:
-        context.stop()
-        context, created = spark_context(MASTER)
-    yield context
-    if created:
-        context.stop()
+@pytest.fixture
+def sc(spark_sc):
+    """The session's local SparkContext (tests/conftest.py)."""
+    return spark_sc
 
 
 def _spec(name):

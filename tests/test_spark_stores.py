@@ -512,6 +512,14 @@ def test_a_store_unseen_by_an_executor_stops_the_run_as_the_session_starts(tmp_p
 
     blind = Blind()
     monkeypatch.setattr(spark_start, "spark_context", lambda *args, **kwargs: (blind, True))
+    failed_early = spark_start.Session.failed_early
+
+    def after_the_start(session, kind):  # the start's thread has run by the next boundary, however
+        if session.starter is not None:  # busy the machine (else the levels may all end before it)
+            session.starter.join()
+        return failed_early(session, kind)
+
+    monkeypatch.setattr(spark_start.Session, "failed_early", after_the_start)
     spec = load_spec(HW)
     engine = SparkRowsEngine(spec.model(), spec.properties(), partitions=2, driver_level_limit=1000,
                              store_dir=tmp_path / "store")

@@ -92,10 +92,11 @@ def test_an_action_is_enabled_exactly_when_its_guard_holds(name, changes):
             states += 1
             succ = model.successors(s)
             enabled = collections.Counter(a for a, _ in succ)
-            declared = collections.Counter(g.action for g in model.guards(s))
+            guards = model.guards(s)
+            declared = collections.Counter(g.action for g in guards)
             assert set(declared.values()) == {1}, f"{name}: an action declared twice"
             assert set(enabled) <= set(declared), f"{name}: an enabled action has no guard: {set(enabled) - set(declared)}"
-            by_guard = {g.action for g in model.guards(s) if g.enabled}
+            by_guard = {g.action for g in guards if g.enabled}
             assert set(enabled) == by_guard, (name, s, {model.format_action(a) for a in set(enabled) ^ by_guard})
             # the naive oracle's enabled actions, written from docs/model.md alone
             labels = {(a, r, cut) for (a, r, cut), _ in oracle.successors(cfg, s)}

@@ -95,7 +95,9 @@ def build():
 # together on one worker, whichever modules they are in, so that the suite starts one JVM, one
 # Spark context and one set of Spark's Python workers instead of one a worker (each JVM costs its
 # start and its compiler's warm-up). The workers write their Spark tests' ids in a directory the
-# scheduler reads (it sees test ids only, never their marks).
+# scheduler reads (it sees test ids only, never their marks). pytest-xdist hands out the units
+# largest first (by test count: the Spark unit, then the largest modules); ``FIRST`` orders the
+# tests inside a unit that spans modules, and units of equal size: the slowest modules first.
 FIRST = ("test_spark_checkpoint", "test_spark_submit", "test_spark_stores", "test_operators_kernel",
          "test_controlled_shutdown", "test_min_isr_disk", "test_spark_faults", "test_spark_rows", "test_stores",
          "test_user_model_cli", "test_engines", "test_liveness_kafka", "test_fetch_kernel", "test_model_errors",

@@ -64,12 +64,6 @@ SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.toml")
 ON_SPARK = ("hw-unclean", "le-unflushed", "kip279-data-loss", "v21-elr-unflushed", "kafka-14139-two-replicas")
 
 
-@pytest.fixture
-def sc(spark_sc):
-    """The session's local SparkContext (tests/conftest.py)."""
-    return spark_sc
-
-
 def _spec(name):
     return load_spec(REPO / "specs" / f"{name}.toml")
 
@@ -115,7 +109,7 @@ def store(request):
                     reason="every spec on Spark, on 1 and 3 partitions: 4 more minutes; set KMC_SLOW=1")
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("name", SPECS)
-def test_every_spec_on_spark(sc, name, partitions):
+def test_every_spec_on_spark(spark_sc, name, partitions):
     # Every level after the initial states on Spark (the default selection runs ON_SPARK).
     spec = _spec(name)
     _engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=0)
@@ -155,14 +149,14 @@ def _on_spark_params():
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "partitions"), _on_spark_params())
 @BOTH_SLOW_S3
-def test_specs_on_spark(sc, name, partitions, store):
+def test_specs_on_spark(spark_sc, name, partitions, store):
     spec = _spec(name)
     engine, result = _rows(spec, _options(spec), partitions=partitions, driver_level_limit=0, store_dir=store)
     assert_same(result, _batch(name))
     assert engine.metrics["driver_levels"] == 1  # only the initial states
 
 
-def test_store_directory_and_its_errors(sc, tmp_path):
+def test_store_directory_and_its_errors(spark_sc, tmp_path):
     spec = _spec("le-unflushed")
     engine, result = _rows(spec, _options(spec), partitions=2, driver_level_limit=500, store_dir=tmp_path / "s")
     assert_same(result, _batch("le-unflushed"))
@@ -179,7 +173,7 @@ def test_store_directory_and_its_errors(sc, tmp_path):
 
 @pytest.mark.parametrize("partitions", [pytest.param(1, marks=pytest.mark.slow), 3])
 @BOTH_SLOW_S3
-def test_stop_at_a_violation_on_spark(sc, partitions, store):
+def test_stop_at_a_violation_on_spark(spark_sc, partitions, store):
     engine, result = _rows(_spec("hw-data-loss"), _options(_spec("hw-data-loss")), partitions=partitions,
                            driver_level_limit=0, store_dir=store)
     assert_same(result, _batch("hw-data-loss"))
@@ -187,7 +181,7 @@ def test_stop_at_a_violation_on_spark(sc, partitions, store):
 
 
 @BOTH_SLOW_S3
-def test_keep_going_two_violations_found_on_spark(sc, store):
+def test_keep_going_two_violations_found_on_spark(spark_sc, store):
     spec = _spec("hw-unclean")
     options = Options(max_depth=8, keep_going=True)
     want = BatchEngine(spec.model(), spec.properties(), options).run()
@@ -206,7 +200,7 @@ def _no_election_after_a_crash(model, before, action, after):
 
 
 @BOTH_SLOW_S3
-def test_step_property_found_on_spark(sc, store):
+def test_step_property_found_on_spark(spark_sc, store):
     from pyspark import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -221,7 +215,7 @@ def test_step_property_found_on_spark(sc, store):
 
 @pytest.mark.parametrize("partitions", [1, 3])
 @BOTH_SLOW_S3
-def test_a_shrinking_tail_runs_its_tasks_in_process(sc, partitions, store):
+def test_a_shrinking_tail_runs_its_tasks_in_process(spark_sc, partitions, store):
     # Levels past the hand-over that are no larger than the limit run the same tasks on
     # the driver, without a Spark job: the counts, verdicts and traces stay the batch
     # engine's (le-unflushed: two violations with their shortest counterexamples).
@@ -233,7 +227,7 @@ def test_a_shrinking_tail_runs_its_tasks_in_process(sc, partitions, store):
 
 
 @BOTH
-def test_hand_over_in_the_middle_with_symmetry(sc, store):
+def test_hand_over_in_the_middle_with_symmetry(spark_sc, store):
     # Three replicas, symmetry on: the first levels on the driver, the rest on Spark.
     spec = _spec("kip279-isr-expansion")
     options = Options(max_depth=14, keep_going=True, symmetry=True)
@@ -245,7 +239,7 @@ def test_hand_over_in_the_middle_with_symmetry(sc, store):
 
 
 @BOTH_SLOW_S3
-def test_retried_tasks_change_nothing(sc, monkeypatch, tmp_path, store):
+def test_retried_tasks_change_nothing(spark_sc, monkeypatch, tmp_path, store):
     # Every expansion task of rank partition 0 fails on its first attempt (the marker file
     # says the fault was planted); the run can only succeed because Spark retried them
     # (local[2,3] allows three attempts).
@@ -259,7 +253,7 @@ def test_retried_tasks_change_nothing(sc, monkeypatch, tmp_path, store):
     assert marker.exists()
 
 
-def test_progress_and_stop_requested(sc):
+def test_progress_and_stop_requested(spark_sc):
     spec = _spec("le-data-loss")
     calls = []
 
@@ -336,7 +330,7 @@ def test_an_always_possibly_property_is_taken_without_starting_spark(name):
 
 
 @pytest.mark.parametrize("wait", [2, 10 ** 6])
-def test_the_driver_goes_on_while_the_session_starts(sc, monkeypatch, wait):
+def test_the_driver_goes_on_while_the_session_starts(spark_sc, monkeypatch, wait):
     """A session started early that is not up when a level passes the limit: the driver
     expands that level itself (up to WAIT times the limit), and hands over at the first
     level boundary after the session is up; the results are the batch engine's."""
@@ -367,7 +361,7 @@ def test_the_driver_goes_on_while_the_session_starts(sc, monkeypatch, wait):
 
 
 @pytest.mark.parametrize("share", [pytest.param(None, marks=pytest.mark.skipif(os.environ.get("KMC_SLOW") != "1", reason="unpacked rows (every other Spark test writes them): set KMC_SLOW=1")), 0.0])
-def test_rows_packed_in_the_store_change_nothing(sc, monkeypatch, share):
+def test_rows_packed_in_the_store_change_nothing(spark_sc, monkeypatch, share):
     """A level whose files would take a large share of the disk's free space is written
     with its rows packed four bits a column, and its owners remove the successors' files
     they have read; small levels are not; the results are the batch engine's either way."""
@@ -393,7 +387,7 @@ def test_rows_packed_in_the_store_change_nothing(sc, monkeypatch, share):
     assert len(left) == levels and (max(left) == 0 if share == 0.0 else min(left[:-1]) > 0)
 
 
-def test_the_hand_over_replaces_the_search_with_one_that_holds_no_engine(sc):
+def test_the_hand_over_replaces_the_search_with_one_that_holds_no_engine(spark_sc):
     """Past driver_level_limit the engine's search is the Spark levels' object: it was
     given what it needs (the store, the session, the settings), not the engine."""
     from kmc.checker.partitioned.levels import PartitionedLevels

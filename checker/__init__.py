@@ -7,18 +7,59 @@ cheap. Importing it changes nothing in the process (no signal handler: a run ins
 own, ``checker.base.signals``, and the ``kmc`` program its start-up ones, ``kmc.app.program``).
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base.errors import EngineError, KmcError, SpecError, UsageError
 
-# Names that are also submodules' names are bound now: importing the submodule later
-# would otherwise leave the package attribute bound to the module, not the function.
-from .base.fingerprint import fingerprint
-from .local.simulate import SimulationResult, SimulationStats, simulate
+if TYPE_CHECKING:  # the names as the type checker (and a user's model) sees them
+    from .base.fingerprint import fingerprint as fingerprint
+    from .contract.batch_kernel import KernelBase as KernelBase
+    from .contract.properties import (
+        ALWAYS as ALWAYS,
+        ALWAYS_EVENTUALLY as ALWAYS_EVENTUALLY,
+        LEADS_TO as LEADS_TO,
+        POSSIBLY as POSSIBLY,
+        Property as Property,
+        STEP as STEP,
+    )
+    from .contract.protocol import (
+        Model as Model,
+        ModelBase as ModelBase,
+        action_name as action_name,
+        with_defaults as with_defaults,
+    )
+    from .core.assembly import split_properties as split_properties
+    from .core.kernel import expand as expand
+    from .core.level import state_failures as state_failures, step_failures as step_failures
+    from .core.options import Options as Options
+    from .core.result import (
+        CheckResult as CheckResult,
+        HOLDS as HOLDS,
+        Path as Path,
+        Stats as Stats,
+        Step as Step,
+        UNKNOWN as UNKNOWN,
+        VIOLATED as VIOLATED,
+        Violation as Violation,
+    )
+    from .core.trace import replay_choices as replay_choices, replay_fingerprints as replay_fingerprints
+    from .engines import make_engine as make_engine
+    from .graph.export import GraphTooLarge as GraphTooLarge, write_graph as write_graph
+    from .local.simulate import (
+        SimulationResult as SimulationResult,
+        SimulationStats as SimulationStats,
+        simulate as simulate,
+    )
+    from .local.state_graph import state_graph as state_graph
+    from .local.states import LocalEngine as LocalEngine, check as check
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "fingerprint": ".base.fingerprint",
+    "simulate": ".local.simulate",
+    "SimulationResult": ".local.simulate",
+    "SimulationStats": ".local.simulate",
     "GraphTooLarge": ".graph.export",
     "state_graph": ".local.state_graph",
     "write_graph": ".graph.export",

@@ -1,6 +1,7 @@
 """The installed project: every package of the source tree is in the wheel, under the one
 ``kmc`` namespace, and nothing is installed as a generic top-level package."""
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -51,6 +52,23 @@ def test_every_package_ships_a_py_typed_marker():
     assert "py.typed" in config["package-data"]["*"]
     missing = [p for p in config["packages"] if not (REPO / config["package-dir"][p] / "py.typed").is_file()]
     assert missing == []
+
+
+def test_a_model_of_one_s_own_is_type_checked_against_the_names_kmc_checker_exports(tmp_path):
+    """``kmc.checker`` imports its names on first use; the type checker still sees each one
+    as what it is (not ``Any``), so that a user's model that misuses them is told so."""
+    from mypy import api
+
+    mine = tmp_path / "mine.py"
+    mine.write_text(
+        "from kmc.checker import Model, Options\n"
+        "options = Options(max_depth='deep')\n"
+        "model: Model = object()\n"
+    )
+    out, err, code = api.run([str(mine), "--no-incremental", "--cache-dir", os.devnull, "--no-error-summary"])
+    assert code == 1, out + err
+    assert 'Argument "max_depth" to "Options" has incompatible type "str"' in out, out
+    assert 'Incompatible types in assignment (expression has type "object", variable has type "Model")' in out, out
 
 
 def test_the_built_packages_carry_their_markers_and_data(tmp_path):

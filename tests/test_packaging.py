@@ -71,6 +71,24 @@ def test_a_model_of_one_s_own_is_type_checked_against_the_names_kmc_checker_expo
     assert 'Incompatible types in assignment (expression has type "object", variable has type "Model")' in out, out
 
 
+def test_kmc_checker_s_lazy_names_are_the_names_the_type_checker_sees():
+    """Each name ``kmc.checker`` imports on first use (``_LAZY``) is imported from the same
+    module in its ``TYPE_CHECKING`` block, and resolves at run time to that module's object."""
+    import ast
+    import importlib
+
+    import kmc.checker as checker
+
+    tree = ast.parse((REPO / "checker" / "__init__.py").read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    typed = {a.name: "." * i.level + (i.module or "") for i in block.body if isinstance(i, ast.ImportFrom)
+             for a in i.names}
+    assert typed == checker._LAZY
+    for name, module in checker._LAZY.items():
+        assert getattr(checker, name) is getattr(importlib.import_module(module, "kmc.checker"), name)
+        assert name in checker.__all__
+
+
 def test_the_built_packages_carry_their_markers_and_data(tmp_path):
     """What setuptools puts in a wheel: every package with its ``py.typed``, and the Spark
     sessions' log4j2 file (built from a copy, so that the tree gets no build files)."""

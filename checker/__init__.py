@@ -110,6 +110,8 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
+# Written out, not built from _LAZY: the type checker reads only a literal list for
+# ``from kmc.checker import *`` (tests/test_packaging.py keeps the three lists in step).
 __all__ = [
     "ALWAYS",
     "POSSIBLY",

@@ -4,6 +4,10 @@ app resumes on."""
 
 from __future__ import annotations
 
+import copyreg
+import pickle
+
+import attrs
 import numpy as np
 import pytest
 from kmc.checker.base.errors import EngineError
@@ -47,6 +51,38 @@ def test_an_older_rows_frontier_becomes_the_memory_queue_s_part():
     assert [list(b) for b in new["queue"].blocks()] == [[0, 1, 2], [3, 4]]
     same = {"format": ROWS_FORMAT, "queue": new["queue"]}
     assert upgrade(same) is same  # a snapshot of this kmc is read as it is
+
+
+@attrs.frozen
+class _Part:
+    """A checkpoint part whose class gained three fields after an older kmc pickled it."""
+
+    old: int
+    added: str | None = None
+    listed: list[int] = attrs.Factory(list)
+    derived: int = attrs.Factory(lambda self: self.old + 1, takes_self=True)
+
+
+def test_a_part_pickled_before_its_fields_were_added_gets_their_defaults():
+    state = {"old": 41}  # what the older class pickled: its one field
+    part = pickle.loads(pickle.dumps(_Old(state)))
+    assert type(part) is _Part and not hasattr(part, "added") and not hasattr(part, "listed")
+    snapshot = {"format": ROWS_FORMAT, "seen": part, "stats": {"depth": 3}}
+    assert upgrade(snapshot) is snapshot
+    assert part == _Part(41, None, [], 42)
+    kept = _Part(1, "x", [2], 7)
+    upgrade({"format": ROWS_FORMAT, "queue": kept})
+    assert kept == _Part(1, "x", [2], 7)  # a field the pickle holds is never replaced
+
+
+class _Old:
+    """Pickles as a ``_Part`` pickled by the older class did."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def __reduce__(self):
+        return copyreg._reconstructor, (_Part, object, None), self.state
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,13 @@ case damages a copy of it.
 
 from __future__ import annotations
 
+import copyreg
 import json
 import pickle
 import shutil
 from pathlib import Path
 
+import attrs
 import pytest
 
 from kmc.app.cli import main
@@ -209,15 +211,35 @@ def test_a_missing_level_directory_is_refused(saved, tmp_path, capsys):
     _refused(ck, capsys, "missing")
 
 
-def test_a_checkpoint_without_the_files_checksums_is_refused_as_older(saved, tmp_path, capsys):
-    """A checkpoint written before the store's files had checksums cannot be verified: it is
-    refused in one line saying so (docs/long-runs.md)."""
+class _PickledBefore:
+    """Pickles as ``part`` did when its class had no field ``missing``: the class and the
+    state of every other field (unpickled, ``missing`` is left unset, as attrs leaves it)."""
+
+    def __init__(self, part, missing):
+        self.part, self.missing = part, missing
+
+    def __reduce__(self):
+        state = {f.name: getattr(self.part, f.name) for f in attrs.fields(type(self.part)) if f.name != self.missing}
+        return copyreg._reconstructor, (type(self.part), object, None), state  # object.__new__, then the state
+
+
+@pytest.mark.parametrize("part", ["seen", "queue"])
+@pytest.mark.parametrize("shape", ["recorded none", "no such field"])
+def test_a_checkpoint_without_the_files_checksums_is_refused_as_older(saved, tmp_path, capsys, part, shape):
+    """A checkpoint written before the store's and the queue's files had checksums cannot be
+    verified: it is refused in one line saying so (docs/long-runs.md), whether its part
+    recorded none or its class had no such field yet."""
     ck = _copy(saved, tmp_path)
     header, snapshot = checkpoint.read(ck)
-    seen = snapshot["seen"]
-    old = pickle.loads(pickle.dumps(seen))
-    object.__setattr__(old, "files", None)
-    snapshot["seen"] = old
+    assert snapshot[part].files  # a disk part of this kmc records them
+    if shape == "recorded none":
+        old = pickle.loads(pickle.dumps(snapshot[part]))
+        object.__setattr__(old, "files", None)
+    else:
+        old = _PickledBefore(snapshot[part], "files")
+        unpickled = pickle.loads(pickle.dumps(old))
+        assert type(unpickled) is type(snapshot[part]) and not hasattr(unpickled, "files")
+    snapshot[part] = old
     run = {k: header[k] for k in ("kmc_version", "spec_sha256", "spec_path", "properties", "options", "limits", "store")
            if k in header}
     checkpoint.write(ck, run, snapshot)

@@ -87,7 +87,11 @@ def upgrade(snapshot: dict[str, Any]) -> dict[str, Any]:
     """The snapshot in the shape this kmc writes, from any shape an older kmc wrote:
     the per-state search's untagged snapshot is tagged ``OLD_STATES``; a rows search's
     frontier kept as a list of row arrays (``"frontier"``) becomes its memory queue's
-    part (``"queue"``). A snapshot already of this kmc is returned as it is."""
+    part (``"queue"``); a part pickled before a field of its class was added has that
+    field's default (``_with_defaults``). A snapshot already of this kmc is returned as it
+    is."""
+    for part in snapshot.values():
+        _with_defaults(part)
     tag = snapshot.get("format")
     if tag is None and snapshot.get("engine") == "local":
         return {**snapshot, "format": OLD_STATES}
@@ -96,6 +100,23 @@ def upgrade(snapshot: dict[str, Any]) -> dict[str, Any]:
         new["queue"] = OldFrontier(tuple(snapshot["frontier"]))
         return new
     return snapshot
+
+
+def _with_defaults(part: Any) -> None:
+    """Give a part the defaults of the fields its pickle lacks. An attrs class unpickles
+    only the fields its pickle holds, so a part written before a field was added has that
+    field unset; with its default (such as ``files`` of the disk store's parts: ``None``,
+    which their ``reopen`` refuses in one line) it reads as this kmc's parts do."""
+    if not attrs.has(type(part)):
+        return
+    for field in attrs.fields(type(part)):
+        if field.default is attrs.NOTHING or hasattr(part, field.name):
+            continue
+        default = field.default
+        # (attrs types Factory as a function; at run time it is the class of a factory default)
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            default = default.factory(part) if default.takes_self else default.factory()
+        object.__setattr__(part, field.name, default)
 
 
 def path_of(snapshot: dict[str, Any]) -> str | None:

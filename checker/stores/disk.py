@@ -97,8 +97,7 @@ class DiskSaved:
         """
         source = level_source(directory, self.data, self.path)
         names = [name for bucket in self.runs for name, _ in bucket] + [name for _, name, _ in self.levels]
-        # (a part pickled by a kmc older than ``files`` has no such attribute: refused)
-        verify_level(directory, source, names, getattr(self, "files", None))
+        verify_level(directory, source, names, self.files)
         store = DiskStore(parent=directory if parent is None else parent, bits=self.bits)
         store.checkpoint_dir = None if directory is None else str(directory)
         for name in names:

@@ -213,8 +213,7 @@ class DiskQueueSaved:
         where = level_source(directory, self.data, self.path)
         if self.name is None:
             return where
-        # (a part pickled by a kmc older than ``files`` has no such attribute: refused)
-        verify_level(directory, where, [self.name], getattr(self, "files", None))
+        verify_level(directory, where, [self.name], self.files)
         return where / self.name
 
     def blocks(self, directory: Any = None) -> Iterator[np.ndarray]:

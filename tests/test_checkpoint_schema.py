@@ -64,8 +64,7 @@ class _Part:
 
 
 def test_a_part_pickled_before_its_fields_were_added_gets_their_defaults():
-    state = {"old": 41}  # what the older class pickled: its one field
-    part = pickle.loads(pickle.dumps(_Old(state)))
+    part = pickle.loads(pickle.dumps(PickledAs(_Part, {"old": 41})))  # the older class's one field
     assert type(part) is _Part and not hasattr(part, "added") and not hasattr(part, "listed")
     snapshot = {"format": ROWS_FORMAT, "seen": part, "stats": {"depth": 3}}
     assert upgrade(snapshot) is snapshot
@@ -75,14 +74,15 @@ def test_a_part_pickled_before_its_fields_were_added_gets_their_defaults():
     assert kept == _Part(1, "x", [2], 7)  # a field the pickle holds is never replaced
 
 
-class _Old:
-    """Pickles as a ``_Part`` pickled by the older class did."""
+class PickledAs:
+    """Pickles as an instance of ``cls`` whose class then held only the fields of ``state``
+    did: unpickled, it is a ``cls`` with the other fields unset, as attrs leaves them."""
 
-    def __init__(self, state):
-        self.state = state
+    def __init__(self, cls, state):
+        self.cls, self.state = cls, state
 
     def __reduce__(self):
-        return copyreg._reconstructor, (_Part, object, None), self.state
+        return copyreg._reconstructor, (self.cls, object, None), self.state  # object.__new__, then the state
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ case damages a copy of it.
 
 from __future__ import annotations
 
-import copyreg
 import json
 import pickle
 import shutil
@@ -24,6 +23,7 @@ from kmc.checker.checkpoints import file as checkpoint
 
 import pins
 from test_checkpoint import SPECS
+from test_checkpoint_schema import PickledAs
 
 HW_UNCLEAN = SPECS / "hw-unclean.toml"
 
@@ -211,18 +211,6 @@ def test_a_missing_level_directory_is_refused(saved, tmp_path, capsys):
     _refused(ck, capsys, "missing")
 
 
-class _PickledBefore:
-    """Pickles as ``part`` did when its class had no field ``missing``: the class and the
-    state of every other field (unpickled, ``missing`` is left unset, as attrs leaves it)."""
-
-    def __init__(self, part, missing):
-        self.part, self.missing = part, missing
-
-    def __reduce__(self):
-        state = {f.name: getattr(self.part, f.name) for f in attrs.fields(type(self.part)) if f.name != self.missing}
-        return copyreg._reconstructor, (type(self.part), object, None), state  # object.__new__, then the state
-
-
 @pytest.mark.parametrize("part", ["seen", "queue"])
 @pytest.mark.parametrize("shape", ["recorded none", "no such field"])
 def test_a_checkpoint_without_the_files_checksums_is_refused_as_older(saved, tmp_path, capsys, part, shape):
@@ -236,7 +224,8 @@ def test_a_checkpoint_without_the_files_checksums_is_refused_as_older(saved, tmp
         old = pickle.loads(pickle.dumps(snapshot[part]))
         object.__setattr__(old, "files", None)
     else:
-        old = _PickledBefore(snapshot[part], "files")
+        fields = {f.name: getattr(snapshot[part], f.name) for f in attrs.fields(type(snapshot[part]))}
+        old = PickledAs(type(snapshot[part]), {k: v for k, v in fields.items() if k != "files"})
         unpickled = pickle.loads(pickle.dumps(old))
         assert type(unpickled) is type(snapshot[part]) and not hasattr(unpickled, "files")
     snapshot[part] = old

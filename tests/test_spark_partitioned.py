@@ -119,6 +119,22 @@ def test_the_partitioned_levels_on_any_cluster_are_the_batch_engine_s(name, clus
         assert engine.metrics["in_process_levels"] == levels
 
 
+def test_the_driver_hands_back_what_its_levels_freed_once_at_the_hand_over(monkeypatch):
+    """Once the driver's levels are handed over it keeps none of the memory they freed
+    (``release_freed_memory``, glibc's ``malloc_trim``; its effect: tests/test_spark_rows.py):
+    asked once, right after the hand-over, before the first partitioned level."""
+    from kmc.checker.partitioned import levels as partitioned
+
+    spec, options, partitions, limit = _case("le-unflushed hand-over")
+    asked = []
+    monkeypatch.setattr(partitioned, "release_freed_memory",
+                        lambda: asked.append(len(engine.metrics.get("spark_levels", []))) or True)
+    engine = SparkRowsEngine(spec.model(), spec.properties(), options, partitions=partitions,
+                             driver_level_limit=limit, cluster=InProcessCluster())
+    engine.run()
+    assert asked == [0] and engine.metrics["driver_levels"] > 0 and len(engine.metrics["spark_levels"]) > 1
+
+
 def test_the_algorithm_runs_without_pyspark():
     # pyspark made unimportable: the engine's modules import, and the levels run on the
     # in-process cluster.

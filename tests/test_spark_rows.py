@@ -541,6 +541,42 @@ def test_the_daemon_s_workers_keep_the_memory_they_free():
     assert 60 <= kept["keep"][0] <= kept["keep"][1] < 72  # kept, and taken again
 
 
+def test_the_driver_hands_back_the_memory_its_levels_freed():
+    """``checker.base.memory.release_freed_memory`` (the Spark engine's driver calls it once
+    its levels are handed over): under the kmc process's allocator settings
+    (``reuse_freed_memory``) a freed array of 64 MiB, below one still alive, stays with the
+    process; after the call the system has it back."""
+    import platform
+    import subprocess
+    import textwrap
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's allocator only")
+    code = textwrap.dedent(
+        """
+        import os
+        import numpy as np
+        from kmc.checker.base.memory import release_freed_memory, reuse_freed_memory
+
+        def rss():
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") >> 20
+        assert reuse_freed_memory()
+        start = rss()
+        a = np.ones(1 << 23)
+        b = np.ones(1 << 12)  # alive above it
+        del a
+        freed = rss()
+        released = release_freed_memory()
+        print(freed - start, rss() - start, released, int(b[0]))
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    kept, after, released, _ = run.stdout.split()
+    assert 60 <= int(kept) < 72 and int(after) < 8 and released == "True", run.stdout
+
+
 @pytest.mark.spark
 def test_the_daemon_s_workers_start_with_its_objects_frozen(spark_sc):
     """PySpark's reused worker runs a full garbage collection after every task. The daemon

@@ -129,6 +129,23 @@ def keep_freed_memory() -> bool:
     return _mallopt((_M_MMAP_MAX, 0), (_M_TRIM_THRESHOLD, 2**31 - 1))
 
 
+def release_freed_memory() -> bool:
+    """Hand back to the system every page this process has freed and the allocator kept
+    (glibc's ``malloc_trim(0)``, which also releases free pages between live blocks). For a
+    process whose large arrays are done with for good: the Spark engine's driver once its
+    leading levels are handed over (``checker.partitioned.levels``), which otherwise holds
+    what they freed for the whole run while the executors do the work. Returns whether
+    anything was handed back (never outside glibc)."""
+    try:
+        import ctypes
+
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    return bool(trim(0))
+
+
 def _mallopt(*settings: tuple[int, int]) -> bool:
     try:
         import ctypes

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import EngineError
+from ..base.memory import release_freed_memory
 from ..blobs import Blobs, open_blobs
 from ..blobs.posix import PosixBlobs
 from ..checkpoints.file import CheckpointError
@@ -136,10 +137,9 @@ class PartitionedLevels(Search):
         metrics: Metrics,
         stopping: Callable[[], bool],
     ) -> PartitionedLevels:
-        """Write the driver's seen-set (split by owner) and frontier (split by rank) into
-        a new store (``rows.store``, made beforehand, or a new one): the levels from here on
-        are partitioned. ``rows`` is the driver's rows search (``checker.local.rows.RowsSearch``)
-        with the run's ``setup`` and ``session`` (``checker.spark.search.DriverLevels``)."""
+        """Write the driver's seen-set (split by owner) and frontier (split by rank) into a new
+        store (``rows.store``, made beforehand, or a new one): the later levels are partitioned.
+        ``rows``: the driver's rows search with the run's ``setup`` and ``session``."""
         setup, session = rows.setup, rows.session
         n = (setup.partitions or 2) if setup.cluster is not None else session.width()
         levels = cls(setup, session, metrics, stopping, rows.level, rows.symmetry, rows.seen, depth=depth, n=n)
@@ -160,6 +160,7 @@ class PartitionedLevels(Search):
         if session.on_status is not None:  # where the run's objects are, should it be killed
             session.on_status(f"the run's store: {store.root}")
         rows.queue.clear()
+        release_freed_memory()  # what the driver's levels freed: the later levels need none of it
         return levels
 
     @classmethod

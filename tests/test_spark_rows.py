@@ -12,9 +12,11 @@ seconds on a loaded two-core machine.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import sys
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -459,7 +461,7 @@ def test_the_writer_saves_in_the_background_and_owners_read_in_key_order(tmp_pat
 
     from kmc.checker.partitioned.rows import succ_name, succ_order
     from kmc.checker.partitioned.rows_read import load_arrays, load_joined, load_records, read_ahead
-    from kmc.checker.partitioned.rows_write import Writer, save_arrays
+    from kmc.checker.partitioned.rows_write import Writer, encode_arrays, save_arrays
 
     rng = np.random.default_rng(3)
     arrays = [(rng.integers(0, 99, 40 * i + 1), rng.integers(-1, 15, (40 * i + 1, 4)).astype(np.int8))
@@ -489,12 +491,25 @@ def test_the_writer_saves_in_the_background_and_owners_read_in_key_order(tmp_pat
     random.Random(1).shuffle(names)
     assert [succ_order(p) for p in sorted(names, key=succ_order)] == want
     read_ahead([str(tmp_path / "missing.bin"), str(tmp_path / "w" / "0.bin")])
-    # One object a task and owner: a record a slice, appended, written whole at close,
-    # read back record by record, and joined in place with other objects in order.
+    # One object a task and owner: a record a slice, appended, streamed to a file of its
+    # writer as it comes (never held in memory) and committed at close, read back record by
+    # record, and joined in place with other objects in order.
     with Writer() as writer:
         for i, (a, b) in enumerate(arrays[:5]):
             writer.append(str(tmp_path / "joined.bin"), a, b, pack=i % 2 == 1)
         assert not (tmp_path / "joined.bin").exists()  # nothing before the task ends
+        big = [rng.integers(0, 99, 1 << 17), rng.integers(-1, 15, (1 << 17, 4)).astype(np.int8)]
+        writer.append(str(tmp_path / "big.bin"), *big)  # 1.5 MiB: on the disk before the end
+        streamed = sum(len(part) for part in encode_arrays(*big))
+        deadline = time.monotonic() + 30
+        while sum(p.stat().st_size for p in tmp_path.glob("big.bin.*.tmp")) < streamed - io.DEFAULT_BUFFER_SIZE:
+            assert time.monotonic() < deadline, list(tmp_path.iterdir())
+            time.sleep(0.01)
+    assert not list(tmp_path.glob("*.tmp")) and load_records(str(tmp_path / "big.bin"), 2)[0][0].shape == (1 << 17,)
+    with pytest.raises(KeyError), Writer() as writer:  # a task that fails leaves no object
+        writer.append(str(tmp_path / "failed.bin"), *arrays[0])
+        raise KeyError("the task's own error")
+    assert not list(tmp_path.glob("failed.bin*"))
     records = load_records(str(tmp_path / "joined.bin"), 2)
     assert len(records) == 5 and all(np.array_equal(r[0], a) and np.array_equal(r[1], b)
                                      for r, (a, b) in zip(records, arrays[:5]))

@@ -114,6 +114,19 @@ def test_a_blob_store_keeps_whole_objects_by_name(blobs, tmp_path):
     assert blobs.sizes() == {}
 
 
+def test_an_object_streamed_part_by_part_appears_whole_at_its_commit_or_never(blobs):
+    """``Blobs.stream``: what a task appends slice by slice, never held whole in memory."""
+    stream = blobs.stream("c/four.bin")
+    assert stream.write(b"hello ") == 6 and stream.write(memoryview(b"world")) == 5
+    assert "c/four.bin" not in blobs.sizes()  # not before the commit
+    assert stream.commit() == 11 and blobs.get("c/four.bin") == b"hello world"
+    stream.abort()  # after the commit: nothing
+    dropped = blobs.stream("c/five.bin")
+    dropped.write(b"x" * 100)
+    dropped.abort()
+    assert blobs.sizes("c") == {"c/four.bin": 11}  # and no part of the dropped one left
+
+
 def test_an_s3_url_never_shows_its_keys(s3_url):
     blobs = open_blobs(s3_url)
     assert "secret" in s3_url and "secret" not in blobs.root and blobs.root == "s3://kmc-test/runs"

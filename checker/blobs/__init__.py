@@ -1,8 +1,9 @@
 """Blob stores: immutable, whole objects under a store root, the only way the Spark
 engine's tasks, store, checkpoints and search read and write what outlives a level.
 
-An object is written once, whole (``put``: it appears complete or not at all, under its
-name), read back whole or in part (``open``), and deleted; nothing is ever rewritten in
+An object is written once, whole (``put``, or part by part through a ``stream`` that is
+committed: it appears complete or not at all, under its name), read back whole or in part
+(``open``), and deleted; nothing is ever rewritten in
 place, and an object is found by its name, never by listing (``sizes`` lists, for
 measures and clean-up only). Two implementations:
 
@@ -19,9 +20,10 @@ measures and clean-up only). Two implementations:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Protocol, runtime_checkable
 
 from ..base.errors import EngineError
@@ -39,6 +41,11 @@ class Blobs(Protocol):
 
     def put(self, name: str, parts: Sequence[bytes | memoryview]) -> int:
         """Write the object ``name`` whole from ``parts`` (joined); returns its bytes."""
+        ...
+
+    def stream(self, name: str) -> FileStream:
+        """The object ``name`` written part by part, never held whole in memory: it appears
+        when the stream is committed, and not at all when it is aborted (``FileStream``)."""
         ...
 
     def open(self, name: str) -> IO[bytes]:
@@ -99,6 +106,46 @@ class Blobs(Protocol):
     def forget_all(self) -> None:
         """Drop this machine's copies of every object of the store (nothing in a directory)."""
         ...
+
+
+class FileStream:
+    """An object written part by part into the local file ``tmp``: ``commit`` hands the
+    file to ``finish`` (a directory's store renames it to the object's path; an object
+    store uploads it), ``abort`` removes it. Either is the stream's end; an abort after a
+    commit does nothing."""
+
+    def __init__(self, tmp: str, finish: Callable[[str], None]) -> None:
+        self.tmp, self._finish = tmp, finish
+        self._file: IO[bytes] | None = open(tmp, "wb")  # (closed by commit or abort)
+        self.written = 0
+
+    def write(self, part: bytes | memoryview) -> int:
+        """Add ``part`` to the object; returns its bytes."""
+        assert self._file is not None, "the stream has ended"
+        self._file.write(part)
+        self.written += len(part)
+        return len(part)
+
+    def commit(self) -> int:
+        """The object, whole, under its name; returns its bytes."""
+        assert self._file is not None, "the stream has ended"
+        self._file.close()
+        self._file = None
+        try:
+            self._finish(self.tmp)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.tmp)  # (an object store's upload; a renamed file is gone already)
+        return self.written
+
+    def abort(self) -> None:
+        """No object: the parts written are dropped."""
+        if self._file is None:
+            return
+        self._file.close()
+        self._file = None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.tmp)
 
 
 def is_url(location: str | os.PathLike[str]) -> bool:

@@ -18,6 +18,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import IO, Any, cast
 
+from . import FileStream
+
 _OPENED: dict[str, tuple[Any, str]] = {}  # URL -> (file system, its base path), once a process
 _LOCK = threading.Lock()
 
@@ -63,6 +65,21 @@ class ArrowBlobs:
                 out.write(part)
                 written += len(part)
         return written
+
+    def stream(self, name: str) -> FileStream:
+        """The object's parts kept in a file of this machine's scratch directory
+        (``use_scratch``) and uploaded at the commit: an object is uploaded only once it is
+        whole, and a task that fails before the commit leaves none."""
+        spool = os.path.join(_cache_root(), "spool")
+        os.makedirs(spool, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=spool, suffix=".part")
+        os.close(fd)
+        return FileStream(tmp, lambda path: self._upload(name, path))
+
+    def _upload(self, name: str, path: str) -> None:
+        with open(path, "rb") as f, self.fs.open_output_stream(self.path(name)) as out:
+            while chunk := f.read(1 << 22):
+                out.write(chunk)
 
     def open(self, name: str) -> IO[bytes]:
         try:

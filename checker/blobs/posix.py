@@ -12,6 +12,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import IO
 
+from . import FileStream
+
 
 class PosixBlobs:
     """Objects as files under the directory ``root`` (an object's name is its relative path)."""
@@ -36,6 +38,12 @@ class PosixBlobs:
                 written += len(part)
         os.replace(tmp, path)
         return written
+
+    def stream(self, name: str) -> FileStream:
+        """The object's file written under a name of its writer, renamed at the commit."""
+        path = self.path(name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return FileStream(f"{path}.{os.getpid()}-{threading.get_ident()}.tmp", lambda tmp: os.replace(tmp, path))
 
     def open(self, name: str) -> IO[bytes]:
         return open(self.path(name), "rb")

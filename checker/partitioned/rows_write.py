@@ -5,18 +5,19 @@ it goes on computing."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import os
 import pickle
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType, TracebackType
+from typing import Any
 
 import numpy as np
 
-from ..blobs import Blobs
+from ..blobs import Blobs, FileStream
 from ..blobs.posix import PosixBlobs
 
 # Where arrays are written and read: a file of this machine (its path), or an object of a
@@ -86,20 +87,21 @@ class Writer:
     """Objects written on a thread of its own: a task hands it arrays to write and goes
     on computing while they are encoded and written (a write may wait on the disk or the
     network; numpy writes without holding the interpreter). ``save`` writes an object at
-    once, with at most ``depth`` of them waiting their turn, so that the arrays held for
-    them stay few; ``append`` adds a record to an object written whole at ``close`` (one
-    object a task and owner, however many slices the task expands). ``close`` waits for
-    every object, raises the first write's error, and returns the bytes of the objects
-    saved with ``tally`` and of every appended one (what a task reports as shipped); with
+    once; ``append`` adds a record to an object streamed to its store as it comes
+    (``Blobs.stream``: one object a task and owner, however many slices the task expands,
+    none of it held in memory) and committed at ``close``. At most ``depth`` writes wait
+    their turn, so that the arrays held for them stay few. ``close`` waits for every
+    write, raises the first one's error, and returns the bytes of the objects saved with
+    ``tally`` and of every appended one (what a task reports as shipped); with
     ``digests`` (a dict), the size and SHA-256 of each object saved with ``digest`` goes
-    there. Used as a context manager, it is closed on the way out, without raising again
-    when an error is already on its way."""
+    there. Used as a context manager, it is closed on the way out; when an error is on its
+    way instead, the writes still waiting are cancelled and the appended objects dropped."""
 
     def __init__(self, depth: int = 32, digests: Digests | None = None) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kmc-writer")
-        # The objects being written, each with whether its bytes count (``tally``).
+        # The writes waiting or running, each with whether its bytes count (``tally``).
         self._pending: deque[tuple[Future[int], bool]] = deque()
-        self._appended: dict[Target, list[Future[list[Part]]]] = {}
+        self._streams: dict[Target, FileStream] = {}  # the appended objects (the writer thread's)
         self._depth = depth
         self.digests = digests
         self.written = 0
@@ -107,13 +109,24 @@ class Writer:
     def save(
         self, target: Target, *arrays: np.ndarray, pack: bool = False, tally: bool = True, digest: bool = False
     ) -> None:
-        while len(self._pending) >= self._depth:
-            self._done()
         digests = self.digests if digest else None
-        self._pending.append((self._pool.submit(save_arrays, target, *arrays, pack=pack, digests=digests), tally))
+        self._submit(save_arrays, (target, *arrays), dict(pack=pack, digests=digests), tally)
 
     def append(self, target: Target, *arrays: np.ndarray, pack: bool = False) -> None:
-        self._appended.setdefault(target, []).append(self._pool.submit(encode_arrays, *arrays, pack=pack))
+        self._submit(self._append, (target, *arrays), dict(pack=pack), True)
+
+    def _submit(self, write: Callable[..., int], args: tuple[Any, ...], kwargs: dict[str, Any], tally: bool) -> None:
+        while len(self._pending) >= self._depth:
+            self._done()
+        self._pending.append((self._pool.submit(write, *args, **kwargs), tally))
+
+    def _append(self, target: Target, *arrays: np.ndarray, pack: bool) -> int:
+        """(On the writer thread, in the order the records came.)"""
+        stream = self._streams.get(target)
+        if stream is None:
+            blobs, name = target_of(target)
+            stream = self._streams[target] = blobs.stream(name)
+        return sum(stream.write(part) for part in encode_arrays(*arrays, pack=pack))
 
     def _done(self) -> None:
         future, tally = self._pending.popleft()
@@ -121,26 +134,24 @@ class Writer:
         if tally:
             self.written += written
 
-    def _put(self, target: Target, parts: list[Part]) -> int:
-        blobs, name = target_of(target)
-        return blobs.put(name, parts)
-
     def close(self) -> int:
         try:
-            for target, futures in self._appended.items():
-                parts = [part for future in futures for part in future.result()]
-                self._pending.append((self._pool.submit(self._put, target, parts), True))
-            self._appended = {}
             while self._pending:
                 self._done()
+            for stream in self._streams.values():
+                stream.commit()
         finally:
-            for future, _tally in self._pending:
-                future.cancel()
-            for encoding in self._appended.values():
-                for encoded in encoding:
-                    encoded.cancel()
-            self._pool.shutdown(wait=True)
+            self._end()
         return self.written
+
+    def _end(self) -> None:
+        """No write left: those waiting are cancelled, the appended objects not committed dropped."""
+        for future, _tally in self._pending:
+            future.cancel()
+        self._pool.shutdown(wait=True)
+        for stream in self._streams.values():
+            stream.abort()  # (nothing for a committed one)
+        self._streams = {}
 
     def __enter__(self) -> Writer:
         return self
@@ -149,8 +160,7 @@ class Writer:
         if kind is None:
             self.close()
         else:
-            with contextlib.suppress(Exception):
-                self.close()
+            self._end()
 
 
 # Rows of Python states (``checker.core.states_kernel``) are object arrays: saved as this marker

@@ -28,16 +28,14 @@ class PosixBlobs:
         return os.path.join(self.root, name)
 
     def put(self, name: str, parts: Sequence[bytes | memoryview]) -> int:
-        path = self.path(name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
-        written = 0
-        with open(tmp, "wb") as f:
+        stream = self.stream(name)
+        try:
             for part in parts:
-                f.write(part)
-                written += len(part)
-        os.replace(tmp, path)
-        return written
+                stream.write(part)
+        except BaseException:
+            stream.abort()  # (a write that failed leaves no file under the writer's name)
+            raise
+        return stream.commit()
 
     def stream(self, name: str) -> FileStream:
         """The object's file written under a name of its writer, renamed at the commit."""

@@ -466,6 +466,7 @@ def test_an_object_store_s_prefix_whose_run_was_killed_is_removed_by_the_next_ru
 
 
 def test_an_object_store_s_runs_are_fetched_once_a_machine(s3_url, monkeypatch):
+    from kmc.checker.blobs.arrow import _cache_root
     from kmc.checker.partitioned.rows_read import load_run
     from kmc.checker.partitioned.rows_write import save_arrays
 
@@ -483,8 +484,12 @@ def test_an_object_store_s_runs_are_fetched_once_a_machine(s3_url, monkeypatch):
     path = blobs.cached("seen/0001/run-000004.npy")
     blobs.forget(["seen/0001/run-000004.npy"])
     assert not os.path.exists(path)
+    stream = blobs.stream("succ/0001/o0000-p0000.bin")  # its parts in this machine's spool
+    stream.write(b"x")
+    assert stream.commit() == 1 and blobs.get("succ/0001/o0000-p0000.bin") == b"x"
     blobs.delete_prefix("")
     blobs.forget_all()
+    assert not os.path.exists(os.path.join(_cache_root(), "spool"))  # nothing left of it
 
 
 def test_a_store_unseen_by_an_executor_stops_the_run_as_the_session_starts(tmp_path, monkeypatch):

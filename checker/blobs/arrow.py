@@ -119,8 +119,9 @@ class ArrowBlobs:
         """Drop this machine's copies of every object of the store."""
         root = _cache_root()
         shutil.rmtree(os.path.join(root, hashlib.sha256(self.root.encode()).hexdigest()[:16]), True)
-        with contextlib.suppress(OSError):
-            os.rmdir(root)  # when no other store's copies are there
+        for folder in (os.path.join(root, "spool"), root):  # when no other stream or store's copies are there
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
 
     def read_ahead(self, names: Iterable[str]) -> None:
         pass

@@ -5,6 +5,7 @@ and its processors (``default_workers``)."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 # The sizes a ceiling is written in are ``checker.base.units``'s; they are offered here too,
 # beside the ceiling they bound.
@@ -136,25 +137,26 @@ def release_freed_memory() -> bool:
     leading levels are handed over (``checker.partitioned.levels``), which otherwise holds
     what they freed for the whole run while the executors do the work. Returns whether
     anything was handed back (never outside glibc)."""
-    try:
-        import ctypes
-
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return False
-    trim.argtypes = [ctypes.c_size_t]
-    return bool(trim(0))
+    trim = _allocator("malloc_trim", "c_size_t")
+    return trim is not None and bool(trim(0))
 
 
 def _mallopt(*settings: tuple[int, int]) -> bool:
+    mallopt = _allocator("mallopt", "c_int", "c_int")
+    return mallopt is not None and all([bool(mallopt(option, value)) for option, value in settings])
+
+
+def _allocator(name: str, *argtypes: str) -> Any:
+    """The C allocator's function ``name`` (glibc's) taking ``argtypes`` (``ctypes`` type
+    names), or None where the C library has none."""
     try:
         import ctypes
 
-        mallopt = ctypes.CDLL(None).mallopt
+        function = getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    return all([bool(mallopt(option, value)) for option, value in settings])
+        return None
+    function.argtypes = [getattr(ctypes, t) for t in argtypes]
+    return function
 
 
 def default_workers() -> int:

@@ -12,8 +12,8 @@ import pickle
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from types import ModuleType, TracebackType
-from typing import Any
 
 import numpy as np
 
@@ -110,15 +110,15 @@ class Writer:
         self, target: Target, *arrays: np.ndarray, pack: bool = False, tally: bool = True, digest: bool = False
     ) -> None:
         digests = self.digests if digest else None
-        self._submit(save_arrays, (target, *arrays), dict(pack=pack, digests=digests), tally)
+        self._submit(partial(save_arrays, target, *arrays, pack=pack, digests=digests), tally)
 
     def append(self, target: Target, *arrays: np.ndarray, pack: bool = False) -> None:
-        self._submit(self._append, (target, *arrays), dict(pack=pack), True)
+        self._submit(partial(self._append, target, *arrays, pack=pack), True)
 
-    def _submit(self, write: Callable[..., int], args: tuple[Any, ...], kwargs: dict[str, Any], tally: bool) -> None:
+    def _submit(self, write: Callable[[], int], tally: bool) -> None:
         while len(self._pending) >= self._depth:
             self._done()
-        self._pending.append((self._pool.submit(write, *args, **kwargs), tally))
+        self._pending.append((self._pool.submit(write), tally))
 
     def _append(self, target: Target, *arrays: np.ndarray, pack: bool) -> int:
         """(On the writer thread, in the order the records came.)"""
